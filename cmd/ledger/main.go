@@ -1,0 +1,115 @@
+// Command ledger is the attempt-ledger service: serve, migrate, keys, tenants.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/peterbourgon/ff/v3"
+)
+
+// defaultDB is the embedded default database.
+const defaultDB = "./data/ledger.db"
+
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "[flags]", "run the HTTP service", runServe},
+		{"migrate", "up | down N | version | force V", "change or show the schema version", runMigrate},
+		{"keys", "create --tenant T --role runtime|admin | list [--tenant T] | revoke KEYID", "manage API keys", runKeys},
+		{"tenants", "set --tenant T --max-leased N", "manage tenants", runTenants},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(ctx, args[1:], stdout, stderr)
+			switch {
+			case err == nil:
+				return 0
+			case errors.Is(err, flag.ErrHelp):
+				return 0
+			}
+			fmt.Fprintf(stderr, "ledger %s: %s\n", c.name, oneLine(err))
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "ledger: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: ledger <command> [arguments]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.summary, c.args)
+	}
+	fmt.Fprintln(w, "\n'ledger <command> --help' lists a command's flags and LEDGER_* variables.")
+}
+
+// newFlags returns a flag set whose --help lists every flag with its LEDGER_* variable and
+// default.
+func newFlags(name string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("ledger "+name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "usage: ledger %s [flags]\n\nflags (each also read from its environment variable):\n", name)
+		fs.VisitAll(func(f *flag.Flag) {
+			def := f.DefValue
+			if def == "" {
+				def = `""`
+			}
+			fmt.Fprintf(stdout, "  --%-24s %-30s default %s\n      %s\n", f.Name, envName(f.Name), def, f.Usage)
+		})
+	}
+	return fs
+}
+
+func envName(flagName string) string {
+	return "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parse reads flags, then LEDGER_* variables for flags not given.
+func parse(fs *flag.FlagSet, args []string) error {
+	return ff.Parse(fs, args, ff.WithEnvVarPrefix("LEDGER"))
+}
+
+// dbFlags are the flags every command that opens the database shares.
+type dbFlags struct {
+	dsn  string
+	sync string
+}
+
+func (d *dbFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.dsn, "db", defaultDB, "database: a SQLite file path, or sqlserver://user:pass@host:1433?database=ledger")
+	fs.StringVar(&d.sync, "sqlite-sync", "normal", "SQLite durability: normal (survives a process crash) or full (also an OS crash or power loss)")
+}

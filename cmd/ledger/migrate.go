@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+)
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("migrate", stdout)
+	var d dbFlags
+	d.register(fs)
+	fs.Usage = wrapUsage(fs.Usage, stdout, "usage: ledger migrate [flags] up | down N | version | force V")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return fmt.Errorf("say up, down N, version or force V")
+	}
+	verb := rest[0]
+	var n int
+	switch verb {
+	case "up", "version":
+		if len(rest) != 1 {
+			return fmt.Errorf("%s takes no argument", verb)
+		}
+	case "down", "force":
+		if len(rest) != 2 {
+			return fmt.Errorf("%s needs one number", verb)
+		}
+		var err error
+		if n, err = strconv.Atoi(rest[1]); err != nil || (verb == "down" && n < 1) || n < 0 {
+			return fmt.Errorf("%s needs a non-negative number (down: at least 1), not %q", verb, rest[1])
+		}
+	default:
+		return fmt.Errorf("unknown migrate verb %q: say up, down N, version or force V", verb)
+	}
+	db, err := openDB(ctx, d, slog.New(slog.NewJSONHandler(stderr, nil)))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	mg, err := db.NewMigrator()
+	if err != nil {
+		return err
+	}
+	defer mg.Close()
+	switch verb {
+	case "up":
+		err = mg.Up()
+	case "down":
+		err = mg.Down(n)
+	case "force":
+		err = mg.Force(n)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", verb, err)
+	}
+	st, err := mg.State()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "version %d of %d, dirty %v\n", st.Version, st.Latest, st.Dirty)
+	return nil
+}
+
+func wrapUsage(inner func(), w io.Writer, line string) func() {
+	return func() {
+		fmt.Fprintln(w, line)
+		inner()
+	}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+)
+
+type serveFlags struct {
+	db        dbFlags
+	addr      string
+	migrate   bool
+	maxBody   int64
+	grace     time.Duration
+	logLevel  string
+	leaseTTL  time.Duration
+	reaper    time.Duration
+	aging     time.Duration
+	maxDepth  int
+	fairness  int
+	bootstrap string
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stdout)
+	var f serveFlags
+	f.db.register(fs)
+	fs.StringVar(&f.addr, "addr", ":8080", "address to listen on")
+	fs.BoolVar(&f.migrate, "migrate", false, "SQL Server: apply pending migrations at start instead of refusing (SQLite always migrates)")
+	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "largest request body in bytes; larger ones get 413")
+	fs.DurationVar(&f.grace, "shutdown-grace", 20*time.Second, "how long shutdown waits for in-flight requests")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "lease length when a claim names none")
+	fs.DurationVar(&f.reaper, "reaper-interval", 5*time.Second, "how often each replica's reaper takes back expired leases")
+	fs.DurationVar(&f.aging, "band-aging", 10*time.Minute, "how long a BACKGROUND run waits past its due time before it competes with BATCH")
+	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest chain of parent runs an enqueue may make (loop_depth past it)")
+	fs.IntVar(&f.fairness, "claim-fairness-window", 64, "how many of the oldest due runs a claim weighs for project fairness")
+	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on a new embedded database")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, f.logLevel)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, f.db, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := prepareSchema(ctx, db, f.migrate, f.bootstrap, stdout); err != nil {
+		return err
+	}
+	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log})
+	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
+	err = a.Server.Start(ctx, f.addr, f.grace, func(addr string) { log.Info("listening", "addr", addr) })
+	log.Info("stopped")
+	return err
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, fmt.Errorf("bad --log-level %q", level)
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// prepareSchema brings the schema to this binary's version. SQLite migrates under the file
+// lock, and a database that had no schema gets the bootstrap tenant and keys inside the same
+// lock, so two processes starting together bootstrap once. SQL Server migrates only when
+// asked (migrations are a deploy step) and otherwise refuses a schema that is behind or dirty.
+func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstrapTenant string, stdout io.Writer) error {
+	if db.Dialect.Name() == "sqlserver" && !allowMigrate {
+		return requireCurrentSchema(ctx, db)
+	}
+	mg, err := db.NewMigrator()
+	if err != nil {
+		return err
+	}
+	defer mg.Close()
+	before, err := mg.State()
+	if err != nil {
+		return err
+	}
+	if before.Dirty {
+		return fmt.Errorf("schema version %d is dirty: a migration failed part way; fix it, then `ledger migrate force V`", before.Version)
+	}
+	if err := mg.Up(); err != nil {
+		return fmt.Errorf("migrate up: %w", err)
+	}
+	if before.Version != 0 || db.Dialect.Name() != "sqlite" || bootstrapTenant == "" {
+		return nil
+	}
+	store := tenancy.NewStore(db)
+	if has, err := store.HasTenants(ctx); err != nil || has {
+		return err
+	}
+	admin, _, err := store.CreateKey(ctx, bootstrapTenant, tenancy.RoleAdmin)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	runtime, _, err := store.CreateKey(ctx, bootstrapTenant, tenancy.RoleRuntime)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	fmt.Fprintf(stdout, "created tenant %q on a new database; these keys are shown once:\n", bootstrapTenant)
+	fmt.Fprintf(stdout, "admin key: %s\nruntime key: %s\n", admin, runtime)
+	return nil
+}
+
+// requireCurrentSchema refuses a schema that is behind, ahead or dirty.
+func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
+	if db.Dialect.Name() == "sqlite" {
+		// The embedded default needs no deploy step: bring it up to date under the lock.
+		return prepareSchema(ctx, db, true, "", io.Discard)
+	}
+	st, err := db.SchemaState(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Dirty:
+		return fmt.Errorf("schema version %d is dirty; fix it, then `ledger migrate force V`", st.Version)
+	case st.Version < st.Latest:
+		return fmt.Errorf("schema is at version %d, this binary needs %d: run `ledger migrate up` or start with --migrate", st.Version, st.Latest)
+	case st.Version > st.Latest:
+		return fmt.Errorf("schema is at version %d, newer than this binary's %d: deploy the newer binary", st.Version, st.Latest)
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package projects
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+// PutRequest is the body of PUT /v1/projects/{projectId}.
+type PutRequest struct {
+	Active        *bool `json:"active"`
+	RetentionDays *int  `json:"retentionDays" validate:"omitempty,min=1,max=36500"`
+}
+
+// Routes registers the project routes.
+func Routes(s *web.Server, store *Store) {
+	h := handlers{store: store}
+	s.Route(http.MethodPut, "/v1/projects/:projectId", web.Op{
+		Summary: "Create a project (no If-Match) or update it (If-Match required)",
+		Roles:   []string{tenancy.RoleAdmin}, Body: PutRequest{}, BodyOptional: true,
+		Status: http.StatusOK, Response: Project{}, ETag: true, IfMatch: true,
+	}, h.put)
+	s.Route(http.MethodGet, "/v1/projects", web.Op{
+		Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[Project]{},
+		Query: []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+	}, h.list)
+	s.Route(http.MethodGet, "/v1/projects/:projectId", web.Op{
+		Summary: "Read a project", Status: http.StatusOK, Response: Project{}, ETag: true,
+		Problems: []apperr.Code{apperr.NotFound},
+	}, h.get)
+}
+
+type handlers struct{ store *Store }
+
+// MaxIDLength is the longest project id (nvarchar(64)).
+const MaxIDLength = 64
+
+func (h handlers) put(c echo.Context) error {
+	id, err := web.PathIdent(c, "projectId", MaxIDLength)
+	if err != nil {
+		return err
+	}
+	var req PutRequest
+	if err := web.Bind(c, &req, true); err != nil {
+		return err
+	}
+	v, present, err := web.IfMatch(c, false)
+	if err != nil {
+		return err
+	}
+	ch := Change{Active: req.Active, RetentionDays: req.RetentionDays}
+	if present {
+		ch.IfMatch = &v
+	}
+	p, created, err := h.store.Put(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, ch)
+	if err != nil {
+		return err
+	}
+	if created {
+		return web.Created(c, "/v1/projects/"+id, p.Version, p)
+	}
+	return web.JSONWithETag(c, http.StatusOK, p.Version, p)
+}
+
+func (h handlers) get(c echo.Context) error {
+	id, err := web.PathIdent(c, "projectId", MaxIDLength)
+	if err != nil {
+		return err
+	}
+	p, err := h.store.Get(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id)
+	if err != nil {
+		return err
+	}
+	return web.JSONWithETag(c, http.StatusOK, p.Version, p)
+}
+
+type cursor struct {
+	After string `json:"a"`
+}
+
+func (h handlers) list(c echo.Context) error {
+	limit, err := web.Limit(c)
+	if err != nil {
+		return err
+	}
+	var cur cursor
+	if _, err := web.DecodeCursor(c, &cur); err != nil {
+		return err
+	}
+	ps, err := h.store.List(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, cur.After, limit+1)
+	if err != nil {
+		return err
+	}
+	page := web.Page[Project]{Items: ps}
+	if len(ps) > limit {
+		page.Items = ps[:limit]
+		page.NextCursor = web.EncodeCursor(cursor{After: ps[limit-1].ProjectID})
+	}
+	if page.Items == nil {
+		page.Items = []Project{}
+	}
+	return c.JSON(http.StatusOK, page)
+}

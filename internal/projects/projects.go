@@ -1,0 +1,145 @@
+// Package projects keeps a tenant's projects (the runs' workspaces): whether they are
+// active, so their runs are offered to claims, and how long their history is kept.
+package projects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// DefaultRetentionDays is a new project's retention (seed D31: one year).
+const DefaultRetentionDays = 365
+
+// Project is one project of a tenant.
+type Project struct {
+	TenantID      string           `db:"TenantId" json:"-"`
+	ProjectID     string           `db:"ProjectId" json:"projectId"`
+	Active        bool             `db:"Active" json:"active"`
+	RetentionDays int              `db:"RetentionDays" json:"retentionDays"`
+	LeasedCount   int              `db:"LeasedCount" json:"leasedCount"`
+	CreatedAt     time.Time        `db:"CreatedAt" json:"createdAt"`
+	UpdatedAt     time.Time        `db:"UpdatedAt" json:"updatedAt"`
+	Version       sqldb.RowVersion `db:"Version" json:"-"`
+}
+
+// Change is a create or an update. Nil fields keep their value (or take the default on create).
+type Change struct {
+	Active        *bool
+	RetentionDays *int
+	// IfMatch, when set, is the version the update expects.
+	IfMatch *sqldb.RowVersion
+}
+
+// Store keeps projects.
+type Store struct {
+	db *sqldb.DB
+	q  *queries
+}
+
+// NewStore returns the project store of db.
+func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dialect)} }
+
+// Put creates the project (no IfMatch) or updates it (IfMatch required). It reports whether
+// it created. Errors: PreconditionRequired (exists, no IfMatch), PreconditionFailed (stale
+// IfMatch, or IfMatch on a project that does not exist).
+func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) (Project, bool, error) {
+	var (
+		p       Project
+		created bool
+	)
+	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		cur, err := s.get(ctx, tx, tenantID, projectID)
+		switch {
+		case apperr.Is(err, apperr.NotFound):
+			if ch.IfMatch != nil {
+				return apperr.New(apperr.PreconditionFailed, "project %q does not exist", projectID)
+			}
+			active, days := true, DefaultRetentionDays
+			if ch.Active != nil {
+				active = *ch.Active
+			}
+			if ch.RetentionDays != nil {
+				days = *ch.RetentionDays
+			}
+			_, err = tx.ExecContext(ctx, s.q.insert, tenantID, projectID, active, days, tx.D.Time(now))
+			if sqldb.IsConflict(err) {
+				// Another request created it first: this one is now an update without If-Match.
+				return apperr.New(apperr.PreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
+			}
+			if err != nil {
+				return tx.D.MapError(err)
+			}
+			created = true
+		case err != nil:
+			return err
+		default:
+			if ch.IfMatch == nil {
+				return apperr.New(apperr.PreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
+			}
+			if *ch.IfMatch != cur.Version {
+				return apperr.New(apperr.PreconditionFailed, "project %q has changed since that ETag", projectID)
+			}
+			active, days := cur.Active, cur.RetentionDays
+			if ch.Active != nil {
+				active = *ch.Active
+			}
+			if ch.RetentionDays != nil {
+				days = *ch.RetentionDays
+			}
+			res, err := tx.ExecContext(ctx, s.q.update, tenantID, projectID, active, days, tx.D.Time(now), tx.D.Version(cur.Version))
+			if err != nil {
+				return tx.D.MapError(err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return apperr.New(apperr.PreconditionFailed, "project %q has changed since that ETag", projectID)
+			}
+		}
+		p, err = s.get(ctx, tx, tenantID, projectID)
+		return err
+	})
+	if err != nil {
+		return Project{}, false, fmt.Errorf("put project: %w", err)
+	}
+	return p, created, nil
+}
+
+// Get reads one project (NotFound if missing or another tenant's).
+func (s *Store) Get(ctx context.Context, tenantID, projectID string) (Project, error) {
+	var p Project
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		var err error
+		p, err = s.get(ctx, tx, tenantID, projectID)
+		return err
+	})
+	return p, err
+}
+
+func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID, projectID string) (Project, error) {
+	var p Project
+	err := tx.GetContext(ctx, &p, s.q.get, tenantID, projectID)
+	if errors.Is(tx.D.MapError(err), sqldb.ErrNotFound) {
+		return Project{}, apperr.New(apperr.NotFound, "no project %q", projectID)
+	}
+	return p, tx.D.MapError(err)
+}
+
+// List returns up to limit projects ordered by id, after the id `after` ("" for the start).
+func (s *Store) List(ctx context.Context, tenantID, after string, limit int) ([]Project, error) {
+	var ps []Project
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		return tx.D.MapError(tx.SelectContext(ctx, &ps, s.q.list, tenantID, after, limit))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list projects: %w", err)
+	}
+	return ps, nil
+}

@@ -1,0 +1,31 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Dialect is what differs between SQL Server and SQLite below the stores' query sets.
+type Dialect interface {
+	// Name is "sqlserver" or "sqlite"; query sets are chosen by it.
+	Name() string
+	// MapError turns a driver error into the sentinels above (or a *ConflictError), wrapping
+	// the original; errors that are not the driver's pass through unchanged.
+	MapError(err error) error
+	// Time converts a time for use as a statement argument (UTC, milliseconds).
+	Time(t time.Time) any
+	// NullTime is Time for an optional time.
+	NullTime(t *time.Time) any
+	// Version converts a row version for use as a statement argument.
+	Version(v RowVersion) any
+	// NowQuery selects the database clock as one UTC time value.
+	NowQuery() string
+	// Isolation is the isolation level every transaction is begun with.
+	Isolation() sql.IsolationLevel
+	// SetScope sets the tenant or the maintenance bypass on a new transaction.
+	SetScope(ctx context.Context, tx *Tx, s Scope) error
+}
+
+// TimeLayout is the fixed-width text form of a time in SQLite: it sorts as time.
+const TimeLayout = "2006-01-02T15:04:05.000Z"

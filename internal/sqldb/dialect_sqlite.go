@@ -1,0 +1,126 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"modernc.org/sqlite"
+)
+
+// SQLite's result codes that MapError reads (https://sqlite.org/rescode.html).
+const (
+	sqliteBusy       = 5
+	sqliteLocked     = 6
+	sqliteConstraint = 19
+
+	sqliteConstraintForeignKey = 787
+	sqliteConstraintPrimaryKey = 1555
+	sqliteConstraintUnique     = 2067
+)
+
+// busyTimeout is how long a SQLite writer waits for another process's write lock before
+// the transaction fails as busy and the request is answered 503.
+const busyTimeout = 5 * time.Second
+
+type sqliteDialect struct{}
+
+func openSQLite(ctx context.Context, path, sync string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite: empty database path")
+	}
+	switch sync = strings.ToLower(sync); sync {
+	case "", "normal":
+		sync = "NORMAL"
+	case "full":
+		sync = "FULL"
+	default:
+		return nil, fmt.Errorf("open sqlite: LEDGER_SQLITE_SYNC must be normal or full, not %q", sync)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("open sqlite: create directory: %w", err)
+		}
+	}
+	base := "file:" + path + "?_pragma=busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")" +
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(" + sync + ")"
+	// Immediate transactions take the write lock at BEGIN, so a writer waits on the busy
+	// timeout instead of failing when it upgrades from a read.
+	w, err := sqlx.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	// SQLite has one writer at a time: queueing writers in the pool is fairer and cheaper
+	// than letting them spin on the busy handler.
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	r, err := sqlx.Open("sqlite", base+"&_pragma=query_only(1)&_txlock=deferred")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	r.SetMaxOpenConns(4)
+	return &DB{Dialect: sqliteDialect{}, w: w, r: r, sqlitePath: path}, nil
+}
+
+func (sqliteDialect) Name() string { return "sqlite" }
+
+func (sqliteDialect) Time(t time.Time) any { return Truncate(t).Format(TimeLayout) }
+
+func (d sqliteDialect) NullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return d.Time(*t)
+}
+
+func (sqliteDialect) Version(v RowVersion) any { return int64(v) }
+
+func (sqliteDialect) NowQuery() string {
+	return `SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`
+}
+
+func (sqliteDialect) Isolation() sql.IsolationLevel { return sql.LevelDefault }
+
+// SetScope does nothing on SQLite: it has no row-level security, and every query filters
+// on TenantId (the conformance suite's cross-tenant cases check that).
+func (sqliteDialect) SetScope(context.Context, *Tx, Scope) error { return nil }
+
+func (sqliteDialect) MapError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	code := se.Code()
+	switch {
+	case code == sqliteConstraintUnique || code == sqliteConstraintPrimaryKey:
+		// "UNIQUE constraint failed: Runs.TenantId, Runs.Subject" or "… index 'name'".
+		_, cols, _ := strings.Cut(se.Error(), "constraint failed: ")
+		return &ConflictError{Constraint: cols, cause: err}
+	case code == sqliteConstraintForeignKey:
+		return fmt.Errorf("%w: %w", ErrBadReference, err)
+	case code&0xff == sqliteConstraint:
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	case code&0xff == sqliteBusy || code&0xff == sqliteLocked:
+		// The busy timeout already waited for the other process's lock; waiting again
+		// would only hold the caller longer. Answer 503 and let the client retry.
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}

@@ -1,0 +1,195 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
+	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+	migratesqlserver "github.com/golang-migrate/migrate/v4/database/sqlserver"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	mssqlmigrations "github.com/ledger-dev/ledger/migrations/mssql"
+	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
+)
+
+// SchemaState is where a database's schema stands against the embedded migrations.
+type SchemaState struct {
+	// Version is the applied migration version; 0 when none is applied.
+	Version uint
+	// Latest is the newest embedded migration.
+	Latest uint
+	// Dirty means a migration failed part way (`ledger migrate force V` after the fix).
+	Dirty bool
+}
+
+// Current reports whether the schema is exactly the embedded one.
+func (s SchemaState) Current() bool { return !s.Dirty && s.Version == s.Latest }
+
+// Migrations returns the embedded migration files of the database's dialect.
+func (db *DB) Migrations() fs.FS {
+	if db.Dialect.Name() == "sqlserver" {
+		return mssqlmigrations.FS
+	}
+	return sqlitemigrations.FS
+}
+
+// Migrator runs golang-migrate over the embedded files. Call Close when done.
+type Migrator struct {
+	m      *migrate.Migrate
+	latest uint
+	unlock func()
+}
+
+// NewMigrator prepares migrations. On SQLite it first takes an exclusive lock on a file
+// beside the database, held until Close: golang-migrate's SQLite lock only works inside one
+// process, and two `serve` processes may start together. SQL Server serialises runners
+// itself with sp_getapplock.
+func (db *DB) NewMigrator() (*Migrator, error) {
+	unlock := func() {}
+	if db.sqlitePath != "" {
+		var err error
+		if unlock, err = lockFile(db.sqlitePath + ".lock"); err != nil {
+			return nil, err
+		}
+	}
+	m, latest, err := db.newMigrate()
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return &Migrator{m: m, latest: latest, unlock: unlock}, nil
+}
+
+func (db *DB) newMigrate() (*migrate.Migrate, uint, error) {
+	src, err := iofs.New(db.Migrations(), ".")
+	if err != nil {
+		return nil, 0, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	latest, err := latestVersion(src)
+	if err != nil {
+		return nil, 0, err
+	}
+	var drv database.Driver
+	if db.Dialect.Name() == "sqlserver" {
+		drv, err = migratesqlserver.WithInstance(db.w.DB, &migratesqlserver.Config{})
+	} else {
+		drv, err = migratesqlite.WithInstance(db.w.DB, &migratesqlite.Config{})
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("prepare migrations: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, db.Dialect.Name(), drv)
+	if err != nil {
+		return nil, 0, fmt.Errorf("prepare migrations: %w", err)
+	}
+	return m, latest, nil
+}
+
+func latestVersion(src interface {
+	First() (uint, error)
+	Next(uint) (uint, error)
+}) (uint, error) {
+	v, err := src.First()
+	if err != nil {
+		return 0, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	for {
+		next, err := src.Next(v)
+		if errors.Is(err, fs.ErrNotExist) {
+			return v, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read embedded migrations: %w", err)
+		}
+		v = next
+	}
+}
+
+// Close releases the migrator and its lock. It does not close the database.
+func (mg *Migrator) Close() { mg.unlock() }
+
+// State reads the schema version.
+func (mg *Migrator) State() (SchemaState, error) {
+	v, dirty, err := mg.m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return SchemaState{Latest: mg.latest}, nil
+	}
+	if err != nil {
+		return SchemaState{}, fmt.Errorf("read schema version: %w", err)
+	}
+	return SchemaState{Version: v, Latest: mg.latest, Dirty: dirty}, nil
+}
+
+// Up applies every pending migration.
+func (mg *Migrator) Up() error { return ignoreNoChange(mg.m.Up()) }
+
+// Down reverts n migrations.
+func (mg *Migrator) Down(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("migrate down: N must be positive, not %d", n)
+	}
+	return ignoreNoChange(mg.m.Steps(-n))
+}
+
+// Force sets the version without running anything and clears the dirty flag.
+func (mg *Migrator) Force(v int) error { return mg.m.Force(v) }
+
+func ignoreNoChange(err error) error {
+	if errors.Is(err, migrate.ErrNoChange) {
+		return nil
+	}
+	return err
+}
+
+// SchemaState reads where the schema stands, without the migration lock and without
+// writing: golang-migrate keeps one row in schema_migrations.
+func (db *DB) SchemaState(ctx context.Context) (SchemaState, error) {
+	src, err := iofs.New(db.Migrations(), ".")
+	if err != nil {
+		return SchemaState{}, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	latest, err := latestVersion(src)
+	if err != nil {
+		return SchemaState{}, err
+	}
+	st := SchemaState{Latest: latest}
+	var row struct {
+		Version int64 `db:"version"`
+		Dirty   bool  `db:"dirty"`
+	}
+	err = db.r.GetContext(ctx, &row, `SELECT version, dirty FROM schema_migrations`)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return st, nil
+	case err != nil && (strings.Contains(err.Error(), "no such table") || strings.Contains(err.Error(), "Invalid object name")):
+		return st, nil
+	case err != nil:
+		return SchemaState{}, fmt.Errorf("read schema version: %w", db.Dialect.MapError(err))
+	}
+	st.Version, st.Dirty = uint(row.Version), row.Dirty
+	return st, nil
+}
+
+// lockFile takes an exclusive advisory lock on path, waiting for another process to let go.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("open migration lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("take migration lock: %w", err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

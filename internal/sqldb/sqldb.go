@@ -1,0 +1,271 @@
+// Package sqldb opens the service's database (SQL Server or the embedded SQLite), runs its
+// migrations, and runs transactions with the tenant set, the clock read once, and
+// retryable failures retried. Everything dialect-specific below the stores lives here.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Sentinel errors that MapError produces; stores turn them into domain errors.
+var (
+	// ErrNotFound: the statement matched no row.
+	ErrNotFound = errors.New("no matching row")
+	// ErrBadReference: a foreign key refused the write.
+	ErrBadReference = errors.New("foreign key violation")
+	// ErrRefused: a trigger or CHECK constraint refused the write.
+	ErrRefused = errors.New("refused by a constraint or trigger")
+	// ErrRetryable: a deadlock or a busy database; the whole transaction may be run again.
+	ErrRetryable = errors.New("transient database conflict")
+	// ErrUnavailable: the database cannot be reached or stayed locked.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// ConflictError reports a unique-key violation. Constraint holds the index or constraint
+// name (SQL Server) or the column list (SQLite), so stores can tell which key collided.
+type ConflictError struct {
+	Constraint string
+	cause      error
+}
+
+func (e *ConflictError) Error() string { return "unique key violation on " + e.Constraint }
+func (e *ConflictError) Unwrap() error { return e.cause }
+
+// IsConflict reports whether err is a unique violation whose constraint text contains any
+// of the given markers (an index name on SQL Server, a column list on SQLite). With no
+// markers it matches any unique violation.
+func IsConflict(err error, markers ...string) bool {
+	var c *ConflictError
+	if !errors.As(err, &c) {
+		return false
+	}
+	if len(markers) == 0 {
+		return true
+	}
+	for _, m := range markers {
+		if strings.Contains(c.Constraint, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// Clock returns the current time. A nil Clock means the database's clock decides, which is
+// what production uses; tests inject one.
+type Clock func() time.Time
+
+// DB is an open database: a writer pool, a reader pool (the same pool on SQL Server) and
+// the dialect that knows its SQL.
+type DB struct {
+	Dialect Dialect
+	w       *sqlx.DB
+	r       *sqlx.DB
+	clock   Clock
+	log     *slog.Logger
+	// sqlitePath is the database file, used for the cross-process migration lock.
+	sqlitePath string
+}
+
+// Config says what to open.
+type Config struct {
+	// DSN is "sqlserver://…" for SQL Server, or a SQLite file path (optionally "sqlite://path").
+	DSN string
+	// SQLiteSync is "normal" (default) or "full".
+	SQLiteSync string
+	// Clock overrides the database clock (tests).
+	Clock Clock
+	// Logger receives retry and maintenance messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// IsSQLServer reports whether a DSN names SQL Server.
+func IsSQLServer(dsn string) bool { return strings.HasPrefix(dsn, "sqlserver://") }
+
+// Open opens the database named by cfg.DSN. It does not migrate.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	var (
+		db  *DB
+		err error
+	)
+	if IsSQLServer(cfg.DSN) {
+		db, err = openMSSQL(ctx, cfg.DSN)
+	} else {
+		db, err = openSQLite(ctx, strings.TrimPrefix(cfg.DSN, "sqlite://"), cfg.SQLiteSync)
+	}
+	if err != nil {
+		return nil, err
+	}
+	db.clock = cfg.Clock
+	db.log = log
+	return db, nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	err := db.w.Close()
+	if db.r != db.w {
+		err = errors.Join(err, db.r.Close())
+	}
+	return err
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping database: %w", db.Dialect.MapError(err))
+	}
+	return nil
+}
+
+// Raw returns the writer pool, for maintenance code and tests that must run SQL directly.
+func (db *DB) Raw() *sqlx.DB { return db.w }
+
+// Tx is one transaction. The tenant (or the maintenance bypass) is already set on it.
+type Tx struct {
+	*sqlx.Tx
+	D     Dialect
+	clock Clock
+	now   time.Time
+}
+
+// Now returns the transaction's time: the injected clock, or the database clock read once
+// per transaction, truncated to milliseconds in UTC.
+func (tx *Tx) Now(ctx context.Context) (time.Time, error) {
+	if !tx.now.IsZero() {
+		return tx.now, nil
+	}
+	if tx.clock != nil {
+		tx.now = Truncate(tx.clock())
+		return tx.now, nil
+	}
+	var t anyTime
+	if err := tx.GetContext(ctx, &t, tx.D.NowQuery()); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", tx.D.MapError(err))
+	}
+	tx.now = Truncate(t.Time)
+	return tx.now, nil
+}
+
+// Truncate returns t in UTC truncated to milliseconds, the precision both dialects store.
+func Truncate(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// Scope says whose rows a transaction may touch.
+type Scope struct {
+	tenant      string
+	maintenance bool
+}
+
+// TenantScope limits a transaction to one tenant's rows (row-level security on SQL Server).
+func TenantScope(tenantID string) Scope { return Scope{tenant: tenantID} }
+
+// MaintenanceScope lets a transaction touch every tenant's rows: only the service's own
+// maintenance code (key lookup, reaper, purge, the CLI) uses it, never a request's input.
+func MaintenanceScope() Scope { return Scope{maintenance: true} }
+
+const maxAttempts = 8
+
+// Write runs fn in a read-write transaction in scope and commits it. A deadlock or busy
+// database rolls back and runs fn again, so fn must have no effects outside tx.
+func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
+	return db.run(ctx, db.w, s, false, fn)
+}
+
+// Read runs fn in a read-only transaction in scope.
+func (db *DB) Read(ctx context.Context, s Scope, fn func(*Tx) error) error {
+	return db.run(ctx, db.r, s, true, fn)
+}
+
+func (db *DB) run(ctx context.Context, pool *sqlx.DB, s Scope, readOnly bool, fn func(*Tx) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = db.once(ctx, pool, s, readOnly, fn)
+		if !errors.Is(err, ErrRetryable) || attempt == maxAttempts || ctx.Err() != nil {
+			break
+		}
+		// Jittered exponential backoff keeps two losers of a deadlock from colliding again.
+		d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
+		d += time.Duration(rand.Int64N(int64(d)))
+		db.log.DebugContext(ctx, "retrying transaction", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	if errors.Is(err, ErrRetryable) {
+		// Still busy after every retry: the caller gets 503 and may come back.
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+func (db *DB) once(ctx context.Context, pool *sqlx.DB, s Scope, readOnly bool, fn func(*Tx) error) (err error) {
+	// SQL Server: explicit READ COMMITTED, since a pooled connection can keep an old level.
+	// SQLite: the reader pool opens deferred transactions, the writer pool immediate ones.
+	sqlTx, err := pool.BeginTxx(ctx, &sql.TxOptions{Isolation: db.Dialect.Isolation()})
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", db.Dialect.MapError(err))
+	}
+	tx := &Tx{Tx: sqlTx, D: db.Dialect, clock: db.clock}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = sqlTx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err = db.Dialect.SetScope(ctx, tx, s); err != nil {
+		return fmt.Errorf("set transaction scope: %w", db.Dialect.MapError(err))
+	}
+	if err = fn(tx); err != nil {
+		// Stores usually map their errors already; mapping again is a no-op for those and
+		// catches a driver error passed up unmapped, so a deadlock is still retried.
+		return db.Dialect.MapError(err)
+	}
+	if err = sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", db.Dialect.MapError(err))
+	}
+	return nil
+}
+
+// anyTime scans a time sent as a time value (SQL Server) or as TimeLayout text (SQLite
+// expressions, which carry no declared column type for the driver to convert by).
+type anyTime struct{ time.Time }
+
+func (t *anyTime) Scan(src any) error {
+	switch v := src.(type) {
+	case time.Time:
+		t.Time = v
+	case string:
+		return t.parse(v)
+	case []byte:
+		return t.parse(string(v))
+	default:
+		return fmt.Errorf("cannot scan %T as a time", src)
+	}
+	return nil
+}
+
+func (t *anyTime) parse(s string) error {
+	p, err := time.Parse(TimeLayout, s)
+	if err != nil {
+		return fmt.Errorf("parse time %q: %w", s, err)
+	}
+	t.Time = p
+	return nil
+}

@@ -1,0 +1,105 @@
+package tenancy
+
+import (
+	"crypto/sha256"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+)
+
+// cacheTTL bounds how long a revoked key keeps working on a replica that saw it recently.
+const cacheTTL = 5 * time.Second
+
+const cacheMax = 10000
+
+// Authenticator checks bearer keys, remembering good ones briefly so that a busy runtime
+// does not cost a key lookup per request.
+type Authenticator struct {
+	store *Store
+	ttl   time.Duration
+	now   func() time.Time
+
+	mu    sync.Mutex
+	cache map[[32]byte]cached
+}
+
+type cached struct {
+	p       Principal
+	expires time.Time
+}
+
+// NewAuthenticator returns an authenticator over store.
+func NewAuthenticator(store *Store) *Authenticator {
+	return &Authenticator{store: store, ttl: cacheTTL, now: time.Now, cache: map[[32]byte]cached{}}
+}
+
+// Require returns middleware admitting requests whose key has one of roles (any role when
+// none is given): 401 without a good key, 403 with the wrong role.
+func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			auth := c.Request().Header.Get(echo.HeaderAuthorization)
+			scheme, token, ok := strings.Cut(auth, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="ledger"`)
+				return errBadKey
+			}
+			p, err := a.principal(c, strings.TrimSpace(token))
+			if err != nil {
+				if apperr.Is(err, apperr.Unauthorized) {
+					c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="ledger"`)
+				}
+				return err
+			}
+			if len(roles) > 0 && !hasRole(roles, p.Role) {
+				return apperr.New(apperr.Forbidden, "this route needs the %s role", strings.Join(roles, " or "))
+			}
+			c.SetRequest(c.Request().WithContext(WithPrincipal(c.Request().Context(), p)))
+			return next(c)
+		}
+	}
+}
+
+func hasRole(roles []string, r string) bool {
+	for _, x := range roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Authenticator) principal(c echo.Context, token string) (Principal, error) {
+	h := sha256.Sum256([]byte(token))
+	now := a.now()
+	a.mu.Lock()
+	e, ok := a.cache[h]
+	a.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.p, nil
+	}
+	p, err := a.store.Authenticate(c.Request().Context(), token)
+	if err != nil {
+		return Principal{}, err
+	}
+	a.mu.Lock()
+	if len(a.cache) >= cacheMax {
+		clear(a.cache)
+	}
+	a.cache[h] = cached{p: p, expires: now.Add(a.ttl)}
+	a.mu.Unlock()
+	return p, nil
+}
+
+// MustPrincipal returns the principal of a request behind Require.
+func MustPrincipal(c echo.Context) Principal {
+	p, ok := From(c.Request().Context())
+	if !ok {
+		panic("tenancy: handler reached without an authenticated principal")
+	}
+	return p
+}

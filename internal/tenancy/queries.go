@@ -1,0 +1,22 @@
+package tenancy
+
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+// queries is the statement set of the tenancy store; each dialect fills every field.
+type queries struct {
+	ensureTenant string // 1 tenant, 2 max leased, 3 now
+	insertKey    string // 1 key id, 2 tenant, 3 role, 4 secret hash, 5 now
+	listKeys     string // 1 tenant or ''
+	revokeKey    string // 1 key id, 2 now
+	setMaxLeased string // 1 tenant, 2 n
+	getTenant    string // 1 tenant
+	countTenants string
+	getKey       string // 1 key id
+}
+
+func queriesFor(d sqldb.Dialect) *queries {
+	if d.Name() == "sqlserver" {
+		return &mssqlQueries
+	}
+	return &sqliteQueries
+}

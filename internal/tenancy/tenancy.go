@@ -1,0 +1,257 @@
+// Package tenancy turns API keys into a tenant and a role, keeps the tenants and their keys,
+// and guards routes by role. The tenant of a request comes only from its key.
+package tenancy
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// Roles a key can have (DESIGN.md section 6).
+const (
+	RoleRuntime = "runtime"
+	RoleAdmin   = "admin"
+)
+
+// DefaultMaxLeasedRuns is a new tenant's budget of leased runs.
+const DefaultMaxLeasedRuns = 1000
+
+// Principal is who is calling: the tenant and role of the key presented.
+type Principal struct {
+	TenantID string
+	Role     string
+	KeyID    string
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// From returns the request's principal. Handlers behind the authenticator always have one.
+func From(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// Key is an API key's stored description (never its secret).
+type Key struct {
+	KeyID     string     `db:"KeyId" json:"keyId"`
+	TenantID  string     `db:"TenantId" json:"tenantId"`
+	Role      string     `db:"Role" json:"role"`
+	CreatedAt time.Time  `db:"CreatedAt" json:"createdAt"`
+	RevokedAt *time.Time `db:"RevokedAt" json:"revokedAt,omitempty"`
+}
+
+// Tenant is a tenant and its leased-run budget.
+type Tenant struct {
+	TenantID      string    `db:"TenantId"`
+	MaxLeasedRuns int       `db:"MaxLeasedRuns"`
+	LeasedCount   int       `db:"LeasedCount"`
+	CreatedAt     time.Time `db:"CreatedAt"`
+}
+
+// Store keeps tenants and keys. Its methods work across tenants: they are operator and
+// authentication business, so they run with the maintenance scope.
+type Store struct {
+	db *sqldb.DB
+	q  *queries
+}
+
+// NewStore returns the tenancy store of db.
+func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dialect)} }
+
+// keyPrefix marks the service's keys so they are recognisable in logs and secret scanners.
+const keyPrefix = "ldg_"
+
+// ValidTenantID reports whether id can name a tenant.
+func ValidTenantID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateKey makes a key for tenant with role, creating the tenant if it does not exist, and
+// returns the key's secret form. The secret is shown once: only its hash is stored.
+func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, Key, error) {
+	if !ValidTenantID(tenantID) {
+		return "", Key{}, apperr.New(apperr.Invalid, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
+	}
+	if role != RoleRuntime && role != RoleAdmin {
+		return "", Key{}, apperr.New(apperr.Invalid, "role must be runtime or admin")
+	}
+	var idb [8]byte
+	var secret [32]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return "", Key{}, fmt.Errorf("create key: %w", err)
+	}
+	if _, err := rand.Read(secret[:]); err != nil {
+		return "", Key{}, fmt.Errorf("create key: %w", err)
+	}
+	k := Key{KeyID: hex.EncodeToString(idb[:]), TenantID: tenantID, Role: role}
+	token := keyPrefix + k.KeyID + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	hash := sha256.Sum256([]byte(token))
+	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.ensureTenant(ctx, tx, tenantID, now); err != nil {
+			return err
+		}
+		k.CreatedAt = now
+		_, err = tx.ExecContext(ctx, s.q.insertKey, k.KeyID, k.TenantID, k.Role, hash[:], tx.D.Time(now))
+		return tx.D.MapError(err)
+	})
+	if err != nil {
+		return "", Key{}, fmt.Errorf("create key: %w", err)
+	}
+	return token, k, nil
+}
+
+func (s *Store) ensureTenant(ctx context.Context, tx *sqldb.Tx, tenantID string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, s.q.ensureTenant, tenantID, DefaultMaxLeasedRuns, tx.D.Time(now))
+	return tx.D.MapError(err)
+}
+
+// EnsureTenant creates the tenant if it does not exist.
+func (s *Store) EnsureTenant(ctx context.Context, tenantID string) error {
+	if !ValidTenantID(tenantID) {
+		return apperr.New(apperr.Invalid, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
+	}
+	return s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return s.ensureTenant(ctx, tx, tenantID, now)
+	})
+}
+
+// ListKeys lists the keys of one tenant, or of all tenants when tenantID is empty.
+func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]Key, error) {
+	var keys []Key
+	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.D.MapError(tx.SelectContext(ctx, &keys, s.q.listKeys, tenantID))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return keys, nil
+}
+
+// RevokeKey revokes a key at once (apperr.NotFound if there is no such key). Revoking a
+// revoked key is not an error.
+func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
+	return s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q.revokeKey, keyID, tx.D.Time(now))
+		if err != nil {
+			return tx.D.MapError(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apperr.New(apperr.NotFound, "no key %q", keyID)
+		}
+		return nil
+	})
+}
+
+// SetMaxLeased sets a tenant's budget of leased runs, creating the tenant if needed.
+func (s *Store) SetMaxLeased(ctx context.Context, tenantID string, n int) error {
+	if n < 0 {
+		return apperr.New(apperr.Invalid, "max-leased must not be negative")
+	}
+	if !ValidTenantID(tenantID) {
+		return apperr.New(apperr.Invalid, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
+	}
+	return s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.ensureTenant(ctx, tx, tenantID, now); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q.setMaxLeased, tenantID, n)
+		return tx.D.MapError(err)
+	})
+}
+
+// Tenant reads one tenant (apperr.NotFound if missing).
+func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
+	var t Tenant
+	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.D.MapError(tx.GetContext(ctx, &t, s.q.getTenant, tenantID))
+	})
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Tenant{}, apperr.New(apperr.NotFound, "no tenant %q", tenantID)
+	}
+	return t, err
+}
+
+// HasTenants reports whether any tenant exists (bootstrap runs only when none does).
+func (s *Store) HasTenants(ctx context.Context) (bool, error) {
+	var n int
+	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.D.MapError(tx.GetContext(ctx, &n, s.q.countTenants))
+	})
+	return n > 0, err
+}
+
+// errBadKey is the one answer for every bad key, so a caller learns nothing of which part
+// was wrong.
+var errBadKey = apperr.New(apperr.Unauthorized, "missing, malformed, revoked or unknown API key")
+
+// Authenticate resolves a bearer token to its principal.
+func (s *Store) Authenticate(ctx context.Context, token string) (Principal, error) {
+	rest, ok := strings.CutPrefix(token, keyPrefix)
+	if !ok {
+		return Principal{}, errBadKey
+	}
+	keyID, _, ok := strings.Cut(rest, "_")
+	if !ok || len(keyID) != 16 {
+		return Principal{}, errBadKey
+	}
+	var row struct {
+		Key
+		SecretHash []byte `db:"SecretHash"`
+	}
+	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.D.MapError(tx.GetContext(ctx, &row, s.q.getKey, keyID))
+	})
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Principal{}, errBadKey
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("authenticate: %w", err)
+	}
+	hash := sha256.Sum256([]byte(token))
+	// Constant time: the stored hash is found by the public key id, and the comparison must
+	// not tell how much of the secret was right.
+	if subtle.ConstantTimeCompare(hash[:], row.SecretHash) != 1 || row.RevokedAt != nil {
+		return Principal{}, errBadKey
+	}
+	return Principal{TenantID: row.TenantID, Role: row.Role, KeyID: row.KeyID}, nil
+}

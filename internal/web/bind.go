@@ -1,0 +1,207 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+)
+
+// Validator checks request structs with validator/v10 and names fields by their JSON names.
+type Validator struct{ v *validator.Validate }
+
+// NewValidator returns the service's validator.
+func NewValidator() *Validator {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			return ""
+		}
+		if name == "" {
+			return f.Name
+		}
+		return name
+	})
+	// ident=N: an identifier of 1..N characters (see ValidIdent).
+	_ = v.RegisterValidation("ident", func(fl validator.FieldLevel) bool {
+		n, err := strconv.Atoi(fl.Param())
+		return err == nil && ValidIdent(fl.Field().String(), n)
+	})
+	return &Validator{v: v}
+}
+
+// Validate returns an invalid_request error listing every failing field.
+func (v *Validator) Validate(i any) error {
+	err := v.v.Struct(i)
+	if err == nil {
+		return nil
+	}
+	var ves validator.ValidationErrors
+	if !errors.As(err, &ves) {
+		return apperr.New(apperr.Invalid, "the request cannot be validated")
+	}
+	fields := make([]apperr.FieldError, 0, len(ves))
+	for _, fe := range ves {
+		fields = append(fields, apperr.FieldError{Field: fieldPath(fe.Namespace()), Reason: reason(fe)})
+	}
+	return apperr.FieldsInvalid(fields...)
+}
+
+// fieldPath drops the struct's own name: "enqueueRequest.child.subject" -> "child.subject".
+func fieldPath(ns string) string {
+	if _, rest, ok := strings.Cut(ns, "."); ok {
+		return rest
+	}
+	return ns
+}
+
+func reason(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "min", "gte":
+		return "must be at least " + fe.Param()
+	case "max", "lte":
+		return "must be at most " + fe.Param()
+	case "oneof":
+		return "must be one of: " + fe.Param()
+	case "uuid":
+		return "must be a UUID"
+	case "ident":
+		return "must be 1 to " + fe.Param() + " characters without control characters"
+	}
+	if fe.Param() != "" {
+		return fmt.Sprintf("fails %s=%s", fe.Tag(), fe.Param())
+	}
+	return "fails " + fe.Tag()
+}
+
+// Bind decodes the JSON body into dst strictly (unknown fields, trailing data and type
+// mismatches are 400) and validates it. An empty body decodes as {} when optional is true.
+func Bind(c echo.Context, dst any, optional bool) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apperr.New(apperr.BodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
+		}
+		return apperr.New(apperr.Invalid, "cannot read the request body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if !optional {
+			return apperr.New(apperr.Invalid, "a JSON body is required")
+		}
+		body = []byte("{}")
+	}
+	if err := decodeStrict(body, dst); err != nil {
+		return err
+	}
+	return c.Validate(dst)
+}
+
+func decodeStrict(body []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeProblem(err)
+	}
+	if dec.More() {
+		return apperr.New(apperr.Invalid, "the body holds more than one JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apperr.New(apperr.Invalid, "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func decodeProblem(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return apperr.New(apperr.Invalid, "malformed JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "(body)"
+		}
+		return apperr.FieldsInvalid(apperr.FieldError{Field: field, Reason: "must be " + jsonKind(te.Type)})
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: "is not a known field"})
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return apperr.New(apperr.Invalid, "truncated JSON body")
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return apperr.New(apperr.Invalid, "malformed JSON body")
+}
+
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "of another type"
+}
+
+// PathUUID reads a UUID path parameter; a malformed one is 400.
+func PathUUID(c echo.Context, name string) (uuid.UUID, error) {
+	raw := c.Param(name)
+	id, err := uuid.Parse(raw)
+	if err != nil || len(raw) != 36 {
+		return uuid.Nil, apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: "must be a UUID"})
+	}
+	return id, nil
+}
+
+// PathIdent reads an identifier path parameter (1..max characters, no control characters).
+func PathIdent(c echo.Context, name string, max int) (string, error) {
+	raw := c.Param(name)
+	if !ValidIdent(raw, max) {
+		return "", apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: fmt.Sprintf("must be 1 to %d characters without control characters", max)})
+	}
+	return raw, nil
+}
+
+// ValidIdent reports whether s is a usable identifier: 1..max runes, valid UTF-8, no
+// control characters. Identifiers compare case-sensitively on both dialects.
+func ValidIdent(s string, max int) bool {
+	if s == "" || len([]rune(s)) > max {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return false
+		}
+	}
+	return true
+}

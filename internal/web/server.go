@@ -1,0 +1,189 @@
+// Package web is the HTTP base every resource shares: Echo set up with strict JSON binding,
+// validation, RFC 9457 problems, request ids, JSON access logs, Prometheus metrics, the
+// health routes and the OpenAPI document of the routes registered through it.
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+)
+
+// Config is the HTTP layer's configuration.
+type Config struct {
+	// MaxBody is the largest request body accepted; larger ones are 413.
+	MaxBody int64
+	Logger  *slog.Logger
+	// Ready reports whether the service can serve (database reachable, schema current).
+	Ready func(ctx context.Context) error
+	// Version appears in the OpenAPI document.
+	Version string
+}
+
+// Server is the Echo instance with the service's conventions and its route catalogue.
+type Server struct {
+	Echo     *echo.Echo
+	Registry *prometheus.Registry
+	log      *slog.Logger
+	ops      []operation
+	auth     Authenticator
+	version  string
+
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// New builds the server and registers /healthz, /readyz, /metrics and /openapi.json.
+func New(cfg Config) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Validator = NewValidator()
+	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version}
+	e.HTTPErrorHandler = s.handleError
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ledger_http_requests_total", Help: "HTTP requests by route, method and status.",
+	}, []string{"method", "route", "status"})
+	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "ledger_http_request_duration_seconds", Help: "HTTP request latency by route.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"method", "route"})
+	s.Registry.MustRegister(s.requests, s.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return uuid.NewString() }}))
+	e.Use(s.observe)
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.ErrorContext(c.Request().Context(), "panic", "err", err, "stack", string(stack), "request_id", requestID(c))
+			return err
+		},
+	}))
+	e.Use(limitBody(cfg.MaxBody))
+
+	s.Route(http.MethodGet, "/healthz", Op{Summary: "Process liveness", Public: true, Status: http.StatusOK, Response: Health{}},
+		func(c echo.Context) error { return c.JSON(http.StatusOK, Health{Status: "ok"}) })
+	s.Route(http.MethodGet, "/readyz", Op{Summary: "Readiness: database reachable and schema current", Public: true, Status: http.StatusOK, Response: Health{}, Problems: []apperr.Code{apperr.DatabaseUnavailable}},
+		func(c echo.Context) error {
+			if cfg.Ready != nil {
+				if err := cfg.Ready(c.Request().Context()); err != nil {
+					s.log.WarnContext(c.Request().Context(), "not ready", "err", err)
+					return c.JSON(http.StatusServiceUnavailable, Health{Status: "unavailable", Detail: err.Error()})
+				}
+			}
+			return c.JSON(http.StatusOK, Health{Status: "ok"})
+		})
+	s.Route(http.MethodGet, "/metrics", Op{Summary: "Prometheus metrics", Public: true, Status: http.StatusOK, RawResponse: "text/plain"},
+		echo.WrapHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
+	s.Route(http.MethodGet, "/openapi.json", Op{Summary: "This OpenAPI 3.1 document", Public: true, Status: http.StatusOK, RawResponse: "application/json"},
+		func(c echo.Context) error { return c.JSON(http.StatusOK, s.OpenAPI()) })
+	return s
+}
+
+// Health is the body of /healthz and /readyz.
+type Health struct {
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// limitBody refuses bodies larger than max: at once when Content-Length says so, and while
+// reading otherwise (Bind turns the reader's error into 413).
+func limitBody(max int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.ContentLength > max {
+				return &echo.HTTPError{Code: http.StatusRequestEntityTooLarge}
+			}
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, max)
+			return next(c)
+		}
+	}
+}
+
+// observe logs one JSON line per request and records metrics.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			// Write the problem now so the status below is the one sent.
+			s.handleError(err, c)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		d := time.Since(start)
+		s.requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Inc()
+		s.latency.WithLabelValues(c.Request().Method, route).Observe(d.Seconds())
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.LogAttrs(c.Request().Context(), level, "request",
+			slog.String("request_id", requestID(c)), slog.String("method", c.Request().Method),
+			slog.String("route", route), slog.Int("status", status),
+			slog.Float64("ms", float64(d.Microseconds())/1000), slog.Int64("bytes", c.Response().Size))
+		return nil
+	}
+}
+
+func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+// Start serves on addr until ctx ends, then drains in-flight requests for up to grace.
+func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, listening func(addr string)) error {
+	srv := &http.Server{
+		Addr:              addr,
+		Handler:           s.Echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// Long-polling claims wait up to 30 s before they answer.
+		WriteTimeout: 60 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	ln, err := listen(addr)
+	if err != nil {
+		return err
+	}
+	if listening != nil {
+		listening(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

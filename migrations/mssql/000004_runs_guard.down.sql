@@ -1,0 +1,1 @@
+DROP TRIGGER [dbo].[TR_Runs_Guard];

@@ -1,0 +1,3 @@
+DROP TABLE ApiKeys;
+DROP TABLE Tenants;
+DROP TABLE RowVersionCounter;

@@ -1,0 +1,1 @@
+DROP TRIGGER TR_Runs_Guard;

@@ -1,0 +1,2 @@
+-- SQL Server creates its row-level security policy here; see 000007.
+SELECT 1;
