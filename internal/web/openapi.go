@@ -176,8 +176,8 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 	for st, cs := range byStatus {
 		sort.Strings(cs)
 		responses[itoa(st)] = map[string]any{
-			"description": http.StatusText(st) + ": " + strings.Join(cs, ", "),
-			"content":     map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Problem"}}},
+			"description":     http.StatusText(st) + ": " + strings.Join(cs, ", "),
+			"content":         map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Problem"}}},
 			"x-problem-codes": cs,
 		}
 	}

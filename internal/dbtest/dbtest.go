@@ -1,0 +1,105 @@
+// Package dbtest is the conformance harness: it runs one set of store cases against every
+// dialect. SQLite always runs, on a fresh file per test. SQL Server runs when
+// LEDGER_TEST_MSSQL_DSN is set, or when testcontainers-go finds a Docker engine; otherwise
+// its run is skipped with one line saying why.
+package dbtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+)
+
+// Options adjust the database a case gets.
+type Options struct {
+	// Clock injects time; nil uses the database clock.
+	Clock sqldb.Clock
+}
+
+// Target is one dialect the suite runs against.
+type Target struct {
+	Name string
+	// Open returns a migrated database for one test, closed when the test ends.
+	Open func(t testing.TB, o Options) *sqldb.DB
+}
+
+// Run calls fn once per dialect, as subtests named for the dialect.
+func Run(t *testing.T, fn func(t *testing.T, tgt Target)) {
+	t.Helper()
+	for _, tgt := range []Target{SQLite(), mssqlTarget()} {
+		t.Run(tgt.Name, func(t *testing.T) { fn(t, tgt) })
+	}
+}
+
+// SQLite is the embedded target: a fresh, migrated file in the test's temp dir.
+func SQLite() Target {
+	return Target{Name: "sqlite", Open: func(t testing.TB, o Options) *sqldb.DB {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		return open(t, sqldb.Config{DSN: path, Clock: o.Clock})
+	}}
+}
+
+func open(t testing.TB, cfg sqldb.Config) *sqldb.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := sqldb.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open %s: %v", cfg.DSN, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatalf("migrator: %v", err)
+	}
+	defer mg.Close()
+	if err := mg.Up(); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	return db
+}
+
+var (
+	mssqlOnce sync.Once
+	mssqlDSN  string
+	mssqlWhy  string
+)
+
+func mssqlTarget() Target {
+	return Target{Name: "sqlserver", Open: func(t testing.TB, o Options) *sqldb.DB {
+		t.Helper()
+		mssqlOnce.Do(func() { mssqlDSN, mssqlWhy = findMSSQL() })
+		if mssqlDSN == "" {
+			t.Skip("sqlserver: " + mssqlWhy)
+		}
+		// One shared database: cases isolate themselves by tenant (NewTenant).
+		return open(t, sqldb.Config{DSN: mssqlDSN, Clock: o.Clock})
+	}}
+}
+
+func findMSSQL() (dsn, why string) {
+	if dsn := os.Getenv("LEDGER_TEST_MSSQL_DSN"); dsn != "" {
+		return dsn, ""
+	}
+	return startContainer()
+}
+
+// NewTenant creates a fresh tenant with a random id, so parallel cases never see each
+// other's rows even on a shared database.
+func NewTenant(t testing.TB, db *sqldb.DB) string {
+	t.Helper()
+	id := fmt.Sprintf("t-%s", ids.New().String()[:18])
+	if err := tenancy.NewStore(db).EnsureTenant(context.Background(), id); err != nil {
+		t.Fatalf("create tenant: %v", err)
+	}
+	return id
+}
