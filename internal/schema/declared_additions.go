@@ -1,0 +1,177 @@
+// Package schema holds the declared additions to the seed tables and, in its tests, the
+// checks that keep the SQL Server migrations true to the seed DDL and free of SQLite
+// dialect leaks (DESIGN.md section 3, TSQL.md).
+//
+// The seed's six attempt-ledger tables (shared/seeds/001_*.txt) keep every column, type,
+// nullability, default, key and index exactly as written. Anything migrations/mssql adds
+// to them must be listed in DeclaredAdditions with its reason; parity_test.go fails on
+// any addition that is missing from the list, and on any listed one the migration lacks.
+package schema
+
+// AdditionKind says what a declared addition adds to a seed table.
+type AdditionKind string
+
+// The kinds of declared additions.
+const (
+	// AddColumn is a column the seed table does not have.
+	AddColumn AdditionKind = "column"
+	// AddIndex is an index the seed does not declare.
+	AddIndex AdditionKind = "index"
+	// AddCollation is a COLLATE clause on a seed column that the seed leaves at the
+	// database default.
+	AddCollation AdditionKind = "collation"
+)
+
+// Addition is one declared addition to a seed table.
+type Addition struct {
+	// Table is the seed table, without schema or brackets (ExecutionAttempts).
+	Table string
+	// Kind says whether Item is a column, an index or a collation on a seed column.
+	Kind AdditionKind
+	// Item is the column or index name.
+	Item string
+	// Definition is what the migration must say, in the parity test's canonical form:
+	// for a column its type, collation, nullability and default
+	// ("nvarchar(32) COLLATE Latin1_General_100_BIN2 NOT NULL"); for an index its
+	// uniqueness, key columns, included columns and filter
+	// ("INDEX (TenantId, StartedAt, AttemptId)"); for a collation the collation name.
+	Definition string
+	// Reason says why the addition exists, with the DESIGN.md section that asks for it.
+	Reason string
+}
+
+// BIN2 is the collation of every identifier column on SQL Server (DESIGN.md section 3).
+const BIN2 = "Latin1_General_100_BIN2"
+
+const (
+	reasonIdentifier = "DESIGN.md section 3: identifier columns compare case-sensitively on both dialects (SQLite is binary)"
+	reasonStatus     = "DESIGN.md sections 3 and 7a: the column holds a lowercase wire string; BIN2 keeps 'Pending' from matching 'pending', as on SQLite"
+	reasonHash       = "DESIGN.md sections 3 and 5: a hash decides idempotent repeats and conflicts, so it must compare byte for byte, as on SQLite"
+	reasonRowversion = "DESIGN.md section 5: the table's rows change, so they carry a rowversion for ETags and If-Match"
+	reasonHistory    = "DESIGN.md section 5: an index that history queries need"
+)
+
+func collation(table, column, reason string) Addition {
+	return Addition{Table: table, Kind: AddCollation, Item: column, Definition: BIN2, Reason: reason}
+}
+
+// DeclaredAdditions lists every addition migrations/mssql/000006_attempt_ledger.up.sql
+// makes to the seed's six tables. Keep it in step with that file and with
+// migrations/sqlite/000006_attempt_ledger.up.sql.
+var DeclaredAdditions = []Addition{
+	// ExecutionAttempts
+	collation("ExecutionAttempts", "TenantId", reasonIdentifier),
+	collation("ExecutionAttempts", "ProjectId", reasonIdentifier),
+	collation("ExecutionAttempts", "EnvironmentId", reasonIdentifier),
+	collation("ExecutionAttempts", "ReleaseId", reasonIdentifier),
+	collation("ExecutionAttempts", "AgentId", reasonIdentifier),
+	collation("ExecutionAttempts", "ModelProfileId", reasonIdentifier),
+	collation("ExecutionAttempts", "OutcomeHash", reasonHash),
+	{
+		Table: "ExecutionAttempts", Kind: AddColumn, Item: "AdapterVersion",
+		Definition: "nvarchar(32) COLLATE " + BIN2 + " NOT NULL",
+		Reason:     "DESIGN.md section 5: records which adapter of the release the attempt runs (a claim names releaseId and adapterVersion); same type as Checkpoints.AdapterVersion",
+	},
+	{
+		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Tenant_Started",
+		Definition: "INDEX (TenantId, StartedAt, AttemptId)",
+		Reason:     reasonHistory + ": GET /v1/attempts newest first with keyset pagination",
+	},
+	{
+		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Tenant_Version",
+		Definition: "INDEX (TenantId, Version, AttemptId)",
+		Reason:     reasonHistory + ": GET /v1/attempts?changedSince in Version order",
+	},
+	{
+		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Release",
+		Definition: "INDEX (ReleaseId, AdapterVersion, State)",
+		Reason:     "DESIGN.md section 5: draining or retiring a release finds the running attempts of that release and adapter",
+	},
+
+	// Checkpoints
+	collation("Checkpoints", "TenantId", reasonIdentifier),
+	collation("Checkpoints", "AdapterVersion", reasonIdentifier),
+	collation("Checkpoints", "Hash", reasonHash),
+
+	// CallRecords
+	collation("CallRecords", "TenantId", reasonIdentifier),
+	collation("CallRecords", "RequestHash", reasonHash),
+	collation("CallRecords", "Status", reasonStatus),
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "Version",
+		Definition: "rowversion NOT NULL",
+		Reason:     reasonRowversion + " (finished by PATCH …/calls/{callId})",
+	},
+
+	// DecisionRequests
+	collation("DecisionRequests", "TenantId", reasonIdentifier),
+	collation("DecisionRequests", "ProposalHash", reasonHash),
+	collation("DecisionRequests", "Status", reasonStatus),
+	{
+		Table: "DecisionRequests", Kind: AddColumn, Item: "Version",
+		Definition: "rowversion NOT NULL",
+		Reason:     reasonRowversion + " (answered with If-Match; 412 when stale)",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddColumn, Item: "AnswerJson",
+		Definition: "nvarchar(max) NULL",
+		Reason:     "DESIGN.md section 5: the answer's optional JSON, which the holder reads with GET",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddColumn, Item: "AnsweredBy",
+		Definition: "nvarchar(64) COLLATE " + BIN2 + " NULL",
+		Reason:     "DESIGN.md section 5: records the API key that answered (a KeyId, so BIN2 like every identifier)",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddColumn, Item: "ExpiresAt",
+		Definition: "datetimeoffset NULL",
+		Reason:     "DESIGN.md section 5: set by expiresInSeconds; the reaper marks pending decisions past it expired",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddIndex, Item: "IX_Decisions_Tenant_Status",
+		Definition: "INDEX (TenantId, Status, RequestedAt, DecisionId)",
+		Reason:     reasonHistory + ": the admin inbox GET /v1/decisions?status=pending",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddIndex, Item: "IX_Decisions_Attempt",
+		Definition: "INDEX (AttemptId, RequestedAt)",
+		Reason:     reasonHistory + ": an attempt's decisions and its timeline; cancelling pending decisions when the attempt ends",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddIndex, Item: "IX_Decisions_PendingExpiry",
+		Definition: "INDEX (ExpiresAt) WHERE Status = N'pending' AND ExpiresAt IS NOT NULL",
+		Reason:     "DESIGN.md section 4: the reaper seeks pending decisions past ExpiresAt across tenants",
+	},
+
+	// SubAgentDelegations
+	collation("SubAgentDelegations", "TenantId", reasonIdentifier),
+	collation("SubAgentDelegations", "ChildAgentId", reasonIdentifier),
+	collation("SubAgentDelegations", "Status", reasonStatus),
+	{
+		Table: "SubAgentDelegations", Kind: AddColumn, Item: "Version",
+		Definition: "rowversion NOT NULL",
+		Reason:     reasonRowversion + " (Status follows the child run)",
+	},
+	{
+		Table: "SubAgentDelegations", Kind: AddColumn, Item: "CreatedAt",
+		Definition: "datetimeoffset NOT NULL",
+		Reason:     "DESIGN.md section 5: the seed has no time on a delegation; the timeline merges children by time",
+	},
+	{
+		Table: "SubAgentDelegations", Kind: AddIndex, Item: "IX_Delegations_Attempt",
+		Definition: "INDEX (AttemptId, CreatedAt)",
+		Reason:     reasonHistory + ": an attempt's delegations and its timeline",
+	},
+
+	// LoadedReleases
+	collation("LoadedReleases", "ReleaseId", reasonIdentifier),
+	collation("LoadedReleases", "AdapterVersion", reasonIdentifier),
+	collation("LoadedReleases", "TenantId", reasonIdentifier),
+	collation("LoadedReleases", "ManifestHash", reasonHash),
+	collation("LoadedReleases", "InFlightPolicy", reasonStatus),
+	{
+		Table: "LoadedReleases", Kind: AddColumn, Item: "Version",
+		Definition: "rowversion NOT NULL",
+		Reason:     reasonRowversion + " (state moves need If-Match)",
+	},
+}
