@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
@@ -58,9 +59,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := prepareSchema(ctx, db, f.migrate, f.bootstrap, stdout); err != nil {
 		return err
 	}
-	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log})
+	rcfg := runs.DefaultConfig()
+	rcfg.LeaseTTL, rcfg.ReaperInterval, rcfg.BandAging = f.leaseTTL, f.reaper, f.aging
+	rcfg.MaxDepth, rcfg.FairnessWindow = f.maxDepth, f.fairness
+	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
+	bg, stopBackground := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Background(bg) }()
 	err = a.Server.Start(ctx, f.addr, f.grace, func(addr string) { log.Info("listening", "addr", addr) })
+	// Requests have drained: stop the reaper and wait for its pass to finish.
+	stopBackground()
+	<-done
 	log.Info("stopped")
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
@@ -20,6 +21,7 @@ const Version = "0.1.0"
 type Config struct {
 	MaxBody int64
 	Logger  *slog.Logger
+	Runs    runs.Config
 }
 
 // App is the assembled service.
@@ -27,6 +29,7 @@ type App struct {
 	Server *web.Server
 	DB     *sqldb.DB
 	Keys   *tenancy.Store
+	Runs   *runs.Service
 }
 
 // New assembles the service over an open, migrated database.
@@ -44,7 +47,14 @@ func New(db *sqldb.DB, cfg Config) *App {
 	})
 	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
 	projects.Routes(s, projects.NewStore(db))
-	return &App{Server: s, DB: db, Keys: keys}
+	rs := runs.NewService(db, cfg.Runs, log)
+	runs.Routes(s, rs)
+	return &App{Server: s, DB: db, Keys: keys, Runs: rs}
+}
+
+// Background runs the replica's background work (the reaper) until ctx ends.
+func (a *App) Background(ctx context.Context) {
+	a.Runs.RunReaper(ctx)
 }
 
 // Ready reports whether db answers and its schema is the one this binary embeds.

@@ -1,14 +1,14 @@
 package tenancy
 
 var sqliteQueries = queries{
-	ensureTenant: `INSERT INTO Tenants (TenantId, MaxLeasedRuns, LeasedCount, CreatedAt)
-VALUES (?1, ?2, 0, ?3) ON CONFLICT (TenantId) DO NOTHING`,
+	ensureTenant: `INSERT INTO Tenants (TenantId, MaxLeasedRuns, CreatedAt)
+VALUES (?1, ?2, ?3) ON CONFLICT (TenantId) DO NOTHING`,
 	insertKey: `INSERT INTO ApiKeys (KeyId, TenantId, Role, SecretHash, CreatedAt) VALUES (?1, ?2, ?3, ?4, ?5)`,
 	listKeys: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt FROM ApiKeys
 WHERE ?1 = '' OR TenantId = ?1 ORDER BY TenantId, CreatedAt, KeyId`,
 	revokeKey:    `UPDATE ApiKeys SET RevokedAt = COALESCE(RevokedAt, ?2) WHERE KeyId = ?1`,
 	setMaxLeased: `UPDATE Tenants SET MaxLeasedRuns = ?2 WHERE TenantId = ?1`,
-	getTenant:    `SELECT TenantId, MaxLeasedRuns, LeasedCount, CreatedAt FROM Tenants WHERE TenantId = ?1`,
+	getTenant:    `SELECT TenantId, MaxLeasedRuns, CreatedAt FROM Tenants WHERE TenantId = ?1`,
 	countTenants: `SELECT COUNT(*) FROM Tenants`,
 	getKey:       `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM ApiKeys WHERE KeyId = ?1`,
 }

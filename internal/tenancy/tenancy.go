@@ -60,7 +60,6 @@ type Key struct {
 type Tenant struct {
 	TenantID      string    `db:"TenantId"`
 	MaxLeasedRuns int       `db:"MaxLeasedRuns"`
-	LeasedCount   int       `db:"LeasedCount"`
 	CreatedAt     time.Time `db:"CreatedAt"`
 }
 

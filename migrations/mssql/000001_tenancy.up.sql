@@ -19,11 +19,9 @@ BEGIN TRANSACTION;
 CREATE TABLE [dbo].[Tenants] (
     [TenantId] nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [MaxLeasedRuns] int NOT NULL CONSTRAINT [DF_Tenants_MaxLeasedRuns] DEFAULT (1000),
-    [LeasedCount] int NOT NULL CONSTRAINT [DF_Tenants_LeasedCount] DEFAULT (0),
     [CreatedAt] datetimeoffset(3) NOT NULL,
     CONSTRAINT [PK_Tenants] PRIMARY KEY CLUSTERED ([TenantId]),
-    CONSTRAINT [CK_Tenants_MaxLeasedRuns] CHECK ([MaxLeasedRuns] >= 0),
-    CONSTRAINT [CK_Tenants_LeasedCount] CHECK ([LeasedCount] >= 0)
+    CONSTRAINT [CK_Tenants_MaxLeasedRuns] CHECK ([MaxLeasedRuns] >= 0)
 );
 
 -- SecretHash is the SHA-256 of the key's secret; the key itself is never stored.

@@ -18,7 +18,6 @@ INSERT INTO RowVersionCounter (Id, Value) VALUES (1, 0);
 CREATE TABLE Tenants (
     TenantId TEXT NOT NULL PRIMARY KEY,
     MaxLeasedRuns INTEGER NOT NULL DEFAULT 1000 CHECK (MaxLeasedRuns >= 0),
-    LeasedCount INTEGER NOT NULL DEFAULT 0 CHECK (LeasedCount >= 0),
     CreatedAt DATETIME NOT NULL
 );
 

@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
+)
+
+// cli runs the command in-process and returns its exit code and output.
+func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code = run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// mustCLI runs the command and fails the test unless it exits 0.
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errs := cli(t, args...)
+	if code != 0 {
+		t.Fatalf("ledger %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+// wantOneLineError checks a failed command: non-zero exit, one line on stderr naming the
+// command, nothing on stdout.
+func wantOneLineError(t *testing.T, cmd string, code int, stdout, stderr string) {
+	t.Helper()
+	if code == 0 {
+		t.Fatalf("exit 0, want a failure; stdout %q", stdout)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+		t.Fatalf("stderr is not exactly one line: %q", stderr)
+	}
+	if !strings.HasPrefix(stderr, "ledger "+cmd+": ") {
+		t.Fatalf("stderr %q does not start with %q", stderr, "ledger "+cmd+": ")
+	}
+	if stdout != "" {
+		t.Fatalf("a failed command wrote stdout %q", stdout)
+	}
+}
+
+// latest is the newest embedded SQLite migration, read from the files so the tests follow
+// new migrations.
+func latest(t *testing.T) int {
+	t.Helper()
+	names, err := fs.Glob(sqlitemigrations.FS, "*.up.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no embedded migrations: %v", err)
+	}
+	top := 0
+	for _, n := range names {
+		digits, _, _ := strings.Cut(n, "_")
+		v, err := strconv.Atoi(digits)
+		if err != nil {
+			t.Fatalf("migration %s is not numbered: %v", n, err)
+		}
+		top = max(top, v)
+	}
+	return top
+}
+
+func versionLine(v, of int) string { return fmt.Sprintf("version %d of %d, dirty false\n", v, of) }
+
+func tempDB(t *testing.T) string { return filepath.Join(t.TempDir(), "ledger.db") }
+
+func openTestDB(t *testing.T, path string) *sqldb.DB {
+	t.Helper()
+	db, err := sqldb.Open(context.Background(), sqldb.Config{DSN: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestMigrateRoundTrip(t *testing.T) {
+	t.Parallel()
+	n := latest(t)
+	if n < 3 {
+		t.Fatalf("round trip needs at least 3 migrations, have %d", n)
+	}
+	db := tempDB(t)
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version"}, versionLine(0, n)},
+		{[]string{"up"}, versionLine(n, n)},
+		{[]string{"version"}, versionLine(n, n)},
+		{[]string{"up"}, versionLine(n, n)}, // nothing to do is success
+		{[]string{"down", "2"}, versionLine(n-2, n)},
+		{[]string{"version"}, versionLine(n-2, n)},
+		{[]string{"up"}, versionLine(n, n)},
+		{[]string{"down", strconv.Itoa(n)}, versionLine(0, n)},
+		{[]string{"force", "1"}, versionLine(1, n)},
+		{[]string{"up"}, versionLine(n, n)},
+	}
+	for _, s := range steps {
+		args := append([]string{"migrate", "--db", db}, s.args...)
+		if got := mustCLI(t, args...); got != s.want {
+			t.Fatalf("migrate %v printed %q, want %q", s.args, got, s.want)
+		}
+	}
+	st, err := openTestDB(t, db).SchemaState(context.Background())
+	if err != nil || !st.Current() {
+		t.Fatalf("schema after the round trip: %+v %v", st, err)
+	}
+}
+
+func TestMigrateRefusesBadArguments(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"NoVerb", nil},
+		{"UnknownVerb", []string{"sideways"}},
+		{"DownZero", []string{"down", "0"}},
+		{"DownNegative", []string{"down", "-1"}},
+		{"DownWithoutN", []string{"down"}},
+		{"DownNotANumber", []string{"down", "two"}},
+		{"ForceNotANumber", []string{"force", "x"}},
+		{"ForceWithoutV", []string{"force"}},
+		{"UpWithArgument", []string{"up", "3"}},
+		{"VersionWithArgument", []string{"version", "1"}},
+		{"UnknownFlag", []string{"--nope", "up"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db := tempDB(t)
+			code, out, errs := cli(t, append([]string{"migrate", "--db", db}, c.args...)...)
+			if c.name == "UnknownFlag" {
+				// The flag package explains itself on its output (stdout) and the command
+				// still fails with one line on stderr.
+				if code == 0 || strings.Count(errs, "\n") != 1 {
+					t.Fatalf("exit %d, stderr %q", code, errs)
+				}
+				return
+			}
+			wantOneLineError(t, "migrate", code, out, errs)
+			if _, err := os.Stat(db); err == nil {
+				t.Fatalf("a refused command created the database")
+			}
+		})
+	}
+}
+
+func TestMigrateOnABrokenDatabaseFailsWithOneLine(t *testing.T) {
+	t.Parallel()
+	path := tempDB(t)
+	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := cli(t, "migrate", "--db", path, "up")
+	// The logger may say more on stderr; the last line is the one-line reason.
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if code == 0 || !strings.HasPrefix(lines[len(lines)-1], "ledger migrate: ") || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestCommandsReadLEDGERVariables sets the environment, so it does not run in parallel.
+func TestCommandsReadLEDGERVariables(t *testing.T) {
+	path := tempDB(t)
+	t.Setenv("LEDGER_DB", path)
+	n := latest(t)
+	if got := mustCLI(t, "migrate", "up"); got != versionLine(n, n) {
+		t.Fatalf("migrate up with LEDGER_DB: %q", got)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("LEDGER_DB was not used: %v", err)
+	}
+	// A flag wins over the variable.
+	other := tempDB(t)
+	if got := mustCLI(t, "migrate", "--db", other, "version"); got != versionLine(0, n) {
+		t.Fatalf("migrate version with --db: %q", got)
+	}
+	out := mustCLI(t, "keys", "create", "--tenant", "env", "--role", "runtime")
+	token := lastLine(out)
+	if _, err := tenancy.NewStore(openTestDB(t, path)).Authenticate(context.Background(), token); err != nil {
+		t.Fatalf("key made through LEDGER_DB does not authenticate there: %v", err)
+	}
+	// serve reads its variables too: a bad level stops it before it opens anything.
+	t.Setenv("LEDGER_LOG_LEVEL", "loud")
+	t.Setenv("LEDGER_ADDR", "127.0.0.1:0")
+	code, stdout, stderr := cli(t, "serve")
+	wantOneLineError(t, "serve", code, stdout, stderr)
+	if !strings.Contains(stderr, "loud") {
+		t.Fatalf("serve did not read LEDGER_LOG_LEVEL: %q", stderr)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+var tokenPattern = regexp.MustCompile(`^ldg_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$`)
+
+func TestKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := tempDB(t)
+
+	out := mustCLI(t, "keys", "create", "--db", path, "--tenant", "acme", "--role", "admin")
+	admin := lastLine(out)
+	if !tokenPattern.MatchString(admin) {
+		t.Fatalf("last stdout line %q is not a key alone; stdout:\n%s", admin, out)
+	}
+	runtime := lastLine(mustCLI(t, "keys", "create", "--db", path, "--tenant", "acme", "--role", "runtime"))
+	other := lastLine(mustCLI(t, "keys", "create", "--db", path, "--tenant", "other", "--role", "admin"))
+
+	store := tenancy.NewStore(openTestDB(t, path))
+	for _, c := range []struct{ token, tenant, role string }{
+		{admin, "acme", tenancy.RoleAdmin}, {runtime, "acme", tenancy.RoleRuntime}, {other, "other", tenancy.RoleAdmin},
+	} {
+		p, err := store.Authenticate(ctx, c.token)
+		if err != nil || p.TenantID != c.tenant || p.Role != c.role {
+			t.Fatalf("key of %s/%s authenticates as %+v, %v", c.tenant, c.role, p, err)
+		}
+	}
+
+	list := mustCLI(t, "keys", "list", "--db", path)
+	rows := strings.Split(strings.TrimSpace(list), "\n")
+	if len(rows) != 4 || !strings.HasPrefix(rows[0], "KEY ID") {
+		t.Fatalf("keys list:\n%s", list)
+	}
+	for _, token := range []string{admin, runtime, other} {
+		if !strings.Contains(list, keyID(token)) {
+			t.Fatalf("keys list lacks %s:\n%s", keyID(token), list)
+		}
+		if strings.Contains(list, token) {
+			t.Fatalf("keys list shows a secret:\n%s", list)
+		}
+	}
+	acme := mustCLI(t, "keys", "list", "--db", path, "--tenant", "acme")
+	if rows := strings.Split(strings.TrimSpace(acme), "\n"); len(rows) != 3 || strings.Contains(acme, keyID(other)) {
+		t.Fatalf("keys list --tenant acme:\n%s", acme)
+	}
+
+	if got := mustCLI(t, "keys", "revoke", "--db", path, keyID(runtime)); got != "revoked "+keyID(runtime)+"\n" {
+		t.Fatalf("keys revoke printed %q", got)
+	}
+	if _, err := store.Authenticate(ctx, runtime); !apperr.Is(err, apperr.Unauthorized) {
+		t.Fatalf("revoked key authenticates: %v", err)
+	}
+	if _, err := store.Authenticate(ctx, admin); err != nil {
+		t.Fatalf("revoking one key revoked another: %v", err)
+	}
+	for _, row := range strings.Split(mustCLI(t, "keys", "list", "--db", path, "--tenant", "acme"), "\n") {
+		fields := strings.Fields(row)
+		if len(fields) == 5 && fields[0] == keyID(runtime) && fields[4] == "-" {
+			t.Fatalf("revoked key listed as not revoked: %q", row)
+		}
+		if len(fields) == 5 && fields[0] == keyID(admin) && fields[4] != "-" {
+			t.Fatalf("live key listed as revoked: %q", row)
+		}
+	}
+	// Revoking again is not an error.
+	mustCLI(t, "keys", "revoke", "--db", path, keyID(runtime))
+
+	bad := []struct {
+		name string
+		args []string
+	}{
+		{"BadRole", []string{"create", "--db", path, "--tenant", "acme", "--role", "owner"}},
+		{"NoRole", []string{"create", "--db", path, "--tenant", "acme"}},
+		{"NoTenant", []string{"create", "--db", path, "--role", "admin"}},
+		{"BadTenant", []string{"create", "--db", path, "--tenant", "a b", "--role", "admin"}},
+		{"RevokeUnknown", []string{"revoke", "--db", path, "0123456789abcdef"}},
+		{"RevokeWithoutID", []string{"revoke", "--db", path}},
+		{"UnknownVerb", []string{"rotate", "--db", path}},
+		{"NoVerb", nil},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := cli(t, append([]string{"keys"}, c.args...)...)
+			wantOneLineError(t, "keys", code, out, errs)
+		})
+	}
+	keys, err := store.ListKeys(ctx, "")
+	if err != nil || len(keys) != 3 {
+		t.Fatalf("refused commands changed the keys: %d keys, %v", len(keys), err)
+	}
+}
+
+func keyID(token string) string { return strings.Split(token, "_")[1] }
+
+func TestTenantsSet(t *testing.T) {
+	t.Parallel()
+	path := tempDB(t)
+	if got := mustCLI(t, "tenants", "set", "--db", path, "--tenant", "acme", "--max-leased", "5"); !strings.Contains(got, "acme") {
+		t.Fatalf("tenants set printed %q", got)
+	}
+	store := tenancy.NewStore(openTestDB(t, path))
+	ten, err := store.Tenant(context.Background(), "acme")
+	if err != nil || ten.MaxLeasedRuns != 5 {
+		t.Fatalf("tenant after set: %+v %v", ten, err)
+	}
+	mustCLI(t, "tenants", "set", "--db", path, "--tenant", "acme", "--max-leased", "0")
+	if ten, err := store.Tenant(context.Background(), "acme"); err != nil || ten.MaxLeasedRuns != 0 {
+		t.Fatalf("tenant after set 0: %+v %v", ten, err)
+	}
+	for _, args := range [][]string{
+		{"set", "--db", path, "--tenant", "acme", "--max-leased", "-1"},
+		{"set", "--db", path, "--tenant", "acme"},
+		{"set", "--db", path, "--max-leased", "3"},
+		{"set", "--db", path, "--tenant", "no/slash", "--max-leased", "3"},
+		{"set", "--db", path, "--tenant", "acme", "--max-leased", "many"},
+		{"get", "--db", path},
+		nil,
+	} {
+		code, out, errs := cli(t, append([]string{"tenants"}, args...)...)
+		if strings.Contains(strings.Join(args, " "), "many") {
+			// The flag package prints its explanation and usage to stdout first.
+			if code == 0 || strings.Count(errs, "\n") != 1 {
+				t.Fatalf("tenants %v: exit %d, stderr %q", args, code, errs)
+			}
+			continue
+		}
+		wantOneLineError(t, "tenants", code, out, errs)
+	}
+	if ten, err := store.Tenant(context.Background(), "acme"); err != nil || ten.MaxLeasedRuns != 0 {
+		t.Fatalf("refused commands changed the tenant: %+v %v", ten, err)
+	}
+}
+
+var helpLine = regexp.MustCompile(`^  --(\S+)\s+(\S+)\s+default (.*)$`)
+
+// TestHelpListsFlagsWithVariablesAndDefaults checks --help of every command that takes
+// flags: each flag with its LEDGER_* variable and default, exit 0.
+func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
+	t.Parallel()
+	// DESIGN.md section 8 names these serve settings and their defaults.
+	wantServe := map[string]string{
+		"addr": ":8080", "db": "./data/ledger.db", "lease-ttl": "30s", "reaper-interval": "5s",
+		"band-aging": "10m0s", "max-depth": "8", "max-body": "1048576", "sqlite-sync": "normal",
+		"migrate": "false",
+	}
+	cases := []struct {
+		args []string
+		want map[string]string
+	}{
+		{[]string{"serve", "--help"}, wantServe},
+		{[]string{"serve", "-h"}, wantServe},
+		{[]string{"migrate", "--help"}, map[string]string{"db": "./data/ledger.db", "sqlite-sync": "normal"}},
+		{[]string{"keys", "create", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": `""`, "role": `""`}},
+		{[]string{"tenants", "set", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": `""`, "max-leased": "-1"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := cli(t, c.args...)
+			if code != 0 || errs != "" {
+				t.Fatalf("exit %d, stderr %q", code, errs)
+			}
+			seen := map[string]string{}
+			lines := strings.Split(out, "\n")
+			for i, l := range lines {
+				m := helpLine.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				flag, env, def := m[1], m[2], m[3]
+				if wantEnv := "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")); env != wantEnv {
+					t.Errorf("--%s lists variable %s, want %s", flag, env, wantEnv)
+				}
+				if i+1 >= len(lines) || strings.TrimSpace(lines[i+1]) == "" {
+					t.Errorf("--%s has no description", flag)
+				}
+				seen[flag] = def
+			}
+			for flag, def := range c.want {
+				got, ok := seen[flag]
+				if !ok {
+					t.Errorf("--%s is not listed:\n%s", flag, out)
+				} else if got != def {
+					t.Errorf("--%s default %q, want %q", flag, got, def)
+				}
+			}
+		})
+	}
+}
+
+func TestTopLevelUsage(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args     []string
+		code     int
+		inStdout bool
+	}{
+		{nil, 2, true},
+		{[]string{"help"}, 0, true},
+		{[]string{"--help"}, 0, true},
+		{[]string{"frobnicate"}, 2, false},
+	}
+	for _, c := range cases {
+		code, out, errs := cli(t, c.args...)
+		where := errs
+		if c.inStdout {
+			where = out
+		}
+		if code != c.code || !strings.Contains(where, "usage: ledger") {
+			t.Fatalf("ledger %v: exit %d (want %d), stdout %q, stderr %q", c.args, code, c.code, out, errs)
+		}
+		for _, cmd := range []string{"serve", "migrate", "keys", "tenants"} {
+			if !strings.Contains(where, cmd) {
+				t.Fatalf("usage does not name %s: %q", cmd, where)
+			}
+		}
+	}
+}

@@ -1,0 +1,166 @@
+// Package attempts keeps ExecutionAttempts: one row per claim of a run, with its lease
+// (LeaseId, FencingToken), phase, corrections and end. The run-lease core creates and ends
+// attempts inside its own transactions through the Tx-level functions here.
+package attempts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/enum"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// State is an attempt's state (stored as its position).
+type State int
+
+// Attempt states (DESIGN.md section 7a).
+const (
+	Running State = iota
+	Succeeded
+	Failed
+	Cancelled
+	Lost
+	Released
+)
+
+// StateNames are the wire names of State.
+var StateNames = enum.Names{"running", "succeeded", "failed", "cancelled", "lost", "released"}
+
+func (s State) String() string                { return StateNames.Name(int(s)) }
+func (s State) MarshalJSON() ([]byte, error) { return StateNames.Marshal(int(s)) }
+
+// Phase is a running attempt's phase.
+type Phase int
+
+// Phases (DESIGN.md section 7a).
+const (
+	Starting Phase = iota
+	Planning
+	Acting
+	Observing
+	Correcting
+	AwaitingDecision
+	Finalizing
+)
+
+// PhaseNames are the wire names of Phase.
+var PhaseNames = enum.Names{"starting", "planning", "acting", "observing", "correcting", "awaiting_decision", "finalizing"}
+
+func (p Phase) String() string                { return PhaseNames.Name(int(p)) }
+func (p Phase) MarshalJSON() ([]byte, error) { return PhaseNames.Marshal(int(p)) }
+
+// Attempt is one execution attempt of a run.
+type Attempt struct {
+	AttemptID              uuid.UUID        `db:"AttemptId" json:"attemptId"`
+	RunID                  uuid.UUID        `db:"RunId" json:"runId"`
+	StepID                 uuid.UUID        `db:"StepId" json:"stepId"`
+	TenantID               string           `db:"TenantId" json:"-"`
+	ProjectID              string           `db:"ProjectId" json:"projectId"`
+	EnvironmentID          *string          `db:"EnvironmentId" json:"environmentId,omitempty"`
+	LeaseID                uuid.UUID        `db:"LeaseId" json:"leaseId"`
+	FencingToken           int64            `db:"FencingToken" json:"fencingToken"`
+	SnapshotID             uuid.UUID        `db:"SnapshotId" json:"snapshotId"`
+	ReleaseID              string           `db:"ReleaseId" json:"releaseId"`
+	AdapterVersion         string           `db:"AdapterVersion" json:"adapterVersion"`
+	AgentID                string           `db:"AgentId" json:"agentId"`
+	ModelProfileID         string           `db:"ModelProfileId" json:"modelProfileId"`
+	State                  State            `db:"State" json:"state"`
+	Phase                  Phase            `db:"Phase" json:"phase"`
+	CorrectionCount        int              `db:"CorrectionCount" json:"correctionCount"`
+	MaxCorrections         int              `db:"MaxCorrections" json:"maxCorrections"`
+	LastCheckpointID       uuid.NullUUID    `db:"LastCheckpointId" json:"lastCheckpointId"`
+	ContextSnapshotRef     *string          `db:"ContextSnapshotRef" json:"contextSnapshotRef,omitempty"`
+	OutcomeHash            *string          `db:"OutcomeHash" json:"outcomeHash,omitempty"`
+	CancellationObservedAt *time.Time       `db:"CancellationObservedAt" json:"cancellationObservedAt,omitempty"`
+	StartedAt              time.Time        `db:"StartedAt" json:"startedAt"`
+	EndedAt                *time.Time       `db:"EndedAt" json:"endedAt,omitempty"`
+	Version                sqldb.RowVersion `db:"Version" json:"-"`
+}
+
+// Ended reports whether the attempt is over.
+func (a *Attempt) Ended() bool { return a.State != Running }
+
+// Insert writes a new attempt (the claim's).
+func Insert(ctx context.Context, tx *sqldb.Tx, a *Attempt) error {
+	q := queriesFor(tx.D)
+	_, err := tx.ExecContext(ctx, q.insert,
+		a.AttemptID, a.RunID, a.StepID, a.TenantID, a.ProjectID, a.EnvironmentID, a.LeaseID, a.FencingToken,
+		a.SnapshotID, a.ReleaseID, a.AgentID, a.ModelProfileID, int(a.State), int(a.Phase), a.MaxCorrections,
+		tx.D.Time(a.StartedAt), a.AdapterVersion)
+	if err != nil {
+		return fmt.Errorf("insert attempt: %w", tx.D.MapError(err))
+	}
+	return nil
+}
+
+// Lock reads an attempt of the tenant and locks its row until the transaction ends (the
+// first lock of every fenced write: attempt, then run). apperr.NotFound when missing.
+func Lock(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Attempt, error) {
+	return get(ctx, tx, queriesFor(tx.D).lock, tenantID, id)
+}
+
+// Get reads an attempt of the tenant without locking it.
+func Get(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Attempt, error) {
+	return get(ctx, tx, queriesFor(tx.D).get, tenantID, id)
+}
+
+func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID) (Attempt, error) {
+	var a Attempt
+	err := tx.D.MapError(tx.GetContext(ctx, &a, query, tenantID, id))
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Attempt{}, apperr.New(apperr.NotFound, "no attempt %s", id)
+	}
+	if err != nil {
+		return Attempt{}, fmt.Errorf("read attempt: %w", err)
+	}
+	return a, nil
+}
+
+// LockRunning locks the running attempt of a run at a fencing token, for the reaper, which
+// works across tenants. apperr.NotFound when there is none.
+func LockRunning(ctx context.Context, tx *sqldb.Tx, runID uuid.UUID, token int64) (Attempt, error) {
+	var a Attempt
+	err := tx.D.MapError(tx.GetContext(ctx, &a, queriesFor(tx.D).lockRunning, runID, token))
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Attempt{}, apperr.New(apperr.NotFound, "no running attempt of run %s at token %d", runID, token)
+	}
+	if err != nil {
+		return Attempt{}, fmt.Errorf("lock running attempt: %w", err)
+	}
+	return a, nil
+}
+
+// End ends a running attempt in state at now, with an optional outcome hash. It reports
+// false when the attempt was no longer running.
+func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state State, now time.Time, outcomeHash *string) (bool, error) {
+	res, err := tx.ExecContext(ctx, queriesFor(tx.D).end, id, int(state), tx.D.Time(now), outcomeHash)
+	if err != nil {
+		return false, fmt.Errorf("end attempt: %w", tx.D.MapError(err))
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ObserveCancellation records, once, that the holder saw the cancel request.
+func ObserveCancellation(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, now time.Time) error {
+	_, err := tx.ExecContext(ctx, queriesFor(tx.D).observeCancel, id, tx.D.Time(now))
+	if err != nil {
+		return fmt.Errorf("observe cancellation: %w", tx.D.MapError(err))
+	}
+	return nil
+}
+
+// ListByRun lists a run's attempts, oldest first.
+func ListByRun(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) ([]Attempt, error) {
+	var as []Attempt
+	if err := tx.SelectContext(ctx, &as, queriesFor(tx.D).listByRun, tenantID, runID); err != nil {
+		return nil, fmt.Errorf("list attempts of run: %w", tx.D.MapError(err))
+	}
+	return as, nil
+}

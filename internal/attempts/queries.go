@@ -1,0 +1,25 @@
+package attempts
+
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+// queries is the statement set of attempt rows; each dialect fills every field.
+type queries struct {
+	insert        string // 17 columns, see Insert
+	get           string // 1 tenant, 2 attempt
+	lock          string // 1 tenant, 2 attempt
+	lockRunning   string // 1 run, 2 fencing token
+	end           string // 1 attempt, 2 state, 3 now, 4 outcome hash
+	observeCancel string // 1 attempt, 2 now
+	listByRun     string // 1 tenant, 2 run
+}
+
+func queriesFor(d sqldb.Dialect) *queries {
+	if d.Name() == "sqlserver" {
+		return &mssqlQueries
+	}
+	return &sqliteQueries
+}
+
+const columns = `AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId, FencingToken, SnapshotId,
+ReleaseId, AdapterVersion, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections, LastCheckpointId,
+ContextSnapshotRef, OutcomeHash, CancellationObservedAt, StartedAt, EndedAt, Version`

@@ -1,0 +1,21 @@
+package attempts
+
+// SQLite serialises writers (immediate transactions), so a plain read inside the write
+// transaction already holds the row as SQL Server's UPDLOCK does.
+var sqliteQueries = queries{
+	insert: `INSERT INTO ExecutionAttempts (AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId,
+    FencingToken, SnapshotId, ReleaseId, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections,
+    StartedAt, AdapterVersion, Version)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, ?15, ?16, ?17,
+    (SELECT Value + 1 FROM RowVersionCounter))`,
+	get:         `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
+	lock:        `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
+	lockRunning: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE RunId = ?1 AND FencingToken = ?2 AND State = 0`,
+	end: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
+    Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE AttemptId = ?1 AND State = 0`,
+	observeCancel: `UPDATE ExecutionAttempts SET CancellationObservedAt = ?2,
+    Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE AttemptId = ?1 AND CancellationObservedAt IS NULL`,
+	listByRun: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND RunId = ?2 ORDER BY FencingToken`,
+}

@@ -1,0 +1,166 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// ReapResult counts what one reaper pass did.
+type ReapResult struct {
+	TakenBack int // expired leases queued again or ended
+	Skipped   int // take-backs that failed or that a renewal or another replica won
+	Overdue   int // queued runs ended past their deadline
+}
+
+// RunReaper reaps every ReaperInterval until ctx ends. Every replica runs one; they need no
+// leader, because each take-back is one conditional write that only one of them can win.
+func (s *Service) RunReaper(ctx context.Context) {
+	t := time.NewTicker(s.cfg.ReaperInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := s.Reap(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "reaper pass failed", "err", err)
+			continue
+		}
+		if res != (ReapResult{}) {
+			s.log.InfoContext(ctx, "reaper pass", "taken_back", res.TakenBack, "skipped", res.Skipped, "overdue", res.Overdue)
+		}
+	}
+}
+
+type expiredLease struct {
+	RunID    uuid.UUID `db:"RunId"`
+	TenantID string    `db:"TenantId"`
+	Epoch    int64     `db:"Epoch"`
+}
+
+// Reap takes back expired leases and ends overdue queued runs, across tenants, in bounded
+// batches. A take-back that fails is logged and skipped until the next pass, so it cannot
+// hold back the runs behind it.
+func (s *Service) Reap(ctx context.Context) (ReapResult, error) {
+	var res ReapResult
+	var expired []expiredLease
+	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return tx.D.MapError(tx.SelectContext(ctx, &expired, s.q.expiredLeases, tx.D.Time(now), s.cfg.ReaperBatch))
+	})
+	if err != nil {
+		return res, fmt.Errorf("find expired leases: %w", err)
+	}
+	for _, e := range expired {
+		took, err := s.takeBack(ctx, e)
+		switch {
+		case err != nil:
+			res.Skipped++
+			s.log.WarnContext(ctx, "take-back failed; skipped until the next pass", "run", e.RunID, "err", err)
+		case took:
+			res.TakenBack++
+			s.wake.notify(e.TenantID)
+		default:
+			res.Skipped++
+		}
+	}
+	var overdue []expiredLease
+	err = s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		return tx.D.MapError(tx.SelectContext(ctx, &overdue, s.q.overdueQueued, tx.D.Time(now), s.cfg.ReaperBatch))
+	})
+	if err != nil {
+		return res, fmt.Errorf("find overdue runs: %w", err)
+	}
+	for _, o := range overdue {
+		ended, err := s.endOverdue(ctx, o)
+		if err != nil {
+			s.log.WarnContext(ctx, "ending an overdue run failed; skipped until the next pass", "run", o.RunID, "err", err)
+			continue
+		}
+		if ended {
+			res.Overdue++
+		}
+	}
+	return res, nil
+}
+
+// errLost rolls back a take-back that a renewal or another replica won.
+var errLost = errors.New("take-back lost the race")
+
+// takeBack marks the lost attempt Lost, then with one conditional write takes its run back;
+// if that write finds nothing, the whole transaction rolls back.
+func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
+	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		a, err := attempts.LockRunning(ctx, tx, e.RunID, e.Epoch)
+		if apperr.Is(err, apperr.NotFound) {
+			return errLost // completed or taken back meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		run, err := s.getBy(ctx, tx, s.q.lock, e.TenantID, e.RunID)
+		if err != nil {
+			return err
+		}
+		if run.State != Leased || run.Epoch != e.Epoch || run.LeasedUntil == nil || !run.LeasedUntil.Before(now) {
+			return errLost
+		}
+		if ok, err := attempts.End(ctx, tx, a.AttemptID, attempts.Lost, now, nil); err != nil || !ok {
+			return errors.Join(errLost, err)
+		}
+		// A lost lease spends an attempt (seed 003).
+		err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now)
+		if errors.Is(err, sqldb.ErrNotFound) {
+			return errLost
+		}
+		return err
+	})
+	if errors.Is(err, errLost) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) {
+	ended := false
+	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		run, err := s.getBy(ctx, tx, s.q.lock, o.TenantID, o.RunID)
+		if err != nil {
+			return err
+		}
+		if run.State != Queued || run.DeadlineAt == nil || !run.DeadlineAt.Before(now) {
+			return nil
+		}
+		if err := s.exec1(ctx, tx, "end overdue run", s.q.endQueued, run.RunID, OutcomeDeadline, tx.D.Time(now)); err != nil {
+			return err
+		}
+		ended = true
+		return nil
+	})
+	return ended, err
+}
