@@ -32,7 +32,7 @@ const (
 // StateNames are the wire names of State.
 var StateNames = enum.Names{"running", "succeeded", "failed", "cancelled", "lost", "released"}
 
-func (s State) String() string                { return StateNames.Name(int(s)) }
+func (s State) String() string               { return StateNames.Name(int(s)) }
 func (s State) MarshalJSON() ([]byte, error) { return StateNames.Marshal(int(s)) }
 
 // Phase is a running attempt's phase.
@@ -52,7 +52,7 @@ const (
 // PhaseNames are the wire names of Phase.
 var PhaseNames = enum.Names{"starting", "planning", "acting", "observing", "correcting", "awaiting_decision", "finalizing"}
 
-func (p Phase) String() string                { return PhaseNames.Name(int(p)) }
+func (p Phase) String() string               { return PhaseNames.Name(int(p)) }
 func (p Phase) MarshalJSON() ([]byte, error) { return PhaseNames.Marshal(int(p)) }
 
 // Attempt is one execution attempt of a run.

@@ -22,7 +22,10 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodPut, "/v1/projects/:projectId", web.Op{
 		Summary: "Create a project (no If-Match) or update it (If-Match required)",
 		Roles:   []string{tenancy.RoleAdmin}, Body: PutRequest{}, BodyOptional: true,
-		Status: http.StatusOK, Response: Project{}, ETag: true, IfMatch: true,
+		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: Project{}, ETag: true, IfMatch: true,
+		// If-Match is optional for a create, so the Op cannot say IfMatchRequired; an update
+		// without one is still 428.
+		Problems: []apperr.Code{apperr.PreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
 		Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[Project]{},

@@ -28,7 +28,7 @@ const (
 // StateNames are the wire names of State.
 var StateNames = enum.Names{"queued", "leased", "ended"}
 
-func (s State) String() string                { return StateNames.Name(int(s)) }
+func (s State) String() string               { return StateNames.Name(int(s)) }
 func (s State) MarshalJSON() ([]byte, error) { return StateNames.Marshal(int(s)) }
 
 // Band is a run's priority band.
@@ -44,7 +44,7 @@ const (
 // BandNames are the wire names of Band.
 var BandNames = enum.Names{"interactive", "batch", "background"}
 
-func (b Band) String() string                { return BandNames.Name(int(b)) }
+func (b Band) String() string               { return BandNames.Name(int(b)) }
 func (b Band) MarshalJSON() ([]byte, error) { return BandNames.Marshal(int(b)) }
 
 // Outcomes of an ended run (stored as the wire string).

@@ -253,9 +253,9 @@ type ClaimRequest struct {
 
 // Claimed is a successful claim: the run, its new attempt and the lease.
 type Claimed struct {
-	Run     Run               `json:"run"`
-	Attempt attempts.Attempt  `json:"attempt"`
-	Lease   Lease             `json:"lease"`
+	Run     Run              `json:"run"`
+	Attempt attempts.Attempt `json:"attempt"`
+	Lease   Lease            `json:"lease"`
 }
 
 // ErrNothingToClaim: no run is due for this claim (HTTP 204).

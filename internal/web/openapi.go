@@ -28,8 +28,11 @@ type Op struct {
 	// Query lists the query parameters.
 	Query []Param
 	// Status is the success status; Response its body's type (nil for none).
-	Status   int
-	Response any
+	Status int
+	// AlsoStatus lists further success statuses answered with the same body, such as the
+	// 201 of a PUT that creates (with Location) beside the 200 of one that updates.
+	AlsoStatus []int
+	Response   any
 	// RawResponse is the content type of a body the schema does not describe.
 	RawResponse string
 	// ETag says the success response carries an ETag; IfMatch that the request takes one
@@ -81,9 +84,9 @@ func (s *Server) Operations() []string {
 
 // OpenAPI builds the OpenAPI 3.1 document of every route registered through Route.
 func (s *Server) OpenAPI() map[string]any {
-	schemas := map[string]any{
-		"Problem": schemaOf(reflect.TypeOf(Problem{}), nil),
-	}
+	schemas := map[string]any{}
+	// Problem's field errors are a named struct, added to schemas as it is described.
+	schemas["Problem"] = schemaOf(reflect.TypeOf(Problem{}), schemas)
 	paths := map[string]map[string]any{}
 	for _, o := range s.ops {
 		p := openAPIPath(o.path)
@@ -146,6 +149,21 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 		success["headers"] = map[string]any{"ETag": map[string]any{"schema": map[string]any{"type": "string"}}}
 	}
 	responses[itoa(op.Status)] = success
+	for _, st := range op.AlsoStatus {
+		also := map[string]any{}
+		for k, v := range success {
+			also[k] = v
+		}
+		also["description"] = http.StatusText(st)
+		if st == http.StatusCreated {
+			headers := map[string]any{"Location": map[string]any{"schema": map[string]any{"type": "string"}}}
+			if op.ETag {
+				headers["ETag"] = map[string]any{"schema": map[string]any{"type": "string"}}
+			}
+			also["headers"] = headers
+		}
+		responses[itoa(st)] = also
+	}
 	codes := append([]apperr.Code{}, op.Problems...)
 	if !op.Public {
 		codes = append(codes, apperr.Unauthorized, apperr.Forbidden, apperr.DatabaseUnavailable, apperr.Internal)

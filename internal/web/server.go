@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -86,8 +87,10 @@ func New(cfg Config) *Server {
 		func(c echo.Context) error {
 			if cfg.Ready != nil {
 				if err := cfg.Ready(c.Request().Context()); err != nil {
-					s.log.WarnContext(c.Request().Context(), "not ready", "err", err)
-					return c.JSON(http.StatusServiceUnavailable, Health{Status: "unavailable", Detail: err.Error()})
+					// A problem like every other error, documented as such; the cause (driver
+					// text, host names) goes to the log only, since this route needs no key.
+					return fmt.Errorf("not ready: %w: %w", &apperr.Error{Code: apperr.DatabaseUnavailable, RetryAfter: retryUnavailable,
+						Detail: "not ready: the database is unreachable or its schema is not current"}, err)
 				}
 			}
 			return c.JSON(http.StatusOK, Health{Status: "ok"})
