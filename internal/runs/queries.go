@@ -46,3 +46,15 @@ const runColumns = `RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, Ag
 State, Epoch, HolderId, LeaseSeconds, LeasedUntil, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
 EndedAt, Outcome, ErrorCode, ErrorMessage, CancelRequestedAt, IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId,
 CreatedBy, Version`
+
+// agreementQueries find attempts and runs that disagree (seed 003's review_job_run_agrees,
+// for attempts): a running attempt whose run is not leased at its token, and a leased run
+// without exactly one running attempt. Plain SQL that both dialects accept.
+var agreementQueries = []string{
+	`SELECT COUNT(*) FROM ExecutionAttempts a JOIN Runs r ON r.RunId = a.RunId
+WHERE a.State = 0 AND (r.State <> 1 OR r.Epoch <> a.FencingToken)`,
+	`SELECT COUNT(*) FROM Runs r WHERE r.State = 1
+AND (SELECT COUNT(*) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.State = 0 AND a.FencingToken = r.Epoch) <> 1`,
+	`SELECT COUNT(*) FROM Runs r WHERE r.State <> 1
+AND EXISTS (SELECT 1 FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.State = 0)`,
+}

@@ -386,3 +386,21 @@ func jsonList(xs []string) any {
 	b, _ := json.Marshal(xs)
 	return string(b)
 }
+
+// Disagreements counts attempts and runs that disagree, across tenants: a running attempt
+// whose run is not leased at its token, a leased run without exactly one running attempt
+// at its epoch, or a run out of its lease with a running attempt. It is 0 at every commit.
+func (s *Service) Disagreements(ctx context.Context) (int, error) {
+	total := 0
+	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		for _, q := range agreementQueries {
+			var n int
+			if err := tx.GetContext(ctx, &n, q); err != nil {
+				return tx.D.MapError(err)
+			}
+			total += n
+		}
+		return nil
+	})
+	return total, err
+}

@@ -1,0 +1,86 @@
+package runs_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// TestRunGuardTrigger writes to Runs directly in SQL, as a buggy application could, and
+// checks that the guard trigger refuses every illegal transition and identity change while
+// letting the legal ones through.
+func TestRunGuardTrigger(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		e := newEnv(t, tgt)
+		// SQLite's version guard would refuse an unstamped write first, so stamp it: the
+		// refusal must come from the transition guard.
+		stamp, p := ", Version = (SELECT Value + 1 FROM RowVersionCounter)", "?1"
+		if e.db.Dialect.Name() == "sqlserver" {
+			stamp, p = "", "@p1"
+		}
+		exec := func(set string, r runs.Run) error {
+			return e.db.Write(e.ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+				_, err := tx.ExecContext(e.ctx, "UPDATE Runs SET "+set+stamp+" WHERE RunId = "+p, r.RunID)
+				return tx.D.MapError(err)
+			})
+		}
+		queued := e.enqueue(spec("queued"))
+		e.clock.Advance(1)
+		leased := e.enqueue(spec("leased"))
+		e.clock.Advance(1)
+		ended := e.enqueue(spec("ended"))
+		e.claim() // queued
+		cl := e.claim()
+		if cl.Run.RunID != leased.RunID {
+			t.Fatalf("setup: claimed %v", cl.Run.Subject)
+		}
+		if _, err := e.svc.Cancel(e.ctx, e.tenant, ended.RunID); err != nil {
+			t.Fatal(err)
+		}
+		if e.get(queued.RunID).State != runs.Leased {
+			t.Fatal("setup: the first run is not leased")
+		}
+
+		refused := []struct {
+			name, set string
+			run       runs.Run
+		}{
+			{"EndedToQueued", "State = 0, EndedAt = NULL, Outcome = NULL", ended},
+			{"EndedToLeased", "State = 1, Epoch = Epoch + 1, HolderId = 'h', LeasedUntil = EndedAt, EndedAt = NULL, Outcome = NULL", ended},
+			{"LeasedEpochChange", "Epoch = Epoch + 1", leased},
+			{"LeasedEpochBack", "Epoch = Epoch - 1", leased},
+			{"SubjectChange", "Subject = 'other'", leased},
+			{"TenantChange", "TenantId = 'someone-else'", leased},
+			{"KindChange", "Kind = 'other'", ended},
+			{"ProjectChange", "ProjectId = 'p2'", ended},
+			{"IdempotencyKeyChange", "IdempotencyKey = 'k'", leased},
+		}
+		for _, c := range refused {
+			err := exec(c.set, c.run)
+			if err == nil {
+				t.Errorf("%s: the trigger let it through", c.name)
+				continue
+			}
+			if !errors.Is(err, sqldb.ErrRefused) {
+				t.Errorf("%s: got %v, want a refusal", c.name, err)
+			}
+		}
+		// Legal transitions still pass the guard.
+		if err := exec("LeasedUntil = LeasedUntil", leased); err != nil {
+			t.Errorf("LEASED to LEASED renewal refused: %v", err)
+		}
+		q := e.enqueue(spec("fresh"))
+		if err := exec("State = 1, Epoch = Epoch + 1, HolderId = 'h', LeasedUntil = DueAt", q); err != nil {
+			t.Errorf("QUEUED to LEASED with epoch+1 refused: %v", err)
+		}
+		q2 := e.enqueue(spec("fresh-2"))
+		if err := exec("State = 1, HolderId = 'h', LeasedUntil = DueAt", q2); err == nil || !strings.Contains(err.Error(), "transition") {
+			t.Errorf("QUEUED to LEASED without a new epoch: got %v, want an illegal transition", err)
+		}
+	})
+}
