@@ -80,7 +80,6 @@ func usage(w io.Writer) {
 // default.
 func newFlags(name string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("ledger "+name, flag.ContinueOnError)
-	fs.SetOutput(stdout)
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "usage: ledger %s [flags]\n\nflags (each also read from its environment variable):\n", name)
 		fs.VisitAll(func(f *flag.Flag) {
@@ -98,9 +97,18 @@ func envName(flagName string) string {
 	return "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// parse reads flags, then LEDGER_* variables for flags not given.
+// parse reads flags, then LEDGER_* variables for flags not given. --help prints the usage
+// on stdout; a bad flag prints nothing here, so the caller's one-line reason on stderr is the
+// whole answer (the flag package would otherwise print the usage on stdout too).
 func parse(fs *flag.FlagSet, args []string) error {
-	return ff.Parse(fs, args, ff.WithEnvVarPrefix("LEDGER"))
+	usage := fs.Usage
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := ff.Parse(fs, args, ff.WithEnvVarPrefix("LEDGER"))
+	if errors.Is(err, flag.ErrHelp) {
+		usage()
+	}
+	return err
 }
 
 // dbFlags are the flags every command that opens the database shares.

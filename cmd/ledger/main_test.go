@@ -148,14 +148,6 @@ func TestMigrateRefusesBadArguments(t *testing.T) {
 			t.Parallel()
 			db := tempDB(t)
 			code, out, errs := cli(t, append([]string{"migrate", "--db", db}, c.args...)...)
-			if c.name == "UnknownFlag" {
-				// The flag package explains itself on its output (stdout) and the command
-				// still fails with one line on stderr.
-				if code == 0 || strings.Count(errs, "\n") != 1 {
-					t.Fatalf("exit %d, stderr %q", code, errs)
-				}
-				return
-			}
 			wantOneLineError(t, "migrate", code, out, errs)
 			if _, err := os.Stat(db); err == nil {
 				t.Fatalf("a refused command created the database")
@@ -289,6 +281,7 @@ func TestKeys(t *testing.T) {
 		{"RevokeUnknown", []string{"revoke", "--db", path, "0123456789abcdef"}},
 		{"RevokeWithoutID", []string{"revoke", "--db", path}},
 		{"UnknownVerb", []string{"rotate", "--db", path}},
+		{"UnknownFlag", []string{"create", "--db", path, "--tenant", "acme", "--role", "admin", "--colour", "red"}},
 		{"NoVerb", nil},
 	}
 	for _, c := range bad {
@@ -330,13 +323,6 @@ func TestTenantsSet(t *testing.T) {
 		nil,
 	} {
 		code, out, errs := cli(t, append([]string{"tenants"}, args...)...)
-		if strings.Contains(strings.Join(args, " "), "many") {
-			// The flag package prints its explanation and usage to stdout first.
-			if code == 0 || strings.Count(errs, "\n") != 1 {
-				t.Fatalf("tenants %v: exit %d, stderr %q", args, code, errs)
-			}
-			continue
-		}
 		wantOneLineError(t, "tenants", code, out, errs)
 	}
 	if ten, err := store.Tenant(context.Background(), "acme"); err != nil || ten.MaxLeasedRuns != 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -30,9 +31,9 @@ func TestRunGuardTrigger(t *testing.T) {
 			})
 		}
 		queued := e.enqueue(spec("queued"))
-		e.clock.Advance(1)
+		e.clock.Advance(time.Millisecond)
 		leased := e.enqueue(spec("leased"))
-		e.clock.Advance(1)
+		e.clock.Advance(time.Millisecond)
 		ended := e.enqueue(spec("ended"))
 		e.claim() // queued
 		cl := e.claim()
