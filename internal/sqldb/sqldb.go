@@ -73,6 +73,8 @@ type DB struct {
 	log     *slog.Logger
 	// sqlitePath is the database file, used for the cross-process migration lock.
 	sqlitePath string
+	// wcache and rcache hold prepared statements per pool (SQLite only).
+	wcache, rcache *stmtCache
 }
 
 // Config says what to open.
@@ -110,11 +112,18 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	db.clock = cfg.Clock
 	db.log = log
+	if db.Dialect.Name() == "sqlite" {
+		db.wcache, db.rcache = newStmtCache(db.w), newStmtCache(db.r)
+	}
 	return db, nil
 }
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	if db.wcache != nil {
+		db.wcache.close()
+		db.rcache.close()
+	}
 	err := db.w.Close()
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
@@ -139,6 +148,7 @@ type Tx struct {
 	D     Dialect
 	clock Clock
 	now   time.Time
+	cache *stmtCache
 }
 
 // Now returns the transaction's time: the injected clock, or the database clock read once
@@ -180,18 +190,18 @@ const maxAttempts = 8
 // Write runs fn in a read-write transaction in scope and commits it. A deadlock or busy
 // database rolls back and runs fn again, so fn must have no effects outside tx.
 func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
-	return db.run(ctx, db.w, s, false, fn)
+	return db.run(ctx, db.w, db.wcache, s, fn)
 }
 
 // Read runs fn in a read-only transaction in scope.
 func (db *DB) Read(ctx context.Context, s Scope, fn func(*Tx) error) error {
-	return db.run(ctx, db.r, s, true, fn)
+	return db.run(ctx, db.r, db.rcache, s, fn)
 }
 
-func (db *DB) run(ctx context.Context, pool *sqlx.DB, s Scope, readOnly bool, fn func(*Tx) error) error {
+func (db *DB) run(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope, fn func(*Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = db.once(ctx, pool, s, readOnly, fn)
+		err = db.once(ctx, pool, cache, s, fn)
 		if !errors.Is(err, ErrRetryable) || attempt == maxAttempts || ctx.Err() != nil {
 			break
 		}
@@ -212,14 +222,17 @@ func (db *DB) run(ctx context.Context, pool *sqlx.DB, s Scope, readOnly bool, fn
 	return err
 }
 
-func (db *DB) once(ctx context.Context, pool *sqlx.DB, s Scope, readOnly bool, fn func(*Tx) error) (err error) {
+func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope, fn func(*Tx) error) (err error) {
+	if cache != nil {
+		cache.preparePending(ctx)
+	}
 	// SQL Server: explicit READ COMMITTED, since a pooled connection can keep an old level.
 	// SQLite: the reader pool opens deferred transactions, the writer pool immediate ones.
 	sqlTx, err := pool.BeginTxx(ctx, &sql.TxOptions{Isolation: db.Dialect.Isolation()})
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", db.Dialect.MapError(err))
 	}
-	tx := &Tx{Tx: sqlTx, D: db.Dialect, clock: db.clock}
+	tx := &Tx{Tx: sqlTx, D: db.Dialect, clock: db.clock, cache: cache}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()

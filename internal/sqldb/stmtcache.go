@@ -1,0 +1,128 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// stmtCache keeps one prepared statement per query text and pool. SQLite spends more time
+// parsing the claim's statements than running them; database/sql prepares each cached
+// statement once per connection and reuses it in every transaction on that connection.
+// SQL Server is left to its own plan cache (sp_executesql), since prepared handles and
+// pooled-connection resets interact in ways not worth the risk.
+type stmtCache struct {
+	pool *sqlx.DB
+	mu   sync.Mutex
+	m    map[string]*sqlx.Stmt
+	// pending holds queries first seen inside a transaction. They are prepared before the
+	// next transaction begins: preparing on the pool inside one would wait for the very
+	// connection the transaction holds (the SQLite writer pool has one).
+	pending map[string]bool
+}
+
+func newStmtCache(pool *sqlx.DB) *stmtCache {
+	return &stmtCache{pool: pool, m: map[string]*sqlx.Stmt{}, pending: map[string]bool{}}
+}
+
+// lookup returns the prepared statement of query, or nil after noting it for preparation.
+func (c *stmtCache) lookup(query string) *sqlx.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.m[query]; ok {
+		return s
+	}
+	c.pending[query] = true
+	return nil
+}
+
+// preparePending prepares the noted queries. It must run outside any transaction of the
+// pool, and holds no lock while it waits for a connection.
+func (c *stmtCache) preparePending(ctx context.Context) {
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	queries := make([]string, 0, len(c.pending))
+	for q := range c.pending {
+		queries = append(queries, q)
+	}
+	clear(c.pending)
+	c.mu.Unlock()
+	for _, q := range queries {
+		s, err := c.pool.PreparexContext(ctx, q)
+		if err != nil {
+			continue // the statement runs unprepared, and reports its own error there
+		}
+		c.mu.Lock()
+		if _, dup := c.m[q]; dup {
+			s.Close()
+		} else {
+			c.m[q] = s
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.m {
+		s.Close()
+	}
+	clear(c.m)
+}
+
+// stmt returns query prepared for this transaction, or nil when the dialect does not cache.
+func (tx *Tx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	if tx.cache == nil {
+		return nil, nil
+	}
+	parent := tx.cache.lookup(query)
+	if parent == nil {
+		return nil, nil
+	}
+	return tx.Tx.StmtxContext(ctx, parent), nil
+}
+
+// GetContext is sqlx's, through the statement cache.
+func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	s, err := tx.stmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		return tx.Tx.GetContext(ctx, dest, query, args...)
+	}
+	defer s.Close()
+	return s.GetContext(ctx, dest, args...)
+}
+
+// SelectContext is sqlx's, through the statement cache.
+func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	s, err := tx.stmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		return tx.Tx.SelectContext(ctx, dest, query, args...)
+	}
+	defer s.Close()
+	return s.SelectContext(ctx, dest, args...)
+}
+
+// ExecContext is sqlx's, through the statement cache.
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s, err := tx.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return tx.Tx.ExecContext(ctx, query, args...)
+	}
+	defer s.Close()
+	return s.ExecContext(ctx, args...)
+}
