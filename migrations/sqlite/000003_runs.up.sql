@@ -40,11 +40,8 @@ CREATE TABLE Runs (
 );
 -- At most one leased run per subject.
 CREATE UNIQUE INDEX UX_Runs_LeasedSubject ON Runs (TenantId, Subject) WHERE State = 1;
--- The claim seeks queued runs of a tenant by band and due time. The trailing columns make
--- it covering for the claim's window (SQLite has no INCLUDE), so weighing the window reads
--- no table rows.
-CREATE INDEX IX_Runs_Claim ON Runs (TenantId, Band, DueAt, RunId, ProjectId, Subject, QueuedAt, CancelRequestedAt, Kind, AgentId)
-WHERE State = 0;
+-- The claim seeks queued runs of a tenant by band and due time.
+CREATE INDEX IX_Runs_Claim ON Runs (TenantId, Band, DueAt, RunId) WHERE State = 0;
 -- Queue order within a subject: the head is the oldest queued run.
 CREATE INDEX IX_Runs_SubjectQueue ON Runs (TenantId, Subject, QueuedAt, RunId) WHERE State = 0;
 CREATE UNIQUE INDEX UX_Runs_Idempotency ON Runs (TenantId, IdempotencyKey) WHERE IdempotencyKey IS NOT NULL;
