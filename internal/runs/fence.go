@@ -133,6 +133,9 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 		if err := s.unleased(ctx, tx, f.Run); err != nil {
 			return err
 		}
+		if err := s.runChanged(ctx, tx, tenantID, f.Run.RunID); err != nil {
+			return err
+		}
 		out, err = attempts.Get(ctx, tx, tenantID, attemptID)
 		return err
 	})
@@ -157,7 +160,7 @@ func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state 
 	if !ok {
 		return fmt.Errorf("end attempt %s: it was no longer running", f.Attempt.AttemptID)
 	}
-	return nil
+	return s.attemptEnded(ctx, tx, f.Attempt.TenantID, f.Attempt.AttemptID, f.Now)
 }
 
 // unleased keeps the project's leased count as the run leaves LEASED.
@@ -243,7 +246,10 @@ func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("give back run %s: %w", run.RunID, sqldb.ErrNotFound)
 	}
-	return s.unleased(ctx, tx, run)
+	if err := s.unleased(ctx, tx, run); err != nil {
+		return err
+	}
+	return s.runChanged(ctx, tx, run.TenantID, run.RunID)
 }
 
 // endOutcome says how a run leaving its lease ends, or "" when it queues again.
@@ -276,6 +282,9 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 		switch run.State {
 		case Queued:
 			err = s.exec1(ctx, tx, "cancel queued run", s.q.endQueued, runID, OutcomeCancelled, tx.D.Time(now))
+			if err == nil {
+				err = s.runChanged(ctx, tx, tenantID, runID)
+			}
 		case Leased:
 			if run.CancelRequestedAt == nil {
 				err = s.exec1(ctx, tx, "request cancel", s.q.requestCancel, runID, tx.D.Time(now))
@@ -356,6 +365,9 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			return fmt.Errorf("insert continuation: %w", tx.D.MapError(err))
 		}
 		created = true
+		if err := s.runChanged(ctx, tx, c.TenantID, id); err != nil {
+			return err
+		}
 		out, err = s.getBy(ctx, tx, s.q.get, c.TenantID, id)
 		return err
 	})

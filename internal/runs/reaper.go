@@ -129,6 +129,9 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 		if ok, err := attempts.End(ctx, tx, a.AttemptID, attempts.Lost, now, nil); err != nil || !ok {
 			return errors.Join(errLost, err)
 		}
+		if err := s.attemptEnded(ctx, tx, e.TenantID, a.AttemptID, now); err != nil {
+			return err
+		}
 		// A lost lease spends an attempt (seed 003).
 		err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now)
 		if errors.Is(err, sqldb.ErrNotFound) {
@@ -160,7 +163,7 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 			return err
 		}
 		ended = true
-		return nil
+		return s.runChanged(ctx, tx, o.TenantID, run.RunID)
 	})
 	return ended, err
 }

@@ -27,6 +27,7 @@ type Service struct {
 	log    *slog.Logger
 	wake   *notifier
 	jitter func() float64
+	hooks  []Hooks
 }
 
 // NewService returns the run-lease core.
@@ -164,6 +165,9 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	}
 	if err != nil {
 		return Run{}, false, fmt.Errorf("insert run: %w", tx.D.MapError(err))
+	}
+	if err := s.runChanged(ctx, tx, c.TenantID, id); err != nil {
+		return Run{}, false, err
 	}
 	r, err := s.getBy(ctx, tx, s.q.get, c.TenantID, id)
 	return r, true, err
@@ -318,6 +322,9 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 		if leased >= maxLeased {
 			return &BudgetHeldError{RetryAfter: s.cfg.PollInterval}
 		}
+		if err := s.checkClaim(ctx, tx, c.TenantID, req); err != nil {
+			return err
+		}
 		aged := now.Add(-s.cfg.BandAging)
 		var skip any
 		for _, query := range s.q.claimCandidates {
@@ -370,6 +377,9 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 		MaxCorrections: run.MaxCorrections, StartedAt: now,
 	}
 	if err := attempts.Insert(ctx, tx, &a); err != nil {
+		return Claimed{}, err
+	}
+	if err := s.runChanged(ctx, tx, c.TenantID, runID); err != nil {
 		return Claimed{}, err
 	}
 	stored, err := attempts.Get(ctx, tx, c.TenantID, a.AttemptID)
