@@ -164,3 +164,38 @@ func ListByRun(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UU
 	}
 	return as, nil
 }
+
+// Patch changes a running attempt's phase, adds a correction, or records its context
+// snapshot, under the caller's fence. Nil phase and ref keep their values.
+func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correction bool, contextSnapshotRef *string) error {
+	var p any
+	if phase != nil {
+		p = int(*phase)
+	}
+	add := 0
+	if correction {
+		add = 1
+	}
+	res, err := tx.ExecContext(ctx, queriesFor(tx.D).patch, id, p, add, contextSnapshotRef)
+	if err != nil {
+		return fmt.Errorf("patch attempt: %w", tx.D.MapError(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return apperr.New(apperr.LeaseExpired, "the attempt has ended")
+	}
+	return nil
+}
+
+// SetPhase moves a running attempt to phase (a decision request moves it to
+// AwaitingDecision).
+func SetPhase(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase Phase) error {
+	return Patch(ctx, tx, id, &phase, false, nil)
+}
+
+// SetLastCheckpoint records the attempt's newest checkpoint.
+func SetLastCheckpoint(ctx context.Context, tx *sqldb.Tx, id, checkpointID uuid.UUID) error {
+	if _, err := tx.ExecContext(ctx, queriesFor(tx.D).setCheckpoint, id, checkpointID); err != nil {
+		return fmt.Errorf("set last checkpoint: %w", tx.D.MapError(err))
+	}
+	return nil
+}

@@ -11,6 +11,8 @@ type queries struct {
 	end           string // 1 attempt, 2 state, 3 now, 4 outcome hash
 	observeCancel string // 1 attempt, 2 now
 	listByRun     string // 1 tenant, 2 run
+	patch         string // 1 attempt, 2 phase or NULL, 3 corrections to add (0 or 1), 4 context snapshot ref or NULL
+	setCheckpoint string // 1 attempt, 2 checkpoint
 }
 
 func queriesFor(d sqldb.Dialect) *queries {

@@ -16,4 +16,10 @@ WHERE AttemptId = @p1 AND State = 0;`,
 	observeCancel: `UPDATE dbo.ExecutionAttempts SET CancellationObservedAt = @p2
 WHERE AttemptId = @p1 AND CancellationObservedAt IS NULL;`,
 	listByRun: `SELECT ` + columns + ` FROM dbo.ExecutionAttempts WHERE TenantId = @p1 AND RunId = @p2 ORDER BY FencingToken;`,
+	// Both run under the fence's locks (attempt, then run): a PK seek of a row already
+	// U-locked by this transaction; 0 rows means the attempt ended (checked by the caller).
+	patch: `UPDATE dbo.ExecutionAttempts SET Phase = COALESCE(@p2, Phase), CorrectionCount = CorrectionCount + @p3,
+    ContextSnapshotRef = COALESCE(@p4, ContextSnapshotRef)
+WHERE AttemptId = @p1 AND State = 0;`,
+	setCheckpoint: `UPDATE dbo.ExecutionAttempts SET LastCheckpointId = @p2 WHERE AttemptId = @p1;`,
 }

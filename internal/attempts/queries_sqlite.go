@@ -18,4 +18,9 @@ WHERE AttemptId = ?1 AND State = 0`,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND CancellationObservedAt IS NULL`,
 	listByRun: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND RunId = ?2 ORDER BY FencingToken`,
+	patch: `UPDATE ExecutionAttempts SET Phase = COALESCE(?2, Phase), CorrectionCount = CorrectionCount + ?3,
+    ContextSnapshotRef = COALESCE(?4, ContextSnapshotRef), Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE AttemptId = ?1 AND State = 0`,
+	setCheckpoint: `UPDATE ExecutionAttempts SET LastCheckpointId = ?2, Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE AttemptId = ?1`,
 }

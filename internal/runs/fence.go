@@ -379,3 +379,49 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 	}
 	return out, created, nil
 }
+
+// AttemptPatch is a holder's change to its running attempt.
+type AttemptPatch struct {
+	Phase              *attempts.Phase
+	Correction         bool
+	ContextSnapshotRef *string
+}
+
+// PatchAttempt changes the attempt's phase (freely among the phases), adds a correction
+// (CorrectionLimit once MaxCorrections are spent) or records its context snapshot, under
+// the fence.
+func (s *Service) PatchAttempt(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, p AttemptPatch) (attempts.Attempt, error) {
+	return s.fencedAttemptWrite(ctx, tenantID, attemptID, token, "patch attempt", func(tx *sqldb.Tx, f Fenced) error {
+		if p.Correction && f.Attempt.CorrectionCount >= f.Attempt.MaxCorrections {
+			return apperr.New(apperr.CorrectionLimit, "the attempt has made all %d corrections it may", f.Attempt.MaxCorrections)
+		}
+		return attempts.Patch(ctx, tx, attemptID, p.Phase, p.Correction, p.ContextSnapshotRef)
+	})
+}
+
+// ObserveCancellation records, once, that the holder saw the run's cancel request.
+func (s *Service) ObserveCancellation(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64) (attempts.Attempt, error) {
+	return s.fencedAttemptWrite(ctx, tenantID, attemptID, token, "observe cancellation", func(tx *sqldb.Tx, f Fenced) error {
+		return attempts.ObserveCancellation(ctx, tx, attemptID, f.Now)
+	})
+}
+
+// fencedAttemptWrite runs write under the fence and returns the attempt as stored after it.
+func (s *Service) fencedAttemptWrite(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, what string, write func(*sqldb.Tx, Fenced) error) (attempts.Attempt, error) {
+	var out attempts.Attempt
+	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		f, err := s.Fence(ctx, tx, tenantID, attemptID, token)
+		if err != nil {
+			return err
+		}
+		if err := write(tx, f); err != nil {
+			return err
+		}
+		out, err = attempts.Get(ctx, tx, tenantID, attemptID)
+		return err
+	})
+	if err != nil {
+		return attempts.Attempt{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}

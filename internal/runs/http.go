@@ -101,6 +101,14 @@ type CompleteBody struct {
 	OutcomeHash  *string `json:"outcomeHash" validate:"omitempty,ident=128"`
 }
 
+// PatchBody is the body of PATCH /v1/attempts/{id}.
+type PatchBody struct {
+	FencingToken       *int64  `json:"fencingToken" validate:"required,min=1"`
+	Phase              *string `json:"phase" validate:"omitempty,oneof=starting planning acting observing correcting awaiting_decision finalizing" enum:"starting,planning,acting,observing,correcting,awaiting_decision,finalizing"`
+	Correction         bool    `json:"correction"`
+	ContextSnapshotRef *string `json:"contextSnapshotRef" validate:"omitempty,ident=512"`
+}
+
 // ContinueBody is the optional body of POST /v1/runs/{id}/continue.
 type ContinueBody struct {
 	DueAt      *time.Time `json:"dueAt"`
@@ -156,6 +164,15 @@ func Routes(s *web.Server, svc *Service) {
 		Summary: "End the attempt and its run together (an exact repeat answers as the first did)",
 		Roles:   []string{rt}, Body: CompleteBody{}, Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true, Problems: fenced,
 	}, h.complete)
+	s.Route(http.MethodPatch, "/v1/attempts/:attemptId", web.Op{
+		Summary: "Change the attempt's phase, count a correction, or record its context snapshot",
+		Roles:   []string{rt}, Body: PatchBody{}, Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true,
+		Problems: append([]apperr.Code{apperr.CorrectionLimit}, fenced...),
+	}, h.patchAttempt)
+	s.Route(http.MethodPost, "/v1/attempts/:attemptId/cancellation", web.Op{
+		Summary: "Record that the holder saw the cancel request (once)",
+		Roles:   []string{rt}, Body: FenceBody{}, Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true, Problems: fenced,
+	}, h.observeCancellation)
 	s.Route(http.MethodPut, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
 		Summary: "Take or renew a task run lock", Roles: []string{rt}, Body: LockBody{},
 		Status: http.StatusOK, Response: TaskLock{}, Problems: []apperr.Code{apperr.LockHeld},
@@ -423,4 +440,42 @@ func (h handlers) releaseLock(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+func (h handlers) patchAttempt(c echo.Context) error {
+	id, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	var req PatchBody
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	p := AttemptPatch{Correction: req.Correction, ContextSnapshotRef: req.ContextSnapshotRef}
+	if req.Phase != nil {
+		v, _ := attempts.PhaseNames.Parse(*req.Phase)
+		ph := attempts.Phase(v)
+		p.Phase = &ph
+	}
+	a, err := h.svc.PatchAttempt(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, *req.FencingToken, p)
+	if err != nil {
+		return err
+	}
+	return web.JSONWithETag(c, http.StatusOK, a.Version, a)
+}
+
+func (h handlers) observeCancellation(c echo.Context) error {
+	id, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	var req FenceBody
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	a, err := h.svc.ObserveCancellation(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, *req.FencingToken)
+	if err != nil {
+		return err
+	}
+	return web.JSONWithETag(c, http.StatusOK, a.Version, a)
 }

@@ -603,3 +603,43 @@ func newEnvOn(t *testing.T, e *env) *env {
 	o.project("p1")
 	return o
 }
+
+func TestAttemptPatch(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		e := newEnv(t, tgt)
+		e.enqueue(spec("s", func(s *runs.Spec) { s.MaxCorrections = 1 }))
+		cl := e.claim()
+		id := cl.Attempt.AttemptID
+		acting := attempts.Acting
+		ref := "snap://1"
+		a, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Phase: &acting, ContextSnapshotRef: &ref})
+		if err != nil || a.Phase != attempts.Acting || a.ContextSnapshotRef == nil || *a.ContextSnapshotRef != ref {
+			t.Fatalf("patch: %+v %v", a, err)
+		}
+		a, err = e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Correction: true})
+		if err != nil || a.CorrectionCount != 1 || a.Phase != attempts.Acting {
+			t.Fatalf("correction: %+v %v", a, err)
+		}
+		if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Correction: true}); !apperr.Is(err, apperr.CorrectionLimit) {
+			t.Fatalf("past the limit: got %v, want correction_limit", err)
+		}
+		if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 2, runs.AttemptPatch{Phase: &acting}); !apperr.Is(err, apperr.StaleLease) {
+			t.Fatalf("stale token: got %v", err)
+		}
+		if _, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Second)
+		first, err := e.svc.ObserveCancellation(e.ctx, e.tenant, id, 1)
+		if err != nil || first.CancellationObservedAt == nil {
+			t.Fatalf("observe: %+v %v", first, err)
+		}
+		e.clock.Advance(time.Second)
+		again, err := e.svc.ObserveCancellation(e.ctx, e.tenant, id, 1)
+		if err != nil || !again.CancellationObservedAt.Equal(*first.CancellationObservedAt) {
+			t.Fatalf("observe twice: %+v %v, want the first time kept", again, err)
+		}
+		e.agree()
+	})
+}
