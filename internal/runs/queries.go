@@ -10,6 +10,7 @@ type queries struct {
 	lock            string // 1 tenant, 2 run: get, holding the row until commit
 	byIdempotency   string // 1 tenant, 2 key
 	continuation    string // 1 tenant, 2 continued-from run
+	tombstone       string // 1 tenant, 2 idempotency key -> RunId, PurgedAt of a purged run
 	projectActive   string // 1 tenant, 2 project -> Active
 	lockTenant      string // 1 tenant -> MaxLeasedRuns, holding the row until commit
 	countLeased     string // 1 tenant -> leased runs

@@ -51,6 +51,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16
 	byIdempotency: `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 	continuation:  `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND ContinuedFromRunId = ?2`,
 	projectActive: `SELECT Active FROM Projects WHERE TenantId = ?1 AND ProjectId = ?2`,
+	tombstone:     `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 	lockTenant:    `SELECT MaxLeasedRuns FROM Tenants WHERE TenantId = ?1`,
 	countLeased:   `SELECT COUNT(*) FROM Runs WHERE TenantId = ?1 AND State = 1`,
 	claimCandidates: [3]string{

@@ -137,6 +137,9 @@ type Run struct {
 	ContinuedFromRunID uuid.NullUUID    `db:"ContinuedFromRunId" json:"continuedFromRunId"`
 	CreatedBy          string           `db:"CreatedBy" json:"createdBy"`
 	Version            sqldb.RowVersion `db:"Version" json:"-"`
+	// Purged marks the stand-in for a run that retention deleted: an enqueue repeating its
+	// idempotency key gets this, never a second run.
+	Purged bool `db:"-" json:"purged,omitempty"`
 }
 
 // Lease is what a claim hands the holder: every write it makes presents FencingToken.

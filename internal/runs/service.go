@@ -119,6 +119,18 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		} else if !apperr.Is(err, apperr.NotFound) {
 			return Run{}, false, err
 		}
+		var tomb struct {
+			RunID    uuid.UUID `db:"RunId"`
+			PurgedAt time.Time `db:"PurgedAt"`
+		}
+		err := tx.D.MapError(tx.GetContext(ctx, &tomb, s.q.tombstone, c.TenantID, *spec.IdempotencyKey))
+		if err == nil {
+			return Run{RunID: tomb.RunID, TenantID: c.TenantID, State: Ended, IdempotencyKey: spec.IdempotencyKey,
+				EndedAt: &tomb.PurgedAt, Purged: true}, false, nil
+		}
+		if !errors.Is(err, sqldb.ErrNotFound) {
+			return Run{}, false, fmt.Errorf("read tombstone: %w", err)
+		}
 	}
 	now, err := tx.Now(ctx)
 	if err != nil {
