@@ -227,7 +227,7 @@ WHERE TenantId = @p1 AND ContinuedFromRunId = @p2 AND ContinuedFromRunId IS NOT 
 	// ErrNotFound (Enqueue answers unknown_project).
 	// PK seek of IdempotencyTombstones (TenantId, IdempotencyKey); no locks kept; under RCSI
 	// reads the last committed tombstone; 0 rows is sql.ErrNoRows -> NotFound (no purge).
-	tombstone: `SELECT RunId, PurgedAt FROM dbo.IdempotencyTombstones WHERE TenantId = @p1 AND IdempotencyKey = @p2;`,
+	tombstone:     `SELECT RunId, PurgedAt FROM dbo.IdempotencyTombstones WHERE TenantId = @p1 AND IdempotencyKey = @p2;`,
 	projectActive: `SELECT Active FROM dbo.Projects WHERE TenantId = @p1 AND ProjectId = @p2;`,
 
 	// lockTenant: the budget hold. PK_Tenants seek; UPDLOCK takes a U lock on the tenant's
