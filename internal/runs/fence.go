@@ -425,3 +425,21 @@ func (s *Service) fencedAttemptWrite(ctx context.Context, tenantID string, attem
 	}
 	return out, nil
 }
+
+// RequestCancelTx asks the holder of a leased run to stop, inside the caller's transaction
+// (a release draining under the cancel policy). A run that is not leased, or already has
+// a cancel pending, is left as it is.
+func (s *Service) RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) error {
+	run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
+	if err != nil {
+		return err
+	}
+	if run.State != Leased || run.CancelRequestedAt != nil {
+		return nil
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return err
+	}
+	return s.exec1(ctx, tx, "request cancel", s.q.requestCancel, runID, tx.D.Time(now))
+}
