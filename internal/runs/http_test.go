@@ -1,0 +1,247 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+type httpEnv struct {
+	t                     *testing.T
+	url                   string
+	runtime, admin, other string
+}
+
+func newHTTPEnv(t *testing.T) *httpEnv {
+	t.Helper()
+	db := dbtest.SQLite().Open(t, dbtest.Options{})
+	keys := tenancy.NewStore(db)
+	s := web.New(web.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
+	projects.Routes(s, projects.NewStore(db))
+	runs.Routes(s, runs.NewService(db, runs.DefaultConfig(), nil))
+	srv := httptest.NewServer(s.Echo)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	e := &httpEnv{t: t, url: srv.URL}
+	var err error
+	mk := func(tenant, role string) string {
+		k, _, kerr := keys.CreateKey(ctx, tenant, role)
+		if kerr != nil {
+			err = kerr
+		}
+		return k
+	}
+	e.runtime, e.admin, e.other = mk("acme", "runtime"), mk("acme", "admin"), mk("globex", "runtime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := projects.NewStore(db).Put(ctx, "acme", "p1", projects.Change{}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// do sends a JSON request and decodes a JSON answer into out (when non-nil).
+func (e *httpEnv) do(method, path, key, body string, out any) (int, http.Header) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if out != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			e.t.Fatalf("%s %s: decode %q: %v", method, path, b, err)
+		}
+	}
+	return res.StatusCode, res.Header
+}
+
+type problem struct {
+	Code      string `json:"code"`
+	HeldUntil string `json:"heldUntil"`
+	Errors    []struct {
+		Field string `json:"field"`
+	} `json:"errors"`
+}
+
+func enqueueBody(subject string, extra string) string {
+	return fmt.Sprintf(`{"subject":%q,"kind":"review","projectId":"p1","agentId":"a1","stepId":%q,"snapshotId":%q%s}`,
+		subject, uuid.NewString(), uuid.NewString(), extra)
+}
+
+const claimBody = `{"holderId":"h1","releaseId":"r1","adapterVersion":"1.0","modelProfileId":"m"}`
+
+func TestHTTPRunLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newHTTPEnv(t)
+	var run map[string]any
+	code, h := e.do("POST", "/v1/runs", e.runtime, enqueueBody("review:1", `,"idempotencyKey":"ev-1","input":{"pr":1}`), &run)
+	if code != 201 || h.Get("Location") == "" || h.Get("ETag") == "" || run["state"] != "queued" || run["band"] != "batch" {
+		t.Fatalf("enqueue: %d %v %v", code, h, run)
+	}
+	var again map[string]any
+	if code, _ := e.do("POST", "/v1/runs", e.runtime, enqueueBody("other", `,"idempotencyKey":"ev-1"`), &again); code != 200 || again["runId"] != run["runId"] {
+		t.Fatalf("repeat enqueue: %d %v", code, again)
+	}
+	var claimed struct {
+		Run     map[string]any `json:"run"`
+		Attempt map[string]any `json:"attempt"`
+		Lease   struct {
+			FencingToken int64 `json:"fencingToken"`
+		} `json:"lease"`
+	}
+	if code, _ := e.do("POST", "/v1/runs/claim", e.runtime, claimBody, &claimed); code != 200 || claimed.Lease.FencingToken != 1 {
+		t.Fatalf("claim: %d %+v", code, claimed)
+	}
+	attempt := claimed.Attempt["attemptId"].(string)
+	if code, _ := e.do("POST", "/v1/runs/claim", e.runtime, claimBody, nil); code != 204 {
+		t.Fatalf("claim with nothing due: %d, want 204", code)
+	}
+	var hb map[string]any
+	if code, _ := e.do("POST", "/v1/attempts/"+attempt+"/heartbeat", e.runtime, `{"fencingToken":1}`, &hb); code != 200 || hb["cancelRequested"] != false {
+		t.Fatalf("heartbeat: %d %v", code, hb)
+	}
+	var p problem
+	if code, h := e.do("POST", "/v1/attempts/"+attempt+"/heartbeat", e.runtime, `{"fencingToken":7}`, &p); code != 409 || p.Code != "stale_lease" ||
+		!strings.HasPrefix(h.Get("Content-Type"), "application/problem+json") {
+		t.Fatalf("stale heartbeat: %d %+v", code, p)
+	}
+	if code, _ := e.do("POST", "/v1/attempts/"+attempt+"/heartbeat", e.other, `{"fencingToken":1}`, &p); code != 404 || p.Code != "not_found" {
+		t.Fatalf("other tenant's heartbeat: %d %+v", code, p)
+	}
+	if code, _ := e.do("PATCH", "/v1/attempts/"+attempt, e.runtime, `{"fencingToken":1,"phase":"acting"}`, nil); code != 200 {
+		t.Fatalf("patch: %d", code)
+	}
+	runID := run["runId"].(string)
+	if code, _ := e.do("POST", "/v1/runs/"+runID+"/cancel", e.runtime, ``, &p); code != 403 || p.Code != "forbidden" {
+		t.Fatalf("runtime cancel: %d %+v, want 403", code, p)
+	}
+	if code, _ := e.do("POST", "/v1/runs/"+runID+"/cancel", e.admin, ``, nil); code != 200 {
+		t.Fatalf("admin cancel: %d", code)
+	}
+	if code, _ := e.do("POST", "/v1/attempts/"+attempt+"/heartbeat", e.runtime, `{"fencingToken":1}`, &hb); code != 200 || hb["cancelRequested"] != true {
+		t.Fatalf("heartbeat after cancel: %d %v", code, hb)
+	}
+	var done map[string]any
+	if code, h := e.do("POST", "/v1/attempts/"+attempt+"/complete", e.runtime, `{"fencingToken":1,"state":"cancelled"}`, &done); code != 200 || done["state"] != "cancelled" || h.Get("ETag") == "" {
+		t.Fatalf("complete: %d %v", code, done)
+	}
+	if code, _ := e.do("POST", "/v1/attempts/"+attempt+"/complete", e.runtime, `{"fencingToken":1,"state":"cancelled"}`, nil); code != 200 {
+		t.Fatalf("repeat complete: %d", code)
+	}
+	var got map[string]any
+	if code, _ := e.do("GET", "/v1/runs/"+runID, e.admin, ``, &got); code != 200 || got["state"] != "ended" || got["outcome"] != "cancelled" {
+		t.Fatalf("read ended run: %d %v", code, got)
+	}
+	if code, _ := e.do("GET", "/v1/runs/"+runID, e.other, ``, &p); code != 404 {
+		t.Fatalf("other tenant read: %d", code)
+	}
+	var next map[string]any
+	if code, _ := e.do("POST", "/v1/runs/"+runID+"/continue", e.admin, ``, &next); code != 201 || next["continuedFromRunId"] != runID || next["attempt"] != float64(1) {
+		t.Fatalf("continue: %d %v", code, next)
+	}
+	var page struct {
+		Items      []map[string]any `json:"items"`
+		NextCursor string           `json:"nextCursor"`
+	}
+	if code, _ := e.do("GET", "/v1/runs?limit=1", e.admin, ``, &page); code != 200 || len(page.Items) != 1 || page.NextCursor == "" {
+		t.Fatalf("list: %d %+v", code, page)
+	}
+	first, cursor := page.Items[0]["runId"], page.NextCursor
+	page.NextCursor, page.Items = "", nil
+	if code, _ := e.do("GET", "/v1/runs?limit=1&cursor="+cursor, e.admin, ``, &page); code != 200 || len(page.Items) != 1 || page.Items[0]["runId"] == first || page.NextCursor != "" {
+		t.Fatalf("second page: %d %+v", code, page)
+	}
+}
+
+func TestHTTPRunBadInput(t *testing.T) {
+	t.Parallel()
+	e := newHTTPEnv(t)
+	cases := []struct {
+		name, method, path, body, code, field string
+		status                                int
+	}{
+		{"UnknownField", "POST", "/v1/runs", enqueueBody("s", `,"bogus":1`), "invalid_request", "bogus", 400},
+		{"BadBand", "POST", "/v1/runs", enqueueBody("s", `,"band":"urgent"`), "invalid_request", "band", 400},
+		{"MissingSubject", "POST", "/v1/runs", `{"kind":"k","projectId":"p1","agentId":"a","stepId":"` + uuid.NewString() + `","snapshotId":"` + uuid.NewString() + `"}`, "invalid_request", "subject", 400},
+		{"BadStepID", "POST", "/v1/runs", `{"subject":"s","kind":"k","projectId":"p1","agentId":"a","stepId":"nope","snapshotId":"` + uuid.NewString() + `"}`, "invalid_request", "stepId", 400},
+		{"WrongType", "POST", "/v1/runs", enqueueBody("s", `,"maxAttempts":"three"`), "invalid_request", "maxAttempts", 400},
+		{"UnknownProject", "POST", "/v1/runs", strings.Replace(enqueueBody("s", ""), `"p1"`, `"nope"`, 1), "unknown_project", "", 422},
+		{"WaitTooLong", "POST", "/v1/runs/claim", `{"holderId":"h","releaseId":"r","adapterVersion":"1","modelProfileId":"m","waitSeconds":31}`, "invalid_request", "waitSeconds", 400},
+		{"MissingToken", "POST", "/v1/attempts/" + uuid.NewString() + "/heartbeat", `{}`, "invalid_request", "fencingToken", 400},
+		{"MalformedAttemptID", "POST", "/v1/attempts/not-a-uuid/heartbeat", `{"fencingToken":1}`, "invalid_request", "attemptId", 400},
+		{"BadCompleteState", "POST", "/v1/attempts/" + uuid.NewString() + "/complete", `{"fencingToken":1,"state":"lost"}`, "invalid_request", "state", 400},
+		{"LockTTLTooLong", "PUT", "/v1/locks/agents/a/tasks/t", `{"holderId":"h","ttlSeconds":86401}`, "invalid_request", "ttlSeconds", 400},
+		{"MalformedJSON", "POST", "/v1/runs", `{"subject":`, "invalid_request", "", 400},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p problem
+			code, _ := e.do(c.method, c.path, e.runtime, c.body, &p)
+			if code != c.status || p.Code != c.code {
+				t.Fatalf("got %d %q, want %d %q", code, p.Code, c.status, c.code)
+			}
+			if c.field != "" && (len(p.Errors) == 0 || p.Errors[0].Field != c.field) {
+				t.Fatalf("field errors %+v, want %q", p.Errors, c.field)
+			}
+		})
+	}
+	var page struct {
+		Items []any `json:"items"`
+	}
+	if code, _ := e.do("GET", "/v1/runs", e.admin, ``, &page); code != 200 || len(page.Items) != 0 {
+		t.Fatalf("bad input wrote runs: %d %v", code, page.Items)
+	}
+}
+
+func TestHTTPTaskLocks(t *testing.T) {
+	t.Parallel()
+	e := newHTTPEnv(t)
+	path := "/v1/locks/agents/agent-1/tasks/nightly"
+	var l map[string]any
+	if code, _ := e.do("PUT", path, e.runtime, `{"holderId":"h1","ttlSeconds":60}`, &l); code != 200 || l["holderId"] != "h1" {
+		t.Fatalf("acquire: %d %v", code, l)
+	}
+	var p problem
+	if code, _ := e.do("PUT", path, e.runtime, `{"holderId":"h2","ttlSeconds":60}`, &p); code != 409 || p.Code != "lock_held" || p.HeldUntil == "" {
+		t.Fatalf("held: %d %+v", code, p)
+	}
+	if code, _ := e.do("DELETE", path, e.runtime, ``, &p); code != 400 {
+		t.Fatalf("release without holderId: %d", code)
+	}
+	if code, _ := e.do("DELETE", path+"?holderId=h2", e.runtime, ``, &p); code != 409 || p.Code != "lock_held" {
+		t.Fatalf("release by another: %d %+v", code, p)
+	}
+	if code, _ := e.do("PUT", path, e.other, `{"holderId":"x","ttlSeconds":60}`, nil); code != 200 {
+		t.Fatalf("other tenant's lock of the same name: %d", code)
+	}
+	if code, _ := e.do("DELETE", path+"?holderId=h1", e.runtime, ``, nil); code != 204 {
+		t.Fatalf("release: %d", code)
+	}
+	if code, _ := e.do("PUT", path, e.runtime, `{"holderId":"h2","ttlSeconds":60}`, nil); code != 200 {
+		t.Fatalf("acquire after release: %d", code)
+	}
+}
