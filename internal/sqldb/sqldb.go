@@ -75,6 +75,8 @@ type DB struct {
 	sqlitePath string
 	// wcache and rcache hold prepared statements per pool (SQLite only).
 	wcache, rcache *stmtCache
+	// group runs SQLite write transactions in groups (see committer).
+	group *committer
 }
 
 // Config says what to open.
@@ -114,12 +116,16 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db.log = log
 	if db.Dialect.Name() == "sqlite" {
 		db.wcache, db.rcache = newStmtCache(db.w), newStmtCache(db.r)
+		db.group = newCommitter(db)
 	}
 	return db, nil
 }
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	if db.group != nil {
+		db.group.close()
+	}
 	if db.wcache != nil {
 		db.wcache.close()
 		db.rcache.close()
@@ -149,6 +155,9 @@ type Tx struct {
 	clock Clock
 	now   time.Time
 	cache *stmtCache
+	// grouped: the transaction is shared by a group of writes (SQLite), so a caller's
+	// cancellation must not interrupt a statement: SQLite would roll back the whole group.
+	grouped bool
 }
 
 // Now returns the transaction's time: the injected clock, or the database clock read once
@@ -190,6 +199,10 @@ const maxAttempts = 8
 // Write runs fn in a read-write transaction in scope and commits it. A deadlock or busy
 // database rolls back and runs fn again, so fn must have no effects outside tx.
 func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
+	if db.group != nil {
+		// SQLite has no row-level security to scope, and one writer: group the commit.
+		return db.retry(ctx, func() error { return db.group.submit(ctx, fn) })
+	}
 	return db.run(ctx, db.w, db.wcache, s, fn)
 }
 
@@ -199,9 +212,14 @@ func (db *DB) Read(ctx context.Context, s Scope, fn func(*Tx) error) error {
 }
 
 func (db *DB) run(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope, fn func(*Tx) error) error {
+	return db.retry(ctx, func() error { return db.once(ctx, pool, cache, s, fn) })
+}
+
+// retry runs a whole transaction again while it fails as retryable, with backoff.
+func (db *DB) retry(ctx context.Context, once func() error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = db.once(ctx, pool, cache, s, fn)
+		err = once()
 		if !errors.Is(err, ErrRetryable) || attempt == maxAttempts || ctx.Err() != nil {
 			break
 		}

@@ -78,6 +78,9 @@ func (c *stmtCache) close() {
 
 // stmt returns query prepared for this transaction, or nil when the dialect does not cache.
 func (tx *Tx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	if tx.grouped {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if tx.cache == nil {
 		return nil, nil
 	}
@@ -90,6 +93,9 @@ func (tx *Tx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
 
 // GetContext is sqlx's, through the statement cache.
 func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	if tx.grouped {
+		ctx = context.WithoutCancel(ctx)
+	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		return err
@@ -103,6 +109,9 @@ func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...an
 
 // SelectContext is sqlx's, through the statement cache.
 func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	if tx.grouped {
+		ctx = context.WithoutCancel(ctx)
+	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		return err
@@ -116,6 +125,9 @@ func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ..
 
 // ExecContext is sqlx's, through the statement cache.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if tx.grouped {
+		ctx = context.WithoutCancel(ctx)
+	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		return nil, err
