@@ -8,5 +8,5 @@ import (
 )
 
 func openDB(ctx context.Context, d dbFlags, log *slog.Logger) (*sqldb.DB, error) {
-	return sqldb.Open(ctx, sqldb.Config{DSN: d.dsn, SQLiteSync: d.sync, Logger: log})
+	return sqldb.Open(ctx, sqldb.Config{DSN: d.dsn, SQLiteSync: d.sync, BusyTimeout: d.busy, Logger: log})
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/peterbourgon/ff/v3"
 )
@@ -115,9 +116,11 @@ func parse(fs *flag.FlagSet, args []string) error {
 type dbFlags struct {
 	dsn  string
 	sync string
+	busy time.Duration
 }
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.dsn, "db", defaultDB, "database: a SQLite file path, or sqlserver://user:pass@host:1433?database=ledger")
 	fs.StringVar(&d.sync, "sqlite-sync", "normal", "SQLite durability: normal (survives a process crash) or full (also an OS crash or power loss)")
+	fs.DurationVar(&d.busy, "sqlite-busy-timeout", 5*time.Second, "SQLite: how long a write waits for another process's lock before the request gets 503")
 }

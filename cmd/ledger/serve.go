@@ -27,6 +27,9 @@ type serveFlags struct {
 	maxDepth  int
 	fairness  int
 	bootstrap string
+	inflight  int
+	rateLimit float64
+	rateBurst int
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -44,6 +47,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest chain of parent runs an enqueue may make (loop_depth past it)")
 	fs.IntVar(&f.fairness, "claim-fairness-window", 64, "how many of the oldest due runs a claim weighs for project fairness")
 	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on a new embedded database")
+	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests served at once; more get 429 rate_limited (0: no cap)")
+	fs.Float64Var(&f.rateLimit, "rate-limit", 10000, "requests per second each tenant may make; more get 429 rate_limited (0: no limit)")
+	fs.IntVar(&f.rateBurst, "rate-burst", 20000, "requests a tenant may make at once above its rate")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -62,7 +68,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rcfg := runs.DefaultConfig()
 	rcfg.LeaseTTL, rcfg.ReaperInterval, rcfg.BandAging = f.leaseTTL, f.reaper, f.aging
 	rcfg.MaxDepth, rcfg.FairnessWindow = f.maxDepth, f.fairness
-	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg})
+	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg,
+		MaxInFlight: f.inflight, RateLimit: f.rateLimit, RateBurst: f.rateBurst})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	bg, stopBackground := context.WithCancel(context.Background())
 	done := make(chan struct{})

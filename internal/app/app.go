@@ -22,6 +22,11 @@ type Config struct {
 	MaxBody int64
 	Logger  *slog.Logger
 	Runs    runs.Config
+	// MaxInFlight caps API requests served at once; RateLimit and RateBurst bound each
+	// tenant's requests per second (0: off).
+	MaxInFlight int
+	RateLimit   float64
+	RateBurst   int
 }
 
 // App is the assembled service.
@@ -44,8 +49,12 @@ func New(db *sqldb.DB, cfg Config) *App {
 		Logger:  log,
 		Version: Version,
 		Ready:   func(ctx context.Context) error { return Ready(ctx, db) },
+
+		MaxInFlight: cfg.MaxInFlight,
 	})
-	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
+	auth := tenancy.NewAuthenticator(keys)
+	auth.SetRateLimit(cfg.RateLimit, cfg.RateBurst)
+	s.SetAuth(auth.Require)
 	projects.Routes(s, projects.NewStore(db))
 	rs := runs.NewService(db, cfg.Runs, log)
 	runs.Routes(s, rs)
@@ -59,7 +68,7 @@ func (a *App) Background(ctx context.Context) {
 
 // Ready reports whether db answers and its schema is the one this binary embeds.
 func Ready(ctx context.Context, db *sqldb.DB) error {
-	if err := db.Ping(ctx); err != nil {
+	if err := db.Probe(ctx); err != nil {
 		return err
 	}
 	st, err := db.SchemaState(ctx)

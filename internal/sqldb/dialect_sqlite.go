@@ -18,6 +18,11 @@ import (
 const (
 	sqliteBusy       = 5
 	sqliteLocked     = 6
+	sqliteReadOnly   = 8
+	sqliteIOErr      = 10
+	sqliteFull       = 13
+	sqliteCantOpen   = 14
+	sqliteProtocol   = 15
 	sqliteConstraint = 19
 
 	sqliteConstraintForeignKey = 787
@@ -25,13 +30,16 @@ const (
 	sqliteConstraintUnique     = 2067
 )
 
-// busyTimeout is how long a SQLite writer waits for another process's write lock before
-// the transaction fails as busy and the request is answered 503.
-const busyTimeout = 5 * time.Second
+// DefaultBusyTimeout is how long a SQLite writer waits for another process's write lock
+// before the transaction fails as busy and the request is answered 503.
+const DefaultBusyTimeout = 5 * time.Second
 
 type sqliteDialect struct{}
 
-func openSQLite(ctx context.Context, path, sync string) (*DB, error) {
+func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duration) (*DB, error) {
+	if busyTimeout <= 0 {
+		busyTimeout = DefaultBusyTimeout
+	}
 	if path == "" {
 		return nil, errors.New("open sqlite: empty database path")
 	}
@@ -119,6 +127,11 @@ func (sqliteDialect) MapError(err error) error {
 		return fmt.Errorf("%w: %w", ErrBadReference, err)
 	case code&0xff == sqliteConstraint:
 		return fmt.Errorf("%w: %w", ErrRefused, err)
+	case code&0xff == sqliteIOErr || code&0xff == sqliteFull || code&0xff == sqliteCantOpen ||
+		code&0xff == sqliteProtocol || code&0xff == sqliteReadOnly:
+		// The file cannot be read or written (disk full, I/O error, permissions): the
+		// service answers 503 and resumes by itself once the file is usable again.
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case code&0xff == sqliteBusy || code&0xff == sqliteLocked:
 		// The busy timeout already waited for the other process's lock; waiting again
 		// would only hold the caller longer. Answer 503 and let the client retry.

@@ -85,6 +85,9 @@ type Config struct {
 	DSN string
 	// SQLiteSync is "normal" (default) or "full".
 	SQLiteSync string
+	// BusyTimeout is how long a SQLite writer waits for another process's lock
+	// (DefaultBusyTimeout when zero).
+	BusyTimeout time.Duration
 	// Clock overrides the database clock (tests).
 	Clock Clock
 	// Logger receives retry and maintenance messages; nil means slog.Default().
@@ -107,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if IsSQLServer(cfg.DSN) {
 		db, err = openMSSQL(ctx, cfg.DSN)
 	} else {
-		db, err = openSQLite(ctx, strings.TrimPrefix(cfg.DSN, "sqlite://"), cfg.SQLiteSync)
+		db, err = openSQLite(ctx, strings.TrimPrefix(cfg.DSN, "sqlite://"), cfg.SQLiteSync, cfg.BusyTimeout)
 	}
 	if err != nil {
 		return nil, err
@@ -141,6 +144,21 @@ func (db *DB) Close() error {
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.r.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping database: %w", db.Dialect.MapError(err))
+	}
+	return nil
+}
+
+// Probe checks that the database takes writes: on SQLite it takes the write lock (a
+// process holding it past the busy timeout makes the service unavailable, not only slow).
+func (db *DB) Probe(ctx context.Context) error {
+	if err := db.Ping(ctx); err != nil {
+		return err
+	}
+	if db.group == nil {
+		return nil
+	}
+	if err := db.Write(ctx, MaintenanceScope(), func(*Tx) error { return nil }); err != nil {
+		return fmt.Errorf("take the write lock: %w", err)
 	}
 	return nil
 }

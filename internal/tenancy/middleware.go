@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
 
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
@@ -25,6 +26,48 @@ type Authenticator struct {
 
 	mu    sync.Mutex
 	cache map[[32]byte]cached
+
+	// Per-tenant request budgets (nil: no limit).
+	rate     rate.Limit
+	burst    int
+	limitMu  sync.Mutex
+	limiters map[string]*rate.Limiter
+}
+
+// SetRateLimit limits each tenant to rps requests per second with bursts of burst; a
+// request past it is answered 429 rate_limited with Retry-After. rps <= 0 turns it off.
+func (a *Authenticator) SetRateLimit(rps float64, burst int) {
+	a.limitMu.Lock()
+	defer a.limitMu.Unlock()
+	if rps <= 0 {
+		a.rate, a.limiters = 0, nil
+		return
+	}
+	if burst < 1 {
+		burst = int(rps)
+	}
+	a.rate, a.burst, a.limiters = rate.Limit(rps), max(burst, 1), map[string]*rate.Limiter{}
+}
+
+// admit spends one request of the tenant's budget, or says how long until one is free.
+func (a *Authenticator) admit(tenantID string) (bool, time.Duration) {
+	a.limitMu.Lock()
+	if a.limiters == nil {
+		a.limitMu.Unlock()
+		return true, 0
+	}
+	l, ok := a.limiters[tenantID]
+	if !ok {
+		l = rate.NewLimiter(a.rate, a.burst)
+		a.limiters[tenantID] = l
+	}
+	a.limitMu.Unlock()
+	r := l.Reserve()
+	if d := r.Delay(); d > 0 {
+		r.Cancel()
+		return false, d
+	}
+	return true, 0
 }
 
 type cached struct {
@@ -54,6 +97,9 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 					c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="ledger"`)
 				}
 				return err
+			}
+			if ok, wait := a.admit(p.TenantID); !ok {
+				return &apperr.Error{Code: apperr.RateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
 			}
 			if len(roles) > 0 && !hasRole(roles, p.Role) {
 				return apperr.New(apperr.Forbidden, "this route needs the %s role", strings.Join(roles, " or "))

@@ -33,6 +33,8 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Version appears in the OpenAPI document.
 	Version string
+	// MaxInFlight caps the API requests served at once (0: no cap).
+	MaxInFlight int
 }
 
 // Server is the Echo instance with the service's conventions and its route catalogue.
@@ -80,6 +82,9 @@ func New(cfg Config) *Server {
 		},
 	}))
 	e.Use(limitBody(cfg.MaxBody))
+	if cfg.MaxInFlight > 0 {
+		e.Use(limitInFlight(cfg.MaxInFlight))
+	}
 
 	s.Route(http.MethodGet, "/healthz", Op{Summary: "Process liveness", Public: true, Status: http.StatusOK, Response: Health{}},
 		func(c echo.Context) error { return c.JSON(http.StatusOK, Health{Status: "ok"}) })

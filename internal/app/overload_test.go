@@ -1,0 +1,125 @@
+package app_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+)
+
+// TestDatabaseLockedIsUnavailableThenRecovers holds SQLite's write lock from another
+// connection past the busy timeout: writes answer 503 database_unavailable with
+// Retry-After, /readyz says not ready, and both recover without a restart once the lock
+// is let go.
+func TestDatabaseLockedIsUnavailableThenRecovers(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Config{DSN: path, BusyTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.Up(); err != nil {
+		t.Fatal(err)
+	}
+	mg.Close()
+	a := app.New(db, app.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv := httptest.NewServer(a.Server.Echo)
+	t.Cleanup(srv.Close)
+	s := &stack{app: a, db: db, keys: tenancy.NewStore(db), srv: srv}
+	admin := s.key(t, "locked", tenancy.RoleAdmin)
+
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	r := s.do(t, req{method: "PUT", path: "/v1/projects/p1", key: admin, body: `{}`})
+	wantProblem(t, r, 503, "database_unavailable")
+	if secs, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || secs < 1 {
+		t.Fatalf("Retry-After %q, want a positive number of seconds", r.header.Get("Retry-After"))
+	}
+	if r := s.do(t, req{method: "GET", path: "/readyz"}); r.status != 503 {
+		t.Fatalf("/readyz while locked: %d, want 503", r.status)
+	}
+	// Reads still work: WAL readers do not wait for the writer.
+	wantStatus(t, s.do(t, req{method: "GET", path: "/v1/projects", key: admin}), 200)
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, s.do(t, req{method: "GET", path: "/readyz"}), 200)
+	wantStatus(t, s.do(t, req{method: "PUT", path: "/v1/projects/p1", key: admin, body: `{}`}), 201)
+}
+
+func TestTenantRateLimit(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, app.Config{RateLimit: 1, RateBurst: 2})
+	_, admin, _ := s.tenantKeys(t)
+	_, otherAdmin, _ := s.tenantKeys(t)
+	for range 2 {
+		wantStatus(t, s.do(t, req{method: "GET", path: "/v1/projects", key: admin}), 200)
+	}
+	r := s.do(t, req{method: "GET", path: "/v1/projects", key: admin})
+	wantProblem(t, r, 429, "rate_limited")
+	if secs, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || secs < 1 {
+		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	// Another tenant has its own budget.
+	wantStatus(t, s.do(t, req{method: "GET", path: "/v1/projects", key: otherAdmin}), 200)
+	// Health routes are never limited.
+	wantStatus(t, s.do(t, req{method: "GET", path: "/healthz"}), 200)
+}
+
+func TestInFlightCap(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, app.Config{MaxInFlight: 1})
+	_, _, runtime := s.tenantKeys(t)
+	// A long-polling claim holds the only slot while it waits.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	started := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		close(started)
+		s.do(t, req{method: "POST", path: "/v1/runs/claim", key: runtime,
+			body: `{"holderId":"h","releaseId":"r","adapterVersion":"1","modelProfileId":"m","waitSeconds":3}`})
+	}()
+	<-started
+	deadline := time.Now().Add(2 * time.Second)
+	refused := false
+	for time.Now().Before(deadline) && !refused {
+		r := s.do(t, req{method: "GET", path: "/v1/projects", key: runtime})
+		if r.status == 429 {
+			wantProblem(t, r, 429, "rate_limited")
+			refused = true
+		}
+	}
+	wg.Wait()
+	if !refused {
+		t.Fatal("a request beyond the in-flight cap was served")
+	}
+	wantStatus(t, s.do(t, req{method: "GET", path: "/v1/projects", key: runtime}), 200)
+}
