@@ -6,7 +6,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
+	"github.com/ledger-dev/ledger/internal/calls"
+	"github.com/ledger-dev/ledger/internal/checkpoints"
+	"github.com/ledger-dev/ledger/internal/decisions"
+	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -35,6 +41,7 @@ type App struct {
 	DB     *sqldb.DB
 	Keys   *tenancy.Store
 	Runs   *runs.Service
+	log    *slog.Logger
 }
 
 // New assembles the service over an open, migrated database.
@@ -57,13 +64,48 @@ func New(db *sqldb.DB, cfg Config) *App {
 	s.SetAuth(auth.Require)
 	projects.Routes(s, projects.NewStore(db))
 	rs := runs.NewService(db, cfg.Runs, log)
+	rs.AddHooks(decisions.Hooks())   // an ending attempt closes its pending decisions
+	rs.AddHooks(delegations.Hooks()) // a delegation's status follows its child run
 	runs.Routes(s, rs)
-	return &App{Server: s, DB: db, Keys: keys, Runs: rs}
+	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
+	calls.Routes(s, calls.NewStore(db, rs))
+	decisions.Routes(s, decisions.NewStore(db, rs))
+	delegations.Routes(s, delegations.NewStore(db, rs))
+	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log}
 }
 
-// Background runs the replica's background work (the reaper) until ctx ends.
+// Background runs the replica's background work until ctx ends: the reaper, and beside it
+// the expiry of pending decisions, on the reaper's interval. Every replica runs both; they
+// need no leader.
 func (a *App) Background(ctx context.Context) {
-	a.Runs.RunReaper(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a.Runs.RunReaper(ctx) }()
+	go func() {
+		defer wg.Done()
+		every(ctx, a.Runs.Config().ReaperInterval, func() {
+			if n, err := decisions.ExpirePending(ctx, a.DB); err != nil && ctx.Err() == nil {
+				a.log.WarnContext(ctx, "expiring decisions failed", "err", err)
+			} else if n > 0 {
+				a.log.InfoContext(ctx, "expired pending decisions", "count", n)
+			}
+		})
+	}()
+	wg.Wait()
+}
+
+// every calls f each interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
 }
 
 // Ready reports whether db answers and its schema is the one this binary embeds.

@@ -102,6 +102,9 @@ func (j *JSONText) UnmarshalJSON(b []byte) error {
 
 var _ json.Marshaler = JSONText(nil)
 
+// AnyJSON marks JSONText as any JSON document in the OpenAPI schema.
+func (JSONText) AnyJSON() {}
+
 // Run is one run: the lease of one piece of agent work on one subject.
 type Run struct {
 	RunID              uuid.UUID        `db:"RunId" json:"runId"`

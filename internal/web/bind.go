@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 	"github.com/google/uuid"
@@ -192,16 +193,22 @@ func PathIdent(c echo.Context, name string, max int) (string, error) {
 	return raw, nil
 }
 
-// ValidIdent reports whether s is a usable identifier: 1..max runes, valid UTF-8, no
-// control characters. Identifiers compare case-sensitively on both dialects.
+// ValidIdent reports whether s is a usable identifier: 1..max UTF-16 code units (SQL
+// Server's nvarchar(max) counts those, so a character outside the BMP counts twice), valid
+// UTF-8, no control characters. Identifiers compare case-sensitively on both dialects.
 func ValidIdent(s string, max int) bool {
-	if s == "" || len([]rune(s)) > max {
+	if s == "" || !utf8.ValidString(s) {
 		return false
 	}
+	units := 0
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
 			return false
 		}
+		units++
+		if r > 0xFFFF {
+			units++
+		}
 	}
-	return true
+	return units <= max
 }

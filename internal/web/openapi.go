@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"path"
 	"reflect"
 	"sort"
 	"strings"
@@ -94,6 +95,9 @@ func (s *Server) OpenAPI() map[string]any {
 			paths[p] = map[string]any{}
 		}
 		paths[p][strings.ToLower(o.method)] = s.operationDoc(o, schemas)
+	}
+	for _, sch := range schemas {
+		delete(sch.(map[string]any), goTypeKey)
 	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
@@ -252,7 +256,9 @@ func operationID(method, path string) string {
 var (
 	timeType = reflect.TypeOf(time.Time{})
 	uuidType = reflect.TypeOf(uuid.UUID{})
-	rawType  = reflect.TypeOf(json.RawMessage{})
+	// nullUUIDType marshals itself (MarshalJSON), so reflection would describe it wrongly.
+	nullUUIDType = reflect.TypeOf(uuid.NullUUID{})
+	rawType      = reflect.TypeOf(json.RawMessage{})
 )
 
 // schemaRef returns a $ref to a named struct schema (adding it) or an inline schema.
@@ -260,26 +266,74 @@ func schemaRef(t reflect.Type, schemas map[string]any) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() == reflect.Struct && t != timeType && t.Name() != "" {
-		name := t.Name()
+	if t.Kind() == reflect.Struct && t != timeType && t != nullUUIDType && t.Name() != "" {
+		name := schemaName(t)
+		if existing, ok := schemas[name].(map[string]any); ok && existing[goTypeKey] != t {
+			// Two packages may name a type alike (history.Decision, decisions.Decision): the
+			// second gets its package-qualified name instead of the first's schema.
+			name = path.Base(t.PkgPath()) + "." + name
+		}
 		if _, ok := schemas[name]; !ok {
-			schemas[name] = nil // guards recursion
-			schemas[name] = schemaOf(t, schemas)
+			schemas[name] = map[string]any{goTypeKey: t} // guards recursion
+			sch := schemaOf(t, schemas)
+			sch[goTypeKey] = t
+			schemas[name] = sch
 		}
 		return map[string]any{"$ref": "#/components/schemas/" + name}
 	}
 	return schemaOf(t, schemas)
 }
 
+// goTypeKey marks which Go type a component schema describes while the document is built;
+// OpenAPI removes it before the document is served.
+const goTypeKey = "x-go-type"
+
+// schemaName is a type's component name in the characters OpenAPI allows
+// (^[a-zA-Z0-9._-]+$): a generic instance Page[github.com/…/projects.Project] becomes
+// Page_Project, which is also a valid JSON pointer segment for $ref.
+func schemaName(t reflect.Type) string {
+	base, args, generic := strings.Cut(t.Name(), "[")
+	if !generic {
+		return base
+	}
+	var b strings.Builder
+	b.WriteString(base)
+	for _, a := range strings.Split(strings.TrimSuffix(args, "]"), ",") {
+		a = a[strings.LastIndexAny(a, "./")+1:]
+		b.WriteString("_" + strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+				return r
+			}
+			return -1
+		}, a))
+	}
+	return b.String()
+}
+
+// enumValuer is a stored-as-int enumeration that travels as strings (internal/enum).
+type enumValuer interface{ EnumValues() []string }
+
+// jsonDocument is a field that holds any JSON document.
+type jsonDocument interface{ AnyJSON() }
+
 func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if ev, ok := reflect.Zero(t).Interface().(enumValuer); ok {
+		return map[string]any{"type": "string", "enum": ev.EnumValues()}
+	}
+	if _, ok := reflect.Zero(t).Interface().(jsonDocument); ok {
+		return map[string]any{"description": "any JSON value"}
 	}
 	switch {
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	case t == uuidType:
 		return map[string]any{"type": "string", "format": "uuid"}
+	case t == nullUUIDType:
+		// NullUUID marshals as a UUID string or null, not as its struct fields.
+		return map[string]any{"type": []string{"string", "null"}, "format": "uuid"}
 	case t == rawType:
 		return map[string]any{"description": "any JSON value"}
 	}

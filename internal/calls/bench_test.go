@@ -1,0 +1,73 @@
+package calls_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/calls"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/runs"
+)
+
+// holders is how many concurrent lease holders the benchmark runs.
+const holders = 16
+
+// BenchmarkCallRecord is the life of a call by 16 concurrent holders, each on its own lease
+// on a fresh embedded database (database clock, as in production): one op records a
+// started call and finishes it, two fenced writes.
+//
+//	go test ./internal/calls -run '^$' -bench CallRecord -benchtime 3s
+func BenchmarkCallRecord(b *testing.B) {
+	ctx := context.Background()
+	db := dbtest.SQLite().Open(b, dbtest.Options{})
+	tenant := dbtest.NewTenant(b, db)
+	if _, _, err := projects.NewStore(db).Put(ctx, tenant, "p1", projects.Change{}); err != nil {
+		b.Fatal(err)
+	}
+	svc := runs.NewService(db, runs.DefaultConfig(), nil)
+	store := calls.NewStore(db, svc)
+	caller := runs.Caller{TenantID: tenant, KeyID: "bench"}
+	par := max(1, holders/runtime.GOMAXPROCS(0))
+	n := par * runtime.GOMAXPROCS(0)
+	leases := make(chan runs.Claimed, n)
+	for i := range n {
+		if _, _, err := svc.Enqueue(ctx, caller, runs.Spec{ProjectID: "p1", Subject: fmt.Sprintf("bench-%d", i), Kind: "k",
+			AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), MaxAttempts: 3}); err != nil {
+			b.Fatal(err)
+		}
+		cl, err := svc.Claim(ctx, caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m", LeaseSeconds: 3600})
+		if err != nil {
+			b.Fatal(err)
+		}
+		leases <- cl
+	}
+	receipt := "receipt://ok"
+	b.SetParallelism(par)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		cl := <-leases
+		seq := 0
+		for pb.Next() {
+			c, created, err := store.Record(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+				calls.New{Sequence: seq, Kind: calls.Model, Target: "model://a", RequestHash: "r"})
+			if err != nil || !created {
+				b.Errorf("record %d: created=%v err=%v", seq, created, err)
+				return
+			}
+			if _, err := store.FinishCall(ctx, tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
+				calls.Finish{Status: calls.Succeeded, ReceiptRef: &receipt}); err != nil {
+				b.Errorf("finish %d: %v", seq, err)
+				return
+			}
+			seq++
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	b.ReportMetric(float64(n), "holders")
+}

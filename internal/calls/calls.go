@@ -1,0 +1,376 @@
+// Package calls keeps CallRecords (seed 001): every model, tool or HTTP call an attempt
+// makes. A holder records a call when it starts and finishes it once, both under its lease
+// (fenced, DESIGN.md section 4); a retry of either answers as the first did.
+package calls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/enum"
+	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// Kind is what a call calls (stored as its position).
+type Kind int
+
+// Call kinds (DESIGN.md section 7a).
+const (
+	Model Kind = iota
+	Tool
+	HTTP
+	Other
+)
+
+// KindNames are the wire names of Kind.
+var KindNames = enum.Names{"model", "tool", "http", "other"}
+
+func (k Kind) String() string               { return KindNames.Name(int(k)) }
+func (k Kind) MarshalJSON() ([]byte, error) { return KindNames.Marshal(int(k)) }
+
+// Call statuses, stored as the wire string (the seed's nvarchar(16)). A call starts
+// Started and finishes once, in one of the other three.
+const (
+	Started   = "started"
+	Succeeded = "succeeded"
+	Failed    = "failed"
+	Denied    = "denied"
+)
+
+// Finished reports whether status is one a call finishes in.
+func Finished(status string) bool {
+	return status == Succeeded || status == Failed || status == Denied
+}
+
+// Call is one call record of an attempt.
+type Call struct {
+	CallID           uuid.UUID        `db:"CallId" json:"callId"`
+	AttemptID        uuid.UUID        `db:"AttemptId" json:"attemptId"`
+	TenantID         string           `db:"TenantId" json:"-"`
+	Sequence         int              `db:"Sequence" json:"sequence"`
+	Kind             Kind             `db:"Kind" json:"kind" enum:"model,tool,http,other"`
+	Target           string           `db:"Target" json:"target"`
+	RequestHash      string           `db:"RequestHash" json:"requestHash"`
+	PolicyDecisionID uuid.NullUUID    `db:"PolicyDecisionId" json:"policyDecisionId"`
+	ReceiptRef       *string          `db:"ReceiptRef" json:"receiptRef,omitempty"`
+	Status           string           `db:"Status" json:"status" enum:"started,succeeded,failed,denied"`
+	StartedAt        time.Time        `db:"StartedAt" json:"startedAt"`
+	EndedAt          *time.Time       `db:"EndedAt" json:"endedAt,omitempty"`
+	Version          sqldb.RowVersion `db:"Version" json:"-"`
+}
+
+// New is a call a holder records as it starts it.
+type New struct {
+	// Sequence is unique per attempt, 0..2^31-1 (the seed's int).
+	Sequence int
+	Kind     Kind
+	Target   string
+	// RequestHash identifies the request: a retry of the same sequence with the same hash
+	// is a repeat, with another hash a conflict.
+	RequestHash      string
+	PolicyDecisionID *uuid.UUID
+}
+
+func (n New) check() error {
+	var fields []apperr.FieldError
+	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
+		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
+	}
+	if KindNames.Name(int(n.Kind)) == "" {
+		fields = append(fields, apperr.FieldError{Field: "kind", Reason: "must be one of: model, tool, http, other"})
+	}
+	fields = appendTooLong(fields, "target", n.Target, 256)
+	fields = appendTooLong(fields, "requestHash", n.RequestHash, 128)
+	if len(fields) > 0 {
+		return apperr.FieldsInvalid(fields...)
+	}
+	return nil
+}
+
+// Finish is how a call ended.
+type Finish struct {
+	// Status is Succeeded, Failed or Denied.
+	Status     string
+	ReceiptRef *string
+	// IfMatch, when set, is the version the finish expects (412 otherwise).
+	IfMatch *sqldb.RowVersion
+}
+
+func (f Finish) check() error {
+	var fields []apperr.FieldError
+	if !Finished(f.Status) {
+		fields = append(fields, apperr.FieldError{Field: "status", Reason: "must be one of: succeeded, failed, denied"})
+	}
+	if f.ReceiptRef != nil {
+		fields = appendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
+	}
+	if len(fields) > 0 {
+		return apperr.FieldsInvalid(fields...)
+	}
+	return nil
+}
+
+// appendTooLong adds a field error when v is empty or longer than n UTF-16 code units:
+// nvarchar(n) counts those, so a string of n runes outside the Basic Multilingual Plane
+// would not fit (SQL Server refuses it with a truncation error, 2628).
+func appendTooLong(fields []apperr.FieldError, name, v string, n int) []apperr.FieldError {
+	switch {
+	case v == "":
+		return append(fields, apperr.FieldError{Field: name, Reason: "is required"})
+	case utf16Len(v) > n:
+		return append(fields, apperr.FieldError{Field: name, Reason: fmt.Sprintf("must be at most %d UTF-16 code units", n)})
+	}
+	return fields
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
+}
+
+// Store keeps call records. Its writes pass the run-lease core's fence.
+type Store struct {
+	db   *sqldb.DB
+	runs *runs.Service
+	q    *queries
+}
+
+// NewStore returns the call store of db; svc fences the writes.
+func NewStore(db *sqldb.DB, svc *runs.Service) *Store {
+	return &Store{db: db, runs: svc, q: queriesFor(db.Dialect)}
+}
+
+// conflictMarkers name the unique index on (AttemptId, Sequence) in both dialects.
+var conflictMarkers = []string{"UX_Calls_Attempt_Sequence", "CallRecords.AttemptId, CallRecords.Sequence"}
+
+// stored is a call with the fencing token of its attempt.
+type stored struct {
+	Call
+	AttemptToken int64 `db:"AttemptToken"`
+}
+
+// Record writes a started call of the attempt under the lease at token. It reports
+// created=false for an exact repeat (same sequence, same request hash, same token), which
+// answers with the stored row, as it now is, even after the lease has ended: that check
+// runs before the fence. Errors: NotFound (no such attempt for this tenant), StaleLease,
+// LeaseExpired, SequenceConflict (the sequence is taken by a call with another request
+// hash), Invalid.
+func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n New) (Call, bool, error) {
+	if err := n.check(); err != nil {
+		return Call{}, false, err
+	}
+	var (
+		out     Call
+		created bool
+	)
+	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		created = false
+		prev, err := s.read(ctx, tx, s.q.bySequence, tenantID, attemptID, int32(n.Sequence))
+		switch {
+		case err == nil && prev.AttemptToken == token:
+			out, err = repeatRecord(prev.Call, n)
+			return err
+		case err != nil && !errors.Is(err, sqldb.ErrNotFound):
+			return err
+		}
+		f, err := s.runs.Fence(ctx, tx, tenantID, attemptID, token)
+		if err != nil {
+			return err
+		}
+		out, created, err = s.insert(ctx, tx, f, n)
+		return err
+	})
+	if err != nil {
+		return Call{}, false, fmt.Errorf("record call: %w", err)
+	}
+	return out, created, nil
+}
+
+// insert writes the started call of a fenced attempt. A concurrent record of the same
+// sequence that committed first (the unique index refuses this one) resolves as a repeat
+// or a conflict, as if it had been seen before the fence.
+func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) (Call, bool, error) {
+	id := ids.New()
+	var policy any
+	if n.PolicyDecisionID != nil {
+		policy = *n.PolicyDecisionID
+	}
+	_, err := tx.ExecContext(ctx, s.q.insert, id, f.Attempt.AttemptID, f.Attempt.TenantID, int32(n.Sequence), int32(n.Kind),
+		n.Target, n.RequestHash, policy, tx.D.Time(f.Now))
+	if err != nil {
+		err = tx.D.MapError(err)
+		if !sqldb.IsConflict(err, conflictMarkers...) {
+			return Call{}, false, fmt.Errorf("insert call: %w", err)
+		}
+		prev, err := s.read(ctx, tx, s.q.bySequence, f.Attempt.TenantID, f.Attempt.AttemptID, int32(n.Sequence))
+		if err != nil {
+			return Call{}, false, fmt.Errorf("read the call that won sequence %d: %w", n.Sequence, err)
+		}
+		out, err := repeatRecord(prev.Call, n)
+		return out, false, err
+	}
+	// Read back for the version the database stamped.
+	c, err := s.read(ctx, tx, s.q.byID, f.Attempt.TenantID, f.Attempt.AttemptID, id)
+	if err != nil {
+		return Call{}, false, fmt.Errorf("read recorded call: %w", err)
+	}
+	return c.Call, true, nil
+}
+
+func repeatRecord(prev Call, n New) (Call, error) {
+	if prev.RequestHash != n.RequestHash {
+		return Call{}, apperr.New(apperr.SequenceConflict,
+			"sequence %d of this attempt is already recorded with another request hash", n.Sequence)
+	}
+	return prev, nil
+}
+
+// read runs a statement returning one call with its attempt's token; sqldb.ErrNotFound
+// when there is none (or the attempt is another tenant's).
+func (s *Store) read(ctx context.Context, tx *sqldb.Tx, query string, args ...any) (stored, error) {
+	var st stored
+	err := tx.D.MapError(tx.GetContext(ctx, &st, query, args...))
+	if err != nil && !errors.Is(err, sqldb.ErrNotFound) {
+		return stored{}, fmt.Errorf("read call: %w", err)
+	}
+	return st, err
+}
+
+// FinishCall records how the call ended, under the lease at token: Status, ReceiptRef
+// and EndedAt. A call already finished the same way (same status and receipt, same token)
+// answers with the stored row, before the fence, so a retry after the lease ended still
+// succeeds; a call finished another way is IllegalTransition. f.IfMatch, when set, must be
+// the call's version (PreconditionFailed otherwise; a repeat is answered before it is
+// compared, as the first answer was). Errors: NotFound (no such call of this attempt for
+// this tenant), StaleLease, LeaseExpired, IllegalTransition, PreconditionFailed, Invalid.
+func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, callID uuid.UUID, token int64, f Finish) (Call, error) {
+	if err := f.check(); err != nil {
+		return Call{}, err
+	}
+	var out Call
+	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		prev, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+		if errors.Is(err, sqldb.ErrNotFound) {
+			return apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
+		}
+		if err != nil {
+			return err
+		}
+		if prev.AttemptToken == token && sameFinish(prev.Call, f) {
+			out = prev.Call
+			return nil
+		}
+		fenced, err := s.runs.Fence(ctx, tx, tenantID, attemptID, token)
+		if err != nil {
+			return err
+		}
+		// Re-read under the fence: every writer of the attempt's calls holds the attempt row,
+		// so the call cannot change from here to the update.
+		cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+		if err != nil {
+			return err
+		}
+		if sameFinish(cur.Call, f) {
+			out = cur.Call // a concurrent retry finished it first
+			return nil
+		}
+		if f.IfMatch != nil && *f.IfMatch != cur.Version {
+			return apperr.New(apperr.PreconditionFailed, "call %s has changed since that ETag", callID)
+		}
+		if cur.Status != Started {
+			return apperr.New(apperr.IllegalTransition, "call %s already finished as %s", callID, cur.Status)
+		}
+		res, err := tx.ExecContext(ctx, s.q.finish, tenantID, attemptID, callID, f.Status, f.ReceiptRef,
+			tx.D.Time(fenced.Now), tx.D.Version(cur.Version))
+		if err != nil {
+			return fmt.Errorf("finish call: %w", tx.D.MapError(err))
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("finish call %s: changed %d rows under the fence, want 1 (%v)", callID, n, err)
+		}
+		done, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+		out = done.Call
+		return err
+	})
+	if err != nil {
+		return Call{}, fmt.Errorf("finish call: %w", err)
+	}
+	return out, nil
+}
+
+func sameFinish(c Call, f Finish) bool {
+	if c.Status != f.Status {
+		return false
+	}
+	if c.ReceiptRef == nil || f.ReceiptRef == nil {
+		return c.ReceiptRef == nil && f.ReceiptRef == nil
+	}
+	return *c.ReceiptRef == *f.ReceiptRef
+}
+
+// Get reads one call of an attempt (NotFound when missing or another tenant's).
+func (s *Store) Get(ctx context.Context, tenantID string, attemptID, callID uuid.UUID) (Call, error) {
+	var c Call
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		st, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+		if errors.Is(err, sqldb.ErrNotFound) {
+			return apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
+		}
+		c = st.Call
+		return err
+	})
+	if err != nil {
+		return Call{}, fmt.Errorf("get call: %w", err)
+	}
+	return c, nil
+}
+
+// Start is the keyset position before the first call (sequences start at 0).
+const Start = -1
+
+// List returns up to limit calls of the attempt in sequence order, after the sequence
+// `after` (Start for the first page). NotFound when the attempt is not the tenant's.
+func (s *Store) List(ctx context.Context, tenantID string, attemptID uuid.UUID, after, limit int) ([]Call, error) {
+	var cs []Call
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
+			return err
+		}
+		var err error
+		cs, err = ListTx(ctx, tx, tenantID, attemptID, after, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
+	}
+	return cs, nil
+}
+
+// ListTx is List inside the caller's transaction, without the attempt check (an attempt's
+// timeline merges it with the other child collections).
+func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, after, limit int) ([]Call, error) {
+	after = max(after, Start)
+	if after > math.MaxInt32 {
+		return nil, nil
+	}
+	var cs []Call
+	if err := tx.SelectContext(ctx, &cs, queriesFor(tx.D).list, tenantID, attemptID, int32(after), limit); err != nil {
+		return nil, fmt.Errorf("list calls: %w", tx.D.MapError(err))
+	}
+	return cs, nil
+}

@@ -1,0 +1,290 @@
+package calls_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func recordBody(token int64, seq int, hash string) string {
+	return fmt.Sprintf(`{"fencingToken":%d,"sequence":%d,"kind":"tool","target":"tool://search/%d","requestHash":%q}`,
+		token, seq, seq, hash)
+}
+
+func finishBody(token int64, status, receipt string) string {
+	if receipt == "" {
+		return fmt.Sprintf(`{"fencingToken":%d,"status":%q}`, token, status)
+	}
+	return fmt.Sprintf(`{"fencingToken":%d,"status":%q,"receiptRef":%q}`, token, status, receipt)
+}
+
+type wireCall struct {
+	CallID           string  `json:"callId"`
+	AttemptID        string  `json:"attemptId"`
+	Sequence         int     `json:"sequence"`
+	Kind             string  `json:"kind"`
+	Target           string  `json:"target"`
+	RequestHash      string  `json:"requestHash"`
+	PolicyDecisionID *string `json:"policyDecisionId"`
+	ReceiptRef       *string `json:"receiptRef"`
+	Status           string  `json:"status"`
+	StartedAt        string  `json:"startedAt"`
+	EndedAt          *string `json:"endedAt"`
+}
+
+func TestHTTP(t *testing.T) {
+	t.Parallel()
+	for _, c := range httpCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, newStack(t, 0))
+		})
+	}
+}
+
+var httpCases = []struct {
+	name string
+	run  func(t *testing.T, s *stack)
+}{
+	{"RecordCreatesWithETagRepeatsAndConflicts", func(t *testing.T, s *stack) {
+		_, _, rt := s.tenant(t)
+		l := s.lease(t, rt)
+		path := "/v1/attempts/" + l.AttemptID + "/calls"
+		b := `{"fencingToken":1,"sequence":0,"kind":"model","target":"model://a","requestHash":"r0",` +
+			`"policyDecisionId":"0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e5f"}`
+		r := s.do(t, http.MethodPost, path, rt, b, nil)
+		wantStatus(t, r, http.StatusCreated)
+		var c wireCall
+		decode(t, r, &c)
+		if c.AttemptID != l.AttemptID || c.Kind != "model" || c.Status != "started" || c.RequestHash != "r0" ||
+			c.PolicyDecisionID == nil || *c.PolicyDecisionID != "0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e5f" ||
+			c.EndedAt != nil || c.ReceiptRef != nil || c.StartedAt != "2026-01-01T12:00:00Z" {
+			t.Fatalf("created %s", r.body)
+		}
+		if loc := r.header.Get("Location"); loc != path+"/"+c.CallID {
+			t.Fatalf("Location %q", loc)
+		}
+		etag := r.header.Get("ETag")
+		if len(etag) != 18 || etag[0] != '"' {
+			t.Fatalf("ETag %q, want a strong tag", etag)
+		}
+		got := s.do(t, http.MethodGet, r.header.Get("Location"), rt, "", nil)
+		wantStatus(t, got, http.StatusOK)
+		if string(got.body) != string(r.body) || got.header.Get("ETag") != etag {
+			t.Fatalf("GET Location answered %s %s, want %s %s", got.body, got.header.Get("ETag"), r.body, etag)
+		}
+		again := s.do(t, http.MethodPost, path, rt, b, nil)
+		wantStatus(t, again, http.StatusOK)
+		if string(again.body) != string(r.body) || again.header.Get("ETag") != etag {
+			t.Fatalf("repeat answered %s %s", again.body, again.header.Get("ETag"))
+		}
+		wantProblem(t, s.do(t, http.MethodPost, path, rt, strings.Replace(b, `"r0"`, `"r1"`, 1), nil),
+			http.StatusConflict, "sequence_conflict")
+	}},
+
+	{"FinishHonoursIfMatchAndRefusesAnotherFinish", func(t *testing.T, s *stack) {
+		_, _, rt := s.tenant(t)
+		l := s.lease(t, rt)
+		r := s.do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/calls", rt, recordBody(l.Token, 0, "r"), nil)
+		wantStatus(t, r, http.StatusCreated)
+		loc, etag := r.header.Get("Location"), r.header.Get("ETag")
+		done := finishBody(l.Token, "succeeded", "receipt://1")
+		wantProblem(t, s.do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": `"0000000000000001"`}),
+			http.StatusPreconditionFailed, "precondition_failed")
+		wantProblem(t, s.do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": `W/` + etag}),
+			http.StatusPreconditionFailed, "precondition_failed")
+		s.clock.Advance(1500 * 1e6)
+		fin := s.do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": etag})
+		wantStatus(t, fin, http.StatusOK)
+		var c wireCall
+		decode(t, fin, &c)
+		if c.Status != "succeeded" || c.ReceiptRef == nil || *c.ReceiptRef != "receipt://1" || c.EndedAt == nil ||
+			*c.EndedAt != "2026-01-01T12:00:01.5Z" {
+			t.Fatalf("finished %s", fin.body)
+		}
+		newTag := fin.header.Get("ETag")
+		if newTag == "" || newTag == etag {
+			t.Fatalf("ETag after finish %q, before %q: want a new one", newTag, etag)
+		}
+		// The same request again (same If-Match, now old) answers as the first did.
+		again := s.do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": etag})
+		wantStatus(t, again, http.StatusOK)
+		if string(again.body) != string(fin.body) || again.header.Get("ETag") != newTag {
+			t.Fatalf("repeat finish answered %s", again.body)
+		}
+		wantProblem(t, s.do(t, http.MethodPatch, loc, rt, finishBody(l.Token, "failed", ""), nil),
+			http.StatusConflict, "illegal_transition")
+		wantProblem(t, s.do(t, http.MethodPatch, loc, rt, finishBody(l.Token, "failed", ""), map[string]string{"If-Match": newTag}),
+			http.StatusConflict, "illegal_transition")
+		// Without If-Match a finish goes through.
+		r2 := s.do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/calls", rt, recordBody(l.Token, 1, "r"), nil)
+		wantStatus(t, r2, http.StatusCreated)
+		wantStatus(t, s.do(t, http.MethodPatch, r2.header.Get("Location"), rt, finishBody(l.Token, "denied", ""), nil), http.StatusOK)
+	}},
+
+	{"FenceProblems", func(t *testing.T, s *stack) {
+		_, _, rt := s.tenant(t)
+		l := s.lease(t, rt)
+		path := "/v1/attempts/" + l.AttemptID + "/calls"
+		wantProblem(t, s.do(t, http.MethodPost, path, rt, recordBody(l.Token+1, 0, "r"), nil), http.StatusConflict, "stale_lease")
+		r := s.do(t, http.MethodPost, path, rt, recordBody(l.Token, 0, "r"), nil)
+		wantStatus(t, r, http.StatusCreated)
+		wantProblem(t, s.do(t, http.MethodPatch, r.header.Get("Location"), rt, finishBody(l.Token+1, "failed", ""), nil),
+			http.StatusConflict, "stale_lease")
+		s.clock.Advance(61 * 1e9)
+		wantProblem(t, s.do(t, http.MethodPost, path, rt, recordBody(l.Token, 1, "r"), nil), http.StatusConflict, "lease_expired")
+		wantProblem(t, s.do(t, http.MethodPatch, r.header.Get("Location"), rt, finishBody(l.Token, "failed", ""), nil),
+			http.StatusConflict, "lease_expired")
+		got := s.do(t, http.MethodGet, r.header.Get("Location"), rt, "", nil)
+		var c wireCall
+		decode(t, got, &c)
+		if c.Status != "started" || got.header.Get("ETag") != r.header.Get("ETag") {
+			t.Fatalf("refused finishes changed the call: %s", got.body)
+		}
+	}},
+
+	{"BadInputIs400WithFieldErrors", func(t *testing.T, s *stack) {
+		_, _, rt := s.tenant(t)
+		l := s.lease(t, rt)
+		path := "/v1/attempts/" + l.AttemptID + "/calls"
+		ok := recordBody(l.Token, 0, "r")
+		for _, c := range []struct {
+			body   string
+			fields []string
+		}{
+			{strings.Replace(ok, `"tool"`, `"telepathy"`, 1), []string{"kind"}},
+			{strings.Replace(ok, `"sequence":0`, `"sequence":-1`, 1), []string{"sequence"}},
+			{strings.Replace(ok, `"target":"tool://search/0",`, ``, 1), []string{"target"}},
+			{strings.Replace(ok, `}`, `,"policyDecisionId":"nope"}`, 1), []string{"policyDecisionId"}},
+			{strings.Replace(ok, `}`, `,"status":"succeeded"}`, 1), []string{"status"}},
+			{strings.Replace(ok, `"fencingToken":1`, `"fencingToken":0`, 1), []string{"fencingToken"}},
+			// 65 runes, 130 UTF-16 code units: over nvarchar(128).
+			{strings.Replace(ok, `"r"`, `"`+strings.Repeat("\U0001F600", 65)+`"`, 1), []string{"requestHash"}},
+			{`{}`, []string{"fencingToken", "sequence", "kind", "target", "requestHash"}},
+		} {
+			wantFields(t, s.do(t, http.MethodPost, path, rt, c.body, nil), c.fields...)
+		}
+		wantProblem(t, s.do(t, http.MethodPost, path, rt, `{"fencingToken":`, nil), http.StatusBadRequest, "invalid_request")
+		r := s.do(t, http.MethodPost, path, rt, ok, nil)
+		wantStatus(t, r, http.StatusCreated)
+		loc := r.header.Get("Location")
+		for _, c := range []struct {
+			body   string
+			fields []string
+		}{
+			{finishBody(l.Token, "started", ""), []string{"status"}},
+			{fmt.Sprintf(`{"fencingToken":%d}`, l.Token), []string{"status"}},
+			{fmt.Sprintf(`{"fencingToken":%d,"status":"failed","receiptRef":""}`, l.Token), []string{"receiptRef"}},
+			{fmt.Sprintf(`{"fencingToken":%d,"status":"failed","endedAt":"2026-01-01T00:00:00Z"}`, l.Token), []string{"endedAt"}},
+		} {
+			wantFields(t, s.do(t, http.MethodPatch, loc, rt, c.body, nil), c.fields...)
+		}
+		wantFields(t, s.do(t, http.MethodPatch, path+"/nope", rt, finishBody(l.Token, "failed", ""), nil), "callId")
+		wantFields(t, s.do(t, http.MethodPost, "/v1/attempts/nope/calls", rt, ok, nil), "attemptId")
+		list := s.do(t, http.MethodGet, path, rt, "", nil)
+		var page struct {
+			Items []wireCall `json:"items"`
+		}
+		decode(t, list, &page)
+		if len(page.Items) != 1 || page.Items[0].Status != "started" {
+			t.Fatalf("bad requests wrote: %s", list.body)
+		}
+	}},
+
+	{"RolesAndTenants", func(t *testing.T, s *stack) {
+		_, admin, rt := s.tenant(t)
+		l := s.lease(t, rt)
+		path := "/v1/attempts/" + l.AttemptID + "/calls"
+		r := s.do(t, http.MethodPost, path, rt, recordBody(l.Token, 0, "r"), nil)
+		wantStatus(t, r, http.StatusCreated)
+		loc := r.header.Get("Location")
+		wantProblem(t, s.do(t, http.MethodPost, path, admin, recordBody(l.Token, 1, "r"), nil), http.StatusForbidden, "forbidden")
+		wantProblem(t, s.do(t, http.MethodPatch, loc, admin, finishBody(l.Token, "failed", ""), nil), http.StatusForbidden, "forbidden")
+		wantStatus(t, s.do(t, http.MethodGet, path, admin, "", nil), http.StatusOK)
+		wantStatus(t, s.do(t, http.MethodGet, loc, admin, "", nil), http.StatusOK)
+
+		_, otherAdmin, otherRT := s.tenant(t)
+		for _, b := range []string{recordBody(l.Token, 0, "r"), recordBody(l.Token, 1, "r")} {
+			wantProblem(t, s.do(t, http.MethodPost, path, otherRT, b, nil), http.StatusNotFound, "not_found")
+		}
+		wantProblem(t, s.do(t, http.MethodPatch, loc, otherRT, finishBody(l.Token, "failed", ""), nil), http.StatusNotFound, "not_found")
+		for _, p := range []string{path, loc} {
+			wantProblem(t, s.do(t, http.MethodGet, p, otherAdmin, "", nil), http.StatusNotFound, "not_found")
+		}
+		got := s.do(t, http.MethodGet, loc, rt, "", nil)
+		if got.header.Get("ETag") != r.header.Get("ETag") {
+			t.Fatalf("another tenant's requests changed the call: %s", got.body)
+		}
+	}},
+
+	{"ListPagesWithCursor", func(t *testing.T, s *stack) {
+		_, _, rt := s.tenant(t)
+		l := s.lease(t, rt)
+		path := "/v1/attempts/" + l.AttemptID + "/calls"
+		for _, seq := range []int{1, 4, 0, 2, 3} {
+			wantStatus(t, s.do(t, http.MethodPost, path, rt, recordBody(l.Token, seq, "r"), nil), http.StatusCreated)
+		}
+		var got []int
+		next := path + "?limit=2"
+		for pages := 0; next != ""; pages++ {
+			if pages > 3 {
+				t.Fatal("more pages than items")
+			}
+			r := s.do(t, http.MethodGet, next, rt, "", nil)
+			wantStatus(t, r, http.StatusOK)
+			var page struct {
+				Items      []wireCall `json:"items"`
+				NextCursor string     `json:"nextCursor"`
+			}
+			decode(t, r, &page)
+			for _, c := range page.Items {
+				got = append(got, c.Sequence)
+			}
+			next = ""
+			if page.NextCursor != "" {
+				next = path + "?limit=2&cursor=" + url.QueryEscape(page.NextCursor)
+			}
+		}
+		if fmt.Sprint(got) != "[0 1 2 3 4]" {
+			t.Fatalf("paged sequences %v", got)
+		}
+		wantFields(t, s.do(t, http.MethodGet, path+"?cursor=eyJzIjoiYSJ9", rt, "", nil), "cursor") // {"s":"a"}
+		wantFields(t, s.do(t, http.MethodGet, path+"?limit=x", rt, "", nil), "limit")
+	}},
+
+	{"OpenAPIDocumentsTheRoutes", func(t *testing.T, s *stack) {
+		r := s.do(t, http.MethodGet, "/openapi.json", "", "", nil)
+		wantStatus(t, r, http.StatusOK)
+		var doc struct {
+			Paths      map[string]map[string]json.RawMessage `json:"paths"`
+			Components struct {
+				Schemas map[string]struct {
+					Properties map[string]struct {
+						Type any      `json:"type"`
+						Enum []string `json:"enum"`
+					} `json:"properties"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(r.body, &doc); err != nil {
+			t.Fatalf("decode /openapi.json: %v", err)
+		}
+		for _, want := range []struct {
+			path    string
+			methods []string
+		}{{"/v1/attempts/{attemptId}/calls", []string{"post", "get"}}, {"/v1/attempts/{attemptId}/calls/{callId}", []string{"get", "patch"}}} {
+			for _, m := range want.methods {
+				if _, ok := doc.Paths[want.path][m]; !ok {
+					t.Errorf("/openapi.json lacks %s %s", m, want.path)
+				}
+			}
+		}
+		// The stored int travels as its wire name, and the document says so.
+		if f := doc.Components.Schemas["Call"].Properties["kind"]; f.Type != "string" || len(f.Enum) == 0 {
+			t.Errorf("Call.kind is documented as %+v, want a string enum", f)
+		}
+	}},
+}

@@ -1,0 +1,37 @@
+package calls
+
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+// queries is the statement set of the call store; each dialect fills every field with a
+// complete statement taking the numbered arguments listed here. Sequence and Kind
+// arguments are int32 (the seed's int), so SQL Server compares them without converting
+// the column.
+type queries struct {
+	// bySequence: 1 tenant, 2 attempt, 3 sequence -> the call's columns and AttemptToken
+	// (the attempt's FencingToken); no row when either is missing or another tenant's.
+	bySequence string
+	// byID: 1 tenant, 2 attempt, 3 call -> the call's columns and AttemptToken.
+	byID string
+	// insert: 1 call, 2 attempt, 3 tenant, 4 sequence, 5 kind, 6 target, 7 request hash,
+	// 8 policy decision (or NULL), 9 started at; Status 'started', no receipt, no end.
+	insert string
+	// finish: 1 tenant, 2 attempt, 3 call, 4 status, 5 receipt ref (or NULL), 6 ended at,
+	// 7 expected version; changes the row only while it is 'started' at that version.
+	finish string
+	// list: 1 tenant, 2 attempt, 3 after sequence, 4 limit -> calls in sequence order.
+	list string
+}
+
+func queriesFor(d sqldb.Dialect) *queries {
+	if d.Name() == "sqlserver" {
+		return &mssqlQueries
+	}
+	return &sqliteQueries
+}
+
+const columns = `CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId, ReceiptRef, Status,
+StartedAt, EndedAt, Version`
+
+// cColumns are columns for a statement where the table is aliased c.
+const cColumns = `c.CallId, c.AttemptId, c.TenantId, c.Sequence, c.Kind, c.Target, c.RequestHash, c.PolicyDecisionId,
+c.ReceiptRef, c.Status, c.StartedAt, c.EndedAt, c.Version`

@@ -1,0 +1,107 @@
+package calls
+
+// The SQL Server query set of the call store. Every statement takes @p1..@pN in the order
+// queries.go documents and is one statement, so RowsAffected is its own count
+// (CallRecords has no trigger).
+//
+// Nothing here can be run on our machines: each statement carries its reading check
+// (TSQL.md, last section): index, locks and their order, READ_COMMITTED_SNAPSHOT (RCSI),
+// what 0 rows gives, and the error numbers with what sqldb's MapError makes of them
+// (2601/2627 -> *sqldb.ConflictError naming the index; 1205/1222/3960 -> ErrRetryable, the
+// transaction runs again; 547 FOREIGN KEY -> ErrBadReference; 33504 -> ErrRefused;
+// sql.ErrNoRows -> ErrNotFound; anything else passes through as a 500).
+//
+// Conventions that hold for every statement below:
+//   - Transactions are READ COMMITTED, explicitly (sqldb); the database may or may not have
+//     RCSI on (Azure SQL: on), so every statement is read for both.
+//   - Indexes (seed 001, kept as written): PK_CallRecords (CallId) is the clustered index
+//     (a PRIMARY KEY is clustered when the table has no other clustered index);
+//     UX_Calls_Attempt_Sequence (AttemptId, Sequence) is nonclustered and unique, its row
+//     locator the CallId. It has no TenantId (the seed's index), so TenantId is a residual
+//     predicate checked on the clustered row after a key lookup, one per index row; every
+//     AttemptId belongs to one tenant.
+//   - Version is rowversion (a declared addition): stamped by the server on every insert
+//     and update, never written here. The expected version arrives as binary(8)
+//     (sqldb's Version), which compares with rowversion without conversion.
+//   - Row-level security (dbo.fn_TenantAccess on TenantId) adds its own residual filter on
+//     CallRecords and ExecutionAttempts, and blocks an insert or update that would leave a
+//     row outside the session's tenant (33504). Every statement also filters on TenantId.
+//   - Arguments: uuid.UUID arrives as nvarchar and converts to uniqueidentifier (the higher
+//     precedence), so the column side is never converted and seeks stay seeks (a NULL
+//     PolicyDecisionId arrives as an nvarchar NULL, which converts as well); Sequence and
+//     Kind arrive as int (int32 in Go); times as datetimeoffset; strings as nvarchar,
+//     compared under the column's BIN2 collation. Status literals are N'…' like the column.
+//   - Lock order of a record or a finish (DESIGN.md section 4): the fence's U locks on the
+//     attempt row, then the run row; then X on the call's keys. The reads before the fence
+//     hold no lock past their statement. Every writer of an attempt's calls passes the
+//     fence first, so the attempt row's U lock serialises them.
+var mssqlQueries = queries{
+	// bySequence: the idempotent-repeat check of a record, run before the fence. Index:
+	// UX_Calls_Attempt_Sequence seek on (@p2, @p3), at most one row; key lookup into
+	// PK_CallRecords for the columns and the TenantId residual; PK_ExecutionAttempts seek for
+	// the attempt's token (TenantId residual). Locks: none under RCSI (last committed rows);
+	// without RCSI short S locks released at the end of the statement, which wait for a
+	// writer in flight on those keys; this transaction holds no lock yet, so the wait cannot
+	// deadlock. 0 rows -> ErrNotFound (no such call; or the attempt is missing or another
+	// tenant's, which the fence then answers with 404). Errors: 1205 -> ErrRetryable.
+	bySequence: `SELECT c.CallId, c.AttemptId, c.TenantId, c.Sequence, c.Kind, c.Target, c.RequestHash, c.PolicyDecisionId,
+    c.ReceiptRef, c.Status, c.StartedAt, c.EndedAt, c.Version, a.FencingToken AS AttemptToken
+FROM dbo.CallRecords AS c
+INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = @p1
+WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.Sequence = @p3;`,
+
+	// byID: PK_CallRecords (clustered) seek on @p3, TenantId and AttemptId residuals (a call
+	// of another attempt in the path is not found); PK_ExecutionAttempts seek for the
+	// token. Used before the fence (repeat check of a finish), under it (the re-read, and
+	// the read-back after an insert or a finish, which sees this transaction's own write),
+	// and by GET. No hints: under RCSI the last committed row or this transaction's own;
+	// without RCSI short S locks (compatible with the fence's U locks). Under the fence the
+	// row cannot change until commit: its every writer waits on the attempt's U lock.
+	// 0 rows -> ErrNotFound (404). Errors: 1205 -> ErrRetryable.
+	byID: `SELECT c.CallId, c.AttemptId, c.TenantId, c.Sequence, c.Kind, c.Target, c.RequestHash, c.PolicyDecisionId,
+    c.ReceiptRef, c.Status, c.StartedAt, c.EndedAt, c.Version, a.FencingToken AS AttemptToken
+FROM dbo.CallRecords AS c
+INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = @p1
+WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.CallId = @p3;`,
+
+	// insert: under the fence (the attempt row U-locked by this transaction). Writes
+	// PK_CallRecords (COMB ids from ids.New: appends to the clustered index) and
+	// UX_Calls_Attempt_Sequence; X on both new keys until commit. The foreign key
+	// FK_CallRecords_ExecutionAttempts_AttemptId checks the attempt row with an S lock (a
+	// locking read under RCSI too), compatible with this transaction's own U lock. RCSI: no
+	// difference for an insert; every other record of this attempt waits on the attempt's U
+	// lock, so a duplicate key here is always a committed one. Errors: 2601 on
+	// UX_Calls_Attempt_Sequence -> ConflictError (the statement is rolled back, the
+	// transaction stays usable: XACT_ABORT is OFF on the session); the Go code re-reads the
+	// winner and answers repeat or sequence_conflict. 2627 on PK_CallRecords (a repeated
+	// random id: not expected) -> ConflictError, passed up as a 500. 547 FK ->
+	// ErrBadReference (not expected: the fence read the attempt). 33504 -> ErrRefused (not
+	// expected: TenantId is the session's). 8152/2628 (truncation) cannot arise: New.check
+	// bounds every string in UTF-16 code units. No 0-rows case.
+	insert: `INSERT INTO dbo.CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
+    ReceiptRef, Status, StartedAt, EndedAt)
+VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, NULL, N'started', @p9, NULL);`,
+
+	// finish: under the fence, after byID re-read the row. PK_CallRecords seek on @p3; the
+	// TenantId, AttemptId, Status and Version predicates are residuals on that one row
+	// (Status = N'started' and Version = @p7 make the write conditional on what the Go code
+	// just read). U then X on the clustered key until commit (no nonclustered index holds a
+	// changed column, so only the clustered row is written); the server stamps a new
+	// Version. An UPDATE finds its row with U locks on the latest committed version under
+	// RCSI too. 0 rows: the call changed since the re-read, which the fence rules out (Go
+	// reports it as an error, a 500, not a race). Errors: 33504 -> ErrRefused (not expected:
+	// the row is the session tenant's); 1205 -> ErrRetryable; 8152/2628 cannot arise
+	// (Finish.check bounds the receipt).
+	finish: `UPDATE dbo.CallRecords SET Status = @p4, ReceiptRef = @p5, EndedAt = @p6
+WHERE TenantId = @p1 AND AttemptId = @p2 AND CallId = @p3 AND Status = N'started' AND Version = @p7;`,
+
+	// list: keyset page in sequence order. Index: UX_Calls_Attempt_Sequence range seek
+	// AttemptId = @p2 AND Sequence > @p3 in index order, so no sort and TOP (@p4) stops the
+	// seek; key lookups into PK_CallRecords for the columns and the TenantId residual. @p3 is
+	// -1 on the first page. No hints: under RCSI a consistent image, no locks; without RCSI
+	// short S locks. 0 rows -> an empty page (the attempt itself was checked first). No
+	// expected errors.
+	list: `SELECT TOP (@p4) ` + columns + ` FROM dbo.CallRecords
+WHERE TenantId = @p1 AND AttemptId = @p2 AND Sequence > @p3
+ORDER BY Sequence;`,
+}

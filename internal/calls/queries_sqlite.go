@@ -1,0 +1,22 @@
+package calls
+
+// SQLite serialises writers (one writer connection, immediate transactions), so every read
+// inside a write transaction already sees what SQL Server's locks give it. CallRecords has
+// a Version column (a declared addition): every INSERT and UPDATE stamps it from the
+// database-wide counter, as the table's triggers demand (migrations/sqlite 000006).
+var sqliteQueries = queries{
+	bySequence: `SELECT ` + cColumns + `, a.FencingToken AS AttemptToken
+FROM CallRecords AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = ?1
+WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.Sequence = ?3`,
+	byID: `SELECT ` + cColumns + `, a.FencingToken AS AttemptToken
+FROM CallRecords AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = ?1
+WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.CallId = ?3`,
+	insert: `INSERT INTO CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
+    ReceiptRef, Status, StartedAt, EndedAt, Version)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'started', ?9, NULL, (SELECT Value + 1 FROM RowVersionCounter))`,
+	finish: `UPDATE CallRecords SET Status = ?4, ReceiptRef = ?5, EndedAt = ?6,
+    Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE TenantId = ?1 AND AttemptId = ?2 AND CallId = ?3 AND Status = 'started' AND Version = ?7`,
+	list: `SELECT ` + columns + ` FROM CallRecords WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
+ORDER BY Sequence LIMIT ?4`,
+}

@@ -1,0 +1,392 @@
+package calls_test
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/calls"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+)
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		for _, c := range storeCases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				c.run(t, newEnv(t, tgt))
+			})
+		}
+	})
+}
+
+var storeCases = []struct {
+	name string
+	run  func(t *testing.T, e *env)
+}{
+	{"FencedRecordStartsTheCall", func(t *testing.T, e *env) {
+		cl := e.lease()
+		policy := uuid.New()
+		n := call(0, "r0")
+		n.Kind, n.PolicyDecisionID = calls.Model, &policy
+		c := e.record(cl, n)
+		if c.CallID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Kind != calls.Model ||
+			c.Target != n.Target || c.RequestHash != "r0" || c.Status != calls.Started || !c.StartedAt.Equal(epoch) ||
+			c.EndedAt != nil || c.ReceiptRef != nil || c.Version == 0 || !c.PolicyDecisionID.Valid || c.PolicyDecisionID.UUID != policy {
+			t.Fatalf("recorded %+v", c)
+		}
+		if got := e.get(cl, c.CallID); got.CallID != c.CallID || got.Version != c.Version || got.PolicyDecisionID != c.PolicyDecisionID ||
+			!got.StartedAt.Equal(c.StartedAt) {
+			t.Fatalf("read back %+v, want %+v", got, c)
+		}
+		if c2 := e.record(cl, call(1, "r1")); c2.PolicyDecisionID.Valid || c2.Version <= c.Version {
+			t.Fatalf("second call %+v: want no policy decision and a greater version", c2)
+		}
+		// A call of another attempt in the path is not found.
+		other := e.lease()
+		if _, err := e.store.Get(e.ctx, e.tenant, other.Attempt.AttemptID, c.CallID); !apperr.Is(err, apperr.NotFound) {
+			t.Fatalf("read through another attempt: got %v, want not_found", err)
+		}
+	}},
+
+	{"RepeatAnswersStoredRowAndOtherHashConflicts", func(t *testing.T, e *env) {
+		cl := e.lease()
+		first := e.record(cl, call(4, "req-a"))
+		e.clock.Advance(time.Second)
+		again, created, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(4, "req-a"))
+		if err != nil || created || again.CallID != first.CallID || again.Version != first.Version || !again.StartedAt.Equal(epoch) {
+			t.Fatalf("repeat: created=%v err=%v got %+v, want the first row", created, err, again)
+		}
+		for _, hash := range []string{"req-b", "REQ-A"} {
+			_, _, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(4, hash))
+			if !apperr.Is(err, apperr.SequenceConflict) {
+				t.Fatalf("hash %q: got %v, want sequence_conflict", hash, err)
+			}
+		}
+		if cs := e.all(cl.Attempt.AttemptID); len(cs) != 1 || cs[0].RequestHash != "req-a" {
+			t.Fatalf("stored %+v, want the first call alone", cs)
+		}
+	}},
+
+	{"RepeatsAfterLeaseEndedStillAnswer", func(t *testing.T, e *env) {
+		cl := e.lease()
+		c := e.record(cl, call(0, "r"))
+		done, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
+			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.complete(cl)
+		// The record repeat answers the row as it now is (finished).
+		again, created, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(0, "r"))
+		if err != nil || created || again.CallID != c.CallID || again.Status != calls.Succeeded || again.Version != done.Version {
+			t.Fatalf("record repeat after complete: created=%v err=%v %+v", created, err, again)
+		}
+		fin, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
+			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
+		if err != nil || fin.Version != done.Version {
+			t.Fatalf("finish repeat after complete: %+v %v", fin, err)
+		}
+		// A repeat must present the attempt's token; another token goes to the fence.
+		_, _, err = e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, call(0, "r"))
+		if !apperr.Is(err, apperr.StaleLease) {
+			t.Fatalf("record repeat with another token: got %v, want stale_lease", err)
+		}
+		_, err = e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken+1,
+			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
+		if !apperr.Is(err, apperr.StaleLease) {
+			t.Fatalf("finish repeat with another token: got %v, want stale_lease", err)
+		}
+		_, _, err = e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
+		if !apperr.Is(err, apperr.LeaseExpired) {
+			t.Fatalf("new record after complete: got %v, want lease_expired", err)
+		}
+	}},
+
+	{"StaleFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
+		old := e.lease()
+		c := e.record(old, call(0, "r"))
+		e.release(old)
+		cur := e.claim()
+		if cur.Run.RunID != old.Run.RunID {
+			t.Fatalf("reclaimed another run")
+		}
+		_, _, err := e.store.Record(e.ctx, e.tenant, old.Attempt.AttemptID, old.Lease.FencingToken, call(1, "r"))
+		if !apperr.Is(err, apperr.StaleLease) {
+			t.Fatalf("record on the old attempt: got %v, want stale_lease", err)
+		}
+		_, _, err = e.store.Record(e.ctx, e.tenant, cur.Attempt.AttemptID, old.Lease.FencingToken, call(0, "r"))
+		if !apperr.Is(err, apperr.StaleLease) {
+			t.Fatalf("record on the new attempt with the old token: got %v, want stale_lease", err)
+		}
+		_, err = e.store.FinishCall(e.ctx, e.tenant, old.Attempt.AttemptID, c.CallID, old.Lease.FencingToken, calls.Finish{Status: calls.Failed})
+		if !apperr.Is(err, apperr.StaleLease) {
+			t.Fatalf("finish on the old attempt: got %v, want stale_lease", err)
+		}
+		if got := e.get(old, c.CallID); got.Status != calls.Started || got.Version != c.Version || got.EndedAt != nil {
+			t.Fatalf("refused finish changed the call: %+v", got)
+		}
+		if cs := e.all(old.Attempt.AttemptID); len(cs) != 1 {
+			t.Fatalf("old attempt has %d calls, want 1", len(cs))
+		}
+		if cs := e.all(cur.Attempt.AttemptID); len(cs) != 0 {
+			t.Fatalf("refused record wrote %+v", cs)
+		}
+	}},
+
+	{"ExpiredFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
+		cl := e.lease()
+		c := e.record(cl, call(0, "r"))
+		e.clock.Advance(leaseSeconds * time.Second)
+		_, _, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
+		if !apperr.Is(err, apperr.LeaseExpired) {
+			t.Fatalf("record at the lease's end: got %v, want lease_expired", err)
+		}
+		_, err = e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
+		if !apperr.Is(err, apperr.LeaseExpired) {
+			t.Fatalf("finish at the lease's end: got %v, want lease_expired", err)
+		}
+		if cs := e.all(cl.Attempt.AttemptID); len(cs) != 1 || cs[0].Status != calls.Started || cs[0].Version != c.Version {
+			t.Fatalf("stored %+v, want the started call alone, unchanged", cs)
+		}
+	}},
+
+	{"FinishSetsStatusReceiptAndEnd", func(t *testing.T, e *env) {
+		cl := e.lease()
+		c := e.record(cl, call(0, "r"))
+		e.clock.Advance(2 * time.Second)
+		f := calls.Finish{Status: calls.Denied, ReceiptRef: ptr("receipt://denied/1")}
+		done, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done.Status != calls.Denied || done.ReceiptRef == nil || *done.ReceiptRef != "receipt://denied/1" ||
+			done.EndedAt == nil || !done.EndedAt.Equal(epoch.Add(2*time.Second)) || done.Version <= c.Version ||
+			!done.StartedAt.Equal(c.StartedAt) || done.RequestHash != c.RequestHash {
+			t.Fatalf("finished %+v", done)
+		}
+		e.clock.Advance(time.Second)
+		again, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
+		if err != nil || again.Version != done.Version || !again.EndedAt.Equal(*done.EndedAt) {
+			t.Fatalf("repeat finish: %+v %v, want the stored row unchanged", again, err)
+		}
+		for _, other := range []calls.Finish{
+			{Status: calls.Failed, ReceiptRef: ptr("receipt://denied/1")},
+			{Status: calls.Denied, ReceiptRef: ptr("receipt://other")},
+			{Status: calls.Denied},
+		} {
+			_, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other)
+			if !apperr.Is(err, apperr.IllegalTransition) {
+				t.Fatalf("another finish %+v: got %v, want illegal_transition", other, err)
+			}
+		}
+		if got := e.get(cl, c.CallID); got.Version != done.Version || got.Status != calls.Denied {
+			t.Fatalf("refused finishes changed the call: %+v", got)
+		}
+		// A finish without a receipt stores none.
+		c2 := e.record(cl, call(1, "r"))
+		if d2, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c2.CallID, cl.Lease.FencingToken,
+			calls.Finish{Status: calls.Failed}); err != nil || d2.ReceiptRef != nil || d2.Status != calls.Failed {
+			t.Fatalf("finish without receipt: %+v %v", d2, err)
+		}
+	}},
+
+	{"FinishHonoursIfMatch", func(t *testing.T, e *env) {
+		cl := e.lease()
+		c := e.record(cl, call(0, "r"))
+		stale := c.Version - 1
+		f := calls.Finish{Status: calls.Succeeded, IfMatch: &stale}
+		if _, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, apperr.PreconditionFailed) {
+			t.Fatalf("stale If-Match: got %v, want precondition_failed", err)
+		}
+		if got := e.get(cl, c.CallID); got.Status != calls.Started || got.Version != c.Version {
+			t.Fatalf("refused finish changed the call: %+v", got)
+		}
+		v := c.Version
+		f.IfMatch = &v
+		done, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
+		if err != nil || done.Status != calls.Succeeded {
+			t.Fatalf("current If-Match: %+v %v", done, err)
+		}
+		// A retry of the same request (same, now old, If-Match) answers as the first did.
+		again, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
+		if err != nil || again.Version != done.Version {
+			t.Fatalf("retried finish: %+v %v, want the stored row", again, err)
+		}
+		// Another finish with the old ETag fails the precondition first.
+		other := calls.Finish{Status: calls.Failed, IfMatch: &v}
+		if _, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other); !apperr.Is(err, apperr.PreconditionFailed) {
+			t.Fatalf("another finish with an old ETag: got %v, want precondition_failed", err)
+		}
+	}},
+
+	{"FinishOfUnknownCallIsNotFound", func(t *testing.T, e *env) {
+		cl := e.lease()
+		c := e.record(cl, call(0, "r"))
+		other := e.lease()
+		for name, ids := range map[string][2]uuid.UUID{
+			"missing call":             {cl.Attempt.AttemptID, uuid.New()},
+			"call of another attempt":  {other.Attempt.AttemptID, c.CallID},
+			"missing attempt and call": {uuid.New(), uuid.New()},
+		} {
+			_, err := e.store.FinishCall(e.ctx, e.tenant, ids[0], ids[1], cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
+			if !apperr.Is(err, apperr.NotFound) {
+				t.Fatalf("%s: got %v, want not_found", name, err)
+			}
+		}
+		if got := e.get(cl, c.CallID); got.Status != calls.Started {
+			t.Fatalf("call changed: %+v", got)
+		}
+	}},
+
+	{"OtherTenantGets404AndCannotWrite", func(t *testing.T, e *env) {
+		cl := e.lease()
+		mine := e.record(cl, call(0, "r"))
+		o := e.other(t)
+		id, token := cl.Attempt.AttemptID, cl.Lease.FencingToken
+		for _, n := range []calls.New{call(0, "r"), call(0, "other"), call(1, "r")} {
+			if _, _, err := o.store.Record(o.ctx, o.tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
+				t.Fatalf("other tenant records sequence %d: got %v, want not_found", n.Sequence, err)
+			}
+		}
+		if _, err := o.store.FinishCall(o.ctx, o.tenant, id, mine.CallID, token, calls.Finish{Status: calls.Failed}); !apperr.Is(err, apperr.NotFound) {
+			t.Fatalf("other tenant finishes: got %v, want not_found", err)
+		}
+		if _, err := o.store.List(o.ctx, o.tenant, id, calls.Start, 10); !apperr.Is(err, apperr.NotFound) {
+			t.Fatalf("other tenant lists: got %v, want not_found", err)
+		}
+		if _, err := o.store.Get(o.ctx, o.tenant, id, mine.CallID); !apperr.Is(err, apperr.NotFound) {
+			t.Fatalf("other tenant reads: got %v, want not_found", err)
+		}
+		if cs := e.all(id); len(cs) != 1 || cs[0].Status != calls.Started || cs[0].Version != mine.Version {
+			t.Fatalf("owner's calls changed: %+v", cs)
+		}
+	}},
+
+	{"ConcurrentDuplicatesResolveToOneRow", func(t *testing.T, e *env) {
+		cl := e.lease()
+		const n = 8
+		type result struct {
+			c       calls.Call
+			created bool
+			err     error
+		}
+		run := func(seq int, hash func(int) string) []result {
+			out := make([]result, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					c, created, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(seq, hash(i)))
+					out[i] = result{c, created, err}
+				})
+			}
+			wg.Wait()
+			return out
+		}
+		created := 0
+		same := run(0, func(int) string { return "same" })
+		for _, r := range same {
+			if r.err != nil || r.c.CallID != same[0].c.CallID {
+				t.Fatalf("duplicate record: %+v, want the one row", r)
+			}
+			if r.created {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d records created the row, want 1", created)
+		}
+		created = 0
+		for _, r := range run(1, func(i int) string { return string(rune('a' + i)) }) {
+			switch {
+			case r.err == nil && r.created:
+				created++
+			case !apperr.Is(r.err, apperr.SequenceConflict):
+				t.Fatalf("conflicting record: created=%v err=%v", r.created, r.err)
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d conflicting records created a row, want 1", created)
+		}
+		// Concurrent finishes: the same finish from every goroutine ends it once.
+		c := e.get(cl, same[0].c.CallID)
+		var wg sync.WaitGroup
+		versions := make([]uint64, n)
+		for i := range n {
+			wg.Go(func() {
+				d, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
+					calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("rc")})
+				if err != nil {
+					t.Errorf("concurrent finish: %v", err)
+				}
+				versions[i] = uint64(d.Version)
+			})
+		}
+		wg.Wait()
+		for _, v := range versions {
+			if v != versions[0] {
+				t.Fatalf("concurrent finishes answered versions %v, want one", versions)
+			}
+		}
+		if got := sequences(e.all(cl.Attempt.AttemptID)); !slices.Equal(got, []int{0, 1}) {
+			t.Fatalf("stored sequences %v, want [0 1]", got)
+		}
+	}},
+
+	{"InvalidInputRefusedAndNothingWritten", func(t *testing.T, e *env) {
+		cl := e.lease()
+		bad := map[string]func(*calls.New){
+			"sequence":     func(n *calls.New) { n.Sequence = -1 },
+			"sequence max": func(n *calls.New) { n.Sequence = 1 << 31 },
+			"kind":         func(n *calls.New) { n.Kind = 4 },
+			"target":       func(n *calls.New) { n.Target = "" },
+			// 65 runes, 130 UTF-16 code units: over nvarchar(128).
+			"request hash": func(n *calls.New) { n.RequestHash = strings.Repeat("\U0001F600", 65) },
+		}
+		for name, mut := range bad {
+			n := call(0, "r")
+			mut(&n)
+			if _, _, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, apperr.Invalid) {
+				t.Fatalf("%s: got %v, want invalid_request", name, err)
+			}
+		}
+		if cs := e.all(cl.Attempt.AttemptID); len(cs) != 0 {
+			t.Fatalf("invalid records wrote %+v", cs)
+		}
+		c := e.record(cl, call(1<<31-1, "r"))
+		for _, f := range []calls.Finish{{Status: calls.Started}, {Status: "done"}, {Status: calls.Failed, ReceiptRef: ptr("")}} {
+			if _, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, apperr.Invalid) {
+				t.Fatalf("finish %+v: got %v, want invalid_request", f, err)
+			}
+		}
+		if got := e.get(cl, c.CallID); got.Status != calls.Started || got.Version != c.Version {
+			t.Fatalf("invalid finishes changed the call: %+v", got)
+		}
+	}},
+
+	{"ListPagesInSequenceOrder", func(t *testing.T, e *env) {
+		cl := e.lease()
+		for _, seq := range []int{2, 4, 0, 3, 1} {
+			e.record(cl, call(seq, "r"))
+		}
+		id := cl.Attempt.AttemptID
+		for _, p := range []struct {
+			after int
+			want  []int
+		}{{calls.Start, []int{0, 1}}, {1, []int{2, 3}}, {3, []int{4}}, {4, []int{}}} {
+			page, err := e.store.List(e.ctx, e.tenant, id, p.after, 2)
+			if err != nil || !slices.Equal(sequences(page), p.want) {
+				t.Fatalf("after %d: %v %v, want %v", p.after, sequences(page), err, p.want)
+			}
+		}
+		if _, err := e.store.List(e.ctx, e.tenant, uuid.New(), calls.Start, 2); !apperr.Is(err, apperr.NotFound) {
+			t.Fatalf("missing attempt: got %v, want not_found", err)
+		}
+	}},
+}

@@ -1,0 +1,319 @@
+// Package checkpoints keeps Checkpoints (seed 001): the points an attempt can resume from.
+// A holder appends them under its lease (fenced, DESIGN.md section 4), one per sequence
+// number of its attempt; the attempt's LastCheckpointId follows its highest sequence; and a
+// run's last checkpoint is found through the runs it continues, so a continuation resumes
+// where its predecessor stopped.
+package checkpoints
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// Checkpoint is one stored checkpoint of an attempt. Checkpoints never change once written,
+// so they carry no version (the seed table has none) and no ETag.
+type Checkpoint struct {
+	CheckpointID       uuid.UUID      `db:"CheckpointId" json:"checkpointId"`
+	AttemptID          uuid.UUID      `db:"AttemptId" json:"attemptId"`
+	TenantID           string         `db:"TenantId" json:"-"`
+	Sequence           int            `db:"Sequence" json:"sequence"`
+	Phase              attempts.Phase `db:"Phase" json:"phase" enum:"starting,planning,acting,observing,correcting,awaiting_decision,finalizing"`
+	AdapterStateRef    string         `db:"AdapterStateRef" json:"adapterStateRef"`
+	AdapterVersion     string         `db:"AdapterVersion" json:"adapterVersion"`
+	ContextSnapshotRef *string        `db:"ContextSnapshotRef" json:"contextSnapshotRef,omitempty"`
+	Hash               string         `db:"Hash" json:"hash"`
+	CreatedAt          time.Time      `db:"CreatedAt" json:"createdAt"`
+}
+
+// LastCheckpoint is a run's last checkpoint and the run it was written in: the run asked
+// about, or a run it continues.
+type LastCheckpoint struct {
+	Checkpoint
+	RunID uuid.UUID `db:"RunId" json:"runId"`
+}
+
+// New is a checkpoint a holder appends.
+type New struct {
+	// Sequence is unique per attempt, 0..2^31-1 (the seed's int).
+	Sequence           int
+	Phase              attempts.Phase
+	AdapterStateRef    string
+	AdapterVersion     string
+	ContextSnapshotRef *string
+	// Hash identifies the checkpoint's content: a retry of the same sequence with the same
+	// hash is a repeat, with another hash a conflict.
+	Hash string
+}
+
+func (n New) check() error {
+	var fields []apperr.FieldError
+	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
+		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
+	}
+	if attempts.PhaseNames.Name(int(n.Phase)) == "" {
+		fields = append(fields, apperr.FieldError{Field: "phase", Reason: "is not an attempt phase"})
+	}
+	fields = appendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
+	fields = appendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)
+	fields = appendTooLong(fields, "hash", n.Hash, 128)
+	if n.ContextSnapshotRef != nil {
+		fields = appendTooLong(fields, "contextSnapshotRef", *n.ContextSnapshotRef, 512)
+	}
+	if len(fields) > 0 {
+		return apperr.FieldsInvalid(fields...)
+	}
+	return nil
+}
+
+// appendTooLong adds a field error when v is empty or longer than n UTF-16
+// code units: nvarchar(n) counts those, so a string of n runes outside the Basic
+// Multilingual Plane would not fit (SQL Server refuses it with a truncation error, 2628).
+func appendTooLong(fields []apperr.FieldError, name, v string, n int) []apperr.FieldError {
+	switch {
+	case v == "":
+		return append(fields, apperr.FieldError{Field: name, Reason: "is required"})
+	case utf16Len(v) > n:
+		return append(fields, apperr.FieldError{Field: name, Reason: fmt.Sprintf("must be at most %d UTF-16 code units", n)})
+	}
+	return fields
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
+}
+
+// Store keeps checkpoints. Its writes pass the run-lease core's fence.
+type Store struct {
+	db   *sqldb.DB
+	runs *runs.Service
+	q    *queries
+}
+
+// NewStore returns the checkpoint store of db; svc fences the writes.
+func NewStore(db *sqldb.DB, svc *runs.Service) *Store {
+	return &Store{db: db, runs: svc, q: queriesFor(db.Dialect)}
+}
+
+// conflictMarkers name the unique index on (AttemptId, Sequence) in both dialects.
+var conflictMarkers = []string{"UX_Checkpoints_Attempt_Sequence", "Checkpoints.AttemptId, Checkpoints.Sequence"}
+
+// Append writes a checkpoint of the attempt under the lease at token and makes it the
+// attempt's LastCheckpointId when its sequence is the attempt's highest. It reports
+// created=false for an exact repeat (same sequence, same hash, same token), which answers
+// with the stored row even after the lease has ended: that check runs before the fence.
+// Errors: NotFound (no such attempt for this tenant), StaleLease, LeaseExpired,
+// SequenceConflict (the sequence is taken by a checkpoint with another hash), Invalid.
+func (s *Store) Append(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n New) (Checkpoint, bool, error) {
+	if err := n.check(); err != nil {
+		return Checkpoint{}, false, err
+	}
+	var (
+		out     Checkpoint
+		created bool
+	)
+	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		created = false
+		prev, err := s.bySequence(ctx, tx, tenantID, attemptID, n.Sequence)
+		switch {
+		case err == nil && prev.AttemptToken == token:
+			out, err = repeat(prev.Checkpoint, n)
+			return err
+		case err != nil && !errors.Is(err, sqldb.ErrNotFound):
+			return err
+		}
+		// Not a repeat (or one presented with another token, which the fence refuses).
+		f, err := s.runs.Fence(ctx, tx, tenantID, attemptID, token)
+		if err != nil {
+			return err
+		}
+		out, created, err = s.insert(ctx, tx, f, n)
+		return err
+	})
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("append checkpoint: %w", err)
+	}
+	return out, created, nil
+}
+
+// insert writes the checkpoint of a fenced attempt. A concurrent append of the same
+// sequence that committed first (the unique index refuses this one) resolves as a repeat
+// or a conflict, exactly as if it had been seen before the fence.
+func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) (Checkpoint, bool, error) {
+	c := Checkpoint{
+		CheckpointID: ids.New(), AttemptID: f.Attempt.AttemptID, TenantID: f.Attempt.TenantID, Sequence: n.Sequence,
+		Phase: n.Phase, AdapterStateRef: n.AdapterStateRef, AdapterVersion: n.AdapterVersion,
+		ContextSnapshotRef: n.ContextSnapshotRef, Hash: n.Hash, CreatedAt: f.Now,
+	}
+	_, err := tx.ExecContext(ctx, s.q.insert, c.CheckpointID, c.AttemptID, c.TenantID, int32(c.Sequence), int32(c.Phase),
+		c.AdapterStateRef, c.AdapterVersion, c.ContextSnapshotRef, c.Hash, tx.D.Time(c.CreatedAt))
+	if err != nil {
+		err = tx.D.MapError(err)
+		if !sqldb.IsConflict(err, conflictMarkers...) {
+			return Checkpoint{}, false, fmt.Errorf("insert checkpoint: %w", err)
+		}
+		prev, err := s.bySequence(ctx, tx, c.TenantID, c.AttemptID, c.Sequence)
+		if err != nil {
+			return Checkpoint{}, false, fmt.Errorf("read the checkpoint that won sequence %d: %w", c.Sequence, err)
+		}
+		out, err := repeat(prev.Checkpoint, n)
+		return out, false, err
+	}
+	// LastCheckpointId names the attempt's highest sequence, so a late retry of an older
+	// sequence cannot move an attempt's resume point backwards. Every append of the attempt
+	// holds the attempt row (the fence), so no other append can interleave here.
+	var higher int
+	if err := tx.GetContext(ctx, &higher, s.q.higher, c.TenantID, c.AttemptID, int32(c.Sequence)); err != nil {
+		return Checkpoint{}, false, fmt.Errorf("compare checkpoint sequence: %w", tx.D.MapError(err))
+	}
+	if higher == 0 {
+		if err := attempts.SetLastCheckpoint(ctx, tx, c.AttemptID, c.CheckpointID); err != nil {
+			return Checkpoint{}, false, err
+		}
+	}
+	return c, true, nil
+}
+
+// repeat answers an append whose sequence is already stored.
+func repeat(prev Checkpoint, n New) (Checkpoint, error) {
+	if prev.Hash != n.Hash {
+		return Checkpoint{}, apperr.New(apperr.SequenceConflict,
+			"sequence %d of this attempt is already checkpointed with another hash", n.Sequence)
+	}
+	return prev, nil
+}
+
+// stored is a checkpoint with the fencing token of its attempt.
+type stored struct {
+	Checkpoint
+	AttemptToken int64 `db:"AttemptToken"`
+}
+
+// bySequence reads the attempt's checkpoint at seq; sqldb.ErrNotFound when there is none
+// (or the attempt is another tenant's).
+func (s *Store) bySequence(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, seq int) (stored, error) {
+	var st stored
+	err := tx.D.MapError(tx.GetContext(ctx, &st, s.q.bySequence, tenantID, attemptID, int32(seq)))
+	if err != nil && !errors.Is(err, sqldb.ErrNotFound) {
+		return stored{}, fmt.Errorf("read checkpoint by sequence: %w", err)
+	}
+	return st, err
+}
+
+// Get reads one checkpoint of an attempt (NotFound when missing or another tenant's).
+func (s *Store) Get(ctx context.Context, tenantID string, attemptID, checkpointID uuid.UUID) (Checkpoint, error) {
+	var c Checkpoint
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		err := tx.D.MapError(tx.GetContext(ctx, &c, s.q.get, tenantID, attemptID, checkpointID))
+		if errors.Is(err, sqldb.ErrNotFound) {
+			return apperr.New(apperr.NotFound, "no checkpoint %s of attempt %s", checkpointID, attemptID)
+		}
+		return err
+	})
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("get checkpoint: %w", err)
+	}
+	return c, nil
+}
+
+// Start is the keyset position before the first checkpoint (sequences start at 0).
+const Start = -1
+
+// List returns up to limit checkpoints of the attempt in sequence order, after the
+// sequence `after` (Start for the first page). NotFound when the attempt is not the
+// tenant's.
+func (s *Store) List(ctx context.Context, tenantID string, attemptID uuid.UUID, after, limit int) ([]Checkpoint, error) {
+	var cs []Checkpoint
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
+			return err
+		}
+		var err error
+		cs, err = ListTx(ctx, tx, tenantID, attemptID, after, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	return cs, nil
+}
+
+// ListTx is List inside the caller's transaction, without the attempt check (an attempt's
+// timeline merges it with the other child collections).
+func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, after, limit int) ([]Checkpoint, error) {
+	after = max(after, Start)
+	if after > math.MaxInt32 {
+		return nil, nil
+	}
+	var cs []Checkpoint
+	if err := tx.SelectContext(ctx, &cs, queriesFor(tx.D).list, tenantID, attemptID, int32(after), limit); err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", tx.D.MapError(err))
+	}
+	return cs, nil
+}
+
+// maxChain bounds the walk back through continued runs. Each continuation spends one
+// attempt of at most 1000 (the enqueue limit), so a real chain is shorter.
+const maxChain = 1024
+
+// Last returns the last checkpoint of the run: the highest sequence of its newest attempt
+// that has one. When the run has none, it is the last checkpoint of the run it continues,
+// and so on back the chain, so a continued run resumes where its predecessor stopped.
+// NotFound when the run is not the tenant's, or when no run of the chain has a checkpoint
+// (the detail says which).
+func (s *Store) Last(ctx context.Context, tenantID string, runID uuid.UUID) (LastCheckpoint, error) {
+	var out LastCheckpoint
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		id := runID
+		for range maxChain {
+			var prev uuid.NullUUID
+			err := tx.D.MapError(tx.GetContext(ctx, &prev, s.q.runLink, tenantID, id))
+			if errors.Is(err, sqldb.ErrNotFound) {
+				if id == runID {
+					return apperr.New(apperr.NotFound, "no run %s", runID)
+				}
+				// A predecessor purged by retention: the chain ends there.
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("read run: %w", err)
+			}
+			err = tx.D.MapError(tx.GetContext(ctx, &out, s.q.lastOfRun, tenantID, id))
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, sqldb.ErrNotFound) {
+				return fmt.Errorf("read last checkpoint of run: %w", err)
+			}
+			if !prev.Valid {
+				break
+			}
+			id = prev.UUID
+		}
+		if id == runID {
+			return apperr.New(apperr.NotFound, "run %s has no checkpoint and continues no run", runID)
+		}
+		return apperr.New(apperr.NotFound, "neither run %s nor any run it continues has a checkpoint", runID)
+	})
+	if err != nil {
+		return LastCheckpoint{}, fmt.Errorf("last checkpoint: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,143 @@
+package checkpoints
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+// CheckpointBody is the body of POST /v1/attempts/{attemptId}/checkpoints (DESIGN.md 7a).
+type CheckpointBody struct {
+	FencingToken       *int64  `json:"fencingToken" validate:"required,min=1"`
+	Sequence           *int64  `json:"sequence" validate:"required,min=0,max=2147483647"`
+	Phase              string  `json:"phase" validate:"required,oneof=starting planning acting observing correcting awaiting_decision finalizing" enum:"starting,planning,acting,observing,correcting,awaiting_decision,finalizing"`
+	AdapterStateRef    string  `json:"adapterStateRef" validate:"required,ident=512"`
+	AdapterVersion     string  `json:"adapterVersion" validate:"required,ident=32"`
+	Hash               string  `json:"hash" validate:"required,ident=128"`
+	ContextSnapshotRef *string `json:"contextSnapshotRef" validate:"omitempty,ident=512"`
+}
+
+// Routes registers the checkpoint routes.
+func Routes(s *web.Server, store *Store) {
+	h := handlers{store: store}
+	s.Route(http.MethodPost, "/v1/attempts/:attemptId/checkpoints", web.Op{
+		Summary: "Append a checkpoint under the lease (201 with Location); an exact repeat of a sequence answers 200 " +
+			"with the stored checkpoint, another hash for the sequence is 409 sequence_conflict",
+		Roles: []string{tenancy.RoleRuntime}, Body: CheckpointBody{},
+		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: Checkpoint{},
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.SequenceConflict},
+	}, h.append)
+	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints", web.Op{
+		Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[Checkpoint]{},
+		Query:    []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Problems: []apperr.Code{apperr.NotFound},
+	}, h.list)
+	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints/:checkpointId", web.Op{
+		Summary: "Read one checkpoint", Status: http.StatusOK, Response: Checkpoint{},
+		Problems: []apperr.Code{apperr.NotFound},
+	}, h.get)
+	s.Route(http.MethodGet, "/v1/runs/:runId/checkpoints/last", web.Op{
+		Summary: "Read the run's last checkpoint (its newest attempt's highest sequence), or, when it has none, " +
+			"that of the run it continues, back the chain; runId says which run wrote it",
+		Status: http.StatusOK, Response: LastCheckpoint{}, Problems: []apperr.Code{apperr.NotFound},
+	}, h.last)
+}
+
+type handlers struct{ store *Store }
+
+func location(c Checkpoint) string {
+	return "/v1/attempts/" + c.AttemptID.String() + "/checkpoints/" + c.CheckpointID.String()
+}
+
+func (h handlers) append(c echo.Context) error {
+	attemptID, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	var req CheckpointBody
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	phase, _ := attempts.PhaseNames.Parse(req.Phase)
+	n := New{
+		Sequence: int(*req.Sequence), Phase: attempts.Phase(phase), AdapterStateRef: req.AdapterStateRef,
+		AdapterVersion: req.AdapterVersion, ContextSnapshotRef: req.ContextSnapshotRef, Hash: req.Hash,
+	}
+	cp, created, err := h.store.Append(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, *req.FencingToken, n)
+	if err != nil {
+		return err
+	}
+	if created {
+		// Checkpoints are immutable and have no version: a Location, no ETag.
+		c.Response().Header().Set(echo.HeaderLocation, location(cp))
+		return c.JSON(http.StatusCreated, cp)
+	}
+	return c.JSON(http.StatusOK, cp)
+}
+
+func (h handlers) get(c echo.Context) error {
+	attemptID, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	id, err := web.PathUUID(c, "checkpointId")
+	if err != nil {
+		return err
+	}
+	cp, err := h.store.Get(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cp)
+}
+
+// cursor is the keyset position of a checkpoint listing: the last sequence sent. int32
+// bounds it like the column, so a forged cursor out of range is a 400.
+type cursor struct {
+	After int32 `json:"s"`
+}
+
+func (h handlers) list(c echo.Context) error {
+	attemptID, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	limit, err := web.Limit(c)
+	if err != nil {
+		return err
+	}
+	cur := cursor{After: Start}
+	if _, err := web.DecodeCursor(c, &cur); err != nil {
+		return err
+	}
+	cs, err := h.store.List(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, int(cur.After), limit+1)
+	if err != nil {
+		return err
+	}
+	page := web.Page[Checkpoint]{Items: cs}
+	if len(cs) > limit {
+		page.Items = cs[:limit]
+		page.NextCursor = web.EncodeCursor(cursor{After: int32(cs[limit-1].Sequence)})
+	}
+	if page.Items == nil {
+		page.Items = []Checkpoint{}
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (h handlers) last(c echo.Context) error {
+	runID, err := web.PathUUID(c, "runId")
+	if err != nil {
+		return err
+	}
+	lc, err := h.store.Last(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, runID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, lc)
+}

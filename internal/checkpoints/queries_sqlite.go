@@ -1,0 +1,30 @@
+package checkpoints
+
+// SQLite serialises writers (one writer connection, immediate transactions), so every read
+// inside a write transaction already sees what SQL Server's locks give it. Checkpoints has
+// no Version column, so nothing here stamps one; ExecutionAttempts is written only through
+// the attempts package.
+var sqliteQueries = queries{
+	bySequence: `SELECT ` + cColumns + `, a.FencingToken AS AttemptToken
+FROM Checkpoints AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = ?1
+WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.Sequence = ?3`,
+	get: `SELECT ` + columns + ` FROM Checkpoints WHERE TenantId = ?1 AND AttemptId = ?2 AND CheckpointId = ?3`,
+	insert: `INSERT INTO Checkpoints (CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion,
+    ContextSnapshotRef, Hash, CreatedAt)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
+	higher: `SELECT CASE WHEN EXISTS (SELECT 1 FROM Checkpoints
+    WHERE AttemptId = ?2 AND Sequence > ?3 AND TenantId = ?1) THEN 1 ELSE 0 END`,
+	list: `SELECT ` + columns + ` FROM Checkpoints WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
+ORDER BY Sequence LIMIT ?4`,
+	// SQLite has no CROSS APPLY: the correlated subquery picks each attempt's highest
+	// sequence from UX_Checkpoints_Attempt_Sequence (read backwards), attempts without a
+	// checkpoint drop out of the join, and the newest attempt wins.
+	lastOfRun: `SELECT ` + cColumns + `, a.RunId
+FROM ExecutionAttempts AS a
+JOIN Checkpoints AS c ON c.AttemptId = a.AttemptId AND c.TenantId = ?1
+    AND c.Sequence = (SELECT k.Sequence FROM Checkpoints AS k
+        WHERE k.AttemptId = a.AttemptId AND k.TenantId = ?1 ORDER BY k.Sequence DESC LIMIT 1)
+WHERE a.TenantId = ?1 AND a.RunId = ?2
+ORDER BY a.FencingToken DESC LIMIT 1`,
+	runLink: `SELECT ContinuedFromRunId FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
+}

@@ -1,0 +1,55 @@
+package decisions_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/decisions"
+)
+
+// FuzzDecisionRequest sends arbitrary bodies through the real HTTP stack, as a decision
+// request under a live lease and as an answer to a fresh pending decision. Whatever the
+// body, the answer is never a 5xx, and a 400 writes nothing. Seeds: testdata/fuzz.
+func FuzzDecisionRequest(f *testing.F) {
+	s := newStack(f)
+	c := s.client(f)
+	cl := s.claim(f, c, "fuzz:decisions")
+	attemptID := uuid.MustParse(cl.Attempt.AttemptID)
+	path := "/v1/attempts/" + cl.Attempt.AttemptID + "/decisions"
+	f.Fuzz(func(t *testing.T, body []byte) {
+		before := s.decisionCount(t, c.tenant)
+		r := s.doBytes(t, http.MethodPost, path, c.runtime, body, nil)
+		after := s.decisionCount(t, c.tenant)
+		switch {
+		case r.status >= 500:
+			t.Fatalf("request: status %d for body %q: %s", r.status, body, r.body)
+		case r.status == http.StatusCreated && after != before+1:
+			t.Fatalf("request: 201 but %d decisions were written", after-before)
+		case r.status != http.StatusCreated && after != before:
+			t.Fatalf("request: status %d but %d decisions were written (body %q)", r.status, after-before, body)
+		}
+
+		d, err := s.store.Request(context.Background(), c.tenant, attemptID, cl.Lease.FencingToken, decisions.Request{Kind: decisions.Approval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = s.doBytes(t, http.MethodPost, "/v1/decisions/"+d.DecisionID.String()+"/answer", c.admin, body,
+			map[string]string{"If-Match": d.Version.ETag()})
+		if r.status >= 500 {
+			t.Fatalf("answer: status %d for body %q: %s", r.status, body, r.body)
+		}
+		got, err := s.store.Get(context.Background(), c.tenant, d.DecisionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.status != http.StatusOK && (got.Version != d.Version || got.Status != decisions.StatusPending) {
+			t.Fatalf("answer: status %d but the decision changed: %+v", r.status, got)
+		}
+		if r.status == http.StatusOK && got.Status != decisions.StatusApproved && got.Status != decisions.StatusRejected {
+			t.Fatalf("answer: 200 but the decision is %s", got.Status)
+		}
+	})
+}

@@ -1,0 +1,277 @@
+package decisions
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+// Column limits of the fields a request writes (nvarchar lengths count UTF-16 code units).
+const (
+	maxProposalHash = 128
+	maxRecommend    = 2000
+)
+
+// DecisionBody is the body of POST /v1/attempts/{attemptId}/decisions.
+type DecisionBody struct {
+	FencingToken     *int64          `json:"fencingToken" validate:"required,min=1"`
+	Kind             string          `json:"kind" validate:"required,oneof=approval choice input" enum:"approval,choice,input"`
+	ProposalHash     *string         `json:"proposalHash" validate:"omitempty,ident=128"`
+	Options          json.RawMessage `json:"options"`
+	Recommendation   *string         `json:"recommendation" validate:"omitempty,max=2000"`
+	ExpiresInSeconds *int            `json:"expiresInSeconds" validate:"omitempty,min=1,max=2592000"`
+}
+
+// AnswerBody is the body of POST /v1/decisions/{decisionId}/answer.
+type AnswerBody struct {
+	Status     string          `json:"status" validate:"required,oneof=approved rejected" enum:"approved,rejected"`
+	Answer     json.RawMessage `json:"answer"`
+	ApprovalID *string         `json:"approvalId" validate:"omitempty,uuid"`
+}
+
+// Routes registers the decision routes.
+func Routes(s *web.Server, store *Store) {
+	h := handlers{store: store}
+	rt, ad := tenancy.RoleRuntime, tenancy.RoleAdmin
+	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{
+		Summary: "Ask for a decision under the lease; the attempt's phase becomes awaiting_decision",
+		Roles:   []string{rt}, Body: DecisionBody{}, Status: http.StatusCreated, Response: Decision{}, ETag: true,
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired},
+	}, h.create)
+	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
+		Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[Decision]{},
+		Query:    []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Problems: []apperr.Code{apperr.NotFound},
+	}, h.listByAttempt)
+	s.Route(http.MethodGet, "/v1/decisions", web.Op{
+		Summary: "The decision inbox, oldest request first (a pending decision past its expiry is listed as expired)",
+		Roles:   []string{ad}, Status: http.StatusOK, Response: web.Page[Decision]{},
+		Query: []web.Param{{Name: "status", Type: "string", Description: "pending, approved, rejected, expired or cancelled"},
+			{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+	}, h.list)
+	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
+		Summary: "Read a decision (the holder reads its answer here)", Status: http.StatusOK, Response: Decision{}, ETag: true,
+		Problems: []apperr.Code{apperr.NotFound},
+	}, h.get)
+	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
+		Summary: "Answer a pending decision (If-Match required; decision_closed once it is no longer pending)",
+		Roles:   []string{ad}, Body: AnswerBody{}, Status: http.StatusOK, Response: Decision{}, ETag: true,
+		IfMatch: true, IfMatchRequired: true,
+		Problems: []apperr.Code{apperr.NotFound, apperr.DecisionClosed},
+	}, h.answer)
+}
+
+type handlers struct{ store *Store }
+
+func (h handlers) create(c echo.Context) error {
+	attemptID, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	var req DecisionBody
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	r, err := req.request()
+	if err != nil {
+		return err
+	}
+	d, err := h.store.Request(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, *req.FencingToken, r)
+	if err != nil {
+		return err
+	}
+	return web.Created(c, "/v1/decisions/"+d.DecisionID.String(), d.Version, d)
+}
+
+// request checks what the validator cannot (UTF-16 lengths, text, JSON) and converts.
+func (req DecisionBody) request() (Request, error) {
+	var bad []apperr.FieldError
+	if req.ProposalHash != nil && utf16Len(*req.ProposalHash) > maxProposalHash {
+		bad = append(bad, apperr.FieldError{Field: "proposalHash", Reason: "must be at most 128 characters"})
+	}
+	if req.Recommendation != nil && !validText(*req.Recommendation, maxRecommend) {
+		bad = append(bad, apperr.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
+	}
+	options, ok := compactJSON(req.Options)
+	if !ok {
+		bad = append(bad, apperr.FieldError{Field: "options", Reason: "must be JSON in valid UTF-8"})
+	}
+	if len(bad) > 0 {
+		return Request{}, apperr.FieldsInvalid(bad...)
+	}
+	k, _ := KindNames.Parse(req.Kind)
+	r := Request{Kind: Kind(k), ProposalHash: req.ProposalHash, Options: options, Recommendation: req.Recommendation}
+	if req.ExpiresInSeconds != nil {
+		r.ExpiresIn = time.Duration(*req.ExpiresInSeconds) * time.Second
+	}
+	return r, nil
+}
+
+func (h handlers) get(c echo.Context) error {
+	id, err := web.PathUUID(c, "decisionId")
+	if err != nil {
+		return err
+	}
+	d, err := h.store.Get(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id)
+	if err != nil {
+		return err
+	}
+	return web.JSONWithETag(c, http.StatusOK, d.Version, d)
+}
+
+func (h handlers) answer(c echo.Context) error {
+	id, err := web.PathUUID(c, "decisionId")
+	if err != nil {
+		return err
+	}
+	var req AnswerBody
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	answer, ok := compactJSON(req.Answer)
+	if !ok {
+		return apperr.FieldsInvalid(apperr.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
+	}
+	v, _, err := web.IfMatch(c, true)
+	if err != nil {
+		return err
+	}
+	p := tenancy.MustPrincipal(c)
+	a := Answer{Status: req.Status, Answer: answer, KeyID: p.KeyID, IfMatch: v}
+	if req.ApprovalID != nil {
+		u := uuid.MustParse(*req.ApprovalID)
+		a.ApprovalID = &u
+	}
+	d, err := h.store.Answer(c.Request().Context(), p.TenantID, id, a)
+	if err != nil {
+		return err
+	}
+	return web.JSONWithETag(c, http.StatusOK, d.Version, d)
+}
+
+// cursor is a keyset position of a decision listing.
+type cursor struct {
+	RequestedAt time.Time `json:"t"`
+	DecisionID  uuid.UUID `json:"d"`
+}
+
+func page(c echo.Context, limit int, ds []Decision) error {
+	p := web.Page[Decision]{Items: ds}
+	if len(ds) > limit {
+		last := ds[limit-1]
+		p.Items = ds[:limit]
+		p.NextCursor = web.EncodeCursor(cursor{RequestedAt: last.RequestedAt, DecisionID: last.DecisionID})
+	}
+	if p.Items == nil {
+		p.Items = []Decision{}
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+func after(c echo.Context) (*Position, error) {
+	var cur cursor
+	ok, err := web.DecodeCursor(c, &cur)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &Position{RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
+}
+
+func (h handlers) list(c echo.Context) error {
+	limit, err := web.Limit(c)
+	if err != nil {
+		return err
+	}
+	f := ListFilter{Limit: limit + 1}
+	if st := c.QueryParam("status"); st != "" {
+		valid := false
+		for _, s := range Statuses {
+			valid = valid || s == st
+		}
+		if !valid {
+			return apperr.FieldsInvalid(apperr.FieldError{Field: "status", Reason: "must be one of: pending, approved, rejected, expired, cancelled"})
+		}
+		f.Status = &st
+	}
+	if f.After, err = after(c); err != nil {
+		return err
+	}
+	ds, err := h.store.List(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, f)
+	if err != nil {
+		return err
+	}
+	return page(c, limit, ds)
+}
+
+func (h handlers) listByAttempt(c echo.Context) error {
+	attemptID, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	limit, err := web.Limit(c)
+	if err != nil {
+		return err
+	}
+	pos, err := after(c)
+	if err != nil {
+		return err
+	}
+	ds, err := h.store.ListByAttempt(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, pos, limit+1)
+	if err != nil {
+		return err
+	}
+	return page(c, limit, ds)
+}
+
+// compactJSON returns a JSON value as stored: nil for absent or null, else compacted. It
+// refuses invalid UTF-8, which SQL Server would store replaced and SQLite as sent.
+func compactJSON(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, true
+	}
+	if !utf8.Valid(raw) {
+		return nil, false
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, false
+	}
+	return b.Bytes(), true
+}
+
+// validText reports whether s is free text for an nvarchar(n) column of n = max: valid UTF-8,
+// at most max UTF-16 code units (the unit nvarchar(n) counts), no control characters other
+// than tab and line breaks, and no U+FFFD (what the JSON decoder makes of invalid UTF-8).
+func validText(s string, max int) bool {
+	if !utf8.ValidString(s) || utf16Len(s) > max {
+		return false
+	}
+	for _, r := range s {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
+// utf16Len is the length of s in UTF-16 code units.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}

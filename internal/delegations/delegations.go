@@ -1,0 +1,310 @@
+// Package delegations keeps SubAgentDelegations (DESIGN.md section 5): a holder delegates
+// work to a sub-agent by enqueueing a child run in the same transaction as the delegation
+// row, and the row's status follows the child run (and its continuations) in the same
+// transactions that move it.
+package delegations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// Delegation statuses: the column holds the wire string.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Delegation is one delegation of an attempt to a sub-agent's child run.
+type Delegation struct {
+	DelegationID uuid.UUID `db:"DelegationId" json:"delegationId"`
+	AttemptID    uuid.UUID `db:"AttemptId" json:"attemptId"`
+	TenantID     string    `db:"TenantId" json:"-"`
+	ChildRunID   uuid.UUID `db:"ChildRunId" json:"childRunId"`
+	ChildAgentID string    `db:"ChildAgentId" json:"childAgentId"`
+	Purpose      string    `db:"Purpose" json:"purpose"`
+	// Depth is the child run's depth (the parent run's depth + 1).
+	Depth int `db:"Depth" json:"depth"`
+	// Status follows the child run, or the newest continuation of it.
+	Status    string           `db:"Status" json:"status" enum:"pending,running,succeeded,failed,cancelled"`
+	CreatedAt time.Time        `db:"CreatedAt" json:"createdAt"`
+	Version   sqldb.RowVersion `db:"Version" json:"-"`
+}
+
+// StatusOf is the delegation status of a child run in its current state: queued ->
+// pending, leased -> running, ended succeeded -> succeeded, ended cancelled -> cancelled,
+// any other end (failed, exhausted, deadline) -> failed.
+func StatusOf(run runs.Run) string {
+	switch run.State {
+	case runs.Queued:
+		return StatusPending
+	case runs.Leased:
+		return StatusRunning
+	}
+	switch {
+	case run.Outcome != nil && *run.Outcome == runs.OutcomeSucceeded:
+		return StatusSucceeded
+	case run.Outcome != nil && *run.Outcome == runs.OutcomeCancelled:
+		return StatusCancelled
+	}
+	return StatusFailed
+}
+
+// Request is a holder's delegation: who the sub-agent is, why, and the child run's spec
+// (its ParentRunID is set to the attempt's run; a value given here is ignored).
+type Request struct {
+	ChildAgentID string
+	Purpose      string
+	Child        runs.Spec
+}
+
+// Position is a keyset position in CreatedAt, DelegationId order.
+type Position struct {
+	CreatedAt    time.Time
+	DelegationID uuid.UUID
+}
+
+// Store keeps delegations. Creates pass the run-lease core's fence and enqueue through it.
+type Store struct {
+	db  *sqldb.DB
+	svc *runs.Service
+	q   *queries
+}
+
+// NewStore returns the delegation store of db; svc fences holder writes and enqueues the
+// child runs.
+func NewStore(db *sqldb.DB, svc *runs.Service) *Store {
+	return &Store{db: db, svc: svc, q: queriesFor(db.Dialect)}
+}
+
+// Create delegates under the holder's fence: in one transaction it enqueues the child run
+// (ParentRunId = the attempt's run, so Depth = the parent's + 1) and records the
+// delegation, pending. It reports created=false for a repeat: when the child's
+// idempotencyKey already named a run that is the child of a delegation made by an attempt
+// of the same parent run (this attempt, or an earlier one whose lease was lost), it returns
+// that delegation. The repeat is recognised before the fence, so it answers even after the
+// lease ended, and writes nothing.
+//
+// Errors: NotFound (no such attempt for the tenant), StaleLease, LeaseExpired,
+// SubjectConflict (the child's subject is the parent run's: the child could never be
+// leased while the parent holds the subject), LoopDepth, UnknownProject, and
+// SequenceConflict when the idempotencyKey names a run that is no delegated child of this
+// run (a plain enqueue, or another run's child): the key is taken, and no delegation can
+// be returned for it. Nothing is written when it fails.
+func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, token int64, r Request) (Delegation, bool, error) {
+	var (
+		out     Delegation
+		created bool
+	)
+	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
+		created = false
+		a, err := attempts.Get(ctx, tx, c.TenantID, attemptID)
+		if err != nil {
+			return err
+		}
+		if key := r.Child.IdempotencyKey; key != nil {
+			var runID uuid.UUID
+			err := tx.D.MapError(tx.GetContext(ctx, &runID, s.q.runByIdempotencyKey, c.TenantID, *key))
+			if err == nil {
+				out, err = s.repeat(ctx, tx, a, runID)
+				return err
+			}
+			if !errors.Is(err, sqldb.ErrNotFound) {
+				return fmt.Errorf("read run by idempotency key: %w", err)
+			}
+		}
+		f, err := s.svc.Fence(ctx, tx, c.TenantID, attemptID, token)
+		if err != nil {
+			return err
+		}
+		if r.Child.Subject == f.Run.Subject {
+			return apperr.New(apperr.SubjectConflict,
+				"the child's subject is the parent run's: it could not be leased while the parent holds it")
+		}
+		spec := r.Child
+		parent := f.Run.RunID
+		spec.ParentRunID = &parent
+		run, fresh, err := s.svc.EnqueueTx(ctx, tx, c, spec)
+		if err != nil {
+			return err
+		}
+		if !fresh {
+			// The key was taken meanwhile (a concurrent create won) or was purged.
+			out, err = s.repeat(ctx, tx, a, run.RunID)
+			return err
+		}
+		id := ids.New()
+		_, err = tx.ExecContext(ctx, s.q.insert, id, attemptID, c.TenantID, run.RunID, r.ChildAgentID, r.Purpose,
+			run.Depth, StatusOf(run), tx.D.Time(f.Now))
+		if err != nil {
+			return fmt.Errorf("insert delegation: %w", tx.D.MapError(err))
+		}
+		out, err = s.get(ctx, tx, c.TenantID, id)
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return Delegation{}, false, fmt.Errorf("create delegation: %w", err)
+	}
+	if created {
+		s.svc.Woke(c.TenantID)
+	}
+	return out, created, nil
+}
+
+// repeat answers a create whose idempotency key names runID: the delegation of that child
+// run when an attempt of a's run made it, else SequenceConflict.
+func (s *Store) repeat(ctx context.Context, tx *sqldb.Tx, a attempts.Attempt, runID uuid.UUID) (Delegation, error) {
+	conflict := apperr.New(apperr.SequenceConflict,
+		"the child's idempotencyKey already names a run that is not a delegated child of this run")
+	d, err := byChildRun(ctx, tx, s.q, a.TenantID, runID)
+	if apperr.Is(err, apperr.NotFound) {
+		return Delegation{}, conflict
+	}
+	if err != nil {
+		return Delegation{}, err
+	}
+	if d.AttemptID != a.AttemptID {
+		other, err := attempts.Get(ctx, tx, a.TenantID, d.AttemptID)
+		if err != nil {
+			return Delegation{}, err
+		}
+		if other.RunID != a.RunID {
+			return Delegation{}, conflict
+		}
+	}
+	return d, nil
+}
+
+// Get reads a delegation of the tenant (NotFound when missing or another tenant's).
+func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (Delegation, error) {
+	var out Delegation
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		var err error
+		out, err = s.get(ctx, tx, tenantID, id)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Delegation, error) {
+	var d Delegation
+	err := tx.D.MapError(tx.GetContext(ctx, &d, s.q.get, tenantID, id))
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Delegation{}, apperr.New(apperr.NotFound, "no delegation %s", id)
+	}
+	if err != nil {
+		return Delegation{}, fmt.Errorf("read delegation: %w", err)
+	}
+	return d, nil
+}
+
+func byChildRun(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, runID uuid.UUID) (Delegation, error) {
+	var d Delegation
+	err := tx.D.MapError(tx.GetContext(ctx, &d, q.byChildRun, tenantID, runID))
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Delegation{}, apperr.New(apperr.NotFound, "no delegation of run %s", runID)
+	}
+	if err != nil {
+		return Delegation{}, fmt.Errorf("read delegation of child run: %w", err)
+	}
+	return d, nil
+}
+
+// ListByAttempt lists an attempt's delegations in CreatedAt, DelegationId order. NotFound
+// when the attempt is missing or another tenant's.
+func (s *Store) ListByAttempt(ctx context.Context, tenantID string, attemptID uuid.UUID, after *Position, limit int) ([]Delegation, error) {
+	var out []Delegation
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
+			return err
+		}
+		var err error
+		out, err = ForAttempt(ctx, tx, tenantID, attemptID, after, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list delegations of attempt: %w", err)
+	}
+	return out, nil
+}
+
+// ForAttempt is ListByAttempt inside the caller's transaction (the attempt timeline),
+// without the check that the attempt exists.
+func ForAttempt(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, after *Position, limit int) ([]Delegation, error) {
+	var afterAt, afterID any
+	if after != nil {
+		afterAt, afterID = tx.D.Time(after.CreatedAt), after.DelegationID
+	}
+	ds := []Delegation{}
+	if err := tx.SelectContext(ctx, &ds, queriesFor(tx.D).listByAttempt, tenantID, attemptID, afterAt, afterID, limit); err != nil {
+		return nil, fmt.Errorf("list delegations of attempt: %w", tx.D.MapError(err))
+	}
+	return ds, nil
+}
+
+// Hooks keep delegations in step with their child runs inside the run-lease core's
+// transactions (enqueue, claim, requeue, end, continuation): the delegation of the run,
+// or, for a continuation, of the child run its chain started from, takes the run's
+// status. A continued child hands its delegation to its continuation this way.
+func Hooks() runs.Hooks {
+	return runs.Hooks{RunChanged: runChanged}
+}
+
+// maxChain bounds the walk up a continuation chain; each continuation spends an attempt,
+// and MaxAttempts is at most 1000.
+const maxChain = 1024
+
+func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
+	// A delegated child has a parent run, and its continuations copy it: runs without one
+	// are never delegated, and cost no query here.
+	if !run.ParentRunID.Valid {
+		return nil
+	}
+	q := queriesFor(tx.D)
+	status := StatusOf(run)
+	id, prev := run.RunID, run.ContinuedFromRunID
+	for hop := 0; hop < maxChain; hop++ {
+		d, err := byChildRun(ctx, tx, q, run.TenantID, id)
+		if err == nil {
+			if d.Status == status {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, q.setStatus, run.TenantID, d.DelegationID, status); err != nil {
+				return fmt.Errorf("set delegation status: %w", tx.D.MapError(err))
+			}
+			return nil
+		}
+		if !apperr.Is(err, apperr.NotFound) {
+			return err
+		}
+		if hop > 0 {
+			// id is an older run of the chain: read what it continued, if anything.
+			err = tx.D.MapError(tx.GetContext(ctx, &prev, q.continuedFrom, run.TenantID, id))
+			if errors.Is(err, sqldb.ErrNotFound) {
+				return nil // the chain's older runs were purged
+			}
+			if err != nil {
+				return fmt.Errorf("read continued run: %w", err)
+			}
+		}
+		if !prev.Valid {
+			return nil
+		}
+		id = prev.UUID
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package delegations
+
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+// queries is the statement set of the delegation store; each dialect fills every field with
+// complete statements taking the numbered arguments listed here. Times are tx.D.Time values;
+// a nil keyset position passes NULL for both of its arguments.
+type queries struct {
+	insert        string // 1 delegation, 2 attempt, 3 tenant, 4 child run, 5 child agent, 6 purpose, 7 depth, 8 status, 9 created at (now)
+	get           string // 1 tenant, 2 delegation
+	byChildRun    string // 1 tenant, 2 child run
+	listByAttempt string // 1 tenant, 2 attempt, 3 after created at, 4 after delegation, 5 limit
+	setStatus     string // 1 tenant, 2 delegation, 3 status: changes the row only when the status differs
+
+	// Reads of the Runs table (the run-lease core is its only writer; these only read).
+	runByIdempotencyKey string // 1 tenant, 2 idempotency key -> RunId
+	continuedFrom       string // 1 tenant, 2 run -> ContinuedFromRunId (NULL for a chain's first run)
+}
+
+func queriesFor(d sqldb.Dialect) *queries {
+	if d.Name() == "sqlserver" {
+		return &mssqlQueries
+	}
+	return &sqliteQueries
+}
+
+// columns are read by every SELECT of a delegation, in the order of Delegation.
+const columns = `DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth, Status, CreatedAt, Version`

@@ -1,0 +1,98 @@
+package delegations
+
+// The SQL Server query set of the delegation store. Every statement takes @p1..@pN in the
+// order queries.go documents and is one statement, so RowsAffected is its own count
+// (dbo.SubAgentDelegations has no trigger; the Runs statements here only read).
+//
+// Nothing here can be run on our machines: each statement carries its reading check
+// (TSQL.md, last section): index, locks and their order, READ_COMMITTED_SNAPSHOT (RCSI),
+// what 0 rows gives, and the error numbers with what sqldb's MapError makes of them:
+//
+//	2601, 2627           -> *sqldb.ConflictError
+//	1205, 1222, 3960     -> sqldb.ErrRetryable (the transaction is run again)
+//	547 FOREIGN KEY      -> sqldb.ErrBadReference
+//	33504 (RLS block)    -> sqldb.ErrRefused
+//	sql.ErrNoRows        -> sqldb.ErrNotFound
+//
+// Everything else passes through unmapped (a 500).
+//
+// Conventions that hold for every statement below:
+//   - Transactions are READ COMMITTED, explicitly (sqldb.once); each statement is read with
+//     RCSI on (Azure SQL's default) and off.
+//   - Version is rowversion: never written here.
+//   - PK_SubAgentDelegations is clustered on DelegationId (the seed's PRIMARY KEY), so
+//     IX_Delegations_Attempt is in effect (AttemptId, CreatedAt, DelegationId) and
+//     UX_Delegations_ChildRun carries DelegationId as its row locator.
+//   - A NULL argument arrives typed nvarchar(1); a time.Time as datetimeoffset(7) (values are
+//     truncated to milliseconds before they are sent); a uuid.UUID as its string, converted
+//     to uniqueidentifier (the column's type wins, never the column converted).
+//   - Row-level security adds a residual predicate on TenantId to every access; every
+//     statement filters on TenantId itself. The hook's statements also run in the reaper's
+//     MaintenanceScope transactions (the documented bypass), still naming the run's tenant.
+//   - Lock order: a create locks the attempt, then the parent run (the fence), then writes
+//     the child run (EnqueueTx) and last the delegation row. The hook runs in transactions
+//     that hold the child run (and, for a claim, the tenant row; for a holder write or the
+//     reaper, the child's attempt first) and touches the delegation row last. Nothing takes
+//     a delegation row and then asks for a run or attempt, so no cycle goes through it.
+var mssqlQueries = queries{
+	// insert: PK_SubAgentDelegations (a COMB id appends), UX_Delegations_ChildRun and
+	// IX_Delegations_Attempt; X on the new keys. The FK check reads the attempt's PK key
+	// with a short S lock, compatible with the U lock this transaction holds on it from the
+	// fence. RCSI: no difference for an insert. Errors: 2601 on UX_Delegations_ChildRun ->
+	// ConflictError, not expected (the child run was created by this same transaction); 547
+	// FK -> ErrBadReference (not expected after the fence); 33504 -> ErrRefused.
+	insert: `INSERT INTO dbo.SubAgentDelegations (DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth,
+    Status, CreatedAt)
+VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9);`,
+
+	// get: PK seek, TenantId residual (and RLS). No hints: under RCSI the last committed row
+	// (or this transaction's own insert, which Create reads back); without RCSI a short S
+	// lock. 0 rows -> ErrNotFound (missing or another tenant's: the same answer).
+	get: `SELECT ` + columns + ` FROM dbo.SubAgentDelegations WHERE TenantId = @p1 AND DelegationId = @p2;`,
+
+	// byChildRun: UX_Delegations_ChildRun seek (unique), PK lookup, TenantId residual. No
+	// hints. In the hook, every transaction that changes this delegation's status holds the
+	// run it follows (U or X, to commit), and only the newest run of a chain can change, so
+	// those transactions are already serialised and a plain read is current: under RCSI
+	// the last committed row, which no uncommitted writer can be ahead of; without RCSI a
+	// short S lock. In a create's repeat check it reads a committed delegation made with its
+	// child run. 0 rows -> ErrNotFound (the run is not a delegated child; the hook then
+	// walks up the continuation chain, a create answers sequence_conflict).
+	byChildRun: `SELECT ` + columns + ` FROM dbo.SubAgentDelegations WHERE TenantId = @p1 AND ChildRunId = @p2;`,
+
+	// listByAttempt: IX_Delegations_Attempt seek on AttemptId, already in (CreatedAt,
+	// DelegationId) order, so no sort; PK lookups for the other columns, TenantId residual.
+	// OPTION (RECOMPILE) embeds the cursor so it becomes a seek bound (as in runs' list).
+	// DelegationId order is uniqueidentifier order here and text order on SQLite: each
+	// dialect's comparison and ORDER BY agree, which is all a keyset needs. No hints. 0 rows
+	// -> an empty page.
+	listByAttempt: `SELECT TOP (@p5) ` + columns + ` FROM dbo.SubAgentDelegations
+WHERE TenantId = @p1 AND AttemptId = @p2
+    AND (@p3 IS NULL OR CreatedAt > @p3 OR (CreatedAt = @p3 AND DelegationId > @p4))
+ORDER BY CreatedAt, DelegationId
+OPTION (RECOMPILE);`,
+
+	// setStatus: PK seek, X on the row (Status is in no index, so only the clustered row
+	// changes). Runs inside the transaction that moves the child run, after its locks.
+	// "Status <> @p3" keeps a repeat from stamping a new rowversion (the column's BIN2
+	// collation decides the comparison). RCSI: an UPDATE finds its row with locks on the
+	// latest committed version. 0 rows: the status was already @p3, not an error. Errors:
+	// 1205 -> ErrRetryable (the whole run transaction is retried); 33504 -> ErrRefused.
+	setStatus: `UPDATE dbo.SubAgentDelegations SET Status = @p3
+WHERE TenantId = @p1 AND DelegationId = @p2 AND Status <> @p3;`,
+
+	// runByIdempotencyKey: UX_Runs_Idempotency seek (TenantId, IdempotencyKey), covering
+	// (RunId is PK_Runs' clustered key, carried by the index). "IdempotencyKey IS NOT NULL"
+	// repeats the index's filter so the filtered index matches whatever the optimizer infers
+	// from "= @p2" (as runs' byIdempotency). No hints: a read before the fence; a create with
+	// the same key in flight is not seen (RCSI) or waited for (short S lock), and if it is
+	// missed, EnqueueTx's insert meets it on the unique index and answers with its run, which
+	// Create then treats as this repeat. 0 rows -> ErrNotFound (a new key).
+	runByIdempotencyKey: `SELECT RunId FROM dbo.Runs WHERE TenantId = @p1 AND IdempotencyKey = @p2 AND IdempotencyKey IS NOT NULL;`,
+
+	// continuedFrom: PK_Runs seek, TenantId residual. ContinuedFromRunId never changes
+	// (TR_Runs_Guard refuses it), so any committed version is right: under RCSI no lock;
+	// without RCSI a short S lock, which waits only for a writer of that older, ended run
+	// (retention's purge). 0 rows -> ErrNotFound (purged: the walk stops).
+	continuedFrom: `SELECT ContinuedFromRunId FROM dbo.Runs WHERE TenantId = @p1 AND RunId = @p2;`,
+}

@@ -1,0 +1,19 @@
+package delegations
+
+// SQLite serialises writers (immediate transactions); every write stamps Version from the
+// database-wide counter (migrations/sqlite 000001).
+var sqliteQueries = queries{
+	insert: `INSERT INTO SubAgentDelegations (DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth,
+    Status, Version, CreatedAt)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, (SELECT Value + 1 FROM RowVersionCounter), ?9)`,
+	get:        `SELECT ` + columns + ` FROM SubAgentDelegations WHERE TenantId = ?1 AND DelegationId = ?2`,
+	byChildRun: `SELECT ` + columns + ` FROM SubAgentDelegations WHERE TenantId = ?1 AND ChildRunId = ?2`,
+	listByAttempt: `SELECT ` + columns + ` FROM SubAgentDelegations
+WHERE TenantId = ?1 AND AttemptId = ?2
+    AND (?3 IS NULL OR CreatedAt > ?3 OR (CreatedAt = ?3 AND DelegationId > ?4))
+ORDER BY CreatedAt, DelegationId LIMIT ?5`,
+	setStatus: `UPDATE SubAgentDelegations SET Status = ?3, Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE TenantId = ?1 AND DelegationId = ?2 AND Status <> ?3`,
+	runByIdempotencyKey: `SELECT RunId FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
+	continuedFrom:       `SELECT ContinuedFromRunId FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
+}
