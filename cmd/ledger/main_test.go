@@ -415,3 +415,46 @@ func TestTopLevelUsage(t *testing.T) {
 		}
 	}
 }
+
+var readmeRow = regexp.MustCompile("^\\| `--([^`]+)` \\| `([^`]+)` \\| `([^`]*)` \\|")
+
+// TestREADMEConfigurationMatchesHelp keeps the README's configuration table equal to
+// `ledger serve --help`: every flag, its variable and its default, and nothing else.
+func TestREADMEConfigurationMatchesHelp(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatalf("read README.md: %v", err)
+	}
+	documented := map[string]string{}
+	for _, l := range strings.Split(string(readme), "\n") {
+		if m := readmeRow.FindStringSubmatch(l); m != nil {
+			documented[m[1]] = m[2] + " " + m[3]
+		}
+	}
+	code, out, _ := cli(t, "serve", "--help")
+	if code != 0 {
+		t.Fatalf("serve --help: exit %d", code)
+	}
+	help := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if m := helpLine.FindStringSubmatch(l); m != nil {
+			help[m[1]] = m[2] + " " + m[3]
+		}
+	}
+	if len(help) == 0 {
+		t.Fatal("serve --help lists no flags")
+	}
+	for flag, want := range help {
+		if got, ok := documented[flag]; !ok {
+			t.Errorf("README.md does not document --%s (%s)", flag, want)
+		} else if got != want {
+			t.Errorf("README.md documents --%s as %q, serve --help says %q", flag, got, want)
+		}
+	}
+	for flag := range documented {
+		if _, ok := help[flag]; !ok {
+			t.Errorf("README.md documents --%s, which serve does not have", flag)
+		}
+	}
+}

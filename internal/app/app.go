@@ -14,6 +14,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -66,11 +67,14 @@ func New(db *sqldb.DB, cfg Config) *App {
 	rs := runs.NewService(db, cfg.Runs, log)
 	rs.AddHooks(decisions.Hooks())   // an ending attempt closes its pending decisions
 	rs.AddHooks(delegations.Hooks()) // a delegation's status follows its child run
+	rel := releases.NewStore(db)
+	rs.AddHooks(rel.Hooks()) // a claim needs an active release of the caller's tenant
 	runs.Routes(s, rs)
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
 	calls.Routes(s, calls.NewStore(db, rs))
 	decisions.Routes(s, decisions.NewStore(db, rs))
 	delegations.Routes(s, delegations.NewStore(db, rs))
+	releases.Routes(s, rel, rs)
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log}
 }
 

@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -96,6 +98,10 @@ func TestInFlightCap(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, app.Config{MaxInFlight: 1})
 	_, _, runtime := s.tenantKeys(t)
+	refs := `["bench://x"]`
+	sum := sha256.Sum256([]byte(refs))
+	wantStatus(t, s.do(t, req{method: "PUT", path: "/v1/releases/r/adapters/1", key: runtime,
+		body: `{"manifestHash":"` + hex.EncodeToString(sum[:]) + `","contentRefs":` + refs + `,"state":"active"}`}), 201)
 	// A long-polling claim holds the only slot while it waits.
 	claimDone := make(chan struct{})
 	go func() {

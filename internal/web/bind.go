@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -186,8 +187,14 @@ func PathUUID(c echo.Context, name string) (uuid.UUID, error) {
 
 // PathIdent reads an identifier path parameter (1..max characters, no control characters).
 func PathIdent(c echo.Context, name string, max int) (string, error) {
+	// Echo routes on URL.RawPath when the path holds an escape that decoding would change
+	// (such as %2F), and then hands the parameters over still escaped.
 	raw := c.Param(name)
-	if !ValidIdent(raw, max) {
+	var err error
+	if c.Request().URL.RawPath != "" {
+		raw, err = url.PathUnescape(raw)
+	}
+	if err != nil || !ValidIdent(raw, max) {
 		return "", apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: fmt.Sprintf("must be 1 to %d characters without control characters", max)})
 	}
 	return raw, nil

@@ -1,0 +1,27 @@
+package releases
+
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+// queries is the statement set of the release store; each dialect fills every field with a
+// complete statement taking the numbered arguments listed here.
+type queries struct {
+	get             string // 1 tenant, 2 release, 3 adapter version
+	lock            string // 1 tenant, 2 release, 3 adapter version: get, holding the row until commit
+	insert          string // 1 release, 2 adapter version, 3 tenant, 4 manifest hash, 5 content refs (canonical JSON), 6 state, 7 verified at, 8 in-flight policy (NULL: drain)
+	update          string // 1 tenant, 2 release, 3 adapter version, 4 state, 5 in-flight policy, 6 expected version
+	list            string // 1 tenant, 2 state (NULL: any), 3 after release, 4 after adapter version, 5 limit
+	runningAttempts string // 1 tenant, 2 release, 3 adapter version -> AttemptId of each running attempt, in id order
+}
+
+func queriesFor(d sqldb.Dialect) *queries {
+	if d.Name() == "sqlserver" {
+		return &mssqlQueries
+	}
+	return &sqliteQueries
+}
+
+const columns = `ReleaseId, AdapterVersion, TenantId, ManifestHash, ContentRefsJson, State, VerifiedAt, InFlightPolicy, Version`
+
+// conflictMarkers name the primary key of LoadedReleases in a unique-violation message:
+// the constraint on SQL Server, the column list on SQLite.
+var conflictMarkers = []string{"PK_LoadedReleases", "LoadedReleases.ReleaseId, LoadedReleases.AdapterVersion"}

@@ -1,0 +1,374 @@
+// Package releases keeps LoadedReleases (DESIGN.md section 5): the agent releases and
+// adapter versions a tenant's runtimes have verified, their state (verified, active,
+// draining, retired), and the in-flight policy a drain or retirement applies to the
+// attempts still running on them. A claim may name only an active release of the caller's
+// tenant (Hooks). A release's content is immutable and its manifest hash is the SHA-256 of
+// the RFC 8785 canonical form of its contentRefs (jcs.go).
+package releases
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/enum"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// State is a release's state (stored as its position, DESIGN.md section 7a).
+type State int
+
+// Release states.
+const (
+	Verified State = iota
+	Active
+	Draining
+	Retired
+)
+
+// StateNames are the wire names of State.
+var StateNames = enum.Names{"verified", "active", "draining", "retired"}
+
+func (s State) String() string               { return StateNames.Name(int(s)) }
+func (s State) MarshalJSON() ([]byte, error) { return StateNames.Marshal(int(s)) }
+
+// In-flight policies: what draining or retiring a release does to the attempts still
+// running on it. A NULL policy is PolicyDrain.
+const (
+	PolicyDrain  = "drain"
+	PolicyCancel = "cancel"
+)
+
+// transitions lists the states each state may move to (DESIGN.md section 5). Retired is
+// final.
+var transitions = map[State][]State{
+	Verified: {Active, Retired},
+	Active:   {Draining, Retired},
+	Draining: {Active, Retired},
+}
+
+// CanMove reports whether a release may move from one state to another (a state to itself
+// is no move and is not listed).
+func CanMove(from, to State) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Release is one (release, adapter version) a tenant registered.
+type Release struct {
+	ReleaseID      string `db:"ReleaseId" json:"releaseId"`
+	AdapterVersion string `db:"AdapterVersion" json:"adapterVersion"`
+	TenantID       string `db:"TenantId" json:"-"`
+	ManifestHash   string `db:"ManifestHash" json:"manifestHash"`
+	// ContentRefs is the stored content: the canonical form of the contentRefs registered.
+	ContentRefs json.RawMessage `db:"-" json:"contentRefs"`
+	State       State           `db:"State" json:"state" enum:"verified,active,draining,retired"`
+	// InFlightPolicy is the policy in force: the stored one, or drain when none is stored.
+	InFlightPolicy string           `db:"-" json:"inFlightPolicy" enum:"drain,cancel"`
+	VerifiedAt     time.Time        `db:"VerifiedAt" json:"verifiedAt"`
+	Version        sqldb.RowVersion `db:"Version" json:"-"`
+
+	ContentRefsJSON string  `db:"ContentRefsJson" json:"-"`
+	StoredPolicy    *string `db:"InFlightPolicy" json:"-"`
+}
+
+func (r *Release) fill() {
+	r.ContentRefs = json.RawMessage(r.ContentRefsJSON)
+	r.InFlightPolicy = effectivePolicy(r.StoredPolicy)
+}
+
+func nullString(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func effectivePolicy(p *string) string {
+	if p == nil || *p == "" {
+		return PolicyDrain
+	}
+	return *p
+}
+
+// Canceller asks the holder of a leased run to stop, inside the caller's transaction: if
+// the run is leased and has no cancel pending, it records one (the holder sees
+// cancelRequested on its next heartbeat); otherwise it does nothing. *runs.Service
+// implements it (RequestCancelTx).
+type Canceller interface {
+	RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) error
+}
+
+var _ Canceller = (*runs.Service)(nil)
+
+// Put is a registration or a change of one release and adapter version.
+type Put struct {
+	// ManifestHash must be the lowercase hex SHA-256 of the canonical form of ContentRefs.
+	ManifestHash string
+	// ContentRefs is the JSON array of the release's content, in any formatting.
+	ContentRefs []byte
+	State       State
+	// InFlightPolicy is PolicyDrain or PolicyCancel; nil keeps the stored one (on create:
+	// none, which means drain).
+	InFlightPolicy *string
+	// IfMatch, when set, is the version the change expects.
+	IfMatch *sqldb.RowVersion
+}
+
+// Store keeps releases.
+type Store struct {
+	db *sqldb.DB
+	q  *queries
+}
+
+// NewStore returns the release store of db.
+func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dialect)} }
+
+// Put registers the release and adapter version for the tenant, or changes its state or
+// in-flight policy, and reports whether it created the row. Draining or retiring a release
+// (or setting the cancel policy on one that is) under the cancel policy asks c, in the
+// same transaction, to cancel the run of every attempt still running on it; under drain
+// those attempts run on.
+//
+// Errors, in the order they are checked:
+//   - Invalid: ContentRefs is not a JSON array with a canonical form (RFC 8785, I-JSON);
+//   - ManifestMismatch: ManifestHash is not the hash of ContentRefs' canonical form;
+//   - PreconditionFailed: IfMatch is set and is not the row's version (or there is no row
+//     of the tenant: another tenant's row answers as a missing one);
+//   - create: IllegalTransition unless State is verified or active; ReleaseConflict when
+//     the pair exists for another tenant (a generic detail: it says nothing of the row);
+//   - ReleaseImmutable: the row holds a different manifest hash or content;
+//   - nothing to change (same state, same policy in force): the row as it is, no write;
+//   - PreconditionRequired: a change without IfMatch;
+//   - IllegalTransition: the state may not move so (retired is final).
+func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapterVersion string, p Put) (Release, bool, error) {
+	canonical, err := Canonicalize(p.ContentRefs)
+	if err != nil || len(canonical) == 0 || canonical[0] != '[' {
+		reason := "must be a JSON array"
+		var ce *CanonicalError
+		if errors.As(err, &ce) {
+			reason = "must be a JSON array of I-JSON (RFC 7493) content: " + ce.Reason
+		}
+		return Release{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "contentRefs", Reason: reason})
+	}
+	if ManifestHash(canonical) != p.ManifestHash {
+		return Release{}, false, apperr.New(apperr.ManifestMismatch,
+			"manifestHash is not the lowercase hex SHA-256 of the RFC 8785 canonical form of contentRefs")
+	}
+	if p.InFlightPolicy != nil && *p.InFlightPolicy != PolicyDrain && *p.InFlightPolicy != PolicyCancel {
+		return Release{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "inFlightPolicy", Reason: "must be one of: drain cancel"})
+	}
+	if StateNames.Name(int(p.State)) == "" {
+		return Release{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "state", Reason: "must be one of: verified active draining retired"})
+	}
+	var (
+		out     Release
+		created bool
+	)
+	err = s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		created = false
+		cur, err := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
+		if apperr.Is(err, apperr.NotFound) {
+			cur, created, err = s.create(ctx, tx, tenantID, releaseID, adapterVersion, p, string(canonical))
+		}
+		if err != nil || created {
+			out = cur
+			return err
+		}
+		out, err = s.change(ctx, tx, c, cur, p, string(canonical))
+		return err
+	})
+	if err != nil {
+		return Release{}, false, fmt.Errorf("put release: %w", err)
+	}
+	return out, created, nil
+}
+
+// create inserts the row. When the pair exists already it returns the row of the tenant
+// that a concurrent create just committed (created false), or ReleaseConflict when the
+// row is another tenant's.
+func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, adapterVersion string, p Put, canonical string) (Release, bool, error) {
+	if p.IfMatch != nil {
+		return Release{}, false, apperr.New(apperr.PreconditionFailed, "release %q adapter %q does not exist", releaseID, adapterVersion)
+	}
+	if p.State != Verified && p.State != Active {
+		return Release{}, false, apperr.New(apperr.IllegalTransition,
+			"a release is registered verified or active, not %s", p.State)
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return Release{}, false, err
+	}
+	_, err = tx.ExecContext(ctx, s.q.insert, releaseID, adapterVersion, tenantID, p.ManifestHash, canonical,
+		int(p.State), tx.D.Time(now), nullString(p.InFlightPolicy))
+	if sqldb.IsConflict(tx.D.MapError(err), conflictMarkers...) {
+		// Another tenant holds the pair (invisible here), or this tenant's concurrent create
+		// committed it first (visible now: the insert waited for that commit).
+		cur, gerr := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
+		if apperr.Is(gerr, apperr.NotFound) {
+			return Release{}, false, apperr.New(apperr.ReleaseConflict,
+				"this release id and adapter version cannot be registered: release ids are global, choose another")
+		}
+		return cur, false, gerr
+	}
+	if err != nil {
+		return Release{}, false, fmt.Errorf("insert release: %w", tx.D.MapError(err))
+	}
+	r, err := s.get(ctx, tx, s.q.get, tenantID, releaseID, adapterVersion)
+	return r, err == nil, err
+}
+
+// change applies p to the tenant's existing row cur.
+func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Release, p Put, canonical string) (Release, error) {
+	if p.IfMatch != nil && *p.IfMatch != cur.Version {
+		return Release{}, apperr.New(apperr.PreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
+	}
+	if cur.ManifestHash != p.ManifestHash || cur.ContentRefsJSON != canonical {
+		return Release{}, apperr.New(apperr.ReleaseImmutable,
+			"release %q adapter %q is registered with other content: a release's content never changes", cur.ReleaseID, cur.AdapterVersion)
+	}
+	policy := cur.StoredPolicy
+	if p.InFlightPolicy != nil {
+		policy = p.InFlightPolicy
+	}
+	stateChanged := p.State != cur.State
+	policyChanged := effectivePolicy(policy) != effectivePolicy(cur.StoredPolicy)
+	if !stateChanged && !policyChanged {
+		return cur, nil
+	}
+	if p.IfMatch == nil {
+		return Release{}, apperr.New(apperr.PreconditionRequired, "changing a release needs an If-Match header with its ETag")
+	}
+	if stateChanged && !CanMove(cur.State, p.State) {
+		return Release{}, apperr.New(apperr.IllegalTransition, "a %s release cannot become %s", cur.State, p.State)
+	}
+	res, err := tx.ExecContext(ctx, s.q.update, cur.TenantID, cur.ReleaseID, cur.AdapterVersion, int(p.State),
+		nullString(policy), tx.D.Version(cur.Version))
+	if err != nil {
+		return Release{}, fmt.Errorf("update release: %w", tx.D.MapError(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return Release{}, apperr.New(apperr.PreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
+	}
+	if (p.State == Draining || p.State == Retired) && effectivePolicy(policy) == PolicyCancel {
+		if err := s.cancelRunning(ctx, tx, c, cur); err != nil {
+			return Release{}, err
+		}
+	}
+	return s.get(ctx, tx, s.q.get, cur.TenantID, cur.ReleaseID, cur.AdapterVersion)
+}
+
+// cancelRunning asks for the cancellation of the run of every attempt of the tenant still
+// running on the release. Each attempt is locked before its run (DESIGN.md section 4) and
+// skipped if it ended meanwhile, so a run that has moved on to another attempt is left
+// alone.
+func (s *Store) cancelRunning(ctx context.Context, tx *sqldb.Tx, c Canceller, r Release) error {
+	var ids []uuid.UUID
+	if err := tx.SelectContext(ctx, &ids, s.q.runningAttempts, r.TenantID, r.ReleaseID, r.AdapterVersion); err != nil {
+		return fmt.Errorf("find running attempts: %w", tx.D.MapError(err))
+	}
+	if len(ids) > 0 && c == nil {
+		return errors.New("cancel running attempts: no canceller configured")
+	}
+	for _, id := range ids {
+		a, err := attempts.Lock(ctx, tx, r.TenantID, id)
+		if apperr.Is(err, apperr.NotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if a.State != attempts.Running {
+			continue
+		}
+		if err := c.RequestCancelTx(ctx, tx, r.TenantID, a.RunID); err != nil && !apperr.Is(err, apperr.NotFound) {
+			return fmt.Errorf("cancel run %s: %w", a.RunID, err)
+		}
+	}
+	return nil
+}
+
+// Get reads a release of the tenant (NotFound if missing or another tenant's).
+func (s *Store) Get(ctx context.Context, tenantID, releaseID, adapterVersion string) (Release, error) {
+	var r Release
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		var err error
+		r, err = s.get(ctx, tx, s.q.get, tenantID, releaseID, adapterVersion)
+		return err
+	})
+	return r, err
+}
+
+func (s *Store) get(ctx context.Context, tx *sqldb.Tx, query, tenantID, releaseID, adapterVersion string) (Release, error) {
+	var r Release
+	err := tx.D.MapError(tx.GetContext(ctx, &r, query, tenantID, releaseID, adapterVersion))
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Release{}, apperr.New(apperr.NotFound, "no release %q with adapter version %q", releaseID, adapterVersion)
+	}
+	if err != nil {
+		return Release{}, fmt.Errorf("read release: %w", err)
+	}
+	r.fill()
+	return r, nil
+}
+
+// ListFilter narrows a release listing and says where the page starts.
+type ListFilter struct {
+	State *State
+	// AfterReleaseID and AfterAdapterVersion are the keyset position: the page holds the
+	// releases after that pair in (ReleaseId, AdapterVersion) order ("" for the start).
+	AfterReleaseID      string
+	AfterAdapterVersion string
+	Limit               int
+}
+
+// List returns the tenant's releases in (ReleaseId, AdapterVersion) order.
+func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Release, error) {
+	var rs []Release
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		var state any
+		if f.State != nil {
+			state = int(*f.State)
+		}
+		return tx.D.MapError(tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.AfterReleaseID, f.AfterAdapterVersion, f.Limit))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list releases: %w", err)
+	}
+	for i := range rs {
+		rs[i].fill()
+	}
+	return rs, nil
+}
+
+// CheckClaimTx refuses (ReleaseNotActive) a claim naming a release and adapter version
+// that is not an active release of the tenant: missing, another tenant's, verified,
+// draining or retired all answer the same. It locks the release row until the claim
+// commits, so a concurrent drain or retirement either waits for the claim (and then sees
+// its attempt) or is seen by it.
+func (s *Store) CheckClaimTx(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, adapterVersion string) error {
+	r, err := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
+	if apperr.Is(err, apperr.NotFound) || (err == nil && r.State != Active) {
+		return apperr.New(apperr.ReleaseNotActive, "release %q adapter %q is not an active release of this tenant", releaseID, adapterVersion)
+	}
+	return err
+}
+
+// Hooks returns the run-lease hooks of releases: a claim must name an active release of
+// the caller's tenant. Add them with (*runs.Service).AddHooks.
+func (s *Store) Hooks() runs.Hooks {
+	return runs.Hooks{CheckClaim: func(ctx context.Context, tx *sqldb.Tx, tenantID string, req runs.ClaimRequest) error {
+		return s.CheckClaimTx(ctx, tx, tenantID, req.ReleaseID, req.AdapterVersion)
+	}}
+}

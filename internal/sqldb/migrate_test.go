@@ -1,0 +1,175 @@
+package sqldb_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+func openFile(t *testing.T, path string) *sqldb.DB {
+	t.Helper()
+	db, err := sqldb.Open(context.Background(), sqldb.Config{DSN: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func tables(t *testing.T, db *sqldb.DB) []string {
+	t.Helper()
+	var names []string
+	if err := db.Raw().Select(&names, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func wantState(t *testing.T, db *sqldb.DB, mg *sqldb.Migrator, version uint) {
+	t.Helper()
+	st, err := mg.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Version != version || st.Dirty || st.Latest == 0 {
+		t.Fatalf("migrator state %+v, want version %d, clean", st, version)
+	}
+	// SchemaState reads the same row without the lock.
+	if st2, err := db.SchemaState(context.Background()); err != nil || st2 != st {
+		t.Fatalf("SchemaState %+v (%v) disagrees with the migrator's %+v", st2, err, st)
+	}
+	if st.Current() != (version == st.Latest) {
+		t.Fatalf("Current() = %v for %+v", st.Current(), st)
+	}
+}
+
+func TestMigratorUpDownAllUp(t *testing.T) {
+	t.Parallel()
+	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+
+	wantState(t, db, mg, 0)
+	st, _ := mg.State()
+	latest := st.Latest
+	if err := mg.Up(); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	wantState(t, db, mg, latest)
+	full := tables(t, db)
+	for _, want := range []string{"Tenants", "ApiKeys", "Projects", "RowVersionCounter"} {
+		if !slices.Contains(full, want) {
+			t.Fatalf("after up, table %s is missing: %v", want, full)
+		}
+	}
+	if err := mg.Up(); err != nil {
+		t.Fatalf("up with nothing to do: %v", err)
+	}
+
+	if err := mg.Down(0); err == nil {
+		t.Fatal("Down(0) was accepted")
+	}
+	if err := mg.Down(1); err != nil {
+		t.Fatalf("down 1: %v", err)
+	}
+	wantState(t, db, mg, latest-1)
+	if err := mg.Down(int(latest - 1)); err != nil {
+		t.Fatalf("down to nothing: %v", err)
+	}
+	wantState(t, db, mg, 0)
+	if left := tables(t, db); !slices.Equal(left, []string{"schema_migrations"}) {
+		t.Fatalf("after down all, tables remain: %v", left)
+	}
+
+	if err := mg.Up(); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	wantState(t, db, mg, latest)
+	if again := tables(t, db); !slices.Equal(again, full) {
+		t.Fatalf("up after down all made %v, the first up %v", again, full)
+	}
+
+	if err := mg.Force(int(latest - 1)); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, db, mg, latest-1)
+}
+
+// TestMigratorsOnOneFileSerialise opens the same file twice, as two processes would, and
+// checks that the second migrator waits for the first to close.
+func TestMigratorsOnOneFileSerialise(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db1, db2 := openFile(t, path), openFile(t, path)
+
+	first, err := db1.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whoever holds the lock file, nobody else can take it now.
+	f, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("the migrator holds no lock file beside the database: %v", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Fatalf("the lock file is not locked while a migrator is open (flock: %v)", err)
+	}
+
+	var released atomic.Bool
+	type result struct {
+		mg                *sqldb.Migrator
+		err               error
+		sawFirstReleased  bool
+		sawFirstMigration bool
+	}
+	got := make(chan result, 1)
+	go func() {
+		mg, err := db2.NewMigrator()
+		r := result{mg: mg, err: err, sawFirstReleased: released.Load()}
+		if err == nil {
+			st, _ := mg.State()
+			r.sawFirstMigration = st.Current()
+		}
+		got <- r
+	}()
+
+	// The first migrator does its work while the second is (or soon will be) waiting.
+	if err := first.Up(); err != nil {
+		t.Fatal(err)
+	}
+	// Give the goroutine time to reach the lock: not an assertion, since the order it
+	// observes (released before acquired) is what is checked.
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case r := <-got:
+		t.Fatalf("the second migrator got the lock while the first held it (err %v)", r.err)
+	default:
+	}
+	released.Store(true)
+	first.Close()
+
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		defer r.mg.Close()
+		if !r.sawFirstReleased || !r.sawFirstMigration {
+			t.Fatalf("second migrator: saw release %v, saw the first's migration %v", r.sawFirstReleased, r.sawFirstMigration)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second migrator did not get the lock after the first closed")
+	}
+}
