@@ -127,12 +127,12 @@ func Routes(s *web.Server, svc *Service) {
 	rt, ad := tenancy.RoleRuntime, tenancy.RoleAdmin
 	s.Route(http.MethodPost, "/v1/runs", web.Op{
 		Summary: "Enqueue a run (a repeat of an idempotencyKey answers 200 with the existing run)",
-		Roles:   []string{rt}, Body: EnqueueRequest{}, Status: http.StatusCreated, Response: Run{}, ETag: true,
-		Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth},
+		Roles:   []string{rt}, Body: EnqueueRequest{}, Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK},
+		Response: Run{}, ETag: true, Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth},
 	}, h.enqueue)
 	s.Route(http.MethodPost, "/v1/runs/claim", web.Op{
 		Summary: "Lease one due run and start its attempt; 204 when nothing is due or the budget holds (Retry-After)",
-		Roles:   []string{rt}, Body: ClaimBody{}, Status: http.StatusOK, Response: Claimed{},
+		Roles:   []string{rt}, Body: ClaimBody{}, Status: http.StatusOK, AlsoStatus: []int{http.StatusNoContent}, Response: Claimed{},
 	}, h.claim)
 	s.Route(http.MethodGet, "/v1/runs", web.Op{
 		Summary: "List runs, newest first", Status: http.StatusOK, Response: web.Page[Run]{},
@@ -148,7 +148,8 @@ func Routes(s *web.Server, svc *Service) {
 	}, h.cancel)
 	s.Route(http.MethodPost, "/v1/runs/:runId/continue", web.Op{
 		Summary: "Continue an ended run on a new run that spends one more attempt (a repeat answers 200)",
-		Roles:   []string{rt, ad}, Body: ContinueBody{}, BodyOptional: true, Status: http.StatusCreated, Response: Run{}, ETag: true,
+		Roles:   []string{rt, ad}, Body: ContinueBody{}, BodyOptional: true, Status: http.StatusCreated,
+		AlsoStatus: []int{http.StatusOK}, Response: Run{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.IllegalTransition, apperr.AttemptsExhausted},
 	}, h.continueRun)
 	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired}

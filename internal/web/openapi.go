@@ -159,6 +159,10 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 			also[k] = v
 		}
 		also["description"] = http.StatusText(st)
+		if st == http.StatusNoContent {
+			delete(also, "content")
+			delete(also, "headers")
+		}
 		if st == http.StatusCreated {
 			headers := map[string]any{"Location": map[string]any{"schema": map[string]any{"type": "string"}}}
 			if op.ETag {
@@ -170,7 +174,7 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 	}
 	codes := append([]apperr.Code{}, op.Problems...)
 	if !op.Public {
-		codes = append(codes, apperr.Unauthorized, apperr.Forbidden, apperr.DatabaseUnavailable, apperr.Internal)
+		codes = append(codes, apperr.Unauthorized, apperr.Forbidden, apperr.RateLimited, apperr.DatabaseUnavailable, apperr.Internal)
 		doc["security"] = []any{map[string]any{"bearer": []any{}}}
 		if len(op.Roles) > 0 {
 			doc["x-roles"] = op.Roles
