@@ -30,6 +30,7 @@ func commands() []command {
 		{"migrate", "up | down N | version | force V", "change or show the schema version", runMigrate},
 		{"keys", "create --tenant T --role runtime|admin | list [--tenant T] | revoke KEYID", "manage API keys", runKeys},
 		{"tenants", "set --tenant T --max-leased N", "manage tenants", runTenants},
+		{"purge", "[--db D] [--batch N] [--dry-run]", "delete ended run chains past their project's retention", runPurge},
 	}
 }
 

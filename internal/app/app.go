@@ -13,8 +13,10 @@ import (
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
+	"github.com/ledger-dev/ledger/internal/history"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
+	"github.com/ledger-dev/ledger/internal/retention"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -29,6 +31,9 @@ type Config struct {
 	MaxBody int64
 	Logger  *slog.Logger
 	Runs    runs.Config
+	// PurgeInterval is how often retention runs on this replica (0: retention.DefaultInterval;
+	// negative: never).
+	PurgeInterval time.Duration
 	// MaxInFlight caps API requests served at once; RateLimit and RateBurst bound each
 	// tenant's requests per second (0: off).
 	MaxInFlight int
@@ -43,6 +48,7 @@ type App struct {
 	Keys   *tenancy.Store
 	Runs   *runs.Service
 	log    *slog.Logger
+	purge  time.Duration
 }
 
 // New assembles the service over an open, migrated database.
@@ -75,14 +81,19 @@ func New(db *sqldb.DB, cfg Config) *App {
 	decisions.Routes(s, decisions.NewStore(db, rs))
 	delegations.Routes(s, delegations.NewStore(db, rs))
 	releases.Routes(s, rel, rs)
-	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log}
+	history.Routes(s, history.NewStore(db))
+	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log, purge: cfg.PurgeInterval}
 }
 
-// Background runs the replica's background work until ctx ends: the reaper, and beside it
-// the expiry of pending decisions, on the reaper's interval. Every replica runs both; they
-// need no leader.
+// Background runs the replica's background work until ctx ends: the reaper, the expiry of
+// pending decisions on the reaper's interval, and retention. Every replica runs them all;
+// they need no leader.
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
+	if a.purge >= 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); retention.RunJob(ctx, a.DB, a.purge, a.log) }()
+	}
 	wg.Add(2)
 	go func() { defer wg.Done(); a.Runs.RunReaper(ctx) }()
 	go func() {

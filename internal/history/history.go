@@ -1,0 +1,404 @@
+// Package history answers the tenant's questions about what ran (DESIGN.md section 5,
+// "History"): attempts newest first with filters, a change feed of attempts in rowversion
+// order, one attempt, and an attempt's timeline of checkpoints, calls, decisions and
+// delegations merged by time. It only reads, and reads the ledger's tables with its own
+// statements, so it depends on no other ledger package's store.
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/enum"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// Store reads history.
+type Store struct {
+	db *sqldb.DB
+	q  *queries
+}
+
+// NewStore returns the history reader of db.
+func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dialect)} }
+
+// AttemptItem is an attempt in a listing, with its entity tag: a change-feed client passes the
+// last item's etag as the next changedSince.
+type AttemptItem struct {
+	attempts.Attempt
+	ETag string `db:"-" json:"etag"`
+}
+
+// Sentinels that stand in for "no bound": every stored time and id compares below them, in
+// both dialects (SQLite text order, SQL Server's datetimeoffset and uniqueidentifier order).
+var (
+	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
+	maxID   = uuid.UUID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	minID   = uuid.Nil
+)
+
+// ListCursor is a position in a newest-first listing: the last attempt returned.
+type ListCursor struct {
+	StartedAt time.Time
+	AttemptID uuid.UUID
+}
+
+// Filter narrows an attempt listing. Nil fields do not filter.
+type Filter struct {
+	RunID     *uuid.UUID
+	AgentID   *string
+	ProjectID *string
+	State     *attempts.State
+	// StartedFrom is inclusive, StartedTo exclusive.
+	StartedFrom *time.Time
+	StartedTo   *time.Time
+	// After continues a listing after this attempt.
+	After *ListCursor
+	Limit int
+}
+
+// List returns up to f.Limit of the tenant's attempts, newest first (StartedAt, then
+// AttemptId, descending).
+func (s *Store) List(ctx context.Context, tenantID string, f Filter) ([]AttemptItem, error) {
+	from := minTime
+	if f.StartedFrom != nil {
+		from = ceilMillis(*f.StartedFrom)
+	}
+	// One exclusive upper bound (StartedAt, AttemptId): the lower of the cursor and
+	// startedTo, which excludes its own millisecond since no id sorts below minID.
+	at, id := maxTime, maxID
+	if f.After != nil {
+		at, id = sqldb.Truncate(f.After.StartedAt), f.After.AttemptID
+	}
+	if f.StartedTo != nil {
+		if to := ceilMillis(*f.StartedTo); !to.After(at) {
+			at, id = to, minID
+		}
+	}
+	var state any
+	if f.State != nil {
+		state = int(*f.State)
+	}
+	var items []AttemptItem
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		d := tx.D
+		if f.RunID != nil {
+			return d.MapError(tx.SelectContext(ctx, &items, s.q.listByRun, tenantID, *f.RunID, state, f.AgentID,
+				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit))
+		}
+		return d.MapError(tx.SelectContext(ctx, &items, s.q.listByTenant, tenantID, state, f.AgentID, f.ProjectID,
+			d.Time(from), d.Time(at), id, f.Limit))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list attempts: %w", err)
+	}
+	return withETags(items), nil
+}
+
+// ChangesCursor is a position in the change feed: the last attempt returned. A feed that
+// starts from an entity tag has the tag's version and no attempt.
+type ChangesCursor struct {
+	Version   sqldb.RowVersion
+	AttemptID *uuid.UUID
+}
+
+// Changes returns up to limit of the tenant's attempts whose Version is greater than the
+// cursor's (or equal with a greater AttemptId), in Version order. Rows still being written
+// are left for a later call (SQL Server: below MIN_ACTIVE_ROWVERSION), so a client that
+// follows the feed never skips a row. Purged attempts are gone and never appear.
+func (s *Store) Changes(ctx context.Context, tenantID string, after ChangesCursor, limit int) ([]AttemptItem, error) {
+	id := maxID // strictly after the version
+	if after.AttemptID != nil {
+		id = *after.AttemptID
+	}
+	var items []AttemptItem
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		var ceiling sqldb.RowVersion
+		if err := tx.GetContext(ctx, &ceiling, s.q.changesCap); err != nil {
+			return fmt.Errorf("read the committed rowversion: %w", tx.D.MapError(err))
+		}
+		return tx.D.MapError(tx.SelectContext(ctx, &items, s.q.changes, tenantID, tx.D.Version(after.Version), id,
+			tx.D.Version(ceiling), limit))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list changed attempts: %w", err)
+	}
+	return withETags(items), nil
+}
+
+func withETags(items []AttemptItem) []AttemptItem {
+	for i := range items {
+		items[i].ETag = items[i].Version.ETag()
+	}
+	return items
+}
+
+// Get reads one attempt of the tenant (apperr.NotFound when missing or another tenant's).
+func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (attempts.Attempt, error) {
+	var a attempts.Attempt
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		var err error
+		a, err = attempts.Get(ctx, tx, tenantID, id)
+		return err
+	})
+	return a, err
+}
+
+// TimelineEntry kinds, in the order a timeline sorts entries that share a time.
+const (
+	KindCheckpoint = iota
+	KindCall
+	KindDecision
+	KindDelegation
+)
+
+// KindNames are the wire names of the timeline entry kinds.
+var KindNames = enum.Names{"checkpoint", "call", "decision", "delegation"}
+
+// TimelineEntry is one line of an attempt's timeline. Item is the row itself: a Checkpoint, Call,
+// Decision or Delegation.
+type TimelineEntry struct {
+	Kind     string    `json:"kind" enum:"checkpoint,call,decision,delegation"`
+	At       time.Time `json:"at"`
+	Sequence *int      `json:"sequence,omitempty"`
+	ID       uuid.UUID `json:"id"`
+	Item     any       `json:"item"`
+}
+
+// TimelineCursor is a position in a timeline: the last entry returned.
+type TimelineCursor struct {
+	At       time.Time
+	Kind     int
+	Sequence int
+	ID       uuid.UUID
+}
+
+// Cursor returns the position of e.
+func (e TimelineEntry) Cursor() TimelineCursor {
+	k, _ := KindNames.Parse(e.Kind)
+	c := TimelineCursor{At: e.At, Kind: k, ID: e.ID}
+	if e.Sequence != nil {
+		c.Sequence = *e.Sequence
+	}
+	return c
+}
+
+type entryKey struct {
+	Kind int       `db:"Kind"`
+	At   dbTime    `db:"At"`
+	Seq  int       `db:"Seq"`
+	ID   uuid.UUID `db:"Id"`
+}
+
+// Timeline returns up to limit entries of an attempt's timeline after the cursor (nil: from
+// the start), ordered by time, then kind (checkpoint, call, decision, delegation), then
+// sequence (checkpoints, calls) or id. apperr.NotFound when the attempt is missing or
+// another tenant's.
+func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UUID, after *TimelineCursor, limit int) ([]TimelineEntry, error) {
+	cur := TimelineCursor{At: minTime, Kind: -1}
+	if after != nil {
+		cur = *after
+	}
+	var out []TimelineEntry
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
+			return err
+		}
+		var keys []entryKey
+		if err := tx.SelectContext(ctx, &keys, s.q.timeline, tenantID, attemptID, tx.D.Time(cur.At), cur.Kind,
+			cur.Sequence, cur.ID, limit); err != nil {
+			return fmt.Errorf("read timeline: %w", tx.D.MapError(err))
+		}
+		items, err := s.entryRows(ctx, tx, tenantID, keys)
+		if err != nil {
+			return err
+		}
+		out = make([]TimelineEntry, 0, len(keys))
+		for _, k := range keys {
+			item, ok := items[k.ID]
+			if !ok {
+				continue // purged between the two reads
+			}
+			e := TimelineEntry{Kind: KindNames.Name(k.Kind), At: k.At.Time, ID: k.ID, Item: item}
+			if k.Kind == KindCheckpoint || k.Kind == KindCall {
+				seq := k.Seq
+				e.Sequence = &seq
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attempt timeline: %w", err)
+	}
+	return out, nil
+}
+
+// entryRows reads the rows behind a page of keys, at most one statement per kind.
+func (s *Store) entryRows(ctx context.Context, tx *sqldb.Tx, tenantID string, keys []entryKey) (map[uuid.UUID]any, error) {
+	var ids [4][]string
+	for _, k := range keys {
+		ids[k.Kind] = append(ids[k.Kind], k.ID.String())
+	}
+	out := make(map[uuid.UUID]any, len(keys))
+	if err := fetch[Checkpoint](ctx, tx, s.q.checkpoints, tenantID, ids[KindCheckpoint], out, func(r Checkpoint) uuid.UUID { return r.CheckpointID }); err != nil {
+		return nil, err
+	}
+	if err := fetch[Call](ctx, tx, s.q.calls, tenantID, ids[KindCall], out, func(r Call) uuid.UUID { return r.CallID }); err != nil {
+		return nil, err
+	}
+	if err := fetch[Decision](ctx, tx, s.q.decisions, tenantID, ids[KindDecision], out, func(r Decision) uuid.UUID { return r.DecisionID }); err != nil {
+		return nil, err
+	}
+	if err := fetch[Delegation](ctx, tx, s.q.delegations, tenantID, ids[KindDelegation], out, func(r Delegation) uuid.UUID { return r.DelegationID }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func fetch[T any](ctx context.Context, tx *sqldb.Tx, query, tenantID string, ids []string, out map[uuid.UUID]any, key func(T) uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	var rows []T
+	if err := tx.SelectContext(ctx, &rows, query, tenantID, string(list)); err != nil {
+		return fmt.Errorf("read timeline entries: %w", tx.D.MapError(err))
+	}
+	for _, r := range rows {
+		out[key(r)] = r
+	}
+	return nil
+}
+
+// ceilMillis rounds t up to the millisecond (in UTC): stored times have millisecond
+// precision, so "StartedAt >= t" and "StartedAt < t" mean the same for t and its ceiling.
+func ceilMillis(t time.Time) time.Time {
+	tr := sqldb.Truncate(t)
+	if tr.Before(t) {
+		tr = tr.Add(time.Millisecond)
+	}
+	return tr
+}
+
+// dbTime scans a time sent as a time (SQL Server, and SQLite columns declared DATETIME) or
+// as its fixed-width text (SQLite expressions, such as the columns of a UNION).
+type dbTime struct{ time.Time }
+
+func (t *dbTime) Scan(src any) error {
+	switch v := src.(type) {
+	case time.Time:
+		t.Time = v.UTC()
+		return nil
+	case string:
+		return t.parse(v)
+	case []byte:
+		return t.parse(string(v))
+	}
+	return fmt.Errorf("cannot scan %T as a time", src)
+}
+
+func (t *dbTime) parse(s string) error {
+	p, err := time.Parse(sqldb.TimeLayout, s)
+	if err != nil {
+		return errors.New("stored time is not in the fixed-width layout")
+	}
+	t.Time = p
+	return nil
+}
+
+// Timeline rows. Their JSON is the row's columns in camelCase; enumerations travel as their
+// wire names (DESIGN.md section 7a), JSON columns as the JSON they hold.
+
+// Checkpoint is a row of Checkpoints.
+type Checkpoint struct {
+	CheckpointID       uuid.UUID      `db:"CheckpointId" json:"checkpointId"`
+	AttemptID          uuid.UUID      `db:"AttemptId" json:"attemptId"`
+	TenantID           string         `db:"TenantId" json:"-"`
+	Sequence           int            `db:"Sequence" json:"sequence"`
+	Phase              attempts.Phase `db:"Phase" json:"phase"`
+	AdapterStateRef    string         `db:"AdapterStateRef" json:"adapterStateRef"`
+	AdapterVersion     string         `db:"AdapterVersion" json:"adapterVersion"`
+	ContextSnapshotRef *string        `db:"ContextSnapshotRef" json:"contextSnapshotRef,omitempty"`
+	Hash               string         `db:"Hash" json:"hash"`
+	CreatedAt          time.Time      `db:"CreatedAt" json:"createdAt"`
+}
+
+// CallKind is a call's kind (stored as its position).
+type CallKind int
+
+// CallKindNames are the wire names of CallKind.
+var CallKindNames = enum.Names{"model", "tool", "http", "other"}
+
+// MarshalJSON sends the wire name.
+func (k CallKind) MarshalJSON() ([]byte, error) { return CallKindNames.Marshal(int(k)) }
+
+// Call is a row of CallRecords.
+type Call struct {
+	CallID           uuid.UUID        `db:"CallId" json:"callId"`
+	AttemptID        uuid.UUID        `db:"AttemptId" json:"attemptId"`
+	TenantID         string           `db:"TenantId" json:"-"`
+	Sequence         int              `db:"Sequence" json:"sequence"`
+	Kind             CallKind         `db:"Kind" json:"kind"`
+	Target           string           `db:"Target" json:"target"`
+	RequestHash      string           `db:"RequestHash" json:"requestHash"`
+	PolicyDecisionID uuid.NullUUID    `db:"PolicyDecisionId" json:"policyDecisionId"`
+	ReceiptRef       *string          `db:"ReceiptRef" json:"receiptRef,omitempty"`
+	Status           string           `db:"Status" json:"status"`
+	StartedAt        time.Time        `db:"StartedAt" json:"startedAt"`
+	EndedAt          *time.Time       `db:"EndedAt" json:"endedAt,omitempty"`
+	Version          sqldb.RowVersion `db:"Version" json:"-"`
+}
+
+// DecisionKind is a decision's kind (stored as its position).
+type DecisionKind int
+
+// DecisionKindNames are the wire names of DecisionKind.
+var DecisionKindNames = enum.Names{"approval", "choice", "input"}
+
+// MarshalJSON sends the wire name.
+func (k DecisionKind) MarshalJSON() ([]byte, error) { return DecisionKindNames.Marshal(int(k)) }
+
+// Decision is a row of DecisionRequests.
+type Decision struct {
+	DecisionID     uuid.UUID        `db:"DecisionId" json:"decisionId"`
+	AttemptID      uuid.UUID        `db:"AttemptId" json:"attemptId"`
+	TenantID       string           `db:"TenantId" json:"-"`
+	Kind           DecisionKind     `db:"Kind" json:"kind"`
+	ApprovalID     uuid.NullUUID    `db:"ApprovalId" json:"approvalId"`
+	ProposalHash   *string          `db:"ProposalHash" json:"proposalHash,omitempty"`
+	Options        runs.JSONText    `db:"OptionsJson" json:"options"`
+	Recommendation *string          `db:"Recommendation" json:"recommendation,omitempty"`
+	Status         string           `db:"Status" json:"status"`
+	RequestedAt    time.Time        `db:"RequestedAt" json:"requestedAt"`
+	AnsweredAt     *time.Time       `db:"AnsweredAt" json:"answeredAt,omitempty"`
+	Answer         runs.JSONText    `db:"AnswerJson" json:"answer"`
+	AnsweredBy     *string          `db:"AnsweredBy" json:"answeredBy,omitempty"`
+	ExpiresAt      *time.Time       `db:"ExpiresAt" json:"expiresAt,omitempty"`
+	Version        sqldb.RowVersion `db:"Version" json:"-"`
+}
+
+// Delegation is a row of SubAgentDelegations.
+type Delegation struct {
+	DelegationID uuid.UUID        `db:"DelegationId" json:"delegationId"`
+	AttemptID    uuid.UUID        `db:"AttemptId" json:"attemptId"`
+	TenantID     string           `db:"TenantId" json:"-"`
+	ChildRunID   uuid.UUID        `db:"ChildRunId" json:"childRunId"`
+	ChildAgentID string           `db:"ChildAgentId" json:"childAgentId"`
+	Purpose      string           `db:"Purpose" json:"purpose"`
+	Depth        int              `db:"Depth" json:"depth"`
+	Status       string           `db:"Status" json:"status"`
+	CreatedAt    time.Time        `db:"CreatedAt" json:"createdAt"`
+	Version      sqldb.RowVersion `db:"Version" json:"-"`
+}

@@ -1,0 +1,271 @@
+package history
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+// Routes registers the history routes; every role of the tenant may read them.
+func Routes(s *web.Server, store *Store) {
+	h := handlers{store: store}
+	s.Route(http.MethodGet, "/v1/attempts", web.Op{
+		Summary: "List attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, " +
+			"startedTo exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, " +
+			"oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). " +
+			"Purged attempts (retention) never appear in either.",
+		Status: http.StatusOK, Response: web.Page[AttemptItem]{},
+		Query: []web.Param{
+			{Name: "runId", Type: "string", Description: "attempts of this run"},
+			{Name: "agentId", Type: "string"},
+			{Name: "projectId", Type: "string"},
+			{Name: "state", Type: "string", Description: "running, succeeded, failed, cancelled, lost or released"},
+			{Name: "startedFrom", Type: "string", Description: "RFC 3339; attempts started at or after it"},
+			{Name: "startedTo", Type: "string", Description: "RFC 3339; attempts started before it"},
+			{Name: "changedSince", Type: "string", Description: "an attempt's ETag (quoted or not): the change feed after it; combines with limit and cursor only"},
+			{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"},
+		},
+	}, h.list)
+	s.Route(http.MethodGet, "/v1/attempts/:attemptId", web.Op{
+		Summary: "Read an attempt", Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true,
+		Problems: []apperr.Code{apperr.NotFound},
+	}, h.get)
+	s.Route(http.MethodGet, "/v1/attempts/:attemptId/timeline", web.Op{
+		Summary: "An attempt's checkpoints, calls, decisions and delegations merged by time, then kind " +
+			"(checkpoint, call, decision, delegation), then sequence or id",
+		Status: http.StatusOK, Response: web.Page[TimelineEntry]{},
+		Query:    []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Problems: []apperr.Code{apperr.NotFound},
+	}, h.timeline)
+}
+
+type handlers struct{ store *Store }
+
+// listFilters are the query parameters that changedSince excludes.
+var listFilters = []string{"runId", "agentId", "projectId", "state", "startedFrom", "startedTo"}
+
+// listCursor is the keyset of either listing: StartedAt for newest first, Version for the
+// change feed (exactly one is set).
+type listCursor struct {
+	StartedAt *time.Time `json:"t,omitempty"`
+	Version   *uint64    `json:"v,omitempty"`
+	ID        uuid.UUID  `json:"i"`
+}
+
+func badCursor() error {
+	return apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor this service made"})
+}
+
+func (h handlers) list(c echo.Context) error {
+	limit, err := web.Limit(c)
+	if err != nil {
+		return err
+	}
+	var cur listCursor
+	hasCursor, err := web.DecodeCursor(c, &cur)
+	if err != nil {
+		return err
+	}
+	if hasCursor && (cur.StartedAt == nil) == (cur.Version == nil) {
+		return badCursor()
+	}
+	tenant := tenancy.MustPrincipal(c).TenantID
+	since := c.QueryParam("changedSince")
+	if since != "" || (hasCursor && cur.Version != nil) {
+		return h.changes(c, tenant, since, hasCursor, cur, limit)
+	}
+	f := Filter{Limit: limit + 1}
+	if err := parseFilter(c, &f); err != nil {
+		return err
+	}
+	if hasCursor {
+		f.After = &ListCursor{StartedAt: *cur.StartedAt, AttemptID: cur.ID}
+	}
+	items, err := h.store.List(c.Request().Context(), tenant, f)
+	if err != nil {
+		return err
+	}
+	page := web.Page[AttemptItem]{Items: items}
+	if len(items) > limit {
+		last := items[limit-1]
+		page.Items = items[:limit]
+		at := last.StartedAt
+		page.NextCursor = web.EncodeCursor(listCursor{StartedAt: &at, ID: last.AttemptID})
+	}
+	if page.Items == nil {
+		page.Items = []AttemptItem{}
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (h handlers) changes(c echo.Context, tenant, since string, hasCursor bool, cur listCursor, limit int) error {
+	var bad []apperr.FieldError
+	for _, name := range listFilters {
+		if c.QueryParam(name) != "" {
+			bad = append(bad, apperr.FieldError{Field: name, Reason: "cannot be combined with changedSince"})
+		}
+	}
+	if len(bad) > 0 {
+		return apperr.FieldsInvalid(bad...)
+	}
+	if hasCursor && cur.Version == nil {
+		return apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "continues a listing without changedSince"})
+	}
+	var after ChangesCursor
+	if since != "" {
+		v, ok := parseSince(since)
+		if !ok {
+			return apperr.FieldsInvalid(apperr.FieldError{Field: "changedSince", Reason: "must be an attempt's ETag (16 hex digits, quoted or not)"})
+		}
+		after.Version = v
+	}
+	if hasCursor {
+		id := cur.ID
+		after = ChangesCursor{Version: sqldb.RowVersion(*cur.Version), AttemptID: &id}
+	}
+	items, err := h.store.Changes(c.Request().Context(), tenant, after, limit+1)
+	if err != nil {
+		return err
+	}
+	page := web.Page[AttemptItem]{Items: items}
+	if len(items) > limit {
+		last := items[limit-1]
+		page.Items = items[:limit]
+		v := uint64(last.Version)
+		page.NextCursor = web.EncodeCursor(listCursor{Version: &v, ID: last.AttemptID})
+	}
+	if page.Items == nil {
+		page.Items = []AttemptItem{}
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+// parseSince reads an entity tag given as a query parameter, where the quotes are often
+// dropped: `"0000000000000a3f"` and `0000000000000a3f` are the same version. A weak tag
+// (W/...) names no version and is refused.
+func parseSince(raw string) (sqldb.RowVersion, bool) {
+	raw = strings.TrimSpace(raw)
+	if !strings.HasPrefix(raw, `"`) {
+		raw = `"` + raw + `"`
+	}
+	return sqldb.ParseETag(raw)
+}
+
+func parseFilter(c echo.Context, f *Filter) error {
+	var bad []apperr.FieldError
+	if v := c.QueryParam("runId"); v != "" {
+		id, err := uuid.Parse(v)
+		if err != nil || len(v) != 36 {
+			bad = append(bad, apperr.FieldError{Field: "runId", Reason: "must be a UUID"})
+		} else {
+			f.RunID = &id
+		}
+	}
+	ident := func(name string, max int) *string {
+		v := c.QueryParam(name)
+		if v == "" {
+			return nil
+		}
+		if !web.ValidIdent(v, max) {
+			bad = append(bad, apperr.FieldError{Field: name, Reason: "is not a valid identifier"})
+			return nil
+		}
+		return &v
+	}
+	f.AgentID = ident("agentId", 128)
+	f.ProjectID = ident("projectId", 64)
+	if v := c.QueryParam("state"); v != "" {
+		n, ok := attempts.StateNames.Parse(v)
+		if !ok {
+			bad = append(bad, apperr.FieldError{Field: "state", Reason: "must be one of: " + strings.Join(attempts.StateNames, ", ")})
+		} else {
+			st := attempts.State(n)
+			f.State = &st
+		}
+	}
+	when := func(name string) *time.Time {
+		v := c.QueryParam(name)
+		if v == "" {
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			bad = append(bad, apperr.FieldError{Field: name, Reason: "must be an RFC 3339 time"})
+			return nil
+		}
+		return &t
+	}
+	f.StartedFrom, f.StartedTo = when("startedFrom"), when("startedTo")
+	if f.StartedFrom != nil && f.StartedTo != nil && f.StartedTo.Before(*f.StartedFrom) {
+		bad = append(bad, apperr.FieldError{Field: "startedTo", Reason: "must not be before startedFrom"})
+	}
+	if len(bad) > 0 {
+		return apperr.FieldsInvalid(bad...)
+	}
+	return nil
+}
+
+func (h handlers) get(c echo.Context) error {
+	id, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	a, err := h.store.Get(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id)
+	if err != nil {
+		return err
+	}
+	return web.JSONWithETag(c, http.StatusOK, a.Version, a)
+}
+
+type timelineCursor struct {
+	At   time.Time `json:"t"`
+	Kind int       `json:"k"`
+	Seq  int       `json:"s"`
+	ID   uuid.UUID `json:"i"`
+}
+
+func (h handlers) timeline(c echo.Context) error {
+	id, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	limit, err := web.Limit(c)
+	if err != nil {
+		return err
+	}
+	var cur timelineCursor
+	has, err := web.DecodeCursor(c, &cur)
+	if err != nil {
+		return err
+	}
+	var after *TimelineCursor
+	if has {
+		if cur.Kind < KindCheckpoint || cur.Kind > KindDelegation {
+			return badCursor()
+		}
+		after = &TimelineCursor{At: cur.At, Kind: cur.Kind, Sequence: cur.Seq, ID: cur.ID}
+	}
+	entries, err := h.store.Timeline(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, after, limit+1)
+	if err != nil {
+		return err
+	}
+	page := web.Page[TimelineEntry]{Items: entries}
+	if len(entries) > limit {
+		last := entries[limit-1].Cursor()
+		page.Items = entries[:limit]
+		page.NextCursor = web.EncodeCursor(timelineCursor{At: last.At, Kind: last.Kind, Seq: last.Sequence, ID: last.ID})
+	}
+	if page.Items == nil {
+		page.Items = []TimelineEntry{}
+	}
+	return c.JSON(http.StatusOK, page)
+}

@@ -1,0 +1,78 @@
+package history
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/dbtest"
+)
+
+// TestSQLitePlans pins how SQLite runs each page (SQL Server's plans are argued in
+// queries_mssql.go): the listings walk their index in order with no sort, so a page costs
+// the same at any depth, and the timeline seeks each table by AttemptId.
+func TestSQLitePlans(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite().Open(t, dbtest.Options{})
+	ctx := context.Background()
+	id := uuid.New()
+	d := db.Dialect
+	list := `["` + uuid.NewString() + `"]`
+	cases := []struct {
+		name    string
+		query   string
+		args    []any
+		want    []string
+		notWant []string
+	}{
+		{"listByTenant", sqliteQueries.listByTenant,
+			[]any{"t", nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50},
+			[]string{"IX_Attempts_Tenant_Started (TenantId=? AND StartedAt>? AND (StartedAt,AttemptId)<(?,?))"}, []string{"TEMP B-TREE"}},
+		{"listByRun", sqliteQueries.listByRun,
+			[]any{"t", id, nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50},
+			[]string{"IX_Attempts_Run_Step (RunId=?)"}, nil},
+		{"changes", sqliteQueries.changes,
+			[]any{"t", int64(0), maxID, int64(1 << 40), 50},
+			[]string{"IX_Attempts_Tenant_Version (TenantId=? AND (Version,AttemptId)>(?,?) AND Version<?)"}, []string{"TEMP B-TREE"}},
+		{"timeline", sqliteQueries.timeline,
+			[]any{"t", id, d.Time(minTime), -1, 0, uuid.Nil, 50},
+			[]string{"UX_Checkpoints_Attempt_Sequence (AttemptId=?)", "UX_Calls_Attempt_Sequence (AttemptId=?)",
+				"IX_Decisions_Attempt (AttemptId=?", "IX_Delegations_Attempt (AttemptId=?"},
+			[]string{"SCAN Checkpoints", "SCAN CallRecords", "IX_Decisions_Tenant_Status"}},
+		{"checkpoints", sqliteQueries.checkpoints, []any{"t", list}, []string{"sqlite_autoindex_Checkpoints_1 (CheckpointId=?)"}, nil},
+		{"calls", sqliteQueries.calls, []any{"t", list}, []string{"sqlite_autoindex_CallRecords_1 (CallId=?)"}, nil},
+		{"decisions", sqliteQueries.decisions, []any{"t", list}, []string{"sqlite_autoindex_DecisionRequests_1 (DecisionId=?)"},
+			[]string{"IX_Decisions_Tenant_Status"}},
+		{"delegations", sqliteQueries.delegations, []any{"t", list}, []string{"sqlite_autoindex_SubAgentDelegations_1 (DelegationId=?)"}, nil},
+	}
+	for _, c := range cases {
+		rows, err := db.Raw().QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		t.Logf("%s:\n%s", c.name, text)
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", c.name, w, text)
+			}
+		}
+		for _, w := range c.notWant {
+			if strings.Contains(text, w) {
+				t.Errorf("%s: plan has %q:\n%s", c.name, w, text)
+			}
+		}
+	}
+}

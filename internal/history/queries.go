@@ -1,0 +1,61 @@
+package history
+
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+// queries is the statement set of the history reads; each dialect fills every field with
+// complete statements taking the numbered arguments listed here.
+type queries struct {
+	// listByTenant: newest first, (StartedAt, AttemptId) descending, from StartedAt >= 5
+	// and strictly below the bound (6, 7), seeking IX_Attempts_Tenant_Started. The bound is
+	// one keyset: the cursor, or startedTo with the smallest id (minID) when that is lower,
+	// or maxTime and maxID; one bound gives the index one range to seek (SQLite would seek
+	// only one of two upper bounds and filter the other, so a deep page would read every
+	// row above it). 1 tenant, 2 state or NULL, 3 agent or NULL, 4 project or NULL, 5 started
+	// from, 6 bound time, 7 bound id, 8 limit.
+	listByTenant string
+	// listByRun: the same page of one run's attempts, seeking IX_Attempts_Run_Step. 1 tenant,
+	// 2 run, 3 state or NULL, 4 agent or NULL, 5 project or NULL, 6 from, 7 bound time,
+	// 8 bound id, 9 limit.
+	listByRun string
+	// changesCap -> one RowVersion: rows with a Version below it are committed and visible
+	// to the statements after it (no arguments).
+	changesCap string
+	// changes: Version order, keyset (Version, AttemptId) strictly after (2, 3), below the
+	// cap (4), seeking IX_Attempts_Tenant_Version. 1 tenant, 2 version, 3 attempt (maxID to
+	// start strictly after the version), 4 cap, 5 limit.
+	changes string
+	// timeline: the keys of one attempt's entries in timeline order (At, Kind, Seq, Id)
+	// strictly after the cursor, one UNION ALL branch per table, each seeking its AttemptId
+	// index. 1 tenant, 2 attempt, 3 cursor at, 4 cursor kind (-1 to start), 5 cursor
+	// sequence (0 for kinds without one), 6 cursor id, 7 limit -> Kind, At, Seq, Id.
+	timeline string
+	// TimelineEntry rows by id: 1 tenant, 2 JSON array of ids.
+	checkpoints string
+	calls       string
+	decisions   string
+	delegations string
+}
+
+func queriesFor(d sqldb.Dialect) *queries {
+	if d.Name() == "sqlserver" {
+		return &mssqlQueries
+	}
+	return &sqliteQueries
+}
+
+// attemptColumns are attempts.Attempt's columns (internal/attempts reads the same list).
+const attemptColumns = `AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId, FencingToken, SnapshotId,
+ReleaseId, AdapterVersion, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections, LastCheckpointId,
+ContextSnapshotRef, OutcomeHash, CancellationObservedAt, StartedAt, EndedAt, Version`
+
+const checkpointColumns = `CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion,
+ContextSnapshotRef, Hash, CreatedAt`
+
+const callColumns = `CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId, ReceiptRef,
+Status, StartedAt, EndedAt, Version`
+
+const decisionColumns = `DecisionId, AttemptId, TenantId, Kind, ApprovalId, ProposalHash, OptionsJson, Recommendation,
+Status, RequestedAt, AnsweredAt, AnswerJson, AnsweredBy, ExpiresAt, Version`
+
+const delegationColumns = `DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth, Status,
+CreatedAt, Version`

@@ -1,0 +1,69 @@
+package history
+
+// SQLite pins the index of each page with INDEXED BY: the optional filters are catch-all
+// predicates ("?2 IS NULL OR State = ?2") the planner cannot weigh, and a page must walk
+// its index in order (no sort, cost independent of depth). Row values compare keysets as
+// one range bound of the index. Statements run on the reader pool inside one deferred
+// transaction, so the cap and the page see the same snapshot.
+var sqliteQueries = queries{
+	listByTenant: `SELECT ` + attemptColumns + `
+FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_Started
+WHERE TenantId = ?1 AND StartedAt >= ?5 AND (StartedAt, AttemptId) < (?6, ?7)
+    AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4)
+ORDER BY StartedAt DESC, AttemptId DESC LIMIT ?8`,
+
+	listByRun: `SELECT ` + attemptColumns + `
+FROM ExecutionAttempts INDEXED BY IX_Attempts_Run_Step
+WHERE RunId = ?2 AND TenantId = ?1 AND StartedAt >= ?6 AND (StartedAt, AttemptId) < (?7, ?8)
+    AND (?3 IS NULL OR State = ?3) AND (?4 IS NULL OR AgentId = ?4) AND (?5 IS NULL OR ProjectId = ?5)
+ORDER BY StartedAt DESC, AttemptId DESC LIMIT ?9`,
+
+	// Writers are serialised and a reader sees one snapshot, so every stamped row is
+	// committed: the cap is just past the counter.
+	changesCap: `SELECT Value + 1 FROM RowVersionCounter WHERE Id = 1`,
+
+	// One statement stamps one Version on every row it writes, so Version alone is not a
+	// key: the keyset is (Version, AttemptId).
+	changes: `SELECT ` + attemptColumns + `
+FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_Version
+WHERE TenantId = ?1 AND (Version, AttemptId) > (?2, ?3) AND Version < ?4
+ORDER BY Version, AttemptId LIMIT ?5`,
+
+	// Each branch takes at most a page in its own order before the merge sorts at most four
+	// pages: the decision and delegation branches walk their (AttemptId, time) index and
+	// stop; checkpoints and calls have no such index, so their branches read the attempt's
+	// rows of that table and keep the first page (a bounded sorter). (AttemptId, Sequence) is
+	// unique, so (time, Sequence) already orders those two branches totally; leaving the id
+	// out of their ORDER BY lets an (AttemptId, time, Sequence) index, if one is added, feed
+	// the branch in order and stop after a page.
+	timeline: `SELECT Kind, At, Seq, Id FROM (
+    SELECT * FROM (SELECT 0 AS Kind, CreatedAt AS At, Sequence AS Seq, CheckpointId AS Id FROM Checkpoints
+        WHERE AttemptId = ?2 AND +TenantId = ?1 AND CreatedAt >= ?3 AND (CreatedAt, 0, Sequence, CheckpointId) > (?3, ?4, ?5, ?6)
+        ORDER BY CreatedAt, Sequence LIMIT ?7)
+    UNION ALL
+    SELECT * FROM (SELECT 1, StartedAt, Sequence, CallId FROM CallRecords
+        WHERE AttemptId = ?2 AND +TenantId = ?1 AND StartedAt >= ?3 AND (StartedAt, 1, Sequence, CallId) > (?3, ?4, ?5, ?6)
+        ORDER BY StartedAt, Sequence LIMIT ?7)
+    UNION ALL
+    SELECT * FROM (SELECT 2, RequestedAt, 0, DecisionId FROM DecisionRequests
+        WHERE AttemptId = ?2 AND +TenantId = ?1 AND RequestedAt >= ?3 AND (RequestedAt, 2, 0, DecisionId) > (?3, ?4, ?5, ?6)
+        ORDER BY RequestedAt, DecisionId LIMIT ?7)
+    UNION ALL
+    SELECT * FROM (SELECT 3, CreatedAt, 0, DelegationId FROM SubAgentDelegations
+        WHERE AttemptId = ?2 AND +TenantId = ?1 AND CreatedAt >= ?3 AND (CreatedAt, 3, 0, DelegationId) > (?3, ?4, ?5, ?6)
+        ORDER BY CreatedAt, DelegationId LIMIT ?7)
+)
+ORDER BY At, Kind, Seq, Id LIMIT ?7`,
+
+	// Rows named by a JSON list of ids: "+TenantId" keeps the planner off TenantId indexes
+	// (IX_Decisions_Tenant_Status would otherwise be read whole), so the list drives
+	// primary-key seeks and TenantId is checked per row.
+	checkpoints: `SELECT ` + checkpointColumns + ` FROM Checkpoints
+WHERE CheckpointId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
+	calls: `SELECT ` + callColumns + ` FROM CallRecords
+WHERE CallId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
+	decisions: `SELECT ` + decisionColumns + ` FROM DecisionRequests
+WHERE DecisionId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
+	delegations: `SELECT ` + delegationColumns + ` FROM SubAgentDelegations
+WHERE DelegationId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
+}

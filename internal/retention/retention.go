@@ -1,0 +1,579 @@
+// Package retention deletes run history past its project's retention (DESIGN.md section 5,
+// "Retention"): ended run chains, with their attempts and everything recorded under them,
+// in bounded batches across tenants, keeping a tombstone of each purged idempotency key so
+// that an event still never runs twice. `ledger purge` and a background job run it.
+//
+// A run chain is a root run (no ContinuedFromRunId) and its continuations. A chain is
+// purged when every run of it has ENDED more than its project's RetentionDays ago (all runs
+// of a chain share the project). A chain with a run that is not ended is never touched.
+//
+// Delegated runs: a child run's ParentRunId references a run of its parent's chain (a
+// foreign key). A chain that is still the parent of a run in another chain waits until
+// that child chain is gone, and the child chain is purged by its own project's retention,
+// never earlier because of its parent. So a tree of delegations is purged from the leaves
+// up, each chain when both it and everything below it is past retention; Purge repeats its
+// pass while a pass both purged something and left parents waiting, so a whole tree that
+// is past retention goes in one Purge. Deleting children first keeps the foreign key intact
+// at every commit, and a long-retention child is never cut short by its parent.
+//
+// A batch (at most Options.BatchRuns runs) is: select and check chains (one read), delete
+// their attempts' checkpoints, calls, decisions and delegations, then the attempts, in
+// chunks of at most Options.ChunkRows rows per statement, each chunk its own short
+// transaction (children before parents); then one short transaction re-checks the chains
+// under locks, writes the tombstones and deletes the runs. Ended attempts cannot gain rows
+// (every write is fenced on a leased run), so deleting their rows ahead of the final step
+// is safe. If a chain is continued, or gets a child run, between the selection and the
+// final step, its history rows are already gone but its runs stay (the re-check skips them)
+// until the new runs are past retention too: the deleted rows were past retention anyway.
+//
+// The candidates are found through the runs' (TenantId, QueuedAt) index, since a run that
+// ended before a cutoff was queued before it: a pass reads, per tenant, the runs queued
+// before the tenant's latest cutoff (now minus its shortest project retention) once each.
+// An index on Runs (TenantId, ProjectId, EndedAt) WHERE State = 2 would let it read only
+// purgeable roots; the schema has none.
+package retention
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// Defaults of Options and RunJob.
+const (
+	DefaultBatchRuns = 500
+	DefaultChunkRows = 2000
+	DefaultInterval  = time.Hour
+	// MaxBatchRuns bounds a batch: its final transaction locks that many runs.
+	MaxBatchRuns = 4000
+)
+
+// Options adjust a purge.
+type Options struct {
+	// BatchRuns is the most runs one batch deletes (the final transaction of a batch locks
+	// them); 0 means DefaultBatchRuns. A chain longer than this is purged alone.
+	BatchRuns int
+	// ChunkRows is the most rows one delete statement removes from one table; 0 means
+	// DefaultChunkRows.
+	ChunkRows int
+	// DryRun selects and counts what would be purged, and deletes nothing.
+	DryRun bool
+	// Log receives a line per failed batch; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Result counts what a purge deleted (or, in a dry run, would delete: chains, runs,
+// attempts and tombstones only).
+type Result struct {
+	Chains      int
+	Runs        int
+	Attempts    int
+	Checkpoints int
+	Calls       int
+	Decisions   int
+	Delegations int
+	// Tombstones is the idempotency keys kept for purged runs.
+	Tombstones int
+	// Deferred is the chains past retention left because a run of theirs is the parent of
+	// a run that is not purged yet (as of the last pass).
+	Deferred int
+	// Batches is the batches that deleted (or would delete) something.
+	Batches int
+	// FailedBatches is the batches that failed and were skipped (logged); a later purge
+	// retries them.
+	FailedBatches int
+}
+
+// Purge deletes, across tenants, every ended run chain whose runs all ended more than their
+// project's RetentionDays ago, with their attempts and the attempts' checkpoints, calls,
+// decisions and delegations, in bounded batches; it keeps a tombstone of each purged
+// idempotency key. "Now" is the database's clock (or the injected one), read once. A batch
+// that fails is logged and skipped; Purge returns an error only when it cannot go on
+// (ctx ended, database unavailable).
+func Purge(ctx context.Context, db *sqldb.DB, opts Options) (Result, error) {
+	if opts.BatchRuns <= 0 {
+		opts.BatchRuns = DefaultBatchRuns
+	}
+	opts.BatchRuns = min(opts.BatchRuns, MaxBatchRuns)
+	if opts.ChunkRows <= 0 {
+		opts.ChunkRows = DefaultChunkRows
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	p := &purger{db: db, q: queriesFor(db.Dialect), opts: opts}
+	var now time.Time
+	err := db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		var err error
+		now, err = tx.Now(ctx)
+		return err
+	})
+	if err != nil {
+		return p.res, fmt.Errorf("purge: read the clock: %w", err)
+	}
+	for {
+		purged, deferred, err := p.pass(ctx, now)
+		p.res.Deferred = deferred
+		if err != nil {
+			return p.res, fmt.Errorf("purge: %w", err)
+		}
+		// Another pass can only help when this one removed children some parents waited for.
+		if opts.DryRun || purged == 0 || deferred == 0 {
+			return p.res, nil
+		}
+	}
+}
+
+// RunJob purges every interval (DefaultInterval when not positive) until ctx ends, logging
+// what each purge did. Every replica may run it: two purges of the same chain serialise on
+// its rows and the second finds nothing. The first purge starts after a random part of the
+// interval, so replicas started together do not purge together.
+func RunJob(ctx context.Context, db *sqldb.DB, interval time.Duration, log *slog.Logger) {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	wait := time.Duration(rand.Int64N(int64(interval))) + time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = interval
+		res, err := Purge(ctx, db, Options{Log: log})
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			log.WarnContext(ctx, "retention purge failed", "err", err)
+			continue
+		}
+		if res.Chains > 0 || res.FailedBatches > 0 {
+			log.InfoContext(ctx, "retention purge", "chains", res.Chains, "runs", res.Runs, "attempts", res.Attempts,
+				"tombstones", res.Tombstones, "deferred", res.Deferred, "batches", res.Batches, "failed_batches", res.FailedBatches)
+		}
+	}
+}
+
+type purger struct {
+	db   *sqldb.DB
+	q    *queries
+	opts Options
+	res  Result
+}
+
+// days converts a retention in days to a duration (UTC days: 24 hours each, as DATEADD and
+// SQLite's date modifiers count them).
+func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }
+
+const tenantPage = 100
+
+type tenantRow struct {
+	TenantID string `db:"TenantId"`
+	MinDays  int    `db:"MinDays"`
+}
+
+// pass goes once over every tenant. It returns the chains it purged and the chains left
+// waiting for their child runs.
+func (p *purger) pass(ctx context.Context, now time.Time) (purged, deferred int, err error) {
+	after := ""
+	for {
+		var tenants []tenantRow
+		err := p.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+			return tx.D.MapError(tx.SelectContext(ctx, &tenants, p.q.tenants, after, tenantPage))
+		})
+		if err != nil {
+			return purged, deferred, fmt.Errorf("list tenants: %w", err)
+		}
+		for _, t := range tenants {
+			n, d, err := p.tenant(ctx, t, now)
+			purged, deferred = purged+n, deferred+d
+			if err != nil {
+				return purged, deferred, err
+			}
+		}
+		if len(tenants) < tenantPage {
+			return purged, deferred, nil
+		}
+		after = tenants[len(tenants)-1].TenantID
+	}
+}
+
+// keyset is a position in a tenant's runs by (QueuedAt, RunId).
+type keyset struct {
+	at time.Time
+	id uuid.UUID
+}
+
+// chain is a purgeable chain: its root and every run in it.
+type chain struct {
+	root uuid.UUID
+	runs []uuid.UUID
+	keys int // runs with an idempotency key
+}
+
+// batch is what one selection found.
+type batch struct {
+	chains    []chain
+	runs      int
+	deferred  int
+	next      keyset
+	exhausted bool
+}
+
+func (p *purger) tenant(ctx context.Context, t tenantRow, now time.Time) (purged, deferred int, err error) {
+	latest := now.Add(-days(t.MinDays))
+	key := keyset{at: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for {
+		b, err := p.selectBatch(ctx, t.TenantID, now, latest, key)
+		if err != nil {
+			// Skip the rest of this tenant (or stop, when the purge cannot go on).
+			return purged, deferred, p.fatal(err, "select a batch", t.TenantID)
+		}
+		deferred += b.deferred
+		if len(b.chains) > 0 {
+			if p.opts.DryRun {
+				err = p.count(ctx, t.TenantID, b)
+			} else {
+				var n int
+				n, err = p.purgeBatch(ctx, t.TenantID, now, b)
+				purged += n
+			}
+			if err != nil {
+				if err := p.fatal(err, "purge a batch", t.TenantID); err != nil {
+					return purged, deferred, err
+				}
+			}
+		}
+		if b.exhausted {
+			return purged, deferred, nil
+		}
+		key = b.next
+	}
+}
+
+// fatal logs a failed step and returns nil to skip it, or the error when the purge cannot
+// go on (the context ended, the database is unavailable).
+func (p *purger) fatal(err error, what, tenant string) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sqldb.ErrUnavailable) {
+		return err
+	}
+	p.res.FailedBatches++
+	p.opts.Log.Warn("retention: batch failed; skipped until the next purge", "step", what, "tenant", tenant, "err", err)
+	return nil
+}
+
+type rootRow struct {
+	RunID    uuid.UUID `db:"RunId"`
+	QueuedAt dbTime    `db:"QueuedAt"`
+}
+
+type memberRow struct {
+	RootID         uuid.UUID `db:"RootId"`
+	RunID          uuid.UUID `db:"RunId"`
+	State          int       `db:"State"`
+	EndedAt        nullTime  `db:"EndedAt"`
+	IdempotencyKey *string   `db:"IdempotencyKey"`
+	HasChild       bool      `db:"HasChild"`
+	RetentionDays  int       `db:"RetentionDays"`
+}
+
+const stateEnded = 2
+
+// verdict of a chain.
+type verdict int
+
+const (
+	keep      verdict = iota // not ended, or not past retention
+	waits                    // past retention, but a run of it is a parent of a run not purged yet
+	purgeable                // past retention and nobody's parent
+)
+
+// judge decides about one chain from its members.
+func judge(ms []memberRow, now time.Time) verdict {
+	if len(ms) == 0 {
+		return keep
+	}
+	parent := false
+	for _, m := range ms {
+		cutoff := now.Add(-days(m.RetentionDays))
+		if m.State != stateEnded || !m.EndedAt.Valid || !m.EndedAt.Time.Before(cutoff) {
+			return keep
+		}
+		parent = parent || m.HasChild
+	}
+	if parent {
+		return waits
+	}
+	return purgeable
+}
+
+func groupMembers(rows []memberRow) map[uuid.UUID][]memberRow {
+	out := map[uuid.UUID][]memberRow{}
+	for _, m := range rows {
+		out[m.RootID] = append(out[m.RootID], m)
+	}
+	return out
+}
+
+func jsonIDs(ids []uuid.UUID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// selectBatch reads the next roots of the tenant after key, and keeps the purgeable chains
+// among them, up to BatchRuns runs.
+func (p *purger) selectBatch(ctx context.Context, tenant string, now, latest time.Time, key keyset) (batch, error) {
+	var b batch
+	err := p.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		b = batch{}
+		var roots []rootRow
+		err := tx.SelectContext(ctx, &roots, p.q.roots, tenant, tx.D.Time(now), tx.D.Time(latest), tx.D.Time(key.at),
+			key.id, p.opts.BatchRuns)
+		if err != nil {
+			return fmt.Errorf("find chain roots: %w", tx.D.MapError(err))
+		}
+		b.exhausted = len(roots) < p.opts.BatchRuns
+		if len(roots) == 0 {
+			return nil
+		}
+		ids := make([]uuid.UUID, len(roots))
+		for i, r := range roots {
+			ids[i] = r.RunID
+		}
+		var rows []memberRow
+		if err := tx.SelectContext(ctx, &rows, p.q.members, tenant, jsonIDs(ids)); err != nil {
+			return fmt.Errorf("read chains: %w", tx.D.MapError(err))
+		}
+		members := groupMembers(rows)
+		for i, r := range roots {
+			ms := members[r.RunID]
+			switch judge(ms, now) {
+			case waits:
+				b.deferred++
+			case purgeable:
+				if b.runs > 0 && b.runs+len(ms) > p.opts.BatchRuns {
+					// Full: the next batch starts at this root.
+					b.exhausted = false
+					return nil
+				}
+				c := chain{root: r.RunID}
+				for _, m := range ms {
+					c.runs = append(c.runs, m.RunID)
+					if m.IdempotencyKey != nil {
+						c.keys++
+					}
+				}
+				b.chains = append(b.chains, c)
+				b.runs += len(ms)
+			}
+			b.next = keyset{at: roots[i].QueuedAt.Time, id: r.RunID}
+		}
+		return nil
+	})
+	return b, err
+}
+
+func (b batch) runIDs() []uuid.UUID {
+	var out []uuid.UUID
+	for _, c := range b.chains {
+		out = append(out, c.runs...)
+	}
+	return out
+}
+
+// count adds a dry run's batch to the result.
+func (p *purger) count(ctx context.Context, tenant string, b batch) error {
+	var attempts int
+	err := p.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.D.MapError(tx.GetContext(ctx, &attempts, p.q.countAttempts, tenant, jsonIDs(b.runIDs())))
+	})
+	if err != nil {
+		return fmt.Errorf("count attempts: %w", err)
+	}
+	p.res.Batches++
+	p.res.Chains += len(b.chains)
+	p.res.Runs += b.runs
+	p.res.Attempts += attempts
+	for _, c := range b.chains {
+		p.res.Tombstones += c.keys
+	}
+	return nil
+}
+
+// purgeBatch deletes the batch's history in chunks, then re-checks the chains under locks
+// and deletes their runs, keeping tombstones. It returns the chains purged.
+func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b batch) (int, error) {
+	runs := jsonIDs(b.runIDs())
+	for _, step := range p.childSteps() {
+		for {
+			var n int64
+			err := p.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+				var err error
+				n, err = p.exec(ctx, tx, step.query, tenant, runs, p.opts.ChunkRows)
+				return err
+			})
+			if err != nil {
+				return 0, fmt.Errorf("delete %s: %w", step.name, err)
+			}
+			*step.count += int(n)
+			if n < int64(p.opts.ChunkRows) {
+				break
+			}
+		}
+	}
+	roots := make([]uuid.UUID, len(b.chains))
+	for i, c := range b.chains {
+		roots[i] = c.root
+	}
+	var final Result
+	err := p.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		final = Result{}
+		var rows []memberRow
+		if err := tx.SelectContext(ctx, &rows, p.q.lockMembers, tenant, jsonIDs(roots)); err != nil {
+			return fmt.Errorf("lock chains: %w", tx.D.MapError(err))
+		}
+		var verified []uuid.UUID
+		for _, ms := range groupMembers(rows) {
+			if judge(ms, now) != purgeable {
+				continue
+			}
+			final.Chains++
+			for _, m := range ms {
+				verified = append(verified, m.RunID)
+			}
+		}
+		if len(verified) == 0 {
+			return nil
+		}
+		ids := jsonIDs(verified)
+		// Normally nothing is left: the chunks above emptied these. Deleting again here
+		// means a run is never deleted while rows of its attempts remain.
+		for _, step := range p.childStepsInto(&final) {
+			for {
+				n, err := p.exec(ctx, tx, step.query, tenant, ids, p.opts.ChunkRows)
+				if err != nil {
+					return fmt.Errorf("delete %s: %w", step.name, err)
+				}
+				*step.count += int(n)
+				if n < int64(p.opts.ChunkRows) {
+					break
+				}
+			}
+		}
+		n, err := p.exec(ctx, tx, p.q.tombstones, tenant, ids, tx.D.Time(now))
+		if err != nil {
+			return fmt.Errorf("keep tombstones: %w", err)
+		}
+		final.Tombstones = int(n)
+		if n, err = p.exec(ctx, tx, p.q.deleteRuns, tenant, ids); err != nil {
+			return fmt.Errorf("delete runs: %w", err)
+		}
+		final.Runs = int(n)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	p.res.Chains += final.Chains
+	p.res.Runs += final.Runs
+	p.res.Tombstones += final.Tombstones
+	p.res.Attempts += final.Attempts
+	p.res.Checkpoints += final.Checkpoints
+	p.res.Calls += final.Calls
+	p.res.Decisions += final.Decisions
+	p.res.Delegations += final.Delegations
+	if final.Chains > 0 {
+		p.res.Batches++
+	}
+	return final.Chains, nil
+}
+
+type step struct {
+	name  string
+	query string
+	count *int
+}
+
+// childSteps are the deletes before the runs, children before parents, counted into the
+// purge's result.
+func (p *purger) childSteps() []step { return p.childStepsInto(&p.res) }
+
+func (p *purger) childStepsInto(r *Result) []step {
+	return []step{
+		{"checkpoints", p.q.deleteCheckpoints, &r.Checkpoints},
+		{"calls", p.q.deleteCalls, &r.Calls},
+		{"decisions", p.q.deleteDecisions, &r.Decisions},
+		{"delegations", p.q.deleteDelegations, &r.Delegations},
+		{"attempts", p.q.deleteAttempts, &r.Attempts},
+	}
+}
+
+func (p *purger) exec(ctx context.Context, tx *sqldb.Tx, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, tx.D.MapError(err)
+	}
+	return res.RowsAffected()
+}
+
+// dbTime scans a time sent as a time or as SQLite's fixed-width text.
+type dbTime struct{ time.Time }
+
+func (t *dbTime) Scan(src any) error {
+	var n nullTime
+	if err := n.Scan(src); err != nil {
+		return err
+	}
+	if !n.Valid {
+		return errors.New("unexpected NULL time")
+	}
+	t.Time = n.Time
+	return nil
+}
+
+// nullTime is dbTime for a nullable column.
+type nullTime struct {
+	Time  time.Time
+	Valid bool
+}
+
+func (t *nullTime) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*t = nullTime{}
+		return nil
+	case time.Time:
+		*t = nullTime{Time: v.UTC(), Valid: true}
+		return nil
+	case string:
+		return t.parse(v)
+	case []byte:
+		return t.parse(string(v))
+	}
+	return fmt.Errorf("cannot scan %T as a time", src)
+}
+
+func (t *nullTime) parse(s string) error {
+	p, err := time.Parse(sqldb.TimeLayout, s)
+	if err != nil {
+		return fmt.Errorf("stored time %q is not in the fixed-width layout", s)
+	}
+	*t = nullTime{Time: p, Valid: true}
+	return nil
+}
