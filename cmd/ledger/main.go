@@ -31,6 +31,7 @@ func commands() []command {
 		{"keys", "create --tenant T --role runtime|admin | list [--tenant T] | revoke KEYID", "manage API keys", runKeys},
 		{"tenants", "set --tenant T --max-leased N", "manage tenants", runTenants},
 		{"purge", "[--db D] [--batch N] [--dry-run]", "delete ended run chains past their project's retention", runPurge},
+		{"bench", "[flags] | crash [flags]", "load-test the service and report throughput and latency; crash: kill -9 it under load and check nothing acknowledged is lost", runBench},
 	}
 }
 

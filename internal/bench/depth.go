@@ -1,0 +1,304 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// seedBatch is how many runs one seeding transaction queues. Run ids are random, so every
+// transaction rewrites most leaves of the run-id index into the WAL: fewer, larger
+// transactions write far less (measured at 300k runs: 5,000 per transaction wrote 1.1 GiB
+// in 47 s, 25,000 wrote 0.5 GiB in 15 s, 100,000 barely less while the statement journal
+// held in memory grew the process by 150 MiB).
+const seedBatch = 20_000
+
+// depth measures claim latency with the queue at each of cfg.DepthSizes: the projects and
+// the release are made through the API on a fresh server, which is then stopped; the runs
+// are queued straight into the file (far quicker than a million requests), and a restarted
+// server answers DepthClaims claims one after another, each completed untimed.
+func (b *bencher) depth(ctx context.Context, syncMode, dir string) error {
+	path := filepath.Join(dir, "depth.db")
+	b.logf("[%s] depth: starting a server on a fresh database", syncMode)
+	srv, err := startServer(ctx, b.cfg.ServerBinary, path, syncMode, b.cfg.StartTimeout)
+	if err != nil {
+		return err
+	}
+	k := srv.keys
+	t := &target{c: newClient(srv.url, b.cfg.RequestTimeout, 4), keys: k, sync: syncMode, dir: dir}
+	err = func() error {
+		if k.admin == "" || k.runtime == "" {
+			return errors.New("the server printed no bootstrap keys: is the database really new?")
+		}
+		var err error
+		if t.routes, err = t.c.routes(ctx); err != nil {
+			return err
+		}
+		return b.setup(ctx, t)
+	}()
+	t.c.close()
+	if serr := srv.stop(30 * time.Second); err == nil && serr != nil {
+		err = fmt.Errorf("stop server: %w", serr)
+	}
+	if err != nil {
+		return err
+	}
+	if miss := t.routes.missing(depthRoutes...); len(miss) > 0 {
+		for _, size := range b.cfg.DepthSizes {
+			r := unavailable(Depth, syncMode, 1, miss)
+			r.Queued = size
+			b.add(r)
+		}
+		return nil
+	}
+
+	var rows []Result
+	defer func() { b.add(rows...) }()
+	queued := 0
+	for i, size := range b.cfg.DepthSizes {
+		start := time.Now()
+		if err := b.seed(ctx, path, syncMode, size-queued); err != nil {
+			return fmt.Errorf("seed the depth queue: %w", err)
+		}
+		seeded := time.Since(start)
+		queued = size
+		b.logf("[%s] depth: %d runs queued (seeded in %.1fs); restarting the server", syncMode, size, seeded.Seconds())
+		srv, err := startServer(ctx, b.cfg.ServerBinary, path, syncMode, b.cfg.StartTimeout)
+		if err != nil {
+			return err
+		}
+		t.c = newClient(srv.url, b.cfg.RequestTimeout, 4)
+		row, claims := b.claimDepth(ctx, t, size)
+		row.SeedSeconds = round(seeded.Seconds(), 1)
+		queued -= claims
+		rows = append(rows, row)
+		if i == len(b.cfg.DepthSizes)-1 && !b.cfg.NoReferences && ctx.Err() == nil {
+			driver := b.driverBaseline(ctx, dir, syncMode, 1)
+			ceiling := b.httpCeiling(ctx, t, 1)
+			b.add(driver, ceiling)
+			for j := range rows {
+				if rows[j].Status == StatusOK {
+					rows[j].compare(driver.OpsPerSec, ceiling.OpsPerSec)
+				}
+			}
+		}
+		t.c.close()
+		if err := srv.stop(30 * time.Second); err != nil {
+			b.logf("[%s] stop server: %v", syncMode, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if len(rows) > 1 && rows[0].P50Ms > 0 && rows[len(rows)-1].Status == StatusOK {
+		last := &rows[len(rows)-1]
+		last.Note = joinNote(last.Note, fmt.Sprintf("claim p50 %.2fx that at %s queued", last.P50Ms/rows[0].P50Ms, shortCount(rows[0].Queued)))
+	}
+	return nil
+}
+
+// claimDepth times DepthClaims claims, one after another, completing each untimed. The row's
+// ops/s is claims per second of claiming.
+func (b *bencher) claimDepth(ctx context.Context, t *target, size int) (Result, int) {
+	rec := NewRecorder()
+	stop := b.monitor(ctx, t, fmt.Sprintf("depth/%s", shortCount(size)), rec)
+	claims, empty := 0, false
+	for tries := 0; claims < b.cfg.DepthClaims && tries < 2*b.cfg.DepthClaims && ctx.Err() == nil; tries++ {
+		var cl claimed
+		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(0, 60), &cl)
+		if !ok {
+			if !transient(a) {
+				break
+			}
+			backoff(ctx, a)
+			continue
+		}
+		if a.status == http.StatusNoContent {
+			empty = true
+			break
+		}
+		claims++
+		_, _ = t.c.do(ctx, http.MethodPost, "/v1/attempts/"+cl.Attempt.AttemptID+"/complete", t.keys.runtime,
+			completeBody{FencingToken: cl.Lease.FencingToken, State: "succeeded"}, nil)
+	}
+	row := Result{Workload: Depth, Queued: size, Sync: t.sync, Clients: 1, RSSMiB: stop()}
+	h, errs := rec.Snapshot()
+	row.fill(h, errs, h.Sum())
+	if empty {
+		row.Note = joinNote(row.Note, fmt.Sprintf("the queue ran dry after %d claims", claims))
+	}
+	if claims == 0 {
+		row.Status = StatusFailed
+		row.Note = joinNote(row.Note, "no claim succeeded: "+errorText(errs))
+	}
+	return row, claims
+}
+
+var seedCounter atomic.Int64
+
+// seed queues n runs straight into the SQLite file at path (the server is stopped): 10
+// projects, unique subjects, band batch, for the tenant that owns the projects. Each
+// transaction queues seedBatch runs. By default its first run is queued by the run-lease
+// core's own EnqueueTx and the rest are copies of that row made by one INSERT … SELECT,
+// differing only in the run id, subject, project, agent, step and snapshot (a service
+// without hooks writes nothing but that row, so the copies are what EnqueueTx would have
+// written, at a fraction of the cost). With cfg.SeedEnqueueEach every run goes through
+// EnqueueTx.
+func (b *bencher) seed(ctx context.Context, path, syncMode string, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	db, err := sqldb.Open(ctx, sqldb.Config{DSN: path, SQLiteSync: syncMode, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	mg, err := db.NewMigrator()
+	if err != nil {
+		return err
+	}
+	err = mg.Up()
+	mg.Close()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	tenant := "default"
+	if err := db.Raw().GetContext(ctx, &tenant, `SELECT TenantId FROM Projects WHERE ProjectId = 'p0' LIMIT 1`); err != nil {
+		return fmt.Errorf("find the tenant of project p0: %w", err)
+	}
+	copyRuns := ""
+	if !b.cfg.SeedEnqueueEach {
+		if copyRuns, err = copyRunsQuery(ctx, db); err != nil {
+			return err
+		}
+	}
+	svc := runs.NewService(db, runs.DefaultConfig(), log)
+	caller := runs.Caller{TenantID: tenant, KeyID: "bench-seed"}
+
+	var done atomic.Int64
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(max(b.cfg.Progress, time.Second))
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				d := done.Load()
+				b.logf("[%s] depth: seeding %d/%d runs (%.0f runs/s)", syncMode, d, n, float64(d)/now.Sub(start).Seconds())
+			}
+		}
+	}()
+	batchSize := seedBatch
+	if b.cfg.SeedEnqueueEach {
+		// Every statement of a group-commit savepoint grows SQLite's statement journal; a
+		// smaller transaction keeps the cost per run flat.
+		batchSize = 1_000
+	}
+	copies := make([][6]string, 0, batchSize)
+	for done.Load() < int64(n) {
+		batch := min(batchSize, n-int(done.Load()))
+		err := db.Write(ctx, sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
+			copies = copies[:0] // a retried transaction starts again
+			var template uuid.UUID
+			for k := range batch {
+				i := seedCounter.Add(1)
+				spec := runs.Spec{
+					ProjectID: fmt.Sprintf("p%d", i%benchProjects), Subject: fmt.Sprintf("bench-%s-seed-%d", b.tag, i),
+					Kind: "bench", AgentID: fmt.Sprintf("bench-agent-%d", i%16), StepID: uuid.New(), SnapshotID: uuid.New(),
+					Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3,
+				}
+				if copyRuns != "" && k > 0 {
+					copies = append(copies, [6]string{ids.New().String(), spec.Subject, spec.ProjectID, spec.AgentID,
+						spec.StepID.String(), spec.SnapshotID.String()})
+					continue
+				}
+				r, _, err := svc.EnqueueTx(ctx, tx, caller, spec)
+				if err != nil {
+					return err
+				}
+				template = r.RunID
+			}
+			if len(copies) == 0 {
+				return nil
+			}
+			return insertCopies(ctx, tx, copyRuns, template, copies)
+		})
+		if err != nil {
+			return err
+		}
+		done.Add(int64(batch))
+	}
+	return nil
+}
+
+// copyOverrides are the Runs columns a copy takes from its JSON element (by position);
+// Version is stamped from the row-version counter; every other column is the template's.
+var copyOverrides = map[string]int{"RunId": 0, "Subject": 1, "ProjectId": 2, "AgentId": 3, "StepId": 4, "SnapshotId": 5}
+
+// copyRunsQuery builds the statement that copies a template run (?1) once for each element
+// of a JSON array (?2) of [runId, subject, projectId, agentId, stepId, snapshotId]. The
+// column list is read from the table, so columns added by later migrations are copied too.
+func copyRunsQuery(ctx context.Context, db *sqldb.DB) (string, error) {
+	var cols []string
+	if err := db.Raw().SelectContext(ctx, &cols, `SELECT name FROM pragma_table_info('Runs') ORDER BY cid`); err != nil {
+		return "", fmt.Errorf("read the Runs columns: %w", err)
+	}
+	if len(cols) == 0 {
+		return "", errors.New("the database has no Runs table")
+	}
+	seen := 0
+	exprs := make([]string, len(cols))
+	for i, c := range cols {
+		switch pos, ok := copyOverrides[c]; {
+		case ok:
+			exprs[i] = fmt.Sprintf("json_extract(j.value, '$[%d]')", pos)
+			seen++
+		case c == "Version":
+			// The counter is read once for the statement; the AFTER INSERT trigger moves it
+			// past each row, so every later statement stamps above these.
+			exprs[i] = "(SELECT Value FROM RowVersionCounter) + j.key + 1"
+			seen++
+		default:
+			exprs[i] = "t." + c
+		}
+	}
+	if seen != len(copyOverrides)+1 {
+		return "", fmt.Errorf("the Runs table lacks a column the copy sets (it has %s)", strings.Join(cols, ", "))
+	}
+	return "INSERT INTO Runs (" + strings.Join(cols, ", ") + ") SELECT " + strings.Join(exprs, ", ") +
+		" FROM Runs AS t, json_each(?2) AS j WHERE t.RunId = ?1", nil
+}
+
+func insertCopies(ctx context.Context, tx *sqldb.Tx, query string, template uuid.UUID, copies [][6]string) error {
+	doc, err := json.Marshal(copies)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, query, template, string(doc))
+	if err != nil {
+		return fmt.Errorf("copy runs: %w", tx.D.MapError(err))
+	}
+	if n, err := res.RowsAffected(); err == nil && n != int64(len(copies)) {
+		return fmt.Errorf("copy runs: %d rows written, want %d", n, len(copies))
+	}
+	return nil
+}
