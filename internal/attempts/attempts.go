@@ -110,6 +110,25 @@ func Get(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Atte
 	return get(ctx, tx, queriesFor(tx.D).get, tenantID, id)
 }
 
+// ListOf reads rows that belong to an attempt in one read transaction: apperr.NotFound when
+// the attempt is missing or another tenant's, else what list reads. Errors are wrapped with
+// what ("list calls: ...").
+func ListOf[T any](ctx context.Context, db *sqldb.DB, tenantID string, attemptID uuid.UUID, what string, list func(tx *sqldb.Tx) ([]T, error)) ([]T, error) {
+	var out []T
+	err := db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		if _, err := Get(ctx, tx, tenantID, attemptID); err != nil {
+			return err
+		}
+		var err error
+		out, err = list(tx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
 func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID) (Attempt, error) {
 	var a Attempt
 	err := tx.D.MapError(tx.GetContext(ctx, &a, query, tenantID, id))

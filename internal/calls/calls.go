@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // Kind is what a call calls (stored as its position).
@@ -88,8 +89,8 @@ func (n New) check() error {
 	if KindNames.Name(int(n.Kind)) == "" {
 		fields = append(fields, apperr.FieldError{Field: "kind", Reason: "must be one of: model, tool, http, other"})
 	}
-	fields = appendTooLong(fields, "target", n.Target, 256)
-	fields = appendTooLong(fields, "requestHash", n.RequestHash, 128)
+	fields = web.AppendTooLong(fields, "target", n.Target, 256)
+	fields = web.AppendTooLong(fields, "requestHash", n.RequestHash, 128)
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
 	}
@@ -111,36 +112,12 @@ func (f Finish) check() error {
 		fields = append(fields, apperr.FieldError{Field: "status", Reason: "must be one of: succeeded, failed, denied"})
 	}
 	if f.ReceiptRef != nil {
-		fields = appendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
+		fields = web.AppendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
 	}
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
 	}
 	return nil
-}
-
-// appendTooLong adds a field error when v is empty or longer than n UTF-16 code units:
-// nvarchar(n) counts those, so a string of n runes outside the Basic Multilingual Plane
-// would not fit (SQL Server refuses it with a truncation error, 2628).
-func appendTooLong(fields []apperr.FieldError, name, v string, n int) []apperr.FieldError {
-	switch {
-	case v == "":
-		return append(fields, apperr.FieldError{Field: name, Reason: "is required"})
-	case utf16Len(v) > n:
-		return append(fields, apperr.FieldError{Field: name, Reason: fmt.Sprintf("must be at most %d UTF-16 code units", n)})
-	}
-	return fields
-}
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if r > 0xFFFF {
-			n++
-		}
-	}
-	return n
 }
 
 // Store keeps call records. Its writes pass the run-lease core's fence.
@@ -346,19 +323,9 @@ const Start = -1
 // List returns up to limit calls of the attempt in sequence order, after the sequence
 // `after` (Start for the first page). NotFound when the attempt is not the tenant's.
 func (s *Store) List(ctx context.Context, tenantID string, attemptID uuid.UUID, after, limit int) ([]Call, error) {
-	var cs []Call
-	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
-			return err
-		}
-		var err error
-		cs, err = ListTx(ctx, tx, tenantID, attemptID, after, limit)
-		return err
+	return attempts.ListOf(ctx, s.db, tenantID, attemptID, "list calls", func(tx *sqldb.Tx) ([]Call, error) {
+		return ListTx(ctx, tx, tenantID, attemptID, after, limit)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list calls: %w", err)
-	}
-	return cs, nil
 }
 
 // ListTx is List inside the caller's transaction, without the attempt check (an attempt's

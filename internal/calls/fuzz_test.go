@@ -22,8 +22,8 @@ import (
 //	go test ./internal/calls -run '^$' -fuzz FuzzCallRequest -fuzztime 60s
 func FuzzCallRequest(f *testing.F) {
 	s := newStack(f, 4096) // a small body limit, so that 413 is reachable
-	tenant, _, rt := s.tenant(f)
-	l := s.lease(f, rt)
+	tenant, _, rt := s.TenantKeys(f)
+	l := s.Lease(f, rt)
 	if l.Token != 1 {
 		f.Fatalf("first claim of a fresh tenant has token %d; the seed corpus assumes 1", l.Token)
 	}
@@ -36,7 +36,7 @@ func FuzzCallRequest(f *testing.F) {
 			N int              `db:"N"`
 			V sqldb.RowVersion `db:"V"`
 		}
-		err := s.db.Read(context.Background(), sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
+		err := s.DB.Read(context.Background(), sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
 			return tx.GetContext(context.Background(), &st,
 				`SELECT COUNT(*) AS N, COALESCE(MAX(Version), 0) AS V FROM CallRecords WHERE TenantId = ?1 AND AttemptId = ?2`,
 				tenant, attemptID)
@@ -53,7 +53,7 @@ func FuzzCallRequest(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+rt)
 		rec := httptest.NewRecorder()
-		s.server.Echo.ServeHTTP(rec, req)
+		s.Server.Echo.ServeHTTP(rec, req)
 		afterN, afterV := state(t)
 		t.Logf("status %d", rec.Code)
 		switch rec.Code {

@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -131,36 +132,9 @@ func (h handlers) get(c echo.Context) error {
 	return web.JSONWithETag(c, http.StatusOK, call.Version, call)
 }
 
-// cursor is the keyset position of a call listing: the last sequence sent. int32 bounds
-// it like the column, so a forged cursor out of range is a 400.
-type cursor struct {
-	After int32 `json:"s"`
-}
-
 func (h handlers) list(c echo.Context) error {
-	attemptID, err := web.PathUUID(c, "attemptId")
-	if err != nil {
-		return err
-	}
-	limit, err := web.Limit(c)
-	if err != nil {
-		return err
-	}
-	cur := cursor{After: Start}
-	if _, err := web.DecodeCursor(c, &cur); err != nil {
-		return err
-	}
-	cs, err := h.store.List(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, int(cur.After), limit+1)
-	if err != nil {
-		return err
-	}
-	page := web.Page[Call]{Items: cs}
-	if len(cs) > limit {
-		page.Items = cs[:limit]
-		page.NextCursor = web.EncodeCursor(cursor{After: int32(cs[limit-1].Sequence)})
-	}
-	if page.Items == nil {
-		page.Items = []Call{}
-	}
-	return c.JSON(http.StatusOK, page)
+	return web.ListBySequence(c, Start, func(x Call) int { return x.Sequence },
+		func(ctx context.Context, attemptID uuid.UUID, after, limit int) ([]Call, error) {
+			return h.store.List(ctx, tenancy.MustPrincipal(c).TenantID, attemptID, after, limit)
+		})
 }

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/ledger-dev/ledger/internal/apitest"
 )
 
 func recordBody(token int64, seq int, hash string) string {
@@ -50,105 +52,105 @@ var httpCases = []struct {
 	run  func(t *testing.T, s *stack)
 }{
 	{"RecordCreatesWithETagRepeatsAndConflicts", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/calls"
 		b := `{"fencingToken":1,"sequence":0,"kind":"model","target":"model://a","requestHash":"r0",` +
 			`"policyDecisionId":"0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e5f"}`
-		r := s.do(t, http.MethodPost, path, rt, b, nil)
-		wantStatus(t, r, http.StatusCreated)
+		r := s.Do(t, http.MethodPost, path, rt, b, nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
 		var c wireCall
-		decode(t, r, &c)
+		apitest.Decode(t, r, &c)
 		if c.AttemptID != l.AttemptID || c.Kind != "model" || c.Status != "started" || c.RequestHash != "r0" ||
 			c.PolicyDecisionID == nil || *c.PolicyDecisionID != "0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e5f" ||
 			c.EndedAt != nil || c.ReceiptRef != nil || c.StartedAt != "2026-01-01T12:00:00Z" {
-			t.Fatalf("created %s", r.body)
+			t.Fatalf("created %s", r.Body)
 		}
-		if loc := r.header.Get("Location"); loc != path+"/"+c.CallID {
+		if loc := r.Header.Get("Location"); loc != path+"/"+c.CallID {
 			t.Fatalf("Location %q", loc)
 		}
-		etag := r.header.Get("ETag")
+		etag := r.Header.Get("ETag")
 		if len(etag) != 18 || etag[0] != '"' {
 			t.Fatalf("ETag %q, want a strong tag", etag)
 		}
-		got := s.do(t, http.MethodGet, r.header.Get("Location"), rt, "", nil)
-		wantStatus(t, got, http.StatusOK)
-		if string(got.body) != string(r.body) || got.header.Get("ETag") != etag {
-			t.Fatalf("GET Location answered %s %s, want %s %s", got.body, got.header.Get("ETag"), r.body, etag)
+		got := s.Do(t, http.MethodGet, r.Header.Get("Location"), rt, "", nil)
+		apitest.WantStatus(t, got, http.StatusOK)
+		if string(got.Body) != string(r.Body) || got.Header.Get("ETag") != etag {
+			t.Fatalf("GET Location answered %s %s, want %s %s", got.Body, got.Header.Get("ETag"), r.Body, etag)
 		}
-		again := s.do(t, http.MethodPost, path, rt, b, nil)
-		wantStatus(t, again, http.StatusOK)
-		if string(again.body) != string(r.body) || again.header.Get("ETag") != etag {
-			t.Fatalf("repeat answered %s %s", again.body, again.header.Get("ETag"))
+		again := s.Do(t, http.MethodPost, path, rt, b, nil)
+		apitest.WantStatus(t, again, http.StatusOK)
+		if string(again.Body) != string(r.Body) || again.Header.Get("ETag") != etag {
+			t.Fatalf("repeat answered %s %s", again.Body, again.Header.Get("ETag"))
 		}
-		wantProblem(t, s.do(t, http.MethodPost, path, rt, strings.Replace(b, `"r0"`, `"r1"`, 1), nil),
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, strings.Replace(b, `"r0"`, `"r1"`, 1), nil),
 			http.StatusConflict, "sequence_conflict")
 	}},
 
 	{"FinishHonoursIfMatchAndRefusesAnotherFinish", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
-		r := s.do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/calls", rt, recordBody(l.Token, 0, "r"), nil)
-		wantStatus(t, r, http.StatusCreated)
-		loc, etag := r.header.Get("Location"), r.header.Get("ETag")
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
+		r := s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/calls", rt, recordBody(l.Token, 0, "r"), nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
+		loc, etag := r.Header.Get("Location"), r.Header.Get("ETag")
 		done := finishBody(l.Token, "succeeded", "receipt://1")
-		wantProblem(t, s.do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": `"0000000000000001"`}),
+		apitest.WantProblem(t, s.Do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": `"0000000000000001"`}),
 			http.StatusPreconditionFailed, "precondition_failed")
-		wantProblem(t, s.do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": `W/` + etag}),
+		apitest.WantProblem(t, s.Do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": `W/` + etag}),
 			http.StatusPreconditionFailed, "precondition_failed")
-		s.clock.Advance(1500 * 1e6)
-		fin := s.do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": etag})
-		wantStatus(t, fin, http.StatusOK)
+		s.Clock.Advance(1500 * 1e6)
+		fin := s.Do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": etag})
+		apitest.WantStatus(t, fin, http.StatusOK)
 		var c wireCall
-		decode(t, fin, &c)
+		apitest.Decode(t, fin, &c)
 		if c.Status != "succeeded" || c.ReceiptRef == nil || *c.ReceiptRef != "receipt://1" || c.EndedAt == nil ||
 			*c.EndedAt != "2026-01-01T12:00:01.5Z" {
-			t.Fatalf("finished %s", fin.body)
+			t.Fatalf("finished %s", fin.Body)
 		}
-		newTag := fin.header.Get("ETag")
+		newTag := fin.Header.Get("ETag")
 		if newTag == "" || newTag == etag {
 			t.Fatalf("ETag after finish %q, before %q: want a new one", newTag, etag)
 		}
 		// The same request again (same If-Match, now old) answers as the first did.
-		again := s.do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": etag})
-		wantStatus(t, again, http.StatusOK)
-		if string(again.body) != string(fin.body) || again.header.Get("ETag") != newTag {
-			t.Fatalf("repeat finish answered %s", again.body)
+		again := s.Do(t, http.MethodPatch, loc, rt, done, map[string]string{"If-Match": etag})
+		apitest.WantStatus(t, again, http.StatusOK)
+		if string(again.Body) != string(fin.Body) || again.Header.Get("ETag") != newTag {
+			t.Fatalf("repeat finish answered %s", again.Body)
 		}
-		wantProblem(t, s.do(t, http.MethodPatch, loc, rt, finishBody(l.Token, "failed", ""), nil),
+		apitest.WantProblem(t, s.Do(t, http.MethodPatch, loc, rt, finishBody(l.Token, "failed", ""), nil),
 			http.StatusConflict, "illegal_transition")
-		wantProblem(t, s.do(t, http.MethodPatch, loc, rt, finishBody(l.Token, "failed", ""), map[string]string{"If-Match": newTag}),
+		apitest.WantProblem(t, s.Do(t, http.MethodPatch, loc, rt, finishBody(l.Token, "failed", ""), map[string]string{"If-Match": newTag}),
 			http.StatusConflict, "illegal_transition")
 		// Without If-Match a finish goes through.
-		r2 := s.do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/calls", rt, recordBody(l.Token, 1, "r"), nil)
-		wantStatus(t, r2, http.StatusCreated)
-		wantStatus(t, s.do(t, http.MethodPatch, r2.header.Get("Location"), rt, finishBody(l.Token, "denied", ""), nil), http.StatusOK)
+		r2 := s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/calls", rt, recordBody(l.Token, 1, "r"), nil)
+		apitest.WantStatus(t, r2, http.StatusCreated)
+		apitest.WantStatus(t, s.Do(t, http.MethodPatch, r2.Header.Get("Location"), rt, finishBody(l.Token, "denied", ""), nil), http.StatusOK)
 	}},
 
 	{"FenceProblems", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/calls"
-		wantProblem(t, s.do(t, http.MethodPost, path, rt, recordBody(l.Token+1, 0, "r"), nil), http.StatusConflict, "stale_lease")
-		r := s.do(t, http.MethodPost, path, rt, recordBody(l.Token, 0, "r"), nil)
-		wantStatus(t, r, http.StatusCreated)
-		wantProblem(t, s.do(t, http.MethodPatch, r.header.Get("Location"), rt, finishBody(l.Token+1, "failed", ""), nil),
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, recordBody(l.Token+1, 0, "r"), nil), http.StatusConflict, "stale_lease")
+		r := s.Do(t, http.MethodPost, path, rt, recordBody(l.Token, 0, "r"), nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
+		apitest.WantProblem(t, s.Do(t, http.MethodPatch, r.Header.Get("Location"), rt, finishBody(l.Token+1, "failed", ""), nil),
 			http.StatusConflict, "stale_lease")
-		s.clock.Advance(61 * 1e9)
-		wantProblem(t, s.do(t, http.MethodPost, path, rt, recordBody(l.Token, 1, "r"), nil), http.StatusConflict, "lease_expired")
-		wantProblem(t, s.do(t, http.MethodPatch, r.header.Get("Location"), rt, finishBody(l.Token, "failed", ""), nil),
+		s.Clock.Advance(61 * 1e9)
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, recordBody(l.Token, 1, "r"), nil), http.StatusConflict, "lease_expired")
+		apitest.WantProblem(t, s.Do(t, http.MethodPatch, r.Header.Get("Location"), rt, finishBody(l.Token, "failed", ""), nil),
 			http.StatusConflict, "lease_expired")
-		got := s.do(t, http.MethodGet, r.header.Get("Location"), rt, "", nil)
+		got := s.Do(t, http.MethodGet, r.Header.Get("Location"), rt, "", nil)
 		var c wireCall
-		decode(t, got, &c)
-		if c.Status != "started" || got.header.Get("ETag") != r.header.Get("ETag") {
-			t.Fatalf("refused finishes changed the call: %s", got.body)
+		apitest.Decode(t, got, &c)
+		if c.Status != "started" || got.Header.Get("ETag") != r.Header.Get("ETag") {
+			t.Fatalf("refused finishes changed the call: %s", got.Body)
 		}
 	}},
 
 	{"BadInputIs400WithFieldErrors", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/calls"
 		ok := recordBody(l.Token, 0, "r")
 		for _, c := range []struct {
@@ -165,12 +167,12 @@ var httpCases = []struct {
 			{strings.Replace(ok, `"r"`, `"`+strings.Repeat("\U0001F600", 65)+`"`, 1), []string{"requestHash"}},
 			{`{}`, []string{"fencingToken", "sequence", "kind", "target", "requestHash"}},
 		} {
-			wantFields(t, s.do(t, http.MethodPost, path, rt, c.body, nil), c.fields...)
+			apitest.WantFields(t, s.Do(t, http.MethodPost, path, rt, c.body, nil), c.fields...)
 		}
-		wantProblem(t, s.do(t, http.MethodPost, path, rt, `{"fencingToken":`, nil), http.StatusBadRequest, "invalid_request")
-		r := s.do(t, http.MethodPost, path, rt, ok, nil)
-		wantStatus(t, r, http.StatusCreated)
-		loc := r.header.Get("Location")
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, `{"fencingToken":`, nil), http.StatusBadRequest, "invalid_request")
+		r := s.Do(t, http.MethodPost, path, rt, ok, nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
+		loc := r.Header.Get("Location")
 		for _, c := range []struct {
 			body   string
 			fields []string
@@ -180,52 +182,52 @@ var httpCases = []struct {
 			{fmt.Sprintf(`{"fencingToken":%d,"status":"failed","receiptRef":""}`, l.Token), []string{"receiptRef"}},
 			{fmt.Sprintf(`{"fencingToken":%d,"status":"failed","endedAt":"2026-01-01T00:00:00Z"}`, l.Token), []string{"endedAt"}},
 		} {
-			wantFields(t, s.do(t, http.MethodPatch, loc, rt, c.body, nil), c.fields...)
+			apitest.WantFields(t, s.Do(t, http.MethodPatch, loc, rt, c.body, nil), c.fields...)
 		}
-		wantFields(t, s.do(t, http.MethodPatch, path+"/nope", rt, finishBody(l.Token, "failed", ""), nil), "callId")
-		wantFields(t, s.do(t, http.MethodPost, "/v1/attempts/nope/calls", rt, ok, nil), "attemptId")
-		list := s.do(t, http.MethodGet, path, rt, "", nil)
+		apitest.WantFields(t, s.Do(t, http.MethodPatch, path+"/nope", rt, finishBody(l.Token, "failed", ""), nil), "callId")
+		apitest.WantFields(t, s.Do(t, http.MethodPost, "/v1/attempts/nope/calls", rt, ok, nil), "attemptId")
+		list := s.Do(t, http.MethodGet, path, rt, "", nil)
 		var page struct {
 			Items []wireCall `json:"items"`
 		}
-		decode(t, list, &page)
+		apitest.Decode(t, list, &page)
 		if len(page.Items) != 1 || page.Items[0].Status != "started" {
-			t.Fatalf("bad requests wrote: %s", list.body)
+			t.Fatalf("bad requests wrote: %s", list.Body)
 		}
 	}},
 
 	{"RolesAndTenants", func(t *testing.T, s *stack) {
-		_, admin, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, admin, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/calls"
-		r := s.do(t, http.MethodPost, path, rt, recordBody(l.Token, 0, "r"), nil)
-		wantStatus(t, r, http.StatusCreated)
-		loc := r.header.Get("Location")
-		wantProblem(t, s.do(t, http.MethodPost, path, admin, recordBody(l.Token, 1, "r"), nil), http.StatusForbidden, "forbidden")
-		wantProblem(t, s.do(t, http.MethodPatch, loc, admin, finishBody(l.Token, "failed", ""), nil), http.StatusForbidden, "forbidden")
-		wantStatus(t, s.do(t, http.MethodGet, path, admin, "", nil), http.StatusOK)
-		wantStatus(t, s.do(t, http.MethodGet, loc, admin, "", nil), http.StatusOK)
+		r := s.Do(t, http.MethodPost, path, rt, recordBody(l.Token, 0, "r"), nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
+		loc := r.Header.Get("Location")
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, admin, recordBody(l.Token, 1, "r"), nil), http.StatusForbidden, "forbidden")
+		apitest.WantProblem(t, s.Do(t, http.MethodPatch, loc, admin, finishBody(l.Token, "failed", ""), nil), http.StatusForbidden, "forbidden")
+		apitest.WantStatus(t, s.Do(t, http.MethodGet, path, admin, "", nil), http.StatusOK)
+		apitest.WantStatus(t, s.Do(t, http.MethodGet, loc, admin, "", nil), http.StatusOK)
 
-		_, otherAdmin, otherRT := s.tenant(t)
+		_, otherAdmin, otherRT := s.TenantKeys(t)
 		for _, b := range []string{recordBody(l.Token, 0, "r"), recordBody(l.Token, 1, "r")} {
-			wantProblem(t, s.do(t, http.MethodPost, path, otherRT, b, nil), http.StatusNotFound, "not_found")
+			apitest.WantProblem(t, s.Do(t, http.MethodPost, path, otherRT, b, nil), http.StatusNotFound, "not_found")
 		}
-		wantProblem(t, s.do(t, http.MethodPatch, loc, otherRT, finishBody(l.Token, "failed", ""), nil), http.StatusNotFound, "not_found")
+		apitest.WantProblem(t, s.Do(t, http.MethodPatch, loc, otherRT, finishBody(l.Token, "failed", ""), nil), http.StatusNotFound, "not_found")
 		for _, p := range []string{path, loc} {
-			wantProblem(t, s.do(t, http.MethodGet, p, otherAdmin, "", nil), http.StatusNotFound, "not_found")
+			apitest.WantProblem(t, s.Do(t, http.MethodGet, p, otherAdmin, "", nil), http.StatusNotFound, "not_found")
 		}
-		got := s.do(t, http.MethodGet, loc, rt, "", nil)
-		if got.header.Get("ETag") != r.header.Get("ETag") {
-			t.Fatalf("another tenant's requests changed the call: %s", got.body)
+		got := s.Do(t, http.MethodGet, loc, rt, "", nil)
+		if got.Header.Get("ETag") != r.Header.Get("ETag") {
+			t.Fatalf("another tenant's requests changed the call: %s", got.Body)
 		}
 	}},
 
 	{"ListPagesWithCursor", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/calls"
 		for _, seq := range []int{1, 4, 0, 2, 3} {
-			wantStatus(t, s.do(t, http.MethodPost, path, rt, recordBody(l.Token, seq, "r"), nil), http.StatusCreated)
+			apitest.WantStatus(t, s.Do(t, http.MethodPost, path, rt, recordBody(l.Token, seq, "r"), nil), http.StatusCreated)
 		}
 		var got []int
 		next := path + "?limit=2"
@@ -233,13 +235,13 @@ var httpCases = []struct {
 			if pages > 3 {
 				t.Fatal("more pages than items")
 			}
-			r := s.do(t, http.MethodGet, next, rt, "", nil)
-			wantStatus(t, r, http.StatusOK)
+			r := s.Do(t, http.MethodGet, next, rt, "", nil)
+			apitest.WantStatus(t, r, http.StatusOK)
 			var page struct {
 				Items      []wireCall `json:"items"`
 				NextCursor string     `json:"nextCursor"`
 			}
-			decode(t, r, &page)
+			apitest.Decode(t, r, &page)
 			for _, c := range page.Items {
 				got = append(got, c.Sequence)
 			}
@@ -251,13 +253,13 @@ var httpCases = []struct {
 		if fmt.Sprint(got) != "[0 1 2 3 4]" {
 			t.Fatalf("paged sequences %v", got)
 		}
-		wantFields(t, s.do(t, http.MethodGet, path+"?cursor=eyJzIjoiYSJ9", rt, "", nil), "cursor") // {"s":"a"}
-		wantFields(t, s.do(t, http.MethodGet, path+"?limit=x", rt, "", nil), "limit")
+		apitest.WantFields(t, s.Do(t, http.MethodGet, path+"?cursor=eyJzIjoiYSJ9", rt, "", nil), "cursor") // {"s":"a"}
+		apitest.WantFields(t, s.Do(t, http.MethodGet, path+"?limit=x", rt, "", nil), "limit")
 	}},
 
 	{"OpenAPIDocumentsTheRoutes", func(t *testing.T, s *stack) {
-		r := s.do(t, http.MethodGet, "/openapi.json", "", "", nil)
-		wantStatus(t, r, http.StatusOK)
+		r := s.Do(t, http.MethodGet, "/openapi.json", "", "", nil)
+		apitest.WantStatus(t, r, http.StatusOK)
 		var doc struct {
 			Paths      map[string]map[string]json.RawMessage `json:"paths"`
 			Components struct {
@@ -269,7 +271,7 @@ var httpCases = []struct {
 				} `json:"schemas"`
 			} `json:"components"`
 		}
-		if err := json.Unmarshal(r.body, &doc); err != nil {
+		if err := json.Unmarshal(r.Body, &doc); err != nil {
 			t.Fatalf("decode /openapi.json: %v", err)
 		}
 		for _, want := range []struct {

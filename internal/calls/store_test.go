@@ -31,7 +31,7 @@ var storeCases = []struct {
 	run  func(t *testing.T, e *env)
 }{
 	{"FencedRecordStartsTheCall", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		policy := uuid.New()
 		n := call(0, "r0")
 		n.Kind, n.PolicyDecisionID = calls.Model, &policy
@@ -49,22 +49,22 @@ var storeCases = []struct {
 			t.Fatalf("second call %+v: want no policy decision and a greater version", c2)
 		}
 		// A call of another attempt in the path is not found.
-		other := e.lease()
-		if _, err := e.store.Get(e.ctx, e.tenant, other.Attempt.AttemptID, c.CallID); !apperr.Is(err, apperr.NotFound) {
+		other := e.Lease()
+		if _, err := e.store.Get(e.Ctx, e.Tenant, other.Attempt.AttemptID, c.CallID); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("read through another attempt: got %v, want not_found", err)
 		}
 	}},
 
 	{"RepeatAnswersStoredRowAndOtherHashConflicts", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		first := e.record(cl, call(4, "req-a"))
-		e.clock.Advance(time.Second)
-		again, created, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(4, "req-a"))
+		e.Clock.Advance(time.Second)
+		again, created, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(4, "req-a"))
 		if err != nil || created || again.CallID != first.CallID || again.Version != first.Version || !again.StartedAt.Equal(epoch) {
 			t.Fatalf("repeat: created=%v err=%v got %+v, want the first row", created, err, again)
 		}
 		for _, hash := range []string{"req-b", "REQ-A"} {
-			_, _, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(4, hash))
+			_, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(4, hash))
 			if !apperr.Is(err, apperr.SequenceConflict) {
 				t.Fatalf("hash %q: got %v, want sequence_conflict", hash, err)
 			}
@@ -75,57 +75,57 @@ var storeCases = []struct {
 	}},
 
 	{"RepeatsAfterLeaseEndedStillAnswer", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
-		done, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
+		done, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
 			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.complete(cl)
+		e.Complete(cl)
 		// The record repeat answers the row as it now is (finished).
-		again, created, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(0, "r"))
+		again, created, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(0, "r"))
 		if err != nil || created || again.CallID != c.CallID || again.Status != calls.Succeeded || again.Version != done.Version {
 			t.Fatalf("record repeat after complete: created=%v err=%v %+v", created, err, again)
 		}
-		fin, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
+		fin, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
 			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
 		if err != nil || fin.Version != done.Version {
 			t.Fatalf("finish repeat after complete: %+v %v", fin, err)
 		}
 		// A repeat must present the attempt's token; another token goes to the fence.
-		_, _, err = e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, call(0, "r"))
+		_, _, err = e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, call(0, "r"))
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("record repeat with another token: got %v, want stale_lease", err)
 		}
-		_, err = e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken+1,
+		_, err = e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken+1,
 			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("finish repeat with another token: got %v, want stale_lease", err)
 		}
-		_, _, err = e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
+		_, _, err = e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
 		if !apperr.Is(err, apperr.LeaseExpired) {
 			t.Fatalf("new record after complete: got %v, want lease_expired", err)
 		}
 	}},
 
 	{"StaleFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
-		old := e.lease()
+		old := e.Lease()
 		c := e.record(old, call(0, "r"))
-		e.release(old)
-		cur := e.claim()
+		e.Release(old)
+		cur := e.Claim()
 		if cur.Run.RunID != old.Run.RunID {
 			t.Fatalf("reclaimed another run")
 		}
-		_, _, err := e.store.Record(e.ctx, e.tenant, old.Attempt.AttemptID, old.Lease.FencingToken, call(1, "r"))
+		_, _, err := e.store.Record(e.Ctx, e.Tenant, old.Attempt.AttemptID, old.Lease.FencingToken, call(1, "r"))
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("record on the old attempt: got %v, want stale_lease", err)
 		}
-		_, _, err = e.store.Record(e.ctx, e.tenant, cur.Attempt.AttemptID, old.Lease.FencingToken, call(0, "r"))
+		_, _, err = e.store.Record(e.Ctx, e.Tenant, cur.Attempt.AttemptID, old.Lease.FencingToken, call(0, "r"))
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("record on the new attempt with the old token: got %v, want stale_lease", err)
 		}
-		_, err = e.store.FinishCall(e.ctx, e.tenant, old.Attempt.AttemptID, c.CallID, old.Lease.FencingToken, calls.Finish{Status: calls.Failed})
+		_, err = e.store.FinishCall(e.Ctx, e.Tenant, old.Attempt.AttemptID, c.CallID, old.Lease.FencingToken, calls.Finish{Status: calls.Failed})
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("finish on the old attempt: got %v, want stale_lease", err)
 		}
@@ -141,14 +141,14 @@ var storeCases = []struct {
 	}},
 
 	{"ExpiredFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
-		e.clock.Advance(leaseSeconds * time.Second)
-		_, _, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
+		e.Clock.Advance(leaseSeconds * time.Second)
+		_, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
 		if !apperr.Is(err, apperr.LeaseExpired) {
 			t.Fatalf("record at the lease's end: got %v, want lease_expired", err)
 		}
-		_, err = e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
+		_, err = e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
 		if !apperr.Is(err, apperr.LeaseExpired) {
 			t.Fatalf("finish at the lease's end: got %v, want lease_expired", err)
 		}
@@ -158,11 +158,11 @@ var storeCases = []struct {
 	}},
 
 	{"FinishSetsStatusReceiptAndEnd", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
-		e.clock.Advance(2 * time.Second)
+		e.Clock.Advance(2 * time.Second)
 		f := calls.Finish{Status: calls.Denied, ReceiptRef: ptr("receipt://denied/1")}
-		done, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
+		done, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,8 +171,8 @@ var storeCases = []struct {
 			!done.StartedAt.Equal(c.StartedAt) || done.RequestHash != c.RequestHash {
 			t.Fatalf("finished %+v", done)
 		}
-		e.clock.Advance(time.Second)
-		again, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
+		e.Clock.Advance(time.Second)
+		again, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
 		if err != nil || again.Version != done.Version || !again.EndedAt.Equal(*done.EndedAt) {
 			t.Fatalf("repeat finish: %+v %v, want the stored row unchanged", again, err)
 		}
@@ -181,7 +181,7 @@ var storeCases = []struct {
 			{Status: calls.Denied, ReceiptRef: ptr("receipt://other")},
 			{Status: calls.Denied},
 		} {
-			_, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other)
+			_, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other)
 			if !apperr.Is(err, apperr.IllegalTransition) {
 				t.Fatalf("another finish %+v: got %v, want illegal_transition", other, err)
 			}
@@ -191,18 +191,18 @@ var storeCases = []struct {
 		}
 		// A finish without a receipt stores none.
 		c2 := e.record(cl, call(1, "r"))
-		if d2, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c2.CallID, cl.Lease.FencingToken,
+		if d2, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c2.CallID, cl.Lease.FencingToken,
 			calls.Finish{Status: calls.Failed}); err != nil || d2.ReceiptRef != nil || d2.Status != calls.Failed {
 			t.Fatalf("finish without receipt: %+v %v", d2, err)
 		}
 	}},
 
 	{"FinishHonoursIfMatch", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
 		stale := c.Version - 1
 		f := calls.Finish{Status: calls.Succeeded, IfMatch: &stale}
-		if _, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, apperr.PreconditionFailed) {
+		if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, apperr.PreconditionFailed) {
 			t.Fatalf("stale If-Match: got %v, want precondition_failed", err)
 		}
 		if got := e.get(cl, c.CallID); got.Status != calls.Started || got.Version != c.Version {
@@ -210,32 +210,32 @@ var storeCases = []struct {
 		}
 		v := c.Version
 		f.IfMatch = &v
-		done, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
+		done, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
 		if err != nil || done.Status != calls.Succeeded {
 			t.Fatalf("current If-Match: %+v %v", done, err)
 		}
 		// A retry of the same request (same, now old, If-Match) answers as the first did.
-		again, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
+		again, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
 		if err != nil || again.Version != done.Version {
 			t.Fatalf("retried finish: %+v %v, want the stored row", again, err)
 		}
 		// Another finish with the old ETag fails the precondition first.
 		other := calls.Finish{Status: calls.Failed, IfMatch: &v}
-		if _, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other); !apperr.Is(err, apperr.PreconditionFailed) {
+		if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other); !apperr.Is(err, apperr.PreconditionFailed) {
 			t.Fatalf("another finish with an old ETag: got %v, want precondition_failed", err)
 		}
 	}},
 
 	{"FinishOfUnknownCallIsNotFound", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
-		other := e.lease()
+		other := e.Lease()
 		for name, ids := range map[string][2]uuid.UUID{
 			"missing call":             {cl.Attempt.AttemptID, uuid.New()},
 			"call of another attempt":  {other.Attempt.AttemptID, c.CallID},
 			"missing attempt and call": {uuid.New(), uuid.New()},
 		} {
-			_, err := e.store.FinishCall(e.ctx, e.tenant, ids[0], ids[1], cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
+			_, err := e.store.FinishCall(e.Ctx, e.Tenant, ids[0], ids[1], cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
 			if !apperr.Is(err, apperr.NotFound) {
 				t.Fatalf("%s: got %v, want not_found", name, err)
 			}
@@ -246,22 +246,22 @@ var storeCases = []struct {
 	}},
 
 	{"OtherTenantGets404AndCannotWrite", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		mine := e.record(cl, call(0, "r"))
 		o := e.other(t)
 		id, token := cl.Attempt.AttemptID, cl.Lease.FencingToken
 		for _, n := range []calls.New{call(0, "r"), call(0, "other"), call(1, "r")} {
-			if _, _, err := o.store.Record(o.ctx, o.tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
+			if _, _, err := o.store.Record(o.Ctx, o.Tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
 				t.Fatalf("other tenant records sequence %d: got %v, want not_found", n.Sequence, err)
 			}
 		}
-		if _, err := o.store.FinishCall(o.ctx, o.tenant, id, mine.CallID, token, calls.Finish{Status: calls.Failed}); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.FinishCall(o.Ctx, o.Tenant, id, mine.CallID, token, calls.Finish{Status: calls.Failed}); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant finishes: got %v, want not_found", err)
 		}
-		if _, err := o.store.List(o.ctx, o.tenant, id, calls.Start, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.List(o.Ctx, o.Tenant, id, calls.Start, 10); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant lists: got %v, want not_found", err)
 		}
-		if _, err := o.store.Get(o.ctx, o.tenant, id, mine.CallID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Get(o.Ctx, o.Tenant, id, mine.CallID); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant reads: got %v, want not_found", err)
 		}
 		if cs := e.all(id); len(cs) != 1 || cs[0].Status != calls.Started || cs[0].Version != mine.Version {
@@ -270,7 +270,7 @@ var storeCases = []struct {
 	}},
 
 	{"ConcurrentDuplicatesResolveToOneRow", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		const n = 8
 		type result struct {
 			c       calls.Call
@@ -282,7 +282,7 @@ var storeCases = []struct {
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Go(func() {
-					c, created, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(seq, hash(i)))
+					c, created, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(seq, hash(i)))
 					out[i] = result{c, created, err}
 				})
 			}
@@ -320,7 +320,7 @@ var storeCases = []struct {
 		versions := make([]uint64, n)
 		for i := range n {
 			wg.Go(func() {
-				d, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
+				d, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
 					calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("rc")})
 				if err != nil {
 					t.Errorf("concurrent finish: %v", err)
@@ -340,7 +340,7 @@ var storeCases = []struct {
 	}},
 
 	{"InvalidInputRefusedAndNothingWritten", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		bad := map[string]func(*calls.New){
 			"sequence":     func(n *calls.New) { n.Sequence = -1 },
 			"sequence max": func(n *calls.New) { n.Sequence = 1 << 31 },
@@ -352,7 +352,7 @@ var storeCases = []struct {
 		for name, mut := range bad {
 			n := call(0, "r")
 			mut(&n)
-			if _, _, err := e.store.Record(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, apperr.Invalid) {
+			if _, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, apperr.Invalid) {
 				t.Fatalf("%s: got %v, want invalid_request", name, err)
 			}
 		}
@@ -361,7 +361,7 @@ var storeCases = []struct {
 		}
 		c := e.record(cl, call(1<<31-1, "r"))
 		for _, f := range []calls.Finish{{Status: calls.Started}, {Status: "done"}, {Status: calls.Failed, ReceiptRef: ptr("")}} {
-			if _, err := e.store.FinishCall(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, apperr.Invalid) {
+			if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, apperr.Invalid) {
 				t.Fatalf("finish %+v: got %v, want invalid_request", f, err)
 			}
 		}
@@ -371,7 +371,7 @@ var storeCases = []struct {
 	}},
 
 	{"ListPagesInSequenceOrder", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		for _, seq := range []int{2, 4, 0, 3, 1} {
 			e.record(cl, call(seq, "r"))
 		}
@@ -380,12 +380,12 @@ var storeCases = []struct {
 			after int
 			want  []int
 		}{{calls.Start, []int{0, 1}}, {1, []int{2, 3}}, {3, []int{4}}, {4, []int{}}} {
-			page, err := e.store.List(e.ctx, e.tenant, id, p.after, 2)
+			page, err := e.store.List(e.Ctx, e.Tenant, id, p.after, 2)
 			if err != nil || !slices.Equal(sequences(page), p.want) {
 				t.Fatalf("after %d: %v %v, want %v", p.after, sequences(page), err, p.want)
 			}
 		}
-		if _, err := e.store.List(e.ctx, e.tenant, uuid.New(), calls.Start, 2); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.List(e.Ctx, e.Tenant, uuid.New(), calls.Start, 2); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 	}},

@@ -19,6 +19,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // Checkpoint is one stored checkpoint of an attempt. Checkpoints never change once written,
@@ -64,40 +65,16 @@ func (n New) check() error {
 	if attempts.PhaseNames.Name(int(n.Phase)) == "" {
 		fields = append(fields, apperr.FieldError{Field: "phase", Reason: "is not an attempt phase"})
 	}
-	fields = appendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
-	fields = appendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)
-	fields = appendTooLong(fields, "hash", n.Hash, 128)
+	fields = web.AppendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
+	fields = web.AppendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)
+	fields = web.AppendTooLong(fields, "hash", n.Hash, 128)
 	if n.ContextSnapshotRef != nil {
-		fields = appendTooLong(fields, "contextSnapshotRef", *n.ContextSnapshotRef, 512)
+		fields = web.AppendTooLong(fields, "contextSnapshotRef", *n.ContextSnapshotRef, 512)
 	}
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
 	}
 	return nil
-}
-
-// appendTooLong adds a field error when v is empty or longer than n UTF-16
-// code units: nvarchar(n) counts those, so a string of n runes outside the Basic
-// Multilingual Plane would not fit (SQL Server refuses it with a truncation error, 2628).
-func appendTooLong(fields []apperr.FieldError, name, v string, n int) []apperr.FieldError {
-	switch {
-	case v == "":
-		return append(fields, apperr.FieldError{Field: name, Reason: "is required"})
-	case utf16Len(v) > n:
-		return append(fields, apperr.FieldError{Field: name, Reason: fmt.Sprintf("must be at most %d UTF-16 code units", n)})
-	}
-	return fields
-}
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if r > 0xFFFF {
-			n++
-		}
-	}
-	return n
 }
 
 // Store keeps checkpoints. Its writes pass the run-lease core's fence.
@@ -240,19 +217,9 @@ const Start = -1
 // sequence `after` (Start for the first page). NotFound when the attempt is not the
 // tenant's.
 func (s *Store) List(ctx context.Context, tenantID string, attemptID uuid.UUID, after, limit int) ([]Checkpoint, error) {
-	var cs []Checkpoint
-	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
-			return err
-		}
-		var err error
-		cs, err = ListTx(ctx, tx, tenantID, attemptID, after, limit)
-		return err
+	return attempts.ListOf(ctx, s.db, tenantID, attemptID, "list checkpoints", func(tx *sqldb.Tx) ([]Checkpoint, error) {
+		return ListTx(ctx, tx, tenantID, attemptID, after, limit)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	return cs, nil
 }
 
 // ListTx is List inside the caller's transaction, without the attempt check (an attempt's

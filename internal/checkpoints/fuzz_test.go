@@ -23,8 +23,8 @@ import (
 //	go test ./internal/checkpoints -run '^$' -fuzz FuzzCheckpointRequest -fuzztime 60s
 func FuzzCheckpointRequest(f *testing.F) {
 	s := newStack(f, 4096) // a small body limit, so that 413 is reachable
-	tenant, _, rt := s.tenant(f)
-	l := s.lease(f, rt)
+	tenant, _, rt := s.TenantKeys(f)
+	l := s.Lease(f, rt)
 	if l.Token != 1 {
 		f.Fatalf("first claim of a fresh tenant has token %d; the seed corpus assumes 1", l.Token)
 	}
@@ -38,7 +38,7 @@ func FuzzCheckpointRequest(f *testing.F) {
 			n int
 			a attempts.Attempt
 		)
-		err := s.db.Read(context.Background(), sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
+		err := s.DB.Read(context.Background(), sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
 			if err := tx.GetContext(context.Background(), &n,
 				`SELECT COUNT(*) FROM Checkpoints WHERE TenantId = ?1 AND AttemptId = ?2`, tenant, attemptID); err != nil {
 				return err
@@ -59,7 +59,7 @@ func FuzzCheckpointRequest(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+rt)
 		rec := httptest.NewRecorder()
-		s.server.Echo.ServeHTTP(rec, req)
+		s.Server.Echo.ServeHTTP(rec, req)
 		afterN, afterV := state(t)
 		t.Logf("status %d", rec.Code)
 		switch rec.Code {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/ledger-dev/ledger/internal/apitest"
 )
 
 func body(token int64, seq int, hash string) string {
@@ -42,61 +44,61 @@ var httpCases = []struct {
 	run  func(t *testing.T, s *stack)
 }{
 	{"AppendCreatesRepeatsAndConflicts", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/checkpoints"
-		r := s.do(t, http.MethodPost, path, rt, body(l.Token, 0, "h0"), nil)
-		wantStatus(t, r, http.StatusCreated)
+		r := s.Do(t, http.MethodPost, path, rt, body(l.Token, 0, "h0"), nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
 		var c wireCheckpoint
-		decode(t, r, &c)
+		apitest.Decode(t, r, &c)
 		if c.AttemptID != l.AttemptID || c.Sequence != 0 || c.Phase != "acting" || c.Hash != "h0" || c.AdapterVersion != "1.0" ||
 			c.ContextSnapshotRef == nil || c.CreatedAt != "2026-01-01T12:00:00Z" {
-			t.Fatalf("created %s", r.body)
+			t.Fatalf("created %s", r.Body)
 		}
-		if loc := r.header.Get("Location"); loc != path+"/"+c.CheckpointID {
+		if loc := r.Header.Get("Location"); loc != path+"/"+c.CheckpointID {
 			t.Fatalf("Location %q, want %q", loc, path+"/"+c.CheckpointID)
 		}
-		if et := r.header.Get("ETag"); et != "" {
+		if et := r.Header.Get("ETag"); et != "" {
 			t.Fatalf("a checkpoint has no version, but the answer carries ETag %s", et)
 		}
-		got := s.do(t, http.MethodGet, r.header.Get("Location"), rt, "", nil)
-		wantStatus(t, got, http.StatusOK)
-		if string(got.body) != string(r.body) {
-			t.Fatalf("GET Location answered %s, want %s", got.body, r.body)
+		got := s.Do(t, http.MethodGet, r.Header.Get("Location"), rt, "", nil)
+		apitest.WantStatus(t, got, http.StatusOK)
+		if string(got.Body) != string(r.Body) {
+			t.Fatalf("GET Location answered %s, want %s", got.Body, r.Body)
 		}
-		again := s.do(t, http.MethodPost, path, rt, body(l.Token, 0, "h0"), nil)
-		wantStatus(t, again, http.StatusOK)
-		if string(again.body) != string(r.body) || again.header.Get("Location") != "" {
-			t.Fatalf("repeat answered %s (Location %q), want the stored row", again.body, again.header.Get("Location"))
+		again := s.Do(t, http.MethodPost, path, rt, body(l.Token, 0, "h0"), nil)
+		apitest.WantStatus(t, again, http.StatusOK)
+		if string(again.Body) != string(r.Body) || again.Header.Get("Location") != "" {
+			t.Fatalf("repeat answered %s (Location %q), want the stored row", again.Body, again.Header.Get("Location"))
 		}
-		wantProblem(t, s.do(t, http.MethodPost, path, rt, body(l.Token, 0, "h-other"), nil), http.StatusConflict, "sequence_conflict")
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, body(l.Token, 0, "h-other"), nil), http.StatusConflict, "sequence_conflict")
 	}},
 
 	{"FenceProblems", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/checkpoints"
-		wantProblem(t, s.do(t, http.MethodPost, path, rt, body(l.Token+1, 0, "h"), nil), http.StatusConflict, "stale_lease")
-		wantStatus(t, s.do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/release", rt,
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, body(l.Token+1, 0, "h"), nil), http.StatusConflict, "stale_lease")
+		apitest.WantStatus(t, s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/release", rt,
 			fmt.Sprintf(`{"fencingToken":%d,"retryAfterSeconds":0}`, l.Token), nil), http.StatusOK)
-		wantProblem(t, s.do(t, http.MethodPost, path, rt, body(l.Token, 0, "h"), nil), http.StatusConflict, "lease_expired")
-		next := s.claim(t, rt)
-		wantProblem(t, s.do(t, http.MethodPost, "/v1/attempts/"+next.AttemptID+"/checkpoints", rt, body(l.Token, 0, "h"), nil),
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, body(l.Token, 0, "h"), nil), http.StatusConflict, "lease_expired")
+		next := s.ClaimLease(t, rt)
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, "/v1/attempts/"+next.AttemptID+"/checkpoints", rt, body(l.Token, 0, "h"), nil),
 			http.StatusConflict, "stale_lease")
-		list := s.do(t, http.MethodGet, path, rt, "", nil)
-		wantStatus(t, list, http.StatusOK)
-		if string(list.body) != "{\"items\":[]}\n" {
-			t.Fatalf("refused writes left %s", list.body)
+		list := s.Do(t, http.MethodGet, path, rt, "", nil)
+		apitest.WantStatus(t, list, http.StatusOK)
+		if string(list.Body) != "{\"items\":[]}\n" {
+			t.Fatalf("refused writes left %s", list.Body)
 		}
 		// The attempt's lease passing refuses writes too.
-		s.clock.Advance(61 * 1e9)
-		wantProblem(t, s.do(t, http.MethodPost, "/v1/attempts/"+next.AttemptID+"/checkpoints", rt, body(next.Token, 0, "h"), nil),
+		s.Clock.Advance(61 * 1e9)
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, "/v1/attempts/"+next.AttemptID+"/checkpoints", rt, body(next.Token, 0, "h"), nil),
 			http.StatusConflict, "lease_expired")
 	}},
 
 	{"BadInputIs400WithFieldErrors", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/checkpoints"
 		ok := body(l.Token, 0, "h")
 		cases := []struct {
@@ -119,56 +121,56 @@ var httpCases = []struct {
 			{`{"fencingToken":1}`, []string{"sequence", "phase", "adapterStateRef", "adapterVersion", "hash"}},
 		}
 		for _, c := range cases {
-			wantFields(t, s.do(t, http.MethodPost, path, rt, c.body, nil), c.fields...)
+			apitest.WantFields(t, s.Do(t, http.MethodPost, path, rt, c.body, nil), c.fields...)
 		}
 		for _, b := range []string{``, `{`, `[]`, `null`, ok + ok} {
-			wantProblem(t, s.do(t, http.MethodPost, path, rt, b, nil), http.StatusBadRequest, "invalid_request")
+			apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, b, nil), http.StatusBadRequest, "invalid_request")
 		}
-		wantFields(t, s.do(t, http.MethodPost, "/v1/attempts/not-a-uuid/checkpoints", rt, ok, nil), "attemptId")
-		wantFields(t, s.do(t, http.MethodGet, "/v1/runs/nope/checkpoints/last", rt, "", nil), "runId")
-		wantFields(t, s.do(t, http.MethodGet, path+"/nope", rt, "", nil), "checkpointId")
-		list := s.do(t, http.MethodGet, path, rt, "", nil)
-		if string(list.body) != "{\"items\":[]}\n" {
-			t.Fatalf("bad requests wrote %s", list.body)
+		apitest.WantFields(t, s.Do(t, http.MethodPost, "/v1/attempts/not-a-uuid/checkpoints", rt, ok, nil), "attemptId")
+		apitest.WantFields(t, s.Do(t, http.MethodGet, "/v1/runs/nope/checkpoints/last", rt, "", nil), "runId")
+		apitest.WantFields(t, s.Do(t, http.MethodGet, path+"/nope", rt, "", nil), "checkpointId")
+		list := s.Do(t, http.MethodGet, path, rt, "", nil)
+		if string(list.Body) != "{\"items\":[]}\n" {
+			t.Fatalf("bad requests wrote %s", list.Body)
 		}
 		// The same body, fixed, is accepted: the cases failed for their one fault.
-		wantStatus(t, s.do(t, http.MethodPost, path, rt, ok, nil), http.StatusCreated)
+		apitest.WantStatus(t, s.Do(t, http.MethodPost, path, rt, ok, nil), http.StatusCreated)
 	}},
 
 	{"RolesAndTenants", func(t *testing.T, s *stack) {
-		_, admin, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, admin, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/checkpoints"
-		r := s.do(t, http.MethodPost, path, rt, body(l.Token, 0, "h"), nil)
-		wantStatus(t, r, http.StatusCreated)
-		wantProblem(t, s.do(t, http.MethodPost, path, admin, body(l.Token, 1, "h"), nil), http.StatusForbidden, "forbidden")
-		wantProblem(t, s.do(t, http.MethodPost, path, "", body(l.Token, 1, "h"), nil), http.StatusUnauthorized, "unauthorized")
-		wantStatus(t, s.do(t, http.MethodGet, path, admin, "", nil), http.StatusOK)
-		wantStatus(t, s.do(t, http.MethodGet, "/v1/runs/"+l.RunID+"/checkpoints/last", admin, "", nil), http.StatusOK)
+		r := s.Do(t, http.MethodPost, path, rt, body(l.Token, 0, "h"), nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, admin, body(l.Token, 1, "h"), nil), http.StatusForbidden, "forbidden")
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, "", body(l.Token, 1, "h"), nil), http.StatusUnauthorized, "unauthorized")
+		apitest.WantStatus(t, s.Do(t, http.MethodGet, path, admin, "", nil), http.StatusOK)
+		apitest.WantStatus(t, s.Do(t, http.MethodGet, "/v1/runs/"+l.RunID+"/checkpoints/last", admin, "", nil), http.StatusOK)
 
-		_, otherAdmin, otherRT := s.tenant(t)
+		_, otherAdmin, otherRT := s.TenantKeys(t)
 		for _, b := range []string{body(l.Token, 0, "h"), body(l.Token, 1, "h")} {
-			wantProblem(t, s.do(t, http.MethodPost, path, otherRT, b, nil), http.StatusNotFound, "not_found")
+			apitest.WantProblem(t, s.Do(t, http.MethodPost, path, otherRT, b, nil), http.StatusNotFound, "not_found")
 		}
-		for _, p := range []string{path, r.header.Get("Location"), "/v1/runs/" + l.RunID + "/checkpoints/last"} {
-			wantProblem(t, s.do(t, http.MethodGet, p, otherAdmin, "", nil), http.StatusNotFound, "not_found")
+		for _, p := range []string{path, r.Header.Get("Location"), "/v1/runs/" + l.RunID + "/checkpoints/last"} {
+			apitest.WantProblem(t, s.Do(t, http.MethodGet, p, otherAdmin, "", nil), http.StatusNotFound, "not_found")
 		}
-		list := s.do(t, http.MethodGet, path, rt, "", nil)
+		list := s.Do(t, http.MethodGet, path, rt, "", nil)
 		var page struct {
 			Items []wireCheckpoint `json:"items"`
 		}
-		decode(t, list, &page)
+		apitest.Decode(t, list, &page)
 		if len(page.Items) != 1 {
-			t.Fatalf("owner sees %s", list.body)
+			t.Fatalf("owner sees %s", list.Body)
 		}
 	}},
 
 	{"ListPagesWithCursor", func(t *testing.T, s *stack) {
-		_, _, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		path := "/v1/attempts/" + l.AttemptID + "/checkpoints"
 		for _, seq := range []int{3, 0, 4, 1, 2} {
-			wantStatus(t, s.do(t, http.MethodPost, path, rt, body(l.Token, seq, "h"), nil), http.StatusCreated)
+			apitest.WantStatus(t, s.Do(t, http.MethodPost, path, rt, body(l.Token, seq, "h"), nil), http.StatusCreated)
 		}
 		var got []int
 		next := path + "?limit=2"
@@ -176,13 +178,13 @@ var httpCases = []struct {
 			if pages > 3 {
 				t.Fatalf("more pages than items")
 			}
-			r := s.do(t, http.MethodGet, next, rt, "", nil)
-			wantStatus(t, r, http.StatusOK)
+			r := s.Do(t, http.MethodGet, next, rt, "", nil)
+			apitest.WantStatus(t, r, http.StatusOK)
 			var page struct {
 				Items      []wireCheckpoint `json:"items"`
 				NextCursor string           `json:"nextCursor"`
 			}
-			decode(t, r, &page)
+			apitest.Decode(t, r, &page)
 			for _, c := range page.Items {
 				got = append(got, c.Sequence)
 			}
@@ -194,41 +196,41 @@ var httpCases = []struct {
 		if fmt.Sprint(got) != "[0 1 2 3 4]" {
 			t.Fatalf("paged sequences %v", got)
 		}
-		wantFields(t, s.do(t, http.MethodGet, path+"?cursor=zzz", rt, "", nil), "cursor")
-		wantFields(t, s.do(t, http.MethodGet, path+"?limit=0", rt, "", nil), "limit")
-		wantFields(t, s.do(t, http.MethodGet, path+"?limit=501", rt, "", nil), "limit")
+		apitest.WantFields(t, s.Do(t, http.MethodGet, path+"?cursor=zzz", rt, "", nil), "cursor")
+		apitest.WantFields(t, s.Do(t, http.MethodGet, path+"?limit=0", rt, "", nil), "limit")
+		apitest.WantFields(t, s.Do(t, http.MethodGet, path+"?limit=501", rt, "", nil), "limit")
 	}},
 
 	{"LastFollowsTheContinuationChain", func(t *testing.T, s *stack) {
-		_, admin, rt := s.tenant(t)
-		l := s.lease(t, rt)
+		_, admin, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
 		last := "/v1/runs/" + l.RunID + "/checkpoints/last"
-		p := wantProblem(t, s.do(t, http.MethodGet, last, rt, "", nil), http.StatusNotFound, "not_found")
+		p := apitest.WantProblem(t, s.Do(t, http.MethodGet, last, rt, "", nil), http.StatusNotFound, "not_found")
 		if !strings.Contains(p.Detail, "has no checkpoint") {
 			t.Fatalf("detail %q does not say the run has no checkpoint", p.Detail)
 		}
 		path := "/v1/attempts/" + l.AttemptID + "/checkpoints"
-		wantStatus(t, s.do(t, http.MethodPost, path, rt, body(l.Token, 0, "h0"), nil), http.StatusCreated)
-		r := s.do(t, http.MethodPost, path, rt, body(l.Token, 1, "h1"), nil)
-		wantStatus(t, r, http.StatusCreated)
+		apitest.WantStatus(t, s.Do(t, http.MethodPost, path, rt, body(l.Token, 0, "h0"), nil), http.StatusCreated)
+		r := s.Do(t, http.MethodPost, path, rt, body(l.Token, 1, "h1"), nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
 		var want wireCheckpoint
-		decode(t, r, &want)
-		wantStatus(t, s.do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/complete", rt,
+		apitest.Decode(t, r, &want)
+		apitest.WantStatus(t, s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/complete", rt,
 			fmt.Sprintf(`{"fencingToken":%d,"state":"failed"}`, l.Token), nil), http.StatusOK)
-		cont := s.do(t, http.MethodPost, "/v1/runs/"+l.RunID+"/continue", admin, "", nil)
-		wantStatus(t, cont, http.StatusCreated)
+		cont := s.Do(t, http.MethodPost, "/v1/runs/"+l.RunID+"/continue", admin, "", nil)
+		apitest.WantStatus(t, cont, http.StatusCreated)
 		var next struct {
 			RunID string `json:"runId"`
 		}
-		decode(t, cont, &next)
-		r = s.do(t, http.MethodGet, "/v1/runs/"+next.RunID+"/checkpoints/last", rt, "", nil)
-		wantStatus(t, r, http.StatusOK)
+		apitest.Decode(t, cont, &next)
+		r = s.Do(t, http.MethodGet, "/v1/runs/"+next.RunID+"/checkpoints/last", rt, "", nil)
+		apitest.WantStatus(t, r, http.StatusOK)
 		var got wireCheckpoint
-		decode(t, r, &got)
+		apitest.Decode(t, r, &got)
 		if got.CheckpointID != want.CheckpointID || got.RunID != l.RunID || got.Sequence != 1 {
-			t.Fatalf("continuation's last %s, want sequence 1 of run %s", r.body, l.RunID)
+			t.Fatalf("continuation's last %s, want sequence 1 of run %s", r.Body, l.RunID)
 		}
-		p = wantProblem(t, s.do(t, http.MethodGet, "/v1/runs/"+l.AttemptID+"/checkpoints/last", rt, "", nil),
+		p = apitest.WantProblem(t, s.Do(t, http.MethodGet, "/v1/runs/"+l.AttemptID+"/checkpoints/last", rt, "", nil),
 			http.StatusNotFound, "not_found")
 		if !strings.Contains(p.Detail, "no run") {
 			t.Fatalf("detail %q does not say the run is missing", p.Detail)
@@ -236,8 +238,8 @@ var httpCases = []struct {
 	}},
 
 	{"OpenAPIDocumentsTheRoutes", func(t *testing.T, s *stack) {
-		r := s.do(t, http.MethodGet, "/openapi.json", "", "", nil)
-		wantStatus(t, r, http.StatusOK)
+		r := s.Do(t, http.MethodGet, "/openapi.json", "", "", nil)
+		apitest.WantStatus(t, r, http.StatusOK)
 		var doc struct {
 			Paths      map[string]map[string]json.RawMessage `json:"paths"`
 			Components struct {
@@ -249,7 +251,7 @@ var httpCases = []struct {
 				} `json:"schemas"`
 			} `json:"components"`
 		}
-		if err := json.Unmarshal(r.body, &doc); err != nil {
+		if err := json.Unmarshal(r.Body, &doc); err != nil {
 			t.Fatalf("decode /openapi.json: %v", err)
 		}
 		for _, want := range []struct {

@@ -1,16 +1,13 @@
 package checkpoints
 
 import (
-	"context"
 	"testing"
+	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/projects"
-	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -23,23 +20,10 @@ func TestInsertResolvesALostRace(t *testing.T) {
 	t.Parallel()
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
 		t.Parallel()
-		ctx := context.Background()
-		db := tgt.Open(t, dbtest.Options{})
-		svc := runs.NewService(db, runs.DefaultConfig(), nil)
+		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		ctx, db, svc, tenant := e.Ctx, e.DB, e.Svc, e.Tenant
 		s := NewStore(db, svc)
-		tenant := dbtest.NewTenant(t, db)
-		caller := runs.Caller{TenantID: tenant, KeyID: "k"}
-		if _, _, err := projects.NewStore(db).Put(ctx, tenant, "p1", projects.Change{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := svc.Enqueue(ctx, caller, runs.Spec{ProjectID: "p1", Subject: "s", Kind: "k", AgentID: "a",
-			StepID: uuid.New(), SnapshotID: uuid.New(), MaxAttempts: 3}); err != nil {
-			t.Fatal(err)
-		}
-		cl, err := svc.Claim(ctx, caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cl := e.Lease()
 		n := New{Sequence: 7, Phase: attempts.Planning, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
 		won, created, err := s.Append(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
 		if err != nil || !created {

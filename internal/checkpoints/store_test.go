@@ -33,7 +33,7 @@ var storeCases = []struct {
 	run  func(t *testing.T, e *env)
 }{
 	{"FencedAppendIsStoredAndRead", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		n := cp(0, "h0")
 		c := e.append(cl, n)
 		if c.CheckpointID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Phase != attempts.Acting ||
@@ -41,7 +41,7 @@ var storeCases = []struct {
 			c.ContextSnapshotRef == nil || *c.ContextSnapshotRef != *n.ContextSnapshotRef || !c.CreatedAt.Equal(epoch) {
 			t.Fatalf("appended %+v", c)
 		}
-		got, err := e.store.Get(e.ctx, e.tenant, cl.Attempt.AttemptID, c.CheckpointID)
+		got, err := e.store.Get(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CheckpointID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,26 +60,26 @@ var storeCases = []struct {
 			t.Fatalf("context snapshot ref %v, want none", *c1.ContextSnapshotRef)
 		}
 		// A checkpoint of another attempt in the path is not found.
-		other := e.lease()
-		if _, err := e.store.Get(e.ctx, e.tenant, other.Attempt.AttemptID, c.CheckpointID); !apperr.Is(err, apperr.NotFound) {
+		other := e.Lease()
+		if _, err := e.store.Get(e.Ctx, e.Tenant, other.Attempt.AttemptID, c.CheckpointID); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("read through another attempt: got %v, want not_found", err)
 		}
 	}},
 
 	{"RepeatAnswersStoredRowAndOtherHashConflicts", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		first := e.append(cl, cp(3, "hash-a"))
-		e.clock.Advance(time.Second)
-		again, created, err := e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(3, "hash-a"))
+		e.Clock.Advance(time.Second)
+		again, created, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(3, "hash-a"))
 		if err != nil || created || again.CheckpointID != first.CheckpointID || !again.CreatedAt.Equal(first.CreatedAt) {
 			t.Fatalf("repeat: created=%v err=%v got %+v, want the first row", created, err, again)
 		}
-		_, _, err = e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(3, "hash-b"))
+		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(3, "hash-b"))
 		if !apperr.Is(err, apperr.SequenceConflict) {
 			t.Fatalf("other hash: got %v, want sequence_conflict", err)
 		}
 		// Hashes compare exactly (case-sensitively on both dialects).
-		_, _, err = e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(3, "HASH-A"))
+		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(3, "HASH-A"))
 		if !apperr.Is(err, apperr.SequenceConflict) {
 			t.Fatalf("hash differing in case: got %v, want sequence_conflict", err)
 		}
@@ -89,39 +89,39 @@ var storeCases = []struct {
 	}},
 
 	{"RepeatAfterLeaseEndedStillAnswers", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		first := e.append(cl, cp(0, "h"))
-		e.complete(cl)
-		again, created, err := e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(0, "h"))
+		e.Complete(cl)
+		again, created, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(0, "h"))
 		if err != nil || created || again.CheckpointID != first.CheckpointID {
 			t.Fatalf("repeat after complete: created=%v err=%v", created, err)
 		}
 		// A repeat must present the attempt's token: another token goes to the fence.
-		_, _, err = e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, cp(0, "h"))
+		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, cp(0, "h"))
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("repeat with another token: got %v, want stale_lease", err)
 		}
 		// Anything new is refused now.
-		_, _, err = e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h"))
+		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h"))
 		if !apperr.Is(err, apperr.LeaseExpired) {
 			t.Fatalf("new sequence after complete: got %v, want lease_expired", err)
 		}
 	}},
 
 	{"StaleFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
-		old := e.lease()
-		e.release(old)
-		cur := e.claim()
+		old := e.Lease()
+		e.Release(old)
+		cur := e.Claim()
 		if cur.Run.RunID != old.Run.RunID || cur.Lease.FencingToken <= old.Lease.FencingToken {
 			t.Fatalf("reclaim: run %s token %d after %s token %d", cur.Run.RunID, cur.Lease.FencingToken, old.Run.RunID, old.Lease.FencingToken)
 		}
 		// The old holder writes to its old attempt with its old token.
-		_, _, err := e.store.Append(e.ctx, e.tenant, old.Attempt.AttemptID, old.Lease.FencingToken, cp(0, "h"))
+		_, _, err := e.store.Append(e.Ctx, e.Tenant, old.Attempt.AttemptID, old.Lease.FencingToken, cp(0, "h"))
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("old attempt, old token: got %v, want stale_lease", err)
 		}
 		// ... or to the new attempt with its old token.
-		_, _, err = e.store.Append(e.ctx, e.tenant, cur.Attempt.AttemptID, old.Lease.FencingToken, cp(0, "h"))
+		_, _, err = e.store.Append(e.Ctx, e.Tenant, cur.Attempt.AttemptID, old.Lease.FencingToken, cp(0, "h"))
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("new attempt, old token: got %v, want stale_lease", err)
 		}
@@ -133,16 +133,16 @@ var storeCases = []struct {
 				t.Fatalf("refused appends set LastCheckpointId %s", a.LastCheckpointID.UUID)
 			}
 		}
-		if _, err := e.store.Last(e.ctx, e.tenant, cur.Run.RunID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.Last(e.Ctx, e.Tenant, cur.Run.RunID); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("last after refused appends: got %v, want not_found", err)
 		}
 	}},
 
 	{"ExpiredFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		kept := e.append(cl, cp(0, "h0"))
-		e.clock.Advance(leaseSeconds * time.Second)
-		_, _, err := e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h1"))
+		e.Clock.Advance(leaseSeconds * time.Second)
+		_, _, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h1"))
 		if !apperr.Is(err, apperr.LeaseExpired) {
 			t.Fatalf("append at the lease's end: got %v, want lease_expired", err)
 		}
@@ -155,7 +155,7 @@ var storeCases = []struct {
 	}},
 
 	{"LastCheckpointIdFollowsHighestSequence", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		id := cl.Attempt.AttemptID
 		var five checkpoints.Checkpoint
 		for _, seq := range []int{0, 1, 2, 5} {
@@ -170,112 +170,112 @@ var storeCases = []struct {
 		if a := e.attempt(id); a.LastCheckpointID.UUID != five.CheckpointID {
 			t.Fatalf("after late sequence 3: LastCheckpointId %s, want sequence 5's %s", a.LastCheckpointID.UUID, five.CheckpointID)
 		}
-		last, err := e.store.Last(e.ctx, e.tenant, cl.Run.RunID)
+		last, err := e.store.Last(e.Ctx, e.Tenant, cl.Run.RunID)
 		if err != nil || last.CheckpointID != five.CheckpointID || last.RunID != cl.Run.RunID {
 			t.Fatalf("last: %+v %v, want sequence 5 of this run", last, err)
 		}
 	}},
 
 	{"LastIsNewestAttemptsHighestSequence", func(t *testing.T, e *env) {
-		first := e.lease()
+		first := e.Lease()
 		for seq := range 3 {
 			e.append(first, cp(seq, "h"))
 		}
-		e.release(first)
-		second := e.claim()
+		e.Release(first)
+		second := e.Claim()
 		mine := e.append(second, cp(0, "h"))
-		last, err := e.store.Last(e.ctx, e.tenant, second.Run.RunID)
+		last, err := e.store.Last(e.Ctx, e.Tenant, second.Run.RunID)
 		if err != nil || last.CheckpointID != mine.CheckpointID {
 			t.Fatalf("last: %+v %v, want the newest attempt's sequence 0, though an older attempt went further", last, err)
 		}
 		// A newer attempt without a checkpoint does not hide the last one.
-		e.release(second)
-		third := e.claim()
-		last, err = e.store.Last(e.ctx, e.tenant, third.Run.RunID)
+		e.Release(second)
+		third := e.Claim()
+		last, err = e.store.Last(e.Ctx, e.Tenant, third.Run.RunID)
 		if err != nil || last.CheckpointID != mine.CheckpointID {
 			t.Fatalf("last with a newest attempt that has none: %+v %v", last, err)
 		}
 	}},
 
 	{"ContinuedRunReadsPredecessorsLastCheckpoint", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		e.append(cl, cp(0, "h0"))
 		want := e.append(cl, cp(1, "h1"))
-		e.complete(cl)
-		next, _, err := e.svc.Continue(e.ctx, e.caller, cl.Run.RunID, runs.Continuation{})
+		e.Complete(cl)
+		next, _, err := e.Svc.Continue(e.Ctx, e.Caller, cl.Run.RunID, runs.Continuation{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		last, err := e.store.Last(e.ctx, e.tenant, next.RunID)
+		last, err := e.store.Last(e.Ctx, e.Tenant, next.RunID)
 		if err != nil || last.CheckpointID != want.CheckpointID || last.RunID != cl.Run.RunID {
 			t.Fatalf("continuation's last: %+v %v, want the predecessor's sequence 1", last, err)
 		}
 		// Two links back: the continuation ends without a checkpoint and is continued again.
-		ncl := e.claim()
+		ncl := e.Claim()
 		if ncl.Run.RunID != next.RunID {
 			t.Fatalf("claimed %s, want the continuation %s", ncl.Run.RunID, next.RunID)
 		}
-		e.complete(ncl)
-		third, _, err := e.svc.Continue(e.ctx, e.caller, next.RunID, runs.Continuation{})
+		e.Complete(ncl)
+		third, _, err := e.Svc.Continue(e.Ctx, e.Caller, next.RunID, runs.Continuation{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		last, err = e.store.Last(e.ctx, e.tenant, third.RunID)
+		last, err = e.store.Last(e.Ctx, e.Tenant, third.RunID)
 		if err != nil || last.CheckpointID != want.CheckpointID || last.RunID != cl.Run.RunID {
 			t.Fatalf("second continuation's last: %+v %v", last, err)
 		}
 		// Once the newest run has its own checkpoint, that one is last.
-		tcl := e.claim()
+		tcl := e.Claim()
 		own := e.append(tcl, cp(0, "mine"))
-		last, err = e.store.Last(e.ctx, e.tenant, third.RunID)
+		last, err = e.store.Last(e.Ctx, e.Tenant, third.RunID)
 		if err != nil || last.CheckpointID != own.CheckpointID || last.RunID != third.RunID {
 			t.Fatalf("after its own checkpoint: %+v %v", last, err)
 		}
 		// The predecessor's own answer does not look forward.
-		if last, err := e.store.Last(e.ctx, e.tenant, cl.Run.RunID); err != nil || last.CheckpointID != want.CheckpointID {
+		if last, err := e.store.Last(e.Ctx, e.Tenant, cl.Run.RunID); err != nil || last.CheckpointID != want.CheckpointID {
 			t.Fatalf("the first run's last: %+v %v", last, err)
 		}
 	}},
 
 	{"LastNotFoundSaysWhy", func(t *testing.T, e *env) {
-		_, err := e.store.Last(e.ctx, e.tenant, uuid.New())
+		_, err := e.store.Last(e.Ctx, e.Tenant, uuid.New())
 		if !apperr.Is(err, apperr.NotFound) || !strings.Contains(err.Error(), "no run") {
 			t.Fatalf("missing run: got %v, want not_found naming the run", err)
 		}
-		cl := e.lease()
-		_, err = e.store.Last(e.ctx, e.tenant, cl.Run.RunID)
+		cl := e.Lease()
+		_, err = e.store.Last(e.Ctx, e.Tenant, cl.Run.RunID)
 		if !apperr.Is(err, apperr.NotFound) || !strings.Contains(err.Error(), "has no checkpoint") {
 			t.Fatalf("run without checkpoints: got %v, want not_found saying it has none", err)
 		}
-		e.complete(cl)
-		next, _, err := e.svc.Continue(e.ctx, e.caller, cl.Run.RunID, runs.Continuation{})
+		e.Complete(cl)
+		next, _, err := e.Svc.Continue(e.Ctx, e.Caller, cl.Run.RunID, runs.Continuation{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.store.Last(e.ctx, e.tenant, next.RunID)
+		_, err = e.store.Last(e.Ctx, e.Tenant, next.RunID)
 		if !apperr.Is(err, apperr.NotFound) || !strings.Contains(err.Error(), "nor any run it continues") {
 			t.Fatalf("chain without checkpoints: got %v, want not_found saying the chain has none", err)
 		}
 	}},
 
 	{"OtherTenantGets404AndCannotWrite", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		mine := e.append(cl, cp(0, "h"))
 		o := e.other(t)
 		id, token := cl.Attempt.AttemptID, cl.Lease.FencingToken
 		// A repeat of the owner's sequence, a conflicting one and a new one: all as for a missing attempt.
 		for _, n := range []checkpoints.New{cp(0, "h"), cp(0, "other"), cp(1, "h")} {
-			if _, _, err := o.store.Append(o.ctx, o.tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
+			if _, _, err := o.store.Append(o.Ctx, o.Tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
 				t.Fatalf("other tenant appends sequence %d: got %v, want not_found", n.Sequence, err)
 			}
 		}
-		if _, err := o.store.List(o.ctx, o.tenant, id, checkpoints.Start, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.List(o.Ctx, o.Tenant, id, checkpoints.Start, 10); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant lists: got %v, want not_found", err)
 		}
-		if _, err := o.store.Get(o.ctx, o.tenant, id, mine.CheckpointID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Get(o.Ctx, o.Tenant, id, mine.CheckpointID); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant reads: got %v, want not_found", err)
 		}
-		_, err := o.store.Last(o.ctx, o.tenant, cl.Run.RunID)
+		_, err := o.store.Last(o.Ctx, o.Tenant, cl.Run.RunID)
 		if !apperr.Is(err, apperr.NotFound) || !strings.Contains(err.Error(), "no run") {
 			t.Fatalf("other tenant's last: got %v, want not_found as for a missing run", err)
 		}
@@ -288,7 +288,7 @@ var storeCases = []struct {
 	}},
 
 	{"ConcurrentDuplicatesResolveToOneRow", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		const n = 8
 		type result struct {
 			c       checkpoints.Checkpoint
@@ -300,7 +300,7 @@ var storeCases = []struct {
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Go(func() {
-					c, created, err := e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(seq, hash(i)))
+					c, created, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(seq, hash(i)))
 					out[i] = result{c, created, err}
 				})
 			}
@@ -342,7 +342,7 @@ var storeCases = []struct {
 	}},
 
 	{"InvalidCheckpointRefusedAndNothingWritten", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		long := strings.Repeat("\U0001F600", 17) // 17 runes, 34 UTF-16 code units: over nvarchar(32)
 		bad := map[string]func(*checkpoints.New){
 			"sequence":        func(n *checkpoints.New) { n.Sequence = -1 },
@@ -355,7 +355,7 @@ var storeCases = []struct {
 		for name, mut := range bad {
 			n := cp(0, "h")
 			mut(&n)
-			if _, _, err := e.store.Append(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, apperr.Invalid) {
+			if _, _, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, apperr.Invalid) {
 				t.Fatalf("%s: got %v, want invalid_request", name, err)
 			}
 		}
@@ -367,24 +367,24 @@ var storeCases = []struct {
 	}},
 
 	{"ListPagesInSequenceOrder", func(t *testing.T, e *env) {
-		cl := e.lease()
+		cl := e.Lease()
 		for _, seq := range []int{4, 0, 3, 1, 2} {
 			e.append(cl, cp(seq, "h"))
 		}
 		id := cl.Attempt.AttemptID
-		page, err := e.store.List(e.ctx, e.tenant, id, checkpoints.Start, 2)
+		page, err := e.store.List(e.Ctx, e.Tenant, id, checkpoints.Start, 2)
 		if err != nil || !slices.Equal(sequences(page), []int{0, 1}) {
 			t.Fatalf("first page %v %v", sequences(page), err)
 		}
-		page, err = e.store.List(e.ctx, e.tenant, id, 1, 2)
+		page, err = e.store.List(e.Ctx, e.Tenant, id, 1, 2)
 		if err != nil || !slices.Equal(sequences(page), []int{2, 3}) {
 			t.Fatalf("second page %v %v", sequences(page), err)
 		}
-		page, err = e.store.List(e.ctx, e.tenant, id, 3, 2)
+		page, err = e.store.List(e.Ctx, e.Tenant, id, 3, 2)
 		if err != nil || !slices.Equal(sequences(page), []int{4}) {
 			t.Fatalf("last page %v %v", sequences(page), err)
 		}
-		if _, err := e.store.List(e.ctx, e.tenant, uuid.New(), checkpoints.Start, 2); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.List(e.Ctx, e.Tenant, uuid.New(), checkpoints.Start, 2); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 	}},

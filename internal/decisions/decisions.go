@@ -280,19 +280,9 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Deci
 // ListByAttempt lists an attempt's decisions in RequestedAt, DecisionId order. NotFound when
 // the attempt is missing or another tenant's.
 func (s *Store) ListByAttempt(ctx context.Context, tenantID string, attemptID uuid.UUID, after *Position, limit int) ([]Decision, error) {
-	var out []Decision
-	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
-			return err
-		}
-		var err error
-		out, err = ForAttempt(ctx, tx, tenantID, attemptID, after, limit)
-		return err
+	return attempts.ListOf(ctx, s.db, tenantID, attemptID, "list decisions of attempt", func(tx *sqldb.Tx) ([]Decision, error) {
+		return ForAttempt(ctx, tx, tenantID, attemptID, after, limit)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list decisions of attempt: %w", err)
-	}
-	return out, nil
 }
 
 // ForAttempt is ListByAttempt inside the caller's transaction (the attempt timeline), without

@@ -21,34 +21,34 @@ func FuzzDecisionRequest(f *testing.F) {
 	path := "/v1/attempts/" + cl.Attempt.AttemptID + "/decisions"
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := s.decisionCount(t, c.tenant)
-		r := s.doBytes(t, http.MethodPost, path, c.runtime, body, nil)
+		r := s.DoBytes(t, http.MethodPost, path, c.runtime, body, nil)
 		after := s.decisionCount(t, c.tenant)
 		switch {
-		case r.status >= 500:
-			t.Fatalf("request: status %d for body %q: %s", r.status, body, r.body)
-		case r.status == http.StatusCreated && after != before+1:
+		case r.Status >= 500:
+			t.Fatalf("request: status %d for body %q: %s", r.Status, body, r.Body)
+		case r.Status == http.StatusCreated && after != before+1:
 			t.Fatalf("request: 201 but %d decisions were written", after-before)
-		case r.status != http.StatusCreated && after != before:
-			t.Fatalf("request: status %d but %d decisions were written (body %q)", r.status, after-before, body)
+		case r.Status != http.StatusCreated && after != before:
+			t.Fatalf("request: status %d but %d decisions were written (body %q)", r.Status, after-before, body)
 		}
 
 		d, err := s.store.Request(context.Background(), c.tenant, attemptID, cl.Lease.FencingToken, decisions.Request{Kind: decisions.Approval})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = s.doBytes(t, http.MethodPost, "/v1/decisions/"+d.DecisionID.String()+"/answer", c.admin, body,
+		r = s.DoBytes(t, http.MethodPost, "/v1/decisions/"+d.DecisionID.String()+"/answer", c.admin, body,
 			map[string]string{"If-Match": d.Version.ETag()})
-		if r.status >= 500 {
-			t.Fatalf("answer: status %d for body %q: %s", r.status, body, r.body)
+		if r.Status >= 500 {
+			t.Fatalf("answer: status %d for body %q: %s", r.Status, body, r.Body)
 		}
 		got, err := s.store.Get(context.Background(), c.tenant, d.DecisionID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.status != http.StatusOK && (got.Version != d.Version || got.Status != decisions.StatusPending) {
-			t.Fatalf("answer: status %d but the decision changed: %+v", r.status, got)
+		if r.Status != http.StatusOK && (got.Version != d.Version || got.Status != decisions.StatusPending) {
+			t.Fatalf("answer: status %d but the decision changed: %+v", r.Status, got)
 		}
-		if r.status == http.StatusOK && got.Status != decisions.StatusApproved && got.Status != decisions.StatusRejected {
+		if r.Status == http.StatusOK && got.Status != decisions.StatusApproved && got.Status != decisions.StatusRejected {
 			t.Fatalf("answer: 200 but the decision is %s", got.Status)
 		}
 	})

@@ -95,10 +95,10 @@ func (h handlers) create(c echo.Context) error {
 // request checks what the validator cannot (UTF-16 lengths, text, JSON) and converts.
 func (req DecisionBody) request() (Request, error) {
 	var bad []apperr.FieldError
-	if req.ProposalHash != nil && utf16Len(*req.ProposalHash) > maxProposalHash {
+	if req.ProposalHash != nil && web.UTF16Len(*req.ProposalHash) > maxProposalHash {
 		bad = append(bad, apperr.FieldError{Field: "proposalHash", Reason: "must be at most 128 characters"})
 	}
-	if req.Recommendation != nil && !validText(*req.Recommendation, maxRecommend) {
+	if req.Recommendation != nil && !web.ValidText(*req.Recommendation, maxRecommend) {
 		bad = append(bad, apperr.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
 	}
 	options, ok := compactJSON(req.Options)
@@ -165,16 +165,9 @@ type cursor struct {
 }
 
 func page(c echo.Context, limit int, ds []Decision) error {
-	p := web.Page[Decision]{Items: ds}
-	if len(ds) > limit {
-		last := ds[limit-1]
-		p.Items = ds[:limit]
-		p.NextCursor = web.EncodeCursor(cursor{RequestedAt: last.RequestedAt, DecisionID: last.DecisionID})
-	}
-	if p.Items == nil {
-		p.Items = []Decision{}
-	}
-	return c.JSON(http.StatusOK, p)
+	return c.JSON(http.StatusOK, web.NewPage(ds, limit, func(last Decision) any {
+		return cursor{RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
+	}))
 }
 
 func after(c echo.Context) (*Position, error) {
@@ -246,32 +239,4 @@ func compactJSON(raw json.RawMessage) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return b.Bytes(), true
-}
-
-// validText reports whether s is free text for an nvarchar(n) column of n = max: valid UTF-8,
-// at most max UTF-16 code units (the unit nvarchar(n) counts), no control characters other
-// than tab and line breaks, and no U+FFFD (what the JSON decoder makes of invalid UTF-8).
-func validText(s string, max int) bool {
-	if !utf8.ValidString(s) || utf16Len(s) > max {
-		return false
-	}
-	for _, r := range s {
-		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
-}
-
-// utf16Len is the length of s in UTF-16 code units.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -49,75 +50,75 @@ func TestHTTP(t *testing.T) {
 		c := s.client(t)
 		cl := s.claim(t, c, "review:1")
 		path := "/v1/attempts/" + cl.Attempt.AttemptID + "/decisions"
-		r := s.do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(
+		r := s.Do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(
 			`{"fencingToken":%d,"kind":"approval","proposalHash":"h1","options":{"a":1},"recommendation":"yes","expiresInSeconds":3600}`,
 			cl.Lease.FencingToken), nil)
-		s.want(t, r, http.StatusCreated, "")
-		d := decode[wireDecision](t, r)
-		etag := r.header.Get("ETag")
-		if !etagPattern.MatchString(etag) || r.header.Get("Location") != "/v1/decisions/"+d.DecisionID {
-			t.Fatalf("ETag %q Location %q", etag, r.header.Get("Location"))
+		apitest.Want(t, r, http.StatusCreated, "")
+		d := apitest.DecodeAs[wireDecision](t, r)
+		etag := r.Header.Get("ETag")
+		if !etagPattern.MatchString(etag) || r.Header.Get("Location") != "/v1/decisions/"+d.DecisionID {
+			t.Fatalf("ETag %q Location %q", etag, r.Header.Get("Location"))
 		}
 		if d.Status != "pending" || d.Kind != "approval" || d.AttemptID != cl.Attempt.AttemptID || fmt.Sprint(d.Options) != "map[a:1]" || d.ExpiresAt == nil || *d.ExpiresAt != "2026-01-01T13:00:00Z" ||
 			d.RequestedAt != "2026-01-01T12:00:00Z" || d.TenantID != nil || d.Answer != nil {
-			t.Fatalf("created decision %s", r.body)
+			t.Fatalf("created decision %s", r.Body)
 		}
 
 		// Any role reads it, with the same ETag.
 		for _, key := range []string{c.runtime, c.admin} {
-			g := s.do(t, http.MethodGet, "/v1/decisions/"+d.DecisionID, key, "", nil)
-			s.want(t, g, http.StatusOK, "")
-			if g.header.Get("ETag") != etag {
-				t.Fatalf("GET ETag %q, want %q", g.header.Get("ETag"), etag)
+			g := s.Do(t, http.MethodGet, "/v1/decisions/"+d.DecisionID, key, "", nil)
+			apitest.Want(t, g, http.StatusOK, "")
+			if g.Header.Get("ETag") != etag {
+				t.Fatalf("GET ETag %q, want %q", g.Header.Get("ETag"), etag)
 			}
 		}
 		// The admin inbox has it.
-		inbox := s.do(t, http.MethodGet, "/v1/decisions?status=pending", c.admin, "", nil)
-		s.want(t, inbox, http.StatusOK, "")
-		if p := decode[wirePage](t, inbox); len(p.Items) != 1 || p.Items[0].DecisionID != d.DecisionID || p.NextCursor != "" {
-			t.Fatalf("inbox %s", inbox.body)
+		inbox := s.Do(t, http.MethodGet, "/v1/decisions?status=pending", c.admin, "", nil)
+		apitest.Want(t, inbox, http.StatusOK, "")
+		if p := apitest.DecodeAs[wirePage](t, inbox); len(p.Items) != 1 || p.Items[0].DecisionID != d.DecisionID || p.NextCursor != "" {
+			t.Fatalf("inbox %s", inbox.Body)
 		}
 
 		answer := "/v1/decisions/" + d.DecisionID + "/answer"
 		approval := uuid.NewString()
 		body := `{"status":"approved","answer":{"why":"fine"},"approvalId":"` + approval + `"}`
-		s.want(t, s.do(t, http.MethodPost, answer, c.runtime, body, map[string]string{"If-Match": etag}), http.StatusForbidden, "forbidden")
-		s.want(t, s.do(t, http.MethodPost, answer, c.admin, body, nil), http.StatusPreconditionRequired, "precondition_required")
-		s.want(t, s.do(t, http.MethodPost, answer, c.admin, body, map[string]string{"If-Match": `W/` + etag}), http.StatusPreconditionFailed, "precondition_failed")
+		apitest.Want(t, s.Do(t, http.MethodPost, answer, c.runtime, body, map[string]string{"If-Match": etag}), http.StatusForbidden, "forbidden")
+		apitest.Want(t, s.Do(t, http.MethodPost, answer, c.admin, body, nil), http.StatusPreconditionRequired, "precondition_required")
+		apitest.Want(t, s.Do(t, http.MethodPost, answer, c.admin, body, map[string]string{"If-Match": `W/` + etag}), http.StatusPreconditionFailed, "precondition_failed")
 		v, _ := sqldb.ParseETag(etag)
 		stale := (v + 1).ETag()
-		s.want(t, s.do(t, http.MethodPost, answer, c.admin, body, map[string]string{"If-Match": stale}), http.StatusPreconditionFailed, "precondition_failed")
-		s.want(t, s.do(t, http.MethodPost, answer, c.admin, `{"status":"maybe"}`, map[string]string{"If-Match": etag}), http.StatusBadRequest, "invalid_request")
-		s.want(t, s.do(t, http.MethodPost, answer, c.admin, `{"status":"approved","approvalId":"nope"}`, map[string]string{"If-Match": etag}), http.StatusBadRequest, "invalid_request")
-		if g := s.do(t, http.MethodGet, "/v1/decisions/"+d.DecisionID, c.admin, "", nil); g.header.Get("ETag") != etag {
-			t.Fatalf("a refused answer changed the decision: %s", g.body)
+		apitest.Want(t, s.Do(t, http.MethodPost, answer, c.admin, body, map[string]string{"If-Match": stale}), http.StatusPreconditionFailed, "precondition_failed")
+		apitest.Want(t, s.Do(t, http.MethodPost, answer, c.admin, `{"status":"maybe"}`, map[string]string{"If-Match": etag}), http.StatusBadRequest, "invalid_request")
+		apitest.Want(t, s.Do(t, http.MethodPost, answer, c.admin, `{"status":"approved","approvalId":"nope"}`, map[string]string{"If-Match": etag}), http.StatusBadRequest, "invalid_request")
+		if g := s.Do(t, http.MethodGet, "/v1/decisions/"+d.DecisionID, c.admin, "", nil); g.Header.Get("ETag") != etag {
+			t.Fatalf("a refused answer changed the decision: %s", g.Body)
 		}
 
-		s.clock.Advance(2 * time.Second)
-		a := s.do(t, http.MethodPost, answer, c.admin, body, map[string]string{"If-Match": etag})
-		s.want(t, a, http.StatusOK, "")
-		got := decode[wireDecision](t, a)
+		s.Clock.Advance(2 * time.Second)
+		a := s.Do(t, http.MethodPost, answer, c.admin, body, map[string]string{"If-Match": etag})
+		apitest.Want(t, a, http.StatusOK, "")
+		got := apitest.DecodeAs[wireDecision](t, a)
 		if got.Status != "approved" || got.AnsweredBy == nil || *got.AnsweredBy != c.adminKeyID || got.ApprovalID == nil ||
 			*got.ApprovalID != approval || got.AnsweredAt == nil || *got.AnsweredAt != "2026-01-01T12:00:02Z" ||
 			fmt.Sprint(got.Answer) != "map[why:fine]" {
-			t.Fatalf("answered %s", a.body)
+			t.Fatalf("answered %s", a.Body)
 		}
-		newTag := a.header.Get("ETag")
+		newTag := a.Header.Get("ETag")
 		if !etagPattern.MatchString(newTag) || newTag == etag {
 			t.Fatalf("answer ETag %q (was %q)", newTag, etag)
 		}
 		// The holder reads the answer.
-		if h := s.do(t, http.MethodGet, "/v1/decisions/"+d.DecisionID, c.runtime, "", nil); decode[wireDecision](t, h).Status != "approved" || h.header.Get("ETag") != newTag {
-			t.Fatalf("holder reads %s", h.body)
+		if h := s.Do(t, http.MethodGet, "/v1/decisions/"+d.DecisionID, c.runtime, "", nil); apitest.DecodeAs[wireDecision](t, h).Status != "approved" || h.Header.Get("ETag") != newTag {
+			t.Fatalf("holder reads %s", h.Body)
 		}
 		for _, tag := range []string{newTag, etag} {
-			s.want(t, s.do(t, http.MethodPost, answer, c.admin, `{"status":"rejected"}`, map[string]string{"If-Match": tag}), http.StatusConflict, "decision_closed")
+			apitest.Want(t, s.Do(t, http.MethodPost, answer, c.admin, `{"status":"rejected"}`, map[string]string{"If-Match": tag}), http.StatusConflict, "decision_closed")
 		}
 
-		list := s.do(t, http.MethodGet, path, c.runtime, "", nil)
-		s.want(t, list, http.StatusOK, "")
-		if p := decode[wirePage](t, list); len(p.Items) != 1 || p.Items[0].Status != "approved" {
-			t.Fatalf("attempt's decisions %s", list.body)
+		list := s.Do(t, http.MethodGet, path, c.runtime, "", nil)
+		apitest.Want(t, list, http.StatusOK, "")
+		if p := apitest.DecodeAs[wirePage](t, list); len(p.Items) != 1 || p.Items[0].Status != "approved" {
+			t.Fatalf("attempt's decisions %s", list.Body)
 		}
 	})
 
@@ -149,30 +150,30 @@ func TestHTTP(t *testing.T) {
 			`{"fencingToken":` + tok + `,"kind":"approval"} {}`,
 			`{"fencingToken":` + tok + `,"kind":"approval"`,
 		} {
-			r := s.do(t, http.MethodPost, path, c.runtime, body, nil)
-			if r.status != http.StatusBadRequest {
-				t.Fatalf("body %q: status %d, want 400; %s", body, r.status, r.body)
+			r := s.Do(t, http.MethodPost, path, c.runtime, body, nil)
+			if r.Status != http.StatusBadRequest {
+				t.Fatalf("body %q: status %d, want 400; %s", body, r.Status, r.Body)
 			}
-			s.want(t, r, http.StatusBadRequest, "invalid_request")
+			apitest.Want(t, r, http.StatusBadRequest, "invalid_request")
 		}
-		s.want(t, s.do(t, http.MethodPost, "/v1/attempts/not-a-uuid/decisions", c.runtime, `{"fencingToken":1,"kind":"input"}`, nil), http.StatusBadRequest, "invalid_request")
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/attempts/not-a-uuid/decisions", c.runtime, `{"fencingToken":1,"kind":"input"}`, nil), http.StatusBadRequest, "invalid_request")
 		if n := s.decisionCount(t, c.tenant); n != 0 {
 			t.Fatalf("%d decisions written by bad requests", n)
 		}
 		ok := `{"fencingToken":` + tok + `,"kind":"input"}`
-		s.want(t, s.do(t, http.MethodPost, path, c.admin, ok, nil), http.StatusForbidden, "forbidden")
-		s.want(t, s.do(t, http.MethodPost, path, "", ok, nil), http.StatusUnauthorized, "unauthorized")
-		s.want(t, s.do(t, http.MethodPost, path, c.runtime, `{"fencingToken":99,"kind":"input"}`, nil), http.StatusConflict, "stale_lease")
-		s.want(t, s.do(t, http.MethodPost, "/v1/attempts/"+uuid.NewString()+"/decisions", c.runtime, ok, nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, c.admin, ok, nil), http.StatusForbidden, "forbidden")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, "", ok, nil), http.StatusUnauthorized, "unauthorized")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, `{"fencingToken":99,"kind":"input"}`, nil), http.StatusConflict, "stale_lease")
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/attempts/"+uuid.NewString()+"/decisions", c.runtime, ok, nil), http.StatusNotFound, "not_found")
 		other := s.client(t)
-		s.want(t, s.do(t, http.MethodPost, path, other.runtime, ok, nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, other.runtime, ok, nil), http.StatusNotFound, "not_found")
 		if n := s.decisionCount(t, c.tenant) + s.decisionCount(t, other.tenant); n != 0 {
 			t.Fatalf("%d decisions written by refused requests", n)
 		}
 		// A boundary value is fine: the longest recommendation, astral characters counted as
 		// two UTF-16 units.
 		long := `{"fencingToken":` + tok + `,"kind":"input","recommendation":"` + strings.Repeat("😀", 1000) + `"}`
-		s.want(t, s.do(t, http.MethodPost, path, c.runtime, long, nil), http.StatusCreated, "")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, long, nil), http.StatusCreated, "")
 	})
 
 	t.Run("ReadsAndInbox", func(t *testing.T) {
@@ -182,21 +183,21 @@ func TestHTTP(t *testing.T) {
 		path := "/v1/attempts/" + cl.Attempt.AttemptID + "/decisions"
 		var created []string
 		for i := 0; i < 3; i++ {
-			r := s.do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"choice","options":[%d]}`, cl.Lease.FencingToken, i), nil)
-			s.want(t, r, http.StatusCreated, "")
-			created = append(created, decode[wireDecision](t, r).DecisionID)
+			r := s.Do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"choice","options":[%d]}`, cl.Lease.FencingToken, i), nil)
+			apitest.Want(t, r, http.StatusCreated, "")
+			created = append(created, apitest.DecodeAs[wireDecision](t, r).DecisionID)
 		}
-		s.want(t, s.do(t, http.MethodGet, "/v1/decisions", c.runtime, "", nil), http.StatusForbidden, "forbidden")
-		s.want(t, s.do(t, http.MethodGet, "/v1/decisions?status=open", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
-		s.want(t, s.do(t, http.MethodGet, "/v1/decisions?cursor=zzz", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
-		s.want(t, s.do(t, http.MethodGet, "/v1/decisions?limit=0", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/decisions", c.runtime, "", nil), http.StatusForbidden, "forbidden")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/decisions?status=open", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/decisions?cursor=zzz", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/decisions?limit=0", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
 		// Page through the inbox two at a time.
 		var seen []string
 		next := "/v1/decisions?limit=2"
 		for next != "" {
-			r := s.do(t, http.MethodGet, next, c.admin, "", nil)
-			s.want(t, r, http.StatusOK, "")
-			p := decode[wirePage](t, r)
+			r := s.Do(t, http.MethodGet, next, c.admin, "", nil)
+			apitest.Want(t, r, http.StatusOK, "")
+			p := apitest.DecodeAs[wirePage](t, r)
 			for _, d := range p.Items {
 				seen = append(seen, d.DecisionID)
 			}
@@ -217,21 +218,21 @@ func TestHTTP(t *testing.T) {
 				t.Fatalf("decision %s missing from the inbox %v", id, seen)
 			}
 		}
-		r := s.do(t, http.MethodGet, path+"?limit=2", c.runtime, "", nil)
-		s.want(t, r, http.StatusOK, "")
-		if p := decode[wirePage](t, r); len(p.Items) != 2 || p.NextCursor == "" {
-			t.Fatalf("attempt's first page %s", r.body)
+		r := s.Do(t, http.MethodGet, path+"?limit=2", c.runtime, "", nil)
+		apitest.Want(t, r, http.StatusOK, "")
+		if p := apitest.DecodeAs[wirePage](t, r); len(p.Items) != 2 || p.NextCursor == "" {
+			t.Fatalf("attempt's first page %s", r.Body)
 		}
 
 		other := s.client(t)
-		s.want(t, s.do(t, http.MethodGet, "/v1/decisions/"+created[0], other.admin, "", nil), http.StatusNotFound, "not_found")
-		s.want(t, s.do(t, http.MethodGet, path, other.admin, "", nil), http.StatusNotFound, "not_found")
-		s.want(t, s.do(t, http.MethodGet, "/v1/decisions/"+uuid.NewString(), c.admin, "", nil), http.StatusNotFound, "not_found")
-		s.want(t, s.do(t, http.MethodGet, "/v1/decisions/xyz", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
-		etag := s.do(t, http.MethodGet, "/v1/decisions/"+created[0], c.admin, "", nil).header.Get("ETag")
-		s.want(t, s.do(t, http.MethodPost, "/v1/decisions/"+created[0]+"/answer", other.admin, `{"status":"approved"}`,
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/decisions/"+created[0], other.admin, "", nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodGet, path, other.admin, "", nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/decisions/"+uuid.NewString(), c.admin, "", nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/decisions/xyz", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
+		etag := s.Do(t, http.MethodGet, "/v1/decisions/"+created[0], c.admin, "", nil).Header.Get("ETag")
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/decisions/"+created[0]+"/answer", other.admin, `{"status":"approved"}`,
 			map[string]string{"If-Match": etag}), http.StatusNotFound, "not_found")
-		if p := decode[wirePage](t, s.do(t, http.MethodGet, "/v1/decisions", other.admin, "", nil)); len(p.Items) != 0 {
+		if p := apitest.DecodeAs[wirePage](t, s.Do(t, http.MethodGet, "/v1/decisions", other.admin, "", nil)); len(p.Items) != 0 {
 			t.Fatalf("other tenant's inbox holds %d decisions", len(p.Items))
 		}
 	})
@@ -246,25 +247,25 @@ func TestHTTPExpiryAndCompletion(t *testing.T) {
 		c := s.client(t)
 		cl := s.claim(t, c, "review:4")
 		path := "/v1/attempts/" + cl.Attempt.AttemptID + "/decisions"
-		r := s.do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"input","expiresInSeconds":5}`, cl.Lease.FencingToken), nil)
-		s.want(t, r, http.StatusCreated, "")
-		exp := decode[wireDecision](t, r)
-		r = s.do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"input"}`, cl.Lease.FencingToken), nil)
-		s.want(t, r, http.StatusCreated, "")
-		open := decode[wireDecision](t, r)
-		s.clock.Advance(5 * time.Second)
-		g := s.do(t, http.MethodGet, "/v1/decisions/"+exp.DecisionID, c.admin, "", nil)
-		if decode[wireDecision](t, g).Status != "expired" {
-			t.Fatalf("past expiry: %s", g.body)
+		r := s.Do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"input","expiresInSeconds":5}`, cl.Lease.FencingToken), nil)
+		apitest.Want(t, r, http.StatusCreated, "")
+		exp := apitest.DecodeAs[wireDecision](t, r)
+		r = s.Do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"input"}`, cl.Lease.FencingToken), nil)
+		apitest.Want(t, r, http.StatusCreated, "")
+		open := apitest.DecodeAs[wireDecision](t, r)
+		s.Clock.Advance(5 * time.Second)
+		g := s.Do(t, http.MethodGet, "/v1/decisions/"+exp.DecisionID, c.admin, "", nil)
+		if apitest.DecodeAs[wireDecision](t, g).Status != "expired" {
+			t.Fatalf("past expiry: %s", g.Body)
 		}
-		s.want(t, s.do(t, http.MethodPost, "/v1/decisions/"+exp.DecisionID+"/answer", c.admin, `{"status":"approved"}`,
-			map[string]string{"If-Match": g.header.Get("ETag")}), http.StatusConflict, "decision_closed")
-		if p := decode[wirePage](t, s.do(t, http.MethodGet, "/v1/decisions?status=expired", c.admin, "", nil)); len(p.Items) != 1 || p.Items[0].DecisionID != exp.DecisionID {
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/decisions/"+exp.DecisionID+"/answer", c.admin, `{"status":"approved"}`,
+			map[string]string{"If-Match": g.Header.Get("ETag")}), http.StatusConflict, "decision_closed")
+		if p := apitest.DecodeAs[wirePage](t, s.Do(t, http.MethodGet, "/v1/decisions?status=expired", c.admin, "", nil)); len(p.Items) != 1 || p.Items[0].DecisionID != exp.DecisionID {
 			t.Fatalf("expired inbox %+v", p)
 		}
-		s.want(t, s.do(t, http.MethodPost, "/v1/attempts/"+cl.Attempt.AttemptID+"/complete", c.runtime,
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/attempts/"+cl.Attempt.AttemptID+"/complete", c.runtime,
 			fmt.Sprintf(`{"fencingToken":%d,"state":"succeeded"}`, cl.Lease.FencingToken), nil), http.StatusOK, "")
-		if d := decode[wireDecision](t, s.do(t, http.MethodGet, "/v1/decisions/"+open.DecisionID, c.runtime, "", nil)); d.Status != "cancelled" {
+		if d := apitest.DecodeAs[wireDecision](t, s.Do(t, http.MethodGet, "/v1/decisions/"+open.DecisionID, c.runtime, "", nil)); d.Status != "cancelled" {
 			t.Fatalf("pending decision after completion: %s", d.Status)
 		}
 	}
@@ -275,8 +276,8 @@ func TestHTTPExpiryAndCompletion(t *testing.T) {
 func TestOpenAPIDocumentsTheRoutes(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	r := s.do(t, http.MethodGet, "/openapi.json", "", "", nil)
-	s.want(t, r, http.StatusOK, "")
+	r := s.Do(t, http.MethodGet, "/openapi.json", "", "", nil)
+	apitest.Want(t, r, http.StatusOK, "")
 	var doc struct {
 		Paths map[string]map[string]struct {
 			Roles      []string `json:"x-roles"`
@@ -294,7 +295,7 @@ func TestOpenAPIDocumentsTheRoutes(t *testing.T) {
 			} `json:"schemas"`
 		} `json:"components"`
 	}
-	if err := json.Unmarshal(r.body, &doc); err != nil {
+	if err := json.Unmarshal(r.Body, &doc); err != nil {
 		t.Fatal(err)
 	}
 	roles := map[string]string{

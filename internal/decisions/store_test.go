@@ -64,15 +64,15 @@ var storeCases = []storeCase{
 	{"RefusedRequestWritesNothing", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		id := cl.Attempt.AttemptID
-		_, err := e.store.Request(e.ctx, e.tenant, id, cl.Lease.FencingToken+1, decisions.Request{Kind: decisions.Input})
+		_, err := e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken+1, decisions.Request{Kind: decisions.Input})
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("stale token: got %v, want stale_lease", err)
 		}
-		if _, err := e.store.Request(e.ctx, e.tenant, uuid.New(), 1, decisions.Request{}); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.Request(e.Ctx, e.Tenant, uuid.New(), 1, decisions.Request{}); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
-		e.clock.Advance(31 * time.Second) // past the 30 s lease
-		_, err = e.store.Request(e.ctx, e.tenant, id, cl.Lease.FencingToken, decisions.Request{Kind: decisions.Input})
+		e.Clock.Advance(31 * time.Second) // past the 30 s lease
+		_, err = e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken, decisions.Request{Kind: decisions.Input})
 		if !apperr.Is(err, apperr.LeaseExpired) {
 			t.Fatalf("expired lease: got %v, want lease_expired", err)
 		}
@@ -85,10 +85,10 @@ var storeCases = []storeCase{
 	}},
 	{"RequestAfterTheAttemptEndedIsRefused", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.store.Request(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, decisions.Request{})
+		_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{})
 		if !apperr.Is(err, apperr.LeaseExpired) {
 			t.Fatalf("got %v, want lease_expired", err)
 		}
@@ -99,11 +99,11 @@ var storeCases = []storeCase{
 	{"AnswerWithIfMatchClosesTheDecision", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		e.clock.Advance(5 * time.Second)
+		e.Clock.Advance(5 * time.Second)
 		approval := uuid.New()
 		a := approve(d)
 		a.Answer, a.ApprovalID = json.RawMessage(`{"note":"ok"}`), &approval
-		got, err := e.store.Answer(e.ctx, e.tenant, d.DecisionID, a)
+		got, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ var storeCases = []storeCase{
 			t.Fatalf("holder reads %+v", read)
 		}
 		r := e.ask(cl, decisions.Request{Kind: decisions.Input})
-		rej, err := e.store.Answer(e.ctx, e.tenant, r.DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "k2", IfMatch: r.Version})
+		rej, err := e.store.Answer(e.Ctx, e.Tenant, r.DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "k2", IfMatch: r.Version})
 		if err != nil || rej.Status != decisions.StatusRejected || rej.Answer != nil || rej.ApprovalID.Valid {
 			t.Fatalf("reject: %+v %v", rej, err)
 		}
@@ -127,7 +127,7 @@ var storeCases = []storeCase{
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		other := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		for _, v := range []decisions.Decision{{Version: d.Version - 1}, {Version: other.Version}, {Version: d.Version + 1000}} {
-			_, err := e.store.Answer(e.ctx, e.tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusApproved, KeyID: "k", IfMatch: v.Version})
+			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusApproved, KeyID: "k", IfMatch: v.Version})
 			if !apperr.Is(err, apperr.PreconditionFailed) {
 				t.Fatalf("If-Match %d against version %d: got %v, want precondition_failed", v.Version, d.Version, err)
 			}
@@ -139,14 +139,14 @@ var storeCases = []storeCase{
 	{"AnswerAfterCloseIsDecisionClosed", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		first, err := e.store.Answer(e.ctx, e.tenant, d.DecisionID, approve(d))
+		first, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, approve(d))
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Both the ETag the first answer was made against and the new one: the decision is
 		// closed, which says more than a stale ETag would.
 		for _, v := range []decisions.Decision{d, first} {
-			_, err := e.store.Answer(e.ctx, e.tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "late", IfMatch: v.Version})
+			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "late", IfMatch: v.Version})
 			if !apperr.Is(err, apperr.DecisionClosed) {
 				t.Fatalf("answer after close (If-Match %d): got %v, want decision_closed", v.Version, err)
 			}
@@ -166,7 +166,7 @@ var storeCases = []storeCase{
 			go func(i int) {
 				defer wg.Done()
 				status := []string{decisions.StatusApproved, decisions.StatusRejected}[i%2]
-				_, err := e.store.Answer(e.ctx, e.tenant, d.DecisionID, decisions.Answer{Status: status, KeyID: fmt.Sprint("k", i), IfMatch: d.Version})
+				_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: status, KeyID: fmt.Sprint("k", i), IfMatch: d.Version})
 				errs <- err
 			}(i)
 		}
@@ -193,12 +193,12 @@ var storeCases = []storeCase{
 		pending := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		soon := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: 10 * time.Second})
 		answered := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		answered, err := e.store.Answer(e.ctx, e.tenant, answered.DecisionID, approve(answered))
+		answered, err := e.store.Answer(e.Ctx, e.Tenant, answered.DecisionID, approve(answered))
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.clock.Advance(10 * time.Second) // soon is past its expiry; the lease (30 s) is not
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		e.Clock.Advance(10 * time.Second) // soon is past its expiry; the lease (30 s) is not
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.get(pending.DecisionID); got.Status != decisions.StatusCancelled || got.Version <= pending.Version || got.AnsweredAt != nil {
@@ -214,7 +214,7 @@ var storeCases = []storeCase{
 		if got := e.get(answered.DecisionID); got.Status != decisions.StatusApproved || got.Version != answered.Version {
 			t.Fatalf("answered decision changed by completion: %+v", got)
 		}
-		_, err = e.store.Answer(e.ctx, e.tenant, pending.DecisionID, approve(e.get(pending.DecisionID)))
+		_, err = e.store.Answer(e.Ctx, e.Tenant, pending.DecisionID, approve(e.get(pending.DecisionID)))
 		if !apperr.Is(err, apperr.DecisionClosed) {
 			t.Fatalf("answer after cancel: got %v, want decision_closed", err)
 		}
@@ -222,19 +222,19 @@ var storeCases = []storeCase{
 	{"ReleaseAndLostLeaseCancelPendingDecisions", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		released := e.ask(cl, decisions.Request{Kind: decisions.Input})
-		if _, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Release{RetryAfter: ptr(time.Duration(0))}); err != nil {
+		if _, err := e.Svc.Release(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Release{RetryAfter: ptr(time.Duration(0))}); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.get(released.DecisionID); got.Status != decisions.StatusCancelled {
 			t.Fatalf("after release: %s, want cancelled", got.Status)
 		}
-		cl2, err := e.svc.Claim(e.ctx, e.caller, runs.ClaimRequest{HolderID: "h2", ReleaseID: "rel", AdapterVersion: "1", ModelProfileID: "m"})
+		cl2, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "h2", ReleaseID: "rel", AdapterVersion: "1", ModelProfileID: "m"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		lost := e.ask(cl2, decisions.Request{Kind: decisions.Input})
-		e.clock.Advance(31 * time.Second)
-		if _, err := e.svc.Reap(e.ctx); err != nil {
+		e.Clock.Advance(31 * time.Second)
+		if _, err := e.Svc.Reap(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		if a := e.attempt(cl2.Attempt.AttemptID); a.State != attempts.Lost {
@@ -248,25 +248,25 @@ var storeCases = []storeCase{
 		cl := e.claimed("s")
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: 20 * time.Second})
 		keep := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		e.clock.Advance(19 * time.Second)
+		e.Clock.Advance(19 * time.Second)
 		if got := e.get(d.DecisionID); got.Status != decisions.StatusPending {
 			t.Fatalf("before expiry: %s", got.Status)
 		}
-		e.clock.Advance(time.Second) // exactly at ExpiresAt
+		e.Clock.Advance(time.Second) // exactly at ExpiresAt
 		got := e.get(d.DecisionID)
 		if got.Status != decisions.StatusExpired || got.Version != d.Version || e.stored(d.DecisionID) != decisions.StatusPending {
 			t.Fatalf("at expiry: read %s (version %d, was %d), stored %s; want expired on read, still pending in storage",
 				got.Status, got.Version, d.Version, e.stored(d.DecisionID))
 		}
-		pending, err := e.store.List(e.ctx, e.tenant, decisions.ListFilter{Status: ptr(decisions.StatusPending), Limit: 10})
+		pending, err := e.store.List(e.Ctx, e.Tenant, decisions.ListFilter{Status: ptr(decisions.StatusPending), Limit: 10})
 		if err != nil || !sameIDs(pending, keep) {
 			t.Fatalf("pending inbox %v (%v), want only the unexpired decision", ids(pending), err)
 		}
-		expired, err := e.store.List(e.ctx, e.tenant, decisions.ListFilter{Status: ptr(decisions.StatusExpired), Limit: 10})
+		expired, err := e.store.List(e.Ctx, e.Tenant, decisions.ListFilter{Status: ptr(decisions.StatusExpired), Limit: 10})
 		if err != nil || !sameIDs(expired, d) || expired[0].Status != decisions.StatusExpired {
 			t.Fatalf("expired inbox %v (%v), want the expired decision", ids(expired), err)
 		}
-		byAttempt, err := e.store.ListByAttempt(e.ctx, e.tenant, cl.Attempt.AttemptID, nil, 10)
+		byAttempt, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, nil, 10)
 		if err != nil || len(byAttempt) != 2 {
 			t.Fatalf("attempt's decisions %+v (%v)", byAttempt, err)
 		}
@@ -276,10 +276,10 @@ var storeCases = []storeCase{
 			}
 		}
 		// Closed by time: the current ETag does not help.
-		if _, err := e.store.Answer(e.ctx, e.tenant, d.DecisionID, approve(got)); !apperr.Is(err, apperr.DecisionClosed) {
+		if _, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, approve(got)); !apperr.Is(err, apperr.DecisionClosed) {
 			t.Fatalf("answer after expiry: got %v, want decision_closed", err)
 		}
-		n, err := decisions.ExpirePending(e.ctx, e.db)
+		n, err := decisions.ExpirePending(e.Ctx, e.DB)
 		if err != nil || n < 1 {
 			t.Fatalf("ExpirePending: %d %v", n, err)
 		}
@@ -291,7 +291,7 @@ var storeCases = []storeCase{
 		if k := e.get(keep.DecisionID); k.Status != decisions.StatusPending || k.Version != keep.Version {
 			t.Fatalf("a decision without expiry was touched: %+v", k)
 		}
-		if _, err := decisions.ExpirePending(e.ctx, e.db); err != nil {
+		if _, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil {
 			t.Fatal(err)
 		}
 		if again := e.get(d.DecisionID); again.Version != marked.Version {
@@ -305,8 +305,8 @@ var storeCases = []storeCase{
 			expiring = append(expiring, e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Second}))
 		}
 		later := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Hour})
-		e.clock.Advance(2 * time.Second)
-		n, err := decisions.ExpirePendingBatch(e.ctx, e.db, 2)
+		e.Clock.Advance(2 * time.Second)
+		n, err := decisions.ExpirePendingBatch(e.Ctx, e.DB, 2)
 		if err != nil || n < 5 {
 			t.Fatalf("ExpirePending in batches of 2: %d %v, want at least 5", n, err)
 		}
@@ -328,17 +328,17 @@ var storeCases = []storeCase{
 				r.ExpiresIn = time.Second
 			}
 			ds = append(ds, e.ask(cl, r))
-			e.clock.Advance(time.Second)
+			e.Clock.Advance(time.Second)
 		}
-		if _, err := e.store.Answer(e.ctx, e.tenant, ds[1].DecisionID, approve(ds[1])); err != nil {
+		if _, err := e.store.Answer(e.Ctx, e.Tenant, ds[1].DecisionID, approve(ds[1])); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.store.Answer(e.ctx, e.tenant, ds[2].DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "k", IfMatch: ds[2].Version}); err != nil {
+		if _, err := e.store.Answer(e.Ctx, e.Tenant, ds[2].DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "k", IfMatch: ds[2].Version}); err != nil {
 			t.Fatal(err)
 		}
 		list := func(status *string, after *decisions.Position, limit int) []decisions.Decision {
 			t.Helper()
-			got, err := e.store.List(e.ctx, e.tenant, decisions.ListFilter{Status: status, After: after, Limit: limit})
+			got, err := e.store.List(e.Ctx, e.Tenant, decisions.ListFilter{Status: status, After: after, Limit: limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -370,7 +370,7 @@ var storeCases = []storeCase{
 		if !sameIDs(pendingPage, ds[4]) {
 			t.Fatalf("pending after the first: %v", ids(pendingPage))
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed}); err != nil {
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed}); err != nil {
 			t.Fatal(err)
 		}
 		if got := list(ptr(decisions.StatusCancelled), nil, 10); !sameIDs(got, ds[0], ds[4]) {
@@ -387,20 +387,20 @@ var storeCases = []storeCase{
 			ds = append(ds, e.ask(cl, decisions.Request{Kind: decisions.Input}))
 		}
 		// Same RequestedAt: DecisionId breaks the tie, and the keyset follows it.
-		all, err := e.store.ListByAttempt(e.ctx, e.tenant, cl.Attempt.AttemptID, nil, 10)
+		all, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, nil, 10)
 		if err != nil || len(all) != 3 {
 			t.Fatalf("list: %v %v", ids(all), err)
 		}
-		first, err := e.store.ListByAttempt(e.ctx, e.tenant, cl.Attempt.AttemptID, nil, 2)
+		first, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, nil, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rest, err := e.store.ListByAttempt(e.ctx, e.tenant, cl.Attempt.AttemptID,
+		rest, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID,
 			&decisions.Position{RequestedAt: first[1].RequestedAt, DecisionID: first[1].DecisionID}, 2)
 		if err != nil || !sameIDs(append(first, rest...), all...) {
 			t.Fatalf("pages %v + %v, want %v (%v)", ids(first), ids(rest), ids(all), err)
 		}
-		if _, err := e.store.ListByAttempt(e.ctx, e.tenant, uuid.New(), nil, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.ListByAttempt(e.Ctx, e.Tenant, uuid.New(), nil, 10); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 	}},
@@ -408,19 +408,19 @@ var storeCases = []storeCase{
 		cl := e.claimed("s")
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		o := e.other()
-		if _, err := o.store.Get(o.ctx, o.tenant, d.DecisionID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Get(o.Ctx, o.Tenant, d.DecisionID); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant's read: got %v, want not_found", err)
 		}
-		if _, err := o.store.Answer(o.ctx, o.tenant, d.DecisionID, approve(d)); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Answer(o.Ctx, o.Tenant, d.DecisionID, approve(d)); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant's answer: got %v, want not_found", err)
 		}
-		if _, err := o.store.ListByAttempt(o.ctx, o.tenant, cl.Attempt.AttemptID, nil, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.ListByAttempt(o.Ctx, o.Tenant, cl.Attempt.AttemptID, nil, 10); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant's attempt listing: got %v, want not_found", err)
 		}
-		if got, err := o.store.List(o.ctx, o.tenant, decisions.ListFilter{Limit: 10}); err != nil || len(got) != 0 {
+		if got, err := o.store.List(o.Ctx, o.Tenant, decisions.ListFilter{Limit: 10}); err != nil || len(got) != 0 {
 			t.Fatalf("other tenant's inbox: %v %v", ids(got), err)
 		}
-		if _, err := o.store.Request(o.ctx, o.tenant, cl.Attempt.AttemptID, 1, decisions.Request{}); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Request(o.Ctx, o.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{}); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("request on other tenant's attempt: got %v, want not_found", err)
 		}
 		if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version {

@@ -227,19 +227,9 @@ func byChildRun(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, 
 // ListByAttempt lists an attempt's delegations in CreatedAt, DelegationId order. NotFound
 // when the attempt is missing or another tenant's.
 func (s *Store) ListByAttempt(ctx context.Context, tenantID string, attemptID uuid.UUID, after *Position, limit int) ([]Delegation, error) {
-	var out []Delegation
-	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
-			return err
-		}
-		var err error
-		out, err = ForAttempt(ctx, tx, tenantID, attemptID, after, limit)
-		return err
+	return attempts.ListOf(ctx, s.db, tenantID, attemptID, "list delegations of attempt", func(tx *sqldb.Tx) ([]Delegation, error) {
+		return ForAttempt(ctx, tx, tenantID, attemptID, after, limit)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list delegations of attempt: %w", err)
-	}
-	return out, nil
 }
 
 // ForAttempt is ListByAttempt inside the caller's transaction (the attempt timeline),

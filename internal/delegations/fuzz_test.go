@@ -15,17 +15,17 @@ func FuzzDelegationRequest(f *testing.F) {
 	p := s.parent(f, c, "fuzz:parent")
 	path := "/v1/attempts/" + p.Attempt.AttemptID + "/delegations"
 	f.Fuzz(func(t *testing.T, body []byte) {
-		runsBefore, delegationsBefore := s.rows(t, "Runs", c.tenant), s.rows(t, "SubAgentDelegations", c.tenant)
-		r := s.doBytes(t, http.MethodPost, path, c.runtime, body, nil)
-		runsAfter, delegationsAfter := s.rows(t, "Runs", c.tenant), s.rows(t, "SubAgentDelegations", c.tenant)
+		runsBefore, delegationsBefore := s.Rows(t, "Runs", c.tenant), s.Rows(t, "SubAgentDelegations", c.tenant)
+		r := s.DoBytes(t, http.MethodPost, path, c.runtime, body, nil)
+		runsAfter, delegationsAfter := s.Rows(t, "Runs", c.tenant), s.Rows(t, "SubAgentDelegations", c.tenant)
 		wrote := runsAfter != runsBefore || delegationsAfter != delegationsBefore
 		switch {
-		case r.status >= 500:
-			t.Fatalf("status %d for body %q: %s", r.status, body, r.body)
-		case r.status == http.StatusCreated && (runsAfter != runsBefore+1 || delegationsAfter != delegationsBefore+1):
+		case r.Status >= 500:
+			t.Fatalf("status %d for body %q: %s", r.Status, body, r.Body)
+		case r.Status == http.StatusCreated && (runsAfter != runsBefore+1 || delegationsAfter != delegationsBefore+1):
 			t.Fatalf("201 but %d runs and %d delegations were written", runsAfter-runsBefore, delegationsAfter-delegationsBefore)
-		case r.status != http.StatusCreated && wrote:
-			t.Fatalf("status %d but rows were written (body %q): %s", r.status, body, r.body)
+		case r.Status != http.StatusCreated && wrote:
+			t.Fatalf("status %d but rows were written (body %q): %s", r.Status, body, r.Body)
 		}
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -94,10 +93,10 @@ func (h handlers) create(c echo.Context) error {
 		return err
 	}
 	var bad []apperr.FieldError
-	if utf16Len(req.ChildAgentID) > maxChildAgentID {
+	if web.UTF16Len(req.ChildAgentID) > maxChildAgentID {
 		bad = append(bad, apperr.FieldError{Field: "childAgentId", Reason: "must be at most 128 characters"})
 	}
-	if !validText(req.Purpose, maxPurpose) {
+	if req.Purpose == "" || !web.ValidText(req.Purpose, maxPurpose) {
 		bad = append(bad, apperr.FieldError{Field: "purpose", Reason: "must be 1 to 1024 characters of text (no control characters but tab and line breaks)"})
 	}
 	if len(bad) > 0 {
@@ -154,40 +153,7 @@ func (h handlers) listByAttempt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page[Delegation]{Items: ds}
-	if len(ds) > limit {
-		last := ds[limit-1]
-		page.Items = ds[:limit]
-		page.NextCursor = web.EncodeCursor(cursor{CreatedAt: last.CreatedAt, DelegationID: last.DelegationID})
-	}
-	return c.JSON(http.StatusOK, page)
-}
-
-// validText reports whether s is free text for an nvarchar(n) column of n = max: 1..max
-// UTF-16 code units (the unit nvarchar(n) counts) of valid UTF-8, no control characters
-// other than tab and line breaks, and no U+FFFD (what the JSON decoder makes of invalid
-// UTF-8).
-func validText(s string, max int) bool {
-	if s == "" || !utf8.ValidString(s) || utf16Len(s) > max {
-		return false
-	}
-	for _, r := range s {
-		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
-}
-
-// utf16Len is the length of s in UTF-16 code units.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
+	return c.JSON(http.StatusOK, web.NewPage(ds, limit, func(last Delegation) any {
+		return cursor{CreatedAt: last.CreatedAt, DelegationID: last.DelegationID}
+	}))
 }

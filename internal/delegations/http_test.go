@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/runs"
 )
@@ -48,60 +49,60 @@ func TestHTTP(t *testing.T) {
 		p := s.parent(t, c, "review:1")
 		path := "/v1/attempts/" + p.Attempt.AttemptID + "/delegations"
 		body := delegationBody(p.Lease.FencingToken, enqueueBody("review:1:tests", childAgent, `,"idempotencyKey":"k1","input":{"n":1}`))
-		r := s.do(t, http.MethodPost, path, c.runtime, body, nil)
-		s.want(t, r, http.StatusCreated, "")
-		d := decode[wireDelegation](t, r)
-		etag := r.header.Get("ETag")
-		if !etagPattern.MatchString(etag) || r.header.Get("Location") != "/v1/delegations/"+d.DelegationID {
-			t.Fatalf("ETag %q Location %q", etag, r.header.Get("Location"))
+		r := s.Do(t, http.MethodPost, path, c.runtime, body, nil)
+		apitest.Want(t, r, http.StatusCreated, "")
+		d := apitest.DecodeAs[wireDelegation](t, r)
+		etag := r.Header.Get("ETag")
+		if !etagPattern.MatchString(etag) || r.Header.Get("Location") != "/v1/delegations/"+d.DelegationID {
+			t.Fatalf("ETag %q Location %q", etag, r.Header.Get("Location"))
 		}
 		if d.Status != "pending" || d.Depth != 1 || d.AttemptID != p.Attempt.AttemptID || d.ChildAgentID != childAgent ||
 			d.Purpose != "check the tests" || d.CreatedAt != "2026-01-01T12:00:00Z" || d.TenantID != nil {
-			t.Fatalf("delegation %s", r.body)
+			t.Fatalf("delegation %s", r.Body)
 		}
-		run := s.do(t, http.MethodGet, "/v1/runs/"+d.ChildRunID, c.admin, "", nil)
-		s.want(t, run, http.StatusOK, "")
+		run := s.Do(t, http.MethodGet, "/v1/runs/"+d.ChildRunID, c.admin, "", nil)
+		apitest.Want(t, run, http.StatusOK, "")
 		var child struct {
 			ParentRunID string          `json:"parentRunId"`
 			Depth       int             `json:"depth"`
 			State       string          `json:"state"`
 			Input       json.RawMessage `json:"input"`
 		}
-		if err := json.Unmarshal(run.body, &child); err != nil || child.ParentRunID != p.Run.RunID || child.Depth != 1 ||
+		if err := json.Unmarshal(run.Body, &child); err != nil || child.ParentRunID != p.Run.RunID || child.Depth != 1 ||
 			child.State != "queued" || string(child.Input) != `{"n":1}` {
-			t.Fatalf("child run %s", run.body)
+			t.Fatalf("child run %s", run.Body)
 		}
 
 		// The same idempotency key answers 200 with the same delegation.
-		again := s.do(t, http.MethodPost, path, c.runtime, body, nil)
-		s.want(t, again, http.StatusOK, "")
-		if decode[wireDelegation](t, again).DelegationID != d.DelegationID || again.header.Get("ETag") != etag {
-			t.Fatalf("repeat %s", again.body)
+		again := s.Do(t, http.MethodPost, path, c.runtime, body, nil)
+		apitest.Want(t, again, http.StatusOK, "")
+		if apitest.DecodeAs[wireDelegation](t, again).DelegationID != d.DelegationID || again.Header.Get("ETag") != etag {
+			t.Fatalf("repeat %s", again.Body)
 		}
 
 		for _, key := range []string{c.runtime, c.admin} {
-			g := s.do(t, http.MethodGet, "/v1/delegations/"+d.DelegationID, key, "", nil)
-			s.want(t, g, http.StatusOK, "")
-			if g.header.Get("ETag") != etag {
-				t.Fatalf("GET ETag %q, want %q", g.header.Get("ETag"), etag)
+			g := s.Do(t, http.MethodGet, "/v1/delegations/"+d.DelegationID, key, "", nil)
+			apitest.Want(t, g, http.StatusOK, "")
+			if g.Header.Get("ETag") != etag {
+				t.Fatalf("GET ETag %q, want %q", g.Header.Get("ETag"), etag)
 			}
 		}
 
 		cl := s.claim(t, c, childAgent)
-		g := s.do(t, http.MethodGet, "/v1/delegations/"+d.DelegationID, c.runtime, "", nil)
-		if decode[wireDelegation](t, g).Status != "running" || g.header.Get("ETag") == etag {
-			t.Fatalf("after the child's claim: %s (ETag %s)", g.body, g.header.Get("ETag"))
+		g := s.Do(t, http.MethodGet, "/v1/delegations/"+d.DelegationID, c.runtime, "", nil)
+		if apitest.DecodeAs[wireDelegation](t, g).Status != "running" || g.Header.Get("ETag") == etag {
+			t.Fatalf("after the child's claim: %s (ETag %s)", g.Body, g.Header.Get("ETag"))
 		}
-		s.want(t, s.do(t, http.MethodPost, "/v1/attempts/"+cl.Attempt.AttemptID+"/complete", c.runtime,
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/attempts/"+cl.Attempt.AttemptID+"/complete", c.runtime,
 			fmt.Sprintf(`{"fencingToken":%d,"state":"succeeded"}`, cl.Lease.FencingToken), nil), http.StatusOK, "")
-		if d := decode[wireDelegation](t, s.do(t, http.MethodGet, "/v1/delegations/"+d.DelegationID, c.runtime, "", nil)); d.Status != "succeeded" {
+		if d := apitest.DecodeAs[wireDelegation](t, s.Do(t, http.MethodGet, "/v1/delegations/"+d.DelegationID, c.runtime, "", nil)); d.Status != "succeeded" {
 			t.Fatalf("after the child succeeded: %s", d.Status)
 		}
 
-		list := s.do(t, http.MethodGet, path, c.admin, "", nil)
-		s.want(t, list, http.StatusOK, "")
-		if pg := decode[wirePage](t, list); len(pg.Items) != 1 || pg.Items[0].DelegationID != d.DelegationID || pg.Items[0].Status != "succeeded" {
-			t.Fatalf("attempt's delegations %s", list.body)
+		list := s.Do(t, http.MethodGet, path, c.admin, "", nil)
+		apitest.Want(t, list, http.StatusOK, "")
+		if pg := apitest.DecodeAs[wirePage](t, list); len(pg.Items) != 1 || pg.Items[0].DelegationID != d.DelegationID || pg.Items[0].Status != "succeeded" {
+			t.Fatalf("attempt's delegations %s", list.Body)
 		}
 	})
 
@@ -131,44 +132,44 @@ func TestHTTP(t *testing.T) {
 			{strings.Replace(delegationBody(tok, good), `{"fencingToken"`, `{"extra":1,"fencingToken"`, 1), "extra"},
 			{delegationBody(tok, good) + `{}`, ""},
 		} {
-			r := s.do(t, http.MethodPost, path, c.runtime, tc.body, nil)
-			s.want(t, r, http.StatusBadRequest, "invalid_request")
+			r := s.Do(t, http.MethodPost, path, c.runtime, tc.body, nil)
+			apitest.Want(t, r, http.StatusBadRequest, "invalid_request")
 			if tc.field != "" {
 				var prob struct {
 					Errors []struct{ Field string } `json:"errors"`
 				}
-				_ = json.Unmarshal(r.body, &prob)
+				_ = json.Unmarshal(r.Body, &prob)
 				found := false
 				for _, fe := range prob.Errors {
 					found = found || fe.Field == tc.field
 				}
 				if !found {
-					t.Fatalf("body %.80q: field errors %s, want %s", tc.body, r.body, tc.field)
+					t.Fatalf("body %.80q: field errors %s, want %s", tc.body, r.Body, tc.field)
 				}
 			}
 		}
-		s.want(t, s.do(t, http.MethodPost, "/v1/attempts/nope/delegations", c.runtime, delegationBody(tok, good), nil), http.StatusBadRequest, "invalid_request")
-		if n := s.rows(t, "Runs", c.tenant) + s.rows(t, "SubAgentDelegations", c.tenant); n != 1 {
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/attempts/nope/delegations", c.runtime, delegationBody(tok, good), nil), http.StatusBadRequest, "invalid_request")
+		if n := s.Rows(t, "Runs", c.tenant) + s.Rows(t, "SubAgentDelegations", c.tenant); n != 1 {
 			t.Fatalf("bad requests wrote rows: %d runs and delegations, want only the parent run", n)
 		}
 
 		ok := delegationBody(tok, good)
-		s.want(t, s.do(t, http.MethodPost, path, c.admin, ok, nil), http.StatusForbidden, "forbidden")
-		s.want(t, s.do(t, http.MethodPost, path, c.runtime, delegationBody(tok+1, good), nil), http.StatusConflict, "stale_lease")
-		s.want(t, s.do(t, http.MethodPost, "/v1/attempts/"+uuid.NewString()+"/delegations", c.runtime, ok, nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, c.admin, ok, nil), http.StatusForbidden, "forbidden")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, delegationBody(tok+1, good), nil), http.StatusConflict, "stale_lease")
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/attempts/"+uuid.NewString()+"/delegations", c.runtime, ok, nil), http.StatusNotFound, "not_found")
 		other := s.client(t)
-		s.want(t, s.do(t, http.MethodPost, path, other.runtime, ok, nil), http.StatusNotFound, "not_found")
-		s.want(t, s.do(t, http.MethodPost, path, c.runtime, delegationBody(tok, enqueueBody("review:2", childAgent, "")), nil),
+		apitest.Want(t, s.Do(t, http.MethodPost, path, other.runtime, ok, nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, delegationBody(tok, enqueueBody("review:2", childAgent, "")), nil),
 			http.StatusUnprocessableEntity, "subject_conflict")
-		s.want(t, s.do(t, http.MethodPost, path, c.runtime,
+		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime,
 			delegationBody(tok, strings.Replace(good, `"projectId":"p1"`, `"projectId":"p9"`, 1)), nil), http.StatusUnprocessableEntity, "unknown_project")
-		s.want(t, s.do(t, http.MethodPost, "/v1/runs", c.runtime, enqueueBody("solo", "x", `,"idempotencyKey":"taken"`), nil), http.StatusCreated, "")
-		s.want(t, s.do(t, http.MethodPost, path, c.runtime, delegationBody(tok, enqueueBody("c", childAgent, `,"idempotencyKey":"taken"`)), nil),
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/runs", c.runtime, enqueueBody("solo", "x", `,"idempotencyKey":"taken"`), nil), http.StatusCreated, "")
+		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, delegationBody(tok, enqueueBody("c", childAgent, `,"idempotencyKey":"taken"`)), nil),
 			http.StatusConflict, "sequence_conflict")
-		if n := s.rows(t, "SubAgentDelegations", c.tenant) + s.rows(t, "SubAgentDelegations", other.tenant); n != 0 {
+		if n := s.Rows(t, "SubAgentDelegations", c.tenant) + s.Rows(t, "SubAgentDelegations", other.tenant); n != 0 {
 			t.Fatalf("refused creates wrote %d delegations", n)
 		}
-		if n := s.rows(t, "Runs", c.tenant); n != 2 {
+		if n := s.Rows(t, "Runs", c.tenant); n != 2 {
 			t.Fatalf("%d runs, want the parent and the plain run", n)
 		}
 	})
@@ -180,16 +181,16 @@ func TestHTTP(t *testing.T) {
 		path := "/v1/attempts/" + p.Attempt.AttemptID + "/delegations"
 		var ids []string
 		for i := 0; i < 3; i++ {
-			r := s.do(t, http.MethodPost, path, c.runtime, delegationBody(p.Lease.FencingToken, enqueueBody(fmt.Sprintf("c%d", i), childAgent, "")), nil)
-			s.want(t, r, http.StatusCreated, "")
-			ids = append(ids, decode[wireDelegation](t, r).DelegationID)
+			r := s.Do(t, http.MethodPost, path, c.runtime, delegationBody(p.Lease.FencingToken, enqueueBody(fmt.Sprintf("c%d", i), childAgent, "")), nil)
+			apitest.Want(t, r, http.StatusCreated, "")
+			ids = append(ids, apitest.DecodeAs[wireDelegation](t, r).DelegationID)
 		}
 		var seen []string
 		next := path + "?limit=2"
 		for next != "" {
-			r := s.do(t, http.MethodGet, next, c.runtime, "", nil)
-			s.want(t, r, http.StatusOK, "")
-			pg := decode[wirePage](t, r)
+			r := s.Do(t, http.MethodGet, next, c.runtime, "", nil)
+			apitest.Want(t, r, http.StatusOK, "")
+			pg := apitest.DecodeAs[wirePage](t, r)
 			for _, d := range pg.Items {
 				seen = append(seen, d.DelegationID)
 			}
@@ -206,13 +207,13 @@ func TestHTTP(t *testing.T) {
 				t.Fatalf("delegation %s missing from %v", id, seen)
 			}
 		}
-		s.want(t, s.do(t, http.MethodGet, path+"?cursor=bad", c.runtime, "", nil), http.StatusBadRequest, "invalid_request")
+		apitest.Want(t, s.Do(t, http.MethodGet, path+"?cursor=bad", c.runtime, "", nil), http.StatusBadRequest, "invalid_request")
 		other := s.client(t)
-		s.want(t, s.do(t, http.MethodGet, "/v1/delegations/"+ids[0], other.admin, "", nil), http.StatusNotFound, "not_found")
-		s.want(t, s.do(t, http.MethodGet, path, other.runtime, "", nil), http.StatusNotFound, "not_found")
-		s.want(t, s.do(t, http.MethodGet, "/v1/delegations/"+uuid.NewString(), c.admin, "", nil), http.StatusNotFound, "not_found")
-		s.want(t, s.do(t, http.MethodGet, "/v1/delegations/1", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
-		s.want(t, s.do(t, http.MethodGet, "/v1/delegations/"+ids[0], "", "", nil), http.StatusUnauthorized, "unauthorized")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/delegations/"+ids[0], other.admin, "", nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodGet, path, other.runtime, "", nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/delegations/"+uuid.NewString(), c.admin, "", nil), http.StatusNotFound, "not_found")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/delegations/1", c.admin, "", nil), http.StatusBadRequest, "invalid_request")
+		apitest.Want(t, s.Do(t, http.MethodGet, "/v1/delegations/"+ids[0], "", "", nil), http.StatusUnauthorized, "unauthorized")
 	})
 }
 
@@ -243,8 +244,8 @@ func TestChildBodyIsAnEnqueueWithoutParent(t *testing.T) {
 func TestOpenAPIDocumentsTheRoutes(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	r := s.do(t, http.MethodGet, "/openapi.json", "", "", nil)
-	s.want(t, r, http.StatusOK, "")
+	r := s.Do(t, http.MethodGet, "/openapi.json", "", "", nil)
+	apitest.Want(t, r, http.StatusOK, "")
 	var doc struct {
 		Paths map[string]map[string]struct {
 			Roles     []string `json:"x-roles"`
@@ -253,7 +254,7 @@ func TestOpenAPIDocumentsTheRoutes(t *testing.T) {
 			} `json:"responses"`
 		} `json:"paths"`
 	}
-	if err := json.Unmarshal(r.body, &doc); err != nil {
+	if err := json.Unmarshal(r.Body, &doc); err != nil {
 		t.Fatal(err)
 	}
 	for op, role := range map[string]string{

@@ -1,48 +1,30 @@
 package delegations_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 
-	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/delegations"
-	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
-	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/tenancy"
-	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // stack is the real HTTP stack over a fresh SQLite file with an injected clock, wired as
 // internal/app does, plus the delegation routes and hooks.
 type stack struct {
-	db    *sqldb.DB
-	clock *dbtest.Clock
-	svc   *runs.Service
+	*apitest.Stack
 	store *delegations.Store
-	keys  *tenancy.Store
-	srv   *web.Server
 }
 
 func newStack(t testing.TB) *stack {
 	t.Helper()
-	clock := dbtest.NewClock(epoch)
-	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
-	keys := tenancy.NewStore(db)
-	s := web.New(web.Config{Logger: quiet()})
-	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
-	svc := runs.NewService(db, runs.DefaultConfig(), quiet())
-	svc.AddHooks(delegations.Hooks())
-	store := delegations.NewStore(db, svc)
-	projects.Routes(s, projects.NewStore(db))
-	runs.Routes(s, svc)
-	delegations.Routes(s, store)
-	return &stack{db: db, clock: clock, svc: svc, store: store, keys: keys, srv: s}
+	st := &stack{}
+	st.Stack = apitest.New(t, apitest.Config{Epoch: epoch, Hooks: []runs.Hooks{delegations.Hooks()}, Routes: func(s *apitest.Stack) {
+		st.store = delegations.NewStore(s.DB, s.Svc)
+		delegations.Routes(s.Server, st.store)
+	}})
+	return st
 }
 
 // client is one tenant seen through its keys.
@@ -53,101 +35,20 @@ type client struct {
 
 func (s *stack) client(t testing.TB) client {
 	t.Helper()
-	tenant := dbtest.NewTenant(t, s.db)
-	admin, k, err := s.keys.CreateKey(context.Background(), tenant, tenancy.RoleAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime, _, err := s.keys.CreateKey(context.Background(), tenant, tenancy.RoleRuntime)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client{tenant: tenant, admin: admin, runtime: runtime, adminKeyID: k.KeyID}
-	s.want(t, s.do(t, http.MethodPut, "/v1/projects/p1", admin, `{}`, nil), http.StatusCreated, "")
-	return c
-}
-
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (s *stack) do(t testing.TB, method, path, key, body string, header map[string]string) response {
-	t.Helper()
-	return s.doBytes(t, method, path, key, []byte(body), header)
-}
-
-func (s *stack) doBytes(t testing.TB, method, path, key string, body []byte, header map[string]string) response {
-	t.Helper()
-	req := httptest.NewRequest(method, path, bytes.NewReader(body))
-	if len(body) > 0 {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	rec := httptest.NewRecorder()
-	s.srv.Echo.ServeHTTP(rec, req)
-	return response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
-}
-
-// want checks the status and, for a problem, its code.
-func (s *stack) want(t testing.TB, r response, status int, code string) {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
-	}
-	if code == "" {
-		return
-	}
-	var p struct {
-		Code   string `json:"code"`
-		Status int    `json:"status"`
-	}
-	if err := json.Unmarshal(r.body, &p); err != nil || p.Code != code || p.Status != status {
-		t.Fatalf("problem %s, want code %s (%v)", r.body, code, err)
-	}
-}
-
-func decode[T any](t testing.TB, r response) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(r.body, &v); err != nil {
-		t.Fatalf("decode %T: %v; body %s", v, err, r.body)
-	}
-	return v
-}
-
-// wireClaim is the part of a claim's answer the tests use.
-type wireClaim struct {
-	Run struct {
-		RunID string `json:"runId"`
-	} `json:"run"`
-	Attempt struct {
-		AttemptID string `json:"attemptId"`
-	} `json:"attempt"`
-	Lease struct {
-		FencingToken int64 `json:"fencingToken"`
-	} `json:"lease"`
+	c := s.Tenant(t)
+	return client{tenant: c.ID, admin: c.Admin, runtime: c.Runtime, adminKeyID: c.AdminKeyID}
 }
 
 // claim claims the next run of agent over HTTP.
-func (s *stack) claim(t testing.TB, c client, agent string) wireClaim {
+func (s *stack) claim(t testing.TB, c client, agent string) apitest.WireClaim {
 	t.Helper()
-	r := s.do(t, http.MethodPost, "/v1/runs/claim", c.runtime,
-		`{"holderId":"h","releaseId":"rel","adapterVersion":"1","modelProfileId":"m","agentIds":[`+strconv.Quote(agent)+`]}`, nil)
-	s.want(t, r, http.StatusOK, "")
-	return decode[wireClaim](t, r)
+	return s.Claim(t, c.runtime, `{"holderId":"h","releaseId":"rel","adapterVersion":"1","modelProfileId":"m","agentIds":[`+strconv.Quote(agent)+`]}`)
 }
 
 // parent enqueues a parent run on subject over HTTP and claims it.
-func (s *stack) parent(t testing.TB, c client, subject string) wireClaim {
+func (s *stack) parent(t testing.TB, c client, subject string) apitest.WireClaim {
 	t.Helper()
-	s.want(t, s.do(t, http.MethodPost, "/v1/runs", c.runtime, enqueueBody(subject, parentAgent, ""), nil), http.StatusCreated, "")
+	apitest.Want(t, s.Do(t, http.MethodPost, "/v1/runs", c.runtime, enqueueBody(subject, parentAgent, ""), nil), http.StatusCreated, "")
 	return s.claim(t, c, parentAgent)
 }
 
@@ -155,17 +56,4 @@ func (s *stack) parent(t testing.TB, c client, subject string) wireClaim {
 func enqueueBody(subject, agent, extra string) string {
 	return `{"subject":` + strconv.Quote(subject) + `,"kind":"review","projectId":"p1","agentId":` + strconv.Quote(agent) +
 		`,"stepId":"6f1c7c39-2b1e-4d8a-9c61-1d2f3b4a5c6d","snapshotId":"0b4e2d8c-7a61-4f3e-8d2c-5b6a7c8d9e0f"` + extra + `}`
-}
-
-// rows is how many rows of table tenant has.
-func (s *stack) rows(t testing.TB, table, tenant string) int {
-	t.Helper()
-	var n int
-	err := s.db.Read(context.Background(), sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		return tx.GetContext(context.Background(), &n, tx.Rebind(`SELECT COUNT(*) FROM `+table+` WHERE TenantId = ?`), tenant)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -34,12 +34,12 @@ type storeCase struct {
 
 // nothingWritten checks that a refused create left no child run and no delegation.
 func (e *env) nothingWritten(runsBefore int) {
-	e.t.Helper()
+	e.T.Helper()
 	if n := e.count("Runs"); n != runsBefore {
-		e.t.Fatalf("%d runs written by a refused delegation", n-runsBefore)
+		e.T.Fatalf("%d runs written by a refused delegation", n-runsBefore)
 	}
 	if n := e.count("SubAgentDelegations"); n != 0 {
-		e.t.Fatalf("%d delegations written by a refused delegation", n)
+		e.T.Fatalf("%d delegations written by a refused delegation", n)
 	}
 }
 
@@ -52,7 +52,7 @@ var storeCases = []storeCase{
 			d.ChildAgentID != childAgent || d.Purpose != "review the diff" || !d.CreatedAt.Equal(epoch) || d.Version == 0 {
 			t.Fatalf("delegation %+v", d)
 		}
-		child, err := e.svc.Get(e.ctx, e.tenant, d.ChildRunID)
+		child, err := e.Svc.Get(e.Ctx, e.Tenant, d.ChildRunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ var storeCases = []storeCase{
 		if got := e.get(d.DelegationID); got != d {
 			t.Fatalf("read back %+v, want %+v", got, d)
 		}
-		list, err := e.store.ListByAttempt(e.ctx, e.tenant, cl.Attempt.AttemptID, nil, 10)
+		list, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, nil, 10)
 		if err != nil || len(list) != 1 || list[0] != d {
 			t.Fatalf("attempt's delegations %+v %v", list, err)
 		}
@@ -92,7 +92,7 @@ var storeCases = []storeCase{
 		e := newEnv(t, tgt)
 		cl := e.parent("p")
 		queued := e.delegate(cl, request("c1"))
-		if _, err := e.svc.Cancel(e.ctx, e.tenant, queued.ChildRunID); err != nil {
+		if _, err := e.Svc.Cancel(e.Ctx, e.Tenant, queued.ChildRunID); err != nil {
 			t.Fatal(err)
 		}
 		e.wantStatus(&queued, delegations.StatusCancelled)
@@ -100,7 +100,7 @@ var storeCases = []storeCase{
 		leased := e.delegate(cl, request("c2"))
 		child := e.claim(childAgent)
 		e.wantStatus(&leased, delegations.StatusRunning)
-		if _, err := e.svc.Cancel(e.ctx, e.tenant, leased.ChildRunID); err != nil {
+		if _, err := e.Svc.Cancel(e.Ctx, e.Tenant, leased.ChildRunID); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.get(leased.DelegationID); got.Status != delegations.StatusRunning || got.Version != leased.Version {
@@ -112,41 +112,41 @@ var storeCases = []storeCase{
 	{"ReaperTakeBackAndReleaseRequeueTheDelegation", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt, func(c *runs.Config) { c.LeaseTTL = time.Hour })
 		d := e.delegate(e.parent("p"), request("c", func(s *runs.Spec) { s.MaxAttempts = 2 }))
-		child, err := e.svc.Claim(e.ctx, e.caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "rel", AdapterVersion: "1",
+		child, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "rel", AdapterVersion: "1",
 			ModelProfileID: "m", AgentIDs: []string{childAgent}, LeaseSeconds: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.wantStatus(&d, delegations.StatusRunning)
-		if _, err := e.svc.Release(e.ctx, e.tenant, child.Attempt.AttemptID, child.Lease.FencingToken,
+		if _, err := e.Svc.Release(e.Ctx, e.Tenant, child.Attempt.AttemptID, child.Lease.FencingToken,
 			runs.Release{RetryAfter: ptr(time.Duration(0))}); err != nil {
 			t.Fatal(err)
 		}
 		e.wantStatus(&d, delegations.StatusPending)
-		if _, err := e.svc.Claim(e.ctx, e.caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "rel", AdapterVersion: "1",
+		if _, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "rel", AdapterVersion: "1",
 			ModelProfileID: "m", AgentIDs: []string{childAgent}, LeaseSeconds: 10}); err != nil {
 			t.Fatal(err)
 		}
 		e.wantStatus(&d, delegations.StatusRunning)
 		// The lease lapses: the reaper takes the child back (a lost lease spends an attempt).
-		e.clock.Advance(11 * time.Second)
-		if _, err := e.svc.Reap(e.ctx); err != nil {
+		e.Clock.Advance(11 * time.Second)
+		if _, err := e.Svc.Reap(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		e.wantStatus(&d, delegations.StatusPending)
-		e.clock.Advance(time.Hour) // past the backoff
-		if _, err := e.svc.Claim(e.ctx, e.caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "rel", AdapterVersion: "1",
+		e.Clock.Advance(time.Hour) // past the backoff
+		if _, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "rel", AdapterVersion: "1",
 			ModelProfileID: "m", AgentIDs: []string{childAgent}, LeaseSeconds: 10}); err != nil {
 			t.Fatal(err)
 		}
 		e.wantStatus(&d, delegations.StatusRunning)
 		// Lost again at its attempt limit: the child ends exhausted, the delegation failed.
-		e.clock.Advance(11 * time.Second)
-		if _, err := e.svc.Reap(e.ctx); err != nil {
+		e.Clock.Advance(11 * time.Second)
+		if _, err := e.Svc.Reap(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		e.wantStatus(&d, delegations.StatusFailed)
-		if run, _ := e.svc.Get(e.ctx, e.tenant, d.ChildRunID); run.Outcome == nil || *run.Outcome != runs.OutcomeExhausted {
+		if run, _ := e.Svc.Get(e.Ctx, e.Tenant, d.ChildRunID); run.Outcome == nil || *run.Outcome != runs.OutcomeExhausted {
 			t.Fatalf("child run %+v, want ended exhausted", run)
 		}
 	}},
@@ -158,7 +158,7 @@ var storeCases = []storeCase{
 		e.complete(first, attempts.Failed)
 		e.wantStatus(&d, delegations.StatusFailed)
 
-		second, created, err := e.svc.Continue(e.ctx, e.caller, d.ChildRunID, runs.Continuation{})
+		second, created, err := e.Svc.Continue(e.Ctx, e.Caller, d.ChildRunID, runs.Continuation{})
 		if err != nil || !created {
 			t.Fatalf("continue: %v", err)
 		}
@@ -172,7 +172,7 @@ var storeCases = []storeCase{
 		e.wantStatus(&d, delegations.StatusFailed)
 
 		// Two links up: the continuation of the continuation still finds the delegation.
-		third, _, err := e.svc.Continue(e.ctx, e.caller, second.RunID, runs.Continuation{})
+		third, _, err := e.Svc.Continue(e.Ctx, e.Caller, second.RunID, runs.Continuation{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,13 +191,13 @@ var storeCases = []storeCase{
 	{"UnchangedStatusKeepsTheVersion", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt)
 		d := e.delegate(e.parent("p"), request("c"))
-		child, err := e.svc.Get(e.ctx, e.tenant, d.ChildRunID)
+		child, err := e.Svc.Get(e.Ctx, e.Tenant, d.ChildRunID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The hook told again about the same queued run changes nothing.
-		err = e.db.Write(e.ctx, sqldb.TenantScope(e.tenant), func(tx *sqldb.Tx) error {
-			return delegations.Hooks().RunChanged(e.ctx, tx, child)
+		err = e.DB.Write(e.Ctx, sqldb.TenantScope(e.Tenant), func(tx *sqldb.Tx) error {
+			return delegations.Hooks().RunChanged(e.Ctx, tx, child)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -217,7 +217,7 @@ var storeCases = []storeCase{
 		e := newEnv(t, tgt)
 		cl := e.parent("review:7")
 		before := e.count("Runs")
-		_, _, err := e.store.Create(e.ctx, e.caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("review:7"))
+		_, _, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("review:7"))
 		if !apperr.Is(err, apperr.SubjectConflict) {
 			t.Fatalf("got %v, want subject_conflict", err)
 		}
@@ -233,7 +233,7 @@ var storeCases = []storeCase{
 		}
 		child := e.claim(childAgent)
 		before := e.count("Runs")
-		_, _, err := e.store.Create(e.ctx, e.caller, child.Attempt.AttemptID, child.Lease.FencingToken, request("grandchild"))
+		_, _, err := e.store.Create(e.Ctx, e.Caller, child.Attempt.AttemptID, child.Lease.FencingToken, request("grandchild"))
 		if !apperr.Is(err, apperr.LoopDepth) {
 			t.Fatalf("got %v, want loop_depth", err)
 		}
@@ -248,21 +248,21 @@ var storeCases = []storeCase{
 		e := newEnv(t, tgt)
 		cl := e.parent("p")
 		before := e.count("Runs")
-		_, _, err := e.store.Create(e.ctx, e.caller, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, request("c"))
+		_, _, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, request("c"))
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("stale token: got %v, want stale_lease", err)
 		}
-		_, _, err = e.store.Create(e.ctx, e.caller, uuid.New(), 1, request("c"))
+		_, _, err = e.store.Create(e.Ctx, e.Caller, uuid.New(), 1, request("c"))
 		if !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
-		_, _, err = e.store.Create(e.ctx, e.caller, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+		_, _, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken,
 			request("c", func(s *runs.Spec) { s.ProjectID = "nope" }))
 		if !apperr.Is(err, apperr.UnknownProject) {
 			t.Fatalf("unknown child project: got %v, want unknown_project", err)
 		}
-		e.clock.Advance(31 * time.Second)
-		_, _, err = e.store.Create(e.ctx, e.caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("c"))
+		e.Clock.Advance(31 * time.Second)
+		_, _, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("c"))
 		if !apperr.Is(err, apperr.LeaseExpired) {
 			t.Fatalf("expired lease: got %v, want lease_expired", err)
 		}
@@ -276,17 +276,17 @@ var storeCases = []storeCase{
 			return request(subject, func(s *runs.Spec) { s.IdempotencyKey = &key })
 		}
 		d := e.delegate(cl, withKey("c"))
-		again, created, err := e.store.Create(e.ctx, e.caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, withKey("other-subject"))
+		again, created, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, withKey("other-subject"))
 		if err != nil || created || again != d {
 			t.Fatalf("repeat: created=%v err=%v %+v, want the first delegation", created, err, again)
 		}
 		// Recognised before the fence: a repeat with a stale token still gets its answer.
-		again, created, err = e.store.Create(e.ctx, e.caller, cl.Attempt.AttemptID, cl.Lease.FencingToken+5, withKey("c"))
+		again, created, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken+5, withKey("c"))
 		if err != nil || created || again.DelegationID != d.DelegationID {
 			t.Fatalf("stale repeat: created=%v err=%v", created, err)
 		}
 		// A later attempt of the same parent run (the first gave its lease back) gets it too.
-		if _, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+		if _, err := e.Svc.Release(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
 			runs.Release{RetryAfter: ptr(time.Duration(0))}); err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +294,7 @@ var storeCases = []storeCase{
 		if cl2.Run.RunID != cl.Run.RunID {
 			t.Fatalf("reclaimed %s, want the parent", cl2.Run.RunID)
 		}
-		again, created, err = e.store.Create(e.ctx, e.caller, cl2.Attempt.AttemptID, cl2.Lease.FencingToken, withKey("c"))
+		again, created, err = e.store.Create(e.Ctx, e.Caller, cl2.Attempt.AttemptID, cl2.Lease.FencingToken, withKey("c"))
 		if err != nil || created || again.DelegationID != d.DelegationID || again.AttemptID != cl.Attempt.AttemptID {
 			t.Fatalf("repeat from the next attempt: created=%v err=%v %+v", created, err, again)
 		}
@@ -304,14 +304,14 @@ var storeCases = []storeCase{
 		// A key that names a plain run, or another run's child, cannot be this run's delegation.
 		plainKey := "plain-run"
 		e.enqueue(spec("plain", "someone", func(s *runs.Spec) { s.IdempotencyKey = &plainKey }))
-		_, _, err = e.store.Create(e.ctx, e.caller, cl2.Attempt.AttemptID, cl2.Lease.FencingToken,
+		_, _, err = e.store.Create(e.Ctx, e.Caller, cl2.Attempt.AttemptID, cl2.Lease.FencingToken,
 			request("c2", func(s *runs.Spec) { s.IdempotencyKey = &plainKey }))
 		if !apperr.Is(err, apperr.SequenceConflict) {
 			t.Fatalf("key of a plain run: got %v, want sequence_conflict", err)
 		}
 		e.enqueue(spec("p2", parentAgent))
 		other := e.claim(parentAgent)
-		_, _, err = e.store.Create(e.ctx, e.caller, other.Attempt.AttemptID, other.Lease.FencingToken, withKey("c"))
+		_, _, err = e.store.Create(e.Ctx, e.Caller, other.Attempt.AttemptID, other.Lease.FencingToken, withKey("c"))
 		if !apperr.Is(err, apperr.SequenceConflict) {
 			t.Fatalf("key of another run's child: got %v, want sequence_conflict", err)
 		}
@@ -335,7 +335,7 @@ var storeCases = []storeCase{
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d, created, err := e.store.Create(e.ctx, e.caller, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+				d, created, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken,
 					request("c", func(s *runs.Spec) { s.IdempotencyKey = &key }))
 				results <- result{d, created, err}
 			}()
@@ -368,18 +368,18 @@ var storeCases = []storeCase{
 		var ds []delegations.Delegation
 		for _, s := range []string{"a", "b", "c"} {
 			ds = append(ds, e.delegate(cl, request(s)))
-			e.clock.Advance(time.Second)
+			e.Clock.Advance(time.Second)
 		}
-		first, err := e.store.ListByAttempt(e.ctx, e.tenant, cl.Attempt.AttemptID, nil, 2)
+		first, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, nil, 2)
 		if err != nil || len(first) != 2 || first[0].DelegationID != ds[0].DelegationID || first[1].DelegationID != ds[1].DelegationID {
 			t.Fatalf("first page %+v %v", first, err)
 		}
-		rest, err := e.store.ListByAttempt(e.ctx, e.tenant, cl.Attempt.AttemptID,
+		rest, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID,
 			&delegations.Position{CreatedAt: first[1].CreatedAt, DelegationID: first[1].DelegationID}, 2)
 		if err != nil || len(rest) != 1 || rest[0].DelegationID != ds[2].DelegationID {
 			t.Fatalf("second page %+v %v", rest, err)
 		}
-		if _, err := e.store.ListByAttempt(e.ctx, e.tenant, uuid.New(), nil, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.ListByAttempt(e.Ctx, e.Tenant, uuid.New(), nil, 10); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 	}},
@@ -388,13 +388,13 @@ var storeCases = []storeCase{
 		cl := e.parent("p")
 		d := e.delegate(cl, request("c"))
 		o := e.other()
-		if _, err := o.store.Get(o.ctx, o.tenant, d.DelegationID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Get(o.Ctx, o.Tenant, d.DelegationID); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant's read: got %v, want not_found", err)
 		}
-		if _, err := o.store.ListByAttempt(o.ctx, o.tenant, cl.Attempt.AttemptID, nil, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.ListByAttempt(o.Ctx, o.Tenant, cl.Attempt.AttemptID, nil, 10); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant's listing: got %v, want not_found", err)
 		}
-		_, _, err := o.store.Create(o.ctx, o.caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("x"))
+		_, _, err := o.store.Create(o.Ctx, o.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("x"))
 		if !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("create on other tenant's attempt: got %v, want not_found", err)
 		}
@@ -405,9 +405,9 @@ var storeCases = []storeCase{
 		key := "shared-key"
 		e.delegate(cl, request("k", func(s *runs.Spec) { s.IdempotencyKey = &key }))
 		ocl := o.parent("p")
-		od, created, err := o.store.Create(o.ctx, o.caller, ocl.Attempt.AttemptID, ocl.Lease.FencingToken,
+		od, created, err := o.store.Create(o.Ctx, o.Caller, ocl.Attempt.AttemptID, ocl.Lease.FencingToken,
 			request("k", func(s *runs.Spec) { s.IdempotencyKey = &key }))
-		if err != nil || !created || od.TenantID != o.tenant {
+		if err != nil || !created || od.TenantID != o.Tenant {
 			t.Fatalf("other tenant's own delegation with the same key: created=%v err=%v", created, err)
 		}
 	}},

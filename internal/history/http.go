@@ -94,17 +94,10 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page[AttemptItem]{Items: items}
-	if len(items) > limit {
-		last := items[limit-1]
-		page.Items = items[:limit]
+	return c.JSON(http.StatusOK, web.NewPage(items, limit, func(last AttemptItem) any {
 		at := last.StartedAt
-		page.NextCursor = web.EncodeCursor(listCursor{StartedAt: &at, ID: last.AttemptID})
-	}
-	if page.Items == nil {
-		page.Items = []AttemptItem{}
-	}
-	return c.JSON(http.StatusOK, page)
+		return listCursor{StartedAt: &at, ID: last.AttemptID}
+	}))
 }
 
 func (h handlers) changes(c echo.Context, tenant, since string, hasCursor bool, cur listCursor, limit int) error {
@@ -136,17 +129,10 @@ func (h handlers) changes(c echo.Context, tenant, since string, hasCursor bool, 
 	if err != nil {
 		return err
 	}
-	page := web.Page[AttemptItem]{Items: items}
-	if len(items) > limit {
-		last := items[limit-1]
-		page.Items = items[:limit]
+	return c.JSON(http.StatusOK, web.NewPage(items, limit, func(last AttemptItem) any {
 		v := uint64(last.Version)
-		page.NextCursor = web.EncodeCursor(listCursor{Version: &v, ID: last.AttemptID})
-	}
-	if page.Items == nil {
-		page.Items = []AttemptItem{}
-	}
-	return c.JSON(http.StatusOK, page)
+		return listCursor{Version: &v, ID: last.AttemptID}
+	}))
 }
 
 // parseSince reads an entity tag given as a query parameter, where the quotes are often
@@ -258,14 +244,8 @@ func (h handlers) timeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page[TimelineEntry]{Items: entries}
-	if len(entries) > limit {
-		last := entries[limit-1].Cursor()
-		page.Items = entries[:limit]
-		page.NextCursor = web.EncodeCursor(timelineCursor{At: last.At, Kind: last.Kind, Seq: last.Sequence, ID: last.ID})
-	}
-	if page.Items == nil {
-		page.Items = []TimelineEntry{}
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, web.NewPage(entries, limit, func(row TimelineEntry) any {
+		last := row.Cursor()
+		return timelineCursor{At: last.At, Kind: last.Kind, Seq: last.Sequence, ID: last.ID}
+	}))
 }

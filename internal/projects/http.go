@@ -98,13 +98,7 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page[Project]{Items: ps}
-	if len(ps) > limit {
-		page.Items = ps[:limit]
-		page.NextCursor = web.EncodeCursor(cursor{After: ps[limit-1].ProjectID})
-	}
-	if page.Items == nil {
-		page.Items = []Project{}
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, web.NewPage(ps, limit, func(last Project) any {
+		return cursor{After: last.ProjectID}
+	}))
 }

@@ -142,14 +142,7 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page[Release]{Items: rs}
-	if len(rs) > limit {
-		last := rs[limit-1]
-		page.Items = rs[:limit]
-		page.NextCursor = web.EncodeCursor(cursor{ReleaseID: last.ReleaseID, AdapterVersion: last.AdapterVersion})
-	}
-	if page.Items == nil {
-		page.Items = []Release{}
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, web.NewPage(rs, limit, func(last Release) any {
+		return cursor{ReleaseID: last.ReleaseID, AdapterVersion: last.AdapterVersion}
+	}))
 }

@@ -284,16 +284,9 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page[Run]{Items: rs}
-	if len(rs) > limit {
-		last := rs[limit-1]
-		page.Items = rs[:limit]
-		page.NextCursor = web.EncodeCursor(runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID})
-	}
-	if page.Items == nil {
-		page.Items = []Run{}
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, web.NewPage(rs, limit, func(last Run) any {
+		return runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}
+	}))
 }
 
 func (h handlers) get(c echo.Context) error {

@@ -207,15 +207,10 @@ func ValidIdent(s string, max int) bool {
 	if s == "" || !utf8.ValidString(s) {
 		return false
 	}
-	units := 0
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
 			return false
 		}
-		units++
-		if r > 0xFFFF {
-			units++
-		}
 	}
-	return units <= max
+	return UTF16Len(s) <= max
 }

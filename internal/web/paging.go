@@ -1,11 +1,13 @@
 package web
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/internal/apperr"
@@ -90,4 +92,53 @@ func JSONWithETag(c echo.Context, status int, v sqldb.RowVersion, body any) erro
 func Created(c echo.Context, location string, v sqldb.RowVersion, body any) error {
 	c.Response().Header().Set(echo.HeaderLocation, location)
 	return JSONWithETag(c, http.StatusCreated, v, body)
+}
+
+// NewPage makes the page of a listing that fetched up to limit+1 rows: when more than limit
+// came back, it holds the first limit and a NextCursor of the keyset position cursorOf gives
+// for the last row it holds. Items is never null.
+func NewPage[T any](rows []T, limit int, cursorOf func(last T) any) Page[T] {
+	page := Page[T]{Items: rows}
+	if len(rows) > limit {
+		page.Items = rows[:limit]
+		page.NextCursor = EncodeCursor(cursorOf(rows[limit-1]))
+	}
+	if page.Items == nil {
+		page.Items = []T{}
+	}
+	return page
+}
+
+// sequenceCursor is the keyset position of a listing in sequence order: the last sequence
+// sent. int32 bounds it like the column, so a forged cursor out of range is a 400.
+type sequenceCursor struct {
+	After int32 `json:"s"`
+}
+
+// ListBySequence answers GET of an attempt's rows in sequence order (calls, checkpoints):
+// it reads the attemptId path parameter, ?limit= and ?cursor=, asks list for up to limit+1
+// rows after a sequence (start on the first page) and writes the page, its cursor the
+// sequence seq gives of the last row sent.
+func ListBySequence[T any](c echo.Context, start int, seq func(T) int,
+	list func(ctx context.Context, attemptID uuid.UUID, after, limit int) ([]T, error),
+) error {
+	attemptID, err := PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	limit, err := Limit(c)
+	if err != nil {
+		return err
+	}
+	cur := sequenceCursor{After: int32(start)}
+	if _, err := DecodeCursor(c, &cur); err != nil {
+		return err
+	}
+	rows, err := list(c.Request().Context(), attemptID, int(cur.After), limit+1)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, NewPage(rows, limit, func(last T) any {
+		return sequenceCursor{After: int32(seq(last))}
+	}))
 }

@@ -1,0 +1,328 @@
+// Package apitest is the HTTP test harness the API packages' tests share: the real stack
+// over a fresh SQLite file with an injected clock, built as internal/app builds it, and the
+// request and problem-document helpers. It is an ordinary package so that several
+// packages' tests can import it; only tests use it.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+// Config says how to build a Stack.
+type Config struct {
+	// Epoch is where the injected clock starts.
+	Epoch time.Time
+	// MaxBody is web.Config.MaxBody (0: the server's default).
+	MaxBody int64
+	// Serve puts the stack behind a real listener (httptest.Server); otherwise requests
+	// are served by Echo in process.
+	Serve bool
+	// Hooks are added to the run-lease core before any route is registered.
+	Hooks []runs.Hooks
+	// Routes registers the package's own routes, after the project and run routes.
+	Routes func(s *Stack)
+}
+
+// Stack is the real HTTP stack.
+type Stack struct {
+	DB     *sqldb.DB
+	Clock  *dbtest.Clock
+	Svc    *runs.Service
+	Server *web.Server
+	Keys   *tenancy.Store
+	// HTTP is the listener when Config.Serve is set, else nil.
+	HTTP *httptest.Server
+}
+
+// Quiet is a logger that drops everything.
+func Quiet() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
+
+// New builds a Stack: web server with the tenancy authenticator, the project and run
+// routes, then cfg.Routes.
+func New(t testing.TB, cfg Config) *Stack {
+	t.Helper()
+	clock := dbtest.NewClock(cfg.Epoch)
+	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
+	log := Quiet()
+	keys := tenancy.NewStore(db)
+	s := web.New(web.Config{MaxBody: cfg.MaxBody, Logger: log})
+	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
+	svc := runs.NewService(db, runs.DefaultConfig(), log)
+	for _, h := range cfg.Hooks {
+		svc.AddHooks(h)
+	}
+	projects.Routes(s, projects.NewStore(db))
+	runs.Routes(s, svc)
+	st := &Stack{DB: db, Clock: clock, Svc: svc, Server: s, Keys: keys}
+	if cfg.Routes != nil {
+		cfg.Routes(st)
+	}
+	if cfg.Serve {
+		st.HTTP = httptest.NewServer(s.Echo)
+		t.Cleanup(st.HTTP.Close)
+	}
+	return st
+}
+
+// Tenant is a fresh tenant seen through its keys.
+type Tenant struct {
+	ID, Admin, Runtime string
+	AdminKeyID         string
+}
+
+// Tenant makes a fresh tenant with an admin and a runtime key and a project p1.
+func (s *Stack) Tenant(t testing.TB) Tenant {
+	t.Helper()
+	tenant := dbtest.NewTenant(t, s.DB)
+	ctx := context.Background()
+	admin, k, err := s.Keys.CreateKey(ctx, tenant, tenancy.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime, _, err := s.Keys.CreateKey(ctx, tenant, tenancy.RoleRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WantStatus(t, s.Do(t, http.MethodPut, "/v1/projects/p1", admin, `{}`, nil), http.StatusCreated)
+	return Tenant{ID: tenant, Admin: admin, Runtime: runtime, AdminKeyID: k.KeyID}
+}
+
+// TenantKeys is Tenant as its id, admin key and runtime key.
+func (s *Stack) TenantKeys(t testing.TB) (tenant, admin, runtime string) {
+	t.Helper()
+	c := s.Tenant(t)
+	return c.ID, c.Admin, c.Runtime
+}
+
+// Response is an answer of the stack.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Do sends a request with key as its bearer token; a body is sent as JSON.
+func (s *Stack) Do(t testing.TB, method, path, key, body string, header map[string]string) Response {
+	t.Helper()
+	return s.DoBytes(t, method, path, key, []byte(body), header)
+}
+
+// DoBytes is Do with a body of any bytes.
+func (s *Stack) DoBytes(t testing.TB, method, path, key string, body []byte, header map[string]string) Response {
+	t.Helper()
+	if s.HTTP != nil {
+		return s.doHTTP(t, method, path, key, body, header)
+	}
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	setHeaders(req, key, len(body) > 0, header)
+	rec := httptest.NewRecorder()
+	s.Server.Echo.ServeHTTP(rec, req)
+	return Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+}
+
+func (s *Stack) doHTTP(t testing.TB, method, path, key string, body []byte, header map[string]string) Response {
+	t.Helper()
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = bytes.NewReader(body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, s.HTTP.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setHeaders(req, key, len(body) > 0, header)
+	res, err := s.HTTP.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Response{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+func setHeaders(req *http.Request, key string, hasBody bool, header map[string]string) {
+	if hasBody {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+}
+
+// WireClaim is the part of a claim's answer the tests use.
+type WireClaim struct {
+	Run struct {
+		RunID string `json:"runId"`
+	} `json:"run"`
+	Attempt struct {
+		AttemptID string `json:"attemptId"`
+	} `json:"attempt"`
+	Lease struct {
+		FencingToken int64 `json:"fencingToken"`
+	} `json:"lease"`
+}
+
+// Claim posts a claim request body with the runtime key and wants a 200.
+func (s *Stack) Claim(t testing.TB, runtime, body string) WireClaim {
+	t.Helper()
+	r := s.Do(t, http.MethodPost, "/v1/runs/claim", runtime, body, nil)
+	WantStatus(t, r, http.StatusOK)
+	var cl WireClaim
+	Decode(t, r, &cl)
+	return cl
+}
+
+// WantStatus checks the status.
+func WantStatus(t testing.TB, r Response, status int) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
+	}
+}
+
+// Want checks the status and, unless code is empty, the problem code.
+func Want(t testing.TB, r Response, status int, code string) {
+	t.Helper()
+	WantStatus(t, r, status)
+	if code == "" {
+		return
+	}
+	var p struct {
+		Code   string `json:"code"`
+		Status int    `json:"status"`
+	}
+	if err := json.Unmarshal(r.Body, &p); err != nil || p.Code != code || p.Status != status {
+		t.Fatalf("problem %s, want code %s (%v)", r.Body, code, err)
+	}
+}
+
+// Decode unmarshals the body into v.
+func Decode(t testing.TB, r Response, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// DecodeAs unmarshals the body as a T.
+func DecodeAs[T any](t testing.TB, r Response) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(r.Body, &v); err != nil {
+		t.Fatalf("decode %T: %v; body %s", v, err, r.Body)
+	}
+	return v
+}
+
+// Problem is a problem document (DESIGN.md section 7a).
+type Problem struct {
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Code   string `json:"code"`
+	Errors []struct {
+		Field  string `json:"field"`
+		Reason string `json:"reason"`
+	} `json:"errors"`
+}
+
+// WantProblem checks r is the problem document of code with status, and that it leaks no
+// SQL or source detail.
+func WantProblem(t testing.TB, r Response, status int, code string) Problem {
+	t.Helper()
+	WantStatus(t, r, status)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+		t.Fatalf("Content-Type %q, want application/problem+json", ct)
+	}
+	var p Problem
+	Decode(t, r, &p)
+	if p.Code != code || p.Status != status {
+		t.Fatalf("problem %+v, want code %s status %d", p, code, status)
+	}
+	for _, leak := range []string{"SELECT", "INSERT", "sqlite", "constraint", ".go:"} {
+		if strings.Contains(string(r.Body), leak) {
+			t.Fatalf("problem leaks %q: %s", leak, r.Body)
+		}
+	}
+	return p
+}
+
+// WantFields checks a 400 names exactly these fields.
+func WantFields(t testing.TB, r Response, fields ...string) {
+	t.Helper()
+	p := WantProblem(t, r, http.StatusBadRequest, "invalid_request")
+	got := map[string]bool{}
+	for _, e := range p.Errors {
+		got[e.Field] = true
+	}
+	for _, f := range fields {
+		if !got[f] {
+			t.Fatalf("field errors %+v do not name %q", p.Errors, f)
+		}
+	}
+	if len(got) != len(fields) {
+		t.Fatalf("field errors %+v, want exactly %v", p.Errors, fields)
+	}
+}
+
+// Rows is how many rows of table tenant has.
+func (s *Stack) Rows(t testing.TB, table, tenant string) int {
+	t.Helper()
+	var n int
+	err := s.DB.Read(context.Background(), sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.GetContext(context.Background(), &n, tx.Rebind(`SELECT COUNT(*) FROM `+table+` WHERE TenantId = ?`), tenant)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Lease is a claim made over HTTP.
+type Lease struct {
+	RunID     string
+	AttemptID string
+	Token     int64
+}
+
+// Lease enqueues a run on a subject of its own and claims it over HTTP with the runtime key.
+func (s *Stack) Lease(t testing.TB, runtime string) Lease {
+	t.Helper()
+	enq := fmt.Sprintf(`{"subject":"http-%d","kind":"review","projectId":"p1","agentId":"agent-1","stepId":%q,"snapshotId":%q,"maxAttempts":5}`,
+		subjects.Add(1), uuid.NewString(), uuid.NewString())
+	WantStatus(t, s.Do(t, http.MethodPost, "/v1/runs", runtime, enq, nil), http.StatusCreated)
+	return s.ClaimLease(t, runtime)
+}
+
+// ClaimLease claims the tenant's next due run over HTTP with the runtime key.
+func (s *Stack) ClaimLease(t testing.TB, runtime string) Lease {
+	t.Helper()
+	cl := s.Claim(t, runtime, `{"holderId":"h1","releaseId":"rel-1","adapterVersion":"1.0","modelProfileId":"m","leaseSeconds":60}`)
+	return Lease{RunID: cl.Run.RunID, AttemptID: cl.Attempt.AttemptID, Token: cl.Lease.FencingToken}
+}
