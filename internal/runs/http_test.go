@@ -16,17 +16,19 @@ import (
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
 type httpEnv struct {
-	t                     *testing.T
+	t                     testing.TB
+	db                    *sqldb.DB
 	url                   string
 	runtime, admin, other string
 }
 
-func newHTTPEnv(t *testing.T) *httpEnv {
+func newHTTPEnv(t testing.TB) *httpEnv {
 	t.Helper()
 	db := dbtest.SQLite().Open(t, dbtest.Options{})
 	keys := tenancy.NewStore(db)
@@ -37,7 +39,7 @@ func newHTTPEnv(t *testing.T) *httpEnv {
 	srv := httptest.NewServer(s.Echo)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	e := &httpEnv{t: t, url: srv.URL}
+	e := &httpEnv{t: t, url: srv.URL, db: db}
 	var err error
 	mk := func(tenant, role string) string {
 		k, _, kerr := keys.CreateKey(ctx, tenant, role)
