@@ -247,6 +247,12 @@ func (b *bencher) seed(ctx context.Context, path, syncMode string, n int) error 
 		}
 		done.Add(int64(batch))
 	}
+	// Fold the bulk load's write-ahead log into the database now: otherwise the server's
+	// first writes pay for checkpointing a million rows, and the timed claims measure that
+	// one-off cost instead of the claim.
+	if _, err := db.Raw().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return fmt.Errorf("checkpoint the seeded database: %w", err)
+	}
 	return nil
 }
 
