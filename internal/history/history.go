@@ -8,7 +8,6 @@ package history
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -192,10 +191,10 @@ func (e TimelineEntry) Cursor() TimelineCursor {
 }
 
 type entryKey struct {
-	Kind int       `db:"Kind"`
-	At   dbTime    `db:"At"`
-	Seq  int       `db:"Seq"`
-	ID   uuid.UUID `db:"Id"`
+	Kind int        `db:"Kind"`
+	At   sqldb.Time `db:"At"`
+	Seq  int        `db:"Seq"`
+	ID   uuid.UUID  `db:"Id"`
 }
 
 // Timeline returns up to limit entries of an attempt's timeline after the cursor (nil: from
@@ -290,32 +289,6 @@ func ceilMillis(t time.Time) time.Time {
 		tr = tr.Add(time.Millisecond)
 	}
 	return tr
-}
-
-// dbTime scans a time sent as a time (SQL Server, and SQLite columns declared DATETIME) or
-// as its fixed-width text (SQLite expressions, such as the columns of a UNION).
-type dbTime struct{ time.Time }
-
-func (t *dbTime) Scan(src any) error {
-	switch v := src.(type) {
-	case time.Time:
-		t.Time = v.UTC()
-		return nil
-	case string:
-		return t.parse(v)
-	case []byte:
-		return t.parse(string(v))
-	}
-	return fmt.Errorf("cannot scan %T as a time", src)
-}
-
-func (t *dbTime) parse(s string) error {
-	p, err := time.Parse(sqldb.TimeLayout, s)
-	if err != nil {
-		return errors.New("stored time is not in the fixed-width layout")
-	}
-	t.Time = p
-	return nil
 }
 
 // Timeline rows. Their JSON is the row's columns in camelCase; enumerations travel as their

@@ -275,18 +275,18 @@ func (p *purger) fatal(err error, what, tenant string) error {
 }
 
 type rootRow struct {
-	RunID    uuid.UUID `db:"RunId"`
-	QueuedAt dbTime    `db:"QueuedAt"`
+	RunID    uuid.UUID  `db:"RunId"`
+	QueuedAt sqldb.Time `db:"QueuedAt"`
 }
 
 type memberRow struct {
-	RootID         uuid.UUID `db:"RootId"`
-	RunID          uuid.UUID `db:"RunId"`
-	State          int       `db:"State"`
-	EndedAt        nullTime  `db:"EndedAt"`
-	IdempotencyKey *string   `db:"IdempotencyKey"`
-	HasChild       bool      `db:"HasChild"`
-	RetentionDays  int       `db:"RetentionDays"`
+	RootID         uuid.UUID      `db:"RootId"`
+	RunID          uuid.UUID      `db:"RunId"`
+	State          int            `db:"State"`
+	EndedAt        sqldb.NullTime `db:"EndedAt"`
+	IdempotencyKey *string        `db:"IdempotencyKey"`
+	HasChild       bool           `db:"HasChild"`
+	RetentionDays  int            `db:"RetentionDays"`
 }
 
 const stateEnded = 2
@@ -530,50 +530,4 @@ func (p *purger) exec(ctx context.Context, tx *sqldb.Tx, query string, args ...a
 		return 0, tx.D.MapError(err)
 	}
 	return res.RowsAffected()
-}
-
-// dbTime scans a time sent as a time or as SQLite's fixed-width text.
-type dbTime struct{ time.Time }
-
-func (t *dbTime) Scan(src any) error {
-	var n nullTime
-	if err := n.Scan(src); err != nil {
-		return err
-	}
-	if !n.Valid {
-		return errors.New("unexpected NULL time")
-	}
-	t.Time = n.Time
-	return nil
-}
-
-// nullTime is dbTime for a nullable column.
-type nullTime struct {
-	Time  time.Time
-	Valid bool
-}
-
-func (t *nullTime) Scan(src any) error {
-	switch v := src.(type) {
-	case nil:
-		*t = nullTime{}
-		return nil
-	case time.Time:
-		*t = nullTime{Time: v.UTC(), Valid: true}
-		return nil
-	case string:
-		return t.parse(v)
-	case []byte:
-		return t.parse(string(v))
-	}
-	return fmt.Errorf("cannot scan %T as a time", src)
-}
-
-func (t *nullTime) parse(s string) error {
-	p, err := time.Parse(sqldb.TimeLayout, s)
-	if err != nil {
-		return fmt.Errorf("stored time %q is not in the fixed-width layout", s)
-	}
-	*t = nullTime{Time: p, Valid: true}
-	return nil
 }

@@ -194,7 +194,7 @@ func (tx *Tx) Now(ctx context.Context) (time.Time, error) {
 		tx.now = Truncate(time.Now())
 		return tx.now, nil
 	}
-	var t anyTime
+	var t Time
 	if err := tx.GetContext(ctx, &t, tx.D.NowQuery()); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", tx.D.MapError(err))
 	}
@@ -298,14 +298,37 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 	return nil
 }
 
-// anyTime scans a time sent as a time value (SQL Server) or as TimeLayout text (SQLite
-// expressions, which carry no declared column type for the driver to convert by).
-type anyTime struct{ time.Time }
+// Time scans a time sent as a time value (SQL Server, and SQLite columns declared DATETIME)
+// or as TimeLayout text (SQLite expressions, such as a UNION's columns or strftime, which
+// carry no declared type for the driver to convert by). The time is in UTC.
+type Time struct{ time.Time }
 
-func (t *anyTime) Scan(src any) error {
+// Scan implements sql.Scanner; NULL is an error (use NullTime for nullable columns).
+func (t *Time) Scan(src any) error {
+	var n NullTime
+	if err := n.Scan(src); err != nil {
+		return err
+	}
+	if !n.Valid {
+		return errors.New("unexpected NULL time")
+	}
+	t.Time = n.Time
+	return nil
+}
+
+// NullTime is Time for a nullable column.
+type NullTime struct {
+	Time  time.Time
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (t *NullTime) Scan(src any) error {
 	switch v := src.(type) {
+	case nil:
+		*t = NullTime{}
 	case time.Time:
-		t.Time = v
+		*t = NullTime{Time: v.UTC(), Valid: true}
 	case string:
 		return t.parse(v)
 	case []byte:
@@ -316,11 +339,11 @@ func (t *anyTime) Scan(src any) error {
 	return nil
 }
 
-func (t *anyTime) parse(s string) error {
+func (t *NullTime) parse(s string) error {
 	p, err := time.Parse(TimeLayout, s)
 	if err != nil {
-		return fmt.Errorf("parse time %q: %w", s, err)
+		return fmt.Errorf("stored time %q is not in the fixed-width layout", s)
 	}
-	t.Time = p
+	*t = NullTime{Time: p, Valid: true}
 	return nil
 }
