@@ -249,14 +249,14 @@ func (b *bencher) localMain(ctx context.Context, sync, dir string) error {
 		return err
 	}
 	defer func() {
-		if err := srv.stop(30 * time.Second); err != nil {
+		if err := srv.Stop(30 * time.Second); err != nil {
 			b.logf("[%s] stop server: %v", sync, err)
 		}
 	}()
-	if srv.keys.admin == "" || srv.keys.runtime == "" {
+	if srv.Keys.Admin == "" || srv.Keys.Runtime == "" {
 		return errors.New("the server printed no bootstrap keys: is the database really new?")
 	}
-	t := &target{c: newClient(srv.url, b.cfg.RequestTimeout, max(64, b.cfg.Clients)), keys: srv.keys, sync: sync, dir: dir}
+	t := &target{c: newClient(srv.URL, b.cfg.RequestTimeout, max(64, b.cfg.Clients)), keys: keysOf(srv), sync: sync, dir: dir}
 	defer t.c.close()
 	return b.measure(ctx, t)
 }

@@ -38,8 +38,8 @@ func (b *bencher) depth(ctx context.Context, syncMode, dir string) error {
 	if err != nil {
 		return err
 	}
-	k := srv.keys
-	t := &target{c: newClient(srv.url, b.cfg.RequestTimeout, 4), keys: k, sync: syncMode, dir: dir}
+	k := keysOf(srv)
+	t := &target{c: newClient(srv.URL, b.cfg.RequestTimeout, 4), keys: k, sync: syncMode, dir: dir}
 	err = func() error {
 		if k.admin == "" || k.runtime == "" {
 			return errors.New("the server printed no bootstrap keys: is the database really new?")
@@ -51,7 +51,7 @@ func (b *bencher) depth(ctx context.Context, syncMode, dir string) error {
 		return b.setup(ctx, t)
 	}()
 	t.c.close()
-	if serr := srv.stop(30 * time.Second); err == nil && serr != nil {
+	if serr := srv.Stop(30 * time.Second); err == nil && serr != nil {
 		err = fmt.Errorf("stop server: %w", serr)
 	}
 	if err != nil {
@@ -81,7 +81,7 @@ func (b *bencher) depth(ctx context.Context, syncMode, dir string) error {
 		if err != nil {
 			return err
 		}
-		t.c = newClient(srv.url, b.cfg.RequestTimeout, 4)
+		t.c = newClient(srv.URL, b.cfg.RequestTimeout, 4)
 		row, claims := b.claimDepth(ctx, t, size)
 		row.SeedSeconds = round(seeded.Seconds(), 1)
 		queued -= claims
@@ -97,7 +97,7 @@ func (b *bencher) depth(ctx context.Context, syncMode, dir string) error {
 			}
 		}
 		t.c.close()
-		if err := srv.stop(30 * time.Second); err != nil {
+		if err := srv.Stop(30 * time.Second); err != nil {
 			b.logf("[%s] stop server: %v", syncMode, err)
 		}
 		if err := ctx.Err(); err != nil {

@@ -194,16 +194,16 @@ func TestRemoteEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := srv.stop(30 * time.Second); err != nil {
+		if err := srv.Stop(30 * time.Second); err != nil {
 			t.Errorf("stop server: %v", err)
 		}
 	}()
 	rep, _ := runJSON(t, Config{
-		URL: srv.url, AdminKey: srv.keys.admin, RuntimeKey: srv.keys.runtime, Syncs: []string{"full"}, Dir: t.TempDir(),
+		URL: srv.URL, AdminKey: srv.Keys.Admin, RuntimeKey: srv.Keys.Runtime, Syncs: []string{"full"}, Dir: t.TempDir(),
 		Workloads: []string{Cycle, Depth}, Clients: 2, Duration: time.Second, RefDuration: 500 * time.Millisecond,
 		Progress: -1,
 	})
-	if rep.Mode != "remote" || rep.URL != srv.url {
+	if rep.Mode != "remote" || rep.URL != srv.URL {
 		t.Errorf("mode %q url %q", rep.Mode, rep.URL)
 	}
 	c := findRow(t, rep, Cycle, "full", 2)
@@ -219,7 +219,7 @@ func TestRemoteEndToEnd(t *testing.T) {
 	}
 	// A wrong key is a setup failure: Run fails, and says why.
 	var out, errb bytes.Buffer
-	err = Run(ctx, Config{URL: srv.url, AdminKey: "nope", RuntimeKey: "nope", Workloads: []string{Cycle}, Dir: t.TempDir(),
+	err = Run(ctx, Config{URL: srv.URL, AdminKey: "nope", RuntimeKey: "nope", Workloads: []string{Cycle}, Dir: t.TempDir(),
 		Duration: time.Second, Progress: -1}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), "unauthorized") {
 		t.Errorf("Run with a bad key: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/serveproc"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -102,17 +103,18 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	db := filepath.Join(cfg.Dir, "ledger.db")
 	flags := []string{"--sqlite-sync", cfg.Sync, "--reaper-interval", "200ms", "--lease-ttl", "2s"}
-	srv, url, keys, err := start(ctx, cfg.Binary, db, flags...)
+	srv, err := start(ctx, cfg.Binary, db, flags...)
 	if err != nil {
 		return Report{}, err
 	}
-	if keys[0] == "" || keys[1] == "" {
-		srv.kill()
+	url, keys := srv.URL, srv.Keys
+	if keys.Admin == "" || keys.Runtime == "" {
+		srv.Kill()
 		return Report{}, fmt.Errorf("the new database printed no bootstrap keys")
 	}
-	c := &client{admin: keys[0], runtime: keys[1], http: &http.Client{Timeout: 10 * time.Second}}
+	c := &client{admin: keys.Admin, runtime: keys.Runtime, http: &http.Client{Timeout: 10 * time.Second}}
 	if err := c.setup(ctx, url); err != nil {
-		srv.kill()
+		srv.Kill()
 		return Report{}, err
 	}
 	led := newLedger()
@@ -126,22 +128,23 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			go func() { defer wg.Done(); c.load(loadCtx, url, led, i, &rep) }()
 		}
 		time.Sleep(up)
-		srv.kill() // mid-flight: requests in progress get no answer, so nothing is acknowledged for them
+		srv.Kill() // mid-flight: requests in progress get no answer, so nothing is acknowledged for them
 		stopLoad()
 		wg.Wait()
 		fmt.Fprintf(cfg.Log, "kill %d/%d after %s\n", kill, cfg.Kills, up.Round(time.Millisecond))
 		rep.Kills = kill
-		if srv, url, _, err = start(ctx, cfg.Binary, db, flags...); err != nil {
+		if srv, err = start(ctx, cfg.Binary, db, flags...); err != nil {
 			return rep, fmt.Errorf("restart after kill %d: %w", kill, err)
 		}
+		url = srv.URL
 		if err := c.verify(ctx, url, led, &rep); err != nil {
-			srv.kill()
+			srv.Kill()
 			return rep, err
 		}
 		// Nothing half-written: after every crash, attempts and runs agree.
 		n, err := disagreements(ctx, db)
 		if err != nil {
-			srv.kill()
+			srv.Kill()
 			return rep, err
 		}
 		rep.Disagreements += n
@@ -149,10 +152,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	// Once the leases have run out and the reaper has had its turn, nothing stays leased.
 	time.Sleep(2*time.Second + 600*time.Millisecond)
 	if err := checkDatabase(ctx, db, led, &rep); err != nil {
-		srv.kill()
+		srv.Kill()
 		return rep, err
 	}
-	if err := srv.stop(); err != nil {
+	if err := srv.Stop(30 * time.Second); err != nil {
 		return rep, err
 	}
 	led.mu.Lock()
@@ -376,4 +379,10 @@ func disagreements(ctx context.Context, path string) (int, error) {
 	}
 	defer db.Close()
 	return runs.NewService(db, runs.DefaultConfig(), nil).Disagreements(ctx)
+}
+
+// start runs `ledger serve` on db with the crash test's flags and without the rate limit or
+// in-flight cap, which would refuse the load the test needs acknowledged.
+func start(ctx context.Context, bin, db string, flags ...string) (*serveproc.Server, error) {
+	return serveproc.Start(ctx, bin, db, time.Minute, append([]string{"--rate-limit", "0", "--max-inflight", "0"}, flags...)...)
 }

@@ -43,17 +43,18 @@ func TestTwoReplicasOneDatabase(t *testing.T) {
 	defer cancel()
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	flags := []string{"--reaper-interval", "100ms", "--lease-ttl", "1s"}
-	a, urlA, keys, err := start(ctx, bin, db, flags...)
+	a, err := start(ctx, bin, db, flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.kill()
-	b, urlB, _, err := start(ctx, bin, db, flags...)
+	defer a.Kill()
+	b, err := start(ctx, bin, db, flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.kill()
-	c := &client{admin: keys[0], runtime: keys[1], http: &http.Client{Timeout: 10 * time.Second}}
+	defer b.Kill()
+	urlA, urlB := a.URL, b.URL
+	c := &client{admin: a.Keys.Admin, runtime: a.Keys.Runtime, http: &http.Client{Timeout: 10 * time.Second}}
 	if err := c.setup(ctx, urlA); err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +146,10 @@ func TestTwoReplicasOneDatabase(t *testing.T) {
 	if n, err := disagreements(ctx, db); err != nil || n != 0 {
 		t.Errorf("attempts and runs disagree: %d %v", n, err)
 	}
-	if err := a.stop(); err != nil {
+	if err := a.Stop(30 * time.Second); err != nil {
 		t.Errorf("replica A shutdown: %v", err)
 	}
-	if err := b.stop(); err != nil {
+	if err := b.Stop(30 * time.Second); err != nil {
 		t.Errorf("replica B shutdown: %v", err)
 	}
 	t.Logf("%d runs, %d leases, over two replicas", len(enqueued), len(leased))
