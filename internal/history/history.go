@@ -14,6 +14,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/calls"
+	"github.com/ledger-dev/ledger/internal/checkpoints"
+	"github.com/ledger-dev/ledger/internal/decisions"
+	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/enum"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -294,54 +298,15 @@ func ceilMillis(t time.Time) time.Time {
 // Timeline rows. Their JSON is the row's columns in camelCase; enumerations travel as their
 // wire names (DESIGN.md section 7a), JSON columns as the JSON they hold.
 
-// Checkpoint is a row of Checkpoints.
-type Checkpoint struct {
-	CheckpointID       uuid.UUID      `db:"CheckpointId" json:"checkpointId"`
-	AttemptID          uuid.UUID      `db:"AttemptId" json:"attemptId"`
-	TenantID           string         `db:"TenantId" json:"-"`
-	Sequence           int            `db:"Sequence" json:"sequence"`
-	Phase              attempts.Phase `db:"Phase" json:"phase"`
-	AdapterStateRef    string         `db:"AdapterStateRef" json:"adapterStateRef"`
-	AdapterVersion     string         `db:"AdapterVersion" json:"adapterVersion"`
-	ContextSnapshotRef *string        `db:"ContextSnapshotRef" json:"contextSnapshotRef,omitempty"`
-	Hash               string         `db:"Hash" json:"hash"`
-	CreatedAt          time.Time      `db:"CreatedAt" json:"createdAt"`
-}
+// Checkpoint, Call and Delegation are the rows their own packages read and write.
+type (
+	Checkpoint = checkpoints.Checkpoint
+	Call       = calls.Call
+	Delegation = delegations.Delegation
+)
 
-// CallKind is a call's kind (stored as its position).
-type CallKind int
-
-// CallKindNames are the wire names of CallKind.
-var CallKindNames = enum.Names{"model", "tool", "http", "other"}
-
-// MarshalJSON sends the wire name.
-func (k CallKind) MarshalJSON() ([]byte, error) { return CallKindNames.Marshal(int(k)) }
-
-// Call is a row of CallRecords.
-type Call struct {
-	CallID           uuid.UUID        `db:"CallId" json:"callId"`
-	AttemptID        uuid.UUID        `db:"AttemptId" json:"attemptId"`
-	TenantID         string           `db:"TenantId" json:"-"`
-	Sequence         int              `db:"Sequence" json:"sequence"`
-	Kind             CallKind         `db:"Kind" json:"kind"`
-	Target           string           `db:"Target" json:"target"`
-	RequestHash      string           `db:"RequestHash" json:"requestHash"`
-	PolicyDecisionID uuid.NullUUID    `db:"PolicyDecisionId" json:"policyDecisionId"`
-	ReceiptRef       *string          `db:"ReceiptRef" json:"receiptRef,omitempty"`
-	Status           string           `db:"Status" json:"status"`
-	StartedAt        time.Time        `db:"StartedAt" json:"startedAt"`
-	EndedAt          *time.Time       `db:"EndedAt" json:"endedAt,omitempty"`
-	Version          sqldb.RowVersion `db:"Version" json:"-"`
-}
-
-// DecisionKind is a decision's kind (stored as its position).
-type DecisionKind int
-
-// DecisionKindNames are the wire names of DecisionKind.
-var DecisionKindNames = enum.Names{"approval", "choice", "input"}
-
-// MarshalJSON sends the wire name.
-func (k DecisionKind) MarshalJSON() ([]byte, error) { return DecisionKindNames.Marshal(int(k)) }
+// DecisionKind is a decision's kind, as the decisions package stores it.
+type DecisionKind = decisions.Kind
 
 // Decision is a row of DecisionRequests.
 type Decision struct {
@@ -360,18 +325,4 @@ type Decision struct {
 	AnsweredBy     *string          `db:"AnsweredBy" json:"answeredBy,omitempty"`
 	ExpiresAt      *time.Time       `db:"ExpiresAt" json:"expiresAt,omitempty"`
 	Version        sqldb.RowVersion `db:"Version" json:"-"`
-}
-
-// Delegation is a row of SubAgentDelegations.
-type Delegation struct {
-	DelegationID uuid.UUID        `db:"DelegationId" json:"delegationId"`
-	AttemptID    uuid.UUID        `db:"AttemptId" json:"attemptId"`
-	TenantID     string           `db:"TenantId" json:"-"`
-	ChildRunID   uuid.UUID        `db:"ChildRunId" json:"childRunId"`
-	ChildAgentID string           `db:"ChildAgentId" json:"childAgentId"`
-	Purpose      string           `db:"Purpose" json:"purpose"`
-	Depth        int              `db:"Depth" json:"depth"`
-	Status       string           `db:"Status" json:"status"`
-	CreatedAt    time.Time        `db:"CreatedAt" json:"createdAt"`
-	Version      sqldb.RowVersion `db:"Version" json:"-"`
 }
