@@ -365,11 +365,10 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			return fmt.Errorf("insert continuation: %w", tx.D.MapError(err))
 		}
 		created = true
-		if err := s.runChanged(ctx, tx, c.TenantID, id); err != nil {
+		if out, err = s.getBy(ctx, tx, s.q.get, c.TenantID, id); err != nil {
 			return err
 		}
-		out, err = s.getBy(ctx, tx, s.q.get, c.TenantID, id)
-		return err
+		return s.notifyRun(ctx, tx, out)
 	})
 	if err != nil {
 		return Run{}, false, fmt.Errorf("continue run: %w", err)

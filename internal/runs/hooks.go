@@ -58,6 +58,11 @@ func (s *Service) runChanged(ctx context.Context, tx *sqldb.Tx, tenantID string,
 	if err != nil {
 		return err
 	}
+	return s.notifyRun(ctx, tx, run)
+}
+
+// notifyRun tells the hooks of a run the caller has just read as it now is.
+func (s *Service) notifyRun(ctx context.Context, tx *sqldb.Tx, run Run) error {
 	for _, h := range s.hooks {
 		if h.RunChanged != nil {
 			if err := h.RunChanged(ctx, tx, run); err != nil {

@@ -178,11 +178,11 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	if err != nil {
 		return Run{}, false, fmt.Errorf("insert run: %w", tx.D.MapError(err))
 	}
-	if err := s.runChanged(ctx, tx, c.TenantID, id); err != nil {
+	r, err := s.getBy(ctx, tx, s.q.get, c.TenantID, id)
+	if err != nil {
 		return Run{}, false, err
 	}
-	r, err := s.getBy(ctx, tx, s.q.get, c.TenantID, id)
-	return r, true, err
+	return r, true, s.notifyRun(ctx, tx, r)
 }
 
 // Woke tells claimers on this replica that tenant has new work (after a commit).
@@ -391,7 +391,8 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	if err := attempts.Insert(ctx, tx, &a); err != nil {
 		return Claimed{}, err
 	}
-	if err := s.runChanged(ctx, tx, c.TenantID, runID); err != nil {
+	// The insert of the attempt changed nothing of the run read above.
+	if err := s.notifyRun(ctx, tx, run); err != nil {
 		return Claimed{}, err
 	}
 	stored, err := attempts.Get(ctx, tx, c.TenantID, a.AttemptID)
