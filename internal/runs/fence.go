@@ -212,9 +212,8 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 	if err != nil {
 		return attempts.Attempt{}, fmt.Errorf("release attempt: %w", err)
 	}
-	if err == nil {
-		s.wake.notify(tenantID)
-	}
+	// A run queued again at once is work for this replica's waiting claimers.
+	s.wake.notify(tenantID)
 	return out, nil
 }
 
