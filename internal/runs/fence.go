@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -350,7 +351,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		if old.ParentRunID.Valid {
 			parent = old.ParentRunID.UUID
 		}
-		id := newID()
+		id := ids.New()
 		_, err = tx.ExecContext(ctx, s.q.insert, id, c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
 			old.Kind, old.AgentID, old.StepID, snapshot, old.Input, int(old.Band), old.Epoch, spent, old.MaxAttempts,
 			old.MaxCorrections, tx.D.Time(now), tx.D.Time(due), tx.D.NullTime(old.DeadlineAt), nil, parent,

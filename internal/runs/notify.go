@@ -3,9 +3,6 @@ package runs
 import (
 	"sync"
 
-	"github.com/google/uuid"
-
-	"github.com/ledger-dev/ledger/internal/ids"
 )
 
 // notifier wakes this replica's idle claimers of a tenant when work arrives. It replaces
@@ -38,5 +35,3 @@ func (n *notifier) notify(tenant string) {
 		close(c)
 	}
 }
-
-func newID() uuid.UUID { return ids.New() }
