@@ -2,7 +2,6 @@ package runs
 
 import (
 	"sync"
-
 )
 
 // notifier wakes this replica's idle claimers of a tenant when work arrives. It replaces
