@@ -19,7 +19,8 @@ type Dialect interface {
 	NullTime(t *time.Time) any
 	// Version converts a row version for use as a statement argument.
 	Version(v RowVersion) any
-	// NowQuery selects the database clock as one UTC time value.
+	// NowQuery selects the database clock as one UTC time value; "" means the database's
+	// clock is this machine's, read without a statement.
 	NowQuery() string
 	// Isolation is the isolation level every transaction is begun with.
 	Isolation() sql.IsolationLevel

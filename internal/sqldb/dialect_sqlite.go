@@ -96,9 +96,9 @@ func (d sqliteDialect) NullTime(t *time.Time) any {
 
 func (sqliteDialect) Version(v RowVersion) any { return int64(v) }
 
-func (sqliteDialect) NowQuery() string {
-	return `SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`
-}
+// NowQuery is empty: an embedded database's clock is this machine's (every process sharing
+// the file runs here), so asking SQLite for it would only cost a statement.
+func (sqliteDialect) NowQuery() string { return "" }
 
 func (sqliteDialect) Isolation() sql.IsolationLevel { return sql.LevelDefault }
 

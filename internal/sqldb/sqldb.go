@@ -188,14 +188,13 @@ func (tx *Tx) Now(ctx context.Context) (time.Time, error) {
 		tx.now = Truncate(tx.clock())
 		return tx.now, nil
 	}
-	if tx.D.Name() == "sqlite" {
-		// An embedded database's clock is this machine's clock (every process sharing the
-		// file runs here), so asking SQLite for it would only cost a statement.
+	query := tx.D.NowQuery()
+	if query == "" {
 		tx.now = Truncate(time.Now())
 		return tx.now, nil
 	}
 	var t Time
-	if err := tx.GetContext(ctx, &t, tx.D.NowQuery()); err != nil {
+	if err := tx.GetContext(ctx, &t, query); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", tx.D.MapError(err))
 	}
 	tx.now = Truncate(t.Time)
