@@ -38,6 +38,13 @@ const (
 	RateLimited          Code = "rate_limited"
 	DatabaseUnavailable  Code = "database_unavailable"
 	Internal             Code = "internal"
+
+	// Added by DESIGN.md 7a after the first release of the contract.
+	IdempotencyKeyReused Code = "idempotency_key_reused"
+	NoCancelRequested    Code = "no_cancel_requested"
+	AttemptEnded         Code = "attempt_ended"
+	UnsupportedMediaType Code = "unsupported_media_type"
+	MethodNotAllowed     Code = "method_not_allowed"
 )
 
 // FieldError names one request field that failed validation and why.

@@ -88,13 +88,13 @@ func (a *Attempt) Ended() bool { return a.State != Running }
 
 // Insert writes a new attempt (the claim's).
 func Insert(ctx context.Context, tx *sqldb.Tx, a *Attempt) error {
-	q := queriesFor(tx.D)
+	q := queriesFor(tx.Dialect)
 	_, err := tx.ExecContext(ctx, q.insert,
 		a.AttemptID, a.RunID, a.StepID, a.TenantID, a.ProjectID, a.EnvironmentID, a.LeaseID, a.FencingToken,
 		a.SnapshotID, a.ReleaseID, a.AgentID, a.ModelProfileID, int(a.State), int(a.Phase), a.MaxCorrections,
-		tx.D.Time(a.StartedAt), a.AdapterVersion)
+		tx.Dialect.Time(a.StartedAt), a.AdapterVersion)
 	if err != nil {
-		return fmt.Errorf("insert attempt: %w", tx.D.MapError(err))
+		return fmt.Errorf("insert attempt: %w", err)
 	}
 	return nil
 }
@@ -102,12 +102,12 @@ func Insert(ctx context.Context, tx *sqldb.Tx, a *Attempt) error {
 // Lock reads an attempt of the tenant and locks its row until the transaction ends (the
 // first lock of every fenced write: attempt, then run). apperr.NotFound when missing.
 func Lock(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Attempt, error) {
-	return get(ctx, tx, queriesFor(tx.D).lock, tenantID, id)
+	return get(ctx, tx, queriesFor(tx.Dialect).lock, tenantID, id)
 }
 
 // Get reads an attempt of the tenant without locking it.
 func Get(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Attempt, error) {
-	return get(ctx, tx, queriesFor(tx.D).get, tenantID, id)
+	return get(ctx, tx, queriesFor(tx.Dialect).get, tenantID, id)
 }
 
 // ListOf reads rows that belong to an attempt in one read transaction: apperr.NotFound when
@@ -131,7 +131,7 @@ func ListOf[T any](ctx context.Context, db *sqldb.DB, tenantID string, attemptID
 
 func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID) (Attempt, error) {
 	var a Attempt
-	err := tx.D.MapError(tx.GetContext(ctx, &a, query, tenantID, id))
+	err := tx.GetContext(ctx, &a, query, tenantID, id)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Attempt{}, apperr.New(apperr.NotFound, "no attempt %s", id)
 	}
@@ -145,7 +145,7 @@ func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID
 // works across tenants. apperr.NotFound when there is none.
 func LockRunning(ctx context.Context, tx *sqldb.Tx, runID uuid.UUID, token int64) (Attempt, error) {
 	var a Attempt
-	err := tx.D.MapError(tx.GetContext(ctx, &a, queriesFor(tx.D).lockRunning, runID, token))
+	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).lockRunning, runID, token)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Attempt{}, apperr.New(apperr.NotFound, "no running attempt of run %s at token %d", runID, token)
 	}
@@ -158,9 +158,9 @@ func LockRunning(ctx context.Context, tx *sqldb.Tx, runID uuid.UUID, token int64
 // End ends a running attempt in state at now, with an optional outcome hash. It reports
 // false when the attempt was no longer running.
 func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state State, now time.Time, outcomeHash *string) (bool, error) {
-	res, err := tx.ExecContext(ctx, queriesFor(tx.D).end, id, int(state), tx.D.Time(now), outcomeHash)
+	res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).end, id, int(state), tx.Dialect.Time(now), outcomeHash)
 	if err != nil {
-		return false, fmt.Errorf("end attempt: %w", tx.D.MapError(err))
+		return false, fmt.Errorf("end attempt: %w", err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
@@ -168,9 +168,9 @@ func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state State, now time.
 
 // ObserveCancellation records, once, that the holder saw the cancel request.
 func ObserveCancellation(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, now time.Time) error {
-	_, err := tx.ExecContext(ctx, queriesFor(tx.D).observeCancel, id, tx.D.Time(now))
+	_, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).observeCancel, id, tx.Dialect.Time(now))
 	if err != nil {
-		return fmt.Errorf("observe cancellation: %w", tx.D.MapError(err))
+		return fmt.Errorf("observe cancellation: %w", err)
 	}
 	return nil
 }
@@ -178,8 +178,8 @@ func ObserveCancellation(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, now ti
 // ListByRun lists a run's attempts, oldest first.
 func ListByRun(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) ([]Attempt, error) {
 	var as []Attempt
-	if err := tx.SelectContext(ctx, &as, queriesFor(tx.D).listByRun, tenantID, runID); err != nil {
-		return nil, fmt.Errorf("list attempts of run: %w", tx.D.MapError(err))
+	if err := tx.SelectContext(ctx, &as, queriesFor(tx.Dialect).listByRun, tenantID, runID); err != nil {
+		return nil, fmt.Errorf("list attempts of run: %w", err)
 	}
 	return as, nil
 }
@@ -195,9 +195,9 @@ func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correc
 	if correction {
 		add = 1
 	}
-	res, err := tx.ExecContext(ctx, queriesFor(tx.D).patch, id, p, add, contextSnapshotRef)
+	res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).patch, id, p, add, contextSnapshotRef)
 	if err != nil {
-		return fmt.Errorf("patch attempt: %w", tx.D.MapError(err))
+		return fmt.Errorf("patch attempt: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return apperr.New(apperr.LeaseExpired, "the attempt has ended")
@@ -213,8 +213,8 @@ func SetPhase(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase Phase) erro
 
 // SetLastCheckpoint records the attempt's newest checkpoint.
 func SetLastCheckpoint(ctx context.Context, tx *sqldb.Tx, id, checkpointID uuid.UUID) error {
-	if _, err := tx.ExecContext(ctx, queriesFor(tx.D).setCheckpoint, id, checkpointID); err != nil {
-		return fmt.Errorf("set last checkpoint: %w", tx.D.MapError(err))
+	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).setCheckpoint, id, checkpointID); err != nil {
+		return fmt.Errorf("set last checkpoint: %w", err)
 	}
 	return nil
 }

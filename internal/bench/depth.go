@@ -301,7 +301,7 @@ func insertCopies(ctx context.Context, tx *sqldb.Tx, query string, template uuid
 	}
 	res, err := tx.ExecContext(ctx, query, template, string(doc))
 	if err != nil {
-		return fmt.Errorf("copy runs: %w", tx.D.MapError(err))
+		return fmt.Errorf("copy runs: %w", err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n != int64(len(copies)) {
 		return fmt.Errorf("copy runs: %d rows written, want %d", n, len(copies))

@@ -188,9 +188,8 @@ func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) 
 		policy = *n.PolicyDecisionID
 	}
 	_, err := tx.ExecContext(ctx, s.q.insert, id, f.Attempt.AttemptID, f.Attempt.TenantID, int32(n.Sequence), int32(n.Kind),
-		n.Target, n.RequestHash, policy, tx.D.Time(f.Now))
+		n.Target, n.RequestHash, policy, tx.Dialect.Time(f.Now))
 	if err != nil {
-		err = tx.D.MapError(err)
 		if !sqldb.IsConflict(err, conflictMarkers...) {
 			return Call{}, false, fmt.Errorf("insert call: %w", err)
 		}
@@ -221,7 +220,7 @@ func repeatRecord(prev Call, n New) (Call, error) {
 // when there is none (or the attempt is another tenant's).
 func (s *Store) read(ctx context.Context, tx *sqldb.Tx, query string, args ...any) (stored, error) {
 	var st stored
-	err := tx.D.MapError(tx.GetContext(ctx, &st, query, args...))
+	err := tx.GetContext(ctx, &st, query, args...)
 	if err != nil && !errors.Is(err, sqldb.ErrNotFound) {
 		return stored{}, fmt.Errorf("read call: %w", err)
 	}
@@ -273,9 +272,9 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			return apperr.New(apperr.IllegalTransition, "call %s already finished as %s", callID, cur.Status)
 		}
 		res, err := tx.ExecContext(ctx, s.q.finish, tenantID, attemptID, callID, f.Status, f.ReceiptRef,
-			tx.D.Time(fenced.Now), tx.D.Version(cur.Version))
+			tx.Dialect.Time(fenced.Now), tx.Dialect.Version(cur.Version))
 		if err != nil {
-			return fmt.Errorf("finish call: %w", tx.D.MapError(err))
+			return fmt.Errorf("finish call: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return fmt.Errorf("finish call %s: changed %d rows under the fence, want 1 (%v)", callID, n, err)
@@ -336,8 +335,8 @@ func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.U
 		return nil, nil
 	}
 	var cs []Call
-	if err := tx.SelectContext(ctx, &cs, queriesFor(tx.D).list, tenantID, attemptID, int32(after), limit); err != nil {
-		return nil, fmt.Errorf("list calls: %w", tx.D.MapError(err))
+	if err := tx.SelectContext(ctx, &cs, queriesFor(tx.Dialect).list, tenantID, attemptID, int32(after), limit); err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
 	}
 	return cs, nil
 }

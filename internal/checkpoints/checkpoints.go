@@ -140,9 +140,8 @@ func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) 
 		ContextSnapshotRef: n.ContextSnapshotRef, Hash: n.Hash, CreatedAt: f.Now,
 	}
 	_, err := tx.ExecContext(ctx, s.q.insert, c.CheckpointID, c.AttemptID, c.TenantID, int32(c.Sequence), int32(c.Phase),
-		c.AdapterStateRef, c.AdapterVersion, c.ContextSnapshotRef, c.Hash, tx.D.Time(c.CreatedAt))
+		c.AdapterStateRef, c.AdapterVersion, c.ContextSnapshotRef, c.Hash, tx.Dialect.Time(c.CreatedAt))
 	if err != nil {
-		err = tx.D.MapError(err)
 		if !sqldb.IsConflict(err, conflictMarkers...) {
 			return Checkpoint{}, false, fmt.Errorf("insert checkpoint: %w", err)
 		}
@@ -158,7 +157,7 @@ func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) 
 	// holds the attempt row (the fence), so no other append can interleave here.
 	var higher int
 	if err := tx.GetContext(ctx, &higher, s.q.higher, c.TenantID, c.AttemptID, int32(c.Sequence)); err != nil {
-		return Checkpoint{}, false, fmt.Errorf("compare checkpoint sequence: %w", tx.D.MapError(err))
+		return Checkpoint{}, false, fmt.Errorf("compare checkpoint sequence: %w", err)
 	}
 	if higher == 0 {
 		if err := attempts.SetLastCheckpoint(ctx, tx, c.AttemptID, c.CheckpointID); err != nil {
@@ -187,7 +186,7 @@ type stored struct {
 // (or the attempt is another tenant's).
 func (s *Store) bySequence(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, seq int) (stored, error) {
 	var st stored
-	err := tx.D.MapError(tx.GetContext(ctx, &st, s.q.bySequence, tenantID, attemptID, int32(seq)))
+	err := tx.GetContext(ctx, &st, s.q.bySequence, tenantID, attemptID, int32(seq))
 	if err != nil && !errors.Is(err, sqldb.ErrNotFound) {
 		return stored{}, fmt.Errorf("read checkpoint by sequence: %w", err)
 	}
@@ -198,7 +197,7 @@ func (s *Store) bySequence(ctx context.Context, tx *sqldb.Tx, tenantID string, a
 func (s *Store) Get(ctx context.Context, tenantID string, attemptID, checkpointID uuid.UUID) (Checkpoint, error) {
 	var c Checkpoint
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		err := tx.D.MapError(tx.GetContext(ctx, &c, s.q.get, tenantID, attemptID, checkpointID))
+		err := tx.GetContext(ctx, &c, s.q.get, tenantID, attemptID, checkpointID)
 		if errors.Is(err, sqldb.ErrNotFound) {
 			return apperr.New(apperr.NotFound, "no checkpoint %s of attempt %s", checkpointID, attemptID)
 		}
@@ -230,8 +229,8 @@ func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.U
 		return nil, nil
 	}
 	var cs []Checkpoint
-	if err := tx.SelectContext(ctx, &cs, queriesFor(tx.D).list, tenantID, attemptID, int32(after), limit); err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", tx.D.MapError(err))
+	if err := tx.SelectContext(ctx, &cs, queriesFor(tx.Dialect).list, tenantID, attemptID, int32(after), limit); err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
 	}
 	return cs, nil
 }
@@ -251,7 +250,7 @@ func (s *Store) Last(ctx context.Context, tenantID string, runID uuid.UUID) (Las
 		id := runID
 		for range maxChain {
 			var prev uuid.NullUUID
-			err := tx.D.MapError(tx.GetContext(ctx, &prev, s.q.runLink, tenantID, id))
+			err := tx.GetContext(ctx, &prev, s.q.runLink, tenantID, id)
 			if errors.Is(err, sqldb.ErrNotFound) {
 				if id == runID {
 					return apperr.New(apperr.NotFound, "no run %s", runID)
@@ -262,7 +261,7 @@ func (s *Store) Last(ctx context.Context, tenantID string, runID uuid.UUID) (Las
 			if err != nil {
 				return fmt.Errorf("read run: %w", err)
 			}
-			err = tx.D.MapError(tx.GetContext(ctx, &out, s.q.lastOfRun, tenantID, id))
+			err = tx.GetContext(ctx, &out, s.q.lastOfRun, tenantID, id)
 			if err == nil {
 				return nil
 			}

@@ -340,7 +340,7 @@ func checkDatabase(ctx context.Context, path string, led *ledger, rep *Report) e
 		}
 		var stuck int
 		if err := tx.GetContext(ctx, &stuck, `SELECT COUNT(*) FROM Runs WHERE State = 1 AND LeasedUntil < ?1`,
-			tx.D.Time(now.Add(-time.Second))); err != nil {
+			tx.Dialect.Time(now.Add(-time.Second))); err != nil {
 			return err
 		}
 		rep.StuckLeases = stuck

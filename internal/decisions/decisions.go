@@ -164,9 +164,9 @@ func (s *Store) Request(ctx context.Context, tenantID string, attemptID uuid.UUI
 		}
 		id := ids.New()
 		_, err = tx.ExecContext(ctx, s.q.insert, id, attemptID, tenantID, int(r.Kind), r.ProposalHash,
-			runs.JSONText(r.Options), r.Recommendation, tx.D.Time(f.Now), tx.D.NullTime(expires))
+			runs.JSONText(r.Options), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires))
 		if err != nil {
-			return fmt.Errorf("insert decision: %w", tx.D.MapError(err))
+			return fmt.Errorf("insert decision: %w", err)
 		}
 		if err := attempts.SetPhase(ctx, tx, attemptID, attempts.AwaitingDecision); err != nil {
 			return err
@@ -196,7 +196,7 @@ func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (Decisio
 
 func (s *Store) get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID, now time.Time) (Decision, error) {
 	var r row
-	err := tx.D.MapError(tx.GetContext(ctx, &r, query, tenantID, id))
+	err := tx.GetContext(ctx, &r, query, tenantID, id)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Decision{}, apperr.New(apperr.NotFound, "no decision %s", id)
 	}
@@ -236,9 +236,9 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 			approval = *a.ApprovalID
 		}
 		res, err := tx.ExecContext(ctx, s.q.answer, tenantID, id, a.Status, runs.JSONText(a.Answer), approval,
-			a.KeyID, tx.D.Time(now), tx.D.Version(a.IfMatch))
+			a.KeyID, tx.Dialect.Time(now), tx.Dialect.Version(a.IfMatch))
 		if err != nil {
-			return fmt.Errorf("answer decision: %w", tx.D.MapError(err))
+			return fmt.Errorf("answer decision: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			// The row is held since lock: any other count is a bug, not a race.
@@ -265,8 +265,8 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Deci
 		}
 		var rows []row
 		afterAt, afterID := position(tx, f.After)
-		if err := tx.SelectContext(ctx, &rows, s.q.list, tenantID, f.Status, tx.D.Time(now), afterAt, afterID, f.Limit); err != nil {
-			return tx.D.MapError(err)
+		if err := tx.SelectContext(ctx, &rows, s.q.list, tenantID, f.Status, tx.Dialect.Time(now), afterAt, afterID, f.Limit); err != nil {
+			return err
 		}
 		out = decisionsOf(rows, now)
 		return nil
@@ -294,8 +294,8 @@ func ForAttempt(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uu
 	}
 	var rows []row
 	afterAt, afterID := position(tx, after)
-	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.D).listByAttempt, tenantID, attemptID, afterAt, afterID, limit); err != nil {
-		return nil, fmt.Errorf("list decisions of attempt: %w", tx.D.MapError(err))
+	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).listByAttempt, tenantID, attemptID, afterAt, afterID, limit); err != nil {
+		return nil, fmt.Errorf("list decisions of attempt: %w", err)
 	}
 	return decisionsOf(rows, now), nil
 }
@@ -304,7 +304,7 @@ func position(tx *sqldb.Tx, p *Position) (at, id any) {
 	if p == nil {
 		return nil, nil
 	}
-	return tx.D.Time(p.RequestedAt), p.DecisionID
+	return tx.Dialect.Time(p.RequestedAt), p.DecisionID
 }
 
 func decisionsOf(rows []row, now time.Time) []Decision {
@@ -324,8 +324,8 @@ func Hooks() runs.Hooks {
 }
 
 func attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, queriesFor(tx.D).closeForAttempt, tenantID, attemptID, tx.D.Time(now)); err != nil {
-		return fmt.Errorf("close decisions of ended attempt: %w", tx.D.MapError(err))
+	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).closeForAttempt, tenantID, attemptID, tx.Dialect.Time(now)); err != nil {
+		return fmt.Errorf("close decisions of ended attempt: %w", err)
 	}
 	return nil
 }
@@ -352,9 +352,9 @@ func expirePending(ctx context.Context, db *sqldb.DB, batch int) (int, error) {
 			if err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, queriesFor(tx.D).expire, tx.D.Time(now), batch)
+			res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).expire, tx.Dialect.Time(now), batch)
 			if err != nil {
-				return tx.D.MapError(err)
+				return err
 			}
 			n, err = res.RowsAffected()
 			return err

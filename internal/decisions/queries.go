@@ -3,7 +3,7 @@ package decisions
 import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of the decision store; each dialect fills every field with
-// complete statements taking the numbered arguments listed here. Times are tx.D.Time values;
+// complete statements taking the numbered arguments listed here. Times are tx.Dialect.Time values;
 // a nil keyset position passes NULL for both of its arguments.
 type queries struct {
 	insert          string // 1 decision, 2 attempt, 3 tenant, 4 kind, 5 proposal hash, 6 options JSON, 7 recommendation, 8 requested at (now), 9 expires at (or NULL)

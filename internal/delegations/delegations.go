@@ -117,7 +117,7 @@ func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, 
 		}
 		if key := r.Child.IdempotencyKey; key != nil {
 			var runID uuid.UUID
-			err := tx.D.MapError(tx.GetContext(ctx, &runID, s.q.runByIdempotencyKey, c.TenantID, *key))
+			err := tx.GetContext(ctx, &runID, s.q.runByIdempotencyKey, c.TenantID, *key)
 			if err == nil {
 				out, err = s.repeat(ctx, tx, a, runID)
 				return err
@@ -148,9 +148,9 @@ func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, 
 		}
 		id := ids.New()
 		_, err = tx.ExecContext(ctx, s.q.insert, id, attemptID, c.TenantID, run.RunID, r.ChildAgentID, r.Purpose,
-			run.Depth, StatusOf(run), tx.D.Time(f.Now))
+			run.Depth, StatusOf(run), tx.Dialect.Time(f.Now))
 		if err != nil {
-			return fmt.Errorf("insert delegation: %w", tx.D.MapError(err))
+			return fmt.Errorf("insert delegation: %w", err)
 		}
 		out, err = s.get(ctx, tx, c.TenantID, id)
 		created = err == nil
@@ -202,7 +202,7 @@ func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (Delegat
 
 func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Delegation, error) {
 	var d Delegation
-	err := tx.D.MapError(tx.GetContext(ctx, &d, s.q.get, tenantID, id))
+	err := tx.GetContext(ctx, &d, s.q.get, tenantID, id)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Delegation{}, apperr.New(apperr.NotFound, "no delegation %s", id)
 	}
@@ -214,7 +214,7 @@ func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.
 
 func byChildRun(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, runID uuid.UUID) (Delegation, error) {
 	var d Delegation
-	err := tx.D.MapError(tx.GetContext(ctx, &d, q.byChildRun, tenantID, runID))
+	err := tx.GetContext(ctx, &d, q.byChildRun, tenantID, runID)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Delegation{}, apperr.New(apperr.NotFound, "no delegation of run %s", runID)
 	}
@@ -237,11 +237,11 @@ func (s *Store) ListByAttempt(ctx context.Context, tenantID string, attemptID uu
 func ForAttempt(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, after *Position, limit int) ([]Delegation, error) {
 	var afterAt, afterID any
 	if after != nil {
-		afterAt, afterID = tx.D.Time(after.CreatedAt), after.DelegationID
+		afterAt, afterID = tx.Dialect.Time(after.CreatedAt), after.DelegationID
 	}
 	ds := []Delegation{}
-	if err := tx.SelectContext(ctx, &ds, queriesFor(tx.D).listByAttempt, tenantID, attemptID, afterAt, afterID, limit); err != nil {
-		return nil, fmt.Errorf("list delegations of attempt: %w", tx.D.MapError(err))
+	if err := tx.SelectContext(ctx, &ds, queriesFor(tx.Dialect).listByAttempt, tenantID, attemptID, afterAt, afterID, limit); err != nil {
+		return nil, fmt.Errorf("list delegations of attempt: %w", err)
 	}
 	return ds, nil
 }
@@ -264,7 +264,7 @@ func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
 	if !run.ParentRunID.Valid {
 		return nil
 	}
-	q := queriesFor(tx.D)
+	q := queriesFor(tx.Dialect)
 	status := StatusOf(run)
 	id, prev := run.RunID, run.ContinuedFromRunID
 	for hop := 0; hop < maxChain; hop++ {
@@ -274,7 +274,7 @@ func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
 				return nil
 			}
 			if _, err := tx.ExecContext(ctx, q.setStatus, run.TenantID, d.DelegationID, status); err != nil {
-				return fmt.Errorf("set delegation status: %w", tx.D.MapError(err))
+				return fmt.Errorf("set delegation status: %w", err)
 			}
 			return nil
 		}
@@ -283,7 +283,7 @@ func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
 		}
 		if hop > 0 {
 			// id is an older run of the chain: read what it continued, if anything.
-			err = tx.D.MapError(tx.GetContext(ctx, &prev, q.continuedFrom, run.TenantID, id))
+			err = tx.GetContext(ctx, &prev, q.continuedFrom, run.TenantID, id)
 			if errors.Is(err, sqldb.ErrNotFound) {
 				return nil // the chain's older runs were purged
 			}

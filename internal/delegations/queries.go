@@ -3,7 +3,7 @@ package delegations
 import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of the delegation store; each dialect fills every field with
-// complete statements taking the numbered arguments listed here. Times are tx.D.Time values;
+// complete statements taking the numbered arguments listed here. Times are tx.Dialect.Time values;
 // a nil keyset position passes NULL for both of its arguments.
 type queries struct {
 	insert        string // 1 delegation, 2 attempt, 3 tenant, 4 child run, 5 child agent, 6 purpose, 7 depth, 8 status, 9 created at (now)

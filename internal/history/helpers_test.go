@@ -116,8 +116,8 @@ VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p1
 func (e *env) exec(tenant, kind string, args ...any) {
 	e.t.Helper()
 	err := e.db.Write(e.ctx, sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
-		_, err := tx.ExecContext(e.ctx, childSQL[tx.D.Name()][kind], args...)
-		return tx.D.MapError(err)
+		_, err := tx.ExecContext(e.ctx, childSQL[tx.Dialect.Name()][kind], args...)
+		return err
 	})
 	if err != nil {
 		e.t.Fatalf("insert %s: %v", kind, err)

@@ -92,13 +92,13 @@ func (s *Store) List(ctx context.Context, tenantID string, f Filter) ([]AttemptI
 	}
 	var items []AttemptItem
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		d := tx.D
+		d := tx.Dialect
 		if f.RunID != nil {
-			return d.MapError(tx.SelectContext(ctx, &items, s.q.listByRun, tenantID, *f.RunID, state, f.AgentID,
-				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit))
+			return tx.SelectContext(ctx, &items, s.q.listByRun, tenantID, *f.RunID, state, f.AgentID,
+				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit)
 		}
-		return d.MapError(tx.SelectContext(ctx, &items, s.q.listByTenant, tenantID, state, f.AgentID, f.ProjectID,
-			d.Time(from), d.Time(at), id, f.Limit))
+		return tx.SelectContext(ctx, &items, s.q.listByTenant, tenantID, state, f.AgentID, f.ProjectID,
+			d.Time(from), d.Time(at), id, f.Limit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
@@ -126,10 +126,10 @@ func (s *Store) Changes(ctx context.Context, tenantID string, after ChangesCurso
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		var ceiling sqldb.RowVersion
 		if err := tx.GetContext(ctx, &ceiling, s.q.changesCap); err != nil {
-			return fmt.Errorf("read the committed rowversion: %w", tx.D.MapError(err))
+			return fmt.Errorf("read the committed rowversion: %w", err)
 		}
-		return tx.D.MapError(tx.SelectContext(ctx, &items, s.q.changes, tenantID, tx.D.Version(after.Version), id,
-			tx.D.Version(ceiling), limit))
+		return tx.SelectContext(ctx, &items, s.q.changes, tenantID, tx.Dialect.Version(after.Version), id,
+			tx.Dialect.Version(ceiling), limit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list changed attempts: %w", err)
@@ -216,9 +216,9 @@ func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UU
 			return err
 		}
 		var keys []entryKey
-		if err := tx.SelectContext(ctx, &keys, s.q.timeline, tenantID, attemptID, tx.D.Time(cur.At), cur.Kind,
+		if err := tx.SelectContext(ctx, &keys, s.q.timeline, tenantID, attemptID, tx.Dialect.Time(cur.At), cur.Kind,
 			cur.Sequence, cur.ID, limit); err != nil {
-			return fmt.Errorf("read timeline: %w", tx.D.MapError(err))
+			return fmt.Errorf("read timeline: %w", err)
 		}
 		items, err := s.entryRows(ctx, tx, tenantID, keys)
 		if err != nil {
@@ -277,7 +277,7 @@ func fetch[T any](ctx context.Context, tx *sqldb.Tx, query, tenantID string, ids
 	}
 	var rows []T
 	if err := tx.SelectContext(ctx, &rows, query, tenantID, string(list)); err != nil {
-		return fmt.Errorf("read timeline entries: %w", tx.D.MapError(err))
+		return fmt.Errorf("read timeline entries: %w", err)
 	}
 	for _, r := range rows {
 		out[key(r)] = r

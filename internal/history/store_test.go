@@ -221,7 +221,7 @@ func TestStore(t *testing.T) {
 				"sqlserver": `UPDATE dbo.ExecutionAttempts SET Phase = Phase WHERE TenantId = @p1;`,
 			}
 			err := e.db.Write(e.ctx, sqldb.TenantScope(e.tenant), func(tx *sqldb.Tx) error {
-				_, err := tx.ExecContext(e.ctx, bump[tx.D.Name()], e.tenant)
+				_, err := tx.ExecContext(e.ctx, bump[tx.Dialect.Name()], e.tenant)
 				return err
 			})
 			if err != nil {

@@ -70,13 +70,13 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			if ch.RetentionDays != nil {
 				days = *ch.RetentionDays
 			}
-			_, err = tx.ExecContext(ctx, s.q.insert, tenantID, projectID, active, days, tx.D.Time(now))
+			_, err = tx.ExecContext(ctx, s.q.insert, tenantID, projectID, active, days, tx.Dialect.Time(now))
 			if sqldb.IsConflict(err) {
 				// Another request created it first: this one is now an update without If-Match.
 				return apperr.New(apperr.PreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
 			}
 			if err != nil {
-				return tx.D.MapError(err)
+				return err
 			}
 			created = true
 		case err != nil:
@@ -95,9 +95,9 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			if ch.RetentionDays != nil {
 				days = *ch.RetentionDays
 			}
-			res, err := tx.ExecContext(ctx, s.q.update, tenantID, projectID, active, days, tx.D.Time(now), tx.D.Version(cur.Version))
+			res, err := tx.ExecContext(ctx, s.q.update, tenantID, projectID, active, days, tx.Dialect.Time(now), tx.Dialect.Version(cur.Version))
 			if err != nil {
-				return tx.D.MapError(err)
+				return err
 			}
 			if n, _ := res.RowsAffected(); n != 1 {
 				return apperr.New(apperr.PreconditionFailed, "project %q has changed since that ETag", projectID)
@@ -126,17 +126,17 @@ func (s *Store) Get(ctx context.Context, tenantID, projectID string) (Project, e
 func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID, projectID string) (Project, error) {
 	var p Project
 	err := tx.GetContext(ctx, &p, s.q.get, tenantID, projectID)
-	if errors.Is(tx.D.MapError(err), sqldb.ErrNotFound) {
+	if errors.Is(err, sqldb.ErrNotFound) {
 		return Project{}, apperr.New(apperr.NotFound, "no project %q", projectID)
 	}
-	return p, tx.D.MapError(err)
+	return p, err
 }
 
 // List returns up to limit projects ordered by id, after the id `after` ("" for the start).
 func (s *Store) List(ctx context.Context, tenantID, after string, limit int) ([]Project, error) {
 	var ps []Project
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		return tx.D.MapError(tx.SelectContext(ctx, &ps, s.q.list, tenantID, after, limit))
+		return tx.SelectContext(ctx, &ps, s.q.list, tenantID, after, limit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)

@@ -211,8 +211,8 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 		return Release{}, false, err
 	}
 	_, err = tx.ExecContext(ctx, s.q.insert, releaseID, adapterVersion, tenantID, p.ManifestHash, canonical,
-		int(p.State), tx.D.Time(now), nullString(p.InFlightPolicy))
-	if sqldb.IsConflict(tx.D.MapError(err), conflictMarkers...) {
+		int(p.State), tx.Dialect.Time(now), nullString(p.InFlightPolicy))
+	if sqldb.IsConflict(err, conflictMarkers...) {
 		// Another tenant holds the pair (invisible here), or this tenant's concurrent create
 		// committed it first (visible now: the insert waited for that commit).
 		cur, gerr := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
@@ -223,7 +223,7 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 		return cur, false, gerr
 	}
 	if err != nil {
-		return Release{}, false, fmt.Errorf("insert release: %w", tx.D.MapError(err))
+		return Release{}, false, fmt.Errorf("insert release: %w", err)
 	}
 	r, err := s.get(ctx, tx, s.q.get, tenantID, releaseID, adapterVersion)
 	return r, err == nil, err
@@ -254,9 +254,9 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 		return Release{}, apperr.New(apperr.IllegalTransition, "a %s release cannot become %s", cur.State, p.State)
 	}
 	res, err := tx.ExecContext(ctx, s.q.update, cur.TenantID, cur.ReleaseID, cur.AdapterVersion, int(p.State),
-		nullString(policy), tx.D.Version(cur.Version))
+		nullString(policy), tx.Dialect.Version(cur.Version))
 	if err != nil {
-		return Release{}, fmt.Errorf("update release: %w", tx.D.MapError(err))
+		return Release{}, fmt.Errorf("update release: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return Release{}, apperr.New(apperr.PreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
@@ -276,7 +276,7 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 func (s *Store) cancelRunning(ctx context.Context, tx *sqldb.Tx, c Canceller, r Release) error {
 	var ids []uuid.UUID
 	if err := tx.SelectContext(ctx, &ids, s.q.runningAttempts, r.TenantID, r.ReleaseID, r.AdapterVersion); err != nil {
-		return fmt.Errorf("find running attempts: %w", tx.D.MapError(err))
+		return fmt.Errorf("find running attempts: %w", err)
 	}
 	if len(ids) > 0 && c == nil {
 		return errors.New("cancel running attempts: no canceller configured")
@@ -312,7 +312,7 @@ func (s *Store) Get(ctx context.Context, tenantID, releaseID, adapterVersion str
 
 func (s *Store) get(ctx context.Context, tx *sqldb.Tx, query, tenantID, releaseID, adapterVersion string) (Release, error) {
 	var r Release
-	err := tx.D.MapError(tx.GetContext(ctx, &r, query, tenantID, releaseID, adapterVersion))
+	err := tx.GetContext(ctx, &r, query, tenantID, releaseID, adapterVersion)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Release{}, apperr.New(apperr.NotFound, "no release %q with adapter version %q", releaseID, adapterVersion)
 	}
@@ -341,7 +341,7 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Rele
 		if f.State != nil {
 			state = int(*f.State)
 		}
-		return tx.D.MapError(tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.AfterReleaseID, f.AfterAdapterVersion, f.Limit))
+		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.AfterReleaseID, f.AfterAdapterVersion, f.Limit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list releases: %w", err)

@@ -191,7 +191,7 @@ func (p *purger) pass(ctx context.Context, now time.Time) (purged, deferred int,
 	for {
 		var tenants []tenantRow
 		err := p.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-			return tx.D.MapError(tx.SelectContext(ctx, &tenants, p.q.tenants, after, tenantPage))
+			return tx.SelectContext(ctx, &tenants, p.q.tenants, after, tenantPage)
 		})
 		if err != nil {
 			return purged, deferred, fmt.Errorf("list tenants: %w", err)
@@ -343,10 +343,10 @@ func (p *purger) selectBatch(ctx context.Context, tenant string, now, latest tim
 	err := p.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		b = batch{}
 		var roots []rootRow
-		err := tx.SelectContext(ctx, &roots, p.q.roots, tenant, tx.D.Time(now), tx.D.Time(latest), tx.D.Time(key.at),
+		err := tx.SelectContext(ctx, &roots, p.q.roots, tenant, tx.Dialect.Time(now), tx.Dialect.Time(latest), tx.Dialect.Time(key.at),
 			key.id, p.opts.BatchRuns)
 		if err != nil {
-			return fmt.Errorf("find chain roots: %w", tx.D.MapError(err))
+			return fmt.Errorf("find chain roots: %w", err)
 		}
 		b.exhausted = len(roots) < p.opts.BatchRuns
 		if len(roots) == 0 {
@@ -358,7 +358,7 @@ func (p *purger) selectBatch(ctx context.Context, tenant string, now, latest tim
 		}
 		var rows []memberRow
 		if err := tx.SelectContext(ctx, &rows, p.q.members, tenant, jsonIDs(ids)); err != nil {
-			return fmt.Errorf("read chains: %w", tx.D.MapError(err))
+			return fmt.Errorf("read chains: %w", err)
 		}
 		members := groupMembers(rows)
 		for i, r := range roots {
@@ -401,7 +401,7 @@ func (b batch) runIDs() []uuid.UUID {
 func (p *purger) count(ctx context.Context, tenant string, b batch) error {
 	var attempts int
 	err := p.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		return tx.D.MapError(tx.GetContext(ctx, &attempts, p.q.countAttempts, tenant, jsonIDs(b.runIDs())))
+		return tx.GetContext(ctx, &attempts, p.q.countAttempts, tenant, jsonIDs(b.runIDs()))
 	})
 	if err != nil {
 		return fmt.Errorf("count attempts: %w", err)
@@ -446,7 +446,7 @@ func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b
 		final = Result{}
 		var rows []memberRow
 		if err := tx.SelectContext(ctx, &rows, p.q.lockMembers, tenant, jsonIDs(roots)); err != nil {
-			return fmt.Errorf("lock chains: %w", tx.D.MapError(err))
+			return fmt.Errorf("lock chains: %w", err)
 		}
 		var verified []uuid.UUID
 		for _, ms := range groupMembers(rows) {
@@ -476,7 +476,7 @@ func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b
 				}
 			}
 		}
-		n, err := p.exec(ctx, tx, p.q.tombstones, tenant, ids, tx.D.Time(now))
+		n, err := p.exec(ctx, tx, p.q.tombstones, tenant, ids, tx.Dialect.Time(now))
 		if err != nil {
 			return fmt.Errorf("keep tombstones: %w", err)
 		}
@@ -527,7 +527,7 @@ func (p *purger) childStepsInto(r *Result) []step {
 func (p *purger) exec(ctx context.Context, tx *sqldb.Tx, query string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
-		return 0, tx.D.MapError(err)
+		return 0, err
 	}
 	return res.RowsAffected()
 }

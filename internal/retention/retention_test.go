@@ -156,10 +156,10 @@ func (e *env) children(cl runs.Claimed, n int) {
 	e.t.Helper()
 	err := e.db.Write(e.ctx, sqldb.TenantScope(cl.Attempt.TenantID), func(tx *sqldb.Tx) error {
 		for i := 1; i <= n; i++ {
-			for _, q := range childSQL[tx.D.Name()] {
+			for _, q := range childSQL[tx.Dialect.Name()] {
 				if _, err := tx.ExecContext(e.ctx, q, ids.New(), cl.Attempt.AttemptID, cl.Attempt.TenantID, i,
-					tx.D.Time(e.clock.Now())); err != nil {
-					return tx.D.MapError(err)
+					tx.Dialect.Time(e.clock.Now())); err != nil {
+					return err
 				}
 			}
 		}
@@ -179,7 +179,7 @@ func (e *env) count(tenant string) map[string]int {
 	err := e.db.Read(e.ctx, sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
 		for _, tbl := range tables {
 			q := `SELECT COUNT(*) FROM ` + tbl + ` WHERE TenantId = ?1`
-			if tx.D.Name() == "sqlserver" {
+			if tx.Dialect.Name() == "sqlserver" {
 				q = `SELECT COUNT(*) FROM dbo.` + tbl + ` WHERE TenantId = @p1;`
 			}
 			var n int

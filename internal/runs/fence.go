@@ -71,7 +71,7 @@ func (s *Service) Heartbeat(ctx context.Context, tenantID string, attemptID uuid
 			secs = int(s.cfg.LeaseTTL / time.Second)
 		}
 		until := f.Now.Add(time.Duration(secs) * time.Second)
-		if err := s.exec1(ctx, tx, "renew lease", s.q.heartbeat, f.Run.RunID, f.Run.Epoch, tx.D.Time(until), secs); err != nil {
+		if err := s.exec1(ctx, tx, "renew lease", s.q.heartbeat, f.Run.RunID, f.Run.Epoch, tx.Dialect.Time(until), secs); err != nil {
 			return err
 		}
 		hb = Heartbeat{LeasedUntil: until, CancelRequested: f.Run.CancelRequestedAt != nil}
@@ -88,7 +88,7 @@ func (s *Service) Heartbeat(ctx context.Context, tenantID string, attemptID uuid
 func (s *Service) exec1(ctx context.Context, tx *sqldb.Tx, what, query string, args ...any) error {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, tx.D.MapError(err))
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return fmt.Errorf("%s: changed %d rows, want 1 (%v)", what, n, err)
@@ -128,7 +128,7 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 		if err := s.endAttempt(ctx, tx, f, c.State, c.OutcomeHash); err != nil {
 			return err
 		}
-		if err := s.exec1(ctx, tx, "end run", s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome, tx.D.Time(f.Now), f.Run.Attempt, nil); err != nil {
+		if err := s.exec1(ctx, tx, "end run", s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome, tx.Dialect.Time(f.Now), f.Run.Attempt, nil); err != nil {
 			return err
 		}
 		if err := s.unleased(ctx, tx, f.Run); err != nil {
@@ -167,7 +167,7 @@ func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state 
 // unleased keeps the project's leased count as the run leaves LEASED.
 func (s *Service) unleased(ctx context.Context, tx *sqldb.Tx, r Run) error {
 	if _, err := tx.ExecContext(ctx, s.q.projectLeased, r.TenantID, r.ProjectID, -1); err != nil {
-		return fmt.Errorf("count project release: %w", tx.D.MapError(err))
+		return fmt.Errorf("count project release: %w", err)
 	}
 	return nil
 }
@@ -230,18 +230,18 @@ func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int
 	switch outcome := endOutcome(run, spent, now); {
 	case outcome != "":
 		query = s.q.endLeased
-		args = []any{run.RunID, run.Epoch, outcome, tx.D.Time(now), spent, tx.D.NullTime(expiredBefore)}
+		args = []any{run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent, tx.Dialect.NullTime(expiredBefore)}
 	default:
 		delay := Backoff(spent, s.jitter())
 		if retryAfter != nil {
 			delay = *retryAfter
 		}
 		query = s.q.requeue
-		args = []any{run.RunID, run.Epoch, tx.D.Time(now.Add(delay)), spent, tx.D.NullTime(expiredBefore)}
+		args = []any{run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent, tx.Dialect.NullTime(expiredBefore)}
 	}
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("give back run: %w", tx.D.MapError(err))
+		return fmt.Errorf("give back run: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("give back run %s: %w", run.RunID, sqldb.ErrNotFound)
@@ -281,13 +281,13 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 		}
 		switch run.State {
 		case Queued:
-			err = s.exec1(ctx, tx, "cancel queued run", s.q.endQueued, runID, OutcomeCancelled, tx.D.Time(now))
+			err = s.exec1(ctx, tx, "cancel queued run", s.q.endQueued, runID, OutcomeCancelled, tx.Dialect.Time(now))
 			if err == nil {
 				err = s.runChanged(ctx, tx, tenantID, runID)
 			}
 		case Leased:
 			if run.CancelRequestedAt == nil {
-				err = s.exec1(ctx, tx, "request cancel", s.q.requestCancel, runID, tx.D.Time(now))
+				err = s.exec1(ctx, tx, "request cancel", s.q.requestCancel, runID, tx.Dialect.Time(now))
 			}
 		}
 		if err != nil {
@@ -354,7 +354,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		id := ids.New()
 		_, err = tx.ExecContext(ctx, s.q.insert, id, c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
 			old.Kind, old.AgentID, old.StepID, snapshot, old.Input, int(old.Band), old.Epoch, spent, old.MaxAttempts,
-			old.MaxCorrections, tx.D.Time(now), tx.D.Time(due), tx.D.NullTime(old.DeadlineAt), nil, parent,
+			old.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(old.DeadlineAt), nil, parent,
 			old.Depth, old.RunID, c.KeyID)
 		if sqldb.IsConflict(err) {
 			// A concurrent continue won: answer with its run.
@@ -362,7 +362,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			return err
 		}
 		if err != nil {
-			return fmt.Errorf("insert continuation: %w", tx.D.MapError(err))
+			return fmt.Errorf("insert continuation: %w", err)
 		}
 		created = true
 		if out, err = s.getBy(ctx, tx, s.q.get, c.TenantID, id); err != nil {
@@ -440,5 +440,5 @@ func (s *Service) RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID st
 	if err != nil {
 		return err
 	}
-	return s.exec1(ctx, tx, "request cancel", s.q.requestCancel, runID, tx.D.Time(now))
+	return s.exec1(ctx, tx, "request cancel", s.q.requestCancel, runID, tx.Dialect.Time(now))
 }

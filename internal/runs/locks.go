@@ -45,7 +45,7 @@ func (s *Service) AcquireLock(ctx context.Context, tenantID, agentID, taskID, ho
 		cur, err := s.getLock(ctx, tx, tenantID, agentID, taskID)
 		switch {
 		case errors.Is(err, sqldb.ErrNotFound):
-			_, err = tx.ExecContext(ctx, s.q.insertLock, tenantID, agentID, taskID, holderID, tx.D.Time(until), tx.D.Time(now))
+			_, err = tx.ExecContext(ctx, s.q.insertLock, tenantID, agentID, taskID, holderID, tx.Dialect.Time(until), tx.Dialect.Time(now))
 			if sqldb.IsConflict(err) {
 				// Taken by a concurrent acquire: report it as held.
 				cur, gerr := s.getLock(ctx, tx, tenantID, agentID, taskID)
@@ -55,7 +55,7 @@ func (s *Service) AcquireLock(ctx context.Context, tenantID, agentID, taskID, ho
 				return lockHeld(cur)
 			}
 			if err != nil {
-				return fmt.Errorf("insert lock: %w", tx.D.MapError(err))
+				return fmt.Errorf("insert lock: %w", err)
 			}
 			created = true
 		case err != nil:
@@ -64,7 +64,7 @@ func (s *Service) AcquireLock(ctx context.Context, tenantID, agentID, taskID, ho
 			return lockHeld(cur)
 		default:
 			created = cur.HolderID != holderID
-			if err := s.exec1(ctx, tx, "renew lock", s.q.updateLock, tenantID, agentID, taskID, holderID, tx.D.Time(until), tx.D.Time(now)); err != nil {
+			if err := s.exec1(ctx, tx, "renew lock", s.q.updateLock, tenantID, agentID, taskID, holderID, tx.Dialect.Time(until), tx.Dialect.Time(now)); err != nil {
 				return err
 			}
 		}
@@ -96,7 +96,7 @@ func (s *Service) ReleaseLock(ctx context.Context, tenantID, agentID, taskID, ho
 			return lockHeld(cur)
 		}
 		_, err = tx.ExecContext(ctx, s.q.deleteLock, tenantID, agentID, taskID)
-		return tx.D.MapError(err)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("release task lock: %w", err)
@@ -106,6 +106,6 @@ func (s *Service) ReleaseLock(ctx context.Context, tenantID, agentID, taskID, ho
 
 func (s *Service) getLock(ctx context.Context, tx *sqldb.Tx, tenantID, agentID, taskID string) (TaskLock, error) {
 	var l TaskLock
-	err := tx.D.MapError(tx.GetContext(ctx, &l, s.q.getLock, tenantID, agentID, taskID))
+	err := tx.GetContext(ctx, &l, s.q.getLock, tenantID, agentID, taskID)
 	return l, err
 }

@@ -59,7 +59,7 @@ func (s *Service) Reap(ctx context.Context) (ReapResult, error) {
 		if err != nil {
 			return err
 		}
-		return tx.D.MapError(tx.SelectContext(ctx, &expired, s.q.expiredLeases, tx.D.Time(now), s.cfg.ReaperBatch))
+		return tx.SelectContext(ctx, &expired, s.q.expiredLeases, tx.Dialect.Time(now), s.cfg.ReaperBatch)
 	})
 	if err != nil {
 		return res, fmt.Errorf("find expired leases: %w", err)
@@ -83,7 +83,7 @@ func (s *Service) Reap(ctx context.Context) (ReapResult, error) {
 		if err != nil {
 			return err
 		}
-		return tx.D.MapError(tx.SelectContext(ctx, &overdue, s.q.overdueQueued, tx.D.Time(now), s.cfg.ReaperBatch))
+		return tx.SelectContext(ctx, &overdue, s.q.overdueQueued, tx.Dialect.Time(now), s.cfg.ReaperBatch)
 	})
 	if err != nil {
 		return res, fmt.Errorf("find overdue runs: %w", err)
@@ -159,7 +159,7 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 		if run.State != Queued || run.DeadlineAt == nil || !run.DeadlineAt.Before(now) {
 			return nil
 		}
-		if err := s.exec1(ctx, tx, "end overdue run", s.q.endQueued, run.RunID, OutcomeDeadline, tx.D.Time(now)); err != nil {
+		if err := s.exec1(ctx, tx, "end overdue run", s.q.endQueued, run.RunID, OutcomeDeadline, tx.Dialect.Time(now)); err != nil {
 			return err
 		}
 		ended = true

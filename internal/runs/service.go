@@ -123,7 +123,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 			RunID    uuid.UUID `db:"RunId"`
 			PurgedAt time.Time `db:"PurgedAt"`
 		}
-		err := tx.D.MapError(tx.GetContext(ctx, &tomb, s.q.tombstone, c.TenantID, *spec.IdempotencyKey))
+		err := tx.GetContext(ctx, &tomb, s.q.tombstone, c.TenantID, *spec.IdempotencyKey)
 		if err == nil {
 			return Run{RunID: tomb.RunID, TenantID: c.TenantID, State: Ended, IdempotencyKey: spec.IdempotencyKey,
 				EndedAt: &tomb.PurgedAt, Purged: true}, false, nil
@@ -137,7 +137,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		return Run{}, false, err
 	}
 	var active bool
-	err = tx.D.MapError(tx.GetContext(ctx, &active, s.q.projectActive, c.TenantID, spec.ProjectID))
+	err = tx.GetContext(ctx, &active, s.q.projectActive, c.TenantID, spec.ProjectID)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Run{}, false, apperr.New(apperr.UnknownProject, "project %q does not exist", spec.ProjectID)
 	}
@@ -167,7 +167,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	id := ids.New()
 	_, err = tx.ExecContext(ctx, s.q.insert, id, c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
 		spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, spec.Input, int(spec.Band), 0, 0, spec.MaxAttempts,
-		spec.MaxCorrections, tx.D.Time(now), tx.D.Time(due), tx.D.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
+		spec.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
 		parent, depth, nil, c.KeyID)
 	if spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...) {
 		// A concurrent enqueue with the same key won: answer with its run. The caller's
@@ -176,7 +176,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		return r, false, gerr
 	}
 	if err != nil {
-		return Run{}, false, fmt.Errorf("insert run: %w", tx.D.MapError(err))
+		return Run{}, false, fmt.Errorf("insert run: %w", err)
 	}
 	r, err := s.getBy(ctx, tx, s.q.get, c.TenantID, id)
 	if err != nil {
@@ -198,7 +198,7 @@ func (s *Service) leasedSubjectMarkers() []string {
 
 func (s *Service) getBy(ctx context.Context, tx *sqldb.Tx, query string, args ...any) (Run, error) {
 	var r Run
-	err := tx.D.MapError(tx.GetContext(ctx, &r, query, args...))
+	err := tx.GetContext(ctx, &r, query, args...)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Run{}, apperr.New(apperr.NotFound, "no such run")
 	}
@@ -243,8 +243,8 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 		if f.AfterQueuedAt != nil {
 			afterRun = f.AfterRunID
 		}
-		return tx.D.MapError(tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
-			tx.D.NullTime(f.AfterQueuedAt), afterRun, f.Limit))
+		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
+			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -324,11 +324,11 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 		// The budget hold: lock the tenant row first (every claim of the tenant queues here),
 		// then count its leased runs. A claim past the budget runs nothing and takes no epoch.
 		var maxLeased int
-		if err := tx.D.MapError(tx.GetContext(ctx, &maxLeased, s.q.lockTenant, c.TenantID)); err != nil {
+		if err := tx.GetContext(ctx, &maxLeased, s.q.lockTenant, c.TenantID); err != nil {
 			return fmt.Errorf("lock tenant: %w", err)
 		}
 		var leased int
-		if err := tx.D.MapError(tx.GetContext(ctx, &leased, s.q.countLeased, c.TenantID)); err != nil {
+		if err := tx.GetContext(ctx, &leased, s.q.countLeased, c.TenantID); err != nil {
 			return fmt.Errorf("count leased runs: %w", err)
 		}
 		if leased >= maxLeased {
@@ -344,8 +344,8 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 			// only: SQLite serialises claims) is skipped, and the band is sought again.
 			for try := 0; try < 3; try++ {
 				var runID uuid.UUID
-				err := tx.D.MapError(tx.GetContext(ctx, &runID, query, c.TenantID, tx.D.Time(now), tx.D.Time(aged),
-					s.cfg.FairnessWindow, kinds, agents, projects, skip))
+				err := tx.GetContext(ctx, &runID, query, c.TenantID, tx.Dialect.Time(now), tx.Dialect.Time(aged),
+					s.cfg.FairnessWindow, kinds, agents, projects, skip)
 				if errors.Is(err, sqldb.ErrNotFound) {
 					break
 				}
@@ -367,9 +367,9 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 
 func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRequest, runID uuid.UUID, leaseSeconds int, now time.Time) (Claimed, error) {
 	until := now.Add(time.Duration(leaseSeconds) * time.Second)
-	res, err := tx.ExecContext(ctx, s.q.lease, c.TenantID, runID, req.HolderID, leaseSeconds, tx.D.Time(until))
+	res, err := tx.ExecContext(ctx, s.q.lease, c.TenantID, runID, req.HolderID, leaseSeconds, tx.Dialect.Time(until))
 	if err != nil {
-		return Claimed{}, tx.D.MapError(err)
+		return Claimed{}, err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return Claimed{}, fmt.Errorf("lease run %s: it was no longer queued", runID)
@@ -379,7 +379,7 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 		return Claimed{}, err
 	}
 	if _, err := tx.ExecContext(ctx, s.q.projectLeased, c.TenantID, run.ProjectID, 1); err != nil {
-		return Claimed{}, fmt.Errorf("count project lease: %w", tx.D.MapError(err))
+		return Claimed{}, fmt.Errorf("count project lease: %w", err)
 	}
 	a := attempts.Attempt{
 		AttemptID: ids.New(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
@@ -419,7 +419,7 @@ func (s *Service) Disagreements(ctx context.Context) (int, error) {
 		for _, q := range agreementQueries {
 			var n int
 			if err := tx.GetContext(ctx, &n, q); err != nil {
-				return tx.D.MapError(err)
+				return err
 			}
 			total += n
 		}

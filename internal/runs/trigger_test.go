@@ -27,7 +27,7 @@ func TestRunGuardTrigger(t *testing.T) {
 		exec := func(set string, r runs.Run) error {
 			return e.db.Write(e.ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 				_, err := tx.ExecContext(e.ctx, "UPDATE Runs SET "+set+stamp+" WHERE RunId = "+p, r.RunID)
-				return tx.D.MapError(err)
+				return err
 			})
 		}
 		queued := e.enqueue(spec("queued"))

@@ -100,8 +100,8 @@ EXEC sys.sp_set_session_context @key = N'LedgerMaintenance', @value = @p2;`, ten
 }
 
 func (mssqlDialect) MapError(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || mapped(err) {
+		return err
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)

@@ -107,8 +107,8 @@ func (sqliteDialect) Isolation() sql.IsolationLevel { return sql.LevelDefault }
 func (sqliteDialect) SetScope(context.Context, *Tx, Scope) error { return nil }
 
 func (sqliteDialect) MapError(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || mapped(err) {
+		return err
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)

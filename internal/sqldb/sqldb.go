@@ -40,6 +40,14 @@ type ConflictError struct {
 func (e *ConflictError) Error() string { return "unique key violation on " + e.Constraint }
 func (e *ConflictError) Unwrap() error { return e.cause }
 
+// mapped reports whether err already carries a mapped meaning, so mapping it again (a
+// transaction's error passing through Write) keeps it as it is.
+func mapped(err error) bool {
+	var c *ConflictError
+	return errors.As(err, &c) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadReference) ||
+		errors.Is(err, ErrRefused) || errors.Is(err, ErrRetryable) || errors.Is(err, ErrUnavailable)
+}
+
 // IsConflict reports whether err is a unique violation whose constraint text contains any
 // of the given markers (an index name on SQL Server, a column list on SQLite). With no
 // markers it matches any unique violation.
@@ -167,12 +175,15 @@ func (db *DB) Probe(ctx context.Context) error {
 func (db *DB) Raw() *sqlx.DB { return db.w }
 
 // Tx is one transaction. The tenant (or the maintenance bypass) is already set on it.
+// Its ExecContext, GetContext and SelectContext return errors already mapped by the
+// dialect (ErrNotFound, *ConflictError, ErrRetryable, …), so no caller maps by hand and
+// a recovery path that tests for a conflict sees one on every dialect.
 type Tx struct {
 	*sqlx.Tx
-	D     Dialect
-	clock Clock
-	now   time.Time
-	cache *stmtCache
+	Dialect Dialect
+	clock   Clock
+	now     time.Time
+	cache   *stmtCache
 	// grouped: the transaction is shared by a group of writes (SQLite), so a caller's
 	// cancellation must not interrupt a statement: SQLite would roll back the whole group.
 	grouped bool
@@ -188,14 +199,14 @@ func (tx *Tx) Now(ctx context.Context) (time.Time, error) {
 		tx.now = Truncate(tx.clock())
 		return tx.now, nil
 	}
-	query := tx.D.NowQuery()
+	query := tx.Dialect.NowQuery()
 	if query == "" {
 		tx.now = Truncate(time.Now())
 		return tx.now, nil
 	}
 	var t Time
 	if err := tx.GetContext(ctx, &t, query); err != nil {
-		return time.Time{}, fmt.Errorf("read database clock: %w", tx.D.MapError(err))
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
 	}
 	tx.now = Truncate(t.Time)
 	return tx.now, nil
@@ -273,7 +284,7 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", db.Dialect.MapError(err))
 	}
-	tx := &Tx{Tx: sqlTx, D: db.Dialect, clock: db.clock, cache: cache}
+	tx := &Tx{Tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()
@@ -287,8 +298,8 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 		return fmt.Errorf("set transaction scope: %w", db.Dialect.MapError(err))
 	}
 	if err = fn(tx); err != nil {
-		// Stores usually map their errors already; mapping again is a no-op for those and
-		// catches a driver error passed up unmapped, so a deadlock is still retried.
+		// Tx's statements return mapped errors; this maps what fn got from elsewhere (a
+		// driver error from tx.Tx used directly), so a deadlock is still retried.
 		return db.Dialect.MapError(err)
 	}
 	if err = sqlTx.Commit(); err != nil {

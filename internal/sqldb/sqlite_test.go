@@ -165,6 +165,32 @@ VALUES ('no-such-tenant', 'p', ?1, ?1, (SELECT Value + 1 FROM RowVersionCounter)
 			t.Fatal("MapError changed an error that is not the driver's")
 		}
 	})
+	t.Run("TxStatementsReturnMappedErrors", func(t *testing.T) {
+		// A recovery path tests the error a statement returned, with no mapping of its own:
+		// every Tx statement method must hand back the dialect's meaning.
+		ctx := context.Background()
+		err := db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO Tenants (TenantId, MaxLeasedRuns, CreatedAt) VALUES (?, 1, ?)`, tenant, nowText)
+			if !sqldb.IsConflict(err, "Tenants.TenantId") {
+				t.Errorf("ExecContext: %v, want a conflict on Tenants.TenantId", err)
+			}
+			var x string
+			if err := tx.GetContext(ctx, &x, `SELECT TenantId FROM Tenants WHERE TenantId = 'absent'`); !errors.Is(err, sqldb.ErrNotFound) {
+				t.Errorf("GetContext: %v, want ErrNotFound", err)
+			}
+			var xs []string
+			if err := tx.SelectContext(ctx, &xs, `SELECT TenantId FROM NoSuchTable`); err == nil {
+				t.Error("SelectContext of a missing table succeeded")
+			}
+			if d.MapError(err) != err {
+				t.Error("mapping a mapped error again changed it")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("WriteMapsAnUnmappedDriverError", func(t *testing.T) {
 		err := db.Write(context.Background(), sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
 			_, err := tx.Exec(`INSERT INTO ApiKeys (KeyId, TenantId, Role, SecretHash, CreatedAt) VALUES ('k', 'no-such-tenant', 'admin', x'00', ?)`, nowText)
@@ -198,7 +224,7 @@ func TestTxNow(t *testing.T) {
 					t.Errorf("Now() = %v, want %v in UTC", now, want)
 				}
 			}
-			if got := tx.D.Time(want); got != "2024-01-01T22:04:05.123Z" {
+			if got := tx.Dialect.Time(want); got != "2024-01-01T22:04:05.123Z" {
 				t.Errorf("Time() = %v, want the fixed-width text form", got)
 			}
 			return nil

@@ -91,8 +91,12 @@ func (tx *Tx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
 	return tx.Tx.StmtxContext(ctx, parent), nil
 }
 
-// GetContext is sqlx's, through the statement cache.
+// GetContext is sqlx's, through the statement cache, with the error mapped.
 func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	return tx.Dialect.MapError(tx.get(ctx, dest, query, args...))
+}
+
+func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) error {
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -107,8 +111,12 @@ func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...an
 	return s.GetContext(ctx, dest, args...)
 }
 
-// SelectContext is sqlx's, through the statement cache.
+// SelectContext is sqlx's, through the statement cache, with the error mapped.
 func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	return tx.Dialect.MapError(tx.selectRows(ctx, dest, query, args...))
+}
+
+func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...any) error {
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -123,8 +131,13 @@ func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ..
 	return s.SelectContext(ctx, dest, args...)
 }
 
-// ExecContext is sqlx's, through the statement cache.
+// ExecContext is sqlx's, through the statement cache, with the error mapped.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := tx.exec(ctx, query, args...)
+	return res, tx.Dialect.MapError(err)
+}
+
+func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}

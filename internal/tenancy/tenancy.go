@@ -118,8 +118,8 @@ func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, K
 			return err
 		}
 		k.CreatedAt = now
-		_, err = tx.ExecContext(ctx, s.q.insertKey, k.KeyID, k.TenantID, k.Role, hash[:], tx.D.Time(now))
-		return tx.D.MapError(err)
+		_, err = tx.ExecContext(ctx, s.q.insertKey, k.KeyID, k.TenantID, k.Role, hash[:], tx.Dialect.Time(now))
+		return err
 	})
 	if err != nil {
 		return "", Key{}, fmt.Errorf("create key: %w", err)
@@ -128,8 +128,8 @@ func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, K
 }
 
 func (s *Store) ensureTenant(ctx context.Context, tx *sqldb.Tx, tenantID string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, s.q.ensureTenant, tenantID, DefaultMaxLeasedRuns, tx.D.Time(now))
-	return tx.D.MapError(err)
+	_, err := tx.ExecContext(ctx, s.q.ensureTenant, tenantID, DefaultMaxLeasedRuns, tx.Dialect.Time(now))
+	return err
 }
 
 // EnsureTenant creates the tenant if it does not exist.
@@ -150,7 +150,7 @@ func (s *Store) EnsureTenant(ctx context.Context, tenantID string) error {
 func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]Key, error) {
 	var keys []Key
 	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		return tx.D.MapError(tx.SelectContext(ctx, &keys, s.q.listKeys, tenantID))
+		return tx.SelectContext(ctx, &keys, s.q.listKeys, tenantID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
@@ -166,9 +166,9 @@ func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, s.q.revokeKey, keyID, tx.D.Time(now))
+		res, err := tx.ExecContext(ctx, s.q.revokeKey, keyID, tx.Dialect.Time(now))
 		if err != nil {
-			return tx.D.MapError(err)
+			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.New(apperr.NotFound, "no key %q", keyID)
@@ -194,7 +194,7 @@ func (s *Store) SetMaxLeased(ctx context.Context, tenantID string, n int) error 
 			return err
 		}
 		_, err = tx.ExecContext(ctx, s.q.setMaxLeased, tenantID, n)
-		return tx.D.MapError(err)
+		return err
 	})
 }
 
@@ -202,7 +202,7 @@ func (s *Store) SetMaxLeased(ctx context.Context, tenantID string, n int) error 
 func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 	var t Tenant
 	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		return tx.D.MapError(tx.GetContext(ctx, &t, s.q.getTenant, tenantID))
+		return tx.GetContext(ctx, &t, s.q.getTenant, tenantID)
 	})
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Tenant{}, apperr.New(apperr.NotFound, "no tenant %q", tenantID)
@@ -214,7 +214,7 @@ func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 func (s *Store) HasTenants(ctx context.Context) (bool, error) {
 	var n int
 	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		return tx.D.MapError(tx.GetContext(ctx, &n, s.q.countTenants))
+		return tx.GetContext(ctx, &n, s.q.countTenants)
 	})
 	return n > 0, err
 }
@@ -238,7 +238,7 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 		SecretHash []byte `db:"SecretHash"`
 	}
 	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		return tx.D.MapError(tx.GetContext(ctx, &row, s.q.getKey, keyID))
+		return tx.GetContext(ctx, &row, s.q.getKey, keyID)
 	})
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Principal{}, errBadKey

@@ -39,6 +39,11 @@ var statusOf = map[apperr.Code]int{
 	apperr.RateLimited:          http.StatusTooManyRequests,
 	apperr.DatabaseUnavailable:  http.StatusServiceUnavailable,
 	apperr.Internal:             http.StatusInternalServerError,
+	apperr.IdempotencyKeyReused: http.StatusConflict,
+	apperr.NoCancelRequested:    http.StatusConflict,
+	apperr.AttemptEnded:         http.StatusConflict,
+	apperr.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	apperr.MethodNotAllowed:     http.StatusMethodNotAllowed,
 }
 
 // StatusOf returns the HTTP status of a problem code.
