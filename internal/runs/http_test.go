@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -36,7 +37,7 @@ func newHTTPEnv(t testing.TB) *httpEnv {
 	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
 	projects.Routes(s, projects.NewStore(db))
 	runs.Routes(s, runs.NewService(db, runs.DefaultConfig(), nil))
-	srv := httptest.NewServer(s.Echo)
+	srv := httptest.NewServer(apitest.Checked(t, s))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
 	e := &httpEnv{t: t, url: srv.URL, db: db}

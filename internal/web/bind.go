@@ -146,6 +146,9 @@ func Bind(c echo.Context, dst any, optional bool) error {
 		}
 		body = []byte("{}")
 	}
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return apperr.New(apperr.Invalid, "the body must be a JSON object")
+	}
 	if err := decodeStrict(body, dst); err != nil {
 		return err
 	}
