@@ -19,7 +19,7 @@ type CheckpointBody struct {
 	Sequence           *int64  `json:"sequence" validate:"required,min=0,max=2147483647"`
 	Phase              string  `json:"phase" validate:"required,oneof=starting planning acting observing correcting awaiting_decision finalizing" enum:"starting,planning,acting,observing,correcting,awaiting_decision,finalizing"`
 	AdapterStateRef    string  `json:"adapterStateRef" validate:"required,ident=512"`
-	AdapterVersion     string  `json:"adapterVersion" validate:"required,ident=32"`
+	AdapterVersion     string  `json:"adapterVersion" validate:"required,segment=32"`
 	Hash               string  `json:"hash" validate:"required,ident=128"`
 	ContextSnapshotRef *string `json:"contextSnapshotRef" validate:"omitempty,ident=512"`
 }
@@ -53,7 +53,7 @@ func Routes(s *web.Server, store *Store) {
 type handlers struct{ store *Store }
 
 func location(c Checkpoint) string {
-	return "/v1/attempts/" + c.AttemptID.String() + "/checkpoints/" + c.CheckpointID.String()
+	return web.Path("v1", "attempts", c.AttemptID.String(), "checkpoints", c.CheckpointID.String())
 }
 
 func (h handlers) append(c echo.Context) error {

@@ -89,7 +89,7 @@ func (h handlers) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.Created(c, "/v1/decisions/"+d.DecisionID.String(), d.Version, d)
+	return web.Created(c, web.Path("v1", "decisions", d.DecisionID.String()), d.Version, d)
 }
 
 // request checks what the validator cannot (UTF-16 lengths, text, JSON) and converts.
@@ -141,12 +141,12 @@ func (h handlers) answer(c echo.Context) error {
 	if !ok {
 		return apperr.FieldsInvalid(apperr.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
 	}
-	v, _, err := web.IfMatch(c, true)
+	ifMatch, err := web.IfMatch(c, true)
 	if err != nil {
 		return err
 	}
 	p := tenancy.MustPrincipal(c)
-	a := Answer{Status: req.Status, Answer: answer, KeyID: p.KeyID, IfMatch: v}
+	a := Answer{Status: req.Status, Answer: answer, KeyID: p.KeyID, IfMatch: ifMatch}
 	if req.ApprovalID != nil {
 		u := uuid.MustParse(*req.ApprovalID)
 		a.ApprovalID = &u

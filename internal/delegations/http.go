@@ -27,8 +27,8 @@ const (
 type ChildBody struct {
 	Subject        string          `json:"subject" validate:"required,ident=256"`
 	Kind           string          `json:"kind" validate:"required,ident=64"`
-	ProjectID      string          `json:"projectId" validate:"required,ident=64"`
-	AgentID        string          `json:"agentId" validate:"required,ident=128"`
+	ProjectID      string          `json:"projectId" validate:"required,segment=64"`
+	AgentID        string          `json:"agentId" validate:"required,segment=128"`
 	StepID         string          `json:"stepId" validate:"required,uuid"`
 	SnapshotID     string          `json:"snapshotId" validate:"required,uuid"`
 	EnvironmentID  *string         `json:"environmentId" validate:"omitempty,ident=64"`
@@ -54,7 +54,7 @@ func (c ChildBody) Spec() runs.Spec {
 // DelegationBody is the body of POST /v1/attempts/{attemptId}/delegations.
 type DelegationBody struct {
 	FencingToken *int64     `json:"fencingToken" validate:"required,min=1"`
-	ChildAgentID string     `json:"childAgentId" validate:"required,ident=128"`
+	ChildAgentID string     `json:"childAgentId" validate:"required,segment=128"`
 	Purpose      string     `json:"purpose" validate:"required,max=1024"`
 	Child        *ChildBody `json:"child" validate:"required"`
 }
@@ -109,7 +109,7 @@ func (h handlers) create(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/delegations/"+d.DelegationID.String(), d.Version, d)
+		return web.Created(c, web.Path("v1", "delegations", d.DelegationID.String()), d.Version, d)
 	}
 	return web.JSONWithETag(c, http.StatusOK, d.Version, d)
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -137,13 +138,15 @@ func (h handlers) changes(c echo.Context, tenant, since string, hasCursor bool, 
 
 // parseSince reads an entity tag given as a query parameter, where the quotes are often
 // dropped: `"0000000000000a3f"` and `0000000000000a3f` are the same version. A weak tag
-// (W/...) names no version and is refused.
+// (W/...) names no version and is refused, and so is a version past bigint's range, which
+// neither database makes (SQLite would read it as a negative number and list everything).
 func parseSince(raw string) (sqldb.RowVersion, bool) {
 	raw = strings.TrimSpace(raw)
 	if !strings.HasPrefix(raw, `"`) {
 		raw = `"` + raw + `"`
 	}
-	return sqldb.ParseETag(raw)
+	v, ok := sqldb.ParseETag(raw)
+	return v, ok && v <= math.MaxInt64
 }
 
 func parseFilter(c echo.Context, f *Filter) error {
@@ -156,19 +159,8 @@ func parseFilter(c echo.Context, f *Filter) error {
 			f.RunID = &id
 		}
 	}
-	ident := func(name string, max int) *string {
-		v := c.QueryParam(name)
-		if v == "" {
-			return nil
-		}
-		if !web.ValidIdent(v, max) {
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "is not a valid identifier"})
-			return nil
-		}
-		return &v
-	}
-	f.AgentID = ident("agentId", 128)
-	f.ProjectID = ident("projectId", 64)
+	f.AgentID = web.QueryIdent(c, "agentId", 128, true, &bad)
+	f.ProjectID = web.QueryIdent(c, "projectId", 64, true, &bad)
 	if v := c.QueryParam("state"); v != "" {
 		n, ok := attempts.StateNames.Parse(v)
 		if !ok {
@@ -178,14 +170,15 @@ func parseFilter(c echo.Context, f *Filter) error {
 			f.State = &st
 		}
 	}
+	// Parsed, so that the filter compares instants: 10:00+02:00 is 08:00Z.
 	when := func(name string) *time.Time {
 		v := c.QueryParam(name)
 		if v == "" {
 			return nil
 		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "must be an RFC 3339 time"})
+		t, why := web.ParseTime(v)
+		if why != "" {
+			bad = append(bad, apperr.FieldError{Field: name, Reason: why})
 			return nil
 		}
 		return &t

@@ -3,7 +3,6 @@ package releases
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 
 	"github.com/labstack/echo/v4"
 
@@ -71,7 +70,7 @@ func pathIDs(c echo.Context) (releaseID, adapterVersion string, err error) {
 
 // Location is the path of a release adapter.
 func Location(releaseID, adapterVersion string) string {
-	return "/v1/releases/" + url.PathEscape(releaseID) + "/adapters/" + url.PathEscape(adapterVersion)
+	return web.Path("v1", "releases", releaseID, "adapters", adapterVersion)
 }
 
 func (h handlers) put(c echo.Context) error {
@@ -83,15 +82,12 @@ func (h handlers) put(c echo.Context) error {
 	if err := web.Bind(c, &body, false); err != nil {
 		return err
 	}
-	v, present, err := web.IfMatch(c, false)
+	ifMatch, err := web.IfMatch(c, false)
 	if err != nil {
 		return err
 	}
 	state, _ := StateNames.Parse(body.State)
-	p := Put{ManifestHash: body.ManifestHash, ContentRefs: body.ContentRefs, State: State(state), InFlightPolicy: body.InFlightPolicy}
-	if present {
-		p.IfMatch = &v
-	}
+	p := Put{ManifestHash: body.ManifestHash, ContentRefs: body.ContentRefs, State: State(state), InFlightPolicy: body.InFlightPolicy, IfMatch: ifMatch}
 	r, created, err := h.store.Put(c.Request().Context(), h.canceller, tenancy.MustPrincipal(c).TenantID, rid, av, p)
 	if err != nil {
 		return err

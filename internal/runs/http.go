@@ -20,8 +20,8 @@ import (
 type EnqueueRequest struct {
 	Subject        string          `json:"subject" validate:"required,ident=256"`
 	Kind           string          `json:"kind" validate:"required,ident=64"`
-	ProjectID      string          `json:"projectId" validate:"required,ident=64"`
-	AgentID        string          `json:"agentId" validate:"required,ident=128"`
+	ProjectID      string          `json:"projectId" validate:"required,segment=64"`
+	AgentID        string          `json:"agentId" validate:"required,segment=128"`
 	StepID         string          `json:"stepId" validate:"required,uuid"`
 	SnapshotID     string          `json:"snapshotId" validate:"required,uuid"`
 	EnvironmentID  *string         `json:"environmentId" validate:"omitempty,ident=64"`
@@ -66,14 +66,14 @@ func (r EnqueueRequest) Spec() Spec {
 // ClaimRequest is the body of POST /v1/runs/claim.
 type ClaimBody struct {
 	HolderID       string   `json:"holderId" validate:"required,ident=128"`
-	ReleaseID      string   `json:"releaseId" validate:"required,ident=256"`
-	AdapterVersion string   `json:"adapterVersion" validate:"required,ident=32"`
+	ReleaseID      string   `json:"releaseId" validate:"required,segment=256"`
+	AdapterVersion string   `json:"adapterVersion" validate:"required,segment=32"`
 	ModelProfileID string   `json:"modelProfileId" validate:"required,ident=128"`
 	LeaseSeconds   *int     `json:"leaseSeconds" validate:"omitempty,min=1,max=3600"`
 	WaitSeconds    *int     `json:"waitSeconds" validate:"omitempty,min=0,max=30"`
 	Kinds          []string `json:"kinds" validate:"omitempty,max=100,dive,ident=64"`
-	AgentIDs       []string `json:"agentIds" validate:"omitempty,max=100,dive,ident=128"`
-	ProjectIDs     []string `json:"projectIds" validate:"omitempty,max=100,dive,ident=64"`
+	AgentIDs       []string `json:"agentIds" validate:"omitempty,max=100,dive,segment=128"`
+	ProjectIDs     []string `json:"projectIds" validate:"omitempty,max=100,dive,segment=64"`
 }
 
 // FenceBody is the fencing token every holder write carries.
@@ -201,7 +201,7 @@ func (h handlers) enqueue(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run)
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run)
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run)
 }
@@ -240,39 +240,26 @@ type runCursor struct {
 	RunID    uuid.UUID `json:"r"`
 }
 
-func optQuery(c echo.Context, name string, max int) (*string, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return nil, nil
-	}
-	if !web.ValidIdent(v, max) {
-		return nil, apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: "is not a valid identifier"})
-	}
-	return &v, nil
-}
-
 func (h handlers) list(c echo.Context) error {
 	limit, err := web.Limit(c)
 	if err != nil {
 		return err
 	}
 	f := ListFilter{Limit: limit + 1}
+	var bad []apperr.FieldError
 	if s := c.QueryParam("state"); s != "" {
-		v, ok := StateNames.Parse(s)
-		if !ok {
-			return apperr.FieldsInvalid(apperr.FieldError{Field: "state", Reason: "must be one of: queued, leased, ended"})
+		if v, ok := StateNames.Parse(s); ok {
+			st := State(v)
+			f.State = &st
+		} else {
+			bad = append(bad, apperr.FieldError{Field: "state", Reason: "must be one of: queued, leased, ended"})
 		}
-		st := State(v)
-		f.State = &st
 	}
-	if f.Subject, err = optQuery(c, "subject", 256); err != nil {
-		return err
-	}
-	if f.ProjectID, err = optQuery(c, "projectId", 64); err != nil {
-		return err
-	}
-	if f.Kind, err = optQuery(c, "kind", 64); err != nil {
-		return err
+	f.Subject = web.QueryIdent(c, "subject", 256, false, &bad)
+	f.ProjectID = web.QueryIdent(c, "projectId", 64, true, &bad)
+	f.Kind = web.QueryIdent(c, "kind", 64, false, &bad)
+	if len(bad) > 0 {
+		return apperr.FieldsInvalid(bad...)
 	}
 	var cur runCursor
 	if ok, err := web.DecodeCursor(c, &cur); err != nil {
@@ -332,7 +319,7 @@ func (h handlers) continueRun(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run)
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run)
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run)
 }
@@ -427,8 +414,11 @@ func (h handlers) releaseLock(c echo.Context) error {
 		return err
 	}
 	holder := c.QueryParam("holderId")
-	if !web.ValidIdent(holder, 128) {
+	if holder == "" {
 		return apperr.FieldsInvalid(apperr.FieldError{Field: "holderId", Reason: "is required: the holder releasing the lock"})
+	}
+	if why := web.IdentProblem(holder, 128, false); why != "" {
+		return apperr.FieldsInvalid(apperr.FieldError{Field: "holderId", Reason: why})
 	}
 	if err := h.svc.ReleaseLock(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, agentID, taskID, holder); err != nil {
 		return err
