@@ -133,6 +133,13 @@ func (d *decoder) fail(path, reason string) {
 	if path == "" {
 		path = "(body)"
 	}
+	for i := range d.errs {
+		if d.errs[i].Field == path {
+			// One entry per field, with every reason (a duplicate that is also unknown).
+			d.errs[i].Reason += "; " + reason
+			return
+		}
+	}
 	d.errs = append(d.errs, apperr.FieldError{Field: path, Reason: reason})
 }
 
@@ -227,10 +234,12 @@ func (d *decoder) mapValue(raw []byte, v reflect.Value, path string) {
 	})
 }
 
-// eachMember calls f with each member of a well-formed JSON object, in order.
+// eachMember calls f with each member of a well-formed JSON object, in order; a repeated
+// name (already refused by scanBody) is passed on once.
 func eachMember(raw []byte, f func(name string, value []byte)) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	_, _ = dec.Token() // '{'
+	seen := map[string]bool{}
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
@@ -241,7 +250,10 @@ func eachMember(raw []byte, f func(name string, value []byte)) {
 			return
 		}
 		name, _ := kt.(string)
-		f(name, member)
+		if !seen[name] {
+			seen[name] = true
+			f(name, member)
+		}
 	}
 }
 
@@ -393,8 +405,11 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
 	return v, v.CanSet()
 }
 
-// NotRFC3339 is the reason given for a time that does not parse.
-const NotRFC3339 = "is not an RFC 3339 time"
+// The reasons given for a time that does not parse, and for one out of range.
+const (
+	NotRFC3339   = "is not an RFC 3339 time"
+	OutsideTimes = "is outside 0001-01-01..9999-12-31 UTC"
+)
 
 // Earliest and Latest bound every time the service accepts: 0001-01-01 to 9999-12-31 UTC,
 // what datetimeoffset holds and what the fixed-width text of SQLite orders correctly.
@@ -406,7 +421,7 @@ var (
 // TimeProblem says why t is outside the times the service keeps, or "".
 func TimeProblem(t time.Time) string {
 	if t.Before(Earliest) || t.After(Latest) {
-		return "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z"
+		return OutsideTimes
 	}
 	return ""
 }

@@ -69,6 +69,7 @@ func TestStrictDecoderListsEveryField(t *testing.T) {
 		want       map[string]string // field -> a fragment of its reason
 	}{
 		{"DuplicateTopLevel", `{"fencingToken":1,"subject":"a","subject":"b"}`, map[string]string{"subject": "more than once"}},
+		{"DuplicateUnknown", `{"fencingToken":1,"subject":"a","zz":1,"zz":2}`, map[string]string{"zz": "more than once"}},
 		{"CaseFoldedNameIsUnknown", `{"FENCINGTOKEN":1,"subject":"a"}`, map[string]string{"FENCINGTOKEN": "not a known field", "fencingToken": "required"}},
 		{"SecondSpellingIsUnknown", `{"fencingToken":1,"subject":"a","Subject":"b"}`, map[string]string{"Subject": "not a known field"}},
 		{"DuplicateNested", `{"fencingToken":1,"subject":"a","child":{"subject":"x","agentId":"g","agentId":"h"}}`, map[string]string{"child.agentId": "more than once"}},
@@ -80,8 +81,8 @@ func TestStrictDecoderListsEveryField(t *testing.T) {
 			"extra": "not a known field", "kinds[1]": "must be a string", "kinds[2]": "white space",
 		}},
 		{"NumberNotInteger", `{"fencingToken":1.5,"subject":"a"}`, map[string]string{"fencingToken": "integer in range"}},
-		{"TimeAfter9999UTC", `{"fencingToken":1,"subject":"a","dueAt":"9999-12-31T23:59:59-05:00"}`, map[string]string{"dueAt": "between"}},
-		{"TimeBeforeYear1UTC", `{"fencingToken":1,"subject":"a","when":"0001-01-01T00:00:00+01:00"}`, map[string]string{"when": "between"}},
+		{"TimeAfter9999UTC", `{"fencingToken":1,"subject":"a","dueAt":"9999-12-31T23:59:59-05:00"}`, map[string]string{"dueAt": OutsideTimes}},
+		{"TimeBeforeYear1UTC", `{"fencingToken":1,"subject":"a","when":"0001-01-01T00:00:00+01:00"}`, map[string]string{"when": OutsideTimes}},
 		{"TimeWithoutZone", `{"fencingToken":1,"subject":"a","dueAt":"2026-01-01T00:00:00"}`, map[string]string{"dueAt": NotRFC3339}},
 		{"BadUUID", `{"fencingToken":1,"subject":"a","id":"nope"}`, map[string]string{"id": "UUID"}},
 		{"UnsignedPastBigint", `{"fencingToken":1,"subject":"a","version":18446744073709551615}`, map[string]string{"version": "at most"}},
