@@ -24,5 +24,5 @@ WHERE @p1 = N'' OR TenantId = @p1 ORDER BY TenantId, CreatedAt, KeyId;`,
 (SELECT COUNT(*) FROM dbo.Runs r WHERE r.TenantId = t.TenantId AND r.State = 1) AS LeasedRuns
 FROM dbo.Tenants t ORDER BY t.TenantId
 OPTION (MAXDOP 1);`,
-	getKey:       `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM dbo.ApiKeys WHERE KeyId = @p1;`,
+	getKey: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM dbo.ApiKeys WHERE KeyId = @p1;`,
 }
