@@ -98,11 +98,20 @@ func matchSegments(pattern, segs []string) bool {
 // itself, which this service does not offer: its methods are those of its document).
 func (s *Server) methodNotAllowed(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if _, ok := c.Get(echo.ContextKeyHeaderAllow).(string); !ok {
+		routed, ok := c.Get(echo.ContextKeyHeaderAllow).(string)
+		if !ok {
 			return next(c)
 		}
-		p := c.Request().URL.EscapedPath()
-		allow := s.allowed(p)
+		allow := s.allowed(c.Request().URL.EscapedPath())
+		if len(allow) == 0 {
+			// A path registered on Echo directly (not through Route): Echo's own list,
+			// without the OPTIONS it would answer itself.
+			for _, m := range strings.Split(routed, ", ") {
+				if m != http.MethodOptions && m != "" {
+					allow = append(allow, m)
+				}
+			}
+		}
 		if len(allow) == 0 {
 			return apperr.New(apperr.NotFound, "no such route")
 		}
