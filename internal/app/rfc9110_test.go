@@ -138,7 +138,7 @@ func newWorld(t *testing.T, s *stack) world {
 	dec := str(must(s.do(t, req{method: http.MethodPost, path: at + "/decisions", key: runtime,
 		body: fmt.Sprintf(`{"fencingToken":%s,"kind":"approval","expiresInSeconds":86400}`, token)}), http.StatusCreated), "decisionId")
 	del := str(must(s.do(t, req{method: http.MethodPost, path: at + "/delegations", key: runtime,
-		body: fmt.Sprintf(`{"fencingToken":%s,"childAgentId":"w-child","purpose":"p","child":%s}`, token, enq("w-child"))}), http.StatusCreated), "delegationId")
+		body: fmt.Sprintf(`{"fencingToken":%s,"purpose":"p","child":%s}`, token, enq("w-child"))}), http.StatusCreated), "delegationId")
 	must(s.do(t, req{method: http.MethodPut, path: "/v1/locks/agents/w-agent/tasks/w-task", key: runtime, body: `{"holderId":"h","ttlSeconds":3600}`}), http.StatusOK)
 	return world{admin: admin, runtime: runtime, token: token, runID: run, values: map[string]string{
 		"projectId": "w-proj", "releaseId": "w-rel", "adapterVersion": "1.0", "runId": run, "attemptId": att,
@@ -572,7 +572,7 @@ func TestStrictJSONOverHTTP(t *testing.T) {
 		name, path, body string
 		fields           map[string]string
 	}{"NestedChildExactNames", "/v1/attempts/" + l.attempt + "/delegations",
-		fmt.Sprintf(`{"fencingToken":%d,"childAgentId":"c","purpose":"p","child":{"Subject":"x","subject":"y","subject":"z","kind":"k","projectId":"p1","agentId":"c","stepId":%q,"snapshotId":%q}}`,
+		fmt.Sprintf(`{"fencingToken":%d,"purpose":"p","child":{"Subject":"x","subject":"y","subject":"z","kind":"k","projectId":"p1","agentId":"c","stepId":%q,"snapshotId":%q}}`,
 			l.token, uuid.NewString(), uuid.NewString()),
 		map[string]string{"child.Subject": "not a known field", "child.subject": "more than once"}}
 	for _, c := range cases {

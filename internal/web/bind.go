@@ -31,6 +31,9 @@ func NewValidator() *Validator {
 			return ""
 		}
 		if name == "" {
+			name = f.Tag.Get("query")
+		}
+		if name == "" {
 			return f.Name
 		}
 		return name
@@ -55,18 +58,51 @@ func (v *Validator) Validate(i any) error {
 		return apperr.New(apperr.Invalid, "the request cannot be validated")
 	}
 	fields := make([]apperr.FieldError, 0, len(ves))
+	t := reflect.TypeOf(i)
 	for _, fe := range ves {
-		fields = append(fields, apperr.FieldError{Field: fieldPath(fe.Namespace()), Reason: reason(fe)})
+		fields = append(fields, apperr.FieldError{Field: fieldPath(t, fe.Namespace()), Reason: reason(fe)})
 	}
 	return apperr.FieldsInvalid(fields...)
 }
 
-// fieldPath drops the struct's own name: "enqueueRequest.child.subject" -> "child.subject".
-func fieldPath(ns string) string {
-	if _, rest, ok := strings.Cut(ns, "."); ok {
-		return rest
+// fieldPath turns a validator namespace into the member's path as the client wrote it: the
+// struct's own name and the names of embedded structs go ("EnqueueRequest.RunSpec.subject"
+// is "subject", "DelegationRequest.child.subject" is "child.subject").
+func fieldPath(t reflect.Type, ns string) string {
+	parts := strings.Split(ns, ".")
+	if len(parts) < 2 {
+		return ns
 	}
-	return ns
+	var out []string
+	for _, p := range parts[1:] {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(p); ok && f.Anonymous {
+				t = f.Type
+				continue
+			}
+			name, _, _ := strings.Cut(p, "[")
+			if f, ok := fieldByTagName(t, name); ok {
+				t = f.Type
+			} else {
+				t = nil
+			}
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}
+
+// fieldByTagName finds a struct's field (embedded structs' included) by the name the
+// validator reports for it: its JSON or query name.
+func fieldByTagName(t reflect.Type, name string) (reflect.StructField, bool) {
+	return t.FieldByNameFunc(func(goName string) bool {
+		f, _ := t.FieldByName(goName)
+		json, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		return json == name || f.Tag.Get("query") == name || (json == "" && f.Tag.Get("query") == "" && goName == name)
+	})
 }
 
 func reason(fe validator.FieldError) string {

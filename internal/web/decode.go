@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -294,7 +295,10 @@ func leafReason(err error, t reflect.Type) string {
 	}
 	var te *json.UnmarshalTypeError
 	var pe *time.ParseError
+	var ve *api.ValueError
 	switch {
+	case errors.As(err, &ve):
+		return ve.Reason // a wire type's own refusal (api.Time, an enum's list of names)
 	case t == timeValueType || errors.As(err, &pe):
 		return NotRFC3339
 	case t == uuidValueType || t == nullUUIDType:
@@ -310,12 +314,7 @@ func leafReason(err error, t reflect.Type) string {
 		}
 		return "must be " + jsonKind(t)
 	}
-	// A type that decodes itself words its own refusal (an enum's list of values).
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if msg == "" {
-		return "is not a valid value"
-	}
-	return msg
+	return "is not a valid value"
 }
 
 // jsonKind names the JSON kind a Go type decodes from.
@@ -405,33 +404,33 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
 	return v, v.CanSet()
 }
 
-// The reasons given for a time that does not parse, and for one out of range.
+// The reasons given for a time that does not parse, and for one out of range: api.Time's
+// own (a test keeps them equal), so a time says the same whether its field is an api.Time
+// or a time.Time, in a body, a query filter or a cursor.
 const (
 	NotRFC3339   = "is not an RFC 3339 time"
 	OutsideTimes = "is outside 0001-01-01..9999-12-31 UTC"
 )
 
-// Earliest and Latest bound every time the service accepts: 0001-01-01 to 9999-12-31 UTC,
-// what datetimeoffset holds and what the fixed-width text of SQLite orders correctly.
-var (
-	Earliest = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	Latest   = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
-)
-
-// TimeProblem says why t is outside the times the service keeps, or "".
+// TimeProblem says why t is outside the times the service keeps (api.MinTime..MaxTime:
+// what datetimeoffset holds and what SQLite's fixed-width text orders), or "".
 func TimeProblem(t time.Time) string {
-	if t.Before(Earliest) || t.After(Latest) {
+	if t.Before(api.MinTime) || t.After(api.MaxTime) {
 		return OutsideTimes
 	}
 	return ""
 }
 
-// ParseTime reads an RFC 3339 time (a query filter): the reason is "" when it parses and
-// is in range.
+// ParseTime reads an RFC 3339 time (a query filter) as api.ParseTime does: the reason is
+// "" when it parses and is in range.
 func ParseTime(s string) (time.Time, string) {
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := api.ParseTime(s)
+	var ve *api.ValueError
+	if errors.As(err, &ve) {
+		return time.Time{}, ve.Reason
+	}
 	if err != nil {
 		return time.Time{}, NotRFC3339
 	}
-	return t, TimeProblem(t)
+	return t.Time, ""
 }

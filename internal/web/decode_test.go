@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -167,6 +169,14 @@ func TestParseTimeAndPath(t *testing.T) {
 	} {
 		if _, why := ParseTime(in); (why == "") != ok {
 			t.Errorf("ParseTime(%q): %q", in, why)
+		}
+	}
+	// The reasons are api.Time's own.
+	for in, want := range map[string]string{"x": NotRFC3339, "9999-12-31T23:59:59-05:00": OutsideTimes} {
+		_, err := api.ParseTime(in)
+		var ve *api.ValueError
+		if !errors.As(err, &ve) || ve.Reason != want {
+			t.Errorf("api.ParseTime(%q) = %v, want the reason %q", in, err, want)
 		}
 	}
 	if got := Path("v1", "projects", "c d?x=1#y%"); got != "/v1/projects/c%20d%3Fx=1%23y%25" {

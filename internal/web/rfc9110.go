@@ -3,6 +3,7 @@ package web
 import (
 	"mime"
 	"net/http"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -21,8 +22,13 @@ import (
 // also registered for HEAD.
 func (s *Server) add(method, path string, op Op, h echo.HandlerFunc, mw []echo.MiddlewareFunc) {
 	known := map[string]bool{}
-	for _, q := range op.Query {
-		known[q.Name] = true
+	if op.Query != nil {
+		// The parameters the document lists for the route: those of its query struct.
+		fields := map[string]reflect.Value{}
+		queryFields(reflect.New(reflect.TypeOf(op.Query)).Elem(), fields)
+		for name := range fields {
+			known[name] = true
+		}
 	}
 	body := op.Body != nil
 	strict := func(c echo.Context) error {
