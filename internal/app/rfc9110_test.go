@@ -195,6 +195,7 @@ func TestEveryGETAnswersHEAD(t *testing.T) {
 	if n < 15 {
 		t.Fatalf("only %d GET routes", n)
 	}
+	checkStatusesDocumented(t, s) // HEAD's answers are in the document too
 }
 
 // TestEveryPathAnswers405WithAllow sends every method to every known path without a key:
@@ -303,6 +304,7 @@ func TestEveryConditionalGETAnswers304(t *testing.T) {
 	if n < 6 {
 		t.Fatalf("only %d GET routes with an ETag", n)
 	}
+	checkStatusesDocumented(t, s)
 }
 
 // TestEveryBodyRouteRefusesNonJSON: 415 for any body not declared JSON, whatever the route
@@ -359,6 +361,7 @@ func TestEveryBodyRouteRefusesNonJSON(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("only %d routes take a body", n)
 	}
+	checkStatusesDocumented(t, s)
 }
 
 func hasField(p problem, field, fragment string) bool {
@@ -444,6 +447,7 @@ func TestEveryRouteRefusesUnknownQueryParameters(t *testing.T) {
 	if p := wantProblem(t, r, http.StatusBadRequest, "invalid_request"); !hasField(p, "projectid", "") {
 		t.Fatalf("?projectid: %+v", p.Errors)
 	}
+	checkStatusesDocumented(t, s)
 }
 
 func TestLocationIsPathEscaped(t *testing.T) {
