@@ -140,6 +140,9 @@ type Run struct {
 	ContinuedFromRunID uuid.NullUUID    `db:"ContinuedFromRunId" json:"continuedFromRunId"`
 	CreatedBy          string           `db:"CreatedBy" json:"createdBy"`
 	Version            sqldb.RowVersion `db:"Version" json:"-"`
+	// RequestHash is the hash of the enqueue request's defining fields (read only where an
+	// idempotency key is compared; see Spec.requestHash).
+	RequestHash *string `db:"RequestHash" json:"-"`
 	// Purged marks the stand-in for a run that retention deleted: an enqueue repeating its
 	// idempotency key gets this, never a second run.
 	Purged bool `db:"-" json:"purged,omitempty"`
