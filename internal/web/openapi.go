@@ -73,7 +73,8 @@ type Authenticator func(roles ...string) echo.MiddlewareFunc
 // SetAuth is called by the wiring code before routes with roles are added.
 func (s *Server) SetAuth(a Authenticator) { s.auth = a }
 
-// Route registers a handler and its documentation. Non-public routes get the authenticator.
+// Route registers a handler and its documentation. Non-public routes get the authenticator,
+// then the server-wide cap of requests in flight; a GET also answers HEAD.
 func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 	if op.ID == "" || op.Tag == "" || op.Summary == "" {
 		panic("web: route " + method + " " + path + " needs an ID, a Tag and a Summary")
@@ -84,8 +85,11 @@ func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 			panic("web: route " + path + " needs authentication but no authenticator is set")
 		}
 		mw = append(mw, s.auth(op.Roles...))
+		if s.inFlight != nil {
+			mw = append(mw, s.inFlight)
+		}
 	}
-	s.Echo.Add(method, path, h, mw...)
+	s.add(method, path, op, h, mw)
 	s.ops = append(s.ops, operation{method: method, path: path, op: op})
 }
 
@@ -139,6 +143,9 @@ func (s *Server) OpenAPI() map[string]any {
 			paths[p] = map[string]any{}
 		}
 		paths[p][strings.ToLower(o.method)] = b.operation(o)
+		if o.method == http.MethodGet {
+			paths[p]["head"] = headDoc(paths[p]["get"].(map[string]any))
+		}
 		tags[o.op.Tag] = true
 	}
 	var tagList []any
@@ -210,6 +217,11 @@ func (b *docBuilder) operation(o operation) map[string]any {
 		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": op.IfMatchRequired,
 			"description": d, "schema": map[string]any{"type": "string", "minLength": 1}})
 	}
+	if o.method == http.MethodGet && op.ETag {
+		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
+			"description": "ETags the caller holds (a list, or *): 304 without a body when one is current.",
+			"schema":      map[string]any{"type": "string", "minLength": 1}})
+	}
 	if len(params) > 0 {
 		doc["parameters"] = params
 	}
@@ -238,12 +250,19 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	} else {
 		doc["security"] = []any{}
 	}
-	if op.Body != nil || op.Query != nil || len(pathParams(o.path)) > 0 {
-		codes = append(codes, apperr.Invalid)
+	// Every route refuses unknown query parameters; any request whose Content-Length
+	// passes the server's body limit is refused before routing, whatever its route.
+	codes = append(codes, apperr.Invalid, apperr.BodyTooLarge)
+	if op.Body != nil {
+		codes = append(codes, apperr.UnsupportedMediaType)
 	}
-	// Any request whose Content-Length passes the server's body limit is refused before
-	// routing, whatever its route.
-	codes = append(codes, apperr.BodyTooLarge)
+	if o.method == http.MethodGet && op.ETag {
+		responses["304"] = map[string]any{
+			"description": "Not Modified: If-None-Match names the current ETag.",
+			"headers": map[string]any{"X-Request-Id": requestIDHeader, "ETag": map[string]any{"required": true,
+				"description": "The current entity tag.", "schema": etagSchema()}},
+		}
+	}
 	if op.IfMatch {
 		codes = append(codes, apperr.PreconditionFailed)
 		if op.IfMatchRequired {
@@ -286,7 +305,7 @@ func (b *docBuilder) success(op Op, st int) map[string]any {
 		}
 		if op.ETag {
 			headers["ETag"] = map[string]any{"required": true, "description": "The resource's strong entity tag (its row version).",
-				"schema": map[string]any{"type": "string", "pattern": `^"[0-9a-f]{16}"$`}}
+				"schema": etagSchema()}
 		}
 	}
 	if st == http.StatusCreated {
@@ -301,6 +320,33 @@ func (b *docBuilder) success(op Op, st int) map[string]any {
 	}
 	r["headers"] = headers
 	return r
+}
+
+func etagSchema() map[string]any {
+	return map[string]any{"type": "string", "pattern": `^"[0-9a-f]{16}"$`}
+}
+
+// headDoc is the HEAD operation of a GET: the same answers without their content.
+func headDoc(get map[string]any) map[string]any {
+	head := map[string]any{}
+	for k, v := range get {
+		head[k] = v
+	}
+	head["operationId"] = get["operationId"].(string) + "Head"
+	head["summary"] = "Headers of: " + get["summary"].(string)
+	head["description"] = "The answer of " + get["operationId"].(string) + " without its content."
+	responses := map[string]any{}
+	for st, r := range get["responses"].(map[string]any) {
+		rm := map[string]any{}
+		for k, v := range r.(map[string]any) {
+			if k != "content" && k != "x-problem-codes" {
+				rm[k] = v
+			}
+		}
+		responses[st] = rm
+	}
+	head["responses"] = responses
+	return head
 }
 
 func retryAfterHeader(required bool, desc string) map[string]any {
@@ -365,17 +411,18 @@ var pathParamSchemas = map[string]map[string]any{
 	"callId":         uuidSchema(),
 	"decisionId":     uuidSchema(),
 	"delegationId":   uuidSchema(),
-	"projectId":      identSchema(64),
-	"releaseId":      identSchema(256),
-	"adapterVersion": identSchema(32),
-	"agentId":        identSchema(128),
-	"taskId":         identSchema(64),
+	"projectId":      segmentSchema(64),
+	"releaseId":      segmentSchema(256),
+	"adapterVersion": segmentSchema(32),
+	"agentId":        segmentSchema(128),
+	"taskId":         segmentSchema(64),
 }
 
 func uuidSchema() map[string]any { return map[string]any{"type": "string", "format": "uuid"} }
 
-func identSchema(n int) map[string]any {
-	return map[string]any{"type": "string", "minLength": 1, "maxLength": n}
+// segmentSchema is an identifier of 1..n characters that is also a path segment (no "/").
+func segmentSchema(n int) map[string]any {
+	return map[string]any{"type": "string", "minLength": 1, "maxLength": n, "pattern": "^[^/]*$"}
 }
 
 func openAPIPath(p string) string {
@@ -630,6 +677,7 @@ type rules struct {
 	min, max *int
 	length   *int
 	ident    *int
+	segment  bool
 	hex      bool
 	// items are the rules after dive, for a slice's items.
 	items *rules
@@ -661,6 +709,8 @@ func parseRules(tag string) rules {
 			r.length = num()
 		case "ident":
 			r.ident = num()
+		case "segment":
+			r.ident, r.segment = num(), true
 		case "hexadecimal":
 			r.hex = true
 		case "dive":
@@ -697,6 +747,9 @@ func (r rules) apply(sch map[string]any, b *docBuilder) {
 		}
 		if r.hex {
 			sch["pattern"] = "^(0[xX])?[0-9a-fA-F]+$"
+		}
+		if r.segment {
+			sch["pattern"] = "^[^/]*$"
 		}
 	case "integer", "number":
 		if r.min != nil {
