@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,8 +27,9 @@ import (
 // every answer to a documented operation must be one the document declares: its status,
 // every header beyond the transport's, its body's members, types, formats and enum values.
 type Contract struct {
-	v   validator.Validator
-	doc []byte
+	v validator.Validator
+	// codes are the problem codes each operation lists, by path template, method and status.
+	codes map[string]map[string]map[string][]string
 }
 
 // transportHeaders are the headers the document does not declare: HTTP's own, the key, and
@@ -79,7 +82,28 @@ func ContractOfDocument(doc []byte) (*Contract, error) {
 			co.err = fmt.Errorf("the OpenAPI document is not valid OpenAPI: %s", describe(verrs))
 			return
 		}
-		co.c = &Contract{v: v, doc: doc}
+		var parsed struct {
+			Paths map[string]map[string]struct {
+				Responses map[string]struct {
+					Codes []string `json:"x-problem-codes"`
+				} `json:"responses"`
+			} `json:"paths"`
+		}
+		if err := json.Unmarshal(doc, &parsed); err != nil {
+			co.err = err
+			return
+		}
+		codes := map[string]map[string]map[string][]string{}
+		for path, ops := range parsed.Paths {
+			codes[path] = map[string]map[string][]string{}
+			for method, op := range ops {
+				codes[path][strings.ToUpper(method)] = map[string][]string{}
+				for st, r := range op.Responses {
+					codes[path][strings.ToUpper(method)][st] = r.Codes
+				}
+			}
+		}
+		co.c = &Contract{v: v, codes: codes}
 	})
 	return co.c, co.err
 }
@@ -113,7 +137,69 @@ func (c *Contract) Check(req *http.Request, body []byte, status int, header http
 	if ok, errs := c.v.ValidateHttpResponse(r, res); !ok {
 		problems = append(problems, "the document refuses the response: "+describe(errs))
 	}
+	if msg := c.checkCode(r, status, header, respBody); msg != "" {
+		problems = append(problems, msg)
+	}
 	return strings.Join(problems, "; ")
+}
+
+// checkCode holds a problem's code to the codes its operation lists for its status.
+func (c *Contract) checkCode(r *http.Request, status int, header http.Header, body []byte) string {
+	if status < 400 || len(body) == 0 || !strings.HasPrefix(header.Get("Content-Type"), "application/problem+json") {
+		return ""
+	}
+	var p struct {
+		Code   string `json:"code"`
+		Status int    `json:"status"`
+		Type   string `json:"type"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return "" // the schema check has said why
+	}
+	if p.Status != status || p.Type != "urn:ledger:problem:"+p.Code {
+		return fmt.Sprintf("problem status %d and type %q do not match the answer's %d and its code %q", p.Status, p.Type, status, p.Code)
+	}
+	tmpl := c.template(r.URL.EscapedPath())
+	listed, ok := c.codes[tmpl][r.Method][strconv.Itoa(status)]
+	if !ok {
+		return "" // an undeclared status: the schema check has said so
+	}
+	if !slices.Contains(listed, p.Code) {
+		return fmt.Sprintf("problem code %q is not one the operation lists for %d: %v", p.Code, status, listed)
+	}
+	return ""
+}
+
+// template is the document's path that routes path, a concrete segment before a parameter.
+func (c *Contract) template(path string) string {
+	segs := strings.Split(path, "/")
+	best, bestScore := "", -1
+	for tmpl := range c.codes {
+		ts := strings.Split(tmpl, "/")
+		if len(ts) != len(segs) {
+			continue
+		}
+		score := 0
+		for i, t := range ts {
+			switch {
+			case strings.HasPrefix(t, "{"):
+				if segs[i] == "" {
+					score = -1
+				}
+			case t == segs[i]:
+				score++
+			default:
+				score = -1
+			}
+			if score < 0 {
+				break
+			}
+		}
+		if score > bestScore {
+			best, bestScore = tmpl, score
+		}
+	}
+	return best
 }
 
 // unrouted reports whether the validator found no operation for the request.
