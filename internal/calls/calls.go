@@ -39,15 +39,18 @@ func (k Kind) String() string               { return KindNames.Name(int(k)) }
 func (k Kind) MarshalJSON() ([]byte, error) { return KindNames.Marshal(int(k)) }
 
 // Call statuses, stored as the wire string (the seed's nvarchar(16)). A call starts
-// Started and finishes once, in one of the other three.
+// Started and ends once: the holder finishes it Succeeded, Failed or Denied, or, when its
+// attempt ends in any way while the call is still Started, it ends Abandoned (Hooks).
 const (
 	Started   = "started"
 	Succeeded = "succeeded"
 	Failed    = "failed"
 	Denied    = "denied"
+	Abandoned = "abandoned"
 )
 
-// Finished reports whether status is one a call finishes in.
+// Finished reports whether status is one a holder finishes a call in (Abandoned is not:
+// only the end of the attempt sets it).
 func Finished(status string) bool {
 	return status == Succeeded || status == Failed || status == Denied
 }
@@ -63,7 +66,7 @@ type Call struct {
 	RequestHash      string           `db:"RequestHash" json:"requestHash"`
 	PolicyDecisionID uuid.NullUUID    `db:"PolicyDecisionId" json:"policyDecisionId"`
 	ReceiptRef       *string          `db:"ReceiptRef" json:"receiptRef,omitempty"`
-	Status           string           `db:"Status" json:"status" enum:"started,succeeded,failed,denied"`
+	Status           string           `db:"Status" json:"status" enum:"started,succeeded,failed,denied,abandoned"`
 	StartedAt        time.Time        `db:"StartedAt" json:"startedAt"`
 	EndedAt          *time.Time       `db:"EndedAt" json:"endedAt,omitempty"`
 	Version          sqldb.RowVersion `db:"Version" json:"-"`
@@ -339,4 +342,19 @@ func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.U
 		return nil, fmt.Errorf("list calls: %w", err)
 	}
 	return cs, nil
+}
+
+// Hooks keep call records in step with the run-lease core: when an attempt ends in any way
+// (complete, release, lost to the reaper; a cancelled run's attempt ends by one of these),
+// its calls still Started end Abandoned, with EndedAt the time the attempt ended, in the
+// same transaction. Add them with (*runs.Service).AddHooks.
+func Hooks() runs.Hooks {
+	return runs.Hooks{AttemptEnded: abandonOpen}
+}
+
+func abandonOpen(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).abandon, tenantID, attemptID, tx.Dialect.Time(now)); err != nil {
+		return fmt.Errorf("abandon open calls of ended attempt: %w", err)
+	}
+	return nil
 }

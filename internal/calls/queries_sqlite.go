@@ -19,4 +19,6 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'started', ?9, NULL, (SELECT Value
 WHERE TenantId = ?1 AND AttemptId = ?2 AND CallId = ?3 AND Status = 'started' AND Version = ?7`,
 	list: `SELECT ` + columns + ` FROM CallRecords WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
 ORDER BY Sequence LIMIT ?4`,
+	abandon: `UPDATE CallRecords SET Status = 'abandoned', EndedAt = ?3, Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE TenantId = ?1 AND AttemptId = ?2 AND Status = 'started'`,
 }
