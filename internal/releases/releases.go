@@ -3,7 +3,7 @@
 // draining, retired), and the in-flight policy a drain or retirement applies to the
 // attempts still running on them. A claim may name only an active release of the caller's
 // tenant (Hooks). A release's content is immutable and its manifest hash is the SHA-256 of
-// the RFC 8785 canonical form of its contentRefs (jcs.go).
+// the RFC 8785 canonical form of its contentRefs (manifest.go).
 package releases
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/enum"
+	"github.com/ledger-dev/ledger/internal/jcs"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -156,7 +157,7 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 	canonical, err := Canonicalize(p.ContentRefs)
 	if err != nil || len(canonical) == 0 || canonical[0] != '[' {
 		reason := "must be a JSON array"
-		var ce *CanonicalError
+		var ce *jcs.CanonicalError
 		if errors.As(err, &ce) {
 			reason = "must be a JSON array of I-JSON (RFC 7493) content: " + ce.Reason
 		}
