@@ -53,9 +53,11 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
-		Summary: "The decision inbox, oldest request first (a pending decision past its expiry is listed as expired)",
-		Roles:   []string{ad}, Status: http.StatusOK, Response: web.Page[Decision]{},
+		Summary: "The decision inbox: pending decisions first, then the others, each oldest request first " +
+			"(a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent",
+		Roles: []string{ad}, Status: http.StatusOK, Response: web.Page[Decision]{},
 		Query: []web.Param{{Name: "status", Type: "string", Description: "pending, approved, rejected, expired or cancelled"},
+			{Name: "projectId", Type: "string", Description: "only the decisions of this project's attempts"},
 			{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
@@ -63,8 +65,9 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
-		Summary: "Answer a pending decision (If-Match required; decision_closed once it is no longer pending)",
-		Roles:   []string{ad}, Body: AnswerBody{}, Status: http.StatusOK, Response: Decision{}, ETag: true,
+		Summary: "Answer a pending decision (If-Match required; decision_closed once it is no longer pending). " +
+			"A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise)",
+		Roles: []string{ad}, Body: AnswerBody{}, Status: http.StatusOK, Response: Decision{}, ETag: true,
 		IfMatch: true, IfMatchRequired: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.DecisionClosed},
 	}, h.answer)
@@ -158,15 +161,16 @@ func (h handlers) answer(c echo.Context) error {
 	return web.JSONWithETag(c, http.StatusOK, d.Version, d)
 }
 
-// cursor is a keyset position of a decision listing.
+// cursor is a keyset position of a decision listing (Rank only in the pending-first inbox).
 type cursor struct {
+	Rank        int       `json:"r,omitempty"`
 	RequestedAt time.Time `json:"t"`
 	DecisionID  uuid.UUID `json:"d"`
 }
 
 func page(c echo.Context, limit int, ds []Decision) error {
 	return c.JSON(http.StatusOK, web.NewPage(ds, limit, func(last Decision) any {
-		return cursor{RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
+		return cursor{Rank: Rank(last), RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
 	}))
 }
 
@@ -176,7 +180,10 @@ func after(c echo.Context) (*Position, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &Position{RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
+	if cur.Rank != 0 && cur.Rank != 1 {
+		return nil, apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor of this listing"})
+	}
+	return &Position{Rank: cur.Rank, RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
 }
 
 func (h handlers) list(c echo.Context) error {
@@ -194,6 +201,12 @@ func (h handlers) list(c echo.Context) error {
 			return apperr.FieldsInvalid(apperr.FieldError{Field: "status", Reason: "must be one of: pending, approved, rejected, expired, cancelled"})
 		}
 		f.Status = &st
+	}
+	if p := c.QueryParam("projectId"); p != "" {
+		if !web.ValidIdent(p, 64) {
+			return apperr.FieldsInvalid(apperr.FieldError{Field: "projectId", Reason: "is not a valid identifier"})
+		}
+		f.ProjectID = &p
 	}
 	if f.After, err = after(c); err != nil {
 		return err

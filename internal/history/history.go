@@ -19,7 +19,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/enum"
-	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -258,8 +257,18 @@ func (s *Store) entryRows(ctx context.Context, tx *sqldb.Tx, tenantID string, ke
 	if err := fetch[Call](ctx, tx, s.q.calls, tenantID, ids[KindCall], out, func(r Call) uuid.UUID { return r.CallID }); err != nil {
 		return nil, err
 	}
-	if err := fetch[Decision](ctx, tx, s.q.decisions, tenantID, ids[KindDecision], out, func(r Decision) uuid.UUID { return r.DecisionID }); err != nil {
-		return nil, err
+	// Decisions are read by their own package, so the timeline and GET /v1/decisions/{id}
+	// share one read rule (a pending decision past its ExpiresAt is expired).
+	decisionIDs := make([]uuid.UUID, 0, len(ids[KindDecision]))
+	for _, id := range ids[KindDecision] {
+		decisionIDs = append(decisionIDs, uuid.MustParse(id))
+	}
+	ds, err := decisions.ByIDs(ctx, tx, tenantID, decisionIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read timeline entries: %w", err)
+	}
+	for _, d := range ds {
+		out[d.DecisionID] = d
 	}
 	if err := fetch[Delegation](ctx, tx, s.q.delegations, tenantID, ids[KindDelegation], out, func(r Delegation) uuid.UUID { return r.DelegationID }); err != nil {
 		return nil, err
@@ -305,24 +314,5 @@ type (
 	Delegation = delegations.Delegation
 )
 
-// DecisionKind is a decision's kind, as the decisions package stores it.
-type DecisionKind = decisions.Kind
-
-// Decision is a row of DecisionRequests.
-type Decision struct {
-	DecisionID     uuid.UUID        `db:"DecisionId" json:"decisionId"`
-	AttemptID      uuid.UUID        `db:"AttemptId" json:"attemptId"`
-	TenantID       string           `db:"TenantId" json:"-"`
-	Kind           DecisionKind     `db:"Kind" json:"kind"`
-	ApprovalID     uuid.NullUUID    `db:"ApprovalId" json:"approvalId"`
-	ProposalHash   *string          `db:"ProposalHash" json:"proposalHash,omitempty"`
-	Options        runs.JSONText    `db:"OptionsJson" json:"options"`
-	Recommendation *string          `db:"Recommendation" json:"recommendation,omitempty"`
-	Status         string           `db:"Status" json:"status"`
-	RequestedAt    time.Time        `db:"RequestedAt" json:"requestedAt"`
-	AnsweredAt     *time.Time       `db:"AnsweredAt" json:"answeredAt,omitempty"`
-	Answer         runs.JSONText    `db:"AnswerJson" json:"answer"`
-	AnsweredBy     *string          `db:"AnsweredBy" json:"answeredBy,omitempty"`
-	ExpiresAt      *time.Time       `db:"ExpiresAt" json:"expiresAt,omitempty"`
-	Version        sqldb.RowVersion `db:"Version" json:"-"`
-}
+// Decision is a timeline's decision entry: the decision as GET /v1/decisions/{id} reads it.
+type Decision = decisions.Decision

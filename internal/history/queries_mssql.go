@@ -145,8 +145,6 @@ ORDER BY u.At, u.Kind, u.Seq, u.Id;`,
 WHERE CheckpointId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND TenantId = @p1;`,
 	calls: `SELECT ` + callColumns + ` FROM dbo.CallRecords
 WHERE CallId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND TenantId = @p1;`,
-	decisions: `SELECT ` + decisionColumns + ` FROM dbo.DecisionRequests
-WHERE DecisionId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND TenantId = @p1;`,
 	delegations: `SELECT ` + delegationColumns + ` FROM dbo.SubAgentDelegations
 WHERE DelegationId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND TenantId = @p1;`,
 }
