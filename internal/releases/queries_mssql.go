@@ -86,12 +86,15 @@ WHERE ReleaseId = @p2 AND AdapterVersion = @p3 AND TenantId = @p1 AND Version = 
 	// in the range (a declared-addition index IX_LoadedReleases_Tenant (TenantId, ReleaseId,
 	// AdapterVersion) would make it a pure seek; requested from the lead). No hints: under
 	// RCSI committed rows, no locks; without RCSI short S locks, so a row another transaction
-	// is writing (of any tenant) makes it wait for that commit. 0 rows -> an empty page.
+	// is writing (of any tenant) makes it wait for that commit. It can read many rows (other
+	// tenants' included) before a page fills, so OPTION (MAXDOP 1) keeps the RLS
+	// predicate's SESSION_CONTEXT out of a parallel plan (TSQL.md). 0 rows -> an empty page.
 	// Errors: 1205/1222 -> ErrRetryable.
 	list: `SELECT TOP (@p5) ` + columns + ` FROM dbo.LoadedReleases
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2)
   AND ReleaseId >= @p3 AND (ReleaseId > @p3 OR AdapterVersion > @p4)
-ORDER BY ReleaseId, AdapterVersion;`,
+ORDER BY ReleaseId, AdapterVersion
+OPTION (MAXDOP 1);`,
 
 	// runningAttempts: IX_Attempts_Release seek on (ReleaseId, AdapterVersion, State = 0)
 	// (literal 0, so the seek covers all three keys), a PK_ExecutionAttempts lookup for the
