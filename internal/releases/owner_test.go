@@ -2,6 +2,7 @@ package releases_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -209,4 +210,31 @@ VALUES ('shared-old', ?1, ?2, ?3, ?4, 1, ?5, NULL, (SELECT Value + 1 FROM RowVer
 		t.Fatal(err)
 	}
 	w.move(t, later, old, releases.Draining, nil)
+}
+
+// TestHTTPTwoTenantsRaceForAReleaseID: over HTTP, the loser of two tenants racing for a new
+// id (the winner's ownership lands just before the loser's, by fault injection) answers
+// 409 release_conflict, never a 500, and registers nothing.
+func TestHTTPTwoTenantsRaceForAReleaseID(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	winner, _, _ := s.tenantKeys(t)
+	loser, _, runtime := s.tenantKeys(t)
+	id := loser + "-contested"
+	var fired atomic.Bool
+	s.db.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+		if !strings.HasPrefix(st.Query, "INSERT INTO ReleaseOwners") || fired.Swap(true) {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO ReleaseOwners (ReleaseId, TenantId, CreatedAt) VALUES (?1, ?2, '2026-01-01T00:00:00.000Z')`,
+			id, winner)
+		return err
+	})
+	r := s.do(t, http.MethodPut, relPath(id, "1"), runtime, putBody(t, refsA, "active", ""), nil)
+	s.db.SetStatementHook(nil)
+	if !fired.Load() {
+		t.Fatal("the hook never met the ownership insert")
+	}
+	wantProblem(t, r, http.StatusConflict, "release_conflict")
+	wantProblem(t, s.do(t, http.MethodGet, relPath(id, "1"), runtime, "", nil), http.StatusNotFound, "not_found")
 }
