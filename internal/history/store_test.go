@@ -324,7 +324,7 @@ func TestStore(t *testing.T) {
 				}
 				for i, w := range expected {
 					g := got[i]
-					if g.Kind != w.kind || g.ID != w.id {
+					if g.Kind.String() != w.kind || g.ID != w.id {
 						t.Fatalf("%s: entry %d is %s %s, want %s %s", name, i, g.Kind, g.ID, w.kind, w.id)
 					}
 					hasSeq := w.kind == "checkpoint" || w.kind == "call"
