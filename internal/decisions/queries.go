@@ -13,7 +13,7 @@ type queries struct {
 	lock   string // 1 tenant, 2 decision: the decision's own columns, holding the row until commit
 	byIDs  string // 1 tenant, 2 JSON array of decision ids
 	answer string // 1 tenant, 2 decision, 3 status, 4 answer JSON, 5 approval id, 6 answered by, 7 now, 8 expected version
-	// list: the inbox with an effective status: 1 tenant, 2 status (one of Statuses), 3 now,
+	// list: the inbox with an effective status: 1 tenant, 2 status (one of the five), 3 now,
 	// 4 project (NULL: any), 5 after requested at, 6 after decision, 7 limit; in
 	// (RequestedAt, DecisionId) order.
 	list string
