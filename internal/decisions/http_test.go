@@ -215,6 +215,36 @@ func TestHTTP(t *testing.T) {
 			map[string]string{"If-Match": etag}), http.StatusOK, "")
 	})
 
+	t.Run("TheAttemptAwaitsItsDecisionAndResumesItsPhase", func(t *testing.T) {
+		t.Parallel()
+		c := s.client(t)
+		cl := s.claim(t, c, "review:phase")
+		attempt := "/v1/attempts/" + cl.Attempt.AttemptID
+		phase := func() string {
+			t.Helper()
+			r := s.Do(t, http.MethodGet, attempt, c.admin, "", nil)
+			apitest.Want(t, r, http.StatusOK, "")
+			var a struct {
+				Phase string `json:"phase"`
+			}
+			apitest.Decode(t, r, &a)
+			return a.Phase
+		}
+		apitest.Want(t, s.Do(t, http.MethodPatch, attempt, c.runtime,
+			fmt.Sprintf(`{"fencingToken":%d,"phase":"observing"}`, cl.Lease.FencingToken), nil), http.StatusOK, "")
+		r := s.Do(t, http.MethodPost, attempt+"/decisions", c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"approval"}`, cl.Lease.FencingToken), nil)
+		apitest.Want(t, r, http.StatusCreated, "")
+		if p := phase(); p != "awaiting_decision" {
+			t.Fatalf("phase after the request: %s", p)
+		}
+		d := apitest.DecodeAs[wireDecision](t, r)
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/decisions/"+d.DecisionID+"/answer", c.admin, `{"status":"approved"}`,
+			map[string]string{"If-Match": r.Header.Get("ETag")}), http.StatusOK, "")
+		if p := phase(); p != "observing" {
+			t.Fatalf("phase after the answer: %s, want observing", p)
+		}
+	})
+
 	t.Run("InboxItemsNameTheirSourceAndFilterByProject", func(t *testing.T) {
 		t.Parallel()
 		c := s.client(t)
