@@ -152,8 +152,8 @@ type Answer struct {
 	ApprovalID *uuid.UUID
 	// KeyID is the answering key (AnsweredBy).
 	KeyID string
-	// IfMatch is the version the answer was made against.
-	IfMatch sqldb.RowVersion
+	// IfMatch is the condition (If-Match) the current version must meet.
+	IfMatch sqldb.VersionMatcher
 }
 
 // Position is a keyset position in RequestedAt, DecisionId order; in the inbox without a
@@ -337,7 +337,7 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 			approval = *a.ApprovalID
 		}
 		res, err := tx.ExecContext(ctx, s.q.answer, tenantID, id, a.Status, runs.JSONText(a.Answer), approval,
-			a.KeyID, tx.Dialect.Time(now), tx.Dialect.Version(a.IfMatch))
+			a.KeyID, tx.Dialect.Time(now), tx.Dialect.Version(cur.Version))
 		if err != nil {
 			return fmt.Errorf("answer decision: %w", err)
 		}
@@ -367,12 +367,12 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 }
 
 // answerable refuses an answer to a decision that is no longer pending (DecisionClosed) or
-// whose version is not the one the answer was made against (PreconditionFailed).
-func answerable(d Decision, ifMatch sqldb.RowVersion) error {
+// whose current version does not meet the answer's If-Match (PreconditionFailed).
+func answerable(d Decision, ifMatch sqldb.VersionMatcher) error {
 	if d.Status != StatusPending {
 		return apperr.New(apperr.DecisionClosed, "the decision is %s, no longer pending", d.Status)
 	}
-	if d.Version != ifMatch {
+	if ifMatch == nil || !ifMatch.Matches(d.Version) {
 		return apperr.New(apperr.PreconditionFailed, "If-Match is not the decision's current ETag")
 	}
 	return nil

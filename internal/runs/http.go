@@ -101,7 +101,7 @@ func (h handlers) enqueue(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run.Wire())
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
@@ -120,6 +120,16 @@ func (h handlers) claim(c echo.Context) error {
 	}
 	if req.WaitSeconds != nil {
 		cr.Wait = time.Duration(*req.WaitSeconds) * time.Second
+	}
+	if cr.Wait > 0 {
+		// A claim that would wait holds one of its tenant's long-poll slots meanwhile; with
+		// none free it answers at once, holding nothing (DESIGN.md section 6).
+		release, ok := tenancy.HoldLongPoll(c.Request().Context())
+		if !ok {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(int(tenancy.LongPollRetryAfter/time.Second)))
+			return c.NoContent(http.StatusNoContent)
+		}
+		defer release()
 	}
 	cl, err := h.svc.Claim(c.Request().Context(), caller(c), cr)
 	var held *BudgetHeldError
@@ -202,7 +212,7 @@ func (h handlers) continueRun(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run.Wire())
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
