@@ -29,7 +29,7 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{
 		Summary: "Ask for a decision under the lease; the attempt's phase becomes awaiting_decision",
 		Roles:   []string{rt}, Body: api.DecisionRequest{}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired},
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
 		Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},

@@ -107,8 +107,9 @@ ORDER BY r.QueuedAt, r.RunId
 OPTION (MAXDOP 1);`,
 
 	// members: mssqlChain without hints, in the selection's read transaction. HasChild seeks
-	// IX_Runs_Parent (filtered ParentRunId IS NOT NULL, repeated) per member: it is not
-	// filtered on tenant on purpose, since FK_Runs_ParentRun is not either. Under RCSI the
+	// IX_Runs_Parent (ParentRunId; unfiltered since migration 000011, so the repeated IS NOT
+	// NULL is only a residual) per member: it is not filtered on tenant on purpose, since
+	// FK_Runs_ParentRun is not either. Under RCSI the
 	// committed image; without RCSI short S locks. 0 rows: the roots were purged meanwhile.
 	members: mssqlChain("", ""),
 
@@ -193,9 +194,9 @@ OPTION (MAXDOP 1);`,
 	// FK_Runs_ParentRun and FK_Runs_ContinuedFromRun reference dbo.Runs itself: SQL Server
 	// checks them once for the whole statement, after its deletes, so a run and its
 	// continuation go in one statement; the check looks for a remaining run whose
-	// ParentRunId or ContinuedFromRunId is a deleted RunId (through IX_Runs_Parent and
-	// UX_Runs_ContinuedFrom when the optimizer matches their IS NOT NULL filters to the
-	// join, which an equality implies; uncertain without a server to show the plan). A child
+	// ParentRunId or ContinuedFromRunId is a deleted RunId, a seek per deleted run of the
+	// unfiltered IX_Runs_Parent and IX_Runs_ContinuedFromRunId (migration 000011 added them
+	// for these checks: the optimizer may not match a filtered index there). A child
 	// run enqueued under a chain run since lockMembers is 547 -> ErrBadReference: the whole
 	// transaction (tombstones, backlog, deletes) rolls back, and nothing of the chain is
 	// gone. State = 2 is a last guard: only ended runs. No trigger fires on DELETE. 0 rows:
