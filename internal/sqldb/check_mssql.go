@@ -79,7 +79,7 @@ var mssqlChecks = []checker{
 		},
 	},
 	check[databaseRow]{
-		name: "read-committed-snapshot",
+		name:  "read-committed-snapshot",
 		query: databaseQuery,
 		eval: func(rows []databaseRow, _ Purpose) CheckResult {
 			if len(rows) != 1 {
@@ -130,7 +130,7 @@ ORDER BY o.name;`,
 		// HAS_PERMS_BY_NAME evaluates the effective permission (direct, through a role, or
 		// implied by a schema or database grant); NULL means no such object.
 		query: servePermissionsQuery(),
-		eval: func(rows []tablePermRow, _ Purpose) CheckResult { return evalServePermissions(rows) },
+		eval:  func(rows []tablePermRow, _ Purpose) CheckResult { return evalServePermissions(rows) },
 	},
 	check[roleRow]{
 		name: "maintenance-role", required: true, purposes: []Purpose{ForServe},
