@@ -99,14 +99,15 @@ func TestMSSQLCheckEvaluations(t *testing.T) {
 		}
 		return rows
 	}
+	// tables: name, filtered, blocked, name, ...
 	policy := func(canView int64, exists int, enabled sql.NullInt64, tables ...any) []policyRow {
 		if len(tables) == 0 {
 			return []policyRow{{CanViewDefinition: some(canView), PolicyExists: exists, Enabled: enabled, TableName: nullStr()}}
 		}
 		var rows []policyRow
-		for i := 0; i < len(tables); i += 2 {
+		for i := 0; i < len(tables); i += 3 {
 			rows = append(rows, policyRow{CanViewDefinition: some(canView), PolicyExists: exists, Enabled: enabled,
-				TableName: str(tables[i].(string)), Filtered: tables[i+1].(int)})
+				TableName: str(tables[i].(string)), Filtered: tables[i+1].(int), Blocked: tables[i+2].(int)})
 		}
 		return rows
 	}
@@ -153,16 +154,21 @@ func TestMSSQLCheckEvaluations(t *testing.T) {
 		{"a missing role fails", evalMaintenanceRole(roleRow{UserName: "ledger_service", InRole: nullInt(), DbOwner: some(0), RoleID: nullInt()}), StatusFail, "ledger migrate up"},
 		{"a non-member fails with the statement", evalMaintenanceRole(roleRow{UserName: "ledger_service", InRole: some(0), DbOwner: some(0), RoleID: some(5)}), StatusFail, "ALTER ROLE [ledger_maintenance] ADD MEMBER [ledger_service]"},
 
+		{"a migration login in the role passes", evalMigrateMaintenanceRole(roleRow{UserName: "ledger_migrate", InRole: some(1), DbOwner: some(0), RoleID: some(5)}), StatusOK, ""},
+		{"a database owner migrates without the role", evalMigrateMaintenanceRole(roleRow{UserName: "dbo", InRole: some(0), DbOwner: some(1), RoleID: some(5)}), StatusOK, "database owner"},
+		{"a migration login outside the role is warned", evalMigrateMaintenanceRole(roleRow{UserName: "ledger_migrate", InRole: some(0), DbOwner: some(0), RoleID: some(5)}), StatusWarn, "moves data"},
+
 		{"full DDL rights pass", evalMigratePermissions(migrateAll), StatusOK, ""},
 		{"CREATE ROLE is not needed once the role exists", evalMigratePermissions(roleExists), StatusOK, ""},
 		{"CREATE ROLE is needed before", evalMigratePermissions(noCreateRole), StatusFail, "GRANT CREATE ROLE TO [ledger_migrate]"},
 		{"ALTER ANY SECURITY POLICY is needed", evalMigratePermissions(noPolicyRight), StatusFail, "ALTER ANY SECURITY POLICY"},
 
-		{"the policy on every tenant table passes", evalPolicy(policy(1, 1, some(1), "Runs", 1, "Tenants", 1), ForServe), StatusOK, "all 2 tables"},
-		{"a missing policy fails", evalPolicy(policy(1, 0, nullInt(), "Runs", 0), ForServe), StatusFail, "ledger migrate up"},
-		{"a policy it cannot see is unknown", evalPolicy(policy(0, 0, nullInt(), "Runs", 0), ForServe), StatusUnknown, "VIEW DEFINITION"},
-		{"a policy that is off fails", evalPolicy(policy(1, 1, some(0), "Runs", 1), ForServe), StatusFail, "WITH (STATE = ON)"},
-		{"an unfiltered tenant table fails", evalPolicy(policy(1, 1, some(1), "Runs", 1, "LeaseCounters", 0), ForServe), StatusFail, "LeaseCounters"},
+		{"the policy on every tenant table passes", evalPolicy(policy(1, 1, some(1), "Runs", 1, 1, "Tenants", 1, 1), ForServe), StatusOK, "all 2 tables"},
+		{"a blocked-only table passes and is named", evalPolicy(policy(1, 1, some(1), "Runs", 1, 1, "ReleaseOwners", 0, 1), ForServe), StatusOK, "writes only, by design: ReleaseOwners"},
+		{"a missing policy fails", evalPolicy(policy(1, 0, nullInt(), "Runs", 0, 0), ForServe), StatusFail, "ledger migrate up"},
+		{"a policy it cannot see is unknown", evalPolicy(policy(0, 0, nullInt(), "Runs", 0, 0), ForServe), StatusUnknown, "VIEW DEFINITION"},
+		{"a policy that is off fails", evalPolicy(policy(1, 1, some(0), "Runs", 1, 1), ForServe), StatusFail, "WITH (STATE = ON)"},
+		{"a tenant table outside the policy fails", evalPolicy(policy(1, 1, some(1), "Runs", 1, 1, "LeaseCounters", 0, 0), ForServe), StatusFail, "LeaseCounters"},
 	})
 }
 
