@@ -121,6 +121,16 @@ func (h handlers) claim(c echo.Context) error {
 	if req.WaitSeconds != nil {
 		cr.Wait = time.Duration(*req.WaitSeconds) * time.Second
 	}
+	if cr.Wait > 0 {
+		// A claim that would wait holds one of its tenant's long-poll slots meanwhile; with
+		// none free it answers at once, holding nothing (DESIGN.md section 6).
+		release, ok := tenancy.HoldLongPoll(c.Request().Context())
+		if !ok {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(int(tenancy.LongPollRetryAfter/time.Second)))
+			return c.NoContent(http.StatusNoContent)
+		}
+		defer release()
+	}
 	cl, err := h.svc.Claim(c.Request().Context(), caller(c), cr)
 	var held *BudgetHeldError
 	switch {

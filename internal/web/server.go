@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -34,8 +35,12 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Version appears in the OpenAPI document.
 	Version string
-	// MaxInFlight caps the API requests served at once (0: no cap).
+	// MaxInFlight caps the API requests served at once, all tenants together (0: no cap).
+	// It protects the process; what one tenant may hold is the authenticator's business.
 	MaxInFlight int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client's address;
+	// requests from anywhere else are from their TCP peer.
+	TrustedProxies []*net.IPNet
 }
 
 // Server is the Echo instance with the service's conventions and its route catalogue.
@@ -45,6 +50,7 @@ type Server struct {
 	log      *slog.Logger
 	ops      []operation
 	auth     Authenticator
+	inFlight echo.MiddlewareFunc // nil: no cap
 	version  string
 
 	requests *prometheus.CounterVec
@@ -62,6 +68,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Validator = NewValidator()
+	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version}
 	e.HTTPErrorHandler = s.handleError
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -84,7 +91,7 @@ func New(cfg Config) *Server {
 	}))
 	e.Use(limitBody(cfg.MaxBody))
 	if cfg.MaxInFlight > 0 {
-		e.Use(limitInFlight(cfg.MaxInFlight))
+		s.inFlight = limitInFlight(cfg.MaxInFlight)
 	}
 
 	s.Route(http.MethodGet, "/healthz", Op{Summary: "Process liveness", Public: true, Status: http.StatusOK, Response: Health{}},
