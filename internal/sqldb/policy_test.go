@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -84,16 +85,28 @@ func TestTenantPolicyCoversEveryTenantTable(t *testing.T) {
 	st := policyState{}
 	var tenantTables []string
 	var before13 []string
+	tables := map[string]bool{}
 	for _, name := range upFiles(t) {
 		text := readMigration(t, name)
 		if strings.HasPrefix(name, "000013_") {
 			before13 = st.keys()
 		}
-		st = replayPolicy(t, st, text)
 		for _, m := range tableDef.FindAllStringSubmatch(stripComments(text), -1) {
+			tables[m[1]] = true
 			if strings.Contains(m[2], "[TenantId]") {
 				tenantTables = append(tenantTables, m[1])
 			}
+		}
+		st = replayPolicy(t, st, text)
+		// SQL Server refuses a predicate on a table that does not exist (yet).
+		missing := map[string]bool{}
+		for key := range st {
+			if table := strings.Fields(key)[1]; !tables[table] {
+				missing[table] = true
+			}
+		}
+		for table := range missing {
+			t.Errorf("after %s the policy names %s, which no migration up to it creates", name, table)
 		}
 	}
 	if len(tenantTables) < 12 {
@@ -118,20 +131,18 @@ func TestTenantPolicyCoversEveryTenantTable(t *testing.T) {
 	if before13 == nil {
 		t.Fatal("no migration 000013 found")
 	}
-	// 000013 rebuilds the policy: it must keep every predicate that was in force, so a
-	// table a later-numbered but earlier-landed migration added is not silently dropped.
-	if after := st.keys(); !slices.Equal(before13, after) && !containsAll(after, before13) {
-		t.Errorf("000013 lost predicates:\nbefore %v\nafter  %v", before13, after)
+	// 000013 rebuilds the policy: exactly the predicates that were in force, and its
+	// guard counts them.
+	if after := st.keys(); !slices.Equal(before13, after) {
+		t.Errorf("000013 does not recreate the policy it drops:\nbefore %v\nafter  %v", before13, after)
 	}
-}
-
-func containsAll(have, want []string) bool {
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			return false
+	guard := regexp.MustCompile(`sys\.security_predicates WHERE object_id = OBJECT_ID\(N'dbo\.TenantPolicy'\)\) <> (\d+)`)
+	for _, f := range []string{"000013_maintenance_role.up.sql", "000013_maintenance_role.down.sql"} {
+		m := guard.FindStringSubmatch(readMigration(t, f))
+		if m == nil || m[1] != strconv.Itoa(len(before13)) {
+			t.Errorf("%s: its guard expects %v predicates, the policy before it has %d", f, m, len(before13))
 		}
 	}
-	return true
 }
 
 func TestMaintenanceRoleMigrationDownRestoresThePolicy(t *testing.T) {

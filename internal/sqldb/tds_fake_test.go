@@ -25,6 +25,7 @@ import (
 
 const (
 	tdsSQLBatch  = 0x01
+	tdsRPC       = 0x03
 	tdsReply     = 0x04
 	tdsLogin7    = 0x10
 	tdsPrelogin  = 0x12
@@ -45,6 +46,7 @@ type fakeTDS struct {
 	mu     sync.Mutex
 	conns  int
 	batchs []tdsBatch
+	ended  map[int]chan struct{} // closed when the client closes connection n
 }
 
 func startFakeTDS(t *testing.T) *fakeTDS {
@@ -53,7 +55,7 @@ func startFakeTDS(t *testing.T) *fakeTDS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeTDS{t: t, ln: ln}
+	f := &fakeTDS{t: t, ln: ln, ended: map[int]chan struct{}{}}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -64,6 +66,7 @@ func startFakeTDS(t *testing.T) *fakeTDS {
 			f.mu.Lock()
 			f.conns++
 			id := f.conns
+			f.ended[id] = make(chan struct{})
 			f.mu.Unlock()
 			go f.serve(c, id)
 		}
@@ -121,7 +124,33 @@ func done(status, curCmd uint16, rows uint64) []byte {
 	return binary.LittleEndian.AppendUint64(b, rows)
 }
 
+// endedChan returns the channel closed when connection id ends.
+func (f *fakeTDS) endedChan(id int) chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ended[id]
+}
+
+// nvarcharRow is a one-column, one-row result of an nvarchar value.
+func nvarcharRow(v string) []byte {
+	// COLMETADATA: NVARCHAR(128), a collation, no column name; then the row and DONE.
+	b := []byte{0x81, 1, 0, 0, 0, 0, 0, 0x01, 0x00, 0xE7, 0x00, 0x01, 0x09, 0x04, 0xD0, 0x00, 0x34, 0}
+	val := ucs2(v)
+	b = append(b, 0xD1)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(val)))
+	b = append(b, val...)
+	return append(b, done(0x10, 0xC1, 1)...)
+}
+
+// intRow is a one-column, one-row result of an int value.
+func intRow(v int32) []byte {
+	b := []byte{0x81, 1, 0, 0, 0, 0, 0, 0x01, 0x00, 0x26, 4, 0, 0xD1, 4}
+	b = binary.LittleEndian.AppendUint32(b, uint32(v))
+	return append(b, done(0x10, 0xC1, 1)...)
+}
+
 func (f *fakeTDS) serve(c net.Conn, id int) {
+	defer close(f.endedChan(id))
 	defer c.Close()
 	// PRELOGIN: VERSION and ENCRYPTION = not supported (2), then the terminator.
 	if typ, _, _, err := readTDS(c); err != nil || typ != tdsPrelogin {
@@ -147,6 +176,25 @@ func (f *fakeTDS) serve(c net.Conn, id int) {
 		if err != nil {
 			return
 		}
+		if typ == tdsRPC {
+			// Only golang-migrate's lock calls come as RPCs here: sp_getapplock answers the
+			// lock's status (0: granted), sp_releaseapplock nothing.
+			q := "rpc"
+			if strings.Contains(string(payload), string(ucs2("sp_getapplock"))) {
+				q = "rpc sp_getapplock"
+			}
+			f.mu.Lock()
+			f.batchs = append(f.batchs, tdsBatch{conn: id, text: q, reset: status&tdsReset != 0})
+			f.mu.Unlock()
+			reply := done(0, 0, 0)
+			if q == "rpc sp_getapplock" {
+				reply = intRow(0)
+			}
+			if writeTDS(c, tdsReply, reply) != nil {
+				return
+			}
+			continue
+		}
 		if typ != tdsSQLBatch || len(payload) < 4 {
 			f.t.Errorf("connection %d: unexpected TDS message type %#x", id, typ)
 			return
@@ -162,14 +210,19 @@ func (f *fakeTDS) serve(c net.Conn, id int) {
 		f.batchs = append(f.batchs, tdsBatch{conn: id, text: q, reset: status&tdsReset != 0})
 		f.mu.Unlock()
 		var reply []byte
-		if q == "SELECT Id" {
+		switch q {
+		case "SELECT DB_NAME()":
+			reply = nvarcharRow("ledger")
+		case "SELECT SCHEMA_NAME()":
+			reply = nvarcharRow("dbo")
+		case "SELECT Id":
 			// COLMETADATA: one nullable uniqueidentifier column named Id, then its row.
 			reply = []byte{0x81, 1, 0, 0, 0, 0, 0, 0x01, 0x00, 0x24, 16, 2}
 			reply = append(reply, ucs2("Id")...)
 			reply = append(reply, 0xD1, 16)
 			reply = append(reply, f.row[:]...)
 			reply = append(reply, done(0x10, 0xC1, 1)...)
-		} else {
+		default:
 			reply = done(0, 0, 0)
 		}
 		if writeTDS(c, tdsReply, reply) != nil {
@@ -264,5 +317,55 @@ func TestMSSQLReadsAnIDInTheRightByteOrder(t *testing.T) {
 	}
 	if _, err := Open(ctx, Config{DSN: f.dsn("&guid+conversion=false")}); err == nil || !strings.Contains(err.Error(), "guid conversion=false") {
 		t.Fatalf("Open with guid conversion=false: %v", err)
+	}
+}
+
+func TestMSSQLMigratorEndsItsOwnSession(t *testing.T) {
+	t.Parallel()
+	f := startFakeTDS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, Config{DSN: f.dsn("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	service := f.log()[0].conn
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var migration int
+	for _, b := range f.log() {
+		if b.text == "SELECT DB_NAME()" {
+			migration = b.conn
+		}
+	}
+	if migration == 0 || migration == service {
+		t.Fatalf("golang-migrate ran on connection %d, the service's is %d: %+v", migration, service, f.log())
+	}
+	for _, b := range f.log() {
+		if b.conn == migration && b.text == mssqlSessionInit && !b.reset {
+			t.Fatal("the migration session was not set up by the session init")
+		}
+	}
+	select {
+	case <-f.endedChan(migration):
+		t.Fatal("the migration session ended before the migrator closed")
+	default:
+	}
+	mg.Close()
+	select {
+	case <-f.endedChan(migration):
+	case <-ctx.Done():
+		t.Fatal("closing the migrator left its session open")
+	}
+	select {
+	case <-f.endedChan(service):
+		t.Fatal("closing the migrator closed the service's connection")
+	default:
+	}
+	if _, err := db.Raw().ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("the service's pool after the migrator closed: %v", err)
 	}
 }

@@ -6,6 +6,12 @@
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 
+-- The policy is recreated from the list below: refuse to drop one that has predicates the
+-- list would not bring back (a table added to it by hand, or by a later migration applied
+-- out of order). 49 = the predicates of 000008, 000010, 000011 and 000012.
+IF (SELECT COUNT(*) FROM sys.security_predicates WHERE object_id = OBJECT_ID(N'dbo.TenantPolicy')) <> 49
+    THROW 50013, N'dbo.TenantPolicy does not have the 49 predicates migration 13 recreates: add the others to its list first', 1;
+
 DROP SECURITY POLICY [dbo].[TenantPolicy];
 
 EXEC(N'ALTER FUNCTION [dbo].[fn_TenantAccess] (@TenantId nvarchar(64))
@@ -53,7 +59,20 @@ EXEC(N'CREATE SECURITY POLICY [dbo].[TenantPolicy]
     ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[LoadedReleases] AFTER UPDATE,
     ADD FILTER PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[IdempotencyTombstones],
     ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[IdempotencyTombstones] AFTER INSERT,
-    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[IdempotencyTombstones] AFTER UPDATE
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[IdempotencyTombstones] AFTER UPDATE,
+    ADD FILTER PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[TenantLeases],
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[TenantLeases] AFTER INSERT,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[TenantLeases] AFTER UPDATE,
+    ADD FILTER PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ProjectLeases],
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ProjectLeases] AFTER INSERT,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ProjectLeases] AFTER UPDATE,
+    ADD FILTER PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[PurgeBacklog],
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[PurgeBacklog] AFTER INSERT,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[PurgeBacklog] AFTER UPDATE,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ReleaseOwners] AFTER INSERT,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ReleaseOwners] BEFORE UPDATE,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ReleaseOwners] AFTER UPDATE,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ReleaseOwners] BEFORE DELETE
 WITH (STATE = ON, SCHEMABINDING = ON);');
 
 COMMIT TRANSACTION;

@@ -17,8 +17,9 @@
 -- one transaction (XACT_ABORT ON: any error rolls everything back, and the version is left
 -- dirty, with the old policy still in force). ALTER FUNCTION and CREATE SECURITY POLICY
 -- must open their batch (Msg 111), so each runs in its own EXEC. The recreated policy has
--- exactly the predicates 000008 and 000010 made (a test in internal/sqldb replays the
--- migrations and checks it).
+-- exactly the predicates 000008, 000010, 000011 and 000012 made (a test in internal/sqldb
+-- replays the migrations and checks it), and the file refuses (THROW 50013, before any
+-- change) when the policy in the database has any other number of them.
 --
 -- Reading check:
 --   - Locks: DROP/CREATE SECURITY POLICY and ALTER FUNCTION take schema modification locks
@@ -28,7 +29,10 @@
 --   - RCSI: DDL is not versioned; nothing here reads rows.
 --   - 0 rows: nothing reads rows. The role is created only when missing (a DBA may have
 --     made it first, with members), so running the up again after a down keeps members.
---   - Errors: 15023 (role exists) cannot happen behind the IF; 2714 (policy exists) cannot
+--   - Errors: 50013 when the policy is not the one the migrations made (see above), which
+--     leaves version 13 dirty with nothing changed: add the missing predicates to both
+--     lists here, then `ledger migrate force 12` and `up`. 15023 (role exists) cannot
+--     happen behind the IF; 2714 (policy exists) cannot
 --     happen after the DROP; 3729 (cannot alter, schema-bound) cannot happen after the
 --     DROP. Any error aborts the whole file (XACT_ABORT) and golang-migrate marks 13 dirty.
 --   - Predicate cost: the bypass term adds IS_MEMBER and USER_NAME calls beside the
@@ -41,6 +45,12 @@ BEGIN TRANSACTION;
 
 IF DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL
     EXEC(N'CREATE ROLE [ledger_maintenance];');
+
+-- The policy is recreated from the list below: refuse to drop one that has predicates the
+-- list would not bring back (a table added to it by hand, or by a later migration applied
+-- out of order). 49 = the predicates of 000008, 000010, 000011 and 000012.
+IF (SELECT COUNT(*) FROM sys.security_predicates WHERE object_id = OBJECT_ID(N'dbo.TenantPolicy')) <> 49
+    THROW 50013, N'dbo.TenantPolicy does not have the 49 predicates migration 13 recreates: add the others to its list first', 1;
 
 DROP SECURITY POLICY [dbo].[TenantPolicy];
 
@@ -90,7 +100,20 @@ EXEC(N'CREATE SECURITY POLICY [dbo].[TenantPolicy]
     ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[LoadedReleases] AFTER UPDATE,
     ADD FILTER PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[IdempotencyTombstones],
     ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[IdempotencyTombstones] AFTER INSERT,
-    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[IdempotencyTombstones] AFTER UPDATE
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[IdempotencyTombstones] AFTER UPDATE,
+    ADD FILTER PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[TenantLeases],
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[TenantLeases] AFTER INSERT,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[TenantLeases] AFTER UPDATE,
+    ADD FILTER PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ProjectLeases],
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ProjectLeases] AFTER INSERT,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ProjectLeases] AFTER UPDATE,
+    ADD FILTER PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[PurgeBacklog],
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[PurgeBacklog] AFTER INSERT,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[PurgeBacklog] AFTER UPDATE,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ReleaseOwners] AFTER INSERT,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ReleaseOwners] BEFORE UPDATE,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ReleaseOwners] AFTER UPDATE,
+    ADD BLOCK PREDICATE [dbo].[fn_TenantAccess]([TenantId]) ON [dbo].[ReleaseOwners] BEFORE DELETE
 WITH (STATE = ON, SCHEMABINDING = ON);');
 
 COMMIT TRANSACTION;
