@@ -110,8 +110,9 @@ type Finish struct {
 	// Status is Succeeded, Failed or Denied.
 	Status     string
 	ReceiptRef *string
-	// IfMatch, when set, is the version the finish expects (412 otherwise).
-	IfMatch *sqldb.RowVersion
+	// IfMatch, when set, is the condition (If-Match) the current version must meet (412
+	// otherwise).
+	IfMatch sqldb.VersionMatcher
 }
 
 func (f Finish) check() error {
@@ -273,7 +274,7 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			out = cur.Call // a concurrent retry finished it first
 			return nil
 		}
-		if f.IfMatch != nil && *f.IfMatch != cur.Version {
+		if f.IfMatch != nil && !f.IfMatch.Matches(cur.Version) {
 			return apperr.New(apperr.PreconditionFailed, "call %s has changed since that ETag", callID)
 		}
 		if cur.Status != Started {

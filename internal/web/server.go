@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +48,7 @@ type Server struct {
 	Registry *prometheus.Registry
 	log      *slog.Logger
 	ops      []operation
+	routes   []routeMethods
 	auth     Authenticator
 	inFlight echo.MiddlewareFunc // nil: no cap
 	version  string
@@ -81,7 +81,7 @@ func New(cfg Config) *Server {
 	s.Registry.MustRegister(s.requests, s.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return uuid.NewString() }}))
+	e.Use(keepRequestID)
 	e.Use(s.observe)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -89,6 +89,7 @@ func New(cfg Config) *Server {
 			return err
 		},
 	}))
+	e.Use(s.methodNotAllowed)
 	e.Use(limitBody(cfg.MaxBody))
 	if cfg.MaxInFlight > 0 {
 		s.inFlight = limitInFlight(cfg.MaxInFlight)
