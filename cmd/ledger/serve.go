@@ -31,6 +31,10 @@ type serveFlags struct {
 	rateLimit float64
 	rateBurst int
 	purge     time.Duration
+	// tenantLabels adds a tenant label to the per-tenant metric families.
+	tenantLabels bool
+	// consoleTLS says the console is served over TLS (see --console-secure-cookies).
+	secureCookies string
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -51,6 +55,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests served at once; more get 429 rate_limited (0: no cap)")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 10000, "requests per second each tenant may make; more get 429 rate_limited (0: no limit)")
 	fs.IntVar(&f.rateBurst, "rate-burst", 20000, "requests a tenant may make at once above its rate")
+	fs.BoolVar(&f.tenantLabels, "metrics-tenant-labels", false, "add a tenant label to the per-tenant metrics (one series per tenant: mind the cardinality)")
+	fs.StringVar(&f.secureCookies, "console-secure-cookies", "auto", "console cookies carry Secure: auto (when the request is https, or X-Forwarded-Proto says https), always, or never")
 	fs.DurationVar(&f.purge, "purge-interval", time.Hour, "how often this replica deletes ended run chains past their project's retention (negative: never)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -71,7 +77,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rcfg.LeaseTTL, rcfg.ReaperInterval, rcfg.BandAging = f.leaseTTL, f.reaper, f.aging
 	rcfg.MaxDepth, rcfg.FairnessWindow = f.maxDepth, f.fairness
 	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg,
-		MaxInFlight: f.inflight, RateLimit: f.rateLimit, RateBurst: f.rateBurst, PurgeInterval: f.purge})
+		MaxInFlight: f.inflight, RateLimit: f.rateLimit, RateBurst: f.rateBurst, PurgeInterval: f.purge,
+		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	bg, stopBackground := context.WithCancel(context.Background())
 	done := make(chan struct{})
