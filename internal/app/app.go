@@ -44,6 +44,8 @@ type Config struct {
 	RateBurst   int
 	// MetricsTenantLabels adds a tenant label to the per-tenant metric families.
 	MetricsTenantLabels bool
+	// MetricsCacheTTL is how long one database read serves scrapes (0: the default).
+	MetricsCacheTTL time.Duration
 	// ConsoleSecureCookies is console.SecureAuto (default), SecureAlways or SecureNever.
 	ConsoleSecureCookies string
 }
@@ -65,7 +67,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 		log = slog.Default()
 	}
 	keys := tenancy.NewStore(db)
-	m := metrics.New(overview.NewStore(db), metrics.Options{TenantLabels: cfg.MetricsTenantLabels, Logger: log})
+	m := metrics.New(overview.NewStore(db), metrics.Options{TenantLabels: cfg.MetricsTenantLabels, CacheTTL: cfg.MetricsCacheTTL, Logger: log})
 	db.SetObserver(m)
 	s := web.New(web.Config{
 		MaxBody: cfg.MaxBody,
