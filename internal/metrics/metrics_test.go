@@ -157,7 +157,8 @@ func TestMetricsTenantLabels(t *testing.T) {
 		`ledger_runs{band="batch",state="leased",tenant="` + b.ID + `"}`:        0,
 		`ledger_decisions_pending{tenant="` + a.ID + `"}`:                       1,
 		`ledger_decisions_pending{tenant="` + b.ID + `"}`:                       0,
-		`ledger_oldest_due_queued_run_age_seconds{tenant="` + b.ID + `"}`:       20,
+		`ledger_oldest_due_queued_run_age_seconds{tenant="` + a.ID + `"}`:       20,
+		`ledger_oldest_due_queued_run_age_seconds{tenant="` + b.ID + `"}`:       0, // enqueued after the clock moved
 	})
 	for k := range m {
 		if strings.HasPrefix(k, "ledger_claims_total{") && strings.Contains(k, b.ID) {
