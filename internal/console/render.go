@@ -41,8 +41,13 @@ var funcs = template.FuncMap{
 		}
 		return "—"
 	},
-	"dur":  fmtDuration,
-	"str":  func(p *string) string { if p == nil { return "—" }; return *p },
+	"dur": fmtDuration,
+	"str": func(p *string) string {
+		if p == nil {
+			return "—"
+		}
+		return *p
+	},
 	"esc":  url.PathEscape,
 	"json": func(b []byte) string { return prettyJSON(b) },
 	"add":  func(a, b int) int { return a + b },
