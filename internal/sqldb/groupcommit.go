@@ -116,7 +116,7 @@ func (c *committer) run(batch []*job) {
 			c.abort(sqlTx, batch, fmt.Errorf("savepoint: %w", d.MapError(err)))
 			return
 		}
-		tx := &Tx{Tx: sqlTx, Dialect: d, clock: c.db.clock, cache: c.db.wcache, grouped: true}
+		tx := &Tx{Tx: sqlTx, Dialect: d, clock: c.db.clock, cache: c.db.wcache, grouped: true, hook: c.db.statementHook()}
 		j.err, j.panic = runGuarded(j.fn, tx)
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)

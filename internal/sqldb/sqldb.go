@@ -86,7 +86,9 @@ type DB struct {
 	wcache, rcache *stmtCache
 	// group runs SQLite write transactions in groups (see committer).
 	group *committer
-	obs   atomic.Pointer[Observer] // metrics (observer.go)
+	// hook is the test's statement hook (SetStatementHook), nil in production.
+	hook atomic.Pointer[hookBox]
+	obs  atomic.Pointer[Observer] // metrics (observer.go)
 }
 
 // Config says what to open.
@@ -189,6 +191,10 @@ type Tx struct {
 	// grouped: the transaction is shared by a group of writes (SQLite), so a caller's
 	// cancellation must not interrupt a statement: SQLite would roll back the whole group.
 	grouped bool
+	// hook sees each statement before it runs (tests); inHook keeps the hook's own
+	// statements from reaching it again.
+	hook   StatementHook
+	inHook bool
 }
 
 // Now returns the transaction's time: the injected clock, or the database clock read once
@@ -287,7 +293,7 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", db.Dialect.MapError(err))
 	}
-	tx := &Tx{Tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache}
+	tx := &Tx{Tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache, hook: db.statementHook()}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()

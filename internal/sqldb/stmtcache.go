@@ -97,6 +97,9 @@ func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...an
 }
 
 func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) error {
+	if err := tx.before(ctx, query, args); err != nil {
+		return err
+	}
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -117,6 +120,9 @@ func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ..
 }
 
 func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...any) error {
+	if err := tx.before(ctx, query, args); err != nil {
+		return err
+	}
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -138,6 +144,9 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 }
 
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := tx.before(ctx, query, args); err != nil {
+		return nil, err
+	}
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
