@@ -28,7 +28,8 @@ func TestOverviewCounts(t *testing.T) {
 		e.Enqueue()
 		e.Enqueue()
 		e.Clock.Advance(time.Duration(apitest.LeaseSeconds+30) * time.Second)
-		if res, err := e.Svc.Reap(e.Ctx); err != nil || res.TakenBack != 2 {
+		// At least ours: on a shared SQL Server database the pass may take back other cases' leases too.
+		if res, err := e.Svc.Reap(e.Ctx); err != nil || res.TakenBack < 2 {
 			t.Fatalf("reap: %+v %v", res, err)
 		}
 		ov, err := store.Tenant(e.Ctx, e.Tenant)
