@@ -458,3 +458,35 @@ func TestREADMEConfigurationMatchesHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesLimitsOneTenantCouldFill: serve refuses, before opening anything, a
+// tenant share of requests in flight that would let one tenant fill the replica, and bad
+// limit values; each with a one-line reason naming the flag.
+func TestServeRefusesLimitsOneTenantCouldFill(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"TenantShareAtTheServerCap", []string{"--max-inflight", "8"}, "--tenant-max-inflight"},
+		{"TenantShareEqualsTheServerCap", []string{"--max-inflight", "8", "--tenant-max-inflight", "8"}, "--tenant-max-inflight"},
+		{"NoTenantShareUnderAServerCap", []string{"--tenant-max-inflight", "0"}, "--tenant-max-inflight"},
+		{"NegativeLongPolls", []string{"--tenant-max-long-polls", "-1"}, "negative"},
+		{"NoFailureWindow", []string{"--auth-failure-window", "0s"}, "--auth-failure-window"},
+		{"NegativeKeyCacheTTL", []string{"--key-cache-ttl", "-1s"}, "--key-cache-ttl"},
+		{"BadTrustedProxy", []string{"--trusted-proxies", "10.0.0.0/8,not-an-address"}, "--trusted-proxies"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db := filepath.Join(t.TempDir(), "ledger.db")
+			code, _, errs := cli(t, append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, c.args...)...)
+			if code != 1 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Fatalf("exit %d, stderr %q: want exit 1 with one line naming %s", code, errs, c.want)
+			}
+			if _, err := os.Stat(db); !os.IsNotExist(err) {
+				t.Fatalf("serve opened the database before refusing its flags: %v", err)
+			}
+		})
+	}
+}

@@ -19,6 +19,22 @@ import (
 
 // Decisions inbox.
 
+// decisionStatuses lists the statuses the inbox filters by, pending first.
+var decisionStatuses = []string{decisions.StatusPending, decisions.StatusApproved, decisions.StatusRejected,
+	decisions.StatusExpired, decisions.StatusCancelled}
+
+// parseEnum reads a wire enum name (ok false when it is none of the enum's names).
+func parseEnum[T any, PT interface {
+	*T
+	UnmarshalText([]byte) error
+}](s string) (T, bool) {
+	var v T
+	if err := PT(&v).UnmarshalText([]byte(s)); err != nil {
+		return v, false
+	}
+	return v, true
+}
+
 type decisionsView struct {
 	Status    string
 	Statuses  []string
@@ -36,11 +52,11 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 	if status == "" {
 		status = decisions.StatusPending
 	}
-	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisions.Statuses...)}
+	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisionStatuses...)}
 	f := decisions.ListFilter{Limit: pageSize + 1}
 	if status != "all" {
 		known := false
-		for _, s := range decisions.Statuses {
+		for _, s := range decisionStatuses {
 			known = known || s == status
 		}
 		if !known {
@@ -226,12 +242,11 @@ func (c *console) releasesPage(ctx echo.Context) error {
 	v := releasesView{State: ctx.QueryParam("state")}
 	f := releases.ListFilter{Limit: pageSize + 1}
 	if v.State != "" {
-		st, ok := releases.StateNames.Parse(v.State)
+		st, ok := parseEnum[releases.State](v.State)
 		if !ok {
 			return c.notFound(ctx)
 		}
-		s := releases.State(st)
-		f.State = &s
+		f.State = &st
 	}
 	if cur, ok := decodeCursor[releaseCursor](ctx.QueryParam("cursor")); ok {
 		f.AfterReleaseID, f.AfterAdapterVersion = cur.R, cur.V
@@ -281,8 +296,8 @@ func (c *console) confirmReleaseMove(ctx echo.Context) error {
 		return c.orNotFound(ctx, err)
 	}
 	to := ctx.QueryParam("to")
-	st, ok := releases.StateNames.Parse(to)
-	if !ok || !releases.CanMove(r.State, releases.State(st)) {
+	st, ok := parseEnum[releases.State](to)
+	if !ok || !releases.CanMove(r.State, st) {
 		return c.render(ctx, http.StatusConflict, "move", page{Title: "Move release", Nav: "releases",
 			Data: moveView{Release: r, ETag: r.Version.ETag(), Message: "A " + r.State.String() + " release cannot move to “" + to + "”."}})
 	}
@@ -298,14 +313,14 @@ func (c *console) moveRelease(ctx echo.Context) error {
 		return c.orNotFound(ctx, err)
 	}
 	to := ctx.FormValue("to")
-	st, ok := releases.StateNames.Parse(to)
+	st, ok := parseEnum[releases.State](to)
 	etag, okTag := sqldb.ParseETag(ctx.FormValue("etag"))
 	if !ok || !okTag {
 		return c.render(ctx, http.StatusBadRequest, "move", page{Title: "Move release", Nav: "releases",
 			Data: moveView{Release: cur, ETag: cur.Version.ETag(), Message: "The form is incomplete; open the release list again."}})
 	}
 	_, _, err = c.Releases.Put(rctx, c.Runs, tenant, rid, ver, releases.Put{ManifestHash: cur.ManifestHash,
-		ContentRefs: []byte(cur.ContentRefsJSON), State: releases.State(st), IfMatch: &etag})
+		ContentRefs: []byte(cur.ContentRefsJSON), State: st, IfMatch: &etag})
 	switch {
 	case err == nil:
 		return ctx.Redirect(http.StatusSeeOther, "/ui/releases?"+url.Values{"moved": {rid + " " + ver}, "to": {to}}.Encode())

@@ -11,14 +11,11 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
@@ -69,7 +66,6 @@ type console struct {
 	Deps
 	sessions *sessionStore
 	pages    map[string]*template.Template
-	signins  *addrLimiter
 }
 
 const (
@@ -91,7 +87,7 @@ func Routes(e *echo.Echo, d Deps) {
 		d.Logger = slog.Default()
 	}
 	c := &console{Deps: d, sessions: &sessionStore{db: d.DB, q: queriesFor(d.DB.Dialect), ttl: d.SessionTTL},
-		pages: parsePages(), signins: newAddrLimiter(rate.Every(6*time.Second), 5)}
+		pages: parsePages()}
 	static, _ := fs.Sub(staticFS, "static")
 	e.GET("/ui", func(ctx echo.Context) error { return ctx.Redirect(http.StatusSeeOther, "/ui/") })
 	g := e.Group("/ui", c.headers)
@@ -202,43 +198,3 @@ func (c *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 func sessionOf(ctx echo.Context) session { s, _ := ctx.Get("session").(session); return s }
 
 func tenantOf(ctx echo.Context) string { return sessionOf(ctx).TenantID }
-
-// addrLimiter limits failed sign-ins per client address.
-type addrLimiter struct {
-	mu    sync.Mutex
-	every rate.Limit
-	burst int
-	m     map[string]*rate.Limiter
-}
-
-func newAddrLimiter(every rate.Limit, burst int) *addrLimiter {
-	return &addrLimiter{every: every, burst: burst, m: map[string]*rate.Limiter{}}
-}
-
-func (l *addrLimiter) limiter(addr string) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim, ok := l.m[addr]
-	if !ok {
-		if len(l.m) >= 10000 {
-			clear(l.m)
-		}
-		lim = rate.NewLimiter(l.every, l.burst)
-		l.m[addr] = lim
-	}
-	return lim
-}
-
-// blocked reports whether addr has used up its failed sign-ins for now.
-func (l *addrLimiter) blocked(addr string) bool { return l.limiter(addr).Tokens() < 1 }
-
-// failed spends one failed sign-in of addr.
-func (l *addrLimiter) failed(addr string) { l.limiter(addr).Allow() }
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}

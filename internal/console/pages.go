@@ -55,14 +55,13 @@ func (c *console) signin(ctx echo.Context) error {
 	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(form)) != 1 {
 		return c.renderSignin(ctx, http.StatusForbidden, "The sign-in form expired. Please try again.")
 	}
-	addr := clientAddr(r)
-	if c.signins.blocked(addr) {
+	// The API's key check, with its cache and its budget of failures per client address.
+	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), ctx.FormValue("key"))
+	if apperr.Is(err, apperr.RateLimited) {
 		ctx.Response().Header().Set("Retry-After", "60")
 		return c.renderSignin(ctx, http.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait a minute and try again.")
 	}
-	p, err := c.Auth.Check(r.Context(), strings.TrimSpace(ctx.FormValue("key")))
 	if apperr.Is(err, apperr.Unauthorized) {
-		c.signins.failed(addr)
 		return c.renderSignin(ctx, http.StatusUnauthorized, "That key is not valid: it is unknown, revoked or mistyped.")
 	}
 	if err != nil {
@@ -187,12 +186,11 @@ func (c *console) runsPage(ctx echo.Context) error {
 		Kind: optional(f.Kind), AgentID: optional(f.Agent)}
 	var problems []string
 	if f.State != "" {
-		st, ok := runs.StateNames.Parse(f.State)
+		st, ok := parseEnum[runs.State](f.State)
 		if !ok {
 			problems = append(problems, "state must be queued, leased or ended")
 		}
-		s := runs.State(st)
-		lf.State = &s
+		lf.State = &st
 	}
 	from, err := parseTime(f.From)
 	if err != nil {
@@ -385,7 +383,7 @@ func (c *console) attemptPage(ctx echo.Context) error {
 }
 
 func timelineRowOf(e history.TimelineEntry) timelineRow {
-	row := timelineRow{Kind: e.Kind, At: e.At, Sequence: e.Sequence}
+	row := timelineRow{Kind: e.Kind.String(), At: e.At, Sequence: e.Sequence}
 	switch it := e.Item.(type) {
 	case history.Checkpoint:
 		row.Summary = "phase " + it.Phase.String() + " · state " + it.AdapterStateRef

@@ -240,4 +240,4 @@ func (s *Store) AllTenants(ctx context.Context) (All, error) {
 }
 
 // BandName is the wire name of band i.
-func BandName(i int) string { return runs.BandNames.Name(i) }
+func BandName(i int) string { return runs.Band(i).String() }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -33,8 +35,12 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Version appears in the OpenAPI document.
 	Version string
-	// MaxInFlight caps the API requests served at once (0: no cap).
+	// MaxInFlight caps the API requests served at once, all tenants together (0: no cap).
+	// It protects the process; what one tenant may hold is the authenticator's business.
 	MaxInFlight int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client's address;
+	// requests from anywhere else are from their TCP peer.
+	TrustedProxies []*net.IPNet
 	// Identify names the tenant and key of an authenticated request, for the access log
 	// (ok false: an anonymous request). Nil: requests are logged without them.
 	Identify func(ctx context.Context) (tenantID, keyID string, ok bool)
@@ -62,6 +68,7 @@ type Server struct {
 	log      *slog.Logger
 	ops      []operation
 	auth     Authenticator
+	inFlight echo.MiddlewareFunc // nil: no cap
 	version  string
 	identify func(ctx context.Context) (string, string, bool)
 	notify   func(Request)
@@ -81,6 +88,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Validator = NewValidator()
+	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version,
 		identify: cfg.Identify, notify: cfg.Observe}
 	e.HTTPErrorHandler = s.handleError
@@ -104,7 +112,7 @@ func New(cfg Config) *Server {
 	}))
 	e.Use(limitBody(cfg.MaxBody))
 	if cfg.MaxInFlight > 0 {
-		e.Use(limitInFlight(cfg.MaxInFlight))
+		s.inFlight = limitInFlight(cfg.MaxInFlight)
 	}
 
 	s.Route(http.MethodGet, "/healthz", Op{Summary: "Process liveness", Public: true, Status: http.StatusOK, Response: Health{}},
@@ -129,10 +137,7 @@ func New(cfg Config) *Server {
 }
 
 // Health is the body of /healthz and /readyz.
-type Health struct {
-	Status string `json:"status"`
-	Detail string `json:"detail,omitempty"`
-}
+type Health = api.Health
 
 // limitBody refuses bodies larger than max: at once when Content-Length says so, and while
 // reading otherwise (Bind turns the reader's error into 413).
