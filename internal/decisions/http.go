@@ -41,9 +41,9 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
-		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox, oldest request first",
-		Description: "The tenant's decisions, oldest request first, by status (a pending decision past its expiry is listed " +
-			"as expired).",
+		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox",
+		Description: "The tenant's decisions: pending ones first, then the others, each oldest request first (a pending " +
+			"decision past its expiry is listed as expired); each item names its run, project, subject and agent.",
 		Roles: []string{ad}, Status: http.StatusOK, Response: web.Page[api.Decision]{},
 		Query: api.ListDecisionsParams{},
 	}, h.list)
@@ -54,10 +54,12 @@ func Routes(s *web.Server, store *Store) {
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
 		ID: "answerDecision", Tag: "Decisions", Summary: "Answer a pending decision",
-		Description: "Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one " +
-			"of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.",
+		Description: "Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered " +
+			"with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match " +
+			"required; 409 decision_closed once it is no longer pending.",
 		Roles: []string{ad}, Body: api.AnswerDecisionRequest{},
-		Example: api.AnswerDecisionRequest{Status: api.AnswerApproved, Answer: []byte(`"merge"`)}, Status: http.StatusOK, Response: api.Decision{}, ETag: true,
+		Example: api.AnswerDecisionRequest{Status: api.AnswerApproved, Answer: []byte(`"merge"`)},
+		Status:  http.StatusOK, Response: api.Decision{}, ETag: true,
 		IfMatch: true, IfMatchRequired: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.DecisionClosed},
 	}, h.answer)
@@ -146,15 +148,16 @@ func (h handlers) answer(c echo.Context) error {
 	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
 }
 
-// cursor is a keyset position of a decision listing.
+// cursor is a keyset position of a decision listing (Rank only in the pending-first inbox).
 type cursor struct {
+	Rank        int       `json:"r,omitempty"`
 	RequestedAt time.Time `json:"t"`
 	DecisionID  uuid.UUID `json:"d"`
 }
 
 func page(c echo.Context, limit int, ds []Decision) error {
 	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ds, limit, func(last Decision) any {
-		return cursor{RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
+		return cursor{Rank: Rank(last), RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
 	}), Decision.Wire))
 }
 
@@ -164,7 +167,10 @@ func after(c echo.Context) (*Position, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &Position{RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
+	if cur.Rank != 0 && cur.Rank != 1 {
+		return nil, apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor of this listing"})
+	}
+	return &Position{Rank: cur.Rank, RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
 }
 
 func (h handlers) list(c echo.Context) error {
@@ -178,6 +184,7 @@ func (h handlers) list(c echo.Context) error {
 		st := string(*q.Status)
 		f.Status = &st
 	}
+	f.ProjectID = q.ProjectID
 	var err error
 	if f.After, err = after(c); err != nil {
 		return err

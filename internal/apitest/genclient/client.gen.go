@@ -705,7 +705,7 @@ type ContinueRequest struct {
 
 // Decision defines model for Decision.
 type Decision struct {
-	AgentId *string `json:"agentId,omitempty"`
+	AgentId string `json:"agentId"`
 
 	// Answer Any JSON value (null when none was given).
 	Answer     interface{} `json:"answer"`
@@ -722,14 +722,14 @@ type Decision struct {
 	Kind       DecisionKind        `json:"kind"`
 
 	// Options Any JSON value (null when none was given).
-	Options        interface{}         `json:"options"`
-	ProjectId      *string             `json:"projectId,omitempty"`
-	ProposalHash   *string             `json:"proposalHash,omitempty"`
-	Recommendation *string             `json:"recommendation,omitempty"`
-	RequestedAt    time.Time           `json:"requestedAt"`
-	RunId          *openapi_types.UUID `json:"runId,omitempty"`
-	Status         DecisionStatus      `json:"status"`
-	Subject        *string             `json:"subject,omitempty"`
+	Options        interface{}        `json:"options"`
+	ProjectId      string             `json:"projectId"`
+	ProposalHash   *string            `json:"proposalHash,omitempty"`
+	Recommendation *string            `json:"recommendation,omitempty"`
+	RequestedAt    time.Time          `json:"requestedAt"`
+	RunId          openapi_types.UUID `json:"runId"`
+	Status         DecisionStatus     `json:"status"`
+	Subject        *string            `json:"subject,omitempty"`
 }
 
 // DecisionKind defines model for DecisionKind.
@@ -1258,6 +1258,9 @@ type GetAttemptTimelineHeadParams struct {
 type ListDecisionsParams struct {
 	Status *DecisionStatus `form:"status,omitempty" json:"status,omitempty"`
 
+	// ProjectId Only the decisions of this project's attempts.
+	ProjectId *string `form:"projectId,omitempty" json:"projectId,omitempty"`
+
 	// Limit The page size.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1268,6 +1271,9 @@ type ListDecisionsParams struct {
 // ListDecisionsHeadParams defines parameters for ListDecisionsHead.
 type ListDecisionsHeadParams struct {
 	Status *DecisionStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// ProjectId Only the decisions of this project's attempts.
+	ProjectId *string `form:"projectId,omitempty" json:"projectId,omitempty"`
 
 	// Limit The page size.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -2069,16 +2075,16 @@ type ClientInterface interface {
 	// Corresponds with HEAD /v1/attempts/{attemptId}/timeline (the `GetAttemptTimelineHead` operationId).
 	GetAttemptTimelineHead(ctx context.Context, attemptId openapi_types.UUID, params *GetAttemptTimelineHeadParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListDecisions The decision inbox, oldest request first
+	// ListDecisions The decision inbox
 	//
-	// The tenant's decisions, oldest request first, by status (a pending decision past its expiry is listed as expired).
+	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
 	//
 	// Roles: admin.
 	//
 	// Corresponds with GET /v1/decisions (the `ListDecisions` operationId).
 	ListDecisions(ctx context.Context, params *ListDecisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListDecisionsHead Headers of: The decision inbox, oldest request first
+	// ListDecisionsHead Headers of: The decision inbox
 	//
 	// The answer of listDecisions without its content.
 	//
@@ -2101,7 +2107,7 @@ type ClientInterface interface {
 
 	// AnswerDecisionWithBody Answer a pending decision
 	//
-	// Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.
+	// Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match required; 409 decision_closed once it is no longer pending.
 	//
 	// Roles: admin.
 	//
@@ -2112,7 +2118,7 @@ type ClientInterface interface {
 
 	// AnswerDecision Answer a pending decision
 	//
-	// Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.
+	// Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match required; 409 decision_closed once it is no longer pending.
 	//
 	// Roles: admin.
 	//
@@ -3246,9 +3252,9 @@ func (c *Client) GetAttemptTimelineHead(ctx context.Context, attemptId openapi_t
 	return c.Client.Do(req)
 }
 
-// ListDecisions The decision inbox, oldest request first
+// ListDecisions The decision inbox
 //
-// The tenant's decisions, oldest request first, by status (a pending decision past its expiry is listed as expired).
+// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
 //
 // Roles: admin.
 //
@@ -3265,7 +3271,7 @@ func (c *Client) ListDecisions(ctx context.Context, params *ListDecisionsParams,
 	return c.Client.Do(req)
 }
 
-// ListDecisionsHead Headers of: The decision inbox, oldest request first
+// ListDecisionsHead Headers of: The decision inbox
 //
 // The answer of listDecisions without its content.
 //
@@ -3318,7 +3324,7 @@ func (c *Client) GetDecisionHead(ctx context.Context, decisionId openapi_types.U
 
 // AnswerDecisionWithBody Answer a pending decision
 //
-// Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.
+// Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match required; 409 decision_closed once it is no longer pending.
 //
 // Roles: admin.
 //
@@ -3339,7 +3345,7 @@ func (c *Client) AnswerDecisionWithBody(ctx context.Context, decisionId openapi_
 
 // AnswerDecision Answer a pending decision
 //
-// Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.
+// Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match required; 409 decision_closed once it is no longer pending.
 //
 // Roles: admin.
 //
@@ -5990,6 +5996,18 @@ func NewListDecisionsRequest(server string, params *ListDecisionsParams) (*http.
 
 		}
 
+		if params.ProjectId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "projectId", *params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -6059,6 +6077,18 @@ func NewListDecisionsHeadRequest(server string, params *ListDecisionsHeadParams)
 		if params.Status != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ProjectId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "projectId", *params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -8162,9 +8192,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with HEAD /v1/attempts/{attemptId}/timeline (the `GetAttemptTimelineHead` operationId).
 	GetAttemptTimelineHeadWithResponse(ctx context.Context, attemptId openapi_types.UUID, params *GetAttemptTimelineHeadParams, reqEditors ...RequestEditorFn) (*GetAttemptTimelineHeadResponse, error)
 
-	// ListDecisionsWithResponse The decision inbox, oldest request first
+	// ListDecisionsWithResponse The decision inbox
 	//
-	// The tenant's decisions, oldest request first, by status (a pending decision past its expiry is listed as expired).
+	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
 	//
 	// Roles: admin.
 	//
@@ -8173,7 +8203,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/decisions (the `ListDecisions` operationId).
 	ListDecisionsWithResponse(ctx context.Context, params *ListDecisionsParams, reqEditors ...RequestEditorFn) (*ListDecisionsResponse, error)
 
-	// ListDecisionsHeadWithResponse Headers of: The decision inbox, oldest request first
+	// ListDecisionsHeadWithResponse Headers of: The decision inbox
 	//
 	// The answer of listDecisions without its content.
 	//
@@ -8202,7 +8232,7 @@ type ClientWithResponsesInterface interface {
 
 	// AnswerDecisionWithBodyWithResponse Answer a pending decision
 	//
-	// Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.
+	// Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match required; 409 decision_closed once it is no longer pending.
 	//
 	// Roles: admin.
 	//
@@ -8213,7 +8243,7 @@ type ClientWithResponsesInterface interface {
 
 	// AnswerDecisionWithResponse Answer a pending decision
 	//
-	// Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.
+	// Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match required; 409 decision_closed once it is no longer pending.
 	//
 	// Roles: admin.
 	//
@@ -18177,9 +18207,9 @@ func (c *ClientWithResponses) GetAttemptTimelineHeadWithResponse(ctx context.Con
 	return ParseGetAttemptTimelineHeadResponse(rsp)
 }
 
-// ListDecisionsWithResponse The decision inbox, oldest request first
+// ListDecisionsWithResponse The decision inbox
 //
-// The tenant's decisions, oldest request first, by status (a pending decision past its expiry is listed as expired).
+// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
 //
 // Roles: admin.
 //
@@ -18194,7 +18224,7 @@ func (c *ClientWithResponses) ListDecisionsWithResponse(ctx context.Context, par
 	return ParseListDecisionsResponse(rsp)
 }
 
-// ListDecisionsHeadWithResponse Headers of: The decision inbox, oldest request first
+// ListDecisionsHeadWithResponse Headers of: The decision inbox
 //
 // The answer of listDecisions without its content.
 //
@@ -18241,7 +18271,7 @@ func (c *ClientWithResponses) GetDecisionHeadWithResponse(ctx context.Context, d
 
 // AnswerDecisionWithBodyWithResponse Answer a pending decision
 //
-// Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.
+// Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match required; 409 decision_closed once it is no longer pending.
 //
 // Roles: admin.
 //
@@ -18258,7 +18288,7 @@ func (c *ClientWithResponses) AnswerDecisionWithBodyWithResponse(ctx context.Con
 
 // AnswerDecisionWithResponse Answer a pending decision
 //
-// Approves or rejects a pending decision with an optional answer (any JSON; a choice's answer must be one of its options, an input decision needs one). If-Match required; 409 decision_closed once it is no longer pending.
+// Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match required; 409 decision_closed once it is no longer pending.
 //
 // Roles: admin.
 //
