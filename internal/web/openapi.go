@@ -127,7 +127,8 @@ Conventions:
 - Identifiers (project, subject, kind, agent, idempotency key, release id, adapter version, holder, task, model profile) are 1 to the stated length in UTF-16 code units (maxLength counts characters, so a character outside the Basic Multilingual Plane counts twice against it), case-sensitive, without control characters or leading or trailing white space, not "." or ".."; one used as a path segment has no "/".
 - Subjects serialise runs across all projects of a tenant: at most one run of a subject is leased at a time.
 - Release ids are one namespace across tenants: the first tenant to register an id owns it (use a tenant prefix or a content hash).
-- Mutable resources carry a strong ETag; admin updates need If-Match (428 without, 412 when stale).
+- Mutable resources carry a strong ETag; admin updates need If-Match (428 without, 412 when stale); a GET with If-None-Match naming the current ETag answers 304. HEAD answers wherever GET does, without the body.
+- A path asked with a method none of its operations has answers 405 method_not_allowed (a problem) with Allow listing the methods it has. Request bodies must be application/json (or a +json type), else 415 unsupported_media_type; unknown query parameters are 400.
 - Collections are {"items": [...], "nextCursor": "..."}: pass nextCursor as ?cursor= for the next page; it is absent on the last one.
 - Rows purged by retention no longer appear anywhere, the changedSince feed included.`
 
