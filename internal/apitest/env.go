@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,5 +148,26 @@ func (e *Env) Complete(cl runs.Claimed) {
 	if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
 		runs.Completion{State: attempts.Succeeded}); err != nil {
 		e.T.Fatalf("complete: %v", err)
+	}
+}
+
+// Statements counts the statements every transaction of db sends from now on (through the
+// statement hook) until the returned stop is called, which answers them in order (the
+// first words of each). For tests that bound a request's cost in statements.
+func Statements(db *sqldb.DB) (stop func() []string) {
+	var mu sync.Mutex
+	var seen []string
+	db.SetStatementHook(func(_ context.Context, _ *sqldb.Tx, st sqldb.Statement) error {
+		words := strings.Fields(st.Query)
+		mu.Lock()
+		seen = append(seen, strings.Join(words[:min(4, len(words))], " "))
+		mu.Unlock()
+		return nil
+	})
+	return func() []string {
+		db.SetStatementHook(nil)
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
 	}
 }

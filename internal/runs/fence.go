@@ -17,9 +17,14 @@ import (
 // until the transaction ends, and the transaction's time. A refusal returns them too (as
 // read under the same locks), for the exact-repeat check.
 type Fenced struct {
+	// Attempt is the whole attempt row.
 	Attempt attempts.Attempt
-	Run     Run
-	Now     time.Time
+	// Run holds the columns of the run that a lease's writes use, and only those:
+	// RunID, TenantID, ProjectID, Subject, State, Epoch, LeaseSeconds, LeasedUntil,
+	// Attempt, MaxAttempts, DeadlineAt and CancelRequestedAt (reading the whole row was
+	// most of the fence's cost).
+	Run Run
+	Now time.Time
 }
 
 // fenceRow is what the fence statement reads: the attempt's columns and the run's, the
@@ -27,6 +32,9 @@ type Fenced struct {
 type fenceRow struct {
 	attempts.Attempt
 	Run Run `db:"run"`
+	// Now is the database clock read by the same statement (NULL where the dialect reads
+	// none), so the fence needs no statement of its own for the time.
+	Now sqldb.NullTime `db:"Now"`
 }
 
 // Fence admits a holder's write inside tx, or refuses it. In one statement it reads the
@@ -48,6 +56,9 @@ func (s *Service) Fence(ctx context.Context, tx *sqldb.Tx, tenantID string, atte
 	}
 	if err != nil {
 		return Fenced{}, fmt.Errorf("fence: %w", err)
+	}
+	if row.Now.Valid {
+		tx.SeedNow(row.Now.Time)
 	}
 	now, err := tx.Now(ctx)
 	if err != nil {

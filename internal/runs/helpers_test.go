@@ -88,6 +88,7 @@ func (e *env) enqueue(s runs.Spec) runs.Run {
 	if err != nil || !created {
 		e.t.Fatalf("enqueue %s: created=%v err=%v", s.Subject, created, err)
 	}
+	e.agree()
 	return r
 }
 

@@ -173,24 +173,18 @@ const mssqlClaimBackground = `WITH w AS (
     ` + mssqlSeekBand + `2 AND r.DueAt <= @p2` + mssqlEligible + mssqlSeekOrder + `
 )` + mssqlPick
 
-// mssqlFenceFrom is the fence's join: the attempt, then its run, both U-locked until
+// mssqlFenceColumns is the fence's read: the database clock (so the fenced write sends no
+// clock statement of its own), then the attempt, then its run, both U-locked until
 // commit, in that order. INNER LOOP JOIN is a join hint, and a join hint makes the
 // optimiser keep the written join order: the attempt (PK_ExecutionAttempts seek, one row)
 // is the outer input, so its row is read and U-locked first, and only then is the run
 // sought (PK_Runs) and U-locked for it. With one outer row there is nothing for nested
 // loops to prefetch, so no inner row is locked ahead of the outer one.
-const mssqlFenceColumns = attemptColumns + `,
-    r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId],
-    r.EnvironmentId AS [run.EnvironmentId], r.Subject AS [run.Subject], r.Kind AS [run.Kind],
-    r.AgentId AS [run.AgentId], r.StepId AS [run.StepId], r.SnapshotId AS [run.SnapshotId],
-    r.Input AS [run.Input], r.Band AS [run.Band], r.State AS [run.State], r.Epoch AS [run.Epoch],
-    r.HolderId AS [run.HolderId], r.LeaseSeconds AS [run.LeaseSeconds], r.LeasedUntil AS [run.LeasedUntil],
-    r.Attempt AS [run.Attempt], r.MaxAttempts AS [run.MaxAttempts], r.MaxCorrections AS [run.MaxCorrections],
-    r.QueuedAt AS [run.QueuedAt], r.DueAt AS [run.DueAt], r.DeadlineAt AS [run.DeadlineAt],
-    r.EndedAt AS [run.EndedAt], r.Outcome AS [run.Outcome], r.ErrorCode AS [run.ErrorCode],
-    r.ErrorMessage AS [run.ErrorMessage], r.CancelRequestedAt AS [run.CancelRequestedAt],
-    r.IdempotencyKey AS [run.IdempotencyKey], r.ParentRunId AS [run.ParentRunId], r.Depth AS [run.Depth],
-    r.ContinuedFromRunId AS [run.ContinuedFromRunId], r.CreatedBy AS [run.CreatedBy], r.Version AS [run.Version]
+const mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + attemptColumns + `,
+    r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId], r.Subject AS [run.Subject],
+    r.State AS [run.State], r.Epoch AS [run.Epoch], r.LeaseSeconds AS [run.LeaseSeconds],
+    r.LeasedUntil AS [run.LeasedUntil], r.Attempt AS [run.Attempt], r.MaxAttempts AS [run.MaxAttempts],
+    r.DeadlineAt AS [run.DeadlineAt], r.CancelRequestedAt AS [run.CancelRequestedAt]
 FROM dbo.ExecutionAttempts AS a WITH (UPDLOCK, ROWLOCK)
 INNER LOOP JOIN dbo.Runs AS r WITH (UPDLOCK, ROWLOCK) ON r.RunId = a.RunId`
 

@@ -90,32 +90,18 @@ ON CONFLICT (TenantId) DO UPDATE SET LeasedCount = LeasedCount + ?2`,
 	projectLeased: `INSERT INTO ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (?1, ?2, MAX(?3, 0))
 ON CONFLICT (TenantId, ProjectId) DO UPDATE SET LeasedCount = LeasedCount + ?3`,
 
-	fence: `SELECT ` + attemptColumns + `,
-    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId",
-    r.EnvironmentId AS "run.EnvironmentId", r.Subject AS "run.Subject", r.Kind AS "run.Kind",
-    r.AgentId AS "run.AgentId", r.StepId AS "run.StepId", r.SnapshotId AS "run.SnapshotId",
-    r.Input AS "run.Input", r.Band AS "run.Band", r.State AS "run.State", r.Epoch AS "run.Epoch",
-    r.HolderId AS "run.HolderId", r.LeaseSeconds AS "run.LeaseSeconds", r.LeasedUntil AS "run.LeasedUntil",
-    r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts", r.MaxCorrections AS "run.MaxCorrections",
-    r.QueuedAt AS "run.QueuedAt", r.DueAt AS "run.DueAt", r.DeadlineAt AS "run.DeadlineAt",
-    r.EndedAt AS "run.EndedAt", r.Outcome AS "run.Outcome", r.ErrorCode AS "run.ErrorCode",
-    r.ErrorMessage AS "run.ErrorMessage", r.CancelRequestedAt AS "run.CancelRequestedAt",
-    r.IdempotencyKey AS "run.IdempotencyKey", r.ParentRunId AS "run.ParentRunId", r.Depth AS "run.Depth",
-    r.ContinuedFromRunId AS "run.ContinuedFromRunId", r.CreatedBy AS "run.CreatedBy", r.Version AS "run.Version"
+	fence: `SELECT NULL AS Now, ` + attemptColumns + `,
+    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
+    r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
+    r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
+    r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
 WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
-	fenceRunning: `SELECT ` + attemptColumns + `,
-    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId",
-    r.EnvironmentId AS "run.EnvironmentId", r.Subject AS "run.Subject", r.Kind AS "run.Kind",
-    r.AgentId AS "run.AgentId", r.StepId AS "run.StepId", r.SnapshotId AS "run.SnapshotId",
-    r.Input AS "run.Input", r.Band AS "run.Band", r.State AS "run.State", r.Epoch AS "run.Epoch",
-    r.HolderId AS "run.HolderId", r.LeaseSeconds AS "run.LeaseSeconds", r.LeasedUntil AS "run.LeasedUntil",
-    r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts", r.MaxCorrections AS "run.MaxCorrections",
-    r.QueuedAt AS "run.QueuedAt", r.DueAt AS "run.DueAt", r.DeadlineAt AS "run.DeadlineAt",
-    r.EndedAt AS "run.EndedAt", r.Outcome AS "run.Outcome", r.ErrorCode AS "run.ErrorCode",
-    r.ErrorMessage AS "run.ErrorMessage", r.CancelRequestedAt AS "run.CancelRequestedAt",
-    r.IdempotencyKey AS "run.IdempotencyKey", r.ParentRunId AS "run.ParentRunId", r.Depth AS "run.Depth",
-    r.ContinuedFromRunId AS "run.ContinuedFromRunId", r.CreatedBy AS "run.CreatedBy", r.Version AS "run.Version"
+	fenceRunning: `SELECT NULL AS Now, ` + attemptColumns + `,
+    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
+    r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
+    r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
+    r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
 WHERE a.TenantId = ?1 AND a.RunId = ?2 AND a.FencingToken = ?3 AND a.State = 0 AND r.TenantId = ?1`,
 

@@ -310,7 +310,12 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 			_ = sqlTx.Rollback()
 		}
 	}()
-	if err = db.Dialect.SetScope(ctx, tx, s); err != nil {
+	// The scope is part of beginning the transaction, as BEGIN is: the statement hook does
+	// not see it.
+	tx.inHook = true
+	err = db.Dialect.SetScope(ctx, tx, s)
+	tx.inHook = false
+	if err != nil {
 		return fmt.Errorf("set transaction scope: %w", db.Dialect.MapError(err))
 	}
 	if err = fn(tx); err != nil {
