@@ -17,12 +17,14 @@ import (
 // until the transaction ends, and the transaction's time. A refusal returns them too (as
 // read under the same locks), for the exact-repeat check.
 type Fenced struct {
-	// Attempt is the whole attempt row.
+	// Attempt holds the attempt's columns the fence judges and the writes use, and only
+	// those: AttemptID, RunID, TenantID, ProjectID, FencingToken, State, CorrectionCount,
+	// MaxCorrections, OutcomeHash and CancellationObservedAt (attempts.Get reads the rest).
 	Attempt attempts.Attempt
 	// Run holds the columns of the run that a lease's writes use, and only those:
 	// RunID, TenantID, ProjectID, Subject, State, Epoch, LeaseSeconds, LeasedUntil,
-	// Attempt, MaxAttempts, DeadlineAt and CancelRequestedAt (reading the whole row was
-	// most of the fence's cost).
+	// Attempt, MaxAttempts, DeadlineAt and CancelRequestedAt. (Scanning whole rows was most
+	// of the fence's cost: the statement itself is two key seeks.)
 	Run Run
 	Now time.Time
 }
@@ -250,7 +252,8 @@ func (s *Service) ObserveCancellation(ctx context.Context, tenantID string, atte
 		What: "observe cancellation",
 		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
 			if f.Attempt.CancellationObservedAt != nil {
-				return f.Attempt, false, nil
+				a, err := attempts.Get(ctx, tx, tenantID, attemptID)
+				return a, false, err
 			}
 			if f.Run.CancelRequestedAt == nil {
 				return attempts.Attempt{}, false, apperr.New(apperr.NoCancelRequested, "no cancel is pending for this run")
@@ -258,9 +261,9 @@ func (s *Service) ObserveCancellation(ctx context.Context, tenantID string, atte
 			a, err := attempts.ObserveCancellation(ctx, tx, attemptID, f.Now)
 			return a, true, err
 		},
-		Repeat: func(_ context.Context, _ *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
+		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
 			if f.Attempt.CancellationObservedAt != nil {
-				return f.Attempt, nil
+				return attempts.Get(ctx, tx, tenantID, attemptID)
 			}
 			return attempts.Attempt{}, ErrNoRepeat
 		},

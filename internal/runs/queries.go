@@ -75,11 +75,11 @@ State, Epoch, HolderId, LeaseSeconds, LeasedUntil, Attempt, MaxAttempts, MaxCorr
 EndedAt, Outcome, ErrorCode, ErrorMessage, CancelRequestedAt, IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId,
 CreatedBy, Version`
 
-// attemptColumns are the attempt's columns of the fence's join (alias a).
-const attemptColumns = `a.AttemptId, a.RunId, a.StepId, a.TenantId, a.ProjectId, a.EnvironmentId, a.LeaseId, a.FencingToken,
-a.SnapshotId, a.ReleaseId, a.AdapterVersion, a.AgentId, a.ModelProfileId, a.State, a.Phase,
-a.CorrectionCount, a.MaxCorrections, a.LastCheckpointId, a.ContextSnapshotRef, a.OutcomeHash,
-a.CancellationObservedAt, a.StartedAt, a.EndedAt, a.Version`
+// fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
+// judges and what the writes under it use. Answers that return the whole attempt read it
+// again (a repeat), or get it from the statement that changed it.
+const fenceAttemptColumns = `a.AttemptId, a.RunId, a.TenantId, a.ProjectId, a.FencingToken, a.State, a.CorrectionCount,
+a.MaxCorrections, a.OutcomeHash, a.CancellationObservedAt`
 
 // agreementQueries find attempts and runs that disagree (seed 003's review_job_run_agrees,
 // for attempts), head markers that are not their definition, and leased counts that are

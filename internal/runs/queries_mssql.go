@@ -180,7 +180,7 @@ const mssqlClaimBackground = `WITH w AS (
 // is the outer input, so its row is read and U-locked first, and only then is the run
 // sought (PK_Runs) and U-locked for it. With one outer row there is nothing for nested
 // loops to prefetch, so no inner row is locked ahead of the outer one.
-const mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + attemptColumns + `,
+const mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + fenceAttemptColumns + `,
     r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId], r.Subject AS [run.Subject],
     r.State AS [run.State], r.Epoch AS [run.Epoch], r.LeaseSeconds AS [run.LeaseSeconds],
     r.LeasedUntil AS [run.LeasedUntil], r.Attempt AS [run.Attempt], r.MaxAttempts AS [run.MaxAttempts],

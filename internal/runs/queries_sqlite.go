@@ -90,14 +90,14 @@ ON CONFLICT (TenantId) DO UPDATE SET LeasedCount = LeasedCount + ?2`,
 	projectLeased: `INSERT INTO ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (?1, ?2, MAX(?3, 0))
 ON CONFLICT (TenantId, ProjectId) DO UPDATE SET LeasedCount = LeasedCount + ?3`,
 
-	fence: `SELECT NULL AS Now, ` + attemptColumns + `,
+	fence: `SELECT NULL AS Now, ` + fenceAttemptColumns + `,
     r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
     r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
     r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
     r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
 WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
-	fenceRunning: `SELECT NULL AS Now, ` + attemptColumns + `,
+	fenceRunning: `SELECT NULL AS Now, ` + fenceAttemptColumns + `,
     r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
     r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
     r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
