@@ -104,7 +104,8 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 	}
 	kinds, agents, projects := s.jsonList(req.Kinds), s.jsonList(req.AgentIDs), s.jsonList(req.ProjectIDs)
 	var out Claimed
-	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
+	// claimStart sets the tenant scope itself, in the claim's first round trip.
+	err := s.db.Write(ctx, sqldb.TenantScopeSetByFirstStatement(c.TenantID), func(tx *sqldb.Tx) error {
 		var b budget
 		if err := tx.GetContext(ctx, &b, s.q.claimStart, c.TenantID); err != nil {
 			return fmt.Errorf("lock tenant: %w", err)

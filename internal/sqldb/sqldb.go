@@ -235,10 +235,22 @@ func Truncate(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond)
 type Scope struct {
 	tenant      string
 	maintenance bool
+	// firstStatement: the transaction's first statement sets the tenant itself.
+	firstStatement bool
 }
 
 // TenantScope limits a transaction to one tenant's rows (row-level security on SQL Server).
 func TenantScope(tenantID string) Scope { return Scope{tenant: tenantID} }
+
+// TenantScopeSetByFirstStatement is TenantScope for a transaction whose first statement
+// sets the session's tenant itself (SQL Server's session context, as Dialect.SetScope
+// would), so that the scope travels in the same round trip as that statement: the claim
+// sends it with its first statements. It fails safe: a first statement that did not set
+// it leaves the session without a tenant, and row-level security then shows no row and
+// refuses every write (33504); it can never open another tenant's rows.
+func TenantScopeSetByFirstStatement(tenantID string) Scope {
+	return Scope{tenant: tenantID, firstStatement: true}
+}
 
 // MaintenanceScope lets a transaction touch every tenant's rows: only the service's own
 // maintenance code (key lookup, reaper, purge, the CLI) uses it, never a request's input.
@@ -312,9 +324,11 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 	}()
 	// The scope is part of beginning the transaction, as BEGIN is: the statement hook does
 	// not see it.
-	tx.inHook = true
-	err = db.Dialect.SetScope(ctx, tx, s)
-	tx.inHook = false
+	if !s.firstStatement {
+		tx.inHook = true
+		err = db.Dialect.SetScope(ctx, tx, s)
+		tx.inHook = false
+	}
 	if err != nil {
 		return fmt.Errorf("set transaction scope: %w", db.Dialect.MapError(err))
 	}
