@@ -9,8 +9,10 @@ type queries struct {
 	// insert: 1 run, 2 tenant, 3 project, 4 environment, 5 subject, 6 kind, 7 agent, 8 step,
 	// 9 snapshot, 10 input, 11 band, 12 epoch, 13 attempt, 14 max attempts, 15 max
 	// corrections, 16 now, 17 due, 18 deadline, 19 idempotency key, 20 parent, 21 depth, 22
-	// continued from, 23 created by, 24 request hash. Inserts nothing (0 rows) when the
-	// idempotency key has a tombstone.
+	// continued from, 23 created by, 24 request hash -> run and SubjectHead. The new run is
+	// marked the head at once when its subject has no other queued or leased run (then no
+	// marker elsewhere can need a change); otherwise syncHead decides. Inserts nothing (no
+	// row) when the idempotency key has a tombstone.
 	insert        string
 	get           string // 1 tenant, 2 run
 	lock          string // 1 tenant, 2 run: get, holding the row until commit
@@ -27,11 +29,16 @@ type queries struct {
 
 	// claimStart: 1 tenant -> Now (the database clock, or NULL where the dialect reads none),
 	// MaxLeasedRuns, LeasedCount; holds the tenant row until commit. No row: no tenant.
-	claimStart      string
-	claimCandidates [3]string
+	claimStart string
+	// claimCandidates are the claim's seeks in band order (DESIGN.md section 4): the claim
+	// tries them in turn and takes the first pick. A dialect may fold the bands into one
+	// statement that answers the first band's pick.
+	claimCandidates []string
 	lease           string // 1 tenant, 2 run, 3 holder, 4 lease seconds, 5 leased until -> run; no row unless a queued head
-	tenantLeased    string // 1 tenant, 2 delta (+1 or -1)
-	projectLeased   string // 1 tenant, 2 project, 3 delta (+1 or -1)
+	tenantLeased    string // 1 tenant: +1, the row made when missing (only a claim can find it missing)
+	projectLeased   string // 1 tenant, 2 project: +1, likewise
+	tenantUnleased  string // 1 tenant: -1
+	projectUnleased string // 1 tenant, 2 project: -1
 
 	// fence: 1 tenant, 2 attempt -> the attempt's columns and the run's as run.<column>;
 	// both rows held until commit, attempt first. fenceRunning: 1 tenant, 2 run, 3 token:

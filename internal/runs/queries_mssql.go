@@ -70,7 +70,7 @@ const mssqlRunTable = `DECLARE @t TABLE (RunId uniqueidentifier, TenantId nvarch
     QueuedAt datetimeoffset(3), DueAt datetimeoffset(3), DeadlineAt datetimeoffset(3), EndedAt datetimeoffset(3),
     Outcome nvarchar(16), ErrorCode nvarchar(64), ErrorMessage nvarchar(2000), CancelRequestedAt datetimeoffset(3),
     IdempotencyKey nvarchar(256), ParentRunId uniqueidentifier, Depth int, ContinuedFromRunId uniqueidentifier,
-    CreatedBy nvarchar(64), Version binary(8));
+    CreatedBy nvarchar(64), Version binary(8), SubjectHead bit);
 `
 
 const mssqlRunOutput = `
@@ -80,11 +80,11 @@ OUTPUT inserted.RunId, inserted.TenantId, inserted.ProjectId, inserted.Environme
     inserted.Attempt, inserted.MaxAttempts, inserted.MaxCorrections, inserted.QueuedAt, inserted.DueAt,
     inserted.DeadlineAt, inserted.EndedAt, inserted.Outcome, inserted.ErrorCode, inserted.ErrorMessage,
     inserted.CancelRequestedAt, inserted.IdempotencyKey, inserted.ParentRunId, inserted.Depth,
-    inserted.ContinuedFromRunId, inserted.CreatedBy, inserted.Version
+    inserted.ContinuedFromRunId, inserted.CreatedBy, inserted.Version, inserted.SubjectHead
 INTO @t`
 
 const mssqlRunSelect = `
-SELECT ` + runColumns + ` FROM @t;`
+SELECT ` + runColumns + `, SubjectHead FROM @t;`
 
 // mssqlEligible is what makes a head r claimable besides its band and due time, as on
 // SQLite: project active, no cancel pending, and the claim's filters. The subject's order
@@ -194,9 +194,15 @@ FROM dbo.ExecutionAttempts AS a WITH (UPDLOCK, ROWLOCK)
 INNER LOOP JOIN dbo.Runs AS r WITH (UPDLOCK, ROWLOCK) ON r.RunId = a.RunId`
 
 var mssqlQueries = queries{
-	// insert: a new queued run (State 0, SubjectHead 0: syncHead marks it). The SELECT ...
-	// WHERE NOT EXISTS inserts nothing when the idempotency key has a tombstone (a purged
-	// run): 0 rows, and Enqueue answers with the tombstone. The probe seeks
+	// insert: a new queued run (State 0), answered as stored (OUTPUT INTO @t: Runs has a
+	// trigger, Msg 334 otherwise; the INSERT fires none). SubjectHead is 1 when the subject
+	// has no queued and no leased run: two seeks (IX_Runs_SubjectQueue, UX_Runs_LeasedSubject,
+	// literals State = 0 / State = 1), read under the subject lock the caller holds, so what
+	// they see is every change of the subject's queue committed (RCSI: the statement starts
+	// after the lock was granted; without RCSI short S locks on keys only lock holders
+	// change). Otherwise 0, and the caller runs syncHead. The SELECT ... WHERE NOT EXISTS
+	// inserts nothing when the idempotency key has a tombstone (a purged run): no row out,
+	// and Enqueue answers with the tombstone. The probe seeks
 	// PK_IdempotencyTombstones WITH (READCOMMITTEDLOCK): a locking read under RCSI too, so a
 	// tombstone that a purge has written but not committed is waited for and seen. (Purge
 	// writes a chain's tombstones before it deletes its runs, in one transaction; a versioned
@@ -212,13 +218,16 @@ var mssqlQueries = queries{
 	// ConflictError, the transaction stays usable (XACT_ABORT OFF on the session); 547 FK
 	// (unknown project) -> ErrBadReference -> unknown_project; 547 CHECK -> ErrRefused;
 	// 33504 -> ErrRefused.
-	insert: `INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId,
-    Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey,
-    ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead)
+	insert: mssqlRunTable + `INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId,
+    SnapshotId, Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
+    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead)` + mssqlRunOutput + `
 SELECT @p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, 0, @p12, @p13, @p14, @p15, @p16, @p17, @p18, @p19,
-    @p20, @p21, @p22, @p23, @p24, 0
+    @p20, @p21, @p22, @p23, @p24,
+    CASE WHEN NOT EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = @p2 AND q.Subject = @p5 AND q.State = 0)
+        AND NOT EXISTS (SELECT 1 FROM dbo.Runs AS l WHERE l.TenantId = @p2 AND l.Subject = @p5 AND l.State = 1)
+        THEN 1 ELSE 0 END
 WHERE NOT EXISTS (SELECT 1 FROM dbo.IdempotencyTombstones AS ts WITH (READCOMMITTEDLOCK)
-    WHERE ts.TenantId = @p2 AND ts.IdempotencyKey = @p19);`,
+    WHERE ts.TenantId = @p2 AND ts.IdempotencyKey = @p19);` + mssqlRunSelect,
 
 	// get: PK_Runs seek, TenantId residual (and RLS). No hints: under RCSI the last
 	// committed row (or this transaction's own change); without RCSI a short S lock. 0 rows
@@ -339,7 +348,9 @@ SELECT CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, @max AS MaxLeasedRuns
     COALESCE((SELECT l.LeasedCount FROM dbo.TenantLeases AS l WHERE l.TenantId = @p1), 0) AS LeasedCount
 WHERE @max IS NOT NULL;`,
 
-	claimCandidates: [3]string{mssqlClaimInteractive, mssqlClaimBatch, mssqlClaimBackground},
+	// Three statements, tried in band order (a T-SQL COALESCE of subqueries would run a
+	// subquery twice: it expands to CASE WHEN (q) IS NOT NULL THEN (q)).
+	claimCandidates: []string{mssqlClaimInteractive, mssqlClaimBatch, mssqlClaimBackground},
 
 	// lease: PK_Runs seek of the pick, after the subject lock. "State = 0 AND SubjectHead = 1"
 	// re-checks what the pick saw: a head that a cancel or the deadline reaper ended (or
@@ -357,18 +368,22 @@ WHERE @max IS NOT NULL;`,
     SubjectHead = 0` + mssqlRunOutput + `
 WHERE TenantId = @p1 AND RunId = @p2 AND State = 0 AND SubjectHead = 1;` + mssqlRunSelect,
 
-	// tenantLeased, projectLeased: the counters (lock order step 6). PK seek, X on the row
-	// until commit; the row is inserted when missing. Only a claim (+1) can find it missing
-	// (an unlease follows a claim that created it), and claims of a tenant are serialised by
-	// its U lock (claimStart), so no two transactions insert one key; a 2627 would be a bug
-	// (a 500). 547 CHECK (LeasedCount >= 0) -> ErrRefused: an unlease below zero, a bug.
-	// Errors: 1205 -> ErrRetryable.
-	tenantLeased: `UPDATE dbo.TenantLeases SET LeasedCount = LeasedCount + @p2 WHERE TenantId = @p1;
+	// tenantLeased, projectLeased: a claim's +1 on the counters (lock order step 6). PK
+	// seek, X on the row until commit; the row is inserted when missing. Only a claim can
+	// find it missing (an unlease follows a claim that made it), and claims of a tenant are
+	// serialised by its U lock (claimStart), so no two transactions insert one key; a 2627
+	// would be a bug (a 500). Errors: 1205 -> ErrRetryable; 547 CHECK (LeasedCount >= 0) on
+	// an unlease below zero, a bug -> ErrRefused.
+	tenantLeased: `UPDATE dbo.TenantLeases SET LeasedCount = LeasedCount + 1 WHERE TenantId = @p1;
 IF @@ROWCOUNT = 0
-    INSERT INTO dbo.TenantLeases (TenantId, LeasedCount) VALUES (@p1, @p2);`,
-	projectLeased: `UPDATE dbo.ProjectLeases SET LeasedCount = LeasedCount + @p3 WHERE TenantId = @p1 AND ProjectId = @p2;
+    INSERT INTO dbo.TenantLeases (TenantId, LeasedCount) VALUES (@p1, 1);`,
+	projectLeased: `UPDATE dbo.ProjectLeases SET LeasedCount = LeasedCount + 1 WHERE TenantId = @p1 AND ProjectId = @p2;
 IF @@ROWCOUNT = 0
-    INSERT INTO dbo.ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (@p1, @p2, @p3);`,
+    INSERT INTO dbo.ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (@p1, @p2, 1);`,
+	// tenantUnleased, projectUnleased: as above, -1 on a row a claim made (0 rows is a bug
+	// the agreement check would show, not an error here).
+	tenantUnleased:  `UPDATE dbo.TenantLeases SET LeasedCount = LeasedCount - 1 WHERE TenantId = @p1;`,
+	projectUnleased: `UPDATE dbo.ProjectLeases SET LeasedCount = LeasedCount - 1 WHERE TenantId = @p1 AND ProjectId = @p2;`,
 
 	// fence: the one read of every fenced write (lock order steps 2 and 3, see
 	// mssqlFenceColumns for the order). PK_ExecutionAttempts seek (one row), then PK_Runs

@@ -128,6 +128,8 @@ type Run struct {
 	// RequestHash is the hash of the enqueue request's defining fields (read only where an
 	// idempotency key is compared; see Spec.requestHash).
 	RequestHash *string `db:"RequestHash"`
+	// SubjectHead is the head marker (read only by the insert: see queries.insert).
+	SubjectHead bool `db:"SubjectHead"`
 	// Purged marks the stand-in for a run that retention deleted: an enqueue repeating its
 	// idempotency key gets this, never a second run.
 	Purged bool `db:"-"`

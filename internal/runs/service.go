@@ -156,8 +156,8 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	if err := s.lockSubject(ctx, tx, c.TenantID, spec.Subject); err != nil {
 		return Run{}, false, err
 	}
-	id := ids.New()
-	res, err := tx.ExecContext(ctx, s.q.insert, id, c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
+	var r Run
+	err = tx.GetContext(ctx, &r, s.q.insert, ids.New(), c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
 		spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, spec.Input, int(spec.Band), 0, 0, spec.MaxAttempts,
 		spec.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
 		parent, depth, nil, c.KeyID, hash)
@@ -178,25 +178,29 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	case errors.Is(err, sqldb.ErrBadReference):
 		// The parent was read above, so the foreign key that refused is the project's.
 		return Run{}, false, apperr.New(apperr.UnknownProject, "project %q does not exist", spec.ProjectID)
+	case errors.Is(err, sqldb.ErrNotFound) && spec.IdempotencyKey != nil:
+		// No row written: the key's run was purged, and its tombstone answers.
+		return s.tombstoned(ctx, tx, c.TenantID, *spec.IdempotencyKey)
 	case err != nil:
 		return Run{}, false, fmt.Errorf("insert run: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return Run{}, false, err
-	} else if n == 0 {
-		if spec.IdempotencyKey == nil {
-			return Run{}, false, errors.New("insert run: no row written")
-		}
-		return s.tombstoned(ctx, tx, c.TenantID, *spec.IdempotencyKey)
-	}
-	if err := s.syncHead(ctx, tx, c.TenantID, spec.Subject); err != nil {
-		return Run{}, false, err
-	}
-	r, err := s.getBy(ctx, tx, s.q.get, c.TenantID, id)
-	if err != nil {
+	if r, err = s.markHead(ctx, tx, r); err != nil {
 		return Run{}, false, err
 	}
 	return r, true, s.notifyRun(ctx, tx, r)
+}
+
+// markHead completes the insert of r: a run that is the only one of its subject was
+// marked its head by the insert itself; otherwise the subject's head is computed again
+// (syncHead), and r read again, as the marker may have moved onto it.
+func (s *Service) markHead(ctx context.Context, tx *sqldb.Tx, r Run) (Run, error) {
+	if r.SubjectHead {
+		return r, nil
+	}
+	if err := s.syncHead(ctx, tx, r.TenantID, r.Subject); err != nil {
+		return Run{}, err
+	}
+	return s.getBy(ctx, tx, s.q.get, r.TenantID, r.RunID)
 }
 
 // checkDeadline refuses a deadline that is not after the due time (now when none is
@@ -414,8 +418,8 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		if err := s.lockSubject(ctx, tx, c.TenantID, old.Subject); err != nil {
 			return err
 		}
-		id := ids.New()
-		_, err = tx.ExecContext(ctx, s.q.insert, id, c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
+		var r Run
+		err = tx.GetContext(ctx, &r, s.q.insert, ids.New(), c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
 			old.Kind, old.AgentID, old.StepID, snapshot, old.Input, int(old.Band), old.Epoch, spent, old.MaxAttempts,
 			old.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(old.DeadlineAt), nil, parent,
 			old.Depth, old.RunID, c.KeyID, nil)
@@ -428,10 +432,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		if err != nil {
 			return fmt.Errorf("insert continuation: %w", err)
 		}
-		if err := s.syncHead(ctx, tx, c.TenantID, old.Subject); err != nil {
-			return err
-		}
-		if out, err = s.getBy(ctx, tx, s.q.get, c.TenantID, id); err != nil {
+		if out, err = s.markHead(ctx, tx, r); err != nil {
 			return err
 		}
 		created = true
