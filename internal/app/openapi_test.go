@@ -41,7 +41,9 @@ func keys[V any](m map[string]V) []string {
 }
 
 // publicOps are the routes that need no key (DESIGN.md section 7): exactly these four.
-var publicOps = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"}
+// HEAD answers wherever GET does, so each has its HEAD too.
+var publicOps = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json",
+	"HEAD /healthz", "HEAD /readyz", "HEAD /metrics", "HEAD /openapi.json"}
 
 var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
 
@@ -53,7 +55,9 @@ func openAPIPath(p string) string { return echoParam.ReplaceAllString(p, "{$1}")
 func routeSet(e *echo.Echo) map[string]*echo.Route {
 	out := map[string]*echo.Route{}
 	for _, r := range e.Routes() {
-		if r.Method == echo.RouteNotFound {
+		// The admin console's HTML pages (/ui) are not API operations: internal/console
+		// tests them, sessions and CSRF included.
+		if r.Method == echo.RouteNotFound || r.Path == "/ui" || strings.HasPrefix(r.Path, "/ui/") {
 			continue
 		}
 		out[r.Method+" "+openAPIPath(r.Path)] = r

@@ -43,7 +43,8 @@ const (
 	Abandoned = string(api.CallAbandoned)
 )
 
-// Finished reports whether status is one a call finishes in.
+// Finished reports whether status is one a holder finishes a call in (Abandoned is not:
+// only the end of the attempt sets it).
 func Finished(status string) bool {
 	return status == Succeeded || status == Failed || status == Denied
 }
@@ -110,8 +111,9 @@ type Finish struct {
 	// Status is Succeeded, Failed or Denied.
 	Status     string
 	ReceiptRef *string
-	// IfMatch, when set, is the version the finish expects (412 otherwise).
-	IfMatch *sqldb.RowVersion
+	// IfMatch, when set, is the condition (If-Match) the current version must meet (412
+	// otherwise).
+	IfMatch sqldb.VersionMatcher
 }
 
 func (f Finish) check() error {
@@ -226,9 +228,23 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 	c, _, err := runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
 		What: "finish call",
 		Do: func(ctx context.Context, tx *sqldb.Tx, fenced runs.Fenced) (Call, bool, error) {
+			// If-Match may name several tags or *: judge it against the row as it is (the
+			// attempt row the fence holds keeps the call from changing), then update at
+			// that version.
 			var ifMatch any
 			if f.IfMatch != nil {
-				ifMatch = tx.Dialect.Version(*f.IfMatch)
+				cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+				switch {
+				case errors.Is(err, sqldb.ErrNotFound):
+					return Call{}, false, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
+				case err != nil:
+					return Call{}, false, err
+				case sameFinish(cur.Call, f):
+					return cur.Call, false, nil
+				case !f.IfMatch.Matches(cur.Version):
+					return Call{}, false, apperr.New(apperr.PreconditionFailed, "call %s has changed since that ETag", callID)
+				}
+				ifMatch = tx.Dialect.Version(cur.Version)
 			}
 			var done Call
 			err := tx.GetContext(ctx, &done, s.q.finish, tenantID, attemptID, callID, f.Status, f.ReceiptRef,
@@ -251,8 +267,6 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 				return Call{}, false, err
 			case sameFinish(cur.Call, f):
 				return cur.Call, false, nil
-			case f.IfMatch != nil && *f.IfMatch != cur.Version:
-				return Call{}, false, apperr.New(apperr.PreconditionFailed, "call %s has changed since that ETag", callID)
 			default:
 				return Call{}, false, apperr.New(apperr.IllegalTransition, "call %s already finished as %s", callID, cur.Status)
 			}
@@ -318,4 +332,19 @@ func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.U
 		return nil, fmt.Errorf("list calls: %w", err)
 	}
 	return cs, nil
+}
+
+// Hooks keep call records in step with the run-lease core: when an attempt ends in any way
+// (complete, release, lost to the reaper; a cancelled run's attempt ends by one of these),
+// its calls still Started end Abandoned, with EndedAt the time the attempt ended, in the
+// same transaction. Add them with (*runs.Service).AddHooks.
+func Hooks() runs.Hooks {
+	return runs.Hooks{AttemptEnded: abandonOpen}
+}
+
+func abandonOpen(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).abandon, tenantID, attemptID, tx.Dialect.Time(now)); err != nil {
+		return fmt.Errorf("abandon open calls of ended attempt: %w", err)
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func Routes(s *web.Server, store *Store) {
 type handlers struct{ store *Store }
 
 func location(c Checkpoint) string {
-	return "/v1/attempts/" + c.AttemptID.String() + "/checkpoints/" + c.CheckpointID.String()
+	return web.Path("v1", "attempts", c.AttemptID.String(), "checkpoints", c.CheckpointID.String())
 }
 
 func (h handlers) append(c echo.Context) error {

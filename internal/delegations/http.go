@@ -61,7 +61,7 @@ func (h handlers) create(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/delegations/"+d.DelegationID.String(), d.Version, d.Wire())
+		return web.Created(c, web.Path("v1", "delegations", d.DelegationID.String()), d.Version, d.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
 }

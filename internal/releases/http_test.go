@@ -243,7 +243,7 @@ func TestHTTPBadRequestsAre400(t *testing.T) {
 		{"missing contentRefs", with("contentRefs", ""), "contentRefs"},
 		{"object contentRefs", with("contentRefs", `{"uri":"x"}`), "contentRefs"},
 		{"null contentRefs", with("contentRefs", `null`), "contentRefs"},
-		{"duplicate names", with("contentRefs", `[{"a":1,"a":2}]`), "contentRefs"},
+		{"duplicate names", with("contentRefs", `[{"a":1,"a":2}]`), "contentRefs[0].a"},
 		{"lone surrogate", with("contentRefs", `["\udead"]`), "contentRefs"},
 		{"huge number", with("contentRefs", `[1e400]`), "contentRefs"},
 		{"state as number", with("state", `1`), "state"},
@@ -294,6 +294,16 @@ func TestHTTPReleaseConflictAcrossTenantsLeaksNothing(t *testing.T) {
 		if strings.Contains(conflict.Detail, leak) {
 			t.Fatalf("release_conflict detail %q leaks %q", conflict.Detail, leak)
 		}
+	}
+	// B may register no other version under A's id either (409 with the same generic detail),
+	// and A still can.
+	v2 := wantProblem(t, s.do(t, http.MethodPut, relPath(a+"-shared", "2"), runtimeB, putBody(t, `[{"uri":"mine"}]`, "verified", ""), nil),
+		http.StatusConflict, "release_conflict")
+	if v2.Detail != conflict.Detail {
+		t.Fatalf("another version's conflict reads %q, the pair's %q", v2.Detail, conflict.Detail)
+	}
+	if r := s.do(t, http.MethodPut, relPath(a+"-shared", "2"), runtimeA, putBody(t, refsA, "verified", ""), nil); r.Code != http.StatusCreated {
+		t.Fatalf("the owner's second version: %d %s", r.Code, r.Body)
 	}
 	// B's If-Match with A's ETag answers as for a missing release.
 	wantProblem(t, s.do(t, http.MethodPut, path, adminB, putBody(t, refsA, "retired", ""), map[string]string{"If-Match": created.Header().Get("ETag")}),
@@ -462,8 +472,13 @@ func TestHTTPIdsRoundTripThroughEscapedPaths(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	tenant, admin, runtime := s.tenantKeys(t)
-	for i, rid := range []string{tenant + "-team/reviewer", tenant + "-a b", tenant + "-ä%20?#"} {
-		av := "1.0+build/7"
+	// An id that appears as a path segment holds no "/" (DESIGN.md 7a): refused in the
+	// path, escaped or not, and in a claim's body.
+	for _, p := range []string{relPath(tenant+"-team/reviewer", "1"), relPath(tenant+"-r", "1.0/7"), "/v1/releases/" + tenant + "-r/adapters/1.0%2F7"} {
+		wantProblem(t, s.do(t, http.MethodPut, p, runtime, putBody(t, refsA, "active", ""), nil), http.StatusBadRequest, "invalid_request")
+	}
+	for i, rid := range []string{tenant + "-team:reviewer", tenant + "-a b", tenant + "-ä%20?#"} {
+		av := "1.0+build.7"
 		created := s.do(t, http.MethodPut, relPath(rid, av), runtime, putBody(t, refsA, "active", ""), nil)
 		if created.Code != http.StatusCreated {
 			t.Fatalf("create %q: %d %s", rid, created.Code, created.Body)

@@ -102,7 +102,7 @@ func (h handlers) enqueue(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run.Wire())
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
@@ -213,7 +213,7 @@ func (h handlers) continueRun(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run.Wire())
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
