@@ -104,8 +104,8 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 	}
 	kinds, agents, projects := s.jsonList(req.Kinds), s.jsonList(req.AgentIDs), s.jsonList(req.ProjectIDs)
 	var out Claimed
-	// claimStart sets the tenant scope itself, in the claim's first round trip.
-	err := s.db.Write(ctx, sqldb.TenantScopeSetByFirstStatement(c.TenantID), func(tx *sqldb.Tx) error {
+	// The scope travels with claimStart: one round trip on SQL Server.
+	err := s.db.Write(ctx, sqldb.TenantScopeInFirstRoundTrip(c.TenantID), func(tx *sqldb.Tx) error {
 		var b budget
 		if err := tx.GetContext(ctx, &b, s.q.claimStart, c.TenantID); err != nil {
 			return fmt.Errorf("lock tenant: %w", err)

@@ -320,13 +320,9 @@ WHERE r.RunId IN (
         SELECT @head WHERE @head IS NOT NULL)
     AND ((r.SubjectHead = 1 AND (@head IS NULL OR r.RunId <> @head)) OR (r.SubjectHead = 0 AND r.RunId = @head));`,
 
-	// claimStart: the first statements of a claim in one round trip: the scope, the tenant
-	// lock, the leased count, the clock.
-	//   0. The tenant scope (sqldb.TenantScopeSetByFirstStatement: sqldb sends no scope
-	//      statement of its own for a claim), as Dialect.SetScope sets it: the session's
-	//      TenantId and LedgerMaintenance = 0, without @read_only. If the claim ever sent
-	//      another statement first, that statement would run without a tenant: row-level
-	//      security shows it nothing and refuses its writes, never another tenant's rows.
+	// claimStart: the first statements of a claim in one round trip: sqldb puts the tenant
+	// scope in front of it (sqldb.TenantScopeInFirstRoundTrip: the session-context
+	// statement, its parameters numbered after this one's), then:
 	//   1. The budget hold: PK_Tenants seek WITH (UPDLOCK, ROWLOCK): a U lock on the tenant's
 	//      key held until commit, whatever the isolation level, so every claim of the tenant
 	//      queues here until the one before commits or rolls back. A locking read under RCSI
@@ -340,9 +336,7 @@ WHERE r.RunId IN (
 	//      of TenantLeases; no row counts 0.
 	//   3. The clock, read after the lock, so a claim that waited leases from when it runs.
 	// 0 rows (no such tenant) -> ErrNotFound. Errors: 1205/1222 -> ErrRetryable.
-	claimStart: `EXEC sys.sp_set_session_context @key = N'TenantId', @value = @p1;
-EXEC sys.sp_set_session_context @key = N'LedgerMaintenance', @value = 0;
-DECLARE @max int;
+	claimStart: `DECLARE @max int;
 SELECT @max = MaxLeasedRuns FROM dbo.Tenants WITH (UPDLOCK, ROWLOCK) WHERE TenantId = @p1;
 SELECT CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, @max AS MaxLeasedRuns,
     COALESCE((SELECT l.LeasedCount FROM dbo.TenantLeases AS l WHERE l.TenantId = @p1), 0) AS LeasedCount
