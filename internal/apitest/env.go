@@ -72,6 +72,16 @@ func NewEnvWith(t *testing.T, tgt dbtest.Target, cfg EnvConfig) *Env {
 	}
 	e := &Env{T: t, DB: db, Clock: clock, Svc: svc, Ctx: context.Background(), otherKeyID: keyOr(cfg.OtherKeyID)}
 	e.setTenant(keyOr(cfg.KeyID))
+	// Every case ends with the run-lease core's invariants whole: attempts agree with their
+	// runs, head markers are their definition, leased counts count the leased runs.
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		if n, err := svc.TenantDisagreements(context.Background(), e.Tenant); err != nil || n != 0 {
+			t.Errorf("the case left %d disagreements of the run-lease core's invariants (%v)", n, err)
+		}
+	})
 	return e
 }
 

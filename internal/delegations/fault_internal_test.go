@@ -57,7 +57,7 @@ func TestCreateLosesTheChildKeyToAConcurrentCreate(t *testing.T) {
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("%d delegations (%v), want the winner's only", len(ds), err)
 		}
-		if n, err := e.Svc.Disagreements(e.Ctx); err != nil || n != 0 {
+		if n, err := e.Svc.TenantDisagreements(e.Ctx, e.Tenant); err != nil || n != 0 {
 			t.Fatalf("%d disagreements (%v)", n, err)
 		}
 	})

@@ -87,7 +87,7 @@ func (e *faultEnv) claim() Claimed {
 
 func (e *faultEnv) agree() {
 	e.t.Helper()
-	if n, err := e.svc.Disagreements(e.ctx); err != nil || n != 0 {
+	if n, err := e.svc.TenantDisagreements(e.ctx, e.tenant); err != nil || n != 0 {
 		e.t.Fatalf("%d disagreements (%v)", n, err)
 	}
 }

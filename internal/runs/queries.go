@@ -90,32 +90,35 @@ a.CorrectionCount, a.MaxCorrections, a.OutcomeHash, a.CancellationObservedAt`
 
 // agreementQueries find attempts and runs that disagree (seed 003's review_job_run_agrees,
 // for attempts), head markers that are not their definition, and leased counts that are
-// not the count of leased runs. Plain SQL that both dialects accept; each answers one
-// count, 0 when all agree. They read every tenant (tests and the crash test run them).
+// not the count of leased runs. Plain SQL that both dialects accept once rebound (sqlx
+// Rebind); each takes a tenant twice ("? IS NULL OR ... = ?": NULL means every tenant) and
+// answers one count, 0 when all agree. Tests and the crash test run them.
 var agreementQueries = []string{
 	// A running attempt whose run is not leased at its token.
 	`SELECT COUNT(*) FROM ExecutionAttempts a JOIN Runs r ON r.RunId = a.RunId
-WHERE a.State = 0 AND (r.State <> 1 OR r.Epoch <> a.FencingToken)`,
+WHERE a.State = 0 AND (r.State <> 1 OR r.Epoch <> a.FencingToken) AND (? IS NULL OR a.TenantId = ?)`,
 	// A leased run without exactly one running attempt at its epoch.
-	`SELECT COUNT(*) FROM Runs r WHERE r.State = 1
+	`SELECT COUNT(*) FROM Runs r WHERE r.State = 1 AND (? IS NULL OR r.TenantId = ?)
 AND (SELECT COUNT(*) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.State = 0 AND a.FencingToken = r.Epoch) <> 1`,
 	// A run out of its lease with a running attempt.
-	`SELECT COUNT(*) FROM Runs r WHERE r.State <> 1
+	`SELECT COUNT(*) FROM Runs r WHERE r.State <> 1 AND (? IS NULL OR r.TenantId = ?)
 AND EXISTS (SELECT 1 FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.State = 0)`,
 	// A head marker that is not its definition: 1 exactly on the oldest queued run (QueuedAt,
 	// then RunId) of a subject that has no leased run.
 	`SELECT COUNT(*) FROM Runs r
-WHERE r.SubjectHead <> CASE WHEN r.State = 0
+WHERE (? IS NULL OR r.TenantId = ?) AND r.SubjectHead <> CASE WHEN r.State = 0
     AND NOT EXISTS (SELECT 1 FROM Runs l WHERE l.TenantId = r.TenantId AND l.Subject = r.Subject AND l.State = 1)
     AND NOT EXISTS (SELECT 1 FROM Runs o WHERE o.TenantId = r.TenantId AND o.Subject = r.Subject AND o.State = 0
         AND o.QueuedAt <= r.QueuedAt AND (o.QueuedAt < r.QueuedAt OR o.RunId < r.RunId))
     THEN 1 ELSE 0 END`,
 	// A tenant's leased count that is not the number of its leased runs (a missing row is 0).
 	`SELECT COUNT(*) FROM Tenants t
-WHERE COALESCE((SELECT x.LeasedCount FROM TenantLeases x WHERE x.TenantId = t.TenantId), 0)
+WHERE (? IS NULL OR t.TenantId = ?)
+    AND COALESCE((SELECT x.LeasedCount FROM TenantLeases x WHERE x.TenantId = t.TenantId), 0)
     <> (SELECT COUNT(*) FROM Runs r WHERE r.TenantId = t.TenantId AND r.State = 1)`,
 	// A project's leased count that is not the number of its leased runs.
 	`SELECT COUNT(*) FROM Projects p
-WHERE COALESCE((SELECT x.LeasedCount FROM ProjectLeases x WHERE x.TenantId = p.TenantId AND x.ProjectId = p.ProjectId), 0)
+WHERE (? IS NULL OR p.TenantId = ?)
+    AND COALESCE((SELECT x.LeasedCount FROM ProjectLeases x WHERE x.TenantId = p.TenantId AND x.ProjectId = p.ProjectId), 0)
     <> (SELECT COUNT(*) FROM Runs r WHERE r.TenantId = p.TenantId AND r.ProjectId = p.ProjectId AND r.State = 1)`,
 }

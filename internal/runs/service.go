@@ -459,11 +459,21 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 // run), and a leased count (tenant or project) that is not the count of leased runs. It
 // is 0 at every commit.
 func (s *Service) Disagreements(ctx context.Context) (int, error) {
+	return s.disagreements(ctx, nil)
+}
+
+// TenantDisagreements is Disagreements for one tenant's rows (tests that share a database
+// with others, some of which break the invariants on purpose).
+func (s *Service) TenantDisagreements(ctx context.Context, tenantID string) (int, error) {
+	return s.disagreements(ctx, tenantID)
+}
+
+func (s *Service) disagreements(ctx context.Context, tenant any) (int, error) {
 	total := 0
 	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		for _, q := range agreementQueries {
 			var n int
-			if err := tx.GetContext(ctx, &n, q); err != nil {
+			if err := tx.GetContext(ctx, &n, tx.Rebind(q), tenant, tenant); err != nil {
 				return err
 			}
 			total += n
