@@ -3,8 +3,11 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
@@ -159,5 +162,216 @@ func TestWorkerRunsARunsWholeLife(t *testing.T) {
 	}
 	if kinds[api.TimelineCheckpoint] != 2 || kinds[api.TimelineCall] != 1 || kinds[api.TimelineDecision] != 1 || kinds[api.TimelineDelegation] != 1 {
 		t.Fatalf("timeline kinds %v", kinds)
+	}
+}
+
+// An admin's cancel reaches the handler as ErrCancelRequested at the next heartbeat; the
+// worker acknowledges it and completes the attempt as cancelled.
+func TestCancelRequestEndsTheHandlerAndCompletesCancelled(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	run := s.enqueue(t, "cancel")
+	cfg := workerConfig("cancel")
+	results := finishedHook(&cfg)
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	startWorker(t, s.Runtime, cfg, func(ctx context.Context, l *client.Lease) error {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		// The lease still takes a last checkpoint.
+		_, err := l.Checkpoint(context.WithoutCancel(ctx), client.CheckpointInput{Phase: api.PhaseFinalizing, StateRef: "stopped"})
+		return err
+	})
+	recv(t, started, "handler start")
+	if _, err := s.Admin.CancelRun(context.Background(), run.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if cause := recv(t, causes, "cancellation"); !errors.Is(cause, client.ErrCancelRequested) {
+		t.Fatalf("cause %v", cause)
+	}
+	r := recv(t, results, "result")
+	if r.Outcome != client.Cancelled || r.Err != nil {
+		t.Fatalf("result %+v", r)
+	}
+	a, _, err := s.Runtime.GetAttempt(context.Background(), r.Lease.AttemptID())
+	if err != nil || a.State != api.AttemptCancelled || a.CancellationObservedAt == nil {
+		t.Fatalf("attempt %+v, %v", a, err)
+	}
+	got, err := s.Runtime.GetRun(context.Background(), run.RunID)
+	if err != nil || got.Outcome == nil || *got.Outcome != api.OutcomeCancelled {
+		t.Fatalf("run %+v, %v", got, err)
+	}
+}
+
+// The handler's return decides the end of the attempt.
+func TestHandlerReturnDecidesTheEnd(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	// Runs given back are due an hour later, or after the service's backoff: the clock
+	// stands still, so the worker does not claim them again.
+	hour := time.Hour
+	cases := []struct {
+		name       string
+		handler    client.Handler
+		onError    func(*client.Lease, error) client.Retry
+		outcome    client.Outcome
+		state      api.RunState
+		runOutcome api.RunOutcome
+		spent      int
+		dueIn      time.Duration
+	}{
+		{name: "NilCompletesSucceeded", handler: func(context.Context, *client.Lease) error { return nil },
+			outcome: client.Succeeded, state: api.RunEnded, runOutcome: api.OutcomeSucceeded},
+		{name: "PermanentCompletesFailed", handler: func(context.Context, *client.Lease) error { return client.Permanent(errors.New("bad input")) },
+			outcome: client.Failed, state: api.RunEnded, runOutcome: api.OutcomeFailed},
+		{name: "ErrorReleasesCharged", handler: func(context.Context, *client.Lease) error { return errors.New("flaky tool") },
+			outcome: client.Released, state: api.RunQueued, spent: 1},
+		{name: "RetryAfterReleasesChargedWithItsDelay", handler: func(context.Context, *client.Lease) error {
+			return client.RetryAfter(errors.New("rate limited upstream"), time.Hour)
+		}, outcome: client.Released, state: api.RunQueued, spent: 1, dueIn: time.Hour},
+		{name: "OnErrorMayReleaseUncharged", handler: func(context.Context, *client.Lease) error { return errors.New("not mine") },
+			onError: func(*client.Lease, error) client.Retry { return client.Retry{After: &hour} },
+			outcome: client.Released, state: api.RunQueued, spent: 0, dueIn: time.Hour},
+		{name: "PanicReleasesCharged", handler: func(context.Context, *client.Lease) error { panic("boom") },
+			outcome: client.Released, state: api.RunQueued, spent: 1},
+		{name: "HandlerMayCompleteItself", handler: func(ctx context.Context, l *client.Lease) error {
+			_, err := l.Complete(ctx, api.CompleteSucceeded, api.Ptr("outcome-hash"))
+			return err
+		}, outcome: client.SettledByHandler, state: api.RunEnded, runOutcome: api.OutcomeSucceeded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kind := "end-" + tc.name
+			run := s.enqueue(t, kind)
+			cfg := workerConfig(kind)
+			cfg.OnError = tc.onError
+			results := finishedHook(&cfg)
+			panics := make(chan any, 1)
+			cfg.Hooks.Panicked = func(_ *client.Lease, v any, _ []byte) { panics <- v }
+			stop := startWorker(t, s.Runtime, cfg, tc.handler)
+			r := recv(t, results, "result")
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			if r.Outcome != tc.outcome || r.SettleErr != nil {
+				t.Fatalf("result %+v", r)
+			}
+			if tc.name == "PanicReleasesCharged" {
+				if v := recv(t, panics, "panic hook"); v != "boom" {
+					t.Fatalf("panic hook got %v", v)
+				}
+			}
+			got, err := s.Runtime.GetRun(context.Background(), run.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != tc.state || got.AttemptCount != tc.spent {
+				t.Fatalf("run state %s, attempts spent %d; want %s, %d", got.State, got.AttemptCount, tc.state, tc.spent)
+			}
+			if tc.dueIn > 0 && !got.DueAt.Equal(s.Clock.Now().Add(tc.dueIn)) {
+				t.Fatalf("run due at %s, want %s", got.DueAt, s.Clock.Now().Add(tc.dueIn))
+			}
+			if tc.state == api.RunEnded && (got.Outcome == nil || *got.Outcome != tc.runOutcome) {
+				t.Fatalf("run outcome %v, want %s", got.Outcome, tc.runOutcome)
+			}
+		})
+	}
+}
+
+// Shutdown stops claiming, gives running handlers the grace, then ends their contexts with
+// ErrShutdown and releases their leases uncharged; the handler can write nothing after.
+func TestShutdownReleasesRunningLeasesUncharged(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	run := s.enqueue(t, "shutdown")
+	cfg := workerConfig("shutdown")
+	cfg.ShutdownGrace = 10 * time.Millisecond
+	results := finishedHook(&cfg)
+	started := make(chan struct{})
+	type seen struct{ cause, write error }
+	seenCh := make(chan seen, 1)
+	stop := startWorker(t, s.Runtime, cfg, func(ctx context.Context, l *client.Lease) error {
+		close(started)
+		<-ctx.Done() // a handler that only stops when told
+		var out seen
+		out.cause = context.Cause(ctx)
+		_, out.write = l.Checkpoint(context.Background(), client.CheckpointInput{Phase: api.PhaseActing, StateRef: "after"})
+		seenCh <- out
+		return ctx.Err()
+	})
+	recv(t, started, "handler start")
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := recv(t, seenCh, "handler end")
+	if !errors.Is(got.cause, client.ErrShutdown) || !errors.Is(got.write, client.ErrShutdown) {
+		t.Fatalf("cause %v, write %v", got.cause, got.write)
+	}
+	if r := recv(t, results, "result"); r.Outcome != client.ShutdownReleased {
+		t.Fatalf("result %+v", r)
+	}
+	r, err := s.Runtime.GetRun(context.Background(), run.RunID)
+	if err != nil || r.State != api.RunQueued || r.AttemptCount != 0 {
+		t.Fatalf("run %+v, %v: want queued with no attempt spent", r, err)
+	}
+	var n int
+	s.row(t, &n, `SELECT COUNT(*) FROM Checkpoints`)
+	if n != 0 {
+		t.Fatalf("%d checkpoints stored after the shutdown", n)
+	}
+}
+
+// A claim held back by the tenant's budget waits the Retry-After the service gave before
+// the slot claims again.
+func TestBudgetHoldIsHonoured(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	if err := s.App.Keys.SetMaxLeased(context.Background(), s.Tenant, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := s.client(t, s.RuntimeKey)
+	var holding atomic.Bool
+	waits := make(chan time.Duration, 1)
+	client.SetSleep(c, func(ctx context.Context, d time.Duration) error {
+		if holding.CompareAndSwap(true, false) {
+			waits <- d
+		}
+		return client.Sleep(ctx, min(d, 10*time.Millisecond))
+	})
+	first, second := s.enqueue(t, "budget"), s.enqueue(t, "budget")
+	cfg := workerConfig("budget")
+	cfg.Concurrency = 2
+	results := finishedHook(&cfg)
+	helds := make(chan time.Duration, 1)
+	cfg.Hooks.Held = func(d time.Duration) {
+		holding.Store(true)
+		select {
+		case helds <- d:
+		default:
+		}
+	}
+	release := make(chan struct{})
+	startWorker(t, c, cfg, func(ctx context.Context, l *client.Lease) error {
+		if l.RunID() == first.RunID {
+			<-release
+		}
+		return nil
+	})
+	ra := recv(t, helds, "budget hold")
+	if ra <= 0 {
+		t.Fatalf("hold Retry-After %s", ra)
+	}
+	if w := recv(t, waits, "wait after the hold"); w < ra {
+		t.Fatalf("waited %s after a hold of %s", w, ra)
+	}
+	close(release)
+	done := map[string]client.Outcome{}
+	for range 2 {
+		r := recv(t, results, "result")
+		done[r.Lease.RunID().String()] = r.Outcome
+	}
+	if done[first.RunID.String()] != client.Succeeded || done[second.RunID.String()] != client.Succeeded {
+		t.Fatalf("results %v", done)
 	}
 }
