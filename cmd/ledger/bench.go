@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ledger-dev/ledger/internal/bench"
+	"github.com/ledger-dev/ledger/cmd/ledger/internal/bench"
 )
 
 // runBench is `ledger bench`: the flags become a bench.Config; internal/bench does the rest.
@@ -31,7 +31,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.RefDuration, "ref-duration", 0, "each reference's window (0: --duration)")
 	fs.StringVar(&depthSizes, "depth-sizes", "1000,1000000", "queue depths depth measures claims at")
 	fs.IntVar(&cfg.DepthClaims, "depth-claims", 500, "claims depth times at each queue depth")
-	fs.BoolVar(&cfg.SeedEnqueueEach, "depth-seed-enqueue", false, "queue every depth run through the service's enqueue instead of copying one per batch (exact, far slower)")
 	fs.StringVar(&cfg.URL, "url", "", "measure the running server at this URL instead of starting one (depth is skipped)")
 	fs.StringVar(&cfg.AdminKey, "admin-key", "", "with --url: an admin key of the tenant to measure")
 	fs.StringVar(&cfg.RuntimeKey, "runtime-key", "", "with --url: a runtime key of the same tenant")

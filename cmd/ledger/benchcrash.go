@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/ledger-dev/ledger/internal/crashtest"
+	"github.com/ledger-dev/ledger/cmd/ledger/internal/crashtest"
 )
 
 // runBenchCrash is `ledger bench crash`: the full form of the crash test, killing a fresh

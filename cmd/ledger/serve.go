@@ -12,6 +12,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 type serveFlags struct {
@@ -31,6 +32,13 @@ type serveFlags struct {
 	rateLimit float64
 	rateBurst int
 	purge     time.Duration
+
+	tenantInflight  int
+	tenantLongPolls int
+	authFailures    int
+	authWindow      time.Duration
+	keyCacheTTL     time.Duration
+	trustedProxies  string
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,12 +56,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest chain of parent runs an enqueue may make (loop_depth past it)")
 	fs.IntVar(&f.fairness, "claim-fairness-window", 64, "how many of the oldest due runs a claim weighs for project fairness")
 	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on a new embedded database")
-	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests served at once; more get 429 rate_limited (0: no cap)")
+	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests this replica serves at once, all tenants together; more get 429 rate_limited (0: no cap)")
+	fs.IntVar(&f.tenantInflight, "tenant-max-inflight", 256, "API requests one tenant may have served at once, below --max-inflight; more get 429 rate_limited (0: no cap)")
+	fs.IntVar(&f.tenantLongPolls, "tenant-max-long-polls", 64, "claims of one tenant that may wait for work at once; past it a claim answers 204 with Retry-After at once (0: no cap)")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 10000, "requests per second each tenant may make; more get 429 rate_limited (0: no limit)")
 	fs.IntVar(&f.rateBurst, "rate-burst", 20000, "requests a tenant may make at once above its rate")
+	fs.IntVar(&f.authFailures, "auth-failure-limit", 20, "failed authentications a client address may make per --auth-failure-window; past it, keys this replica has not admitted get 429 rate_limited (0: no limit)")
+	fs.DurationVar(&f.authWindow, "auth-failure-window", time.Minute, "the window over which --auth-failure-limit refills")
+	fs.DurationVar(&f.keyCacheTTL, "key-cache-ttl", tenancy.DefaultKeyCacheTTL, "how long a replica trusts an API key it has read; a revoked key may work that long on a replica that used it (0: read the key on every request)")
+	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For names the client address (empty: the TCP peer is the client)")
 	fs.DurationVar(&f.purge, "purge-interval", time.Hour, "how often this replica deletes ended run chains past their project's retention (negative: never)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	proxies, err := web.ParseCIDRs(f.trustedProxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
@@ -70,8 +91,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rcfg := runs.DefaultConfig()
 	rcfg.LeaseTTL, rcfg.ReaperInterval, rcfg.BandAging = f.leaseTTL, f.reaper, f.aging
 	rcfg.MaxDepth, rcfg.FairnessWindow = f.maxDepth, f.fairness
-	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg,
-		MaxInFlight: f.inflight, RateLimit: f.rateLimit, RateBurst: f.rateBurst, PurgeInterval: f.purge})
+	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg, PurgeInterval: f.purge,
+		MaxInFlight: f.inflight, KeyCacheTTL: f.keyCacheTTL, TrustedProxies: proxies,
+		Tenant: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
+			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow}})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	bg, stopBackground := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -82,6 +105,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	<-done
 	log.Info("stopped")
 	return err
+}
+
+// check refuses limits that would let one tenant shut the others out: a tenant's share of
+// requests in flight must leave room for another tenant's.
+func (f serveFlags) check() error {
+	switch {
+	case f.inflight < 0 || f.tenantInflight < 0 || f.tenantLongPolls < 0 || f.authFailures < 0:
+		return fmt.Errorf("the in-flight, long-poll and failed-authentication limits must not be negative")
+	case f.inflight > 0 && (f.tenantInflight == 0 || f.tenantInflight >= f.inflight):
+		return fmt.Errorf("--tenant-max-inflight (%d) must be between 1 and --max-inflight (%d) less one, or one tenant could fill the replica",
+			f.tenantInflight, f.inflight)
+	case f.authFailures > 0 && f.authWindow <= 0:
+		return fmt.Errorf("--auth-failure-window must be positive")
+	case f.keyCacheTTL < 0:
+		return fmt.Errorf("--key-cache-ttl must not be negative")
+	}
+	return nil
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {

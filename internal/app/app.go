@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -34,11 +35,15 @@ type Config struct {
 	// PurgeInterval is how often retention runs on this replica (0: retention.DefaultInterval;
 	// negative: never).
 	PurgeInterval time.Duration
-	// MaxInFlight caps API requests served at once; RateLimit and RateBurst bound each
-	// tenant's requests per second (0: off).
+	// MaxInFlight caps API requests served at once, all tenants together (0: off). Tenant
+	// holds what one tenant, or one client address, may take (zero fields: off).
 	MaxInFlight int
-	RateLimit   float64
-	RateBurst   int
+	Tenant      tenancy.Limits
+	// KeyCacheTTL is how long a key read from the database is trusted (0: not cached; use
+	// tenancy.DefaultKeyCacheTTL for the default).
+	KeyCacheTTL time.Duration
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client address.
+	TrustedProxies []*net.IPNet
 }
 
 // App is the assembled service.
@@ -64,10 +69,12 @@ func New(db *sqldb.DB, cfg Config) *App {
 		Version: Version,
 		Ready:   func(ctx context.Context) error { return Ready(ctx, db) },
 
-		MaxInFlight: cfg.MaxInFlight,
+		MaxInFlight:    cfg.MaxInFlight,
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	auth := tenancy.NewAuthenticator(keys)
-	auth.SetRateLimit(cfg.RateLimit, cfg.RateBurst)
+	auth.SetKeyCacheTTL(cfg.KeyCacheTTL)
+	auth.SetLimits(cfg.Tenant)
 	s.SetAuth(auth.Require)
 	projects.Routes(s, projects.NewStore(db))
 	rs := runs.NewService(db, cfg.Runs, log)

@@ -77,7 +77,7 @@ func TestDatabaseLockedIsUnavailableThenRecovers(t *testing.T) {
 
 func TestTenantRateLimit(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, app.Config{RateLimit: 1, RateBurst: 2})
+	s := newStack(t, app.Config{Tenant: tenancy.Limits{Rate: 1, Burst: 2}})
 	_, admin, _ := s.tenantKeys(t)
 	_, otherAdmin, _ := s.tenantKeys(t)
 	for range 2 {

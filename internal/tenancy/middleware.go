@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"context"
 	"crypto/sha256"
 	"strings"
 	"sync"
@@ -12,53 +13,61 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
-// cacheTTL bounds how long a revoked key keeps working on a replica that saw it recently.
-const cacheTTL = 5 * time.Second
-
-const cacheMax = 10000
-
 // Authenticator checks bearer keys, remembering good ones briefly so that a busy runtime
-// does not cost a key lookup per request.
+// does not cost a key lookup per request, and applies the Limits of the request's tenant and
+// client address.
 type Authenticator struct {
 	store *Store
-	ttl   time.Duration
 	now   func() time.Time
+	keys  *keyCache
 
-	mu    sync.Mutex
-	cache map[[32]byte]cached
+	limits   Limits
+	inFlight *counter // per tenant
+	polls    *counter // per tenant
+	failures *addrBudget
 
-	// Per-tenant request budgets (nil: no limit).
-	rate     rate.Limit
-	burst    int
 	limitMu  sync.Mutex
-	limiters map[string]*rate.Limiter
+	limiters map[string]*rate.Limiter // per tenant; nil: no rate limit
 }
 
-// SetRateLimit limits each tenant to rps requests per second with bursts of burst; a
-// request past it is answered 429 rate_limited with Retry-After. rps <= 0 turns it off.
-func (a *Authenticator) SetRateLimit(rps float64, burst int) {
-	a.limitMu.Lock()
-	defer a.limitMu.Unlock()
-	if rps <= 0 {
-		a.rate, a.limiters = 0, nil
-		return
-	}
-	if burst < 1 {
-		burst = int(rps)
-	}
-	a.rate, a.burst, a.limiters = rate.Limit(rps), max(burst, 1), map[string]*rate.Limiter{}
+// NewAuthenticator returns an authenticator over store that caches keys for
+// DefaultKeyCacheTTL and applies no limits until SetLimits.
+func NewAuthenticator(store *Store) *Authenticator {
+	a := &Authenticator{store: store, now: time.Now, keys: newKeyCache(DefaultKeyCacheTTL)}
+	a.SetLimits(Limits{})
+	return a
 }
 
-// admit spends one request of the tenant's budget, or says how long until one is free.
+// SetKeyCacheTTL sets how long a key read from the database is trusted without reading it
+// again (0: every request reads its key). A revoked key keeps working on this replica for at
+// most that long after it was last read. Call it while wiring, before serving.
+func (a *Authenticator) SetKeyCacheTTL(ttl time.Duration) { a.keys = newKeyCache(ttl) }
+
+// SetLimits sets the per-tenant and per-address limits. Call it while wiring, before
+// serving.
+func (a *Authenticator) SetLimits(l Limits) {
+	a.limits = l
+	a.inFlight, a.polls = newCounter(l.InFlight), newCounter(l.LongPolls)
+	a.failures = newAddrBudget(l.AuthFailures, l.AuthFailureWindow)
+	a.limiters = nil
+	if l.Rate > 0 {
+		a.limiters = map[string]*rate.Limiter{}
+	}
+}
+
+// admit spends one request of the tenant's rate, or says how long until one is free.
 func (a *Authenticator) admit(tenantID string) (bool, time.Duration) {
-	a.limitMu.Lock()
 	if a.limiters == nil {
-		a.limitMu.Unlock()
 		return true, 0
 	}
+	a.limitMu.Lock()
 	l, ok := a.limiters[tenantID]
 	if !ok {
-		l = rate.NewLimiter(a.rate, a.burst)
+		burst := a.limits.Burst
+		if burst < 1 {
+			burst = max(int(a.limits.Rate), 1)
+		}
+		l = rate.NewLimiter(rate.Limit(a.limits.Rate), burst)
 		a.limiters[tenantID] = l
 	}
 	a.limitMu.Unlock()
@@ -70,41 +79,34 @@ func (a *Authenticator) admit(tenantID string) (bool, time.Duration) {
 	return true, 0
 }
 
-type cached struct {
-	p       Principal
-	expires time.Time
-}
-
-// NewAuthenticator returns an authenticator over store.
-func NewAuthenticator(store *Store) *Authenticator {
-	return &Authenticator{store: store, ttl: cacheTTL, now: time.Now, cache: map[[32]byte]cached{}}
-}
-
 // Require returns middleware admitting requests whose key has one of roles (any role when
-// none is given): 401 without a good key, 403 with the wrong role.
+// none is given): 401 without a good key, 403 with the wrong role, 429 rate_limited past a
+// limit. In order: the key (failed authentications spend the client address's budget), the
+// role, the tenant's rate, then one of the tenant's slots in flight, held until the handler
+// returns. Nothing of the tenant's is taken before the request is known to be the tenant's.
 func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			auth := c.Request().Header.Get(echo.HeaderAuthorization)
-			scheme, token, ok := strings.Cut(auth, " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="ledger"`)
-				return errBadKey
-			}
-			p, err := a.principal(c, strings.TrimSpace(token))
+			p, err := a.authenticate(c)
 			if err != nil {
 				if apperr.Is(err, apperr.Unauthorized) {
 					c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="ledger"`)
 				}
 				return err
 			}
-			if ok, wait := a.admit(p.TenantID); !ok {
-				return &apperr.Error{Code: apperr.RateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
-			}
 			if len(roles) > 0 && !hasRole(roles, p.Role) {
 				return apperr.New(apperr.Forbidden, "this route needs the %s role", strings.Join(roles, " or "))
 			}
-			c.SetRequest(c.Request().WithContext(WithPrincipal(c.Request().Context(), p)))
+			if ok, wait := a.admit(p.TenantID); !ok {
+				return &apperr.Error{Code: apperr.RateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
+			}
+			if !a.inFlight.take(p.TenantID) {
+				return errTenantInFlight()
+			}
+			defer a.inFlight.give(p.TenantID)
+			ctx := WithPrincipal(c.Request().Context(), p)
+			ctx = context.WithValue(ctx, gateKey{}, gate{polls: a.polls, tenant: p.TenantID})
+			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
 		}
 	}
@@ -119,26 +121,64 @@ func hasRole(roles []string, r string) bool {
 	return false
 }
 
-func (a *Authenticator) principal(c echo.Context, token string) (Principal, error) {
-	h := sha256.Sum256([]byte(token))
-	now := a.now()
-	a.mu.Lock()
-	e, ok := a.cache[h]
-	a.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.p, nil
+// authenticate resolves the request's bearer key. A key read less than the cache TTL ago
+// costs nothing; any other costs a database read, which a client address over its
+// failed-authentication budget is refused, unless the key is one this replica admitted
+// before. Every 401 spends one failure of the address's budget.
+func (a *Authenticator) authenticate(c echo.Context) (Principal, error) {
+	addr := clientAddress(realIP(c))
+	token, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
+	var (
+		h            [32]byte
+		p            Principal
+		fresh, known bool
+	)
+	if ok {
+		h = sha256.Sum256([]byte(token))
+		if p, fresh, known = a.keys.get(h, a.now()); fresh {
+			return p, nil
+		}
 	}
-	p, err := a.store.Authenticate(c.Request().Context(), token)
-	if err != nil {
-		return Principal{}, err
+	if !known {
+		if wait := a.failures.spent(addr, a.now()); wait > 0 {
+			return Principal{}, errAuthFailures(wait)
+		}
 	}
-	a.mu.Lock()
-	if len(a.cache) >= cacheMax {
-		clear(a.cache)
+	if !ok {
+		return Principal{}, a.failed(addr)
 	}
-	a.cache[h] = cached{p: p, expires: now.Add(a.ttl)}
-	a.mu.Unlock()
-	return p, nil
+	p, err := a.keys.load(c.Request().Context(), h, a.now, func(ctx context.Context) (Principal, error) {
+		return a.store.Authenticate(ctx, token)
+	})
+	if apperr.Is(err, apperr.Unauthorized) {
+		return Principal{}, a.failed(addr)
+	}
+	return p, err
+}
+
+// realIP is the client's address as the server's IP extractor sees it. Without one, Echo
+// would believe any client's X-Forwarded-For: then the TCP peer is the client.
+func realIP(c echo.Context) string {
+	if e := c.Echo(); e != nil && e.IPExtractor != nil {
+		return c.RealIP()
+	}
+	return echo.ExtractIPDirect()(c.Request())
+}
+
+// failed spends one failure of addr's budget and returns the answer to a bad key.
+func (a *Authenticator) failed(addr string) error {
+	a.failures.fail(addr, a.now())
+	return errBadKey
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
 }
 
 // MustPrincipal returns the principal of a request behind Require.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -26,8 +27,8 @@ type Op struct {
 	Body any
 	// BodyOptional allows an empty body.
 	BodyOptional bool
-	// Query lists the query parameters.
-	Query []Param
+	// Query is the query parameters' struct (an api.…Params value), nil for none.
+	Query any
 	// Status is the success status; Response its body's type (nil for none).
 	Status int
 	// AlsoStatus lists further success statuses answered with the same body, such as the
@@ -45,11 +46,6 @@ type Op struct {
 	Problems []apperr.Code
 }
 
-// Param is a documented query parameter.
-type Param struct {
-	Name, Type, Description string
-}
-
 type operation struct {
 	method, path string
 	op           Op
@@ -61,7 +57,8 @@ type Authenticator func(roles ...string) echo.MiddlewareFunc
 // Auth is set by the wiring code before routes with roles are added.
 func (s *Server) SetAuth(a Authenticator) { s.auth = a }
 
-// Route registers a handler and its documentation. Non-public routes get the authenticator.
+// Route registers a handler and its documentation. Non-public routes get the authenticator,
+// then the server-wide cap of requests in flight.
 func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 	var mw []echo.MiddlewareFunc
 	if !op.Public {
@@ -69,8 +66,11 @@ func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 			panic("web: route " + path + " needs authentication but no authenticator is set")
 		}
 		mw = append(mw, s.auth(op.Roles...))
+		if s.inFlight != nil {
+			mw = append(mw, s.inFlight)
+		}
 	}
-	s.Echo.Add(method, path, h, mw...)
+	s.add(method, path, op, h, mw)
 	s.ops = append(s.ops, operation{method: method, path: path, op: op})
 }
 
@@ -95,6 +95,9 @@ func (s *Server) OpenAPI() map[string]any {
 			paths[p] = map[string]any{}
 		}
 		paths[p][strings.ToLower(o.method)] = s.operationDoc(o, schemas)
+		if o.method == http.MethodGet {
+			paths[p]["head"] = headDoc(paths[p]["get"].(map[string]any))
+		}
 	}
 	for _, sch := range schemas {
 		delete(sch.(map[string]any), goTypeKey)
@@ -125,12 +128,16 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 	for _, name := range pathParams(o.path) {
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 	}
-	for _, q := range op.Query {
-		params = append(params, map[string]any{"name": q.Name, "in": "query", "description": q.Description, "schema": map[string]any{"type": q.Type}})
+	if op.Query != nil {
+		params = append(params, queryParams(reflect.TypeOf(op.Query), schemas)...)
 	}
 	if op.IfMatch {
 		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": op.IfMatchRequired,
 			"description": "The ETag of the version being changed.", "schema": map[string]any{"type": "string"}})
+	}
+	if o.method == http.MethodGet && op.ETag {
+		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
+			"description": "ETags the caller holds: 304 without a body when one is current.", "schema": map[string]any{"type": "string"}})
 	}
 	if len(params) > 0 {
 		doc["parameters"] = params
@@ -180,11 +187,16 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 			doc["x-roles"] = op.Roles
 		}
 	}
-	if op.Body != nil || len(op.Query) > 0 || len(pathParams(o.path)) > 0 {
-		codes = append(codes, apperr.Invalid)
-	}
+	// Every route refuses unknown query parameters.
+	codes = append(codes, apperr.Invalid)
 	if op.Body != nil {
-		codes = append(codes, apperr.BodyTooLarge)
+		codes = append(codes, apperr.BodyTooLarge, apperr.UnsupportedMediaType)
+	}
+	if o.method == http.MethodGet && op.ETag {
+		responses["304"] = map[string]any{
+			"description": "Not Modified: If-None-Match names the current ETag",
+			"headers":     map[string]any{"ETag": map[string]any{"schema": map[string]any{"type": "string"}}},
+		}
 	}
 	if op.IfMatch {
 		codes = append(codes, apperr.PreconditionFailed)
@@ -209,6 +221,28 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 	}
 	doc["responses"] = responses
 	return doc
+}
+
+// headDoc is the HEAD operation of a GET: the same answers without their content.
+func headDoc(get map[string]any) map[string]any {
+	head := map[string]any{}
+	for k, v := range get {
+		head[k] = v
+	}
+	head["operationId"] = get["operationId"].(string) + "Head"
+	head["summary"] = "Headers of: " + get["summary"].(string)
+	responses := map[string]any{}
+	for st, r := range get["responses"].(map[string]any) {
+		rm := map[string]any{}
+		for k, v := range r.(map[string]any) {
+			if k != "content" {
+				rm[k] = v
+			}
+		}
+		responses[st] = rm
+	}
+	head["responses"] = responses
+	return head
 }
 
 func contains(ss []string, s string) bool {
@@ -258,8 +292,9 @@ func operationID(method, path string) string {
 }
 
 var (
-	timeType = reflect.TypeOf(time.Time{})
-	uuidType = reflect.TypeOf(uuid.UUID{})
+	timeType    = reflect.TypeOf(time.Time{})
+	apiTimeType = reflect.TypeOf(api.Time{})
+	uuidType    = reflect.TypeOf(uuid.UUID{})
 	// nullUUIDType marshals itself (MarshalJSON), so reflection would describe it wrongly.
 	nullUUIDType = reflect.TypeOf(uuid.NullUUID{})
 	rawType      = reflect.TypeOf(json.RawMessage{})
@@ -270,7 +305,7 @@ func schemaRef(t reflect.Type, schemas map[string]any) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() == reflect.Struct && t != timeType && t != nullUUIDType && t.Name() != "" {
+	if t.Kind() == reflect.Struct && t != timeType && t != apiTimeType && t != nullUUIDType && t.Name() != "" {
 		name := schemaName(t)
 		if existing, ok := schemas[name].(map[string]any); ok && existing[goTypeKey] != t {
 			// Two packages may name a type alike (history.Decision, decisions.Decision): the
@@ -331,7 +366,7 @@ func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
 		return map[string]any{"description": "any JSON value"}
 	}
 	switch {
-	case t == timeType:
+	case t == timeType || t == apiTimeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	case t == uuidType:
 		return map[string]any{"type": "string", "format": "uuid"}
@@ -398,4 +433,29 @@ func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
 		return out
 	}
 	return map[string]any{}
+}
+
+// queryParams documents the query parameters of a parameter struct.
+func queryParams(t reflect.Type, schemas map[string]any) []any {
+	var out []any
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, queryParams(f.Type, schemas)...)
+			continue
+		}
+		name := f.Tag.Get("query")
+		if name == "" {
+			continue
+		}
+		p := map[string]any{"name": name, "in": "query", "schema": schemaRef(f.Type, schemas)}
+		if d := f.Tag.Get("doc"); d != "" {
+			p["description"] = d
+		}
+		if strings.Contains(f.Tag.Get("validate"), "required") {
+			p["required"] = true
+		}
+		out = append(out, p)
+	}
+	return out
 }

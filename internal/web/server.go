@@ -10,17 +10,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -33,8 +34,12 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Version appears in the OpenAPI document.
 	Version string
-	// MaxInFlight caps the API requests served at once (0: no cap).
+	// MaxInFlight caps the API requests served at once, all tenants together (0: no cap).
+	// It protects the process; what one tenant may hold is the authenticator's business.
 	MaxInFlight int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client's address;
+	// requests from anywhere else are from their TCP peer.
+	TrustedProxies []*net.IPNet
 }
 
 // Server is the Echo instance with the service's conventions and its route catalogue.
@@ -43,7 +48,9 @@ type Server struct {
 	Registry *prometheus.Registry
 	log      *slog.Logger
 	ops      []operation
+	routes   []routeMethods
 	auth     Authenticator
+	inFlight echo.MiddlewareFunc // nil: no cap
 	version  string
 
 	requests *prometheus.CounterVec
@@ -61,6 +68,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Validator = NewValidator()
+	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version}
 	e.HTTPErrorHandler = s.handleError
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -73,7 +81,7 @@ func New(cfg Config) *Server {
 	s.Registry.MustRegister(s.requests, s.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return uuid.NewString() }}))
+	e.Use(keepRequestID)
 	e.Use(s.observe)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -81,9 +89,10 @@ func New(cfg Config) *Server {
 			return err
 		},
 	}))
+	e.Use(s.methodNotAllowed)
 	e.Use(limitBody(cfg.MaxBody))
 	if cfg.MaxInFlight > 0 {
-		e.Use(limitInFlight(cfg.MaxInFlight))
+		s.inFlight = limitInFlight(cfg.MaxInFlight)
 	}
 
 	s.Route(http.MethodGet, "/healthz", Op{Summary: "Process liveness", Public: true, Status: http.StatusOK, Response: Health{}},
@@ -108,10 +117,7 @@ func New(cfg Config) *Server {
 }
 
 // Health is the body of /healthz and /readyz.
-type Health struct {
-	Status string `json:"status"`
-	Detail string `json:"detail,omitempty"`
-}
+type Health = api.Health
 
 // limitBody refuses bodies larger than max: at once when Content-Length says so, and while
 // reading otherwise (Bind turns the reader's error into 413).

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/ledger-dev/ledger/internal/serveproc"
+	"github.com/ledger-dev/ledger/cmd/ledger/internal/serveproc"
 )
 
 // keys are a tenant's admin and runtime keys.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,10 +41,11 @@ const driverInsert = `INSERT INTO Checkpoints (CheckpointId, AttemptId, TenantId
     AdapterVersion, ContextSnapshotRef, Hash, CreatedAt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9)`
 
 // driverDSN opens path as the service opens its writer: WAL, the durability setting,
-// immediate transactions and a busy timeout.
+// immediate transactions and the service's busy timeout, so that a connection waiting for
+// another's write lock waits as the service would instead of failing as busy.
 func driverDSN(path, syncMode string) string {
-	return "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" +
-		strings.ToUpper(syncMode) + ")&_txlock=immediate"
+	return "file:" + path + "?_pragma=busy_timeout(" + strconv.FormatInt(sqldb.DefaultBusyTimeout.Milliseconds(), 10) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(" + strings.ToUpper(syncMode) + ")&_txlock=immediate"
 }
 
 // driverBaseline inserts checkpoint-shaped rows straight through database/sql and the

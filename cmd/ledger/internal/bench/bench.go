@@ -60,9 +60,6 @@ type Config struct {
 	// 1000000); DepthClaims is how many claims it times at each (default 500).
 	DepthSizes  []int
 	DepthClaims int
-	// SeedEnqueueEach queues every depth run through the run-lease core's EnqueueTx
-	// instead of copying the first run of each batch (exact, and far slower).
-	SeedEnqueueEach bool
 	// URL, AdminKey and RuntimeKey target a running server instead of starting one.
 	URL        string
 	AdminKey   string

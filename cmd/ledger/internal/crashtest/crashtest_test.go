@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledger-dev/ledger/internal/crashtest"
+	"github.com/ledger-dev/ledger/cmd/ledger/internal/crashtest"
 )
 
 // TestKillNineLosesNothing is the bounded form CI runs: three SIGKILLs under load.

@@ -2,35 +2,33 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
-// seedBatch is how many runs one seeding transaction queues. Run ids are random, so every
-// transaction rewrites most leaves of the run-id index into the WAL: fewer, larger
-// transactions write far less (measured at 300k runs: 5,000 per transaction wrote 1.1 GiB
-// in 47 s, 25,000 wrote 0.5 GiB in 15 s, 100,000 barely less while the statement journal
-// held in memory grew the process by 150 MiB).
+// seedBatch is how many runs one seeding transaction queues. Run ids are random in their
+// leading (text) bytes, so every transaction rewrites most leaves of the run-id index into
+// the WAL: fewer, larger transactions write far less (measured at 300k runs: 5,000 per
+// transaction wrote 1.1 GiB in 47 s, 25,000 wrote 0.5 GiB in 15 s).
 const seedBatch = 20_000
 
 // depth measures claim latency with the queue at each of cfg.DepthSizes: the projects and
 // the release are made through the API on a fresh server, which is then stopped; the runs
-// are queued straight into the file (far quicker than a million requests), and a restarted
-// server answers DepthClaims claims one after another, each completed untimed.
+// are queued into the file through the runs service in large transactions (far quicker
+// than a million requests), and a restarted server answers DepthClaims claims one after
+// another, each completed untimed.
 func (b *bencher) depth(ctx context.Context, syncMode, dir string) error {
 	path := filepath.Join(dir, "depth.db")
 	b.logf("[%s] depth: starting a server on a fresh database", syncMode)
@@ -71,7 +69,7 @@ func (b *bencher) depth(ctx context.Context, syncMode, dir string) error {
 	queued := 0
 	for i, size := range b.cfg.DepthSizes {
 		start := time.Now()
-		if err := b.seed(ctx, path, syncMode, size-queued); err != nil {
+		if err := b.seed(ctx, path, syncMode, k.runtime, size-queued); err != nil {
 			return fmt.Errorf("seed the depth queue: %w", err)
 		}
 		seeded := time.Since(start)
@@ -150,15 +148,11 @@ func (b *bencher) claimDepth(ctx context.Context, t *target, size int) (Result, 
 
 var seedCounter atomic.Int64
 
-// seed queues n runs straight into the SQLite file at path (the server is stopped): 10
-// projects, unique subjects, band batch, for the tenant that owns the projects. Each
-// transaction queues seedBatch runs. By default its first run is queued by the run-lease
-// core's own EnqueueTx and the rest are copies of that row made by one INSERT … SELECT,
-// differing only in the run id, subject, project, agent, step and snapshot (a service
-// without hooks writes nothing but that row, so the copies are what EnqueueTx would have
-// written, at a fraction of the cost). With cfg.SeedEnqueueEach every run goes through
-// EnqueueTx.
-func (b *bencher) seed(ctx context.Context, path, syncMode string, n int) error {
+// seed queues n runs into the SQLite file at path while no server runs: 10 projects,
+// unique subjects, band batch, for the tenant whose runtime key the bench holds. Every run
+// is queued by the run-lease core's own EnqueueTx (the service's writes, not a copy of
+// them), seedBatch runs to a transaction.
+func (b *bencher) seed(ctx context.Context, path, syncMode, runtimeKey string, n int) error {
 	if n <= 0 {
 		return nil
 	}
@@ -168,27 +162,12 @@ func (b *bencher) seed(ctx context.Context, path, syncMode string, n int) error 
 		return err
 	}
 	defer db.Close()
-	mg, err := db.NewMigrator()
+	p, err := tenancy.NewStore(db).Authenticate(ctx, runtimeKey)
 	if err != nil {
-		return err
-	}
-	err = mg.Up()
-	mg.Close()
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	tenant := "default"
-	if err := db.Raw().GetContext(ctx, &tenant, `SELECT TenantId FROM Projects WHERE ProjectId = 'p0' LIMIT 1`); err != nil {
-		return fmt.Errorf("find the tenant of project p0: %w", err)
-	}
-	copyRuns := ""
-	if !b.cfg.SeedEnqueueEach {
-		if copyRuns, err = copyRunsQuery(ctx, db); err != nil {
-			return err
-		}
+		return fmt.Errorf("find the tenant of the runtime key: %w", err)
 	}
 	svc := runs.NewService(db, runs.DefaultConfig(), log)
-	caller := runs.Caller{TenantID: tenant, KeyID: "bench-seed"}
+	caller := runs.Caller{TenantID: p.TenantID, KeyID: p.KeyID}
 
 	var done atomic.Int64
 	stop := make(chan struct{})
@@ -207,40 +186,21 @@ func (b *bencher) seed(ctx context.Context, path, syncMode string, n int) error 
 			}
 		}
 	}()
-	batchSize := seedBatch
-	if b.cfg.SeedEnqueueEach {
-		// Every statement of a group-commit savepoint grows SQLite's statement journal; a
-		// smaller transaction keeps the cost per run flat.
-		batchSize = 1_000
-	}
-	copies := make([][6]string, 0, batchSize)
 	for done.Load() < int64(n) {
-		batch := min(batchSize, n-int(done.Load()))
-		err := db.Write(ctx, sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
-			copies = copies[:0] // a retried transaction starts again
-			var template uuid.UUID
-			for k := range batch {
+		batch := min(seedBatch, n-int(done.Load()))
+		err := db.Write(ctx, sqldb.TenantScope(p.TenantID), func(tx *sqldb.Tx) error {
+			for range batch {
 				i := seedCounter.Add(1)
 				spec := runs.Spec{
 					ProjectID: fmt.Sprintf("p%d", i%benchProjects), Subject: fmt.Sprintf("bench-%s-seed-%d", b.tag, i),
 					Kind: "bench", AgentID: fmt.Sprintf("bench-agent-%d", i%16), StepID: uuid.New(), SnapshotID: uuid.New(),
 					Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3,
 				}
-				if copyRuns != "" && k > 0 {
-					copies = append(copies, [6]string{ids.New().String(), spec.Subject, spec.ProjectID, spec.AgentID,
-						spec.StepID.String(), spec.SnapshotID.String()})
-					continue
-				}
-				r, _, err := svc.EnqueueTx(ctx, tx, caller, spec)
-				if err != nil {
+				if _, _, err := svc.EnqueueTx(ctx, tx, caller, spec); err != nil {
 					return err
 				}
-				template = r.RunID
 			}
-			if len(copies) == 0 {
-				return nil
-			}
-			return insertCopies(ctx, tx, copyRuns, template, copies)
+			return nil
 		})
 		if err != nil {
 			return err
@@ -252,59 +212,6 @@ func (b *bencher) seed(ctx context.Context, path, syncMode string, n int) error 
 	// one-off cost instead of the claim.
 	if _, err := db.Raw().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		return fmt.Errorf("checkpoint the seeded database: %w", err)
-	}
-	return nil
-}
-
-// copyOverrides are the Runs columns a copy takes from its JSON element (by position);
-// Version is stamped from the row-version counter; every other column is the template's.
-var copyOverrides = map[string]int{"RunId": 0, "Subject": 1, "ProjectId": 2, "AgentId": 3, "StepId": 4, "SnapshotId": 5}
-
-// copyRunsQuery builds the statement that copies a template run (?1) once for each element
-// of a JSON array (?2) of [runId, subject, projectId, agentId, stepId, snapshotId]. The
-// column list is read from the table, so columns added by later migrations are copied too.
-func copyRunsQuery(ctx context.Context, db *sqldb.DB) (string, error) {
-	var cols []string
-	if err := db.Raw().SelectContext(ctx, &cols, `SELECT name FROM pragma_table_info('Runs') ORDER BY cid`); err != nil {
-		return "", fmt.Errorf("read the Runs columns: %w", err)
-	}
-	if len(cols) == 0 {
-		return "", errors.New("the database has no Runs table")
-	}
-	seen := 0
-	exprs := make([]string, len(cols))
-	for i, c := range cols {
-		switch pos, ok := copyOverrides[c]; {
-		case ok:
-			exprs[i] = fmt.Sprintf("json_extract(j.value, '$[%d]')", pos)
-			seen++
-		case c == "Version":
-			// The counter is read once for the statement; the AFTER INSERT trigger moves it
-			// past each row, so every later statement stamps above these.
-			exprs[i] = "(SELECT Value FROM RowVersionCounter) + j.key + 1"
-			seen++
-		default:
-			exprs[i] = "t." + c
-		}
-	}
-	if seen != len(copyOverrides)+1 {
-		return "", fmt.Errorf("the Runs table lacks a column the copy sets (it has %s)", strings.Join(cols, ", "))
-	}
-	return "INSERT INTO Runs (" + strings.Join(cols, ", ") + ") SELECT " + strings.Join(exprs, ", ") +
-		" FROM Runs AS t, json_each(?2) AS j WHERE t.RunId = ?1", nil
-}
-
-func insertCopies(ctx context.Context, tx *sqldb.Tx, query string, template uuid.UUID, copies [][6]string) error {
-	doc, err := json.Marshal(copies)
-	if err != nil {
-		return err
-	}
-	res, err := tx.ExecContext(ctx, query, template, string(doc))
-	if err != nil {
-		return fmt.Errorf("copy runs: %w", err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n != int64(len(copies)) {
-		return fmt.Errorf("copy runs: %d rows written, want %d", n, len(copies))
 	}
 	return nil
 }

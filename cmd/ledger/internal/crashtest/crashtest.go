@@ -19,8 +19,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/cmd/ledger/internal/serveproc"
 	"github.com/ledger-dev/ledger/internal/runs"
-	"github.com/ledger-dev/ledger/internal/serveproc"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 

@@ -1,0 +1,208 @@
+package tenancy
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+)
+
+// Limits bounds what one tenant, or one client address, may take of a replica, so that one
+// tenant's load never makes another tenant's requests fail (DESIGN.md section 6). A zero
+// field is no limit.
+//
+// A request is attributed to its tenant by its key before it takes anything of the
+// tenant's: a request refused here has held nothing, and the server-wide cap of requests in
+// flight (web.Config.MaxInFlight) is taken only after these, so one tenant can hold at most
+// InFlight of it.
+type Limits struct {
+	// Rate and Burst bound each tenant's requests per second.
+	Rate  float64
+	Burst int
+	// InFlight caps each tenant's requests being served at once; past it a request is 429
+	// rate_limited with Retry-After. A waiting long-poll claim counts.
+	InFlight int
+	// LongPolls caps each tenant's claims waiting for work at once; past it a claim does not
+	// wait (HoldLongPoll reports false) and answers 204 with Retry-After at once.
+	LongPolls int
+	// AuthFailures failed authentications are allowed per AuthFailureWindow from one client
+	// address (a token bucket: AuthFailures at once, refilled evenly over the window). Past
+	// it, a request from that address whose key this replica has not admitted before is 429
+	// rate_limited with Retry-After, without reading the database.
+	AuthFailures      int
+	AuthFailureWindow time.Duration
+}
+
+// Retry-After values of the limits whose wait cannot be computed: a slot is free when
+// another request of the tenant ends.
+const (
+	inFlightRetryAfter = time.Second
+	// LongPollRetryAfter is the Retry-After of a claim that was refused a long-poll slot.
+	LongPollRetryAfter = time.Second
+)
+
+// counter counts what each key holds, up to max each. The zero max is no limit. Keys holding
+// nothing are dropped, so the map is as large as the number of busy tenants.
+type counter struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func newCounter(max int) *counter { return &counter{max: max, n: map[string]int{}} }
+
+// take takes one for key, or reports false when key holds max already.
+func (c *counter) take(key string) bool {
+	if c.max <= 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[key] >= c.max {
+		return false
+	}
+	c.n[key]++
+	return true
+}
+
+// give gives back one that take took for key.
+func (c *counter) give(key string) {
+	if c.max <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[key] <= 1 {
+		delete(c.n, key)
+		return
+	}
+	c.n[key]--
+}
+
+// held is what key holds now.
+func (c *counter) held(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+// maxAddresses bounds the failure budgets remembered at once. Budgets that are full again
+// are forgotten first; past that (a spread-out attack), all are.
+const maxAddresses = 100_000
+
+// addrBudget is the failed-authentication budget of each client address.
+type addrBudget struct {
+	rate  rate.Limit
+	burst int
+	mu    sync.Mutex
+	m     map[string]*rate.Limiter
+}
+
+func newAddrBudget(failures int, window time.Duration) *addrBudget {
+	if failures <= 0 || window <= 0 {
+		return nil
+	}
+	return &addrBudget{rate: rate.Limit(float64(failures) / window.Seconds()), burst: failures, m: map[string]*rate.Limiter{}}
+}
+
+// spent reports how long until addr may fail once more (0: it may now).
+func (b *addrBudget) spent(addr string, now time.Time) time.Duration {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	l := b.m[addr]
+	b.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	tokens := l.TokensAt(now)
+	if tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / float64(b.rate) * float64(time.Second))
+}
+
+// fail spends one failure of addr's budget.
+func (b *addrBudget) fail(addr string, now time.Time) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	l := b.m[addr]
+	if l == nil {
+		if len(b.m) >= maxAddresses {
+			b.sweep(now)
+		}
+		l = rate.NewLimiter(b.rate, b.burst)
+		b.m[addr] = l
+	}
+	b.mu.Unlock()
+	l.AllowN(now, 1)
+}
+
+// sweep forgets the budgets that are full again, or every budget when none is. b.mu is held.
+func (b *addrBudget) sweep(now time.Time) {
+	for a, l := range b.m {
+		if l.TokensAt(now) >= float64(b.burst) {
+			delete(b.m, a)
+		}
+	}
+	if len(b.m) >= maxAddresses {
+		clear(b.m)
+	}
+}
+
+// clientAddress is the key of a client's failure budget: its IP address, and for IPv6 its
+// /64 network, which one client usually holds whole. The address is what the HTTP layer's
+// IP extractor says: the TCP peer, or behind trusted proxies the nearest untrusted address
+// of X-Forwarded-For.
+func clientAddress(ip string) string {
+	parsed := net.ParseIP(ip)
+	if parsed == nil {
+		return ip
+	}
+	if parsed.To4() != nil {
+		return parsed.String()
+	}
+	return parsed.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+type gateKey struct{}
+
+// gate is a request's way to its tenant's long-poll slots.
+type gate struct {
+	polls  *counter
+	tenant string
+}
+
+// HoldLongPoll takes one of the request's tenant's long-poll slots for a claim about to wait
+// for work. It reports false when the tenant has as many claims waiting as it may: the claim
+// must then answer at once, without waiting (204 with Retry-After LongPollRetryAfter).
+// release gives the slot back; it must be called once the claim stops waiting. A context
+// that did not pass the authenticator has no limit.
+func HoldLongPoll(ctx context.Context) (release func(), ok bool) {
+	g, found := ctx.Value(gateKey{}).(gate)
+	if !found || g.polls == nil {
+		return func() {}, true
+	}
+	if !g.polls.take(g.tenant) {
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { g.polls.give(g.tenant) }) }, true
+}
+
+func errTenantInFlight() error {
+	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: inFlightRetryAfter,
+		Detail: "the tenant is at its limit of requests in flight; retry later"}
+}
+
+func errAuthFailures(wait time.Duration) error {
+	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: max(wait, time.Second),
+		Detail: "too many failed authentications from this address; retry later"}
+}

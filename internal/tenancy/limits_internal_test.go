@@ -1,0 +1,359 @@
+package tenancy
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// These tests drive the authenticator's clock, so they live inside the package; dbtest
+// imports this package, so they open their database themselves.
+
+func openStore(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Config{DSN: filepath.Join(t.TempDir(), "ledger.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.Up(); err != nil {
+		t.Fatal(err)
+	}
+	mg.Close()
+	return NewStore(db)
+}
+
+func newKey(t *testing.T, s *Store, tenant, role string) (string, Key) {
+	t.Helper()
+	token, k, err := s.CreateKey(context.Background(), tenant, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token, k
+}
+
+// fakeClock is the authenticator's clock in these tests.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func withClock(a *Authenticator) *fakeClock {
+	c := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	a.now = c.Now
+	return c
+}
+
+// call sends one request with token from addr through Require; inside runs in the handler.
+func call(a *Authenticator, token, addr string, inside func(c echo.Context) error) error {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.RemoteAddr = addr + ":40000"
+	if inside == nil {
+		inside = func(echo.Context) error { return nil }
+	}
+	return a.Require()(inside)(echo.New().NewContext(req, httptest.NewRecorder()))
+}
+
+// TestRevokedKeyWorksAtMostTheCacheTTL pins the documented bound: a replica that admitted a
+// key keeps admitting it for the cache TTL after revocation, and not longer.
+func TestRevokedKeyWorksAtMostTheCacheTTL(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	token, k := newKey(t, store, "cache", RoleAdmin)
+	a := NewAuthenticator(store)
+	clock := withClock(a)
+	if err := call(a, token, "192.0.2.1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.RevokeKey(context.Background(), k.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(DefaultKeyCacheTTL - time.Millisecond)
+	if err := call(a, token, "192.0.2.1", nil); err != nil {
+		t.Fatalf("within the cache TTL the cached key was refused: %v", err)
+	}
+	clock.Advance(2 * time.Millisecond)
+	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, apperr.Unauthorized) {
+		t.Fatalf("past the cache TTL the revoked key got %v, want unauthorized", err)
+	}
+	if DefaultKeyCacheTTL > 10*time.Second {
+		t.Fatalf("DefaultKeyCacheTTL %s: README and the authenticator promise a few seconds", DefaultKeyCacheTTL)
+	}
+}
+
+// TestKeyCacheTTLZeroReadsEveryRequest: with the cache off a revocation takes effect on the
+// next request, with no time passing at all; a good key still works on every request.
+func TestKeyCacheTTLZeroReadsEveryRequest(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	token, k := newKey(t, store, "nocache", RoleAdmin)
+	a := NewAuthenticator(store)
+	a.SetKeyCacheTTL(0)
+	withClock(a) // frozen: nothing expires by the clock
+	for i := range 3 {
+		if err := call(a, token, "192.0.2.1", nil); err != nil {
+			t.Fatalf("request %d with a good key: %v", i, err)
+		}
+	}
+	if err := store.RevokeKey(context.Background(), k.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, apperr.Unauthorized) {
+		t.Fatalf("the request after the revocation got %v, want unauthorized at once", err)
+	}
+}
+
+// TestFailedAuthenticationsAreLimitedPerAddress: an address that spent its budget of failed
+// authentications gets 429 with Retry-After for any key this replica has not admitted before
+// (a good one included) until the budget refills; other addresses are unaffected, and keys
+// admitted before keep working from it.
+func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	known, _ := newKey(t, store, "addr", RoleRuntime)
+	fresh, _ := newKey(t, store, "addr", RoleRuntime)
+	a := NewAuthenticator(store)
+	a.SetLimits(Limits{AuthFailures: 3, AuthFailureWindow: 3 * time.Second})
+	clock := withClock(a)
+	const attacker, neighbour = "198.51.100.7", "203.0.113.9"
+	bad := "ldg_ffffffffffffffff_nope"
+
+	if err := call(a, known, attacker, nil); err != nil {
+		t.Fatalf("a good key before any failure: %v", err)
+	}
+	for i := range 3 {
+		if err := call(a, bad, attacker, nil); !apperr.Is(err, apperr.Unauthorized) {
+			t.Fatalf("failure %d within the budget: %v, want unauthorized", i+1, err)
+		}
+	}
+	wantLimited := func(what, token string) {
+		t.Helper()
+		err := call(a, token, attacker, nil)
+		e, ok := apperr.As(err)
+		if !ok || e.Code != apperr.RateLimited || e.RetryAfter < time.Second {
+			t.Fatalf("%s past the budget: %v, want rate_limited with a Retry-After of at least 1s", what, err)
+		}
+	}
+	wantLimited("a bad key", bad)
+	wantLimited("a missing key", "")
+	wantLimited("a good key never admitted here", fresh)
+
+	// The key admitted before still works, cached and once its cache entry has expired.
+	if err := call(a, known, attacker, nil); err != nil {
+		t.Fatalf("a key admitted before, from the limited address: %v", err)
+	}
+	clock.Advance(DefaultKeyCacheTTL + time.Millisecond)
+	// Past the cache TTL the budget has refilled too (3 per 3s): spend it again first.
+	for range 3 {
+		_ = call(a, bad, attacker, nil)
+	}
+	wantLimited("a bad key", bad)
+	if err := call(a, known, attacker, nil); err != nil {
+		t.Fatalf("a key admitted before, read again from the limited address: %v", err)
+	}
+	// Another address has its own budget.
+	if err := call(a, fresh, neighbour, nil); err != nil {
+		t.Fatalf("a good key from another address: %v", err)
+	}
+	if err := call(a, bad, neighbour, nil); !apperr.Is(err, apperr.Unauthorized) {
+		t.Fatalf("a bad key from another address: %v, want unauthorized", err)
+	}
+	// Once the window lets one failure back, a good key from the address works.
+	clock.Advance(time.Second + time.Millisecond)
+	if err := call(a, fresh, attacker, nil); err != nil {
+		t.Fatalf("a good key once the window passed: %v", err)
+	}
+}
+
+// TestTenantInFlightCapLeavesOtherTenantsAlone holds a tenant's every slot in flight: its
+// next request is 429 with Retry-After, another tenant's is served, and a slot given back
+// serves the first tenant again.
+func TestTenantInFlightCapLeavesOtherTenantsAlone(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	b, _ := newKey(t, store, "busy", RoleRuntime)
+	other, _ := newKey(t, store, "quiet", RoleRuntime)
+	a := NewAuthenticator(store)
+	a.SetLimits(Limits{InFlight: 2})
+
+	entered, leave := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			done <- call(a, b, "192.0.2.1", func(echo.Context) error { entered <- struct{}{}; <-leave; return nil })
+		}()
+		<-entered
+	}
+	err := call(a, b, "192.0.2.1", nil)
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.RateLimited || e.RetryAfter <= 0 {
+		t.Fatalf("the busy tenant's third request: %v, want rate_limited with Retry-After", err)
+	}
+	if err := call(a, other, "192.0.2.1", nil); err != nil {
+		t.Fatalf("another tenant while the first is at its cap: %v", err)
+	}
+	leave <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := call(a, b, "192.0.2.1", nil); err != nil {
+		t.Fatalf("the busy tenant once a slot is back: %v", err)
+	}
+	close(leave)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := a.inFlight.held("busy"); n != 0 {
+		t.Fatalf("%d slots still held after every request ended", n)
+	}
+}
+
+// TestLongPollSlotsPerTenant: a tenant's long polls are capped apart from its other
+// requests and from other tenants'; a released slot serves again, once.
+func TestLongPollSlotsPerTenant(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	b, _ := newKey(t, store, "polls", RoleRuntime)
+	other, _ := newKey(t, store, "polls-other", RoleRuntime)
+	a := NewAuthenticator(store)
+	a.SetLimits(Limits{LongPolls: 1})
+
+	var release func()
+	if err := call(a, b, "192.0.2.1", func(c echo.Context) error {
+		var ok bool
+		release, ok = HoldLongPoll(c.Request().Context())
+		if !ok {
+			t.Fatal("the first long poll was refused")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hold := func(token string) bool {
+		var ok bool
+		if err := call(a, token, "192.0.2.1", func(c echo.Context) error {
+			var r func()
+			if r, ok = HoldLongPoll(c.Request().Context()); ok {
+				r()
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if hold(b) {
+		t.Fatal("a second long poll of the tenant was let wait past its cap of 1")
+	}
+	if !hold(other) {
+		t.Fatal("another tenant's long poll was refused")
+	}
+	release()
+	release() // a second release gives back nothing more
+	if !hold(b) {
+		t.Fatal("the tenant's long poll after the slot was given back was refused")
+	}
+	if n := a.polls.held("polls"); n != 0 {
+		t.Fatalf("%d long-poll slots held after release", n)
+	}
+	// Without the authenticator (a service called directly) there is no cap.
+	if r, ok := HoldLongPoll(context.Background()); !ok {
+		t.Fatal("a context without a tenant was refused a long poll")
+	} else {
+		r()
+	}
+}
+
+func TestClientAddress(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"192.0.2.1", "192.0.2.1"},
+		{"::ffff:192.0.2.1", "192.0.2.1"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff::1", "2001:db8:1:2::/64"},
+		{"not-an-ip", "not-an-ip"},
+	} {
+		if got := clientAddress(c.in); got != c.want {
+			t.Errorf("clientAddress(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestConcurrentColdKeyReadsOnce: requests with one key the cache has not seen share one
+// database read while it runs, and all get its answer.
+func TestConcurrentColdKeyReadsOnce(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	token, k := newKey(t, store, "cold", RoleRuntime)
+	a := NewAuthenticator(store)
+	var reads atomic.Int32
+	gate := make(chan struct{})
+	h := sha256.Sum256([]byte(token))
+	read := func(ctx context.Context) (Principal, error) {
+		reads.Add(1)
+		<-gate
+		return store.Authenticate(ctx, token)
+	}
+	const n = 16
+	type result struct {
+		p   Principal
+		err error
+	}
+	results := make(chan result, n)
+	for range n {
+		go func() {
+			p, err := a.keys.load(context.Background(), h, a.now, read)
+			results <- result{p, err}
+		}()
+	}
+	// Hold the one read until every other request waits for it.
+	for {
+		a.keys.mu.Lock()
+		f := a.keys.flights[h]
+		waiting := f != nil && f.waiters == n-1
+		a.keys.mu.Unlock()
+		if waiting {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(gate)
+	for range n {
+		r := <-results
+		if r.err != nil || r.p.KeyID != k.KeyID {
+			t.Fatalf("a waiting request got %+v, %v", r.p, r.err)
+		}
+	}
+	if got := reads.Load(); got != 1 {
+		t.Fatalf("%d database reads for %d concurrent requests, want 1", got, n)
+	}
+	if _, fresh, _ := a.keys.get(h, a.now()); !fresh {
+		t.Fatal("the key read is not cached")
+	}
+}
