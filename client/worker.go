@@ -76,9 +76,10 @@ type WorkerConfig struct {
 	// Concurrency is how many handlers run at once (default 1). Each free slot long-polls
 	// its own claim.
 	Concurrency int
-	// WaitSeconds is each claim's long poll, 0..30 (default 10). Shutdown waits for claims
-	// in flight (within the grace), so this bounds how long an idle worker takes to stop.
-	// -1 means 0: claims return at once, and IdleWait paces them.
+	// WaitSeconds is each claim's long poll, 0..30 (default 5). Shutdown lets claims in
+	// flight answer (within the grace) rather than abandon one whose lease may already be
+	// granted, so this bounds how long an idle worker takes to stop. -1 means 0: claims
+	// answer at once, and IdleWait paces them.
 	WaitSeconds int
 	// IdleWait is the pause after a claim found nothing when WaitSeconds is 0 (default 1s).
 	IdleWait time.Duration
@@ -192,7 +193,7 @@ func NewWorker(c *Client, cfg WorkerConfig, h Handler) (*Worker, error) {
 	}
 	switch cfg.WaitSeconds {
 	case 0:
-		cfg.WaitSeconds = 10
+		cfg.WaitSeconds = 5
 	case -1:
 		cfg.WaitSeconds = 0
 	}
