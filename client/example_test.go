@@ -114,7 +114,7 @@ func ExampleWorker() {
 		ReleaseID: "reviewer", AdapterVersion: "1.0", ModelProfileID: "model-a",
 		Kinds: []string{"review"}, Concurrency: 4, Logger: quiet(),
 		WaitSeconds: 1, // short long polls, so that the example stops soon
-		Hooks: client.Hooks{Finished: func(r client.Result) { done <- r }},
+		Hooks:       client.Hooks{Finished: func(r client.Result) { done <- r }},
 	}, func(ctx context.Context, l *client.Lease) error {
 		// Carry on after the last checkpoint of the run's chain (none for a fresh run).
 		last, err := l.Resume(ctx)
