@@ -167,9 +167,14 @@ func (l *Lease) Resume(ctx context.Context) (*api.LastCheckpoint, error) {
 	if resumed {
 		return last, nil
 	}
-	last, err := l.c.lastCheckpoint(ctx, l.RunID(), true)
-	if err != nil {
-		return nil, fmt.Errorf("resume run %s: %w", l.RunID(), err)
+	// A run's epoch moves only when it is claimed, from 0 at its enqueue, and a
+	// continuation starts at its predecessor's epoch: token 1 on a run that continues none
+	// is the first attempt of a new chain, which has no checkpoint to read.
+	if l.FencingToken() != 1 || l.claim.Run.ContinuedFromRunID != nil {
+		var err error
+		if last, err = l.c.lastCheckpoint(ctx, l.RunID(), true); err != nil {
+			return nil, fmt.Errorf("resume run %s: %w", l.RunID(), err)
+		}
 	}
 	l.mu.Lock()
 	l.last, l.resumed = last, true

@@ -445,7 +445,7 @@ func (w *Worker) handle(base context.Context, l *Lease, sent time.Time) {
 	if w.cfg.Hooks.Claimed != nil {
 		w.cfg.Hooks.Claimed(l)
 	}
-	log.InfoContext(hctx, "claimed run", "subject", l.claim.Run.Subject, "kind", l.claim.Run.Kind,
+	log.DebugContext(hctx, "claimed run", "subject", l.claim.Run.Subject, "kind", l.claim.Run.Kind,
 		"attempt_count", l.claim.Run.AttemptCount, "leased_until", l.claim.Lease.LeasedUntil)
 
 	hbCtx, stopHB := context.WithCancel(base)
@@ -576,8 +576,10 @@ func (w *Worker) settle(base context.Context, l *Lease, herr error, panicked boo
 		_, err = l.Release(ctx, retry.Charge, retry.After)
 	}
 	switch {
+	case err == nil && herr == nil && r.Outcome != Cancelled:
+		log.DebugContext(ctx, "run settled", "outcome", r.Outcome)
 	case err == nil:
-		log.InfoContext(ctx, "run settled", "outcome", r.Outcome, "handler_err", herr)
+		log.WarnContext(ctx, "run settled", "outcome", r.Outcome, "handler_err", herr)
 	case errors.Is(err, ErrLeaseLost):
 		r.Outcome, r.SettleErr = LeaseLost, err
 		log.WarnContext(ctx, "lease lost before it was settled", "err", err)
