@@ -187,7 +187,7 @@ func (cl *Client) do(ctx context.Context, c call) (result, error) {
 
 	var mayHaveApplied bool // an earlier try may have reached the server and applied
 	for try := 1; ; try++ {
-		res, err, sent := cl.once(ctx, c, target, body)
+		res, sent, err := cl.try(ctx, c, target, body)
 		if err == nil {
 			return res, nil
 		}
@@ -214,15 +214,15 @@ func (cl *Client) do(ctx context.Context, c call) (result, error) {
 	}
 }
 
-// once sends one try. sent reports whether the request may have reached the server.
-func (cl *Client) once(ctx context.Context, c call, target string, body []byte) (res result, err error, sent bool) {
+// try sends one try. sent reports whether the request may have reached the server.
+func (cl *Client) try(ctx context.Context, c call, target string, body []byte) (res result, sent bool, err error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, c.method, target, rd)
 	if err != nil {
-		return result{}, fmt.Errorf("ledger: %s %s: %w", c.method, c.path, err), false
+		return result{}, false, fmt.Errorf("ledger: %s %s: %w", c.method, c.path, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -240,26 +240,28 @@ func (cl *Client) once(ctx context.Context, c call, target string, body []byte) 
 	}
 	resp, err := cl.hc.Do(req)
 	if err != nil {
-		return result{}, &TransportError{Method: c.method, Path: c.path, Err: err}, !notSent(err)
+		return result{}, !notSent(err), &TransportError{Method: c.method, Path: c.path, Err: err}
 	}
 	defer resp.Body.Close()
 	res = result{status: resp.StatusCode, header: resp.Header}
 	switch {
 	case resp.StatusCode == http.StatusNotModified, resp.StatusCode == http.StatusNoContent:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
-		return res, nil, true
+		return res, true, nil
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		if c.out == nil || c.method == http.MethodHead {
 			_, _ = io.Copy(io.Discard, resp.Body)
-			return res, nil, true
+			return res, true, nil
 		}
 		if err := json.NewDecoder(resp.Body).Decode(c.out); err != nil {
-			return res, &TransportError{Method: c.method, Path: c.path, Status: resp.StatusCode, Err: fmt.Errorf("decode answer: %w", err)}, true
+			return res, true, &TransportError{Method: c.method, Path: c.path, Status: resp.StatusCode, Err: fmt.Errorf("decode answer: %w", err)}
 		}
-		return res, nil, true
+		// Read to the end (a chunked answer's last chunk) so that the connection is reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return res, true, nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return res, problemOf(c.method, c.path, resp, b), true
+	return res, true, problemOf(c.method, c.path, resp, b)
 }
 
 // retryable says whether a failed try may be sent again, and the wait the server asked for.

@@ -69,7 +69,12 @@ func NewLease(c *Client, claim api.Claim) *Lease {
 	if s := claim.Run.LeaseSeconds; s != nil && *s > 0 {
 		l.length = time.Duration(*s) * time.Second
 	} else {
-		l.length = time.Until(claim.Lease.LeasedUntil.Time)
+		// Both times are the service's clock, so their difference is the length whatever
+		// this machine's clock says.
+		l.length = claim.Lease.LeasedUntil.Sub(claim.Attempt.StartedAt.Time)
+	}
+	if l.length <= 0 {
+		l.length = 30 * time.Second // the service's default lease
 	}
 	return l
 }

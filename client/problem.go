@@ -146,6 +146,7 @@ type TransportError struct {
 	Err    error
 }
 
+// Error reads "ledger: POST /v1/runs/claim: <cause>".
 func (e *TransportError) Error() string {
 	if e.Status != 0 {
 		return fmt.Sprintf("ledger: %s %s: %d: %v", e.Method, e.Path, e.Status, e.Err)
@@ -153,6 +154,7 @@ func (e *TransportError) Error() string {
 	return fmt.Sprintf("ledger: %s %s: %v", e.Method, e.Path, e.Err)
 }
 
+// Unwrap returns the cause (a *net.OpError, a context error, a decoding error).
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // notSent reports whether a transport error certainly happened before any byte of the

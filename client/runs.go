@@ -35,6 +35,7 @@ var ErrClaimHeld = errors.New("ledger: claim held")
 // RetryAfter.
 type HeldError struct{ RetryAfter time.Duration }
 
+// Error says how long to wait.
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("ledger: claim held: retry after %s", e.RetryAfter)
 }

@@ -33,7 +33,12 @@ type Handler func(ctx context.Context, l *Lease) error
 
 // Permanent marks a handler's error as final: the Worker completes the attempt as failed
 // instead of releasing the run for another try.
-func Permanent(err error) error { return &permanentError{err} }
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
 
 type permanentError struct{ err error }
 
@@ -42,7 +47,12 @@ func (e *permanentError) Unwrap() error { return e.err }
 
 // RetryAfter marks a handler's error with when the run should be tried again: the Worker
 // releases it with a charge, due after d (whole seconds, up to a day).
-func RetryAfter(err error, d time.Duration) error { return &retryAfterError{err, d} }
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &retryAfterError{err, d}
+}
 
 type retryAfterError struct {
 	err error
@@ -73,9 +83,13 @@ type WorkerConfig struct {
 	LeaseSeconds int
 	// Kinds, AgentIDs and ProjectIDs, when not empty, claim only runs matching one of each.
 	Kinds, AgentIDs, ProjectIDs []string
-	// Concurrency is how many handlers run at once (default 1). Each free slot long-polls
-	// its own claim.
+	// Concurrency is how many handlers run at once (default 1).
 	Concurrency int
+	// Pollers is how many claims may be in flight at once, each for a free handler slot
+	// (default: Concurrency, at most 4). Waiting long polls all wake when a run is
+	// enqueued and all but one find nothing, so more pollers than the claims a worker
+	// needs only load the service.
+	Pollers int
 	// WaitSeconds is each claim's long poll, 0..30 (default 5). Shutdown lets claims in
 	// flight answer (within the grace) rather than abandon one whose lease may already be
 	// granted, so this bounds how long an idle worker takes to stop. -1 means 0: claims
@@ -104,7 +118,8 @@ type Hooks struct {
 	// Claimed is called when a run is claimed, before its handler starts.
 	Claimed func(l *Lease)
 	// Held is called when a claim was held back (the tenant's budget of leased runs is
-	// spent), with the wait the service asked for.
+	// spent, or too many of its claims are waiting at once), with the wait the service
+	// asked for.
 	Held func(retryAfter time.Duration)
 	// ClaimFailed is called when a claim failed (the worker backs off and tries again,
 	// unless the error is ErrUnauthorized, ErrForbidden or ErrInvalidRequest: Run returns it).
@@ -140,6 +155,7 @@ const (
 
 var outcomeNames = [...]string{"succeeded", "failed", "cancelled", "released", "lease_lost", "shutdown_released", "settled_by_handler", "unsettled"}
 
+// String is the outcome's name in logs: succeeded, lease_lost, ….
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]
@@ -191,6 +207,10 @@ func NewWorker(c *Client, cfg WorkerConfig, h Handler) (*Worker, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
+	if cfg.Pollers <= 0 {
+		cfg.Pollers = min(cfg.Concurrency, 4)
+	}
+	cfg.Pollers = min(cfg.Pollers, cfg.Concurrency)
 	switch cfg.WaitSeconds {
 	case 0:
 		cfg.WaitSeconds = 5
@@ -250,7 +270,7 @@ func fatalClaim(err error) bool {
 // running handlers and claims in flight finish within ShutdownGrace (a run claimed while
 // stopping is released uncharged at once), then ends the remaining handlers' contexts with
 // ErrShutdown and releases their leases uncharged, and returns once every handler has
-// returned. It returns nil after a shutdown, or the error that stopped claiming for good
+// returned. Call Run once at a time. It returns nil after a shutdown, or the error that stopped claiming for good
 // (ErrUnauthorized, ErrForbidden, ErrInvalidRequest) after shutting down the same way.
 // A handler that ignores its context keeps Run from returning.
 func (w *Worker) Run(ctx context.Context) error {
@@ -262,15 +282,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelClaims()
 
 	var (
-		wg       sync.WaitGroup
+		wg       sync.WaitGroup // pollers and handlers
 		fatalMu  sync.Mutex
 		fatalErr error
 	)
-	for range w.cfg.Concurrency {
+	// A poller takes a free slot before it claims; the handler of what it claimed gives
+	// the slot back when the run is settled.
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	for range w.cfg.Pollers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.slot(stopCtx, claimCtx, base); err != nil {
+			if err := w.poll(stopCtx, claimCtx, base, slots, &wg); err != nil {
 				fatalMu.Lock()
 				if fatalErr == nil {
 					fatalErr = err
@@ -352,9 +375,9 @@ func (w *Worker) leaseLog(l *Lease) *slog.Logger {
 	return w.log.With("run_id", l.RunID(), "attempt_id", l.AttemptID(), "fencing_token", l.FencingToken())
 }
 
-// slot claims and handles runs one after another until stopCtx ends, or returns the error
-// of a claim that cannot succeed.
-func (w *Worker) slot(stopCtx, claimCtx, base context.Context) error {
+// poll claims runs for free slots and starts their handlers (counted in handlers) until
+// stopCtx ends, or returns the error of a claim that cannot succeed.
+func (w *Worker) poll(stopCtx, claimCtx, base context.Context, slots chan struct{}, handlers *sync.WaitGroup) error {
 	req := api.ClaimRequest{
 		HolderID: w.cfg.HolderID, ReleaseID: w.cfg.ReleaseID, AdapterVersion: w.cfg.AdapterVersion,
 		ModelProfileID: w.cfg.ModelProfileID, WaitSeconds: api.Ptr(w.cfg.WaitSeconds),
@@ -364,56 +387,78 @@ func (w *Worker) slot(stopCtx, claimCtx, base context.Context) error {
 		req.LeaseSeconds = api.Ptr(w.cfg.LeaseSeconds)
 	}
 	failures := 0
+	for {
+		select { // a free slot first: a claim holds its run from the moment it answers
+		case slots <- struct{}{}:
+		case <-stopCtx.Done():
+			return nil
+		}
+		l, sent, err := w.claimOne(stopCtx, claimCtx, base, req, &failures)
+		switch {
+		case l == nil:
+			<-slots
+			return err // stopping, or a claim that cannot succeed
+		case stopCtx.Err() != nil:
+			l.end(fmt.Errorf("%w: claimed while stopping", ErrShutdown))
+			w.releaseUncharged(base, l, "claimed while stopping")
+			w.finished(Result{Lease: l, Outcome: ShutdownReleased})
+			<-slots
+			return nil
+		}
+		handlers.Add(1)
+		go func() {
+			defer handlers.Done()
+			defer func() { <-slots }()
+			w.handle(base, l, sent)
+		}()
+	}
+}
+
+// claimOne claims until it leases a run (returned with the time its claim was sent), until
+// stopCtx ends (nil and no error), or until a claim cannot succeed (nil and its error). It
+// waits out budget holds and backs off after failures.
+func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.ClaimRequest, failures *int) (*Lease, time.Time, error) {
 	for stopCtx.Err() == nil {
 		sent := time.Now()
 		cl, err := w.c.ClaimRun(claimCtx, req)
 		var held *HeldError
 		switch {
 		case errors.As(err, &held):
-			failures = 0
+			*failures = 0
 			if w.cfg.Hooks.Held != nil {
 				w.cfg.Hooks.Held(held.RetryAfter)
 			}
 			w.log.DebugContext(base, "claim held", "retry_after", held.RetryAfter)
 			_ = w.c.sleep(stopCtx, held.RetryAfter+fullJitter(held.RetryAfter/8+time.Millisecond, time.Minute, 1))
-			continue
 		case err != nil:
 			if stopCtx.Err() != nil && claimCtx.Err() != nil {
-				return nil
+				return nil, time.Time{}, nil
 			}
 			if w.cfg.Hooks.ClaimFailed != nil {
 				w.cfg.Hooks.ClaimFailed(err)
 			}
 			if fatalClaim(err) {
 				w.log.ErrorContext(base, "claim refused; the worker stops", "err", err)
-				return err
+				return nil, time.Time{}, err
 			}
-			failures++
-			wait := fullJitter(500*time.Millisecond, 30*time.Second, failures)
+			*failures++
+			wait := fullJitter(500*time.Millisecond, 30*time.Second, *failures)
 			if p := (*Problem)(nil); errors.As(err, &p) && p.RetryAfter > wait {
 				wait = p.RetryAfter
 			}
 			w.log.WarnContext(base, "claim failed; trying again", "err", err, "wait", wait)
 			_ = w.c.sleep(stopCtx, wait)
-			continue
 		case cl == nil:
-			failures = 0
+			*failures = 0
 			if w.cfg.WaitSeconds == 0 {
 				_ = w.c.sleep(stopCtx, w.cfg.IdleWait)
 			}
-			continue
+		default:
+			*failures = 0
+			return NewLease(w.c, *cl), sent, nil
 		}
-		failures = 0
-		l := NewLease(w.c, *cl)
-		if stopCtx.Err() != nil {
-			l.end(fmt.Errorf("%w: claimed while stopping", ErrShutdown))
-			w.releaseUncharged(base, l, "claimed while stopping")
-			w.finished(Result{Lease: l, Outcome: ShutdownReleased})
-			return nil
-		}
-		w.handle(base, l, sent)
 	}
-	return nil
+	return nil, time.Time{}, nil
 }
 
 func (w *Worker) finished(r Result) {

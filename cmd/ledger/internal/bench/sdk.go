@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,8 +42,9 @@ func (b *bencher) sdkWorkload(ctx context.Context, t *target) []Result {
 func (b *bencher) sdkWorkerRow(ctx context.Context, t *target, n int) Result {
 	row := Result{Workload: SDK, Part: "worker", Sync: t.sync, Clients: n}
 	rec := NewRecorder()
+	tt := &timedTransport{base: t.c.hc.Transport, rec: rec}
 	c, err := sdk.New(sdk.WithBaseURL(t.c.base), sdk.WithKey(t.keys.runtime),
-		sdk.WithHTTPClient(&http.Client{Transport: timedTransport{base: t.c.hc.Transport, rec: rec}}),
+		sdk.WithHTTPClient(&http.Client{Transport: tt}),
 		sdk.WithUserAgent("ledger-bench-sdk"))
 	if err != nil {
 		row.Status, row.Note = StatusFailed, err.Error()
@@ -111,16 +113,21 @@ func (b *bencher) sdkWorkerRow(ctx context.Context, t *target, n int) Result {
 	row.RSSMiB = stop()
 	b.finishRow(&row, rec, nil)
 	row.RunsPerSec = round(float64(runs.Load())/b.cfg.Duration.Seconds(), 1)
+	if e := tt.empty.Load(); e > 0 {
+		row.Note = joinNote(row.Note, fmt.Sprintf("%d claims answered 204", e))
+	}
 	return row
 }
 
-// timedTransport records every request's latency in rec, a failed one by its status.
+// timedTransport records every request's latency in rec, a failed one by its status, and
+// counts the claims that found nothing.
 type timedTransport struct {
-	base http.RoundTripper
-	rec  *Recorder
+	base  http.RoundTripper
+	rec   *Recorder
+	empty atomic.Int64
 }
 
-func (tt timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (tt *timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	start := time.Now()
 	res, err := tt.base.RoundTrip(r)
 	switch {
@@ -130,6 +137,9 @@ func (tt timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		tt.rec.Record(time.Since(start), "http_"+strconv.Itoa(res.StatusCode))
 	default:
 		tt.rec.Record(time.Since(start), "")
+		if res.StatusCode == http.StatusNoContent && strings.HasSuffix(r.URL.Path, "/claim") {
+			tt.empty.Add(1)
+		}
 	}
 	return res, err
 }
