@@ -114,8 +114,11 @@ func TestMigrateRoundTrip(t *testing.T) {
 		{[]string{"version"}, versionLine(n-2, n)},
 		{[]string{"up"}, versionLine(n, n)},
 		{[]string{"down", strconv.Itoa(n)}, versionLine(0, n)},
-		{[]string{"force", "1"}, versionLine(1, n)},
 		{[]string{"up"}, versionLine(n, n)},
+		// force sets the version without running anything (migrations that move data need
+		// the tables they read, so forcing an empty database forward would not be real).
+		{[]string{"force", strconv.Itoa(n - 1)}, versionLine(n-1, n)},
+		{[]string{"force", strconv.Itoa(n)}, versionLine(n, n)},
 	}
 	for _, s := range steps {
 		args := append([]string{"migrate", "--db", db}, s.args...)

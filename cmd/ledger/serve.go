@@ -85,7 +85,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer db.Close()
+	if f.migrate {
+		if err := checkAtStart(ctx, db, sqldb.ForMigrate, log); err != nil {
+			return err
+		}
+	}
 	if err := prepareSchema(ctx, db, f.migrate, f.bootstrap, stdout); err != nil {
+		return err
+	}
+	if err := checkAtStart(ctx, db, sqldb.ForServe, log); err != nil {
 		return err
 	}
 	rcfg := runs.DefaultConfig()

@@ -79,6 +79,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	projects.Routes(s, projects.NewStore(db))
 	rs := runs.NewService(db, cfg.Runs, log)
 	rs.AddHooks(decisions.Hooks())   // an ending attempt closes its pending decisions
+	rs.AddHooks(calls.Hooks())       // and abandons its open calls
 	rs.AddHooks(delegations.Hooks()) // a delegation's status follows its child run
 	rel := releases.NewStore(db)
 	rs.AddHooks(rel.Hooks()) // a claim needs an active release of the caller's tenant

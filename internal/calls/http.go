@@ -17,7 +17,7 @@ import (
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	rt := tenancy.RoleRuntime
-	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired}
+	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/calls", web.Op{
 		Summary: "Record a started call under the lease (201 with Location and ETag); an exact repeat of a sequence " +
 			"answers 200 with the stored call, another requestHash for the sequence is 409 sequence_conflict",

@@ -21,7 +21,7 @@ func Routes(s *web.Server, store *Store) {
 			"with the stored checkpoint, another hash for the sequence is 409 sequence_conflict",
 		Roles: []string{tenancy.RoleRuntime}, Body: api.CheckpointRequest{},
 		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Checkpoint{},
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.SequenceConflict},
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.SequenceConflict},
 	}, h.append)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints", web.Op{
 		Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[api.Checkpoint]{},

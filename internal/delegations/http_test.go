@@ -163,7 +163,7 @@ func TestHTTP(t *testing.T) {
 			delegationBody(tok, strings.Replace(good, `"projectId":"p1"`, `"projectId":"p9"`, 1)), nil), http.StatusUnprocessableEntity, "unknown_project")
 		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/runs", c.runtime, enqueueBody("solo", "x", `,"idempotencyKey":"taken"`), nil), http.StatusCreated, "")
 		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, delegationBody(tok, enqueueBody("c", childAgent, `,"idempotencyKey":"taken"`)), nil),
-			http.StatusConflict, "sequence_conflict")
+			http.StatusConflict, "idempotency_key_reused")
 		if n := s.Rows(t, "SubAgentDelegations", c.tenant) + s.Rows(t, "SubAgentDelegations", other.tenant); n != 0 {
 			t.Fatalf("refused creates wrote %d delegations", n)
 		}
