@@ -36,8 +36,12 @@ var ErrCancelRequested = errors.New("ledger: run cancel requested")
 // the lease was released uncharged and refuses further writes.
 var ErrShutdown = errors.New("ledger: worker shutting down")
 
-// leaseLossCodes are the refusals that mean the lease is gone for good.
-var leaseLossCodes = []api.ProblemCode{api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded}
+// leaseLossCodes are the refusals that mean the lease is gone for good; a heartbeat's
+// not_found too (the attempt is gone), where another write's may name a missing record.
+var (
+	leaseLossCodes     = []api.ProblemCode{api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded}
+	heartbeatLossCodes = append(leaseLossCodes[:len(leaseLossCodes):len(leaseLossCodes)], api.CodeNotFound)
+)
 
 // Lease is one claimed run's lease: the fencing token bound to the attempt, and the writes
 // a holder makes under it. Its methods are safe for concurrent use. A Worker hands one to
@@ -60,6 +64,9 @@ type Lease struct {
 	last            *api.LastCheckpoint
 	nextSeq         int32
 	nextCallSeq     int32
+	// settles counts the completes and releases sent under the lease, settling those in
+	// flight: a refusal that races this holder's own ending is not a loss.
+	settles, settling int
 }
 
 // NewLease returns the Lease of a claim made with ClaimRun. Nothing renews it: call
@@ -139,25 +146,59 @@ func (l *Lease) end(cause error) bool {
 	return true
 }
 
-// lost ends the lease as lost because of err and returns the error a write reports.
+// lost ends the lease as lost because of err and returns the error a write reports. A
+// lease that had ended already keeps its first cause.
 func (l *Lease) lost(err error) error {
 	lostErr := fmt.Errorf("%w: %w", ErrLeaseLost, err)
-	l.end(lostErr)
+	if !l.end(lostErr) {
+		if first := l.Err(); !errors.Is(first, ErrLeaseLost) {
+			return fmt.Errorf("%w: %w", first, err)
+		}
+	}
 	return lostErr
 }
 
 // write sends one write under the lease, unless the lease has ended; a refusal that means
 // the lease is gone ends it.
 func (l *Lease) write(f func() error) error {
-	if err := l.Err(); err != nil {
-		return err
+	return l.send(false, leaseLossCodes, f)
+}
+
+// send sends one request under the lease, unless the lease has ended. A refusal with one of
+// lossCodes ends the lease as lost, unless this holder's own complete or release (other than
+// this request, when settle says it is one) was sent meanwhile: then the refusal is that
+// ending seen by a request that lost the race to it, not a loss.
+func (l *Lease) send(settle bool, lossCodes []api.ProblemCode, f func() error) error {
+	l.mu.Lock()
+	ended, before := l.ended, l.settles
+	if settle {
+		l.settles++
+		l.settling++
+		before++
+	}
+	l.mu.Unlock()
+	if ended != nil {
+		return ended
 	}
 	err := f()
+	l.mu.Lock()
+	own := l.settles != before || l.settling > btoi(settle)
+	if settle {
+		l.settling--
+	}
+	l.mu.Unlock()
 	var p *Problem
-	if errors.As(err, &p) && contains(leaseLossCodes, p.Code) {
+	if errors.As(err, &p) && contains(lossCodes, p.Code) && !own {
 		return l.lost(err)
 	}
 	return err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Resume returns the last checkpoint of the run's chain from before this lease: the
@@ -396,11 +437,11 @@ func (l *Lease) Heartbeat(ctx context.Context) (api.Heartbeat, error) {
 	if secs > 0 {
 		req.LeaseSeconds = &secs
 	}
-	hb, err := l.c.Heartbeat(ctx, l.AttemptID(), req)
-	var p *Problem
-	if errors.As(err, &p) && (contains(leaseLossCodes, p.Code) || p.Code == api.CodeNotFound) {
-		return hb, l.lost(err)
-	}
+	var hb api.Heartbeat
+	err := l.send(false, heartbeatLossCodes, func() (err error) {
+		hb, err = l.c.Heartbeat(ctx, l.AttemptID(), req)
+		return err
+	})
 	if err != nil {
 		return hb, err
 	}
@@ -427,7 +468,7 @@ func (l *Lease) ObserveCancellation(ctx context.Context) error {
 // sends nothing more.
 func (l *Lease) Complete(ctx context.Context, state api.CompletionState, outcomeHash *string) (api.Attempt, error) {
 	var out api.Attempt
-	err := l.write(func() (err error) {
+	err := l.send(true, leaseLossCodes, func() (err error) {
 		out, err = l.c.CompleteAttempt(ctx, l.AttemptID(), api.CompleteAttemptRequest{
 			FencingToken: l.FencingToken(), State: state, OutcomeHash: outcomeHash,
 		})
@@ -448,7 +489,7 @@ func (l *Lease) Release(ctx context.Context, charge bool, retryAfter *time.Durat
 		req.RetryAfterSeconds = api.Ptr(int(max(0, min(*retryAfter, 86400*time.Second)).Round(time.Second) / time.Second))
 	}
 	var out api.Attempt
-	err := l.write(func() (err error) {
+	err := l.send(true, leaseLossCodes, func() (err error) {
 		out, err = l.c.ReleaseAttempt(ctx, l.AttemptID(), req)
 		return err
 	})

@@ -237,3 +237,57 @@ func TestFailingRenewalsLoseTheLeaseByTheLocalClock(t *testing.T) {
 		t.Fatalf("%d checkpoints stored after the loss", n)
 	}
 }
+
+// orderedTap holds the answer of the handler's own complete until a heartbeat sent after
+// that complete has been refused, so the refusal races the complete as it can in the wild.
+type orderedTap struct {
+	completed, refused chan struct{}
+	once, once2        sync.Once
+}
+
+func (o *orderedTap) RoundTrip(r *http.Request) (*http.Response, error) {
+	isComplete := strings.HasSuffix(r.URL.Path, "/complete")
+	isHeartbeat := strings.HasSuffix(r.URL.Path, "/heartbeat")
+	if isHeartbeat {
+		select {
+		case <-o.completed:
+		default:
+			return http.DefaultTransport.RoundTrip(r)
+		}
+	}
+	res, err := http.DefaultTransport.RoundTrip(r)
+	switch {
+	case isComplete:
+		o.once.Do(func() { close(o.completed) })
+		<-o.refused
+	case isHeartbeat && err == nil && res.StatusCode == http.StatusConflict:
+		o.once2.Do(func() { close(o.refused) })
+	}
+	return res, err
+}
+
+// A heartbeat refused because the handler's own complete got there first is not a loss:
+// the handler's context is not cancelled and the complete stands.
+func TestHeartbeatRacingTheHandlersOwnCompleteIsNotALoss(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	s.enqueue(t, "own-end")
+	tp := &orderedTap{completed: make(chan struct{}), refused: make(chan struct{})}
+	c := s.client(t, s.RuntimeKey, client.WithHTTPClient(&http.Client{Transport: tp}))
+	cfg := workerConfig("own-end")
+	results := finishedHook(&cfg)
+	type end struct{ err, cause error }
+	ends := make(chan end, 1)
+	startWorker(t, c, cfg, func(ctx context.Context, l *client.Lease) error {
+		_, err := l.Complete(ctx, api.CompleteSucceeded, api.Ptr("outcome"))
+		ends <- end{err, context.Cause(ctx)}
+		return err
+	})
+	got := recv(t, ends, "the handler's complete")
+	if got.err != nil || got.cause != nil {
+		t.Fatalf("complete: %v; context cause %v", got.err, got.cause)
+	}
+	if r := recv(t, results, "result"); r.Outcome != client.SettledByHandler {
+		t.Fatalf("result %+v", r)
+	}
+}

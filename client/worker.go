@@ -564,9 +564,11 @@ func (w *Worker) heartbeat(ctx context.Context, l *Lease, sent time.Time, cancel
 				log.InfoContext(ctx, "run cancel requested")
 				cancel(ErrCancelRequested)
 			}
-		case errors.Is(err, ErrLeaseLost):
-			log.WarnContext(ctx, "lease lost", "err", err)
-			return
+		case l.Err() != nil:
+			if errors.Is(l.Err(), ErrLeaseLost) {
+				log.WarnContext(ctx, "lease lost", "err", err)
+			}
+			return // lost, or ended by the handler
 		case ctx.Err() != nil:
 			return
 		case !time.Now().Before(deadline):
