@@ -221,9 +221,12 @@ func (a agent) handle(ctx context.Context, l *client.Lease) error {
 			}
 		}
 		if a.cfg.decision && step == a.cfg.steps/2 {
-			fmt.Printf("run %s: waiting for approval (answer it in the decision inbox)\n", id)
-			d, err := l.Decide(ctx, client.DecisionInput{Kind: api.DecisionApproval, Recommendation: api.Ptr("carry on")})
+			d, err := l.RequestDecision(ctx, client.DecisionInput{Kind: api.DecisionApproval, Recommendation: api.Ptr("carry on")})
 			if err != nil {
+				return err
+			}
+			fmt.Printf("run %s: waiting for approval of decision %s (answer it in the decision inbox)\n", id, d.DecisionID)
+			if d, err = l.WaitDecision(ctx, d.DecisionID); err != nil {
 				return err
 			}
 			if d.Status != api.DecisionApproved {

@@ -6,11 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,32 +83,11 @@ func (p *proc) await(t *testing.T, re *regexp.Regexp) []string {
 // the run ends succeeded on its second attempt.
 func TestExampleWorkerResumesAfterBeingKilled(t *testing.T) {
 	t.Parallel()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go is not on PATH: cannot build the example")
-	}
-	bin := filepath.Join(t.TempDir(), "worker")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	clock := dbtest.NewClock(time.Now())
-	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
-	a := app.New(db, app.Config{PurgeInterval: -1, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	hs := httptest.NewServer(a.Server.Echo)
-	t.Cleanup(hs.Close)
-	tenant := dbtest.NewTenant(t, db)
-	adminKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtimeKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleRuntime)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"LEDGER_URL=" + hs.URL, "LEDGER_KEY=" + runtimeKey, "LEDGER_ADMIN_KEY=" + adminKey}
+	bin := build(t)
+	ctx := context.Background()
+	sv := newService(t)
+	clock, a, hs, adminKey := sv.clock, sv.app, sv.http, sv.adminKey
+	env := sv.env
 	const steps = 6
 
 	first := start(t, bin, env, "--enqueue", "1", "--steps", strconv.Itoa(steps), "--step-time", "150ms")
@@ -176,5 +157,107 @@ func TestExampleWorkerResumesAfterBeingKilled(t *testing.T) {
 	}
 	if attempts != 2 || len(states) != steps || calls != 1 {
 		t.Fatalf("%d attempts, checkpoints %v, %d calls", attempts, states, calls)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+	buildOut  []byte
+)
+
+// build builds the example once for the package's tests.
+func build(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH: cannot build the example")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "example-worker-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "worker")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		buildOut, buildErr = exec.CommandContext(ctx, gobin, "build", "-o", buildBin, ".").CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
+	}
+	return buildBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildBin != "" {
+		os.RemoveAll(filepath.Dir(buildBin))
+	}
+	os.Exit(code)
+}
+
+// service is the ledger in process (injected clock) with a tenant's keys, and the
+// environment that points the example at it.
+type service struct {
+	clock    *dbtest.Clock
+	app      *app.App
+	http     *httptest.Server
+	adminKey string
+	env      []string
+}
+
+func newService(t *testing.T) service {
+	t.Helper()
+	ctx := context.Background()
+	clock := dbtest.NewClock(time.Now())
+	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
+	a := app.New(db, app.Config{PurgeInterval: -1, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	hs := httptest.NewServer(a.Server.Echo)
+	t.Cleanup(hs.Close)
+	tenant := dbtest.NewTenant(t, db)
+	adminKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimeKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return service{clock: clock, app: a, http: hs, adminKey: adminKey,
+		env: []string{"LEDGER_URL=" + hs.URL, "LEDGER_KEY=" + runtimeKey, "LEDGER_ADMIN_KEY=" + adminKey}}
+}
+
+// With --decision the example waits half way for an approval, and carries on once an
+// admin approves it.
+func TestExampleWorkerWaitsForItsDecision(t *testing.T) {
+	t.Parallel()
+	bin := build(t)
+	sv := newService(t)
+	p := start(t, bin, sv.env, "--enqueue", "1", "--steps", "2", "--step-time", "10ms", "--decision", "--runs", "1")
+	p.await(t, regexp.MustCompile(`^run \S+: waiting for approval`))
+	admin, err := client.New(client.WithBaseURL(sv.http.URL), client.WithKey(sv.adminKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	answered := false
+	for d, err := range admin.Decisions(ctx, api.ListDecisionsParams{Status: api.Ptr(api.DecisionPending)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.AnswerPending(ctx, d.DecisionID, api.AnswerDecisionRequest{Status: api.AnswerApproved}); err != nil {
+			t.Fatal(err)
+		}
+		answered = true
+	}
+	if !answered {
+		t.Fatal("no pending decision in the inbox")
+	}
+	p.await(t, regexp.MustCompile(`^run \S+: succeeded$`))
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("worker: %v\n%s", err, p.out.String())
 	}
 }
