@@ -63,9 +63,11 @@ type Decision struct {
 	DecisionID uuid.UUID `db:"DecisionId"`
 	AttemptID  uuid.UUID `db:"AttemptId"`
 	// RunID, ProjectID, Subject and AgentID are the attempt's run and what it works on.
+	// Subject is nil only while retention is deleting the run (its attempt and decisions
+	// follow in the next moments).
 	RunID          uuid.UUID       `db:"RunId"`
 	ProjectID      string          `db:"ProjectId"`
-	Subject        string          `db:"Subject"`
+	Subject        *string         `db:"Subject"`
 	AgentID        string          `db:"AgentId"`
 	TenantID       string          `db:"TenantId"`
 	Kind           Kind            `db:"Kind"`
@@ -94,9 +96,9 @@ func (d Decision) Wire() api.Decision {
 		id := d.ApprovalID.UUID
 		w.ApprovalID = &id
 	}
-	// Every read joins the attempt and run, so these are always known.
-	run, project, subject, agent := d.RunID, d.ProjectID, d.Subject, d.AgentID
-	w.RunID, w.ProjectID, w.Subject, w.AgentID = &run, &project, &subject, &agent
+	// Every read joins the attempt (always there: a foreign key) and its run.
+	run, project, agent := d.RunID, d.ProjectID, d.AgentID
+	w.RunID, w.ProjectID, w.Subject, w.AgentID = &run, &project, d.Subject, &agent
 	return w
 }
 

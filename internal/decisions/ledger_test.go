@@ -60,6 +60,14 @@ func (e *env) mustAnswer(d decisions.Decision, status string, answer string) dec
 	return got
 }
 
+// subject is the decision's run's subject ("" when it has none).
+func subject(d decisions.Decision) string {
+	if d.Subject == nil {
+		return ""
+	}
+	return *d.Subject
+}
+
 // wantField checks that err is invalid_request naming field.
 func wantField(t *testing.T, err error, field string) {
 	t.Helper()
@@ -307,10 +315,10 @@ var ledgerCases = []struct {
 		d1 := e.ask(cl1, decisions.Request{Kind: decisions.Approval})
 		e.Clock.Advance(time.Millisecond)
 		d2 := e.ask(cl2, decisions.Request{Kind: decisions.Approval})
-		if d1.RunID != cl1.Run.RunID || d1.ProjectID != "p1" || d1.Subject != "review:1" || d1.AgentID != "agent-1" {
+		if d1.RunID != cl1.Run.RunID || d1.ProjectID != "p1" || subject(d1) != "review:1" || d1.AgentID != "agent-1" {
 			t.Fatalf("requested decision's source %+v", d1)
 		}
-		if got := e.get(d2.DecisionID); got.RunID != cl2.Run.RunID || got.ProjectID != "p2" || got.Subject != "review:2" || got.AgentID != "agent-2" {
+		if got := e.get(d2.DecisionID); got.RunID != cl2.Run.RunID || got.ProjectID != "p2" || subject(got) != "review:2" || got.AgentID != "agent-2" {
 			t.Fatalf("read decision's source %+v", got)
 		}
 		list := func(f decisions.ListFilter) []decisions.Decision {
@@ -323,7 +331,7 @@ var ledgerCases = []struct {
 			return got
 		}
 		all := list(decisions.ListFilter{})
-		if !sameIDs(all, d1, d2) || all[1].Subject != "review:2" || all[0].AgentID != "agent-1" || all[1].RunID != cl2.Run.RunID {
+		if !sameIDs(all, d1, d2) || subject(all[1]) != "review:2" || all[0].AgentID != "agent-1" || all[1].RunID != cl2.Run.RunID {
 			t.Fatalf("inbox %+v", all)
 		}
 		if got := list(decisions.ListFilter{ProjectID: ptr("p2")}); !sameIDs(got, d2) || got[0].ProjectID != "p2" {

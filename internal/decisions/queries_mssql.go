@@ -46,11 +46,12 @@ package decisions
 //     serialise on the attempt and no cycle can form through decision rows; the only read
 //     that touches a decision before its attempt (get, at the start of an answer) takes no
 //     lock that lasts.
-//   - Reads that return decisions join the attempt (PK_ExecutionAttempts) and its run
-//     (PK_Runs) by key for RunId, ProjectId, AgentId and Subject: two seeks per decision,
-//     both rows of the same tenant (the joins repeat TenantId, and RLS filters both tables).
-//     A decision whose run retention has just deleted (its attempt and decision rows go in
-//     the chunks that follow) is not returned: it is being purged.
+//   - Reads that return decisions join the attempt (PK_ExecutionAttempts, an inner join:
+//     the foreign key guarantees the row) and its run (PK_Runs, a left join) by key for
+//     RunId, ProjectId, AgentId and Subject: two seeks per decision, both rows of the same
+//     tenant (the joins repeat TenantId, and RLS filters both tables). A decision whose run
+//     retention has just deleted (its attempt and decision rows go in the chunks that
+//     follow) reads with a NULL Subject for that moment.
 //   - SESSION_CONTEXT in parallel plans (TSQL.md): the maintenance-scope read (due) and
 //     the inbox lists carry OPTION (MAXDOP 1); the rest are key seeks that get serial plans.
 var mssqlQueries = queries{
@@ -247,7 +248,7 @@ WHERE TenantId = @p1 AND AttemptId = @p2 AND Status = N'pending' AND ExpiresAt I
 // mssqlFrom is a decision with its attempt and run, each joined by its primary key.
 const mssqlFrom = ` FROM dbo.DecisionRequests AS d
 INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = d.AttemptId AND a.TenantId = d.TenantId
-INNER JOIN dbo.Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId`
+LEFT OUTER JOIN dbo.Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId`
 
 // mssqlRead is the select list and joins of every read that returns decisions.
 const mssqlRead = `SELECT ` + columns + `, ` + sourceColumns + mssqlFrom

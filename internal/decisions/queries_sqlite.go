@@ -9,15 +9,16 @@ package decisions
 // which it would otherwise pick for an attempt's decisions and read the tenant's whole
 // pending set; the attempt's index drives those statements.
 //
-// Reads join the attempt and its run by primary key with CROSS JOIN, which SQLite takes
-// as an inner join whose tables it visits in the order written: the decision index drives
-// the statement and each row costs two key lookups, whatever the planner would guess
-// without statistics.
+// Reads join the attempt by primary key with CROSS JOIN, which SQLite takes as an inner
+// join whose tables it visits in the order written, and the run with LEFT JOIN (a decision
+// is read even while retention is deleting its run; a left join keeps that order too): the
+// decision index drives the statement and each row costs two key lookups, whatever the
+// planner would guess without statistics.
 
 // sqliteFrom is a decision with its attempt and run.
 const sqliteFrom = ` FROM DecisionRequests AS d
 CROSS JOIN ExecutionAttempts AS a ON a.AttemptId = d.AttemptId AND a.TenantId = d.TenantId
-CROSS JOIN Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId`
+LEFT JOIN Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId`
 
 // sqliteRead is the select list and joins of every read that returns decisions.
 const sqliteRead = `SELECT ` + columns + `, ` + sourceColumns + sqliteFrom

@@ -397,7 +397,7 @@ func TestStore(t *testing.T) {
 				}
 				item, ok := tl[0].Item.(history.Decision)
 				if !ok || got.Status != step.want || item.Status != step.want || item.Version != got.Version ||
-					item.RunID != a.Run.RunID || item.Subject != got.Subject || item.ProjectID != "p1" {
+					item.RunID != a.Run.RunID || item.Subject == nil || got.Subject == nil || *item.Subject != *got.Subject || item.ProjectID != "p1" {
 					t.Fatalf("after %s: GET says %s, the timeline %#v; want both %s", step.advance, got.Status, tl[0].Item, step.want)
 				}
 			}

@@ -51,7 +51,7 @@ func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claime
 	for {
 		// Subscribe before looking, so an enqueue between the look and the wait is not missed.
 		woken := s.wake.wait(c.TenantID)
-		cl, err := s.claimOnce(ctx, c, req)
+		cl, err := s.observeClaim(c.TenantID, func() (Claimed, error) { return s.claimOnce(ctx, c, req) })
 		if !errors.Is(err, ErrNothingToClaim) {
 			return cl, err
 		}

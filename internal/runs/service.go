@@ -26,6 +26,7 @@ type Service struct {
 	wake   *notifier
 	jitter func() float64
 	hooks  []Hooks
+	obs    Observer // metrics (observer.go); nil: none
 }
 
 // NewService returns the run-lease core.
@@ -280,6 +281,10 @@ type ListFilter struct {
 	Subject   *string
 	ProjectID *string
 	Kind      *string
+	AgentID   *string
+	// QueuedFrom keeps runs queued at or after it. An upper bound is a keyset position:
+	// AfterQueuedAt with AfterRunID uuid.Nil keeps runs queued before it.
+	QueuedFrom *time.Time
 	// After is the keyset position: runs queued before it (newest first).
 	AfterQueuedAt *time.Time
 	AfterRunID    uuid.UUID
@@ -299,7 +304,7 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 			afterRun = f.AfterRunID
 		}
 		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
-			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit)
+			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

@@ -87,6 +87,7 @@ func (c *committer) loop() {
 			}
 		}
 		c.run(batch)
+		c.db.observeGroup(len(batch))
 		for _, j := range batch {
 			close(j.done)
 		}

@@ -88,6 +88,7 @@ type DB struct {
 	group *committer
 	// hook is the test's statement hook (SetStatementHook), nil in production.
 	hook atomic.Pointer[hookBox]
+	obs  atomic.Pointer[Observer] // metrics (observer.go)
 }
 
 // Config says what to open.
@@ -249,6 +250,7 @@ const maxAttempts = 8
 // Write runs fn in a read-write transaction in scope and commits it. A deadlock or busy
 // database rolls back and runs fn again, so fn must have no effects outside tx.
 func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
+	defer db.observeWrite(time.Now())
 	if db.group != nil {
 		// SQLite has no row-level security to scope, and one writer: group the commit.
 		return db.retry(ctx, func() error { return db.group.submit(ctx, fn) })
