@@ -185,6 +185,9 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[*Lease]struct{}
+	// forced is set when the shutdown grace ran out: a lease tracked after it is released
+	// at once.
+	forced bool
 }
 
 // NewWorker returns a Worker that claims with c as cfg says and runs h for each run.
@@ -270,10 +273,13 @@ func fatalClaim(err error) bool {
 // running handlers and claims in flight finish within ShutdownGrace (a run claimed while
 // stopping is released uncharged at once), then ends the remaining handlers' contexts with
 // ErrShutdown and releases their leases uncharged, and returns once every handler has
-// returned. Call Run once at a time. It returns nil after a shutdown, or the error that stopped claiming for good
-// (ErrUnauthorized, ErrForbidden, ErrInvalidRequest) after shutting down the same way.
-// A handler that ignores its context keeps Run from returning.
+// returned. It returns nil after a shutdown, or the error that stopped claiming for good
+// (ErrUnauthorized, ErrForbidden, ErrInvalidRequest) after shutting down the same way. A
+// handler that ignores its context keeps Run from returning. Call Run once at a time.
 func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	w.forced = false
+	w.mu.Unlock()
 	stopCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	// Claims and handlers outlive ctx: they end by the grace, not by the caller.
@@ -336,6 +342,7 @@ func (w *Worker) Running() int {
 // context) and releases it uncharged, due at once.
 func (w *Worker) forceRelease(base context.Context) {
 	w.mu.Lock()
+	w.forced = true
 	leases := make([]*Lease, 0, len(w.running))
 	for l := range w.running {
 		leases = append(leases, l)
@@ -480,8 +487,17 @@ func (w *Worker) handle(base context.Context, l *Lease, sent time.Time) {
 	}
 	l.mu.Unlock()
 	w.mu.Lock()
-	w.running[l] = struct{}{}
+	forced := w.forced
+	if !forced {
+		w.running[l] = struct{}{}
+	}
 	w.mu.Unlock()
+	if forced { // the grace ran out between the claim and now
+		l.end(fmt.Errorf("%w: the grace of %s ran out", ErrShutdown, w.cfg.ShutdownGrace))
+		w.releaseUncharged(base, l, "shutdown grace ran out")
+		w.finished(Result{Lease: l, Outcome: ShutdownReleased})
+		return
+	}
 	defer func() {
 		w.mu.Lock()
 		delete(w.running, l)
