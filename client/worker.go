@@ -85,11 +85,11 @@ type WorkerConfig struct {
 	Kinds, AgentIDs, ProjectIDs []string
 	// Concurrency is how many handlers run at once (default 1).
 	Concurrency int
-	// Pollers is how many claims may be in flight at once, each for a free handler slot
-	// (default: Concurrency, at most 4). Waiting long polls all wake when a run is
-	// enqueued and all but one find nothing, so more pollers than the claims a worker
-	// needs only load the service.
-	Pollers int
+	// LongPolls is how many claims may wait for work at once (default 2). Every free slot
+	// claims at once while claims find runs; one that finds none waits for a long-poll turn.
+	// The service wakes every waiting claim of a tenant when a run is enqueued and all but
+	// one find nothing, so a long poll per slot would only load it.
+	LongPolls int
 	// WaitSeconds is each claim's long poll, 0..30 (default 5). Shutdown lets claims in
 	// flight answer (within the grace) rather than abandon one whose lease may already be
 	// granted, so this bounds how long an idle worker takes to stop. -1 means 0: claims
@@ -210,10 +210,10 @@ func NewWorker(c *Client, cfg WorkerConfig, h Handler) (*Worker, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
-	if cfg.Pollers <= 0 {
-		cfg.Pollers = min(cfg.Concurrency, 4)
+	if cfg.LongPolls <= 0 {
+		cfg.LongPolls = 2
 	}
-	cfg.Pollers = min(cfg.Pollers, cfg.Concurrency)
+	cfg.LongPolls = min(cfg.LongPolls, cfg.Concurrency)
 	switch cfg.WaitSeconds {
 	case 0:
 		cfg.WaitSeconds = 5
@@ -295,11 +295,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	// A poller takes a free slot before it claims; the handler of what it claimed gives
 	// the slot back when the run is settled.
 	slots := make(chan struct{}, w.cfg.Concurrency)
-	for range w.cfg.Pollers {
+	turns := claimTurns{long: make(chan struct{}, w.cfg.LongPolls), kick: make(chan struct{}, 1)}
+	for range w.cfg.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.poll(stopCtx, claimCtx, base, slots, &wg); err != nil {
+			if err := w.poll(stopCtx, claimCtx, base, slots, &turns, &wg); err != nil {
 				fatalMu.Lock()
 				if fatalErr == nil {
 					fatalErr = err
@@ -384,7 +385,7 @@ func (w *Worker) leaseLog(l *Lease) *slog.Logger {
 
 // poll claims runs for free slots and starts their handlers (counted in handlers) until
 // stopCtx ends, or returns the error of a claim that cannot succeed.
-func (w *Worker) poll(stopCtx, claimCtx, base context.Context, slots chan struct{}, handlers *sync.WaitGroup) error {
+func (w *Worker) poll(stopCtx, claimCtx, base context.Context, slots chan struct{}, turns *claimTurns, handlers *sync.WaitGroup) error {
 	req := api.ClaimRequest{
 		HolderID: w.cfg.HolderID, ReleaseID: w.cfg.ReleaseID, AdapterVersion: w.cfg.AdapterVersion,
 		ModelProfileID: w.cfg.ModelProfileID, WaitSeconds: api.Ptr(w.cfg.WaitSeconds),
@@ -400,7 +401,7 @@ func (w *Worker) poll(stopCtx, claimCtx, base context.Context, slots chan struct
 		case <-stopCtx.Done():
 			return nil
 		}
-		l, sent, err := w.claimOne(stopCtx, claimCtx, base, req, &failures)
+		l, sent, err := w.claimOne(stopCtx, claimCtx, base, req, turns, &failures)
 		switch {
 		case l == nil:
 			<-slots
@@ -421,13 +422,38 @@ func (w *Worker) poll(stopCtx, claimCtx, base context.Context, slots chan struct
 	}
 }
 
+// claimTurns paces the pollers: long holds a token per claim that may wait for work, and
+// kick wakes a poller that is waiting for a turn when another's claim found a run (where
+// there was one there may be more).
+type claimTurns struct {
+	long chan struct{}
+	kick chan struct{}
+}
+
 // claimOne claims until it leases a run (returned with the time its claim was sent), until
 // stopCtx ends (nil and no error), or until a claim cannot succeed (nil and its error). It
-// waits out budget holds and backs off after failures.
-func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.ClaimRequest, failures *int) (*Lease, time.Time, error) {
+// claims at once first; after a claim that found nothing it waits for a long-poll turn (or a
+// kick, for one more claim at once). It waits out budget holds and backs off after failures.
+func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.ClaimRequest, turns *claimTurns, failures *int) (*Lease, time.Time, error) {
+	quick := req
+	quick.WaitSeconds = api.Ptr(0)
+	waiting := false // the last claim found nothing: wait for a turn
 	for stopCtx.Err() == nil {
+		r, long := &quick, false
+		if waiting && w.cfg.WaitSeconds > 0 {
+			select {
+			case turns.long <- struct{}{}:
+				r, long = &req, true
+			case <-turns.kick:
+			case <-stopCtx.Done():
+				return nil, time.Time{}, nil
+			}
+		}
 		sent := time.Now()
-		cl, err := w.c.ClaimRun(claimCtx, req)
+		cl, err := w.c.ClaimRun(claimCtx, *r)
+		if long {
+			<-turns.long
+		}
 		var held *HeldError
 		switch {
 		case errors.As(err, &held):
@@ -457,11 +483,16 @@ func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.Claim
 			_ = w.c.sleep(stopCtx, wait)
 		case cl == nil:
 			*failures = 0
+			waiting = true
 			if w.cfg.WaitSeconds == 0 {
 				_ = w.c.sleep(stopCtx, w.cfg.IdleWait)
 			}
 		default:
 			*failures = 0
+			select { // where there was a run there may be more: one waiting poller claims too
+			case turns.kick <- struct{}{}:
+			default:
+			}
 			return NewLease(w.c, *cl), sent, nil
 		}
 	}

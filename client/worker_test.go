@@ -1,10 +1,15 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -373,5 +378,83 @@ func TestBudgetHoldIsHonoured(t *testing.T) {
 	}
 	if done[first.RunID.String()] != client.Succeeded || done[second.RunID.String()] != client.Succeeded {
 		t.Fatalf("results %v", done)
+	}
+}
+
+// longPollTap counts the claims that may wait for work (waitSeconds > 0) in flight at once.
+type longPollTap struct {
+	mu       sync.Mutex
+	now, max int
+}
+
+func (lp *longPollTap) RoundTrip(r *http.Request) (*http.Response, error) {
+	long := false
+	if strings.HasSuffix(r.URL.Path, "/claim") && r.Body != nil {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		var req api.ClaimRequest
+		long = json.Unmarshal(b, &req) == nil && req.WaitSeconds != nil && *req.WaitSeconds > 0
+	}
+	if long {
+		lp.mu.Lock()
+		lp.now++
+		lp.max = max(lp.max, lp.now)
+		lp.mu.Unlock()
+		defer func() { lp.mu.Lock(); lp.now--; lp.mu.Unlock() }()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// An idle worker keeps at most LongPolls claims waiting for work, whatever its concurrency,
+// and still fills every slot when runs come: each claim that finds a run lets another
+// poller claim at once.
+func TestIdleWorkerLongPollsFewClaimsAndStillFillsItsSlots(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	lp := &longPollTap{}
+	c := s.client(t, s.RuntimeKey, client.WithHTTPClient(&http.Client{Transport: lp}))
+	const n = 6
+	cfg := workerConfig("fill")
+	cfg.Concurrency, cfg.LongPolls = n, 2
+	results := finishedHook(&cfg)
+	var running sync.WaitGroup
+	running.Add(n)
+	all := make(chan struct{})
+	go func() { running.Wait(); close(all) }()
+	idle := make(chan struct{})
+	var idleOnce sync.Once
+	cfg.Hooks.ClaimFailed = func(err error) { t.Errorf("claim failed: %v", err) }
+	startWorker(t, c, cfg, func(ctx context.Context, l *client.Lease) error {
+		running.Done()
+		<-all // every slot holds a run at once
+		return nil
+	})
+	// Let the pollers find the queue empty and settle into waiting.
+	go func() {
+		for {
+			lp.mu.Lock()
+			waiting := lp.now
+			lp.mu.Unlock()
+			if waiting == 2 {
+				idleOnce.Do(func() { close(idle) })
+				return
+			}
+			_ = client.Sleep(context.Background(), 5*time.Millisecond)
+		}
+	}()
+	recv(t, idle, "two waiting claims")
+	for range n {
+		s.enqueue(t, "fill")
+	}
+	recv(t, all, "every slot running")
+	for range n {
+		if r := recv(t, results, "result"); r.Outcome != client.Succeeded {
+			t.Fatalf("result %+v", r)
+		}
+	}
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.max > 2 {
+		t.Fatalf("%d claims waited for work at once, want at most 2", lp.max)
 	}
 }
