@@ -9,9 +9,8 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"strings"
-
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/jcs"
 )
 
 // maxUpdateTries bounds the read, change and write rounds of an Update… helper that keeps
@@ -86,8 +85,8 @@ func releasePath(releaseID, adapterVersion string) string {
 // in-flight policy with the ETag it was read with (PUT
 // /v1/releases/{releaseId}/adapters/{adapterVersion}), and returns it with its ETag. A
 // repeat of a registration, or of an unchanged release, answers the release, so both are
-// retried; a change is retried as an If-Match update (see ErrMaybeApplied). ManifestOf makes
-// contentRefs and manifestHash of a list of string references.
+// retried; a change is retried as an If-Match update (see ErrMaybeApplied). ManifestHash
+// computes manifestHash; ManifestOf makes both of a list of string references.
 func (c *Client) PutRelease(ctx context.Context, releaseID, adapterVersion string, req api.PutReleaseRequest, ifMatch string) (api.Release, string, error) {
 	var out api.Release
 	r := idempotent
@@ -146,54 +145,35 @@ func (c *Client) UpdateRelease(ctx context.Context, releaseID, adapterVersion st
 }
 
 // ManifestOf returns the contentRefs of a release made of string references (URIs, digests)
-// and its manifestHash: the lowercase hex SHA-256 of their RFC 8785 (JCS) canonical form.
-// References must be valid UTF-8.
+// and its manifestHash (see ManifestHash). Invalid UTF-8 in a reference becomes U+FFFD, as
+// encoding/json writes it.
 func ManifestOf(refs ...string) (contentRefs []json.RawMessage, manifestHash string) {
-	var canon strings.Builder
-	canon.WriteByte('[')
-	for i, r := range refs {
-		if i > 0 {
-			canon.WriteByte(',')
-		}
-		s := jcsString(r)
-		canon.WriteString(s)
-		contentRefs = append(contentRefs, json.RawMessage(s))
+	for _, r := range refs {
+		b, _ := json.Marshal(r) // a string always marshals
+		contentRefs = append(contentRefs, b)
 	}
-	canon.WriteByte(']')
-	sum := sha256.Sum256([]byte(canon.String()))
-	return contentRefs, hex.EncodeToString(sum[:])
+	hash, err := ManifestHash(contentRefs)
+	if err != nil {
+		panic("client: ManifestOf: " + err.Error()) // strings always have a canonical form
+	}
+	return contentRefs, hash
 }
 
-// jcsString serialises a string as RFC 8785 does (ECMAScript JSON.stringify): only the
-// quote, the backslash and control characters are escaped, with the short escapes where
-// they exist and \u00xx (lowercase) otherwise; everything else is written as it is.
-func jcsString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
+// ManifestHash returns the manifestHash of a release's contentRefs: the lowercase hex
+// SHA-256 of the RFC 8785 (JCS) canonical form of the array, as the service computes it.
+// It fails for content that has no canonical form (not I-JSON: invalid UTF-8, duplicate
+// member names, numbers out of range).
+func ManifestHash(contentRefs []json.RawMessage) (string, error) {
+	raw, err := json.Marshal(contentRefs)
+	if err != nil {
+		return "", fmt.Errorf("manifest hash: %w", err)
 	}
-	b.WriteByte('"')
-	return b.String()
+	canon, err := jcs.Canonicalize(raw)
+	if err != nil {
+		return "", fmt.Errorf("manifest hash: %w", err)
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // Healthz checks the process answers (GET /healthz; no key needed).

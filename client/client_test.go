@@ -234,4 +234,19 @@ func TestManifestOfAgreesWithTheService(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil || fmt.Sprint(back) != fmt.Sprint(refs) {
 		t.Fatalf("contentRefs read back as %q, %v", back, err)
 	}
+
+	// Any JSON content, registered with the service.
+	s := newServer(t, app.Config{})
+	objects := []json.RawMessage{json.RawMessage(`{"z": 1.0, "a": [2e3, "x"], "é": null}`), json.RawMessage(`"oci://y"`)}
+	h, err := client.ManifestHash(objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Runtime.PutRelease(context.Background(), "rel-objects", "1", api.PutReleaseRequest{
+		ManifestHash: h, ContentRefs: objects, State: api.Ptr(api.ReleaseVerified)}, ""); err != nil {
+		t.Fatalf("the service refused the hash: %v", err)
+	}
+	if _, err := client.ManifestHash([]json.RawMessage{json.RawMessage(`{"a":1,"a":2}`)}); err == nil {
+		t.Fatal("duplicate member names have no canonical form")
+	}
 }
