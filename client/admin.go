@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/jcs"
 	"iter"
 	"net/http"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/jcs"
 )
 
 // maxUpdateTries bounds the read, change and write rounds of an Update… helper that keeps
