@@ -271,22 +271,3 @@ func (s *Service) ObserveCancellation(ctx context.Context, tenantID string, atte
 	})
 	return a, err
 }
-
-// RequestCancelTx asks the holder of a leased run to stop, inside the caller's transaction
-// (a release draining under the cancel policy). A run that is not leased, or already has
-// a cancel pending, is left as it is. It changes no queue, so it takes no subject lock.
-func (s *Service) RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) error {
-	run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
-	if err != nil {
-		return err
-	}
-	if run.State != Leased || run.CancelRequestedAt != nil {
-		return nil
-	}
-	now, err := tx.Now(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
-	return err
-}

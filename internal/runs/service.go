@@ -374,6 +374,25 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 	return out, nil
 }
 
+// RequestCancelTx asks the holder of a leased run to stop, inside the caller's transaction
+// (a release draining under the cancel policy). A run that is not leased, or already has
+// a cancel pending, is left as it is. It changes no queue, so it takes no subject lock.
+func (s *Service) RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) error {
+	run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
+	if err != nil {
+		return err
+	}
+	if run.State != Leased || run.CancelRequestedAt != nil {
+		return nil
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
+	return err
+}
+
 // Continuation is what a continueAfter may change of the ended run's spec.
 type Continuation struct {
 	DueAt      *time.Time
