@@ -38,13 +38,16 @@ func parseEnum[T any, PT interface {
 type decisionsView struct {
 	Status    string
 	Statuses  []string
+	Project   string
 	Decisions []decisions.Decision
 	Next      string
 }
 
+// decisionCursor is the inbox's keyset position: its group (pending first), then age.
 type decisionCursor struct {
-	At string    `json:"t"`
-	ID uuid.UUID `json:"i"`
+	Rank int       `json:"k"`
+	At   string    `json:"t"`
+	ID   uuid.UUID `json:"i"`
 }
 
 func (c *console) decisionsPage(ctx echo.Context) error {
@@ -52,8 +55,9 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 	if status == "" {
 		status = decisions.StatusPending
 	}
-	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisionStatuses...)}
-	f := decisions.ListFilter{Limit: pageSize + 1}
+	project := strings.TrimSpace(ctx.QueryParam("project"))
+	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisionStatuses...), Project: project}
+	f := decisions.ListFilter{Limit: pageSize + 1, ProjectID: optional(project)}
 	if status != "all" {
 		known := false
 		for _, s := range decisionStatuses {
@@ -66,7 +70,7 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 	}
 	if cur, ok := decodeCursor[decisionCursor](ctx.QueryParam("cursor")); ok {
 		if at, err := parseTime(cur.At); err == nil && at != nil {
-			f.After = &decisions.Position{RequestedAt: *at, DecisionID: cur.ID}
+			f.After = &decisions.Position{Rank: cur.Rank, RequestedAt: *at, DecisionID: cur.ID}
 		}
 	}
 	ds, err := c.Decisions.List(ctx.Request().Context(), tenantOf(ctx), f)
@@ -76,8 +80,12 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 	if len(ds) > pageSize {
 		ds = ds[:pageSize]
 		last := ds[len(ds)-1]
-		v.Next = url.Values{"status": {status}, "cursor": {encodeCursor(decisionCursor{
-			At: last.RequestedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ID: last.DecisionID})}}.Encode()
+		next := url.Values{"status": {status}, "cursor": {encodeCursor(decisionCursor{Rank: decisions.Rank(last),
+			At: last.RequestedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ID: last.DecisionID})}}
+		if project != "" {
+			next.Set("project", project)
+		}
+		v.Next = next.Encode()
 	}
 	v.Decisions = ds
 	return c.render(ctx, http.StatusOK, "decisions", page{Title: "Decisions", Nav: "decisions", Data: v})

@@ -222,9 +222,17 @@ func TestDecisionAnsweredFromInbox(t *testing.T) {
 	_, d := askDecision(t, tn, "dec-1")
 	ctx := tab(t)
 	signIn(t, ctx, s, tn.Admin)
+	// The project filter keeps the decisions of that project's runs only.
+	do(t, ctx, chromedp.Navigate(s.URL+"/ui/decisions?project=no-such-project"), chromedp.WaitVisible(chromedp.CSS("#no-decisions")))
 	do(t, ctx, chromedp.Navigate(s.URL+"/ui/decisions"), chromedp.WaitVisible(chromedp.CSS("#decisions")))
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#f-project"), "p1"))
+	clickNav(t, ctx, ".filters button", "#decisions")
+	row := `tr[data-decision="` + d.DecisionID.String() + `"]`
+	if p := text(t, ctx, row+" td.project"); p != "p1" {
+		t.Fatalf("the inbox row names project %q, want p1", p)
+	}
 	shot(t, ctx, "decisions")
-	do(t, ctx, chromedp.Click(chromedp.CSS(`tr[data-decision="`+d.DecisionID.String()+`"] a`)), chromedp.WaitVisible(chromedp.CSS("#approve")))
+	do(t, ctx, chromedp.Click(chromedp.CSS(row+" a.open")), chromedp.WaitVisible(chromedp.CSS("#approve")))
 	shot(t, ctx, "decision")
 	do(t, ctx, chromedp.Click(chromedp.CSS("#approve")), chromedp.SendKeys(chromedp.CSS("#answer-text"), "looks right"))
 	clickNav(t, ctx, "#send-answer", "#message")

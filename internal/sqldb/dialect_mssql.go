@@ -218,6 +218,14 @@ func scopeArgs(s Scope) (tenant any, maintenance int) {
 	return s.tenant, 0
 }
 
+// scopePrefix is mssqlSetScope, with the parameters renumbered after a statement's nargs
+// own, to be sent in front of that statement (TenantScopeInFirstRoundTrip).
+func (mssqlDialect) scopePrefix(s Scope, nargs int) (string, []any) {
+	tenant, maint := scopeArgs(s)
+	text := strings.NewReplacer("@p1", fmt.Sprintf("@p%d", nargs+1), "@p2", fmt.Sprintf("@p%d", nargs+2)).Replace(mssqlSetScope)
+	return text, []any{tenant, maint}
+}
+
 // SetScope sets SESSION_CONTEXT on the transaction's own connection (see mssqlSetScope).
 func (mssqlDialect) SetScope(ctx context.Context, tx *Tx, s Scope) error {
 	tenant, maint := scopeArgs(s)
