@@ -184,4 +184,3 @@ func TestRequestsRequireWhatTheyValidate(t *testing.T) {
 		}
 	}
 }
-
