@@ -35,10 +35,11 @@ const (
 	Cycle   = "cycle"
 	Depth   = "depth"
 	History = "history"
+	Noisy   = "noisy"
 )
 
 // AllWorkloads are the workloads in the order they run.
-var AllWorkloads = []string{Append, Cycle, History, Depth}
+var AllWorkloads = []string{Append, Cycle, History, Depth, Noisy}
 
 // Config says what to measure. Zero values take the defaults named on each field.
 type Config struct {
@@ -49,11 +50,15 @@ type Config struct {
 	// setting and to run the driver baseline with.
 	Syncs []string
 	// Clients is the number of concurrent clients of every workload; 0 means each
-	// workload's default (append 32, cycle 16, history 32: half appending, half reading).
-	// Depth always claims from one client, one claim after another.
+	// workload's default (append 32, cycle 16, history 32: half appending, half reading,
+	// noisy 8: tenant A's appenders, beside tenant B's fixed flood). Depth always claims
+	// from one client, one claim after another.
 	Clients int
 	// Duration is each workload's measured window (default 10s).
 	Duration time.Duration
+	// NoisyRate is tenant A's appends per second in the noisy workload, spread over its
+	// clients (default 400; negative: as fast as they can).
+	NoisyRate float64
 	// RefDuration is each reference's window (default Duration).
 	RefDuration time.Duration
 	// DepthSizes are the queue depths depth measures claims at, ascending (default 1000,
@@ -87,7 +92,7 @@ func (c *Config) defaults() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(AllWorkloads, w) {
-			return fmt.Errorf("unknown workload %q: want append, cycle, depth, history or all", w)
+			return fmt.Errorf("unknown workload %q: want append, cycle, depth, history, noisy or all", w)
 		}
 	}
 	if len(c.Syncs) == 0 {
@@ -103,6 +108,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Duration <= 0 {
 		c.Duration = 10 * time.Second
+	}
+	if c.NoisyRate == 0 {
+		c.NoisyRate = 400
 	}
 	if c.RefDuration <= 0 {
 		c.RefDuration = c.Duration
@@ -155,6 +163,8 @@ func (c *Config) clients(w string) int {
 	switch w {
 	case Cycle:
 		return 16
+	case Noisy:
+		return 8
 	default:
 		return 32
 	}
@@ -208,6 +218,15 @@ type target struct {
 	sync   string
 	routes routes
 	dir    string // local mode: where the driver baseline may write
+	// release is the release the tenant registers and claims with ("": releaseID).
+	release string
+}
+
+func (t *target) releaseID() string {
+	if t.release == "" {
+		return releaseID
+	}
+	return t.release
 }
 
 func (b *bencher) logf(format string, args ...any) {
@@ -234,7 +253,12 @@ func (b *bencher) local(ctx context.Context, sync string) error {
 		}
 	}
 	if b.cfg.has(Depth) {
-		return b.depth(ctx, sync, dir)
+		if err := b.depth(ctx, sync, dir); err != nil {
+			return err
+		}
+	}
+	if b.cfg.has(Noisy) {
+		return b.noisy(ctx, sync, dir)
 	}
 	return nil
 }
@@ -277,6 +301,10 @@ func (b *bencher) remote(ctx context.Context) error {
 	if b.cfg.has(Depth) {
 		b.add(Result{Workload: Depth, Sync: t.sync, Clients: 1, Status: StatusSkipped,
 			Note: "local mode only: the queue is seeded straight into the database file"})
+	}
+	if b.cfg.has(Noisy) {
+		b.add(Result{Workload: Noisy, Sync: t.sync, Clients: b.cfg.clients(Noisy), Status: StatusSkipped,
+			Note: "local mode only: it makes a second tenant in the database file"})
 	}
 	return nil
 }
@@ -348,7 +376,7 @@ func (b *bencher) setup(ctx context.Context, t *target) error {
 		}
 	}
 	body := map[string]any{"manifestHash": manifestHash(), "contentRefs": contentRefs, "state": "active"}
-	a, err := t.c.do(ctx, http.MethodPut, "/v1/releases/"+releaseID+"/adapters/"+adapterVersion, t.keys.admin, body, nil)
+	a, err := t.c.do(ctx, http.MethodPut, "/v1/releases/"+t.releaseID()+"/adapters/"+adapterVersion, t.keys.admin, body, nil)
 	if err != nil {
 		return err
 	}
@@ -358,7 +386,7 @@ func (b *bencher) setup(ctx context.Context, t *target) error {
 		(a.status == http.StatusBadRequest && t.routes != nil && !t.routes["PUT /v1/releases/{releaseId}/adapters/{adapterVersion}"]):
 		b.logf("[%s] the server serves no release route: claiming without a release", t.sync)
 	default:
-		return fmt.Errorf("register release %s/%s: %d %s", releaseID, adapterVersion, a.status, a.code)
+		return fmt.Errorf("register release %s/%s: %d %s", t.releaseID(), adapterVersion, a.status, a.code)
 	}
 	return nil
 }

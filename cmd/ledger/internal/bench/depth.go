@@ -117,7 +117,7 @@ func (b *bencher) claimDepth(ctx context.Context, t *target, size int) (Result, 
 	claims, empty := 0, false
 	for tries := 0; claims < b.cfg.DepthClaims && tries < 2*b.cfg.DepthClaims && ctx.Err() == nil; tries++ {
 		var cl claimed
-		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(0, 60), &cl)
+		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(t, 0, 60), &cl)
 		if !ok {
 			if !transient(a) {
 				break

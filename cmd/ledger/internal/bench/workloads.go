@@ -90,8 +90,8 @@ func (b *bencher) enqueueBody() enqueueBody {
 	}
 }
 
-func (b *bencher) claimBody(client int, leaseSeconds int) claimBody {
-	return claimBody{HolderID: fmt.Sprintf("bench-%s-%d", b.tag, client), ReleaseID: releaseID,
+func (b *bencher) claimBody(t *target, client int, leaseSeconds int) claimBody {
+	return claimBody{HolderID: fmt.Sprintf("bench-%s-%d", b.tag, client), ReleaseID: t.releaseID(),
 		AdapterVersion: adapterVersion, ModelProfileID: modelProfile, LeaseSeconds: leaseSeconds}
 }
 
@@ -137,7 +137,7 @@ func (b *bencher) acquire(ctx context.Context, t *target, client int, rec *Recor
 		}
 		for time.Now().Before(until) && ctx.Err() == nil {
 			var cl claimed
-			a, err := t.c.do(ctx, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(client, 3600), &cl)
+			a, err := t.c.do(ctx, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(t, client, 3600), &cl)
 			if err != nil {
 				return nil, false
 			}
@@ -207,7 +207,28 @@ func held(leases []*lease) int {
 // request is one operation. A failed write is sent again with the same sequence (an exact
 // repeat is idempotent); a lost lease is replaced.
 func (b *bencher) appendLoop(ctx context.Context, t *target, client int, l *lease, rec *Recorder, end time.Time) {
+	b.pacedAppendLoop(ctx, t, client, l, rec, end, 0)
+}
+
+// pacedAppendLoop is appendLoop sending at most one request every interval (0: one after
+// another): a client with work of its own, not a flood. A request that takes longer than
+// the interval is followed at once.
+func (b *bencher) pacedAppendLoop(ctx context.Context, t *target, client int, l *lease, rec *Recorder, end time.Time, every time.Duration) {
+	next := time.Now()
 	for i := 0; time.Now().Before(end) && ctx.Err() == nil; {
+		if every > 0 {
+			if d := time.Until(next); d > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
+			next = next.Add(every)
+			if now := time.Now(); next.Before(now) {
+				next = now
+			}
+		}
 		var a answer
 		var ok bool
 		if i%2 == 0 {
@@ -332,7 +353,7 @@ func (b *bencher) cycleOnce(ctx context.Context, t *target, client int, rec *Rec
 			return false
 		}
 		var cl claimed
-		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(client, 3600), &cl)
+		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(t, client, 3600), &cl)
 		switch {
 		case ok && a.status == http.StatusOK:
 			l = &lease{attemptID: cl.Attempt.AttemptID, token: cl.Lease.FencingToken}
