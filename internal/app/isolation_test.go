@@ -165,7 +165,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		body: fmt.Sprintf(`{"fencingToken":%s,"kind":"approval","options":{"a":1},"expiresInSeconds":86400}`, token)}), http.StatusCreated)
 	decision, decisionETag := str(t, r, "decisionId"), r.header.Get("ETag")
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/attempts/" + att1 + "/delegations", key: rtA,
-		body: fmt.Sprintf(`{"fencingToken":%s,"childAgentId":"iso-child","purpose":"p","child":%s}`, token, enqueue("iso-s-child", "iso-child", projectA, ""))}), http.StatusCreated)
+		body: fmt.Sprintf(`{"fencingToken":%s,"purpose":"p","child":%s}`, token, enqueue("iso-s-child", "iso-child", projectA, ""))}), http.StatusCreated)
 	delegation, childRun := str(t, r, "delegationId"), str(t, r, "childRunId")
 	lockPath := "/v1/locks/agents/" + agentA + "/tasks/" + taskA
 	r = must(t, s.do(t, req{method: http.MethodPut, path: lockPath, key: rtA, body: fmt.Sprintf(`{"holderId":%q,"ttlSeconds":3600}`, holderA)}), http.StatusOK)
@@ -385,7 +385,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			admin: isoNotFound, rt: isoForbidden}},
 
 		"POST /v1/attempts/:attemptId/delegations": {{admin: isoForbidden, rt: isoNotFound,
-			body: fence(`,"childAgentId":"b-child","purpose":"p","child":` + enqueue("iso-b-child", "iso-child", projectA, ""))}},
+			body: fence(`,"purpose":"p","child":` + enqueue("iso-b-child", "iso-child", projectA, ""))}},
 		"GET /v1/attempts/:attemptId/delegations": {{admin: isoNotFound, rt: isoNotFound}},
 		"GET /v1/delegations/:delegationId":       {{admin: isoNotFound, rt: isoNotFound}},
 

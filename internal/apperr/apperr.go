@@ -6,52 +6,51 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ledger-dev/ledger/api"
 )
 
-// Code is a stable, documented problem code (DESIGN.md section 7a).
-type Code string
+// Code is a stable, documented problem code (DESIGN.md section 7a): the api package's,
+// so the server, the SDK and the OpenAPI document share one list.
+type Code = api.ProblemCode
 
-// The problem codes. Their HTTP statuses are fixed by web.statusOf.
+// The problem codes under the names the services use. Their HTTP statuses are fixed by
+// web.statusOf.
 const (
-	Invalid              Code = "invalid_request"
-	Unauthorized         Code = "unauthorized"
-	Forbidden            Code = "forbidden"
-	NotFound             Code = "not_found"
-	StaleLease           Code = "stale_lease"
-	LeaseExpired         Code = "lease_expired"
-	SequenceConflict     Code = "sequence_conflict"
-	DecisionClosed       Code = "decision_closed"
-	LockHeld             Code = "lock_held"
-	ReleaseConflict      Code = "release_conflict"
-	ReleaseImmutable     Code = "release_immutable"
-	IllegalTransition    Code = "illegal_transition"
-	AttemptsExhausted    Code = "attempts_exhausted"
-	PreconditionFailed   Code = "precondition_failed"
-	BodyTooLarge         Code = "body_too_large"
-	LoopDepth            Code = "loop_depth"
-	CorrectionLimit      Code = "correction_limit"
-	ReleaseNotActive     Code = "release_not_active"
-	ManifestMismatch     Code = "manifest_mismatch"
-	SubjectConflict      Code = "subject_conflict"
-	UnknownProject       Code = "unknown_project"
-	PreconditionRequired Code = "precondition_required"
-	RateLimited          Code = "rate_limited"
-	DatabaseUnavailable  Code = "database_unavailable"
-	Internal             Code = "internal"
-
-	// Added by DESIGN.md 7a after the first release of the contract.
-	IdempotencyKeyReused Code = "idempotency_key_reused"
-	NoCancelRequested    Code = "no_cancel_requested"
-	AttemptEnded         Code = "attempt_ended"
-	UnsupportedMediaType Code = "unsupported_media_type"
-	MethodNotAllowed     Code = "method_not_allowed"
+	Invalid              = api.CodeInvalidRequest
+	Unauthorized         = api.CodeUnauthorized
+	Forbidden            = api.CodeForbidden
+	NotFound             = api.CodeNotFound
+	StaleLease           = api.CodeStaleLease
+	LeaseExpired         = api.CodeLeaseExpired
+	SequenceConflict     = api.CodeSequenceConflict
+	DecisionClosed       = api.CodeDecisionClosed
+	LockHeld             = api.CodeLockHeld
+	ReleaseConflict      = api.CodeReleaseConflict
+	ReleaseImmutable     = api.CodeReleaseImmutable
+	IllegalTransition    = api.CodeIllegalTransition
+	AttemptsExhausted    = api.CodeAttemptsExhausted
+	PreconditionFailed   = api.CodePreconditionFailed
+	BodyTooLarge         = api.CodeBodyTooLarge
+	LoopDepth            = api.CodeLoopDepth
+	CorrectionLimit      = api.CodeCorrectionLimit
+	ReleaseNotActive     = api.CodeReleaseNotActive
+	ManifestMismatch     = api.CodeManifestMismatch
+	SubjectConflict      = api.CodeSubjectConflict
+	UnknownProject       = api.CodeUnknownProject
+	PreconditionRequired = api.CodePreconditionRequired
+	RateLimited          = api.CodeRateLimited
+	DatabaseUnavailable  = api.CodeDatabaseUnavailable
+	Internal             = api.CodeInternal
+	IdempotencyKeyReused = api.CodeIdempotencyKeyReused
+	NoCancelRequested    = api.CodeNoCancelRequested
+	AttemptEnded         = api.CodeAttemptEnded
+	UnsupportedMediaType = api.CodeUnsupportedMediaType
+	MethodNotAllowed     = api.CodeMethodNotAllowed
 )
 
 // FieldError names one request field that failed validation and why.
-type FieldError struct {
-	Field  string `json:"field"`
-	Reason string `json:"reason"`
-}
+type FieldError = api.FieldError
 
 // Error is an error a caller can act on. Detail is sent to the caller, so it never holds
 // SQL, internals or another tenant's data.

@@ -11,76 +11,82 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/enum"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// State is an attempt's state (stored as its position).
-type State int
+// State is an attempt's state (stored as its position; the wire type).
+type State = api.AttemptState
 
 // Attempt states (DESIGN.md section 7a).
 const (
-	Running State = iota
-	Succeeded
-	Failed
-	Cancelled
-	Lost
-	Released
+	Running   = api.AttemptRunning
+	Succeeded = api.AttemptSucceeded
+	Failed    = api.AttemptFailed
+	Cancelled = api.AttemptCancelled
+	Lost      = api.AttemptLost
+	Released  = api.AttemptReleased
 )
 
-// StateNames are the wire names of State.
-var StateNames = enum.Names{"running", "succeeded", "failed", "cancelled", "lost", "released"}
-
-func (s State) String() string               { return StateNames.Name(int(s)) }
-func (s State) MarshalJSON() ([]byte, error) { return StateNames.Marshal(int(s)) }
-
-// Phase is a running attempt's phase.
-type Phase int
+// Phase is a running attempt's phase (stored as its position; the wire type).
+type Phase = api.Phase
 
 // Phases (DESIGN.md section 7a).
 const (
-	Starting Phase = iota
-	Planning
-	Acting
-	Observing
-	Correcting
-	AwaitingDecision
-	Finalizing
+	Starting         = api.PhaseStarting
+	Planning         = api.PhasePlanning
+	Acting           = api.PhaseActing
+	Observing        = api.PhaseObserving
+	Correcting       = api.PhaseCorrecting
+	AwaitingDecision = api.PhaseAwaitingDecision
+	Finalizing       = api.PhaseFinalizing
 )
-
-// PhaseNames are the wire names of Phase.
-var PhaseNames = enum.Names{"starting", "planning", "acting", "observing", "correcting", "awaiting_decision", "finalizing"}
-
-func (p Phase) String() string               { return PhaseNames.Name(int(p)) }
-func (p Phase) MarshalJSON() ([]byte, error) { return PhaseNames.Marshal(int(p)) }
 
 // Attempt is one execution attempt of a run.
 type Attempt struct {
-	AttemptID              uuid.UUID        `db:"AttemptId" json:"attemptId"`
-	RunID                  uuid.UUID        `db:"RunId" json:"runId"`
-	StepID                 uuid.UUID        `db:"StepId" json:"stepId"`
-	TenantID               string           `db:"TenantId" json:"-"`
-	ProjectID              string           `db:"ProjectId" json:"projectId"`
-	EnvironmentID          *string          `db:"EnvironmentId" json:"environmentId,omitempty"`
-	LeaseID                uuid.UUID        `db:"LeaseId" json:"leaseId"`
-	FencingToken           int64            `db:"FencingToken" json:"fencingToken"`
-	SnapshotID             uuid.UUID        `db:"SnapshotId" json:"snapshotId"`
-	ReleaseID              string           `db:"ReleaseId" json:"releaseId"`
-	AdapterVersion         string           `db:"AdapterVersion" json:"adapterVersion"`
-	AgentID                string           `db:"AgentId" json:"agentId"`
-	ModelProfileID         string           `db:"ModelProfileId" json:"modelProfileId"`
-	State                  State            `db:"State" json:"state"`
-	Phase                  Phase            `db:"Phase" json:"phase"`
-	CorrectionCount        int              `db:"CorrectionCount" json:"correctionCount"`
-	MaxCorrections         int              `db:"MaxCorrections" json:"maxCorrections"`
-	LastCheckpointID       uuid.NullUUID    `db:"LastCheckpointId" json:"lastCheckpointId"`
-	ContextSnapshotRef     *string          `db:"ContextSnapshotRef" json:"contextSnapshotRef,omitempty"`
-	OutcomeHash            *string          `db:"OutcomeHash" json:"outcomeHash,omitempty"`
-	CancellationObservedAt *time.Time       `db:"CancellationObservedAt" json:"cancellationObservedAt,omitempty"`
-	StartedAt              time.Time        `db:"StartedAt" json:"startedAt"`
-	EndedAt                *time.Time       `db:"EndedAt" json:"endedAt,omitempty"`
-	Version                sqldb.RowVersion `db:"Version" json:"-"`
+	AttemptID              uuid.UUID        `db:"AttemptId"`
+	RunID                  uuid.UUID        `db:"RunId"`
+	StepID                 uuid.UUID        `db:"StepId"`
+	TenantID               string           `db:"TenantId"`
+	ProjectID              string           `db:"ProjectId"`
+	EnvironmentID          *string          `db:"EnvironmentId"`
+	LeaseID                uuid.UUID        `db:"LeaseId"`
+	FencingToken           int64            `db:"FencingToken"`
+	SnapshotID             uuid.UUID        `db:"SnapshotId"`
+	ReleaseID              string           `db:"ReleaseId"`
+	AdapterVersion         string           `db:"AdapterVersion"`
+	AgentID                string           `db:"AgentId"`
+	ModelProfileID         string           `db:"ModelProfileId"`
+	State                  State            `db:"State"`
+	Phase                  Phase            `db:"Phase"`
+	CorrectionCount        int              `db:"CorrectionCount"`
+	MaxCorrections         int              `db:"MaxCorrections"`
+	LastCheckpointID       uuid.NullUUID    `db:"LastCheckpointId"`
+	ContextSnapshotRef     *string          `db:"ContextSnapshotRef"`
+	OutcomeHash            *string          `db:"OutcomeHash"`
+	CancellationObservedAt *time.Time       `db:"CancellationObservedAt"`
+	StartedAt              time.Time        `db:"StartedAt"`
+	EndedAt                *time.Time       `db:"EndedAt"`
+	Version                sqldb.RowVersion `db:"Version"`
+}
+
+// Wire returns the attempt as the API sends it.
+func (a Attempt) Wire() api.Attempt {
+	w := api.Attempt{
+		AttemptID: a.AttemptID, RunID: a.RunID, StepID: a.StepID, ProjectID: a.ProjectID, EnvironmentID: a.EnvironmentID,
+		LeaseID: a.LeaseID, FencingToken: a.FencingToken, SnapshotID: a.SnapshotID, ReleaseID: a.ReleaseID,
+		AdapterVersion: a.AdapterVersion, AgentID: a.AgentID, ModelProfileID: a.ModelProfileID, State: a.State,
+		Phase: a.Phase, CorrectionCount: a.CorrectionCount, MaxCorrections: a.MaxCorrections,
+		ContextSnapshotRef: a.ContextSnapshotRef, OutcomeHash: a.OutcomeHash,
+		CancellationObservedAt: api.TimeOf(a.CancellationObservedAt), StartedAt: api.NewTime(a.StartedAt),
+		EndedAt: api.TimeOf(a.EndedAt),
+	}
+	if a.LastCheckpointID.Valid {
+		id := a.LastCheckpointID.UUID
+		w.LastCheckpointID = &id
+	}
+	return w
 }
 
 // Ended reports whether the attempt is over.

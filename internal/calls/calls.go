@@ -12,39 +12,35 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
-	"github.com/ledger-dev/ledger/internal/enum"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
-// Kind is what a call calls (stored as its position).
-type Kind int
+// Kind is what a call calls (stored as its position; the wire type).
+type Kind = api.CallKind
 
 // Call kinds (DESIGN.md section 7a).
 const (
-	Model Kind = iota
-	Tool
-	HTTP
-	Other
+	Model = api.CallModel
+	Tool  = api.CallTool
+	HTTP  = api.CallHTTP
+	Other = api.CallOther
 )
 
-// KindNames are the wire names of Kind.
-var KindNames = enum.Names{"model", "tool", "http", "other"}
-
-func (k Kind) String() string               { return KindNames.Name(int(k)) }
-func (k Kind) MarshalJSON() ([]byte, error) { return KindNames.Marshal(int(k)) }
-
 // Call statuses, stored as the wire string (the seed's nvarchar(16)). A call starts
-// Started and finishes once, in one of the other three.
+// Started and finishes once, in Succeeded, Failed or Denied, or is Abandoned when its
+// attempt ends first.
 const (
-	Started   = "started"
-	Succeeded = "succeeded"
-	Failed    = "failed"
-	Denied    = "denied"
+	Started   = string(api.CallStarted)
+	Succeeded = string(api.CallSucceeded)
+	Failed    = string(api.CallFailed)
+	Denied    = string(api.CallDenied)
+	Abandoned = string(api.CallAbandoned)
 )
 
 // Finished reports whether status is one a call finishes in.
@@ -54,19 +50,31 @@ func Finished(status string) bool {
 
 // Call is one call record of an attempt.
 type Call struct {
-	CallID           uuid.UUID        `db:"CallId" json:"callId"`
-	AttemptID        uuid.UUID        `db:"AttemptId" json:"attemptId"`
-	TenantID         string           `db:"TenantId" json:"-"`
-	Sequence         int              `db:"Sequence" json:"sequence"`
-	Kind             Kind             `db:"Kind" json:"kind" enum:"model,tool,http,other"`
-	Target           string           `db:"Target" json:"target"`
-	RequestHash      string           `db:"RequestHash" json:"requestHash"`
-	PolicyDecisionID uuid.NullUUID    `db:"PolicyDecisionId" json:"policyDecisionId"`
-	ReceiptRef       *string          `db:"ReceiptRef" json:"receiptRef,omitempty"`
-	Status           string           `db:"Status" json:"status" enum:"started,succeeded,failed,denied"`
-	StartedAt        time.Time        `db:"StartedAt" json:"startedAt"`
-	EndedAt          *time.Time       `db:"EndedAt" json:"endedAt,omitempty"`
-	Version          sqldb.RowVersion `db:"Version" json:"-"`
+	CallID           uuid.UUID        `db:"CallId"`
+	AttemptID        uuid.UUID        `db:"AttemptId"`
+	TenantID         string           `db:"TenantId"`
+	Sequence         int              `db:"Sequence"`
+	Kind             Kind             `db:"Kind"`
+	Target           string           `db:"Target"`
+	RequestHash      string           `db:"RequestHash"`
+	PolicyDecisionID uuid.NullUUID    `db:"PolicyDecisionId"`
+	ReceiptRef       *string          `db:"ReceiptRef"`
+	Status           string           `db:"Status"`
+	StartedAt        time.Time        `db:"StartedAt"`
+	EndedAt          *time.Time       `db:"EndedAt"`
+	Version          sqldb.RowVersion `db:"Version"`
+}
+
+// Wire returns the call as the API sends it.
+func (c Call) Wire() api.Call {
+	w := api.Call{CallID: c.CallID, AttemptID: c.AttemptID, Sequence: int32(c.Sequence), Kind: c.Kind,
+		Target: c.Target, RequestHash: c.RequestHash, ReceiptRef: c.ReceiptRef, Status: api.CallStatus(c.Status),
+		StartedAt: api.NewTime(c.StartedAt), EndedAt: api.TimeOf(c.EndedAt)}
+	if c.PolicyDecisionID.Valid {
+		id := c.PolicyDecisionID.UUID
+		w.PolicyDecisionID = &id
+	}
+	return w
 }
 
 // New is a call a holder records as it starts it.
@@ -86,7 +94,7 @@ func (n New) check() error {
 	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
-	if KindNames.Name(int(n.Kind)) == "" {
+	if !n.Kind.Valid() {
 		fields = append(fields, apperr.FieldError{Field: "kind", Reason: "must be one of: model, tool, http, other"})
 	}
 	fields = web.AppendTooLong(fields, "target", n.Target, 256)

@@ -7,27 +7,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
-
-// CallBody is the body of POST /v1/attempts/{attemptId}/calls (DESIGN.md section 7a).
-type CallBody struct {
-	FencingToken     *int64  `json:"fencingToken" validate:"required,min=1"`
-	Sequence         *int64  `json:"sequence" validate:"required,min=0,max=2147483647"`
-	Kind             string  `json:"kind" validate:"required,oneof=model tool http other" enum:"model,tool,http,other"`
-	Target           string  `json:"target" validate:"required,ident=256"`
-	RequestHash      string  `json:"requestHash" validate:"required,ident=128"`
-	PolicyDecisionID *string `json:"policyDecisionId" validate:"omitempty,uuid"`
-}
-
-// CallFinishBody is the body of PATCH /v1/attempts/{attemptId}/calls/{callId}.
-type CallFinishBody struct {
-	FencingToken *int64  `json:"fencingToken" validate:"required,min=1"`
-	Status       string  `json:"status" validate:"required,oneof=succeeded failed denied" enum:"succeeded,failed,denied"`
-	ReceiptRef   *string `json:"receiptRef" validate:"omitempty,ident=512"`
-}
 
 // Routes registers the call routes.
 func Routes(s *web.Server, store *Store) {
@@ -37,22 +21,22 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/calls", web.Op{
 		Summary: "Record a started call under the lease (201 with Location and ETag); an exact repeat of a sequence " +
 			"answers 200 with the stored call, another requestHash for the sequence is 409 sequence_conflict",
-		Roles: []string{rt}, Body: CallBody{}, Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated},
-		Response: Call{}, ETag: true, Problems: append([]apperr.Code{apperr.SequenceConflict}, fenced...),
+		Roles: []string{rt}, Body: api.CallRequest{}, Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated},
+		Response: api.Call{}, ETag: true, Problems: append([]apperr.Code{apperr.SequenceConflict}, fenced...),
 	}, h.record)
 	s.Route(http.MethodPatch, "/v1/attempts/:attemptId/calls/:callId", web.Op{
 		Summary: "Finish a call under the lease (status, receiptRef, endedAt); a repeat of the same finish answers 200 " +
 			"as stored, another finish of a finished call is 409 illegal_transition; If-Match is honoured when sent",
-		Roles: []string{rt}, Body: CallFinishBody{}, Status: http.StatusOK, Response: Call{}, ETag: true, IfMatch: true,
+		Roles: []string{rt}, Body: api.FinishCallRequest{}, Status: http.StatusOK, Response: api.Call{}, ETag: true, IfMatch: true,
 		Problems: append([]apperr.Code{apperr.IllegalTransition}, fenced...),
 	}, h.finish)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls", web.Op{
-		Summary: "List an attempt's calls in sequence order", Status: http.StatusOK, Response: web.Page[Call]{},
-		Query:    []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Summary: "List an attempt's calls in sequence order", Status: http.StatusOK, Response: web.Page[api.Call]{},
+		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls/:callId", web.Op{
-		Summary: "Read one call", Status: http.StatusOK, Response: Call{}, ETag: true,
+		Summary: "Read one call", Status: http.StatusOK, Response: api.Call{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 }
@@ -68,24 +52,20 @@ func (h handlers) record(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req CallBody
+	var req api.CallRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	kind, _ := KindNames.Parse(req.Kind)
-	n := New{Sequence: int(*req.Sequence), Kind: Kind(kind), Target: req.Target, RequestHash: req.RequestHash}
-	if req.PolicyDecisionID != nil {
-		id := uuid.MustParse(*req.PolicyDecisionID)
-		n.PolicyDecisionID = &id
-	}
-	call, created, err := h.store.Record(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, *req.FencingToken, n)
+	n := New{Sequence: int(*req.Sequence), Kind: *req.Kind, Target: req.Target, RequestHash: req.RequestHash,
+		PolicyDecisionID: req.PolicyDecisionID}
+	call, created, err := h.store.Record(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, n)
 	if err != nil {
 		return err
 	}
 	if created {
-		return web.Created(c, location(call), call.Version, call)
+		return web.Created(c, location(call), call.Version, call.Wire())
 	}
-	return web.JSONWithETag(c, http.StatusOK, call.Version, call)
+	return web.JSONWithETag(c, http.StatusOK, call.Version, call.Wire())
 }
 
 func callPath(c echo.Context) (attemptID, callID uuid.UUID, err error) {
@@ -101,11 +81,11 @@ func (h handlers) finish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req CallFinishBody
+	var req api.FinishCallRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	f := Finish{Status: req.Status, ReceiptRef: req.ReceiptRef}
+	f := Finish{Status: string(req.Status), ReceiptRef: req.ReceiptRef}
 	v, present, err := web.IfMatch(c, false)
 	if err != nil {
 		return err
@@ -113,11 +93,11 @@ func (h handlers) finish(c echo.Context) error {
 	if present {
 		f.IfMatch = &v
 	}
-	call, err := h.store.FinishCall(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, callID, *req.FencingToken, f)
+	call, err := h.store.FinishCall(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, callID, req.FencingToken, f)
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, call.Version, call)
+	return web.JSONWithETag(c, http.StatusOK, call.Version, call.Wire())
 }
 
 func (h handlers) get(c echo.Context) error {
@@ -129,11 +109,11 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, call.Version, call)
+	return web.JSONWithETag(c, http.StatusOK, call.Version, call.Wire())
 }
 
 func (h handlers) list(c echo.Context) error {
-	return web.ListBySequence(c, Start, func(x Call) int { return x.Sequence },
+	return web.ListBySequence(c, Start, func(x Call) int { return x.Sequence }, Call.Wire,
 		func(ctx context.Context, attemptID uuid.UUID, after, limit int) ([]Call, error) {
 			return h.store.List(ctx, tenancy.MustPrincipal(c).TenantID, attemptID, after, limit)
 		})

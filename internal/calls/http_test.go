@@ -63,7 +63,7 @@ var httpCases = []struct {
 		apitest.Decode(t, r, &c)
 		if c.AttemptID != l.AttemptID || c.Kind != "model" || c.Status != "started" || c.RequestHash != "r0" ||
 			c.PolicyDecisionID == nil || *c.PolicyDecisionID != "0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e5f" ||
-			c.EndedAt != nil || c.ReceiptRef != nil || c.StartedAt != "2026-01-01T12:00:00Z" {
+			c.EndedAt != nil || c.ReceiptRef != nil || c.StartedAt != "2026-01-01T12:00:00.000Z" {
 			t.Fatalf("created %s", r.Body)
 		}
 		if loc := r.Header.Get("Location"); loc != path+"/"+c.CallID {
@@ -104,7 +104,7 @@ var httpCases = []struct {
 		var c wireCall
 		apitest.Decode(t, fin, &c)
 		if c.Status != "succeeded" || c.ReceiptRef == nil || *c.ReceiptRef != "receipt://1" || c.EndedAt == nil ||
-			*c.EndedAt != "2026-01-01T12:00:01.5Z" {
+			*c.EndedAt != "2026-01-01T12:00:01.500Z" {
 			t.Fatalf("finished %s", fin.Body)
 		}
 		newTag := fin.Header.Get("ETag")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/ids"
@@ -25,23 +26,35 @@ import (
 // Checkpoint is one stored checkpoint of an attempt. Checkpoints never change once written,
 // so they carry no version (the seed table has none) and no ETag.
 type Checkpoint struct {
-	CheckpointID       uuid.UUID      `db:"CheckpointId" json:"checkpointId"`
-	AttemptID          uuid.UUID      `db:"AttemptId" json:"attemptId"`
-	TenantID           string         `db:"TenantId" json:"-"`
-	Sequence           int            `db:"Sequence" json:"sequence"`
-	Phase              attempts.Phase `db:"Phase" json:"phase" enum:"starting,planning,acting,observing,correcting,awaiting_decision,finalizing"`
-	AdapterStateRef    string         `db:"AdapterStateRef" json:"adapterStateRef"`
-	AdapterVersion     string         `db:"AdapterVersion" json:"adapterVersion"`
-	ContextSnapshotRef *string        `db:"ContextSnapshotRef" json:"contextSnapshotRef,omitempty"`
-	Hash               string         `db:"Hash" json:"hash"`
-	CreatedAt          time.Time      `db:"CreatedAt" json:"createdAt"`
+	CheckpointID       uuid.UUID      `db:"CheckpointId"`
+	AttemptID          uuid.UUID      `db:"AttemptId"`
+	TenantID           string         `db:"TenantId"`
+	Sequence           int            `db:"Sequence"`
+	Phase              attempts.Phase `db:"Phase"`
+	AdapterStateRef    string         `db:"AdapterStateRef"`
+	AdapterVersion     string         `db:"AdapterVersion"`
+	ContextSnapshotRef *string        `db:"ContextSnapshotRef"`
+	Hash               string         `db:"Hash"`
+	CreatedAt          time.Time      `db:"CreatedAt"`
 }
 
 // LastCheckpoint is a run's last checkpoint and the run it was written in: the run asked
 // about, or a run it continues.
 type LastCheckpoint struct {
 	Checkpoint
-	RunID uuid.UUID `db:"RunId" json:"runId"`
+	RunID uuid.UUID `db:"RunId"`
+}
+
+// Wire returns the checkpoint as the API sends it.
+func (c Checkpoint) Wire() api.Checkpoint {
+	return api.Checkpoint{CheckpointID: c.CheckpointID, AttemptID: c.AttemptID, Sequence: int32(c.Sequence),
+		Phase: c.Phase, AdapterStateRef: c.AdapterStateRef, AdapterVersion: c.AdapterVersion,
+		ContextSnapshotRef: c.ContextSnapshotRef, Hash: c.Hash, CreatedAt: api.NewTime(c.CreatedAt)}
+}
+
+// Wire returns the last checkpoint as the API sends it.
+func (l LastCheckpoint) Wire() api.LastCheckpoint {
+	return api.LastCheckpoint{Checkpoint: l.Checkpoint.Wire(), RunID: l.RunID}
 }
 
 // New is a checkpoint a holder appends.
@@ -62,7 +75,7 @@ func (n New) check() error {
 	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
-	if attempts.PhaseNames.Name(int(n.Phase)) == "" {
+	if !n.Phase.Valid() {
 		fields = append(fields, apperr.FieldError{Field: "phase", Reason: "is not an attempt phase"})
 	}
 	fields = web.AppendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)

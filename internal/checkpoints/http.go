@@ -7,22 +7,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
-
-// CheckpointBody is the body of POST /v1/attempts/{attemptId}/checkpoints (DESIGN.md 7a).
-type CheckpointBody struct {
-	FencingToken       *int64  `json:"fencingToken" validate:"required,min=1"`
-	Sequence           *int64  `json:"sequence" validate:"required,min=0,max=2147483647"`
-	Phase              string  `json:"phase" validate:"required,oneof=starting planning acting observing correcting awaiting_decision finalizing" enum:"starting,planning,acting,observing,correcting,awaiting_decision,finalizing"`
-	AdapterStateRef    string  `json:"adapterStateRef" validate:"required,ident=512"`
-	AdapterVersion     string  `json:"adapterVersion" validate:"required,ident=32"`
-	Hash               string  `json:"hash" validate:"required,ident=128"`
-	ContextSnapshotRef *string `json:"contextSnapshotRef" validate:"omitempty,ident=512"`
-}
 
 // Routes registers the checkpoint routes.
 func Routes(s *web.Server, store *Store) {
@@ -30,23 +19,23 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/checkpoints", web.Op{
 		Summary: "Append a checkpoint under the lease (201 with Location); an exact repeat of a sequence answers 200 " +
 			"with the stored checkpoint, another hash for the sequence is 409 sequence_conflict",
-		Roles: []string{tenancy.RoleRuntime}, Body: CheckpointBody{},
-		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: Checkpoint{},
+		Roles: []string{tenancy.RoleRuntime}, Body: api.CheckpointRequest{},
+		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Checkpoint{},
 		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.SequenceConflict},
 	}, h.append)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints", web.Op{
-		Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[Checkpoint]{},
-		Query:    []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[api.Checkpoint]{},
+		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints/:checkpointId", web.Op{
-		Summary: "Read one checkpoint", Status: http.StatusOK, Response: Checkpoint{},
+		Summary: "Read one checkpoint", Status: http.StatusOK, Response: api.Checkpoint{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodGet, "/v1/runs/:runId/checkpoints/last", web.Op{
 		Summary: "Read the run's last checkpoint (its newest attempt's highest sequence), or, when it has none, " +
 			"that of the run it continues, back the chain; runId says which run wrote it",
-		Status: http.StatusOK, Response: LastCheckpoint{}, Problems: []apperr.Code{apperr.NotFound},
+		Status: http.StatusOK, Response: api.LastCheckpoint{}, Problems: []apperr.Code{apperr.NotFound},
 	}, h.last)
 }
 
@@ -61,25 +50,24 @@ func (h handlers) append(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req CheckpointBody
+	var req api.CheckpointRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	phase, _ := attempts.PhaseNames.Parse(req.Phase)
 	n := New{
-		Sequence: int(*req.Sequence), Phase: attempts.Phase(phase), AdapterStateRef: req.AdapterStateRef,
+		Sequence: int(*req.Sequence), Phase: *req.Phase, AdapterStateRef: req.AdapterStateRef,
 		AdapterVersion: req.AdapterVersion, ContextSnapshotRef: req.ContextSnapshotRef, Hash: req.Hash,
 	}
-	cp, created, err := h.store.Append(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, *req.FencingToken, n)
+	cp, created, err := h.store.Append(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, n)
 	if err != nil {
 		return err
 	}
 	if created {
 		// Checkpoints are immutable and have no version: a Location, no ETag.
 		c.Response().Header().Set(echo.HeaderLocation, location(cp))
-		return c.JSON(http.StatusCreated, cp)
+		return c.JSON(http.StatusCreated, cp.Wire())
 	}
-	return c.JSON(http.StatusOK, cp)
+	return c.JSON(http.StatusOK, cp.Wire())
 }
 
 func (h handlers) get(c echo.Context) error {
@@ -95,11 +83,11 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, cp)
+	return c.JSON(http.StatusOK, cp.Wire())
 }
 
 func (h handlers) list(c echo.Context) error {
-	return web.ListBySequence(c, Start, func(x Checkpoint) int { return x.Sequence },
+	return web.ListBySequence(c, Start, func(x Checkpoint) int { return x.Sequence }, Checkpoint.Wire,
 		func(ctx context.Context, attemptID uuid.UUID, after, limit int) ([]Checkpoint, error) {
 			return h.store.List(ctx, tenancy.MustPrincipal(c).TenantID, attemptID, after, limit)
 		})
@@ -114,5 +102,5 @@ func (h handlers) last(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, lc)
+	return c.JSON(http.StatusOK, lc.Wire())
 }

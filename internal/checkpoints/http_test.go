@@ -52,7 +52,7 @@ var httpCases = []struct {
 		var c wireCheckpoint
 		apitest.Decode(t, r, &c)
 		if c.AttemptID != l.AttemptID || c.Sequence != 0 || c.Phase != "acting" || c.Hash != "h0" || c.AdapterVersion != "1.0" ||
-			c.ContextSnapshotRef == nil || c.CreatedAt != "2026-01-01T12:00:00Z" {
+			c.ContextSnapshotRef == nil || c.CreatedAt != "2026-01-01T12:00:00.000Z" {
 			t.Fatalf("created %s", r.Body)
 		}
 		if loc := r.Header.Get("Location"); loc != path+"/"+c.CheckpointID {

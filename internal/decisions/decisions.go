@@ -13,61 +13,65 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
-	"github.com/ledger-dev/ledger/internal/enum"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// Kind is what a decision asks for (stored as its position).
-type Kind int
+// Kind is what a decision asks for (stored as its position; the wire type).
+type Kind = api.DecisionKind
 
 // Decision kinds (DESIGN.md section 7a).
 const (
-	Approval Kind = iota
-	Choice
-	Input
+	Approval = api.DecisionApproval
+	Choice   = api.DecisionChoice
+	Input    = api.DecisionInput
 )
-
-// KindNames are the wire names of Kind.
-var KindNames = enum.Names{"approval", "choice", "input"}
-
-func (k Kind) String() string               { return KindNames.Name(int(k)) }
-func (k Kind) MarshalJSON() ([]byte, error) { return KindNames.Marshal(int(k)) }
 
 // Decision statuses: the column holds the wire string.
 const (
-	StatusPending   = "pending"
-	StatusApproved  = "approved"
-	StatusRejected  = "rejected"
-	StatusExpired   = "expired"
-	StatusCancelled = "cancelled"
+	StatusPending   = string(api.DecisionPending)
+	StatusApproved  = string(api.DecisionApproved)
+	StatusRejected  = string(api.DecisionRejected)
+	StatusExpired   = string(api.DecisionExpired)
+	StatusCancelled = string(api.DecisionCancelled)
 )
-
-// Statuses lists every status, pending first.
-var Statuses = []string{StatusPending, StatusApproved, StatusRejected, StatusExpired, StatusCancelled}
 
 // Decision is one decision request and, once closed, how it closed.
 type Decision struct {
-	DecisionID     uuid.UUID       `db:"DecisionId" json:"decisionId"`
-	AttemptID      uuid.UUID       `db:"AttemptId" json:"attemptId"`
-	TenantID       string          `db:"TenantId" json:"-"`
-	Kind           Kind            `db:"Kind" json:"kind" enum:"approval,choice,input"`
-	ApprovalID     uuid.NullUUID   `db:"ApprovalId" json:"approvalId"`
-	ProposalHash   *string         `db:"ProposalHash" json:"proposalHash,omitempty"`
-	Options        json.RawMessage `db:"-" json:"options"`
-	Recommendation *string         `db:"Recommendation" json:"recommendation,omitempty"`
+	DecisionID     uuid.UUID       `db:"DecisionId"`
+	AttemptID      uuid.UUID       `db:"AttemptId"`
+	TenantID       string          `db:"TenantId"`
+	Kind           Kind            `db:"Kind"`
+	ApprovalID     uuid.NullUUID   `db:"ApprovalId"`
+	ProposalHash   *string         `db:"ProposalHash"`
+	Options        json.RawMessage `db:"-"`
+	Recommendation *string         `db:"Recommendation"`
 	// Status is the effective status: a pending decision whose ExpiresAt has passed reads
 	// as expired before the background job marks it so.
-	Status      string           `db:"Status" json:"status" enum:"pending,approved,rejected,expired,cancelled"`
-	RequestedAt time.Time        `db:"RequestedAt" json:"requestedAt"`
-	AnsweredAt  *time.Time       `db:"AnsweredAt" json:"answeredAt,omitempty"`
-	Answer      json.RawMessage  `db:"-" json:"answer"`
-	AnsweredBy  *string          `db:"AnsweredBy" json:"answeredBy,omitempty"`
-	ExpiresAt   *time.Time       `db:"ExpiresAt" json:"expiresAt,omitempty"`
-	Version     sqldb.RowVersion `db:"Version" json:"-"`
+	Status      string           `db:"Status"`
+	RequestedAt time.Time        `db:"RequestedAt"`
+	AnsweredAt  *time.Time       `db:"AnsweredAt"`
+	Answer      json.RawMessage  `db:"-"`
+	AnsweredBy  *string          `db:"AnsweredBy"`
+	ExpiresAt   *time.Time       `db:"ExpiresAt"`
+	Version     sqldb.RowVersion `db:"Version"`
+}
+
+// Wire returns the decision as the API sends it.
+func (d Decision) Wire() api.Decision {
+	w := api.Decision{DecisionID: d.DecisionID, AttemptID: d.AttemptID, Kind: d.Kind, ProposalHash: d.ProposalHash,
+		Options: d.Options, Recommendation: d.Recommendation, Status: api.DecisionStatus(d.Status),
+		RequestedAt: api.NewTime(d.RequestedAt), AnsweredAt: api.TimeOf(d.AnsweredAt), Answer: d.Answer,
+		AnsweredBy: d.AnsweredBy, ExpiresAt: api.TimeOf(d.ExpiresAt)}
+	if d.ApprovalID.Valid {
+		id := d.ApprovalID.UUID
+		w.ApprovalID = &id
+	}
+	return w
 }
 
 // row is a stored decision: the JSON columns scan as text.
@@ -128,7 +132,7 @@ type Position struct {
 
 // ListFilter narrows the inbox.
 type ListFilter struct {
-	// Status, when set, is one of Statuses and matches the effective status.
+	// Status, when set, matches the effective status.
 	Status *string
 	// After continues a listing after this position (nil: from the start).
 	After *Position

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
@@ -21,50 +22,32 @@ const (
 	maxRecommend    = 2000
 )
 
-// DecisionBody is the body of POST /v1/attempts/{attemptId}/decisions.
-type DecisionBody struct {
-	FencingToken     *int64          `json:"fencingToken" validate:"required,min=1"`
-	Kind             string          `json:"kind" validate:"required,oneof=approval choice input" enum:"approval,choice,input"`
-	ProposalHash     *string         `json:"proposalHash" validate:"omitempty,ident=128"`
-	Options          json.RawMessage `json:"options"`
-	Recommendation   *string         `json:"recommendation" validate:"omitempty,max=2000"`
-	ExpiresInSeconds *int            `json:"expiresInSeconds" validate:"omitempty,min=1,max=2592000"`
-}
-
-// AnswerBody is the body of POST /v1/decisions/{decisionId}/answer.
-type AnswerBody struct {
-	Status     string          `json:"status" validate:"required,oneof=approved rejected" enum:"approved,rejected"`
-	Answer     json.RawMessage `json:"answer"`
-	ApprovalID *string         `json:"approvalId" validate:"omitempty,uuid"`
-}
-
 // Routes registers the decision routes.
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	rt, ad := tenancy.RoleRuntime, tenancy.RoleAdmin
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{
 		Summary: "Ask for a decision under the lease; the attempt's phase becomes awaiting_decision",
-		Roles:   []string{rt}, Body: DecisionBody{}, Status: http.StatusCreated, Response: Decision{}, ETag: true,
+		Roles:   []string{rt}, Body: api.DecisionRequest{}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
-		Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[Decision]{},
-		Query:    []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},
+		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
 		Summary: "The decision inbox, oldest request first (a pending decision past its expiry is listed as expired)",
-		Roles:   []string{ad}, Status: http.StatusOK, Response: web.Page[Decision]{},
-		Query: []web.Param{{Name: "status", Type: "string", Description: "pending, approved, rejected, expired or cancelled"},
-			{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Roles:   []string{ad}, Status: http.StatusOK, Response: web.Page[api.Decision]{},
+		Query: api.ListDecisionsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
-		Summary: "Read a decision (the holder reads its answer here)", Status: http.StatusOK, Response: Decision{}, ETag: true,
+		Summary: "Read a decision (the holder reads its answer here)", Status: http.StatusOK, Response: api.Decision{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
 		Summary: "Answer a pending decision (If-Match required; decision_closed once it is no longer pending)",
-		Roles:   []string{ad}, Body: AnswerBody{}, Status: http.StatusOK, Response: Decision{}, ETag: true,
+		Roles:   []string{ad}, Body: api.AnswerDecisionRequest{}, Status: http.StatusOK, Response: api.Decision{}, ETag: true,
 		IfMatch: true, IfMatchRequired: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.DecisionClosed},
 	}, h.answer)
@@ -77,23 +60,23 @@ func (h handlers) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req DecisionBody
+	var req api.DecisionRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	r, err := req.request()
+	r, err := requestOf(req)
 	if err != nil {
 		return err
 	}
-	d, err := h.store.Request(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, *req.FencingToken, r)
+	d, err := h.store.Request(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, r)
 	if err != nil {
 		return err
 	}
-	return web.Created(c, "/v1/decisions/"+d.DecisionID.String(), d.Version, d)
+	return web.Created(c, "/v1/decisions/"+d.DecisionID.String(), d.Version, d.Wire())
 }
 
-// request checks what the validator cannot (UTF-16 lengths, text, JSON) and converts.
-func (req DecisionBody) request() (Request, error) {
+// requestOf checks what the validator cannot (UTF-16 lengths, text, JSON) and converts.
+func requestOf(req api.DecisionRequest) (Request, error) {
 	var bad []apperr.FieldError
 	if req.ProposalHash != nil && web.UTF16Len(*req.ProposalHash) > maxProposalHash {
 		bad = append(bad, apperr.FieldError{Field: "proposalHash", Reason: "must be at most 128 characters"})
@@ -108,8 +91,7 @@ func (req DecisionBody) request() (Request, error) {
 	if len(bad) > 0 {
 		return Request{}, apperr.FieldsInvalid(bad...)
 	}
-	k, _ := KindNames.Parse(req.Kind)
-	r := Request{Kind: Kind(k), ProposalHash: req.ProposalHash, Options: options, Recommendation: req.Recommendation}
+	r := Request{Kind: *req.Kind, ProposalHash: req.ProposalHash, Options: options, Recommendation: req.Recommendation}
 	if req.ExpiresInSeconds != nil {
 		r.ExpiresIn = time.Duration(*req.ExpiresInSeconds) * time.Second
 	}
@@ -125,7 +107,7 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, d.Version, d)
+	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
 }
 
 func (h handlers) answer(c echo.Context) error {
@@ -133,7 +115,7 @@ func (h handlers) answer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req AnswerBody
+	var req api.AnswerDecisionRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
@@ -146,16 +128,12 @@ func (h handlers) answer(c echo.Context) error {
 		return err
 	}
 	p := tenancy.MustPrincipal(c)
-	a := Answer{Status: req.Status, Answer: answer, KeyID: p.KeyID, IfMatch: v}
-	if req.ApprovalID != nil {
-		u := uuid.MustParse(*req.ApprovalID)
-		a.ApprovalID = &u
-	}
+	a := Answer{Status: string(req.Status), Answer: answer, KeyID: p.KeyID, IfMatch: v, ApprovalID: req.ApprovalID}
 	d, err := h.store.Answer(c.Request().Context(), p.TenantID, id, a)
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, d.Version, d)
+	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
 }
 
 // cursor is a keyset position of a decision listing.
@@ -165,9 +143,9 @@ type cursor struct {
 }
 
 func page(c echo.Context, limit int, ds []Decision) error {
-	return c.JSON(http.StatusOK, web.NewPage(ds, limit, func(last Decision) any {
+	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ds, limit, func(last Decision) any {
 		return cursor{RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
-	}))
+	}), Decision.Wire))
 }
 
 func after(c echo.Context) (*Position, error) {
@@ -180,21 +158,17 @@ func after(c echo.Context) (*Position, error) {
 }
 
 func (h handlers) list(c echo.Context) error {
-	limit, err := web.Limit(c)
-	if err != nil {
+	var q api.ListDecisionsParams
+	if err := web.BindQuery(c, &q); err != nil {
 		return err
 	}
+	limit := web.LimitOf(q.PageParams)
 	f := ListFilter{Limit: limit + 1}
-	if st := c.QueryParam("status"); st != "" {
-		valid := false
-		for _, s := range Statuses {
-			valid = valid || s == st
-		}
-		if !valid {
-			return apperr.FieldsInvalid(apperr.FieldError{Field: "status", Reason: "must be one of: pending, approved, rejected, expired, cancelled"})
-		}
+	if q.Status != nil {
+		st := string(*q.Status)
 		f.Status = &st
 	}
+	var err error
 	if f.After, err = after(c); err != nil {
 		return err
 	}
@@ -210,10 +184,11 @@ func (h handlers) listByAttempt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := web.Limit(c)
-	if err != nil {
+	var q api.PageParams
+	if err := web.BindQuery(c, &q); err != nil {
 		return err
 	}
+	limit := web.LimitOf(q)
 	pos, err := after(c)
 	if err != nil {
 		return err

@@ -59,8 +59,8 @@ func TestHTTP(t *testing.T) {
 		if !etagPattern.MatchString(etag) || r.Header.Get("Location") != "/v1/decisions/"+d.DecisionID {
 			t.Fatalf("ETag %q Location %q", etag, r.Header.Get("Location"))
 		}
-		if d.Status != "pending" || d.Kind != "approval" || d.AttemptID != cl.Attempt.AttemptID || fmt.Sprint(d.Options) != "map[a:1]" || d.ExpiresAt == nil || *d.ExpiresAt != "2026-01-01T13:00:00Z" ||
-			d.RequestedAt != "2026-01-01T12:00:00Z" || d.TenantID != nil || d.Answer != nil {
+		if d.Status != "pending" || d.Kind != "approval" || d.AttemptID != cl.Attempt.AttemptID || fmt.Sprint(d.Options) != "map[a:1]" || d.ExpiresAt == nil || *d.ExpiresAt != "2026-01-01T13:00:00.000Z" ||
+			d.RequestedAt != "2026-01-01T12:00:00.000Z" || d.TenantID != nil || d.Answer != nil {
 			t.Fatalf("created decision %s", r.Body)
 		}
 
@@ -99,7 +99,7 @@ func TestHTTP(t *testing.T) {
 		apitest.Want(t, a, http.StatusOK, "")
 		got := apitest.DecodeAs[wireDecision](t, a)
 		if got.Status != "approved" || got.AnsweredBy == nil || *got.AnsweredBy != c.adminKeyID || got.ApprovalID == nil ||
-			*got.ApprovalID != approval || got.AnsweredAt == nil || *got.AnsweredAt != "2026-01-01T12:00:02Z" ||
+			*got.ApprovalID != approval || got.AnsweredAt == nil || *got.AnsweredAt != "2026-01-01T12:00:02.000Z" ||
 			fmt.Sprint(got.Answer) != "map[why:fine]" {
 			t.Fatalf("answered %s", a.Body)
 		}

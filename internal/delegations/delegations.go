@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/ids"
@@ -21,27 +22,34 @@ import (
 
 // Delegation statuses: the column holds the wire string.
 const (
-	StatusPending   = "pending"
-	StatusRunning   = "running"
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
+	StatusPending   = string(api.DelegationPending)
+	StatusRunning   = string(api.DelegationRunning)
+	StatusSucceeded = string(api.DelegationSucceeded)
+	StatusFailed    = string(api.DelegationFailed)
+	StatusCancelled = string(api.DelegationCancelled)
 )
 
 // Delegation is one delegation of an attempt to a sub-agent's child run.
 type Delegation struct {
-	DelegationID uuid.UUID `db:"DelegationId" json:"delegationId"`
-	AttemptID    uuid.UUID `db:"AttemptId" json:"attemptId"`
-	TenantID     string    `db:"TenantId" json:"-"`
-	ChildRunID   uuid.UUID `db:"ChildRunId" json:"childRunId"`
-	ChildAgentID string    `db:"ChildAgentId" json:"childAgentId"`
-	Purpose      string    `db:"Purpose" json:"purpose"`
+	DelegationID uuid.UUID `db:"DelegationId"`
+	AttemptID    uuid.UUID `db:"AttemptId"`
+	TenantID     string    `db:"TenantId"`
+	ChildRunID   uuid.UUID `db:"ChildRunId"`
+	ChildAgentID string    `db:"ChildAgentId"`
+	Purpose      string    `db:"Purpose"`
 	// Depth is the child run's depth (the parent run's depth + 1).
-	Depth int `db:"Depth" json:"depth"`
+	Depth int `db:"Depth"`
 	// Status follows the child run, or the newest continuation of it.
-	Status    string           `db:"Status" json:"status" enum:"pending,running,succeeded,failed,cancelled"`
-	CreatedAt time.Time        `db:"CreatedAt" json:"createdAt"`
-	Version   sqldb.RowVersion `db:"Version" json:"-"`
+	Status    string           `db:"Status"`
+	CreatedAt time.Time        `db:"CreatedAt"`
+	Version   sqldb.RowVersion `db:"Version"`
+}
+
+// Wire returns the delegation as the API sends it.
+func (d Delegation) Wire() api.Delegation {
+	return api.Delegation{DelegationID: d.DelegationID, AttemptID: d.AttemptID, ChildRunID: d.ChildRunID,
+		ChildAgentID: d.ChildAgentID, Purpose: d.Purpose, Depth: d.Depth, Status: api.DelegationStatus(d.Status),
+		CreatedAt: api.NewTime(d.CreatedAt)}
 }
 
 // StatusOf is the delegation status of a child run in its current state: queued ->
@@ -63,12 +71,12 @@ func StatusOf(run runs.Run) string {
 	return StatusFailed
 }
 
-// Request is a holder's delegation: who the sub-agent is, why, and the child run's spec
-// (its ParentRunID is set to the attempt's run; a value given here is ignored).
+// Request is a holder's delegation: why, and the child run's spec, whose AgentID is the
+// sub-agent (stored as ChildAgentId) and whose ParentRunID is set to the attempt's run (a
+// value given here is ignored).
 type Request struct {
-	ChildAgentID string
-	Purpose      string
-	Child        runs.Spec
+	Purpose string
+	Child   runs.Spec
 }
 
 // Position is a keyset position in CreatedAt, DelegationId order.
@@ -147,7 +155,7 @@ func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, 
 			return err
 		}
 		id := ids.New()
-		_, err = tx.ExecContext(ctx, s.q.insert, id, attemptID, c.TenantID, run.RunID, r.ChildAgentID, r.Purpose,
+		_, err = tx.ExecContext(ctx, s.q.insert, id, attemptID, c.TenantID, run.RunID, r.Child.AgentID, r.Purpose,
 			run.Depth, StatusOf(run), tx.Dialect.Time(f.Now))
 		if err != nil {
 			return fmt.Errorf("insert delegation: %w", err)

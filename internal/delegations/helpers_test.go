@@ -83,7 +83,7 @@ func (e *env) parent(subject string) runs.Claimed {
 }
 
 func request(subject string, opts ...func(*runs.Spec)) delegations.Request {
-	return delegations.Request{ChildAgentID: childAgent, Purpose: "review the diff", Child: spec(subject, childAgent, opts...)}
+	return delegations.Request{Purpose: "review the diff", Child: spec(subject, childAgent, opts...)}
 }
 
 // delegate creates a delegation under the claim's lease.

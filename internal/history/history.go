@@ -13,12 +13,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
-	"github.com/ledger-dev/ledger/internal/enum"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -36,7 +36,12 @@ func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dial
 // last item's etag as the next changedSince.
 type AttemptItem struct {
 	attempts.Attempt
-	ETag string `db:"-" json:"etag"`
+	ETag string `db:"-"`
+}
+
+// Wire returns the item as the API sends it.
+func (i AttemptItem) Wire() api.AttemptItem {
+	return api.AttemptItem{Attempt: i.Attempt.Wire(), ETag: i.ETag}
 }
 
 // Sentinels that stand in for "no bound": every stored time and id compares below them, in
@@ -157,23 +162,32 @@ func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (attempt
 
 // TimelineEntry kinds, in the order a timeline sorts entries that share a time.
 const (
-	KindCheckpoint = iota
-	KindCall
-	KindDecision
-	KindDelegation
+	KindCheckpoint = int(api.TimelineCheckpoint)
+	KindCall       = int(api.TimelineCall)
+	KindDecision   = int(api.TimelineDecision)
+	KindDelegation = int(api.TimelineDelegation)
 )
-
-// KindNames are the wire names of the timeline entry kinds.
-var KindNames = enum.Names{"checkpoint", "call", "decision", "delegation"}
 
 // TimelineEntry is one line of an attempt's timeline. Item is the row itself: a Checkpoint, Call,
 // Decision or Delegation.
 type TimelineEntry struct {
-	Kind     string    `json:"kind" enum:"checkpoint,call,decision,delegation"`
-	At       time.Time `json:"at"`
-	Sequence *int      `json:"sequence,omitempty"`
-	ID       uuid.UUID `json:"id"`
-	Item     any       `json:"item"`
+	Kind     api.TimelineKind
+	At       time.Time
+	Sequence *int
+	ID       uuid.UUID
+	Item     interface{ WireJSON() ([]byte, error) }
+}
+
+// Wire returns the entry as the API sends it.
+func (e TimelineEntry) Wire() api.TimelineEntry {
+	w := api.TimelineEntry{Kind: e.Kind, At: api.NewTime(e.At), ID: e.ID}
+	if e.Sequence != nil {
+		seq := int32(*e.Sequence)
+		w.Sequence = &seq
+	}
+	// The rows are the service's own, so they always marshal.
+	w.Item, _ = e.Item.WireJSON()
+	return w
 }
 
 // TimelineCursor is a position in a timeline: the last entry returned.
@@ -186,8 +200,7 @@ type TimelineCursor struct {
 
 // Cursor returns the position of e.
 func (e TimelineEntry) Cursor() TimelineCursor {
-	k, _ := KindNames.Parse(e.Kind)
-	c := TimelineCursor{At: e.At, Kind: k, ID: e.ID}
+	c := TimelineCursor{At: e.At, Kind: int(e.Kind), ID: e.ID}
 	if e.Sequence != nil {
 		c.Sequence = *e.Sequence
 	}
@@ -230,7 +243,7 @@ func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UU
 			if !ok {
 				continue // purged between the two reads
 			}
-			e := TimelineEntry{Kind: KindNames.Name(k.Kind), At: k.At.Time, ID: k.ID, Item: item}
+			e := TimelineEntry{Kind: api.TimelineKind(k.Kind), At: k.At.Time, ID: k.ID, Item: item}
 			if k.Kind == KindCheckpoint || k.Kind == KindCall {
 				seq := k.Seq
 				e.Sequence = &seq
@@ -246,12 +259,12 @@ func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UU
 }
 
 // entryRows reads the rows behind a page of keys, at most one statement per kind.
-func (s *Store) entryRows(ctx context.Context, tx *sqldb.Tx, tenantID string, keys []entryKey) (map[uuid.UUID]any, error) {
+func (s *Store) entryRows(ctx context.Context, tx *sqldb.Tx, tenantID string, keys []entryKey) (map[uuid.UUID]wireItem, error) {
 	var ids [4][]string
 	for _, k := range keys {
 		ids[k.Kind] = append(ids[k.Kind], k.ID.String())
 	}
-	out := make(map[uuid.UUID]any, len(keys))
+	out := make(map[uuid.UUID]wireItem, len(keys))
 	if err := fetch[Checkpoint](ctx, tx, s.q.checkpoints, tenantID, ids[KindCheckpoint], out, func(r Checkpoint) uuid.UUID { return r.CheckpointID }); err != nil {
 		return nil, err
 	}
@@ -267,7 +280,10 @@ func (s *Store) entryRows(ctx context.Context, tx *sqldb.Tx, tenantID string, ke
 	return out, nil
 }
 
-func fetch[T any](ctx context.Context, tx *sqldb.Tx, query, tenantID string, ids []string, out map[uuid.UUID]any, key func(T) uuid.UUID) error {
+// wireItem is a timeline row that marshals as the API sends it.
+type wireItem = interface{ WireJSON() ([]byte, error) }
+
+func fetch[T wireItem](ctx context.Context, tx *sqldb.Tx, query, tenantID string, ids []string, out map[uuid.UUID]wireItem, key func(T) uuid.UUID) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -295,34 +311,40 @@ func ceilMillis(t time.Time) time.Time {
 	return tr
 }
 
-// Timeline rows. Their JSON is the row's columns in camelCase; enumerations travel as their
-// wire names (DESIGN.md section 7a), JSON columns as the JSON they hold.
+// Timeline rows: each marshals as the API sends it (WireJSON).
 
 // Checkpoint, Call and Delegation are the rows their own packages read and write.
 type (
-	Checkpoint = checkpoints.Checkpoint
-	Call       = calls.Call
-	Delegation = delegations.Delegation
+	Checkpoint struct{ checkpoints.Checkpoint }
+	Call       struct{ calls.Call }
+	Delegation struct{ delegations.Delegation }
 )
 
-// DecisionKind is a decision's kind, as the decisions package stores it.
-type DecisionKind = decisions.Kind
+// WireJSON marshals the row as the API sends it.
+func (r Checkpoint) WireJSON() ([]byte, error) { return json.Marshal(r.Wire()) }
 
-// Decision is a row of DecisionRequests.
+// WireJSON marshals the row as the API sends it.
+func (r Call) WireJSON() ([]byte, error) { return json.Marshal(r.Wire()) }
+
+// WireJSON marshals the row as the API sends it.
+func (r Delegation) WireJSON() ([]byte, error) { return json.Marshal(r.Wire()) }
+
+// Decision is a row of DecisionRequests, its JSON columns read as text.
 type Decision struct {
-	DecisionID     uuid.UUID        `db:"DecisionId" json:"decisionId"`
-	AttemptID      uuid.UUID        `db:"AttemptId" json:"attemptId"`
-	TenantID       string           `db:"TenantId" json:"-"`
-	Kind           DecisionKind     `db:"Kind" json:"kind"`
-	ApprovalID     uuid.NullUUID    `db:"ApprovalId" json:"approvalId"`
-	ProposalHash   *string          `db:"ProposalHash" json:"proposalHash,omitempty"`
-	Options        runs.JSONText    `db:"OptionsJson" json:"options"`
-	Recommendation *string          `db:"Recommendation" json:"recommendation,omitempty"`
-	Status         string           `db:"Status" json:"status"`
-	RequestedAt    time.Time        `db:"RequestedAt" json:"requestedAt"`
-	AnsweredAt     *time.Time       `db:"AnsweredAt" json:"answeredAt,omitempty"`
-	Answer         runs.JSONText    `db:"AnswerJson" json:"answer"`
-	AnsweredBy     *string          `db:"AnsweredBy" json:"answeredBy,omitempty"`
-	ExpiresAt      *time.Time       `db:"ExpiresAt" json:"expiresAt,omitempty"`
-	Version        sqldb.RowVersion `db:"Version" json:"-"`
+	decisions.Decision
+	OptionsJSON runs.JSONText `db:"OptionsJson"`
+	AnswerJSON  runs.JSONText `db:"AnswerJson"`
+}
+
+// WireJSON marshals the row as the API sends it (its stored status: the timeline shows what
+// was recorded).
+func (r Decision) WireJSON() ([]byte, error) {
+	d := r.Decision
+	if len(r.OptionsJSON) > 0 {
+		d.Options = json.RawMessage(r.OptionsJSON)
+	}
+	if len(r.AnswerJSON) > 0 {
+		d.Answer = json.RawMessage(r.AnswerJSON)
+	}
+	return json.Marshal(d.Wire())
 }

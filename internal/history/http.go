@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
@@ -23,27 +23,17 @@ func Routes(s *web.Server, store *Store) {
 			"startedTo exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, " +
 			"oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). " +
 			"Purged attempts (retention) never appear in either.",
-		Status: http.StatusOK, Response: web.Page[AttemptItem]{},
-		Query: []web.Param{
-			{Name: "runId", Type: "string", Description: "attempts of this run"},
-			{Name: "agentId", Type: "string"},
-			{Name: "projectId", Type: "string"},
-			{Name: "state", Type: "string", Description: "running, succeeded, failed, cancelled, lost or released"},
-			{Name: "startedFrom", Type: "string", Description: "RFC 3339; attempts started at or after it"},
-			{Name: "startedTo", Type: "string", Description: "RFC 3339; attempts started before it"},
-			{Name: "changedSince", Type: "string", Description: "an attempt's ETag (quoted or not): the change feed after it; combines with limit and cursor only"},
-			{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"},
-		},
+		Status: http.StatusOK, Response: web.Page[api.AttemptItem]{}, Query: api.ListAttemptsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId", web.Op{
-		Summary: "Read an attempt", Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true,
+		Summary: "Read an attempt", Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/timeline", web.Op{
 		Summary: "An attempt's checkpoints, calls, decisions and delegations merged by time, then kind " +
 			"(checkpoint, call, decision, delegation), then sequence or id",
-		Status: http.StatusOK, Response: web.Page[TimelineEntry]{},
-		Query:    []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Status: http.StatusOK, Response: web.Page[api.TimelineEntry]{},
+		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.timeline)
 }
@@ -66,10 +56,11 @@ func badCursor() error {
 }
 
 func (h handlers) list(c echo.Context) error {
-	limit, err := web.Limit(c)
-	if err != nil {
+	var q api.ListAttemptsParams
+	if err := web.BindQuery(c, &q); err != nil {
 		return err
 	}
+	limit := web.LimitOf(q.PageParams)
 	var cur listCursor
 	hasCursor, err := web.DecodeCursor(c, &cur)
 	if err != nil {
@@ -79,13 +70,18 @@ func (h handlers) list(c echo.Context) error {
 		return badCursor()
 	}
 	tenant := tenancy.MustPrincipal(c).TenantID
-	since := c.QueryParam("changedSince")
-	if since != "" || (hasCursor && cur.Version != nil) {
-		return h.changes(c, tenant, since, hasCursor, cur, limit)
+	if q.ChangedSince != nil || (hasCursor && cur.Version != nil) {
+		return h.changes(c, tenant, q, hasCursor, cur, limit)
 	}
-	f := Filter{Limit: limit + 1}
-	if err := parseFilter(c, &f); err != nil {
-		return err
+	f := Filter{Limit: limit + 1, RunID: q.RunID, AgentID: q.AgentID, ProjectID: q.ProjectID, State: q.State}
+	if q.StartedFrom != nil {
+		f.StartedFrom = &q.StartedFrom.Time
+	}
+	if q.StartedTo != nil {
+		f.StartedTo = &q.StartedTo.Time
+	}
+	if f.StartedFrom != nil && f.StartedTo != nil && f.StartedTo.Before(*f.StartedFrom) {
+		return apperr.FieldsInvalid(apperr.FieldError{Field: "startedTo", Reason: "must not be before startedFrom"})
 	}
 	if hasCursor {
 		f.After = &ListCursor{StartedAt: *cur.StartedAt, AttemptID: cur.ID}
@@ -94,13 +90,13 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.NewPage(items, limit, func(last AttemptItem) any {
+	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(items, limit, func(last AttemptItem) any {
 		at := last.StartedAt
 		return listCursor{StartedAt: &at, ID: last.AttemptID}
-	}))
+	}), AttemptItem.Wire))
 }
 
-func (h handlers) changes(c echo.Context, tenant, since string, hasCursor bool, cur listCursor, limit int) error {
+func (h handlers) changes(c echo.Context, tenant string, q api.ListAttemptsParams, hasCursor bool, cur listCursor, limit int) error {
 	var bad []apperr.FieldError
 	for _, name := range listFilters {
 		if c.QueryParam(name) != "" {
@@ -114,8 +110,8 @@ func (h handlers) changes(c echo.Context, tenant, since string, hasCursor bool, 
 		return apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "continues a listing without changedSince"})
 	}
 	var after ChangesCursor
-	if since != "" {
-		v, ok := parseSince(since)
+	if q.ChangedSince != nil {
+		v, ok := parseSince(*q.ChangedSince)
 		if !ok {
 			return apperr.FieldsInvalid(apperr.FieldError{Field: "changedSince", Reason: "must be an attempt's ETag (16 hex digits, quoted or not)"})
 		}
@@ -129,10 +125,10 @@ func (h handlers) changes(c echo.Context, tenant, since string, hasCursor bool, 
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.NewPage(items, limit, func(last AttemptItem) any {
+	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(items, limit, func(last AttemptItem) any {
 		v := uint64(last.Version)
 		return listCursor{Version: &v, ID: last.AttemptID}
-	}))
+	}), AttemptItem.Wire))
 }
 
 // parseSince reads an entity tag given as a query parameter, where the quotes are often
@@ -146,60 +142,6 @@ func parseSince(raw string) (sqldb.RowVersion, bool) {
 	return sqldb.ParseETag(raw)
 }
 
-func parseFilter(c echo.Context, f *Filter) error {
-	var bad []apperr.FieldError
-	if v := c.QueryParam("runId"); v != "" {
-		id, err := uuid.Parse(v)
-		if err != nil || len(v) != 36 {
-			bad = append(bad, apperr.FieldError{Field: "runId", Reason: "must be a UUID"})
-		} else {
-			f.RunID = &id
-		}
-	}
-	ident := func(name string, max int) *string {
-		v := c.QueryParam(name)
-		if v == "" {
-			return nil
-		}
-		if !web.ValidIdent(v, max) {
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "is not a valid identifier"})
-			return nil
-		}
-		return &v
-	}
-	f.AgentID = ident("agentId", 128)
-	f.ProjectID = ident("projectId", 64)
-	if v := c.QueryParam("state"); v != "" {
-		n, ok := attempts.StateNames.Parse(v)
-		if !ok {
-			bad = append(bad, apperr.FieldError{Field: "state", Reason: "must be one of: " + strings.Join(attempts.StateNames, ", ")})
-		} else {
-			st := attempts.State(n)
-			f.State = &st
-		}
-	}
-	when := func(name string) *time.Time {
-		v := c.QueryParam(name)
-		if v == "" {
-			return nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "must be an RFC 3339 time"})
-			return nil
-		}
-		return &t
-	}
-	f.StartedFrom, f.StartedTo = when("startedFrom"), when("startedTo")
-	if f.StartedFrom != nil && f.StartedTo != nil && f.StartedTo.Before(*f.StartedFrom) {
-		bad = append(bad, apperr.FieldError{Field: "startedTo", Reason: "must not be before startedFrom"})
-	}
-	if len(bad) > 0 {
-		return apperr.FieldsInvalid(bad...)
-	}
-	return nil
-}
-
 func (h handlers) get(c echo.Context) error {
 	id, err := web.PathUUID(c, "attemptId")
 	if err != nil {
@@ -209,7 +151,7 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, a.Version, a)
+	return web.JSONWithETag(c, http.StatusOK, a.Version, a.Wire())
 }
 
 type timelineCursor struct {
@@ -224,10 +166,11 @@ func (h handlers) timeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := web.Limit(c)
-	if err != nil {
+	var q api.PageParams
+	if err := web.BindQuery(c, &q); err != nil {
 		return err
 	}
+	limit := web.LimitOf(q)
 	var cur timelineCursor
 	has, err := web.DecodeCursor(c, &cur)
 	if err != nil {
@@ -244,8 +187,8 @@ func (h handlers) timeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.NewPage(entries, limit, func(row TimelineEntry) any {
+	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(entries, limit, func(row TimelineEntry) any {
 		last := row.Cursor()
 		return timelineCursor{At: last.At, Kind: last.Kind, Seq: last.Sequence, ID: last.ID}
-	}))
+	}), TimelineEntry.Wire))
 }

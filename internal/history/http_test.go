@@ -138,7 +138,7 @@ func TestHTTPListAndFilters(t *testing.T) {
 		}
 		first := p.Items[0]
 		if first["state"] != "running" || first["phase"] != "starting" || first["projectId"] != "p2" ||
-			first["etag"] != a3.Attempt.Version.ETag() || first["startedAt"] != "2026-03-01T09:00:02Z" {
+			first["etag"] != a3.Attempt.Version.ETag() || first["startedAt"] != "2026-03-01T09:00:02.000Z" {
 			t.Fatalf("item fields: %v", first)
 		}
 		if _, leaked := first["tenantId"]; leaked {
@@ -279,7 +279,7 @@ func TestHTTPGetAndTimeline(t *testing.T) {
 	}
 	e0 := p.Items[0]
 	item := e0["item"].(map[string]any)
-	if e0["kind"] != "checkpoint" || e0["id"] != cp.String() || e0["sequence"] != float64(7) || e0["at"] != "2026-03-01T09:01:00Z" ||
+	if e0["kind"] != "checkpoint" || e0["id"] != cp.String() || e0["sequence"] != float64(7) || e0["at"] != "2026-03-01T09:01:00.000Z" ||
 		item["checkpointId"] != cp.String() || item["phase"] != "acting" || item["adapterVersion"] != "1.0" || item["hash"] != "hash-7" {
 		t.Fatalf("checkpoint entry: %v", e0)
 	}

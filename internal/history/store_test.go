@@ -323,7 +323,7 @@ func TestStore(t *testing.T) {
 				}
 				for i, w := range expected {
 					g := got[i]
-					if g.Kind != w.kind || g.ID != w.id {
+					if g.Kind.String() != w.kind || g.ID != w.id {
 						t.Fatalf("%s: entry %d is %s %s, want %s %s", name, i, g.Kind, g.ID, w.kind, w.id)
 					}
 					hasSeq := w.kind == "checkpoint" || w.kind == "call"
@@ -357,7 +357,7 @@ func TestStore(t *testing.T) {
 				t.Fatalf("checkpoint item: %#v", whole[2].Item)
 			}
 			d, ok := whole[0].Item.(history.Decision)
-			if !ok || string(d.Options) != `{"options":["a","b"]}` || string(d.Answer) != `{"pick":"a"}` || d.Status != "approved" {
+			if !ok || string(d.OptionsJSON) != `{"options":["a","b"]}` || string(d.AnswerJSON) != `{"pick":"a"}` || d.Status != "approved" {
 				t.Fatalf("decision item: %#v", whole[0].Item)
 			}
 			if !whole[0].At.Equal(t0.Add(-2 * time.Second)) {

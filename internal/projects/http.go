@@ -5,34 +5,29 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
-
-// PutRequest is the body of PUT /v1/projects/{projectId}.
-type PutRequest struct {
-	Active        *bool `json:"active"`
-	RetentionDays *int  `json:"retentionDays" validate:"omitempty,min=1,max=36500"`
-}
 
 // Routes registers the project routes.
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	s.Route(http.MethodPut, "/v1/projects/:projectId", web.Op{
 		Summary: "Create a project (no If-Match) or update it (If-Match required)",
-		Roles:   []string{tenancy.RoleAdmin}, Body: PutRequest{}, BodyOptional: true,
-		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: Project{}, ETag: true, IfMatch: true,
+		Roles:   []string{tenancy.RoleAdmin}, Body: api.PutProjectRequest{}, BodyOptional: true,
+		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Project{}, ETag: true, IfMatch: true,
 		// If-Match is optional for a create, so the Op cannot say IfMatchRequired; an update
 		// without one is still 428.
 		Problems: []apperr.Code{apperr.PreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
-		Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[Project]{},
-		Query: []web.Param{{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.Project]{},
+		Query: api.PageParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/projects/:projectId", web.Op{
-		Summary: "Read a project", Status: http.StatusOK, Response: Project{}, ETag: true,
+		Summary: "Read a project", Status: http.StatusOK, Response: api.Project{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 }
@@ -47,7 +42,7 @@ func (h handlers) put(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req PutRequest
+	var req api.PutProjectRequest
 	if err := web.Bind(c, &req, true); err != nil {
 		return err
 	}
@@ -64,9 +59,9 @@ func (h handlers) put(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/projects/"+id, p.Version, p)
+		return web.Created(c, "/v1/projects/"+id, p.Version, p.Wire())
 	}
-	return web.JSONWithETag(c, http.StatusOK, p.Version, p)
+	return web.JSONWithETag(c, http.StatusOK, p.Version, p.Wire())
 }
 
 func (h handlers) get(c echo.Context) error {
@@ -78,7 +73,7 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, p.Version, p)
+	return web.JSONWithETag(c, http.StatusOK, p.Version, p.Wire())
 }
 
 type cursor struct {
@@ -86,10 +81,11 @@ type cursor struct {
 }
 
 func (h handlers) list(c echo.Context) error {
-	limit, err := web.Limit(c)
-	if err != nil {
+	var q api.PageParams
+	if err := web.BindQuery(c, &q); err != nil {
 		return err
 	}
+	limit := web.LimitOf(q)
 	var cur cursor
 	if _, err := web.DecodeCursor(c, &cur); err != nil {
 		return err
@@ -98,7 +94,7 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.NewPage(ps, limit, func(last Project) any {
+	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ps, limit, func(last Project) any {
 		return cursor{After: last.ProjectID}
-	}))
+	}), Project.Wire))
 }

@@ -8,23 +8,30 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // DefaultRetentionDays is a new project's retention (seed D31: one year).
-const DefaultRetentionDays = 365
+const DefaultRetentionDays = api.DefaultRetentionDays
 
 // Project is one project of a tenant.
 type Project struct {
-	TenantID      string           `db:"TenantId" json:"-"`
-	ProjectID     string           `db:"ProjectId" json:"projectId"`
-	Active        bool             `db:"Active" json:"active"`
-	RetentionDays int              `db:"RetentionDays" json:"retentionDays"`
-	LeasedCount   int              `db:"LeasedCount" json:"leasedCount"`
-	CreatedAt     time.Time        `db:"CreatedAt" json:"createdAt"`
-	UpdatedAt     time.Time        `db:"UpdatedAt" json:"updatedAt"`
-	Version       sqldb.RowVersion `db:"Version" json:"-"`
+	TenantID      string           `db:"TenantId"`
+	ProjectID     string           `db:"ProjectId"`
+	Active        bool             `db:"Active"`
+	RetentionDays int              `db:"RetentionDays"`
+	LeasedCount   int              `db:"LeasedCount"`
+	CreatedAt     time.Time        `db:"CreatedAt"`
+	UpdatedAt     time.Time        `db:"UpdatedAt"`
+	Version       sqldb.RowVersion `db:"Version"`
+}
+
+// Wire returns the project as the API sends it.
+func (p Project) Wire() api.Project {
+	return api.Project{ProjectID: p.ProjectID, Active: p.Active, RetentionDays: p.RetentionDays,
+		LeasedCount: p.LeasedCount, CreatedAt: api.NewTime(p.CreatedAt), UpdatedAt: api.NewTime(p.UpdatedAt)}
 }
 
 // Change is a create or an update. Nil fields keep their value (or take the default on create).

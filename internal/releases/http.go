@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
@@ -18,17 +19,6 @@ const (
 	MaxAdapterVersionLength = 32
 )
 
-// PutBody is the body of PUT /v1/releases/{releaseId}/adapters/{adapterVersion}
-// (DESIGN.md section 7a).
-type PutBody struct {
-	// ManifestHash is the lowercase hex SHA-256 of the RFC 8785 canonical form of ContentRefs.
-	ManifestHash string `json:"manifestHash" validate:"required,len=64,hexadecimal"`
-	// ContentRefs is a JSON array (checked by the store, which canonicalizes it).
-	ContentRefs    json.RawMessage `json:"contentRefs" validate:"required"`
-	State          string          `json:"state" validate:"required,oneof=verified active draining retired" enum:"verified,active,draining,retired"`
-	InFlightPolicy *string         `json:"inFlightPolicy" validate:"omitempty,oneof=drain cancel" enum:"drain,cancel"`
-}
-
 // Routes registers the release routes. c cancels the runs of attempts still running on a
 // release that is drained or retired under the cancel policy (the run-lease core:
 // *runs.Service).
@@ -37,20 +27,19 @@ func Routes(s *web.Server, store *Store, c Canceller) {
 	s.Route(http.MethodPut, "/v1/releases/:releaseId/adapters/:adapterVersion", web.Op{
 		Summary: "Register a verified release adapter (201; no If-Match), or move its state or in-flight policy (If-Match required); " +
 			"an unchanged repeat answers 200. Content is immutable; a release id is global across tenants",
-		Roles: []string{tenancy.RoleRuntime, tenancy.RoleAdmin}, Body: PutBody{},
-		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: Release{}, ETag: true, IfMatch: true,
+		Roles: []string{tenancy.RoleRuntime, tenancy.RoleAdmin}, Body: api.PutReleaseRequest{},
+		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Release{}, ETag: true, IfMatch: true,
 		// If-Match is optional for a create and an unchanged repeat, so the Op cannot say
 		// IfMatchRequired; a change without one is still 428.
 		Problems: []apperr.Code{apperr.ManifestMismatch, apperr.ReleaseImmutable, apperr.ReleaseConflict,
 			apperr.IllegalTransition, apperr.PreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/releases", web.Op{
-		Summary: "List the tenant's releases by release id, then adapter version", Status: http.StatusOK, Response: web.Page[Release]{},
-		Query: []web.Param{{Name: "state", Type: "string", Description: "verified, active, draining or retired"},
-			{Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Summary: "List the tenant's releases by release id, then adapter version", Status: http.StatusOK, Response: web.Page[api.Release]{},
+		Query: api.ListReleasesParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/releases/:releaseId/adapters/:adapterVersion", web.Op{
-		Summary: "Read a release adapter", Status: http.StatusOK, Response: Release{}, ETag: true,
+		Summary: "Read a release adapter", Status: http.StatusOK, Response: api.Release{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 }
@@ -79,16 +68,23 @@ func (h handlers) put(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var body PutBody
+	var body api.PutReleaseRequest
 	if err := web.Bind(c, &body, false); err != nil {
+		return err
+	}
+	refs, err := json.Marshal(body.ContentRefs)
+	if err != nil {
 		return err
 	}
 	v, present, err := web.IfMatch(c, false)
 	if err != nil {
 		return err
 	}
-	state, _ := StateNames.Parse(body.State)
-	p := Put{ManifestHash: body.ManifestHash, ContentRefs: body.ContentRefs, State: State(state), InFlightPolicy: body.InFlightPolicy}
+	p := Put{ManifestHash: body.ManifestHash, ContentRefs: refs, State: *body.State}
+	if body.InFlightPolicy != nil {
+		policy := string(*body.InFlightPolicy)
+		p.InFlightPolicy = &policy
+	}
 	if present {
 		p.IfMatch = &v
 	}
@@ -97,9 +93,9 @@ func (h handlers) put(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, Location(rid, av), r.Version, r)
+		return web.Created(c, Location(rid, av), r.Version, r.Wire())
 	}
-	return web.JSONWithETag(c, http.StatusOK, r.Version, r)
+	return web.JSONWithETag(c, http.StatusOK, r.Version, r.Wire())
 }
 
 func (h handlers) get(c echo.Context) error {
@@ -111,7 +107,7 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, r.Version, r)
+	return web.JSONWithETag(c, http.StatusOK, r.Version, r.Wire())
 }
 
 type cursor struct {
@@ -120,19 +116,12 @@ type cursor struct {
 }
 
 func (h handlers) list(c echo.Context) error {
-	limit, err := web.Limit(c)
-	if err != nil {
+	var q api.ListReleasesParams
+	if err := web.BindQuery(c, &q); err != nil {
 		return err
 	}
-	f := ListFilter{Limit: limit + 1}
-	if raw := c.QueryParam("state"); raw != "" {
-		st, ok := StateNames.Parse(raw)
-		if !ok {
-			return apperr.FieldsInvalid(apperr.FieldError{Field: "state", Reason: "must be one of: verified active draining retired"})
-		}
-		s := State(st)
-		f.State = &s
-	}
+	limit := web.LimitOf(q.PageParams)
+	f := ListFilter{Limit: limit + 1, State: q.State}
 	var cur cursor
 	if _, err := web.DecodeCursor(c, &cur); err != nil {
 		return err
@@ -142,7 +131,7 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.NewPage(rs, limit, func(last Release) any {
+	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(rs, limit, func(last Release) any {
 		return cursor{ReleaseID: last.ReleaseID, AdapterVersion: last.AdapterVersion}
-	}))
+	}), Release.Wire))
 }

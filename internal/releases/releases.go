@@ -15,35 +15,29 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
-	"github.com/ledger-dev/ledger/internal/enum"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// State is a release's state (stored as its position, DESIGN.md section 7a).
-type State int
+// State is a release's state (stored as its position; the wire type, DESIGN.md 7a).
+type State = api.ReleaseState
 
 // Release states.
 const (
-	Verified State = iota
-	Active
-	Draining
-	Retired
+	Verified = api.ReleaseVerified
+	Active   = api.ReleaseActive
+	Draining = api.ReleaseDraining
+	Retired  = api.ReleaseRetired
 )
-
-// StateNames are the wire names of State.
-var StateNames = enum.Names{"verified", "active", "draining", "retired"}
-
-func (s State) String() string               { return StateNames.Name(int(s)) }
-func (s State) MarshalJSON() ([]byte, error) { return StateNames.Marshal(int(s)) }
 
 // In-flight policies: what draining or retiring a release does to the attempts still
 // running on it. A NULL policy is PolicyDrain.
 const (
-	PolicyDrain  = "drain"
-	PolicyCancel = "cancel"
+	PolicyDrain  = string(api.PolicyDrain)
+	PolicyCancel = string(api.PolicyCancel)
 )
 
 // transitions lists the states each state may move to (DESIGN.md section 5). Retired is
@@ -67,20 +61,32 @@ func CanMove(from, to State) bool {
 
 // Release is one (release, adapter version) a tenant registered.
 type Release struct {
-	ReleaseID      string `db:"ReleaseId" json:"releaseId"`
-	AdapterVersion string `db:"AdapterVersion" json:"adapterVersion"`
-	TenantID       string `db:"TenantId" json:"-"`
-	ManifestHash   string `db:"ManifestHash" json:"manifestHash"`
+	ReleaseID      string `db:"ReleaseId"`
+	AdapterVersion string `db:"AdapterVersion"`
+	TenantID       string `db:"TenantId"`
+	ManifestHash   string `db:"ManifestHash"`
 	// ContentRefs is the stored content: the canonical form of the contentRefs registered.
-	ContentRefs json.RawMessage `db:"-" json:"contentRefs"`
-	State       State           `db:"State" json:"state" enum:"verified,active,draining,retired"`
+	ContentRefs json.RawMessage `db:"-"`
+	State       State           `db:"State"`
 	// InFlightPolicy is the policy in force: the stored one, or drain when none is stored.
-	InFlightPolicy string           `db:"-" json:"inFlightPolicy" enum:"drain,cancel"`
-	VerifiedAt     time.Time        `db:"VerifiedAt" json:"verifiedAt"`
-	Version        sqldb.RowVersion `db:"Version" json:"-"`
+	InFlightPolicy string           `db:"-"`
+	VerifiedAt     time.Time        `db:"VerifiedAt"`
+	Version        sqldb.RowVersion `db:"Version"`
 
-	ContentRefsJSON string  `db:"ContentRefsJson" json:"-"`
-	StoredPolicy    *string `db:"InFlightPolicy" json:"-"`
+	ContentRefsJSON string  `db:"ContentRefsJson"`
+	StoredPolicy    *string `db:"InFlightPolicy"`
+}
+
+// Wire returns the release as the API sends it.
+func (r Release) Wire() api.Release {
+	w := api.Release{ReleaseID: r.ReleaseID, AdapterVersion: r.AdapterVersion, ManifestHash: r.ManifestHash,
+		State: r.State, InFlightPolicy: api.InFlightPolicy(r.InFlightPolicy), VerifiedAt: api.NewTime(r.VerifiedAt)}
+	// The stored content is the canonical form of a JSON array (checked when it was put).
+	_ = json.Unmarshal(r.ContentRefs, &w.ContentRefs)
+	if w.ContentRefs == nil {
+		w.ContentRefs = []json.RawMessage{}
+	}
+	return w
 }
 
 func (r *Release) fill() {
@@ -169,7 +175,7 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 	if p.InFlightPolicy != nil && *p.InFlightPolicy != PolicyDrain && *p.InFlightPolicy != PolicyCancel {
 		return Release{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "inFlightPolicy", Reason: "must be one of: drain cancel"})
 	}
-	if StateNames.Name(int(p.State)) == "" {
+	if !p.State.Valid() {
 		return Release{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "state", Reason: "must be one of: verified active draining retired"})
 	}
 	var (

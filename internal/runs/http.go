@@ -1,7 +1,6 @@
 package runs
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -10,115 +9,17 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
-// EnqueueRequest is the body of POST /v1/runs (DESIGN.md section 7a).
-type EnqueueRequest struct {
-	Subject        string          `json:"subject" validate:"required,ident=256"`
-	Kind           string          `json:"kind" validate:"required,ident=64"`
-	ProjectID      string          `json:"projectId" validate:"required,ident=64"`
-	AgentID        string          `json:"agentId" validate:"required,ident=128"`
-	StepID         string          `json:"stepId" validate:"required,uuid"`
-	SnapshotID     string          `json:"snapshotId" validate:"required,uuid"`
-	EnvironmentID  *string         `json:"environmentId" validate:"omitempty,ident=64"`
-	Band           string          `json:"band" validate:"omitempty,oneof=interactive batch background" enum:"interactive,batch,background"`
-	Input          json.RawMessage `json:"input"`
-	MaxAttempts    *int            `json:"maxAttempts" validate:"omitempty,min=1,max=1000"`
-	MaxCorrections *int            `json:"maxCorrections" validate:"omitempty,min=0,max=1000"`
-	DueAt          *time.Time      `json:"dueAt"`
-	DeadlineAt     *time.Time      `json:"deadlineAt"`
-	IdempotencyKey *string         `json:"idempotencyKey" validate:"omitempty,ident=256"`
-	ParentRunID    *string         `json:"parentRunId" validate:"omitempty,uuid"`
-}
-
-// Spec converts a validated request into the service's spec.
-func (r EnqueueRequest) Spec() Spec {
-	band := Batch
-	if r.Band != "" {
-		b, _ := BandNames.Parse(r.Band)
-		band = Band(b)
-	}
-	spec := Spec{
-		ProjectID: r.ProjectID, EnvironmentID: r.EnvironmentID, Subject: r.Subject, Kind: r.Kind, AgentID: r.AgentID,
-		StepID: uuid.MustParse(r.StepID), SnapshotID: uuid.MustParse(r.SnapshotID), Band: band,
-		MaxAttempts: 3, MaxCorrections: 3, DueAt: r.DueAt, DeadlineAt: r.DeadlineAt, IdempotencyKey: r.IdempotencyKey,
-	}
-	if len(r.Input) > 0 && string(r.Input) != "null" {
-		spec.Input = JSONText(r.Input)
-	}
-	if r.MaxAttempts != nil {
-		spec.MaxAttempts = *r.MaxAttempts
-	}
-	if r.MaxCorrections != nil {
-		spec.MaxCorrections = *r.MaxCorrections
-	}
-	if r.ParentRunID != nil {
-		p := uuid.MustParse(*r.ParentRunID)
-		spec.ParentRunID = &p
-	}
+// Spec converts a validated enqueue request into the service's spec.
+func specOfEnqueue(r api.EnqueueRequest) Spec {
+	spec := SpecOf(r.RunSpec)
+	spec.ParentRunID = r.ParentRunID
 	return spec
-}
-
-// ClaimRequest is the body of POST /v1/runs/claim.
-type ClaimBody struct {
-	HolderID       string   `json:"holderId" validate:"required,ident=128"`
-	ReleaseID      string   `json:"releaseId" validate:"required,ident=256"`
-	AdapterVersion string   `json:"adapterVersion" validate:"required,ident=32"`
-	ModelProfileID string   `json:"modelProfileId" validate:"required,ident=128"`
-	LeaseSeconds   *int     `json:"leaseSeconds" validate:"omitempty,min=1,max=3600"`
-	WaitSeconds    *int     `json:"waitSeconds" validate:"omitempty,min=0,max=30"`
-	Kinds          []string `json:"kinds" validate:"omitempty,max=100,dive,ident=64"`
-	AgentIDs       []string `json:"agentIds" validate:"omitempty,max=100,dive,ident=128"`
-	ProjectIDs     []string `json:"projectIds" validate:"omitempty,max=100,dive,ident=64"`
-}
-
-// FenceBody is the fencing token every holder write carries.
-type FenceBody struct {
-	FencingToken *int64 `json:"fencingToken" validate:"required,min=1"`
-}
-
-// HeartbeatBody is the body of POST /v1/attempts/{id}/heartbeat.
-type HeartbeatBody struct {
-	FencingToken *int64 `json:"fencingToken" validate:"required,min=1"`
-	LeaseSeconds *int   `json:"leaseSeconds" validate:"omitempty,min=1,max=3600"`
-}
-
-// ReleaseBody is the body of POST /v1/attempts/{id}/release.
-type ReleaseBody struct {
-	FencingToken      *int64 `json:"fencingToken" validate:"required,min=1"`
-	Charge            bool   `json:"charge"`
-	RetryAfterSeconds *int   `json:"retryAfterSeconds" validate:"omitempty,min=0,max=86400"`
-}
-
-// CompleteBody is the body of POST /v1/attempts/{id}/complete.
-type CompleteBody struct {
-	FencingToken *int64  `json:"fencingToken" validate:"required,min=1"`
-	State        string  `json:"state" validate:"required,oneof=succeeded failed cancelled" enum:"succeeded,failed,cancelled"`
-	OutcomeHash  *string `json:"outcomeHash" validate:"omitempty,ident=128"`
-}
-
-// PatchBody is the body of PATCH /v1/attempts/{id}.
-type PatchBody struct {
-	FencingToken       *int64  `json:"fencingToken" validate:"required,min=1"`
-	Phase              *string `json:"phase" validate:"omitempty,oneof=starting planning acting observing correcting awaiting_decision finalizing" enum:"starting,planning,acting,observing,correcting,awaiting_decision,finalizing"`
-	Correction         bool    `json:"correction"`
-	ContextSnapshotRef *string `json:"contextSnapshotRef" validate:"omitempty,ident=512"`
-}
-
-// ContinueBody is the optional body of POST /v1/runs/{id}/continue.
-type ContinueBody struct {
-	DueAt      *time.Time `json:"dueAt"`
-	SnapshotID *string    `json:"snapshotId" validate:"omitempty,uuid"`
-}
-
-// LockBody is the body of PUT /v1/locks/agents/{agentId}/tasks/{taskId}.
-type LockBody struct {
-	HolderID   string `json:"holderId" validate:"required,ident=128"`
-	TTLSeconds int    `json:"ttlSeconds" validate:"required,min=1,max=86400"`
 }
 
 // Routes registers the run-lease routes.
@@ -127,60 +28,59 @@ func Routes(s *web.Server, svc *Service) {
 	rt, ad := tenancy.RoleRuntime, tenancy.RoleAdmin
 	s.Route(http.MethodPost, "/v1/runs", web.Op{
 		Summary: "Enqueue a run (a repeat of an idempotencyKey answers 200 with the existing run)",
-		Roles:   []string{rt}, Body: EnqueueRequest{}, Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK},
-		Response: Run{}, ETag: true, Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth},
+		Roles:   []string{rt}, Body: api.EnqueueRequest{}, Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK},
+		Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth},
 	}, h.enqueue)
 	s.Route(http.MethodPost, "/v1/runs/claim", web.Op{
 		Summary: "Lease one due run and start its attempt; 204 when nothing is due or the budget holds (Retry-After)",
-		Roles:   []string{rt}, Body: ClaimBody{}, Status: http.StatusOK, AlsoStatus: []int{http.StatusNoContent}, Response: Claimed{},
+		Roles:   []string{rt}, Body: api.ClaimRequest{}, Status: http.StatusOK, AlsoStatus: []int{http.StatusNoContent}, Response: api.Claim{},
 	}, h.claim)
 	s.Route(http.MethodGet, "/v1/runs", web.Op{
-		Summary: "List runs, newest first", Status: http.StatusOK, Response: web.Page[Run]{},
-		Query: []web.Param{{Name: "state", Type: "string"}, {Name: "subject", Type: "string"}, {Name: "projectId", Type: "string"},
-			{Name: "kind", Type: "string"}, {Name: "limit", Type: "integer"}, {Name: "cursor", Type: "string"}},
+		Summary: "List runs, newest first", Status: http.StatusOK, Response: web.Page[api.Run]{},
+		Query: api.ListRunsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/runs/:runId", web.Op{
-		Summary: "Read a run", Status: http.StatusOK, Response: Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
+		Summary: "Read a run", Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/runs/:runId/cancel", web.Op{
 		Summary: "Cancel a run: a queued run ends at once, a leased one is asked to stop (idempotent)",
-		Roles:   []string{ad}, Status: http.StatusOK, Response: Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
+		Roles:   []string{ad}, Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
 	}, h.cancel)
 	s.Route(http.MethodPost, "/v1/runs/:runId/continue", web.Op{
 		Summary: "Continue an ended run on a new run that spends one more attempt (a repeat answers 200)",
-		Roles:   []string{rt, ad}, Body: ContinueBody{}, BodyOptional: true, Status: http.StatusCreated,
-		AlsoStatus: []int{http.StatusOK}, Response: Run{}, ETag: true,
+		Roles:   []string{rt, ad}, Body: api.ContinueRequest{}, BodyOptional: true, Status: http.StatusCreated,
+		AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.IllegalTransition, apperr.AttemptsExhausted},
 	}, h.continueRun)
 	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/heartbeat", web.Op{
 		Summary: "Renew the lease; answers whether a cancel is pending",
-		Roles:   []string{rt}, Body: HeartbeatBody{}, Status: http.StatusOK, Response: Heartbeat{}, Problems: fenced,
+		Roles:   []string{rt}, Body: api.HeartbeatRequest{}, Status: http.StatusOK, Response: api.Heartbeat{}, Problems: fenced,
 	}, h.heartbeat)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/release", web.Op{
 		Summary: "Give the run back: queued after a delay, or ended at its limit, deadline or a pending cancel",
-		Roles:   []string{rt}, Body: ReleaseBody{}, Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true, Problems: fenced,
+		Roles:   []string{rt}, Body: api.ReleaseAttemptRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.release)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/complete", web.Op{
 		Summary: "End the attempt and its run together (an exact repeat answers as the first did)",
-		Roles:   []string{rt}, Body: CompleteBody{}, Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true, Problems: fenced,
+		Roles:   []string{rt}, Body: api.CompleteAttemptRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.complete)
 	s.Route(http.MethodPatch, "/v1/attempts/:attemptId", web.Op{
 		Summary: "Change the attempt's phase, count a correction, or record its context snapshot",
-		Roles:   []string{rt}, Body: PatchBody{}, Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true,
+		Roles:   []string{rt}, Body: api.PatchAttemptRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
 		Problems: append([]apperr.Code{apperr.CorrectionLimit}, fenced...),
 	}, h.patchAttempt)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/cancellation", web.Op{
 		Summary: "Record that the holder saw the cancel request (once)",
-		Roles:   []string{rt}, Body: FenceBody{}, Status: http.StatusOK, Response: attempts.Attempt{}, ETag: true, Problems: fenced,
+		Roles:   []string{rt}, Body: api.FencedRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.observeCancellation)
 	s.Route(http.MethodPut, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
-		Summary: "Take or renew a task run lock", Roles: []string{rt}, Body: LockBody{},
-		Status: http.StatusOK, Response: TaskLock{}, Problems: []apperr.Code{apperr.LockHeld},
+		Summary: "Take or renew a task run lock", Roles: []string{rt}, Body: api.LockRequest{},
+		Status: http.StatusOK, Response: api.TaskLock{}, Problems: []apperr.Code{apperr.LockHeld},
 	}, h.acquireLock)
 	s.Route(http.MethodDelete, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
 		Summary: "Release a task run lock", Roles: []string{rt}, Status: http.StatusNoContent,
-		Query: []web.Param{{Name: "holderId", Type: "string", Description: "the holder releasing"}}, Problems: []apperr.Code{apperr.LockHeld},
+		Query: api.ReleaseLockParams{}, Problems: []apperr.Code{apperr.LockHeld},
 	}, h.releaseLock)
 }
 
@@ -192,22 +92,22 @@ func caller(c echo.Context) Caller {
 }
 
 func (h handlers) enqueue(c echo.Context) error {
-	var req EnqueueRequest
+	var req api.EnqueueRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	run, created, err := h.svc.Enqueue(c.Request().Context(), caller(c), req.Spec())
+	run, created, err := h.svc.Enqueue(c.Request().Context(), caller(c), specOfEnqueue(req))
 	if err != nil {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run)
+		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run.Wire())
 	}
-	return web.JSONWithETag(c, http.StatusOK, run.Version, run)
+	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
 
 func (h handlers) claim(c echo.Context) error {
-	var req ClaimBody
+	var req api.ClaimRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
@@ -242,7 +142,7 @@ func (h handlers) claim(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	return c.JSON(http.StatusOK, cl)
+	return c.JSON(http.StatusOK, cl.Wire())
 }
 
 type runCursor struct {
@@ -250,40 +150,13 @@ type runCursor struct {
 	RunID    uuid.UUID `json:"r"`
 }
 
-func optQuery(c echo.Context, name string, max int) (*string, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return nil, nil
-	}
-	if !web.ValidIdent(v, max) {
-		return nil, apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: "is not a valid identifier"})
-	}
-	return &v, nil
-}
-
 func (h handlers) list(c echo.Context) error {
-	limit, err := web.Limit(c)
-	if err != nil {
+	var q api.ListRunsParams
+	if err := web.BindQuery(c, &q); err != nil {
 		return err
 	}
-	f := ListFilter{Limit: limit + 1}
-	if s := c.QueryParam("state"); s != "" {
-		v, ok := StateNames.Parse(s)
-		if !ok {
-			return apperr.FieldsInvalid(apperr.FieldError{Field: "state", Reason: "must be one of: queued, leased, ended"})
-		}
-		st := State(v)
-		f.State = &st
-	}
-	if f.Subject, err = optQuery(c, "subject", 256); err != nil {
-		return err
-	}
-	if f.ProjectID, err = optQuery(c, "projectId", 64); err != nil {
-		return err
-	}
-	if f.Kind, err = optQuery(c, "kind", 64); err != nil {
-		return err
-	}
+	limit := web.LimitOf(q.PageParams)
+	f := ListFilter{Limit: limit + 1, State: q.State, Subject: q.Subject, ProjectID: q.ProjectID, Kind: q.Kind}
 	var cur runCursor
 	if ok, err := web.DecodeCursor(c, &cur); err != nil {
 		return err
@@ -294,9 +167,10 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.NewPage(rs, limit, func(last Run) any {
+	page := web.NewPage(rs, limit, func(last Run) any {
 		return runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}
-	}))
+	})
+	return c.JSON(http.StatusOK, web.MapPage(page, Run.Wire))
 }
 
 func (h handlers) get(c echo.Context) error {
@@ -308,7 +182,7 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, run.Version, run)
+	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
 
 func (h handlers) cancel(c echo.Context) error {
@@ -320,7 +194,7 @@ func (h handlers) cancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, run.Version, run)
+	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
 
 func (h handlers) continueRun(c echo.Context) error {
@@ -328,23 +202,19 @@ func (h handlers) continueRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req ContinueBody
+	var req api.ContinueRequest
 	if err := web.Bind(c, &req, true); err != nil {
 		return err
 	}
-	cont := Continuation{DueAt: req.DueAt}
-	if req.SnapshotID != nil {
-		s := uuid.MustParse(*req.SnapshotID)
-		cont.SnapshotID = &s
-	}
-	run, created, err := h.svc.Continue(c.Request().Context(), caller(c), id, cont)
+	run, created, err := h.svc.Continue(c.Request().Context(), caller(c), id,
+		Continuation{DueAt: timeOf(req.DueAt), SnapshotID: req.SnapshotID})
 	if err != nil {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run)
+		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run.Wire())
 	}
-	return web.JSONWithETag(c, http.StatusOK, run.Version, run)
+	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
 
 func (h handlers) heartbeat(c echo.Context) error {
@@ -352,7 +222,7 @@ func (h handlers) heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req HeartbeatBody
+	var req api.HeartbeatRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
@@ -360,11 +230,11 @@ func (h handlers) heartbeat(c echo.Context) error {
 	if req.LeaseSeconds != nil {
 		secs = *req.LeaseSeconds
 	}
-	hb, err := h.svc.Heartbeat(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, *req.FencingToken, secs)
+	hb, err := h.svc.Heartbeat(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, req.FencingToken, secs)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, hb)
+	return c.JSON(http.StatusOK, hb.Wire())
 }
 
 func (h handlers) release(c echo.Context) error {
@@ -372,7 +242,7 @@ func (h handlers) release(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req ReleaseBody
+	var req api.ReleaseAttemptRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
@@ -381,11 +251,11 @@ func (h handlers) release(c echo.Context) error {
 		d := time.Duration(*req.RetryAfterSeconds) * time.Second
 		r.RetryAfter = &d
 	}
-	a, err := h.svc.Release(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, *req.FencingToken, r)
+	a, err := h.svc.Release(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, req.FencingToken, r)
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, a.Version, a)
+	return web.JSONWithETag(c, http.StatusOK, a.Version, a.Wire())
 }
 
 func (h handlers) complete(c echo.Context) error {
@@ -393,17 +263,16 @@ func (h handlers) complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req CompleteBody
+	var req api.CompleteAttemptRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	st, _ := attempts.StateNames.Parse(req.State)
-	a, err := h.svc.Complete(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, *req.FencingToken,
-		Completion{State: attempts.State(st), OutcomeHash: req.OutcomeHash})
+	a, err := h.svc.Complete(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, req.FencingToken,
+		Completion{State: req.State.AttemptState(), OutcomeHash: req.OutcomeHash})
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, a.Version, a)
+	return web.JSONWithETag(c, http.StatusOK, a.Version, a.Wire())
 }
 
 func lockPath(c echo.Context) (agentID, taskID string, err error) {
@@ -419,7 +288,7 @@ func (h handlers) acquireLock(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req LockBody
+	var req api.LockRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
@@ -428,7 +297,7 @@ func (h handlers) acquireLock(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, l)
+	return c.JSON(http.StatusOK, l.Wire())
 }
 
 func (h handlers) releaseLock(c echo.Context) error {
@@ -436,11 +305,11 @@ func (h handlers) releaseLock(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	holder := c.QueryParam("holderId")
-	if !web.ValidIdent(holder, 128) {
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "holderId", Reason: "is required: the holder releasing the lock"})
+	var q api.ReleaseLockParams
+	if err := web.BindQuery(c, &q); err != nil {
+		return err
 	}
-	if err := h.svc.ReleaseLock(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, agentID, taskID, holder); err != nil {
+	if err := h.svc.ReleaseLock(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, agentID, taskID, q.HolderID); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -451,21 +320,16 @@ func (h handlers) patchAttempt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req PatchBody
+	var req api.PatchAttemptRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	p := AttemptPatch{Correction: req.Correction, ContextSnapshotRef: req.ContextSnapshotRef}
-	if req.Phase != nil {
-		v, _ := attempts.PhaseNames.Parse(*req.Phase)
-		ph := attempts.Phase(v)
-		p.Phase = &ph
-	}
-	a, err := h.svc.PatchAttempt(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, *req.FencingToken, p)
+	p := AttemptPatch{Phase: req.Phase, Correction: req.Correction, ContextSnapshotRef: req.ContextSnapshotRef}
+	a, err := h.svc.PatchAttempt(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, req.FencingToken, p)
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, a.Version, a)
+	return web.JSONWithETag(c, http.StatusOK, a.Version, a.Wire())
 }
 
 func (h handlers) observeCancellation(c echo.Context) error {
@@ -473,13 +337,13 @@ func (h handlers) observeCancellation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req FenceBody
+	var req api.FencedRequest
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	a, err := h.svc.ObserveCancellation(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, *req.FencingToken)
+	a, err := h.svc.ObserveCancellation(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, req.FencingToken)
 	if err != nil {
 		return err
 	}
-	return web.JSONWithETag(c, http.StatusOK, a.Version, a)
+	return web.JSONWithETag(c, http.StatusOK, a.Version, a.Wire())
 }

@@ -162,7 +162,7 @@ func TestHTTPRunLifecycle(t *testing.T) {
 		t.Fatalf("other tenant read: %d", code)
 	}
 	var next map[string]any
-	if code, _ := e.do("POST", "/v1/runs/"+runID+"/continue", e.admin, ``, &next); code != 201 || next["continuedFromRunId"] != runID || next["attempt"] != float64(1) {
+	if code, _ := e.do("POST", "/v1/runs/"+runID+"/continue", e.admin, ``, &next); code != 201 || next["continuedFromRunId"] != runID || next["attemptCount"] != float64(1) {
 		t.Fatalf("continue: %d %v", code, next)
 	}
 	var page struct {

@@ -11,49 +11,37 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/enum"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// State is a run's state (stored as its position).
-type State int
+// State is a run's state (stored as its position; the wire type, so it has one spelling).
+type State = api.RunState
 
 // Run states.
 const (
-	Queued State = iota
-	Leased
-	Ended
+	Queued = api.RunQueued
+	Leased = api.RunLeased
+	Ended  = api.RunEnded
 )
 
-// StateNames are the wire names of State.
-var StateNames = enum.Names{"queued", "leased", "ended"}
-
-func (s State) String() string               { return StateNames.Name(int(s)) }
-func (s State) MarshalJSON() ([]byte, error) { return StateNames.Marshal(int(s)) }
-
 // Band is a run's priority band.
-type Band int
+type Band = api.Band
 
 // Bands, most urgent first.
 const (
-	Interactive Band = iota
-	Batch
-	Background
+	Interactive = api.BandInteractive
+	Batch       = api.BandBatch
+	Background  = api.BandBackground
 )
-
-// BandNames are the wire names of Band.
-var BandNames = enum.Names{"interactive", "batch", "background"}
-
-func (b Band) String() string               { return BandNames.Name(int(b)) }
-func (b Band) MarshalJSON() ([]byte, error) { return BandNames.Marshal(int(b)) }
 
 // Outcomes of an ended run (stored as the wire string).
 const (
-	OutcomeSucceeded = "succeeded"
-	OutcomeFailed    = "failed"
-	OutcomeCancelled = "cancelled"
-	OutcomeExhausted = "exhausted"
-	OutcomeDeadline  = "deadline"
+	OutcomeSucceeded = string(api.OutcomeSucceeded)
+	OutcomeFailed    = string(api.OutcomeFailed)
+	OutcomeCancelled = string(api.OutcomeCancelled)
+	OutcomeExhausted = string(api.OutcomeExhausted)
+	OutcomeDeadline  = string(api.OutcomeDeadline)
 )
 
 // JSONText is a JSON document stored as text and sent as itself.
@@ -102,54 +90,51 @@ func (j *JSONText) UnmarshalJSON(b []byte) error {
 
 var _ json.Marshaler = JSONText(nil)
 
-// AnyJSON marks JSONText as any JSON document in the OpenAPI schema.
-func (JSONText) AnyJSON() {}
-
 // Run is one run: the lease of one piece of agent work on one subject.
 type Run struct {
-	RunID              uuid.UUID        `db:"RunId" json:"runId"`
-	TenantID           string           `db:"TenantId" json:"-"`
-	ProjectID          string           `db:"ProjectId" json:"projectId"`
-	EnvironmentID      *string          `db:"EnvironmentId" json:"environmentId,omitempty"`
-	Subject            string           `db:"Subject" json:"subject"`
-	Kind               string           `db:"Kind" json:"kind"`
-	AgentID            string           `db:"AgentId" json:"agentId"`
-	StepID             uuid.UUID        `db:"StepId" json:"stepId"`
-	SnapshotID         uuid.UUID        `db:"SnapshotId" json:"snapshotId"`
-	Input              JSONText         `db:"Input" json:"input"`
-	Band               Band             `db:"Band" json:"band"`
-	State              State            `db:"State" json:"state"`
-	Epoch              int64            `db:"Epoch" json:"epoch"`
-	HolderID           *string          `db:"HolderId" json:"holderId,omitempty"`
-	LeaseSeconds       *int             `db:"LeaseSeconds" json:"leaseSeconds,omitempty"`
-	LeasedUntil        *time.Time       `db:"LeasedUntil" json:"leasedUntil,omitempty"`
-	Attempt            int              `db:"Attempt" json:"attempt"`
-	MaxAttempts        int              `db:"MaxAttempts" json:"maxAttempts"`
-	MaxCorrections     int              `db:"MaxCorrections" json:"maxCorrections"`
-	QueuedAt           time.Time        `db:"QueuedAt" json:"queuedAt"`
-	DueAt              time.Time        `db:"DueAt" json:"dueAt"`
-	DeadlineAt         *time.Time       `db:"DeadlineAt" json:"deadlineAt,omitempty"`
-	EndedAt            *time.Time       `db:"EndedAt" json:"endedAt,omitempty"`
-	Outcome            *string          `db:"Outcome" json:"outcome,omitempty"`
-	ErrorCode          *string          `db:"ErrorCode" json:"errorCode,omitempty"`
-	ErrorMessage       *string          `db:"ErrorMessage" json:"errorMessage,omitempty"`
-	CancelRequestedAt  *time.Time       `db:"CancelRequestedAt" json:"cancelRequestedAt,omitempty"`
-	IdempotencyKey     *string          `db:"IdempotencyKey" json:"idempotencyKey,omitempty"`
-	ParentRunID        uuid.NullUUID    `db:"ParentRunId" json:"parentRunId"`
-	Depth              int              `db:"Depth" json:"depth"`
-	ContinuedFromRunID uuid.NullUUID    `db:"ContinuedFromRunId" json:"continuedFromRunId"`
-	CreatedBy          string           `db:"CreatedBy" json:"createdBy"`
-	Version            sqldb.RowVersion `db:"Version" json:"-"`
+	RunID              uuid.UUID        `db:"RunId"`
+	TenantID           string           `db:"TenantId"`
+	ProjectID          string           `db:"ProjectId"`
+	EnvironmentID      *string          `db:"EnvironmentId"`
+	Subject            string           `db:"Subject"`
+	Kind               string           `db:"Kind"`
+	AgentID            string           `db:"AgentId"`
+	StepID             uuid.UUID        `db:"StepId"`
+	SnapshotID         uuid.UUID        `db:"SnapshotId"`
+	Input              JSONText         `db:"Input"`
+	Band               Band             `db:"Band"`
+	State              State            `db:"State"`
+	Epoch              int64            `db:"Epoch"`
+	HolderID           *string          `db:"HolderId"`
+	LeaseSeconds       *int             `db:"LeaseSeconds"`
+	LeasedUntil        *time.Time       `db:"LeasedUntil"`
+	Attempt            int              `db:"Attempt"`
+	MaxAttempts        int              `db:"MaxAttempts"`
+	MaxCorrections     int              `db:"MaxCorrections"`
+	QueuedAt           time.Time        `db:"QueuedAt"`
+	DueAt              time.Time        `db:"DueAt"`
+	DeadlineAt         *time.Time       `db:"DeadlineAt"`
+	EndedAt            *time.Time       `db:"EndedAt"`
+	Outcome            *string          `db:"Outcome"`
+	ErrorCode          *string          `db:"ErrorCode"`
+	ErrorMessage       *string          `db:"ErrorMessage"`
+	CancelRequestedAt  *time.Time       `db:"CancelRequestedAt"`
+	IdempotencyKey     *string          `db:"IdempotencyKey"`
+	ParentRunID        uuid.NullUUID    `db:"ParentRunId"`
+	Depth              int              `db:"Depth"`
+	ContinuedFromRunID uuid.NullUUID    `db:"ContinuedFromRunId"`
+	CreatedBy          string           `db:"CreatedBy"`
+	Version            sqldb.RowVersion `db:"Version"`
 	// Purged marks the stand-in for a run that retention deleted: an enqueue repeating its
 	// idempotency key gets this, never a second run.
-	Purged bool `db:"-" json:"purged,omitempty"`
+	Purged bool `db:"-"`
 }
 
 // Lease is what a claim hands the holder: every write it makes presents FencingToken.
 type Lease struct {
-	LeaseID      uuid.UUID `json:"leaseId"`
-	FencingToken int64     `json:"fencingToken"`
-	LeasedUntil  time.Time `json:"leasedUntil"`
+	LeaseID      uuid.UUID
+	FencingToken int64
+	LeasedUntil  time.Time
 }
 
 // Config holds the lease core's tunables (DESIGN.md section 8).

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -30,6 +33,9 @@ func NewValidator() *Validator {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
 			return ""
+		}
+		if name == "" {
+			name = f.Tag.Get("query")
 		}
 		if name == "" {
 			return f.Name
@@ -55,18 +61,51 @@ func (v *Validator) Validate(i any) error {
 		return apperr.New(apperr.Invalid, "the request cannot be validated")
 	}
 	fields := make([]apperr.FieldError, 0, len(ves))
+	t := reflect.TypeOf(i)
 	for _, fe := range ves {
-		fields = append(fields, apperr.FieldError{Field: fieldPath(fe.Namespace()), Reason: reason(fe)})
+		fields = append(fields, apperr.FieldError{Field: fieldPath(t, fe.Namespace()), Reason: reason(fe)})
 	}
 	return apperr.FieldsInvalid(fields...)
 }
 
-// fieldPath drops the struct's own name: "enqueueRequest.child.subject" -> "child.subject".
-func fieldPath(ns string) string {
-	if _, rest, ok := strings.Cut(ns, "."); ok {
-		return rest
+// fieldPath turns a validator namespace into the member's path as the client wrote it: the
+// struct's own name and the names of embedded structs go ("EnqueueRequest.RunSpec.subject"
+// is "subject", "DelegationRequest.child.subject" is "child.subject").
+func fieldPath(t reflect.Type, ns string) string {
+	parts := strings.Split(ns, ".")
+	if len(parts) < 2 {
+		return ns
 	}
-	return ns
+	var out []string
+	for _, p := range parts[1:] {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(p); ok && f.Anonymous {
+				t = f.Type
+				continue
+			}
+			name, _, _ := strings.Cut(p, "[")
+			if f, ok := fieldByTagName(t, name); ok {
+				t = f.Type
+			} else {
+				t = nil
+			}
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}
+
+// fieldByTagName finds a struct's field (embedded structs' included) by the name the
+// validator reports for it: its JSON or query name.
+func fieldByTagName(t reflect.Type, name string) (reflect.StructField, bool) {
+	return t.FieldByNameFunc(func(goName string) bool {
+		f, _ := t.FieldByName(goName)
+		json, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		return json == name || f.Tag.Get("query") == name || (json == "" && f.Tag.Get("query") == "" && goName == name)
+	})
 }
 
 func reason(fe validator.FieldError) string {
@@ -117,6 +156,9 @@ func decodeStrict(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
+		if fields := valueErrors(body, reflect.TypeOf(dst).Elem(), ""); len(fields) > 0 {
+			return apperr.FieldsInvalid(fields...)
+		}
 		return decodeProblem(err)
 	}
 	if dec.More() {
@@ -213,4 +255,88 @@ func ValidIdent(s string, max int) bool {
 		}
 	}
 	return UTF16Len(s) <= max
+}
+
+// valueErrors names every member of a JSON object whose value its field's type refuses
+// (a wire type's *api.ValueError, a malformed UUID, a value of the wrong JSON type),
+// decoding the members one by one and descending into objects: encoding/json stops at
+// the first such error, and names the member only for some of them.
+func valueErrors(body []byte, t reflect.Type, prefix string) []apperr.FieldError {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var members map[string]json.RawMessage
+	if t.Kind() != reflect.Struct || json.Unmarshal(body, &members) != nil {
+		return nil
+	}
+	fields := map[string]reflect.Type{}
+	jsonFields(t, fields)
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []apperr.FieldError
+	for _, name := range names {
+		ft, ok := fields[name]
+		if !ok {
+			continue
+		}
+		raw := members[name]
+		base := ft
+		for base.Kind() == reflect.Pointer {
+			base = base.Elem()
+		}
+		if base.Kind() == reflect.Struct && !reflect.PointerTo(base).Implements(jsonUnmarshaler) &&
+			!reflect.PointerTo(base).Implements(textUnmarshaler) && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+			out = append(out, valueErrors(raw, base, prefix+name+".")...)
+			continue
+		}
+		if err := json.Unmarshal(raw, reflect.New(ft).Interface()); err != nil {
+			out = append(out, apperr.FieldError{Field: prefix + name, Reason: valueReason(err, ft)})
+		}
+	}
+	return out
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+	textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
+)
+
+// jsonFields maps the JSON member names of a struct (its embedded structs' included) to
+// their fields' types.
+func jsonFields(t reflect.Type, out map[string]reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			jsonFields(f.Type, out)
+			continue
+		}
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+}
+
+func valueReason(err error, t reflect.Type) string {
+	var ve *api.ValueError
+	var te *json.UnmarshalTypeError
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case errors.As(err, &ve):
+		return ve.Reason
+	case t == uuidType:
+		return "must be a UUID"
+	case errors.As(err, &te):
+		return "must be " + jsonKind(t)
+	}
+	return "is not a valid value"
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -26,8 +27,8 @@ type Op struct {
 	Body any
 	// BodyOptional allows an empty body.
 	BodyOptional bool
-	// Query lists the query parameters.
-	Query []Param
+	// Query is the query parameters' struct (an api.…Params value), nil for none.
+	Query any
 	// Status is the success status; Response its body's type (nil for none).
 	Status int
 	// AlsoStatus lists further success statuses answered with the same body, such as the
@@ -43,11 +44,6 @@ type Op struct {
 	IfMatchRequired bool
 	// Problems lists the codes this route can answer besides the common ones.
 	Problems []apperr.Code
-}
-
-// Param is a documented query parameter.
-type Param struct {
-	Name, Type, Description string
 }
 
 type operation struct {
@@ -125,8 +121,8 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 	for _, name := range pathParams(o.path) {
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 	}
-	for _, q := range op.Query {
-		params = append(params, map[string]any{"name": q.Name, "in": "query", "description": q.Description, "schema": map[string]any{"type": q.Type}})
+	if op.Query != nil {
+		params = append(params, queryParams(reflect.TypeOf(op.Query), schemas)...)
 	}
 	if op.IfMatch {
 		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": op.IfMatchRequired,
@@ -180,7 +176,7 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 			doc["x-roles"] = op.Roles
 		}
 	}
-	if op.Body != nil || len(op.Query) > 0 || len(pathParams(o.path)) > 0 {
+	if op.Body != nil || op.Query != nil || len(pathParams(o.path)) > 0 {
 		codes = append(codes, apperr.Invalid)
 	}
 	if op.Body != nil {
@@ -258,8 +254,9 @@ func operationID(method, path string) string {
 }
 
 var (
-	timeType = reflect.TypeOf(time.Time{})
-	uuidType = reflect.TypeOf(uuid.UUID{})
+	timeType    = reflect.TypeOf(time.Time{})
+	apiTimeType = reflect.TypeOf(api.Time{})
+	uuidType    = reflect.TypeOf(uuid.UUID{})
 	// nullUUIDType marshals itself (MarshalJSON), so reflection would describe it wrongly.
 	nullUUIDType = reflect.TypeOf(uuid.NullUUID{})
 	rawType      = reflect.TypeOf(json.RawMessage{})
@@ -270,7 +267,7 @@ func schemaRef(t reflect.Type, schemas map[string]any) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() == reflect.Struct && t != timeType && t != nullUUIDType && t.Name() != "" {
+	if t.Kind() == reflect.Struct && t != timeType && t != apiTimeType && t != nullUUIDType && t.Name() != "" {
 		name := schemaName(t)
 		if existing, ok := schemas[name].(map[string]any); ok && existing[goTypeKey] != t {
 			// Two packages may name a type alike (history.Decision, decisions.Decision): the
@@ -331,7 +328,7 @@ func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
 		return map[string]any{"description": "any JSON value"}
 	}
 	switch {
-	case t == timeType:
+	case t == timeType || t == apiTimeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	case t == uuidType:
 		return map[string]any{"type": "string", "format": "uuid"}
@@ -398,4 +395,29 @@ func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
 		return out
 	}
 	return map[string]any{}
+}
+
+// queryParams documents the query parameters of a parameter struct.
+func queryParams(t reflect.Type, schemas map[string]any) []any {
+	var out []any
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, queryParams(f.Type, schemas)...)
+			continue
+		}
+		name := f.Tag.Get("query")
+		if name == "" {
+			continue
+		}
+		p := map[string]any{"name": name, "in": "query", "schema": schemaRef(f.Type, schemas)}
+		if d := f.Tag.Get("doc"); d != "" {
+			p["description"] = d
+		}
+		if strings.Contains(f.Tag.Get("validate"), "required") {
+			p["required"] = true
+		}
+		out = append(out, p)
+	}
+	return out
 }

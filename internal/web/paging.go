@@ -5,39 +5,23 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // Page is a collection response.
-type Page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"nextCursor,omitempty"`
-}
+type Page[T any] = api.Page[T]
 
 // Default and largest page sizes (DESIGN.md section 7).
 const (
-	DefaultLimit = 50
-	MaxLimit     = 500
+	DefaultLimit = api.DefaultLimit
+	MaxLimit     = api.MaxLimit
 )
-
-// Limit reads ?limit= (1..500, default 50).
-func Limit(c echo.Context) (int, error) {
-	raw := c.QueryParam("limit")
-	if raw == "" {
-		return DefaultLimit, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > MaxLimit {
-		return 0, apperr.FieldsInvalid(apperr.FieldError{Field: "limit", Reason: "must be an integer from 1 to 500"})
-	}
-	return n, nil
-}
 
 // EncodeCursor makes an opaque, URL-safe cursor of a keyset position.
 func EncodeCursor(v any) string {
@@ -117,19 +101,20 @@ type sequenceCursor struct {
 
 // ListBySequence answers GET of an attempt's rows in sequence order (calls, checkpoints):
 // it reads the attemptId path parameter, ?limit= and ?cursor=, asks list for up to limit+1
-// rows after a sequence (start on the first page) and writes the page, its cursor the
-// sequence seq gives of the last row sent.
-func ListBySequence[T any](c echo.Context, start int, seq func(T) int,
+// rows after a sequence (start on the first page) and writes the page of their wire forms,
+// its cursor the sequence seq gives of the last row sent.
+func ListBySequence[T, W any](c echo.Context, start int, seq func(T) int, wire func(T) W,
 	list func(ctx context.Context, attemptID uuid.UUID, after, limit int) ([]T, error),
 ) error {
 	attemptID, err := PathUUID(c, "attemptId")
 	if err != nil {
 		return err
 	}
-	limit, err := Limit(c)
-	if err != nil {
+	var q api.PageParams
+	if err := BindQuery(c, &q); err != nil {
 		return err
 	}
+	limit := LimitOf(q)
 	cur := sequenceCursor{After: int32(start)}
 	if _, err := DecodeCursor(c, &cur); err != nil {
 		return err
@@ -138,7 +123,7 @@ func ListBySequence[T any](c echo.Context, start int, seq func(T) int,
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, NewPage(rows, limit, func(last T) any {
+	return c.JSON(http.StatusOK, MapPage(NewPage(rows, limit, func(last T) any {
 		return sequenceCursor{After: int32(seq(last))}
-	}))
+	}), wire))
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -55,19 +57,10 @@ func StatusOf(c apperr.Code) int {
 }
 
 // Problem is an RFC 9457 problem document with the service's stable code.
-type Problem struct {
-	Type      string              `json:"type"`
-	Title     string              `json:"title"`
-	Status    int                 `json:"status"`
-	Detail    string              `json:"detail,omitempty"`
-	Code      apperr.Code         `json:"code"`
-	Instance  string              `json:"instance,omitempty"`
-	Errors    []apperr.FieldError `json:"errors,omitempty"`
-	HeldUntil string              `json:"heldUntil,omitempty"`
-}
+type Problem = api.Problem
 
 // ProblemType is the type URI of a code: stable, and a place for its documentation.
-func ProblemType(c apperr.Code) string { return "urn:ledger:problem:" + string(c) }
+func ProblemType(c apperr.Code) string { return api.ProblemType(c) }
 
 // problemOf turns any error into the problem sent to the caller. Unknown errors become a
 // generic 500: their cause is logged, never sent.
@@ -124,8 +117,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		Instance: requestID(c),
 		Errors:   e.Fields,
 	}
-	if v, ok := e.Extra["heldUntil"].(string); ok {
-		p.HeldUntil = v
+	switch v := e.Extra["heldUntil"].(type) {
+	case time.Time:
+		p.HeldUntil = api.NewTime(v).Ptr()
+	case string:
+		if t, err := api.ParseTime(v); err == nil {
+			p.HeldUntil = &t
+		}
 	}
 	if e.RetryAfter > 0 {
 		secs := int((e.RetryAfter + 999999999) / 1e9)

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -108,10 +109,7 @@ func New(cfg Config) *Server {
 }
 
 // Health is the body of /healthz and /readyz.
-type Health struct {
-	Status string `json:"status"`
-	Detail string `json:"detail,omitempty"`
-}
+type Health = api.Health
 
 // limitBody refuses bodies larger than max: at once when Content-Length says so, and while
 // reading otherwise (Bind turns the reader's error into 413).

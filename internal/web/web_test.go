@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -231,10 +232,12 @@ func TestBind(t *testing.T) {
 
 func TestLimitCursorAndIfMatch(t *testing.T) {
 	t.Parallel()
-	for q, want := range map[string]int{"": DefaultLimit, "limit=1": 1, "limit=500": MaxLimit, "limit=0": -1, "limit=501": -1, "limit=x": -1} {
-		n, err := Limit(ctxFor(http.MethodGet, "/?"+q, "", nil))
-		if (want < 0) != (err != nil) || (want > 0 && n != want) {
-			t.Errorf("Limit(%q) = %d, %v", q, n, err)
+	for q, want := range map[string]int{"": DefaultLimit, "limit=1": 1, "limit=500": MaxLimit, "limit=0": -1, "limit=501": -1, "limit=x": -1,
+		"limit=1&limit=2": -1, "limits=3": -1} {
+		var p api.PageParams
+		err := BindQuery(ctxFor(http.MethodGet, "/?"+q, "", nil), &p)
+		if n := LimitOf(p); (want < 0) != (err != nil) || (want > 0 && n != want) {
+			t.Errorf("BindQuery(%q) = %d, %v", q, n, err)
 		}
 	}
 	type pos struct {

@@ -1,0 +1,151 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/google/uuid"
+)
+
+// CheckpointRequest is the body of POST /v1/attempts/{attemptId}/checkpoints.
+type CheckpointRequest struct {
+	FencingToken int64 `json:"fencingToken" validate:"required,min=1"`
+	// Sequence is unique per attempt: a repeat with the same hash answers 200 with the
+	// stored checkpoint, another hash is 409 sequence_conflict.
+	Sequence           *int32  `json:"sequence" validate:"required,min=0,max=2147483647"`
+	Phase              *Phase  `json:"phase" validate:"required"`
+	AdapterStateRef    string  `json:"adapterStateRef" validate:"required,ident=512"`
+	AdapterVersion     string  `json:"adapterVersion" validate:"required,ident=32"`
+	Hash               string  `json:"hash" validate:"required,ident=128"`
+	ContextSnapshotRef *string `json:"contextSnapshotRef,omitempty" validate:"omitempty,ident=512"`
+}
+
+// Checkpoint is a point an attempt can resume from. Checkpoints never change once written.
+type Checkpoint struct {
+	CheckpointID       uuid.UUID `json:"checkpointId"`
+	AttemptID          uuid.UUID `json:"attemptId"`
+	Sequence           int32     `json:"sequence"`
+	Phase              Phase     `json:"phase"`
+	AdapterStateRef    string    `json:"adapterStateRef"`
+	AdapterVersion     string    `json:"adapterVersion"`
+	ContextSnapshotRef *string   `json:"contextSnapshotRef,omitempty"`
+	Hash               string    `json:"hash"`
+	CreatedAt          Time      `json:"createdAt"`
+}
+
+// LastCheckpoint is a run's last checkpoint and the run that wrote it: the run asked about,
+// or a run it continues.
+type LastCheckpoint struct {
+	Checkpoint
+	RunID uuid.UUID `json:"runId"`
+}
+
+// CallRequest is the body of POST /v1/attempts/{attemptId}/calls.
+type CallRequest struct {
+	FencingToken int64 `json:"fencingToken" validate:"required,min=1"`
+	// Sequence is unique per attempt: a repeat with the same requestHash answers 200 with
+	// the stored call, another requestHash is 409 sequence_conflict.
+	Sequence         *int32     `json:"sequence" validate:"required,min=0,max=2147483647"`
+	Kind             *CallKind  `json:"kind" validate:"required"`
+	Target           string     `json:"target" validate:"required,ident=256"`
+	RequestHash      string     `json:"requestHash" validate:"required,ident=128"`
+	PolicyDecisionID *uuid.UUID `json:"policyDecisionId,omitempty"`
+}
+
+// FinishCallRequest is the body of PATCH /v1/attempts/{attemptId}/calls/{callId}.
+type FinishCallRequest struct {
+	FencingToken int64            `json:"fencingToken" validate:"required,min=1"`
+	Status       CallFinishStatus `json:"status" validate:"required"`
+	ReceiptRef   *string          `json:"receiptRef,omitempty" validate:"omitempty,ident=512"`
+}
+
+// Call is a model, tool or HTTP call an attempt made.
+type Call struct {
+	CallID           uuid.UUID  `json:"callId"`
+	AttemptID        uuid.UUID  `json:"attemptId"`
+	Sequence         int32      `json:"sequence"`
+	Kind             CallKind   `json:"kind"`
+	Target           string     `json:"target"`
+	RequestHash      string     `json:"requestHash"`
+	PolicyDecisionID *uuid.UUID `json:"policyDecisionId" doc:"The policy decision that allowed the call, or null."`
+	ReceiptRef       *string    `json:"receiptRef,omitempty"`
+	Status           CallStatus `json:"status"`
+	StartedAt        Time       `json:"startedAt"`
+	EndedAt          *Time      `json:"endedAt,omitempty"`
+}
+
+// DecisionRequest is the body of POST /v1/attempts/{attemptId}/decisions: a holder asks a
+// person to decide.
+type DecisionRequest struct {
+	FencingToken int64         `json:"fencingToken" validate:"required,min=1"`
+	Kind         *DecisionKind `json:"kind" validate:"required"`
+	ProposalHash *string       `json:"proposalHash,omitempty" validate:"omitempty,ident=128"`
+	// Options are what a choice decision chooses from (any JSON; an answer to a choice must
+	// be one of them).
+	Options          json.RawMessage `json:"options,omitempty" doc:"Any JSON value; for a choice, the array of options."`
+	Recommendation   *string         `json:"recommendation,omitempty" validate:"omitempty,max=2000"`
+	ExpiresInSeconds *int            `json:"expiresInSeconds,omitempty" validate:"omitempty,min=1,max=2592000" doc:"Closes the decision as expired that long after it is asked (default: never)."`
+}
+
+// AnswerDecisionRequest is the body of POST /v1/decisions/{decisionId}/answer.
+type AnswerDecisionRequest struct {
+	Status AnswerStatus `json:"status" validate:"required"`
+	// Answer is the decision's answer (any JSON): one of the options of a choice, required
+	// for an input.
+	Answer     json.RawMessage `json:"answer,omitempty" doc:"Any JSON value."`
+	ApprovalID *uuid.UUID      `json:"approvalId,omitempty"`
+}
+
+// Decision is a decision request and, once closed, how it closed.
+type Decision struct {
+	DecisionID uuid.UUID `json:"decisionId"`
+	AttemptID  uuid.UUID `json:"attemptId"`
+	// RunID, ProjectID, Subject and AgentID say whose decision it is (inbox items carry
+	// them; absent on rows stored before they were recorded).
+	RunID          *uuid.UUID      `json:"runId,omitempty"`
+	ProjectID      *string         `json:"projectId,omitempty"`
+	Subject        *string         `json:"subject,omitempty"`
+	AgentID        *string         `json:"agentId,omitempty"`
+	Kind           DecisionKind    `json:"kind"`
+	ApprovalID     *uuid.UUID      `json:"approvalId" doc:"The answer's approval id, or null."`
+	ProposalHash   *string         `json:"proposalHash,omitempty"`
+	Options        json.RawMessage `json:"options" doc:"Any JSON value (null when none was given)."`
+	Recommendation *string         `json:"recommendation,omitempty"`
+	// Status is the effective status: a pending decision whose expiresAt has passed reads
+	// as expired.
+	Status      DecisionStatus  `json:"status"`
+	RequestedAt Time            `json:"requestedAt"`
+	AnsweredAt  *Time           `json:"answeredAt,omitempty"`
+	Answer      json.RawMessage `json:"answer" doc:"Any JSON value (null when none was given)."`
+	AnsweredBy  *string         `json:"answeredBy,omitempty" doc:"The id of the key that answered."`
+	ExpiresAt   *Time           `json:"expiresAt,omitempty"`
+}
+
+// ListDecisionsParams are the query parameters of GET /v1/decisions (the inbox).
+type ListDecisionsParams struct {
+	Status *DecisionStatus `query:"status"`
+	PageParams
+}
+
+// DelegationRequest is the body of POST /v1/attempts/{attemptId}/delegations. The child's
+// agent is child.agentId.
+type DelegationRequest struct {
+	FencingToken int64  `json:"fencingToken" validate:"required,min=1"`
+	Purpose      string `json:"purpose" validate:"required,max=1024"`
+	// Child is the child run: an enqueue without parentRunId (its parent is the attempt's
+	// run). A repeat of its idempotencyKey answers 200 with the existing delegation.
+	Child RunSpec `json:"child" validate:"required"`
+}
+
+// Delegation is an attempt's delegation to a sub-agent's child run.
+type Delegation struct {
+	DelegationID uuid.UUID `json:"delegationId"`
+	AttemptID    uuid.UUID `json:"attemptId"`
+	ChildRunID   uuid.UUID `json:"childRunId"`
+	ChildAgentID string    `json:"childAgentId"`
+	Purpose      string    `json:"purpose"`
+	// Depth is the child run's depth (the parent run's + 1).
+	Depth int `json:"depth"`
+	// Status follows the child run, or its newest continuation.
+	Status    DelegationStatus `json:"status"`
+	CreatedAt Time             `json:"createdAt"`
+}

@@ -1,0 +1,228 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/google/uuid"
+)
+
+// RunSpec is what defines a run: the body of an enqueue without its parent, and the child
+// of a delegation (whose parent is the delegating attempt's run).
+type RunSpec struct {
+	// Subject serialises runs: at most one run of a subject is leased at a time, and runs of
+	// one subject are offered in queue order, across all projects of the tenant.
+	Subject       string    `json:"subject" validate:"required,ident=256"`
+	Kind          string    `json:"kind" validate:"required,ident=64"`
+	ProjectID     string    `json:"projectId" validate:"required,ident=64" doc:"An existing project of the tenant (else 422 unknown_project)."`
+	AgentID       string    `json:"agentId" validate:"required,ident=128"`
+	StepID        uuid.UUID `json:"stepId" validate:"required"`
+	SnapshotID    uuid.UUID `json:"snapshotId" validate:"required"`
+	EnvironmentID *string   `json:"environmentId,omitempty" validate:"omitempty,ident=64"`
+	Band          *Band     `json:"band,omitempty" default:"batch"`
+	// Input is the run's input, any JSON document.
+	Input          json.RawMessage `json:"input,omitempty" doc:"The run's input: any JSON value."`
+	MaxAttempts    *int            `json:"maxAttempts,omitempty" validate:"omitempty,min=1,max=1000" default:"3"`
+	MaxCorrections *int            `json:"maxCorrections,omitempty" validate:"omitempty,min=0,max=1000" default:"3"`
+	DueAt          *Time           `json:"dueAt,omitempty" doc:"When the run becomes due (default: now)."`
+	DeadlineAt     *Time           `json:"deadlineAt,omitempty" doc:"After dueAt and in the future; a run not ended by then ends with outcome deadline."`
+	// IdempotencyKey names the run once per tenant: a repeat of the same request answers
+	// 200 with the run, another request under the key is 409 idempotency_key_reused.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty" validate:"omitempty,ident=256"`
+}
+
+// EnqueueRequest is the body of POST /v1/runs.
+type EnqueueRequest struct {
+	RunSpec
+	// ParentRunID makes the run a child of a run of the tenant (Depth = the parent's + 1).
+	ParentRunID *uuid.UUID `json:"parentRunId,omitempty"`
+}
+
+// Run is the lease of one piece of agent work on one subject.
+type Run struct {
+	RunID         uuid.UUID       `json:"runId"`
+	ProjectID     string          `json:"projectId"`
+	EnvironmentID *string         `json:"environmentId,omitempty"`
+	Subject       string          `json:"subject"`
+	Kind          string          `json:"kind"`
+	AgentID       string          `json:"agentId"`
+	StepID        uuid.UUID       `json:"stepId"`
+	SnapshotID    uuid.UUID       `json:"snapshotId"`
+	Input         json.RawMessage `json:"input" doc:"The run's input (any JSON value; null when none was given)."`
+	Band          Band            `json:"band"`
+	State         RunState        `json:"state"`
+	// Epoch is the fencing token of the run's newest lease.
+	Epoch        int64   `json:"epoch"`
+	HolderID     *string `json:"holderId,omitempty"`
+	LeaseSeconds *int    `json:"leaseSeconds,omitempty"`
+	LeasedUntil  *Time   `json:"leasedUntil,omitempty"`
+	// AttemptCount is how many attempts the run has spent (its continuations start from
+	// their predecessor's count).
+	AttemptCount       int         `json:"attemptCount"`
+	MaxAttempts        int         `json:"maxAttempts"`
+	MaxCorrections     int         `json:"maxCorrections"`
+	QueuedAt           Time        `json:"queuedAt"`
+	DueAt              Time        `json:"dueAt"`
+	DeadlineAt         *Time       `json:"deadlineAt,omitempty"`
+	EndedAt            *Time       `json:"endedAt,omitempty"`
+	Outcome            *RunOutcome `json:"outcome,omitempty"`
+	ErrorCode          *string     `json:"errorCode,omitempty"`
+	ErrorMessage       *string     `json:"errorMessage,omitempty"`
+	CancelRequestedAt  *Time       `json:"cancelRequestedAt,omitempty"`
+	IdempotencyKey     *string     `json:"idempotencyKey,omitempty"`
+	ParentRunID        *uuid.UUID  `json:"parentRunId" doc:"The parent run, or null for a root run."`
+	Depth              int         `json:"depth"`
+	ContinuedFromRunID *uuid.UUID  `json:"continuedFromRunId" doc:"The ended run this one continues, or null."`
+	// CreatedBy is the id of the key that enqueued the run.
+	CreatedBy string `json:"createdBy"`
+	// Purged marks the stand-in for a run that retention deleted, answered to a repeat of
+	// its idempotency key.
+	Purged bool `json:"purged,omitempty"`
+}
+
+// ClaimRequest is the body of POST /v1/runs/claim.
+type ClaimRequest struct {
+	HolderID       string `json:"holderId" validate:"required,ident=128"`
+	ReleaseID      string `json:"releaseId" validate:"required,ident=256" doc:"An active release of the tenant (else 422 release_not_active)."`
+	AdapterVersion string `json:"adapterVersion" validate:"required,ident=32"`
+	ModelProfileID string `json:"modelProfileId" validate:"required,ident=128"`
+	LeaseSeconds   *int   `json:"leaseSeconds,omitempty" validate:"omitempty,min=1,max=3600" doc:"The lease's length (default: the server's LEDGER_LEASE_TTL, 30 s unless configured)."`
+	WaitSeconds    *int   `json:"waitSeconds,omitempty" validate:"omitempty,min=0,max=30" default:"0" doc:"How long to wait for a due run before answering 204."`
+	// Kinds, AgentIDs and ProjectIDs, when given, offer only runs that match one of them.
+	Kinds      []string `json:"kinds,omitempty" validate:"omitempty,max=100,dive,ident=64"`
+	AgentIDs   []string `json:"agentIds,omitempty" validate:"omitempty,max=100,dive,ident=128"`
+	ProjectIDs []string `json:"projectIds,omitempty" validate:"omitempty,max=100,dive,ident=64"`
+}
+
+// Claim is the answer to a claim: the leased run, its new attempt and the lease.
+type Claim struct {
+	Run     Run     `json:"run"`
+	Attempt Attempt `json:"attempt"`
+	Lease   Lease   `json:"lease"`
+}
+
+// Lease is what a claim hands the holder: every write it makes presents FencingToken.
+type Lease struct {
+	LeaseID      uuid.UUID `json:"leaseId"`
+	FencingToken int64     `json:"fencingToken"`
+	LeasedUntil  Time      `json:"leasedUntil"`
+}
+
+// ContinueRequest is the optional body of POST /v1/runs/{runId}/continue.
+type ContinueRequest struct {
+	DueAt      *Time      `json:"dueAt,omitempty" doc:"When the continuation becomes due (default: now)."`
+	SnapshotID *uuid.UUID `json:"snapshotId,omitempty" doc:"The continuation's snapshot (default: the ended run's)."`
+}
+
+// Attempt is one execution attempt of a run: one claim's lease and what it did.
+type Attempt struct {
+	AttemptID              uuid.UUID    `json:"attemptId"`
+	RunID                  uuid.UUID    `json:"runId"`
+	StepID                 uuid.UUID    `json:"stepId"`
+	ProjectID              string       `json:"projectId"`
+	EnvironmentID          *string      `json:"environmentId,omitempty"`
+	LeaseID                uuid.UUID    `json:"leaseId"`
+	FencingToken           int64        `json:"fencingToken"`
+	SnapshotID             uuid.UUID    `json:"snapshotId"`
+	ReleaseID              string       `json:"releaseId"`
+	AdapterVersion         string       `json:"adapterVersion"`
+	AgentID                string       `json:"agentId"`
+	ModelProfileID         string       `json:"modelProfileId"`
+	State                  AttemptState `json:"state"`
+	Phase                  Phase        `json:"phase"`
+	CorrectionCount        int          `json:"correctionCount"`
+	MaxCorrections         int          `json:"maxCorrections"`
+	LastCheckpointID       *uuid.UUID   `json:"lastCheckpointId" doc:"The checkpoint of the highest sequence, or null."`
+	ContextSnapshotRef     *string      `json:"contextSnapshotRef,omitempty"`
+	OutcomeHash            *string      `json:"outcomeHash,omitempty"`
+	CancellationObservedAt *Time        `json:"cancellationObservedAt,omitempty"`
+	StartedAt              Time         `json:"startedAt"`
+	EndedAt                *Time        `json:"endedAt,omitempty"`
+}
+
+// AttemptItem is an attempt in a listing, with its entity tag: a change-feed client passes
+// the last item's etag as the next changedSince.
+type AttemptItem struct {
+	Attempt
+	ETag string `json:"etag" doc:"The attempt's strong entity tag (as in its ETag header)."`
+}
+
+// FencedRequest is the body of a holder write that carries nothing but its fencing token
+// (POST /v1/attempts/{attemptId}/cancellation).
+type FencedRequest struct {
+	FencingToken int64 `json:"fencingToken" validate:"required,min=1"`
+}
+
+// HeartbeatRequest is the body of POST /v1/attempts/{attemptId}/heartbeat.
+type HeartbeatRequest struct {
+	FencingToken int64 `json:"fencingToken" validate:"required,min=1"`
+	LeaseSeconds *int  `json:"leaseSeconds,omitempty" validate:"omitempty,min=1,max=3600" doc:"The renewed lease's length (default: the length stored at claim)."`
+}
+
+// Heartbeat is the answer to a heartbeat.
+type Heartbeat struct {
+	LeasedUntil Time `json:"leasedUntil"`
+	// CancelRequested says the run should stop: complete it with state cancelled.
+	CancelRequested bool `json:"cancelRequested"`
+}
+
+// ReleaseAttemptRequest is the body of POST /v1/attempts/{attemptId}/release.
+type ReleaseAttemptRequest struct {
+	FencingToken int64 `json:"fencingToken" validate:"required,min=1"`
+	// Charge spends an attempt; an uncharged release gives the run back as it was.
+	Charge            bool `json:"charge,omitempty" default:"false"`
+	RetryAfterSeconds *int `json:"retryAfterSeconds,omitempty" validate:"omitempty,min=0,max=86400" doc:"When the run is due again (0: at once; default: the backoff)."`
+}
+
+// CompleteAttemptRequest is the body of POST /v1/attempts/{attemptId}/complete.
+type CompleteAttemptRequest struct {
+	FencingToken int64           `json:"fencingToken" validate:"required,min=1"`
+	State        CompletionState `json:"state" validate:"required"`
+	OutcomeHash  *string         `json:"outcomeHash,omitempty" validate:"omitempty,ident=128"`
+}
+
+// PatchAttemptRequest is the body of PATCH /v1/attempts/{attemptId}.
+type PatchAttemptRequest struct {
+	FencingToken int64  `json:"fencingToken" validate:"required,min=1"`
+	Phase        *Phase `json:"phase,omitempty"`
+	// Correction counts one correction (422 correction_limit past maxCorrections).
+	Correction         bool    `json:"correction,omitempty" default:"false"`
+	ContextSnapshotRef *string `json:"contextSnapshotRef,omitempty" validate:"omitempty,ident=512"`
+}
+
+// LockRequest is the body of PUT /v1/locks/agents/{agentId}/tasks/{taskId}.
+type LockRequest struct {
+	HolderID   string `json:"holderId" validate:"required,ident=128"`
+	TTLSeconds int    `json:"ttlSeconds" validate:"required,min=1,max=86400"`
+}
+
+// TaskLock is a task run lock.
+type TaskLock struct {
+	AgentID   string `json:"agentId"`
+	TaskID    string `json:"taskId"`
+	HolderID  string `json:"holderId"`
+	HeldUntil Time   `json:"heldUntil"`
+	CreatedAt Time   `json:"createdAt"`
+	UpdatedAt Time   `json:"updatedAt"`
+}
+
+// ReleaseLockParams are the query parameters of DELETE /v1/locks/agents/{agentId}/tasks/{taskId}.
+type ReleaseLockParams struct {
+	HolderID string `query:"holderId" validate:"required,ident=128" doc:"The holder releasing the lock."`
+}
+
+// ListRunsParams are the query parameters of GET /v1/runs.
+type ListRunsParams struct {
+	State     *RunState `query:"state"`
+	Subject   *string   `query:"subject" validate:"omitempty,ident=256"`
+	ProjectID *string   `query:"projectId" validate:"omitempty,ident=64"`
+	Kind      *string   `query:"kind" validate:"omitempty,ident=64"`
+	PageParams
+}
+
+// Defaults of absent enqueue members (the `default` tags say the same; a test keeps them in
+// step).
+const (
+	DefaultBand           = BandBatch
+	DefaultMaxAttempts    = 3
+	DefaultMaxCorrections = 3
+)

@@ -1,0 +1,88 @@
+package runs
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/api"
+)
+
+// Wire returns the run as the API sends it.
+func (r Run) Wire() api.Run {
+	w := api.Run{
+		RunID: r.RunID, ProjectID: r.ProjectID, EnvironmentID: r.EnvironmentID, Subject: r.Subject, Kind: r.Kind,
+		AgentID: r.AgentID, StepID: r.StepID, SnapshotID: r.SnapshotID, Input: json.RawMessage(r.Input),
+		Band: r.Band, State: r.State, Epoch: r.Epoch, HolderID: r.HolderID, LeaseSeconds: r.LeaseSeconds,
+		LeasedUntil: api.TimeOf(r.LeasedUntil), AttemptCount: r.Attempt, MaxAttempts: r.MaxAttempts,
+		MaxCorrections: r.MaxCorrections, QueuedAt: api.NewTime(r.QueuedAt), DueAt: api.NewTime(r.DueAt),
+		DeadlineAt: api.TimeOf(r.DeadlineAt), EndedAt: api.TimeOf(r.EndedAt), ErrorCode: r.ErrorCode,
+		ErrorMessage: r.ErrorMessage, CancelRequestedAt: api.TimeOf(r.CancelRequestedAt),
+		IdempotencyKey: r.IdempotencyKey, ParentRunID: NullID(r.ParentRunID), Depth: r.Depth,
+		ContinuedFromRunID: NullID(r.ContinuedFromRunID), CreatedBy: r.CreatedBy, Purged: r.Purged,
+	}
+	if r.Outcome != nil {
+		o := api.RunOutcome(*r.Outcome)
+		w.Outcome = &o
+	}
+	return w
+}
+
+// NullID is a nullable id as the API sends it: nil when not valid.
+func NullID(id uuid.NullUUID) *uuid.UUID {
+	if !id.Valid {
+		return nil
+	}
+	return &id.UUID
+}
+
+// Wire returns the claim as the API sends it.
+func (c Claimed) Wire() api.Claim {
+	return api.Claim{Run: c.Run.Wire(), Attempt: c.Attempt.Wire(), Lease: api.Lease{
+		LeaseID: c.Lease.LeaseID, FencingToken: c.Lease.FencingToken, LeasedUntil: api.NewTime(c.Lease.LeasedUntil),
+	}}
+}
+
+// Wire returns the heartbeat's answer as the API sends it.
+func (h Heartbeat) Wire() api.Heartbeat {
+	return api.Heartbeat{LeasedUntil: api.NewTime(h.LeasedUntil), CancelRequested: h.CancelRequested}
+}
+
+// Wire returns the lock as the API sends it.
+func (l TaskLock) Wire() api.TaskLock {
+	return api.TaskLock{AgentID: l.AgentID, TaskID: l.TaskID, HolderID: l.HolderID,
+		HeldUntil: api.NewTime(l.HeldUntil), CreatedAt: api.NewTime(l.CreatedAt), UpdatedAt: api.NewTime(l.UpdatedAt)}
+}
+
+// SpecOf converts a validated run spec of the API into the service's (without a parent),
+// filling the defaults of absent members.
+func SpecOf(r api.RunSpec) Spec {
+	spec := Spec{
+		ProjectID: r.ProjectID, EnvironmentID: r.EnvironmentID, Subject: r.Subject, Kind: r.Kind, AgentID: r.AgentID,
+		StepID: r.StepID, SnapshotID: r.SnapshotID, Band: api.DefaultBand, MaxAttempts: api.DefaultMaxAttempts,
+		MaxCorrections: api.DefaultMaxCorrections,
+		DueAt:          timeOf(r.DueAt), DeadlineAt: timeOf(r.DeadlineAt), IdempotencyKey: r.IdempotencyKey,
+	}
+	if r.Band != nil {
+		spec.Band = *r.Band
+	}
+	if len(r.Input) > 0 && string(r.Input) != "null" {
+		spec.Input = JSONText(r.Input)
+	}
+	if r.MaxAttempts != nil {
+		spec.MaxAttempts = *r.MaxAttempts
+	}
+	if r.MaxCorrections != nil {
+		spec.MaxCorrections = *r.MaxCorrections
+	}
+	return spec
+}
+
+func timeOf(t *api.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.Time
+	return &v
+}

@@ -1,0 +1,142 @@
+package web
+
+import (
+	"encoding"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
+)
+
+// BindQuery reads the query parameters into dst, a pointer to one of the api package's
+// parameter structs (fields tagged `query:"name"`, embedded structs included), and validates
+// them. One 400 lists every parameter that is unknown, repeated, malformed or out of bounds.
+// An empty value counts as absent.
+func BindQuery(c echo.Context, dst any) error {
+	rv := reflect.ValueOf(dst).Elem()
+	fields := map[string]reflect.Value{}
+	queryFields(rv, fields)
+	var bad []apperr.FieldError
+	failed := map[string]bool{}
+	for name, values := range c.QueryParams() {
+		f, ok := fields[name]
+		switch {
+		case !ok:
+			bad = append(bad, apperr.FieldError{Field: name, Reason: "is not a known parameter"})
+			continue
+		case len(values) > 1:
+			bad = append(bad, apperr.FieldError{Field: name, Reason: "must be given once"})
+			failed[name] = true
+			continue
+		case values[0] == "":
+			continue
+		}
+		if reason := setQueryValue(f, values[0]); reason != "" {
+			bad = append(bad, apperr.FieldError{Field: name, Reason: reason})
+			failed[name] = true
+		}
+	}
+	if err := c.Validate(dst); err != nil {
+		e, ok := apperr.As(err)
+		if !ok {
+			return err
+		}
+		for _, fe := range e.Fields {
+			if !failed[fe.Field] {
+				bad = append(bad, fe)
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return apperr.FieldsInvalid(bad...)
+	}
+	return nil
+}
+
+// queryFields maps each query parameter name to its field.
+func queryFields(v reflect.Value, out map[string]reflect.Value) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			queryFields(v.Field(i), out)
+			continue
+		}
+		if name := f.Tag.Get("query"); name != "" {
+			out[name] = v.Field(i)
+		}
+	}
+}
+
+// setQueryValue parses raw into the field (a value or a pointer) and returns why it cannot,
+// or "".
+func setQueryValue(f reflect.Value, raw string) string {
+	t := f.Type()
+	ptr := t.Kind() == reflect.Pointer
+	if ptr {
+		t = t.Elem()
+	}
+	v := reflect.New(t)
+	if tu, ok := v.Interface().(encoding.TextUnmarshaler); ok {
+		if err := tu.UnmarshalText([]byte(raw)); err != nil {
+			var ve *api.ValueError
+			switch {
+			case errors.As(err, &ve):
+				return ve.Reason
+			case t == uuidType:
+				return "must be a UUID"
+			}
+			return "is not valid"
+		}
+		if t == uuidType && len(raw) != 36 {
+			return "must be a UUID"
+		}
+	} else {
+		switch t.Kind() {
+		case reflect.String:
+			v.Elem().SetString(raw)
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, t.Bits())
+			if err != nil || strings.TrimSpace(raw) != raw {
+				return "must be an integer in range"
+			}
+			v.Elem().SetInt(n)
+		case reflect.Bool:
+			b, err := strconv.ParseBool(raw)
+			if err != nil {
+				return "must be true or false"
+			}
+			v.Elem().SetBool(b)
+		default:
+			panic("web: query parameter of unsupported type " + t.String())
+		}
+	}
+	if ptr {
+		f.Set(v)
+	} else {
+		f.Set(v.Elem())
+	}
+	return ""
+}
+
+// LimitOf is the page size the parameters ask for (DefaultLimit when absent).
+func LimitOf(p api.PageParams) int {
+	if p.Limit == nil {
+		return DefaultLimit
+	}
+	return *p.Limit
+}
+
+// MapPage converts a page's items (rows to their wire form).
+func MapPage[T, U any](p Page[T], f func(T) U) Page[U] {
+	out := Page[U]{Items: make([]U, len(p.Items)), NextCursor: p.NextCursor}
+	for i, x := range p.Items {
+		out.Items[i] = f(x)
+	}
+	return out
+}
