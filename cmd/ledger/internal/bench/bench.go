@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ledger-dev/ledger/api"
 )
 
 // Workload names.
@@ -357,6 +359,14 @@ const (
 // array of plain ASCII strings is what encoding/json writes.
 var contentRefs = []string{"bench://adapter"}
 
+func contentRefsJSON() []json.RawMessage {
+	out := make([]json.RawMessage, len(contentRefs))
+	for i, r := range contentRefs {
+		out[i], _ = json.Marshal(r)
+	}
+	return out
+}
+
 func manifestHash() string {
 	b, _ := json.Marshal(contentRefs)
 	sum := sha256.Sum256(b)
@@ -367,7 +377,7 @@ func manifestHash() string {
 // A server that serves no release route needs no release.
 func (b *bencher) setup(ctx context.Context, t *target) error {
 	for i := range benchProjects {
-		a, err := t.c.do(ctx, http.MethodPut, fmt.Sprintf("/v1/projects/p%d", i), t.keys.admin, struct{}{}, nil)
+		a, err := t.c.do(ctx, http.MethodPut, fmt.Sprintf("/v1/projects/p%d", i), t.keys.admin, api.PutProjectRequest{}, nil)
 		if err != nil {
 			return err
 		}
@@ -375,7 +385,8 @@ func (b *bencher) setup(ctx context.Context, t *target) error {
 			return fmt.Errorf("create project p%d: %d %s", i, a.status, a.code)
 		}
 	}
-	body := map[string]any{"manifestHash": manifestHash(), "contentRefs": contentRefs, "state": "active"}
+	state := api.ReleaseActive
+	body := api.PutReleaseRequest{ManifestHash: manifestHash(), ContentRefs: contentRefsJSON(), State: &state}
 	a, err := t.c.do(ctx, http.MethodPut, "/v1/releases/"+t.releaseID()+"/adapters/"+adapterVersion, t.keys.admin, body, nil)
 	if err != nil {
 		return err

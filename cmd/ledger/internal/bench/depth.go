@@ -131,7 +131,7 @@ func (b *bencher) claimDepth(ctx context.Context, t *target, size int) (Result, 
 		}
 		claims++
 		_, _ = t.c.do(ctx, http.MethodPost, "/v1/attempts/"+cl.Attempt.AttemptID+"/complete", t.keys.runtime,
-			completeBody{FencingToken: cl.Lease.FencingToken, State: "succeeded"}, nil)
+			completeBody(cl.Lease.FencingToken), nil)
 	}
 	row := Result{Workload: Depth, Queued: size, Sync: t.sync, Clients: 1, RSSMiB: stop()}
 	h, errs := rec.Snapshot()

@@ -221,10 +221,9 @@ func (p *pollCounts) errors() map[string]int64 {
 // would: a claim refused at once waits its Retry-After before asking again; a run it
 // happens to claim (one of B's appenders' enqueues) is completed at once.
 func (b *bencher) pollLoop(ctx context.Context, t *target, client int, p *pollCounts) {
-	body := struct {
-		claimBody
-		WaitSeconds int `json:"waitSeconds"`
-	}{b.claimBody(t, client, 60), noisyWait}
+	body := b.claimBody(t, client, 60)
+	wait := noisyWait
+	body.WaitSeconds = &wait
 	for ctx.Err() == nil {
 		var cl claimed
 		a, err := t.c.do(ctx, http.MethodPost, "/v1/runs/claim", t.keys.runtime, body, &cl)
@@ -237,7 +236,7 @@ func (b *bencher) pollLoop(ctx context.Context, t *target, client int, p *pollCo
 		case a.ok() && a.status == http.StatusOK:
 			p.claimed.Add(1)
 			_, _ = t.c.do(ctx, http.MethodPost, "/v1/attempts/"+cl.Attempt.AttemptID+"/complete", t.keys.runtime,
-				completeBody{FencingToken: cl.Lease.FencingToken, State: "succeeded"}, nil)
+				completeBody(cl.Lease.FencingToken), nil)
 		case a.ok() && a.retry:
 			p.refused.Add(1)
 			wait = a.retryAfter
