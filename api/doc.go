@@ -13,7 +13,8 @@
 //     error (a *ValueError listing the allowed names);
 //   - times travel as RFC 3339 UTC with exactly three fractional digits (Time);
 //   - the `validate` struct tags state the bounds the server enforces (validator/v10 syntax;
-//     ident=N is an identifier of 1..N UTF-16 code units, see DESIGN.md 7a) and `default`
+//     ident=N is an identifier of 1..N UTF-16 code units, see DESIGN.md 7a; segment=N one
+//     that also appears as a path segment, so without "/") and `default`
 //     the value an absent member takes. The OpenAPI document reads both, so a bound is
 //     written once.
 //

@@ -11,8 +11,8 @@ import (
 // newest-first listing, or changedSince (with limit and cursor only) for the change feed.
 type ListAttemptsParams struct {
 	RunID       *uuid.UUID    `query:"runId" doc:"Attempts of this run."`
-	AgentID     *string       `query:"agentId" validate:"omitempty,ident=128"`
-	ProjectID   *string       `query:"projectId" validate:"omitempty,ident=64"`
+	AgentID     *string       `query:"agentId" validate:"omitempty,segment=128"`
+	ProjectID   *string       `query:"projectId" validate:"omitempty,segment=64"`
 	State       *AttemptState `query:"state"`
 	StartedFrom *Time         `query:"startedFrom" doc:"Attempts started at or after this time."`
 	StartedTo   *Time         `query:"startedTo" doc:"Attempts started before this time."`

@@ -14,7 +14,7 @@ type CheckpointRequest struct {
 	Sequence           *int32  `json:"sequence" validate:"required,min=0,max=2147483647"`
 	Phase              *Phase  `json:"phase" validate:"required"`
 	AdapterStateRef    string  `json:"adapterStateRef" validate:"required,ident=512"`
-	AdapterVersion     string  `json:"adapterVersion" validate:"required,ident=32"`
+	AdapterVersion     string  `json:"adapterVersion" validate:"required,segment=32"`
 	Hash               string  `json:"hash" validate:"required,ident=128"`
 	ContextSnapshotRef *string `json:"contextSnapshotRef,omitempty" validate:"omitempty,ident=512"`
 }

@@ -13,8 +13,8 @@ type RunSpec struct {
 	// one subject are offered in queue order, across all projects of the tenant.
 	Subject       string    `json:"subject" validate:"required,ident=256"`
 	Kind          string    `json:"kind" validate:"required,ident=64"`
-	ProjectID     string    `json:"projectId" validate:"required,ident=64" doc:"An existing project of the tenant (else 422 unknown_project)."`
-	AgentID       string    `json:"agentId" validate:"required,ident=128"`
+	ProjectID     string    `json:"projectId" validate:"required,segment=64" doc:"An existing project of the tenant (else 422 unknown_project)."`
+	AgentID       string    `json:"agentId" validate:"required,segment=128"`
 	StepID        uuid.UUID `json:"stepId" validate:"required"`
 	SnapshotID    uuid.UUID `json:"snapshotId" validate:"required"`
 	EnvironmentID *string   `json:"environmentId,omitempty" validate:"omitempty,ident=64"`
@@ -82,15 +82,15 @@ type Run struct {
 // ClaimRequest is the body of POST /v1/runs/claim.
 type ClaimRequest struct {
 	HolderID       string `json:"holderId" validate:"required,ident=128"`
-	ReleaseID      string `json:"releaseId" validate:"required,ident=256" doc:"An active release of the tenant (else 422 release_not_active)."`
-	AdapterVersion string `json:"adapterVersion" validate:"required,ident=32"`
+	ReleaseID      string `json:"releaseId" validate:"required,segment=256" doc:"An active release of the tenant (else 422 release_not_active)."`
+	AdapterVersion string `json:"adapterVersion" validate:"required,segment=32"`
 	ModelProfileID string `json:"modelProfileId" validate:"required,ident=128"`
 	LeaseSeconds   *int   `json:"leaseSeconds,omitempty" validate:"omitempty,min=1,max=3600" doc:"The lease's length (default: the server's LEDGER_LEASE_TTL, 30 s unless configured)."`
 	WaitSeconds    *int   `json:"waitSeconds,omitempty" validate:"omitempty,min=0,max=30" default:"0" doc:"How long to wait for a due run before answering 204."`
 	// Kinds, AgentIDs and ProjectIDs, when given, offer only runs that match one of them.
 	Kinds      []string `json:"kinds,omitempty" validate:"omitempty,max=100,dive,ident=64"`
-	AgentIDs   []string `json:"agentIds,omitempty" validate:"omitempty,max=100,dive,ident=128"`
-	ProjectIDs []string `json:"projectIds,omitempty" validate:"omitempty,max=100,dive,ident=64"`
+	AgentIDs   []string `json:"agentIds,omitempty" validate:"omitempty,max=100,dive,segment=128"`
+	ProjectIDs []string `json:"projectIds,omitempty" validate:"omitempty,max=100,dive,segment=64"`
 }
 
 // Claim is the answer to a claim: the leased run, its new attempt and the lease.
@@ -214,7 +214,7 @@ type ReleaseLockParams struct {
 type ListRunsParams struct {
 	State     *RunState `query:"state"`
 	Subject   *string   `query:"subject" validate:"omitempty,ident=256"`
-	ProjectID *string   `query:"projectId" validate:"omitempty,ident=64"`
+	ProjectID *string   `query:"projectId" validate:"omitempty,segment=64"`
 	Kind      *string   `query:"kind" validate:"omitempty,ident=64"`
 	PageParams
 }

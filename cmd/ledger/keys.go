@@ -25,7 +25,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	open := func() (*tenancy.Store, func(), error) {
-		db, err := openDB(ctx, d, slog.New(slog.NewJSONHandler(stderr, nil)))
+		db, err := openExisting(ctx, d, slog.New(slog.NewJSONHandler(stderr, nil)))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -91,21 +91,31 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "set" {
-		return fmt.Errorf("say set --tenant T --max-leased N")
+	if len(args) == 0 || (args[0] != "set" && args[0] != "list") {
+		return fmt.Errorf("say set --tenant T --max-leased N, or list")
 	}
-	fs := newFlags("tenants set", stdout)
+	verb := args[0]
+	fs := newFlags("tenants "+verb, stdout)
 	var d dbFlags
 	d.register(fs)
-	tenant := fs.String("tenant", "", "tenant id")
-	maxLeased := fs.Int("max-leased", -1, "the most runs the tenant may hold leased at once")
+	var (
+		tenant    *string
+		maxLeased *int
+	)
+	if verb == "set" {
+		tenant = fs.String("tenant", "", "tenant id")
+		maxLeased = fs.Int("max-leased", -1, "the most runs the tenant may hold leased at once")
+	}
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	if *tenant == "" || *maxLeased < 0 {
+	if fs.NArg() != 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if verb == "set" && (*tenant == "" || *maxLeased < 0) {
 		return fmt.Errorf("set needs --tenant and --max-leased (0 or more)")
 	}
-	db, err := openDB(ctx, d, slog.New(slog.NewJSONHandler(stderr, nil)))
+	db, err := openExisting(ctx, d, slog.New(slog.NewJSONHandler(stderr, nil)))
 	if err != nil {
 		return err
 	}
@@ -113,7 +123,20 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := requireCurrentSchema(ctx, db); err != nil {
 		return err
 	}
-	if err := tenancy.NewStore(db).SetMaxLeased(ctx, *tenant, *maxLeased); err != nil {
+	store := tenancy.NewStore(db)
+	if verb == "list" {
+		ts, err := store.ListTenants(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TENANT\tMAX LEASED\tLEASED\tCREATED")
+		for _, t := range ts {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.TenantID, t.MaxLeasedRuns, t.LeasedRuns, t.CreatedAt.UTC().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	}
+	if err := store.SetMaxLeased(ctx, *tenant, *maxLeased); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "tenant %s may hold %d leased runs\n", *tenant, *maxLeased)

@@ -29,7 +29,7 @@ func commands() []command {
 		{"serve", "[flags]", "run the HTTP service", runServe},
 		{"migrate", "up | down N | version | force V", "change or show the schema version", runMigrate},
 		{"keys", "create --tenant T --role runtime|admin | list [--tenant T] | revoke KEYID", "manage API keys", runKeys},
-		{"tenants", "set --tenant T --max-leased N", "manage tenants", runTenants},
+		{"tenants", "set --tenant T --max-leased N | list", "set a tenant's budget of leased runs; list tenants with budget and leased runs", runTenants},
 		{"purge", "[--db D] [--batch N] [--dry-run]", "delete ended run chains past their project's retention", runPurge},
 		{"bench", "[flags] | crash [flags]", "load-test the service and report throughput and latency; crash: kill -9 it under load and check nothing acknowledged is lost", runBench},
 	}

@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
@@ -110,8 +114,11 @@ func TestMigrateRoundTrip(t *testing.T) {
 		{[]string{"version"}, versionLine(n-2, n)},
 		{[]string{"up"}, versionLine(n, n)},
 		{[]string{"down", strconv.Itoa(n)}, versionLine(0, n)},
-		{[]string{"force", "1"}, versionLine(1, n)},
 		{[]string{"up"}, versionLine(n, n)},
+		// force sets the version without running anything (migrations that move data need
+		// the tables they read, so forcing an empty database forward would not be real).
+		{[]string{"force", strconv.Itoa(n - 1)}, versionLine(n-1, n)},
+		{[]string{"force", strconv.Itoa(n)}, versionLine(n, n)},
 	}
 	for _, s := range steps {
 		args := append([]string{"migrate", "--db", db}, s.args...)
@@ -208,10 +215,19 @@ func lastLine(s string) string {
 
 var tokenPattern = regexp.MustCompile(`^ldg_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$`)
 
+// migratedDB is a temporary database brought up to date by ledger migrate up: keys and
+// tenants refuse a database that does not exist.
+func migratedDB(t *testing.T) string {
+	t.Helper()
+	path := tempDB(t)
+	mustCLI(t, "migrate", "--db", path, "up")
+	return path
+}
+
 func TestKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := tempDB(t)
+	path := migratedDB(t)
 
 	out := mustCLI(t, "keys", "create", "--db", path, "--tenant", "acme", "--role", "admin")
 	admin := lastLine(out)
@@ -300,7 +316,7 @@ func keyID(token string) string { return strings.Split(token, "_")[1] }
 
 func TestTenantsSet(t *testing.T) {
 	t.Parallel()
-	path := tempDB(t)
+	path := migratedDB(t)
 	if got := mustCLI(t, "tenants", "set", "--db", path, "--tenant", "acme", "--max-leased", "5"); !strings.Contains(got, "acme") {
 		t.Fatalf("tenants set printed %q", got)
 	}
@@ -457,6 +473,92 @@ func TestREADMEConfigurationMatchesHelp(t *testing.T) {
 			t.Errorf("README.md documents --%s, which serve does not have", flag)
 		}
 	}
+}
+
+// TestKeysAndTenantsRefuseAMissingDatabase: an operator command never creates the embedded
+// database; it names the path it would have used and how to choose one.
+func TestKeysAndTenantsRefuseAMissingDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "ledger.db")
+	for _, args := range [][]string{
+		{"keys", "create", "--db", path, "--tenant", "acme", "--role", "admin"},
+		{"keys", "list", "--db", path},
+		{"keys", "revoke", "--db", path, "0123456789abcdef"},
+		{"tenants", "set", "--db", path, "--tenant", "acme", "--max-leased", "3"},
+		{"tenants", "list", "--db", "sqlite://" + path},
+	} {
+		code, out, errs := cli(t, args...)
+		wantOneLineError(t, args[0], code, out, errs)
+		if !strings.Contains(errs, path) || !strings.Contains(errs, "--db") {
+			t.Errorf("ledger %s: %q does not name the path and --db", strings.Join(args, " "), errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub")); !os.IsNotExist(err) {
+		t.Fatalf("a refused command created the database's directory: %v", err)
+	}
+}
+
+// TestOperatorCommandsNameTheDefaultPath runs where ./data does not exist; it changes the
+// working directory, so it does not run in parallel.
+func TestOperatorCommandsNameTheDefaultPath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{{"tenants", "list"}, {"keys", "list"}} {
+		code, out, errs := cli(t, args...)
+		wantOneLineError(t, args[0], code, out, errs)
+		if !strings.Contains(errs, defaultDB) {
+			t.Fatalf("stderr %q does not name %s", errs, defaultDB)
+		}
+	}
+	if _, err := os.Stat("data"); !os.IsNotExist(err) {
+		t.Fatalf("an operator command created ./data: %v", err)
+	}
+}
+
+// TestTenantsList shows every tenant with its budget and the runs it holds leased.
+func TestTenantsList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := migratedDB(t)
+	mustCLI(t, "tenants", "set", "--db", path, "--tenant", "acme", "--max-leased", "7")
+	mustCLI(t, "tenants", "set", "--db", path, "--tenant", "zeta", "--max-leased", "0")
+	mustCLI(t, "keys", "create", "--db", path, "--tenant", "beta", "--role", "admin")
+
+	db := openTestDB(t, path)
+	if _, _, err := projects.NewStore(db).Put(ctx, "acme", "p1", projects.Change{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := runs.NewService(db, runs.DefaultConfig(), nil)
+	acme := runs.Caller{TenantID: "acme", KeyID: "k"}
+	for i := range 3 {
+		spec := runs.Spec{ProjectID: "p1", Subject: fmt.Sprintf("s%d", i), Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), MaxAttempts: 3, MaxCorrections: 3}
+		if _, _, err := svc.Enqueue(ctx, acme, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // two leased, one still queued
+		if _, err := svc.Claim(ctx, acme, runs.ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out := mustCLI(t, "tenants", "list", "--db", path)
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	if len(rows) != 4 || strings.Join(strings.Fields(rows[0]), " ") != "TENANT MAX LEASED LEASED CREATED" {
+		t.Fatalf("tenants list:\n%s", out)
+	}
+	want := [][]string{{"acme", "7", "2"}, {"beta", strconv.Itoa(tenancy.DefaultMaxLeasedRuns), "0"}, {"zeta", "0", "0"}}
+	for i, w := range want {
+		f := strings.Fields(rows[i+1])
+		if len(f) != 4 || f[0] != w[0] || f[1] != w[1] || f[2] != w[2] {
+			t.Fatalf("row %d %q, want %v", i+1, rows[i+1], w)
+		}
+		if _, err := time.Parse(time.RFC3339, f[3]); err != nil {
+			t.Fatalf("row %d created %q: %v", i+1, f[3], err)
+		}
+	}
+	code, stdout, errs := cli(t, "tenants", "list", "--db", path, "extra")
+	wantOneLineError(t, "tenants", code, stdout, errs)
 }
 
 // TestServeRefusesLimitsOneTenantCouldFill: serve refuses, before opening anything, a

@@ -41,7 +41,9 @@ func keys[V any](m map[string]V) []string {
 }
 
 // publicOps are the routes that need no key (DESIGN.md section 7): exactly these four.
-var publicOps = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"}
+// HEAD answers wherever GET does, so each has its HEAD too.
+var publicOps = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json",
+	"HEAD /healthz", "HEAD /readyz", "HEAD /metrics", "HEAD /openapi.json"}
 
 var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
 

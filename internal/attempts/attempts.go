@@ -92,17 +92,18 @@ func (a Attempt) Wire() api.Attempt {
 // Ended reports whether the attempt is over.
 func (a *Attempt) Ended() bool { return a.State != Running }
 
-// Insert writes a new attempt (the claim's).
-func Insert(ctx context.Context, tx *sqldb.Tx, a *Attempt) error {
+// Insert writes a new attempt (the claim's) and returns it as stored (with its Version).
+func Insert(ctx context.Context, tx *sqldb.Tx, a Attempt) (Attempt, error) {
 	q := queriesFor(tx.Dialect)
-	_, err := tx.ExecContext(ctx, q.insert,
+	var out Attempt
+	err := tx.GetContext(ctx, &out, q.insert,
 		a.AttemptID, a.RunID, a.StepID, a.TenantID, a.ProjectID, a.EnvironmentID, a.LeaseID, a.FencingToken,
 		a.SnapshotID, a.ReleaseID, a.AgentID, a.ModelProfileID, int(a.State), int(a.Phase), a.MaxCorrections,
 		tx.Dialect.Time(a.StartedAt), a.AdapterVersion)
 	if err != nil {
-		return fmt.Errorf("insert attempt: %w", err)
+		return Attempt{}, fmt.Errorf("insert attempt: %w", err)
 	}
-	return nil
+	return out, nil
 }
 
 // Lock reads an attempt of the tenant and locks its row until the transaction ends (the
@@ -161,24 +162,29 @@ func LockRunning(ctx context.Context, tx *sqldb.Tx, runID uuid.UUID, token int64
 	return a, nil
 }
 
-// End ends a running attempt in state at now, with an optional outcome hash. It reports
-// false when the attempt was no longer running.
-func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state State, now time.Time, outcomeHash *string) (bool, error) {
-	res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).end, id, int(state), tx.Dialect.Time(now), outcomeHash)
-	if err != nil {
-		return false, fmt.Errorf("end attempt: %w", err)
+// End ends a running attempt in state at now, with an optional outcome hash, and returns
+// it as stored. apperr.AttemptEnded when it was no longer running.
+func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state State, now time.Time, outcomeHash *string) (Attempt, error) {
+	var a Attempt
+	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).end, id, int(state), tx.Dialect.Time(now), outcomeHash)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Attempt{}, apperr.New(apperr.AttemptEnded, "attempt %s has ended", id)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	if err != nil {
+		return Attempt{}, fmt.Errorf("end attempt: %w", err)
+	}
+	return a, nil
 }
 
-// ObserveCancellation records, once, that the holder saw the cancel request.
-func ObserveCancellation(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, now time.Time) error {
-	_, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).observeCancel, id, tx.Dialect.Time(now))
-	if err != nil {
-		return fmt.Errorf("observe cancellation: %w", err)
+// ObserveCancellation records that the holder saw the cancel request and returns the
+// attempt as stored. The caller checks first that it is not recorded yet (the fence read
+// the attempt under its lock); sqldb.ErrNotFound when it was.
+func ObserveCancellation(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, now time.Time) (Attempt, error) {
+	var a Attempt
+	if err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).observeCancel, id, tx.Dialect.Time(now)); err != nil {
+		return Attempt{}, fmt.Errorf("observe cancellation: %w", err)
 	}
-	return nil
+	return a, nil
 }
 
 // ListByRun lists a run's attempts, oldest first.
@@ -191,8 +197,9 @@ func ListByRun(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UU
 }
 
 // Patch changes a running attempt's phase, adds a correction, or records its context
-// snapshot, under the caller's fence. Nil phase and ref keep their values.
-func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correction bool, contextSnapshotRef *string) error {
+// snapshot, under the caller's fence, and returns the attempt as stored. Nil phase and ref
+// keep their values. apperr.AttemptEnded when the attempt is no longer running.
+func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correction bool, contextSnapshotRef *string) (Attempt, error) {
 	var p any
 	if phase != nil {
 		p = int(*phase)
@@ -201,26 +208,37 @@ func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correc
 	if correction {
 		add = 1
 	}
-	res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).patch, id, p, add, contextSnapshotRef)
+	var a Attempt
+	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).patch, id, p, add, contextSnapshotRef)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Attempt{}, apperr.New(apperr.AttemptEnded, "attempt %s has ended", id)
+	}
 	if err != nil {
-		return fmt.Errorf("patch attempt: %w", err)
+		return Attempt{}, fmt.Errorf("patch attempt: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return apperr.New(apperr.LeaseExpired, "the attempt has ended")
-	}
-	return nil
+	return a, nil
 }
 
 // SetPhase moves a running attempt to phase (a decision request moves it to
 // AwaitingDecision).
 func SetPhase(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase Phase) error {
-	return Patch(ctx, tx, id, &phase, false, nil)
+	_, err := Patch(ctx, tx, id, &phase, false, nil)
+	return err
 }
 
-// SetLastCheckpoint records the attempt's newest checkpoint.
-func SetLastCheckpoint(ctx context.Context, tx *sqldb.Tx, id, checkpointID uuid.UUID) error {
-	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).setCheckpoint, id, checkpointID); err != nil {
-		return fmt.Errorf("set last checkpoint: %w", err)
+// Checkpointed records an appended checkpoint on its running attempt in one statement:
+// when seq is the attempt's highest checkpoint sequence, the checkpoint becomes its
+// LastCheckpointId and its phase the attempt's phase; a late append of a lower sequence
+// changes neither (the highest sequence is the holder's latest progress, so the resume
+// point and the phase never move backwards). The caller holds the fence and has just
+// inserted the checkpoint.
+func Checkpointed(ctx context.Context, tx *sqldb.Tx, id, checkpointID uuid.UUID, seq int, phase Phase) error {
+	res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).checkpointed, id, checkpointID, int32(seq), int(phase))
+	if err != nil {
+		return fmt.Errorf("record checkpoint on attempt: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 1 {
+		return fmt.Errorf("record checkpoint on attempt %s: changed %d rows (%v)", id, n, err)
 	}
 	return nil
 }

@@ -1,26 +1,33 @@
 package attempts
 
 // SQLite serialises writers (immediate transactions), so a plain read inside the write
-// transaction already holds the row as SQL Server's UPDLOCK does.
+// transaction already holds the row as SQL Server's UPDLOCK does. Writes that answer with
+// the row return it (RETURNING sees the Version the statement itself stamps).
 var sqliteQueries = queries{
 	insert: `INSERT INTO ExecutionAttempts (AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId,
     FencingToken, SnapshotId, ReleaseId, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections,
     StartedAt, AdapterVersion, Version)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, ?15, ?16, ?17,
-    (SELECT Value + 1 FROM RowVersionCounter))`,
+    (SELECT Value + 1 FROM RowVersionCounter))
+RETURNING ` + columns,
 	get:         `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	lock:        `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	lockRunning: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE RunId = ?1 AND FencingToken = ?2 AND State = 0`,
 	end: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
     Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE AttemptId = ?1 AND State = 0`,
+WHERE AttemptId = ?1 AND State = 0
+RETURNING ` + columns,
 	observeCancel: `UPDATE ExecutionAttempts SET CancellationObservedAt = ?2,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE AttemptId = ?1 AND CancellationObservedAt IS NULL`,
+WHERE AttemptId = ?1 AND CancellationObservedAt IS NULL
+RETURNING ` + columns,
 	listByRun: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND RunId = ?2 ORDER BY FencingToken`,
 	patch: `UPDATE ExecutionAttempts SET Phase = COALESCE(?2, Phase), CorrectionCount = CorrectionCount + ?3,
     ContextSnapshotRef = COALESCE(?4, ContextSnapshotRef), Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE AttemptId = ?1 AND State = 0`,
-	setCheckpoint: `UPDATE ExecutionAttempts SET LastCheckpointId = ?2, Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE AttemptId = ?1`,
+WHERE AttemptId = ?1 AND State = 0
+RETURNING ` + columns,
+	checkpointed: `UPDATE ExecutionAttempts SET LastCheckpointId = ?2, Phase = ?4,
+    Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE AttemptId = ?1 AND State = 0
+    AND NOT EXISTS (SELECT 1 FROM Checkpoints AS k WHERE k.AttemptId = ?1 AND k.Sequence > ?3)`,
 }

@@ -110,8 +110,9 @@ type Finish struct {
 	// Status is Succeeded, Failed or Denied.
 	Status     string
 	ReceiptRef *string
-	// IfMatch, when set, is the version the finish expects (412 otherwise).
-	IfMatch *sqldb.RowVersion
+	// IfMatch, when set, is the condition (If-Match) the current version must meet (412
+	// otherwise).
+	IfMatch sqldb.VersionMatcher
 }
 
 func (f Finish) check() error {
@@ -151,69 +152,44 @@ type stored struct {
 
 // Record writes a started call of the attempt under the lease at token. It reports
 // created=false for an exact repeat (same sequence, same request hash, same token), which
-// answers with the stored row, as it now is, even after the lease has ended: that check
-// runs before the fence. Errors: NotFound (no such attempt for this tenant), StaleLease,
-// LeaseExpired, SequenceConflict (the sequence is taken by a call with another request
-// hash), Invalid.
+// answers with the stored row, as it now is, also after the lease has ended
+// (runs.WriteFenced). Two statements on the common path: the fence and the insert (which
+// answers the row). Errors: NotFound (no such attempt for this tenant), StaleLease,
+// LeaseExpired, AttemptEnded, SequenceConflict (the sequence is taken by a call with
+// another request hash), Invalid.
 func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n New) (Call, bool, error) {
 	if err := n.check(); err != nil {
 		return Call{}, false, err
 	}
-	var (
-		out     Call
-		created bool
-	)
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		created = false
-		prev, err := s.read(ctx, tx, s.q.bySequence, tenantID, attemptID, int32(n.Sequence))
-		switch {
-		case err == nil && prev.AttemptToken == token:
-			out, err = repeatRecord(prev.Call, n)
-			return err
-		case err != nil && !errors.Is(err, sqldb.ErrNotFound):
-			return err
-		}
-		f, err := s.runs.Fence(ctx, tx, tenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		out, created, err = s.insert(ctx, tx, f, n)
-		return err
+	return runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
+		What: "record call",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Call, bool, error) {
+			var policy any
+			if n.PolicyDecisionID != nil {
+				policy = *n.PolicyDecisionID
+			}
+			var c Call
+			err := tx.GetContext(ctx, &c, s.q.insert, ids.New(), f.Attempt.AttemptID, f.Attempt.TenantID, int32(n.Sequence),
+				int32(n.Kind), n.Target, n.RequestHash, policy, tx.Dialect.Time(f.Now))
+			if sqldb.IsConflict(err, conflictMarkers...) {
+				return Call{}, false, runs.ErrTaken
+			}
+			if err != nil {
+				return Call{}, false, fmt.Errorf("insert call: %w", err)
+			}
+			return c, true, nil
+		},
+		Repeat: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Call, error) {
+			prev, err := s.read(ctx, tx, s.q.bySequence, tenantID, attemptID, int32(n.Sequence))
+			if errors.Is(err, sqldb.ErrNotFound) {
+				return Call{}, runs.ErrNoRepeat
+			}
+			if err != nil {
+				return Call{}, err
+			}
+			return repeatRecord(prev.Call, n)
+		},
 	})
-	if err != nil {
-		return Call{}, false, fmt.Errorf("record call: %w", err)
-	}
-	return out, created, nil
-}
-
-// insert writes the started call of a fenced attempt. A concurrent record of the same
-// sequence that committed first (the unique index refuses this one) resolves as a repeat
-// or a conflict, as if it had been seen before the fence.
-func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) (Call, bool, error) {
-	id := ids.New()
-	var policy any
-	if n.PolicyDecisionID != nil {
-		policy = *n.PolicyDecisionID
-	}
-	_, err := tx.ExecContext(ctx, s.q.insert, id, f.Attempt.AttemptID, f.Attempt.TenantID, int32(n.Sequence), int32(n.Kind),
-		n.Target, n.RequestHash, policy, tx.Dialect.Time(f.Now))
-	if err != nil {
-		if !sqldb.IsConflict(err, conflictMarkers...) {
-			return Call{}, false, fmt.Errorf("insert call: %w", err)
-		}
-		prev, err := s.read(ctx, tx, s.q.bySequence, f.Attempt.TenantID, f.Attempt.AttemptID, int32(n.Sequence))
-		if err != nil {
-			return Call{}, false, fmt.Errorf("read the call that won sequence %d: %w", n.Sequence, err)
-		}
-		out, err := repeatRecord(prev.Call, n)
-		return out, false, err
-	}
-	// Read back for the version the database stamped.
-	c, err := s.read(ctx, tx, s.q.byID, f.Attempt.TenantID, f.Attempt.AttemptID, id)
-	if err != nil {
-		return Call{}, false, fmt.Errorf("read recorded call: %w", err)
-	}
-	return c.Call, true, nil
 }
 
 func repeatRecord(prev Call, n New) (Call, error) {
@@ -237,64 +213,72 @@ func (s *Store) read(ctx context.Context, tx *sqldb.Tx, query string, args ...an
 
 // FinishCall records how the call ended, under the lease at token: Status, ReceiptRef
 // and EndedAt. A call already finished the same way (same status and receipt, same token)
-// answers with the stored row, before the fence, so a retry after the lease ended still
-// succeeds; a call finished another way is IllegalTransition. f.IfMatch, when set, must be
-// the call's version (PreconditionFailed otherwise; a repeat is answered before it is
-// compared, as the first answer was). Errors: NotFound (no such call of this attempt for
-// this tenant), StaleLease, LeaseExpired, IllegalTransition, PreconditionFailed, Invalid.
+// answers with the stored row, also after the lease ended (runs.WriteFenced); a call
+// finished another way is IllegalTransition. f.IfMatch, when set, must be the call's
+// version (PreconditionFailed otherwise; a repeat is answered before it is compared, as
+// the first answer was). Two statements on the common path: the fence and the update
+// (which answers the row). Errors: NotFound (no such call of this attempt for this
+// tenant), StaleLease, LeaseExpired, AttemptEnded, IllegalTransition, PreconditionFailed,
+// Invalid.
 func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, callID uuid.UUID, token int64, f Finish) (Call, error) {
 	if err := f.check(); err != nil {
 		return Call{}, err
 	}
-	var out Call
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		prev, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
-		if errors.Is(err, sqldb.ErrNotFound) {
-			return apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
-		}
-		if err != nil {
-			return err
-		}
-		if prev.AttemptToken == token && sameFinish(prev.Call, f) {
-			out = prev.Call
-			return nil
-		}
-		fenced, err := s.runs.Fence(ctx, tx, tenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		// Re-read under the fence: every writer of the attempt's calls holds the attempt row,
-		// so the call cannot change from here to the update.
-		cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
-		if err != nil {
-			return err
-		}
-		if sameFinish(cur.Call, f) {
-			out = cur.Call // a concurrent retry finished it first
-			return nil
-		}
-		if f.IfMatch != nil && *f.IfMatch != cur.Version {
-			return apperr.New(apperr.PreconditionFailed, "call %s has changed since that ETag", callID)
-		}
-		if cur.Status != Started {
-			return apperr.New(apperr.IllegalTransition, "call %s already finished as %s", callID, cur.Status)
-		}
-		res, err := tx.ExecContext(ctx, s.q.finish, tenantID, attemptID, callID, f.Status, f.ReceiptRef,
-			tx.Dialect.Time(fenced.Now), tx.Dialect.Version(cur.Version))
-		if err != nil {
-			return fmt.Errorf("finish call: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("finish call %s: changed %d rows under the fence, want 1 (%v)", callID, n, err)
-		}
-		done, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
-		out = done.Call
-		return err
+	c, _, err := runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
+		What: "finish call",
+		Do: func(ctx context.Context, tx *sqldb.Tx, fenced runs.Fenced) (Call, bool, error) {
+			// If-Match may name several tags or *: judge it against the row as it is (the
+			// attempt row the fence holds keeps the call from changing), then update at
+			// that version.
+			var ifMatch any
+			if f.IfMatch != nil {
+				cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+				switch {
+				case errors.Is(err, sqldb.ErrNotFound):
+					return Call{}, false, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
+				case err != nil:
+					return Call{}, false, err
+				case sameFinish(cur.Call, f):
+					return cur.Call, false, nil
+				case !f.IfMatch.Matches(cur.Version):
+					return Call{}, false, apperr.New(apperr.PreconditionFailed, "call %s has changed since that ETag", callID)
+				}
+				ifMatch = tx.Dialect.Version(cur.Version)
+			}
+			var done Call
+			err := tx.GetContext(ctx, &done, s.q.finish, tenantID, attemptID, callID, f.Status, f.ReceiptRef,
+				tx.Dialect.Time(fenced.Now), ifMatch)
+			if err == nil {
+				return done, true, nil
+			}
+			if !errors.Is(err, sqldb.ErrNotFound) {
+				return Call{}, false, fmt.Errorf("finish call: %w", err)
+			}
+			// Not finished by this request: missing, finished already (the same way: a
+			// repeat, answered as the first was), or not at the expected version. Every
+			// writer of the attempt's calls holds the attempt row, so the call cannot change
+			// from the update to this read.
+			cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+			switch {
+			case errors.Is(err, sqldb.ErrNotFound):
+				return Call{}, false, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
+			case err != nil:
+				return Call{}, false, err
+			case sameFinish(cur.Call, f):
+				return cur.Call, false, nil
+			default:
+				return Call{}, false, apperr.New(apperr.IllegalTransition, "call %s already finished as %s", callID, cur.Status)
+			}
+		},
+		Repeat: func(ctx context.Context, tx *sqldb.Tx, _ runs.Fenced) (Call, error) {
+			cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+			if err == nil && sameFinish(cur.Call, f) {
+				return cur.Call, nil
+			}
+			return Call{}, runs.ErrNoRepeat
+		},
 	})
-	if err != nil {
-		return Call{}, fmt.Errorf("finish call: %w", err)
-	}
-	return out, nil
+	return c, err
 }
 
 func sameFinish(c Call, f Finish) bool {

@@ -17,7 +17,7 @@ import (
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	rt := tenancy.RoleRuntime
-	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired}
+	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/calls", web.Op{
 		Summary: "Record a started call under the lease (201 with Location and ETag); an exact repeat of a sequence " +
 			"answers 200 with the stored call, another requestHash for the sequence is 409 sequence_conflict",
@@ -44,7 +44,7 @@ func Routes(s *web.Server, store *Store) {
 type handlers struct{ store *Store }
 
 func location(c Call) string {
-	return "/v1/attempts/" + c.AttemptID.String() + "/calls/" + c.CallID.String()
+	return web.Path("v1", "attempts", c.AttemptID.String(), "calls", c.CallID.String())
 }
 
 func (h handlers) record(c echo.Context) error {
@@ -85,14 +85,11 @@ func (h handlers) finish(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	f := Finish{Status: string(req.Status), ReceiptRef: req.ReceiptRef}
-	v, present, err := web.IfMatch(c, false)
+	ifMatch, err := web.IfMatch(c, false)
 	if err != nil {
 		return err
 	}
-	if present {
-		f.IfMatch = &v
-	}
+	f := Finish{Status: string(req.Status), ReceiptRef: req.ReceiptRef, IfMatch: ifMatch}
 	call, err := h.store.FinishCall(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, callID, req.FencingToken, f)
 	if err != nil {
 		return err

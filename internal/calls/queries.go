@@ -13,10 +13,12 @@ type queries struct {
 	// byID: 1 tenant, 2 attempt, 3 call -> the call's columns and AttemptToken.
 	byID string
 	// insert: 1 call, 2 attempt, 3 tenant, 4 sequence, 5 kind, 6 target, 7 request hash,
-	// 8 policy decision (or NULL), 9 started at; Status 'started', no receipt, no end.
+	// 8 policy decision (or NULL), 9 started at; Status 'started', no receipt, no end ->
+	// the call's columns as stored.
 	insert string
 	// finish: 1 tenant, 2 attempt, 3 call, 4 status, 5 receipt ref (or NULL), 6 ended at,
-	// 7 expected version; changes the row only while it is 'started' at that version.
+	// 7 expected version (or NULL: any); changes the row only while it is 'started' (at
+	// that version) -> the call's columns as stored; no row when it changed nothing.
 	finish string
 	// list: 1 tenant, 2 attempt, 3 after sequence, 4 limit -> calls in sequence order.
 	list string

@@ -32,18 +32,19 @@ package calls
 //     Kind arrive as int (int32 in Go); times as datetimeoffset; strings as nvarchar,
 //     compared under the column's BIN2 collation. Status literals are N'…' like the column.
 //   - Lock order of a record or a finish (DESIGN.md section 4): the fence's U locks on the
-//     attempt row, then the run row; then X on the call's keys. The reads before the fence
-//     hold no lock past their statement. Every writer of an attempt's calls passes the
-//     fence first, so the attempt row's U lock serialises them.
+//     attempt row, then the run row (one statement); then X on the call's keys. Every
+//     writer of an attempt's calls passes the fence first, so the attempt row's U lock
+//     serialises them.
 var mssqlQueries = queries{
-	// bySequence: the idempotent-repeat check of a record, run before the fence. Index:
-	// UX_Calls_Attempt_Sequence seek on (@p2, @p3), at most one row; key lookup into
-	// PK_CallRecords for the columns and the TenantId residual; PK_ExecutionAttempts seek for
-	// the attempt's token (TenantId residual). Locks: none under RCSI (last committed rows);
-	// without RCSI short S locks released at the end of the statement, which wait for a
-	// writer in flight on those keys; this transaction holds no lock yet, so the wait cannot
-	// deadlock. 0 rows -> ErrNotFound (no such call; or the attempt is missing or another
-	// tenant's, which the fence then answers with 404). Errors: 1205 -> ErrRetryable.
+	// bySequence: the exact-repeat check of a record, read only when the insert was refused
+	// by UX_Calls_Attempt_Sequence or the fence refused (runs.WriteFenced), so under the
+	// fence's U locks on the attempt and its run. Index: UX_Calls_Attempt_Sequence seek on
+	// (@p2, @p3), at most one row; key lookup into PK_CallRecords for the columns and the
+	// TenantId residual; PK_ExecutionAttempts seek for the attempt's token (TenantId
+	// residual). After a 2601 the duplicate is committed (every other record of the attempt
+	// waits on the attempt's U lock), so it is in the image under RCSI; without RCSI short S
+	// locks, compatible with this transaction's U locks. 0 rows -> ErrNotFound (nothing to
+	// repeat). Errors: 1205 -> ErrRetryable.
 	bySequence: `SELECT c.CallId, c.AttemptId, c.TenantId, c.Sequence, c.Kind, c.Target, c.RequestHash, c.PolicyDecisionId,
     c.ReceiptRef, c.Status, c.StartedAt, c.EndedAt, c.Version, a.FencingToken AS AttemptToken
 FROM dbo.CallRecords AS c
@@ -52,9 +53,8 @@ WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.Sequence = @p3;`,
 
 	// byID: PK_CallRecords (clustered) seek on @p3, TenantId and AttemptId residuals (a call
 	// of another attempt in the path is not found); PK_ExecutionAttempts seek for the
-	// token. Used before the fence (repeat check of a finish), under it (the re-read, and
-	// the read-back after an insert or a finish, which sees this transaction's own write),
-	// and by GET. No hints: under RCSI the last committed row or this transaction's own;
+	// token. Used under the fence (a finish that changed nothing reads why; the exact-repeat
+	// check of a finish after the fence refused) and by GET. No hints: under RCSI the last committed row or this transaction's own;
 	// without RCSI short S locks (compatible with the fence's U locks). Under the fence the
 	// row cannot change until commit: its every writer waits on the attempt's U lock.
 	// 0 rows -> ErrNotFound (404). Errors: 1205 -> ErrRetryable.
@@ -64,36 +64,45 @@ FROM dbo.CallRecords AS c
 INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = @p1
 WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.CallId = @p3;`,
 
-	// insert: under the fence (the attempt row U-locked by this transaction). Writes
-	// PK_CallRecords (COMB ids from ids.New: appends to the clustered index) and
-	// UX_Calls_Attempt_Sequence; X on both new keys until commit. The foreign key
+	// insert: under the fence (the attempt row U-locked by this transaction), answering the
+	// row as stored (OUTPUT without INTO: CallRecords has no trigger). Writes PK_CallRecords
+	// (COMB ids from ids.New: appends to the clustered index) and UX_Calls_Attempt_Sequence;
+	// X on both new keys until commit. The foreign key
 	// FK_CallRecords_ExecutionAttempts_AttemptId checks the attempt row with an S lock (a
 	// locking read under RCSI too), compatible with this transaction's own U lock. RCSI: no
 	// difference for an insert; every other record of this attempt waits on the attempt's U
 	// lock, so a duplicate key here is always a committed one. Errors: 2601 on
 	// UX_Calls_Attempt_Sequence -> ConflictError (the statement is rolled back, the
-	// transaction stays usable: XACT_ABORT is OFF on the session); the Go code re-reads the
-	// winner and answers repeat or sequence_conflict. 2627 on PK_CallRecords (a repeated
-	// random id: not expected) -> ConflictError, passed up as a 500. 547 FK ->
+	// transaction stays usable: XACT_ABORT is OFF on the session); the Go code reads the
+	// winner (bySequence) and answers repeat or sequence_conflict. 2627 on PK_CallRecords (a
+	// repeated random id: not expected) -> ConflictError, passed up as a 500. 547 FK ->
 	// ErrBadReference (not expected: the fence read the attempt). 33504 -> ErrRefused (not
 	// expected: TenantId is the session's). 8152/2628 (truncation) cannot arise: New.check
-	// bounds every string in UTF-16 code units. No 0-rows case.
+	// bounds every string in UTF-16 code units. Always one row out, or an error.
 	insert: `INSERT INTO dbo.CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
     ReceiptRef, Status, StartedAt, EndedAt)
+OUTPUT inserted.CallId, inserted.AttemptId, inserted.TenantId, inserted.Sequence, inserted.Kind, inserted.Target,
+    inserted.RequestHash, inserted.PolicyDecisionId, inserted.ReceiptRef, inserted.Status, inserted.StartedAt,
+    inserted.EndedAt, inserted.Version
 VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, NULL, N'started', @p9, NULL);`,
 
-	// finish: under the fence, after byID re-read the row. PK_CallRecords seek on @p3; the
-	// TenantId, AttemptId, Status and Version predicates are residuals on that one row
-	// (Status = N'started' and Version = @p7 make the write conditional on what the Go code
-	// just read). U then X on the clustered key until commit (no nonclustered index holds a
-	// changed column, so only the clustered row is written); the server stamps a new
-	// Version. An UPDATE finds its row with U locks on the latest committed version under
-	// RCSI too. 0 rows: the call changed since the re-read, which the fence rules out (Go
-	// reports it as an error, a 500, not a race). Errors: 33504 -> ErrRefused (not expected:
-	// the row is the session tenant's); 1205 -> ErrRetryable; 8152/2628 cannot arise
-	// (Finish.check bounds the receipt).
+	// finish: under the fence, answering the row as stored. PK_CallRecords seek on @p3; the
+	// TenantId, AttemptId, Status and Version predicates are residuals on that one row. @p7
+	// is the If-Match version as binary(8), or NULL (typed nvarchar by the driver, hence the
+	// explicit CONVERT: rowversion takes no implicit conversion from nvarchar). U then X on
+	// the clustered key until commit (no nonclustered index holds a changed column); the
+	// server stamps a new Version. An UPDATE finds its row with U locks on the latest
+	// committed version under RCSI too. 0 rows: the call is missing, finished already, or at
+	// another version: the Go code reads it (byID) to answer repeat, 404, 409 or 412; every
+	// writer of the attempt's calls holds the attempt's U lock, so nothing changes between
+	// the two. Errors: 33504 -> ErrRefused (not expected); 1205 -> ErrRetryable; 8152/2628
+	// cannot arise (Finish.check bounds the receipt).
 	finish: `UPDATE dbo.CallRecords SET Status = @p4, ReceiptRef = @p5, EndedAt = @p6
-WHERE TenantId = @p1 AND AttemptId = @p2 AND CallId = @p3 AND Status = N'started' AND Version = @p7;`,
+OUTPUT inserted.CallId, inserted.AttemptId, inserted.TenantId, inserted.Sequence, inserted.Kind, inserted.Target,
+    inserted.RequestHash, inserted.PolicyDecisionId, inserted.ReceiptRef, inserted.Status, inserted.StartedAt,
+    inserted.EndedAt, inserted.Version
+WHERE TenantId = @p1 AND AttemptId = @p2 AND CallId = @p3 AND Status = N'started'
+    AND (@p7 IS NULL OR Version = CONVERT(binary(8), @p7));`,
 
 	// list: keyset page in sequence order. Index: UX_Calls_Attempt_Sequence range seek
 	// AttemptId = @p2 AND Sequence > @p3 in index order, so no sort and TOP (@p4) stops the

@@ -13,10 +13,12 @@ FROM CallRecords AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId A
 WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.CallId = ?3`,
 	insert: `INSERT INTO CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
     ReceiptRef, Status, StartedAt, EndedAt, Version)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'started', ?9, NULL, (SELECT Value + 1 FROM RowVersionCounter))`,
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'started', ?9, NULL, (SELECT Value + 1 FROM RowVersionCounter))
+RETURNING ` + columns,
 	finish: `UPDATE CallRecords SET Status = ?4, ReceiptRef = ?5, EndedAt = ?6,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE TenantId = ?1 AND AttemptId = ?2 AND CallId = ?3 AND Status = 'started' AND Version = ?7`,
+WHERE TenantId = ?1 AND AttemptId = ?2 AND CallId = ?3 AND Status = 'started' AND (?7 IS NULL OR Version = ?7)
+RETURNING ` + columns,
 	list: `SELECT ` + columns + ` FROM CallRecords WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
 ORDER BY Sequence LIMIT ?4`,
 }

@@ -104,8 +104,8 @@ var storeCases = []struct {
 			t.Fatalf("finish repeat with another token: got %v, want stale_lease", err)
 		}
 		_, _, err = e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
-		if !apperr.Is(err, apperr.LeaseExpired) {
-			t.Fatalf("new record after complete: got %v, want lease_expired", err)
+		if !apperr.Is(err, apperr.AttemptEnded) {
+			t.Fatalf("new record after complete: got %v, want attempt_ended", err)
 		}
 	}},
 

@@ -105,48 +105,43 @@ func NewStore(db *sqldb.DB, svc *runs.Service) *Store {
 // conflictMarkers name the unique index on (AttemptId, Sequence) in both dialects.
 var conflictMarkers = []string{"UX_Checkpoints_Attempt_Sequence", "Checkpoints.AttemptId, Checkpoints.Sequence"}
 
-// Append writes a checkpoint of the attempt under the lease at token and makes it the
-// attempt's LastCheckpointId when its sequence is the attempt's highest. It reports
+// Append writes a checkpoint of the attempt under the lease at token; when its sequence
+// is the attempt's highest, it becomes the attempt's LastCheckpointId and its phase the
+// attempt's phase (a late append of a lower sequence moves neither). It reports
 // created=false for an exact repeat (same sequence, same hash, same token), which answers
-// with the stored row even after the lease has ended: that check runs before the fence.
+// with the stored row, also after the lease has ended (runs.WriteFenced). Three statements
+// on the common path: the fence, the insert, the attempt's update.
 // Errors: NotFound (no such attempt for this tenant), StaleLease, LeaseExpired,
-// SequenceConflict (the sequence is taken by a checkpoint with another hash), Invalid.
+// AttemptEnded, SequenceConflict (the sequence is taken by a checkpoint with another
+// hash), Invalid.
 func (s *Store) Append(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n New) (Checkpoint, bool, error) {
 	if err := n.check(); err != nil {
 		return Checkpoint{}, false, err
 	}
-	var (
-		out     Checkpoint
-		created bool
-	)
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		created = false
-		prev, err := s.bySequence(ctx, tx, tenantID, attemptID, n.Sequence)
-		switch {
-		case err == nil && prev.AttemptToken == token:
-			out, err = repeat(prev.Checkpoint, n)
-			return err
-		case err != nil && !errors.Is(err, sqldb.ErrNotFound):
-			return err
-		}
-		// Not a repeat (or one presented with another token, which the fence refuses).
-		f, err := s.runs.Fence(ctx, tx, tenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		out, created, err = s.insert(ctx, tx, f, n)
-		return err
+	return runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Checkpoint]{
+		What: "append checkpoint",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Checkpoint, bool, error) {
+			c, err := s.insert(ctx, tx, f, n)
+			return c, true, err
+		},
+		Repeat: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Checkpoint, error) {
+			prev, err := s.bySequence(ctx, tx, tenantID, attemptID, n.Sequence)
+			if errors.Is(err, sqldb.ErrNotFound) {
+				return Checkpoint{}, runs.ErrNoRepeat
+			}
+			if err != nil {
+				return Checkpoint{}, err
+			}
+			return repeat(prev.Checkpoint, n)
+		},
 	})
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("append checkpoint: %w", err)
-	}
-	return out, created, nil
 }
 
-// insert writes the checkpoint of a fenced attempt. A concurrent append of the same
-// sequence that committed first (the unique index refuses this one) resolves as a repeat
-// or a conflict, exactly as if it had been seen before the fence.
-func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) (Checkpoint, bool, error) {
+// insert writes the checkpoint of a fenced attempt and records it on the attempt. A
+// checkpoint already at its sequence (an earlier append, or on SQL Server a concurrent one
+// that committed first) makes the unique index refuse it: runs.ErrTaken, and the repeat
+// rule answers.
+func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) (Checkpoint, error) {
 	c := Checkpoint{
 		CheckpointID: ids.New(), AttemptID: f.Attempt.AttemptID, TenantID: f.Attempt.TenantID, Sequence: n.Sequence,
 		Phase: n.Phase, AdapterStateRef: n.AdapterStateRef, AdapterVersion: n.AdapterVersion,
@@ -154,30 +149,18 @@ func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) 
 	}
 	_, err := tx.ExecContext(ctx, s.q.insert, c.CheckpointID, c.AttemptID, c.TenantID, int32(c.Sequence), int32(c.Phase),
 		c.AdapterStateRef, c.AdapterVersion, c.ContextSnapshotRef, c.Hash, tx.Dialect.Time(c.CreatedAt))
+	if sqldb.IsConflict(err, conflictMarkers...) {
+		return Checkpoint{}, runs.ErrTaken
+	}
 	if err != nil {
-		if !sqldb.IsConflict(err, conflictMarkers...) {
-			return Checkpoint{}, false, fmt.Errorf("insert checkpoint: %w", err)
-		}
-		prev, err := s.bySequence(ctx, tx, c.TenantID, c.AttemptID, c.Sequence)
-		if err != nil {
-			return Checkpoint{}, false, fmt.Errorf("read the checkpoint that won sequence %d: %w", c.Sequence, err)
-		}
-		out, err := repeat(prev.Checkpoint, n)
-		return out, false, err
+		return Checkpoint{}, fmt.Errorf("insert checkpoint: %w", err)
 	}
-	// LastCheckpointId names the attempt's highest sequence, so a late retry of an older
-	// sequence cannot move an attempt's resume point backwards. Every append of the attempt
-	// holds the attempt row (the fence), so no other append can interleave here.
-	var higher int
-	if err := tx.GetContext(ctx, &higher, s.q.higher, c.TenantID, c.AttemptID, int32(c.Sequence)); err != nil {
-		return Checkpoint{}, false, fmt.Errorf("compare checkpoint sequence: %w", err)
+	// Every append of the attempt holds the attempt row (the fence), so no other append
+	// can interleave between the insert and this update.
+	if err := attempts.Checkpointed(ctx, tx, c.AttemptID, c.CheckpointID, c.Sequence, c.Phase); err != nil {
+		return Checkpoint{}, err
 	}
-	if higher == 0 {
-		if err := attempts.SetLastCheckpoint(ctx, tx, c.AttemptID, c.CheckpointID); err != nil {
-			return Checkpoint{}, false, err
-		}
-	}
-	return c, true, nil
+	return c, nil
 }
 
 // repeat answers an append whose sequence is already stored.

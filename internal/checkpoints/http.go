@@ -21,7 +21,7 @@ func Routes(s *web.Server, store *Store) {
 			"with the stored checkpoint, another hash for the sequence is 409 sequence_conflict",
 		Roles: []string{tenancy.RoleRuntime}, Body: api.CheckpointRequest{},
 		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Checkpoint{},
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.SequenceConflict},
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.SequenceConflict},
 	}, h.append)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints", web.Op{
 		Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[api.Checkpoint]{},
@@ -42,7 +42,7 @@ func Routes(s *web.Server, store *Store) {
 type handlers struct{ store *Store }
 
 func location(c Checkpoint) string {
-	return "/v1/attempts/" + c.AttemptID.String() + "/checkpoints/" + c.CheckpointID.String()
+	return web.Path("v1", "attempts", c.AttemptID.String(), "checkpoints", c.CheckpointID.String())
 }
 
 func (h handlers) append(c echo.Context) error {

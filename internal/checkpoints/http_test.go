@@ -81,7 +81,7 @@ var httpCases = []struct {
 		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, body(l.Token+1, 0, "h"), nil), http.StatusConflict, "stale_lease")
 		apitest.WantStatus(t, s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/release", rt,
 			fmt.Sprintf(`{"fencingToken":%d,"retryAfterSeconds":0}`, l.Token), nil), http.StatusOK)
-		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, body(l.Token, 0, "h"), nil), http.StatusConflict, "lease_expired")
+		apitest.WantProblem(t, s.Do(t, http.MethodPost, path, rt, body(l.Token, 0, "h"), nil), http.StatusConflict, "attempt_ended")
 		next := s.ClaimLease(t, rt)
 		apitest.WantProblem(t, s.Do(t, http.MethodPost, "/v1/attempts/"+next.AttemptID+"/checkpoints", rt, body(l.Token, 0, "h"), nil),
 			http.StatusConflict, "stale_lease")

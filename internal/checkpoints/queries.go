@@ -16,9 +16,6 @@ type queries struct {
 	// insert: 1 checkpoint, 2 attempt, 3 tenant, 4 sequence, 5 phase, 6 adapter state ref,
 	// 7 adapter version, 8 context snapshot ref (or NULL), 9 hash, 10 created at.
 	insert string
-	// higher: 1 tenant, 2 attempt, 3 sequence -> 1 when the attempt has a checkpoint with a
-	// higher sequence, else 0 (always one row).
-	higher string
 	// list: 1 tenant, 2 attempt, 3 after sequence, 4 limit -> checkpoints in sequence order.
 	list string
 	// lastOfRun: 1 tenant, 2 run -> the checkpoint with the highest sequence of the run's

@@ -28,22 +28,18 @@ package checkpoints
 //     compared under the column's BIN2 collation (an explicit column collation wins over
 //     the parameter's coercible default).
 //   - Lock order of an append (DESIGN.md section 4): the fence's U locks on the attempt row,
-//     then the run row; then X on the new checkpoint's keys; then the attempt row again
-//     (SetLastCheckpoint converts this transaction's U to X). The reads before the fence
-//     hold no lock past their statement.
+//     then the run row (one statement); then X on the new checkpoint's keys; then the
+//     attempt row again (attempts.Checkpointed converts this transaction's U to X).
 var mssqlQueries = queries{
-	// bySequence: the idempotent-repeat check, run before the fence. Index:
-	// UX_Checkpoints_Attempt_Sequence seek on (@p2, @p3), at most one row; key lookup into
-	// PK_Checkpoints for the columns and the TenantId residual; PK_ExecutionAttempts seek
-	// for the attempt's token (TenantId residual). Locks: none under RCSI (the last
-	// committed rows); without RCSI short S locks, released at the end of the statement,
-	// which wait for a writer in flight on those keys (e.g. an append of the same sequence
-	// that has not committed yet: then this read sees its row once it commits). This
-	// transaction holds no lock yet, so that wait cannot deadlock. Rows that the holder is
-	// writing concurrently are decided later: the fence serialises appends of one attempt,
-	// and the insert's unique index is the backstop. 0 rows -> ErrNotFound (no such
-	// checkpoint; or the attempt is missing or another tenant's, which the fence then
-	// answers with 404). Errors: 1205 -> ErrRetryable.
+	// bySequence: the exact-repeat check, read only when the insert was refused by
+	// UX_Checkpoints_Attempt_Sequence or the fence refused (runs.WriteFenced), so under the
+	// fence's U locks on the attempt and its run. Index: UX_Checkpoints_Attempt_Sequence seek
+	// on (@p2, @p3), at most one row; key lookup into PK_Checkpoints for the columns and the
+	// TenantId residual; PK_ExecutionAttempts seek for the attempt's token (TenantId
+	// residual). After a 2601 the duplicate is committed (every other append of the attempt
+	// waits on the attempt's U lock), so it is in the image under RCSI; without RCSI short S
+	// locks, compatible with this transaction's U locks. 0 rows -> ErrNotFound (nothing to
+	// repeat). Errors: 1205 -> ErrRetryable.
 	bySequence: `SELECT c.CheckpointId, c.AttemptId, c.TenantId, c.Sequence, c.Phase, c.AdapterStateRef, c.AdapterVersion,
     c.ContextSnapshotRef, c.Hash, c.CreatedAt, a.FencingToken AS AttemptToken
 FROM dbo.Checkpoints AS c
@@ -75,16 +71,6 @@ WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.Sequence = @p3;`,
 	insert: `INSERT INTO dbo.Checkpoints (CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion,
     ContextSnapshotRef, Hash, CreatedAt)
 VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10);`,
-
-	// higher: after the insert, under the fence. Index: UX_Checkpoints_Attempt_Sequence
-	// range seek AttemptId = @p2 AND Sequence > @p3; EXISTS stops at the first row whose
-	// key lookup passes the TenantId residual (the first, as an attempt's checkpoints are
-	// all its tenant's). No hints: it sees this transaction's own insert and every
-	// committed append; no other append of the attempt can be in flight (they wait on the
-	// attempt's U lock). Under RCSI no locks; without RCSI short S locks. Always one row
-	// (CASE), 0 or 1. Errors: 1205 -> ErrRetryable.
-	higher: `SELECT CASE WHEN EXISTS (SELECT 1 FROM dbo.Checkpoints
-    WHERE AttemptId = @p2 AND Sequence > @p3 AND TenantId = @p1) THEN 1 ELSE 0 END;`,
 
 	// list: keyset page in sequence order. Index: UX_Checkpoints_Attempt_Sequence range
 	// seek AttemptId = @p2 AND Sequence > @p3, read in index order, so the ORDER BY needs no

@@ -12,8 +12,6 @@ WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.Sequence = ?3`,
 	insert: `INSERT INTO Checkpoints (CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion,
     ContextSnapshotRef, Hash, CreatedAt)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
-	higher: `SELECT CASE WHEN EXISTS (SELECT 1 FROM Checkpoints
-    WHERE AttemptId = ?2 AND Sequence > ?3 AND TenantId = ?1) THEN 1 ELSE 0 END`,
 	list: `SELECT ` + columns + ` FROM Checkpoints WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
 ORDER BY Sequence LIMIT ?4`,
 	// SQLite has no CROSS APPLY: the correlated subquery picks each attempt's highest

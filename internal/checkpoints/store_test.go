@@ -103,8 +103,8 @@ var storeCases = []struct {
 		}
 		// Anything new is refused now.
 		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h"))
-		if !apperr.Is(err, apperr.LeaseExpired) {
-			t.Fatalf("new sequence after complete: got %v, want lease_expired", err)
+		if !apperr.Is(err, apperr.AttemptEnded) {
+			t.Fatalf("new sequence after complete: got %v, want attempt_ended", err)
 		}
 	}},
 

@@ -120,8 +120,8 @@ type Answer struct {
 	ApprovalID *uuid.UUID
 	// KeyID is the answering key (AnsweredBy).
 	KeyID string
-	// IfMatch is the version the answer was made against.
-	IfMatch sqldb.RowVersion
+	// IfMatch is the condition (If-Match) the current version must meet.
+	IfMatch sqldb.VersionMatcher
 }
 
 // Position is a keyset position in RequestedAt, DecisionId order.
@@ -232,7 +232,7 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 		if cur.Status != StatusPending {
 			return apperr.New(apperr.DecisionClosed, "the decision is %s, no longer pending", cur.Status)
 		}
-		if cur.Version != a.IfMatch {
+		if a.IfMatch == nil || !a.IfMatch.Matches(cur.Version) {
 			return apperr.New(apperr.PreconditionFailed, "If-Match is not the decision's current ETag")
 		}
 		var approval any
@@ -240,7 +240,7 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 			approval = *a.ApprovalID
 		}
 		res, err := tx.ExecContext(ctx, s.q.answer, tenantID, id, a.Status, runs.JSONText(a.Answer), approval,
-			a.KeyID, tx.Dialect.Time(now), tx.Dialect.Version(a.IfMatch))
+			a.KeyID, tx.Dialect.Time(now), tx.Dialect.Version(cur.Version))
 		if err != nil {
 			return fmt.Errorf("answer decision: %w", err)
 		}

@@ -29,7 +29,7 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{
 		Summary: "Ask for a decision under the lease; the attempt's phase becomes awaiting_decision",
 		Roles:   []string{rt}, Body: api.DecisionRequest{}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired},
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
 		Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},
@@ -72,7 +72,7 @@ func (h handlers) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.Created(c, "/v1/decisions/"+d.DecisionID.String(), d.Version, d.Wire())
+	return web.Created(c, web.Path("v1", "decisions", d.DecisionID.String()), d.Version, d.Wire())
 }
 
 // requestOf checks what the validator cannot (UTF-16 lengths, text, JSON) and converts.
@@ -123,12 +123,12 @@ func (h handlers) answer(c echo.Context) error {
 	if !ok {
 		return apperr.FieldsInvalid(apperr.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
 	}
-	v, _, err := web.IfMatch(c, true)
+	ifMatch, err := web.IfMatch(c, true)
 	if err != nil {
 		return err
 	}
 	p := tenancy.MustPrincipal(c)
-	a := Answer{Status: string(req.Status), Answer: answer, KeyID: p.KeyID, IfMatch: v, ApprovalID: req.ApprovalID}
+	a := Answer{Status: string(req.Status), Answer: answer, KeyID: p.KeyID, IfMatch: ifMatch, ApprovalID: req.ApprovalID}
 	d, err := h.store.Answer(c.Request().Context(), p.TenantID, id, a)
 	if err != nil {
 		return err

@@ -89,8 +89,8 @@ var storeCases = []storeCase{
 			t.Fatal(err)
 		}
 		_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{})
-		if !apperr.Is(err, apperr.LeaseExpired) {
-			t.Fatalf("got %v, want lease_expired", err)
+		if !apperr.Is(err, apperr.AttemptEnded) {
+			t.Fatalf("got %v, want attempt_ended", err)
 		}
 		if n := e.count(); n != 0 {
 			t.Fatalf("%d decisions written", n)

@@ -101,71 +101,66 @@ func NewStore(db *sqldb.DB, svc *runs.Service) *Store {
 // Create delegates under the holder's fence: in one transaction it enqueues the child run
 // (ParentRunId = the attempt's run, so Depth = the parent's + 1) and records the
 // delegation, pending. It reports created=false for a repeat: when the child's
-// idempotencyKey already named a run that is the child of a delegation made by an attempt
-// of the same parent run (this attempt, or an earlier one whose lease was lost), it returns
-// that delegation. The repeat is recognised before the fence, so it answers even after the
-// lease ended, and writes nothing.
+// idempotencyKey already names a run for the same child request that is the child of a
+// delegation made by an attempt of the same parent run (this attempt, or an earlier one
+// whose lease was lost), it returns that delegation. The repeat rule is runs.WriteFenced's:
+// the create is tried first, the key is compared only when the child's insert meets it,
+// and after the fence refuses only a repeat presented with the same token answers 200.
 //
 // Errors: NotFound (no such attempt for the tenant), StaleLease, LeaseExpired,
-// SubjectConflict (the child's subject is the parent run's: the child could never be
-// leased while the parent holds the subject), LoopDepth, UnknownProject, and
+// AttemptEnded, SubjectConflict (the child's subject is the parent run's: the child could
+// never be leased while the parent holds the subject), LoopDepth, UnknownProject,
+// IdempotencyKeyReused (the key names a run made by another request), and
 // SequenceConflict when the idempotencyKey names a run that is no delegated child of this
 // run (a plain enqueue, or another run's child): the key is taken, and no delegation can
 // be returned for it. Nothing is written when it fails.
 func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, token int64, r Request) (Delegation, bool, error) {
-	var (
-		out     Delegation
-		created bool
-	)
-	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
-		created = false
-		a, err := attempts.Get(ctx, tx, c.TenantID, attemptID)
-		if err != nil {
-			return err
-		}
-		if key := r.Child.IdempotencyKey; key != nil {
+	out, created, err := runs.WriteFenced(ctx, s.svc, c.TenantID, attemptID, token, runs.FencedWrite[Delegation]{
+		What: "create delegation",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Delegation, bool, error) {
+			if r.Child.Subject == f.Run.Subject {
+				return Delegation{}, false, apperr.New(apperr.SubjectConflict,
+					"the child's subject is the parent run's: it could not be leased while the parent holds it")
+			}
+			spec := r.Child
+			parent := f.Run.RunID
+			spec.ParentRunID = &parent
+			run, fresh, err := s.svc.EnqueueTx(ctx, tx, c, spec)
+			if err != nil {
+				return Delegation{}, false, err
+			}
+			if !fresh {
+				// The key named a run already (an earlier create, a concurrent one that
+				// committed first, or a purged one): its delegation, if it is this run's.
+				d, err := s.repeat(ctx, tx, f.Attempt, run.RunID)
+				return d, false, err
+			}
+			var d Delegation
+			err = tx.GetContext(ctx, &d, s.q.insert, ids.New(), attemptID, c.TenantID, run.RunID, r.Child.AgentID, r.Purpose,
+				run.Depth, StatusOf(run), tx.Dialect.Time(f.Now))
+			if err != nil {
+				return Delegation{}, false, fmt.Errorf("insert delegation: %w", err)
+			}
+			return d, true, nil
+		},
+		Repeat: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Delegation, error) {
+			key := r.Child.IdempotencyKey
+			if key == nil {
+				return Delegation{}, runs.ErrNoRepeat
+			}
 			var runID uuid.UUID
 			err := tx.GetContext(ctx, &runID, s.q.runByIdempotencyKey, c.TenantID, *key)
-			if err == nil {
-				out, err = s.repeat(ctx, tx, a, runID)
-				return err
+			if errors.Is(err, sqldb.ErrNotFound) {
+				return Delegation{}, runs.ErrNoRepeat
 			}
-			if !errors.Is(err, sqldb.ErrNotFound) {
-				return fmt.Errorf("read run by idempotency key: %w", err)
+			if err != nil {
+				return Delegation{}, fmt.Errorf("read run by idempotency key: %w", err)
 			}
-		}
-		f, err := s.svc.Fence(ctx, tx, c.TenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		if r.Child.Subject == f.Run.Subject {
-			return apperr.New(apperr.SubjectConflict,
-				"the child's subject is the parent run's: it could not be leased while the parent holds it")
-		}
-		spec := r.Child
-		parent := f.Run.RunID
-		spec.ParentRunID = &parent
-		run, fresh, err := s.svc.EnqueueTx(ctx, tx, c, spec)
-		if err != nil {
-			return err
-		}
-		if !fresh {
-			// The key was taken meanwhile (a concurrent create won) or was purged.
-			out, err = s.repeat(ctx, tx, a, run.RunID)
-			return err
-		}
-		id := ids.New()
-		_, err = tx.ExecContext(ctx, s.q.insert, id, attemptID, c.TenantID, run.RunID, r.Child.AgentID, r.Purpose,
-			run.Depth, StatusOf(run), tx.Dialect.Time(f.Now))
-		if err != nil {
-			return fmt.Errorf("insert delegation: %w", err)
-		}
-		out, err = s.get(ctx, tx, c.TenantID, id)
-		created = err == nil
-		return err
+			return s.repeat(ctx, tx, f.Attempt, runID)
+		},
 	})
 	if err != nil {
-		return Delegation{}, false, fmt.Errorf("create delegation: %w", err)
+		return Delegation{}, false, err
 	}
 	if created {
 		s.svc.Woke(c.TenantID)

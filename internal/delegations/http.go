@@ -25,7 +25,7 @@ func Routes(s *web.Server, store *Store) {
 			"(a repeat of the child's idempotencyKey answers 200 with the existing delegation)",
 		Roles: []string{tenancy.RoleRuntime}, Body: api.DelegationRequest{}, Status: http.StatusCreated,
 		AlsoStatus: []int{http.StatusOK}, Response: api.Delegation{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.SubjectConflict,
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.IdempotencyKeyReused, apperr.SubjectConflict,
 			apperr.LoopDepth, apperr.UnknownProject, apperr.SequenceConflict},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/delegations", web.Op{
@@ -61,7 +61,7 @@ func (h handlers) create(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/delegations/"+d.DelegationID.String(), d.Version, d.Wire())
+		return web.Created(c, web.Path("v1", "delegations", d.DelegationID.String()), d.Version, d.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
 }

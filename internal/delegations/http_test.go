@@ -116,7 +116,7 @@ func TestHTTP(t *testing.T) {
 			{`{"fencingToken":1,"purpose":"p"}`, "child"},
 			{`{"fencingToken":1,"purpose":"p","child":null}`, "child"},
 			{`{"fencingToken":1,"childAgentId":"a","purpose":"p","child":` + good + `}`, "childAgentId"},
-			{delegationBody(tok, enqueueBody("c", childAgent, `,"parentRunId":"`+p.Run.RunID+`"`)), "parentRunId"},
+			{delegationBody(tok, enqueueBody("c", childAgent, `,"parentRunId":"`+p.Run.RunID+`"`)), "child.parentRunId"},
 			{delegationBody(tok, `{"kind":"review","projectId":"p1","agentId":"a","stepId":"6f1c7c39-2b1e-4d8a-9c61-1d2f3b4a5c6d","snapshotId":"0b4e2d8c-7a61-4f3e-8d2c-5b6a7c8d9e0f"}`), "child.subject"},
 			{delegationBody(tok, enqueueBody("c", childAgent, `,"band":"urgent"`)), "child.band"},
 			{delegationBody(tok, enqueueBody("c", childAgent, `,"maxAttempts":0`)), "child.maxAttempts"},
@@ -163,7 +163,7 @@ func TestHTTP(t *testing.T) {
 			delegationBody(tok, strings.Replace(good, `"projectId":"p1"`, `"projectId":"p9"`, 1)), nil), http.StatusUnprocessableEntity, "unknown_project")
 		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/runs", c.runtime, enqueueBody("solo", "x", `,"idempotencyKey":"taken"`), nil), http.StatusCreated, "")
 		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, delegationBody(tok, enqueueBody("c", childAgent, `,"idempotencyKey":"taken"`)), nil),
-			http.StatusConflict, "sequence_conflict")
+			http.StatusConflict, "idempotency_key_reused")
 		if n := s.Rows(t, "SubAgentDelegations", c.tenant) + s.Rows(t, "SubAgentDelegations", other.tenant); n != 0 {
 			t.Fatalf("refused creates wrote %d delegations", n)
 		}

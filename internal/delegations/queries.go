@@ -6,7 +6,7 @@ import "github.com/ledger-dev/ledger/internal/sqldb"
 // complete statements taking the numbered arguments listed here. Times are tx.Dialect.Time values;
 // a nil keyset position passes NULL for both of its arguments.
 type queries struct {
-	insert        string // 1 delegation, 2 attempt, 3 tenant, 4 child run, 5 child agent, 6 purpose, 7 depth, 8 status, 9 created at (now)
+	insert        string // 1 delegation, 2 attempt, 3 tenant, 4 child run, 5 child agent, 6 purpose, 7 depth, 8 status, 9 created at (now) -> the delegation as stored
 	get           string // 1 tenant, 2 delegation
 	byChildRun    string // 1 tenant, 2 child run
 	listByAttempt string // 1 tenant, 2 attempt, 3 after created at, 4 after delegation, 5 limit

@@ -36,13 +36,17 @@ package delegations
 //     a delegation row and then asks for a run or attempt, so no cycle goes through it.
 var mssqlQueries = queries{
 	// insert: PK_SubAgentDelegations (a COMB id appends), UX_Delegations_ChildRun and
-	// IX_Delegations_Attempt; X on the new keys. The FK check reads the attempt's PK key
-	// with a short S lock, compatible with the U lock this transaction holds on it from the
-	// fence. RCSI: no difference for an insert. Errors: 2601 on UX_Delegations_ChildRun ->
-	// ConflictError, not expected (the child run was created by this same transaction); 547
-	// FK -> ErrBadReference (not expected after the fence); 33504 -> ErrRefused.
+	// IX_Delegations_Attempt; X on the new keys. It answers the row as stored (OUTPUT
+	// without INTO: the table has no trigger), so Create reads nothing back. The FK check
+	// reads the attempt's PK key with a short S lock, compatible with the U lock this
+	// transaction holds on it from the fence. RCSI: no difference for an insert. Always one
+	// row out, or an error. Errors: 2601 on UX_Delegations_ChildRun -> ConflictError, not
+	// expected (the child run was created by this same transaction); 547 FK ->
+	// ErrBadReference (not expected after the fence); 33504 -> ErrRefused.
 	insert: `INSERT INTO dbo.SubAgentDelegations (DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth,
     Status, CreatedAt)
+OUTPUT inserted.DelegationId, inserted.AttemptId, inserted.TenantId, inserted.ChildRunId, inserted.ChildAgentId,
+    inserted.Purpose, inserted.Depth, inserted.Status, inserted.CreatedAt, inserted.Version
 VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9);`,
 
 	// get: PK seek, TenantId residual (and RLS). No hints: under RCSI the last committed row
@@ -84,10 +88,10 @@ WHERE TenantId = @p1 AND DelegationId = @p2 AND Status <> @p3;`,
 	// runByIdempotencyKey: UX_Runs_Idempotency seek (TenantId, IdempotencyKey), covering
 	// (RunId is PK_Runs' clustered key, carried by the index). "IdempotencyKey IS NOT NULL"
 	// repeats the index's filter so the filtered index matches whatever the optimizer infers
-	// from "= @p2" (as runs' byIdempotency). No hints: a read before the fence; a create with
-	// the same key in flight is not seen (RCSI) or waited for (short S lock), and if it is
-	// missed, EnqueueTx's insert meets it on the unique index and answers with its run, which
-	// Create then treats as this repeat. 0 rows -> ErrNotFound (a new key).
+	// from "= @p2" (as runs' byIdempotency). Read only after the fence refused a create
+	// (its exact-repeat check), under the fence's U locks; a create of the same parent run
+	// in flight would hold them too, so what is read is committed. No hints: under RCSI
+	// versioned, without RCSI a short S lock. 0 rows -> ErrNotFound (nothing to repeat).
 	runByIdempotencyKey: `SELECT RunId FROM dbo.Runs WHERE TenantId = @p1 AND IdempotencyKey = @p2 AND IdempotencyKey IS NOT NULL;`,
 
 	// continuedFrom: PK_Runs seek, TenantId residual. ContinuedFromRunId never changes

@@ -5,7 +5,8 @@ package delegations
 var sqliteQueries = queries{
 	insert: `INSERT INTO SubAgentDelegations (DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth,
     Status, Version, CreatedAt)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, (SELECT Value + 1 FROM RowVersionCounter), ?9)`,
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, (SELECT Value + 1 FROM RowVersionCounter), ?9)
+RETURNING ` + columns,
 	get:        `SELECT ` + columns + ` FROM SubAgentDelegations WHERE TenantId = ?1 AND DelegationId = ?2`,
 	byChildRun: `SELECT ` + columns + ` FROM SubAgentDelegations WHERE TenantId = ?1 AND ChildRunId = ?2`,
 	listByAttempt: `SELECT ` + columns + ` FROM SubAgentDelegations

@@ -272,18 +272,26 @@ var storeCases = []storeCase{
 		e := newEnv(t, tgt)
 		cl := e.parent("p")
 		key := "delegate:p:security"
+		first := request("c", func(s *runs.Spec) { s.IdempotencyKey = &key })
 		withKey := func(subject string) delegations.Request {
-			return request(subject, func(s *runs.Spec) { s.IdempotencyKey = &key })
+			r := first
+			r.Child.Subject = subject
+			return r
 		}
 		d := e.delegate(cl, withKey("c"))
-		again, created, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, withKey("other-subject"))
+		again, created, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, withKey("c"))
 		if err != nil || created || again != d {
 			t.Fatalf("repeat: created=%v err=%v %+v, want the first delegation", created, err, again)
 		}
-		// Recognised before the fence: a repeat with a stale token still gets its answer.
-		again, created, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken+5, withKey("c"))
-		if err != nil || created || again.DelegationID != d.DelegationID {
-			t.Fatalf("stale repeat: created=%v err=%v", created, err)
+		// The same key for another child request is a reused key, not a repeat.
+		_, _, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, withKey("other-subject"))
+		if !apperr.Is(err, apperr.IdempotencyKeyReused) {
+			t.Fatalf("key reused for another child: got %v, want idempotency_key_reused", err)
+		}
+		// A repeat presented with another token is refused as the fence refuses.
+		_, _, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken+5, withKey("c"))
+		if !apperr.Is(err, apperr.StaleLease) {
+			t.Fatalf("repeat with a stale token: got %v, want stale_lease", err)
 		}
 		// A later attempt of the same parent run (the first gave its lease back) gets it too.
 		if _, err := e.Svc.Release(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
@@ -301,19 +309,20 @@ var storeCases = []storeCase{
 		if n := e.count("SubAgentDelegations"); n != 1 {
 			t.Fatalf("%d delegations, want 1", n)
 		}
-		// A key that names a plain run, or another run's child, cannot be this run's delegation.
+		// A key that names a plain run, or another run's child, cannot be this run's
+		// delegation: the child request differs from the stored run's (its parent, at least).
 		plainKey := "plain-run"
 		e.enqueue(spec("plain", "someone", func(s *runs.Spec) { s.IdempotencyKey = &plainKey }))
 		_, _, err = e.store.Create(e.Ctx, e.Caller, cl2.Attempt.AttemptID, cl2.Lease.FencingToken,
 			request("c2", func(s *runs.Spec) { s.IdempotencyKey = &plainKey }))
-		if !apperr.Is(err, apperr.SequenceConflict) {
-			t.Fatalf("key of a plain run: got %v, want sequence_conflict", err)
+		if !apperr.Is(err, apperr.IdempotencyKeyReused) {
+			t.Fatalf("key of a plain run: got %v, want idempotency_key_reused", err)
 		}
 		e.enqueue(spec("p2", parentAgent))
 		other := e.claim(parentAgent)
 		_, _, err = e.store.Create(e.Ctx, e.Caller, other.Attempt.AttemptID, other.Lease.FencingToken, withKey("c"))
-		if !apperr.Is(err, apperr.SequenceConflict) {
-			t.Fatalf("key of another run's child: got %v, want sequence_conflict", err)
+		if !apperr.Is(err, apperr.IdempotencyKeyReused) {
+			t.Fatalf("key of another run's child: got %v, want idempotency_key_reused", err)
 		}
 		if n := e.count("SubAgentDelegations"); n != 1 {
 			t.Fatalf("%d delegations after refused repeats, want 1", n)
@@ -331,12 +340,12 @@ var storeCases = []storeCase{
 		}
 		results := make(chan result, n)
 		var wg sync.WaitGroup
+		req := request("c", func(s *runs.Spec) { s.IdempotencyKey = &key })
 		for i := 0; i < n; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d, created, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-					request("c", func(s *runs.Spec) { s.IdempotencyKey = &key }))
+				d, created, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, req)
 				results <- result{d, created, err}
 			}()
 		}

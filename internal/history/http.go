@@ -1,6 +1,7 @@
 package history
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -133,13 +134,15 @@ func (h handlers) changes(c echo.Context, tenant string, q api.ListAttemptsParam
 
 // parseSince reads an entity tag given as a query parameter, where the quotes are often
 // dropped: `"0000000000000a3f"` and `0000000000000a3f` are the same version. A weak tag
-// (W/...) names no version and is refused.
+// (W/...) names no version and is refused, and so is a version past bigint's range, which
+// neither database makes (SQLite would read it as a negative number and list everything).
 func parseSince(raw string) (sqldb.RowVersion, bool) {
 	raw = strings.TrimSpace(raw)
 	if !strings.HasPrefix(raw, `"`) {
 		raw = `"` + raw + `"`
 	}
-	return sqldb.ParseETag(raw)
+	v, ok := sqldb.ParseETag(raw)
+	return v, ok && v <= math.MaxInt64
 }
 
 func (h handlers) get(c echo.Context) error {

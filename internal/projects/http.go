@@ -46,20 +46,17 @@ func (h handlers) put(c echo.Context) error {
 	if err := web.Bind(c, &req, true); err != nil {
 		return err
 	}
-	v, present, err := web.IfMatch(c, false)
+	ifMatch, err := web.IfMatch(c, false)
 	if err != nil {
 		return err
 	}
-	ch := Change{Active: req.Active, RetentionDays: req.RetentionDays}
-	if present {
-		ch.IfMatch = &v
-	}
+	ch := Change{Active: req.Active, RetentionDays: req.RetentionDays, IfMatch: ifMatch}
 	p, created, err := h.store.Put(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, ch)
 	if err != nil {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/projects/"+id, p.Version, p.Wire())
+		return web.Created(c, web.Path("v1", "projects", id), p.Version, p.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, p.Version, p.Wire())
 }

@@ -38,8 +38,8 @@ func (p Project) Wire() api.Project {
 type Change struct {
 	Active        *bool
 	RetentionDays *int
-	// IfMatch, when set, is the version the update expects.
-	IfMatch *sqldb.RowVersion
+	// IfMatch, when set, is the condition (If-Match) the current version must meet.
+	IfMatch sqldb.VersionMatcher
 }
 
 // Store keeps projects.
@@ -92,7 +92,7 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			if ch.IfMatch == nil {
 				return apperr.New(apperr.PreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
 			}
-			if *ch.IfMatch != cur.Version {
+			if !ch.IfMatch.Matches(cur.Version) {
 				return apperr.New(apperr.PreconditionFailed, "project %q has changed since that ETag", projectID)
 			}
 			active, days := cur.Active, cur.RetentionDays

@@ -3,7 +3,6 @@ package releases
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 
 	"github.com/labstack/echo/v4"
 
@@ -60,7 +59,7 @@ func pathIDs(c echo.Context) (releaseID, adapterVersion string, err error) {
 
 // Location is the path of a release adapter.
 func Location(releaseID, adapterVersion string) string {
-	return "/v1/releases/" + url.PathEscape(releaseID) + "/adapters/" + url.PathEscape(adapterVersion)
+	return web.Path("v1", "releases", releaseID, "adapters", adapterVersion)
 }
 
 func (h handlers) put(c echo.Context) error {
@@ -76,17 +75,14 @@ func (h handlers) put(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, present, err := web.IfMatch(c, false)
+	ifMatch, err := web.IfMatch(c, false)
 	if err != nil {
 		return err
 	}
-	p := Put{ManifestHash: body.ManifestHash, ContentRefs: refs, State: *body.State}
+	p := Put{ManifestHash: body.ManifestHash, ContentRefs: refs, State: *body.State, IfMatch: ifMatch}
 	if body.InFlightPolicy != nil {
 		policy := string(*body.InFlightPolicy)
 		p.InFlightPolicy = &policy
-	}
-	if present {
-		p.IfMatch = &v
 	}
 	r, created, err := h.store.Put(c.Request().Context(), h.canceller, tenancy.MustPrincipal(c).TenantID, rid, av, p)
 	if err != nil {

@@ -243,7 +243,7 @@ func TestHTTPBadRequestsAre400(t *testing.T) {
 		{"missing contentRefs", with("contentRefs", ""), "contentRefs"},
 		{"object contentRefs", with("contentRefs", `{"uri":"x"}`), "contentRefs"},
 		{"null contentRefs", with("contentRefs", `null`), "contentRefs"},
-		{"duplicate names", with("contentRefs", `[{"a":1,"a":2}]`), "contentRefs"},
+		{"duplicate names", with("contentRefs", `[{"a":1,"a":2}]`), "contentRefs[0].a"},
 		{"lone surrogate", with("contentRefs", `["\udead"]`), "contentRefs"},
 		{"huge number", with("contentRefs", `[1e400]`), "contentRefs"},
 		{"state as number", with("state", `1`), "state"},
@@ -462,8 +462,13 @@ func TestHTTPIdsRoundTripThroughEscapedPaths(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	tenant, admin, runtime := s.tenantKeys(t)
-	for i, rid := range []string{tenant + "-team/reviewer", tenant + "-a b", tenant + "-ä%20?#"} {
-		av := "1.0+build/7"
+	// An id that appears as a path segment holds no "/" (DESIGN.md 7a): refused in the
+	// path, escaped or not, and in a claim's body.
+	for _, p := range []string{relPath(tenant+"-team/reviewer", "1"), relPath(tenant+"-r", "1.0/7"), "/v1/releases/" + tenant + "-r/adapters/1.0%2F7"} {
+		wantProblem(t, s.do(t, http.MethodPut, p, runtime, putBody(t, refsA, "active", ""), nil), http.StatusBadRequest, "invalid_request")
+	}
+	for i, rid := range []string{tenant + "-team:reviewer", tenant + "-a b", tenant + "-ä%20?#"} {
+		av := "1.0+build.7"
 		created := s.do(t, http.MethodPut, relPath(rid, av), runtime, putBody(t, refsA, "active", ""), nil)
 		if created.Code != http.StatusCreated {
 			t.Fatalf("create %q: %d %s", rid, created.Code, created.Body)

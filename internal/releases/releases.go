@@ -128,8 +128,8 @@ type Put struct {
 	// InFlightPolicy is PolicyDrain or PolicyCancel; nil keeps the stored one (on create:
 	// none, which means drain).
 	InFlightPolicy *string
-	// IfMatch, when set, is the version the change expects.
-	IfMatch *sqldb.RowVersion
+	// IfMatch, when set, is the condition (If-Match) the current version must meet.
+	IfMatch sqldb.VersionMatcher
 }
 
 // Store keeps releases.
@@ -237,7 +237,7 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 
 // change applies p to the tenant's existing row cur.
 func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Release, p Put, canonical string) (Release, error) {
-	if p.IfMatch != nil && *p.IfMatch != cur.Version {
+	if p.IfMatch != nil && !p.IfMatch.Matches(cur.Version) {
 		return Release{}, apperr.New(apperr.PreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
 	}
 	if cur.ManifestHash != p.ManifestHash || cur.ContentRefsJSON != canonical {

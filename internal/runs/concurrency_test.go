@@ -34,6 +34,7 @@ const (
 	outOK      = "ok"
 	outStale   = "stale_lease"
 	outExpired = "lease_expired"
+	outEnded   = "attempt_ended"
 )
 
 type leaseInput struct {
@@ -86,7 +87,9 @@ var leaseModel = porcupine.Model{
 			switch out.Result {
 			case outStale:
 				return in.Token != s.Epoch, s
-			case outExpired:
+			case outExpired, outEnded:
+				// Both say the lease at the current epoch is no longer the holder's: it
+				// passed (lease_expired) or the attempt ended (attempt_ended).
 				if in.Token != s.Epoch {
 					return false, s
 				}
@@ -137,6 +140,8 @@ func fenceResult(err error) (string, bool) {
 		return outStale, true
 	case apperr.Is(err, apperr.LeaseExpired):
 		return outExpired, true
+	case apperr.Is(err, apperr.AttemptEnded):
+		return outEnded, true
 	}
 	return "", false
 }
@@ -339,7 +344,7 @@ func TestConcurrentLeaseHistory(t *testing.T) {
 		}
 		t.Logf("history: %d operations %v", len(h.ops), stats)
 		// The history must exercise the fence, or the check proves nothing.
-		if stats[opWrite+":"+outStale]+stats[opComplete+":"+outStale]+stats[opWrite+":"+outExpired] == 0 {
+		if stats[opWrite+":"+outStale]+stats[opComplete+":"+outStale]+stats[opWrite+":"+outExpired]+stats[opWrite+":"+outEnded] == 0 {
 			t.Errorf("no fenced write was refused: the run did not exercise the fence")
 		}
 		res, info := porcupine.CheckOperationsVerbose(leaseModel, h.ops, time.Minute)

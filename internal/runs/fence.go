@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,43 +10,159 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
-	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // Fenced is a holder's write admitted by the fence: the attempt and run rows, both locked
-// until the transaction ends, and the transaction's time.
+// until the transaction ends, and the transaction's time. A refusal returns them too (as
+// read under the same locks), for the exact-repeat check.
 type Fenced struct {
 	Attempt attempts.Attempt
 	Run     Run
 	Now     time.Time
 }
 
-// Fence admits a holder's write inside tx, or refuses it. It locks the attempt row, then
-// the run row (the lock order of every writer of both), and checks that the run is leased
-// at the presented token and the lease has not passed. Errors: NotFound (no such attempt
-// for this tenant), StaleLease (the token is not the run's current epoch), LeaseExpired
-// (same epoch, but the run is no longer leased or its lease passed).
+// fenceRow is what the fence statement reads: the attempt's columns and the run's, the
+// latter named run.<column>.
+type fenceRow struct {
+	attempts.Attempt
+	Run Run `db:"run"`
+}
+
+// Fence admits a holder's write inside tx, or refuses it. In one statement it reads the
+// attempt and its run and locks both until the transaction ends, the attempt first (the
+// lock order of every writer of both). It then checks, in this order:
+//   - the token is the run's current epoch, else StaleLease;
+//   - the attempt is the run's current one (a current-epoch token presented on an older
+//     attempt), else StaleLease saying so;
+//   - the attempt is running, else AttemptEnded (completed, released, lost, cancelled);
+//   - the run is leased and its lease has not passed, else LeaseExpired.
+//
+// Errors: NotFound (no such attempt for this tenant), and the refusals above, which come
+// with the Fenced rows as read.
 func (s *Service) Fence(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, token int64) (Fenced, error) {
-	a, err := attempts.Lock(ctx, tx, tenantID, attemptID)
-	if err != nil {
-		return Fenced{}, err
+	var row fenceRow
+	err := tx.GetContext(ctx, &row, s.q.fence, tenantID, attemptID)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Fenced{}, apperr.New(apperr.NotFound, "no attempt %s", attemptID)
 	}
-	run, err := s.getBy(ctx, tx, s.q.lock, tenantID, a.RunID)
 	if err != nil {
-		return Fenced{}, err
+		return Fenced{}, fmt.Errorf("fence: %w", err)
 	}
 	now, err := tx.Now(ctx)
 	if err != nil {
 		return Fenced{}, err
 	}
-	if token != a.FencingToken || token != run.Epoch {
-		return Fenced{}, apperr.New(apperr.StaleLease, "fencing token %d is not the run's current epoch", token)
+	f := Fenced{Attempt: row.Attempt, Run: row.Run, Now: now}
+	return f, judge(f, token)
+}
+
+// judge is the fence's rule on the rows it read.
+func judge(f Fenced, token int64) error {
+	a, r := f.Attempt, f.Run
+	switch {
+	case token != r.Epoch:
+		return apperr.New(apperr.StaleLease, "fencing token %d is not the run's current epoch", token)
+	case token != a.FencingToken:
+		return apperr.New(apperr.StaleLease,
+			"attempt %s is not the run's current attempt: fencing token %d belongs to a later attempt", a.AttemptID, token)
+	case a.State != attempts.Running:
+		return apperr.New(apperr.AttemptEnded, "attempt %s has ended (%s)", a.AttemptID, a.State)
+	case r.State != Leased || r.LeasedUntil == nil || !f.Now.Before(*r.LeasedUntil):
+		return apperr.New(apperr.LeaseExpired, "the lease at fencing token %d has passed", token)
 	}
-	if run.State != Leased || a.State != attempts.Running || run.LeasedUntil == nil || !now.Before(*run.LeasedUntil) {
-		return Fenced{}, apperr.New(apperr.LeaseExpired, "the lease at fencing token %d has ended", token)
+	return nil
+}
+
+// refused reports whether err is the fence's refusal (not a missing attempt or a failure).
+func refused(err error) bool {
+	switch apperr.CodeOf(err) {
+	case apperr.StaleLease, apperr.AttemptEnded, apperr.LeaseExpired:
+		return true
 	}
-	return Fenced{Attempt: a, Run: run, Now: now}, nil
+	return false
+}
+
+// ErrNoRepeat is what a FencedWrite's Repeat answers when nothing of its write is stored.
+var ErrNoRepeat = errors.New("no earlier write to repeat")
+
+// ErrTaken is what a FencedWrite's Do answers when the store refused the write as a
+// duplicate (its unique index): an earlier write holds its place, and Repeat decides.
+var ErrTaken = errors.New("the write's place is taken")
+
+// FencedWrite is one kind of holder write under the fence, with its exact-repeat rule.
+type FencedWrite[T any] struct {
+	// What names the write in errors ("append checkpoint").
+	What string
+	// Do makes the write, under the admitted fence, and reports whether it wrote (false
+	// when it found the write made already and answered it itself, as a delegation does when
+	// its child's idempotency key names the child). It answers ErrTaken (wrapped or not) when
+	// the store refuses the write as a duplicate.
+	Do func(ctx context.Context, tx *sqldb.Tx, f Fenced) (T, bool, error)
+	// Repeat reads what an earlier, identical write stored and answers it as that write
+	// did; ErrNoRepeat when nothing of it is stored; another error (SequenceConflict, …)
+	// when a different write holds its place. Nil: the write has no repeats (a heartbeat).
+	Repeat func(ctx context.Context, tx *sqldb.Tx, f Fenced) (T, error)
+}
+
+// WriteFenced runs a holder's write in one transaction: the fence (one statement), then,
+// when it admits, the write. It is the one place that says what an exact repeat is:
+//
+//   - The write is tried first: no read looks for an earlier one on the common path.
+//   - When the store refuses it as a duplicate (Do answers ErrTaken), Repeat answers: the
+//     stored result of an identical write (created=false), or its conflict.
+//   - When the fence refuses (the lease passed or was given back, the attempt ended, a
+//     stale token), an exact repeat of a write that already succeeded under this very
+//     token still answers as the first did (created=false): a retry after the first
+//     write ended the lease, or a concurrent repeat that waited on the fence's locks while
+//     the first completed. Anything else, including a repeat presented with another token,
+//     gets the fence's refusal.
+//
+// Nothing of a refused write is kept: every error rolls the transaction back.
+func WriteFenced[T any](ctx context.Context, s *Service, tenantID string, attemptID uuid.UUID, token int64, w FencedWrite[T]) (T, bool, error) {
+	var (
+		out     T
+		created bool
+	)
+	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		var zero T
+		out, created = zero, false
+		f, err := s.Fence(ctx, tx, tenantID, attemptID, token)
+		if err != nil {
+			if !refused(err) || w.Repeat == nil || f.Attempt.FencingToken != token {
+				return err
+			}
+			v, rerr := w.Repeat(ctx, tx, f)
+			if rerr != nil {
+				// Not an exact repeat (or not of this token): the fence's answer stands.
+				return err
+			}
+			out = v
+			return nil
+		}
+		v, wrote, err := w.Do(ctx, tx, f)
+		if errors.Is(err, ErrTaken) && w.Repeat != nil {
+			v, err = w.Repeat(ctx, tx, f)
+			if errors.Is(err, ErrNoRepeat) {
+				return fmt.Errorf("refused as a duplicate, yet nothing is stored: %w", err)
+			}
+			if err != nil {
+				return err
+			}
+			out = v
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out, created = v, wrote
+		return nil
+	})
+	if err != nil {
+		var zero T
+		return zero, false, fmt.Errorf("%s: %w", w.What, err)
+	}
+	return out, created, nil
 }
 
 // Heartbeat is the answer to a renewal.
@@ -55,32 +172,26 @@ type Heartbeat struct {
 }
 
 // Heartbeat renews the lease for leaseSeconds (0: the length stored at claim) and tells
-// the holder whether a cancel is pending.
+// the holder whether a cancel is pending. Two statements: the fence and the renewal.
 func (s *Service) Heartbeat(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, leaseSeconds int) (Heartbeat, error) {
-	var hb Heartbeat
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		f, err := s.Fence(ctx, tx, tenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		secs := leaseSeconds
-		if secs <= 0 && f.Run.LeaseSeconds != nil {
-			secs = *f.Run.LeaseSeconds
-		}
-		if secs <= 0 {
-			secs = int(s.cfg.LeaseTTL / time.Second)
-		}
-		until := f.Now.Add(time.Duration(secs) * time.Second)
-		if err := s.exec1(ctx, tx, "renew lease", s.q.heartbeat, f.Run.RunID, f.Run.Epoch, tx.Dialect.Time(until), secs); err != nil {
-			return err
-		}
-		hb = Heartbeat{LeasedUntil: until, CancelRequested: f.Run.CancelRequestedAt != nil}
-		return nil
+	hb, _, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[Heartbeat]{
+		What: "heartbeat",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (Heartbeat, bool, error) {
+			secs := leaseSeconds
+			if secs <= 0 && f.Run.LeaseSeconds != nil {
+				secs = *f.Run.LeaseSeconds
+			}
+			if secs <= 0 {
+				secs = int(s.cfg.LeaseTTL / time.Second)
+			}
+			until := f.Now.Add(time.Duration(secs) * time.Second)
+			if err := s.exec1(ctx, tx, "renew lease", s.q.heartbeat, f.Run.RunID, f.Run.Epoch, tx.Dialect.Time(until), secs); err != nil {
+				return Heartbeat{}, false, err
+			}
+			return Heartbeat{LeasedUntil: until, CancelRequested: f.Run.CancelRequestedAt != nil}, true, nil
+		},
 	})
-	if err != nil {
-		return Heartbeat{}, fmt.Errorf("heartbeat: %w", err)
-	}
-	return hb, nil
+	return hb, err
 }
 
 // exec1 runs a statement that must change exactly one row; under the fence's locks any
@@ -96,289 +207,6 @@ func (s *Service) exec1(ctx context.Context, tx *sqldb.Tx, what, query string, a
 	return nil
 }
 
-// Completion ends an attempt and its run together.
-type Completion struct {
-	State       attempts.State // Succeeded, Failed or Cancelled
-	OutcomeHash *string
-}
-
-// Complete ends the attempt and its run. An exact repeat of a completion that succeeded
-// answers as the first did (checked before the fence, so it works after the lease ended).
-func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, c Completion) (attempts.Attempt, error) {
-	var out attempts.Attempt
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		prev, err := attempts.Get(ctx, tx, tenantID, attemptID)
-		if err != nil {
-			return err
-		}
-		if prev.State == c.State && prev.FencingToken == token && equalPtr(prev.OutcomeHash, c.OutcomeHash) {
-			out = prev
-			return nil
-		}
-		f, err := s.Fence(ctx, tx, tenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		outcome := map[attempts.State]string{
-			attempts.Succeeded: OutcomeSucceeded, attempts.Failed: OutcomeFailed, attempts.Cancelled: OutcomeCancelled,
-		}[c.State]
-		if outcome == "" {
-			return apperr.New(apperr.Invalid, "an attempt completes as succeeded, failed or cancelled")
-		}
-		if err := s.endAttempt(ctx, tx, f, c.State, c.OutcomeHash); err != nil {
-			return err
-		}
-		if err := s.exec1(ctx, tx, "end run", s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome, tx.Dialect.Time(f.Now), f.Run.Attempt, nil); err != nil {
-			return err
-		}
-		if err := s.unleased(ctx, tx, f.Run); err != nil {
-			return err
-		}
-		if err := s.runChanged(ctx, tx, tenantID, f.Run.RunID); err != nil {
-			return err
-		}
-		out, err = attempts.Get(ctx, tx, tenantID, attemptID)
-		return err
-	})
-	if err != nil {
-		return attempts.Attempt{}, fmt.Errorf("complete attempt: %w", err)
-	}
-	return out, nil
-}
-
-func equalPtr(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state attempts.State, outcomeHash *string) error {
-	ok, err := attempts.End(ctx, tx, f.Attempt.AttemptID, state, f.Now, outcomeHash)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("end attempt %s: it was no longer running", f.Attempt.AttemptID)
-	}
-	return s.attemptEnded(ctx, tx, f.Attempt.TenantID, f.Attempt.AttemptID, f.Now)
-}
-
-// unleased keeps the project's leased count as the run leaves LEASED.
-func (s *Service) unleased(ctx context.Context, tx *sqldb.Tx, r Run) error {
-	if _, err := tx.ExecContext(ctx, s.q.projectLeased, r.TenantID, r.ProjectID, -1); err != nil {
-		return fmt.Errorf("count project release: %w", err)
-	}
-	return nil
-}
-
-// Release is a holder giving its run back.
-type Release struct {
-	// Charge spends one of the run's attempts.
-	Charge bool
-	// RetryAfter, when set, is when the run is due again (0: at once); nil means the backoff.
-	RetryAfter *time.Duration
-}
-
-// Release gives the run back: queued again after the delay, or ended when the run is at
-// its attempt limit, past its deadline, or has a cancel pending. It returns the attempt.
-func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Release) (attempts.Attempt, error) {
-	var out attempts.Attempt
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		prev, err := attempts.Get(ctx, tx, tenantID, attemptID)
-		if err != nil {
-			return err
-		}
-		if prev.State == attempts.Released && prev.FencingToken == token {
-			out = prev
-			return nil
-		}
-		f, err := s.Fence(ctx, tx, tenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		if err := s.endAttempt(ctx, tx, f, attempts.Released, nil); err != nil {
-			return err
-		}
-		spent := f.Run.Attempt
-		if r.Charge {
-			spent++
-		}
-		if err := s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil); err != nil {
-			return err
-		}
-		out, err = attempts.Get(ctx, tx, tenantID, attemptID)
-		return err
-	})
-	if err != nil {
-		return attempts.Attempt{}, fmt.Errorf("release attempt: %w", err)
-	}
-	// A run queued again at once is work for this replica's waiting claimers.
-	s.wake.notify(tenantID)
-	return out, nil
-}
-
-// giveBack takes a leased run out of its lease: ended when a cancel is pending, when
-// spent reached MaxAttempts or past the deadline, else queued again. expiredBefore makes
-// the write conditional on the lease having passed (the reaper's take-back); it reports
-// sqldb.ErrNotFound when that condition no longer holds.
-func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time) error {
-	var (
-		query string
-		args  []any
-	)
-	switch outcome := endOutcome(run, spent, now); {
-	case outcome != "":
-		query = s.q.endLeased
-		args = []any{run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent, tx.Dialect.NullTime(expiredBefore)}
-	default:
-		delay := Backoff(spent, s.jitter())
-		if retryAfter != nil {
-			delay = *retryAfter
-		}
-		query = s.q.requeue
-		args = []any{run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent, tx.Dialect.NullTime(expiredBefore)}
-	}
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("give back run: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("give back run %s: %w", run.RunID, sqldb.ErrNotFound)
-	}
-	if err := s.unleased(ctx, tx, run); err != nil {
-		return err
-	}
-	return s.runChanged(ctx, tx, run.TenantID, run.RunID)
-}
-
-// endOutcome says how a run leaving its lease ends, or "" when it queues again.
-func endOutcome(run Run, spent int, now time.Time) string {
-	switch {
-	case run.CancelRequestedAt != nil:
-		return OutcomeCancelled
-	case spent >= run.MaxAttempts:
-		return OutcomeExhausted
-	case run.DeadlineAt != nil && !now.Before(*run.DeadlineAt):
-		return OutcomeDeadline
-	}
-	return ""
-}
-
-// Cancel cancels a run: a queued run ends cancelled at once, a leased one gets a cancel
-// request its holder sees on its next heartbeat, an ended one is left as it is. It is
-// idempotent and returns the run.
-func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) (Run, error) {
-	var out Run
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		switch run.State {
-		case Queued:
-			err = s.exec1(ctx, tx, "cancel queued run", s.q.endQueued, runID, OutcomeCancelled, tx.Dialect.Time(now))
-			if err == nil {
-				err = s.runChanged(ctx, tx, tenantID, runID)
-			}
-		case Leased:
-			if run.CancelRequestedAt == nil {
-				err = s.exec1(ctx, tx, "request cancel", s.q.requestCancel, runID, tx.Dialect.Time(now))
-			}
-		}
-		if err != nil {
-			return err
-		}
-		out, err = s.getBy(ctx, tx, s.q.get, tenantID, runID)
-		return err
-	})
-	if err != nil {
-		return Run{}, fmt.Errorf("cancel run: %w", err)
-	}
-	return out, nil
-}
-
-// Continuation is what a continueAfter may change of the ended run's spec.
-type Continuation struct {
-	DueAt      *time.Time
-	SnapshotID *uuid.UUID
-}
-
-// Continue queues the continuation of an ended run: the same spec on a new run that starts
-// at the old run's epoch (so its first token is greater than any before) and spends one
-// more attempt. A repeat returns the existing continuation with created=false. Errors:
-// IllegalTransition (the run has not ended), AttemptsExhausted.
-func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont Continuation) (Run, bool, error) {
-	var (
-		out     Run
-		created bool
-	)
-	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
-		old, err := s.getBy(ctx, tx, s.q.lock, c.TenantID, runID)
-		if err != nil {
-			return err
-		}
-		if next, err := s.getBy(ctx, tx, s.q.continuation, c.TenantID, runID); err == nil {
-			out = next
-			return nil
-		} else if !apperr.Is(err, apperr.NotFound) {
-			return err
-		}
-		if old.State != Ended {
-			return apperr.New(apperr.IllegalTransition, "only an ended run can be continued; this one is %s", old.State)
-		}
-		spent := old.Attempt + 1
-		if spent > old.MaxAttempts {
-			return apperr.New(apperr.AttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		due := now
-		if cont.DueAt != nil {
-			due = sqldb.Truncate(*cont.DueAt)
-		}
-		snapshot := old.SnapshotID
-		if cont.SnapshotID != nil {
-			snapshot = *cont.SnapshotID
-		}
-		var parent any
-		if old.ParentRunID.Valid {
-			parent = old.ParentRunID.UUID
-		}
-		id := ids.New()
-		_, err = tx.ExecContext(ctx, s.q.insert, id, c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
-			old.Kind, old.AgentID, old.StepID, snapshot, old.Input, int(old.Band), old.Epoch, spent, old.MaxAttempts,
-			old.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(old.DeadlineAt), nil, parent,
-			old.Depth, old.RunID, c.KeyID)
-		if sqldb.IsConflict(err) {
-			// A concurrent continue won: answer with its run.
-			out, err = s.getBy(ctx, tx, s.q.continuation, c.TenantID, runID)
-			return err
-		}
-		if err != nil {
-			return fmt.Errorf("insert continuation: %w", err)
-		}
-		created = true
-		if out, err = s.getBy(ctx, tx, s.q.get, c.TenantID, id); err != nil {
-			return err
-		}
-		return s.notifyRun(ctx, tx, out)
-	})
-	if err != nil {
-		return Run{}, false, fmt.Errorf("continue run: %w", err)
-	}
-	if created {
-		s.wake.notify(c.TenantID)
-	}
-	return out, created, nil
-}
-
 // AttemptPatch is a holder's change to its running attempt.
 type AttemptPatch struct {
 	Phase              *attempts.Phase
@@ -388,46 +216,50 @@ type AttemptPatch struct {
 
 // PatchAttempt changes the attempt's phase (freely among the phases), adds a correction
 // (CorrectionLimit once MaxCorrections are spent) or records its context snapshot, under
-// the fence.
+// the fence. Two statements: the fence and the patch (which answers the row).
 func (s *Service) PatchAttempt(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, p AttemptPatch) (attempts.Attempt, error) {
-	return s.fencedAttemptWrite(ctx, tenantID, attemptID, token, "patch attempt", func(tx *sqldb.Tx, f Fenced) error {
-		if p.Correction && f.Attempt.CorrectionCount >= f.Attempt.MaxCorrections {
-			return apperr.New(apperr.CorrectionLimit, "the attempt has made all %d corrections it may", f.Attempt.MaxCorrections)
-		}
-		return attempts.Patch(ctx, tx, attemptID, p.Phase, p.Correction, p.ContextSnapshotRef)
+	a, _, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
+		What: "patch attempt",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
+			if p.Correction && f.Attempt.CorrectionCount >= f.Attempt.MaxCorrections {
+				return attempts.Attempt{}, false, apperr.New(apperr.CorrectionLimit, "the attempt has made all %d corrections it may", f.Attempt.MaxCorrections)
+			}
+			a, err := attempts.Patch(ctx, tx, attemptID, p.Phase, p.Correction, p.ContextSnapshotRef)
+			return a, true, err
+		},
 	})
+	return a, err
 }
 
-// ObserveCancellation records, once, that the holder saw the run's cancel request.
+// ObserveCancellation records, once, that the holder saw the run's cancel request: 409
+// NoCancelRequested when none is pending. A repeat answers the stored attempt (the first
+// time kept), also after the lease ended.
 func (s *Service) ObserveCancellation(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64) (attempts.Attempt, error) {
-	return s.fencedAttemptWrite(ctx, tenantID, attemptID, token, "observe cancellation", func(tx *sqldb.Tx, f Fenced) error {
-		return attempts.ObserveCancellation(ctx, tx, attemptID, f.Now)
+	a, _, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
+		What: "observe cancellation",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
+			if f.Attempt.CancellationObservedAt != nil {
+				return f.Attempt, false, nil
+			}
+			if f.Run.CancelRequestedAt == nil {
+				return attempts.Attempt{}, false, apperr.New(apperr.NoCancelRequested, "no cancel is pending for this run")
+			}
+			a, err := attempts.ObserveCancellation(ctx, tx, attemptID, f.Now)
+			return a, true, err
+		},
+		Repeat: func(_ context.Context, _ *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
+			if f.Attempt.CancellationObservedAt != nil {
+				return f.Attempt, nil
+			}
+			return attempts.Attempt{}, ErrNoRepeat
+		},
 	})
-}
-
-// fencedAttemptWrite runs write under the fence and returns the attempt as stored after it.
-func (s *Service) fencedAttemptWrite(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, what string, write func(*sqldb.Tx, Fenced) error) (attempts.Attempt, error) {
-	var out attempts.Attempt
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		f, err := s.Fence(ctx, tx, tenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		if err := write(tx, f); err != nil {
-			return err
-		}
-		out, err = attempts.Get(ctx, tx, tenantID, attemptID)
-		return err
-	})
-	if err != nil {
-		return attempts.Attempt{}, fmt.Errorf("%s: %w", what, err)
-	}
-	return out, nil
+	return a, err
 }
 
 // RequestCancelTx asks the holder of a leased run to stop, inside the caller's transaction
 // (a release draining under the cancel policy). A run that is not leased, or already has
-// a cancel pending, is left as it is.
+// a cancel pending, is left as it is. It changes no queue, so it takes no subject lock.
 func (s *Service) RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) error {
 	run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
 	if err != nil {
@@ -440,5 +272,6 @@ func (s *Service) RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID st
 	if err != nil {
 		return err
 	}
-	return s.exec1(ctx, tx, "request cancel", s.q.requestCancel, runID, tx.Dialect.Time(now))
+	_, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
+	return err
 }

@@ -49,18 +49,6 @@ func (s *Service) attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID strin
 	return nil
 }
 
-// runChanged reads the run as it now is and tells the hooks.
-func (s *Service) runChanged(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) error {
-	if len(s.hooks) == 0 {
-		return nil
-	}
-	run, err := s.getBy(ctx, tx, s.q.get, tenantID, runID)
-	if err != nil {
-		return err
-	}
-	return s.notifyRun(ctx, tx, run)
-}
-
 // notifyRun tells the hooks of a run the caller has just read as it now is.
 func (s *Service) notifyRun(ctx context.Context, tx *sqldb.Tx, run Run) error {
 	for _, h := range s.hooks {

@@ -29,7 +29,7 @@ func Routes(s *web.Server, svc *Service) {
 	s.Route(http.MethodPost, "/v1/runs", web.Op{
 		Summary: "Enqueue a run (a repeat of an idempotencyKey answers 200 with the existing run)",
 		Roles:   []string{rt}, Body: api.EnqueueRequest{}, Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK},
-		Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth},
+		Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth, apperr.IdempotencyKeyReused},
 	}, h.enqueue)
 	s.Route(http.MethodPost, "/v1/runs/claim", web.Op{
 		Summary: "Lease one due run and start its attempt; 204 when nothing is due or the budget holds (Retry-After)",
@@ -52,7 +52,7 @@ func Routes(s *web.Server, svc *Service) {
 		AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.IllegalTransition, apperr.AttemptsExhausted},
 	}, h.continueRun)
-	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired}
+	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/heartbeat", web.Op{
 		Summary: "Renew the lease; answers whether a cancel is pending",
 		Roles:   []string{rt}, Body: api.HeartbeatRequest{}, Status: http.StatusOK, Response: api.Heartbeat{}, Problems: fenced,
@@ -72,7 +72,8 @@ func Routes(s *web.Server, svc *Service) {
 	}, h.patchAttempt)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/cancellation", web.Op{
 		Summary: "Record that the holder saw the cancel request (once)",
-		Roles:   []string{rt}, Body: api.FencedRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
+		Roles:   []string{rt}, Body: api.FencedRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
+		Problems: append([]apperr.Code{apperr.NoCancelRequested}, fenced...),
 	}, h.observeCancellation)
 	s.Route(http.MethodPut, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
 		Summary: "Take or renew a task run lock", Roles: []string{rt}, Body: api.LockRequest{},
@@ -101,7 +102,7 @@ func (h handlers) enqueue(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run.Wire())
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
@@ -212,7 +213,7 @@ func (h handlers) continueRun(c echo.Context) error {
 		return err
 	}
 	if created {
-		return web.Created(c, "/v1/runs/"+run.RunID.String(), run.Version, run.Wire())
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }

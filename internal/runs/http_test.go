@@ -100,13 +100,18 @@ func TestHTTPRunLifecycle(t *testing.T) {
 	t.Parallel()
 	e := newHTTPEnv(t)
 	var run map[string]any
-	code, h := e.do("POST", "/v1/runs", e.runtime, enqueueBody("review:1", `,"idempotencyKey":"ev-1","input":{"pr":1}`), &run)
+	body := enqueueBody("review:1", `,"idempotencyKey":"ev-1","input":{"pr":1}`)
+	code, h := e.do("POST", "/v1/runs", e.runtime, body, &run)
 	if code != 201 || h.Get("Location") == "" || h.Get("ETag") == "" || run["state"] != "queued" || run["band"] != "batch" {
 		t.Fatalf("enqueue: %d %v %v", code, h, run)
 	}
 	var again map[string]any
-	if code, _ := e.do("POST", "/v1/runs", e.runtime, enqueueBody("other", `,"idempotencyKey":"ev-1"`), &again); code != 200 || again["runId"] != run["runId"] {
+	if code, h2 := e.do("POST", "/v1/runs", e.runtime, body, &again); code != 200 || again["runId"] != run["runId"] || h2.Get("ETag") != h.Get("ETag") {
 		t.Fatalf("repeat enqueue: %d %v", code, again)
+	}
+	var reused problem
+	if code, _ := e.do("POST", "/v1/runs", e.runtime, enqueueBody("other", `,"idempotencyKey":"ev-1"`), &reused); code != 409 || reused.Code != "idempotency_key_reused" {
+		t.Fatalf("key reused for another run: %d %+v, want 409 idempotency_key_reused", code, reused)
 	}
 	var claimed struct {
 		Run     map[string]any `json:"run"`

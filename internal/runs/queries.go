@@ -3,38 +3,65 @@ package runs
 import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of the run-lease core; each dialect fills every field with
-// complete statements taking the numbered arguments listed here.
+// complete statements taking the numbered arguments listed here. "-> run" means the
+// statement answers with runColumns of the row it changed (no row: sqldb.ErrNotFound).
 type queries struct {
-	insert          string // 1 run, 2 tenant, 3 project, 4 environment, 5 subject, 6 kind, 7 agent, 8 step, 9 snapshot, 10 input, 11 band, 12 epoch, 13 attempt, 14 max attempts, 15 max corrections, 16 now, 17 due, 18 deadline, 19 idempotency key, 20 parent, 21 depth, 22 continued from, 23 created by
-	get             string // 1 tenant, 2 run
-	lock            string // 1 tenant, 2 run: get, holding the row until commit
-	byIdempotency   string // 1 tenant, 2 key
-	continuation    string // 1 tenant, 2 continued-from run
-	tombstone       string // 1 tenant, 2 idempotency key -> RunId, PurgedAt of a purged run
-	projectActive   string // 1 tenant, 2 project -> Active
-	lockTenant      string // 1 tenant -> MaxLeasedRuns, holding the row until commit
-	countLeased     string // 1 tenant -> leased runs
+	// insert: 1 run, 2 tenant, 3 project, 4 environment, 5 subject, 6 kind, 7 agent, 8 step,
+	// 9 snapshot, 10 input, 11 band, 12 epoch, 13 attempt, 14 max attempts, 15 max
+	// corrections, 16 now, 17 due, 18 deadline, 19 idempotency key, 20 parent, 21 depth, 22
+	// continued from, 23 created by, 24 request hash. Inserts nothing (0 rows) when the
+	// idempotency key has a tombstone.
+	insert        string
+	get           string // 1 tenant, 2 run
+	lock          string // 1 tenant, 2 run: get, holding the row until commit
+	byIdempotency string // 1 tenant, 2 key
+	continuation  string // 1 tenant, 2 continued-from run
+	tombstone     string // 1 tenant, 2 idempotency key -> RunId, PurgedAt of a purged run
+
+	// lockSubject: 1 lock resource -> the lock's result code (>= 0 granted). Empty where the
+	// dialect serialises writers already (SQLite): no statement is sent.
+	lockSubject string
+	// syncHead: 1 tenant, 2 subject: sets SubjectHead on the subject's head (its oldest queued
+	// run when it has no leased run) and clears it everywhere else.
+	syncHead string
+
+	// claimStart: 1 tenant -> Now (the database clock, or NULL where the dialect reads none),
+	// MaxLeasedRuns, LeasedCount; holds the tenant row until commit. No row: no tenant.
+	claimStart      string
 	claimCandidates [3]string
-	lease           string // 1 tenant, 2 run, 3 holder, 4 lease seconds, 5 leased until
+	lease           string // 1 tenant, 2 run, 3 holder, 4 lease seconds, 5 leased until -> run; no row unless a queued head
+	tenantLeased    string // 1 tenant, 2 delta (+1 or -1)
 	projectLeased   string // 1 tenant, 2 project, 3 delta (+1 or -1)
-	heartbeat       string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
-	requeue         string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any)
-	endLeased       string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any)
-	endQueued       string // 1 run, 2 outcome, 3 ended at
-	requestCancel   string // 1 run, 2 now
-	list            string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit
-	expiredLeases   string // 1 now, 2 limit -> RunId, TenantId, Epoch
-	overdueQueued   string // 1 now, 2 limit -> RunId, TenantId
+
+	// fence: 1 tenant, 2 attempt -> the attempt's columns and the run's as run.<column>;
+	// both rows held until commit, attempt first. fenceRunning: 1 tenant, 2 run, 3 token:
+	// the same for the running attempt of a run at a token (the reaper).
+	fence        string
+	fenceRunning string
+
+	heartbeat     string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
+	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any) -> run
+	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any) -> run
+	endQueued     string // 1 run, 2 outcome, 3 ended at -> run
+	requestCancel string // 1 run, 2 now -> run
+	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit
+	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
+	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
 
 	getLock    string // 1 tenant, 2 agent, 3 task
 	insertLock string // 1 tenant, 2 agent, 3 task, 4 holder, 5 held until, 6 now
 	updateLock string // 1 tenant, 2 agent, 3 task, 4 holder, 5 held until, 6 now
 	deleteLock string // 1 tenant, 2 agent, 3 task
+
+	// jsonList converts a JSON array (the claim's filters and skip list) into the argument
+	// the dialect compares it as.
+	jsonList func(string) any
 }
 
-// Claim candidate arguments, the same for the three band groups:
-// 1 tenant, 2 now, 3 aged cutoff (now - band aging), 4 fairness window, 5 kinds (JSON array
-// or NULL), 6 agent ids (JSON or NULL), 7 project ids (JSON or NULL), 8 run to skip (or NULL).
+// Claim candidate arguments, the same for the three band groups: 1 tenant, 2 now, 3 aged
+// cutoff (now - band aging), 4 fairness window, 5 kinds, 6 agent ids, 7 project ids (JSON
+// arrays; [] means no filter), 8 runs to skip (a JSON array of ids, usually []) -> RunId,
+// Subject.
 
 func queriesFor(d sqldb.Dialect) *queries {
 	if d.Name() == "sqlserver" {
@@ -48,14 +75,40 @@ State, Epoch, HolderId, LeaseSeconds, LeasedUntil, Attempt, MaxAttempts, MaxCorr
 EndedAt, Outcome, ErrorCode, ErrorMessage, CancelRequestedAt, IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId,
 CreatedBy, Version`
 
+// attemptColumns are the attempt's columns of the fence's join (alias a).
+const attemptColumns = `a.AttemptId, a.RunId, a.StepId, a.TenantId, a.ProjectId, a.EnvironmentId, a.LeaseId, a.FencingToken,
+a.SnapshotId, a.ReleaseId, a.AdapterVersion, a.AgentId, a.ModelProfileId, a.State, a.Phase,
+a.CorrectionCount, a.MaxCorrections, a.LastCheckpointId, a.ContextSnapshotRef, a.OutcomeHash,
+a.CancellationObservedAt, a.StartedAt, a.EndedAt, a.Version`
+
 // agreementQueries find attempts and runs that disagree (seed 003's review_job_run_agrees,
-// for attempts): a running attempt whose run is not leased at its token, and a leased run
-// without exactly one running attempt. Plain SQL that both dialects accept.
+// for attempts), head markers that are not their definition, and leased counts that are
+// not the count of leased runs. Plain SQL that both dialects accept; each answers one
+// count, 0 when all agree. They read every tenant (tests and the crash test run them).
 var agreementQueries = []string{
+	// A running attempt whose run is not leased at its token.
 	`SELECT COUNT(*) FROM ExecutionAttempts a JOIN Runs r ON r.RunId = a.RunId
 WHERE a.State = 0 AND (r.State <> 1 OR r.Epoch <> a.FencingToken)`,
+	// A leased run without exactly one running attempt at its epoch.
 	`SELECT COUNT(*) FROM Runs r WHERE r.State = 1
 AND (SELECT COUNT(*) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.State = 0 AND a.FencingToken = r.Epoch) <> 1`,
+	// A run out of its lease with a running attempt.
 	`SELECT COUNT(*) FROM Runs r WHERE r.State <> 1
 AND EXISTS (SELECT 1 FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.State = 0)`,
+	// A head marker that is not its definition: 1 exactly on the oldest queued run (QueuedAt,
+	// then RunId) of a subject that has no leased run.
+	`SELECT COUNT(*) FROM Runs r
+WHERE r.SubjectHead <> CASE WHEN r.State = 0
+    AND NOT EXISTS (SELECT 1 FROM Runs l WHERE l.TenantId = r.TenantId AND l.Subject = r.Subject AND l.State = 1)
+    AND NOT EXISTS (SELECT 1 FROM Runs o WHERE o.TenantId = r.TenantId AND o.Subject = r.Subject AND o.State = 0
+        AND o.QueuedAt <= r.QueuedAt AND (o.QueuedAt < r.QueuedAt OR o.RunId < r.RunId))
+    THEN 1 ELSE 0 END`,
+	// A tenant's leased count that is not the number of its leased runs (a missing row is 0).
+	`SELECT COUNT(*) FROM Tenants t
+WHERE COALESCE((SELECT x.LeasedCount FROM TenantLeases x WHERE x.TenantId = t.TenantId), 0)
+    <> (SELECT COUNT(*) FROM Runs r WHERE r.TenantId = t.TenantId AND r.State = 1)`,
+	// A project's leased count that is not the number of its leased runs.
+	`SELECT COUNT(*) FROM Projects p
+WHERE COALESCE((SELECT x.LeasedCount FROM ProjectLeases x WHERE x.TenantId = p.TenantId AND x.ProjectId = p.ProjectId), 0)
+    <> (SELECT COUNT(*) FROM Runs r WHERE r.TenantId = p.TenantId AND r.ProjectId = p.ProjectId AND r.State = 1)`,
 }

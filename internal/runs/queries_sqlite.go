@@ -2,29 +2,28 @@ package runs
 
 import "strings"
 
-// SQLite runs one writer at a time (immediate transactions), so the claim needs no locking
-// hints: its reads and its update cannot interleave with another claim's.
+// SQLite runs one writer at a time (immediate transactions), so nothing here takes a lock:
+// a write transaction's reads cannot interleave with another's writes. That is also why
+// lockSubject is empty (every change of a subject's queue is serialised already) and why
+// claimStart reads no clock (an embedded database's clock is this machine's).
 
 // sqliteStamp is the emulated rowversion (migrations/sqlite 000001).
 const sqliteStamp = `(SELECT Value + 1 FROM RowVersionCounter)`
 
-// sqliteEligible is what makes a queued run claimable: its project is active, no cancel is
-// pending, its subject has no leased run and no older queued run, and it passes the
-// claim's filters.
+// sqliteEligible is what makes a head claimable besides its band and due time: its project
+// is active, no cancel is pending, and it passes the claim's filters. The subject's order
+// (no older queued run, no leased run) is the head marker itself.
 const sqliteEligible = `r.CancelRequestedAt IS NULL
     AND EXISTS (SELECT 1 FROM Projects p WHERE p.TenantId = r.TenantId AND p.ProjectId = r.ProjectId AND p.Active = 1)
-    AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = r.TenantId AND s.Subject = r.Subject AND s.State = 1)
-    AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = r.TenantId AND s.Subject = r.Subject AND s.State = 0
-        AND (s.QueuedAt < r.QueuedAt OR (s.QueuedAt = r.QueuedAt AND s.RunId < r.RunId)))
-    AND (?5 IS NULL OR r.Kind IN (SELECT value FROM json_each(?5)))
-    AND (?6 IS NULL OR r.AgentId IN (SELECT value FROM json_each(?6)))
-    AND (?7 IS NULL OR r.ProjectId IN (SELECT value FROM json_each(?7)))
-    AND (?8 IS NULL OR r.RunId <> ?8)`
+    AND (?5 = '[]' OR r.Kind IN (SELECT value FROM json_each(?5)))
+    AND (?6 = '[]' OR r.AgentId IN (SELECT value FROM json_each(?6)))
+    AND (?7 = '[]' OR r.ProjectId IN (SELECT value FROM json_each(?7)))
+    AND r.RunId NOT IN (SELECT value FROM json_each(?8))`
 
-// sqliteSeek is one index seek of IX_Runs_Claim: the window's oldest eligible runs of a band.
+// sqliteSeek is one seek of IX_Runs_Claim (heads only): a band's oldest eligible heads.
 func sqliteSeek(band, dueBy string) string {
-	return `SELECT r.RunId, r.ProjectId, r.DueAt FROM Runs r
-    WHERE r.TenantId = ?1 AND r.State = 0 AND r.Band = ` + band + ` AND r.DueAt <= ` + dueBy + `
+	return `SELECT r.RunId, r.ProjectId, r.DueAt, r.Subject FROM Runs r
+    WHERE r.TenantId = ?1 AND r.SubjectHead = 1 AND r.Band = ` + band + ` AND r.DueAt <= ` + dueBy + `
     AND ` + sqliteEligible + `
     ORDER BY r.DueAt, r.RunId LIMIT ?4`
 }
@@ -35,46 +34,106 @@ func sqliteClaim(seeks ...string) string {
 	for i, s := range seeks {
 		parts[i] = "SELECT * FROM (" + s + ")"
 	}
-	return `SELECT c.RunId FROM (
+	return `SELECT c.RunId, c.Subject FROM (
     SELECT * FROM (` + strings.Join(parts, "\n    UNION ALL\n    ") + `) ORDER BY DueAt, RunId LIMIT ?4
-) c JOIN Projects p ON p.TenantId = ?1 AND p.ProjectId = c.ProjectId
-ORDER BY p.LeasedCount, c.DueAt, c.RunId LIMIT 1`
+) c LEFT JOIN ProjectLeases pl ON pl.TenantId = ?1 AND pl.ProjectId = c.ProjectId
+ORDER BY COALESCE(pl.LeasedCount, 0), c.DueAt, c.RunId LIMIT 1`
 }
 
 var sqliteQueries = queries{
 	insert: `INSERT INTO Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input,
     Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey, ParentRunId,
-    Depth, ContinuedFromRunId, CreatedBy, Version)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ` + sqliteStamp + `)`,
+    Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead, Version)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
+    0, ` + sqliteStamp + `
+WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ?19)`,
 	get:           `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
-	byIdempotency: `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
+	byIdempotency: `SELECT ` + runColumns + `, RequestHash FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 	continuation:  `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND ContinuedFromRunId = ?2`,
-	projectActive: `SELECT Active FROM Projects WHERE TenantId = ?1 AND ProjectId = ?2`,
 	tombstone:     `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
-	lockTenant:    `SELECT MaxLeasedRuns FROM Tenants WHERE TenantId = ?1`,
-	countLeased:   `SELECT COUNT(*) FROM Runs WHERE TenantId = ?1 AND State = 1`,
+
+	lockSubject: "",
+	// The head is computed once (h) from IX_Runs_SubjectQueue and UX_Runs_LeasedSubject; the
+	// rows whose marker must change are the current head (UX_Runs_SubjectHead) when it is not
+	// h, and h when it is not marked. Usually nothing changes and nothing is written.
+	syncHead: `WITH h(RunId) AS (
+    SELECT q.RunId FROM Runs AS q
+    WHERE q.TenantId = ?1 AND q.Subject = ?2 AND q.State = 0
+        AND NOT EXISTS (SELECT 1 FROM Runs AS l WHERE l.TenantId = ?1 AND l.Subject = ?2 AND l.State = 1)
+    ORDER BY q.QueuedAt, q.RunId LIMIT 1
+)
+UPDATE Runs SET SubjectHead = (RunId IN (SELECT RunId FROM h)), Version = ` + sqliteStamp + `
+WHERE RunId IN (
+    SELECT o.RunId FROM Runs AS o WHERE o.TenantId = ?1 AND o.Subject = ?2 AND o.SubjectHead = 1
+        AND o.RunId NOT IN (SELECT RunId FROM h)
+    UNION ALL
+    SELECT n.RunId FROM Runs AS n WHERE n.RunId IN (SELECT RunId FROM h) AND n.SubjectHead = 0
+)`,
+
+	claimStart: `SELECT NULL AS Now, t.MaxLeasedRuns,
+    COALESCE((SELECT l.LeasedCount FROM TenantLeases l WHERE l.TenantId = ?1), 0) AS LeasedCount
+FROM Tenants t WHERE t.TenantId = ?1`,
 	claimCandidates: [3]string{
 		sqliteClaim(sqliteSeek("0", "?2")),
 		sqliteClaim(sqliteSeek("1", "?2"), sqliteSeek("2", "?3")),
 		sqliteClaim(sqliteSeek("2", "?2")),
 	},
 	lease: `UPDATE Runs SET State = 1, Epoch = Epoch + 1, HolderId = ?3, LeaseSeconds = ?4, LeasedUntil = ?5,
-    Version = ` + sqliteStamp + `
-WHERE TenantId = ?1 AND RunId = ?2 AND State = 0`,
-	projectLeased: `UPDATE Projects SET LeasedCount = LeasedCount + ?3, Version = ` + sqliteStamp + `
-WHERE TenantId = ?1 AND ProjectId = ?2`,
+    SubjectHead = 0, Version = ` + sqliteStamp + `
+WHERE TenantId = ?1 AND RunId = ?2 AND State = 0 AND SubjectHead = 1
+RETURNING ` + runColumns,
+	// The row to insert must pass the CHECK even when it conflicts (SQLite checks it first),
+	// hence MAX: only a claim (+1) can find the row missing.
+	tenantLeased: `INSERT INTO TenantLeases (TenantId, LeasedCount) VALUES (?1, MAX(?2, 0))
+ON CONFLICT (TenantId) DO UPDATE SET LeasedCount = LeasedCount + ?2`,
+	projectLeased: `INSERT INTO ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (?1, ?2, MAX(?3, 0))
+ON CONFLICT (TenantId, ProjectId) DO UPDATE SET LeasedCount = LeasedCount + ?3`,
+
+	fence: `SELECT ` + attemptColumns + `,
+    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId",
+    r.EnvironmentId AS "run.EnvironmentId", r.Subject AS "run.Subject", r.Kind AS "run.Kind",
+    r.AgentId AS "run.AgentId", r.StepId AS "run.StepId", r.SnapshotId AS "run.SnapshotId",
+    r.Input AS "run.Input", r.Band AS "run.Band", r.State AS "run.State", r.Epoch AS "run.Epoch",
+    r.HolderId AS "run.HolderId", r.LeaseSeconds AS "run.LeaseSeconds", r.LeasedUntil AS "run.LeasedUntil",
+    r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts", r.MaxCorrections AS "run.MaxCorrections",
+    r.QueuedAt AS "run.QueuedAt", r.DueAt AS "run.DueAt", r.DeadlineAt AS "run.DeadlineAt",
+    r.EndedAt AS "run.EndedAt", r.Outcome AS "run.Outcome", r.ErrorCode AS "run.ErrorCode",
+    r.ErrorMessage AS "run.ErrorMessage", r.CancelRequestedAt AS "run.CancelRequestedAt",
+    r.IdempotencyKey AS "run.IdempotencyKey", r.ParentRunId AS "run.ParentRunId", r.Depth AS "run.Depth",
+    r.ContinuedFromRunId AS "run.ContinuedFromRunId", r.CreatedBy AS "run.CreatedBy", r.Version AS "run.Version"
+FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
+WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
+	fenceRunning: `SELECT ` + attemptColumns + `,
+    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId",
+    r.EnvironmentId AS "run.EnvironmentId", r.Subject AS "run.Subject", r.Kind AS "run.Kind",
+    r.AgentId AS "run.AgentId", r.StepId AS "run.StepId", r.SnapshotId AS "run.SnapshotId",
+    r.Input AS "run.Input", r.Band AS "run.Band", r.State AS "run.State", r.Epoch AS "run.Epoch",
+    r.HolderId AS "run.HolderId", r.LeaseSeconds AS "run.LeaseSeconds", r.LeasedUntil AS "run.LeasedUntil",
+    r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts", r.MaxCorrections AS "run.MaxCorrections",
+    r.QueuedAt AS "run.QueuedAt", r.DueAt AS "run.DueAt", r.DeadlineAt AS "run.DeadlineAt",
+    r.EndedAt AS "run.EndedAt", r.Outcome AS "run.Outcome", r.ErrorCode AS "run.ErrorCode",
+    r.ErrorMessage AS "run.ErrorMessage", r.CancelRequestedAt AS "run.CancelRequestedAt",
+    r.IdempotencyKey AS "run.IdempotencyKey", r.ParentRunId AS "run.ParentRunId", r.Depth AS "run.Depth",
+    r.ContinuedFromRunId AS "run.ContinuedFromRunId", r.CreatedBy AS "run.CreatedBy", r.Version AS "run.Version"
+FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
+WHERE a.TenantId = ?1 AND a.RunId = ?2 AND a.FencingToken = ?3 AND a.State = 0 AND r.TenantId = ?1`,
+
 	heartbeat: `UPDATE Runs SET LeasedUntil = ?3, LeaseSeconds = ?4, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1`,
 	requeue: `UPDATE Runs SET State = 0, DueAt = ?3, Attempt = ?4, LeasedUntil = NULL, Version = ` + sqliteStamp + `
-WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?5 IS NULL OR LeasedUntil < ?5)`,
+WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?5 IS NULL OR LeasedUntil < ?5)
+RETURNING ` + runColumns,
 	endLeased: `UPDATE Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
     Version = ` + sqliteStamp + `
-WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)`,
-	endQueued: `UPDATE Runs SET State = 2, Outcome = ?2, EndedAt = ?3, Version = ` + sqliteStamp + `
-WHERE RunId = ?1 AND State = 0`,
+WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)
+RETURNING ` + runColumns,
+	endQueued: `UPDATE Runs SET State = 2, Outcome = ?2, EndedAt = ?3, SubjectHead = 0, Version = ` + sqliteStamp + `
+WHERE RunId = ?1 AND State = 0
+RETURNING ` + runColumns,
 	requestCancel: `UPDATE Runs SET CancelRequestedAt = ?2, Version = ` + sqliteStamp + `
-WHERE RunId = ?1 AND State = 1 AND CancelRequestedAt IS NULL`,
+WHERE RunId = ?1 AND State = 1 AND CancelRequestedAt IS NULL
+RETURNING ` + runColumns,
 	list: `SELECT ` + runColumns + ` FROM Runs
 WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND (?5 IS NULL OR Kind = ?5)
@@ -91,4 +150,6 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)`,
 	updateLock: `UPDATE TaskRunLocks SET HolderId = ?4, HeldUntil = ?5, UpdatedAt = ?6
 WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
 	deleteLock: `DELETE FROM TaskRunLocks WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
+
+	jsonList: func(s string) any { return s },
 }

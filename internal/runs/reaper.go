@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -105,35 +104,35 @@ func (s *Service) Reap(ctx context.Context) (ReapResult, error) {
 var errLost = errors.New("take-back lost the race")
 
 // takeBack marks the lost attempt Lost, then with one conditional write takes its run back;
-// if that write finds nothing, the whole transaction rolls back.
+// if that write finds nothing, the whole transaction rolls back. Lock order as every
+// fenced write: the attempt and its run (one statement), then the subject.
 func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		now, err := tx.Now(ctx)
 		if err != nil {
 			return err
 		}
-		a, err := attempts.LockRunning(ctx, tx, e.RunID, e.Epoch)
-		if apperr.Is(err, apperr.NotFound) {
+		var row fenceRow
+		err = tx.GetContext(ctx, &row, s.q.fenceRunning, e.TenantID, e.RunID, e.Epoch)
+		if errors.Is(err, sqldb.ErrNotFound) {
 			return errLost // completed or taken back meanwhile
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("lock running attempt: %w", err)
 		}
-		run, err := s.getBy(ctx, tx, s.q.lock, e.TenantID, e.RunID)
-		if err != nil {
-			return err
-		}
+		run := row.Run
 		if run.State != Leased || run.Epoch != e.Epoch || run.LeasedUntil == nil || !run.LeasedUntil.Before(now) {
 			return errLost
 		}
-		if ok, err := attempts.End(ctx, tx, a.AttemptID, attempts.Lost, now, nil); err != nil || !ok {
-			return errors.Join(errLost, err)
-		}
-		if err := s.attemptEnded(ctx, tx, e.TenantID, a.AttemptID, now); err != nil {
+		if err := s.lockSubject(ctx, tx, run.TenantID, run.Subject); err != nil {
 			return err
 		}
+		f := Fenced{Attempt: row.Attempt, Run: run, Now: now}
+		if _, err := s.endAttempt(ctx, tx, f, attempts.Lost, nil); err != nil {
+			return errors.Join(errLost, err)
+		}
 		// A lost lease spends an attempt (seed 003).
-		err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now)
+		_, err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now)
 		if errors.Is(err, sqldb.ErrNotFound) {
 			return errLost
 		}
@@ -145,11 +144,20 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 	return err == nil, err
 }
 
+// endOverdue ends a queued run past its deadline: the subject lock, then the run's (lock
+// order), a re-check under both, the end and the subject's head.
 func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) {
 	ended := false
 	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		now, err := tx.Now(ctx)
 		if err != nil {
+			return err
+		}
+		seen, err := s.getBy(ctx, tx, s.q.get, o.TenantID, o.RunID)
+		if err != nil || seen.State != Queued {
+			return err
+		}
+		if err := s.lockSubject(ctx, tx, o.TenantID, seen.Subject); err != nil {
 			return err
 		}
 		run, err := s.getBy(ctx, tx, s.q.lock, o.TenantID, o.RunID)
@@ -159,11 +167,15 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 		if run.State != Queued || run.DeadlineAt == nil || !run.DeadlineAt.Before(now) {
 			return nil
 		}
-		if err := s.exec1(ctx, tx, "end overdue run", s.q.endQueued, run.RunID, OutcomeDeadline, tx.Dialect.Time(now)); err != nil {
+		out, err := s.getBy(ctx, tx, s.q.endQueued, run.RunID, OutcomeDeadline, tx.Dialect.Time(now))
+		if err != nil {
+			return err
+		}
+		if err := s.syncHead(ctx, tx, o.TenantID, run.Subject); err != nil {
 			return err
 		}
 		ended = true
-		return s.runChanged(ctx, tx, o.TenantID, run.RunID)
+		return s.notifyRun(ctx, tx, out)
 	})
 	return ended, err
 }

@@ -125,6 +125,9 @@ type Run struct {
 	ContinuedFromRunID uuid.NullUUID    `db:"ContinuedFromRunId"`
 	CreatedBy          string           `db:"CreatedBy"`
 	Version            sqldb.RowVersion `db:"Version"`
+	// RequestHash is the hash of the enqueue request's defining fields (read only where an
+	// idempotency key is compared; see Spec.requestHash).
+	RequestHash *string `db:"RequestHash"`
 	// Purged marks the stand-in for a run that retention deleted: an enqueue repeating its
 	// idempotency key gets this, never a second run.
 	Purged bool `db:"-"`

@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -89,8 +87,9 @@ type Caller struct {
 }
 
 // Enqueue queues a run. It reports created=false when the idempotency key already named a
-// run, which it returns whatever this spec says. Errors: UnknownProject, LoopDepth,
-// Invalid (parent run not found).
+// run for the same request, which it returns. Errors: Invalid (deadlineAt not after dueAt
+// or not in the future; parent run not found), UnknownProject, LoopDepth,
+// IdempotencyKeyReused (the key names a run made by another request).
 func (s *Service) Enqueue(ctx context.Context, c Caller, spec Spec) (Run, bool, error) {
 	var (
 		run     Run
@@ -112,36 +111,26 @@ func (s *Service) Enqueue(ctx context.Context, c Caller, spec Spec) (Run, bool, 
 
 // EnqueueTx is Enqueue inside the caller's transaction (a delegation enqueues its child
 // with its own row). The caller must wake claimers after commit with Woke.
+//
+// The insert comes first: an idempotency key is compared only when the unique index
+// refuses the insert (the stored run answers an exact repeat, another request is
+// IdempotencyKeyReused), and a purged key (its tombstone) makes the insert write nothing
+// and answers the tombstone. Statements on SQLite: the insert, the head marker, the
+// read-back (plus the parent's read for a child run).
 func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Spec) (Run, bool, error) {
-	if spec.IdempotencyKey != nil {
-		if r, err := s.getBy(ctx, tx, s.q.byIdempotency, c.TenantID, *spec.IdempotencyKey); err == nil {
-			return r, false, nil
-		} else if !apperr.Is(err, apperr.NotFound) {
-			return Run{}, false, err
-		}
-		var tomb struct {
-			RunID    uuid.UUID `db:"RunId"`
-			PurgedAt time.Time `db:"PurgedAt"`
-		}
-		err := tx.GetContext(ctx, &tomb, s.q.tombstone, c.TenantID, *spec.IdempotencyKey)
-		if err == nil {
-			return Run{RunID: tomb.RunID, TenantID: c.TenantID, State: Ended, IdempotencyKey: spec.IdempotencyKey,
-				EndedAt: &tomb.PurgedAt, Purged: true}, false, nil
-		}
-		if !errors.Is(err, sqldb.ErrNotFound) {
-			return Run{}, false, fmt.Errorf("read tombstone: %w", err)
-		}
-	}
 	now, err := tx.Now(ctx)
 	if err != nil {
 		return Run{}, false, err
 	}
-	var active bool
-	err = tx.GetContext(ctx, &active, s.q.projectActive, c.TenantID, spec.ProjectID)
-	if errors.Is(err, sqldb.ErrNotFound) {
-		return Run{}, false, apperr.New(apperr.UnknownProject, "project %q does not exist", spec.ProjectID)
-	}
-	if err != nil {
+	hash := spec.requestHash()
+	if err := checkDeadline(spec, now); err != nil {
+		// A repeat of a request accepted before its deadline came close still answers as the
+		// first did.
+		if spec.IdempotencyKey != nil {
+			if r, rerr := s.getBy(ctx, tx, s.q.byIdempotency, c.TenantID, *spec.IdempotencyKey); rerr == nil && sameRequest(r, hash) {
+				return r, false, nil
+			}
+		}
 		return Run{}, false, err
 	}
 	depth := 0
@@ -164,25 +153,87 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	if spec.DueAt != nil {
 		due = sqldb.Truncate(*spec.DueAt)
 	}
+	if err := s.lockSubject(ctx, tx, c.TenantID, spec.Subject); err != nil {
+		return Run{}, false, err
+	}
 	id := ids.New()
-	_, err = tx.ExecContext(ctx, s.q.insert, id, c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
+	res, err := tx.ExecContext(ctx, s.q.insert, id, c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
 		spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, spec.Input, int(spec.Band), 0, 0, spec.MaxAttempts,
 		spec.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
-		parent, depth, nil, c.KeyID)
-	if spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...) {
-		// A concurrent enqueue with the same key won: answer with its run. The caller's
-		// transaction is still usable on both dialects after a unique violation.
-		r, gerr := s.getBy(ctx, tx, s.q.byIdempotency, c.TenantID, *spec.IdempotencyKey)
-		return r, false, gerr
-	}
-	if err != nil {
+		parent, depth, nil, c.KeyID, hash)
+	switch {
+	case spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...):
+		// The key names a run already (on SQL Server possibly one a concurrent enqueue just
+		// committed; the insert waited for it). The caller's transaction is still usable on
+		// both dialects after a unique violation.
+		r, err := s.getBy(ctx, tx, s.q.byIdempotency, c.TenantID, *spec.IdempotencyKey)
+		if err != nil {
+			return Run{}, false, err
+		}
+		if !sameRequest(r, hash) {
+			return Run{}, false, apperr.New(apperr.IdempotencyKeyReused,
+				"idempotencyKey %q already names a run made by a different request", *spec.IdempotencyKey)
+		}
+		return r, false, nil
+	case errors.Is(err, sqldb.ErrBadReference):
+		// The parent was read above, so the foreign key that refused is the project's.
+		return Run{}, false, apperr.New(apperr.UnknownProject, "project %q does not exist", spec.ProjectID)
+	case err != nil:
 		return Run{}, false, fmt.Errorf("insert run: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Run{}, false, err
+	} else if n == 0 {
+		if spec.IdempotencyKey == nil {
+			return Run{}, false, errors.New("insert run: no row written")
+		}
+		return s.tombstoned(ctx, tx, c.TenantID, *spec.IdempotencyKey)
+	}
+	if err := s.syncHead(ctx, tx, c.TenantID, spec.Subject); err != nil {
+		return Run{}, false, err
 	}
 	r, err := s.getBy(ctx, tx, s.q.get, c.TenantID, id)
 	if err != nil {
 		return Run{}, false, err
 	}
 	return r, true, s.notifyRun(ctx, tx, r)
+}
+
+// checkDeadline refuses a deadline that is not after the due time (now when none is
+// given) or not in the future (by the transaction's clock: the database's in production).
+func checkDeadline(spec Spec, now time.Time) error {
+	if spec.DeadlineAt == nil {
+		return nil
+	}
+	deadline := sqldb.Truncate(*spec.DeadlineAt)
+	switch {
+	case !deadline.After(now):
+		return apperr.FieldsInvalid(apperr.FieldError{Field: "deadlineAt", Reason: "must be in the future"})
+	case spec.DueAt != nil && !deadline.After(sqldb.Truncate(*spec.DueAt)):
+		return apperr.FieldsInvalid(apperr.FieldError{Field: "deadlineAt", Reason: "must be after dueAt"})
+	}
+	return nil
+}
+
+// sameRequest reports whether r was enqueued by a request with this hash. Runs enqueued
+// before request hashes were kept (migration 000011) have none and match any request, as
+// every repeat did then.
+func sameRequest(r Run, hash string) bool {
+	return r.RequestHash == nil || *r.RequestHash == hash
+}
+
+// tombstoned answers an enqueue whose idempotency key belonged to a run that retention
+// purged: the stand-in for that run, never a second run.
+func (s *Service) tombstoned(ctx context.Context, tx *sqldb.Tx, tenantID, key string) (Run, bool, error) {
+	var tomb struct {
+		RunID    uuid.UUID `db:"RunId"`
+		PurgedAt time.Time `db:"PurgedAt"`
+	}
+	if err := tx.GetContext(ctx, &tomb, s.q.tombstone, tenantID, key); err != nil {
+		return Run{}, false, fmt.Errorf("read tombstone: %w", err)
+	}
+	return Run{RunID: tomb.RunID, TenantID: tenantID, State: Ended, IdempotencyKey: &key, EndedAt: &tomb.PurgedAt,
+		Purged: true}, false, nil
 }
 
 // Woke tells claimers on this replica that tenant has new work (after a commit).
@@ -194,6 +245,10 @@ func (s *Service) idempotencyMarkers() []string {
 
 func (s *Service) leasedSubjectMarkers() []string {
 	return []string{"UX_Runs_LeasedSubject", "Runs.TenantId, Runs.Subject"}
+}
+
+func (s *Service) continuedFromMarkers() []string {
+	return []string{"UX_Runs_ContinuedFrom", "Runs.ContinuedFromRunId"}
 }
 
 func (s *Service) getBy(ctx context.Context, tx *sqldb.Tx, query string, args ...any) (Run, error) {
@@ -252,167 +307,151 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 	return rs, nil
 }
 
-// ClaimRequest is what a claim asks for.
-type ClaimRequest struct {
-	HolderID       string
-	ReleaseID      string
-	AdapterVersion string
-	ModelProfileID string
-	// LeaseSeconds, when zero, is the configured lease TTL.
-	LeaseSeconds int
-	// Wait is how long to wait for work when none is due (long poll).
-	Wait       time.Duration
-	Kinds      []string
-	AgentIDs   []string
-	ProjectIDs []string
-}
+// errStateMoved: a run changed state between the read that chose how to lock it and the
+// lock (SQL Server only: SQLite has one writer); the transaction runs again.
+var errStateMoved = fmt.Errorf("the run changed state while it was being locked: %w", sqldb.ErrRetryable)
 
-// Claimed is a successful claim: the run, its new attempt and the lease.
-type Claimed struct {
-	Run     Run              `json:"run"`
-	Attempt attempts.Attempt `json:"attempt"`
-	Lease   Lease            `json:"lease"`
-}
-
-// ErrNothingToClaim: no run is due for this claim (HTTP 204).
-var ErrNothingToClaim = errors.New("nothing to claim")
-
-// BudgetHeldError: the tenant holds its MaxLeasedRuns already (HTTP 204 with Retry-After).
-type BudgetHeldError struct{ RetryAfter time.Duration }
-
-func (e *BudgetHeldError) Error() string { return "the tenant's leased-run budget is used up" }
-
-// Claim leases one due run of the tenant, waiting up to req.Wait for one. It returns
-// ErrNothingToClaim or a *BudgetHeldError when it leases nothing.
-func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claimed, error) {
-	deadline := time.Now().Add(req.Wait)
-	for {
-		// Subscribe before looking, so an enqueue between the look and the wait is not missed.
-		woken := s.wake.wait(c.TenantID)
-		cl, err := s.claimOnce(ctx, c, req)
-		if !errors.Is(err, ErrNothingToClaim) {
-			return cl, err
+// Cancel cancels a run: a queued run ends cancelled at once, a leased one gets a cancel
+// request its holder sees on its next heartbeat, an ended one is left as it is. It is
+// idempotent and returns the run.
+//
+// Ending a queued run changes its subject's queue, so it takes the subject lock before
+// the run's (lock order); asking a leased run's holder to stop changes no queue and takes
+// only the run's. Which one applies is read first, without a lock.
+func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) (Run, error) {
+	var out Run
+	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		seen, err := s.getBy(ctx, tx, s.q.get, tenantID, runID)
+		if err != nil || seen.State == Ended {
+			out = seen
+			return err
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return Claimed{}, err
-		}
-		t := time.NewTimer(min(left, s.cfg.PollInterval))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Claimed{}, ErrNothingToClaim
-		case <-woken:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Claimed, error) {
-	leaseSeconds := req.LeaseSeconds
-	if leaseSeconds <= 0 {
-		leaseSeconds = int(s.cfg.LeaseTTL / time.Second)
-	}
-	kinds, agents, projects := jsonList(req.Kinds), jsonList(req.AgentIDs), jsonList(req.ProjectIDs)
-	var out Claimed
-	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
 		now, err := tx.Now(ctx)
 		if err != nil {
 			return err
 		}
-		// The budget hold: lock the tenant row first (every claim of the tenant queues here),
-		// then count its leased runs. A claim past the budget runs nothing and takes no epoch.
-		var maxLeased int
-		if err := tx.GetContext(ctx, &maxLeased, s.q.lockTenant, c.TenantID); err != nil {
-			return fmt.Errorf("lock tenant: %w", err)
-		}
-		var leased int
-		if err := tx.GetContext(ctx, &leased, s.q.countLeased, c.TenantID); err != nil {
-			return fmt.Errorf("count leased runs: %w", err)
-		}
-		if leased >= maxLeased {
-			return &BudgetHeldError{RetryAfter: s.cfg.PollInterval}
-		}
-		if err := s.checkClaim(ctx, tx, c.TenantID, req); err != nil {
-			return err
-		}
-		aged := now.Add(-s.cfg.BandAging)
-		var skip any
-		for _, query := range s.q.claimCandidates {
-			// A candidate that loses the leased-subject index to a concurrent claim (SQL Server
-			// only: SQLite serialises claims) is skipped, and the band is sought again.
-			for try := 0; try < 3; try++ {
-				var runID uuid.UUID
-				err := tx.GetContext(ctx, &runID, query, c.TenantID, tx.Dialect.Time(now), tx.Dialect.Time(aged),
-					s.cfg.FairnessWindow, kinds, agents, projects, skip)
-				if errors.Is(err, sqldb.ErrNotFound) {
-					break
-				}
-				if err != nil {
-					return fmt.Errorf("find claimable run: %w", err)
-				}
-				out, err = s.lease(ctx, tx, c, req, runID, leaseSeconds, now)
-				if sqldb.IsConflict(err, s.leasedSubjectMarkers()...) {
-					skip = runID
-					continue
-				}
+		if seen.State == Queued {
+			if err := s.lockSubject(ctx, tx, tenantID, seen.Subject); err != nil {
 				return err
 			}
 		}
-		return ErrNothingToClaim
+		run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case run.State == Ended:
+			out = run
+		case run.State != seen.State:
+			return errStateMoved
+		case run.State == Queued:
+			out, err = s.getBy(ctx, tx, s.q.endQueued, runID, OutcomeCancelled, tx.Dialect.Time(now))
+			if err == nil {
+				err = s.syncHead(ctx, tx, tenantID, run.Subject)
+			}
+			if err == nil {
+				err = s.notifyRun(ctx, tx, out)
+			}
+		case run.CancelRequestedAt == nil:
+			out, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
+		default:
+			out = run
+		}
+		return err
 	})
-	return out, err
+	if err != nil {
+		return Run{}, fmt.Errorf("cancel run: %w", err)
+	}
+	return out, nil
 }
 
-func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRequest, runID uuid.UUID, leaseSeconds int, now time.Time) (Claimed, error) {
-	until := now.Add(time.Duration(leaseSeconds) * time.Second)
-	res, err := tx.ExecContext(ctx, s.q.lease, c.TenantID, runID, req.HolderID, leaseSeconds, tx.Dialect.Time(until))
-	if err != nil {
-		return Claimed{}, err
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return Claimed{}, fmt.Errorf("lease run %s: it was no longer queued", runID)
-	}
-	run, err := s.getBy(ctx, tx, s.q.get, c.TenantID, runID)
-	if err != nil {
-		return Claimed{}, err
-	}
-	if _, err := tx.ExecContext(ctx, s.q.projectLeased, c.TenantID, run.ProjectID, 1); err != nil {
-		return Claimed{}, fmt.Errorf("count project lease: %w", err)
-	}
-	a := attempts.Attempt{
-		AttemptID: ids.New(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
-		EnvironmentID: run.EnvironmentID, LeaseID: ids.New(), FencingToken: run.Epoch, SnapshotID: run.SnapshotID,
-		ReleaseID: req.ReleaseID, AdapterVersion: req.AdapterVersion, AgentID: run.AgentID,
-		ModelProfileID: req.ModelProfileID, State: attempts.Running, Phase: attempts.Starting,
-		MaxCorrections: run.MaxCorrections, StartedAt: now,
-	}
-	if err := attempts.Insert(ctx, tx, &a); err != nil {
-		return Claimed{}, err
-	}
-	// The insert of the attempt changed nothing of the run read above.
-	if err := s.notifyRun(ctx, tx, run); err != nil {
-		return Claimed{}, err
-	}
-	stored, err := attempts.Get(ctx, tx, c.TenantID, a.AttemptID)
-	if err != nil {
-		return Claimed{}, err
-	}
-	return Claimed{Run: run, Attempt: stored, Lease: Lease{LeaseID: a.LeaseID, FencingToken: run.Epoch, LeasedUntil: until}}, nil
+// Continuation is what a continueAfter may change of the ended run's spec.
+type Continuation struct {
+	DueAt      *time.Time
+	SnapshotID *uuid.UUID
 }
 
-func jsonList(xs []string) any {
-	if len(xs) == 0 {
-		return nil
+// Continue queues the continuation of an ended run: the same spec on a new run that starts
+// at the old run's epoch (so its first token is greater than any before) and spends one
+// more attempt. A repeat returns the existing continuation with created=false: the insert
+// comes first, and the unique index on ContinuedFromRunId answers a repeat (or a
+// concurrent continue that won). Errors: IllegalTransition (the run has not ended),
+// AttemptsExhausted.
+func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont Continuation) (Run, bool, error) {
+	var (
+		out     Run
+		created bool
+	)
+	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
+		created = false
+		old, err := s.getBy(ctx, tx, s.q.lock, c.TenantID, runID)
+		if err != nil {
+			return err
+		}
+		if old.State != Ended {
+			return apperr.New(apperr.IllegalTransition, "only an ended run can be continued; this one is %s", old.State)
+		}
+		spent := old.Attempt + 1
+		if spent > old.MaxAttempts {
+			return apperr.New(apperr.AttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		due := now
+		if cont.DueAt != nil {
+			due = sqldb.Truncate(*cont.DueAt)
+		}
+		snapshot := old.SnapshotID
+		if cont.SnapshotID != nil {
+			snapshot = *cont.SnapshotID
+		}
+		var parent any
+		if old.ParentRunID.Valid {
+			parent = old.ParentRunID.UUID
+		}
+		if err := s.lockSubject(ctx, tx, c.TenantID, old.Subject); err != nil {
+			return err
+		}
+		id := ids.New()
+		_, err = tx.ExecContext(ctx, s.q.insert, id, c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
+			old.Kind, old.AgentID, old.StepID, snapshot, old.Input, int(old.Band), old.Epoch, spent, old.MaxAttempts,
+			old.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(old.DeadlineAt), nil, parent,
+			old.Depth, old.RunID, c.KeyID, nil)
+		if sqldb.IsConflict(err, s.continuedFromMarkers()...) {
+			// Continued already (by an earlier request, or a concurrent one that committed
+			// first): answer with its run.
+			out, err = s.getBy(ctx, tx, s.q.continuation, c.TenantID, runID)
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("insert continuation: %w", err)
+		}
+		if err := s.syncHead(ctx, tx, c.TenantID, old.Subject); err != nil {
+			return err
+		}
+		if out, err = s.getBy(ctx, tx, s.q.get, c.TenantID, id); err != nil {
+			return err
+		}
+		created = true
+		return s.notifyRun(ctx, tx, out)
+	})
+	if err != nil {
+		return Run{}, false, fmt.Errorf("continue run: %w", err)
 	}
-	b, _ := json.Marshal(xs)
-	return string(b)
+	if created {
+		s.wake.notify(c.TenantID)
+	}
+	return out, created, nil
 }
 
-// Disagreements counts attempts and runs that disagree, across tenants: a running attempt
-// whose run is not leased at its token, a leased run without exactly one running attempt
-// at its epoch, or a run out of its lease with a running attempt. It is 0 at every commit.
+// Disagreements counts what breaks the run-lease core's invariants, across tenants: a
+// running attempt whose run is not leased at its token, a leased run without exactly one
+// running attempt at its epoch, a run out of its lease with a running attempt, a head
+// marker that is not its definition (the oldest queued run of a subject without a leased
+// run), and a leased count (tenant or project) that is not the count of leased runs. It
+// is 0 at every commit.
 func (s *Service) Disagreements(ctx context.Context) (int, error) {
 	total := 0
 	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {

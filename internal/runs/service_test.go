@@ -36,9 +36,27 @@ var leaseCases = []leaseCase{
 		e := newEnv(t, tgt)
 		key := "automation-7:event-9"
 		first := e.enqueue(spec("s1", func(s *runs.Spec) { s.IdempotencyKey = &key }))
-		again, created, err := e.svc.Enqueue(e.ctx, e.caller, spec("other-subject", func(s *runs.Spec) { s.IdempotencyKey = &key }))
-		if err != nil || created || again.RunID != first.RunID || again.Subject != "s1" {
-			t.Fatalf("repeat: created=%v err=%v run=%v, want the first run unchanged", created, err, again.RunID)
+		repeat := spec("s1", func(s *runs.Spec) { s.IdempotencyKey = &key; s.StepID = first.StepID; s.SnapshotID = first.SnapshotID })
+		again, created, err := e.svc.Enqueue(e.ctx, e.caller, repeat)
+		if err != nil || created || again.RunID != first.RunID || again.Version != first.Version {
+			t.Fatalf("exact repeat: created=%v err=%v run=%v, want the first run unchanged", created, err, again.RunID)
+		}
+		// The same key for a request that differs in a field defining the run is refused,
+		// whichever field it is, and changes nothing.
+		for name, change := range map[string]func(*runs.Spec){
+			"subject": func(s *runs.Spec) { s.Subject = "other-subject" },
+			"input":   func(s *runs.Spec) { s.Input = runs.JSONText(`{"a":1}`) },
+			"band":    func(s *runs.Spec) { s.Band = runs.Interactive },
+			"dueAt":   func(s *runs.Spec) { d := epoch.Add(time.Hour); s.DueAt = &d },
+		} {
+			other := repeat
+			change(&other)
+			if _, _, err := e.svc.Enqueue(e.ctx, e.caller, other); !apperr.Is(err, apperr.IdempotencyKeyReused) {
+				t.Fatalf("key reused with another %s: got %v, want idempotency_key_reused", name, err)
+			}
+		}
+		if got := e.get(first.RunID); got.Version != first.Version || got.Subject != "s1" {
+			t.Fatalf("a refused reuse changed the run: %+v", got)
 		}
 		// The key is per tenant: another tenant gets its own run.
 		other := newEnvOn(t, e)
@@ -332,8 +350,12 @@ var leaseCases = []leaseCase{
 		if err != nil || again.Version != a.Version {
 			t.Fatalf("exact repeat: %v, want the stored attempt unchanged", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, apperr.LeaseExpired) {
-			t.Fatalf("different completion after the end: got %v, want lease_expired", err)
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, apperr.AttemptEnded) {
+			t.Fatalf("different completion after the end: got %v, want attempt_ended", err)
+		}
+		// A repeat presented with another token is refused as the fence refuses.
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: attempts.Failed, OutcomeHash: &hash}); !apperr.Is(err, apperr.StaleLease) {
+			t.Fatalf("repeat with another token: got %v, want stale_lease", err)
 		}
 		e.agree()
 	}},
@@ -424,8 +446,8 @@ var leaseCases = []leaseCase{
 			t.Fatalf("the renewed lease was taken back: %+v", still)
 		}
 		// The lost holder can change nothing; its attempt reads lost.
-		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, 0); !apperr.Is(err, apperr.LeaseExpired) {
-			t.Fatalf("lost holder's heartbeat: got %v, want lease_expired", err)
+		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, 0); !apperr.Is(err, apperr.AttemptEnded) {
+			t.Fatalf("lost holder's heartbeat: got %v, want attempt_ended", err)
 		}
 		e.agree()
 		e.clock.Advance(time.Hour)
@@ -458,8 +480,8 @@ var leaseCases = []leaseCase{
 	}},
 	{"ReaperEndsQueuedRunsPastDeadline", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt)
-		deadline := epoch.Add(time.Minute)
-		r := e.enqueue(spec("s", func(s *runs.Spec) { s.DeadlineAt = &deadline; s.DueAt = &deadline }))
+		deadline, due := epoch.Add(time.Minute), epoch.Add(30*time.Second)
+		r := e.enqueue(spec("s", func(s *runs.Spec) { s.DeadlineAt = &deadline; s.DueAt = &due }))
 		e.clock.Advance(2 * time.Minute)
 		res, err := e.svc.Reap(e.ctx)
 		if err != nil || res.Overdue != 1 {

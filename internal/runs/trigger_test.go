@@ -60,6 +60,8 @@ func TestRunGuardTrigger(t *testing.T) {
 			{"KindChange", "Kind = 'other'", ended},
 			{"ProjectChange", "ProjectId = 'p2'", ended},
 			{"IdempotencyKeyChange", "IdempotencyKey = 'k'", leased},
+			{"RequestHashChange", "RequestHash = 'h'", ended},
+			{"EndedStaysEnded", "SubjectHead = 0", ended},
 		}
 		for _, c := range refused {
 			err := exec(c.set, c.run)
@@ -76,12 +78,26 @@ func TestRunGuardTrigger(t *testing.T) {
 			t.Errorf("LEASED to LEASED renewal refused: %v", err)
 		}
 		q := e.enqueue(spec("fresh"))
-		if err := exec("State = 1, Epoch = Epoch + 1, HolderId = 'h', LeasedUntil = DueAt", q); err != nil {
+		if err := exec("State = 1, Epoch = Epoch + 1, HolderId = 'h', LeasedUntil = DueAt, SubjectHead = 0", q); err != nil {
 			t.Errorf("QUEUED to LEASED with epoch+1 refused: %v", err)
 		}
 		q2 := e.enqueue(spec("fresh-2"))
-		if err := exec("State = 1, HolderId = 'h', LeasedUntil = DueAt", q2); err == nil || !strings.Contains(err.Error(), "transition") {
+		if err := exec("State = 1, HolderId = 'h', LeasedUntil = DueAt, SubjectHead = 0", q2); err == nil || !strings.Contains(err.Error(), "transition") {
 			t.Errorf("QUEUED to LEASED without a new epoch: got %v, want an illegal transition", err)
+		}
+		// A queued run stays queued only when its head marker alone changes.
+		if err := exec("SubjectHead = 0", q2); err != nil {
+			t.Errorf("QUEUED to QUEUED moving the head marker refused: %v", err)
+		}
+		if err := exec("SubjectHead = 1, Attempt = Attempt + 1", q2); err == nil || !strings.Contains(err.Error(), "transition") {
+			t.Errorf("QUEUED to QUEUED changing more than the marker: got %v, want an illegal transition", err)
+		}
+		if err := exec("Attempt = Attempt + 1", q2); err == nil || !strings.Contains(err.Error(), "transition") {
+			t.Errorf("QUEUED to QUEUED without a marker change: got %v, want an illegal transition", err)
+		}
+		// Only a queued run may be a head.
+		if err := exec("SubjectHead = 1", leased); !errors.Is(err, sqldb.ErrRefused) {
+			t.Errorf("head marker on a leased run: got %v, want a refusal", err)
 		}
 	})
 }

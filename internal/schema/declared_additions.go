@@ -55,6 +55,51 @@ func collation(table, column, reason string) Addition {
 	return Addition{Table: table, Kind: AddCollation, Item: column, Definition: BIN2, Reason: reason}
 }
 
+// RunsAdditions lists what later migrations add to (or redefine on) the Runs table of
+// migrations/mssql/000003_runs.up.sql, which carries seed 003's run-lease core. The
+// brief for the write path (issues 11 and 12) asks for these as declared additions;
+// parity_test.go checks both ways, against the schema every migration leaves behind.
+var RunsAdditions = []Addition{
+	{
+		Table: "Runs", Kind: AddColumn, Item: "SubjectHead",
+		Definition: "bit NOT NULL CONSTRAINT DF_Runs_SubjectHead DEFAULT (0)",
+		Reason: "DESIGN.md section 4 (Claim): the per-subject head marker, 1 on the oldest queued run (QueuedAt, RunId) of a " +
+			"subject that has no leased run, kept in the transactions that enqueue, claim, requeue, end and cancel runs, so " +
+			"the claim's eligibility is one indexed column and its window needs no per-candidate sibling probes",
+	},
+	{
+		Table: "Runs", Kind: AddColumn, Item: "RequestHash",
+		Definition: "nvarchar(64) COLLATE " + BIN2 + " NULL",
+		Reason: "DESIGN.md section 4 (Enqueue): the SHA-256 (hex) of the enqueue request's defining fields, so an " +
+			"idempotencyKey reused for another request answers 409 idempotency_key_reused while an exact repeat answers " +
+			"200; BIN2 because it decides a repeat byte for byte",
+	},
+	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Claim",
+		Definition: "INDEX (TenantId, Band, DueAt, RunId) INCLUDE (ProjectId, Subject, CancelRequestedAt, Kind, AgentId) WHERE SubjectHead = 1",
+		Reason: "DESIGN.md section 4 (Claim): redefined from WHERE State = 0 to the subject heads, at most one per " +
+			"subject, so the claim's window is at most three index seeks and never reads a subject's backlog",
+	},
+	{
+		Table: "Runs", Kind: AddIndex, Item: "UX_Runs_SubjectHead",
+		Definition: "UNIQUE INDEX (TenantId, Subject) WHERE SubjectHead = 1",
+		Reason: "DESIGN.md section 4 (Claim): at most one head per subject, and the seek a marker change uses to find " +
+			"the subject's current head",
+	},
+	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Parent",
+		Definition: "INDEX (ParentRunId)",
+		Reason: "issue 11 item 7: redefined without its filter, so the purge's self-referencing foreign-key check " +
+			"(FK_Runs_ParentRun) can seek it; the optimiser may not match a filtered index there",
+	},
+	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_ContinuedFromRunId",
+		Definition: "INDEX (ContinuedFromRunId)",
+		Reason: "issue 11 item 7: an unfiltered index for the purge's self-referencing foreign-key check " +
+			"(FK_Runs_ContinuedFromRun); UX_Runs_ContinuedFrom is filtered",
+	},
+}
+
 // DeclaredAdditions lists every addition migrations/mssql/000006_attempt_ledger.up.sql
 // makes to the seed's six tables. Keep it in step with that file and with
 // migrations/sqlite/000006_attempt_ledger.up.sql.

@@ -230,8 +230,67 @@ func (s *ddlSchema) statement(st []sqlToken) error {
 		return s.createIndex(st)
 	case w(0, "ALTER") && w(1, "TABLE"):
 		return s.alterTable(st)
+	case w(0, "DROP") && w(1, "INDEX"):
+		return s.dropIndex(st)
+	case w(0, "DROP") && w(1, "TABLE"):
+		return s.dropTable(st)
+	case w(0, "EXEC", "EXECUTE") && isSym(tokAt(st, 1), "(") && tokAt(st, 2).kind == tokString && isSym(tokAt(st, 3), ")") && len(st) == 4:
+		// EXEC(N'...') runs its text as a batch of its own, compiled when it runs (a
+		// migration uses it for statements that name a column the same file adds): its DDL
+		// is the migration's DDL.
+		inner, err := lexSQL(tokAt(st, 2).text, true)
+		if err != nil {
+			return err
+		}
+		for _, stmt := range splitStatements(inner) {
+			if err := s.statement(stmt); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	s.Unparsed = append(s.Unparsed, render(st, false))
+	return nil
+}
+
+// dropIndex reads DROP INDEX name (SQLite) or DROP INDEX name ON table (T-SQL).
+func (s *ddlSchema) dropIndex(st []sqlToken) error {
+	name, _, err := dottedName(st, 2)
+	if err != nil {
+		return err
+	}
+	for i, p := range s.indexes {
+		if p.ix.Name == name {
+			s.indexes = append(s.indexes[:i], s.indexes[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("DROP INDEX of unknown index %s", name)
+}
+
+// dropTable reads DROP TABLE name: the table and its indexes go.
+func (s *ddlSchema) dropTable(st []sqlToken) error {
+	name, _, err := dottedName(st, 2)
+	if err != nil {
+		return err
+	}
+	if _, ok := s.Tables[name]; !ok {
+		return fmt.Errorf("DROP TABLE of unknown table %s", name)
+	}
+	delete(s.Tables, name)
+	for i, n := range s.Order {
+		if n == name {
+			s.Order = append(s.Order[:i], s.Order[i+1:]...)
+			break
+		}
+	}
+	kept := s.indexes[:0]
+	for _, p := range s.indexes {
+		if p.table != name {
+			kept = append(kept, p)
+		}
+	}
+	s.indexes = kept
 	return nil
 }
 
@@ -354,9 +413,30 @@ func (s *ddlSchema) alterTable(st []sqlToken) error {
 	if isWord(tokAt(st, i), "WITH") && isWord(tokAt(st, i+1), "CHECK", "NOCHECK") {
 		i += 2
 	}
+	if isWord(tokAt(st, i), "DROP") && isWord(tokAt(st, i+1), "COLUMN") {
+		// DROP COLUMN a[, b]: SQLite names one, T-SQL a list.
+		for _, el := range splitCommas(st[i+2:]) {
+			name, _, err := dottedName(el, 0)
+			if err != nil {
+				return fmt.Errorf("table %s: %w", tname, err)
+			}
+			_, at := tbl.column(name)
+			if at < 0 {
+				return fmt.Errorf("table %s: DROP COLUMN of unknown column %s", tname, name)
+			}
+			tbl.Columns = append(tbl.Columns[:at], tbl.Columns[at+1:]...)
+		}
+		return nil
+	}
+	if isWord(tokAt(st, i), "DROP") && isWord(tokAt(st, i+1), "CONSTRAINT") {
+		return nil // constraints other than keys are not compared between dialects
+	}
 	if !isWord(tokAt(st, i), "ADD") {
 		s.Unparsed = append(s.Unparsed, render(st, false))
 		return nil
+	}
+	if isWord(tokAt(st, i+1), "COLUMN") { // SQLite: ADD COLUMN name ...
+		i++
 	}
 	for _, el := range splitCommas(st[i+1:]) {
 		if err := tbl.element(el); err != nil {
@@ -998,6 +1078,90 @@ func tableShape(tbl *ddlTable, dropN bool) []string {
 	sort.Strings(fks)
 	sort.Strings(ixs)
 	return append(append(out, fks...), ixs...)
+}
+
+// TestRunsAdditionsDeclared: what later migrations add to or redefine on the Runs table
+// of 000003 is on RunsAdditions, with the definition the migrations leave, and every
+// entry there is in the migrations.
+func TestRunsAdditionsDeclared(t *testing.T) {
+	base, err := parseDDL(readFS(t, mssql.FS, "000003_runs.up.sql"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, ft := base.Tables["Runs"], dialectSchema(t, mssql.FS, true).Tables["Runs"]
+	if bt == nil || ft == nil {
+		t.Fatal("Runs not parsed")
+	}
+	declared := map[string]Addition{}
+	for _, a := range RunsAdditions {
+		if a.Table != "Runs" || strings.TrimSpace(a.Reason) == "" {
+			t.Errorf("%s.%s: a Runs addition needs the table Runs and a reason", a.Table, a.Item)
+		}
+		declared[additionKey(a.Table, a.Kind, a.Item)] = a
+	}
+	found := map[string]bool{}
+	check := func(kind AdditionKind, item, definition string) {
+		key := additionKey("Runs", kind, item)
+		found[key] = true
+		a, ok := declared[key]
+		switch {
+		case !ok:
+			t.Errorf("Runs.%s: undeclared %s %q: add it to RunsAdditions with a reason", item, kind, definition)
+		case a.Definition != definition:
+			t.Errorf("Runs.%s: declared %s is %q but the migrations leave %q", item, kind, a.Definition, definition)
+		}
+	}
+	for _, c := range ft.Columns {
+		if bc, _ := bt.column(c.Name); bc == nil {
+			check(AddColumn, c.Name, c.definition())
+		}
+	}
+	baseIx := map[string]string{}
+	for _, ix := range bt.Indexes {
+		baseIx[ix.Name] = ix.definition()
+	}
+	for _, ix := range ft.Indexes {
+		if baseIx[ix.Name] != ix.definition() {
+			check(AddIndex, ix.Name, ix.definition())
+		}
+	}
+	for key := range declared {
+		if !found[key] {
+			t.Errorf("%s: declared in RunsAdditions but not made by the migrations", key)
+		}
+	}
+}
+
+// TestParserFollowsSchemaChanges: the forms 000011 uses to change a table after its
+// creation (ADD COLUMN, DROP COLUMN, DROP INDEX, DROP TABLE, DDL inside EXEC(N'...')) change
+// the parsed schema, so the dialects are compared as they end up, not as they began.
+func TestParserFollowsSchemaChanges(t *testing.T) {
+	src := `CREATE TABLE T (A int NOT NULL, B int NULL, C int NULL);
+CREATE INDEX IX_T_B ON T (B);
+CREATE TABLE Gone (A int NOT NULL);
+CREATE INDEX IX_Gone ON Gone (A);
+ALTER TABLE T ADD COLUMN D int NOT NULL DEFAULT 0;
+ALTER TABLE T ADD [E] int NULL, [F] int NULL;
+ALTER TABLE T DROP COLUMN C;
+ALTER TABLE T DROP CONSTRAINT CK_T;
+DROP INDEX IX_T_B ON T;
+EXEC(N'CREATE INDEX [IX_T_D] ON [dbo].[T] ([D]) WHERE [D] = 1;');
+DROP TABLE Gone;`
+	s, err := parseDDL(src, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Unparsed) != 0 {
+		t.Errorf("unparsed statements: %v", s.Unparsed)
+	}
+	if s.Tables["Gone"] != nil || len(s.Order) != 1 {
+		t.Errorf("dropped table still there: %v", s.Order)
+	}
+	got := strings.Join(tableShape(s.Tables["T"], true), "; ")
+	want := "column A NOT NULL; column B NULL; column D NOT NULL; column E NULL; column F NULL; index IX_T_D (D) WHERE D = 1"
+	if got != want {
+		t.Errorf("table T is\n  %s\nwant\n  %s", got, want)
+	}
 }
 
 func TestDialectsDeclareSameSchema(t *testing.T) {

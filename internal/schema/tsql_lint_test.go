@@ -255,6 +255,9 @@ func tsqlModuleStatement(toks []sqlToken, i int) (string, int) {
 	if !isWord(t, "CREATE", "ALTER") {
 		return "", i
 	}
+	if isWord(t, "ALTER") && isWord(tokAt(toks, i-1), "OR") && isWord(tokAt(toks, i-2), "CREATE") {
+		return "", i // the ALTER of CREATE OR ALTER, read with its CREATE
+	}
 	j := i + 1
 	if isWord(t, "CREATE") && isWord(tokAt(toks, j), "OR") && isWord(tokAt(toks, j+1), "ALTER") {
 		j += 2
@@ -333,6 +336,12 @@ func lintTSQL(src string, triggerTables map[string]bool) []finding {
 
 	for _, stmt := range splitStatements(toks) {
 		if isWord(stmt[0], "EXEC", "EXECUTE") {
+			// EXEC(N'...') runs its text as a batch of its own: lint it as one.
+			if isSym(tokAt(stmt, 1), "(") && tokAt(stmt, 2).kind == tokString {
+				for _, f := range lintTSQL(tokAt(stmt, 2).text, triggerTables) {
+					out = append(out, finding{stmt[2].line + f.line - 1, "in EXEC(N'...'): " + f.msg})
+				}
+			}
 			continue // @param OUTPUT of a procedure call
 		}
 		touched := ""
@@ -729,6 +738,9 @@ func TestTSQLLinterCatchesLeaks(t *testing.T) {
 		{"cte update output", ";WITH c AS (SELECT TOP (1) * FROM dbo.Runs WITH (UPDLOCK, READPAST, ROWLOCK) WHERE State = 0 ORDER BY DueAt)\nUPDATE c SET State = 1 OUTPUT inserted.RunId;", "OUTPUT without INTO"},
 		{"insert output without into", "INSERT INTO dbo.Runs (RunId) OUTPUT inserted.Version VALUES (@p1);", "OUTPUT without INTO"},
 		{"unterminated string", "SELECT N'abc", "unterminated"},
+		{"leak inside exec", "BEGIN TRAN;\nEXEC(N'SELECT RunId FROM dbo.Runs LIMIT 1');\nCOMMIT;", "in EXEC(N'...'): LIMIT"},
+		{"output inside exec", "EXEC(N'UPDATE dbo.Runs SET State = 1 OUTPUT inserted.RunId WHERE RunId = 1');", "in EXEC(N'...'): OUTPUT without INTO"},
+		{"trigger not first inside exec", "EXEC(N'SET NOCOUNT ON; CREATE OR ALTER TRIGGER dbo.T ON dbo.Runs AFTER UPDATE AS BEGIN SET NOCOUNT ON; END;');", "CREATE TRIGGER must be the first"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -752,6 +764,7 @@ func TestTSQLLinterCatchesLeaks(t *testing.T) {
 		{"time type and go as identifier part", "DECLARE @t time(3) = CAST(SYSUTCDATETIME() AS time(3)); SELECT GoLive, [GO] FROM dbo.x;"},
 		{"top and offset fetch", "SELECT TOP (10) RunId FROM dbo.Runs WHERE TenantId = @p1 ORDER BY QueuedAt DESC OFFSET 0 ROWS FETCH NEXT 10 ROWS ONLY;"},
 		{"alter table default", "ALTER TABLE dbo.x ADD CONSTRAINT DF_x DEFAULT (0) FOR y;"},
+		{"create or alter trigger wrapped in exec", "BEGIN TRAN;\nEXEC(N'CREATE OR ALTER TRIGGER dbo.T ON dbo.Runs AFTER UPDATE AS BEGIN SET NOCOUNT ON; THROW 50001, N''x'', 1; END;');\nCOMMIT;"},
 	}
 	for _, c := range good {
 		t.Run(c.name, func(t *testing.T) {

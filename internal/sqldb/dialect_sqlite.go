@@ -70,7 +70,7 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 	// than letting them spin on the busy handler.
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	if err := w.PingContext(ctx); err != nil {
+	if err := pingWriter(ctx, w, busyTimeout); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -81,6 +81,27 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 	}
 	r.SetMaxOpenConns(4)
 	return &DB{Dialect: sqliteDialect{}, w: w, r: r, sqlitePath: path}, nil
+}
+
+// pingWriter opens the writer's connection, which switches a new file to WAL. That switch
+// needs the file to itself and SQLite answers SQLITE_BUSY at once, without the busy
+// handler, while another process is opening the same new file (two replicas starting
+// together). So a busy open is tried again for up to the busy timeout.
+func pingWriter(ctx context.Context, w *sqlx.DB, busyTimeout time.Duration) error {
+	deadline := time.Now().Add(busyTimeout)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := w.PingContext(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || (se.Code()&0xff != sqliteBusy && se.Code()&0xff != sqliteLocked) ||
+			time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 func (sqliteDialect) Name() string { return "sqlite" }

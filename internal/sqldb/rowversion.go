@@ -53,3 +53,14 @@ func ParseETag(tag string) (RowVersion, bool) {
 	}
 	return RowVersion(n), true
 }
+
+// VersionMatcher is a condition on a row's current version, such as an If-Match header:
+// stores take one and ask it about the version they read under lock. A nil matcher means
+// no condition.
+type VersionMatcher interface {
+	Matches(current RowVersion) bool
+}
+
+// Matches reports whether v is the current version: a RowVersion is the condition "exactly
+// this version".
+func (v RowVersion) Matches(current RowVersion) bool { return v == current }

@@ -219,6 +219,15 @@ func (tx *Tx) Now(ctx context.Context) (time.Time, error) {
 	return tx.now, nil
 }
 
+// SeedNow gives the transaction the database clock as one of its statements read it (a
+// claim reads it in its first round trip), so Now sends no statement of its own. An
+// injected clock, or a time this transaction already read, wins.
+func (tx *Tx) SeedNow(t time.Time) {
+	if tx.now.IsZero() && tx.clock == nil {
+		tx.now = Truncate(t)
+	}
+}
+
 // Truncate returns t in UTC truncated to milliseconds, the precision both dialects store.
 func Truncate(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -424,6 +425,34 @@ func TestOpenSQLite(t *testing.T) {
 	} {
 		if sqldb.IsSQLServer(dsn) != want {
 			t.Errorf("IsSQLServer(%q) = %v", dsn, !want)
+		}
+	}
+}
+
+// TestSQLiteOpensOfOneNewFileAllSucceed opens one new file from several connections at
+// once, as replicas starting together do: the switch to WAL answers SQLITE_BUSY without
+// the busy handler, and Open must wait it out instead of failing (it failed about once in
+// 600 opens before Open retried).
+func TestSQLiteOpensOfOneNewFileAllSucceed(t *testing.T) {
+	t.Parallel()
+	for i := 0; i < 150; i++ {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("new-%d.db", i))
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for j := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				db, err := sqldb.Open(context.Background(), sqldb.Config{DSN: path})
+				if err == nil {
+					err = db.Close()
+				}
+				errs[j] = err
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("round %d: %v", i, err)
 		}
 	}
 }

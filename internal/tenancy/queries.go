@@ -11,6 +11,7 @@ type queries struct {
 	setMaxLeased string // 1 tenant, 2 n
 	getTenant    string // 1 tenant
 	countTenants string
+	listTenants  string
 	getKey       string // 1 key id
 }
 

@@ -12,5 +12,17 @@ WHERE @p1 = N'' OR TenantId = @p1 ORDER BY TenantId, CreatedAt, KeyId;`,
 	setMaxLeased: `UPDATE dbo.Tenants SET MaxLeasedRuns = @p2 WHERE TenantId = @p1;`,
 	getTenant:    `SELECT TenantId, MaxLeasedRuns, CreatedAt FROM dbo.Tenants WHERE TenantId = @p1;`,
 	countTenants: `SELECT COUNT(*) FROM dbo.Tenants;`,
-	getKey:       `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM dbo.ApiKeys WHERE KeyId = @p1;`,
+	// Reading check (an operator's CLI listing, not a request path): scans Tenants (small)
+	// by its key in order; per tenant the count seeks UX_Runs_LeasedSubject (TenantId,
+	// Subject) WHERE State = 1, whose filter the literal State = 1 matches, so only leased
+	// rows are read. Under READ_COMMITTED_SNAPSHOT it reads committed versions and takes
+	// no shared locks, so claims are never blocked; the count is a snapshot that may be
+	// stale the moment it returns, which a listing may be. 0 tenants: no rows. No error
+	// numbers beyond the connection's own. MAXDOP 1: a maintenance-scope read under
+	// SESSION_CONTEXT (TSQL.md).
+	listTenants: `SELECT t.TenantId, t.MaxLeasedRuns, t.CreatedAt,
+(SELECT COUNT(*) FROM dbo.Runs r WHERE r.TenantId = t.TenantId AND r.State = 1) AS LeasedRuns
+FROM dbo.Tenants t ORDER BY t.TenantId
+OPTION (MAXDOP 1);`,
+	getKey: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM dbo.ApiKeys WHERE KeyId = @p1;`,
 }

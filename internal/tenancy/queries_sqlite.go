@@ -10,5 +10,8 @@ WHERE ?1 = '' OR TenantId = ?1 ORDER BY TenantId, CreatedAt, KeyId`,
 	setMaxLeased: `UPDATE Tenants SET MaxLeasedRuns = ?2 WHERE TenantId = ?1`,
 	getTenant:    `SELECT TenantId, MaxLeasedRuns, CreatedAt FROM Tenants WHERE TenantId = ?1`,
 	countTenants: `SELECT COUNT(*) FROM Tenants`,
-	getKey:       `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM ApiKeys WHERE KeyId = ?1`,
+	listTenants: `SELECT t.TenantId, t.MaxLeasedRuns, t.CreatedAt,
+(SELECT COUNT(*) FROM Runs r WHERE r.TenantId = t.TenantId AND r.State = 1) AS LeasedRuns
+FROM Tenants t ORDER BY t.TenantId`,
+	getKey: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM ApiKeys WHERE KeyId = ?1`,
 }

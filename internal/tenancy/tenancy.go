@@ -210,6 +210,24 @@ func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 	return t, err
 }
 
+// TenantUsage is a tenant, its leased-run budget and the runs it holds leased now.
+type TenantUsage struct {
+	Tenant
+	LeasedRuns int `db:"LeasedRuns"`
+}
+
+// ListTenants lists every tenant with its budget and its leased runs, by tenant id.
+func (s *Store) ListTenants(ctx context.Context) ([]TenantUsage, error) {
+	var out []TenantUsage
+	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.SelectContext(ctx, &out, s.q.listTenants)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	return out, nil
+}
+
 // HasTenants reports whether any tenant exists (bootstrap runs only when none does).
 func (s *Store) HasTenants(ctx context.Context) (bool, error) {
 	var n int

@@ -66,7 +66,7 @@ func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 		}
 		mw = append(mw, s.auth(op.Roles...))
 	}
-	s.Echo.Add(method, path, h, mw...)
+	s.add(method, path, op, h, mw)
 	s.ops = append(s.ops, operation{method: method, path: path, op: op})
 }
 
@@ -91,6 +91,9 @@ func (s *Server) OpenAPI() map[string]any {
 			paths[p] = map[string]any{}
 		}
 		paths[p][strings.ToLower(o.method)] = s.operationDoc(o, schemas)
+		if o.method == http.MethodGet {
+			paths[p]["head"] = headDoc(paths[p]["get"].(map[string]any))
+		}
 	}
 	for _, sch := range schemas {
 		delete(sch.(map[string]any), goTypeKey)
@@ -127,6 +130,10 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 	if op.IfMatch {
 		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": op.IfMatchRequired,
 			"description": "The ETag of the version being changed.", "schema": map[string]any{"type": "string"}})
+	}
+	if o.method == http.MethodGet && op.ETag {
+		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
+			"description": "ETags the caller holds: 304 without a body when one is current.", "schema": map[string]any{"type": "string"}})
 	}
 	if len(params) > 0 {
 		doc["parameters"] = params
@@ -176,11 +183,16 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 			doc["x-roles"] = op.Roles
 		}
 	}
-	if op.Body != nil || op.Query != nil || len(pathParams(o.path)) > 0 {
-		codes = append(codes, apperr.Invalid)
-	}
+	// Every route refuses unknown query parameters.
+	codes = append(codes, apperr.Invalid)
 	if op.Body != nil {
-		codes = append(codes, apperr.BodyTooLarge)
+		codes = append(codes, apperr.BodyTooLarge, apperr.UnsupportedMediaType)
+	}
+	if o.method == http.MethodGet && op.ETag {
+		responses["304"] = map[string]any{
+			"description": "Not Modified: If-None-Match names the current ETag",
+			"headers":     map[string]any{"ETag": map[string]any{"schema": map[string]any{"type": "string"}}},
+		}
 	}
 	if op.IfMatch {
 		codes = append(codes, apperr.PreconditionFailed)
@@ -205,6 +217,28 @@ func (s *Server) operationDoc(o operation, schemas map[string]any) map[string]an
 	}
 	doc["responses"] = responses
 	return doc
+}
+
+// headDoc is the HEAD operation of a GET: the same answers without their content.
+func headDoc(get map[string]any) map[string]any {
+	head := map[string]any{}
+	for k, v := range get {
+		head[k] = v
+	}
+	head["operationId"] = get["operationId"].(string) + "Head"
+	head["summary"] = "Headers of: " + get["summary"].(string)
+	responses := map[string]any{}
+	for st, r := range get["responses"].(map[string]any) {
+		rm := map[string]any{}
+		for k, v := range r.(map[string]any) {
+			if k != "content" {
+				rm[k] = v
+			}
+		}
+		responses[st] = rm
+	}
+	head["responses"] = responses
+	return head
 }
 
 func contains(ss []string, s string) bool {

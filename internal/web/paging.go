@@ -49,23 +49,6 @@ func DecodeCursor(c echo.Context, dst any) (bool, error) {
 	return true, nil
 }
 
-// IfMatch reads the If-Match header. required makes its absence 428; a malformed tag is 412
-// since it cannot match any version.
-func IfMatch(c echo.Context, required bool) (v sqldb.RowVersion, present bool, err error) {
-	raw := c.Request().Header.Get("If-Match")
-	if raw == "" {
-		if required {
-			return 0, false, apperr.New(apperr.PreconditionRequired, "this update needs an If-Match header with the resource's ETag")
-		}
-		return 0, false, nil
-	}
-	v, ok := sqldb.ParseETag(raw)
-	if !ok {
-		return 0, true, apperr.New(apperr.PreconditionFailed, "If-Match does not hold a current ETag of this resource")
-	}
-	return v, true, nil
-}
-
 // JSONWithETag writes a versioned resource with its ETag.
 func JSONWithETag(c echo.Context, status int, v sqldb.RowVersion, body any) error {
 	c.Response().Header().Set("ETag", v.ETag())

@@ -74,7 +74,7 @@ func problemOf(err error) (*apperr.Error, bool) {
 		case http.StatusNotFound:
 			return apperr.New(apperr.NotFound, "no such route"), true
 		case http.StatusMethodNotAllowed:
-			return apperr.New(apperr.Invalid, "method not allowed on this route"), true
+			return apperr.New(apperr.MethodNotAllowed, "method not allowed on this route"), true
 		case http.StatusRequestEntityTooLarge:
 			return apperr.New(apperr.BodyTooLarge, "the request body is too large"), true
 		case http.StatusUnauthorized:

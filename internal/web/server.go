@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +45,7 @@ type Server struct {
 	Registry *prometheus.Registry
 	log      *slog.Logger
 	ops      []operation
+	routes   []routeMethods
 	auth     Authenticator
 	version  string
 
@@ -77,7 +77,7 @@ func New(cfg Config) *Server {
 	s.Registry.MustRegister(s.requests, s.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return uuid.NewString() }}))
+	e.Use(keepRequestID)
 	e.Use(s.observe)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -85,6 +85,7 @@ func New(cfg Config) *Server {
 			return err
 		},
 	}))
+	e.Use(s.methodNotAllowed)
 	e.Use(limitBody(cfg.MaxBody))
 
 	s.Route(http.MethodGet, "/healthz", Op{Summary: "Process liveness", Public: true, Status: http.StatusOK, Response: Health{}},

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +169,14 @@ func TestValidIdent(t *testing.T) {
 		{"\U0001F600", 2, true},
 		{string([]byte{0xff}), 3, false},
 		{"Case", 4, true},
+		{" a", 3, false},
+		{"a ", 3, false},
+		{"a\u00a0", 3, false}, // no-break space is white space too
+		{".", 3, false},
+		{"..", 3, false},
+		{"...", 3, true},
+		{"a/b", 3, true}, // only a path segment refuses "/"
+		{"a\u0085b", 3, false},
 	}
 	for _, c := range cases {
 		if got := ValidIdent(c.s, c.max); got != c.want {
@@ -253,28 +262,42 @@ func TestLimitCursorAndIfMatch(t *testing.T) {
 	}
 
 	v := sqldb.RowVersion(42)
+	other := sqldb.RowVersion(7)
 	cases := []struct {
 		header   string
 		required bool
 		code     apperr.Code
+		matches  []sqldb.RowVersion // versions the condition accepts (of v and other)
 	}{
-		{"", false, ""},
-		{"", true, apperr.PreconditionRequired},
-		{v.ETag(), true, ""},
-		{`W/` + v.ETag(), false, apperr.PreconditionFailed},
-		{`*`, true, apperr.PreconditionFailed},
+		{"", false, "", nil},
+		{"", true, apperr.PreconditionRequired, nil},
+		{v.ETag(), true, "", []sqldb.RowVersion{v}},
+		{`W/` + v.ETag(), false, apperr.PreconditionFailed, nil},
+		{`"nonsense"`, false, apperr.PreconditionFailed, nil},
+		{`*`, true, "", []sqldb.RowVersion{v, other}},
+		{other.ETag() + ", " + v.ETag(), true, "", []sqldb.RowVersion{v, other}},
+		{`W/` + other.ETag() + "," + v.ETag(), true, "", []sqldb.RowVersion{v}},
+		{`"0000000000000063"`, true, "", nil},
 	}
 	for _, c := range cases {
 		h := map[string]string{}
 		if c.header != "" {
 			h["If-Match"] = c.header
 		}
-		got, present, err := IfMatch(ctxFor(http.MethodPut, "/", "", h), c.required)
+		got, err := IfMatch(ctxFor(http.MethodPut, "/", "", h), c.required)
 		if apperr.CodeOf(err) != c.code {
 			t.Errorf("IfMatch(%q, required %v) = %v, want %q", c.header, c.required, err, c.code)
+			continue
 		}
-		if present != (c.header != "") || (c.code == "" && c.header != "" && got != v) {
-			t.Errorf("IfMatch(%q): version %d, present %v", c.header, got, present)
+		if (got != nil) != (c.header != "" && c.code == "") {
+			t.Errorf("IfMatch(%q): condition %v", c.header, got)
+			continue
+		}
+		for _, cur := range []sqldb.RowVersion{v, other} {
+			want := slices.Contains(c.matches, cur)
+			if got != nil && got.Matches(cur) != want {
+				t.Errorf("IfMatch(%q).Matches(%d) = %v, want %v", c.header, cur, !want, want)
+			}
 		}
 	}
 }

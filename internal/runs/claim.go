@@ -1,0 +1,198 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// ClaimRequest is what a claim asks for.
+type ClaimRequest struct {
+	HolderID       string
+	ReleaseID      string
+	AdapterVersion string
+	ModelProfileID string
+	// LeaseSeconds, when zero, is the configured lease TTL.
+	LeaseSeconds int
+	// Wait is how long to wait for work when none is due (long poll).
+	Wait       time.Duration
+	Kinds      []string
+	AgentIDs   []string
+	ProjectIDs []string
+}
+
+// Claimed is a successful claim: the run, its new attempt and the lease.
+type Claimed struct {
+	Run     Run              `json:"run"`
+	Attempt attempts.Attempt `json:"attempt"`
+	Lease   Lease            `json:"lease"`
+}
+
+// ErrNothingToClaim: no run is due for this claim (HTTP 204).
+var ErrNothingToClaim = errors.New("nothing to claim")
+
+// BudgetHeldError: the tenant holds its MaxLeasedRuns already (HTTP 204 with Retry-After).
+type BudgetHeldError struct{ RetryAfter time.Duration }
+
+func (e *BudgetHeldError) Error() string { return "the tenant's leased-run budget is used up" }
+
+// Claim leases one due run of the tenant, waiting up to req.Wait for one. It returns
+// ErrNothingToClaim or a *BudgetHeldError when it leases nothing.
+func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claimed, error) {
+	deadline := time.Now().Add(req.Wait)
+	for {
+		// Subscribe before looking, so an enqueue between the look and the wait is not missed.
+		woken := s.wake.wait(c.TenantID)
+		cl, err := s.claimOnce(ctx, c, req)
+		if !errors.Is(err, ErrNothingToClaim) {
+			return cl, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return Claimed{}, err
+		}
+		t := time.NewTimer(min(left, s.cfg.PollInterval))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Claimed{}, ErrNothingToClaim
+		case <-woken:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// budget is what claimStart reads: the database clock (SQL Server), the tenant's budget
+// and its leased count.
+type budget struct {
+	Now           sqldb.NullTime `db:"Now"`
+	MaxLeasedRuns int            `db:"MaxLeasedRuns"`
+	LeasedCount   int            `db:"LeasedCount"`
+}
+
+// candidate is a claim's pick: a subject's head.
+type candidate struct {
+	RunID   uuid.UUID `db:"RunId"`
+	Subject string    `db:"Subject"`
+}
+
+// maxSkips bounds the candidates one band's seek may pass over when they turn out not to
+// be leasable any more (ended, or no longer the head, while the claim waited for the
+// subject lock; or a leased-subject violation): each costs a seek.
+const maxSkips = 3
+
+// claimOnce is one claim transaction. In order: the tenant row (the budget hold: every
+// claim of the tenant queues there, and one past the budget leases nothing and takes no
+// epoch), the release check, then per effective band one seek of the subject heads
+// (fairness window, project load, age), the subject lock of the pick, the lease, the
+// counters and the new attempt. Statements on SQLite: claimStart, the release hook's,
+// one seek per band tried, lease, two counters, the attempt: 7 for a claim of the first
+// band tried.
+func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Claimed, error) {
+	leaseSeconds := req.LeaseSeconds
+	if leaseSeconds <= 0 {
+		leaseSeconds = int(s.cfg.LeaseTTL / time.Second)
+	}
+	kinds, agents, projects := s.jsonList(req.Kinds), s.jsonList(req.AgentIDs), s.jsonList(req.ProjectIDs)
+	var out Claimed
+	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
+		var b budget
+		if err := tx.GetContext(ctx, &b, s.q.claimStart, c.TenantID); err != nil {
+			return fmt.Errorf("lock tenant: %w", err)
+		}
+		if b.Now.Valid {
+			tx.SeedNow(b.Now.Time)
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		if b.LeasedCount >= b.MaxLeasedRuns {
+			return &BudgetHeldError{RetryAfter: s.cfg.PollInterval}
+		}
+		if err := s.checkClaim(ctx, tx, c.TenantID, req); err != nil {
+			return err
+		}
+		aged := now.Add(-s.cfg.BandAging)
+		var skipped []string
+		for _, query := range s.q.claimCandidates {
+			for try := 0; try <= maxSkips; try++ {
+				var cand candidate
+				err := tx.GetContext(ctx, &cand, query, c.TenantID, tx.Dialect.Time(now), tx.Dialect.Time(aged),
+					s.cfg.FairnessWindow, kinds, agents, projects, s.jsonList(skipped))
+				if errors.Is(err, sqldb.ErrNotFound) {
+					break
+				}
+				if err != nil {
+					return fmt.Errorf("find claimable run: %w", err)
+				}
+				out, err = s.lease(ctx, tx, c, req, cand, leaseSeconds, now)
+				if errors.Is(err, errNotLeasable) || sqldb.IsConflict(err, s.leasedSubjectMarkers()...) {
+					// Ended or no longer the head since the seek (SQL Server: while this claim
+					// waited for the subject lock), or another run of the subject is leased:
+					// seek the band again without it.
+					skipped = append(skipped, cand.RunID.String())
+					continue
+				}
+				return err
+			}
+		}
+		return ErrNothingToClaim
+	})
+	return out, err
+}
+
+// errNotLeasable: the pick is no longer a queued head.
+var errNotLeasable = errors.New("the run is no longer a queued head")
+
+func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRequest, cand candidate, leaseSeconds int, now time.Time) (Claimed, error) {
+	if err := s.lockSubject(ctx, tx, c.TenantID, cand.Subject); err != nil {
+		return Claimed{}, err
+	}
+	until := now.Add(time.Duration(leaseSeconds) * time.Second)
+	var run Run
+	err := tx.GetContext(ctx, &run, s.q.lease, c.TenantID, cand.RunID, req.HolderID, leaseSeconds, tx.Dialect.Time(until))
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Claimed{}, errNotLeasable
+	}
+	if err != nil {
+		return Claimed{}, err
+	}
+	// The leased run was its subject's head, and its subject now has a leased run: no head,
+	// which the lease itself wrote (SubjectHead = 0). No marker to move.
+	if err := s.countLease(ctx, tx, run, +1); err != nil {
+		return Claimed{}, err
+	}
+	a, err := attempts.Insert(ctx, tx, attempts.Attempt{
+		AttemptID: ids.New(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
+		EnvironmentID: run.EnvironmentID, LeaseID: ids.New(), FencingToken: run.Epoch, SnapshotID: run.SnapshotID,
+		ReleaseID: req.ReleaseID, AdapterVersion: req.AdapterVersion, AgentID: run.AgentID,
+		ModelProfileID: req.ModelProfileID, State: attempts.Running, Phase: attempts.Starting,
+		MaxCorrections: run.MaxCorrections, StartedAt: now,
+	})
+	if err != nil {
+		return Claimed{}, err
+	}
+	if err := s.notifyRun(ctx, tx, run); err != nil {
+		return Claimed{}, err
+	}
+	return Claimed{Run: run, Attempt: a, Lease: Lease{LeaseID: a.LeaseID, FencingToken: run.Epoch, LeasedUntil: until}}, nil
+}
+
+// jsonList is a JSON array of xs ([] for none: no filter) as the dialect takes it.
+func (s *Service) jsonList(xs []string) any {
+	if len(xs) == 0 {
+		return s.q.jsonList("[]")
+	}
+	b, _ := json.Marshal(xs)
+	return s.q.jsonList(string(b))
+}

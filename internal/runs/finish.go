@@ -1,0 +1,163 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// Completion ends an attempt and its run together.
+type Completion struct {
+	State       attempts.State // Succeeded, Failed or Cancelled
+	OutcomeHash *string
+}
+
+var completionOutcome = map[attempts.State]string{
+	attempts.Succeeded: OutcomeSucceeded, attempts.Failed: OutcomeFailed, attempts.Cancelled: OutcomeCancelled,
+}
+
+// Complete ends the attempt and its run. An exact repeat (same state and outcome hash,
+// same token) of a completion that succeeded answers the stored attempt, also after the
+// lease ended (WriteFenced).
+func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, c Completion) (attempts.Attempt, error) {
+	outcome := completionOutcome[c.State]
+	if outcome == "" {
+		return attempts.Attempt{}, apperr.New(apperr.Invalid, "an attempt completes as succeeded, failed or cancelled")
+	}
+	a, _, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
+		What: "complete attempt",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
+			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
+				return attempts.Attempt{}, false, err
+			}
+			a, err := s.endAttempt(ctx, tx, f, c.State, c.OutcomeHash)
+			if err != nil {
+				return attempts.Attempt{}, false, err
+			}
+			_, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome, tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
+			return a, true, err
+		},
+		Repeat: func(_ context.Context, _ *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
+			if f.Attempt.State == c.State && equalPtr(f.Attempt.OutcomeHash, c.OutcomeHash) {
+				return f.Attempt, nil
+			}
+			return attempts.Attempt{}, ErrNoRepeat
+		},
+	})
+	return a, err
+}
+
+func equalPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// endAttempt ends the fenced attempt and tells the hooks (its pending decisions and open
+// calls close in the same transaction).
+func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state attempts.State, outcomeHash *string) (attempts.Attempt, error) {
+	a, err := attempts.End(ctx, tx, f.Attempt.AttemptID, state, f.Now, outcomeHash)
+	if err != nil {
+		return attempts.Attempt{}, err
+	}
+	return a, s.attemptEnded(ctx, tx, f.Attempt.TenantID, f.Attempt.AttemptID, f.Now)
+}
+
+// Release is a holder giving its run back.
+type Release struct {
+	// Charge spends one of the run's attempts.
+	Charge bool
+	// RetryAfter, when set, is when the run is due again (0: at once); nil means the backoff.
+	RetryAfter *time.Duration
+}
+
+// Release gives the run back: queued again after the delay, or ended when the run is at
+// its attempt limit, past its deadline, or has a cancel pending. It returns the attempt. A
+// repeat with the same token answers the released attempt, also after the lease ended.
+func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Release) (attempts.Attempt, error) {
+	a, created, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
+		What: "release attempt",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
+			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
+				return attempts.Attempt{}, false, err
+			}
+			a, err := s.endAttempt(ctx, tx, f, attempts.Released, nil)
+			if err != nil {
+				return attempts.Attempt{}, false, err
+			}
+			spent := f.Run.Attempt
+			if r.Charge {
+				spent++
+			}
+			_, err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil)
+			return a, true, err
+		},
+		Repeat: func(_ context.Context, _ *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
+			if f.Attempt.State == attempts.Released {
+				return f.Attempt, nil
+			}
+			return attempts.Attempt{}, ErrNoRepeat
+		},
+	})
+	if err == nil && created {
+		// A run queued again at once is work for this replica's waiting claimers.
+		s.wake.notify(tenantID)
+	}
+	return a, err
+}
+
+// giveBack takes a leased run out of its lease: ended when a cancel is pending, when
+// spent reached MaxAttempts or past the deadline, else queued again. expiredBefore makes
+// the write conditional on the lease having passed (the reaper's take-back); it reports
+// sqldb.ErrNotFound when that condition no longer holds. The caller holds the subject lock.
+func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time) (Run, error) {
+	if outcome := endOutcome(run, spent, now); outcome != "" {
+		return s.leaveLease(ctx, tx, run, s.q.endLeased, run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent,
+			tx.Dialect.NullTime(expiredBefore))
+	}
+	delay := Backoff(spent, s.jitter())
+	if retryAfter != nil {
+		delay = *retryAfter
+	}
+	return s.leaveLease(ctx, tx, run, s.q.requeue, run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent,
+		tx.Dialect.NullTime(expiredBefore))
+}
+
+// leaveLease runs query (requeue or endLeased), which takes a leased run out of its lease
+// and answers the run, then keeps in step what depends on a lease, in the same
+// transaction: the subject's head (promoted or given back), the tenant's and the
+// project's leased counts, and the hooks. The caller holds the subject lock.
+// sqldb.ErrNotFound when query changed nothing (the reaper lost a race).
+func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query string, args ...any) (Run, error) {
+	var out Run
+	if err := tx.GetContext(ctx, &out, query, args...); err != nil {
+		return Run{}, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
+	}
+	if err := s.syncHead(ctx, tx, out.TenantID, out.Subject); err != nil {
+		return Run{}, err
+	}
+	if err := s.countLease(ctx, tx, out, -1); err != nil {
+		return Run{}, err
+	}
+	return out, s.notifyRun(ctx, tx, out)
+}
+
+// endOutcome says how a run leaving its lease ends, or "" when it queues again.
+func endOutcome(run Run, spent int, now time.Time) string {
+	switch {
+	case run.CancelRequestedAt != nil:
+		return OutcomeCancelled
+	case spent >= run.MaxAttempts:
+		return OutcomeExhausted
+	case run.DeadlineAt != nil && !now.Before(*run.DeadlineAt):
+		return OutcomeDeadline
+	}
+	return ""
+}

@@ -1,0 +1,436 @@
+package web
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
+)
+
+// The strict JSON decoder. encoding/json matches member names case-insensitively, keeps the
+// last of duplicate members and stops at the first value of a wrong type, so a request it
+// decodes can mean something other than what a stricter reader (a proxy, a validator,
+// another SDK) understood. This decoder walks the body beside the target type instead:
+// member names match the json tags exactly, a member name given twice in any object of the
+// body (free-form JSON such as a run's input included) is refused, and every field that
+// fails to decode is reported, not only the first. Values of types that decode themselves
+// (json.Unmarshaler, encoding.TextUnmarshaler: times, UUIDs, enums, raw JSON) and scalars
+// are decoded by encoding/json.
+
+// maxDepth bounds the nesting of a body, as encoding/json bounds its own.
+const maxDepth = 10000
+
+// decodeStrict decodes body, one JSON value, into dst (a non-nil pointer). It returns an
+// invalid_request error: a syntax problem alone, or every member that failed to decode.
+func decodeStrict(body []byte, dst any) error {
+	dups, err := scanBody(body)
+	if err != nil {
+		return err
+	}
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		panic("web: decode target must be a non-nil pointer")
+	}
+	d := decoder{errs: dups}
+	d.value(bytes.TrimSpace(body), v.Elem(), "")
+	if len(d.errs) > 0 {
+		return apperr.FieldsInvalid(d.errs...)
+	}
+	return nil
+}
+
+// scanBody refuses malformed JSON, more than one value and excessive nesting, and lists
+// every member name given twice in one object.
+func scanBody(body []byte) ([]apperr.FieldError, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var dups []apperr.FieldError
+	if err := scanValue(dec, "", 0, &dups); err != nil {
+		return nil, syntaxProblem(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, apperr.New(apperr.Invalid, "the body holds more than one JSON value")
+	}
+	return dups, nil
+}
+
+var errTooDeep = errors.New("nested too deep")
+
+func scanValue(dec *json.Decoder, path string, depth int, dups *[]apperr.FieldError) error {
+	if depth > maxDepth {
+		return errTooDeep
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			k, _ := kt.(string) // the decoder yields a string in key position
+			if seen[k] {
+				*dups = append(*dups, apperr.FieldError{Field: joinPath(path, k), Reason: "is given more than once"})
+			}
+			seen[k] = true
+			if err := scanValue(dec, joinPath(path, k), depth+1, dups); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // '}'
+		return err
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := scanValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1, dups); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // ']'
+		return err
+	}
+	return nil
+}
+
+func syntaxProblem(err error) error {
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return apperr.New(apperr.Invalid, "malformed JSON at byte %d", se.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return apperr.New(apperr.Invalid, "truncated JSON body")
+	case errors.Is(err, errTooDeep):
+		return apperr.New(apperr.Invalid, "the body is nested more than %d levels deep", maxDepth)
+	}
+	return apperr.New(apperr.Invalid, "malformed JSON body")
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// decoder collects the field errors of one body.
+type decoder struct{ errs []apperr.FieldError }
+
+func (d *decoder) fail(path, reason string) {
+	if path == "" {
+		path = "(body)"
+	}
+	for i := range d.errs {
+		if d.errs[i].Field == path {
+			// One entry per field, with every reason (a duplicate that is also unknown).
+			d.errs[i].Reason += "; " + reason
+			return
+		}
+	}
+	d.errs = append(d.errs, apperr.FieldError{Field: path, Reason: reason})
+}
+
+var (
+	unmarshalerType     = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+	textUnmarshalerType = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
+)
+
+// decodesItself reports whether encoding/json hands a value of t to its own decoder.
+func decodesItself(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t.Implements(unmarshalerType) || p.Implements(unmarshalerType) ||
+		t.Implements(textUnmarshalerType) || p.Implements(textUnmarshalerType)
+}
+
+// value decodes raw (one well-formed JSON value) into v at path.
+func (d *decoder) value(raw []byte, v reflect.Value, path string) {
+	null := string(raw) == "null"
+	t := v.Type()
+	switch {
+	case t.Kind() == reflect.Pointer:
+		if null {
+			v.Set(reflect.Zero(t))
+			return
+		}
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
+		}
+		d.value(raw, v.Elem(), path)
+		return
+	case decodesItself(t), null:
+		// null leaves a non-pointer as it is, as encoding/json does.
+		d.leaf(raw, v, path)
+	case t.Kind() == reflect.Struct:
+		d.object(raw, v, path)
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
+		d.array(raw, v, path)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && !decodesItself(t.Key()):
+		d.mapValue(raw, v, path)
+	default:
+		d.leaf(raw, v, path)
+	}
+}
+
+func (d *decoder) object(raw []byte, v reflect.Value, path string) {
+	if raw[0] != '{' {
+		d.fail(path, "must be an object")
+		return
+	}
+	fields := fieldsOf(v.Type())
+	eachMember(raw, func(name string, member []byte) {
+		idx, ok := fields[name]
+		if !ok {
+			d.fail(joinPath(path, name), "is not a known field")
+			return
+		}
+		f, ok := fieldByIndex(v, idx)
+		if !ok {
+			d.fail(joinPath(path, name), "is not a known field")
+			return
+		}
+		d.value(member, f, joinPath(path, name))
+	})
+}
+
+func (d *decoder) array(raw []byte, v reflect.Value, path string) {
+	if raw[0] != '[' {
+		d.fail(path, "must be an array")
+		return
+	}
+	var items []json.RawMessage
+	_ = json.Unmarshal(raw, &items) // well-formed: scanned already
+	out := reflect.MakeSlice(v.Type(), len(items), len(items))
+	for i, item := range items {
+		d.value(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i))
+	}
+	v.Set(out)
+}
+
+func (d *decoder) mapValue(raw []byte, v reflect.Value, path string) {
+	if raw[0] != '{' {
+		d.fail(path, "must be an object")
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	eachMember(raw, func(name string, member []byte) {
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.value(member, elem, joinPath(path, name))
+		v.SetMapIndex(reflect.ValueOf(name).Convert(v.Type().Key()), elem)
+	})
+}
+
+// eachMember calls f with each member of a well-formed JSON object, in order; a repeated
+// name (already refused by scanBody) is passed on once.
+func eachMember(raw []byte, f func(name string, value []byte)) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	_, _ = dec.Token() // '{'
+	seen := map[string]bool{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return
+		}
+		var member json.RawMessage
+		if err := dec.Decode(&member); err != nil {
+			return
+		}
+		name, _ := kt.(string)
+		if !seen[name] {
+			seen[name] = true
+			f(name, member)
+		}
+	}
+}
+
+// leaf decodes a value with encoding/json and checks the ranges both databases keep.
+func (d *decoder) leaf(raw []byte, v reflect.Value, path string) {
+	if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
+		d.fail(path, leafReason(err, v.Type()))
+		return
+	}
+	if why := rangeProblem(v); why != "" {
+		d.fail(path, why)
+	}
+}
+
+var (
+	timeValueType = reflect.TypeOf(time.Time{})
+	uuidValueType = reflect.TypeOf(uuid.UUID{})
+)
+
+// rangeProblem refuses what a database column cannot hold: times outside 0001..9999 UTC
+// and unsigned integers past bigint.
+func rangeProblem(v reflect.Value) string {
+	switch {
+	case v.Type() == timeValueType:
+		return TimeProblem(v.Interface().(time.Time))
+	case v.Kind() == reflect.Uint64 || v.Kind() == reflect.Uint:
+		if v.Uint() > math.MaxInt64 {
+			return fmt.Sprintf("must be at most %d", int64(math.MaxInt64))
+		}
+	}
+	return ""
+}
+
+// leafReason words a decoding error of a value of type t for the caller.
+func leafReason(err error, t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var te *json.UnmarshalTypeError
+	var pe *time.ParseError
+	var ve *api.ValueError
+	switch {
+	case errors.As(err, &ve):
+		return ve.Reason // a wire type's own refusal (api.Time, an enum's list of names)
+	case t == timeValueType || errors.As(err, &pe):
+		return NotRFC3339
+	case t == uuidValueType || t == nullUUIDType:
+		return "must be a UUID"
+	case errors.As(err, &te):
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if strings.HasPrefix(te.Value, "number") {
+				return "must be an integer in range"
+			}
+			return "must be an integer"
+		}
+		return "must be " + jsonKind(t)
+	}
+	return "is not a valid value"
+}
+
+// jsonKind names the JSON kind a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "of another type"
+}
+
+// fieldsOf maps the exact JSON member names of struct type t to field index paths,
+// following encoding/json's rules for tags, "-" and embedded structs (an embedded
+// struct's members are promoted unless a shallower field has the name).
+func fieldsOf(t reflect.Type) map[string][]int {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string][]int)
+	}
+	out := map[string][]int{}
+	depthOf := map[string]int{}
+	var walk func(t reflect.Type, index []int)
+	walk = func(t reflect.Type, index []int) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			name, _, _ := strings.Cut(tag, ",")
+			if name == "-" && tag == "-" {
+				continue
+			}
+			idx := append(append([]int{}, index...), i)
+			ft := f.Type
+			if f.Anonymous && name == "" {
+				for ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					walk(ft, idx)
+					continue
+				}
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if d, ok := depthOf[name]; !ok || len(idx) < d {
+				out[name], depthOf[name] = idx, len(idx)
+			}
+		}
+	}
+	walk(t, nil)
+	fieldCache.Store(t, out)
+	return out
+}
+
+var fieldCache sync.Map // reflect.Type -> map[string][]int
+
+// fieldByIndex is v.FieldByIndex that allocates nil embedded pointers on the way.
+func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				if !v.CanSet() {
+					return reflect.Value{}, false
+				}
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v, v.CanSet()
+}
+
+// The reasons given for a time that does not parse, and for one out of range: api.Time's
+// own (a test keeps them equal), so a time says the same whether its field is an api.Time
+// or a time.Time, in a body, a query filter or a cursor.
+const (
+	NotRFC3339   = "is not an RFC 3339 time"
+	OutsideTimes = "is outside 0001-01-01..9999-12-31 UTC"
+)
+
+// TimeProblem says why t is outside the times the service keeps (api.MinTime..MaxTime:
+// what datetimeoffset holds and what SQLite's fixed-width text orders), or "".
+func TimeProblem(t time.Time) string {
+	if t.Before(api.MinTime) || t.After(api.MaxTime) {
+		return OutsideTimes
+	}
+	return ""
+}
+
+// ParseTime reads an RFC 3339 time (a query filter) as api.ParseTime does: the reason is
+// "" when it parses and is in range.
+func ParseTime(s string) (time.Time, string) {
+	t, err := api.ParseTime(s)
+	var ve *api.ValueError
+	if errors.As(err, &ve) {
+		return time.Time{}, ve.Reason
+	}
+	if err != nil {
+		return time.Time{}, NotRFC3339
+	}
+	return t.Time, ""
+}
