@@ -18,11 +18,14 @@ import (
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
-// seedBatch is how many runs one seeding transaction queues. Run ids are random in their
-// leading (text) bytes, so every transaction rewrites most leaves of the run-id index into
-// the WAL: fewer, larger transactions write far less (measured at 300k runs: 5,000 per
-// transaction wrote 1.1 GiB in 47 s, 25,000 wrote 0.5 GiB in 15 s).
-const seedBatch = 20_000
+// seedBatch is how many runs one seeding transaction queues. Two costs pull apart: the
+// group commit runs each transaction in a savepoint, whose journal SQLite walks at the end
+// of every statement, so a statement costs more the more the transaction wrote before it
+// (measured at 40k runs: 500 a transaction took 7.7 s, 2,000 8.1 s, 8,000 11 s, 40,000
+// 16 s; 16 transactions of 1,000 grouped into one commit were slower still); and run ids
+// are random in their leading (text) bytes, so every commit rewrites most leaves of the
+// run-id index into the WAL, which argues for few, large transactions.
+const seedBatch = 2_000
 
 // depth measures claim latency with the queue at each of cfg.DepthSizes: the projects and
 // the release are made through the API on a fresh server, which is then stopped; the runs
