@@ -122,7 +122,8 @@ type Decision struct {
 
 // ListDecisionsParams are the query parameters of GET /v1/decisions (the inbox).
 type ListDecisionsParams struct {
-	Status *DecisionStatus `query:"status"`
+	Status    *DecisionStatus `query:"status"`
+	ProjectID *string         `query:"projectId" validate:"omitempty,ident=64" doc:"Only the decisions of this project's attempts."`
 	PageParams
 }
 

@@ -28,6 +28,7 @@ func commands() []command {
 	return []command{
 		{"serve", "[flags]", "run the HTTP service", runServe},
 		{"migrate", "up | down N | version | force V", "change or show the schema version", runMigrate},
+		{"check", "[--db D] [--for serve|migrate] [--json]", "check the database before service: exit 0 ready, 1 a required check failed, 2 cannot check", runCheck},
 		{"keys", "create --tenant T --role runtime|admin | list [--tenant T] | revoke KEYID", "manage API keys", runKeys},
 		{"tenants", "set --tenant T --max-leased N | list", "set a tenant's budget of leased runs; list tenants with budget and leased runs", runTenants},
 		{"purge", "[--db D] [--batch N] [--dry-run]", "delete ended run chains past their project's retention", runPurge},
@@ -59,8 +60,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			case errors.Is(err, flag.ErrHelp):
 				return 0
 			}
+			code := 1
+			var ec *exitCode
+			if errors.As(err, &ec) {
+				code = ec.code
+				if ec.err == nil {
+					return code
+				}
+			}
 			fmt.Fprintf(stderr, "ledger %s: %s\n", c.name, oneLine(err))
-			return 1
+			return code
 		}
 	}
 	fmt.Fprintf(stderr, "ledger: unknown command %q\n", args[0])

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,11 +40,18 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	default:
 		return fmt.Errorf("unknown migrate verb %q: say up, down N, version or force V", verb)
 	}
-	db, err := openDB(ctx, d, slog.New(slog.NewJSONHandler(stderr, nil)))
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	db, err := openDB(ctx, d, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if verb == "up" || verb == "down" {
+		// version only reads, and force is the way out of a failed migration.
+		if err := checkAtStart(ctx, db, sqldb.ForMigrate, log); err != nil {
+			return err
+		}
+	}
 	mg, err := db.NewMigrator()
 	if err != nil {
 		return err

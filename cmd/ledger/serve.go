@@ -40,6 +40,10 @@ type serveFlags struct {
 	authWindow      time.Duration
 	keyCacheTTL     time.Duration
 	trustedProxies  string
+	// tenantLabels adds a tenant label to the per-tenant metric families.
+	tenantLabels bool
+	// secureCookies is the console's Secure-cookie mode (--console-secure-cookies).
+	secureCookies string
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,6 +71,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.authWindow, "auth-failure-window", time.Minute, "the window over which --auth-failure-limit refills")
 	fs.DurationVar(&f.keyCacheTTL, "key-cache-ttl", tenancy.DefaultKeyCacheTTL, "how long a replica trusts an API key it has read; a revoked key may work that long on a replica that used it (0: read the key on every request)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For names the client address (empty: the TCP peer is the client)")
+	fs.BoolVar(&f.tenantLabels, "metrics-tenant-labels", false, "add a tenant label to the per-tenant metrics (one series per tenant: mind the cardinality)")
+	fs.StringVar(&f.secureCookies, "console-secure-cookies", "auto", "console cookies carry Secure: auto (when the request is https, or X-Forwarded-Proto says https), always, or never")
 	fs.DurationVar(&f.purge, "purge-interval", time.Hour, "how often this replica deletes ended run chains past their project's retention (negative: never)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -87,7 +93,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer db.Close()
+	if f.migrate {
+		if err := checkAtStart(ctx, db, sqldb.ForMigrate, log); err != nil {
+			return err
+		}
+	}
 	if err := prepareSchema(ctx, db, f.migrate, f.bootstrap, stdout); err != nil {
+		return err
+	}
+	if err := checkAtStart(ctx, db, sqldb.ForServe, log); err != nil {
 		return err
 	}
 	rcfg := runs.DefaultConfig()
@@ -96,7 +110,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg, PurgeInterval: f.purge,
 		KeyCacheTTL: f.keyCacheTTL, TrustedProxies: proxies,
 		Limits: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
-			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active}})
+			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active},
+		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	bg, stopBackground := context.WithCancel(context.Background())
 	done := make(chan struct{})

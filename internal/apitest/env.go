@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,6 +72,16 @@ func NewEnvWith(t *testing.T, tgt dbtest.Target, cfg EnvConfig) *Env {
 	}
 	e := &Env{T: t, DB: db, Clock: clock, Svc: svc, Ctx: context.Background(), otherKeyID: keyOr(cfg.OtherKeyID)}
 	e.setTenant(keyOr(cfg.KeyID))
+	// Every case ends with the run-lease core's invariants whole: attempts agree with their
+	// runs, head markers are their definition, leased counts count the leased runs.
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		if n, err := svc.TenantDisagreements(context.Background(), e.Tenant); err != nil || n != 0 {
+			t.Errorf("the case left %d disagreements of the run-lease core's invariants (%v)", n, err)
+		}
+	})
 	return e
 }
 
@@ -146,5 +158,26 @@ func (e *Env) Complete(cl runs.Claimed) {
 	if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
 		runs.Completion{State: attempts.Succeeded}); err != nil {
 		e.T.Fatalf("complete: %v", err)
+	}
+}
+
+// Statements counts the statements every transaction of db sends from now on (through the
+// statement hook) until the returned stop is called, which answers them in order (the
+// first words of each). For tests that bound a request's cost in statements.
+func Statements(db *sqldb.DB) (stop func() []string) {
+	var mu sync.Mutex
+	var seen []string
+	db.SetStatementHook(func(_ context.Context, _ *sqldb.Tx, st sqldb.Statement) error {
+		words := strings.Fields(st.Query)
+		mu.Lock()
+		seen = append(seen, strings.Join(words[:min(4, len(words))], " "))
+		mu.Unlock()
+		return nil
+	})
+	return func() []string {
+		db.SetStatementHook(nil)
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
 	}
 }

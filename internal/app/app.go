@@ -12,9 +12,12 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
+	"github.com/ledger-dev/ledger/internal/console"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
+	"github.com/ledger-dev/ledger/internal/metrics"
+	"github.com/ledger-dev/ledger/internal/overview"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/retention"
@@ -43,6 +46,12 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client address.
 	TrustedProxies []*net.IPNet
+	// MetricsTenantLabels adds a tenant label to the per-tenant metric families.
+	MetricsTenantLabels bool
+	// MetricsCacheTTL is how long one database read serves scrapes (0: the default).
+	MetricsCacheTTL time.Duration
+	// ConsoleSecureCookies is console.SecureAuto (default), SecureAlways or SecureNever.
+	ConsoleSecureCookies string
 }
 
 // App is the assembled service.
@@ -62,6 +71,8 @@ func New(db *sqldb.DB, cfg Config) *App {
 		log = slog.Default()
 	}
 	keys := tenancy.NewStore(db)
+	m := metrics.New(overview.NewStore(db), metrics.Options{TenantLabels: cfg.MetricsTenantLabels, CacheTTL: cfg.MetricsCacheTTL, Logger: log})
+	db.SetObserver(m)
 	s := web.New(web.Config{
 		MaxBody: cfg.MaxBody,
 		Logger:  log,
@@ -69,25 +80,40 @@ func New(db *sqldb.DB, cfg Config) *App {
 		Ready:   func(ctx context.Context) error { return Ready(ctx, db) },
 
 		TrustedProxies: cfg.TrustedProxies,
+		Identify:       identify,
+		Observe:        m.ObserveRequest,
 	})
+	s.Registry.MustRegister(m.Collectors()...)
 	auth := tenancy.NewAuthenticator(keys)
 	auth.SetKeyCacheTTL(cfg.KeyCacheTTL)
 	auth.SetLimits(cfg.Limits)
 	s.SetAuth(auth.Require)
 	projects.Routes(s, projects.NewStore(db))
 	rs := runs.NewService(db, cfg.Runs, log)
+	rs.SetObserver(m)
 	rs.AddHooks(decisions.Hooks())   // an ending attempt closes its pending decisions
+	rs.AddHooks(calls.Hooks())       // and abandons its open calls
 	rs.AddHooks(delegations.Hooks()) // a delegation's status follows its child run
 	rel := releases.NewStore(db)
 	rs.AddHooks(rel.Hooks()) // a claim needs an active release of the caller's tenant
 	runs.Routes(s, rs)
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
 	calls.Routes(s, calls.NewStore(db, rs))
-	decisions.Routes(s, decisions.NewStore(db, rs))
-	delegations.Routes(s, delegations.NewStore(db, rs))
+	dec, del, hist := decisions.NewStore(db, rs), delegations.NewStore(db, rs), history.NewStore(db)
+	decisions.Routes(s, dec)
+	delegations.Routes(s, del)
 	releases.Routes(s, rel, rs)
-	history.Routes(s, history.NewStore(db))
+	history.Routes(s, hist)
+	// The admin console calls the same stores with the signed-in key's tenant.
+	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
+		Releases: rel, Projects: projects.NewStore(db), Overview: overview.NewStore(db), Secure: cfg.ConsoleSecureCookies, Logger: log})
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log, purge: cfg.PurgeInterval}
+}
+
+// identify names the tenant and key of a request the authenticator admitted.
+func identify(ctx context.Context) (string, string, bool) {
+	p, ok := tenancy.From(ctx)
+	return p.TenantID, p.KeyID, ok
 }
 
 // Background runs the replica's background work until ctx ends: the reaper, the expiry of

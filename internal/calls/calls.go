@@ -43,7 +43,8 @@ const (
 	Abandoned = string(api.CallAbandoned)
 )
 
-// Finished reports whether status is one a call finishes in.
+// Finished reports whether status is one a holder finishes a call in (Abandoned is not:
+// only the end of the attempt sets it).
 func Finished(status string) bool {
 	return status == Succeeded || status == Failed || status == Denied
 }
@@ -331,4 +332,19 @@ func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.U
 		return nil, fmt.Errorf("list calls: %w", err)
 	}
 	return cs, nil
+}
+
+// Hooks keep call records in step with the run-lease core: when an attempt ends in any way
+// (complete, release, lost to the reaper; a cancelled run's attempt ends by one of these),
+// its calls still Started end Abandoned, with EndedAt the time the attempt ended, in the
+// same transaction. Add them with (*runs.Service).AddHooks.
+func Hooks() runs.Hooks {
+	return runs.Hooks{AttemptEnded: abandonOpen}
+}
+
+func abandonOpen(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).abandon, tenantID, attemptID, tx.Dialect.Time(now)); err != nil {
+		return fmt.Errorf("abandon open calls of ended attempt: %w", err)
+	}
+	return nil
 }

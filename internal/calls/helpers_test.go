@@ -27,7 +27,7 @@ type env struct {
 
 func newEnv(t *testing.T, tgt dbtest.Target) *env {
 	t.Helper()
-	e := apitest.NewEnv(t, tgt, epoch)
+	e := apitest.NewEnvWith(t, tgt, apitest.EnvConfig{Epoch: epoch, Hooks: []runs.Hooks{calls.Hooks()}})
 	return &env{Env: e, store: calls.NewStore(e.DB, e.Svc)}
 }
 

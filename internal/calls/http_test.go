@@ -51,6 +51,22 @@ var httpCases = []struct {
 	name string
 	run  func(t *testing.T, s *stack)
 }{
+	{"OpenCallIsAbandonedWhenTheAttemptCompletes", func(t *testing.T, s *stack) {
+		_, _, rt := s.TenantKeys(t)
+		l := s.Lease(t, rt)
+		path := "/v1/attempts/" + l.AttemptID + "/calls"
+		r := s.Do(t, http.MethodPost, path, rt, recordBody(l.Token, 0, "r0"), nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
+		loc := r.Header.Get("Location")
+		s.Clock.Advance(2e9)
+		done := s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/complete", rt,
+			fmt.Sprintf(`{"fencingToken":%d,"state":"failed"}`, l.Token), nil)
+		apitest.WantStatus(t, done, http.StatusOK)
+		got := apitest.DecodeAs[wireCall](t, s.Do(t, http.MethodGet, loc, rt, "", nil))
+		if got.Status != "abandoned" || got.EndedAt == nil || *got.EndedAt != "2026-01-01T12:00:02.000Z" {
+			t.Fatalf("call after its attempt completed: %+v, want abandoned at 12:00:02", got)
+		}
+	}},
 	{"RecordCreatesWithETagRepeatsAndConflicts", func(t *testing.T, s *stack) {
 		_, _, rt := s.TenantKeys(t)
 		l := s.Lease(t, rt)

@@ -22,6 +22,9 @@ type queries struct {
 	finish string
 	// list: 1 tenant, 2 attempt, 3 after sequence, 4 limit -> calls in sequence order.
 	list string
+	// abandon: 1 tenant, 2 attempt, 3 ended at: every 'started' call of the attempt becomes
+	// 'abandoned' with that EndedAt (the attempt has just ended, in this transaction).
+	abandon string
 }
 
 func queriesFor(d sqldb.Dialect) *queries {

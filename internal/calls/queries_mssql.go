@@ -113,4 +113,21 @@ WHERE TenantId = @p1 AND AttemptId = @p2 AND CallId = @p3 AND Status = N'started
 	list: `SELECT TOP (@p4) ` + columns + ` FROM dbo.CallRecords
 WHERE TenantId = @p1 AND AttemptId = @p2 AND Sequence > @p3
 ORDER BY Sequence;`,
+
+	// abandon: the run-lease core's AttemptEnded hook, inside the transaction that ends the
+	// attempt (complete, release: after the fence's U locks on the attempt, then the run; the
+	// reaper: after its U lock on the attempt, then the run). Index: UX_Calls_Attempt_Sequence
+	// range seek AttemptId = @p2 (every call of the attempt: a bounded set, one per sequence
+	// the holder wrote), key lookups into PK_CallRecords for the TenantId and Status
+	// residuals; U locks while qualifying, X on the rows it changes (the clustered row only:
+	// no nonclustered index holds Status or EndedAt). Every other writer of this attempt's
+	// calls (record, finish) waits on the attempt's U lock that this transaction holds, so
+	// nothing here waits on a call row, and the lock order stays attempt, run, calls. Under
+	// RCSI an UPDATE still qualifies its rows on the latest committed version with locks.
+	// The literals are N'…' like the column (BIN2, exact). 0 rows is normal (no open call).
+	// Errors: 1205 -> ErrRetryable (the whole attempt-ending transaction runs again); 33504
+	// -> ErrRefused (not expected: the rows are the tenant's; the reaper's maintenance scope
+	// passes the block predicate).
+	abandon: `UPDATE dbo.CallRecords SET Status = N'abandoned', EndedAt = @p3
+WHERE TenantId = @p1 AND AttemptId = @p2 AND Status = N'started';`,
 }

@@ -10,8 +10,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/runs"
 )
 
 func TestStore(t *testing.T) {
@@ -30,6 +32,84 @@ var storeCases = []struct {
 	name string
 	run  func(t *testing.T, e *env)
 }{
+	{"EndedAttemptAbandonsItsOpenCalls", func(t *testing.T, e *env) {
+		// Every way an attempt ends: the holder completes (as succeeded, or as cancelled after
+		// a cancel request), releases, or loses the lease to the reaper.
+		ends := []struct {
+			name string
+			end  func(cl runs.Claimed)
+		}{
+			{"complete", func(cl runs.Claimed) { e.Complete(cl) }},
+			{"complete cancelled", func(cl runs.Claimed) {
+				if _, err := e.Svc.Cancel(e.Ctx, e.Tenant, cl.Run.RunID); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+					runs.Completion{State: attempts.Cancelled}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"release", func(cl runs.Claimed) { e.Release(cl) }},
+			{"lost", func(cl runs.Claimed) {
+				e.Clock.Advance((leaseSeconds + 1) * time.Second)
+				if res, err := e.Svc.Reap(e.Ctx); err != nil || res.TakenBack != 1 {
+					t.Fatalf("reap: %+v %v", res, err)
+				}
+			}},
+		}
+		for _, end := range ends {
+			cl := e.Lease()
+			open := e.record(cl, call(0, "r0"))
+			done := e.record(cl, call(1, "r1"))
+			done, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, done.CallID, cl.Lease.FencingToken,
+				calls.Finish{Status: calls.Denied})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another running attempt of the tenant, on a lease that outlives the reaper's pass.
+			e.Enqueue()
+			bystander, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "holder-2", ReleaseID: "rel-1",
+				AdapterVersion: "1.0", ModelProfileID: "model-a", LeaseSeconds: 3600})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := e.record(bystander, call(0, "r0"))
+			e.Clock.Advance(time.Second)
+			end.end(cl)
+			endedAt := e.Clock.Now() // the clock moves only when the test says so
+
+			got := e.get(cl, open.CallID)
+			if got.Status != calls.Abandoned || got.EndedAt == nil || !got.EndedAt.Equal(endedAt) || got.Version <= open.Version ||
+				got.Sequence != open.Sequence || got.RequestHash != open.RequestHash || !got.StartedAt.Equal(open.StartedAt) {
+				t.Fatalf("%s: open call after the attempt ended %+v, want abandoned at %s", end.name, got, endedAt)
+			}
+			if g := e.get(cl, done.CallID); g.Status != calls.Denied || g.Version != done.Version || !g.EndedAt.Equal(*done.EndedAt) {
+				t.Fatalf("%s: finished call changed: %+v, was %+v", end.name, g, done)
+			}
+			if g := e.get(bystander, kept.CallID); g.Status != calls.Started || g.Version != kept.Version {
+				t.Fatalf("%s: another attempt's call changed: %+v", end.name, g)
+			}
+			// The holder can no longer finish it: the fence refuses, and nothing changes.
+			if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, open.CallID, cl.Lease.FencingToken,
+				calls.Finish{Status: calls.Succeeded}); err == nil || apperr.CodeOf(err) == apperr.Internal {
+				t.Fatalf("%s: finishing an abandoned call: %v, want a fence refusal", end.name, err)
+			}
+			if g := e.get(cl, open.CallID); g.Status != calls.Abandoned || g.Version != got.Version {
+				t.Fatalf("%s: refused finish changed the call: %+v", end.name, g)
+			}
+			e.Complete(bystander)
+		}
+		// Another tenant's attempt ending does not touch this tenant's calls.
+		o := e.other(t)
+		mine := e.Lease()
+		c := e.record(mine, call(0, "r0"))
+		theirs := o.Lease()
+		o.record(theirs, call(0, "r0"))
+		o.Complete(theirs)
+		if g := e.get(mine, c.CallID); g.Status != calls.Started || g.Version != c.Version {
+			t.Fatalf("another tenant's ended attempt changed this tenant's call: %+v", g)
+		}
+	}},
 	{"FencedRecordStartsTheCall", func(t *testing.T, e *env) {
 		cl := e.Lease()
 		policy := uuid.New()
@@ -111,8 +191,9 @@ var storeCases = []struct {
 
 	{"StaleFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
 		old := e.Lease()
-		c := e.record(old, call(0, "r"))
+		e.record(old, call(0, "r"))
 		e.Release(old)
+		c := e.all(old.Attempt.AttemptID)[0] // abandoned by the release
 		cur := e.Claim()
 		if cur.Run.RunID != old.Run.RunID {
 			t.Fatalf("reclaimed another run")
@@ -129,8 +210,8 @@ var storeCases = []struct {
 		if !apperr.Is(err, apperr.StaleLease) {
 			t.Fatalf("finish on the old attempt: got %v, want stale_lease", err)
 		}
-		if got := e.get(old, c.CallID); got.Status != calls.Started || got.Version != c.Version || got.EndedAt != nil {
-			t.Fatalf("refused finish changed the call: %+v", got)
+		if got := e.get(old, c.CallID); got.Status != calls.Abandoned || got.Version != c.Version || !got.EndedAt.Equal(*c.EndedAt) {
+			t.Fatalf("refused finish changed the call: %+v, was %+v", got, c)
 		}
 		if cs := e.all(old.Attempt.AttemptID); len(cs) != 1 {
 			t.Fatalf("old attempt has %d calls, want 1", len(cs))

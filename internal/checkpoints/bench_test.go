@@ -58,6 +58,7 @@ func BenchmarkCheckpointAppend(b *testing.B) {
 	b.SetParallelism(par)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		cl := <-leases
 		seq := 0
@@ -72,6 +73,7 @@ func BenchmarkCheckpointAppend(b *testing.B) {
 			seq++
 		}
 	})
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 	b.ReportMetric(float64(n), "holders")
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,12 +32,27 @@ type Target struct {
 	Open func(t testing.TB, o Options) *sqldb.DB
 }
 
-// Run calls fn once per dialect, as subtests named for the dialect.
+// Run calls fn once per dialect, as subtests named for the dialect. Without a SQL Server,
+// the first "sqlserver" subtest of the test binary is skipped with one line saying why,
+// and later calls leave the dialect out instead of skipping every case again.
 func Run(t *testing.T, fn func(t *testing.T, tgt Target)) {
 	t.Helper()
-	for _, tgt := range []Target{SQLite(), mssqlTarget()} {
-		t.Run(tgt.Name, func(t *testing.T) { fn(t, tgt) })
+	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite()) })
+	if mssqlMissing.Load() {
+		return
 	}
+	t.Run("sqlserver", func(t *testing.T) {
+		// Looked for only here, so `-run X/sqlite` never probes Docker.
+		mssqlOnce.Do(func() { mssqlDSN, mssqlWhy = findMSSQL() })
+		if mssqlDSN == "" {
+			mssqlMissing.Store(true)
+			if mssqlReported.CompareAndSwap(false, true) {
+				t.Skip("sqlserver: " + mssqlWhy + "; every SQL Server case of this package is skipped")
+			}
+			t.SkipNow() // a parallel test that got here first already said why
+		}
+		fn(t, mssqlTarget())
+	})
 }
 
 // SQLite is the embedded target: a fresh, migrated file in the test's temp dir.
@@ -72,6 +88,8 @@ var (
 	mssqlOnce sync.Once
 	mssqlDSN  string
 	mssqlWhy  string
+	// mssqlMissing: no SQL Server; mssqlReported: the one skip line has been written.
+	mssqlMissing, mssqlReported atomic.Bool
 )
 
 func mssqlTarget() Target {

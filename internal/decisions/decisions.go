@@ -1,11 +1,28 @@
 // Package decisions keeps DecisionRequests (DESIGN.md section 5): a holder asks a person
 // for a decision under its lease, an admin answers it from the inbox, and the holder reads
-// the answer back. A pending decision closes exactly once: answered (approved or rejected),
-// cancelled (its attempt ended first) or expired (its ExpiresAt passed first).
+// the answer back. A pending decision closes exactly once: answered (approved or rejected,
+// checked against the decision: options.go), cancelled (its attempt ended first) or expired
+// (its ExpiresAt passed first).
+//
+// The attempt's phase follows its decisions. A request moves the attempt to
+// awaiting_decision and keeps, on the decision (PriorPhase, a declared addition), the phase
+// to return to: the attempt's phase, or, when the attempt already awaits (another decision
+// is pending), the phase its newest decision keeps, so a wait over several decisions
+// returns to the phase from before the wait. When a decision is answered or marked expired,
+// and it was the last decision the attempt awaited (no other is pending, expiry by time
+// counted), the attempt returns to the phase its newest decision keeps, provided it is
+// still running and still awaiting_decision: a holder that moved the phase itself (a patch,
+// a checkpoint) keeps what it set, and an ended attempt is left alone. Two decisions
+// pending at once: answering the first leaves the attempt awaiting; answering the second
+// restores the phase. "Newest" is by RequestedAt (milliseconds), then DecisionId: two
+// requests of one attempt within a millisecond are ordered arbitrarily, which matters only
+// if the holder also changed the phase between them. Every such change locks the attempt row before the decision rows, the
+// lock order of every writer of both (DESIGN.md section 4).
 package decisions
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,10 +57,18 @@ const (
 	StatusCancelled = string(api.DecisionCancelled)
 )
 
-// Decision is one decision request and, once closed, how it closed.
+// Decision is one decision request and, once closed, how it closed, with where it comes
+// from (the run, project, subject and agent of its attempt) so an inbox can show it.
 type Decision struct {
-	DecisionID     uuid.UUID       `db:"DecisionId"`
-	AttemptID      uuid.UUID       `db:"AttemptId"`
+	DecisionID uuid.UUID `db:"DecisionId"`
+	AttemptID  uuid.UUID `db:"AttemptId"`
+	// RunID, ProjectID, Subject and AgentID are the attempt's run and what it works on.
+	// Subject is nil only while retention is deleting the run (its attempt and decisions
+	// follow in the next moments).
+	RunID          uuid.UUID       `db:"RunId"`
+	ProjectID      string          `db:"ProjectId"`
+	Subject        *string         `db:"Subject"`
+	AgentID        string          `db:"AgentId"`
 	TenantID       string          `db:"TenantId"`
 	Kind           Kind            `db:"Kind"`
 	ApprovalID     uuid.NullUUID   `db:"ApprovalId"`
@@ -71,6 +96,9 @@ func (d Decision) Wire() api.Decision {
 		id := d.ApprovalID.UUID
 		w.ApprovalID = &id
 	}
+	// Every read joins the attempt (always there: a foreign key) and its run.
+	run, project, agent := d.RunID, d.ProjectID, d.AgentID
+	w.RunID, w.ProjectID, w.Subject, w.AgentID = &run, &project, d.Subject, &agent
 	return w
 }
 
@@ -79,9 +107,15 @@ type row struct {
 	Decision
 	OptionsJSON runs.JSONText `db:"OptionsJson"`
 	AnswerJSON  runs.JSONText `db:"AnswerJson"`
+	// PriorPhase is the phase closing the decision returns its attempt to (NULL on rows
+	// written before migration 000012).
+	PriorPhase sql.NullInt32 `db:"PriorPhase"`
+	// Rank orders the pending-first inbox: 0 pending (by time), 1 the rest.
+	Rank int `db:"Rank"`
 }
 
-// decision returns the row as its caller sees it at now.
+// decision returns the row as its caller sees it at now: the one read rule of a
+// decision's status, shared by every read here and by the attempt timeline (ByIDs).
 func (r row) decision(now time.Time) Decision {
 	d := r.Decision
 	if len(r.OptionsJSON) > 0 {
@@ -124,8 +158,11 @@ type Answer struct {
 	IfMatch sqldb.VersionMatcher
 }
 
-// Position is a keyset position in RequestedAt, DecisionId order.
+// Position is a keyset position in RequestedAt, DecisionId order; in the inbox without a
+// status filter, in (Rank, RequestedAt, DecisionId) order, Rank 0 for a pending decision
+// and 1 for the others.
 type Position struct {
+	Rank        int
 	RequestedAt time.Time
 	DecisionID  uuid.UUID
 }
@@ -134,6 +171,8 @@ type Position struct {
 type ListFilter struct {
 	// Status, when set, matches the effective status.
 	Status *string
+	// ProjectID, when set, keeps the decisions of that project's attempts.
+	ProjectID *string
 	// After continues a listing after this position (nil: from the start).
 	After *Position
 	Limit int
@@ -152,9 +191,13 @@ func NewStore(db *sqldb.DB, svc *runs.Service) *Store {
 }
 
 // Request records a pending decision under the holder's fence and moves the attempt to
-// awaiting_decision. Errors: NotFound (no such attempt for the tenant), StaleLease,
-// LeaseExpired; nothing is written when it fails.
+// awaiting_decision (see the package doc for the phase it returns to). Errors: Invalid (a
+// choice decision without a usable list of options, options.go), NotFound (no such attempt
+// for the tenant), StaleLease, LeaseExpired; nothing is written when it fails.
 func (s *Store) Request(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Request) (Decision, error) {
+	if err := checkOptions(r.Kind, r.Options); err != nil {
+		return Decision{}, err
+	}
 	var out Decision
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		f, err := s.svc.Fence(ctx, tx, tenantID, attemptID, token)
@@ -166,9 +209,18 @@ func (s *Store) Request(ctx context.Context, tenantID string, attemptID uuid.UUI
 			t := f.Now.Add(r.ExpiresIn)
 			expires = &t
 		}
+		prior := int(f.Attempt.Phase)
+		if f.Attempt.Phase == attempts.AwaitingDecision {
+			// Already waiting: keep the phase from before the wait.
+			if p, err := newestPrior(ctx, tx, tenantID, attemptID); err != nil {
+				return err
+			} else if p.Valid {
+				prior = int(p.Int32)
+			}
+		}
 		id := ids.New()
 		_, err = tx.ExecContext(ctx, s.q.insert, id, attemptID, tenantID, int(r.Kind), r.ProposalHash,
-			runs.JSONText(r.Options), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires))
+			runs.JSONText(r.Options), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires), int32(prior))
 		if err != nil {
 			return fmt.Errorf("insert decision: %w", err)
 		}
@@ -199,25 +251,62 @@ func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (Decisio
 }
 
 func (s *Store) get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID, now time.Time) (Decision, error) {
-	var r row
-	err := tx.GetContext(ctx, &r, query, tenantID, id)
-	if errors.Is(err, sqldb.ErrNotFound) {
-		return Decision{}, apperr.New(apperr.NotFound, "no decision %s", id)
-	}
+	r, err := s.getRow(ctx, tx, query, tenantID, id)
 	if err != nil {
-		return Decision{}, fmt.Errorf("read decision: %w", err)
+		return Decision{}, err
 	}
 	return r.decision(now), nil
 }
 
-// Answer closes a pending decision as approved or rejected. A decision changes only when it
-// closes, so the checks run in this order: NotFound (missing or another tenant's),
-// DecisionClosed (no longer pending, expired by time included, whatever the If-Match says:
-// it is the more useful answer for a client that raced another), PreconditionFailed
-// (If-Match is not the pending decision's version).
+func (s *Store) getRow(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID) (row, error) {
+	var r row
+	err := tx.GetContext(ctx, &r, query, tenantID, id)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return row{}, apperr.New(apperr.NotFound, "no decision %s", id)
+	}
+	if err != nil {
+		return row{}, fmt.Errorf("read decision: %w", err)
+	}
+	return r, nil
+}
+
+// ByIDs reads the tenant's decisions among ids inside the caller's transaction, under the
+// same read rule as every read here (a pending decision past its ExpiresAt is expired), in
+// no particular order; ids of missing or other tenants' decisions are left out. The
+// attempt timeline reads its decision entries with it.
+func ByIDs(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID) ([]Decision, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = id.String()
+	}
+	doc, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).byIDs, tenantID, string(doc)); err != nil {
+		return nil, fmt.Errorf("read decisions by id: %w", err)
+	}
+	return decisionsOf(rows, now), nil
+}
+
+// Answer closes a pending decision as approved or rejected and, when it was the last
+// decision its attempt awaited, returns the attempt to its phase from before the wait.
+// The checks run in this order: NotFound (missing or another tenant's), DecisionClosed (no
+// longer pending, expired by time included, whatever the If-Match says: it is the more
+// useful answer for a client that raced another), PreconditionFailed (If-Match is not the
+// pending decision's version), Invalid (the answer does not fit the decision, naming the
+// field: options.go). A refused answer changes nothing.
 func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Answer) (Decision, error) {
 	if a.Status != StatusApproved && a.Status != StatusRejected {
-		return Decision{}, apperr.New(apperr.Invalid, "a decision is answered approved or rejected")
+		return Decision{}, apperr.FieldsInvalid(apperr.FieldError{Field: "status", Reason: "must be one of: approved, rejected"})
 	}
 	var out Decision
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
@@ -225,15 +314,25 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 		if err != nil {
 			return err
 		}
+		// The attempt row is locked before the decision row (the order of every writer of
+		// both), so the decision is read once without a lock to learn its attempt.
+		seen, err := s.getRow(ctx, tx, s.q.get, tenantID, id)
+		if err != nil {
+			return err
+		}
+		att, err := attempts.Lock(ctx, tx, tenantID, seen.AttemptID)
+		if err != nil {
+			return err
+		}
 		cur, err := s.get(ctx, tx, s.q.lock, tenantID, id, now)
 		if err != nil {
 			return err
 		}
-		if cur.Status != StatusPending {
-			return apperr.New(apperr.DecisionClosed, "the decision is %s, no longer pending", cur.Status)
+		if err := answerable(cur, a.IfMatch); err != nil {
+			return err
 		}
-		if a.IfMatch == nil || !a.IfMatch.Matches(cur.Version) {
-			return apperr.New(apperr.PreconditionFailed, "If-Match is not the decision's current ETag")
+		if err := checkAnswer(cur, a); err != nil {
+			return err
 		}
 		var approval any
 		if a.ApprovalID != nil {
@@ -245,8 +344,20 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 			return fmt.Errorf("answer decision: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			// The row is held since lock: any other count is a bug, not a race.
+			// The locks rule this out on SQL Server. Should another answer have landed after
+			// the check all the same (SQLite's fault injection puts one there), answer as the
+			// check would have: closed, or stale.
+			again, gerr := s.get(ctx, tx, s.q.lock, tenantID, id, now)
+			if gerr != nil {
+				return gerr
+			}
+			if cerr := answerable(again, a.IfMatch); cerr != nil {
+				return cerr
+			}
 			return fmt.Errorf("answer decision %s: changed %d rows, want 1 (%v)", id, n, err)
+		}
+		if err := restorePhase(ctx, tx, tenantID, att, now); err != nil {
+			return err
 		}
 		out, err = s.get(ctx, tx, s.q.get, tenantID, id, now)
 		return err
@@ -257,9 +368,53 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 	return out, nil
 }
 
-// List is the tenant's inbox, oldest request first (RequestedAt, then DecisionId): the
-// decisions waiting longest come first, and decisions asked while an admin pages through
-// land on a later page instead of being skipped.
+// answerable refuses an answer to a decision that is no longer pending (DecisionClosed) or
+// whose current version does not meet the answer's If-Match (PreconditionFailed).
+func answerable(d Decision, ifMatch sqldb.VersionMatcher) error {
+	if d.Status != StatusPending {
+		return apperr.New(apperr.DecisionClosed, "the decision is %s, no longer pending", d.Status)
+	}
+	if ifMatch == nil || !ifMatch.Matches(d.Version) {
+		return apperr.New(apperr.PreconditionFailed, "If-Match is not the decision's current ETag")
+	}
+	return nil
+}
+
+// newestPrior is the phase the attempt's newest decision keeps (not Valid when the attempt
+// has no decision, or only ones written before migration 000012).
+func newestPrior(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID) (sql.NullInt32, error) {
+	var p sql.NullInt32
+	err := tx.GetContext(ctx, &p, queriesFor(tx.Dialect).newestPrior, tenantID, attemptID)
+	if err != nil && !errors.Is(err, sqldb.ErrNotFound) {
+		return p, fmt.Errorf("read the phase to restore: %w", err)
+	}
+	return p, nil
+}
+
+// restorePhase returns the attempt a, which the caller has locked and whose decision has
+// just closed, to the phase its newest decision keeps, when it still runs, still awaits a
+// decision, and no decision of it is pending any more (see the package doc).
+func restorePhase(ctx context.Context, tx *sqldb.Tx, tenantID string, a attempts.Attempt, now time.Time) error {
+	if a.State != attempts.Running || a.Phase != attempts.AwaitingDecision {
+		return nil
+	}
+	p, err := newestPrior(ctx, tx, tenantID, a.AttemptID)
+	if err != nil || !p.Valid || attempts.Phase(p.Int32) == attempts.AwaitingDecision {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).restorePhase, tenantID, a.AttemptID, p.Int32, tx.Dialect.Time(now)); err != nil {
+		return fmt.Errorf("restore the attempt's phase: %w", err)
+	}
+	return nil
+}
+
+// List is the tenant's inbox: pending decisions first, then the others (answered,
+// expired, cancelled), each group oldest request first (RequestedAt, then DecisionId), so
+// the decisions waiting longest come first and decisions asked while an admin pages through
+// land on a later page instead of being skipped. A decision that closes while an admin
+// pages moves from the first group to the second, and may be seen twice or not at all
+// across pages, as any keyset over a changing order. With a status filter there is one
+// group. f.ProjectID keeps the decisions of that project's attempts.
 func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Decision, error) {
 	var out []Decision
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
@@ -269,7 +424,18 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Deci
 		}
 		var rows []row
 		afterAt, afterID := position(tx, f.After)
-		if err := tx.SelectContext(ctx, &rows, s.q.list, tenantID, f.Status, tx.Dialect.Time(now), afterAt, afterID, f.Limit); err != nil {
+		if f.Status != nil {
+			err = tx.SelectContext(ctx, &rows, s.q.list, tenantID, *f.Status, tx.Dialect.Time(now), f.ProjectID,
+				afterAt, afterID, f.Limit)
+		} else {
+			var rank any
+			if f.After != nil {
+				rank = f.After.Rank
+			}
+			err = tx.SelectContext(ctx, &rows, s.q.listPendingFirst, tenantID, tx.Dialect.Time(now), f.ProjectID,
+				rank, afterAt, afterID, f.Limit)
+		}
+		if err != nil {
 			return err
 		}
 		out = decisionsOf(rows, now)
@@ -279,6 +445,14 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Deci
 		return nil, fmt.Errorf("list decisions: %w", err)
 	}
 	return out, nil
+}
+
+// Rank is d's group in the pending-first inbox: 0 pending, 1 any other status.
+func Rank(d Decision) int {
+	if d.Status == StatusPending {
+		return 0
+	}
+	return 1
 }
 
 // ListByAttempt lists an attempt's decisions in RequestedAt, DecisionId order. NotFound when
@@ -334,15 +508,24 @@ func attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID 
 	return nil
 }
 
-// ExpireBatch bounds one ExpirePending transaction (well below SQL Server's lock
-// escalation at about 5,000 locks).
+// ExpireBatch bounds how many attempts one round of ExpirePending reads.
 const ExpireBatch = 500
 
+// due is an attempt with a pending decision past its ExpiresAt.
+type due struct {
+	TenantID  string    `db:"TenantId"`
+	AttemptID uuid.UUID `db:"AttemptId"`
+}
+
 // ExpirePending marks pending decisions whose ExpiresAt has passed as expired, across
-// tenants, in bounded batches (one short transaction each) until a batch comes back short.
-// It returns how many it marked. Every replica may run it: a decision another replica or an
-// answer holds is skipped and found again next time. Reads never wait for it: a pending
-// decision past its ExpiresAt already reads as expired.
+// tenants, and returns each attempt that awaited only those to its phase from before the
+// wait. It reads the attempts that have such decisions in rounds of at most ExpireBatch
+// (one maintenance read each), then expires each attempt's in one short transaction of
+// the attempt's tenant that locks the attempt first, as every writer of an attempt and its
+// decisions does; it stops when a round comes back short. It returns how many decisions it
+// marked. Every replica may run it: a second replica waits for the first on the attempt's
+// lock and then finds nothing left. Reads never wait for it: a pending decision past its
+// ExpiresAt already reads as expired.
 func ExpirePending(ctx context.Context, db *sqldb.DB) (int, error) {
 	return expirePending(ctx, db, ExpireBatch)
 }
@@ -350,25 +533,55 @@ func ExpirePending(ctx context.Context, db *sqldb.DB) (int, error) {
 func expirePending(ctx context.Context, db *sqldb.DB, batch int) (int, error) {
 	total := 0
 	for {
-		var n int64
-		err := db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		var dues []due
+		err := db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 			now, err := tx.Now(ctx)
 			if err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).expire, tx.Dialect.Time(now), batch)
-			if err != nil {
-				return err
-			}
-			n, err = res.RowsAffected()
-			return err
+			return tx.SelectContext(ctx, &dues, queriesFor(tx.Dialect).due, tx.Dialect.Time(now), batch)
 		})
 		if err != nil {
-			return total, fmt.Errorf("expire pending decisions: %w", err)
+			return total, fmt.Errorf("expire pending decisions: find them: %w", err)
 		}
-		total += int(n)
-		if n < int64(batch) || ctx.Err() != nil {
+		for _, d := range dues {
+			n, err := expireAttempt(ctx, db, d)
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("expire pending decisions of attempt %s: %w", d.AttemptID, err)
+			}
+		}
+		if len(dues) < batch || ctx.Err() != nil {
 			return total, nil
 		}
 	}
+}
+
+// expireAttempt expires the attempt's pending decisions past their ExpiresAt and restores
+// its phase when it awaited only those.
+func expireAttempt(ctx context.Context, db *sqldb.DB, d due) (int, error) {
+	var n int64
+	err := db.Write(ctx, sqldb.TenantScope(d.TenantID), func(tx *sqldb.Tx) error {
+		n = 0
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		a, err := attempts.Lock(ctx, tx, d.TenantID, d.AttemptID)
+		if apperr.Is(err, apperr.NotFound) {
+			return nil // purged meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).expireForAttempt, d.TenantID, d.AttemptID, tx.Dialect.Time(now))
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return restorePhase(ctx, tx, d.TenantID, a, now)
+	})
+	return int(n), err
 }

@@ -37,8 +37,9 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
-		Summary: "The decision inbox, oldest request first (a pending decision past its expiry is listed as expired)",
-		Roles:   []string{ad}, Status: http.StatusOK, Response: web.Page[api.Decision]{},
+		Summary: "The decision inbox: pending decisions first, then the others, each oldest request first " +
+			"(a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent",
+		Roles: []string{ad}, Status: http.StatusOK, Response: web.Page[api.Decision]{},
 		Query: api.ListDecisionsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
@@ -46,8 +47,9 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
-		Summary: "Answer a pending decision (If-Match required; decision_closed once it is no longer pending)",
-		Roles:   []string{ad}, Body: api.AnswerDecisionRequest{}, Status: http.StatusOK, Response: api.Decision{}, ETag: true,
+		Summary: "Answer a pending decision (If-Match required; decision_closed once it is no longer pending). " +
+			"A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise)",
+		Roles: []string{ad}, Body: api.AnswerDecisionRequest{}, Status: http.StatusOK, Response: api.Decision{}, ETag: true,
 		IfMatch: true, IfMatchRequired: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.DecisionClosed},
 	}, h.answer)
@@ -136,15 +138,16 @@ func (h handlers) answer(c echo.Context) error {
 	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
 }
 
-// cursor is a keyset position of a decision listing.
+// cursor is a keyset position of a decision listing (Rank only in the pending-first inbox).
 type cursor struct {
+	Rank        int       `json:"r,omitempty"`
 	RequestedAt time.Time `json:"t"`
 	DecisionID  uuid.UUID `json:"d"`
 }
 
 func page(c echo.Context, limit int, ds []Decision) error {
 	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ds, limit, func(last Decision) any {
-		return cursor{RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
+		return cursor{Rank: Rank(last), RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
 	}), Decision.Wire))
 }
 
@@ -154,7 +157,10 @@ func after(c echo.Context) (*Position, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &Position{RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
+	if cur.Rank != 0 && cur.Rank != 1 {
+		return nil, apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor of this listing"})
+	}
+	return &Position{Rank: cur.Rank, RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
 }
 
 func (h handlers) list(c echo.Context) error {
@@ -168,6 +174,7 @@ func (h handlers) list(c echo.Context) error {
 		st := string(*q.Status)
 		f.Status = &st
 	}
+	f.ProjectID = q.ProjectID
 	var err error
 	if f.After, err = after(c); err != nil {
 		return err

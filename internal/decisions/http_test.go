@@ -32,6 +32,10 @@ type wireDecision struct {
 	AnsweredBy     *string `json:"answeredBy"`
 	ExpiresAt      *string `json:"expiresAt"`
 	TenantID       *string `json:"tenantId"`
+	RunID          string  `json:"runId"`
+	ProjectID      string  `json:"projectId"`
+	Subject        string  `json:"subject"`
+	AgentID        string  `json:"agentId"`
 }
 
 type wirePage struct {
@@ -174,6 +178,97 @@ func TestHTTP(t *testing.T) {
 		// two UTF-16 units.
 		long := `{"fencingToken":` + tok + `,"kind":"input","recommendation":"` + strings.Repeat("😀", 1000) + `"}`
 		apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, long, nil), http.StatusCreated, "")
+	})
+
+	t.Run("AnswerIsCheckedAgainstTheDecision", func(t *testing.T) {
+		t.Parallel()
+		c := s.client(t)
+		cl := s.claim(t, c, "review:checked")
+		path := "/v1/attempts/" + cl.Attempt.AttemptID + "/decisions"
+		ask := func(body string) (wireDecision, string) {
+			t.Helper()
+			r := s.Do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,%s}`, cl.Lease.FencingToken, body), nil)
+			apitest.Want(t, r, http.StatusCreated, "")
+			return apitest.DecodeAs[wireDecision](t, r), r.Header.Get("ETag")
+		}
+		r := s.Do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"choice","options":{"a":1}}`, cl.Lease.FencingToken), nil)
+		apitest.WantFields(t, r, "options")
+		choice, etag := ask(`"kind":"choice","options":["merge",{"id":"close","label":"Close it"}]`)
+		answer := "/v1/decisions/" + choice.DecisionID + "/answer"
+		apitest.WantFields(t, s.Do(t, http.MethodPost, answer, c.admin, `{"status":"approved","answer":"squash"}`,
+			map[string]string{"If-Match": etag}), "answer")
+		apitest.WantFields(t, s.Do(t, http.MethodPost, answer, c.admin, `{"status":"approved"}`,
+			map[string]string{"If-Match": etag}), "answer")
+		if g := s.Do(t, http.MethodGet, "/v1/decisions/"+choice.DecisionID, c.admin, "", nil); g.Header.Get("ETag") != etag ||
+			apitest.DecodeAs[wireDecision](t, g).Status != "pending" {
+			t.Fatalf("refused answers changed the decision: %s", g.Body)
+		}
+		ok := s.Do(t, http.MethodPost, answer, c.admin, `{"status":"approved","answer":"close"}`, map[string]string{"If-Match": etag})
+		apitest.Want(t, ok, http.StatusOK, "")
+		if d := apitest.DecodeAs[wireDecision](t, ok); d.Status != "approved" || d.Answer != "close" {
+			t.Fatalf("answered %s", ok.Body)
+		}
+		input, etag := ask(`"kind":"input"`)
+		apitest.WantFields(t, s.Do(t, http.MethodPost, "/v1/decisions/"+input.DecisionID+"/answer", c.admin, `{"status":"approved"}`,
+			map[string]string{"If-Match": etag}), "answer")
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/decisions/"+input.DecisionID+"/answer", c.admin, `{"status":"rejected"}`,
+			map[string]string{"If-Match": etag}), http.StatusOK, "")
+	})
+
+	t.Run("TheAttemptAwaitsItsDecisionAndResumesItsPhase", func(t *testing.T) {
+		t.Parallel()
+		c := s.client(t)
+		cl := s.claim(t, c, "review:phase")
+		attempt := "/v1/attempts/" + cl.Attempt.AttemptID
+		phase := func() string {
+			t.Helper()
+			r := s.Do(t, http.MethodGet, attempt, c.admin, "", nil)
+			apitest.Want(t, r, http.StatusOK, "")
+			var a struct {
+				Phase string `json:"phase"`
+			}
+			apitest.Decode(t, r, &a)
+			return a.Phase
+		}
+		apitest.Want(t, s.Do(t, http.MethodPatch, attempt, c.runtime,
+			fmt.Sprintf(`{"fencingToken":%d,"phase":"observing"}`, cl.Lease.FencingToken), nil), http.StatusOK, "")
+		r := s.Do(t, http.MethodPost, attempt+"/decisions", c.runtime, fmt.Sprintf(`{"fencingToken":%d,"kind":"approval"}`, cl.Lease.FencingToken), nil)
+		apitest.Want(t, r, http.StatusCreated, "")
+		if p := phase(); p != "awaiting_decision" {
+			t.Fatalf("phase after the request: %s", p)
+		}
+		d := apitest.DecodeAs[wireDecision](t, r)
+		apitest.Want(t, s.Do(t, http.MethodPost, "/v1/decisions/"+d.DecisionID+"/answer", c.admin, `{"status":"approved"}`,
+			map[string]string{"If-Match": r.Header.Get("ETag")}), http.StatusOK, "")
+		if p := phase(); p != "observing" {
+			t.Fatalf("phase after the answer: %s, want observing", p)
+		}
+	})
+
+	t.Run("InboxItemsNameTheirSourceAndFilterByProject", func(t *testing.T) {
+		t.Parallel()
+		c := s.client(t)
+		apitest.Want(t, s.Do(t, http.MethodPut, "/v1/projects/p2", c.admin, `{}`, nil), http.StatusCreated, "")
+		cl := s.claim(t, c, "review:source")
+		r := s.Do(t, http.MethodPost, "/v1/attempts/"+cl.Attempt.AttemptID+"/decisions", c.runtime,
+			fmt.Sprintf(`{"fencingToken":%d,"kind":"approval"}`, cl.Lease.FencingToken), nil)
+		apitest.Want(t, r, http.StatusCreated, "")
+		d := apitest.DecodeAs[wireDecision](t, r)
+		if d.RunID != cl.Run.RunID || d.ProjectID != "p1" || d.Subject != "review:source" || d.AgentID != "a" {
+			t.Fatalf("decision's source: %s", r.Body)
+		}
+		p := apitest.DecodeAs[wirePage](t, s.Do(t, http.MethodGet, "/v1/decisions?projectId=p1&status=pending", c.admin, "", nil))
+		if len(p.Items) != 1 || p.Items[0].DecisionID != d.DecisionID || p.Items[0].Subject != "review:source" || p.Items[0].RunID != cl.Run.RunID {
+			t.Fatalf("inbox of p1: %+v", p)
+		}
+		if p := apitest.DecodeAs[wirePage](t, s.Do(t, http.MethodGet, "/v1/decisions?projectId=p2", c.admin, "", nil)); len(p.Items) != 0 {
+			t.Fatalf("inbox of p2: %+v", p)
+		}
+		apitest.WantFields(t, s.Do(t, http.MethodGet, "/v1/decisions?projectId="+strings.Repeat("p", 65), c.admin, "", nil), "projectId")
+		other := s.client(t)
+		if p := apitest.DecodeAs[wirePage](t, s.Do(t, http.MethodGet, "/v1/decisions?projectId=p1", other.admin, "", nil)); len(p.Items) != 0 {
+			t.Fatalf("another tenant's inbox of p1: %+v", p)
+		}
 	})
 
 	t.Run("ReadsAndInbox", func(t *testing.T) {

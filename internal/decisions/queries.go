@@ -3,17 +3,39 @@ package decisions
 import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of the decision store; each dialect fills every field with
-// complete statements taking the numbered arguments listed here. Times are tx.Dialect.Time values;
-// a nil keyset position passes NULL for both of its arguments.
+// complete statements taking the numbered arguments listed here. Times are tx.Dialect.Time
+// values; a nil keyset position passes NULL for each of its arguments. Statements that
+// return decisions read the row's columns (columns) and, except lock, the attempt's run,
+// project and agent and the run's subject (sourceColumns).
 type queries struct {
-	insert          string // 1 decision, 2 attempt, 3 tenant, 4 kind, 5 proposal hash, 6 options JSON, 7 recommendation, 8 requested at (now), 9 expires at (or NULL)
-	get             string // 1 tenant, 2 decision
-	lock            string // 1 tenant, 2 decision: get, holding the row until commit
-	answer          string // 1 tenant, 2 decision, 3 status, 4 answer JSON, 5 approval id, 6 answered by, 7 now, 8 expected version
-	list            string // 1 tenant, 2 effective status (NULL: all), 3 now, 4 after requested at, 5 after decision, 6 limit
-	listByAttempt   string // 1 tenant, 2 attempt, 3 after requested at, 4 after decision, 5 limit
+	insert string // 1 decision, 2 attempt, 3 tenant, 4 kind, 5 proposal hash, 6 options JSON, 7 recommendation, 8 requested at (now), 9 expires at (or NULL), 10 prior phase
+	get    string // 1 tenant, 2 decision
+	lock   string // 1 tenant, 2 decision: the decision's own columns, holding the row until commit
+	byIDs  string // 1 tenant, 2 JSON array of decision ids
+	answer string // 1 tenant, 2 decision, 3 status, 4 answer JSON, 5 approval id, 6 answered by, 7 now, 8 expected version
+	// list: the inbox with an effective status: 1 tenant, 2 status (one of the five), 3 now,
+	// 4 project (NULL: any), 5 after requested at, 6 after decision, 7 limit; in
+	// (RequestedAt, DecisionId) order.
+	list string
+	// listPendingFirst: the inbox without a status: 1 tenant, 2 now, 3 project (NULL: any),
+	// 4 after rank (NULL: from the start), 5 after requested at, 6 after decision, 7 limit;
+	// in (Rank, RequestedAt, DecisionId) order, Rank 0 for a pending decision not past its
+	// ExpiresAt, 1 for every other; returns Rank.
+	listPendingFirst string
+	listByAttempt    string // 1 tenant, 2 attempt, 3 after requested at, 4 after decision, 5 limit
+	// newestPrior: 1 tenant, 2 attempt -> PriorPhase of the attempt's newest decision
+	// (RequestedAt, then DecisionId, descending); no row when it has none.
+	newestPrior string
+	// restorePhase: 1 tenant, 2 attempt, 3 phase, 4 now: sets the phase of a running attempt
+	// in awaiting_decision (5) that has no pending decision not past its ExpiresAt at now.
+	restorePhase    string
 	closeForAttempt string // 1 tenant, 2 attempt, 3 now: pending -> cancelled (expired when past ExpiresAt)
-	expire          string // 1 now, 2 batch size: pending past ExpiresAt -> expired, any tenant
+	// due: 1 now, 2 limit -> TenantId, AttemptId of attempts, of any tenant, that have a
+	// pending decision past its ExpiresAt (each once).
+	due string
+	// expireForAttempt: 1 tenant, 2 attempt, 3 now: the attempt's pending decisions past
+	// their ExpiresAt -> expired.
+	expireForAttempt string
 }
 
 func queriesFor(d sqldb.Dialect) *queries {
@@ -23,6 +45,10 @@ func queriesFor(d sqldb.Dialect) *queries {
 	return &sqliteQueries
 }
 
-// columns are read by every SELECT, in the order of the row struct.
-const columns = `DecisionId, AttemptId, TenantId, Kind, ApprovalId, ProposalHash, OptionsJson, Recommendation, Status,
-RequestedAt, AnsweredAt, AnswerJson, AnsweredBy, ExpiresAt, Version`
+// columns are the decision's own columns, in the order of the row struct, from the
+// table aliased d.
+const columns = `d.DecisionId, d.AttemptId, d.TenantId, d.Kind, d.ApprovalId, d.ProposalHash, d.OptionsJson,
+d.Recommendation, d.Status, d.RequestedAt, d.AnsweredAt, d.AnswerJson, d.AnsweredBy, d.ExpiresAt, d.Version, d.PriorPhase`
+
+// sourceColumns are where a decision comes from: its attempt (aliased a) and run (r).
+const sourceColumns = `a.RunId, a.ProjectId, a.AgentId, r.Subject`

@@ -4,32 +4,76 @@ package decisions
 // write transaction it already holds the row as SQL Server's UPDLOCK does. Every write
 // stamps Version from the database-wide counter (migrations/sqlite 000001); a multi-row
 // UPDATE gives its rows one new value, which still grows past each row's old one.
+//
+// "+d.TenantId" and "+d.Status" (a unary plus) keep the planner off IX_Decisions_Tenant_Status,
+// which it would otherwise pick for an attempt's decisions and read the tenant's whole
+// pending set; the attempt's index drives those statements.
+//
+// Reads join the attempt by primary key with CROSS JOIN, which SQLite takes as an inner
+// join whose tables it visits in the order written, and the run with LEFT JOIN (a decision
+// is read even while retention is deleting its run; a left join keeps that order too): the
+// decision index drives the statement and each row costs two key lookups, whatever the
+// planner would guess without statistics.
+
+// sqliteFrom is a decision with its attempt and run.
+const sqliteFrom = ` FROM DecisionRequests AS d
+CROSS JOIN ExecutionAttempts AS a ON a.AttemptId = d.AttemptId AND a.TenantId = d.TenantId
+LEFT JOIN Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId`
+
+// sqliteRead is the select list and joins of every read that returns decisions.
+const sqliteRead = `SELECT ` + columns + `, ` + sourceColumns + sqliteFrom
+
 var sqliteQueries = queries{
 	insert: `INSERT INTO DecisionRequests (DecisionId, AttemptId, TenantId, Kind, ApprovalId, ProposalHash, OptionsJson,
-    Recommendation, Status, RequestedAt, AnsweredAt, Version, AnswerJson, AnsweredBy, ExpiresAt)
-VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, 'pending', ?8, NULL, (SELECT Value + 1 FROM RowVersionCounter), NULL, NULL, ?9)`,
-	get:  `SELECT ` + columns + ` FROM DecisionRequests WHERE TenantId = ?1 AND DecisionId = ?2`,
-	lock: `SELECT ` + columns + ` FROM DecisionRequests WHERE TenantId = ?1 AND DecisionId = ?2`,
+    Recommendation, Status, RequestedAt, AnsweredAt, Version, AnswerJson, AnsweredBy, ExpiresAt, PriorPhase)
+VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, 'pending', ?8, NULL, (SELECT Value + 1 FROM RowVersionCounter), NULL, NULL, ?9, ?10)`,
+	get:  sqliteRead + ` WHERE d.TenantId = ?1 AND d.DecisionId = ?2`,
+	lock: `SELECT ` + columns + ` FROM DecisionRequests AS d WHERE d.TenantId = ?1 AND d.DecisionId = ?2`,
+	byIDs: sqliteRead + `
+WHERE d.DecisionId IN (SELECT value FROM json_each(?2)) AND +d.TenantId = ?1`,
 	answer: `UPDATE DecisionRequests SET Status = ?3, AnswerJson = ?4, ApprovalId = ?5, AnsweredBy = ?6, AnsweredAt = ?7,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE TenantId = ?1 AND DecisionId = ?2 AND Status = 'pending' AND Version = ?8 AND (ExpiresAt IS NULL OR ExpiresAt > ?7)`,
-	list: `SELECT ` + columns + ` FROM DecisionRequests
-WHERE TenantId = ?1
-    AND (?2 IS NULL OR Status = ?2 OR (?2 = 'expired' AND Status = 'pending'))
-    AND (?2 IS NULL OR (CASE WHEN Status = 'pending' AND ExpiresAt <= ?3 THEN 'expired' ELSE Status END) = ?2)
-    AND (?4 IS NULL OR RequestedAt > ?4 OR (RequestedAt = ?4 AND DecisionId > ?5))
-ORDER BY RequestedAt, DecisionId LIMIT ?6`,
-	listByAttempt: `SELECT ` + columns + ` FROM DecisionRequests
-WHERE TenantId = ?1 AND AttemptId = ?2
-    AND (?3 IS NULL OR RequestedAt > ?3 OR (RequestedAt = ?3 AND DecisionId > ?4))
-ORDER BY RequestedAt, DecisionId LIMIT ?5`,
+	list: sqliteRead + `
+WHERE d.TenantId = ?1
+    AND (d.Status = ?2 OR (?2 = 'expired' AND d.Status = 'pending'))
+    AND (CASE WHEN d.Status = 'pending' AND d.ExpiresAt <= ?3 THEN 'expired' ELSE d.Status END) = ?2
+    AND (?4 IS NULL OR a.ProjectId = ?4)
+    AND (?5 IS NULL OR d.RequestedAt > ?5 OR (d.RequestedAt = ?5 AND d.DecisionId > ?6))
+ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7`,
+	// Two branches, each at most a page in its own order, merged.
+	listPendingFirst: `SELECT * FROM (
+    SELECT * FROM (SELECT 0 AS Rank, ` + columns + `, ` + sourceColumns + sqliteFrom + `
+        WHERE d.TenantId = ?1 AND d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?2)
+            AND (?3 IS NULL OR a.ProjectId = ?3)
+            AND (?4 IS NULL OR (?4 = 0 AND (d.RequestedAt > ?5 OR (d.RequestedAt = ?5 AND d.DecisionId > ?6))))
+        ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7)
+    UNION ALL
+    SELECT * FROM (SELECT 1 AS Rank, ` + columns + `, ` + sourceColumns + sqliteFrom + `
+        WHERE d.TenantId = ?1 AND (d.Status <> 'pending' OR d.ExpiresAt <= ?2)
+            AND (?3 IS NULL OR a.ProjectId = ?3)
+            AND (?4 IS NULL OR ?4 = 0 OR d.RequestedAt > ?5 OR (d.RequestedAt = ?5 AND d.DecisionId > ?6))
+        ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7)
+)
+ORDER BY Rank, RequestedAt, DecisionId LIMIT ?7`,
+	listByAttempt: sqliteRead + `
+WHERE d.TenantId = ?1 AND d.AttemptId = ?2
+    AND (?3 IS NULL OR d.RequestedAt > ?3 OR (d.RequestedAt = ?3 AND d.DecisionId > ?4))
+ORDER BY d.RequestedAt, d.DecisionId LIMIT ?5`,
+	newestPrior: `SELECT PriorPhase FROM DecisionRequests INDEXED BY IX_Decisions_Attempt
+WHERE AttemptId = ?2 AND TenantId = ?1 ORDER BY RequestedAt DESC, DecisionId DESC LIMIT 1`,
+	restorePhase: `UPDATE ExecutionAttempts SET Phase = ?3, Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE TenantId = ?1 AND AttemptId = ?2 AND State = 0 AND Phase = 5
+    AND NOT EXISTS (SELECT 1 FROM DecisionRequests AS d
+        WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?4))`,
 	closeForAttempt: `UPDATE DecisionRequests
 SET Status = CASE WHEN ExpiresAt IS NOT NULL AND ExpiresAt <= ?3 THEN 'expired' ELSE 'cancelled' END,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE TenantId = ?1 AND AttemptId = ?2 AND Status = 'pending'`,
-	// SQLite has no UPDATE ... LIMIT unless compiled with it: the batch is chosen by a
-	// subquery over IX_Decisions_PendingExpiry (its WHERE terms repeated so it qualifies).
-	expire: `UPDATE DecisionRequests SET Status = 'expired', Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE DecisionId IN (SELECT DecisionId FROM DecisionRequests
-    WHERE Status = 'pending' AND ExpiresAt IS NOT NULL AND ExpiresAt <= ?1 LIMIT ?2)`,
+	// The filter repeats IX_Decisions_PendingExpiry's WHERE terms, so the partial index
+	// qualifies.
+	due: `SELECT DISTINCT TenantId, AttemptId FROM DecisionRequests
+WHERE Status = 'pending' AND ExpiresAt IS NOT NULL AND ExpiresAt <= ?1 LIMIT ?2`,
+	expireForAttempt: `UPDATE DecisionRequests SET Status = 'expired', Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE AttemptId = ?2 AND +TenantId = ?1 AND +Status = 'pending' AND ExpiresAt IS NOT NULL AND ExpiresAt <= ?3`,
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/decisions"
+	"github.com/ledger-dev/ledger/internal/history"
 	"github.com/ledger-dev/ledger/internal/runs"
 )
 
@@ -23,6 +24,7 @@ func newStack(t testing.TB) *stack {
 	st.Stack = apitest.New(t, apitest.Config{Epoch: epoch, Hooks: []runs.Hooks{decisions.Hooks()}, Routes: func(s *apitest.Stack) {
 		st.store = decisions.NewStore(s.DB, s.Svc)
 		decisions.Routes(s.Server, st.store)
+		history.Routes(s.Server, history.NewStore(s.DB)) // GET /v1/attempts/{id} shows the phase
 	}})
 	return st
 }

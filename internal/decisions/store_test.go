@@ -319,7 +319,7 @@ var storeCases = []storeCase{
 			t.Fatalf("unexpired decision stored %s", st)
 		}
 	}},
-	{"InboxListsOldestFirstByEffectiveStatus", func(t *testing.T, e *env) {
+	{"InboxListsPendingFirstThenOldestFirstByEffectiveStatus", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		var ds []decisions.Decision
 		for i := 0; i < 5; i++ {
@@ -344,16 +344,28 @@ var storeCases = []storeCase{
 			}
 			return got
 		}
+		// Pending first (ds[3] is past its expiry: not pending), each group oldest first.
+		order := []decisions.Decision{ds[0], ds[4], ds[1], ds[2], ds[3]}
 		all := list(nil, nil, 10)
-		if !sameIDs(all, ds...) {
-			t.Fatalf("inbox %v, want every decision oldest first %v", ids(all), ids(ds))
+		if !sameIDs(all, order...) {
+			t.Fatalf("inbox %v, want pending first, then the rest, oldest first %v", ids(all), ids(order))
 		}
-		// Keyset paging: two pages of 3 and 2, then nothing.
-		first := list(nil, nil, 3)
-		pos := &decisions.Position{RequestedAt: first[2].RequestedAt, DecisionID: first[2].DecisionID}
-		rest := list(nil, pos, 3)
-		if !sameIDs(first, ds[:3]...) || !sameIDs(rest, ds[3:]...) {
-			t.Fatalf("pages %v then %v", ids(first), ids(rest))
+		// Keyset paging across the two groups: pages of 1, 2 and 3 items each tile the inbox.
+		for _, size := range []int{1, 2, 3} {
+			var got []decisions.Decision
+			var pos *decisions.Position
+			for page := 0; page < 10; page++ {
+				items := list(nil, pos, size)
+				if len(items) == 0 {
+					break
+				}
+				got = append(got, items...)
+				last := items[len(items)-1]
+				pos = &decisions.Position{Rank: decisions.Rank(last), RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
+			}
+			if !sameIDs(got, order...) {
+				t.Fatalf("pages of %d: %v, want %v", size, ids(got), ids(order))
+			}
 		}
 		for status, want := range map[string][]decisions.Decision{
 			decisions.StatusPending:   {ds[0], ds[4]},

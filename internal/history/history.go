@@ -19,7 +19,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
-	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -271,8 +270,18 @@ func (s *Store) entryRows(ctx context.Context, tx *sqldb.Tx, tenantID string, ke
 	if err := fetch[Call](ctx, tx, s.q.calls, tenantID, ids[KindCall], out, func(r Call) uuid.UUID { return r.CallID }); err != nil {
 		return nil, err
 	}
-	if err := fetch[Decision](ctx, tx, s.q.decisions, tenantID, ids[KindDecision], out, func(r Decision) uuid.UUID { return r.DecisionID }); err != nil {
-		return nil, err
+	// Decisions are read by their own package, so the timeline and GET /v1/decisions/{id}
+	// share one read rule (a pending decision past its ExpiresAt is expired).
+	decisionIDs := make([]uuid.UUID, 0, len(ids[KindDecision]))
+	for _, id := range ids[KindDecision] {
+		decisionIDs = append(decisionIDs, uuid.MustParse(id))
+	}
+	ds, err := decisions.ByIDs(ctx, tx, tenantID, decisionIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read timeline entries: %w", err)
+	}
+	for _, d := range ds {
+		out[d.DecisionID] = Decision{d}
 	}
 	if err := fetch[Delegation](ctx, tx, s.q.delegations, tenantID, ids[KindDelegation], out, func(r Delegation) uuid.UUID { return r.DelegationID }); err != nil {
 		return nil, err
@@ -329,22 +338,9 @@ func (r Call) WireJSON() ([]byte, error) { return json.Marshal(r.Wire()) }
 // WireJSON marshals the row as the API sends it.
 func (r Delegation) WireJSON() ([]byte, error) { return json.Marshal(r.Wire()) }
 
-// Decision is a row of DecisionRequests, its JSON columns read as text.
-type Decision struct {
-	decisions.Decision
-	OptionsJSON runs.JSONText `db:"OptionsJson"`
-	AnswerJSON  runs.JSONText `db:"AnswerJson"`
-}
+// Decision is a timeline's decision entry: the decision as GET /v1/decisions/{id} reads it
+// (one read rule: a pending decision past its ExpiresAt is expired, in both places).
+type Decision struct{ decisions.Decision }
 
-// WireJSON marshals the row as the API sends it (its stored status: the timeline shows what
-// was recorded).
-func (r Decision) WireJSON() ([]byte, error) {
-	d := r.Decision
-	if len(r.OptionsJSON) > 0 {
-		d.Options = json.RawMessage(r.OptionsJSON)
-	}
-	if len(r.AnswerJSON) > 0 {
-		d.Answer = json.RawMessage(r.AnswerJSON)
-	}
-	return json.Marshal(d.Wire())
-}
+// WireJSON marshals the row as the API sends it.
+func (r Decision) WireJSON() ([]byte, error) { return json.Marshal(r.Wire()) }

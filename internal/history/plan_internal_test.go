@@ -43,8 +43,6 @@ func TestSQLitePlans(t *testing.T) {
 			[]string{"SCAN Checkpoints", "SCAN CallRecords", "IX_Decisions_Tenant_Status"}},
 		{"checkpoints", sqliteQueries.checkpoints, []any{"t", list}, []string{"sqlite_autoindex_Checkpoints_1 (CheckpointId=?)"}, nil},
 		{"calls", sqliteQueries.calls, []any{"t", list}, []string{"sqlite_autoindex_CallRecords_1 (CallId=?)"}, nil},
-		{"decisions", sqliteQueries.decisions, []any{"t", list}, []string{"sqlite_autoindex_DecisionRequests_1 (DecisionId=?)"},
-			[]string{"IX_Decisions_Tenant_Status"}},
 		{"delegations", sqliteQueries.delegations, []any{"t", list}, []string{"sqlite_autoindex_SubAgentDelegations_1 (DelegationId=?)"}, nil},
 	}
 	for _, c := range cases {

@@ -29,10 +29,10 @@ type queries struct {
 	// index. 1 tenant, 2 attempt, 3 cursor at, 4 cursor kind (-1 to start), 5 cursor
 	// sequence (0 for kinds without one), 6 cursor id, 7 limit -> Kind, At, Seq, Id.
 	timeline string
-	// TimelineEntry rows by id: 1 tenant, 2 JSON array of ids.
+	// TimelineEntry rows by id: 1 tenant, 2 JSON array of ids (decisions are read by
+	// decisions.ByIDs).
 	checkpoints string
 	calls       string
-	decisions   string
 	delegations string
 }
 
@@ -53,9 +53,6 @@ ContextSnapshotRef, Hash, CreatedAt`
 
 const callColumns = `CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId, ReceiptRef,
 Status, StartedAt, EndedAt, Version`
-
-const decisionColumns = `DecisionId, AttemptId, TenantId, Kind, ApprovalId, ProposalHash, OptionsJson, Recommendation,
-Status, RequestedAt, AnsweredAt, AnswerJson, AnsweredBy, ExpiresAt, Version`
 
 const delegationColumns = `DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth, Status,
 CreatedAt, Version`

@@ -24,6 +24,12 @@ package history
 //   - maxTime (9999-12-31T23:59:59.999Z) and maxID (FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF,
 //     the largest uniqueidentifier in SQL Server's order too) stand in for "no cursor";
 //     minID (all zeros, the smallest in both orders) turns a time into an exclusive bound.
+//   - SESSION_CONTEXT in parallel plans (TSQL.md; a documented SQL Server issue: wrong
+//     results or an access violation when the RLS predicate's SESSION_CONTEXT is evaluated
+//     in a parallel plan on a reset pooled session): the lists, the change feed and the
+//     timeline can read many rows, so each carries OPTION (MAXDOP 1). They are index-ordered
+//     seeks that stop after a page (TOP), which gain nothing from parallelism; the by-id
+//     reads are a page of key seeks and get serial plans anyway.
 //   - Errors: none expected beyond the transport's; OPENJSON needs compatibility level 130
 //     (Msg 208 below it, as for the claim); 1205/1222 -> sqldb.ErrRetryable (only possible
 //     without RCSI, and a read is retried as a whole). 0 rows is an empty page, never an
@@ -44,7 +50,8 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_Started))
 WHERE TenantId = @p1 AND StartedAt >= @p5 AND StartedAt <= @p6
     AND (StartedAt < @p6 OR AttemptId < @p7)
     AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4)
-ORDER BY StartedAt DESC, AttemptId DESC;`,
+ORDER BY StartedAt DESC, AttemptId DESC
+OPTION (MAXDOP 1);`,
 
 	// listByRun: IX_Attempts_Run_Step (RunId, StepId) seek on RunId, key lookups, then a sort
 	// of that run's attempts (one per claim: at most a few hundred) and TOP. TenantId and
@@ -54,7 +61,8 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Run_Step))
 WHERE RunId = @p2 AND TenantId = @p1 AND StartedAt >= @p6 AND StartedAt <= @p7
     AND (StartedAt < @p7 OR AttemptId < @p8)
     AND (@p3 IS NULL OR State = @p3) AND (@p4 IS NULL OR AgentId = @p4) AND (@p5 IS NULL OR ProjectId = @p5)
-ORDER BY StartedAt DESC, AttemptId DESC;`,
+ORDER BY StartedAt DESC, AttemptId DESC
+OPTION (MAXDOP 1);`,
 
 	// changesCap: MIN_ACTIVE_ROWVERSION() (binary(8)): the lowest rowversion of a transaction
 	// that has not committed, or @@DBTS + 1 when none is active. rowversion is stamped when a
@@ -81,7 +89,8 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_Version))
 WHERE TenantId = @p1 AND Version >= CAST(@p2 AS binary(8))
     AND (Version > CAST(@p2 AS binary(8)) OR AttemptId > @p3)
     AND Version < CAST(@p4 AS binary(8))
-ORDER BY Version, AttemptId;`,
+ORDER BY Version, AttemptId
+OPTION (MAXDOP 1);`,
 
 	// timeline: one UNION ALL, each branch a seek of its table's AttemptId index:
 	// UX_Checkpoints_Attempt_Sequence, UX_Calls_Attempt_Sequence, IX_Decisions_Attempt
@@ -135,7 +144,8 @@ ORDER BY Version, AttemptId;`,
         ORDER BY s.CreatedAt, s.DelegationId
     ) AS b3
 ) AS u
-ORDER BY u.At, u.Kind, u.Seq, u.Id;`,
+ORDER BY u.At, u.Kind, u.Seq, u.Id
+OPTION (MAXDOP 1);`,
 
 	// TimelineEntry rows by id: OPENJSON(@p2) yields at most one page of ids (nvarchar [value], cast
 	// to uniqueidentifier), each a seek of the table's clustered primary key; TenantId
@@ -145,8 +155,6 @@ ORDER BY u.At, u.Kind, u.Seq, u.Id;`,
 WHERE CheckpointId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND TenantId = @p1;`,
 	calls: `SELECT ` + callColumns + ` FROM dbo.CallRecords
 WHERE CallId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND TenantId = @p1;`,
-	decisions: `SELECT ` + decisionColumns + ` FROM dbo.DecisionRequests
-WHERE DecisionId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND TenantId = @p1;`,
 	delegations: `SELECT ` + delegationColumns + ` FROM dbo.SubAgentDelegations
 WHERE DelegationId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND TenantId = @p1;`,
 }

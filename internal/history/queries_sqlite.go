@@ -62,8 +62,6 @@ ORDER BY At, Kind, Seq, Id LIMIT ?7`,
 WHERE CheckpointId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
 	calls: `SELECT ` + callColumns + ` FROM CallRecords
 WHERE CallId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
-	decisions: `SELECT ` + decisionColumns + ` FROM DecisionRequests
-WHERE DecisionId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
 	delegations: `SELECT ` + delegationColumns + ` FROM SubAgentDelegations
 WHERE DelegationId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
 }

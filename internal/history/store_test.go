@@ -11,6 +11,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/history"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -357,7 +358,7 @@ func TestStore(t *testing.T) {
 				t.Fatalf("checkpoint item: %#v", whole[2].Item)
 			}
 			d, ok := whole[0].Item.(history.Decision)
-			if !ok || string(d.OptionsJSON) != `{"options":["a","b"]}` || string(d.AnswerJSON) != `{"pick":"a"}` || d.Status != "approved" {
+			if !ok || string(d.Options) != `{"options":["a","b"]}` || string(d.Answer) != `{"pick":"a"}` || d.Status != "approved" {
 				t.Fatalf("decision item: %#v", whole[0].Item)
 			}
 			if !whole[0].At.Equal(t0.Add(-2 * time.Second)) {
@@ -366,6 +367,39 @@ func TestStore(t *testing.T) {
 			empty, err := e.store.Timeline(e.ctx, e.tenant, e.attempt().Attempt.AttemptID, nil, 10)
 			if err != nil || len(empty) != 0 {
 				t.Fatalf("timeline of an attempt with no entries: %v %v", empty, err)
+			}
+		})
+
+		t.Run("TimelineReadsADecisionAsGetDoes", func(t *testing.T) {
+			// One read rule: a pending decision past its ExpiresAt is expired in the timeline
+			// exactly when GET /v1/decisions/{id} says so, before the background job marks it.
+			t.Parallel()
+			e := newEnv(t, tgt)
+			a := e.attempt()
+			ds := decisions.NewStore(e.db, e.svc)
+			d, err := ds.Request(e.ctx, e.tenant, a.Attempt.AttemptID, a.Lease.FencingToken,
+				decisions.Request{Kind: decisions.Approval, ExpiresIn: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, step := range []struct {
+				advance time.Duration
+				want    string
+			}{{0, decisions.StatusPending}, {5 * time.Second, decisions.StatusExpired}} {
+				e.clock.Advance(step.advance)
+				got, err := ds.Get(e.ctx, e.tenant, d.DecisionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tl, err := e.store.Timeline(e.ctx, e.tenant, a.Attempt.AttemptID, nil, 10)
+				if err != nil || len(tl) != 1 {
+					t.Fatalf("timeline %+v %v", tl, err)
+				}
+				item, ok := tl[0].Item.(history.Decision)
+				if !ok || got.Status != step.want || item.Status != step.want || item.Version != got.Version ||
+					item.RunID != a.Run.RunID || item.Subject == nil || got.Subject == nil || *item.Subject != *got.Subject || item.ProjectID != "p1" {
+					t.Fatalf("after %s: GET says %s, the timeline %#v; want both %s", step.advance, got.Status, tl[0].Item, step.want)
+				}
 			}
 		})
 

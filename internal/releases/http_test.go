@@ -295,6 +295,16 @@ func TestHTTPReleaseConflictAcrossTenantsLeaksNothing(t *testing.T) {
 			t.Fatalf("release_conflict detail %q leaks %q", conflict.Detail, leak)
 		}
 	}
+	// B may register no other version under A's id either (409 with the same generic detail),
+	// and A still can.
+	v2 := wantProblem(t, s.do(t, http.MethodPut, relPath(a+"-shared", "2"), runtimeB, putBody(t, `[{"uri":"mine"}]`, "verified", ""), nil),
+		http.StatusConflict, "release_conflict")
+	if v2.Detail != conflict.Detail {
+		t.Fatalf("another version's conflict reads %q, the pair's %q", v2.Detail, conflict.Detail)
+	}
+	if r := s.do(t, http.MethodPut, relPath(a+"-shared", "2"), runtimeA, putBody(t, refsA, "verified", ""), nil); r.Code != http.StatusCreated {
+		t.Fatalf("the owner's second version: %d %s", r.Code, r.Body)
+	}
 	// B's If-Match with A's ETag answers as for a missing release.
 	wantProblem(t, s.do(t, http.MethodPut, path, adminB, putBody(t, refsA, "retired", ""), map[string]string{"If-Match": created.Header().Get("ETag")}),
 		http.StatusPreconditionFailed, "precondition_failed")

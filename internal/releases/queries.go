@@ -11,6 +11,11 @@ type queries struct {
 	update          string // 1 tenant, 2 release, 3 adapter version, 4 state, 5 in-flight policy, 6 expected version
 	list            string // 1 tenant, 2 state (NULL: any), 3 after release, 4 after adapter version, 5 limit
 	runningAttempts string // 1 tenant, 2 release, 3 adapter version -> AttemptId of each running attempt, in id order
+	// ownerIs: 1 release, 2 tenant -> Mine (1 when the tenant owns the release id, else 0);
+	// no row when no tenant owns it. Holds the ownership key (or its absence) until commit.
+	ownerIs string
+	// claimOwner: 1 release, 2 tenant, 3 now: the tenant becomes the release id's owner.
+	claimOwner string
 }
 
 func queriesFor(d sqldb.Dialect) *queries {
@@ -25,3 +30,6 @@ const columns = `ReleaseId, AdapterVersion, TenantId, ManifestHash, ContentRefsJ
 // conflictMarkers name the primary key of LoadedReleases in a unique-violation message:
 // the constraint on SQL Server, the column list on SQLite.
 var conflictMarkers = []string{"PK_LoadedReleases", "LoadedReleases.ReleaseId, LoadedReleases.AdapterVersion"}
+
+// ownerMarkers name the primary key of ReleaseOwners in a unique-violation message.
+var ownerMarkers = []string{"PK_ReleaseOwners", "ReleaseOwners.ReleaseId"}

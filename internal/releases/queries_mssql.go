@@ -86,12 +86,15 @@ WHERE ReleaseId = @p2 AND AdapterVersion = @p3 AND TenantId = @p1 AND Version = 
 	// in the range (a declared-addition index IX_LoadedReleases_Tenant (TenantId, ReleaseId,
 	// AdapterVersion) would make it a pure seek; requested from the lead). No hints: under
 	// RCSI committed rows, no locks; without RCSI short S locks, so a row another transaction
-	// is writing (of any tenant) makes it wait for that commit. 0 rows -> an empty page.
+	// is writing (of any tenant) makes it wait for that commit. It can read many rows (other
+	// tenants' included) before a page fills, so OPTION (MAXDOP 1) keeps the RLS
+	// predicate's SESSION_CONTEXT out of a parallel plan (TSQL.md). 0 rows -> an empty page.
 	// Errors: 1205/1222 -> ErrRetryable.
 	list: `SELECT TOP (@p5) ` + columns + ` FROM dbo.LoadedReleases
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2)
   AND ReleaseId >= @p3 AND (ReleaseId > @p3 OR AdapterVersion > @p4)
-ORDER BY ReleaseId, AdapterVersion;`,
+ORDER BY ReleaseId, AdapterVersion
+OPTION (MAXDOP 1);`,
 
 	// runningAttempts: IX_Attempts_Release seek on (ReleaseId, AdapterVersion, State = 0)
 	// (literal 0, so the seek covers all three keys), a PK_ExecutionAttempts lookup for the
@@ -104,4 +107,37 @@ ORDER BY ReleaseId, AdapterVersion;`,
 	// cancel. Errors: 1205/1222 -> ErrRetryable.
 	runningAttempts: `SELECT AttemptId FROM dbo.ExecutionAttempts
 WHERE ReleaseId = @p2 AND AdapterVersion = @p3 AND State = 0 AND TenantId = @p1 ORDER BY AttemptId;`,
+
+	// ownerIs: the ownership check of a create, after lock found no row of the tenant for
+	// the pair. Index: PK_ReleaseOwners (clustered, ReleaseId) seek on @p1, at most one row.
+	// Row-level security: ReleaseOwners has BLOCK predicates only, no FILTER (migration
+	// 000012), so this tenant-scoped read sees another tenant's row, which the check needs;
+	// the statement returns only whether the session's tenant (@p2, compared under the
+	// column's BIN2 collation) owns the id, never the owner, and no other statement reads
+	// the table. Locks: UPDLOCK + HOLDLOCK take a U lock on the key when it exists, and a
+	// RangeS-U lock on the range where it would be when it does not (serializable for this
+	// one table, key-range locking), both held to commit. RangeS-U conflicts with RangeS-U
+	// and with the RangeI-N an insert into the range needs, so two creates under one new id
+	// serialise here: the second waits, then sees the first's committed row (mine, or
+	// ReleaseConflict); two new ids in the same gap of the index serialise as well, briefly
+	// (the gap is between neighbouring ids). UPDLOCK and HOLDLOCK make it a locking read
+	// under RCSI too (the latest committed row, not a version). Lock order: the tenant's
+	// LoadedReleases key (lock, U, a missing key holds nothing), then this key, then the
+	// inserts; no other path takes a ReleaseOwners lock. 0 rows -> ErrNotFound (no owner
+	// yet). Errors: 1205/1222 -> ErrRetryable (two creates that both hold RangeS-U in a gap
+	// and both insert can deadlock: the victim is run again and then sees the winner's
+	// row).
+	ownerIs: `SELECT CASE WHEN TenantId = @p2 THEN 1 ELSE 0 END AS Mine
+FROM dbo.ReleaseOwners WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
+WHERE ReleaseId = @p1;`,
+
+	// claimOwner: the tenant becomes the id's owner. PK_ReleaseOwners insert (RangeI-N then
+	// X on the new key), inside the range this transaction holds RangeS-U on, so no other
+	// create can insert the same key meanwhile. FK_ReleaseOwners_Tenants takes a short S
+	// lock on the tenant row. The BLOCK predicate (AFTER INSERT) refuses a TenantId that is
+	// not the session's (33504 -> ErrRefused; not expected: @p2 is the session tenant).
+	// @p3 (datetimeoffset(7), whole milliseconds) fits datetimeoffset(3) exactly. Errors:
+	// 2627 on PK_ReleaseOwners -> ConflictError (not expected under the range lock; the Go
+	// code re-reads and answers as for the owner); 1205 -> ErrRetryable.
+	claimOwner: `INSERT INTO dbo.ReleaseOwners (ReleaseId, TenantId, CreatedAt) VALUES (@p1, @p2, @p3);`,
 }

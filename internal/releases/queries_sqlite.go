@@ -17,4 +17,8 @@ WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2)
 ORDER BY ReleaseId, AdapterVersion LIMIT ?5`,
 	runningAttempts: `SELECT AttemptId FROM ExecutionAttempts
 WHERE ReleaseId = ?2 AND AdapterVersion = ?3 AND State = 0 AND TenantId = ?1 ORDER BY AttemptId`,
+	// A write transaction holds the database's write lock from its start: nothing can claim
+	// the id between this read and the insert that follows it.
+	ownerIs:    `SELECT CASE WHEN TenantId = ?2 THEN 1 ELSE 0 END AS Mine FROM ReleaseOwners WHERE ReleaseId = ?1`,
+	claimOwner: `INSERT INTO ReleaseOwners (ReleaseId, TenantId, CreatedAt) VALUES (?1, ?2, ?3)`,
 }

@@ -3,7 +3,7 @@
 // draining, retired), and the in-flight policy a drain or retirement applies to the
 // attempts still running on them. A claim may name only an active release of the caller's
 // tenant (Hooks). A release's content is immutable and its manifest hash is the SHA-256 of
-// the RFC 8785 canonical form of its contentRefs (jcs.go).
+// the RFC 8785 canonical form of its contentRefs (manifest.go).
 package releases
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/jcs"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -153,7 +154,9 @@ func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dial
 //   - PreconditionFailed: IfMatch is set and is not the row's version (or there is no row
 //     of the tenant: another tenant's row answers as a missing one);
 //   - create: IllegalTransition unless State is verified or active; ReleaseConflict when
-//     the pair exists for another tenant (a generic detail: it says nothing of the row);
+//     another tenant owns the release id (release ids are one global namespace, owned by
+//     the tenant that registered the first version under one), or holds the pair (a
+//     generic detail either way: it says nothing of the other tenant's rows);
 //   - ReleaseImmutable: the row holds a different manifest hash or content;
 //   - nothing to change (same state, same policy in force): the row as it is, no write;
 //   - PreconditionRequired: a change without IfMatch;
@@ -162,7 +165,7 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 	canonical, err := Canonicalize(p.ContentRefs)
 	if err != nil || len(canonical) == 0 || canonical[0] != '[' {
 		reason := "must be a JSON array"
-		var ce *CanonicalError
+		var ce *jcs.CanonicalError
 		if errors.As(err, &ce) {
 			reason = "must be a JSON array of I-JSON (RFC 7493) content: " + ce.Reason
 		}
@@ -201,9 +204,17 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 	return out, created, nil
 }
 
-// create inserts the row. When the pair exists already it returns the row of the tenant
-// that a concurrent create just committed (created false), or ReleaseConflict when the
-// row is another tenant's.
+// errReleaseConflict is the answer to a tenant that registers under another tenant's
+// release id: the same generic detail in every case, saying nothing of the other tenant's
+// rows.
+func errReleaseConflict() error {
+	return apperr.New(apperr.ReleaseConflict, "this release id cannot be registered by this tenant: "+
+		"release ids are one global namespace, choose another (a tenant prefix or a content hash in the id avoids this)")
+}
+
+// create inserts the row, once the tenant owns the release id. When the pair exists
+// already it returns the row of the tenant that a concurrent create just committed
+// (created false), or ReleaseConflict when the row is another tenant's.
 func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, adapterVersion string, p Put, canonical string) (Release, bool, error) {
 	if p.IfMatch != nil {
 		return Release{}, false, apperr.New(apperr.PreconditionFailed, "release %q adapter %q does not exist", releaseID, adapterVersion)
@@ -216,15 +227,18 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 	if err != nil {
 		return Release{}, false, err
 	}
+	if err := s.own(ctx, tx, tenantID, releaseID, now); err != nil {
+		return Release{}, false, err
+	}
 	_, err = tx.ExecContext(ctx, s.q.insert, releaseID, adapterVersion, tenantID, p.ManifestHash, canonical,
 		int(p.State), tx.Dialect.Time(now), nullString(p.InFlightPolicy))
 	if sqldb.IsConflict(err, conflictMarkers...) {
-		// Another tenant holds the pair (invisible here), or this tenant's concurrent create
-		// committed it first (visible now: the insert waited for that commit).
+		// This tenant's concurrent create committed the pair first (visible now: the insert
+		// waited for that commit), or, from before release ids had owners, another tenant
+		// holds it (invisible here).
 		cur, gerr := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
 		if apperr.Is(gerr, apperr.NotFound) {
-			return Release{}, false, apperr.New(apperr.ReleaseConflict,
-				"this release id and adapter version cannot be registered: release ids are global, choose another")
+			return Release{}, false, errReleaseConflict()
 		}
 		return cur, false, gerr
 	}
@@ -233,6 +247,45 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 	}
 	r, err := s.get(ctx, tx, s.q.get, tenantID, releaseID, adapterVersion)
 	return r, err == nil, err
+}
+
+// own makes the tenant the owner of releaseID, or finds it is already: ReleaseConflict
+// when another tenant owns it. The ownership row stays locked until the transaction ends
+// (on SQL Server a key-range lock even while it is missing), so two creates under one new
+// id serialise: the second sees the first's row once it commits, and answers
+// ReleaseConflict when that is another tenant's. The check reads only whether the caller
+// is the owner, never who is.
+func (s *Store) own(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID string, now time.Time) error {
+	mine, err := s.ownerIs(ctx, tx, tenantID, releaseID)
+	if !errors.Is(err, sqldb.ErrNotFound) {
+		if err == nil && !mine {
+			return errReleaseConflict()
+		}
+		return err
+	}
+	_, err = tx.ExecContext(ctx, s.q.claimOwner, releaseID, tenantID, tx.Dialect.Time(now))
+	if sqldb.IsConflict(err, ownerMarkers...) {
+		// A concurrent create claimed the id between the read and the insert (the lock
+		// rules this out on SQL Server; fault injection makes SQLite take it): answer as
+		// for that owner.
+		if mine, err = s.ownerIs(ctx, tx, tenantID, releaseID); err == nil && !mine {
+			return errReleaseConflict()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("claim release id: %w", err)
+	}
+	return nil
+}
+
+// ownerIs reports whether tenantID owns releaseID; sqldb.ErrNotFound when no tenant does.
+func (s *Store) ownerIs(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID string) (bool, error) {
+	var mine bool
+	err := tx.GetContext(ctx, &mine, s.q.ownerIs, releaseID, tenantID)
+	if err != nil && !errors.Is(err, sqldb.ErrNotFound) {
+		return false, fmt.Errorf("read release id owner: %w", err)
+	}
+	return mine, err
 }
 
 // change applies p to the tenant's existing row cur.

@@ -47,6 +47,9 @@ func TestSQLitePlans(t *testing.T) {
 		{"tombstones", q.tombstones, []any{"t", list, d.Time(now)},
 			[]string{"sqlite_autoindex_Runs_1 (RunId=?)", "sqlite_autoindex_IdempotencyTombstones_1 (TenantId=? AND IdempotencyKey=?)"}},
 		{"deleteRuns", q.deleteRuns, []any{"t", list}, []string{"sqlite_autoindex_Runs_1 (RunId=?)"}},
+		{"backlog", q.backlog, []any{"t", list, d.Time(now)}, []string{"sqlite_autoindex_Runs_1 (RunId=?)"}},
+		{"backlogPage", q.backlogPage, []any{"", uuid.Nil, 500}, []string{"sqlite_autoindex_PurgeBacklog_1 ((TenantId,RunId)>(?,?))"}},
+		{"backlogDone", q.backlogDone, []any{"t", list}, []string{"sqlite_autoindex_PurgeBacklog_1 (TenantId=? AND RunId=?)"}},
 	}
 	for _, c := range cases {
 		rows, err := db.Raw().QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)

@@ -21,12 +21,14 @@ type queries struct {
 	// retention. 1 tenant, 2 roots -> RootId, RunId, State, EndedAt, IdempotencyKey,
 	// HasChild, RetentionDays.
 	members string
-	// lockMembers is members holding the chains' run rows until commit (the last step's
-	// re-check; SQLite serialises writers, so it is members there).
+	// lockMembers is members holding the chains' run rows and their projects' rows until
+	// commit (the re-judgement before anything is deleted; SQLite serialises writers, so it
+	// is members there).
 	lockMembers string
 	// countAttempts (dry run): 1 tenant, 2 runs -> the attempts they have.
 	countAttempts string
-	// Deletes of at most 3 rows of the runs' attempts' children: 1 tenant, 2 runs, 3 limit.
+	// Deletes of at most 3 rows of the runs' attempts' children (the runs are already
+	// deleted; the attempts carry their RunId): 1 tenant, 2 runs, 3 limit.
 	deleteCheckpoints string
 	deleteCalls       string
 	deleteDecisions   string
@@ -38,6 +40,14 @@ type queries struct {
 	tombstones string
 	// deleteRuns: the ended runs among 2. 1 tenant, 2 runs.
 	deleteRuns string
+	// backlog: records the ended runs among 2 in PurgeBacklog, before deleteRuns deletes
+	// them. 1 tenant, 2 runs, 3 purged at.
+	backlog string
+	// backlogPage: PurgeBacklog rows after (1 tenant, 2 run) in key order ("" and the nil id
+	// to start), at most 3. -> TenantId, RunId.
+	backlogPage string
+	// backlogDone: deletes the backlog rows of the runs. 1 tenant, 2 runs.
+	backlogDone string
 }
 
 func queriesFor(d sqldb.Dialect) *queries {

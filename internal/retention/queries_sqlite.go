@@ -67,4 +67,11 @@ WHERE r.RunId IN (SELECT value FROM json_each(?2)) AND +r.TenantId = ?1 AND r.Id
     AND NOT EXISTS (SELECT 1 FROM IdempotencyTombstones t WHERE t.TenantId = r.TenantId AND t.IdempotencyKey = r.IdempotencyKey)`,
 
 	deleteRuns: `DELETE FROM Runs WHERE RunId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1 AND State = 2`,
+
+	backlog: `INSERT INTO PurgeBacklog (TenantId, RunId, PurgedAt)
+SELECT r.TenantId, r.RunId, ?3 FROM Runs r
+WHERE r.RunId IN (SELECT value FROM json_each(?2)) AND +r.TenantId = ?1 AND r.State = 2`,
+	backlogPage: `SELECT TenantId, RunId FROM PurgeBacklog WHERE (TenantId, RunId) > (?1, ?2)
+ORDER BY TenantId, RunId LIMIT ?3`,
+	backlogDone: `DELETE FROM PurgeBacklog WHERE TenantId = ?1 AND RunId IN (SELECT value FROM json_each(?2))`,
 }

@@ -13,18 +13,25 @@
 // never earlier because of its parent. So a tree of delegations is purged from the leaves
 // up, each chain when both it and everything below it is past retention; Purge repeats its
 // pass while a pass both purged something and left parents waiting, so a whole tree that
-// is past retention goes in one Purge. Deleting children first keeps the foreign key intact
-// at every commit, and a long-retention child is never cut short by its parent.
+// is past retention goes in one Purge. Deleting child chains before their parents keeps the
+// foreign key intact at every commit, and a long-retention child is never cut short by its
+// parent.
 //
-// A batch (at most Options.BatchRuns runs) is: select and check chains (one read), delete
-// their attempts' checkpoints, calls, decisions and delegations, then the attempts, in
+// A batch (at most Options.BatchRuns runs) is: select and judge chains (one read); then
+// one short transaction that locks the chains' runs (and their projects' rows), judges
+// them again under those locks, writes the tombstones, records the runs it keeps
+// purging in PurgeBacklog and deletes them: the decision to purge a chain is taken and
+// made irreversible under the locks, before anything of the chain is deleted. A continue,
+// a new child run or a raised retention that lands between the selection and the locks is
+// seen by the second judgement, and the chain is left whole; one that comes after finds the
+// runs gone (a continue answers 404, a child enqueue refuses its parent). Then the purged
+// runs' attempts, and their checkpoints, calls, decisions and delegations, are deleted in
 // chunks of at most Options.ChunkRows rows per statement, each chunk its own short
-// transaction (children before parents); then one short transaction re-checks the chains
-// under locks, writes the tombstones and deletes the runs. Ended attempts cannot gain rows
-// (every write is fenced on a leased run), so deleting their rows ahead of the final step
-// is safe. If a chain is continued, or gets a child run, between the selection and the
-// final step, its history rows are already gone but its runs stay (the re-check skips them)
-// until the new runs are past retention too: the deleted rows were past retention anyway.
+// transaction (children before attempts: their foreign keys point at the attempt; no key
+// points from an attempt to its run), and last the backlog rows. A purge that stops
+// between the two (a crash, a failed chunk) leaves the backlog, and the next purge
+// finishes it first. Meanwhile the purged runs' attempts can still be read for a moment
+// (history lists them), as rows past retention that are on their way out.
 //
 // The candidates are found through the runs' (TenantId, QueuedAt) index, since a run that
 // ended before a cutoff was queued before it: a pass reads, per tenant, the runs queued
@@ -118,6 +125,12 @@ func Purge(ctx context.Context, db *sqldb.DB, opts Options) (Result, error) {
 	})
 	if err != nil {
 		return p.res, fmt.Errorf("purge: read the clock: %w", err)
+	}
+	if !opts.DryRun {
+		// Finish what an earlier purge decided but did not get to delete.
+		if err := p.resume(ctx); err != nil {
+			return p.res, fmt.Errorf("purge: %w", err)
+		}
 	}
 	for {
 		purged, deferred, err := p.pass(ctx, now)
@@ -416,42 +429,28 @@ func (p *purger) count(ctx context.Context, tenant string, b batch) error {
 	return nil
 }
 
-// purgeBatch deletes the batch's history in chunks, then re-checks the chains under locks
-// and deletes their runs, keeping tombstones. It returns the chains purged.
+// purgeBatch re-judges the batch's chains under locks and, in the same transaction,
+// keeps tombstones, records the purgeable chains' runs in the backlog and deletes them; then
+// it deletes those runs' attempts and everything under them in chunks. It returns the
+// chains purged.
 func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b batch) (int, error) {
-	runs := jsonIDs(b.runIDs())
-	for _, step := range p.childSteps() {
-		for {
-			var n int64
-			err := p.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-				var err error
-				n, err = p.exec(ctx, tx, step.query, tenant, runs, p.opts.ChunkRows)
-				return err
-			})
-			if err != nil {
-				return 0, fmt.Errorf("delete %s: %w", step.name, err)
-			}
-			*step.count += int(n)
-			if n < int64(p.opts.ChunkRows) {
-				break
-			}
-		}
-	}
 	roots := make([]uuid.UUID, len(b.chains))
 	for i, c := range b.chains {
 		roots[i] = c.root
 	}
-	var final Result
+	var (
+		final    Result
+		verified []uuid.UUID
+	)
 	err := p.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		final = Result{}
+		final, verified = Result{}, nil
 		var rows []memberRow
 		if err := tx.SelectContext(ctx, &rows, p.q.lockMembers, tenant, jsonIDs(roots)); err != nil {
 			return fmt.Errorf("lock chains: %w", err)
 		}
-		var verified []uuid.UUID
 		for _, ms := range groupMembers(rows) {
 			if judge(ms, now) != purgeable {
-				continue
+				continue // continued, given a child or a longer retention since the selection
 			}
 			final.Chains++
 			for _, m := range ms {
@@ -462,25 +461,14 @@ func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b
 			return nil
 		}
 		ids := jsonIDs(verified)
-		// Normally nothing is left: the chunks above emptied these. Deleting again here
-		// means a run is never deleted while rows of its attempts remain.
-		for _, step := range p.childStepsInto(&final) {
-			for {
-				n, err := p.exec(ctx, tx, step.query, tenant, ids, p.opts.ChunkRows)
-				if err != nil {
-					return fmt.Errorf("delete %s: %w", step.name, err)
-				}
-				*step.count += int(n)
-				if n < int64(p.opts.ChunkRows) {
-					break
-				}
-			}
-		}
 		n, err := p.exec(ctx, tx, p.q.tombstones, tenant, ids, tx.Dialect.Time(now))
 		if err != nil {
 			return fmt.Errorf("keep tombstones: %w", err)
 		}
 		final.Tombstones = int(n)
+		if _, err := p.exec(ctx, tx, p.q.backlog, tenant, ids, tx.Dialect.Time(now)); err != nil {
+			return fmt.Errorf("record the purge: %w", err)
+		}
 		if n, err = p.exec(ctx, tx, p.q.deleteRuns, tenant, ids); err != nil {
 			return fmt.Errorf("delete runs: %w", err)
 		}
@@ -493,15 +481,82 @@ func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b
 	p.res.Chains += final.Chains
 	p.res.Runs += final.Runs
 	p.res.Tombstones += final.Tombstones
-	p.res.Attempts += final.Attempts
-	p.res.Checkpoints += final.Checkpoints
-	p.res.Calls += final.Calls
-	p.res.Decisions += final.Decisions
-	p.res.Delegations += final.Delegations
 	if final.Chains > 0 {
 		p.res.Batches++
 	}
-	return final.Chains, nil
+	if len(verified) == 0 {
+		return 0, nil
+	}
+	return final.Chains, p.drain(ctx, tenant, verified)
+}
+
+// drain deletes the attempts of runs already purged (in the backlog), and every row under
+// them, in chunks, children first; then their backlog rows.
+func (p *purger) drain(ctx context.Context, tenant string, runIDs []uuid.UUID) error {
+	runs := jsonIDs(runIDs)
+	for _, step := range p.childSteps() {
+		for {
+			var n int64
+			err := p.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+				var err error
+				n, err = p.exec(ctx, tx, step.query, tenant, runs, p.opts.ChunkRows)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("delete %s: %w", step.name, err)
+			}
+			*step.count += int(n)
+			if n < int64(p.opts.ChunkRows) {
+				break
+			}
+		}
+	}
+	err := p.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		_, err := p.exec(ctx, tx, p.q.backlogDone, tenant, runs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("clear the purge backlog: %w", err)
+	}
+	return nil
+}
+
+type backlogRow struct {
+	TenantID string    `db:"TenantId"`
+	RunID    uuid.UUID `db:"RunId"`
+}
+
+// resume drains the backlog an earlier purge left (it stopped between deleting runs and
+// deleting their attempts), a page of at most BatchRuns runs at a time, in key order; a
+// page that fails is logged and left for the next purge.
+func (p *purger) resume(ctx context.Context) error {
+	after := backlogRow{}
+	for {
+		var rows []backlogRow
+		err := p.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+			return tx.SelectContext(ctx, &rows, p.q.backlogPage, after.TenantID, after.RunID, p.opts.BatchRuns)
+		})
+		if err != nil {
+			return fmt.Errorf("read the purge backlog: %w", err)
+		}
+		for i := 0; i < len(rows); {
+			j := i
+			var ids []uuid.UUID
+			for ; j < len(rows) && rows[j].TenantID == rows[i].TenantID; j++ {
+				ids = append(ids, rows[j].RunID)
+			}
+			if err := p.drain(ctx, rows[i].TenantID, ids); err != nil {
+				if err := p.fatal(err, "finish an earlier purge", rows[i].TenantID); err != nil {
+					return err
+				}
+			}
+			i = j
+		}
+		if len(rows) < p.opts.BatchRuns {
+			return nil
+		}
+		after = rows[len(rows)-1]
+	}
 }
 
 type step struct {
@@ -510,11 +565,10 @@ type step struct {
 	count *int
 }
 
-// childSteps are the deletes before the runs, children before parents, counted into the
+// childSteps are the deletes under purged runs, children before parents, counted into the
 // purge's result.
-func (p *purger) childSteps() []step { return p.childStepsInto(&p.res) }
-
-func (p *purger) childStepsInto(r *Result) []step {
+func (p *purger) childSteps() []step {
+	r := &p.res
 	return []step{
 		{"checkpoints", p.q.deleteCheckpoints, &r.Checkpoints},
 		{"calls", p.q.deleteCalls, &r.Calls},

@@ -170,7 +170,8 @@ func (e *env) children(cl runs.Claimed, n int) {
 	}
 }
 
-var tables = []string{"Runs", "ExecutionAttempts", "Checkpoints", "CallRecords", "DecisionRequests", "SubAgentDelegations", "IdempotencyTombstones"}
+var tables = []string{"Runs", "ExecutionAttempts", "Checkpoints", "CallRecords", "DecisionRequests", "SubAgentDelegations",
+	"IdempotencyTombstones", "PurgeBacklog"}
 
 // count returns the rows of each table of the tenant.
 func (e *env) count(tenant string) map[string]int {

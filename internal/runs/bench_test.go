@@ -70,6 +70,8 @@ func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
 	b.SetParallelism(8) // 8 x GOMAXPROCS(2) = 16 holders
 	b.ResetTimer()
+	cpu := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			cl, err := svc.Claim(ctx, caller, claimReq("h"))
@@ -100,6 +102,8 @@ func BenchmarkFencedWrite(b *testing.B) {
 	}
 	b.SetParallelism(8)
 	b.ResetTimer()
+	cpu := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		cl := <-leases
 		for pb.Next() {

@@ -51,7 +51,7 @@ func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claime
 	for {
 		// Subscribe before looking, so an enqueue between the look and the wait is not missed.
 		woken := s.wake.wait(c.TenantID)
-		cl, err := s.claimOnce(ctx, c, req)
+		cl, err := s.observeClaim(c.TenantID, func() (Claimed, error) { return s.claimOnce(ctx, c, req) })
 		if !errors.Is(err, ErrNothingToClaim) {
 			return cl, err
 		}
@@ -104,7 +104,8 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 	}
 	kinds, agents, projects := s.jsonList(req.Kinds), s.jsonList(req.AgentIDs), s.jsonList(req.ProjectIDs)
 	var out Claimed
-	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
+	// The scope travels with claimStart: one round trip on SQL Server.
+	err := s.db.Write(ctx, sqldb.TenantScopeInFirstRoundTrip(c.TenantID), func(tx *sqldb.Tx) error {
 		var b budget
 		if err := tx.GetContext(ctx, &b, s.q.claimStart, c.TenantID); err != nil {
 			return fmt.Errorf("lock tenant: %w", err)
@@ -136,10 +137,19 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 					return fmt.Errorf("find claimable run: %w", err)
 				}
 				out, err = s.lease(ctx, tx, c, req, cand, leaseSeconds, now)
-				if errors.Is(err, errNotLeasable) || sqldb.IsConflict(err, s.leasedSubjectMarkers()...) {
+				if sqldb.IsConflict(err, s.leasedSubjectMarkers()...) {
+					// Another run of the subject is leased (UX_Runs_LeasedSubject refused the
+					// lease): the marker said otherwise, so make it right again (this claim
+					// holds the subject lock) before seeking on.
+					if err := s.syncHead(ctx, tx, c.TenantID, cand.Subject); err != nil {
+						return err
+					}
+					err = errNotLeasable
+				}
+				if errors.Is(err, errNotLeasable) {
 					// Ended or no longer the head since the seek (SQL Server: while this claim
-					// waited for the subject lock), or another run of the subject is leased:
-					// seek the band again without it.
+					// waited for the subject lock), or its subject is leased: seek the band
+					// again without it.
 					skipped = append(skipped, cand.RunID.String())
 					continue
 				}

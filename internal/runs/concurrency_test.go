@@ -206,7 +206,7 @@ func TestConcurrentLeaseHistory(t *testing.T) {
 					return
 				case <-time.After(25 * time.Millisecond):
 				}
-				n, err := svc.Disagreements(ctx)
+				n, err := svc.TenantDisagreements(ctx, tenant)
 				if err != nil {
 					t.Errorf("agreement: %v", err)
 				}

@@ -43,9 +43,9 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 			_, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome, tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
 			return a, true, err
 		},
-		Repeat: func(_ context.Context, _ *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
+		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
 			if f.Attempt.State == c.State && equalPtr(f.Attempt.OutcomeHash, c.OutcomeHash) {
-				return f.Attempt, nil
+				return attempts.Get(ctx, tx, tenantID, attemptID)
 			}
 			return attempts.Attempt{}, ErrNoRepeat
 		},
@@ -99,9 +99,9 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 			_, err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil)
 			return a, true, err
 		},
-		Repeat: func(_ context.Context, _ *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
+		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
 			if f.Attempt.State == attempts.Released {
-				return f.Attempt, nil
+				return attempts.Get(ctx, tx, tenantID, attemptID)
 			}
 			return attempts.Attempt{}, ErrNoRepeat
 		},

@@ -88,6 +88,7 @@ func (e *env) enqueue(s runs.Spec) runs.Run {
 	if err != nil || !created {
 		e.t.Fatalf("enqueue %s: created=%v err=%v", s.Subject, created, err)
 	}
+	e.agree()
 	return r
 }
 
@@ -117,12 +118,12 @@ func (e *env) get(id uuid.UUID) runs.Run {
 // agree fails the test when any attempt and run disagree.
 func (e *env) agree() {
 	e.t.Helper()
-	n, err := e.svc.Disagreements(e.ctx)
+	n, err := e.svc.TenantDisagreements(e.ctx, e.tenant)
 	if err != nil {
 		e.t.Fatalf("check agreement: %v", err)
 	}
 	if n != 0 {
-		e.t.Fatalf("%d attempts and runs disagree", n)
+		e.t.Fatalf("%d disagreements: attempts and runs, head markers or leased counts", n)
 	}
 }
 

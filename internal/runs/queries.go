@@ -9,8 +9,10 @@ type queries struct {
 	// insert: 1 run, 2 tenant, 3 project, 4 environment, 5 subject, 6 kind, 7 agent, 8 step,
 	// 9 snapshot, 10 input, 11 band, 12 epoch, 13 attempt, 14 max attempts, 15 max
 	// corrections, 16 now, 17 due, 18 deadline, 19 idempotency key, 20 parent, 21 depth, 22
-	// continued from, 23 created by, 24 request hash. Inserts nothing (0 rows) when the
-	// idempotency key has a tombstone.
+	// continued from, 23 created by, 24 request hash -> run and SubjectHead. The new run is
+	// marked the head at once when its subject has no other queued or leased run (then no
+	// marker elsewhere can need a change); otherwise syncHead decides. Inserts nothing (no
+	// row) when the idempotency key has a tombstone.
 	insert        string
 	get           string // 1 tenant, 2 run
 	lock          string // 1 tenant, 2 run: get, holding the row until commit
@@ -27,11 +29,16 @@ type queries struct {
 
 	// claimStart: 1 tenant -> Now (the database clock, or NULL where the dialect reads none),
 	// MaxLeasedRuns, LeasedCount; holds the tenant row until commit. No row: no tenant.
-	claimStart      string
-	claimCandidates [3]string
+	claimStart string
+	// claimCandidates are the claim's seeks in band order (DESIGN.md section 4): the claim
+	// tries them in turn and takes the first pick. A dialect may fold the bands into one
+	// statement that answers the first band's pick.
+	claimCandidates []string
 	lease           string // 1 tenant, 2 run, 3 holder, 4 lease seconds, 5 leased until -> run; no row unless a queued head
-	tenantLeased    string // 1 tenant, 2 delta (+1 or -1)
-	projectLeased   string // 1 tenant, 2 project, 3 delta (+1 or -1)
+	tenantLeased    string // 1 tenant: +1, the row made when missing (only a claim can find it missing)
+	projectLeased   string // 1 tenant, 2 project: +1, likewise
+	tenantUnleased  string // 1 tenant: -1
+	projectUnleased string // 1 tenant, 2 project: -1
 
 	// fence: 1 tenant, 2 attempt -> the attempt's columns and the run's as run.<column>;
 	// both rows held until commit, attempt first. fenceRunning: 1 tenant, 2 run, 3 token:
@@ -44,7 +51,7 @@ type queries struct {
 	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any) -> run
 	endQueued     string // 1 run, 2 outcome, 3 ended at -> run
 	requestCancel string // 1 run, 2 now -> run
-	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit
+	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
 
@@ -75,40 +82,43 @@ State, Epoch, HolderId, LeaseSeconds, LeasedUntil, Attempt, MaxAttempts, MaxCorr
 EndedAt, Outcome, ErrorCode, ErrorMessage, CancelRequestedAt, IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId,
 CreatedBy, Version`
 
-// attemptColumns are the attempt's columns of the fence's join (alias a).
-const attemptColumns = `a.AttemptId, a.RunId, a.StepId, a.TenantId, a.ProjectId, a.EnvironmentId, a.LeaseId, a.FencingToken,
-a.SnapshotId, a.ReleaseId, a.AdapterVersion, a.AgentId, a.ModelProfileId, a.State, a.Phase,
-a.CorrectionCount, a.MaxCorrections, a.LastCheckpointId, a.ContextSnapshotRef, a.OutcomeHash,
-a.CancellationObservedAt, a.StartedAt, a.EndedAt, a.Version`
+// fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
+// judges and what the writes under it use. Answers that return the whole attempt read it
+// again (a repeat), or get it from the statement that changed it.
+const fenceAttemptColumns = `a.AttemptId, a.RunId, a.TenantId, a.ProjectId, a.FencingToken, a.State, a.Phase,
+a.CorrectionCount, a.MaxCorrections, a.OutcomeHash, a.CancellationObservedAt`
 
 // agreementQueries find attempts and runs that disagree (seed 003's review_job_run_agrees,
 // for attempts), head markers that are not their definition, and leased counts that are
-// not the count of leased runs. Plain SQL that both dialects accept; each answers one
-// count, 0 when all agree. They read every tenant (tests and the crash test run them).
+// not the count of leased runs. Plain SQL that both dialects accept once rebound (sqlx
+// Rebind); each takes a tenant twice ("? IS NULL OR ... = ?": NULL means every tenant) and
+// answers one count, 0 when all agree. Tests and the crash test run them.
 var agreementQueries = []string{
 	// A running attempt whose run is not leased at its token.
 	`SELECT COUNT(*) FROM ExecutionAttempts a JOIN Runs r ON r.RunId = a.RunId
-WHERE a.State = 0 AND (r.State <> 1 OR r.Epoch <> a.FencingToken)`,
+WHERE a.State = 0 AND (r.State <> 1 OR r.Epoch <> a.FencingToken) AND (? IS NULL OR a.TenantId = ?)`,
 	// A leased run without exactly one running attempt at its epoch.
-	`SELECT COUNT(*) FROM Runs r WHERE r.State = 1
+	`SELECT COUNT(*) FROM Runs r WHERE r.State = 1 AND (? IS NULL OR r.TenantId = ?)
 AND (SELECT COUNT(*) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.State = 0 AND a.FencingToken = r.Epoch) <> 1`,
 	// A run out of its lease with a running attempt.
-	`SELECT COUNT(*) FROM Runs r WHERE r.State <> 1
+	`SELECT COUNT(*) FROM Runs r WHERE r.State <> 1 AND (? IS NULL OR r.TenantId = ?)
 AND EXISTS (SELECT 1 FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.State = 0)`,
 	// A head marker that is not its definition: 1 exactly on the oldest queued run (QueuedAt,
 	// then RunId) of a subject that has no leased run.
 	`SELECT COUNT(*) FROM Runs r
-WHERE r.SubjectHead <> CASE WHEN r.State = 0
+WHERE (? IS NULL OR r.TenantId = ?) AND r.SubjectHead <> CASE WHEN r.State = 0
     AND NOT EXISTS (SELECT 1 FROM Runs l WHERE l.TenantId = r.TenantId AND l.Subject = r.Subject AND l.State = 1)
     AND NOT EXISTS (SELECT 1 FROM Runs o WHERE o.TenantId = r.TenantId AND o.Subject = r.Subject AND o.State = 0
         AND o.QueuedAt <= r.QueuedAt AND (o.QueuedAt < r.QueuedAt OR o.RunId < r.RunId))
     THEN 1 ELSE 0 END`,
 	// A tenant's leased count that is not the number of its leased runs (a missing row is 0).
 	`SELECT COUNT(*) FROM Tenants t
-WHERE COALESCE((SELECT x.LeasedCount FROM TenantLeases x WHERE x.TenantId = t.TenantId), 0)
+WHERE (? IS NULL OR t.TenantId = ?)
+    AND COALESCE((SELECT x.LeasedCount FROM TenantLeases x WHERE x.TenantId = t.TenantId), 0)
     <> (SELECT COUNT(*) FROM Runs r WHERE r.TenantId = t.TenantId AND r.State = 1)`,
 	// A project's leased count that is not the number of its leased runs.
 	`SELECT COUNT(*) FROM Projects p
-WHERE COALESCE((SELECT x.LeasedCount FROM ProjectLeases x WHERE x.TenantId = p.TenantId AND x.ProjectId = p.ProjectId), 0)
+WHERE (? IS NULL OR p.TenantId = ?)
+    AND COALESCE((SELECT x.LeasedCount FROM ProjectLeases x WHERE x.TenantId = p.TenantId AND x.ProjectId = p.ProjectId), 0)
     <> (SELECT COUNT(*) FROM Runs r WHERE r.TenantId = p.TenantId AND r.ProjectId = p.ProjectId AND r.State = 1)`,
 }

@@ -36,6 +36,11 @@ import mssql "github.com/microsoft/go-mssqldb"
 //     argument to the column's type (uniqueidentifier, datetimeoffset), never the column.
 //     JSON lists arrive as nvarchar(max) (jsonList), so the claim's plans do not multiply
 //     with the lists' lengths.
+//   - The reaper's cross-tenant statements (MaintenanceScope: expiredLeases, overdueQueued,
+//     fenceRunning) carry OPTION (MAXDOP 1), keeping SESSION_CONTEXT out of parallel plans
+//     (TSQL.md). The single-row statements it shares with tenant requests (get, lock, the
+//     run updates by RunId, syncHead's seeks) carry none: a plan of a few key seeks is never
+//     parallel.
 //
 // Lock order (DESIGN.md section 4, with the subject lock this file adds), for every
 // transaction that takes more than one of these:
@@ -65,7 +70,7 @@ const mssqlRunTable = `DECLARE @t TABLE (RunId uniqueidentifier, TenantId nvarch
     QueuedAt datetimeoffset(3), DueAt datetimeoffset(3), DeadlineAt datetimeoffset(3), EndedAt datetimeoffset(3),
     Outcome nvarchar(16), ErrorCode nvarchar(64), ErrorMessage nvarchar(2000), CancelRequestedAt datetimeoffset(3),
     IdempotencyKey nvarchar(256), ParentRunId uniqueidentifier, Depth int, ContinuedFromRunId uniqueidentifier,
-    CreatedBy nvarchar(64), Version binary(8));
+    CreatedBy nvarchar(64), Version binary(8), SubjectHead bit);
 `
 
 const mssqlRunOutput = `
@@ -75,11 +80,11 @@ OUTPUT inserted.RunId, inserted.TenantId, inserted.ProjectId, inserted.Environme
     inserted.Attempt, inserted.MaxAttempts, inserted.MaxCorrections, inserted.QueuedAt, inserted.DueAt,
     inserted.DeadlineAt, inserted.EndedAt, inserted.Outcome, inserted.ErrorCode, inserted.ErrorMessage,
     inserted.CancelRequestedAt, inserted.IdempotencyKey, inserted.ParentRunId, inserted.Depth,
-    inserted.ContinuedFromRunId, inserted.CreatedBy, inserted.Version
+    inserted.ContinuedFromRunId, inserted.CreatedBy, inserted.Version, inserted.SubjectHead
 INTO @t`
 
 const mssqlRunSelect = `
-SELECT ` + runColumns + ` FROM @t;`
+SELECT ` + runColumns + `, SubjectHead FROM @t;`
 
 // mssqlEligible is what makes a head r claimable besides its band and due time, as on
 // SQLite: project active, no cancel pending, and the claim's filters. The subject's order
@@ -173,31 +178,31 @@ const mssqlClaimBackground = `WITH w AS (
     ` + mssqlSeekBand + `2 AND r.DueAt <= @p2` + mssqlEligible + mssqlSeekOrder + `
 )` + mssqlPick
 
-// mssqlFenceFrom is the fence's join: the attempt, then its run, both U-locked until
+// mssqlFenceColumns is the fence's read: the database clock (so the fenced write sends no
+// clock statement of its own), then the attempt, then its run, both U-locked until
 // commit, in that order. INNER LOOP JOIN is a join hint, and a join hint makes the
 // optimiser keep the written join order: the attempt (PK_ExecutionAttempts seek, one row)
 // is the outer input, so its row is read and U-locked first, and only then is the run
 // sought (PK_Runs) and U-locked for it. With one outer row there is nothing for nested
 // loops to prefetch, so no inner row is locked ahead of the outer one.
-const mssqlFenceColumns = attemptColumns + `,
-    r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId],
-    r.EnvironmentId AS [run.EnvironmentId], r.Subject AS [run.Subject], r.Kind AS [run.Kind],
-    r.AgentId AS [run.AgentId], r.StepId AS [run.StepId], r.SnapshotId AS [run.SnapshotId],
-    r.Input AS [run.Input], r.Band AS [run.Band], r.State AS [run.State], r.Epoch AS [run.Epoch],
-    r.HolderId AS [run.HolderId], r.LeaseSeconds AS [run.LeaseSeconds], r.LeasedUntil AS [run.LeasedUntil],
-    r.Attempt AS [run.Attempt], r.MaxAttempts AS [run.MaxAttempts], r.MaxCorrections AS [run.MaxCorrections],
-    r.QueuedAt AS [run.QueuedAt], r.DueAt AS [run.DueAt], r.DeadlineAt AS [run.DeadlineAt],
-    r.EndedAt AS [run.EndedAt], r.Outcome AS [run.Outcome], r.ErrorCode AS [run.ErrorCode],
-    r.ErrorMessage AS [run.ErrorMessage], r.CancelRequestedAt AS [run.CancelRequestedAt],
-    r.IdempotencyKey AS [run.IdempotencyKey], r.ParentRunId AS [run.ParentRunId], r.Depth AS [run.Depth],
-    r.ContinuedFromRunId AS [run.ContinuedFromRunId], r.CreatedBy AS [run.CreatedBy], r.Version AS [run.Version]
+const mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + fenceAttemptColumns + `,
+    r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId], r.Subject AS [run.Subject],
+    r.State AS [run.State], r.Epoch AS [run.Epoch], r.LeaseSeconds AS [run.LeaseSeconds],
+    r.LeasedUntil AS [run.LeasedUntil], r.Attempt AS [run.Attempt], r.MaxAttempts AS [run.MaxAttempts],
+    r.DeadlineAt AS [run.DeadlineAt], r.CancelRequestedAt AS [run.CancelRequestedAt]
 FROM dbo.ExecutionAttempts AS a WITH (UPDLOCK, ROWLOCK)
 INNER LOOP JOIN dbo.Runs AS r WITH (UPDLOCK, ROWLOCK) ON r.RunId = a.RunId`
 
 var mssqlQueries = queries{
-	// insert: a new queued run (State 0, SubjectHead 0: syncHead marks it). The SELECT ...
-	// WHERE NOT EXISTS inserts nothing when the idempotency key has a tombstone (a purged
-	// run): 0 rows, and Enqueue answers with the tombstone. The probe seeks
+	// insert: a new queued run (State 0), answered as stored (OUTPUT INTO @t: Runs has a
+	// trigger, Msg 334 otherwise; the INSERT fires none). SubjectHead is 1 when the subject
+	// has no queued and no leased run: two seeks (IX_Runs_SubjectQueue, UX_Runs_LeasedSubject,
+	// literals State = 0 / State = 1), read under the subject lock the caller holds, so what
+	// they see is every change of the subject's queue committed (RCSI: the statement starts
+	// after the lock was granted; without RCSI short S locks on keys only lock holders
+	// change). Otherwise 0, and the caller runs syncHead. The SELECT ... WHERE NOT EXISTS
+	// inserts nothing when the idempotency key has a tombstone (a purged run): no row out,
+	// and Enqueue answers with the tombstone. The probe seeks
 	// PK_IdempotencyTombstones WITH (READCOMMITTEDLOCK): a locking read under RCSI too, so a
 	// tombstone that a purge has written but not committed is waited for and seen. (Purge
 	// writes a chain's tombstones before it deletes its runs, in one transaction; a versioned
@@ -213,13 +218,16 @@ var mssqlQueries = queries{
 	// ConflictError, the transaction stays usable (XACT_ABORT OFF on the session); 547 FK
 	// (unknown project) -> ErrBadReference -> unknown_project; 547 CHECK -> ErrRefused;
 	// 33504 -> ErrRefused.
-	insert: `INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId,
-    Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey,
-    ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead)
+	insert: mssqlRunTable + `INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId,
+    SnapshotId, Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
+    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead)` + mssqlRunOutput + `
 SELECT @p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, 0, @p12, @p13, @p14, @p15, @p16, @p17, @p18, @p19,
-    @p20, @p21, @p22, @p23, @p24, 0
+    @p20, @p21, @p22, @p23, @p24,
+    CASE WHEN NOT EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = @p2 AND q.Subject = @p5 AND q.State = 0)
+        AND NOT EXISTS (SELECT 1 FROM dbo.Runs AS l WHERE l.TenantId = @p2 AND l.Subject = @p5 AND l.State = 1)
+        THEN 1 ELSE 0 END
 WHERE NOT EXISTS (SELECT 1 FROM dbo.IdempotencyTombstones AS ts WITH (READCOMMITTEDLOCK)
-    WHERE ts.TenantId = @p2 AND ts.IdempotencyKey = @p19);`,
+    WHERE ts.TenantId = @p2 AND ts.IdempotencyKey = @p19);` + mssqlRunSelect,
 
 	// get: PK_Runs seek, TenantId residual (and RLS). No hints: under RCSI the last
 	// committed row (or this transaction's own change); without RCSI a short S lock. 0 rows
@@ -312,8 +320,9 @@ WHERE r.RunId IN (
         SELECT @head WHERE @head IS NOT NULL)
     AND ((r.SubjectHead = 1 AND (@head IS NULL OR r.RunId <> @head)) OR (r.SubjectHead = 0 AND r.RunId = @head));`,
 
-	// claimStart: the first statements of a claim in one round trip (the tenant scope is set
-	// by sqldb before it, on the same transaction).
+	// claimStart: the first statements of a claim in one round trip: sqldb puts the tenant
+	// scope in front of it (sqldb.TenantScopeInFirstRoundTrip: the session-context
+	// statement, its parameters numbered after this one's), then:
 	//   1. The budget hold: PK_Tenants seek WITH (UPDLOCK, ROWLOCK): a U lock on the tenant's
 	//      key held until commit, whatever the isolation level, so every claim of the tenant
 	//      queues here until the one before commits or rolls back. A locking read under RCSI
@@ -333,7 +342,9 @@ SELECT CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, @max AS MaxLeasedRuns
     COALESCE((SELECT l.LeasedCount FROM dbo.TenantLeases AS l WHERE l.TenantId = @p1), 0) AS LeasedCount
 WHERE @max IS NOT NULL;`,
 
-	claimCandidates: [3]string{mssqlClaimInteractive, mssqlClaimBatch, mssqlClaimBackground},
+	// Three statements, tried in band order (a T-SQL COALESCE of subqueries would run a
+	// subquery twice: it expands to CASE WHEN (q) IS NOT NULL THEN (q)).
+	claimCandidates: []string{mssqlClaimInteractive, mssqlClaimBatch, mssqlClaimBackground},
 
 	// lease: PK_Runs seek of the pick, after the subject lock. "State = 0 AND SubjectHead = 1"
 	// re-checks what the pick saw: a head that a cancel or the deadline reaper ended (or
@@ -351,18 +362,22 @@ WHERE @max IS NOT NULL;`,
     SubjectHead = 0` + mssqlRunOutput + `
 WHERE TenantId = @p1 AND RunId = @p2 AND State = 0 AND SubjectHead = 1;` + mssqlRunSelect,
 
-	// tenantLeased, projectLeased: the counters (lock order step 6). PK seek, X on the row
-	// until commit; the row is inserted when missing. Only a claim (+1) can find it missing
-	// (an unlease follows a claim that created it), and claims of a tenant are serialised by
-	// its U lock (claimStart), so no two transactions insert one key; a 2627 would be a bug
-	// (a 500). 547 CHECK (LeasedCount >= 0) -> ErrRefused: an unlease below zero, a bug.
-	// Errors: 1205 -> ErrRetryable.
-	tenantLeased: `UPDATE dbo.TenantLeases SET LeasedCount = LeasedCount + @p2 WHERE TenantId = @p1;
+	// tenantLeased, projectLeased: a claim's +1 on the counters (lock order step 6). PK
+	// seek, X on the row until commit; the row is inserted when missing. Only a claim can
+	// find it missing (an unlease follows a claim that made it), and claims of a tenant are
+	// serialised by its U lock (claimStart), so no two transactions insert one key; a 2627
+	// would be a bug (a 500). Errors: 1205 -> ErrRetryable; 547 CHECK (LeasedCount >= 0) on
+	// an unlease below zero, a bug -> ErrRefused.
+	tenantLeased: `UPDATE dbo.TenantLeases SET LeasedCount = LeasedCount + 1 WHERE TenantId = @p1;
 IF @@ROWCOUNT = 0
-    INSERT INTO dbo.TenantLeases (TenantId, LeasedCount) VALUES (@p1, @p2);`,
-	projectLeased: `UPDATE dbo.ProjectLeases SET LeasedCount = LeasedCount + @p3 WHERE TenantId = @p1 AND ProjectId = @p2;
+    INSERT INTO dbo.TenantLeases (TenantId, LeasedCount) VALUES (@p1, 1);`,
+	projectLeased: `UPDATE dbo.ProjectLeases SET LeasedCount = LeasedCount + 1 WHERE TenantId = @p1 AND ProjectId = @p2;
 IF @@ROWCOUNT = 0
-    INSERT INTO dbo.ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (@p1, @p2, @p3);`,
+    INSERT INTO dbo.ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (@p1, @p2, 1);`,
+	// tenantUnleased, projectUnleased: as above, -1 on a row a claim made (0 rows is a bug
+	// the agreement check would show, not an error here).
+	tenantUnleased:  `UPDATE dbo.TenantLeases SET LeasedCount = LeasedCount - 1 WHERE TenantId = @p1;`,
+	projectUnleased: `UPDATE dbo.ProjectLeases SET LeasedCount = LeasedCount - 1 WHERE TenantId = @p1 AND ProjectId = @p2;`,
 
 	// fence: the one read of every fenced write (lock order steps 2 and 3, see
 	// mssqlFenceColumns for the order). PK_ExecutionAttempts seek (one row), then PK_Runs
@@ -426,10 +441,13 @@ WHERE RunId = @p1 AND State = 1 AND CancelRequestedAt IS NULL;` + mssqlRunSelect
 	// branches fold away, the cursor becomes a seek bound, and "State = @p2" with a value
 	// can even match a filtered index. It costs a compile per call; a listing is not a hot
 	// path. No hints: under RCSI a consistent image, no locks; without RCSI short S locks.
+	// @p9 (agent) is a residual after the lookup; @p10 (queued from) bounds the backward
+	// range scan of IX_Runs_Tenant_Queued from below, so a time window seeks both ends.
 	// 0 rows -> an empty page. No expected errors.
 	list: `SELECT TOP (@p8) ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subject = @p3)
     AND (@p4 IS NULL OR ProjectId = @p4) AND (@p5 IS NULL OR Kind = @p5)
+    AND (@p9 IS NULL OR AgentId = @p9) AND (@p10 IS NULL OR QueuedAt >= @p10)
     AND (@p6 IS NULL OR QueuedAt < @p6 OR (QueuedAt = @p6 AND RunId < @p7))
 ORDER BY QueuedAt DESC, RunId DESC
 OPTION (RECOMPILE);`,

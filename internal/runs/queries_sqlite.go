@@ -28,25 +28,37 @@ func sqliteSeek(band, dueBy string) string {
     ORDER BY r.DueAt, r.RunId LIMIT ?4`
 }
 
-// sqliteClaim weighs the window by project load: fewest leased runs, then age.
-func sqliteClaim(seeks ...string) string {
+// sqlitePick weighs one band group's window by project load, fewest leased runs (a
+// missing counter row is 0) first, then age: its pick's RunId, or NULL.
+func sqlitePick(seeks ...string) string {
 	parts := make([]string, len(seeks))
 	for i, s := range seeks {
 		parts[i] = "SELECT * FROM (" + s + ")"
 	}
-	return `SELECT c.RunId, c.Subject FROM (
+	return `SELECT c.RunId FROM (
     SELECT * FROM (` + strings.Join(parts, "\n    UNION ALL\n    ") + `) ORDER BY DueAt, RunId LIMIT ?4
 ) c LEFT JOIN ProjectLeases pl ON pl.TenantId = ?1 AND pl.ProjectId = c.ProjectId
 ORDER BY COALESCE(pl.LeasedCount, 0), c.DueAt, c.RunId LIMIT 1`
 }
+
+// sqliteClaim is the claim's one statement: the band groups' picks in band order, as
+// scalar subqueries of one COALESCE, which SQLite evaluates lazily (a group's seek runs only
+// when every group before it had nothing), so one statement does what three would.
+var sqliteClaim = `SELECT r.RunId, r.Subject FROM Runs r WHERE r.TenantId = ?1 AND r.RunId = COALESCE(
+    (` + sqlitePick(sqliteSeek("0", "?2")) + `),
+    (` + sqlitePick(sqliteSeek("1", "?2"), sqliteSeek("2", "?3")) + `),
+    (` + sqlitePick(sqliteSeek("2", "?2")) + `))`
 
 var sqliteQueries = queries{
 	insert: `INSERT INTO Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input,
     Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey, ParentRunId,
     Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead, Version)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-    0, ` + sqliteStamp + `
-WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ?19)`,
+    NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 0)
+        AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 1),
+    ` + sqliteStamp + `
+WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ?19)
+RETURNING ` + runColumns + `, SubjectHead`,
 	get:           `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	byIdempotency: `SELECT ` + runColumns + `, RequestHash FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
@@ -74,48 +86,30 @@ WHERE RunId IN (
 	claimStart: `SELECT NULL AS Now, t.MaxLeasedRuns,
     COALESCE((SELECT l.LeasedCount FROM TenantLeases l WHERE l.TenantId = ?1), 0) AS LeasedCount
 FROM Tenants t WHERE t.TenantId = ?1`,
-	claimCandidates: [3]string{
-		sqliteClaim(sqliteSeek("0", "?2")),
-		sqliteClaim(sqliteSeek("1", "?2"), sqliteSeek("2", "?3")),
-		sqliteClaim(sqliteSeek("2", "?2")),
-	},
+	claimCandidates: []string{sqliteClaim},
 	lease: `UPDATE Runs SET State = 1, Epoch = Epoch + 1, HolderId = ?3, LeaseSeconds = ?4, LeasedUntil = ?5,
     SubjectHead = 0, Version = ` + sqliteStamp + `
 WHERE TenantId = ?1 AND RunId = ?2 AND State = 0 AND SubjectHead = 1
 RETURNING ` + runColumns,
-	// The row to insert must pass the CHECK even when it conflicts (SQLite checks it first),
-	// hence MAX: only a claim (+1) can find the row missing.
-	tenantLeased: `INSERT INTO TenantLeases (TenantId, LeasedCount) VALUES (?1, MAX(?2, 0))
-ON CONFLICT (TenantId) DO UPDATE SET LeasedCount = LeasedCount + ?2`,
-	projectLeased: `INSERT INTO ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (?1, ?2, MAX(?3, 0))
-ON CONFLICT (TenantId, ProjectId) DO UPDATE SET LeasedCount = LeasedCount + ?3`,
+	tenantLeased: `INSERT INTO TenantLeases (TenantId, LeasedCount) VALUES (?1, 1)
+ON CONFLICT (TenantId) DO UPDATE SET LeasedCount = LeasedCount + 1`,
+	projectLeased: `INSERT INTO ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (?1, ?2, 1)
+ON CONFLICT (TenantId, ProjectId) DO UPDATE SET LeasedCount = LeasedCount + 1`,
+	tenantUnleased:  `UPDATE TenantLeases SET LeasedCount = LeasedCount - 1 WHERE TenantId = ?1`,
+	projectUnleased: `UPDATE ProjectLeases SET LeasedCount = LeasedCount - 1 WHERE TenantId = ?1 AND ProjectId = ?2`,
 
-	fence: `SELECT ` + attemptColumns + `,
-    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId",
-    r.EnvironmentId AS "run.EnvironmentId", r.Subject AS "run.Subject", r.Kind AS "run.Kind",
-    r.AgentId AS "run.AgentId", r.StepId AS "run.StepId", r.SnapshotId AS "run.SnapshotId",
-    r.Input AS "run.Input", r.Band AS "run.Band", r.State AS "run.State", r.Epoch AS "run.Epoch",
-    r.HolderId AS "run.HolderId", r.LeaseSeconds AS "run.LeaseSeconds", r.LeasedUntil AS "run.LeasedUntil",
-    r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts", r.MaxCorrections AS "run.MaxCorrections",
-    r.QueuedAt AS "run.QueuedAt", r.DueAt AS "run.DueAt", r.DeadlineAt AS "run.DeadlineAt",
-    r.EndedAt AS "run.EndedAt", r.Outcome AS "run.Outcome", r.ErrorCode AS "run.ErrorCode",
-    r.ErrorMessage AS "run.ErrorMessage", r.CancelRequestedAt AS "run.CancelRequestedAt",
-    r.IdempotencyKey AS "run.IdempotencyKey", r.ParentRunId AS "run.ParentRunId", r.Depth AS "run.Depth",
-    r.ContinuedFromRunId AS "run.ContinuedFromRunId", r.CreatedBy AS "run.CreatedBy", r.Version AS "run.Version"
+	fence: `SELECT NULL AS Now, ` + fenceAttemptColumns + `,
+    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
+    r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
+    r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
+    r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
 WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
-	fenceRunning: `SELECT ` + attemptColumns + `,
-    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId",
-    r.EnvironmentId AS "run.EnvironmentId", r.Subject AS "run.Subject", r.Kind AS "run.Kind",
-    r.AgentId AS "run.AgentId", r.StepId AS "run.StepId", r.SnapshotId AS "run.SnapshotId",
-    r.Input AS "run.Input", r.Band AS "run.Band", r.State AS "run.State", r.Epoch AS "run.Epoch",
-    r.HolderId AS "run.HolderId", r.LeaseSeconds AS "run.LeaseSeconds", r.LeasedUntil AS "run.LeasedUntil",
-    r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts", r.MaxCorrections AS "run.MaxCorrections",
-    r.QueuedAt AS "run.QueuedAt", r.DueAt AS "run.DueAt", r.DeadlineAt AS "run.DeadlineAt",
-    r.EndedAt AS "run.EndedAt", r.Outcome AS "run.Outcome", r.ErrorCode AS "run.ErrorCode",
-    r.ErrorMessage AS "run.ErrorMessage", r.CancelRequestedAt AS "run.CancelRequestedAt",
-    r.IdempotencyKey AS "run.IdempotencyKey", r.ParentRunId AS "run.ParentRunId", r.Depth AS "run.Depth",
-    r.ContinuedFromRunId AS "run.ContinuedFromRunId", r.CreatedBy AS "run.CreatedBy", r.Version AS "run.Version"
+	fenceRunning: `SELECT NULL AS Now, ` + fenceAttemptColumns + `,
+    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
+    r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
+    r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
+    r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
 WHERE a.TenantId = ?1 AND a.RunId = ?2 AND a.FencingToken = ?3 AND a.State = 0 AND r.TenantId = ?1`,
 
@@ -136,7 +130,7 @@ WHERE RunId = ?1 AND State = 1 AND CancelRequestedAt IS NULL
 RETURNING ` + runColumns,
 	list: `SELECT ` + runColumns + ` FROM Runs
 WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = ?3) AND (?4 IS NULL OR ProjectId = ?4)
-    AND (?5 IS NULL OR Kind = ?5)
+    AND (?5 IS NULL OR Kind = ?5) AND (?9 IS NULL OR AgentId = ?9) AND (?10 IS NULL OR QueuedAt >= ?10)
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
 	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 ORDER BY LeasedUntil LIMIT ?2`,

@@ -57,10 +57,14 @@ func (s *Service) syncHead(ctx context.Context, tx *sqldb.Tx, tenantID, subject 
 // countLease moves the tenant's and the project's leased counts by delta (+1 at a claim,
 // -1 when a run leaves its lease), tenant first (the lock order).
 func (s *Service) countLease(ctx context.Context, tx *sqldb.Tx, run Run, delta int) error {
-	if _, err := tx.ExecContext(ctx, s.q.tenantLeased, run.TenantID, delta); err != nil {
+	tenant, project := s.q.tenantLeased, s.q.projectLeased
+	if delta < 0 {
+		tenant, project = s.q.tenantUnleased, s.q.projectUnleased
+	}
+	if _, err := tx.ExecContext(ctx, tenant, run.TenantID); err != nil {
 		return fmt.Errorf("count tenant lease: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, s.q.projectLeased, run.TenantID, run.ProjectID, delta); err != nil {
+	if _, err := tx.ExecContext(ctx, project, run.TenantID, run.ProjectID); err != nil {
 		return fmt.Errorf("count project lease: %w", err)
 	}
 	return nil

@@ -65,6 +65,7 @@ func (s *Service) Reap(ctx context.Context) (ReapResult, error) {
 	}
 	for _, e := range expired {
 		took, err := s.takeBack(ctx, e)
+		s.observeTakeBack(e.TenantID, took, err)
 		switch {
 		case err != nil:
 			res.Skipped++

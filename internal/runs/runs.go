@@ -1,6 +1,13 @@
 // Package runs is the run-lease core (DESIGN.md section 4): enqueue, claim, the fence every
-// holder write passes, heartbeat, release, complete, cancel, continueAfter, the leaderless
-// reaper, and task run locks. It is the only writer of the Runs table.
+// holder write passes and the one exact-repeat rule of those writes (WriteFenced),
+// heartbeat, release, complete, cancel, continueAfter, the leaderless reaper, and task run
+// locks. It is the only writer of the Runs table, and keeps what depends on it in the same
+// transactions: each subject's head marker (queue.go) and the leased counts.
+//
+// Files: service.go (the service, enqueue, cancel, continue, reads), claim.go, fence.go
+// (the fence and WriteFenced, heartbeat, attempt patches), finish.go (complete, release,
+// leaving a lease), queue.go (subject locks, head markers, counters, request hashes),
+// reaper.go, locks.go (task run locks), and the query sets of each dialect.
 package runs
 
 import (
@@ -128,6 +135,8 @@ type Run struct {
 	// RequestHash is the hash of the enqueue request's defining fields (read only where an
 	// idempotency key is compared; see Spec.requestHash).
 	RequestHash *string `db:"RequestHash"`
+	// SubjectHead is the head marker (read only by the insert: see queries.insert).
+	SubjectHead bool `db:"SubjectHead"`
 	// Purged marks the stand-in for a run that retention deleted: an enqueue repeating its
 	// idempotency key gets this, never a second run.
 	Purged bool `db:"-"`

@@ -26,6 +26,7 @@ type Service struct {
 	wake   *notifier
 	jitter func() float64
 	hooks  []Hooks
+	obs    Observer // metrics (observer.go); nil: none
 }
 
 // NewService returns the run-lease core.
@@ -156,8 +157,8 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	if err := s.lockSubject(ctx, tx, c.TenantID, spec.Subject); err != nil {
 		return Run{}, false, err
 	}
-	id := ids.New()
-	res, err := tx.ExecContext(ctx, s.q.insert, id, c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
+	var r Run
+	err = tx.GetContext(ctx, &r, s.q.insert, ids.New(), c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
 		spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, spec.Input, int(spec.Band), 0, 0, spec.MaxAttempts,
 		spec.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
 		parent, depth, nil, c.KeyID, hash)
@@ -178,25 +179,29 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	case errors.Is(err, sqldb.ErrBadReference):
 		// The parent was read above, so the foreign key that refused is the project's.
 		return Run{}, false, apperr.New(apperr.UnknownProject, "project %q does not exist", spec.ProjectID)
+	case errors.Is(err, sqldb.ErrNotFound) && spec.IdempotencyKey != nil:
+		// No row written: the key's run was purged, and its tombstone answers.
+		return s.tombstoned(ctx, tx, c.TenantID, *spec.IdempotencyKey)
 	case err != nil:
 		return Run{}, false, fmt.Errorf("insert run: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return Run{}, false, err
-	} else if n == 0 {
-		if spec.IdempotencyKey == nil {
-			return Run{}, false, errors.New("insert run: no row written")
-		}
-		return s.tombstoned(ctx, tx, c.TenantID, *spec.IdempotencyKey)
-	}
-	if err := s.syncHead(ctx, tx, c.TenantID, spec.Subject); err != nil {
-		return Run{}, false, err
-	}
-	r, err := s.getBy(ctx, tx, s.q.get, c.TenantID, id)
-	if err != nil {
+	if r, err = s.markHead(ctx, tx, r); err != nil {
 		return Run{}, false, err
 	}
 	return r, true, s.notifyRun(ctx, tx, r)
+}
+
+// markHead completes the insert of r: a run that is the only one of its subject was
+// marked its head by the insert itself; otherwise the subject's head is computed again
+// (syncHead), and r read again, as the marker may have moved onto it.
+func (s *Service) markHead(ctx context.Context, tx *sqldb.Tx, r Run) (Run, error) {
+	if r.SubjectHead {
+		return r, nil
+	}
+	if err := s.syncHead(ctx, tx, r.TenantID, r.Subject); err != nil {
+		return Run{}, err
+	}
+	return s.getBy(ctx, tx, s.q.get, r.TenantID, r.RunID)
 }
 
 // checkDeadline refuses a deadline that is not after the due time (now when none is
@@ -280,6 +285,10 @@ type ListFilter struct {
 	Subject   *string
 	ProjectID *string
 	Kind      *string
+	AgentID   *string
+	// QueuedFrom keeps runs queued at or after it. An upper bound is a keyset position:
+	// AfterQueuedAt with AfterRunID uuid.Nil keeps runs queued before it.
+	QueuedFrom *time.Time
 	// After is the keyset position: runs queued before it (newest first).
 	AfterQueuedAt *time.Time
 	AfterRunID    uuid.UUID
@@ -299,7 +308,7 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 			afterRun = f.AfterRunID
 		}
 		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
-			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit)
+			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -365,6 +374,25 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 	return out, nil
 }
 
+// RequestCancelTx asks the holder of a leased run to stop, inside the caller's transaction
+// (a release draining under the cancel policy). A run that is not leased, or already has
+// a cancel pending, is left as it is. It changes no queue, so it takes no subject lock.
+func (s *Service) RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) error {
+	run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
+	if err != nil {
+		return err
+	}
+	if run.State != Leased || run.CancelRequestedAt != nil {
+		return nil
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
+	return err
+}
+
 // Continuation is what a continueAfter may change of the ended run's spec.
 type Continuation struct {
 	DueAt      *time.Time
@@ -414,8 +442,8 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		if err := s.lockSubject(ctx, tx, c.TenantID, old.Subject); err != nil {
 			return err
 		}
-		id := ids.New()
-		_, err = tx.ExecContext(ctx, s.q.insert, id, c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
+		var r Run
+		err = tx.GetContext(ctx, &r, s.q.insert, ids.New(), c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
 			old.Kind, old.AgentID, old.StepID, snapshot, old.Input, int(old.Band), old.Epoch, spent, old.MaxAttempts,
 			old.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(old.DeadlineAt), nil, parent,
 			old.Depth, old.RunID, c.KeyID, nil)
@@ -428,10 +456,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		if err != nil {
 			return fmt.Errorf("insert continuation: %w", err)
 		}
-		if err := s.syncHead(ctx, tx, c.TenantID, old.Subject); err != nil {
-			return err
-		}
-		if out, err = s.getBy(ctx, tx, s.q.get, c.TenantID, id); err != nil {
+		if out, err = s.markHead(ctx, tx, r); err != nil {
 			return err
 		}
 		created = true
@@ -453,11 +478,21 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 // run), and a leased count (tenant or project) that is not the count of leased runs. It
 // is 0 at every commit.
 func (s *Service) Disagreements(ctx context.Context) (int, error) {
+	return s.disagreements(ctx, nil)
+}
+
+// TenantDisagreements is Disagreements for one tenant's rows (tests that share a database
+// with others, some of which break the invariants on purpose).
+func (s *Service) TenantDisagreements(ctx context.Context, tenantID string) (int, error) {
+	return s.disagreements(ctx, tenantID)
+}
+
+func (s *Service) disagreements(ctx context.Context, tenant any) (int, error) {
 	total := 0
 	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		for _, q := range agreementQueries {
 			var n int
-			if err := tx.GetContext(ctx, &n, q); err != nil {
+			if err := tx.GetContext(ctx, &n, tx.Rebind(q), tenant, tenant); err != nil {
 				return err
 			}
 			total += n

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -77,11 +79,13 @@ func TestRunGuardTrigger(t *testing.T) {
 		if err := exec("LeasedUntil = LeasedUntil", leased); err != nil {
 			t.Errorf("LEASED to LEASED renewal refused: %v", err)
 		}
-		q := e.enqueue(spec("fresh"))
+		// The guard is tested with raw writes that break the service's invariants on
+		// purpose, so these enqueues do not check them.
+		q := must(e.svc.Get(e.ctx, e.tenant, mustEnqueue(t, e, spec("fresh"))))(t)
 		if err := exec("State = 1, Epoch = Epoch + 1, HolderId = 'h', LeasedUntil = DueAt, SubjectHead = 0", q); err != nil {
 			t.Errorf("QUEUED to LEASED with epoch+1 refused: %v", err)
 		}
-		q2 := e.enqueue(spec("fresh-2"))
+		q2 := must(e.svc.Get(e.ctx, e.tenant, mustEnqueue(t, e, spec("fresh-2"))))(t)
 		if err := exec("State = 1, HolderId = 'h', LeasedUntil = DueAt, SubjectHead = 0", q2); err == nil || !strings.Contains(err.Error(), "transition") {
 			t.Errorf("QUEUED to LEASED without a new epoch: got %v, want an illegal transition", err)
 		}
@@ -100,4 +104,13 @@ func TestRunGuardTrigger(t *testing.T) {
 			t.Errorf("head marker on a leased run: got %v, want a refusal", err)
 		}
 	})
+}
+
+func mustEnqueue(t *testing.T, e *env, s runs.Spec) uuid.UUID {
+	t.Helper()
+	r, _, err := e.svc.Enqueue(e.ctx, e.caller, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.RunID
 }

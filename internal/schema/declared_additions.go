@@ -100,9 +100,10 @@ var RunsAdditions = []Addition{
 	},
 }
 
-// DeclaredAdditions lists every addition migrations/mssql/000006_attempt_ledger.up.sql
-// makes to the seed's six tables. Keep it in step with that file and with
-// migrations/sqlite/000006_attempt_ledger.up.sql.
+// DeclaredAdditions lists every addition migrations/mssql makes to the seed's six tables:
+// 000006_attempt_ledger.up.sql and the ALTER TABLE ... ADD or CREATE INDEX statements of
+// later migrations on those tables. Keep it in step with those files and their
+// migrations/sqlite counterparts.
 var DeclaredAdditions = []Addition{
 	// ExecutionAttempts
 	collation("ExecutionAttempts", "TenantId", reasonIdentifier),
@@ -171,6 +172,12 @@ var DeclaredAdditions = []Addition{
 		Table: "DecisionRequests", Kind: AddColumn, Item: "ExpiresAt",
 		Definition: "datetimeoffset NULL",
 		Reason:     "DESIGN.md section 5: set by expiresInSeconds; the reaper marks pending decisions past it expired",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddColumn, Item: "PriorPhase",
+		Definition: "int NULL",
+		Reason: "DESIGN.md section 5: a decision request moves its attempt to awaiting_decision and its answer or expiry " +
+			"restores the phase it had before; the phase is kept here (migration 000012; NULL on older rows: closing one leaves the phase alone)",
 	},
 	{
 		Table: "DecisionRequests", Kind: AddIndex, Item: "IX_Decisions_Tenant_Status",

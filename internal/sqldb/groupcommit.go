@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // committer runs SQLite write transactions in groups: one goroutine owns the single writer
 // connection, takes every transaction waiting to run (up to maxBatch), and runs them one
-// after another inside one database transaction, each in its own savepoint. A function
+// after another inside one database transaction, each in its own savepoint (a group of
+// one runs without: its transaction is its own). A function
 // that fails rolls back to its savepoint and gets its error; the others commit together,
 // and only then does any caller hear of success. The result is the same as running them
 // one by one in that order, with one commit (one WAL write, and under synchronous=FULL one
@@ -87,6 +90,7 @@ func (c *committer) loop() {
 			}
 		}
 		c.run(batch)
+		c.db.observeGroup(len(batch))
 		for _, j := range batch {
 			close(j.done)
 		}
@@ -105,28 +109,50 @@ func (c *committer) run(batch []*job) {
 		}
 		return
 	}
+	newTx := func() *Tx {
+		return &Tx{Tx: sqlTx, Dialect: d, clock: c.db.clock, cache: c.db.wcache, grouped: true, hook: c.db.statementHook()}
+	}
+	if len(batch) == 1 {
+		// A group of one needs no savepoint: the transaction is the job's alone, so a
+		// failure rolls the transaction back instead.
+		j := batch[0]
+		if err := j.ctx.Err(); err != nil {
+			j.err = err
+			_ = sqlTx.Rollback()
+			return
+		}
+		j.err, j.panic = runGuarded(j.fn, newTx())
+		if j.err != nil || j.panic != nil {
+			j.err = d.MapError(j.err)
+			_ = sqlTx.Rollback()
+			return
+		}
+		if err := sqlTx.Commit(); err != nil {
+			j.err = fmt.Errorf("commit: %w", d.MapError(err))
+		}
+		return
+	}
 	var ran []*job
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			j.err = err // the caller left before its turn: nothing was written
 			continue
 		}
-		if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+		if err := c.savepoint(ctx, sqlTx, savepointSQL); err != nil {
 			c.abort(sqlTx, batch, fmt.Errorf("savepoint: %w", d.MapError(err)))
 			return
 		}
-		tx := &Tx{Tx: sqlTx, Dialect: d, clock: c.db.clock, cache: c.db.wcache, grouped: true, hook: c.db.statementHook()}
-		j.err, j.panic = runGuarded(j.fn, tx)
+		j.err, j.panic = runGuarded(j.fn, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
 			// A failed statement can have ended the whole transaction (an I/O error, say);
 			// then the savepoint is gone and the group must fail as one.
-			if _, err := sqlTx.ExecContext(ctx, "ROLLBACK TO job"); err != nil {
+			if err := c.savepoint(ctx, sqlTx, rollbackToSQL); err != nil {
 				c.abort(sqlTx, batch, fmt.Errorf("roll back to savepoint: %w", d.MapError(err)))
 				return
 			}
 		}
-		if _, err := sqlTx.ExecContext(ctx, "RELEASE job"); err != nil {
+		if err := c.savepoint(ctx, sqlTx, releaseSQL); err != nil {
 			c.abort(sqlTx, batch, fmt.Errorf("release savepoint: %w", d.MapError(err)))
 			return
 		}
@@ -140,6 +166,26 @@ func (c *committer) run(batch []*job) {
 			}
 		}
 	}
+}
+
+// The savepoint statements of a group, prepared once through the writer's statement cache
+// (parsing them for every job showed in profiles).
+const (
+	savepointSQL  = "SAVEPOINT job"
+	rollbackToSQL = "ROLLBACK TO job"
+	releaseSQL    = "RELEASE job"
+)
+
+// savepoint runs one of the savepoint statements on the group's transaction.
+func (c *committer) savepoint(ctx context.Context, sqlTx *sqlx.Tx, query string) error {
+	if s := c.db.wcache.lookup(query); s != nil {
+		st := sqlTx.StmtxContext(ctx, s)
+		defer st.Close()
+		_, err := st.ExecContext(ctx)
+		return err
+	}
+	_, err := sqlTx.ExecContext(ctx, query)
+	return err
 }
 
 // abort rolls the group back and fails every job that had not failed on its own.

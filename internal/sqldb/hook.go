@@ -24,7 +24,8 @@ type Statement struct {
 // A hook is called from the goroutine running the transaction, possibly from several
 // transactions at once; it must be safe for that. Statements a Tx does not send through
 // ExecContext, GetContext or SelectContext (the group commit's savepoints, BEGIN and
-// COMMIT) are not seen.
+// COMMIT), and the statement that sets a transaction's scope (SQL Server's session
+// context), are not seen.
 type StatementHook func(ctx context.Context, tx *Tx, st Statement) error
 
 // hookBox lets an atomic.Pointer hold a func.

@@ -46,6 +46,10 @@ type Migrator struct {
 	m      *migrate.Migrate
 	latest uint
 	unlock func()
+	// release ends what golang-migrate holds: on SQL Server its own pool and the session
+	// it pinned (see mssqlDialect.newMigrationPool); nothing on SQLite, whose migrate
+	// driver would close the service's writer pool with it.
+	release func()
 }
 
 // NewMigrator prepares migrations. On SQLite it first takes an exclusive lock on a file
@@ -60,37 +64,50 @@ func (db *DB) NewMigrator() (*Migrator, error) {
 			return nil, err
 		}
 	}
-	m, latest, err := db.newMigrate()
+	m, latest, release, err := db.newMigrate()
 	if err != nil {
 		unlock()
 		return nil, err
 	}
-	return &Migrator{m: m, latest: latest, unlock: unlock}, nil
+	return &Migrator{m: m, latest: latest, unlock: unlock, release: release}, nil
 }
 
-func (db *DB) newMigrate() (*migrate.Migrate, uint, error) {
+func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
 	src, err := iofs.New(db.Migrations(), ".")
 	if err != nil {
-		return nil, 0, fmt.Errorf("read embedded migrations: %w", err)
+		return nil, 0, nil, fmt.Errorf("read embedded migrations: %w", err)
 	}
 	latest, err := latestVersion(src)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	var drv database.Driver
-	if db.Dialect.Name() == "sqlserver" {
-		drv, err = migratesqlserver.WithInstance(db.w.DB, &migratesqlserver.Config{})
+	var (
+		drv     database.Driver
+		release = func() {}
+	)
+	if d, ok := db.Dialect.(mssqlDialect); ok {
+		pool, perr := d.newMigrationPool()
+		if perr != nil {
+			return nil, 0, nil, perr
+		}
+		if drv, err = migratesqlserver.WithInstance(pool, &migratesqlserver.Config{}); err != nil {
+			pool.Close()
+		} else {
+			// The driver's Close closes the connection it pinned, then the pool.
+			release = func() { _ = drv.Close() }
+		}
 	} else {
 		drv, err = migratesqlite.WithInstance(db.w.DB, &migratesqlite.Config{})
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("prepare migrations: %w", err)
+		return nil, 0, nil, fmt.Errorf("prepare migrations: %w", err)
 	}
 	m, err := migrate.NewWithInstance("iofs", src, db.Dialect.Name(), drv)
 	if err != nil {
-		return nil, 0, fmt.Errorf("prepare migrations: %w", err)
+		release()
+		return nil, 0, nil, fmt.Errorf("prepare migrations: %w", err)
 	}
-	return m, latest, nil
+	return m, latest, release, nil
 }
 
 func latestVersion(src interface {
@@ -114,7 +131,10 @@ func latestVersion(src interface {
 }
 
 // Close releases the migrator and its lock. It does not close the database.
-func (mg *Migrator) Close() { mg.unlock() }
+func (mg *Migrator) Close() {
+	mg.release()
+	mg.unlock()
+}
 
 // State reads the schema version.
 func (mg *Migrator) State() (SchemaState, error) {

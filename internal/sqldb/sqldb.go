@@ -88,6 +88,7 @@ type DB struct {
 	group *committer
 	// hook is the test's statement hook (SetStatementHook), nil in production.
 	hook atomic.Pointer[hookBox]
+	obs  atomic.Pointer[Observer] // metrics (observer.go)
 }
 
 // Config says what to open.
@@ -194,6 +195,19 @@ type Tx struct {
 	// statements from reaching it again.
 	hook   StatementHook
 	inHook bool
+	// scope, when set, is a scope still to be sent in front of the next statement
+	// (TenantScopeInFirstRoundTrip).
+	scope func(nargs int) (string, []any)
+}
+
+// withScope puts the pending scope, if any, in front of the statement about to be sent.
+func (tx *Tx) withScope(query string, args []any) (string, []any) {
+	if tx.scope == nil {
+		return query, args
+	}
+	prefix, more := tx.scope(len(args))
+	tx.scope = nil
+	return prefix + "\n" + query, append(append(make([]any, 0, len(args)+len(more)), args...), more...)
 }
 
 // Now returns the transaction's time: the injected clock, or the database clock read once
@@ -235,10 +249,29 @@ func Truncate(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond)
 type Scope struct {
 	tenant      string
 	maintenance bool
+	// firstStatement: the scope travels with the transaction's first statement.
+	firstStatement bool
 }
 
 // TenantScope limits a transaction to one tenant's rows (row-level security on SQL Server).
 func TenantScope(tenantID string) Scope { return Scope{tenant: tenantID} }
+
+// TenantScopeInFirstRoundTrip is TenantScope sent in the same round trip as the
+// transaction's first statement instead of one of its own (SQL Server: the session-context
+// statement is put in front of that statement's batch, its parameters after the
+// statement's). The claim uses it so that its first round trip carries the scope, the
+// tenant lock, the leased count and the clock. Where the dialect cannot do that, it is
+// TenantScope.
+func TenantScopeInFirstRoundTrip(tenantID string) Scope {
+	return Scope{tenant: tenantID, firstStatement: true}
+}
+
+// scopePrefixer is a dialect that can send a scope with a transaction's first statement:
+// scopePrefix returns the statement to put in front of it and that statement's arguments,
+// numbered after the first statement's nargs own.
+type scopePrefixer interface {
+	scopePrefix(s Scope, nargs int) (string, []any)
+}
 
 // MaintenanceScope lets a transaction touch every tenant's rows: only the service's own
 // maintenance code (key lookup, reaper, purge, the CLI) uses it, never a request's input.
@@ -249,6 +282,7 @@ const maxAttempts = 8
 // Write runs fn in a read-write transaction in scope and commits it. A deadlock or busy
 // database rolls back and runs fn again, so fn must have no effects outside tx.
 func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
+	defer db.observeWrite(time.Now())
 	if db.group != nil {
 		// SQLite has no row-level security to scope, and one writer: group the commit.
 		return db.retry(ctx, func() error { return db.group.submit(ctx, fn) })
@@ -310,7 +344,16 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 			_ = sqlTx.Rollback()
 		}
 	}()
-	if err = db.Dialect.SetScope(ctx, tx, s); err != nil {
+	// The scope is part of beginning the transaction, as BEGIN is: the statement hook does
+	// not see it.
+	if p, ok := db.Dialect.(scopePrefixer); ok && s.firstStatement {
+		tx.scope = func(nargs int) (string, []any) { return p.scopePrefix(s, nargs) }
+	} else {
+		tx.inHook = true
+		err = db.Dialect.SetScope(ctx, tx, s)
+		tx.inHook = false
+	}
+	if err != nil {
 		return fmt.Errorf("set transaction scope: %w", db.Dialect.MapError(err))
 	}
 	if err = fn(tx); err != nil {

@@ -100,6 +100,7 @@ func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) erro
 	if err := tx.before(ctx, query, args); err != nil {
 		return err
 	}
+	query, args = tx.withScope(query, args)
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -123,6 +124,7 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 	if err := tx.before(ctx, query, args); err != nil {
 		return err
 	}
+	query, args = tx.withScope(query, args)
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -147,6 +149,7 @@ func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 	if err := tx.before(ctx, query, args); err != nil {
 		return nil, err
 	}
+	query, args = tx.withScope(query, args)
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}

@@ -141,8 +141,19 @@ func hasRole(roles []string, r string) bool {
 // failed-authentication budget is refused, unless the key is one this replica admitted
 // before. Every 401 spends one failure of the address's budget.
 func (a *Authenticator) authenticate(c echo.Context) (Principal, error) {
-	addr := clientAddress(realIP(c))
 	token, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
+	return a.resolve(c.Request().Context(), clientAddress(realIP(c)), token, ok)
+}
+
+// Check resolves a key presented other than in a bearer header (the admin console's
+// sign-in form) exactly as Require does: the same cache and the same budget of failures
+// per client address (addr as the request's IP), so a key is checked one way everywhere.
+func (a *Authenticator) Check(ctx context.Context, addr, token string) (Principal, error) {
+	token = strings.TrimSpace(token)
+	return a.resolve(ctx, clientAddress(addr), token, token != "")
+}
+
+func (a *Authenticator) resolve(ctx context.Context, addr, token string, ok bool) (Principal, error) {
 	var (
 		h            [32]byte
 		p            Principal
@@ -162,7 +173,7 @@ func (a *Authenticator) authenticate(c echo.Context) (Principal, error) {
 	if !ok {
 		return Principal{}, a.failed(addr)
 	}
-	p, err := a.keys.load(c.Request().Context(), h, a.now, func(ctx context.Context) (Principal, error) {
+	p, err := a.keys.load(ctx, h, a.now, func(ctx context.Context) (Principal, error) {
 		return a.store.Authenticate(ctx, token)
 	})
 	if apperr.Is(err, apperr.Unauthorized) {

@@ -37,6 +37,24 @@ type Config struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client's address;
 	// requests from anywhere else are from their TCP peer.
 	TrustedProxies []*net.IPNet
+	// Identify names the tenant and key of an authenticated request, for the access log
+	// (ok false: an anonymous request). Nil: requests are logged without them.
+	Identify func(ctx context.Context) (tenantID, keyID string, ok bool)
+	// Observe, when set, hears every request once it is answered (metrics).
+	Observe func(Request)
+}
+
+// Request is what Observe hears of an answered request.
+type Request struct {
+	Method, Route string
+	Status        int
+	// Code is the problem code the request was answered with ("" for a success).
+	Code apperr.Code
+	// TenantID and KeyID name the caller ("" when anonymous).
+	TenantID, KeyID string
+	Duration        time.Duration
+	// Header is the response's header (a claim's 204 with Retry-After is a budget hold).
+	Header http.Header
 }
 
 // Server is the Echo instance with the service's conventions and its route catalogue.
@@ -48,6 +66,8 @@ type Server struct {
 	routes   []routeMethods
 	auth     Authenticator
 	version  string
+	identify func(ctx context.Context) (string, string, bool)
+	notify   func(Request)
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -65,7 +85,8 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.Validator = NewValidator()
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
-	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version}
+	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version,
+		identify: cfg.Identify, notify: cfg.Observe}
 	e.HTTPErrorHandler = s.handleError
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ledger_http_requests_total", Help: "HTTP requests by route, method and status.",
@@ -127,12 +148,17 @@ func limitBody(max int64) echo.MiddlewareFunc {
 	}
 }
 
-// observe logs one JSON line per request and records metrics.
+// observe logs one JSON line per request (with the caller's tenant and key id once the
+// authenticator has named them) and records metrics.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
+		var code apperr.Code
 		if err != nil {
+			if e, _ := problemOf(err); e != nil {
+				code = e.Code
+			}
 			// Write the problem now so the status below is the one sent.
 			s.handleError(err, c)
 		}
@@ -148,10 +174,25 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.log.LogAttrs(c.Request().Context(), level, "request",
-			slog.String("request_id", requestID(c)), slog.String("method", c.Request().Method),
+		// The authenticator put the principal on the request it handed on; c holds that one.
+		var tenant, key string
+		if s.identify != nil {
+			tenant, key, _ = s.identify(c.Request().Context())
+		}
+		attrs := []slog.Attr{slog.String("request_id", requestID(c)), slog.String("method", c.Request().Method),
 			slog.String("route", route), slog.Int("status", status),
-			slog.Float64("ms", float64(d.Microseconds())/1000), slog.Int64("bytes", c.Response().Size))
+			slog.Float64("ms", float64(d.Microseconds())/1000), slog.Int64("bytes", c.Response().Size)}
+		if tenant != "" {
+			attrs = append(attrs, slog.String("tenant", tenant), slog.String("key_id", key))
+		}
+		if code != "" {
+			attrs = append(attrs, slog.String("code", string(code)))
+		}
+		s.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
+		if s.notify != nil {
+			s.notify(Request{Method: c.Request().Method, Route: route, Status: status, Code: code,
+				TenantID: tenant, KeyID: key, Duration: d, Header: c.Response().Header()})
+		}
 		return nil
 	}
 }

@@ -38,10 +38,13 @@ const (
 	Depth   = "depth"
 	History = "history"
 	Noisy   = "noisy"
+	// SDK is whole runs through the Go SDK's Worker beside the same runs by the plain
+	// client (sdk.go).
+	SDK = "sdk"
 )
 
 // AllWorkloads are the workloads in the order they run.
-var AllWorkloads = []string{Append, Cycle, History, Depth, Noisy}
+var AllWorkloads = []string{Append, Cycle, History, SDK, Depth, Noisy}
 
 // Config says what to measure. Zero values take the defaults named on each field.
 type Config struct {
@@ -52,9 +55,9 @@ type Config struct {
 	// setting and to run the driver baseline with.
 	Syncs []string
 	// Clients is the number of concurrent clients of every workload; 0 means each
-	// workload's default (append 32, cycle 16, history 32: half appending, half reading,
-	// noisy 8: tenant A's appenders, beside tenant B's fixed flood). Depth always claims
-	// from one client, one claim after another.
+	// workload's default (append 32, cycle 16, history 32: half appending, half reading;
+	// sdk 16; noisy 8: tenant A's appenders, beside tenant B's fixed flood). Depth always
+	// claims from one client, one claim after another.
 	Clients int
 	// Duration is each workload's measured window (default 10s).
 	Duration time.Duration
@@ -94,7 +97,7 @@ func (c *Config) defaults() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(AllWorkloads, w) {
-			return fmt.Errorf("unknown workload %q: want append, cycle, depth, history, noisy or all", w)
+			return fmt.Errorf("unknown workload %q: want append, cycle, depth, history, sdk, noisy or all", w)
 		}
 	}
 	if len(c.Syncs) == 0 {
@@ -163,7 +166,7 @@ func (c *Config) clients(w string) int {
 		return c.Clients
 	}
 	switch w {
-	case Cycle:
+	case Cycle, SDK:
 		return 16
 	case Noisy:
 		return 8
@@ -249,7 +252,7 @@ func (b *bencher) local(ctx context.Context, sync string) error {
 		return fmt.Errorf("make a temporary directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	if b.cfg.has(Append) || b.cfg.has(Cycle) || b.cfg.has(History) {
+	if b.cfg.has(Append) || b.cfg.has(Cycle) || b.cfg.has(History) || b.cfg.has(SDK) {
 		if err := b.localMain(ctx, sync, dir); err != nil {
 			return err
 		}
@@ -322,7 +325,7 @@ func (b *bencher) measure(ctx context.Context, t *target) error {
 		return err
 	}
 	var rows []Result
-	for _, w := range []string{Append, Cycle, History} {
+	for _, w := range []string{Append, Cycle, History, SDK} {
 		if !b.cfg.has(w) {
 			continue
 		}
@@ -337,6 +340,8 @@ func (b *bencher) measure(ctx context.Context, t *target) error {
 			got = b.cycleWorkload(ctx, t)
 		case History:
 			got = b.historyWorkload(ctx, t)
+		case SDK:
+			got = b.sdkWorkload(ctx, t)
 		}
 		rows = append(rows, got...)
 	}

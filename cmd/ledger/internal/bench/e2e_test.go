@@ -136,7 +136,7 @@ func TestLocalEndToEnd(t *testing.T) {
 	if !strings.Contains(stderr, "ops/s") {
 		t.Errorf("no progress line on stderr:\n%s", stderr)
 	}
-	for _, label := range []string{Append, Cycle, History} {
+	for _, label := range []string{Append, Cycle, History, SDK} {
 		var rows []Result
 		for _, r := range rep.Results {
 			if r.Workload == label {
@@ -155,8 +155,11 @@ func TestLocalEndToEnd(t *testing.T) {
 				t.Logf("%s: %s", r.Label(), r.Note)
 			case StatusOK:
 				checkMeasured(t, rep, r)
-				if r.Workload == Cycle && r.RunsPerSec <= 0 {
-					t.Errorf("cycle completed no run: %+v", r)
+				if (r.Workload == Cycle || r.Workload == SDK) && r.RunsPerSec <= 0 {
+					t.Errorf("%s completed no run: %+v", r.Label(), r)
+				}
+				if r.Label() == "sdk/worker" && !strings.Contains(r.Note, "the plain client's runs/s") {
+					t.Errorf("sdk/worker does not compare itself with sdk/plain: %q", r.Note)
 				}
 			default:
 				t.Errorf("%s: status %q: %s", r.Label(), r.Status, r.Note)

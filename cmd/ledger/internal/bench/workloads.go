@@ -298,11 +298,17 @@ func (b *bencher) cycleWorkload(ctx context.Context, t *target) []Result {
 	if miss := t.routes.missing(cycleRoutes...); len(miss) > 0 {
 		return []Result{unavailable(Cycle, t.sync, n, miss)}
 	}
+	return []Result{b.cycleRow(ctx, t, n, "cycle")}
+}
+
+// cycleRow runs cycle's loop on n clients for the window (label names it in the progress
+// lines) and returns its row.
+func (b *bencher) cycleRow(ctx context.Context, t *target, n int, label string) Result {
 	rec := NewRecorder()
 	var runs, empty atomic.Int64
 	end := time.Now().Add(b.cfg.Duration)
 	rec.CloseAt(end)
-	stop := b.monitor(ctx, t, "cycle", rec)
+	stop := b.monitor(ctx, t, label, rec)
 	parallel(n, func(i int) {
 		for time.Now().Before(end) && ctx.Err() == nil {
 			if b.cycleOnce(ctx, t, i, rec, end, &empty) {
@@ -317,7 +323,7 @@ func (b *bencher) cycleWorkload(ctx context.Context, t *target) []Result {
 	if e := empty.Load(); e > 0 {
 		row.Note = joinNote(row.Note, fmt.Sprintf("%d claims answered 204", e))
 	}
-	return []Result{row}
+	return row
 }
 
 // cycleOnce is one whole run; it reports whether the run completed inside the window. A

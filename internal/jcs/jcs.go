@@ -1,8 +1,7 @@
-package releases
-
-// The JSON Canonicalization Scheme (RFC 8785, "JCS"), which defines a release's manifest
-// hash: the lowercase hex SHA-256 of the canonical form of its contentRefs. No served Go
-// module implements it, and it is small, so it is written here:
+// Package jcs is the JSON Canonicalization Scheme (RFC 8785, "JCS"): one canonical text per
+// JSON value. A release's manifest hash is the SHA-256 of the canonical form of its
+// contentRefs, and a choice decision's answer matches an option when their canonical forms
+// are equal. No served Go module implements it, and it is small, so it is written here:
 //
 //   - the input must be I-JSON (RFC 7493): valid UTF-8, no duplicate member names (after
 //     unescaping), no lone surrogates, numbers within IEEE 754 double range; anything else
@@ -20,11 +19,10 @@ package releases
 // Noncharacters (U+FFFE, U+FDD0, ...) are accepted and kept: RFC 7493 discourages them but
 // the reference implementations pass them through, and refusing what a runtime's JCS
 // library hashes would only produce spurious mismatches.
+package jcs
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -63,13 +61,6 @@ func Canonicalize(data []byte) ([]byte, error) {
 		return nil, p.fail("data after the JSON value")
 	}
 	return out.Bytes(), nil
-}
-
-// ManifestHash returns the lowercase hex SHA-256 of canonical, the canonical form of a
-// release's contentRefs.
-func ManifestHash(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
 }
 
 type jcsParser struct {

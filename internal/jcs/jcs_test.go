@@ -1,4 +1,4 @@
-package releases_test
+package jcs_test
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledger-dev/ledger/internal/releases"
+	"github.com/ledger-dev/ledger/internal/jcs"
 )
 
 func TestCanonicalizeVectors(t *testing.T) {
@@ -28,7 +28,7 @@ func TestCanonicalizeVectors(t *testing.T) {
 			t.Parallel()
 			src := mustRead(t, in)
 			want := mustRead(t, filepath.Join("testdata/jcs/output", name))
-			got, err := releases.Canonicalize(src)
+			got, err := jcs.Canonicalize(src)
 			if err != nil {
 				t.Fatalf("canonicalize: %v", err)
 			}
@@ -36,7 +36,7 @@ func TestCanonicalizeVectors(t *testing.T) {
 				t.Fatalf("canonical form differs\n got: %q\nwant: %q", got, want)
 			}
 			// The canonical form is its own canonical form.
-			again, err := releases.Canonicalize(got)
+			again, err := jcs.Canonicalize(got)
 			if err != nil || !bytes.Equal(again, got) {
 				t.Fatalf("not a fixed point: %q (%v)", again, err)
 			}
@@ -52,8 +52,8 @@ func TestCanonicalizeRefusesNonIJSON(t *testing.T) {
 	}
 	for _, f := range files {
 		src := mustRead(t, f)
-		out, err := releases.Canonicalize(src)
-		var ce *releases.CanonicalError
+		out, err := jcs.Canonicalize(src)
+		var ce *jcs.CanonicalError
 		if !errors.As(err, &ce) {
 			t.Errorf("%s: got %q, %v; want a *CanonicalError", filepath.Base(f), out, err)
 		}
@@ -83,12 +83,12 @@ func TestFormatNumberAppendixB(t *testing.T) {
 			t.Fatalf("bad line %q: %v", line, err)
 		}
 		v := math.Float64frombits(bits)
-		if got := releases.FormatNumber(v); got != want {
+		if got := jcs.FormatNumber(v); got != want {
 			t.Errorf("%s (%v): got %s, want %s", hexBits, v, got, want)
 		}
 		// Through the parser too: the expected text must read back as the same double and
 		// canonicalize to itself.
-		got, err := releases.Canonicalize([]byte(want))
+		got, err := jcs.Canonicalize([]byte(want))
 		if err != nil || string(got) != want {
 			t.Errorf("canonicalize %s: got %s, %v", want, got, err)
 		}
@@ -110,7 +110,7 @@ func TestFormatNumberThresholds(t *testing.T) {
 		{math.Copysign(0, -1), "0"}, {5, "5"}, {-1e21, "-1e+21"}, {1.25e-6, "0.00000125"},
 		{math.MaxFloat64, "1.7976931348623157e+308"}, {123.456, "123.456"},
 	} {
-		if got := releases.FormatNumber(c.in); got != c.want {
+		if got := jcs.FormatNumber(c.in); got != c.want {
 			t.Errorf("FormatNumber(%v) = %s, want %s", c.in, got, c.want)
 		}
 	}
@@ -130,35 +130,17 @@ func TestCanonicalizeDetails(t *testing.T) {
 		{`"\uD83D\uDE00"`, `"😀"`},
 		{`"\uFFFF"`, "\"\uffff\""},
 	} {
-		got, err := releases.Canonicalize([]byte(c.in))
+		got, err := jcs.Canonicalize([]byte(c.in))
 		if err != nil || string(got) != c.want {
 			t.Errorf("Canonicalize(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
-	deep := strings.Repeat("[", releases.MaxJSONDepth) + strings.Repeat("]", releases.MaxJSONDepth)
-	if _, err := releases.Canonicalize([]byte(deep)); err != nil {
-		t.Errorf("depth %d refused: %v", releases.MaxJSONDepth, err)
+	deep := strings.Repeat("[", jcs.MaxJSONDepth) + strings.Repeat("]", jcs.MaxJSONDepth)
+	if _, err := jcs.Canonicalize([]byte(deep)); err != nil {
+		t.Errorf("depth %d refused: %v", jcs.MaxJSONDepth, err)
 	}
-	if _, err := releases.Canonicalize([]byte("[" + deep + "]")); err == nil {
-		t.Errorf("depth %d accepted", releases.MaxJSONDepth+1)
-	}
-}
-
-func TestManifestHash(t *testing.T) {
-	t.Parallel()
-	// Expected values computed independently: printf '<canonical form>' | sha256sum.
-	for in, want := range map[string]string{
-		`[]`:                                "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945",
-		`[ {"a": 1} ]`:                      "b713f6d2a989e907c58516a7c8bb487792c8785ddbf367b80dc774bf33b85a85",
-		`[{"b":[true,null,"x"],"a":1.0E0}]`: "67c169a7a6641ec83113cbfc14c5090580566381142d9843a144ed5b0fc379bd",
-	} {
-		c, err := releases.Canonicalize([]byte(in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := releases.ManifestHash(c); got != want {
-			t.Errorf("ManifestHash(%s) = %s, want %s", in, got, want)
-		}
+	if _, err := jcs.Canonicalize([]byte("[" + deep + "]")); err == nil {
+		t.Errorf("depth %d accepted", jcs.MaxJSONDepth+1)
 	}
 }
 
@@ -176,9 +158,9 @@ func FuzzCanonicalize(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, err := releases.Canonicalize(in)
+		out, err := jcs.Canonicalize(in)
 		if err != nil {
-			var ce *releases.CanonicalError
+			var ce *jcs.CanonicalError
 			if !errors.As(err, &ce) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
@@ -190,7 +172,7 @@ func FuzzCanonicalize(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("canonical form %q of %q is not valid JSON", out, in)
 		}
-		again, err := releases.Canonicalize(out)
+		again, err := jcs.Canonicalize(out)
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("canonical form is not a fixed point:\n in: %q\nout: %q\nagain: %q (%v)", in, out, again, err)
 		}

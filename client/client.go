@@ -1,0 +1,317 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ledger-dev/ledger/api"
+)
+
+// DefaultBaseURL is where a Client sends requests unless WithBaseURL says otherwise: a
+// `ledger serve` on this machine with its default address.
+const DefaultBaseURL = "http://localhost:8080"
+
+// DefaultUserAgent is the User-Agent a Client sends unless WithUserAgent says otherwise.
+const DefaultUserAgent = "ledger-go-client/1"
+
+// maxErrorBody bounds how much of an error answer is read: a problem document is small, and
+// a proxy's HTML page need not be read whole.
+const maxErrorBody = 64 << 10
+
+// Client calls the ledger service. It is safe for concurrent use; make one per service and
+// key and share it.
+type Client struct {
+	base  *url.URL
+	key   string
+	hc    *http.Client
+	ua    string
+	retry RetryPolicy
+	// pollMin and pollMax bound the waits between the reads of WaitDecision and
+	// WaitDelegation.
+	pollMin, pollMax time.Duration
+	// sleep waits d or until ctx ends; tests replace it to observe the waits.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Option configures a Client.
+type Option func(*Client) error
+
+// WithBaseURL sets the service's base URL (scheme, host and an optional path prefix), e.g.
+// https://ledger.example.com. The default is DefaultBaseURL.
+func WithBaseURL(raw string) Option {
+	return func(c *Client) error {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("base URL: %w", err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", raw)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		u.RawQuery, u.Fragment = "", ""
+		c.base = u
+		return nil
+	}
+}
+
+// WithKey sets the API key sent as `Authorization: Bearer <key>`. The key decides the
+// tenant and the role (runtime or admin).
+func WithKey(key string) Option {
+	return func(c *Client) error { c.key = key; return nil }
+}
+
+// WithHTTPClient sets the *http.Client requests go through (its Transport, proxy, TLS
+// settings and Timeout). Do not give it a Timeout shorter than a claim's long poll
+// (waitSeconds); bound calls with their context instead. The default is a client of its own
+// with no timeout.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) error {
+		if hc == nil {
+			return errors.New("nil *http.Client")
+		}
+		c.hc = hc
+		return nil
+	}
+}
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option {
+	return func(c *Client) error { c.ua = ua; return nil }
+}
+
+// WithRetry sets how calls are retried (see RetryPolicy); RetryPolicy{MaxAttempts: 1}
+// turns retries off.
+func WithRetry(p RetryPolicy) Option {
+	return func(c *Client) error { c.retry = p.withDefaults(); return nil }
+}
+
+// WithPolling sets how WaitDecision and WaitDelegation poll: the first wait is about
+// least, each next one doubles, up to greatest (defaults 250ms and 5s).
+func WithPolling(least, greatest time.Duration) Option {
+	return func(c *Client) error {
+		if least <= 0 || greatest < least {
+			return fmt.Errorf("polling: want 0 < least <= greatest, got %s and %s", least, greatest)
+		}
+		c.pollMin, c.pollMax = least, greatest
+		return nil
+	}
+}
+
+// New returns a Client configured by opts.
+func New(opts ...Option) (*Client, error) {
+	c := &Client{
+		hc:    &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		ua:    DefaultUserAgent,
+		retry: RetryPolicy{}.withDefaults(),
+		sleep: sleepCtx,
+
+		pollMin: 250 * time.Millisecond,
+		pollMax: 5 * time.Second,
+	}
+	if err := WithBaseURL(DefaultBaseURL)(c); err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, fmt.Errorf("ledger client: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// repeat says whether a call may be sent again after a try that may have reached the
+// server. Every call may be sent again after a 429 (the server refused it before doing
+// anything) or when the connection could not be made (nothing was sent).
+type repeat int
+
+const (
+	// once: not safe to repeat (a claim, a decision request, an enqueue without an
+	// idempotency key, a correction): never sent again once it may have reached the server.
+	once repeat = iota
+	// idempotent: an exact repeat answers as the first try did, or changes nothing more
+	// (reads, fenced writes with a sequence or an exact-repeat rule, idempotency keys).
+	idempotent
+	// conditional: an If-Match update. A repeat of one that applied is refused (412 or the
+	// call's closed code), which Client reports with ErrMaybeApplied.
+	conditional
+)
+
+// call is one API call.
+type call struct {
+	method string
+	path   string
+	query  url.Values
+	body   any
+	// ifMatch and ifNoneMatch are sent as headers when not empty.
+	ifMatch, ifNoneMatch string
+	repeat               repeat
+	// ambiguous lists, for a conditional call, the codes a repeat of an applied try gets.
+	ambiguous []api.ProblemCode
+	// out receives a 2xx body (nil: discarded).
+	out any
+}
+
+// result is what a call's answer says beyond its body.
+type result struct {
+	status int
+	header http.Header
+}
+
+// etag is the answer's ETag header.
+func (r result) etag() string { return r.header.Get("ETag") }
+
+// do sends c, retrying as its repeat class and the policy allow, and decodes a 2xx answer
+// into c.out or a problem into a *Problem error.
+func (cl *Client) do(ctx context.Context, c call) (result, error) {
+	var body []byte
+	if c.body != nil {
+		b, err := json.Marshal(c.body)
+		if err != nil {
+			return result{}, fmt.Errorf("ledger: encode %s %s: %w", c.method, c.path, err)
+		}
+		body = b
+	}
+	// c.path is already escaped (each segment through seg), so it is appended as text.
+	target := cl.base.String() + c.path
+	if len(c.query) > 0 {
+		target += "?" + c.query.Encode()
+	}
+
+	var mayHaveApplied bool // an earlier try may have reached the server and applied
+	for try := 1; ; try++ {
+		res, sent, err := cl.try(ctx, c, target, body)
+		if err == nil {
+			return res, nil
+		}
+		var p *Problem
+		isProblem := errors.As(err, &p)
+		if isProblem && c.repeat == conditional && mayHaveApplied && contains(c.ambiguous, p.Code) {
+			return res, fmt.Errorf("%w: %w", ErrMaybeApplied, err)
+		}
+		retry, wait := cl.retryable(c.repeat, err, sent)
+		if !retry || try >= cl.retry.MaxAttempts || wait > cl.retry.MaxRetryAfter || ctx.Err() != nil {
+			return res, err
+		}
+		if sent && (!isProblem || p.Status != http.StatusTooManyRequests) {
+			mayHaveApplied = true
+		}
+		d := cl.retry.backoff(try, wait)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			// Waiting past the caller's deadline only to fail then helps nobody.
+			return res, err
+		}
+		if serr := cl.sleep(ctx, d); serr != nil {
+			return res, fmt.Errorf("%w (retry abandoned: %w)", err, serr)
+		}
+	}
+}
+
+// try sends one try. sent reports whether the request may have reached the server.
+func (cl *Client) try(ctx context.Context, c call, target string, body []byte) (res result, sent bool, err error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, target, rd)
+	if err != nil {
+		return result{}, false, fmt.Errorf("ledger: %s %s: %w", c.method, c.path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", cl.ua)
+	if cl.key != "" {
+		req.Header.Set("Authorization", "Bearer "+cl.key)
+	}
+	if c.ifMatch != "" {
+		req.Header.Set("If-Match", c.ifMatch)
+	}
+	if c.ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", c.ifNoneMatch)
+	}
+	resp, err := cl.hc.Do(req)
+	if err != nil {
+		return result{}, !notSent(err), &TransportError{Method: c.method, Path: c.path, Err: err}
+	}
+	defer resp.Body.Close()
+	res = result{status: resp.StatusCode, header: resp.Header}
+	switch {
+	case resp.StatusCode == http.StatusNotModified, resp.StatusCode == http.StatusNoContent:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return res, true, nil
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		if c.out == nil || c.method == http.MethodHead {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return res, true, nil
+		}
+		if err := json.NewDecoder(resp.Body).Decode(c.out); err != nil {
+			return res, true, &TransportError{Method: c.method, Path: c.path, Status: resp.StatusCode, Err: fmt.Errorf("decode answer: %w", err)}
+		}
+		// Read to the end (a chunked answer's last chunk) so that the connection is reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return res, true, nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return res, true, problemOf(c.method, c.path, resp, b)
+}
+
+// retryable says whether a failed try may be sent again, and the wait the server asked for.
+func (cl *Client) retryable(r repeat, err error, sent bool) (bool, time.Duration) {
+	var p *Problem
+	if errors.As(err, &p) {
+		switch p.Status {
+		case http.StatusTooManyRequests:
+			// The limiters answer before any handler runs: nothing was done.
+			return true, p.RetryAfter
+		case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
+			return r != once, p.RetryAfter
+		}
+		return false, 0
+	}
+	var te *TransportError
+	if !errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false, 0
+	}
+	if te.Status != 0 {
+		// The server answered; its answer could not be read. Sending again would repeat
+		// whatever the server did.
+		return r != once, 0
+	}
+	return !sent || r != once, 0
+}
+
+// seg escapes one path segment.
+func seg(s string) string { return url.PathEscape(s) }
+
+func contains[T comparable](xs []T, x T) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,13 @@
+package client
+
+import (
+	"context"
+	"time"
+)
+
+// SetSleep replaces the waits of c's retries, polls and claim loop (not a Worker's
+// heartbeats, which keep real time).
+func SetSleep(c *Client, f func(ctx context.Context, d time.Duration) error) { c.sleep = f }
+
+// Sleep is the real wait SetSleep replaces.
+var Sleep = sleepCtx

@@ -1,0 +1,542 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/api"
+)
+
+// ErrLeaseLost is the cause of a handler's context when its lease is lost: a write or a
+// heartbeat was refused with stale_lease, lease_expired or attempt_ended (or, for a
+// heartbeat, not_found), or renewals kept failing until the lease had passed by this
+// machine's clock. A lost Lease refuses every further write without sending it; the errors
+// it returns match ErrLeaseLost and, when the service refused, the problem's sentinel too.
+var ErrLeaseLost = errors.New("ledger: lease lost")
+
+// ErrLeaseEnded is what a Lease returns for a write after the lease ended by this holder's
+// own complete or release (the Worker's included): nothing more may be written under it.
+var ErrLeaseEnded = errors.New("ledger: lease ended")
+
+// ErrCancelRequested is the cause of a handler's context when an admin cancelled its run.
+// The lease stays usable (a last checkpoint may be written); whatever the handler returns,
+// the Worker completes the attempt as cancelled.
+var ErrCancelRequested = errors.New("ledger: run cancel requested")
+
+// ErrShutdown is the cause of a handler's context when the Worker's shutdown grace ran out:
+// the lease was released uncharged and refuses further writes.
+var ErrShutdown = errors.New("ledger: worker shutting down")
+
+// leaseLossCodes are the refusals that mean the lease is gone for good; a heartbeat's
+// not_found too (the attempt is gone), where another write's may name a missing record.
+var (
+	leaseLossCodes     = []api.ProblemCode{api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded}
+	heartbeatLossCodes = append(leaseLossCodes[:len(leaseLossCodes):len(leaseLossCodes)], api.CodeNotFound)
+)
+
+// Lease is one claimed run's lease: the fencing token bound to the attempt, and the writes
+// a holder makes under it. Its methods are safe for concurrent use. A Worker hands one to
+// each handler and keeps it renewed; NewLease makes one of a claim made by hand.
+type Lease struct {
+	c     *Client
+	claim api.Claim
+	// length is the lease's length, from the claim.
+	length time.Duration
+
+	// resumeMu serialises Resume's read, so that mu is never held across a call.
+	resumeMu sync.Mutex
+
+	mu              sync.Mutex
+	ended           error // nil while usable; wraps ErrLeaseLost, ErrLeaseEnded or ErrShutdown
+	onEnd           func(cause error)
+	leasedUntil     time.Time
+	cancelRequested bool
+	resumed         bool
+	last            *api.LastCheckpoint
+	nextSeq         int32
+	nextCallSeq     int32
+	// settles counts the completes and releases sent under the lease, settling those in
+	// flight: a refusal that races this holder's own ending is not a loss.
+	settles, settling int
+}
+
+// NewLease returns the Lease of a claim made with ClaimRun. Nothing renews it: call
+// Heartbeat often enough, or use a Worker.
+func NewLease(c *Client, claim api.Claim) *Lease {
+	l := &Lease{c: c, claim: claim, leasedUntil: claim.Lease.LeasedUntil.Time}
+	if s := claim.Run.LeaseSeconds; s != nil && *s > 0 {
+		l.length = time.Duration(*s) * time.Second
+	} else {
+		// Both times are the service's clock, so their difference is the length whatever
+		// this machine's clock says.
+		l.length = claim.Lease.LeasedUntil.Sub(claim.Attempt.StartedAt.Time)
+	}
+	if l.length <= 0 {
+		l.length = 30 * time.Second // the service's default lease
+	}
+	return l
+}
+
+// Run is the leased run as the claim returned it.
+func (l *Lease) Run() api.Run { return l.claim.Run }
+
+// Attempt is the attempt the claim started, as the claim returned it.
+func (l *Lease) Attempt() api.Attempt { return l.claim.Attempt }
+
+// RunID is the leased run's id.
+func (l *Lease) RunID() uuid.UUID { return l.claim.Run.RunID }
+
+// AttemptID is the attempt's id.
+func (l *Lease) AttemptID() uuid.UUID { return l.claim.Attempt.AttemptID }
+
+// FencingToken is the token every write under the lease presents.
+func (l *Lease) FencingToken() int64 { return l.claim.Lease.FencingToken }
+
+// Input is the run's input JSON (null when it has none).
+func (l *Lease) Input() json.RawMessage { return l.claim.Run.Input }
+
+// Length is the lease's length: how long each renewal extends it.
+func (l *Lease) Length() time.Duration { return l.length }
+
+// LeasedUntil is when the lease passes unless renewed, as the service last said.
+func (l *Lease) LeasedUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leasedUntil
+}
+
+// CancelRequested reports whether a heartbeat has said that the run was cancelled.
+func (l *Lease) CancelRequested() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cancelRequested
+}
+
+// Err is nil while the lease may be written under, and otherwise why not (matching
+// ErrLeaseLost, ErrLeaseEnded or ErrShutdown).
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ended
+}
+
+// end makes the lease refuse further writes with cause, once; it reports whether this call
+// ended it.
+func (l *Lease) end(cause error) bool {
+	l.mu.Lock()
+	if l.ended != nil {
+		l.mu.Unlock()
+		return false
+	}
+	l.ended = cause
+	onEnd := l.onEnd
+	l.mu.Unlock()
+	if onEnd != nil {
+		onEnd(cause)
+	}
+	return true
+}
+
+// lost ends the lease as lost because of err and returns the error a write reports. A
+// lease that had ended already keeps its first cause.
+func (l *Lease) lost(err error) error {
+	lostErr := fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	if !l.end(lostErr) {
+		if first := l.Err(); !errors.Is(first, ErrLeaseLost) {
+			return fmt.Errorf("%w: %w", first, err)
+		}
+	}
+	return lostErr
+}
+
+// write sends one write under the lease, unless the lease has ended; a refusal that means
+// the lease is gone ends it.
+func (l *Lease) write(f func() error) error {
+	return l.send(false, leaseLossCodes, f)
+}
+
+// send sends one request under the lease, unless the lease has ended. A refusal with one of
+// lossCodes ends the lease as lost, unless this holder's own complete or release (other than
+// this request, when settle says it is one) was sent meanwhile: then the refusal is that
+// ending seen by a request that lost the race to it, not a loss.
+func (l *Lease) send(settle bool, lossCodes []api.ProblemCode, f func() error) error {
+	l.mu.Lock()
+	ended, before := l.ended, l.settles
+	if settle {
+		l.settles++
+		l.settling++
+		before++
+	}
+	l.mu.Unlock()
+	if ended != nil {
+		return ended
+	}
+	err := f()
+	l.mu.Lock()
+	own := l.settles != before || l.settling > btoi(settle)
+	if settle {
+		l.settling--
+	}
+	l.mu.Unlock()
+	var p *Problem
+	if errors.As(err, &p) && contains(lossCodes, p.Code) && !own {
+		return l.lost(err)
+	}
+	return err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Resume returns the last checkpoint of the run's chain from before this lease: the
+// highest sequence of the run's newest attempt that wrote one, or of the run it continues,
+// back the chain; nil when there is none (a fresh run). A handler resumes from it.
+func (l *Lease) Resume(ctx context.Context) (*api.LastCheckpoint, error) {
+	l.resumeMu.Lock()
+	defer l.resumeMu.Unlock()
+	l.mu.Lock()
+	resumed, last := l.resumed, l.last
+	l.mu.Unlock()
+	if resumed {
+		return last, nil
+	}
+	// A run's epoch moves only when it is claimed, from 0 at its enqueue, and a
+	// continuation starts at its predecessor's epoch: token 1 on a run that continues none
+	// is the first attempt of a new chain, which has no checkpoint to read.
+	if l.FencingToken() != 1 || l.claim.Run.ContinuedFromRunID != nil {
+		var err error
+		if last, err = l.c.lastCheckpoint(ctx, l.RunID(), true); err != nil {
+			return nil, fmt.Errorf("resume run %s: %w", l.RunID(), err)
+		}
+	}
+	l.mu.Lock()
+	l.last, l.resumed = last, true
+	if last != nil {
+		l.nextSeq = last.Sequence + 1
+	}
+	l.mu.Unlock()
+	return last, nil
+}
+
+// CheckpointInput is a checkpoint to append; the Lease adds the token, the sequence and the
+// adapter version.
+type CheckpointInput struct {
+	Phase api.Phase
+	// StateRef is where the adapter's state is (adapterStateRef), or the state itself when it
+	// is small (up to 512 characters).
+	StateRef string
+	// Hash is the state's hash (default: hex SHA-256 of StateRef).
+	Hash               string
+	ContextSnapshotRef *string
+}
+
+// Checkpoint appends a checkpoint under the lease. Sequences continue from the chain's last
+// checkpoint (see Resume), so a resumed run's checkpoints follow its predecessor's. It is
+// retried safely: a repeat of a sequence with the same hash answers the stored checkpoint.
+func (l *Lease) Checkpoint(ctx context.Context, in CheckpointInput) (api.Checkpoint, error) {
+	if _, err := l.Resume(ctx); err != nil {
+		return api.Checkpoint{}, err
+	}
+	if in.Hash == "" {
+		sum := sha256.Sum256([]byte(in.StateRef))
+		in.Hash = hex.EncodeToString(sum[:])
+	}
+	l.mu.Lock()
+	seq := l.nextSeq
+	l.nextSeq++
+	l.mu.Unlock()
+	var out api.Checkpoint
+	err := l.write(func() (err error) {
+		out, err = l.c.AppendCheckpoint(ctx, l.AttemptID(), api.CheckpointRequest{
+			FencingToken: l.FencingToken(), Sequence: &seq, Phase: &in.Phase, AdapterStateRef: in.StateRef,
+			AdapterVersion: l.claim.Attempt.AdapterVersion, Hash: in.Hash, ContextSnapshotRef: in.ContextSnapshotRef,
+		})
+		return err
+	})
+	return out, err
+}
+
+// CallInput is a call to record; the Lease adds the token and the sequence.
+type CallInput struct {
+	Kind   api.CallKind
+	Target string
+	// RequestHash identifies the request (default: hex SHA-256 of Target).
+	RequestHash      string
+	PolicyDecisionID *uuid.UUID
+}
+
+// RecordCall records a started call (sequences count from 0 in each attempt) and returns
+// it; finish it with FinishCall.
+func (l *Lease) RecordCall(ctx context.Context, in CallInput) (api.Call, error) {
+	if in.RequestHash == "" {
+		sum := sha256.Sum256([]byte(in.Target))
+		in.RequestHash = hex.EncodeToString(sum[:])
+	}
+	l.mu.Lock()
+	seq := l.nextCallSeq
+	l.nextCallSeq++
+	l.mu.Unlock()
+	var out api.Call
+	err := l.write(func() (err error) {
+		out, _, err = l.c.RecordCall(ctx, l.AttemptID(), api.CallRequest{
+			FencingToken: l.FencingToken(), Sequence: &seq, Kind: &in.Kind, Target: in.Target,
+			RequestHash: in.RequestHash, PolicyDecisionID: in.PolicyDecisionID,
+		})
+		return err
+	})
+	return out, err
+}
+
+// FinishCall finishes a recorded call with its status and an optional receipt reference.
+func (l *Lease) FinishCall(ctx context.Context, callID uuid.UUID, status api.CallFinishStatus, receiptRef *string) (api.Call, error) {
+	var out api.Call
+	err := l.write(func() (err error) {
+		out, err = l.c.FinishCall(ctx, l.AttemptID(), callID, api.FinishCallRequest{
+			FencingToken: l.FencingToken(), Status: status, ReceiptRef: receiptRef,
+		}, "")
+		return err
+	})
+	return out, err
+}
+
+// Call records a call, runs do, and finishes the call: succeeded with do's receipt when do
+// returns no error, failed otherwise. It returns do's error, or the ledger's.
+func (l *Lease) Call(ctx context.Context, in CallInput, do func(ctx context.Context) (receiptRef string, err error)) error {
+	c, err := l.RecordCall(ctx, in)
+	if err != nil {
+		return err
+	}
+	receipt, doErr := do(ctx)
+	status := api.FinishSucceeded
+	if doErr != nil {
+		status = api.FinishFailed
+	}
+	var ref *string
+	if receipt != "" {
+		ref = &receipt
+	}
+	if _, err := l.FinishCall(ctx, c.CallID, status, ref); err != nil {
+		return errors.Join(doErr, err)
+	}
+	return doErr
+}
+
+// patch sends a PATCH of the attempt.
+func (l *Lease) patch(ctx context.Context, req api.PatchAttemptRequest) (api.Attempt, error) {
+	req.FencingToken = l.FencingToken()
+	var out api.Attempt
+	err := l.write(func() (err error) {
+		out, err = l.c.PatchAttempt(ctx, l.AttemptID(), req)
+		return err
+	})
+	return out, err
+}
+
+// SetPhase moves the attempt to a phase (any non-final phase; a checkpoint's phase also
+// becomes the attempt's).
+func (l *Lease) SetPhase(ctx context.Context, phase api.Phase) (api.Attempt, error) {
+	return l.patch(ctx, api.PatchAttemptRequest{Phase: &phase})
+}
+
+// Correct counts one correction (ErrCorrectionLimit past the run's maxCorrections). It is
+// not retried once it may have reached the service: a repeat would count twice.
+func (l *Lease) Correct(ctx context.Context) (api.Attempt, error) {
+	return l.patch(ctx, api.PatchAttemptRequest{Correction: true})
+}
+
+// SetContextSnapshot records the attempt's context snapshot reference.
+func (l *Lease) SetContextSnapshot(ctx context.Context, ref string) (api.Attempt, error) {
+	return l.patch(ctx, api.PatchAttemptRequest{ContextSnapshotRef: &ref})
+}
+
+// DecisionInput is a decision to ask for; the Lease adds the token.
+type DecisionInput struct {
+	Kind         api.DecisionKind
+	ProposalHash *string
+	// Options are what a choice chooses from (any JSON; for a choice, an array).
+	Options        json.RawMessage
+	Recommendation *string
+	// ExpiresIn closes the decision as expired that long after it is asked (0: never;
+	// whole seconds).
+	ExpiresIn time.Duration
+}
+
+// RequestDecision asks a person to decide (the attempt's phase becomes awaiting_decision).
+// It is not retried once it may have reached the service: a repeat would ask twice.
+func (l *Lease) RequestDecision(ctx context.Context, in DecisionInput) (api.Decision, error) {
+	req := api.DecisionRequest{
+		FencingToken: l.FencingToken(), Kind: &in.Kind, ProposalHash: in.ProposalHash,
+		Options: in.Options, Recommendation: in.Recommendation,
+	}
+	if in.ExpiresIn > 0 {
+		req.ExpiresInSeconds = api.Ptr(int(max(time.Second, in.ExpiresIn.Round(time.Second)) / time.Second))
+	}
+	var out api.Decision
+	err := l.write(func() (err error) {
+		out, err = l.c.RequestDecision(ctx, l.AttemptID(), req)
+		return err
+	})
+	return out, err
+}
+
+// WaitDecision waits until a decision is no longer pending (approved, rejected, expired or
+// cancelled) and returns it, polling with backoff (see WithPolling) until ctx ends.
+func (l *Lease) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.Decision, error) {
+	return l.c.WaitDecision(ctx, decisionID)
+}
+
+// Decide asks for a decision and waits for it to close.
+func (l *Lease) Decide(ctx context.Context, in DecisionInput) (api.Decision, error) {
+	d, err := l.RequestDecision(ctx, in)
+	if err != nil {
+		return api.Decision{}, err
+	}
+	return l.WaitDecision(ctx, d.DecisionID)
+}
+
+// Delegate enqueues a child run for a sub-agent and records the delegation. Give
+// child.IdempotencyKey a value that names this delegation in the run's work (the parent's
+// subject and step, say) so that a retry, or a resumed run delegating again, finds the same
+// child instead of making another; without one the call is not retried.
+func (l *Lease) Delegate(ctx context.Context, purpose string, child api.RunSpec) (api.Delegation, error) {
+	var out api.Delegation
+	err := l.write(func() (err error) {
+		out, err = l.c.Delegate(ctx, l.AttemptID(), api.DelegationRequest{FencingToken: l.FencingToken(), Purpose: purpose, Child: child})
+		return err
+	})
+	return out, err
+}
+
+// WaitDelegation waits until a delegation's child run has ended (its status is succeeded,
+// failed or cancelled) and returns the delegation, polling with backoff until ctx ends.
+func (l *Lease) WaitDelegation(ctx context.Context, delegationID uuid.UUID) (api.Delegation, error) {
+	return l.c.WaitDelegation(ctx, delegationID)
+}
+
+// Heartbeat renews the lease for its length and reports whether a cancel is pending. A
+// Worker does this for its handlers; call it yourself only for a Lease made by NewLease.
+func (l *Lease) Heartbeat(ctx context.Context) (api.Heartbeat, error) {
+	if err := l.Err(); err != nil {
+		return api.Heartbeat{}, err
+	}
+	secs := int(l.length / time.Second)
+	req := api.HeartbeatRequest{FencingToken: l.FencingToken()}
+	if secs > 0 {
+		req.LeaseSeconds = &secs
+	}
+	var hb api.Heartbeat
+	err := l.send(false, heartbeatLossCodes, func() (err error) {
+		hb, err = l.c.Heartbeat(ctx, l.AttemptID(), req)
+		return err
+	})
+	if err != nil {
+		return hb, err
+	}
+	l.mu.Lock()
+	l.leasedUntil = hb.LeasedUntil.Time
+	if hb.CancelRequested {
+		l.cancelRequested = true
+	}
+	l.mu.Unlock()
+	return hb, nil
+}
+
+// ObserveCancellation records that the holder saw the cancel request.
+func (l *Lease) ObserveCancellation(ctx context.Context) error {
+	return l.write(func() error {
+		_, err := l.c.ObserveCancellation(ctx, l.AttemptID(), api.FencedRequest{FencingToken: l.FencingToken()})
+		return err
+	})
+}
+
+// Complete ends the attempt and its run in state (succeeded, failed or cancelled), with an
+// optional outcome hash. Afterwards the lease refuses writes with ErrLeaseEnded. A handler
+// run by a Worker may complete its lease itself (to give an outcome hash); the Worker then
+// sends nothing more.
+func (l *Lease) Complete(ctx context.Context, state api.CompletionState, outcomeHash *string) (api.Attempt, error) {
+	var out api.Attempt
+	err := l.send(true, leaseLossCodes, func() (err error) {
+		out, err = l.c.CompleteAttempt(ctx, l.AttemptID(), api.CompleteAttemptRequest{
+			FencingToken: l.FencingToken(), State: state, OutcomeHash: outcomeHash,
+		})
+		return err
+	})
+	if err == nil {
+		l.end(fmt.Errorf("%w: completed %s", ErrLeaseEnded, state))
+	}
+	return out, err
+}
+
+// Release gives the run back: charge spends one of its attempts; retryAfter, when not
+// nil, is when it is due again (whole seconds, 0: at once; nil: the service's backoff).
+// Afterwards the lease refuses writes with ErrLeaseEnded.
+func (l *Lease) Release(ctx context.Context, charge bool, retryAfter *time.Duration) (api.Attempt, error) {
+	req := api.ReleaseAttemptRequest{FencingToken: l.FencingToken(), Charge: charge}
+	if retryAfter != nil {
+		req.RetryAfterSeconds = api.Ptr(int(max(0, min(*retryAfter, 86400*time.Second)).Round(time.Second) / time.Second))
+	}
+	var out api.Attempt
+	err := l.send(true, leaseLossCodes, func() (err error) {
+		out, err = l.c.ReleaseAttempt(ctx, l.AttemptID(), req)
+		return err
+	})
+	if err == nil {
+		l.end(fmt.Errorf("%w: released", ErrLeaseEnded))
+	}
+	return out, err
+}
+
+// WaitDecision waits until a decision is no longer pending and returns it, polling with
+// backoff (see WithPolling) until ctx ends. Polls send the last ETag in If-None-Match, so an
+// unchanged decision costs the service little.
+func (c *Client) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.Decision, error) {
+	return pollUntil(ctx, c, "/v1/decisions/"+decisionID.String(), func(d api.Decision) bool {
+		return d.Status != api.DecisionPending
+	})
+}
+
+// WaitDelegation waits until a delegation's child run has ended and returns the
+// delegation, polling with backoff until ctx ends.
+func (c *Client) WaitDelegation(ctx context.Context, delegationID uuid.UUID) (api.Delegation, error) {
+	return pollUntil(ctx, c, "/v1/delegations/"+delegationID.String(), func(d api.Delegation) bool {
+		return d.Status == api.DelegationSucceeded || d.Status == api.DelegationFailed || d.Status == api.DelegationCancelled
+	})
+}
+
+// pollUntil reads path until done says so, waiting between reads from the client's least
+// poll interval doubling up to its greatest, each wait between half and all of that.
+func pollUntil[T any](ctx context.Context, c *Client, path string, done func(T) bool) (T, error) {
+	var (
+		cur  T
+		etag string
+	)
+	for n := 1; ; n++ {
+		var next T
+		res, err := c.do(ctx, call{method: http.MethodGet, path: path, ifNoneMatch: etag, repeat: idempotent, out: &next})
+		if err != nil {
+			return cur, err
+		}
+		if res.status != http.StatusNotModified {
+			cur, etag = next, res.etag()
+			if done(cur) {
+				return cur, nil
+			}
+		}
+		if err := c.sleep(ctx, equalJitter(c.pollMin, c.pollMax, n)); err != nil {
+			return cur, err
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/api"
+)
+
+// AppendCheckpoint appends a checkpoint under the lease (POST
+// /v1/attempts/{attemptId}/checkpoints). A repeat of a sequence with the same hash answers
+// the stored checkpoint (so it is retried); another hash is ErrSequenceConflict.
+func (c *Client) AppendCheckpoint(ctx context.Context, attemptID uuid.UUID, req api.CheckpointRequest) (api.Checkpoint, error) {
+	var out api.Checkpoint
+	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/checkpoints"), body: req, repeat: idempotent, out: &out})
+	return out, err
+}
+
+// ListCheckpoints reads one page of an attempt's checkpoints in sequence order.
+func (c *Client) ListCheckpoints(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.Checkpoint], error) {
+	return list[api.Checkpoint](ctx, c, attemptPath(attemptID, "/checkpoints"), params)
+}
+
+// Checkpoints iterates over an attempt's checkpoints in sequence order.
+func (c *Client) Checkpoints(ctx context.Context, attemptID uuid.UUID) iter.Seq2[api.Checkpoint, error] {
+	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.Checkpoint], error) {
+		return c.ListCheckpoints(ctx, attemptID, api.PageParams{Cursor: cursor})
+	})
+}
+
+// GetCheckpoint reads one checkpoint.
+func (c *Client) GetCheckpoint(ctx context.Context, attemptID, checkpointID uuid.UUID) (api.Checkpoint, error) {
+	var out api.Checkpoint
+	_, err := c.do(ctx, call{method: http.MethodGet, path: attemptPath(attemptID, "/checkpoints/"+checkpointID.String()), repeat: idempotent, out: &out})
+	return out, err
+}
+
+// LastCheckpoint reads a run's last checkpoint, or when it has none that of the run it
+// continues, back the chain (GET /v1/runs/{runId}/checkpoints/last). It returns nil and no
+// error when the chain has no checkpoint, and ErrNotFound only when the run does not exist.
+func (c *Client) LastCheckpoint(ctx context.Context, runID uuid.UUID) (*api.LastCheckpoint, error) {
+	return c.lastCheckpoint(ctx, runID, false)
+}
+
+// lastCheckpoint is LastCheckpoint; runExists skips the read that tells a run without a
+// checkpoint from no run (the service answers 404 to both).
+func (c *Client) lastCheckpoint(ctx context.Context, runID uuid.UUID, runExists bool) (*api.LastCheckpoint, error) {
+	var out api.LastCheckpoint
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/runs/" + runID.String() + "/checkpoints/last", repeat: idempotent, out: &out})
+	if errors.Is(err, ErrNotFound) {
+		if runExists {
+			return nil, nil
+		}
+		if _, gerr := c.GetRun(ctx, runID); gerr == nil {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RecordCall records a started call under the lease (POST /v1/attempts/{attemptId}/calls).
+// A repeat of a sequence with the same requestHash answers the stored call (so it is
+// retried); another requestHash is ErrSequenceConflict.
+func (c *Client) RecordCall(ctx context.Context, attemptID uuid.UUID, req api.CallRequest) (api.Call, string, error) {
+	var out api.Call
+	res, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/calls"), body: req, repeat: idempotent, out: &out})
+	return out, res.etag(), err
+}
+
+// FinishCall finishes a call under the lease (PATCH /v1/attempts/{attemptId}/calls/{callId});
+// ifMatch, when not empty, is sent as If-Match. A repeat of the same finish answers as
+// stored (so it is retried); another finish of a finished call is ErrIllegalTransition.
+func (c *Client) FinishCall(ctx context.Context, attemptID, callID uuid.UUID, req api.FinishCallRequest, ifMatch string) (api.Call, error) {
+	var out api.Call
+	r := idempotent
+	if ifMatch != "" {
+		r = conditional
+	}
+	_, err := c.do(ctx, call{method: http.MethodPatch, path: attemptPath(attemptID, "/calls/"+callID.String()), body: req,
+		ifMatch: ifMatch, repeat: r, ambiguous: []api.ProblemCode{api.CodePreconditionFailed}, out: &out})
+	return out, err
+}
+
+// ListCalls reads one page of an attempt's calls in sequence order.
+func (c *Client) ListCalls(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.Call], error) {
+	return list[api.Call](ctx, c, attemptPath(attemptID, "/calls"), params)
+}
+
+// Calls iterates over an attempt's calls in sequence order.
+func (c *Client) Calls(ctx context.Context, attemptID uuid.UUID) iter.Seq2[api.Call, error] {
+	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.Call], error) {
+		return c.ListCalls(ctx, attemptID, api.PageParams{Cursor: cursor})
+	})
+}
+
+// GetCall reads one call and its ETag.
+func (c *Client) GetCall(ctx context.Context, attemptID, callID uuid.UUID) (api.Call, string, error) {
+	var out api.Call
+	res, err := c.do(ctx, call{method: http.MethodGet, path: attemptPath(attemptID, "/calls/"+callID.String()), repeat: idempotent, out: &out})
+	return out, res.etag(), err
+}
+
+// RequestDecision asks a person to decide, under the lease (POST
+// /v1/attempts/{attemptId}/decisions). Never sent again once it may have reached the
+// service: a repeat would ask twice.
+func (c *Client) RequestDecision(ctx context.Context, attemptID uuid.UUID, req api.DecisionRequest) (api.Decision, error) {
+	var out api.Decision
+	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/decisions"), body: req, repeat: once, out: &out})
+	return out, err
+}
+
+// ListAttemptDecisions reads one page of an attempt's decisions, oldest first.
+func (c *Client) ListAttemptDecisions(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.Decision], error) {
+	return list[api.Decision](ctx, c, attemptPath(attemptID, "/decisions"), params)
+}
+
+// ListDecisions reads one page of the decision inbox (admin; GET /v1/decisions), oldest
+// request first.
+func (c *Client) ListDecisions(ctx context.Context, params api.ListDecisionsParams) (api.Page[api.Decision], error) {
+	return list[api.Decision](ctx, c, "/v1/decisions", params)
+}
+
+// Decisions iterates over the decision inbox (admin), oldest request first.
+func (c *Client) Decisions(ctx context.Context, params api.ListDecisionsParams) iter.Seq2[api.Decision, error] {
+	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.Decision], error) {
+		params.Cursor = cursor
+		return c.ListDecisions(ctx, params)
+	})
+}
+
+// GetDecision reads a decision and its ETag (GET /v1/decisions/{decisionId}).
+func (c *Client) GetDecision(ctx context.Context, decisionID uuid.UUID) (api.Decision, string, error) {
+	var out api.Decision
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/decisions/" + decisionID.String(), repeat: idempotent, out: &out})
+	return out, res.etag(), err
+}
+
+// AnswerDecision answers a pending decision (admin; POST /v1/decisions/{decisionId}/answer)
+// with the ETag it was read with (If-Match): ErrPreconditionFailed when it changed since,
+// ErrDecisionClosed when it is no longer pending. It is retried; a retry refused either way
+// after an earlier try may have reached the service also matches ErrMaybeApplied (read the
+// decision to see how it closed). AnswerPending reads the ETag for you.
+func (c *Client) AnswerDecision(ctx context.Context, decisionID uuid.UUID, etag string, req api.AnswerDecisionRequest) (api.Decision, error) {
+	var out api.Decision
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/decisions/" + decisionID.String() + "/answer", body: req,
+		ifMatch: etag, repeat: conditional, ambiguous: []api.ProblemCode{api.CodePreconditionFailed, api.CodeDecisionClosed}, out: &out})
+	return out, err
+}
+
+// AnswerPending reads a decision and answers it with the ETag it read.
+func (c *Client) AnswerPending(ctx context.Context, decisionID uuid.UUID, req api.AnswerDecisionRequest) (api.Decision, error) {
+	_, etag, err := c.GetDecision(ctx, decisionID)
+	if err != nil {
+		return api.Decision{}, err
+	}
+	return c.AnswerDecision(ctx, decisionID, etag, req)
+}
+
+// Delegate enqueues a child run for a sub-agent and records the delegation under the lease
+// (POST /v1/attempts/{attemptId}/delegations). A repeat of the child's idempotencyKey
+// answers the existing delegation, so it is retried only when req.Child.IdempotencyKey is
+// set.
+func (c *Client) Delegate(ctx context.Context, attemptID uuid.UUID, req api.DelegationRequest) (api.Delegation, error) {
+	var out api.Delegation
+	r := once
+	if req.Child.IdempotencyKey != nil {
+		r = idempotent
+	}
+	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/delegations"), body: req, repeat: r, out: &out})
+	return out, err
+}
+
+// ListDelegations reads one page of an attempt's delegations, oldest first.
+func (c *Client) ListDelegations(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.Delegation], error) {
+	return list[api.Delegation](ctx, c, attemptPath(attemptID, "/delegations"), params)
+}
+
+// GetDelegation reads a delegation (its status follows the child run).
+func (c *Client) GetDelegation(ctx context.Context, delegationID uuid.UUID) (api.Delegation, error) {
+	var out api.Delegation
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/delegations/" + delegationID.String(), repeat: idempotent, out: &out})
+	return out, err
+}

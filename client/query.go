@@ -1,0 +1,116 @@
+package client
+
+import (
+	"context"
+	"encoding"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+
+	"github.com/ledger-dev/ledger/api"
+)
+
+// queryOf encodes a parameters struct of package api (fields tagged `query:"name"`, pointers
+// for optional ones, embedded structs such as api.PageParams flattened) as URL values. Absent
+// (nil) members are left out, so the server applies its defaults.
+func queryOf(params any) url.Values {
+	q := url.Values{}
+	if params != nil {
+		addQuery(q, reflect.ValueOf(params))
+	}
+	return q
+}
+
+var textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+
+func addQuery(q url.Values, v reflect.Value) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			addQuery(q, fv)
+			continue
+		}
+		name := f.Tag.Get("query")
+		if name == "" || !f.IsExported() {
+			continue
+		}
+		if fv.Kind() == reflect.Pointer {
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		}
+		if s, ok := queryText(fv); ok {
+			q.Set(name, s)
+		}
+	}
+}
+
+func queryText(v reflect.Value) (string, bool) {
+	if v.Type().Implements(textMarshaler) {
+		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		if err != nil {
+			return "", false
+		}
+		return string(b), true
+	}
+	if reflect.PointerTo(v.Type()).Implements(textMarshaler) && v.CanAddr() {
+		b, err := v.Addr().Interface().(encoding.TextMarshaler).MarshalText()
+		if err != nil {
+			return "", false
+		}
+		return string(b), true
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return v.String(), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10), true
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool()), true
+	}
+	panic(fmt.Sprintf("client: query parameter of unsupported type %s", v.Type()))
+}
+
+// list reads one page of a collection.
+func list[T any](ctx context.Context, cl *Client, path string, params any) (api.Page[T], error) {
+	var page api.Page[T]
+	_, err := cl.do(ctx, call{method: http.MethodGet, path: path, query: queryOf(params), repeat: idempotent, out: &page})
+	return page, err
+}
+
+// pages iterates over a collection's items, following nextCursor from the first page that
+// first(cursor) reads. The iteration stops at the first error, which it yields.
+func pages[T any](ctx context.Context, read func(ctx context.Context, cursor *string) (api.Page[T], error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var cursor *string
+		for {
+			page, err := read(ctx, cursor)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range page.Items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" || len(page.Items) == 0 {
+				return
+			}
+			c := page.NextCursor
+			cursor = &c
+		}
+	}
+}

@@ -1,0 +1,460 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/client"
+	"github.com/ledger-dev/ledger/internal/app"
+)
+
+// finishedHook sends every Result of a worker to the returned channel.
+func finishedHook(cfg *client.WorkerConfig) <-chan client.Result {
+	ch := make(chan client.Result, 16)
+	cfg.Hooks.Finished = func(r client.Result) { ch <- r }
+	return ch
+}
+
+// answerNextDecision waits for the next pending decision of the inbox and answers it.
+func answerNextDecision(t *testing.T, s *server, answer api.AnswerDecisionRequest) api.Decision {
+	t.Helper()
+	ctx := context.Background()
+	for {
+		for d, err := range s.Admin.Decisions(ctx, api.ListDecisionsParams{Status: api.Ptr(api.DecisionPending)}) {
+			if err != nil {
+				t.Fatalf("inbox: %v", err)
+			}
+			out, err := s.Admin.AnswerPending(ctx, d.DecisionID, answer)
+			if err != nil {
+				t.Fatalf("answer: %v", err)
+			}
+			return out
+		}
+		if err := client.Sleep(ctx, 5e6); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestWorkerRunsARunsWholeLife(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	ctx := context.Background()
+	run, err := s.Runtime.EnqueueRun(ctx, api.EnqueueRequest{RunSpec: func() api.RunSpec {
+		sp := spec("life")
+		sp.Input = json.RawMessage(`{"pr":42}`)
+		return sp
+	}()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A worker for the child runs the parent delegates to.
+	childCfg := workerConfig("child")
+	startWorker(t, s.Runtime, childCfg, func(ctx context.Context, l *client.Lease) error {
+		_, err := l.Checkpoint(ctx, client.CheckpointInput{Phase: api.PhaseFinalizing, StateRef: "child-done"})
+		return err
+	})
+
+	cfg := workerConfig("life")
+	results := finishedHook(&cfg)
+	decided := make(chan api.Decision, 1)
+	startWorker(t, s.Runtime, cfg, func(ctx context.Context, l *client.Lease) error {
+		if string(l.Input()) != `{"pr":42}` {
+			return client.Permanent(fmt.Errorf("input %s", l.Input()))
+		}
+		last, err := l.Resume(ctx)
+		if err != nil || last != nil {
+			return client.Permanent(fmt.Errorf("resume of a fresh run: %v, %v", last, err))
+		}
+		if _, err := l.SetPhase(ctx, api.PhasePlanning); err != nil {
+			return err
+		}
+		if _, err := l.Checkpoint(ctx, client.CheckpointInput{Phase: api.PhasePlanning, StateRef: "plan"}); err != nil {
+			return err
+		}
+		if err := l.Call(ctx, client.CallInput{Kind: api.CallTool, Target: "github.get_pr"}, func(context.Context) (string, error) {
+			return "receipt-1", nil
+		}); err != nil {
+			return err
+		}
+		d, err := l.Decide(ctx, client.DecisionInput{Kind: api.DecisionApproval, Recommendation: api.Ptr("merge")})
+		if err != nil {
+			return err
+		}
+		decided <- d
+		del, err := l.Delegate(ctx, "review the tests", func() api.RunSpec {
+			c := spec("child")
+			c.IdempotencyKey = api.Ptr("child-of-" + l.RunID().String())
+			return c
+		}())
+		if err != nil {
+			return err
+		}
+		if del, err = l.WaitDelegation(ctx, del.DelegationID); err != nil {
+			return err
+		}
+		if del.Status != api.DelegationSucceeded {
+			return client.Permanent(fmt.Errorf("child ended %s", del.Status))
+		}
+		_, err = l.Checkpoint(ctx, client.CheckpointInput{Phase: api.PhaseFinalizing, StateRef: "done"})
+		return err
+	})
+
+	answered := answerNextDecision(t, s, api.AnswerDecisionRequest{Status: api.AnswerApproved})
+	if d := recv(t, decided, "decision answer"); d.DecisionID != answered.DecisionID || d.Status != api.DecisionApproved {
+		t.Fatalf("handler saw %+v, the admin answered %+v", d, answered)
+	}
+	r := recv(t, results, "result")
+	if r.Outcome != client.Succeeded || r.Err != nil || r.SettleErr != nil {
+		t.Fatalf("result %+v", r)
+	}
+
+	got, err := s.Runtime.GetRun(ctx, run.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != api.RunEnded || got.Outcome == nil || *got.Outcome != api.OutcomeSucceeded {
+		t.Fatalf("run %+v", got)
+	}
+	var attempts []api.AttemptItem
+	for a, err := range s.Runtime.Attempts(ctx, api.ListAttemptsParams{RunID: &run.RunID}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempts = append(attempts, a)
+	}
+	if len(attempts) != 1 || attempts[0].State != api.AttemptSucceeded {
+		t.Fatalf("attempts %+v", attempts)
+	}
+	var seqs []int32
+	for cp, err := range s.Runtime.Checkpoints(ctx, attempts[0].AttemptID) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, cp.Sequence)
+	}
+	if fmt.Sprint(seqs) != "[0 1]" {
+		t.Fatalf("checkpoint sequences %v", seqs)
+	}
+	var calls []api.Call
+	for c, err := range s.Runtime.Calls(ctx, attempts[0].AttemptID) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) != 1 || calls[0].Status != api.CallSucceeded || calls[0].ReceiptRef == nil || *calls[0].ReceiptRef != "receipt-1" {
+		t.Fatalf("calls %+v", calls)
+	}
+	kinds := map[api.TimelineKind]int{}
+	for e, err := range s.Runtime.TimelineEntries(ctx, attempts[0].AttemptID) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[e.Kind]++
+	}
+	if kinds[api.TimelineCheckpoint] != 2 || kinds[api.TimelineCall] != 1 || kinds[api.TimelineDecision] != 1 || kinds[api.TimelineDelegation] != 1 {
+		t.Fatalf("timeline kinds %v", kinds)
+	}
+}
+
+// An admin's cancel reaches the handler as ErrCancelRequested at the next heartbeat; the
+// worker acknowledges it and completes the attempt as cancelled.
+func TestCancelRequestEndsTheHandlerAndCompletesCancelled(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	run := s.enqueue(t, "cancel")
+	cfg := workerConfig("cancel")
+	results := finishedHook(&cfg)
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	startWorker(t, s.Runtime, cfg, func(ctx context.Context, l *client.Lease) error {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		// The lease still takes a last checkpoint.
+		_, err := l.Checkpoint(context.WithoutCancel(ctx), client.CheckpointInput{Phase: api.PhaseFinalizing, StateRef: "stopped"})
+		return err
+	})
+	recv(t, started, "handler start")
+	if _, err := s.Admin.CancelRun(context.Background(), run.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if cause := recv(t, causes, "cancellation"); !errors.Is(cause, client.ErrCancelRequested) {
+		t.Fatalf("cause %v", cause)
+	}
+	r := recv(t, results, "result")
+	if r.Outcome != client.Cancelled || r.Err != nil {
+		t.Fatalf("result %+v", r)
+	}
+	a, _, err := s.Runtime.GetAttempt(context.Background(), r.Lease.AttemptID())
+	if err != nil || a.State != api.AttemptCancelled || a.CancellationObservedAt == nil {
+		t.Fatalf("attempt %+v, %v", a, err)
+	}
+	got, err := s.Runtime.GetRun(context.Background(), run.RunID)
+	if err != nil || got.Outcome == nil || *got.Outcome != api.OutcomeCancelled {
+		t.Fatalf("run %+v, %v", got, err)
+	}
+}
+
+// The handler's return decides the end of the attempt.
+func TestHandlerReturnDecidesTheEnd(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	// Runs given back are due an hour later, or after the service's backoff: the clock
+	// stands still, so the worker does not claim them again.
+	hour := time.Hour
+	cases := []struct {
+		name       string
+		handler    client.Handler
+		onError    func(*client.Lease, error) client.Retry
+		outcome    client.Outcome
+		state      api.RunState
+		runOutcome api.RunOutcome
+		spent      int
+		dueIn      time.Duration
+	}{
+		{name: "NilCompletesSucceeded", handler: func(context.Context, *client.Lease) error { return nil },
+			outcome: client.Succeeded, state: api.RunEnded, runOutcome: api.OutcomeSucceeded},
+		{name: "PermanentCompletesFailed", handler: func(context.Context, *client.Lease) error { return client.Permanent(errors.New("bad input")) },
+			outcome: client.Failed, state: api.RunEnded, runOutcome: api.OutcomeFailed},
+		{name: "ErrorReleasesCharged", handler: func(context.Context, *client.Lease) error { return errors.New("flaky tool") },
+			outcome: client.Released, state: api.RunQueued, spent: 1},
+		{name: "RetryAfterReleasesChargedWithItsDelay", handler: func(context.Context, *client.Lease) error {
+			return client.RetryAfter(errors.New("rate limited upstream"), time.Hour)
+		}, outcome: client.Released, state: api.RunQueued, spent: 1, dueIn: time.Hour},
+		{name: "OnErrorMayReleaseUncharged", handler: func(context.Context, *client.Lease) error { return errors.New("not mine") },
+			onError: func(*client.Lease, error) client.Retry { return client.Retry{After: &hour} },
+			outcome: client.Released, state: api.RunQueued, spent: 0, dueIn: time.Hour},
+		{name: "PanicReleasesCharged", handler: func(context.Context, *client.Lease) error { panic("boom") },
+			outcome: client.Released, state: api.RunQueued, spent: 1},
+		{name: "HandlerMayCompleteItself", handler: func(ctx context.Context, l *client.Lease) error {
+			_, err := l.Complete(ctx, api.CompleteSucceeded, api.Ptr("outcome-hash"))
+			return err
+		}, outcome: client.SettledByHandler, state: api.RunEnded, runOutcome: api.OutcomeSucceeded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kind := "end-" + tc.name
+			run := s.enqueue(t, kind)
+			cfg := workerConfig(kind)
+			cfg.OnError = tc.onError
+			results := finishedHook(&cfg)
+			panics := make(chan any, 1)
+			cfg.Hooks.Panicked = func(_ *client.Lease, v any, _ []byte) { panics <- v }
+			stop := startWorker(t, s.Runtime, cfg, tc.handler)
+			r := recv(t, results, "result")
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			if r.Outcome != tc.outcome || r.SettleErr != nil {
+				t.Fatalf("result %+v", r)
+			}
+			if tc.name == "PanicReleasesCharged" {
+				if v := recv(t, panics, "panic hook"); v != "boom" {
+					t.Fatalf("panic hook got %v", v)
+				}
+			}
+			got, err := s.Runtime.GetRun(context.Background(), run.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != tc.state || got.AttemptCount != tc.spent {
+				t.Fatalf("run state %s, attempts spent %d; want %s, %d", got.State, got.AttemptCount, tc.state, tc.spent)
+			}
+			if tc.dueIn > 0 && !got.DueAt.Equal(s.Clock.Now().Add(tc.dueIn)) {
+				t.Fatalf("run due at %s, want %s", got.DueAt, s.Clock.Now().Add(tc.dueIn))
+			}
+			if tc.state == api.RunEnded && (got.Outcome == nil || *got.Outcome != tc.runOutcome) {
+				t.Fatalf("run outcome %v, want %s", got.Outcome, tc.runOutcome)
+			}
+		})
+	}
+}
+
+// Shutdown stops claiming, gives running handlers the grace, then ends their contexts with
+// ErrShutdown and releases their leases uncharged; the handler can write nothing after.
+func TestShutdownReleasesRunningLeasesUncharged(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	run := s.enqueue(t, "shutdown")
+	cfg := workerConfig("shutdown")
+	cfg.ShutdownGrace = 10 * time.Millisecond
+	results := finishedHook(&cfg)
+	started := make(chan struct{})
+	type seen struct{ cause, write error }
+	seenCh := make(chan seen, 1)
+	stop := startWorker(t, s.Runtime, cfg, func(ctx context.Context, l *client.Lease) error {
+		close(started)
+		<-ctx.Done() // a handler that only stops when told
+		var out seen
+		out.cause = context.Cause(ctx)
+		_, out.write = l.Checkpoint(context.Background(), client.CheckpointInput{Phase: api.PhaseActing, StateRef: "after"})
+		seenCh <- out
+		return ctx.Err()
+	})
+	recv(t, started, "handler start")
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := recv(t, seenCh, "handler end")
+	if !errors.Is(got.cause, client.ErrShutdown) || !errors.Is(got.write, client.ErrShutdown) {
+		t.Fatalf("cause %v, write %v", got.cause, got.write)
+	}
+	if r := recv(t, results, "result"); r.Outcome != client.ShutdownReleased {
+		t.Fatalf("result %+v", r)
+	}
+	r, err := s.Runtime.GetRun(context.Background(), run.RunID)
+	if err != nil || r.State != api.RunQueued || r.AttemptCount != 0 {
+		t.Fatalf("run %+v, %v: want queued with no attempt spent", r, err)
+	}
+	var n int
+	s.row(t, &n, `SELECT COUNT(*) FROM Checkpoints`)
+	if n != 0 {
+		t.Fatalf("%d checkpoints stored after the shutdown", n)
+	}
+}
+
+// A claim held back by the tenant's budget waits the Retry-After the service gave before
+// the slot claims again.
+func TestBudgetHoldIsHonoured(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	if err := s.App.Keys.SetMaxLeased(context.Background(), s.Tenant, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := s.client(t, s.RuntimeKey)
+	var holding atomic.Bool
+	waits := make(chan time.Duration, 1)
+	client.SetSleep(c, func(ctx context.Context, d time.Duration) error {
+		if holding.CompareAndSwap(true, false) {
+			waits <- d
+		}
+		return client.Sleep(ctx, min(d, 10*time.Millisecond))
+	})
+	first, second := s.enqueue(t, "budget"), s.enqueue(t, "budget")
+	cfg := workerConfig("budget")
+	cfg.Concurrency = 2
+	results := finishedHook(&cfg)
+	helds := make(chan time.Duration, 1)
+	cfg.Hooks.Held = func(d time.Duration) {
+		holding.Store(true)
+		select {
+		case helds <- d:
+		default:
+		}
+	}
+	release := make(chan struct{})
+	startWorker(t, c, cfg, func(ctx context.Context, l *client.Lease) error {
+		if l.RunID() == first.RunID {
+			<-release
+		}
+		return nil
+	})
+	ra := recv(t, helds, "budget hold")
+	if ra <= 0 {
+		t.Fatalf("hold Retry-After %s", ra)
+	}
+	if w := recv(t, waits, "wait after the hold"); w < ra {
+		t.Fatalf("waited %s after a hold of %s", w, ra)
+	}
+	close(release)
+	done := map[string]client.Outcome{}
+	for range 2 {
+		r := recv(t, results, "result")
+		done[r.Lease.RunID().String()] = r.Outcome
+	}
+	if done[first.RunID.String()] != client.Succeeded || done[second.RunID.String()] != client.Succeeded {
+		t.Fatalf("results %v", done)
+	}
+}
+
+// longPollTap counts the claims that may wait for work (waitSeconds > 0) in flight at once.
+type longPollTap struct {
+	mu       sync.Mutex
+	now, max int
+}
+
+func (lp *longPollTap) RoundTrip(r *http.Request) (*http.Response, error) {
+	long := false
+	if strings.HasSuffix(r.URL.Path, "/claim") && r.Body != nil {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		var req api.ClaimRequest
+		long = json.Unmarshal(b, &req) == nil && req.WaitSeconds != nil && *req.WaitSeconds > 0
+	}
+	if long {
+		lp.mu.Lock()
+		lp.now++
+		lp.max = max(lp.max, lp.now)
+		lp.mu.Unlock()
+		defer func() { lp.mu.Lock(); lp.now--; lp.mu.Unlock() }()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// An idle worker keeps at most LongPolls claims waiting for work, whatever its concurrency,
+// and still fills every slot when runs come: each claim that finds a run lets another
+// poller claim at once.
+func TestIdleWorkerLongPollsFewClaimsAndStillFillsItsSlots(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	lp := &longPollTap{}
+	c := s.client(t, s.RuntimeKey, client.WithHTTPClient(&http.Client{Transport: lp}))
+	const n = 6
+	cfg := workerConfig("fill")
+	cfg.Concurrency, cfg.LongPolls = n, 2
+	results := finishedHook(&cfg)
+	var running sync.WaitGroup
+	running.Add(n)
+	all := make(chan struct{})
+	go func() { running.Wait(); close(all) }()
+	idle := make(chan struct{})
+	var idleOnce sync.Once
+	cfg.Hooks.ClaimFailed = func(err error) { t.Errorf("claim failed: %v", err) }
+	startWorker(t, c, cfg, func(ctx context.Context, l *client.Lease) error {
+		running.Done()
+		<-all // every slot holds a run at once
+		return nil
+	})
+	// Let the pollers find the queue empty and settle into waiting.
+	go func() {
+		for {
+			lp.mu.Lock()
+			waiting := lp.now
+			lp.mu.Unlock()
+			if waiting == 2 {
+				idleOnce.Do(func() { close(idle) })
+				return
+			}
+			_ = client.Sleep(context.Background(), 5*time.Millisecond)
+		}
+	}()
+	recv(t, idle, "two waiting claims")
+	for range n {
+		s.enqueue(t, "fill")
+	}
+	recv(t, all, "every slot running")
+	for range n {
+		if r := recv(t, results, "result"); r.Outcome != client.Succeeded {
+			t.Fatalf("result %+v", r)
+		}
+	}
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.max > 2 {
+		t.Fatalf("%d claims waited for work at once, want at most 2", lp.max)
+	}
+}

@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ledger-dev/ledger/api"
+	sdk "github.com/ledger-dev/ledger/client"
+)
+
+// sdkWorkload measures whole runs (enqueue, claim, three checkpoints, complete) through the
+// Go SDK's Worker, next to the same runs sent by the plain client (cycle's loop), one after
+// the other on the same server: sdk/plain, then sdk/worker. Each worker handler writes three
+// checkpoints and enqueues the run that follows it, so both rows send the same requests per
+// run and keep the queue as deep; the worker's row notes its runs/s as a multiple of the
+// plain row's.
+func (b *bencher) sdkWorkload(ctx context.Context, t *target) []Result {
+	n := b.cfg.clients(SDK)
+	if miss := t.routes.missing(cycleRoutes...); len(miss) > 0 {
+		return []Result{unavailable(SDK, t.sync, n, miss)}
+	}
+	plain := b.cycleRow(ctx, t, n, "sdk/plain")
+	plain.Workload, plain.Part = SDK, "plain"
+	worker := b.sdkWorkerRow(ctx, t, n)
+	if plain.RunsPerSec > 0 && worker.Status == StatusOK {
+		worker.Note = joinNote(worker.Note, fmt.Sprintf("%.2fx the plain client's runs/s", worker.RunsPerSec/plain.RunsPerSec))
+	}
+	return []Result{plain, worker}
+}
+
+// sdkWorkerRow runs a client.Worker of n handlers for the window. Its requests are timed by
+// the transport under the SDK's client; its runs count when their completion lands inside
+// the window.
+func (b *bencher) sdkWorkerRow(ctx context.Context, t *target, n int) Result {
+	row := Result{Workload: SDK, Part: "worker", Sync: t.sync, Clients: n}
+	rec := NewRecorder()
+	tt := &timedTransport{base: t.c.hc.Transport, rec: rec}
+	c, err := sdk.New(sdk.WithBaseURL(t.c.base), sdk.WithKey(t.keys.runtime),
+		sdk.WithHTTPClient(&http.Client{Transport: tt}),
+		sdk.WithUserAgent("ledger-bench-sdk"))
+	if err != nil {
+		row.Status, row.Note = StatusFailed, err.Error()
+		return row
+	}
+	kind := "bench-sdk-" + b.tag // claimed by this worker only
+	spec := func() api.EnqueueRequest {
+		e := b.enqueueBody()
+		e.Kind = kind
+		return e
+	}
+	// The first runs, one per handler, sent untimed by the plain client.
+	for range n {
+		e := b.enqueueBody()
+		e.Kind = kind
+		a, err := t.c.do(ctx, http.MethodPost, "/v1/runs", t.keys.runtime, e, nil)
+		if err == nil && !a.ok() {
+			err = fmt.Errorf("%d %s", a.status, a.code)
+		}
+		if err != nil {
+			row.Status, row.Note = StatusFailed, "seed the queue: "+err.Error()
+			return row
+		}
+	}
+
+	var runs atomic.Int64
+	end := time.Now().Add(b.cfg.Duration)
+	rec.CloseAt(end)
+	w, err := sdk.NewWorker(c, sdk.WorkerConfig{
+		HolderID: "bench-sdk-" + b.tag, ReleaseID: releaseID, AdapterVersion: adapterVersion, ModelProfileID: modelProfile,
+		Kinds: []string{kind}, Concurrency: n, LeaseSeconds: 3600, WaitSeconds: 1, ShutdownGrace: 30 * time.Second,
+		Logger: slog.New(slog.DiscardHandler),
+		Hooks: sdk.Hooks{Finished: func(r sdk.Result) {
+			if r.Outcome == sdk.Succeeded && time.Now().Before(end) {
+				runs.Add(1)
+			}
+		}},
+	}, func(ctx context.Context, l *sdk.Lease) error {
+		for seq := int64(1); seq <= 3; seq++ {
+			if _, err := l.Checkpoint(ctx, sdk.CheckpointInput{Phase: api.PhaseActing,
+				StateRef: "bench://state/" + strconv.FormatInt(seq, 10),
+				Hash:     fmt.Sprintf("%016x%016x", l.FencingToken(), seq)}); err != nil {
+				return err
+			}
+		}
+		if time.Now().Before(end) {
+			if _, err := c.EnqueueRun(ctx, spec()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		row.Status, row.Note = StatusFailed, err.Error()
+		return row
+	}
+	b.logf("[%s] sdk/worker: a Worker of %d handlers", t.sync, n)
+	stop := b.monitor(ctx, t, "sdk/worker", rec)
+	wctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	if err := w.Run(wctx); err != nil {
+		row.Note = "worker: " + err.Error()
+	}
+	row.RSSMiB = stop()
+	b.finishRow(&row, rec, nil)
+	row.RunsPerSec = round(float64(runs.Load())/b.cfg.Duration.Seconds(), 1)
+	if e := tt.empty.Load(); e > 0 {
+		row.Note = joinNote(row.Note, fmt.Sprintf("%d claims answered 204", e))
+	}
+	return row
+}
+
+// timedTransport records every request's latency in rec, a failed one by its status, and
+// counts the claims that found nothing.
+type timedTransport struct {
+	base  http.RoundTripper
+	rec   *Recorder
+	empty atomic.Int64
+}
+
+func (tt *timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	res, err := tt.base.RoundTrip(r)
+	switch {
+	case err != nil:
+		tt.rec.Record(time.Since(start), "transport")
+	case res.StatusCode >= 400:
+		tt.rec.Record(time.Since(start), "http_"+strconv.Itoa(res.StatusCode))
+	default:
+		tt.rec.Record(time.Since(start), "")
+		if res.StatusCode == http.StatusNoContent && strings.HasSuffix(r.URL.Path, "/claim") {
+			tt.empty.Add(1)
+		}
+	}
+	return res, err
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/client"
+	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+)
+
+// proc is a started worker process whose standard output is read line by line.
+type proc struct {
+	cmd   *exec.Cmd
+	lines chan string
+	out   strings.Builder
+}
+
+func start(t *testing.T, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 256)}
+	p.cmd.Env = env
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	return p
+}
+
+// await reads lines until one matches re and returns its submatches; it fails the test if
+// the process ends first or nothing matches within two minutes (a hang, not a timing
+// expectation).
+func (p *proc) await(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("worker ended before a line matching %s; stderr:\n%s", re, p.out.String())
+			}
+			t.Log(line)
+			if m := re.FindStringSubmatch(line); m != nil {
+				return m
+			}
+		case <-timeout:
+			t.Fatalf("no line matching %s; stderr:\n%s", re, p.out.String())
+		}
+	}
+}
+
+// The example worker, killed with SIGKILL half way through a run, resumes it from its last
+// checkpoint when started again: no step is done twice, the tool call is made once, and
+// the run ends succeeded on its second attempt.
+func TestExampleWorkerResumesAfterBeingKilled(t *testing.T) {
+	t.Parallel()
+	bin := build(t)
+	ctx := context.Background()
+	sv := newService(t)
+	clock, a, hs, adminKey := sv.clock, sv.app, sv.http, sv.adminKey
+	env := sv.env
+	const steps = 6
+
+	first := start(t, bin, env, "--enqueue", "1", "--steps", strconv.Itoa(steps), "--step-time", "150ms")
+	runID := uuid.MustParse(first.await(t, regexp.MustCompile(`^run (\S+): enqueued$`))[1])
+	first.await(t, regexp.MustCompile(`^run \S+: step 3/\d+ done$`))
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+
+	// The dead worker's lease passes; the reaper gives the run back.
+	clock.Advance(time.Hour)
+	if res, err := a.Runs.Reap(ctx); err != nil || res.TakenBack != 1 {
+		t.Fatalf("reap: %+v, %v", res, err)
+	}
+	clock.Advance(11 * time.Minute) // past the take-back's backoff
+
+	second := start(t, bin, env, "--runs", "1", "--steps", strconv.Itoa(steps), "--step-time", "10ms")
+	m := second.await(t, regexp.MustCompile(`^run (\S+): resuming after step (\d+) of \d+ \(attempt 2\)$`))
+	resumedAfter, _ := strconv.Atoi(m[2])
+	if m[1] != runID.String() || resumedAfter < 3 || resumedAfter >= steps {
+		t.Fatalf("resumed %s after step %d", m[1], resumedAfter)
+	}
+	second.await(t, regexp.MustCompile(`^run \S+: succeeded$`))
+	if err := second.cmd.Wait(); err != nil {
+		t.Fatalf("second worker: %v\n%s", err, second.out.String())
+	}
+
+	c, err := client.New(client.WithBaseURL(hs.URL), client.WithKey(adminKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.GetRun(ctx, runID)
+	if err != nil || run.State != api.RunEnded || *run.Outcome != api.OutcomeSucceeded {
+		t.Fatalf("run %+v, %v", run, err)
+	}
+	var states []string
+	calls := 0
+	attempts := 0
+	for at, err := range c.Attempts(ctx, api.ListAttemptsParams{RunID: &runID}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempts++
+		for cp, err := range c.Checkpoints(ctx, at.AttemptID) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			states = append(states, cp.AdapterStateRef)
+		}
+		for _, err := range c.Calls(ctx, at.AttemptID) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls++
+		}
+	}
+	// Attempts come newest first; each step's checkpoint exists once.
+	seen := map[string]int{}
+	for _, s := range states {
+		seen[s]++
+	}
+	for i := 1; i <= steps; i++ {
+		if seen["step="+strconv.Itoa(i)] != 1 {
+			t.Fatalf("checkpoints %v: step=%d not exactly once", states, i)
+		}
+	}
+	if attempts != 2 || len(states) != steps || calls != 1 {
+		t.Fatalf("%d attempts, checkpoints %v, %d calls", attempts, states, calls)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+	buildOut  []byte
+)
+
+// build builds the example once for the package's tests.
+func build(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH: cannot build the example")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "example-worker-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "worker")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		buildOut, buildErr = exec.CommandContext(ctx, gobin, "build", "-o", buildBin, ".").CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
+	}
+	return buildBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildBin != "" {
+		os.RemoveAll(filepath.Dir(buildBin))
+	}
+	os.Exit(code)
+}
+
+// service is the ledger in process (injected clock) with a tenant's keys, and the
+// environment that points the example at it.
+type service struct {
+	clock    *dbtest.Clock
+	app      *app.App
+	http     *httptest.Server
+	adminKey string
+	env      []string
+}
+
+func newService(t *testing.T) service {
+	t.Helper()
+	ctx := context.Background()
+	clock := dbtest.NewClock(time.Now())
+	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
+	a := app.New(db, app.Config{PurgeInterval: -1, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	hs := httptest.NewServer(a.Server.Echo)
+	t.Cleanup(hs.Close)
+	tenant := dbtest.NewTenant(t, db)
+	adminKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimeKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return service{clock: clock, app: a, http: hs, adminKey: adminKey,
+		env: []string{"LEDGER_URL=" + hs.URL, "LEDGER_KEY=" + runtimeKey, "LEDGER_ADMIN_KEY=" + adminKey}}
+}
+
+// With --decision the example waits half way for an approval, and carries on once an
+// admin approves it.
+func TestExampleWorkerWaitsForItsDecision(t *testing.T) {
+	t.Parallel()
+	bin := build(t)
+	sv := newService(t)
+	p := start(t, bin, sv.env, "--enqueue", "1", "--steps", "2", "--step-time", "10ms", "--decision", "--runs", "1")
+	p.await(t, regexp.MustCompile(`^run \S+: waiting for approval`))
+	admin, err := client.New(client.WithBaseURL(sv.http.URL), client.WithKey(sv.adminKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	answered := false
+	for d, err := range admin.Decisions(ctx, api.ListDecisionsParams{Status: api.Ptr(api.DecisionPending)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.AnswerPending(ctx, d.DecisionID, api.AnswerDecisionRequest{Status: api.AnswerApproved}); err != nil {
+			t.Fatal(err)
+		}
+		answered = true
+	}
+	if !answered {
+		t.Fatal("no pending decision in the inbox")
+	}
+	p.await(t, regexp.MustCompile(`^run \S+: succeeded$`))
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("worker: %v\n%s", err, p.out.String())
+	}
+}

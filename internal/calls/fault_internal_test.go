@@ -1,0 +1,93 @@
+package calls
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/apitest"
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// TestRecordLosesASequenceRace makes the path a concurrent record of the same sequence
+// takes on SQL Server run on SQLite: the statement hook writes the winner's call just
+// before this record's insert, which the unique index then refuses. The record answers as
+// a repeat (same request hash: the winner's row) or sequence_conflict, never a 500.
+func TestRecordLosesASequenceRace(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		s := NewStore(e.DB, e.Svc)
+		cl := e.Lease()
+		inject := func(id any, seq int32, hash string) *atomic.Bool {
+			var ran atomic.Bool
+			e.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+				if st.Query != s.q.insert || ran.Swap(true) {
+					return nil
+				}
+				var c Call
+				return tx.GetContext(ctx, &c, s.q.insert, id, cl.Attempt.AttemptID, e.Tenant, seq, int32(HTTP),
+					"https://example.test/", hash, nil, tx.Dialect.Time(e.Clock.Now()))
+			})
+			t.Cleanup(func() { e.DB.SetStatementHook(nil) })
+			return &ran
+		}
+		winner := ids.New()
+		ran := inject(winner, 7, "h")
+		n := New{Sequence: 7, Kind: HTTP, Target: "https://example.test/", RequestHash: "h"}
+		got, created, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
+		if !ran.Load() || err != nil || created || got.CallID != winner || got.Version == 0 {
+			t.Fatalf("lost race, same hash: ran=%v created=%v err=%v got %+v, want the winner %s", ran.Load(), created, err, got, winner)
+		}
+		ran = inject(ids.New(), 8, "other")
+		n.Sequence = 8
+		if _, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !ran.Load() || !apperr.Is(err, apperr.SequenceConflict) {
+			t.Fatalf("lost race, other hash: ran=%v got %v, want sequence_conflict", ran.Load(), err)
+		}
+		e.DB.SetStatementHook(nil)
+		cs, err := s.List(e.Ctx, e.Tenant, cl.Attempt.AttemptID, Start, 10)
+		if err != nil || len(cs) != 1 || cs[0].CallID != winner {
+			t.Fatalf("stored %+v %v, want the winner of sequence 7 only (the refused record rolled back its rival too)", cs, err)
+		}
+	})
+}
+
+// TestFinishLosesARace: a concurrent finish of the same call commits first (injected just
+// before this finish's update): the same finish answers as a repeat, another one is
+// illegal_transition.
+func TestFinishLosesARace(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		s := NewStore(e.DB, e.Svc)
+		cl := e.Lease()
+		c, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, New{Sequence: 1, Kind: Tool, Target: "t", RequestHash: "h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		receipt := "receipt://1"
+		var first Call
+		var ran atomic.Bool
+		e.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+			if st.Query != s.q.finish || ran.Swap(true) {
+				return nil
+			}
+			return tx.GetContext(ctx, &first, s.q.finish, e.Tenant, cl.Attempt.AttemptID, c.CallID, Succeeded, &receipt,
+				tx.Dialect.Time(e.Clock.Now()), nil)
+		})
+		defer e.DB.SetStatementHook(nil)
+		got, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, Finish{Status: Succeeded, ReceiptRef: &receipt})
+		if !ran.Load() || err != nil || got.Version != first.Version || got.Status != Succeeded {
+			t.Fatalf("repeat after a concurrent finish: ran=%v %+v %v", ran.Load(), got, err)
+		}
+		if _, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, Finish{Status: Failed}); !apperr.Is(err, apperr.IllegalTransition) {
+			t.Fatalf("another finish: got %v, want illegal_transition", err)
+		}
+	})
+}

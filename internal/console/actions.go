@@ -1,0 +1,429 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/decisions"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/releases"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// Decisions inbox.
+
+// decisionStatuses lists the statuses the inbox filters by, pending first.
+var decisionStatuses = []string{decisions.StatusPending, decisions.StatusApproved, decisions.StatusRejected,
+	decisions.StatusExpired, decisions.StatusCancelled}
+
+// parseEnum reads a wire enum name (ok false when it is none of the enum's names).
+func parseEnum[T any, PT interface {
+	*T
+	UnmarshalText([]byte) error
+}](s string) (T, bool) {
+	var v T
+	if err := PT(&v).UnmarshalText([]byte(s)); err != nil {
+		return v, false
+	}
+	return v, true
+}
+
+type decisionsView struct {
+	Status    string
+	Statuses  []string
+	Project   string
+	Decisions []decisions.Decision
+	Next      string
+}
+
+// decisionCursor is the inbox's keyset position: its group (pending first), then age.
+type decisionCursor struct {
+	Rank int       `json:"k"`
+	At   string    `json:"t"`
+	ID   uuid.UUID `json:"i"`
+}
+
+func (c *console) decisionsPage(ctx echo.Context) error {
+	status := ctx.QueryParam("status")
+	if status == "" {
+		status = decisions.StatusPending
+	}
+	project := strings.TrimSpace(ctx.QueryParam("project"))
+	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisionStatuses...), Project: project}
+	f := decisions.ListFilter{Limit: pageSize + 1, ProjectID: optional(project)}
+	if status != "all" {
+		known := false
+		for _, s := range decisionStatuses {
+			known = known || s == status
+		}
+		if !known {
+			return c.notFound(ctx)
+		}
+		f.Status = &status
+	}
+	if cur, ok := decodeCursor[decisionCursor](ctx.QueryParam("cursor")); ok {
+		if at, err := parseTime(cur.At); err == nil && at != nil {
+			f.After = &decisions.Position{Rank: cur.Rank, RequestedAt: *at, DecisionID: cur.ID}
+		}
+	}
+	ds, err := c.Decisions.List(ctx.Request().Context(), tenantOf(ctx), f)
+	if err != nil {
+		return err
+	}
+	if len(ds) > pageSize {
+		ds = ds[:pageSize]
+		last := ds[len(ds)-1]
+		next := url.Values{"status": {status}, "cursor": {encodeCursor(decisionCursor{Rank: decisions.Rank(last),
+			At: last.RequestedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ID: last.DecisionID})}}
+		if project != "" {
+			next.Set("project", project)
+		}
+		v.Next = next.Encode()
+	}
+	v.Decisions = ds
+	return c.render(ctx, http.StatusOK, "decisions", page{Title: "Decisions", Nav: "decisions", Data: v})
+}
+
+type decisionView struct {
+	Decision decisions.Decision
+	ETag     string
+	// Options are a choice decision's options, when they are a list of strings.
+	Options []string
+	// Changed says an answer was refused because the decision changed since the form
+	// was opened; Message says how.
+	Changed bool
+	Message string
+	Done    bool
+	// Form holds what was typed, to show again after a refusal.
+	Form answerForm
+}
+
+type answerForm struct {
+	Status, Answer, ApprovalID string
+}
+
+func (c *console) decisionPage(ctx echo.Context) error {
+	id, err := c.pathUUID(ctx, "decisionId")
+	if err != nil {
+		return c.notFound(ctx)
+	}
+	d, err := c.Decisions.Get(ctx.Request().Context(), tenantOf(ctx), id)
+	if apperr.Is(err, apperr.NotFound) {
+		return c.notFound(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	return c.renderDecision(ctx, http.StatusOK, decisionView{Decision: d, Done: ctx.QueryParam("answered") == "1"})
+}
+
+func (c *console) renderDecision(ctx echo.Context, status int, v decisionView) error {
+	v.ETag = v.Decision.Version.ETag()
+	var opts []string
+	if json.Unmarshal(v.Decision.Options, &opts) == nil {
+		v.Options = opts
+	}
+	return c.render(ctx, status, "decision", page{Title: "Decision", Nav: "decisions", Data: v})
+}
+
+// answerDecision answers with the ETag of the page the form came from. If the decision
+// changed since (answered by someone else, expired, cancelled, or any new version), the
+// page shows that, with the decision as it is now, instead of answering.
+func (c *console) answerDecision(ctx echo.Context) error {
+	id, err := c.pathUUID(ctx, "decisionId")
+	if err != nil {
+		return c.notFound(ctx)
+	}
+	rctx, s := ctx.Request().Context(), sessionOf(ctx)
+	form := answerForm{Status: ctx.FormValue("status"), Answer: strings.TrimSpace(ctx.FormValue("answer")),
+		ApprovalID: strings.TrimSpace(ctx.FormValue("approvalId"))}
+	a := decisions.Answer{Status: form.Status, KeyID: s.KeyID}
+	var problems []string
+	if form.Status != decisions.StatusApproved && form.Status != decisions.StatusRejected {
+		problems = append(problems, "choose approve or reject")
+	}
+	if form.Answer != "" {
+		if !json.Valid([]byte(form.Answer)) {
+			// A plain word is sent as a JSON string: the form is for people.
+			b, _ := json.Marshal(form.Answer)
+			form.Answer = string(b)
+		}
+		a.Answer = json.RawMessage(form.Answer)
+	}
+	if form.ApprovalID != "" {
+		u, err := uuid.Parse(form.ApprovalID)
+		if err != nil {
+			problems = append(problems, "the approval id must be a UUID")
+		}
+		a.ApprovalID = &u
+	}
+	v, ok := sqldb.ParseETag(ctx.FormValue("etag"))
+	if !ok {
+		problems = append(problems, "the form lost the version it was opened at; reload the page")
+	}
+	a.IfMatch = v
+	if len(problems) > 0 {
+		d, err := c.Decisions.Get(rctx, s.TenantID, id)
+		if err != nil {
+			return c.orNotFound(ctx, err)
+		}
+		return c.renderDecision(ctx, http.StatusBadRequest, decisionView{Decision: d, Message: strings.Join(problems, "; "), Form: form})
+	}
+	_, err = c.Decisions.Answer(rctx, s.TenantID, id, a)
+	switch {
+	case err == nil:
+		return ctx.Redirect(http.StatusSeeOther, "/ui/decisions/"+id.String()+"?answered=1")
+	case apperr.Is(err, apperr.PreconditionFailed), apperr.Is(err, apperr.DecisionClosed):
+		cur, gerr := c.Decisions.Get(rctx, s.TenantID, id)
+		if gerr != nil {
+			return c.orNotFound(ctx, gerr)
+		}
+		status := http.StatusPreconditionFailed
+		if apperr.Is(err, apperr.DecisionClosed) {
+			status = http.StatusConflict
+		}
+		return c.renderDecision(ctx, status, decisionView{Decision: cur, Changed: true, Form: form,
+			Message: "This decision changed since you opened it, so your answer was not recorded. It is shown below as it is now."})
+	case apperr.Is(err, apperr.Invalid):
+		cur, gerr := c.Decisions.Get(rctx, s.TenantID, id)
+		if gerr != nil {
+			return c.orNotFound(ctx, gerr)
+		}
+		msg := "The answer was refused"
+		if e, ok := apperr.As(err); ok {
+			msg += ": " + e.Detail
+			for _, f := range e.Fields {
+				msg += "; " + f.Field + " " + f.Reason
+			}
+		}
+		return c.renderDecision(ctx, http.StatusBadRequest, decisionView{Decision: cur, Message: msg, Form: form})
+	default:
+		return c.orNotFound(ctx, err)
+	}
+}
+
+func (c *console) orNotFound(ctx echo.Context, err error) error {
+	if apperr.Is(err, apperr.NotFound) {
+		return c.notFound(ctx)
+	}
+	return err
+}
+
+// Releases.
+
+type releaseRow struct {
+	releases.Release
+	Moves []string
+}
+
+type releasesView struct {
+	State    string
+	Releases []releaseRow
+	Next     string
+	Message  string
+}
+
+type releaseCursor struct {
+	R string `json:"r"`
+	V string `json:"v"`
+}
+
+// moves lists the states a release in state s may move to.
+func moves(s releases.State) []string {
+	var out []string
+	for to := releases.Verified; to <= releases.Retired; to++ {
+		if releases.CanMove(s, to) {
+			out = append(out, to.String())
+		}
+	}
+	return out
+}
+
+func (c *console) releasesPage(ctx echo.Context) error {
+	v := releasesView{State: ctx.QueryParam("state")}
+	f := releases.ListFilter{Limit: pageSize + 1}
+	if v.State != "" {
+		st, ok := parseEnum[releases.State](v.State)
+		if !ok {
+			return c.notFound(ctx)
+		}
+		f.State = &st
+	}
+	if cur, ok := decodeCursor[releaseCursor](ctx.QueryParam("cursor")); ok {
+		f.AfterReleaseID, f.AfterAdapterVersion = cur.R, cur.V
+	}
+	rs, err := c.Releases.List(ctx.Request().Context(), tenantOf(ctx), f)
+	if err != nil {
+		return err
+	}
+	if len(rs) > pageSize {
+		rs = rs[:pageSize]
+		last := rs[len(rs)-1]
+		q := url.Values{"cursor": {encodeCursor(releaseCursor{R: last.ReleaseID, V: last.AdapterVersion})}}
+		if v.State != "" {
+			q.Set("state", v.State)
+		}
+		v.Next = q.Encode()
+	}
+	for _, r := range rs {
+		v.Releases = append(v.Releases, releaseRow{Release: r, Moves: moves(r.State)})
+	}
+	if ctx.QueryParam("moved") != "" {
+		v.Message = "Release " + ctx.QueryParam("moved") + " is now " + ctx.QueryParam("to") + "."
+	}
+	return c.render(ctx, http.StatusOK, "releases", page{Title: "Releases", Nav: "releases", Data: v})
+}
+
+type moveView struct {
+	Release releases.Release
+	To      string
+	ETag    string
+	Message string
+	Changed bool
+}
+
+func (c *console) releaseParams(ctx echo.Context) (string, string) {
+	rid, _ := url.PathUnescape(ctx.Param("releaseId"))
+	ver, _ := url.PathUnescape(ctx.Param("adapterVersion"))
+	return rid, ver
+}
+
+// confirmReleaseMove asks before a state transition: the confirmation is a page, so it
+// works without JavaScript, and it says what the move does to running attempts.
+func (c *console) confirmReleaseMove(ctx echo.Context) error {
+	rid, ver := c.releaseParams(ctx)
+	r, err := c.Releases.Get(ctx.Request().Context(), tenantOf(ctx), rid, ver)
+	if err != nil {
+		return c.orNotFound(ctx, err)
+	}
+	to := ctx.QueryParam("to")
+	st, ok := parseEnum[releases.State](to)
+	if !ok || !releases.CanMove(r.State, st) {
+		return c.render(ctx, http.StatusConflict, "move", page{Title: "Move release", Nav: "releases",
+			Data: moveView{Release: r, ETag: r.Version.ETag(), Message: "A " + r.State.String() + " release cannot move to “" + to + "”."}})
+	}
+	return c.render(ctx, http.StatusOK, "move", page{Title: "Move release", Nav: "releases",
+		Data: moveView{Release: r, To: to, ETag: r.Version.ETag()}})
+}
+
+func (c *console) moveRelease(ctx echo.Context) error {
+	rid, ver := c.releaseParams(ctx)
+	rctx, tenant := ctx.Request().Context(), tenantOf(ctx)
+	cur, err := c.Releases.Get(rctx, tenant, rid, ver)
+	if err != nil {
+		return c.orNotFound(ctx, err)
+	}
+	to := ctx.FormValue("to")
+	st, ok := parseEnum[releases.State](to)
+	etag, okTag := sqldb.ParseETag(ctx.FormValue("etag"))
+	if !ok || !okTag {
+		return c.render(ctx, http.StatusBadRequest, "move", page{Title: "Move release", Nav: "releases",
+			Data: moveView{Release: cur, ETag: cur.Version.ETag(), Message: "The form is incomplete; open the release list again."}})
+	}
+	_, _, err = c.Releases.Put(rctx, c.Runs, tenant, rid, ver, releases.Put{ManifestHash: cur.ManifestHash,
+		ContentRefs: []byte(cur.ContentRefsJSON), State: st, IfMatch: &etag})
+	switch {
+	case err == nil:
+		return ctx.Redirect(http.StatusSeeOther, "/ui/releases?"+url.Values{"moved": {rid + " " + ver}, "to": {to}}.Encode())
+	case apperr.Is(err, apperr.PreconditionFailed):
+		return c.render(ctx, http.StatusPreconditionFailed, "move", page{Title: "Move release", Nav: "releases",
+			Data: moveView{Release: cur, To: to, ETag: cur.Version.ETag(), Changed: true,
+				Message: "This release changed since you opened it; nothing was moved. It is shown as it is now: confirm again if the move still makes sense."}})
+	case apperr.Is(err, apperr.IllegalTransition):
+		return c.render(ctx, http.StatusConflict, "move", page{Title: "Move release", Nav: "releases",
+			Data: moveView{Release: cur, ETag: cur.Version.ETag(), Message: "A " + cur.State.String() + " release cannot move to “" + to + "”."}})
+	default:
+		return c.orNotFound(ctx, err)
+	}
+}
+
+// Projects.
+
+type projectsView struct {
+	Projects []projects.Project
+	Next     string
+	Message  string
+	Error    string
+}
+
+func (c *console) projectsPage(ctx echo.Context) error {
+	return c.renderProjects(ctx, http.StatusOK, ctx.QueryParam("after"), "", "")
+}
+
+func (c *console) renderProjects(ctx echo.Context, status int, after, msg, problem string) error {
+	ps, err := c.Projects.List(ctx.Request().Context(), tenantOf(ctx), after, pageSize+1)
+	if err != nil {
+		return err
+	}
+	v := projectsView{Message: msg, Error: problem}
+	if ctx.QueryParam("changed") != "" && msg == "" {
+		v.Message = "Project " + ctx.QueryParam("changed") + " saved."
+	}
+	if len(ps) > pageSize {
+		ps = ps[:pageSize]
+		v.Next = url.Values{"after": {ps[len(ps)-1].ProjectID}}.Encode()
+	}
+	v.Projects = ps
+	return c.render(ctx, status, "projects", page{Title: "Projects", Nav: "projects", Data: v})
+}
+
+// changeProject pauses, resumes or sets the retention of a project, against the ETag of
+// the page the form came from.
+func (c *console) changeProject(ctx echo.Context) error {
+	id, _ := url.PathUnescape(ctx.Param("projectId"))
+	etag, ok := sqldb.ParseETag(ctx.FormValue("etag"))
+	if !ok {
+		return c.renderProjects(ctx, http.StatusBadRequest, "", "", "The form lost the version it was opened at; try again.")
+	}
+	ch := projects.Change{IfMatch: &etag}
+	switch ctx.FormValue("action") {
+	case "pause":
+		f := false
+		ch.Active = &f
+	case "resume":
+		t := true
+		ch.Active = &t
+	case "retention":
+		days, err := strconv.Atoi(strings.TrimSpace(ctx.FormValue("retentionDays")))
+		if err != nil || days < 1 || days > 36500 {
+			return c.renderProjects(ctx, http.StatusBadRequest, "", "", "Retention must be a whole number of days from 1 to 36500.")
+		}
+		ch.RetentionDays = &days
+	default:
+		return c.renderProjects(ctx, http.StatusBadRequest, "", "", "Unknown action.")
+	}
+	_, _, err := c.Projects.Put(ctx.Request().Context(), tenantOf(ctx), id, ch)
+	switch {
+	case err == nil:
+		return ctx.Redirect(http.StatusSeeOther, "/ui/projects?"+url.Values{"changed": {id}}.Encode())
+	case apperr.Is(err, apperr.PreconditionFailed):
+		return c.renderProjects(ctx, http.StatusPreconditionFailed, "", "",
+			"Project "+id+" changed since you opened this page; nothing was saved. The list below is current: try again.")
+	default:
+		return c.orNotFound(ctx, err)
+	}
+}
+
+func encodeCursor(v any) string {
+	b, _ := json.Marshal(v)
+	return base64URL(b)
+}
+
+func decodeCursor[T any](s string) (T, bool) {
+	var v T
+	if s == "" {
+		return v, false
+	}
+	b, err := unbase64URL(s)
+	if err != nil || json.Unmarshal(b, &v) != nil {
+		return v, false
+	}
+	return v, true
+}

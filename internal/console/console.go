@@ -1,0 +1,200 @@
+// Package console is the admin console at /ui/ (DESIGN.md section 6): server-rendered
+// pages (html/template) embedded in the binary, which read without JavaScript and use
+// htmx, when it runs, only to refresh the overview in place. An admin signs in with an
+// admin key; the console then calls the same services as the API with the key's tenant,
+// so it shows exactly what that tenant may see.
+package console
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/decisions"
+	"github.com/ledger-dev/ledger/internal/delegations"
+	"github.com/ledger-dev/ledger/internal/history"
+	"github.com/ledger-dev/ledger/internal/overview"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/releases"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Secure-cookie modes (--console-secure-cookies).
+const (
+	SecureAuto   = "auto"
+	SecureAlways = "always"
+	SecureNever  = "never"
+)
+
+// DefaultSessionTTL is how long a sign-in lasts.
+const DefaultSessionTTL = 8 * time.Hour
+
+// Deps is what the console calls: the services the API calls.
+type Deps struct {
+	DB          *sqldb.DB
+	Auth        *tenancy.Authenticator
+	Runs        *runs.Service
+	History     *history.Store
+	Decisions   *decisions.Store
+	Delegations *delegations.Store
+	Releases    *releases.Store
+	Projects    *projects.Store
+	Overview    *overview.Store
+	// Secure is SecureAuto (default), SecureAlways or SecureNever.
+	Secure string
+	// SessionTTL is how long a sign-in lasts (0: DefaultSessionTTL).
+	SessionTTL time.Duration
+	Logger     *slog.Logger
+}
+
+type console struct {
+	Deps
+	sessions *sessionStore
+	pages    map[string]*template.Template
+}
+
+const (
+	cookieName   = "ledger_console"
+	signinCookie = "ledger_console_signin"
+	cookiePath   = "/ui/"
+)
+
+// Routes registers the console under /ui/ on e. Its routes are HTML pages, not API
+// operations: they stay out of the OpenAPI document and answer HTML, never problem+json.
+func Routes(e *echo.Echo, d Deps) {
+	if d.Secure == "" {
+		d.Secure = SecureAuto
+	}
+	if d.SessionTTL <= 0 {
+		d.SessionTTL = DefaultSessionTTL
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	c := &console{Deps: d, sessions: &sessionStore{db: d.DB, q: queriesFor(d.DB.Dialect), ttl: d.SessionTTL},
+		pages: parsePages()}
+	static, _ := fs.Sub(staticFS, "static")
+	e.GET("/ui", func(ctx echo.Context) error { return ctx.Redirect(http.StatusSeeOther, "/ui/") })
+	g := e.Group("/ui", c.headers)
+	g.GET("/static/*", echo.WrapHandler(http.StripPrefix("/ui/static/", staticHandler(static))))
+	g.GET("/signin", c.signinPage)
+	g.POST("/signin", c.signin)
+
+	a := e.Group("/ui", c.headers, c.requireSession)
+	a.POST("/signout", c.signout)
+	a.GET("/", c.overviewPage)
+	a.GET("/overview/live", c.overviewLive)
+	a.GET("/runs", c.runsPage)
+	a.GET("/runs/:runId", c.runPage)
+	a.GET("/attempts/:attemptId", c.attemptPage)
+	a.GET("/decisions", c.decisionsPage)
+	a.GET("/decisions/:decisionId", c.decisionPage)
+	a.POST("/decisions/:decisionId/answer", c.answerDecision)
+	a.GET("/releases", c.releasesPage)
+	a.GET("/releases/:releaseId/:adapterVersion/move", c.confirmReleaseMove)
+	a.POST("/releases/:releaseId/:adapterVersion/move", c.moveRelease)
+	a.GET("/projects", c.projectsPage)
+	a.POST("/projects/:projectId", c.changeProject)
+}
+
+func staticHandler(root fs.FS) http.Handler {
+	files := http.FileServer(http.FS(root))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The files change only with the binary.
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, r)
+	})
+}
+
+// headers sets what every console answer carries: no caching of tenant data, no framing,
+// and a policy that lets the pages run only their own files.
+func (c *console) headers(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ctx echo.Context) error {
+		h := ctx.Response().Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+			"frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		if !strings.HasPrefix(ctx.Path(), "/ui/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		return next(ctx)
+	}
+}
+
+// secure reports whether cookies get the Secure attribute. In auto mode: when the request
+// came over TLS, or a proxy says so with X-Forwarded-Proto. That header is trusted from
+// anyone because it can only add Secure: a client that lies about it only keeps its own
+// cookie from being sent over plain HTTP.
+func (c *console) secure(r *http.Request) bool {
+	switch c.Secure {
+	case SecureAlways:
+		return true
+	case SecureNever:
+		return false
+	}
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (c *console) setCookie(ctx echo.Context, name, value string, maxAge int) {
+	ctx.SetCookie(&http.Cookie{Name: name, Value: value, Path: cookiePath, MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(ctx.Request())})
+}
+
+type sessionKey struct{}
+
+// requireSession admits a request with a live session (else to the sign-in page), puts the
+// session's principal on the request (so the access log names the tenant and key), and
+// refuses a POST whose form lacks the session's CSRF token.
+func (c *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ctx echo.Context) error {
+		r := ctx.Request()
+		ck, err := r.Cookie(cookieName)
+		var s session
+		if err == nil {
+			s, err = c.sessions.lookup(r.Context(), ck.Value)
+		}
+		if err != nil {
+			if !errors.Is(err, errNoSession) && !errors.Is(err, http.ErrNoCookie) {
+				return err
+			}
+			if r.Method != http.MethodGet {
+				return c.render(ctx, http.StatusUnauthorized, "error", page{Title: "Signed out",
+					Data: errorView{Message: "Your session has ended. Sign in again."}})
+			}
+			if r.Header.Get("HX-Request") != "" {
+				// An htmx refresh cannot follow a redirect to a full page: send it there.
+				ctx.Response().Header().Set("HX-Redirect", "/ui/signin")
+				return ctx.NoContent(http.StatusUnauthorized)
+			}
+			return ctx.Redirect(http.StatusSeeOther, "/ui/signin")
+		}
+		ctx.SetRequest(r.WithContext(tenancy.WithPrincipal(r.Context(), s.principal())))
+		ctx.Set("session", s)
+		if r.Method == http.MethodPost && !s.checkCSRF(ctx.FormValue("csrf")) {
+			return c.render(ctx, http.StatusForbidden, "error", page{Title: "Refused",
+				Data: errorView{Message: "This form is missing its security token or it is stale. Go back, reload the page and try again."}})
+		}
+		return next(ctx)
+	}
+}
+
+func sessionOf(ctx echo.Context) session { s, _ := ctx.Get("session").(session); return s }
+
+func tenantOf(ctx echo.Context) string { return sessionOf(ctx).TenantID }

@@ -1,0 +1,417 @@
+package console
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/delegations"
+	"github.com/ledger-dev/ledger/internal/history"
+	"github.com/ledger-dev/ledger/internal/overview"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+)
+
+// pageSize is the rows a listing shows at once.
+const pageSize = 50
+
+type signinView struct {
+	Token   string
+	Message string
+}
+
+// signinPage shows the sign-in form. Before a session exists there is no session token to
+// carry, so the form carries a random value that must equal a cookie set with it (double
+// submit): a page of another site can set neither.
+func (c *console) signinPage(ctx echo.Context) error {
+	return c.renderSignin(ctx, http.StatusOK, "")
+}
+
+func (c *console) renderSignin(ctx echo.Context, status int, msg string) error {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	c.setCookie(ctx, signinCookie, tok, 600)
+	return c.render(ctx, status, "signin", page{Title: "Sign in", Data: signinView{Token: tok, Message: msg}})
+}
+
+func (c *console) signin(ctx echo.Context) error {
+	r := ctx.Request()
+	ck, err := r.Cookie(signinCookie)
+	form := ctx.FormValue("signin")
+	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(form)) != 1 {
+		return c.renderSignin(ctx, http.StatusForbidden, "The sign-in form expired. Please try again.")
+	}
+	// The API's key check, with its cache and its budget of failures per client address.
+	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), ctx.FormValue("key"))
+	if apperr.Is(err, apperr.RateLimited) {
+		ctx.Response().Header().Set("Retry-After", "60")
+		return c.renderSignin(ctx, http.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait a minute and try again.")
+	}
+	if apperr.Is(err, apperr.Unauthorized) {
+		return c.renderSignin(ctx, http.StatusUnauthorized, "That key is not valid: it is unknown, revoked or mistyped.")
+	}
+	if err != nil {
+		return err
+	}
+	if p.Role != tenancy.RoleAdmin {
+		return c.renderSignin(ctx, http.StatusForbidden,
+			"That is a runtime key. The console needs an admin key (ledger keys create --role admin).")
+	}
+	value, _, err := c.sessions.create(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	c.setCookie(ctx, signinCookie, "", -1)
+	c.setCookie(ctx, cookieName, value, int(c.SessionTTL/time.Second))
+	return ctx.Redirect(http.StatusSeeOther, "/ui/")
+}
+
+func (c *console) signout(ctx echo.Context) error {
+	if ck, err := ctx.Request().Cookie(cookieName); err == nil {
+		if err := c.sessions.end(ctx.Request().Context(), ck.Value); err != nil {
+			return err
+		}
+	}
+	c.setCookie(ctx, cookieName, "", -1)
+	return ctx.Redirect(http.StatusSeeOther, "/ui/signin")
+}
+
+// overviewView is the overview with the numbers the template shows.
+type overviewView struct {
+	overview.Tenant
+	Bands    []bandRow
+	ClaimLag time.Duration
+	Projects []projectRow
+}
+
+type bandRow struct {
+	Name           string
+	Queued, Leased int64
+}
+
+type projectRow struct {
+	overview.Project
+	ClaimLag time.Duration
+}
+
+func (c *console) readOverview(ctx echo.Context) (overviewView, error) {
+	t, err := c.Overview.Tenant(ctx.Request().Context(), tenantOf(ctx))
+	if err != nil {
+		return overviewView{}, err
+	}
+	v := overviewView{Tenant: t, ClaimLag: t.ClaimLag(t.At)}
+	for b := 0; b < 3; b++ {
+		v.Bands = append(v.Bands, bandRow{Name: overview.BandName(b), Queued: t.Queued[b], Leased: t.Leased[b]})
+	}
+	for _, p := range t.Projects {
+		v.Projects = append(v.Projects, projectRow{Project: p, ClaimLag: p.ClaimLag(t.At)})
+	}
+	return v, nil
+}
+
+func (c *console) overviewPage(ctx echo.Context) error {
+	v, err := c.readOverview(ctx)
+	if err != nil {
+		return err
+	}
+	return c.render(ctx, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: v})
+}
+
+// overviewLive is the overview's numbers alone, for the page's periodic refresh.
+func (c *console) overviewLive(ctx echo.Context) error {
+	v, err := c.readOverview(ctx)
+	if err != nil {
+		return err
+	}
+	return c.renderTemplate(ctx, http.StatusOK, "overview", "live", page{Data: v})
+}
+
+// runsFilter is the Runs page's form, as typed.
+type runsFilter struct {
+	State, Project, Subject, Kind, Agent, From, To string
+}
+
+type runsView struct {
+	Filter  runsFilter
+	Runs    []runs.Run
+	Next    string // query string of the next page ("" on the last)
+	Problem string
+}
+
+type runCursor struct {
+	QueuedAt time.Time `json:"q"`
+	RunID    uuid.UUID `json:"r"`
+}
+
+// parseTime reads a time from a form: RFC 3339, or the datetime-local form (taken as UTC).
+func parseTime(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, errors.New("not a time")
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (c *console) runsPage(ctx echo.Context) error {
+	q := ctx.QueryParams()
+	f := runsFilter{State: q.Get("state"), Project: strings.TrimSpace(q.Get("project")), Subject: strings.TrimSpace(q.Get("subject")),
+		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to")}
+	v := runsView{Filter: f}
+	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
+		Kind: optional(f.Kind), AgentID: optional(f.Agent)}
+	var problems []string
+	if f.State != "" {
+		st, ok := parseEnum[runs.State](f.State)
+		if !ok {
+			problems = append(problems, "state must be queued, leased or ended")
+		}
+		lf.State = &st
+	}
+	from, err := parseTime(f.From)
+	if err != nil {
+		problems = append(problems, "“queued from” is not a time")
+	}
+	to, err := parseTime(f.To)
+	if err != nil {
+		problems = append(problems, "“queued before” is not a time")
+	}
+	lf.QueuedFrom = from
+	if to != nil {
+		lf.AfterQueuedAt, lf.AfterRunID = to, uuid.Nil // before "to", exclusive
+	}
+	if cur := q.Get("cursor"); cur != "" {
+		var rc runCursor
+		b, err := base64.RawURLEncoding.DecodeString(cur)
+		if err != nil || json.Unmarshal(b, &rc) != nil {
+			problems = append(problems, "the page link is damaged; start again from the first page")
+		} else if to == nil || rc.QueuedAt.Before(*to) {
+			lf.AfterQueuedAt, lf.AfterRunID = &rc.QueuedAt, rc.RunID
+		}
+	}
+	if len(problems) > 0 {
+		v.Problem = strings.Join(problems, "; ")
+		return c.render(ctx, http.StatusBadRequest, "runs", page{Title: "Runs", Nav: "runs", Data: v})
+	}
+	rs, err := c.Runs.List(ctx.Request().Context(), tenantOf(ctx), lf)
+	if err != nil {
+		return err
+	}
+	if len(rs) > pageSize {
+		rs = rs[:pageSize]
+		last := rs[len(rs)-1]
+		b, _ := json.Marshal(runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID})
+		nq := url.Values{}
+		for k, vs := range q {
+			if k != "cursor" && len(vs) > 0 && vs[0] != "" {
+				nq.Set(k, vs[0])
+			}
+		}
+		nq.Set("cursor", base64.RawURLEncoding.EncodeToString(b))
+		v.Next = nq.Encode()
+	}
+	v.Runs = rs
+	return c.render(ctx, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: v})
+}
+
+type attemptRow struct {
+	attempts.Attempt
+	Delegations []delegations.Delegation
+}
+
+type runView struct {
+	Run      runs.Run
+	Attempts []attemptRow
+	// Chain is the continuation chain, oldest first, with this run in it.
+	Chain        []runs.Run
+	ChainTrimmed bool
+}
+
+// chainLimit bounds how far the run page follows a continuation chain each way.
+const chainLimit = 20
+
+func (c *console) pathUUID(ctx echo.Context, name string) (uuid.UUID, error) {
+	id, err := uuid.Parse(ctx.Param(name))
+	if err != nil {
+		return uuid.Nil, apperr.New(apperr.NotFound, "no such page")
+	}
+	return id, nil
+}
+
+func (c *console) runPage(ctx echo.Context) error {
+	id, err := c.pathUUID(ctx, "runId")
+	if err != nil {
+		return c.notFound(ctx)
+	}
+	rctx, tenant := ctx.Request().Context(), tenantOf(ctx)
+	run, err := c.Runs.Get(rctx, tenant, id)
+	if apperr.Is(err, apperr.NotFound) {
+		return c.notFound(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	v := runView{Run: run}
+	items, err := c.History.List(rctx, tenant, history.Filter{RunID: &id, Limit: 500})
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		ds, err := c.Delegations.ListByAttempt(rctx, tenant, it.AttemptID, nil, 500)
+		if err != nil {
+			return err
+		}
+		v.Attempts = append(v.Attempts, attemptRow{Attempt: it.Attempt, Delegations: ds})
+	}
+	// The chain: back through ContinuedFromRunId, then forward through continuations.
+	var back []runs.Run
+	for cur := run; cur.ContinuedFromRunID.Valid && len(back) < chainLimit; {
+		prev, err := c.Runs.Get(rctx, tenant, cur.ContinuedFromRunID.UUID)
+		if apperr.Is(err, apperr.NotFound) {
+			break // purged by retention
+		}
+		if err != nil {
+			return err
+		}
+		back = append(back, prev)
+		cur = prev
+	}
+	for i := len(back) - 1; i >= 0; i-- {
+		v.Chain = append(v.Chain, back[i])
+	}
+	v.Chain = append(v.Chain, run)
+	for cur, n := run, 0; n < chainLimit; n++ {
+		next, ok, err := c.Runs.ContinuationOf(rctx, tenant, cur.RunID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		v.Chain = append(v.Chain, next)
+		cur = next
+	}
+	v.ChainTrimmed = len(back) == chainLimit || len(v.Chain)-len(back)-1 == chainLimit
+	return c.render(ctx, http.StatusOK, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
+}
+
+type timelineRow struct {
+	Kind     string
+	At       time.Time
+	Sequence *int
+	Summary  string
+	Status   string
+	Duration string
+	Link     string
+}
+
+type attemptView struct {
+	Attempt  attempts.Attempt
+	Timeline []timelineRow
+	Next     string
+}
+
+type timelineCursor struct {
+	At   time.Time `json:"t"`
+	Kind int       `json:"k"`
+	Seq  int       `json:"s"`
+	ID   uuid.UUID `json:"i"`
+}
+
+// timelinePage is how many timeline entries the attempt page shows at once.
+const timelinePage = 200
+
+func (c *console) attemptPage(ctx echo.Context) error {
+	id, err := c.pathUUID(ctx, "attemptId")
+	if err != nil {
+		return c.notFound(ctx)
+	}
+	rctx, tenant := ctx.Request().Context(), tenantOf(ctx)
+	a, err := c.History.Get(rctx, tenant, id)
+	if apperr.Is(err, apperr.NotFound) {
+		return c.notFound(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	var after *history.TimelineCursor
+	if cur := ctx.QueryParam("cursor"); cur != "" {
+		var tc timelineCursor
+		if b, err := base64.RawURLEncoding.DecodeString(cur); err == nil && json.Unmarshal(b, &tc) == nil {
+			after = &history.TimelineCursor{At: tc.At, Kind: tc.Kind, Sequence: tc.Seq, ID: tc.ID}
+		}
+	}
+	entries, err := c.History.Timeline(rctx, tenant, id, after, timelinePage+1)
+	if err != nil {
+		return err
+	}
+	v := attemptView{Attempt: a}
+	if len(entries) > timelinePage {
+		entries = entries[:timelinePage]
+		tc := entries[len(entries)-1].Cursor()
+		b, _ := json.Marshal(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})
+		v.Next = base64.RawURLEncoding.EncodeToString(b)
+	}
+	for _, e := range entries {
+		v.Timeline = append(v.Timeline, timelineRowOf(e))
+	}
+	return c.render(ctx, http.StatusOK, "attempt", page{Title: "Attempt", Nav: "runs", Data: v})
+}
+
+func timelineRowOf(e history.TimelineEntry) timelineRow {
+	row := timelineRow{Kind: e.Kind.String(), At: e.At, Sequence: e.Sequence}
+	switch it := e.Item.(type) {
+	case history.Checkpoint:
+		row.Summary = "phase " + it.Phase.String() + " · state " + it.AdapterStateRef
+		row.Status = it.Phase.String()
+	case history.Call:
+		row.Summary = it.Kind.String() + " " + it.Target
+		row.Status = it.Status
+		if it.EndedAt != nil {
+			row.Duration = fmtDuration(it.EndedAt.Sub(it.StartedAt))
+		} else {
+			row.Duration = "open"
+		}
+	case history.Decision:
+		row.Summary = it.Kind.String() + " decision"
+		if it.Recommendation != nil {
+			row.Summary += " · recommends " + *it.Recommendation
+		}
+		row.Status = it.Status
+		row.Link = "/ui/decisions/" + it.DecisionID.String()
+	case history.Delegation:
+		row.Summary = "delegated to " + it.ChildAgentID + ": " + it.Purpose
+		row.Status = it.Status
+		row.Link = "/ui/runs/" + it.ChildRunID.String()
+	}
+	return row
+}
+
+func (c *console) notFound(ctx echo.Context) error {
+	return c.render(ctx, http.StatusNotFound, "error", page{Title: "Not found",
+		Data: errorView{Message: "There is nothing here for your tenant. It may never have existed, or retention removed it."}})
+}

@@ -1,0 +1,31 @@
+package overview
+
+// Attempt state 4 is lost, run state 0 queued and 1 leased (DESIGN.md section 7a). The
+// literals match the partial indexes' filters, so SQLite uses them.
+var sqliteQueries = queries{
+	// IX_Runs_Claim (TenantId, Band, DueAt, RunId) WHERE State = 0 covers TenantId, Band and
+	// DueAt; ProjectId comes from the row.
+	queued: `SELECT ProjectId, Band, COUNT(*) AS Runs, MIN(CASE WHEN DueAt <= ?2 THEN DueAt END) AS OldestDue
+FROM Runs WHERE TenantId = ?1 AND State = 0 GROUP BY ProjectId, Band`,
+	// UX_Runs_LeasedSubject (TenantId, Subject) WHERE State = 1: the tenant's leased runs.
+	leased: `SELECT ProjectId, Band, COUNT(*) AS Runs FROM Runs WHERE TenantId = ?1 AND State = 1 GROUP BY ProjectId, Band`,
+	// IX_Attempts_Tenant_State (TenantId, State): the tenant's lost attempts.
+	lost: `SELECT ProjectId, COUNT(*) AS Runs FROM ExecutionAttempts
+WHERE TenantId = ?1 AND State = 4 AND EndedAt >= ?2 GROUP BY ProjectId`,
+	// IX_Decisions_Tenant_Status (TenantId, Status, …): pending and not yet past ExpiresAt,
+	// the inbox's effective "pending"; the attempt gives the project.
+	pending: `SELECT a.ProjectId, COUNT(*) AS Runs FROM DecisionRequests d
+JOIN ExecutionAttempts a ON a.AttemptId = d.AttemptId AND a.TenantId = d.TenantId
+WHERE d.TenantId = ?1 AND d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?2)
+GROUP BY a.ProjectId`,
+	budget: `SELECT MaxLeasedRuns FROM Tenants WHERE TenantId = ?1`,
+
+	allQueued: `SELECT TenantId, Band, COUNT(*) AS Runs, MIN(CASE WHEN DueAt <= ?1 THEN DueAt END) AS OldestDue
+FROM Runs WHERE State = 0 GROUP BY TenantId, Band`,
+	allLeased: `SELECT TenantId, Band, COUNT(*) AS Runs FROM Runs WHERE State = 1 GROUP BY TenantId, Band`,
+	// One seek of IX_Decisions_Tenant_Status per tenant, instead of reading every
+	// decision ever asked.
+	allPending: `SELECT t.TenantId, (SELECT COUNT(*) FROM DecisionRequests d
+    WHERE d.TenantId = t.TenantId AND d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?1)) AS Runs
+FROM Tenants t`,
+}

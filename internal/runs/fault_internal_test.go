@@ -1,0 +1,337 @@
+package runs
+
+// Fault injection: SQLite has one writer, so the paths SQL Server takes when two
+// transactions collide never run there by themselves. The statement hook (sqldb) makes
+// them run: just before the statement that would collide, it writes what the concurrent
+// winner would have committed, in the same transaction. Each case checks that the API
+// answers exactly as it promises (200 repeat, 409 with its code, or a retry that leases
+// something else), never a 500, and that the invariants hold afterwards.
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+type faultEnv struct {
+	t      *testing.T
+	db     *sqldb.DB
+	svc    *Service
+	clock  *dbtest.Clock
+	tenant string
+	caller Caller
+	ctx    context.Context
+}
+
+func newFaultEnv(t *testing.T, tgt dbtest.Target) *faultEnv {
+	t.Helper()
+	clock := dbtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	db := tgt.Open(t, dbtest.Options{Clock: clock.Now})
+	e := &faultEnv{t: t, db: db, svc: NewService(db, DefaultConfig(), nil), clock: clock, ctx: context.Background()}
+	e.tenant = dbtest.NewTenant(t, db)
+	e.caller = Caller{TenantID: e.tenant, KeyID: "k"}
+	if _, _, err := projects.NewStore(db).Put(e.ctx, e.tenant, "p1", projects.Change{}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// before makes fn run once, inside the transaction, just before the first statement whose
+// text is query and whose arguments match; it reports whether it ran.
+func (e *faultEnv) before(query string, match func(args []any) bool, fn func(ctx context.Context, tx *sqldb.Tx) error) *atomic.Bool {
+	var ran atomic.Bool
+	e.db.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+		if st.Query != query || (match != nil && !match(st.Args)) || ran.Load() {
+			return nil
+		}
+		ran.Store(true)
+		return fn(ctx, tx)
+	})
+	e.t.Cleanup(func() { e.db.SetStatementHook(nil) })
+	return &ran
+}
+
+func (e *faultEnv) spec(subject string) Spec {
+	return Spec{ProjectID: "p1", Subject: subject, Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(),
+		Band: Batch, MaxAttempts: 3, MaxCorrections: 3}
+}
+
+func (e *faultEnv) enqueue(s Spec) Run {
+	e.t.Helper()
+	r, _, err := e.svc.Enqueue(e.ctx, e.caller, s)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.clock.Advance(time.Millisecond)
+	return r
+}
+
+func (e *faultEnv) claim() Claimed {
+	e.t.Helper()
+	cl, err := e.svc.Claim(e.ctx, e.caller, ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m"})
+	if err != nil {
+		e.t.Fatalf("claim: %v", err)
+	}
+	return cl
+}
+
+func (e *faultEnv) agree() {
+	e.t.Helper()
+	if n, err := e.svc.TenantDisagreements(e.ctx, e.tenant); err != nil || n != 0 {
+		e.t.Fatalf("%d disagreements (%v)", n, err)
+	}
+}
+
+func wantRan(t *testing.T, ran *atomic.Bool) {
+	t.Helper()
+	if !ran.Load() {
+		t.Fatal("the injected write never ran: the case did not reach the statement")
+	}
+}
+
+func TestFaultInjection(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		for _, c := range faultCases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				c.run(t, newFaultEnv(t, tgt))
+			})
+		}
+	})
+}
+
+var faultCases = []struct {
+	name string
+	run  func(t *testing.T, e *faultEnv)
+}{
+	{"EnqueueLosesItsKeyToAConcurrentEnqueue", func(t *testing.T, e *faultEnv) {
+		key := "event-1"
+		s := e.spec("s")
+		s.IdempotencyKey = &key
+		var winner Run
+		ran := e.before(e.svc.q.insert, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+			var err error
+			winner, _, err = e.svc.EnqueueTx(ctx, tx, e.caller, s) // the same request, committed first
+			return err
+		})
+		got, created, err := e.svc.Enqueue(e.ctx, e.caller, s)
+		wantRan(t, ran)
+		if err != nil || created || got.RunID != winner.RunID {
+			t.Fatalf("lost the key to an identical request: created=%v err=%v run %v, want the winner %v", created, err, got.RunID, winner.RunID)
+		}
+		// The winner made another request with this key: the loser is refused.
+		key2 := "event-2"
+		s2, other := e.spec("s2"), e.spec("s")
+		s2.IdempotencyKey, other.IdempotencyKey = &key2, &key2
+		ran = e.before(e.svc.q.insert, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+			_, _, err := e.svc.EnqueueTx(ctx, tx, e.caller, s2)
+			return err
+		})
+		_, _, err = e.svc.Enqueue(e.ctx, e.caller, other)
+		wantRan(t, ran)
+		if !apperr.Is(err, apperr.IdempotencyKeyReused) {
+			t.Fatalf("lost the key to another request: got %v, want idempotency_key_reused", err)
+		}
+		e.agree()
+	}},
+	{"ContinueLosesToAConcurrentContinue", func(t *testing.T, e *faultEnv) {
+		old := e.enqueue(e.spec("s"))
+		cl := e.claim()
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Completion{State: attempts.Failed}); err != nil {
+			t.Fatal(err)
+		}
+		winner := ids.New()
+		ran := e.before(e.svc.q.insert, func(args []any) bool { return args[21] == old.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+			now, _ := tx.Now(ctx)
+			_, err := tx.ExecContext(ctx, e.svc.q.insert, winner, e.tenant, old.ProjectID, nil, old.Subject, old.Kind, old.AgentID,
+				old.StepID, old.SnapshotID, nil, int(old.Band), 1, 1, old.MaxAttempts, old.MaxCorrections, tx.Dialect.Time(now),
+				tx.Dialect.Time(now), nil, nil, nil, 0, old.RunID, "k", nil)
+			if err == nil {
+				err = e.svc.syncHead(ctx, tx, e.tenant, old.Subject)
+			}
+			return err
+		})
+		got, created, err := e.svc.Continue(e.ctx, e.caller, old.RunID, Continuation{})
+		wantRan(t, ran)
+		if err != nil || created || got.RunID != winner {
+			t.Fatalf("lost the continuation: created=%v err=%v run %v, want the winner %v", created, err, got.RunID, winner)
+		}
+		e.agree()
+	}},
+	{"ClaimSkipsAHeadWhoseSubjectWasLeased", func(t *testing.T, e *faultEnv) {
+		head := e.enqueue(e.spec("s"))
+		second := e.enqueue(e.spec("s"))
+		other := e.enqueue(e.spec("t"))
+		// A concurrent claim leased the subject's second run (only possible if a marker were
+		// wrong; the leased-subject index is the backstop): the lease of the head meets
+		// UX_Runs_LeasedSubject, and the claim takes the next candidate.
+		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+			now, _ := tx.Now(ctx)
+			r, err := e.svc.getBy(ctx, tx, e.svc.q.get, e.tenant, second.RunID)
+			if err != nil {
+				return err
+			}
+			stamp := ""
+			if tx.Dialect.Name() == "sqlite" {
+				stamp = ", Version = " + sqliteStamp
+			}
+			if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE Runs SET State = 1, Epoch = Epoch + 1, HolderId = 'rival',
+				LeasedUntil = ?, SubjectHead = 0`+stamp+` WHERE RunId = ?`), tx.Dialect.Time(now.Add(time.Minute)), second.RunID); err != nil {
+				return err
+			}
+			r.Epoch++
+			if err := e.svc.countLease(ctx, tx, r, +1); err != nil {
+				return err
+			}
+			_, err = attempts.Insert(ctx, tx, attempts.Attempt{AttemptID: ids.New(), RunID: r.RunID, StepID: r.StepID,
+				TenantID: e.tenant, ProjectID: r.ProjectID, LeaseID: ids.New(), FencingToken: r.Epoch, SnapshotID: r.SnapshotID,
+				ReleaseID: "r", AdapterVersion: "1", AgentID: r.AgentID, ModelProfileID: "m", MaxCorrections: 3, StartedAt: now})
+			return err
+		})
+		cl := e.claim()
+		wantRan(t, ran)
+		if cl.Run.RunID != other.RunID {
+			t.Fatalf("claimed %s, want the next candidate %s", cl.Run.Subject, other.Subject)
+		}
+		if got := e.get(t, head.RunID); got.State != Queued {
+			t.Fatalf("the refused head is %s, want queued", got.State)
+		}
+		e.agree() // the claim re-marked the subject: its head is gone while the rival holds it
+	}},
+	{"ClaimSkipsAHeadEndedWhileItWaited", func(t *testing.T, e *faultEnv) {
+		head := e.enqueue(e.spec("s"))
+		second := e.enqueue(e.spec("s"))
+		// A cancel ended the pick while the claim waited for the subject lock (SQL Server):
+		// the lease finds no queued head and the claim seeks again; the subject's next run
+		// is its head by then.
+		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+			now, _ := tx.Now(ctx)
+			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, OutcomeCancelled, tx.Dialect.Time(now)); err != nil {
+				return err
+			}
+			return e.svc.syncHead(ctx, tx, e.tenant, "s")
+		})
+		cl := e.claim()
+		wantRan(t, ran)
+		if cl.Run.RunID != second.RunID {
+			t.Fatalf("claimed %v, want the subject's next run %v", cl.Run.RunID, second.RunID)
+		}
+		if got := e.get(t, head.RunID); got.State != Ended || *got.Outcome != OutcomeCancelled {
+			t.Fatalf("the cancelled head: %+v", got)
+		}
+		e.agree()
+	}},
+	{"TaskLockAcquireLosesTheRace", func(t *testing.T, e *faultEnv) {
+		ran := e.before(e.svc.q.insertLock, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+			now, _ := tx.Now(ctx)
+			_, err := tx.ExecContext(ctx, e.svc.q.insertLock, e.tenant, "agent", "task", "rival",
+				tx.Dialect.Time(now.Add(time.Minute)), tx.Dialect.Time(now))
+			return err
+		})
+		_, _, err := e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "me", time.Minute)
+		wantRan(t, ran)
+		ae, ok := apperr.As(err)
+		if !ok || ae.Code != apperr.LockHeld || ae.Extra["heldUntil"] == nil {
+			t.Fatalf("got %v, want lock_held with heldUntil", err)
+		}
+	}},
+	{"CompleteRepeatThatWaitedOnTheFence", func(t *testing.T, e *faultEnv) {
+		e.enqueue(e.spec("s"))
+		e.enqueue(e.spec("s"))
+		cl := e.claim()
+		hash := "outcome"
+		done := Completion{State: attempts.Succeeded, OutcomeHash: &hash}
+		// The first completion commits while the repeat waits on the fence's locks: the
+		// repeat's fence then finds the attempt ended, and the exact-repeat rule answers.
+		var first attempts.Attempt
+		ran := e.before(e.svc.q.fence, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+			f, err := e.svc.Fence(ctx, tx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken)
+			if err != nil {
+				return err
+			}
+			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash); err != nil {
+				return err
+			}
+			_, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, OutcomeSucceeded,
+				tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
+			return err
+		})
+		got, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done)
+		wantRan(t, ran)
+		if err != nil || got.Version != first.Version || got.State != attempts.Succeeded {
+			t.Fatalf("repeat after a concurrent completion: %+v %v, want the first answer", got, err)
+		}
+		e.agree()
+		// The same for a release repeat, and a different write is refused.
+		cl = e.claim()
+		ran = e.before(e.svc.q.fence, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+			f, err := e.svc.Fence(ctx, tx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken)
+			if err != nil {
+				return err
+			}
+			if _, err = e.svc.endAttempt(ctx, tx, f, attempts.Released, nil); err != nil {
+				return err
+			}
+			_, err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil)
+			return err
+		})
+		a, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Release{})
+		wantRan(t, ran)
+		if err != nil || a.State != attempts.Released {
+			t.Fatalf("release repeat after a concurrent release: %+v %v", a, err)
+		}
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done); !apperr.Is(err, apperr.AttemptEnded) {
+			t.Fatalf("complete after the release: got %v, want attempt_ended", err)
+		}
+		e.agree()
+	}},
+	{"HeadSyncSeesWhatHappenedBeforeIt", func(t *testing.T, e *faultEnv) {
+		// The interleaving of the brief: an enqueue while the subject's leased run ends. On
+		// SQL Server the subject lock orders them; here the end is forced in just before the
+		// enqueue's marker statement, so the marker must come out right from whatever the
+		// subject looks like when it is computed.
+		e.enqueue(e.spec("s"))
+		cl := e.claim()
+		ran := e.before(e.svc.q.syncHead, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+			f, err := e.svc.Fence(ctx, tx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken)
+			if err != nil {
+				return err
+			}
+			if _, err := e.svc.endAttempt(ctx, tx, f, attempts.Succeeded, nil); err != nil {
+				return err
+			}
+			var out Run
+			if err := tx.GetContext(ctx, &out, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, OutcomeSucceeded,
+				tx.Dialect.Time(f.Now), f.Run.Attempt, nil); err != nil {
+				return err
+			}
+			return e.svc.countLease(ctx, tx, out, -1) // no marker statement of its own
+		})
+		r := e.enqueue(e.spec("s"))
+		wantRan(t, ran)
+		e.agree()
+		if cl := e.claim(); cl.Run.RunID != r.RunID {
+			t.Fatalf("claimed %v, want the new head %v", cl.Run.RunID, r.RunID)
+		}
+	}},
+}
+
+func (e *faultEnv) get(t *testing.T, id uuid.UUID) Run {
+	t.Helper()
+	r, err := e.svc.Get(e.ctx, e.tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -1,0 +1,57 @@
+package runs
+
+import (
+	"errors"
+	"time"
+)
+
+// ClaimOutcome is what one claim transaction came to.
+type ClaimOutcome string
+
+// Claim outcomes, as the metrics label them.
+const (
+	ClaimLeased     ClaimOutcome = "leased"
+	ClaimEmpty      ClaimOutcome = "empty"
+	ClaimBudgetHold ClaimOutcome = "budget_hold"
+	ClaimError      ClaimOutcome = "error"
+)
+
+// Observer hears what the lease core did, for metrics. It is told after the fact, outside
+// any transaction, so it never slows a commit; its methods must be quick and must not block.
+type Observer interface {
+	// Claimed: one claim transaction (a long poll that looks again makes several) ended
+	// with outcome after took.
+	Claimed(tenantID string, outcome ClaimOutcome, took time.Duration)
+	// TakeBack: the reaper tried to take back an expired lease of tenantID; took says it
+	// did (the attempt is lost), err that the take-back failed and will be tried again.
+	TakeBack(tenantID string, took bool, err error)
+}
+
+// SetObserver sets the observer; call it while wiring, before the service is used.
+func (s *Service) SetObserver(o Observer) { s.obs = o }
+
+// observeClaim runs one claim transaction and tells the observer how it went.
+func (s *Service) observeClaim(tenantID string, claim func() (Claimed, error)) (Claimed, error) {
+	start := time.Now()
+	cl, err := claim()
+	if s.obs != nil {
+		var held *BudgetHeldError
+		outcome := ClaimError
+		switch {
+		case err == nil:
+			outcome = ClaimLeased
+		case errors.Is(err, ErrNothingToClaim):
+			outcome = ClaimEmpty
+		case errors.As(err, &held):
+			outcome = ClaimBudgetHold
+		}
+		s.obs.Claimed(tenantID, outcome, time.Since(start))
+	}
+	return cl, err
+}
+
+func (s *Service) observeTakeBack(tenantID string, took bool, err error) {
+	if s.obs != nil {
+		s.obs.TakeBack(tenantID, took, err)
+	}
+}

@@ -1,0 +1,90 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/projects"
+)
+
+// TestSQLitePlans pins how SQLite runs the write path's hot statements (SQL Server's are
+// argued in queries_mssql.go), on a queue deep enough that a bad plan would show: the claim
+// seeks IX_Runs_Claim (heads only) and never scans Runs; the head marker's statement seeks
+// the subject's indexes and the primary key; the fence seeks both primary keys.
+func TestSQLitePlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.SQLite().Open(t, dbtest.Options{})
+	svc := NewService(db, DefaultConfig(), nil)
+	tenant := dbtest.NewTenant(t, db)
+	for p := range 3 {
+		if _, _, err := projects.NewStore(db).Put(ctx, tenant, fmt.Sprintf("p%d", p), projects.Change{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := Caller{TenantID: tenant, KeyID: "k"}
+	for i := range 300 {
+		if _, _, err := svc.Enqueue(ctx, c, Spec{ProjectID: fmt.Sprintf("p%d", i%3), Subject: fmt.Sprintf("s%d", i%50), Kind: "k",
+			AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: Band(i % 3), MaxAttempts: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Raw().ExecContext(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	d := db.Dialect
+	q := &sqliteQueries
+	cases := []struct {
+		name  string
+		query string
+		args  []any
+		want  []string
+	}{
+		{"claim", q.claimCandidates[0], []any{tenant, d.Time(now), d.Time(now), 64, "[]", "[]", `["p1"]`, "[]"},
+			[]string{"IX_Runs_Claim (TenantId=? AND Band=? AND DueAt<?)", "sqlite_autoindex_Runs_1 (RunId=?)"}},
+		{"insert", q.insert, []any{uuid.New(), tenant, "p1", nil, "s1", "k", "a", uuid.New(), uuid.New(), nil, 1, 0, 0, 3, 3,
+			d.Time(now), d.Time(now), nil, "key", nil, 0, nil, "k", "h"},
+			[]string{"IX_Runs_SubjectQueue (TenantId=? AND Subject=?)", "UX_Runs_LeasedSubject (TenantId=? AND Subject=?)",
+				"sqlite_autoindex_IdempotencyTombstones_1 (TenantId=? AND IdempotencyKey=?)"}},
+		{"syncHead", q.syncHead, []any{tenant, "s1"},
+			[]string{"IX_Runs_SubjectQueue (TenantId=? AND Subject=?)", "UX_Runs_LeasedSubject (TenantId=? AND Subject=?)",
+				"UX_Runs_SubjectHead (TenantId=? AND Subject=?)"}},
+		{"fence", q.fence, []any{tenant, uuid.New()}, []string{"sqlite_autoindex_ExecutionAttempts_1", "sqlite_autoindex_Runs_1"}},
+	}
+	for _, c := range cases {
+		rows, err := db.Raw().QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		t.Logf("%s:\n%s", c.name, text)
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: plan lacks %q", c.name, w)
+			}
+		}
+		for _, line := range plan {
+			if strings.HasPrefix(line, "SCAN Runs") || strings.HasPrefix(line, "SCAN r") || strings.HasPrefix(line, "SCAN q") ||
+				strings.HasPrefix(line, "SCAN o") || strings.HasPrefix(line, "SCAN ExecutionAttempts") {
+				t.Errorf("%s: plan scans a table: %q", c.name, line)
+			}
+		}
+	}
+}

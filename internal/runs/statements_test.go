@@ -1,0 +1,71 @@
+package runs_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ledger-dev/ledger/internal/apitest"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/runs"
+)
+
+// TestStatementsPerRequest bounds what the run-lease core's requests cost in statements
+// (issue 12), counted with the statement hook: a fenced write on the common path is at most
+// three (the fence, the write, one update), and a claim's cost does not grow with the queue
+// behind the heads it weighs (no per-candidate sibling probes, no backlog read).
+func TestStatementsPerRequest(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		e := newEnv(t, tgt)
+		count := func(name string, max int, f func()) []string {
+			t.Helper()
+			stop := apitest.Statements(e.db)
+			f()
+			got := stop()
+			t.Logf("%-10s %d statements: %q", name, len(got), got)
+			if max > 0 && len(got) > max {
+				t.Errorf("%s sent %d statements, want at most %d", name, len(got), max)
+			}
+			return got
+		}
+		var claimShallow []string
+		count("enqueue", 3, func() {
+			if _, _, err := e.svc.Enqueue(e.ctx, e.caller, spec("a")); err != nil {
+				t.Fatal(err)
+			}
+		})
+		claimShallow = count("claim", 0, func() { must(e.svc.Claim(e.ctx, e.caller, claimReq("h")))(t) })
+		// A deep queue: 200 runs behind one subject's head, and 100 other heads.
+		for i := range 200 {
+			e.enqueue(spec("deep", func(s *runs.Spec) { s.Input = runs.JSONText(fmt.Sprintf(`{"i":%d}`, i)) }))
+		}
+		for i := range 100 {
+			e.enqueue(spec(fmt.Sprintf("wide-%d", i)))
+		}
+		var leased runs.Claimed
+		claimDeep := count("claim", 0, func() {
+			var err error
+			leased, err = e.svc.Claim(e.ctx, e.caller, claimReq("h"))
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		if len(claimDeep) != len(claimShallow) {
+			t.Errorf("a claim sent %d statements with a deep queue and %d with one run: its cost grows with the queue",
+				len(claimDeep), len(claimShallow))
+		}
+		id, tok := leased.Attempt.AttemptID, leased.Lease.FencingToken
+		count("heartbeat", 3, func() { must(e.svc.Heartbeat(e.ctx, e.tenant, id, tok, 0))(t) })
+		acting := attempts.Acting
+		count("patch", 3, func() { must(e.svc.PatchAttempt(e.ctx, e.tenant, id, tok, runs.AttemptPatch{Phase: &acting}))(t) })
+		count("complete", 0, func() {
+			must(e.svc.Complete(e.ctx, e.tenant, id, tok, runs.Completion{State: attempts.Succeeded}))(t)
+		})
+		count("repeat", 3, func() {
+			must(e.svc.Complete(e.ctx, e.tenant, id, tok, runs.Completion{State: attempts.Succeeded}))(t)
+		})
+		e.agree()
+	})
+}

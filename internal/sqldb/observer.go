@@ -1,0 +1,28 @@
+package sqldb
+
+import "time"
+
+// Observer hears how write transactions went, for metrics. Its methods are called outside
+// any transaction and must be quick and must not block.
+type Observer interface {
+	// WriteDone: one Write took d, from the call to its commit (its retries and, on SQLite,
+	// its wait for the group included): the write latency a request sees.
+	WriteDone(d time.Duration)
+	// GroupCommitted: SQLite committed a group of size write transactions with one commit.
+	GroupCommitted(size int)
+}
+
+// SetObserver sets the observer; call it while wiring, before the database is used.
+func (db *DB) SetObserver(o Observer) { db.obs.Store(&o) }
+
+func (db *DB) observeWrite(start time.Time) {
+	if o := db.obs.Load(); o != nil {
+		(*o).WriteDone(time.Since(start))
+	}
+}
+
+func (db *DB) observeGroup(size int) {
+	if o := db.obs.Load(); o != nil {
+		(*o).GroupCommitted(size)
+	}
+}

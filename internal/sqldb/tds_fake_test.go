@@ -1,0 +1,371 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/google/uuid"
+	mssql "github.com/microsoft/go-mssqldb"
+)
+
+// A minimal TDS server on the loopback, so the real driver runs against something: it
+// answers PRELOGIN (no encryption), LOGIN7 (a LOGINACK), and SQL batches (DONE, or one
+// uniqueidentifier row for "SELECT Id"), and records every batch with its reset flag. It is
+// just enough of MS-TDS to prove, without a SQL Server, what the driver sends when a
+// connection opens or is reused, and how it reads an id.
+
+const (
+	tdsSQLBatch  = 0x01
+	tdsRPC       = 0x03
+	tdsReply     = 0x04
+	tdsLogin7    = 0x10
+	tdsPrelogin  = 0x12
+	tdsStatusEOM = 0x01
+	tdsReset     = 0x08
+)
+
+type tdsBatch struct {
+	conn  int
+	text  string
+	reset bool
+}
+
+type fakeTDS struct {
+	t      *testing.T
+	ln     net.Listener
+	row    [16]byte // the uniqueidentifier "SELECT Id" returns, as SQL Server sends it
+	mu     sync.Mutex
+	conns  int
+	batchs []tdsBatch
+	ended  map[int]chan struct{} // closed when the client closes connection n
+}
+
+func startFakeTDS(t *testing.T) *fakeTDS {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeTDS{t: t, ln: ln, ended: map[int]chan struct{}{}}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.conns++
+			id := f.conns
+			f.ended[id] = make(chan struct{})
+			f.mu.Unlock()
+			go f.serve(c, id)
+		}
+	}()
+	return f
+}
+
+func (f *fakeTDS) dsn(extra string) string {
+	return fmt.Sprintf("sqlserver://u:p@%s?database=ledger&encrypt=disable&dial+timeout=5%s", f.ln.Addr(), extra)
+}
+
+func (f *fakeTDS) log() []tdsBatch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]tdsBatch(nil), f.batchs...)
+}
+
+func readTDS(r io.Reader) (typ, status byte, payload []byte, err error) {
+	for {
+		h := make([]byte, 8)
+		if _, err = io.ReadFull(r, h); err != nil {
+			return
+		}
+		body := make([]byte, int(binary.BigEndian.Uint16(h[2:4]))-8)
+		if _, err = io.ReadFull(r, body); err != nil {
+			return
+		}
+		typ, status = h[0], status|h[1]
+		payload = append(payload, body...)
+		if h[1]&tdsStatusEOM != 0 {
+			return
+		}
+	}
+}
+
+func writeTDS(w io.Writer, typ byte, payload []byte) error {
+	h := []byte{typ, tdsStatusEOM, 0, 0, 0, 0, 1, 0}
+	binary.BigEndian.PutUint16(h[2:], uint16(len(payload)+8))
+	_, err := w.Write(append(h, payload...))
+	return err
+}
+
+func ucs2(s string) []byte {
+	var b []byte
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = binary.LittleEndian.AppendUint16(b, u)
+	}
+	return b
+}
+
+func done(status, curCmd uint16, rows uint64) []byte {
+	b := []byte{0xFD}
+	b = binary.LittleEndian.AppendUint16(b, status)
+	b = binary.LittleEndian.AppendUint16(b, curCmd)
+	return binary.LittleEndian.AppendUint64(b, rows)
+}
+
+// endedChan returns the channel closed when connection id ends.
+func (f *fakeTDS) endedChan(id int) chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ended[id]
+}
+
+// nvarcharRow is a one-column, one-row result of an nvarchar value.
+func nvarcharRow(v string) []byte {
+	// COLMETADATA: NVARCHAR(128), a collation, no column name; then the row and DONE.
+	b := []byte{0x81, 1, 0, 0, 0, 0, 0, 0x01, 0x00, 0xE7, 0x00, 0x01, 0x09, 0x04, 0xD0, 0x00, 0x34, 0}
+	val := ucs2(v)
+	b = append(b, 0xD1)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(val)))
+	b = append(b, val...)
+	return append(b, done(0x10, 0xC1, 1)...)
+}
+
+// intRow is a one-column, one-row result of an int value.
+func intRow(v int32) []byte {
+	b := []byte{0x81, 1, 0, 0, 0, 0, 0, 0x01, 0x00, 0x26, 4, 0, 0xD1, 4}
+	b = binary.LittleEndian.AppendUint32(b, uint32(v))
+	return append(b, done(0x10, 0xC1, 1)...)
+}
+
+func (f *fakeTDS) serve(c net.Conn, id int) {
+	defer close(f.endedChan(id))
+	defer c.Close()
+	// PRELOGIN: VERSION and ENCRYPTION = not supported (2), then the terminator.
+	if typ, _, _, err := readTDS(c); err != nil || typ != tdsPrelogin {
+		return
+	}
+	pre := []byte{0x00, 0, 11, 0, 6, 0x01, 0, 17, 0, 1, 0xFF, 16, 0, 0x0F, 0xA0, 0, 0, 2}
+	if writeTDS(c, tdsReply, pre) != nil {
+		return
+	}
+	if typ, _, _, err := readTDS(c); err != nil || typ != tdsLogin7 {
+		return
+	}
+	prog := ucs2("fake")
+	ack := []byte{0xAD, 0, 0, 1, 0x74, 0, 0, 0x04, byte(len(prog) / 2)}
+	ack = append(ack, prog...)
+	ack = append(ack, 16, 0, 0x0F, 0xA0)
+	binary.LittleEndian.PutUint16(ack[1:], uint16(len(ack)-3))
+	if writeTDS(c, tdsReply, append(ack, done(0, 0, 0)...)) != nil {
+		return
+	}
+	for {
+		typ, status, payload, err := readTDS(c)
+		if err != nil {
+			return
+		}
+		if typ == tdsRPC {
+			// Only golang-migrate's lock calls come as RPCs here: sp_getapplock answers the
+			// lock's status (0: granted), sp_releaseapplock nothing.
+			q := "rpc"
+			if strings.Contains(string(payload), string(ucs2("sp_getapplock"))) {
+				q = "rpc sp_getapplock"
+			}
+			f.mu.Lock()
+			f.batchs = append(f.batchs, tdsBatch{conn: id, text: q, reset: status&tdsReset != 0})
+			f.mu.Unlock()
+			reply := done(0, 0, 0)
+			if q == "rpc sp_getapplock" {
+				reply = intRow(0)
+			}
+			if writeTDS(c, tdsReply, reply) != nil {
+				return
+			}
+			continue
+		}
+		if typ != tdsSQLBatch || len(payload) < 4 {
+			f.t.Errorf("connection %d: unexpected TDS message type %#x", id, typ)
+			return
+		}
+		skip := binary.LittleEndian.Uint32(payload) // ALL_HEADERS
+		text := payload[skip:]
+		units := make([]uint16, len(text)/2)
+		for i := range units {
+			units[i] = binary.LittleEndian.Uint16(text[2*i:])
+		}
+		q := string(utf16.Decode(units))
+		f.mu.Lock()
+		f.batchs = append(f.batchs, tdsBatch{conn: id, text: q, reset: status&tdsReset != 0})
+		f.mu.Unlock()
+		var reply []byte
+		switch q {
+		case "SELECT DB_NAME()":
+			reply = nvarcharRow("ledger")
+		case "SELECT SCHEMA_NAME()":
+			reply = nvarcharRow("dbo")
+		case "SELECT Id":
+			// COLMETADATA: one nullable uniqueidentifier column named Id, then its row.
+			reply = []byte{0x81, 1, 0, 0, 0, 0, 0, 0x01, 0x00, 0x24, 16, 2}
+			reply = append(reply, ucs2("Id")...)
+			reply = append(reply, 0xD1, 16)
+			reply = append(reply, f.row[:]...)
+			reply = append(reply, done(0x10, 0xC1, 1)...)
+		default:
+			reply = done(0, 0, 0)
+		}
+		if writeTDS(c, tdsReply, reply) != nil {
+			return
+		}
+	}
+}
+
+// wireGUID is how SQL Server sends a uniqueidentifier: the first three groups little-endian.
+func wireGUID(u uuid.UUID) [16]byte {
+	var b [16]byte
+	copy(b[:], u[:])
+	b[0], b[1], b[2], b[3] = u[3], u[2], u[1], u[0]
+	b[4], b[5] = u[5], u[4]
+	b[6], b[7] = u[7], u[6]
+	return b
+}
+
+func TestMSSQLSessionInitRunsOnEveryConnectionAndReuse(t *testing.T) {
+	t.Parallel()
+	f := startFakeTDS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, Config{DSN: f.dsn("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < 3; i++ {
+		if _, err := db.Raw().ExecContext(ctx, fmt.Sprintf("SELECT %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := f.log()
+	if len(log) == 0 || log[0].text != mssqlSessionInit || !log[0].reset {
+		t.Fatalf("the first batch of a new connection is not the session init with the reset flag: %+v", log)
+	}
+	// Every statement runs on a session that the init (sent with the reset flag, so after
+	// sp_reset_connection restored the login's defaults) has just set up.
+	inits := 0
+	for i, b := range log {
+		if b.text == mssqlSessionInit {
+			inits++
+			if !b.reset {
+				t.Fatalf("batch %d: the session init went without the reset flag", i)
+			}
+			continue
+		}
+		if i == 0 || log[i-1].text != mssqlSessionInit || log[i-1].conn != b.conn {
+			t.Fatalf("batch %d %q did not follow a session init on its connection: %+v", i, b.text, log)
+		}
+	}
+	if inits != 4 { // the ping and three statements, each on a freshly reset session
+		t.Fatalf("%d session inits for 4 uses: %+v", inits, log)
+	}
+}
+
+func TestMSSQLReadsAnIDInTheRightByteOrder(t *testing.T) {
+	t.Parallel()
+	want := uuid.MustParse("6f9619ff-8b86-d011-b42d-00c04fc964ff")
+	f := startFakeTDS(t)
+	f.row = wireGUID(want)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, Config{DSN: f.dsn("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got uuid.UUID
+	if err := db.Raw().QueryRowContext(ctx, "SELECT Id").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("read %s, want %s", got, want)
+	}
+	// The same row through a driver left at its default (no conversion) comes back
+	// byte-swapped: the failure `guid conversion=false` would bring, and why it is refused.
+	cfg, err := mssqlConfig(f.dsn(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Encoding.GuidConversion = false
+	raw := sql.OpenDB(mssql.NewConnectorConfig(cfg))
+	defer raw.Close()
+	var swapped uuid.UUID
+	if err := raw.QueryRowContext(ctx, "SELECT Id").Scan(&swapped); err != nil {
+		t.Fatal(err)
+	}
+	if swapped == want || !strings.HasPrefix(swapped.String(), "ff19966f-868b-11d0") {
+		t.Fatalf("without the conversion the id read %s", swapped)
+	}
+	if _, err := Open(ctx, Config{DSN: f.dsn("&guid+conversion=false")}); err == nil || !strings.Contains(err.Error(), "guid conversion=false") {
+		t.Fatalf("Open with guid conversion=false: %v", err)
+	}
+}
+
+func TestMSSQLMigratorEndsItsOwnSession(t *testing.T) {
+	t.Parallel()
+	f := startFakeTDS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, Config{DSN: f.dsn("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	service := f.log()[0].conn
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var migration int
+	for _, b := range f.log() {
+		if b.text == "SELECT DB_NAME()" {
+			migration = b.conn
+		}
+	}
+	if migration == 0 || migration == service {
+		t.Fatalf("golang-migrate ran on connection %d, the service's is %d: %+v", migration, service, f.log())
+	}
+	for _, b := range f.log() {
+		if b.conn == migration && b.text == mssqlSessionInit && !b.reset {
+			t.Fatal("the migration session was not set up by the session init")
+		}
+	}
+	select {
+	case <-f.endedChan(migration):
+		t.Fatal("the migration session ended before the migrator closed")
+	default:
+	}
+	mg.Close()
+	select {
+	case <-f.endedChan(migration):
+	case <-ctx.Done():
+		t.Fatal("closing the migrator left its session open")
+	}
+	select {
+	case <-f.endedChan(service):
+		t.Fatal("closing the migrator closed the service's connection")
+	default:
+	}
+	if _, err := db.Raw().ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("the service's pool after the migrator closed: %v", err)
+	}
+}

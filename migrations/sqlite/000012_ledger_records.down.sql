@@ -1,0 +1,3 @@
+DROP TABLE PurgeBacklog;
+DROP TABLE ReleaseOwners;
+ALTER TABLE DecisionRequests DROP COLUMN PriorPhase;

@@ -1,0 +1,2 @@
+-- SQL Server restores its bypass without the role here; SQLite has none (see the up).
+SELECT 1;
