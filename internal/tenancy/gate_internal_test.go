@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -35,6 +36,7 @@ func enterAsync(t *testing.T, g *gate, ctx context.Context, tenant string) <-cha
 			got <- leave // it had a slot at once
 			return got
 		default:
+			runtime.Gosched()
 		}
 	}
 	return got
@@ -61,6 +63,7 @@ func TestGateServesTenantsInTurn(t *testing.T) {
 		// Exactly one request gets the one slot: the next in turn.
 		got := ""
 		for got == "" {
+			runtime.Gosched()
 			for name, ch := range pending {
 				select {
 				case l := <-ch:
