@@ -32,7 +32,7 @@ func Routes(s *web.Server, svc *Service) {
 		Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth, apperr.IdempotencyKeyReused},
 	}, h.enqueue)
 	s.Route(http.MethodPost, "/v1/runs/claim", web.Op{
-		Summary: "Lease one due run and start its attempt; 204 when nothing is due or the budget holds (Retry-After)",
+		Summary: "Lease one due run and start its attempt; 204 when nothing is due, or with Retry-After when the budget holds or the tenant has all the long polls it may waiting",
 		Roles:   []string{rt}, Body: api.ClaimRequest{}, Status: http.StatusOK, AlsoStatus: []int{http.StatusNoContent}, Response: api.Claim{},
 	}, h.claim)
 	s.Route(http.MethodGet, "/v1/runs", web.Op{

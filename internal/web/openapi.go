@@ -57,8 +57,7 @@ type Authenticator func(roles ...string) echo.MiddlewareFunc
 // Auth is set by the wiring code before routes with roles are added.
 func (s *Server) SetAuth(a Authenticator) { s.auth = a }
 
-// Route registers a handler and its documentation. Non-public routes get the authenticator,
-// then the server-wide cap of requests in flight.
+// Route registers a handler and its documentation. Non-public routes get the authenticator.
 func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 	var mw []echo.MiddlewareFunc
 	if !op.Public {
@@ -66,9 +65,6 @@ func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 			panic("web: route " + path + " needs authentication but no authenticator is set")
 		}
 		mw = append(mw, s.auth(op.Roles...))
-		if s.inFlight != nil {
-			mw = append(mw, s.inFlight)
-		}
 	}
 	s.add(method, path, op, h, mw)
 	s.ops = append(s.ops, operation{method: method, path: path, op: op})
