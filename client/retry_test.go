@@ -266,7 +266,7 @@ func TestRetriedConditionalUpdateReportsMaybeApplied(t *testing.T) {
 // A 429 from the real service's per-tenant rate limit is waited out and the call succeeds.
 func TestRateLimitedCallsAreRetriedAfterRetryAfter(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, app.Config{Tenant: tenancy.Limits{Rate: 1, Burst: 1}})
+	s := newServer(t, app.Config{Limits: tenancy.Limits{Rate: 1, Burst: 1}})
 	c := s.client(t, s.RuntimeKey)
 	var (
 		mu    sync.Mutex

@@ -24,10 +24,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		depthSizes string
 		quiet      bool
 	)
-	fs.StringVar(&workload, "workload", "all", "append, cycle, depth, history, sdk or all (or a comma-separated list)")
+	fs.StringVar(&workload, "workload", "all", "append, cycle, depth, history, sdk, noisy or all (or a comma-separated list)")
 	fs.StringVar(&syncs, "sync", "both", "SQLite durability to measure, each on a fresh server: normal, full or both (with --url: the server's setting, for the driver baseline)")
-	fs.IntVar(&cfg.Clients, "clients", 0, "concurrent clients (0: append 32, cycle 16, history 32, sdk 16; depth claims from one)")
+	fs.IntVar(&cfg.Clients, "clients", 0, "concurrent clients (0: append 32, cycle 16, history 32, sdk 16, noisy 8 for tenant A; depth claims from one)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "each workload's measured window")
+	fs.Float64Var(&cfg.NoisyRate, "noisy-rate", 400, "noisy: tenant A's appends per second over its clients (negative: as fast as they can)")
 	fs.DurationVar(&cfg.RefDuration, "ref-duration", 0, "each reference's window (0: --duration)")
 	fs.StringVar(&depthSizes, "depth-sizes", "1000,1000000", "queue depths depth measures claims at")
 	fs.IntVar(&cfg.DepthClaims, "depth-claims", 500, "claims depth times at each queue depth")

@@ -33,6 +33,7 @@ type serveFlags struct {
 	rateBurst int
 	purge     time.Duration
 
+	active          int
 	tenantInflight  int
 	tenantLongPolls int
 	authFailures    int
@@ -61,6 +62,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.fairness, "claim-fairness-window", 64, "how many of the oldest due runs a claim weighs for project fairness")
 	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on a new embedded database")
 	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests this replica serves at once, all tenants together; more get 429 rate_limited (0: no cap)")
+	fs.IntVar(&f.active, "max-active", 8, "API requests this replica works on at once; the others wait, the tenants with requests waiting served in turn (0: no limit; raise it on SQL Server)")
 	fs.IntVar(&f.tenantInflight, "tenant-max-inflight", 256, "API requests one tenant may have served at once, below --max-inflight; more get 429 rate_limited (0: no cap)")
 	fs.IntVar(&f.tenantLongPolls, "tenant-max-long-polls", 64, "claims of one tenant that may wait for work at once; past it a claim answers 204 with Retry-After at once (0: no cap)")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 10000, "requests per second each tenant may make; more get 429 rate_limited (0: no limit)")
@@ -106,9 +108,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rcfg.LeaseTTL, rcfg.ReaperInterval, rcfg.BandAging = f.leaseTTL, f.reaper, f.aging
 	rcfg.MaxDepth, rcfg.FairnessWindow = f.maxDepth, f.fairness
 	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg, PurgeInterval: f.purge,
-		MaxInFlight: f.inflight, KeyCacheTTL: f.keyCacheTTL, TrustedProxies: proxies,
-		Tenant: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
-			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow},
+		KeyCacheTTL: f.keyCacheTTL, TrustedProxies: proxies,
+		Limits: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
+			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active},
 		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	bg, stopBackground := context.WithCancel(context.Background())
@@ -126,8 +128,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // requests in flight must leave room for another tenant's.
 func (f serveFlags) check() error {
 	switch {
-	case f.inflight < 0 || f.tenantInflight < 0 || f.tenantLongPolls < 0 || f.authFailures < 0:
-		return fmt.Errorf("the in-flight, long-poll and failed-authentication limits must not be negative")
+	case f.inflight < 0 || f.active < 0 || f.tenantInflight < 0 || f.tenantLongPolls < 0 || f.authFailures < 0:
+		return fmt.Errorf("the in-flight, active, long-poll and failed-authentication limits must not be negative")
 	case f.inflight > 0 && (f.tenantInflight == 0 || f.tenantInflight >= f.inflight):
 		return fmt.Errorf("--tenant-max-inflight (%d) must be between 1 and --max-inflight (%d) less one, or one tenant could fill the replica",
 			f.tenantInflight, f.inflight)

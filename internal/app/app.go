@@ -38,10 +38,9 @@ type Config struct {
 	// PurgeInterval is how often retention runs on this replica (0: retention.DefaultInterval;
 	// negative: never).
 	PurgeInterval time.Duration
-	// MaxInFlight caps API requests served at once, all tenants together (0: off). Tenant
-	// holds what one tenant, or one client address, may take (zero fields: off).
-	MaxInFlight int
-	Tenant      tenancy.Limits
+	// Limits is what one tenant, one client address, and all tenants together may take of
+	// the replica (zero fields: no limit).
+	Limits tenancy.Limits
 	// KeyCacheTTL is how long a key read from the database is trusted (0: not cached; use
 	// tenancy.DefaultKeyCacheTTL for the default).
 	KeyCacheTTL time.Duration
@@ -80,7 +79,6 @@ func New(db *sqldb.DB, cfg Config) *App {
 		Version: Version,
 		Ready:   func(ctx context.Context) error { return Ready(ctx, db) },
 
-		MaxInFlight:    cfg.MaxInFlight,
 		TrustedProxies: cfg.TrustedProxies,
 		Identify:       identify,
 		Observe:        m.ObserveRequest,
@@ -88,7 +86,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	s.Registry.MustRegister(m.Collectors()...)
 	auth := tenancy.NewAuthenticator(keys)
 	auth.SetKeyCacheTTL(cfg.KeyCacheTTL)
-	auth.SetLimits(cfg.Tenant)
+	auth.SetLimits(cfg.Limits)
 	s.SetAuth(auth.Require)
 	projects.Routes(s, projects.NewStore(db))
 	rs := runs.NewService(db, cfg.Runs, log)

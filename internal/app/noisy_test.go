@@ -113,11 +113,12 @@ func checkpointBody(token, seq int64) string {
 // claims and fenced appends until B is held at its caps (its long polls past the cap answered
 // 204 with Retry-After at once, its other requests past its share answered 429), then has
 // tenant A run whole runs: every one of A's requests succeeds, none is 429. The server-wide
-// cap is above one tenant's share, so B cannot fill it.
+// cap is above one tenant's share, so B cannot fill it, and the replica works on three
+// requests at once, the tenants with requests waiting served in turn.
 func TestNoisyNeighbourLeavesOtherTenantAlone(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, app.Config{MaxInFlight: 12, KeyCacheTTL: tenancy.DefaultKeyCacheTTL,
-		Tenant: tenancy.Limits{InFlight: 6, LongPolls: 3}})
+	s := newStack(t, app.Config{KeyCacheTTL: tenancy.DefaultKeyCacheTTL,
+		Limits: tenancy.Limits{ReplicaInFlight: 12, ReplicaActive: 3, InFlight: 6, LongPolls: 3}})
 	_, adminA, rtA := s.tenantKeys(t)
 	_, adminB, rtB := s.tenantKeys(t)
 	a := &tenantClient{s: s, admin: adminA, runtime: rtA, project: "pa", release: "ra"}

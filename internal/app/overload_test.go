@@ -78,7 +78,7 @@ func TestDatabaseLockedIsUnavailableThenRecovers(t *testing.T) {
 
 func TestTenantRateLimit(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, app.Config{Tenant: tenancy.Limits{Rate: 1, Burst: 2}})
+	s := newStack(t, app.Config{Limits: tenancy.Limits{Rate: 1, Burst: 2}})
 	_, admin, _ := s.tenantKeys(t)
 	_, otherAdmin, _ := s.tenantKeys(t)
 	for range 2 {
@@ -97,7 +97,7 @@ func TestTenantRateLimit(t *testing.T) {
 
 func TestInFlightCap(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, app.Config{MaxInFlight: 1})
+	s := newStack(t, app.Config{Limits: tenancy.Limits{ReplicaInFlight: 1}})
 	_, _, runtime := s.tenantKeys(t)
 	refs := `["bench://x"]`
 	sum := sha256.Sum256([]byte(refs))

@@ -261,43 +261,70 @@ func Hooks() runs.Hooks {
 // and MaxAttempts is at most 1000.
 const maxChain = 1024
 
+// runChanged finds the delegation a run's status belongs to, at a cost that does not grow
+// with the run's chain unless the chain really may be a delegated one:
+//   - a run without a parent run is never delegated: no statement;
+//   - a chain's first run is a delegation's child run or not: one seek;
+//   - a continuation copies its chain's parent run and subject, so its chain can only be
+//     delegated if an attempt of that parent delegated a child with that subject (Create
+//     sets the child's parent to the delegating attempt's run): one statement finds those
+//     children, and when there is none (a plain child, the common case) that is all;
+//   - otherwise the walk up the chain stops at the first of those children it meets (one
+//     seek a hop, a delegated chain's length at most).
 func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
-	// A delegated child has a parent run, and its continuations copy it: runs without one
-	// are never delegated, and cost no query here.
 	if !run.ParentRunID.Valid {
 		return nil
 	}
 	q := queriesFor(tx.Dialect)
 	status := StatusOf(run)
-	id, prev := run.RunID, run.ContinuedFromRunID
-	for hop := 0; hop < maxChain; hop++ {
-		d, err := byChildRun(ctx, tx, q, run.TenantID, id)
-		if err == nil {
-			if d.Status == status {
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, q.setStatus, run.TenantID, d.DelegationID, status); err != nil {
-				return fmt.Errorf("set delegation status: %w", err)
-			}
+	if !run.ContinuedFromRunID.Valid {
+		d, err := byChildRun(ctx, tx, q, run.TenantID, run.RunID)
+		if apperr.Is(err, apperr.NotFound) {
 			return nil
 		}
-		if !apperr.Is(err, apperr.NotFound) {
+		if err != nil {
 			return err
 		}
-		if hop > 0 {
-			// id is an older run of the chain: read what it continued, if anything.
-			err = tx.GetContext(ctx, &prev, q.continuedFrom, run.TenantID, id)
-			if errors.Is(err, sqldb.ErrNotFound) {
-				return nil // the chain's older runs were purged
-			}
-			if err != nil {
-				return fmt.Errorf("read continued run: %w", err)
+		return setStatus(ctx, tx, q, d.TenantID, d.DelegationID, d.Status, status)
+	}
+	var cands []struct {
+		DelegationID uuid.UUID `db:"DelegationId"`
+		ChildRunID   uuid.UUID `db:"ChildRunId"`
+		Status       string    `db:"Status"`
+	}
+	if err := tx.SelectContext(ctx, &cands, q.delegatedSiblings, run.TenantID, run.ParentRunID.UUID, run.Subject); err != nil {
+		return fmt.Errorf("read the parent run's delegations: %w", err)
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	prev := run.ContinuedFromRunID
+	for hop := 0; prev.Valid && hop < maxChain; hop++ {
+		for _, c := range cands {
+			if c.ChildRunID == prev.UUID {
+				return setStatus(ctx, tx, q, run.TenantID, c.DelegationID, c.Status, status)
 			}
 		}
-		if !prev.Valid {
-			return nil
+		id := prev.UUID
+		err := tx.GetContext(ctx, &prev, q.continuedFrom, run.TenantID, id)
+		if errors.Is(err, sqldb.ErrNotFound) {
+			return nil // the chain's older runs were purged
 		}
-		id = prev.UUID
+		if err != nil {
+			return fmt.Errorf("read continued run: %w", err)
+		}
+	}
+	return nil
+}
+
+// setStatus moves a delegation to status unless it is there already (so a repeat stamps no
+// new version).
+func setStatus(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, id uuid.UUID, from, to string) error {
+	if from == to {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, q.setStatus, tenantID, id, to); err != nil {
+		return fmt.Errorf("set delegation status: %w", err)
 	}
 	return nil
 }

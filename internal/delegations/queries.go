@@ -15,6 +15,10 @@ type queries struct {
 	// Reads of the Runs table (the run-lease core is its only writer; these only read).
 	runByIdempotencyKey string // 1 tenant, 2 idempotency key -> RunId
 	continuedFrom       string // 1 tenant, 2 run -> ContinuedFromRunId (NULL for a chain's first run)
+	// delegatedSiblings: 1 tenant, 2 parent run, 3 subject -> DelegationId, ChildRunId,
+	// Status of every delegation an attempt of the parent run made whose child run has the
+	// subject (the chains a continuation with that parent and subject may belong to).
+	delegatedSiblings string
 }
 
 func queriesFor(d sqldb.Dialect) *queries {

@@ -60,8 +60,8 @@ VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9);`,
 	// those transactions are already serialised and a plain read is current: under RCSI
 	// the last committed row, which no uncommitted writer can be ahead of; without RCSI a
 	// short S lock. In a create's repeat check it reads a committed delegation made with its
-	// child run. 0 rows -> ErrNotFound (the run is not a delegated child; the hook then
-	// walks up the continuation chain, a create answers sequence_conflict).
+	// child run. 0 rows -> ErrNotFound (the run is not a delegated child: the hook writes
+	// nothing, a create answers sequence_conflict).
 	byChildRun: `SELECT ` + columns + ` FROM dbo.SubAgentDelegations WHERE TenantId = @p1 AND ChildRunId = @p2;`,
 
 	// listByAttempt: IX_Delegations_Attempt seek on AttemptId, already in (CreatedAt,
@@ -99,4 +99,26 @@ WHERE TenantId = @p1 AND DelegationId = @p2 AND Status <> @p3;`,
 	// without RCSI a short S lock, which waits only for a writer of that older, ended run
 	// (retention's purge). 0 rows -> ErrNotFound (purged: the walk stops).
 	continuedFrom: `SELECT ContinuedFromRunId FROM dbo.Runs WHERE TenantId = @p1 AND RunId = @p2;`,
+
+	// delegatedSiblings (the hook, for a continuation): IX_Attempts_Run_Step seek on RunId
+	// (the parent's attempts, a handful; PK_ExecutionAttempts lookup for the TenantId
+	// residual), IX_Delegations_Attempt seek on each AttemptId (PK lookup for ChildRunId,
+	// Status, TenantId), PK_Runs seek on each ChildRunId with Subject and TenantId as
+	// residuals. Rows read: the parent run's attempts and delegations, never the child's
+	// chain. No hints. Locks, in that order: short S locks on the parent's attempt rows,
+	// its delegation rows and their child runs without RCSI, none with RCSI (the last
+	// committed versions). The transaction already holds the continuation's run (U or X,
+	// and the tenant row for a claim); a transaction that holds one of the parent's attempt
+	// rows X (a holder write, or a create, which locks the attempt, then the parent run, then
+	// writes a new child run and delegation) never asks for a run of this chain or the
+	// tenant row, so the short wait cannot close a cycle. A delegation being created
+	// concurrently is not seen (RCSI) or waited for; it makes a new child run, which is a
+	// chain's first run, never a continuation of this chain, so missing it changes nothing.
+	// 0 rows: this chain is not delegated (the hook writes nothing). Errors: 1205, 1222 ->
+	// ErrRetryable (S locks without RCSI; the whole run transaction is retried).
+	delegatedSiblings: `SELECT d.DelegationId, d.ChildRunId, d.Status
+FROM dbo.ExecutionAttempts AS a
+JOIN dbo.SubAgentDelegations AS d ON d.AttemptId = a.AttemptId
+JOIN dbo.Runs AS c ON c.RunId = d.ChildRunId
+WHERE a.RunId = @p2 AND a.TenantId = @p1 AND d.TenantId = @p1 AND c.TenantId = @p1 AND c.Subject = @p3;`,
 }

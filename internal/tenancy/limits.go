@@ -11,20 +11,22 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
-// Limits bounds what one tenant, or one client address, may take of a replica, so that one
-// tenant's load never makes another tenant's requests fail (DESIGN.md section 6). A zero
-// field is no limit.
+// Limits bounds what one tenant, or one client address, may take of a replica, and what
+// all tenants together may, so that one tenant's load never makes another tenant's
+// requests fail (DESIGN.md section 6). A zero field is no limit.
 //
-// A request is attributed to its tenant by its key before it takes anything of the
-// tenant's: a request refused here has held nothing, and the server-wide cap of requests in
-// flight (web.Config.MaxInFlight) is taken only after these, so one tenant can hold at most
-// InFlight of it.
+// A request is attributed to its tenant by its key before it takes anything: a request
+// refused here has held nothing. Then, in order: the tenant's rate, the tenant's requests
+// in flight, the replica's requests in flight (which one tenant's share cannot fill: the
+// server refuses a tenant share at or above it), and a turn among the tenants' requests
+// to be worked on.
 type Limits struct {
 	// Rate and Burst bound each tenant's requests per second.
 	Rate  float64
 	Burst int
-	// InFlight caps each tenant's requests being served at once; past it a request is 429
-	// rate_limited with Retry-After. A waiting long-poll claim counts.
+	// InFlight caps each tenant's requests being served at once (waiting for their turn
+	// included); past it a request is 429 rate_limited with Retry-After. A waiting
+	// long-poll claim counts.
 	InFlight int
 	// LongPolls caps each tenant's claims waiting for work at once; past it a claim does not
 	// wait (HoldLongPoll reports false) and answers 204 with Retry-After at once.
@@ -35,6 +37,13 @@ type Limits struct {
 	// rate_limited with Retry-After, without reading the database.
 	AuthFailures      int
 	AuthFailureWindow time.Duration
+	// ReplicaInFlight caps the requests of all tenants together being served at once; past
+	// it a request is 429 rate_limited with Retry-After. It protects the process.
+	ReplicaInFlight int
+	// ReplicaActive is how many requests the replica works on at once; the others wait,
+	// and the tenants with requests waiting are served in turn, one request each (a claim
+	// waiting for work gives its place up while it waits).
+	ReplicaActive int
 }
 
 // Retry-After values of the limits whose wait cannot be computed: a slot is free when
@@ -172,29 +181,39 @@ func clientAddress(ip string) string {
 	return parsed.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
-type gateKey struct{}
+type ticketKey struct{}
 
-// gate is a request's way to its tenant's long-poll slots.
-type gate struct {
+// ticket is what a request admitted by Require carries in its context: its tenant's
+// long-poll slots, and the way to give its place among the requests being worked on up.
+type ticket struct {
 	polls  *counter
 	tenant string
+	leave  func()
 }
 
 // HoldLongPoll takes one of the request's tenant's long-poll slots for a claim about to wait
 // for work. It reports false when the tenant has as many claims waiting as it may: the claim
 // must then answer at once, without waiting (204 with Retry-After LongPollRetryAfter).
-// release gives the slot back; it must be called once the claim stops waiting. A context
-// that did not pass the authenticator has no limit.
+// Holding a slot, the request gives up its place among the requests being worked on (a
+// claim that waits does its few statements when woken without one). release gives the slot
+// back; it must be called once the claim stops waiting. A context that did not pass the
+// authenticator has no limit.
 func HoldLongPoll(ctx context.Context) (release func(), ok bool) {
-	g, found := ctx.Value(gateKey{}).(gate)
-	if !found || g.polls == nil {
+	t, found := ctx.Value(ticketKey{}).(ticket)
+	if !found {
 		return func() {}, true
 	}
-	if !g.polls.take(g.tenant) {
+	if !t.polls.take(t.tenant) {
 		return nil, false
 	}
+	t.leave()
 	var once sync.Once
-	return func() { once.Do(func() { g.polls.give(g.tenant) }) }, true
+	return func() { once.Do(func() { t.polls.give(t.tenant) }) }, true
+}
+
+func errReplicaInFlight() error {
+	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: inFlightRetryAfter,
+		Detail: "the server is at its limit of requests in flight; retry later"}
 }
 
 func errTenantInFlight() error {

@@ -24,6 +24,8 @@ type Authenticator struct {
 	limits   Limits
 	inFlight *counter // per tenant
 	polls    *counter // per tenant
+	replica  *counter // all tenants, under one key
+	work     *gate
 	failures *addrBudget
 
 	limitMu  sync.Mutex
@@ -47,7 +49,8 @@ func (a *Authenticator) SetKeyCacheTTL(ttl time.Duration) { a.keys = newKeyCache
 // serving.
 func (a *Authenticator) SetLimits(l Limits) {
 	a.limits = l
-	a.inFlight, a.polls = newCounter(l.InFlight), newCounter(l.LongPolls)
+	a.inFlight, a.polls, a.replica = newCounter(l.InFlight), newCounter(l.LongPolls), newCounter(l.ReplicaInFlight)
+	a.work = newGate(l.ReplicaActive)
 	a.failures = newAddrBudget(l.AuthFailures, l.AuthFailureWindow)
 	a.limiters = nil
 	if l.Rate > 0 {
@@ -82,8 +85,10 @@ func (a *Authenticator) admit(tenantID string) (bool, time.Duration) {
 // Require returns middleware admitting requests whose key has one of roles (any role when
 // none is given): 401 without a good key, 403 with the wrong role, 429 rate_limited past a
 // limit. In order: the key (failed authentications spend the client address's budget), the
-// role, the tenant's rate, then one of the tenant's slots in flight, held until the handler
-// returns. Nothing of the tenant's is taken before the request is known to be the tenant's.
+// role, the tenant's rate, one of the tenant's slots in flight, one of the replica's, then
+// the tenant's turn to be worked on; all are held until the handler returns. Nothing is
+// taken before the request is known to be the tenant's, and a request refused at a step
+// holds nothing of the steps before.
 func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -104,8 +109,18 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 				return errTenantInFlight()
 			}
 			defer a.inFlight.give(p.TenantID)
-			ctx := WithPrincipal(c.Request().Context(), p)
-			ctx = context.WithValue(ctx, gateKey{}, gate{polls: a.polls, tenant: p.TenantID})
+			if !a.replica.take("") {
+				return errReplicaInFlight()
+			}
+			defer a.replica.give("")
+			ctx := c.Request().Context()
+			leave, err := a.work.enter(ctx, p.TenantID)
+			if err != nil {
+				return err // the client went away while waiting
+			}
+			defer leave()
+			ctx = WithPrincipal(ctx, p)
+			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, tenant: p.TenantID, leave: leave})
 			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
 		}

@@ -6,31 +6,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/ledger-dev/ledger/internal/apperr"
 )
-
-// limitInFlight refuses requests beyond max running at once with 429 rate_limited and a
-// Retry-After, so an overloaded replica sheds load instead of queueing it until clients
-// time out. It protects the process, not one tenant from another: it runs after the
-// authenticator, so a request counts here only once its tenant's own limits (which keep any
-// one tenant below this cap) have admitted it, and a tenant's refused requests never take
-// a slot another tenant could have had. The health, metrics and document routes need no key
-// and are never refused.
-func limitInFlight(max int) echo.MiddlewareFunc {
-	slots := make(chan struct{}, max)
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			select {
-			case slots <- struct{}{}:
-			default:
-				return &apperr.Error{Code: apperr.RateLimited, Detail: "the server is at its limit of requests in flight; retry later", RetryAfter: 1e9}
-			}
-			defer func() { <-slots }()
-			return next(c)
-		}
-	}
-}
 
 // ipExtractor says which address a request comes from (the key of the failed-authentication
 // limit): the TCP peer, or, when that peer is one of the trusted proxies, the nearest address

@@ -73,8 +73,8 @@ type Authenticator func(roles ...string) echo.MiddlewareFunc
 // SetAuth is called by the wiring code before routes with roles are added.
 func (s *Server) SetAuth(a Authenticator) { s.auth = a }
 
-// Route registers a handler and its documentation. Non-public routes get the authenticator,
-// then the server-wide cap of requests in flight; a GET also answers HEAD.
+// Route registers a handler and its documentation. Non-public routes get the authenticator;
+// a GET also answers HEAD.
 func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 	if op.ID == "" || op.Tag == "" || op.Summary == "" {
 		panic("web: route " + method + " " + path + " needs an ID, a Tag and a Summary")
@@ -85,9 +85,6 @@ func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 			panic("web: route " + path + " needs authentication but no authenticator is set")
 		}
 		mw = append(mw, s.auth(op.Roles...))
-		if s.inFlight != nil {
-			mw = append(mw, s.inFlight)
-		}
 	}
 	s.add(method, path, op, h, mw)
 	s.ops = append(s.ops, operation{method: method, path: path, op: op})

@@ -34,9 +34,6 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Version appears in the OpenAPI document.
 	Version string
-	// MaxInFlight caps the API requests served at once, all tenants together (0: no cap).
-	// It protects the process; what one tenant may hold is the authenticator's business.
-	MaxInFlight int
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client's address;
 	// requests from anywhere else are from their TCP peer.
 	TrustedProxies []*net.IPNet
@@ -68,7 +65,6 @@ type Server struct {
 	ops      []operation
 	routes   []routeMethods
 	auth     Authenticator
-	inFlight echo.MiddlewareFunc // nil: no cap
 	version  string
 	identify func(ctx context.Context) (string, string, bool)
 	notify   func(Request)
@@ -112,9 +108,6 @@ func New(cfg Config) *Server {
 	}))
 	e.Use(s.methodNotAllowed)
 	e.Use(limitBody(cfg.MaxBody))
-	if cfg.MaxInFlight > 0 {
-		s.inFlight = limitInFlight(cfg.MaxInFlight)
-	}
 
 	s.Route(http.MethodGet, "/healthz", Op{ID: "getHealth", Tag: "System", Summary: "Process liveness",
 		Description: "Answers 200 while the process serves; it checks nothing else.", Public: true, Status: http.StatusOK, Response: Health{}},

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ledger-dev/ledger/api"
 )
 
 // Workload names.
@@ -35,13 +37,14 @@ const (
 	Cycle   = "cycle"
 	Depth   = "depth"
 	History = "history"
+	Noisy   = "noisy"
 	// SDK is whole runs through the Go SDK's Worker beside the same runs by the plain
 	// client (sdk.go).
 	SDK = "sdk"
 )
 
 // AllWorkloads are the workloads in the order they run.
-var AllWorkloads = []string{Append, Cycle, History, SDK, Depth}
+var AllWorkloads = []string{Append, Cycle, History, SDK, Depth, Noisy}
 
 // Config says what to measure. Zero values take the defaults named on each field.
 type Config struct {
@@ -52,11 +55,15 @@ type Config struct {
 	// setting and to run the driver baseline with.
 	Syncs []string
 	// Clients is the number of concurrent clients of every workload; 0 means each
-	// workload's default (append 32, cycle 16, history 32: half appending, half reading; sdk 16).
-	// Depth always claims from one client, one claim after another.
+	// workload's default (append 32, cycle 16, history 32: half appending, half reading;
+	// sdk 16; noisy 8: tenant A's appenders, beside tenant B's fixed flood). Depth always
+	// claims from one client, one claim after another.
 	Clients int
 	// Duration is each workload's measured window (default 10s).
 	Duration time.Duration
+	// NoisyRate is tenant A's appends per second in the noisy workload, spread over its
+	// clients (default 400; negative: as fast as they can).
+	NoisyRate float64
 	// RefDuration is each reference's window (default Duration).
 	RefDuration time.Duration
 	// DepthSizes are the queue depths depth measures claims at, ascending (default 1000,
@@ -90,7 +97,7 @@ func (c *Config) defaults() error {
 	}
 	for _, w := range c.Workloads {
 		if !slices.Contains(AllWorkloads, w) {
-			return fmt.Errorf("unknown workload %q: want append, cycle, depth, history, sdk or all", w)
+			return fmt.Errorf("unknown workload %q: want append, cycle, depth, history, sdk, noisy or all", w)
 		}
 	}
 	if len(c.Syncs) == 0 {
@@ -106,6 +113,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Duration <= 0 {
 		c.Duration = 10 * time.Second
+	}
+	if c.NoisyRate == 0 {
+		c.NoisyRate = 400
 	}
 	if c.RefDuration <= 0 {
 		c.RefDuration = c.Duration
@@ -158,6 +168,8 @@ func (c *Config) clients(w string) int {
 	switch w {
 	case Cycle, SDK:
 		return 16
+	case Noisy:
+		return 8
 	default:
 		return 32
 	}
@@ -211,6 +223,15 @@ type target struct {
 	sync   string
 	routes routes
 	dir    string // local mode: where the driver baseline may write
+	// release is the release the tenant registers and claims with ("": releaseID).
+	release string
+}
+
+func (t *target) releaseID() string {
+	if t.release == "" {
+		return releaseID
+	}
+	return t.release
 }
 
 func (b *bencher) logf(format string, args ...any) {
@@ -237,7 +258,12 @@ func (b *bencher) local(ctx context.Context, sync string) error {
 		}
 	}
 	if b.cfg.has(Depth) {
-		return b.depth(ctx, sync, dir)
+		if err := b.depth(ctx, sync, dir); err != nil {
+			return err
+		}
+	}
+	if b.cfg.has(Noisy) {
+		return b.noisy(ctx, sync, dir)
 	}
 	return nil
 }
@@ -280,6 +306,10 @@ func (b *bencher) remote(ctx context.Context) error {
 	if b.cfg.has(Depth) {
 		b.add(Result{Workload: Depth, Sync: t.sync, Clients: 1, Status: StatusSkipped,
 			Note: "local mode only: the queue is seeded straight into the database file"})
+	}
+	if b.cfg.has(Noisy) {
+		b.add(Result{Workload: Noisy, Sync: t.sync, Clients: b.cfg.clients(Noisy), Status: StatusSkipped,
+			Note: "local mode only: it makes a second tenant in the database file"})
 	}
 	return nil
 }
@@ -334,6 +364,14 @@ const (
 // array of plain ASCII strings is what encoding/json writes.
 var contentRefs = []string{"bench://adapter"}
 
+func contentRefsJSON() []json.RawMessage {
+	out := make([]json.RawMessage, len(contentRefs))
+	for i, r := range contentRefs {
+		out[i], _ = json.Marshal(r)
+	}
+	return out
+}
+
 func manifestHash() string {
 	b, _ := json.Marshal(contentRefs)
 	sum := sha256.Sum256(b)
@@ -344,7 +382,7 @@ func manifestHash() string {
 // A server that serves no release route needs no release.
 func (b *bencher) setup(ctx context.Context, t *target) error {
 	for i := range benchProjects {
-		a, err := t.c.do(ctx, http.MethodPut, fmt.Sprintf("/v1/projects/p%d", i), t.keys.admin, struct{}{}, nil)
+		a, err := t.c.do(ctx, http.MethodPut, fmt.Sprintf("/v1/projects/p%d", i), t.keys.admin, api.PutProjectRequest{}, nil)
 		if err != nil {
 			return err
 		}
@@ -352,8 +390,9 @@ func (b *bencher) setup(ctx context.Context, t *target) error {
 			return fmt.Errorf("create project p%d: %d %s", i, a.status, a.code)
 		}
 	}
-	body := map[string]any{"manifestHash": manifestHash(), "contentRefs": contentRefs, "state": "active"}
-	a, err := t.c.do(ctx, http.MethodPut, "/v1/releases/"+releaseID+"/adapters/"+adapterVersion, t.keys.admin, body, nil)
+	state := api.ReleaseActive
+	body := api.PutReleaseRequest{ManifestHash: manifestHash(), ContentRefs: contentRefsJSON(), State: &state}
+	a, err := t.c.do(ctx, http.MethodPut, "/v1/releases/"+t.releaseID()+"/adapters/"+adapterVersion, t.keys.admin, body, nil)
 	if err != nil {
 		return err
 	}
@@ -363,7 +402,7 @@ func (b *bencher) setup(ctx context.Context, t *target) error {
 		(a.status == http.StatusBadRequest && t.routes != nil && !t.routes["PUT /v1/releases/{releaseId}/adapters/{adapterVersion}"]):
 		b.logf("[%s] the server serves no release route: claiming without a release", t.sync)
 	default:
-		return fmt.Errorf("register release %s/%s: %d %s", releaseID, adapterVersion, a.status, a.code)
+		return fmt.Errorf("register release %s/%s: %d %s", t.releaseID(), adapterVersion, a.status, a.code)
 	}
 	return nil
 }

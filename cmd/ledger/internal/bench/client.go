@@ -42,6 +42,9 @@ func (c *client) close() { c.hc.CloseIdleConnections() }
 type answer struct {
 	status int
 	code   string
+	// retry says the server sent Retry-After, and retryAfter is its value.
+	retry      bool
+	retryAfter time.Duration
 }
 
 func (a answer) ok() bool { return a.code == "" }
@@ -83,6 +86,9 @@ func (c *client) do(ctx context.Context, method, path, key string, body any, out
 	}
 	defer res.Body.Close()
 	a := answer{status: res.StatusCode}
+	if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && secs >= 0 {
+		a.retry, a.retryAfter = true, time.Duration(secs)*time.Second
+	}
 	if res.StatusCode >= 200 && res.StatusCode < 300 {
 		if out != nil && res.StatusCode != http.StatusNoContent {
 			if err := json.NewDecoder(res.Body).Decode(out); err != nil {

@@ -178,6 +178,21 @@ func TestLocalEndToEnd(t *testing.T) {
 	if !strings.Contains(large.Note, "claim p50") {
 		t.Errorf("the deepest row does not compare its p50 with the shallowest: %q", large.Note)
 	}
+	// Noisy: A's appends alone and under B's flood, both measured; A never refused.
+	alone := findRow(t, rep, "noisy/a-alone", "normal", 4)
+	with := findRow(t, rep, "noisy/a", "normal", 4)
+	for _, r := range []Result{alone, with} {
+		if r.Status != StatusOK || r.Ops == 0 || len(r.Errors) != 0 {
+			t.Errorf("%s: status %q, %d ops, errors %v: %s", r.Label(), r.Status, r.Ops, r.Errors, r.Note)
+		}
+	}
+	if with.P99VsAlone <= 0 || with.P99VsAlone != round(with.P99Ms/alone.P99Ms, 2) || !strings.Contains(with.Note, "A saw no 429") {
+		t.Errorf("noisy/a does not compare its p99 with A alone: %v, %q", with.P99VsAlone, with.Note)
+	}
+	poll := findRow(t, rep, "noisy/b-poll", "normal", noisyBPolls)
+	if !strings.Contains(poll.Note, "refused at once") || poll.Ops == 0 {
+		t.Errorf("B's long polls: %d answered, %q", poll.Ops, poll.Note)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) != 0 {
 		t.Errorf("temporary databases left behind in %s: %v %v", dir, entries, err)

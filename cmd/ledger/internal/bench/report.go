@@ -29,7 +29,8 @@ const (
 // problem code (or "timeout", "transport", "http_<status>").
 type Result struct {
 	Workload string `json:"workload"`
-	// Part names a history row (list, timeline, append); Queued the depth row's queue.
+	// Part names a history row (list, timeline, append) or a noisy one (a-alone, a,
+	// b-append, b-poll); Queued the depth row's queue.
 	Part      string           `json:"part,omitempty"`
 	Queued    int              `json:"queued,omitempty"`
 	Sync      string           `json:"sync"`
@@ -59,6 +60,9 @@ type Result struct {
 	// WorkloadClients is the whole workload's clients when the row is a part of it
 	// (history): the references it is compared with ran with that many.
 	WorkloadClients int `json:"workloadClients,omitempty"`
+	// P99VsAlone is, for noisy/a, tenant A's p99 while tenant B floods over A's p99 alone
+	// in the same run (the target is at most 2).
+	P99VsAlone float64 `json:"p99VsAlone,omitempty"`
 }
 
 // Label is the row's name in the table.

@@ -218,11 +218,11 @@ func TestConfigDefaults(t *testing.T) {
 	if err := c.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Workloads) != 5 || len(c.Syncs) != 2 || c.Duration != 10*time.Second || c.RefDuration != c.Duration ||
-		c.DepthClaims != 500 || len(c.DepthSizes) != 2 || c.DepthSizes[1] != 1_000_000 {
+	if len(c.Workloads) != 6 || len(c.Syncs) != 2 || c.Duration != 10*time.Second || c.RefDuration != c.Duration ||
+		c.DepthClaims != 500 || len(c.DepthSizes) != 2 || c.DepthSizes[1] != 1_000_000 || c.NoisyRate != 400 {
 		t.Errorf("defaults %+v", c)
 	}
-	if c.clients(Append) != 32 || c.clients(Cycle) != 16 || c.clients(History) != 32 || c.clients(SDK) != 16 {
+	if c.clients(Append) != 32 || c.clients(Cycle) != 16 || c.clients(History) != 32 || c.clients(SDK) != 16 || c.clients(Noisy) != 8 {
 		t.Error("per-workload client defaults")
 	}
 	c.Clients = 4

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/ledger-dev/ledger/api"
 	sdk "github.com/ledger-dev/ledger/client"
 )
@@ -53,10 +51,8 @@ func (b *bencher) sdkWorkerRow(ctx context.Context, t *target, n int) Result {
 	kind := "bench-sdk-" + b.tag // claimed by this worker only
 	spec := func() api.EnqueueRequest {
 		e := b.enqueueBody()
-		return api.EnqueueRequest{RunSpec: api.RunSpec{
-			Subject: e.Subject, Kind: kind, ProjectID: e.ProjectID, AgentID: e.AgentID,
-			StepID: uuid.MustParse(e.StepID), SnapshotID: uuid.MustParse(e.SnapshotID), Band: api.Ptr(api.BandBatch),
-		}}
+		e.Kind = kind
+		return e
 	}
 	// The first runs, one per handler, sent untimed by the plain client.
 	for range n {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/api"
 )
 
 // The routes each workload needs (as /openapi.json names them).
@@ -23,46 +25,6 @@ var (
 	depthRoutes    = []string{"POST /v1/runs/claim", "POST /v1/attempts/{attemptId}/complete"}
 	subjectCounter atomic.Int64
 )
-
-type enqueueBody struct {
-	Subject    string `json:"subject"`
-	Kind       string `json:"kind"`
-	ProjectID  string `json:"projectId"`
-	AgentID    string `json:"agentId"`
-	StepID     string `json:"stepId"`
-	SnapshotID string `json:"snapshotId"`
-	Band       string `json:"band"`
-}
-
-type claimBody struct {
-	HolderID       string `json:"holderId"`
-	ReleaseID      string `json:"releaseId"`
-	AdapterVersion string `json:"adapterVersion"`
-	ModelProfileID string `json:"modelProfileId"`
-	LeaseSeconds   int    `json:"leaseSeconds"`
-}
-
-type checkpointBody struct {
-	FencingToken    int64  `json:"fencingToken"`
-	Sequence        int64  `json:"sequence"`
-	Phase           string `json:"phase"`
-	AdapterStateRef string `json:"adapterStateRef"`
-	AdapterVersion  string `json:"adapterVersion"`
-	Hash            string `json:"hash"`
-}
-
-type callBody struct {
-	FencingToken int64  `json:"fencingToken"`
-	Sequence     int64  `json:"sequence"`
-	Kind         string `json:"kind"`
-	Target       string `json:"target"`
-	RequestHash  string `json:"requestHash"`
-}
-
-type completeBody struct {
-	FencingToken int64  `json:"fencingToken"`
-	State        string `json:"state"`
-}
 
 // claimed is what a claim answers (the parts the bench uses).
 type claimed struct {
@@ -82,17 +44,38 @@ type lease struct {
 }
 
 // enqueueBody is an enqueue of one run with a unique subject, spread over the projects.
-func (b *bencher) enqueueBody() enqueueBody {
+func (b *bencher) enqueueBody() api.EnqueueRequest {
 	n := subjectCounter.Add(1)
-	return enqueueBody{
+	band := api.BandBatch
+	return api.EnqueueRequest{RunSpec: api.RunSpec{
 		Subject: fmt.Sprintf("bench-%s-%d", b.tag, n), Kind: "bench", ProjectID: fmt.Sprintf("p%d", n%benchProjects),
-		AgentID: fmt.Sprintf("bench-agent-%d", n%16), StepID: uuid.NewString(), SnapshotID: uuid.NewString(), Band: "batch",
-	}
+		AgentID: fmt.Sprintf("bench-agent-%d", n%16), StepID: uuid.New(), SnapshotID: uuid.New(), Band: &band,
+	}}
 }
 
-func (b *bencher) claimBody(client int, leaseSeconds int) claimBody {
-	return claimBody{HolderID: fmt.Sprintf("bench-%s-%d", b.tag, client), ReleaseID: releaseID,
-		AdapterVersion: adapterVersion, ModelProfileID: modelProfile, LeaseSeconds: leaseSeconds}
+func (b *bencher) claimBody(t *target, client int, leaseSeconds int) api.ClaimRequest {
+	return api.ClaimRequest{HolderID: fmt.Sprintf("bench-%s-%d", b.tag, client), ReleaseID: t.releaseID(),
+		AdapterVersion: adapterVersion, ModelProfileID: modelProfile, LeaseSeconds: &leaseSeconds}
+}
+
+// checkpointBody is client's checkpoint seq under the lease with token.
+func checkpointBody(token, seq int64, client int) api.CheckpointRequest {
+	sq, phase := int32(seq), api.PhaseActing
+	return api.CheckpointRequest{FencingToken: token, Sequence: &sq, Phase: &phase,
+		AdapterStateRef: fmt.Sprintf("bench://state/%d/%d", client, seq), AdapterVersion: adapterVersion,
+		Hash: fmt.Sprintf("%016x%016x", token, seq)}
+}
+
+// callBody is call record seq under the lease with token.
+func callBody(token, seq int64) api.CallRequest {
+	sq, kind := int32(seq), api.CallModel
+	return api.CallRequest{FencingToken: token, Sequence: &sq, Kind: &kind, Target: "bench-model",
+		RequestHash: fmt.Sprintf("%016x%016x", token, seq)}
+}
+
+// completeBody completes the attempt under the lease with token, succeeded.
+func completeBody(token int64) api.CompleteAttemptRequest {
+	return api.CompleteAttemptRequest{FencingToken: token, State: api.CompleteSucceeded}
 }
 
 // backoff pauses after a failed request so a failing server is not spun on: longer when
@@ -137,7 +120,7 @@ func (b *bencher) acquire(ctx context.Context, t *target, client int, rec *Recor
 		}
 		for time.Now().Before(until) && ctx.Err() == nil {
 			var cl claimed
-			a, err := t.c.do(ctx, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(client, 3600), &cl)
+			a, err := t.c.do(ctx, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(t, client, 3600), &cl)
 			if err != nil {
 				return nil, false
 			}
@@ -179,7 +162,7 @@ func (b *bencher) release(ctx context.Context, t *target, leases []*lease) {
 	parallel(len(leases), func(i int) {
 		if l := leases[i]; l != nil {
 			_, _ = t.c.do(ctx, http.MethodPost, "/v1/attempts/"+l.attemptID+"/complete", t.keys.runtime,
-				completeBody{FencingToken: l.token, State: "succeeded"}, nil)
+				completeBody(l.token), nil)
 		}
 	})
 }
@@ -207,21 +190,39 @@ func held(leases []*lease) int {
 // request is one operation. A failed write is sent again with the same sequence (an exact
 // repeat is idempotent); a lost lease is replaced.
 func (b *bencher) appendLoop(ctx context.Context, t *target, client int, l *lease, rec *Recorder, end time.Time) {
+	b.pacedAppendLoop(ctx, t, client, l, rec, end, 0)
+}
+
+// pacedAppendLoop is appendLoop sending at most one request every interval (0: one after
+// another): a client with work of its own, not a flood. A request that takes longer than
+// the interval is followed at once.
+func (b *bencher) pacedAppendLoop(ctx context.Context, t *target, client int, l *lease, rec *Recorder, end time.Time, every time.Duration) {
+	next := time.Now()
 	for i := 0; time.Now().Before(end) && ctx.Err() == nil; {
+		if every > 0 {
+			if d := time.Until(next); d > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
+			next = next.Add(every)
+			if now := time.Now(); next.Before(now) {
+				next = now
+			}
+		}
 		var a answer
 		var ok bool
 		if i%2 == 0 {
 			a, ok = t.c.timed(ctx, rec, http.MethodPost, "/v1/attempts/"+l.attemptID+"/checkpoints", t.keys.runtime,
-				checkpointBody{FencingToken: l.token, Sequence: l.cp, Phase: "acting",
-					AdapterStateRef: fmt.Sprintf("bench://state/%d/%d", client, l.cp), AdapterVersion: adapterVersion,
-					Hash: fmt.Sprintf("%016x%016x", l.token, l.cp)}, nil)
+				checkpointBody(l.token, l.cp, client), nil)
 			if ok {
 				l.cp++
 			}
 		} else {
 			a, ok = t.c.timed(ctx, rec, http.MethodPost, "/v1/attempts/"+l.attemptID+"/calls", t.keys.runtime,
-				callBody{FencingToken: l.token, Sequence: l.call, Kind: "model", Target: "bench-model",
-					RequestHash: fmt.Sprintf("%016x%016x", l.token, l.call)}, nil)
+				callBody(l.token, l.call), nil)
 			if ok {
 				l.call++
 			}
@@ -338,7 +339,7 @@ func (b *bencher) cycleOnce(ctx context.Context, t *target, client int, rec *Rec
 			return false
 		}
 		var cl claimed
-		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(client, 3600), &cl)
+		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/runs/claim", t.keys.runtime, b.claimBody(t, client, 3600), &cl)
 		switch {
 		case ok && a.status == http.StatusOK:
 			l = &lease{attemptID: cl.Attempt.AttemptID, token: cl.Lease.FencingToken}
@@ -351,7 +352,7 @@ func (b *bencher) cycleOnce(ctx context.Context, t *target, client int, rec *Rec
 	}
 	completeUntimed := func() {
 		_, _ = t.c.do(context.WithoutCancel(ctx), http.MethodPost, "/v1/attempts/"+l.attemptID+"/complete", t.keys.runtime,
-			completeBody{FencingToken: l.token, State: "succeeded"}, nil)
+			completeBody(l.token), nil)
 	}
 	for seq := int64(1); seq <= 3; {
 		if !time.Now().Before(end) || ctx.Err() != nil {
@@ -359,9 +360,7 @@ func (b *bencher) cycleOnce(ctx context.Context, t *target, client int, rec *Rec
 			return false
 		}
 		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/attempts/"+l.attemptID+"/checkpoints", t.keys.runtime,
-			checkpointBody{FencingToken: l.token, Sequence: seq, Phase: "acting",
-				AdapterStateRef: fmt.Sprintf("bench://state/%d/%d", client, seq), AdapterVersion: adapterVersion,
-				Hash: fmt.Sprintf("%016x%016x", l.token, seq)}, nil)
+			checkpointBody(l.token, seq, client), nil)
 		switch {
 		case ok:
 			seq++
@@ -377,7 +376,7 @@ func (b *bencher) cycleOnce(ctx context.Context, t *target, client int, rec *Rec
 			return false
 		}
 		a, ok := t.c.timed(ctx, rec, http.MethodPost, "/v1/attempts/"+l.attemptID+"/complete", t.keys.runtime,
-			completeBody{FencingToken: l.token, State: "succeeded"}, nil)
+			completeBody(l.token), nil)
 		switch {
 		case ok:
 			return time.Now().Before(end)
