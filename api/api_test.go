@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,5 +150,37 @@ func TestTimelineEntryDecodesItsItem(t *testing.T) {
 	}
 	if _, err := (api.TimelineEntry{Kind: 9}).Decode(); err == nil {
 		t.Fatal("an unknown kind decodes")
+	}
+}
+
+// TestRequestsRequireWhatTheyValidate keeps the two marks of a required request member in
+// step: no omitempty (the OpenAPI document's required list) and a validate rule that demands
+// it (what the server enforces), so a member is never documented optional and refused when
+// absent, or the reverse.
+func TestRequestsRequireWhatTheyValidate(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{
+		api.RunSpec{}, api.EnqueueRequest{}, api.ClaimRequest{}, api.ContinueRequest{}, api.FencedRequest{},
+		api.HeartbeatRequest{}, api.ReleaseAttemptRequest{}, api.CompleteAttemptRequest{}, api.PatchAttemptRequest{},
+		api.LockRequest{}, api.CheckpointRequest{}, api.CallRequest{}, api.FinishCallRequest{}, api.DecisionRequest{},
+		api.AnswerDecisionRequest{}, api.DelegationRequest{}, api.PutReleaseRequest{}, api.PutProjectRequest{},
+	} {
+		typ := reflect.TypeOf(v)
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			if f.Anonymous {
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				t.Errorf("%s.%s has no JSON name", typ.Name(), f.Name)
+				continue
+			}
+			optional := strings.Contains(","+opts+",", ",omitempty,")
+			demanded := slices.Contains(strings.Split(f.Tag.Get("validate"), ","), "required")
+			if optional == demanded {
+				t.Errorf("%s.%s: omitempty %v but validate %q", typ.Name(), name, optional, f.Tag.Get("validate"))
+			}
+		}
 	}
 }

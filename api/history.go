@@ -31,7 +31,12 @@ type TimelineEntry struct {
 	ID       uuid.UUID `json:"id"`
 	// Item is the entry's row: a Checkpoint, Call, Decision or Delegation by Kind (Decode
 	// reads it).
-	Item json.RawMessage `json:"item" oneOf:"Checkpoint,Call,Decision,Delegation"`
+	Item json.RawMessage `json:"item"`
+}
+
+// OneOf says which types a member holding raw JSON is one of (the OpenAPI document reads it).
+func (TimelineEntry) OneOf() map[string][]any {
+	return map[string][]any{"item": {Checkpoint{}, Call{}, Decision{}, Delegation{}}}
 }
 
 // Decode returns the entry's item as a *Checkpoint, *Call, *Decision or *Delegation.

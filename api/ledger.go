@@ -99,12 +99,12 @@ type AnswerDecisionRequest struct {
 type Decision struct {
 	DecisionID uuid.UUID `json:"decisionId"`
 	AttemptID  uuid.UUID `json:"attemptId"`
-	// RunID, ProjectID, Subject and AgentID say whose decision it is (inbox items carry
-	// them; absent on rows stored before they were recorded).
-	RunID          *uuid.UUID      `json:"runId,omitempty"`
-	ProjectID      *string         `json:"projectId,omitempty"`
+	// RunID, ProjectID, Subject and AgentID say whose decision it is: the attempt's run,
+	// project and agent, and the run's subject (absent only while retention deletes the run).
+	RunID          uuid.UUID       `json:"runId"`
+	ProjectID      string          `json:"projectId"`
 	Subject        *string         `json:"subject,omitempty"`
-	AgentID        *string         `json:"agentId,omitempty"`
+	AgentID        string          `json:"agentId"`
 	Kind           DecisionKind    `json:"kind"`
 	ApprovalID     *uuid.UUID      `json:"approvalId" doc:"The answer's approval id, or null."`
 	ProposalHash   *string         `json:"proposalHash,omitempty"`

@@ -55,9 +55,10 @@ type Run struct {
 	HolderID     *string `json:"holderId,omitempty"`
 	LeaseSeconds *int    `json:"leaseSeconds,omitempty"`
 	LeasedUntil  *Time   `json:"leasedUntil,omitempty"`
-	// AttemptCount is how many attempts the run has spent (its continuations start from
-	// their predecessor's count).
-	AttemptCount       int         `json:"attemptCount"`
+	// AttemptsSpent is how many of MaxAttempts the run has spent: a charged release or a
+	// lost lease spends one, a completion none; a continuation starts one past its
+	// predecessor's count.
+	AttemptsSpent      int         `json:"attemptsSpent"`
 	MaxAttempts        int         `json:"maxAttempts"`
 	MaxCorrections     int         `json:"maxCorrections"`
 	QueuedAt           Time        `json:"queuedAt"`

@@ -128,8 +128,8 @@ func TestLostAnswersOfSafeCallsAreRetriedAndApplyOnce(t *testing.T) {
 			_, err := l.Release(ctx, true, api.Ptr(time.Hour))
 			return func(t *testing.T) {
 				r, _ := s.Runtime.GetRun(ctx, l.RunID())
-				if r.State != api.RunQueued || r.AttemptCount != 1 {
-					t.Fatalf("run %s with %d attempts spent, want queued with 1", r.State, r.AttemptCount)
+				if r.State != api.RunQueued || r.AttemptsSpent != 1 {
+					t.Fatalf("run %s with %d attempts spent, want queued with 1", r.State, r.AttemptsSpent)
 				}
 			}, err
 		}},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -62,7 +63,7 @@ func newServer(t testing.TB, cfg app.Config) *server {
 	cfg.Logger = testLogger()
 	cfg.PurgeInterval = -1
 	a := app.New(db, cfg)
-	hs := httptest.NewServer(a.Server.Echo)
+	hs := httptest.NewServer(apitest.Checked(t, a.Server))
 	t.Cleanup(hs.Close)
 	s := &server{App: a, DB: db, Clock: clock, URL: hs.URL}
 	s.Tenant = dbtest.NewTenant(t, db)

@@ -538,7 +538,7 @@ func (w *Worker) handle(base context.Context, l *Lease, sent time.Time) {
 		w.cfg.Hooks.Claimed(l)
 	}
 	log.DebugContext(hctx, "claimed run", "subject", l.claim.Run.Subject, "kind", l.claim.Run.Kind,
-		"attempt_count", l.claim.Run.AttemptCount, "leased_until", l.claim.Lease.LeasedUntil)
+		"attempts_spent", l.claim.Run.AttemptsSpent, "leased_until", l.claim.Lease.LeasedUntil)
 
 	hbCtx, stopHB := context.WithCancel(base)
 	hbDone := make(chan struct{})

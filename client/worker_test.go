@@ -271,8 +271,8 @@ func TestHandlerReturnDecidesTheEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.State != tc.state || got.AttemptCount != tc.spent {
-				t.Fatalf("run state %s, attempts spent %d; want %s, %d", got.State, got.AttemptCount, tc.state, tc.spent)
+			if got.State != tc.state || got.AttemptsSpent != tc.spent {
+				t.Fatalf("run state %s, attempts spent %d; want %s, %d", got.State, got.AttemptsSpent, tc.state, tc.spent)
 			}
 			if tc.dueIn > 0 && !got.DueAt.Equal(s.Clock.Now().Add(tc.dueIn)) {
 				t.Fatalf("run due at %s, want %s", got.DueAt, s.Clock.Now().Add(tc.dueIn))
@@ -317,7 +317,7 @@ func TestShutdownReleasesRunningLeasesUncharged(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 	r, err := s.Runtime.GetRun(context.Background(), run.RunID)
-	if err != nil || r.State != api.RunQueued || r.AttemptCount != 0 {
+	if err != nil || r.State != api.RunQueued || r.AttemptsSpent != 0 {
 		t.Fatalf("run %+v, %v: want queued with no attempt spent", r, err)
 	}
 	var n int

@@ -1,4 +1,4 @@
-// Command ledger is the attempt-ledger service: serve, migrate, keys, tenants.
+// Command ledger is the attempt-ledger service: serve, migrate, keys, tenants, purge, openapi, bench.
 package main
 
 import (
@@ -32,6 +32,7 @@ func commands() []command {
 		{"keys", "create --tenant T --role runtime|admin | list [--tenant T] | revoke KEYID", "manage API keys", runKeys},
 		{"tenants", "set --tenant T --max-leased N | list", "set a tenant's budget of leased runs; list tenants with budget and leased runs", runTenants},
 		{"purge", "[--db D] [--batch N] [--dry-run]", "delete ended run chains past their project's retention", runPurge},
+		{"openapi", "[--out FILE]", "write the OpenAPI 3.1 document the service serves at /openapi.json", runOpenAPI},
 		{"bench", "[flags] | crash [flags]", "load-test the service and report throughput and latency; crash: kill -9 it under load and check nothing acknowledged is lost", runBench},
 	}
 }

@@ -206,7 +206,7 @@ func (a agent) handle(ctx context.Context, l *client.Lease) error {
 		if done, err = strconv.Atoi(strings.TrimPrefix(last.AdapterStateRef, "step=")); err != nil {
 			return client.Permanent(fmt.Errorf("checkpoint state %q: %w", last.AdapterStateRef, err))
 		}
-		fmt.Printf("run %s: resuming after step %d of %d (attempt %d)\n", id, done, a.cfg.steps, l.Run().AttemptCount+1)
+		fmt.Printf("run %s: resuming after step %d of %d (attempt %d)\n", id, done, a.cfg.steps, l.Run().AttemptsSpent+1)
 	} else {
 		fmt.Printf("run %s: starting, %d steps\n", id, a.cfg.steps)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -215,7 +216,7 @@ func newService(t *testing.T) service {
 	clock := dbtest.NewClock(time.Now())
 	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
 	a := app.New(db, app.Config{PurgeInterval: -1, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	hs := httptest.NewServer(a.Server.Echo)
+	hs := httptest.NewServer(apitest.Checked(t, a.Server))
 	t.Cleanup(hs.Close)
 	tenant := dbtest.NewTenant(t, db)
 	adminKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleAdmin)

@@ -51,6 +51,9 @@ type Stack struct {
 	Keys   *tenancy.Store
 	// HTTP is the listener when Config.Serve is set, else nil.
 	HTTP *httptest.Server
+	// Handler is the server's handler checked against its OpenAPI document (Checked):
+	// every request of the stack goes through it.
+	Handler http.Handler
 }
 
 // Quiet is a logger that drops everything.
@@ -76,8 +79,9 @@ func New(t testing.TB, cfg Config) *Stack {
 	if cfg.Routes != nil {
 		cfg.Routes(st)
 	}
+	st.Handler = Checked(t, s)
 	if cfg.Serve {
-		st.HTTP = httptest.NewServer(s.Echo)
+		st.HTTP = httptest.NewServer(st.Handler)
 		t.Cleanup(st.HTTP.Close)
 	}
 	return st
@@ -135,7 +139,7 @@ func (s *Stack) DoBytes(t testing.TB, method, path, key string, body []byte, hea
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
 	setHeaders(req, key, len(body) > 0, header)
 	rec := httptest.NewRecorder()
-	s.Server.Echo.ServeHTTP(rec, req)
+	s.Handler.ServeHTTP(rec, req)
 	return Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 

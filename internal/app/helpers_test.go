@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -32,7 +33,7 @@ func newStack(t *testing.T, cfg app.Config) *stack {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
 	a := app.New(db, cfg)
-	srv := httptest.NewServer(a.Server.Echo)
+	srv := httptest.NewServer(apitest.Checked(t, a.Server))
 	t.Cleanup(srv.Close)
 	return &stack{app: a, db: db, keys: tenancy.NewStore(db), srv: srv}
 }
@@ -41,7 +42,7 @@ func newStack(t *testing.T, cfg app.Config) *stack {
 func (s *stack) replica(t *testing.T) *stack {
 	t.Helper()
 	a := app.New(s.db, app.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	srv := httptest.NewServer(a.Server.Echo)
+	srv := httptest.NewServer(apitest.Checked(t, a.Server))
 	t.Cleanup(srv.Close)
 	return &stack{app: a, db: s.db, keys: s.keys, srv: srv}
 }

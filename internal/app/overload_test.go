@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -40,7 +41,7 @@ func TestDatabaseLockedIsUnavailableThenRecovers(t *testing.T) {
 	}
 	mg.Close()
 	a := app.New(db, app.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	srv := httptest.NewServer(a.Server.Echo)
+	srv := httptest.NewServer(apitest.Checked(t, a.Server))
 	t.Cleanup(srv.Close)
 	s := &stack{app: a, db: db, keys: tenancy.NewStore(db), srv: srv}
 	admin := s.key(t, "locked", tenancy.RoleAdmin)

@@ -53,7 +53,7 @@ func FuzzCallRequest(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+rt)
 		rec := httptest.NewRecorder()
-		s.Server.Echo.ServeHTTP(rec, req)
+		s.Handler.ServeHTTP(rec, req)
 		afterN, afterV := state(t)
 		t.Logf("status %d", rec.Code)
 		switch rec.Code {

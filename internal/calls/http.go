@@ -19,24 +19,29 @@ func Routes(s *web.Server, store *Store) {
 	rt := tenancy.RoleRuntime
 	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/calls", web.Op{
-		Summary: "Record a started call under the lease (201 with Location and ETag); an exact repeat of a sequence " +
-			"answers 200 with the stored call, another requestHash for the sequence is 409 sequence_conflict",
-		Roles: []string{rt}, Body: api.CallRequest{}, Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated},
+		ID: "recordCall", Tag: "Calls", Summary: "Record a started call under the lease",
+		Description: "Records a call as it starts (201 with Location and ETag). An exact repeat of a sequence answers 200 with " +
+			"the stored call, another requestHash for the sequence is 409 sequence_conflict. Fenced.",
+		Roles: []string{rt}, Body: api.CallRequest{},
+		Example: api.CallRequest{FencingToken: 4, Sequence: api.Ptr(int32(0)), Kind: api.Ptr(api.CallTool),
+			Target: "tool://github/get-diff", RequestHash: "sha256:7a1e"}, Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated},
 		Response: api.Call{}, ETag: true, Problems: append([]apperr.Code{apperr.SequenceConflict}, fenced...),
 	}, h.record)
 	s.Route(http.MethodPatch, "/v1/attempts/:attemptId/calls/:callId", web.Op{
-		Summary: "Finish a call under the lease (status, receiptRef, endedAt); a repeat of the same finish answers 200 " +
-			"as stored, another finish of a finished call is 409 illegal_transition; If-Match is honoured when sent",
-		Roles: []string{rt}, Body: api.FinishCallRequest{}, Status: http.StatusOK, Response: api.Call{}, ETag: true, IfMatch: true,
+		ID: "finishCall", Tag: "Calls", Summary: "Finish a call under the lease",
+		Description: "Sets the call's status, receiptRef and endedAt once. A repeat of the same finish answers 200 as stored, " +
+			"another finish of a finished call is 409 illegal_transition. If-Match is honoured when sent (412 when stale). Fenced.",
+		Roles: []string{rt}, Body: api.FinishCallRequest{},
+		Example: api.FinishCallRequest{FencingToken: 4, Status: api.FinishSucceeded, ReceiptRef: api.Ptr("s3://acme-receipts/42/0")}, Status: http.StatusOK, Response: api.Call{}, ETag: true, IfMatch: true,
 		Problems: append([]apperr.Code{apperr.IllegalTransition}, fenced...),
 	}, h.finish)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls", web.Op{
-		Summary: "List an attempt's calls in sequence order", Status: http.StatusOK, Response: web.Page[api.Call]{},
+		ID: "listCalls", Tag: "Calls", Summary: "List an attempt's calls in sequence order", Status: http.StatusOK, Response: web.Page[api.Call]{},
 		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls/:callId", web.Op{
-		Summary: "Read one call", Status: http.StatusOK, Response: api.Call{}, ETag: true,
+		ID: "getCall", Tag: "Calls", Summary: "Read one call", Status: http.StatusOK, Response: api.Call{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 }

@@ -17,24 +17,29 @@ import (
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/checkpoints", web.Op{
-		Summary: "Append a checkpoint under the lease (201 with Location); an exact repeat of a sequence answers 200 " +
-			"with the stored checkpoint, another hash for the sequence is 409 sequence_conflict",
+		ID: "appendCheckpoint", Tag: "Checkpoints", Summary: "Append a checkpoint under the lease",
+		Description: "Appends a checkpoint (201 with Location); its phase becomes the attempt's. An exact repeat of a sequence " +
+			"answers 200 with the stored checkpoint (also after the lease ended), another hash for the sequence is 409 " +
+			"sequence_conflict. Fenced.",
 		Roles: []string{tenancy.RoleRuntime}, Body: api.CheckpointRequest{},
+		Example: api.CheckpointRequest{FencingToken: 4, Sequence: api.Ptr(int32(3)), Phase: api.Ptr(api.PhaseActing),
+			AdapterStateRef: "s3://acme-agent-state/run-42/3", AdapterVersion: "1.4.0", Hash: "sha256:5d41"},
 		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Checkpoint{},
 		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.SequenceConflict},
 	}, h.append)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints", web.Op{
-		Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[api.Checkpoint]{},
+		ID: "listCheckpoints", Tag: "Checkpoints", Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[api.Checkpoint]{},
 		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints/:checkpointId", web.Op{
-		Summary: "Read one checkpoint", Status: http.StatusOK, Response: api.Checkpoint{},
+		ID: "getCheckpoint", Tag: "Checkpoints", Summary: "Read one checkpoint", Status: http.StatusOK, Response: api.Checkpoint{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodGet, "/v1/runs/:runId/checkpoints/last", web.Op{
-		Summary: "Read the run's last checkpoint (its newest attempt's highest sequence), or, when it has none, " +
-			"that of the run it continues, back the chain; runId says which run wrote it",
+		ID: "getLastCheckpoint", Tag: "Checkpoints", Summary: "Read the run's last checkpoint",
+		Description: "The run's last checkpoint (its newest attempt's highest sequence) or, when it has none, that of the run " +
+			"it continues, back the chain, so a continued run resumes; runId says which run wrote it. 404 when none has one.",
 		Status: http.StatusOK, Response: api.LastCheckpoint{}, Problems: []apperr.Code{apperr.NotFound},
 	}, h.last)
 }

@@ -97,8 +97,7 @@ func (d Decision) Wire() api.Decision {
 		w.ApprovalID = &id
 	}
 	// Every read joins the attempt (always there: a foreign key) and its run.
-	run, project, agent := d.RunID, d.ProjectID, d.AgentID
-	w.RunID, w.ProjectID, w.Subject, w.AgentID = &run, &project, d.Subject, &agent
+	w.RunID, w.ProjectID, w.Subject, w.AgentID = d.RunID, d.ProjectID, d.Subject, d.AgentID
 	return w
 }
 

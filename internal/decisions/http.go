@@ -27,29 +27,39 @@ func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	rt, ad := tenancy.RoleRuntime, tenancy.RoleAdmin
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{
-		Summary: "Ask for a decision under the lease; the attempt's phase becomes awaiting_decision",
-		Roles:   []string{rt}, Body: api.DecisionRequest{}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
+		ID: "requestDecision", Tag: "Decisions", Summary: "Ask for a decision under the lease",
+		Description: "Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the " +
+			"answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.",
+		Roles: []string{rt}, Body: api.DecisionRequest{},
+		Example: api.DecisionRequest{FencingToken: 4, Kind: api.Ptr(api.DecisionChoice), Options: []byte(`["merge","request changes"]`),
+			Recommendation: api.Ptr("merge"), ExpiresInSeconds: api.Ptr(86400)}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
-		Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},
+		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},
 		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
-		Summary: "The decision inbox: pending decisions first, then the others, each oldest request first " +
-			"(a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent",
+		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox",
+		Description: "The tenant's decisions: pending ones first, then the others, each oldest request first (a pending " +
+			"decision past its expiry is listed as expired); each item names its run, project, subject and agent.",
 		Roles: []string{ad}, Status: http.StatusOK, Response: web.Page[api.Decision]{},
 		Query: api.ListDecisionsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
-		Summary: "Read a decision (the holder reads its answer here)", Status: http.StatusOK, Response: api.Decision{}, ETag: true,
+		ID: "getDecision", Tag: "Decisions", Summary: "Read a decision",
+		Description: "The holder reads the answer here.", Status: http.StatusOK, Response: api.Decision{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
-		Summary: "Answer a pending decision (If-Match required; decision_closed once it is no longer pending). " +
-			"A choice decision is answered with one of its options, an input decision approved with an answer (400 naming answer otherwise)",
-		Roles: []string{ad}, Body: api.AnswerDecisionRequest{}, Status: http.StatusOK, Response: api.Decision{}, ETag: true,
+		ID: "answerDecision", Tag: "Decisions", Summary: "Answer a pending decision",
+		Description: "Approves or rejects a pending decision with an optional answer (any JSON). A choice decision is answered " +
+			"with one of its options, an input decision approved with an answer (400 naming answer otherwise). If-Match " +
+			"required; 409 decision_closed once it is no longer pending.",
+		Roles: []string{ad}, Body: api.AnswerDecisionRequest{},
+		Example: api.AnswerDecisionRequest{Status: api.AnswerApproved, Answer: []byte(`"merge"`)},
+		Status:  http.StatusOK, Response: api.Decision{}, ETag: true,
 		IfMatch: true, IfMatchRequired: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.DecisionClosed},
 	}, h.answer)

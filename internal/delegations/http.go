@@ -17,24 +17,34 @@ import (
 // maxPurpose is the Purpose column's length (nvarchar counts UTF-16 units).
 const maxPurpose = 1024
 
+// childExample is the example delegation's child run.
+var childExample = func() api.RunSpec {
+	c := runs.ExampleRunSpec
+	c.Subject, c.Kind, c.AgentID, c.IdempotencyKey = "review:42:tests", "tests", "tester", api.Ptr("review:42:tests")
+	return c
+}()
+
 // Routes registers the delegation routes.
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/delegations", web.Op{
-		Summary: "Delegate to a sub-agent: enqueue the child run and record the delegation under the lease " +
-			"(a repeat of the child's idempotencyKey answers 200 with the existing delegation)",
-		Roles: []string{tenancy.RoleRuntime}, Body: api.DelegationRequest{}, Status: http.StatusCreated,
+		ID: "createDelegation", Tag: "Delegations", Summary: "Delegate to a sub-agent",
+		Description: "Enqueues the child run (its parent is the attempt's run, its agent child.agentId) and records the " +
+			"delegation in one transaction (201 with Location). A repeat of the child's idempotencyKey answers 200 with the " +
+			"existing delegation. A child on the parent's subject could never be leased: 422 subject_conflict. Fenced.",
+		Roles: []string{tenancy.RoleRuntime}, Body: api.DelegationRequest{},
+		Example: api.DelegationRequest{FencingToken: 4, Purpose: "run the test suite on the diff", Child: childExample}, Status: http.StatusCreated,
 		AlsoStatus: []int{http.StatusOK}, Response: api.Delegation{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.IdempotencyKeyReused, apperr.SubjectConflict,
-			apperr.LoopDepth, apperr.UnknownProject, apperr.SequenceConflict},
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.SubjectConflict,
+			apperr.LoopDepth, apperr.UnknownProject, apperr.SequenceConflict, apperr.IdempotencyKeyReused},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/delegations", web.Op{
-		Summary: "List an attempt's delegations, oldest first", Status: http.StatusOK, Response: web.Page[api.Delegation]{},
+		ID: "listDelegations", Tag: "Delegations", Summary: "List an attempt's delegations, oldest first", Status: http.StatusOK, Response: web.Page[api.Delegation]{},
 		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/delegations/:delegationId", web.Op{
-		Summary: "Read a delegation", Status: http.StatusOK, Response: api.Delegation{}, ETag: true,
+		ID: "getDelegation", Tag: "Delegations", Summary: "Read a delegation", Status: http.StatusOK, Response: api.Delegation{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 }

@@ -20,19 +20,21 @@ import (
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	s.Route(http.MethodGet, "/v1/attempts", web.Op{
-		Summary: "List attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, " +
-			"startedTo exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, " +
-			"oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). " +
-			"Purged attempts (retention) never appear in either.",
+		ID: "listAttempts", Tag: "Attempts", Summary: "List attempts, or follow the change feed",
+		Description: "Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo " +
+			"exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change " +
+			"first (no other filter; resume with the last item's etag, or follow nextCursor). Purged attempts (retention) " +
+			"never appear in either.",
 		Status: http.StatusOK, Response: web.Page[api.AttemptItem]{}, Query: api.ListAttemptsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId", web.Op{
-		Summary: "Read an attempt", Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
+		ID: "getAttempt", Tag: "Attempts", Summary: "Read an attempt", Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/timeline", web.Op{
-		Summary: "An attempt's checkpoints, calls, decisions and delegations merged by time, then kind " +
-			"(checkpoint, call, decision, delegation), then sequence or id",
+		ID: "getAttemptTimeline", Tag: "Attempts", Summary: "An attempt's timeline",
+		Description: "The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, " +
+			"call, decision, delegation), then sequence or id; each entry's item is the row itself.",
 		Status: http.StatusOK, Response: web.Page[api.TimelineEntry]{},
 		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},

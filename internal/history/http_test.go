@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/history"
@@ -38,7 +39,7 @@ func newStack(t *testing.T) *stack {
 	projects.Routes(s, projects.NewStore(e.db))
 	runs.Routes(s, e.svc)
 	history.Routes(s, e.store)
-	srv := httptest.NewServer(s.Echo)
+	srv := httptest.NewServer(apitest.Checked(t, s))
 	t.Cleanup(srv.Close)
 	st := &stack{env: e, srv: srv}
 	st.admin = st.key(e.tenant, tenancy.RoleAdmin)

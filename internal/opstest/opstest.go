@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -50,7 +51,9 @@ func New(t testing.TB, cfg app.Config) *Stack {
 		cfg.PurgeInterval = -1
 	}
 	a := app.New(db, cfg)
-	srv := httptest.NewServer(a.Server.Echo)
+	// Every API exchange is checked against the served OpenAPI document (the console's
+	// pages are not part of it).
+	srv := httptest.NewServer(apitest.Checked(t, a.Server))
 	t.Cleanup(srv.Close)
 	return &Stack{App: a, DB: db, Keys: tenancy.NewStore(db), Clock: clock, URL: srv.URL, srv: srv}
 }

@@ -15,19 +15,22 @@ import (
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	s.Route(http.MethodPut, "/v1/projects/:projectId", web.Op{
-		Summary: "Create a project (no If-Match) or update it (If-Match required)",
-		Roles:   []string{tenancy.RoleAdmin}, Body: api.PutProjectRequest{}, BodyOptional: true,
-		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Project{}, ETag: true, IfMatch: true,
+		ID: "putProject", Tag: "Projects", Summary: "Create or update a project",
+		Description: "Creates the project (201 with Location; no If-Match; absent members take their defaults) or updates it " +
+			"(200; If-Match required: 428 without it, 412 when stale; absent members keep their values). The body is optional.",
+		Roles: []string{tenancy.RoleAdmin}, Body: api.PutProjectRequest{}, BodyOptional: true,
+		Example: api.PutProjectRequest{Active: api.Ptr(true), RetentionDays: api.Ptr(90)},
+		Status:  http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Project{}, ETag: true, IfMatch: true,
 		// If-Match is optional for a create, so the Op cannot say IfMatchRequired; an update
 		// without one is still 428.
 		Problems: []apperr.Code{apperr.PreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
-		Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.Project]{},
+		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.Project]{},
 		Query: api.PageParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/projects/:projectId", web.Op{
-		Summary: "Read a project", Status: http.StatusOK, Response: api.Project{}, ETag: true,
+		ID: "getProject", Tag: "Projects", Summary: "Read a project", Status: http.StatusOK, Response: api.Project{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 }

@@ -18,15 +18,39 @@ const (
 	MaxAdapterVersionLength = 32
 )
 
+// The example release's content and its manifest hash, computed as a client computes it.
+var (
+	exampleContentRefs = []json.RawMessage{
+		[]byte(`{"path":"prompts/review.md","sha256":"9b74c9897bac770ffc029102a200c5de"}`),
+		[]byte(`{"path":"tools.json","sha256":"4f2a1e0c0d8b7a6e5f4d3c2b1a09f8e7"}`),
+	}
+	exampleManifestHash = func() string {
+		b, _ := json.Marshal(exampleContentRefs)
+		canonical, err := Canonicalize(b)
+		if err != nil {
+			panic(err)
+		}
+		return ManifestHash(canonical)
+	}()
+)
+
 // Routes registers the release routes. c cancels the runs of attempts still running on a
 // release that is drained or retired under the cancel policy (the run-lease core:
 // *runs.Service).
 func Routes(s *web.Server, store *Store, c Canceller) {
 	h := handlers{store: store, canceller: c}
 	s.Route(http.MethodPut, "/v1/releases/:releaseId/adapters/:adapterVersion", web.Op{
-		Summary: "Register a verified release adapter (201; no If-Match), or move its state or in-flight policy (If-Match required); " +
-			"an unchanged repeat answers 200. Content is immutable; a release id is global across tenants",
+		ID: "putRelease", Tag: "Releases", Summary: "Register a release adapter or change its state",
+		Description: "Registers a release adapter the runtime verified (201 with Location; state verified or active; no " +
+			"If-Match), or moves its state or in-flight policy (200; If-Match required: 428 without it). An unchanged repeat " +
+			"answers 200. manifestHash must be the lowercase hex SHA-256 of the RFC 8785 canonical form of contentRefs (422 " +
+			"manifest_mismatch); content is immutable (409 release_immutable). States move verified -> active | retired, " +
+			"active -> draining | retired, draining -> active | retired (else 409 illegal_transition); draining or retiring " +
+			"applies the in-flight policy to running attempts. A release id belongs to the tenant that registered it first " +
+			"(409 release_conflict for another).",
 		Roles: []string{tenancy.RoleRuntime, tenancy.RoleAdmin}, Body: api.PutReleaseRequest{},
+		Example: api.PutReleaseRequest{ManifestHash: exampleManifestHash, ContentRefs: exampleContentRefs,
+			State: api.Ptr(api.ReleaseActive), InFlightPolicy: api.Ptr(api.PolicyDrain)},
 		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Release{}, ETag: true, IfMatch: true,
 		// If-Match is optional for a create and an unchanged repeat, so the Op cannot say
 		// IfMatchRequired; a change without one is still 428.
@@ -34,11 +58,12 @@ func Routes(s *web.Server, store *Store, c Canceller) {
 			apperr.IllegalTransition, apperr.PreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/releases", web.Op{
-		Summary: "List the tenant's releases by release id, then adapter version", Status: http.StatusOK, Response: web.Page[api.Release]{},
+		ID: "listReleases", Tag: "Releases", Summary: "List the tenant's releases",
+		Description: "The tenant's release adapters by release id, then adapter version, filtered by state.", Status: http.StatusOK, Response: web.Page[api.Release]{},
 		Query: api.ListReleasesParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/releases/:releaseId/adapters/:adapterVersion", web.Op{
-		Summary: "Read a release adapter", Status: http.StatusOK, Response: api.Release{}, ETag: true,
+		ID: "getRelease", Tag: "Releases", Summary: "Read a release adapter", Status: http.StatusOK, Response: api.Release{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 }

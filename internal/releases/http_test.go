@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -41,7 +42,7 @@ func newStack(t testing.TB) *stack {
 	store := releases.NewStore(db)
 	svc.AddHooks(store.Hooks())
 	releases.Routes(s, store, svc)
-	return &stack{db: db, keys: keys, h: s.Echo}
+	return &stack{db: db, keys: keys, h: apitest.Checked(t, s)}
 }
 
 // tenantKeys makes a fresh tenant with an admin and a runtime key and an active project p1.

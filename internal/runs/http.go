@@ -22,65 +22,127 @@ func specOfEnqueue(r api.EnqueueRequest) Spec {
 	return spec
 }
 
+// Examples of the request bodies, shown in the OpenAPI document.
+var (
+	exampleStep     = uuid.MustParse("6f1c7c39-2b1e-4d8a-9c61-1d2f3b4a5c6d")
+	exampleSnapshot = uuid.MustParse("0b4e2d8c-7a61-4f3e-8d2c-5b6a7c8d9e0f")
+	// ExampleRunSpec is a run spec for the documents' examples (the delegation's child too).
+	ExampleRunSpec = api.RunSpec{
+		Subject: "review:42", Kind: "review", ProjectID: "web", AgentID: "reviewer", StepID: exampleStep,
+		SnapshotID: exampleSnapshot, Band: api.Ptr(api.BandInteractive), Input: []byte(`{"pr":42}`),
+		MaxAttempts: api.Ptr(5), IdempotencyKey: api.Ptr("github:pr-42:opened"),
+	}
+)
+
+// fenced are the codes every write under a lease can answer (DESIGN.md section 4).
+var fenced = []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded}
+
 // Routes registers the run-lease routes.
 func Routes(s *web.Server, svc *Service) {
 	h := handlers{svc: svc}
 	rt, ad := tenancy.RoleRuntime, tenancy.RoleAdmin
 	s.Route(http.MethodPost, "/v1/runs", web.Op{
-		Summary: "Enqueue a run (a repeat of an idempotencyKey answers 200 with the existing run)",
-		Roles:   []string{rt}, Body: api.EnqueueRequest{}, Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK},
-		Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth, apperr.IdempotencyKeyReused},
+		ID: "enqueueRun", Tag: "Runs", Summary: "Enqueue a run",
+		Description: "Queues a run (201 with Location). An idempotencyKey names one run per tenant: an exact repeat answers 200 " +
+			"with the existing run, the same key with a request that differs is 409 idempotency_key_reused. deadlineAt must be " +
+			"after dueAt and in the future. With parentRunId the run is a child (depth = the parent's + 1, 422 loop_depth past " +
+			"the server's limit). The project must exist (422 unknown_project).",
+		Roles: []string{rt}, Body: api.EnqueueRequest{}, Example: api.EnqueueRequest{RunSpec: ExampleRunSpec},
+		Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
+		Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth, apperr.IdempotencyKeyReused},
 	}, h.enqueue)
 	s.Route(http.MethodPost, "/v1/runs/claim", web.Op{
-		Summary: "Lease one due run and start its attempt; 204 when nothing is due, or with Retry-After when the budget holds or the tenant has all the long polls it may waiting",
-		Roles:   []string{rt}, Body: api.ClaimRequest{}, Status: http.StatusOK, AlsoStatus: []int{http.StatusNoContent}, Response: api.Claim{},
+		ID: "claimRun", Tag: "Runs", Summary: "Lease one due run and start its attempt",
+		Description: "Leases the tenant's next due run (interactive first, then batch with aged background runs, then background; " +
+			"within a band the project with the fewest leased runs among the oldest candidates) and creates its attempt: the " +
+			"answer carries the fencing token every later write presents. waitSeconds long-polls. 204 when nothing is due, or " +
+			"with Retry-After when the tenant's budget of leased runs (or of waiting claims) holds the claim back. The release " +
+			"named must be an active release of the tenant (422 release_not_active).",
+		Roles: []string{rt}, Body: api.ClaimRequest{},
+		Example: api.ClaimRequest{HolderID: "worker-7", ReleaseID: "acme-reviewer-2026.06", AdapterVersion: "1.4.0",
+			ModelProfileID: "default", LeaseSeconds: api.Ptr(60), WaitSeconds: api.Ptr(20), Kinds: []string{"review"}},
+		Status: http.StatusOK, AlsoStatus: []int{http.StatusNoContent}, Response: api.Claim{}, RetryAfter: true,
+		Problems: []apperr.Code{apperr.ReleaseNotActive},
 	}, h.claim)
 	s.Route(http.MethodGet, "/v1/runs", web.Op{
-		Summary: "List runs, newest first", Status: http.StatusOK, Response: web.Page[api.Run]{},
-		Query: api.ListRunsParams{},
+		ID: "listRuns", Tag: "Runs", Summary: "List runs, newest first",
+		Description: "The tenant's runs, newest queued first, filtered by state, subject, project and kind.",
+		Status:      http.StatusOK, Response: web.Page[api.Run]{}, Query: api.ListRunsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/runs/:runId", web.Op{
-		Summary: "Read a run", Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
+		ID: "getRun", Tag: "Runs", Summary: "Read a run",
+		Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/runs/:runId/cancel", web.Op{
-		Summary: "Cancel a run: a queued run ends at once, a leased one is asked to stop (idempotent)",
-		Roles:   []string{ad}, Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
+		ID: "cancelRun", Tag: "Runs", Summary: "Cancel a run",
+		Description: "A queued run ends cancelled at once; a leased run gets cancelRequestedAt, its holder sees cancelRequested " +
+			"on its next heartbeat and should complete with state cancelled (the reaper ends it cancelled if its lease expires " +
+			"first). Idempotent; no If-Match (a leased run's version changes at every heartbeat).",
+		Roles: []string{ad}, Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
 	}, h.cancel)
 	s.Route(http.MethodPost, "/v1/runs/:runId/continue", web.Op{
-		Summary: "Continue an ended run on a new run that spends one more attempt (a repeat answers 200)",
-		Roles:   []string{rt, ad}, Body: api.ContinueRequest{}, BodyOptional: true, Status: http.StatusCreated,
-		AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
+		ID: "continueRun", Tag: "Runs", Summary: "Continue an ended run",
+		Description: "Queues a new run with the ended run's spec that spends one more attempt (201 with Location); its first " +
+			"claim's fencing token is greater than any before. A repeat answers 200 with the existing continuation. Only an " +
+			"ended run continues (409 illegal_transition), and not past maxAttempts (409 attempts_exhausted). The body is optional.",
+		Roles: []string{rt, ad}, Body: api.ContinueRequest{}, BodyOptional: true,
+		Example: api.ContinueRequest{SnapshotID: &exampleSnapshot},
+		Status:  http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []apperr.Code{apperr.NotFound, apperr.IllegalTransition, apperr.AttemptsExhausted},
 	}, h.continueRun)
-	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/heartbeat", web.Op{
-		Summary: "Renew the lease; answers whether a cancel is pending",
-		Roles:   []string{rt}, Body: api.HeartbeatRequest{}, Status: http.StatusOK, Response: api.Heartbeat{}, Problems: fenced,
+		ID: "heartbeatAttempt", Tag: "Attempts", Summary: "Renew the lease",
+		Description: "Renews the lease for leaseSeconds (default: the length stored at claim) and answers whether a cancel is " +
+			"pending. Fenced: a token that is not the run's current epoch is 409 stale_lease, a lease that passed " +
+			"lease_expired, an attempt that ended attempt_ended.",
+		Roles: []string{rt}, Body: api.HeartbeatRequest{}, Example: api.HeartbeatRequest{FencingToken: 4, LeaseSeconds: api.Ptr(60)},
+		Status: http.StatusOK, Response: api.Heartbeat{}, Problems: fenced,
 	}, h.heartbeat)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/release", web.Op{
-		Summary: "Give the run back: queued after a delay, or ended at its limit, deadline or a pending cancel",
-		Roles:   []string{rt}, Body: api.ReleaseAttemptRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
+		ID: "releaseAttempt", Tag: "Attempts", Summary: "Give the run back",
+		Description: "Ends the attempt released and queues the run again, due after retryAfterSeconds (default: the backoff); " +
+			"charge spends an attempt. At maxAttempts the run ends exhausted, past its deadline deadline, with a cancel pending " +
+			"cancelled. Fenced.",
+		Roles: []string{rt}, Body: api.ReleaseAttemptRequest{},
+		Example: api.ReleaseAttemptRequest{FencingToken: 4, Charge: true, RetryAfterSeconds: api.Ptr(30)},
+		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.release)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/complete", web.Op{
-		Summary: "End the attempt and its run together (an exact repeat answers as the first did)",
-		Roles:   []string{rt}, Body: api.CompleteAttemptRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
+		ID: "completeAttempt", Tag: "Attempts", Summary: "End the attempt and its run",
+		Description: "Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers " +
+			"as the first did. Fenced.",
+		Roles: []string{rt}, Body: api.CompleteAttemptRequest{},
+		Example: api.CompleteAttemptRequest{FencingToken: 4, State: api.CompleteSucceeded, OutcomeHash: api.Ptr("sha256:9f2c")},
+		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.complete)
 	s.Route(http.MethodPatch, "/v1/attempts/:attemptId", web.Op{
-		Summary: "Change the attempt's phase, count a correction, or record its context snapshot",
-		Roles:   []string{rt}, Body: api.PatchAttemptRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
+		ID: "patchAttempt", Tag: "Attempts", Summary: "Change the attempt's phase, count a correction or record its context snapshot",
+		Description: "The phase moves freely among the phases; correction counts one correction (422 correction_limit past " +
+			"maxCorrections). Fenced.",
+		Roles: []string{rt}, Body: api.PatchAttemptRequest{},
+		Example: api.PatchAttemptRequest{FencingToken: 4, Phase: api.Ptr(api.PhaseActing), Correction: true},
+		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true,
 		Problems: append([]apperr.Code{apperr.CorrectionLimit}, fenced...),
 	}, h.patchAttempt)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/cancellation", web.Op{
-		Summary: "Record that the holder saw the cancel request (once)",
-		Roles:   []string{rt}, Body: api.FencedRequest{}, Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
+		ID: "acknowledgeCancellation", Tag: "Attempts", Summary: "Record that the holder saw the cancel request",
+		Description: "Records cancellationObservedAt once (a repeat keeps the first time). 409 no_cancel_requested when no " +
+			"cancel is pending. Fenced.",
+		Roles: []string{rt}, Body: api.FencedRequest{}, Example: api.FencedRequest{FencingToken: 4},
+		Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
 		Problems: append([]apperr.Code{apperr.NoCancelRequested}, fenced...),
 	}, h.observeCancellation)
 	s.Route(http.MethodPut, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
-		Summary: "Take or renew a task run lock", Roles: []string{rt}, Body: api.LockRequest{},
+		ID: "acquireTaskLock", Tag: "Locks", Summary: "Take or renew a task run lock",
+		Description: "Takes the lock of an agent's task for ttlSeconds, or renews it for the same holder; 409 lock_held " +
+			"(with heldUntil) while another holder has it. An expired lock can be taken by anyone.",
+		Roles: []string{rt}, Body: api.LockRequest{}, Example: api.LockRequest{HolderID: "worker-7", TTLSeconds: 300},
 		Status: http.StatusOK, Response: api.TaskLock{}, Problems: []apperr.Code{apperr.LockHeld},
 	}, h.acquireLock)
 	s.Route(http.MethodDelete, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
-		Summary: "Release a task run lock", Roles: []string{rt}, Status: http.StatusNoContent,
+		ID: "releaseTaskLock", Tag: "Locks", Summary: "Release a task run lock",
+		Description: "Releases the lock for its holder (204, also when nobody holds it); 409 lock_held while another holder has it.",
+		Roles:       []string{rt}, Status: http.StatusNoContent,
 		Query: api.ReleaseLockParams{}, Problems: []apperr.Code{apperr.LockHeld},
 	}, h.releaseLock)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -36,7 +37,7 @@ func newHTTPEnv(t testing.TB) *httpEnv {
 	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
 	projects.Routes(s, projects.NewStore(db))
 	runs.Routes(s, runs.NewService(db, runs.DefaultConfig(), nil))
-	srv := httptest.NewServer(s.Echo)
+	srv := httptest.NewServer(apitest.Checked(t, s))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
 	e := &httpEnv{t: t, url: srv.URL, db: db}
@@ -167,7 +168,7 @@ func TestHTTPRunLifecycle(t *testing.T) {
 		t.Fatalf("other tenant read: %d", code)
 	}
 	var next map[string]any
-	if code, _ := e.do("POST", "/v1/runs/"+runID+"/continue", e.admin, ``, &next); code != 201 || next["continuedFromRunId"] != runID || next["attemptCount"] != float64(1) {
+	if code, _ := e.do("POST", "/v1/runs/"+runID+"/continue", e.admin, ``, &next); code != 201 || next["continuedFromRunId"] != runID || next["attemptsSpent"] != float64(1) {
 		t.Fatalf("continue: %d %v", code, next)
 	}
 	var page struct {

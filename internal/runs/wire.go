@@ -15,7 +15,7 @@ func (r Run) Wire() api.Run {
 		RunID: r.RunID, ProjectID: r.ProjectID, EnvironmentID: r.EnvironmentID, Subject: r.Subject, Kind: r.Kind,
 		AgentID: r.AgentID, StepID: r.StepID, SnapshotID: r.SnapshotID, Input: json.RawMessage(r.Input),
 		Band: r.Band, State: r.State, Epoch: r.Epoch, HolderID: r.HolderID, LeaseSeconds: r.LeaseSeconds,
-		LeasedUntil: api.TimeOf(r.LeasedUntil), AttemptCount: r.Attempt, MaxAttempts: r.MaxAttempts,
+		LeasedUntil: api.TimeOf(r.LeasedUntil), AttemptsSpent: r.Attempt, MaxAttempts: r.MaxAttempts,
 		MaxCorrections: r.MaxCorrections, QueuedAt: api.NewTime(r.QueuedAt), DueAt: api.NewTime(r.DueAt),
 		DeadlineAt: api.TimeOf(r.DeadlineAt), EndedAt: api.TimeOf(r.EndedAt), ErrorCode: r.ErrorCode,
 		ErrorMessage: r.ErrorMessage, CancelRequestedAt: api.TimeOf(r.CancelRequestedAt),

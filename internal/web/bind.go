@@ -151,6 +151,10 @@ func Bind(c echo.Context, dst any, optional bool) error {
 		}
 		body = []byte("{}")
 	}
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		// The decoder leaves a struct as it is for null (as encoding/json does); a body is an object.
+		return apperr.FieldsInvalid(apperr.FieldError{Field: "(body)", Reason: "must be an object"})
+	}
 	var fields []apperr.FieldError
 	if err := decodeStrict(body, dst); err != nil {
 		e, ok := apperr.As(err)

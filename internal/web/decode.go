@@ -272,6 +272,7 @@ func (d *decoder) leaf(raw []byte, v reflect.Value, path string) {
 var (
 	timeValueType = reflect.TypeOf(time.Time{})
 	uuidValueType = reflect.TypeOf(uuid.UUID{})
+	nullUUIDType  = reflect.TypeOf(uuid.NullUUID{})
 )
 
 // rangeProblem refuses what a database column cannot hold: times outside 0001..9999 UTC

@@ -60,8 +60,8 @@ func TestMethodNotAllowedOnARouteOutsideTheTable(t *testing.T) {
 	t.Parallel()
 	s := newTestServer()
 	s.Echo.GET("/direct", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
-	s.Route(http.MethodGet, "/v1/things/:id", Op{Summary: "get", Status: http.StatusOK}, func(c echo.Context) error { return c.NoContent(http.StatusOK) })
-	s.Route(http.MethodPost, "/v1/things/special", Op{Summary: "post", Status: http.StatusOK}, func(c echo.Context) error { return c.NoContent(http.StatusOK) })
+	s.Route(http.MethodGet, "/v1/things/:id", Op{ID: "getThing", Tag: "Things", Summary: "get", Status: http.StatusOK}, func(c echo.Context) error { return c.NoContent(http.StatusOK) })
+	s.Route(http.MethodPost, "/v1/things/special", Op{ID: "postThing", Tag: "Things", Summary: "post", Status: http.StatusOK}, func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	for _, c := range []struct{ method, path, allow string }{
 		{http.MethodPost, "/direct", "GET"},
 		{http.MethodDelete, "/v1/things/x", "GET, HEAD"},

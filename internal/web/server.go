@@ -109,9 +109,11 @@ func New(cfg Config) *Server {
 	e.Use(s.methodNotAllowed)
 	e.Use(limitBody(cfg.MaxBody))
 
-	s.Route(http.MethodGet, "/healthz", Op{Summary: "Process liveness", Public: true, Status: http.StatusOK, Response: Health{}},
+	s.Route(http.MethodGet, "/healthz", Op{ID: "getHealth", Tag: "System", Summary: "Process liveness",
+		Description: "Answers 200 while the process serves; it checks nothing else.", Public: true, Status: http.StatusOK, Response: Health{}},
 		func(c echo.Context) error { return c.JSON(http.StatusOK, Health{Status: "ok"}) })
-	s.Route(http.MethodGet, "/readyz", Op{Summary: "Readiness: database reachable and schema current", Public: true, Status: http.StatusOK, Response: Health{}, Problems: []apperr.Code{apperr.DatabaseUnavailable}},
+	s.Route(http.MethodGet, "/readyz", Op{ID: "getReadiness", Tag: "System", Summary: "Readiness: database reachable and schema current",
+		Description: "Answers 200 when the database answers and its schema is the one this binary needs, else 503 database_unavailable (the cause is logged, not sent).", Public: true, Status: http.StatusOK, Response: Health{}, Problems: []apperr.Code{apperr.DatabaseUnavailable}},
 		func(c echo.Context) error {
 			if cfg.Ready != nil {
 				if err := cfg.Ready(c.Request().Context()); err != nil {
@@ -123,9 +125,12 @@ func New(cfg Config) *Server {
 			}
 			return c.JSON(http.StatusOK, Health{Status: "ok"})
 		})
-	s.Route(http.MethodGet, "/metrics", Op{Summary: "Prometheus metrics", Public: true, Status: http.StatusOK, RawResponse: "text/plain"},
+	s.Route(http.MethodGet, "/metrics", Op{ID: "getMetrics", Tag: "System", Summary: "Prometheus metrics",
+		Description: "The metrics in the Prometheus text exposition format (prefix ledger_).", Public: true,
+		Headers: map[string]string{"Content-Encoding": "gzip when the request accepts it", "Vary": "Accept-Encoding"}, Status: http.StatusOK, RawResponse: "text/plain"},
 		echo.WrapHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
-	s.Route(http.MethodGet, "/openapi.json", Op{Summary: "This OpenAPI 3.1 document", Public: true, Status: http.StatusOK, RawResponse: "application/json"},
+	s.Route(http.MethodGet, "/openapi.json", Op{ID: "getOpenAPI", Tag: "System", Summary: "This OpenAPI 3.1 document",
+		Description: "The exact wire of this service: every route, body, parameter, header and problem code.", Public: true, Status: http.StatusOK, RawResponse: "application/json"},
 		func(c echo.Context) error { return c.JSON(http.StatusOK, s.OpenAPI()) })
 	return s
 }

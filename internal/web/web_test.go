@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,26 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
-
-// Two types with one name, as two packages may have (history.Decision, decisions.Decision).
-type shape struct {
-	ID   uuid.UUID     `json:"id"`
-	Ref  uuid.NullUUID `json:"ref"`
-	When time.Time     `json:"when"`
-}
-
-type item struct {
-	Name string `json:"name"`
-}
 
 func newTestServer() *Server {
 	s := New(Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
@@ -67,9 +55,13 @@ func dig(t *testing.T, v any, keys ...string) any {
 func TestOpenAPISchemas(t *testing.T) {
 	t.Parallel()
 	s := newTestServer()
-	s.Route(http.MethodGet, "/v1/items", Op{Summary: "list", Status: http.StatusOK, Response: Page[item]{}}, nil)
-	s.Route(http.MethodPut, "/v1/items/:itemId", Op{Summary: "put", Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated},
-		Body: shape{}, Response: shape{}, ETag: true, IfMatch: true}, nil)
+	s.Route(http.MethodGet, "/v1/runs", Op{ID: "listRuns", Tag: "Runs", Summary: "list", Status: http.StatusOK,
+		Response: Page[api.Run]{}, Query: api.ListRunsParams{}}, nil)
+	s.Route(http.MethodPut, "/v1/projects/:projectId", Op{ID: "putProject", Tag: "Projects", Summary: "put", Status: http.StatusOK,
+		AlsoStatus: []int{http.StatusCreated}, Body: api.PutProjectRequest{}, Response: api.Project{}, ETag: true, IfMatch: true,
+		Roles: []string{"admin"}}, nil)
+	s.Route(http.MethodPost, "/v1/runs/claim", Op{ID: "claimRun", Tag: "Runs", Summary: "claim", Status: http.StatusOK,
+		AlsoStatus: []int{http.StatusNoContent}, Body: api.ClaimRequest{}, Response: api.Claim{}, RetryAfter: true}, nil)
 	doc := docJSON(t, s)
 	schemas := dig(t, doc, "components", "schemas").(map[string]any)
 
@@ -78,29 +70,60 @@ func TestOpenAPISchemas(t *testing.T) {
 		t.Fatalf("Problem.errors items: %v", ref)
 	}
 	// A generic page gets a name OpenAPI allows.
-	if _, ok := schemas["Page_item"]; !ok {
-		t.Fatalf("generic page schema not named Page_item: %v", keysOf(schemas))
+	if _, ok := schemas["RunPage"]; !ok {
+		t.Fatalf("generic page schema not named RunPage: %v", keysOf(schemas))
 	}
-	for name := range schemas {
-		if strings.ContainsAny(name, "[]/ ") {
-			t.Fatalf("schema name %q", name)
+	run := schemas["Run"].(map[string]any)
+	if run["additionalProperties"] != false {
+		t.Fatalf("Run allows undeclared members: %v", run["additionalProperties"])
+	}
+	required := fmt.Sprint(run["required"])
+	for _, want := range []string{"runId", "attemptsSpent", "parentRunId", "input", "queuedAt"} {
+		if !strings.Contains(required, want) {
+			t.Errorf("Run does not require %s: %s", want, required)
 		}
 	}
-	// uuid.NullUUID is a UUID string or null on the wire, not {UUID, Valid}.
-	ref := dig(t, schemas, "shape", "properties", "ref").(map[string]any)
-	if ref["format"] != "uuid" || ref["properties"] != nil {
-		t.Fatalf("NullUUID schema %v", ref)
+	for _, optional := range []string{"holderId", "leasedUntil", "outcome", "purged"} {
+		if strings.Contains(required, " "+optional) || strings.Contains(required, "["+optional) {
+			t.Errorf("Run requires the optional %s: %s", optional, required)
+		}
 	}
-	if id := dig(t, schemas, "shape", "properties", "id", "format"); id != "uuid" {
-		t.Fatalf("UUID schema format %v", id)
+	// An id that is always sent but may be absent is a nullable UUID; a time is a date-time.
+	if p := dig(t, run, "properties", "parentRunId").(map[string]any); fmt.Sprint(p["type"]) != "[string null]" || p["format"] != "uuid" {
+		t.Fatalf("parentRunId schema %v", p)
 	}
-	if when := dig(t, schemas, "shape", "properties", "when", "format"); when != "date-time" {
-		t.Fatalf("time schema format %v", when)
+	if f := dig(t, run, "properties", "queuedAt", "format"); f != "date-time" {
+		t.Fatalf("queuedAt format %v", f)
+	}
+	if ref := dig(t, run, "properties", "state", "$ref"); ref != "#/components/schemas/RunState" ||
+		fmt.Sprint(dig(t, schemas, "RunState", "enum")) != "[queued leased ended]" {
+		t.Fatalf("state: %v %v", ref, schemas["RunState"])
+	}
+	// Bounds and defaults come from the validate and default tags.
+	days := dig(t, schemas, "PutProjectRequest", "properties", "retentionDays").(map[string]any)
+	if days["minimum"] != float64(1) || days["maximum"] != float64(36500) || days["default"] != float64(365) {
+		t.Fatalf("retentionDays schema %v", days)
+	}
+	kinds := dig(t, schemas, "ClaimRequest", "properties", "kinds").(map[string]any)
+	if kinds["maxItems"] != float64(100) || dig(t, kinds, "items", "maxLength") != float64(64) || dig(t, kinds, "items", "minLength") != float64(1) {
+		t.Fatalf("kinds schema %v", kinds)
+	}
+	if r := fmt.Sprint(dig(t, schemas, "ClaimRequest", "required")); r != "[adapterVersion holderId modelProfileId releaseId]" {
+		t.Fatalf("claim requires %s", r)
+	}
+	var limit map[string]any
+	for _, p := range dig(t, doc, "paths", "/v1/runs", "get", "parameters").([]any) {
+		if p.(map[string]any)["name"] == "limit" {
+			limit = p.(map[string]any)["schema"].(map[string]any)
+		}
+	}
+	if limit["minimum"] != float64(1) || limit["maximum"] != float64(500) || limit["default"] != float64(50) {
+		t.Fatalf("limit schema %v", limit)
 	}
 
-	put := dig(t, doc, "paths", "/v1/items/{itemId}", "put").(map[string]any)
+	put := dig(t, doc, "paths", "/v1/projects/{projectId}", "put").(map[string]any)
 	responses := put["responses"].(map[string]any)
-	for _, st := range []string{"200", "201", "400", "401", "412", "413"} {
+	for _, st := range []string{"200", "201", "400", "401", "403", "412", "413", "429", "500", "503"} {
 		if responses[st] == nil {
 			t.Errorf("PUT does not document %s: %v", st, keysOf(responses))
 		}
@@ -108,39 +131,28 @@ func TestOpenAPISchemas(t *testing.T) {
 	if dig(t, responses, "201", "headers", "Location") == nil || dig(t, responses, "201", "headers", "ETag") == nil {
 		t.Errorf("201 lacks Location or ETag: %v", responses["201"])
 	}
+	if codes := fmt.Sprint(dig(t, responses, "412", "x-problem-codes")); codes != "[precondition_failed]" {
+		t.Errorf("412 lists the codes %s", codes)
+	}
+	claim := dig(t, doc, "paths", "/v1/runs/claim", "post", "responses").(map[string]any)
+	if dig(t, claim, "204", "headers", "Retry-After") == nil || dig(t, claim, "429", "headers", "Retry-After", "required") != true {
+		t.Errorf("claim's Retry-After: %v", claim)
+	}
 }
 
-func TestOpenAPISameNameDifferentShapes(t *testing.T) {
+func TestOpenAPIDocumentsOnlyTheWireTypes(t *testing.T) {
 	t.Parallel()
-	s := newTestServer()
-	type twin struct {
+	type local struct {
 		A string `json:"a"`
 	}
-	first := twin{}
-	s.Route(http.MethodGet, "/a", Op{Summary: "a", Status: http.StatusOK, Response: first}, nil)
-	// A second, differently shaped type of the same Go name, from another scope.
-	s.Route(http.MethodGet, "/b", Op{Summary: "b", Status: http.StatusOK, Response: func() any {
-		type twin struct {
-			B int `json:"b"`
+	s := newTestServer()
+	s.Route(http.MethodGet, "/a", Op{ID: "a", Tag: "System", Summary: "a", Public: true, Status: http.StatusOK, Response: local{}}, nil)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a response type outside the api package was documented")
 		}
-		return twin{}
-	}()}, nil)
-	doc := docJSON(t, s)
-	refA := dig(t, doc, "paths", "/a", "get", "responses", "200", "content", "application/json", "schema", "$ref")
-	refB := dig(t, doc, "paths", "/b", "get", "responses", "200", "content", "application/json", "schema", "$ref")
-	if refA == refB {
-		t.Fatalf("two different types share the schema %v", refA)
-	}
-	schemas := dig(t, doc, "components", "schemas").(map[string]any)
-	for _, ref := range []any{refA, refB} {
-		name := strings.TrimPrefix(ref.(string), "#/components/schemas/")
-		if schemas[name] == nil {
-			t.Fatalf("%v does not resolve: %v", ref, keysOf(schemas))
-		}
-	}
-	if dig(t, schemas, strings.TrimPrefix(refB.(string), "#/components/schemas/"), "properties", "b") == nil {
-		t.Fatalf("the second type is described with the first's fields")
-	}
+	}()
+	s.OpenAPI()
 }
 
 func keysOf(m map[string]any) []string {
@@ -299,27 +311,5 @@ func TestLimitCursorAndIfMatch(t *testing.T) {
 				t.Errorf("IfMatch(%q).Matches(%d) = %v, want %v", c.header, cur, !want, want)
 			}
 		}
-	}
-}
-
-type node struct {
-	Name     string `json:"name"`
-	Children []node `json:"children"`
-	Parent   *node  `json:"parent,omitempty"`
-}
-
-func TestOpenAPIRecursiveTypes(t *testing.T) {
-	t.Parallel()
-	s := newTestServer()
-	// Used twice, so the second use meets the finished schema.
-	s.Route(http.MethodGet, "/tree", Op{Summary: "tree", Status: http.StatusOK, Response: node{}}, nil)
-	s.Route(http.MethodPut, "/tree", Op{Summary: "put tree", Status: http.StatusOK, Body: node{}, Response: node{}}, nil)
-	doc := docJSON(t, s)
-	if ref := dig(t, doc, "components", "schemas", "node", "properties", "children", "items", "$ref"); ref != "#/components/schemas/node" {
-		t.Fatalf("recursive field: %v", ref)
-	}
-	b, _ := json.Marshal(doc)
-	if strings.Contains(string(b), "x-go-type") || strings.Contains(string(b), "github.com/") {
-		t.Fatalf("the served document carries Go type paths")
 	}
 }
