@@ -13,6 +13,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -73,20 +74,15 @@ type Attempt struct {
 
 // Wire returns the attempt as the API sends it.
 func (a Attempt) Wire() api.Attempt {
-	w := api.Attempt{
+	return api.Attempt{
 		AttemptID: a.AttemptID, RunID: a.RunID, StepID: a.StepID, ProjectID: a.ProjectID, EnvironmentID: a.EnvironmentID,
 		LeaseID: a.LeaseID, FencingToken: a.FencingToken, SnapshotID: a.SnapshotID, ReleaseID: a.ReleaseID,
 		AdapterVersion: a.AdapterVersion, AgentID: a.AgentID, ModelProfileID: a.ModelProfileID, State: a.State,
 		Phase: a.Phase, CorrectionCount: a.CorrectionCount, MaxCorrections: a.MaxCorrections,
 		ContextSnapshotRef: a.ContextSnapshotRef, OutcomeHash: a.OutcomeHash,
 		CancellationObservedAt: api.TimeOf(a.CancellationObservedAt), StartedAt: api.NewTime(a.StartedAt),
-		EndedAt: api.TimeOf(a.EndedAt),
+		EndedAt: api.TimeOf(a.EndedAt), LastCheckpointID: ids.Ptr(a.LastCheckpointID),
 	}
-	if a.LastCheckpointID.Valid {
-		id := a.LastCheckpointID.UUID
-		w.LastCheckpointID = &id
-	}
-	return w
 }
 
 // Ended reports whether the attempt is over.

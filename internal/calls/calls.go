@@ -68,14 +68,10 @@ type Call struct {
 
 // Wire returns the call as the API sends it.
 func (c Call) Wire() api.Call {
-	w := api.Call{CallID: c.CallID, AttemptID: c.AttemptID, Sequence: int32(c.Sequence), Kind: c.Kind,
-		Target: c.Target, RequestHash: c.RequestHash, ReceiptRef: c.ReceiptRef, Status: api.CallStatus(c.Status),
-		StartedAt: api.NewTime(c.StartedAt), EndedAt: api.TimeOf(c.EndedAt)}
-	if c.PolicyDecisionID.Valid {
-		id := c.PolicyDecisionID.UUID
-		w.PolicyDecisionID = &id
-	}
-	return w
+	return api.Call{CallID: c.CallID, AttemptID: c.AttemptID, Sequence: int32(c.Sequence), Kind: c.Kind,
+		Target: c.Target, RequestHash: c.RequestHash, PolicyDecisionID: ids.Ptr(c.PolicyDecisionID),
+		ReceiptRef: c.ReceiptRef, Status: api.CallStatus(c.Status), StartedAt: api.NewTime(c.StartedAt),
+		EndedAt: api.TimeOf(c.EndedAt)}
 }
 
 // New is a call a holder records as it starts it.

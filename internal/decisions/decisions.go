@@ -91,11 +91,7 @@ func (d Decision) Wire() api.Decision {
 	w := api.Decision{DecisionID: d.DecisionID, AttemptID: d.AttemptID, Kind: d.Kind, ProposalHash: d.ProposalHash,
 		Options: d.Options, Recommendation: d.Recommendation, Status: api.DecisionStatus(d.Status),
 		RequestedAt: api.NewTime(d.RequestedAt), AnsweredAt: api.TimeOf(d.AnsweredAt), Answer: d.Answer,
-		AnsweredBy: d.AnsweredBy, ExpiresAt: api.TimeOf(d.ExpiresAt)}
-	if d.ApprovalID.Valid {
-		id := d.ApprovalID.UUID
-		w.ApprovalID = &id
-	}
+		AnsweredBy: d.AnsweredBy, ExpiresAt: api.TimeOf(d.ExpiresAt), ApprovalID: ids.Ptr(d.ApprovalID)}
 	// Every read joins the attempt (always there: a foreign key) and its run.
 	w.RunID, w.ProjectID, w.Subject, w.AgentID = d.RunID, d.ProjectID, d.Subject, d.AgentID
 	return w
