@@ -208,6 +208,16 @@ func (s *Store) read(ctx context.Context, tx *sqldb.Tx, query string, args ...an
 	return st, err
 }
 
+// byID reads a call of the attempt with its attempt's token; NotFound when the call is
+// missing or another tenant's.
+func (s *Store) byID(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID, callID uuid.UUID) (stored, error) {
+	st, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return stored{}, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
+	}
+	return st, err
+}
+
 // FinishCall records how the call ended, under the lease at token: Status, ReceiptRef
 // and EndedAt. A call already finished the same way (same status and receipt, same token)
 // answers with the stored row, also after the lease ended (runs.WriteFenced); a call
@@ -229,10 +239,8 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			// that version.
 			var ifMatch any
 			if f.IfMatch != nil {
-				cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+				cur, err := s.byID(ctx, tx, tenantID, attemptID, callID)
 				switch {
-				case errors.Is(err, sqldb.ErrNotFound):
-					return Call{}, false, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
 				case err != nil:
 					return Call{}, false, err
 				case sameFinish(cur.Call, f):
@@ -255,10 +263,8 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			// repeat, answered as the first was), or not at the expected version. Every
 			// writer of the attempt's calls holds the attempt row, so the call cannot change
 			// from the update to this read.
-			cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+			cur, err := s.byID(ctx, tx, tenantID, attemptID, callID)
 			switch {
-			case errors.Is(err, sqldb.ErrNotFound):
-				return Call{}, false, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
 			case err != nil:
 				return Call{}, false, err
 			case sameFinish(cur.Call, f):
@@ -268,7 +274,7 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			}
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, _ runs.Fenced) (Call, error) {
-			cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+			cur, err := s.byID(ctx, tx, tenantID, attemptID, callID)
 			if err == nil && sameFinish(cur.Call, f) {
 				return cur.Call, nil
 			}
@@ -292,10 +298,7 @@ func sameFinish(c Call, f Finish) bool {
 func (s *Store) Get(ctx context.Context, tenantID string, attemptID, callID uuid.UUID) (Call, error) {
 	var c Call
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		st, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
-		if errors.Is(err, sqldb.ErrNotFound) {
-			return apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
-		}
+		st, err := s.byID(ctx, tx, tenantID, attemptID, callID)
 		c = st.Call
 		return err
 	})
