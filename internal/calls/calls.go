@@ -45,9 +45,7 @@ const (
 
 // Finished reports whether status is one a holder finishes a call in (Abandoned is not:
 // only the end of the attempt sets it).
-func Finished(status string) bool {
-	return status == Succeeded || status == Failed || status == Denied
-}
+func Finished(status string) bool { return api.CallFinishStatus(status).Valid() }
 
 // Call is one call record of an attempt.
 type Call struct {
@@ -92,7 +90,7 @@ func (n New) check() error {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
 	if !n.Kind.Valid() {
-		fields = append(fields, apperr.FieldError{Field: "kind", Reason: "must be one of: model, tool, http, other"})
+		fields = append(fields, web.NotOneOf("kind", n.Kind))
 	}
 	fields = web.AppendTooLong(fields, "target", n.Target, 256)
 	fields = web.AppendTooLong(fields, "requestHash", n.RequestHash, 128)
@@ -115,7 +113,7 @@ type Finish struct {
 func (f Finish) check() error {
 	var fields []apperr.FieldError
 	if !Finished(f.Status) {
-		fields = append(fields, apperr.FieldError{Field: "status", Reason: "must be one of: succeeded, failed, denied"})
+		fields = append(fields, web.NotOneOf("status", api.CallFinishStatus(f.Status)))
 	}
 	if f.ReceiptRef != nil {
 		fields = web.AppendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)

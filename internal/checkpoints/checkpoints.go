@@ -76,7 +76,7 @@ func (n New) check() error {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
 	if !n.Phase.Valid() {
-		fields = append(fields, apperr.FieldError{Field: "phase", Reason: "is not an attempt phase"})
+		fields = append(fields, web.NotOneOf("phase", n.Phase))
 	}
 	fields = web.AppendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
 	fields = web.AppendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)

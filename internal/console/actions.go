@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -20,8 +21,7 @@ import (
 // Decisions inbox.
 
 // decisionStatuses lists the statuses the inbox filters by, pending first.
-var decisionStatuses = []string{decisions.StatusPending, decisions.StatusApproved, decisions.StatusRejected,
-	decisions.StatusExpired, decisions.StatusCancelled}
+var decisionStatuses = api.DecisionStatus("").EnumValues()
 
 // parseEnum reads a wire enum name (ok false when it is none of the enum's names).
 func parseEnum[T any, PT interface {
@@ -146,7 +146,7 @@ func (c *console) answerDecision(ctx echo.Context) error {
 		ApprovalID: strings.TrimSpace(ctx.FormValue("approvalId"))}
 	a := decisions.Answer{Status: form.Status, KeyID: s.KeyID}
 	var problems []string
-	if form.Status != decisions.StatusApproved && form.Status != decisions.StatusRejected {
+	if !api.AnswerStatus(form.Status).Valid() {
 		problems = append(problems, "choose approve or reject")
 	}
 	if form.Answer != "" {

@@ -36,6 +36,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // Kind is what a decision asks for (stored as its position; the wire type).
@@ -300,8 +301,8 @@ func ByIDs(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID) 
 // pending decision's version), Invalid (the answer does not fit the decision, naming the
 // field: options.go). A refused answer changes nothing.
 func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Answer) (Decision, error) {
-	if a.Status != StatusApproved && a.Status != StatusRejected {
-		return Decision{}, apperr.FieldsInvalid(apperr.FieldError{Field: "status", Reason: "must be one of: approved, rejected"})
+	if !api.AnswerStatus(a.Status).Valid() {
+		return Decision{}, apperr.FieldsInvalid(web.NotOneOf("status", api.AnswerStatus(a.Status)))
 	}
 	var out Decision
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
