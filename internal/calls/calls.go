@@ -72,8 +72,8 @@ func (c Call) Wire() api.Call {
 		EndedAt: api.TimeOf(c.EndedAt)}
 }
 
-// New is a call a holder records as it starts it.
-type New struct {
+// Draft is a call a holder records as it starts it.
+type Draft struct {
 	// Sequence is unique per attempt, 0..2^31-1 (the seed's int).
 	Sequence int
 	Kind     Kind
@@ -84,7 +84,9 @@ type New struct {
 	PolicyDecisionID *uuid.UUID
 }
 
-func (n New) check() error {
+// Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
+// filled it: the API's decoder checks the same bounds first for HTTP callers.
+func (n Draft) Validate() error {
 	var fields []apperr.FieldError
 	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
@@ -110,7 +112,8 @@ type Finish struct {
 	IfMatch sqldb.VersionMatcher
 }
 
-func (f Finish) check() error {
+// Validate refuses a finish that is not a holder's (Invalid naming each field).
+func (f Finish) Validate() error {
 	var fields []apperr.FieldError
 	if !Finished(f.Status) {
 		fields = append(fields, web.NotOneOf("status", api.CallFinishStatus(f.Status)))
@@ -152,8 +155,8 @@ type stored struct {
 // answers the row). Errors: NotFound (no such attempt for this tenant), StaleLease,
 // LeaseExpired, AttemptEnded, SequenceConflict (the sequence is taken by a call with
 // another request hash), Invalid.
-func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n New) (Call, bool, error) {
-	if err := n.check(); err != nil {
+func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n Draft) (Call, bool, error) {
+	if err := n.Validate(); err != nil {
 		return Call{}, false, err
 	}
 	return runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
@@ -187,7 +190,7 @@ func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID
 	})
 }
 
-func repeatRecord(prev Call, n New) (Call, error) {
+func repeatRecord(prev Call, n Draft) (Call, error) {
 	if prev.RequestHash != n.RequestHash {
 		return Call{}, apperr.New(apperr.SequenceConflict,
 			"sequence %d of this attempt is already recorded with another request hash", n.Sequence)
@@ -226,7 +229,7 @@ func (s *Store) byID(ctx context.Context, tx *sqldb.Tx, tenantID string, attempt
 // tenant), StaleLease, LeaseExpired, AttemptEnded, IllegalTransition, PreconditionFailed,
 // Invalid.
 func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, callID uuid.UUID, token int64, f Finish) (Call, error) {
-	if err := f.check(); err != nil {
+	if err := f.Validate(); err != nil {
 		return Call{}, err
 	}
 	c, _, err := runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
