@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -157,18 +158,10 @@ func (tn *Tenant) Must(want int, method, path, key string, body any, header ...s
 	return r
 }
 
-// Run is the part of a run the tests read.
-type Run struct {
-	RunID   uuid.UUID `json:"runId"`
-	State   string    `json:"state"`
-	Band    string    `json:"band"`
-	Subject string    `json:"subject"`
-}
-
 // Enqueue queues a run of band on subject in p1.
-func (tn *Tenant) Enqueue(subject, band string) Run {
+func (tn *Tenant) Enqueue(subject, band string) api.Run {
 	tn.t.Helper()
-	var r Run
+	var r api.Run
 	tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{
 		"subject": subject, "kind": "review", "projectId": "p1", "agentId": "agent-1",
 		"stepId": uuid.NewString(), "snapshotId": uuid.NewString(), "band": band,
@@ -177,15 +170,7 @@ func (tn *Tenant) Enqueue(subject, band string) Run {
 }
 
 // Claimed is a claim's answer.
-type Claimed struct {
-	Run     Run `json:"run"`
-	Attempt struct {
-		AttemptID uuid.UUID `json:"attemptId"`
-	} `json:"attempt"`
-	Lease struct {
-		FencingToken int64 `json:"fencingToken"`
-	} `json:"lease"`
-}
+type Claimed struct{ api.Claim }
 
 // Claim claims with a lease of leaseSeconds; ok false on a 204 (nothing, or a budget
 // hold: then held is true).
@@ -216,9 +201,7 @@ func (c Claimed) Path(suffix string) string {
 // Problem reads a problem's code.
 func (r Response) Problem(t testing.TB) string {
 	t.Helper()
-	var p struct {
-		Code string `json:"code"`
-	}
+	var p api.Problem
 	r.Decode(t, &p)
-	return p.Code
+	return string(p.Code)
 }
