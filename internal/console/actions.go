@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // Decisions inbox.
@@ -411,17 +413,16 @@ func (c *console) changeProject(ctx echo.Context) error {
 	}
 }
 
-func encodeCursor(v any) string {
-	b, _ := json.Marshal(v)
-	return base64URL(b)
-}
+// encodeCursor and decodeCursor carry a listing's keyset position in a page link, as the
+// API's cursors do; a damaged one reads as none.
+func encodeCursor(v any) string { return web.EncodeCursor(v) }
 
 func decodeCursor[T any](s string) (T, bool) {
 	var v T
 	if s == "" {
 		return v, false
 	}
-	b, err := unbase64URL(s)
+	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || json.Unmarshal(b, &v) != nil {
 		return v, false
 	}
