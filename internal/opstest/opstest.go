@@ -40,10 +40,16 @@ type Stack struct {
 // Epoch is where every stack's clock starts.
 var Epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
-// New starts a service over a fresh SQLite file whose clock stands still until Advance.
-func New(t testing.TB, cfg app.Config) *Stack {
+// New starts a service over a fresh SQLite file whose clock stands still at Epoch until
+// Advance.
+func New(t testing.TB, cfg app.Config) *Stack { return NewAt(t, Epoch, cfg) }
+
+// NewAt is New with the clock standing at epoch: time.Now() for tests whose clients measure
+// leases against their own clock. A nil cfg.Logger discards the log; a zero
+// cfg.PurgeInterval turns retention's job off.
+func NewAt(t testing.TB, epoch time.Time, cfg app.Config) *Stack {
 	t.Helper()
-	clock := dbtest.NewClock(Epoch)
+	clock := dbtest.NewClock(epoch)
 	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
