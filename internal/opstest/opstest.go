@@ -1,7 +1,10 @@
-// Package opstest runs the whole service over a fresh SQLite file with an injected clock,
-// behind httptest, and drives it through the public API: the shared ground of the tests of
-// the operator surfaces (the metrics and the admin console), which check what they show
-// against what the API did.
+// Package opstest runs the whole service (internal/app) over a fresh SQLite file with an
+// injected clock, behind httptest with every API exchange checked against the OpenAPI
+// document, and drives it through the public API: the shared ground of the tests that
+// need the assembled service, such as the operator surfaces' (the metrics and the admin
+// console, which check what they show against what the API did), the SDK's and the
+// example worker's. internal/apitest is the lighter harness of the API packages' own
+// tests, which cannot import internal/app.
 package opstest
 
 import (
