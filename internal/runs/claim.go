@@ -201,8 +201,8 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 // jsonList is a JSON array of xs ([] for none: no filter) as the dialect takes it.
 func (s *Service) jsonList(xs []string) any {
 	if len(xs) == 0 {
-		return s.q.jsonList("[]")
+		return s.db.Dialect.JSON("[]")
 	}
 	b, _ := json.Marshal(xs)
-	return s.q.jsonList(string(b))
+	return s.db.Dialect.JSON(string(b))
 }

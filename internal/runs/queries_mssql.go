@@ -1,7 +1,5 @@
 package runs
 
-import mssql "github.com/microsoft/go-mssqldb"
-
 // The SQL Server query set of the run-lease core. Every statement takes @p1..@pN in the
 // order queries.go documents (the same argument list the SQLite statement gets).
 //
@@ -34,8 +32,8 @@ import mssql "github.com/microsoft/go-mssqldb"
 //   - A NULL argument arrives typed nvarchar(1) (go-mssqldb's declaration for nil), a
 //     time.Time as datetimeoffset(7), a uuid.UUID as its string; comparisons convert the
 //     argument to the column's type (uniqueidentifier, datetimeoffset), never the column.
-//     JSON lists arrive as nvarchar(max) (jsonList), so the claim's plans do not multiply
-//     with the lists' lengths.
+//     JSON lists arrive as nvarchar(max) (sqldb.Dialect.JSON), so the claim's plans do not
+//     multiply with the lists' lengths.
 //   - The reaper's cross-tenant statements (MaintenanceScope: expiredLeases, overdueQueued,
 //     fenceRunning) carry OPTION (MAXDOP 1), keeping SESSION_CONTEXT out of parallel plans
 //     (TSQL.md). The single-row statements it shares with tenant requests (get, lock, the
@@ -501,8 +499,4 @@ WHERE TenantId = @p1 AND AgentId = @p2 AND TaskId = @p3;`,
 
 	// deleteLock: PK seek, after getLock's U lock. 0 rows is not an error.
 	deleteLock: `DELETE FROM dbo.TaskRunLocks WHERE TenantId = @p1 AND AgentId = @p2 AND TaskId = @p3;`,
-
-	// go-mssqldb declares a string as nvarchar(len), so each length of a list would compile
-	// its own plan of the claim; nvarchar(max) is one declaration.
-	jsonList: func(s string) any { return mssql.NVarCharMax(s) },
 }
