@@ -50,8 +50,18 @@ package runs
 //      subject) of every transaction that changes a subject's queue: inserts a run, leases,
 //      requeues or ends one;
 //   5. other runs of that subject (X): the run a claim leases or a cancel ends, and the
-//      runs whose head marker changes;
-//   6. the tenant's counter (dbo.TenantLeases, X), then the project's (dbo.ProjectLeases, X).
+//      runs whose head marker changes; then what the hooks touch (a claim's new attempt,
+//      the attempt's decisions and calls, the delegation rows the run's status follows,
+//      and the short reads of its parent run's attempts, delegations and child runs that
+//      find them);
+//   6. last, the tenant's counter (dbo.TenantLeases, X), then the project's
+//      (dbo.ProjectLeases, X), held to commit.
+// The counters are last because they are the one pair of rows every claim and unlease of
+// a tenant takes: a transaction holding them must wait for nothing else. Before, they came
+// before the hooks, and without RCSI a claim (or unlease) of a delegated child's
+// continuation, holding the counters, waited on the S lock of the hook's read of its
+// parent run's attempts (delegatedSiblings) while the parent's own complete or release,
+// holding that attempt X, waited for the counters: a deadlock (1205, retried).
 // The one departure is the fence's run (3) locked before the subject lock (4), which is
 // safe because only a run's own fenced writers and the reaper (both through the attempt,
 // 2) lock a leased run, and a subject-lock holder never waits for a leased run: the marker
@@ -360,7 +370,8 @@ WHERE @max IS NOT NULL;`,
     SubjectHead = 0` + mssqlRunOutput + `
 WHERE TenantId = @p1 AND RunId = @p2 AND State = 0 AND SubjectHead = 1;` + mssqlRunSelect,
 
-	// tenantLeased, projectLeased: a claim's +1 on the counters (lock order step 6). PK
+	// tenantLeased, projectLeased: a claim's +1 on the counters (lock order step 6, the
+	// claim's last statements). PK
 	// seek, X on the row until commit; the row is inserted when missing. Only a claim can
 	// find it missing (an unlease follows a claim that made it), and claims of a tenant are
 	// serialised by its U lock (claimStart), so no two transactions insert one key; a 2627
