@@ -193,6 +193,16 @@ const mssqlClaimBackground = `WITH w AS (
 // is the outer input, so its row is read and U-locked first, and only then is the run
 // sought (PK_Runs) and U-locked for it. With one outer row there is nothing for nested
 // loops to prefetch, so no inner row is locked ahead of the outer one.
+//
+// The clock: SYSUTCDATETIME() is a runtime constant, evaluated once when the statement
+// starts, before it asks for its locks (unlike claimStart, which reads the clock in a
+// statement after its lock). A fence that waits on the attempt or the run (a concurrent
+// write of the same holder, a cancel request, the reaper) therefore judges and writes with
+// the time the request arrived, not the time its locks were granted: a write that arrived
+// before LeasedUntil is admitted even if its locks came after, and a heartbeat renews from
+// the arrival (a lease shorter by the wait). That is safe: no other holder can be admitted
+// in between (the reaper needs the same locks, and a take-back it won is seen here as a
+// run no longer leased), so it only moves the edge of "not passed" by the wait.
 const mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + fenceAttemptColumns + `,
     r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId], r.Subject AS [run.Subject],
     r.State AS [run.State], r.Epoch AS [run.Epoch], r.LeaseSeconds AS [run.LeaseSeconds],
