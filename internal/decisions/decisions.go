@@ -225,7 +225,7 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 	}
 	id := ids.New()
 	_, err := tx.ExecContext(ctx, s.q.insert, id, attemptID, tenantID, int(r.Kind), r.ProposalHash,
-		runs.JSONText(r.Options), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires), int32(prior))
+		runs.JSONText(r.Options).Arg(tx.Dialect), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires), int32(prior))
 	if err != nil {
 		return Decision{}, fmt.Errorf("insert decision: %w", err)
 	}
@@ -337,7 +337,7 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 		if a.ApprovalID != nil {
 			approval = *a.ApprovalID
 		}
-		res, err := tx.ExecContext(ctx, s.q.answer, tenantID, id, a.Status, runs.JSONText(a.Answer), approval,
+		res, err := tx.ExecContext(ctx, s.q.answer, tenantID, id, a.Status, runs.JSONText(a.Answer).Arg(tx.Dialect), approval,
 			a.KeyID, tx.Dialect.Time(now), tx.Dialect.Version(cur.Version))
 		if err != nil {
 			return fmt.Errorf("answer decision: %w", err)

@@ -231,7 +231,7 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 	if err := s.own(ctx, tx, tenantID, releaseID, now); err != nil {
 		return Release{}, false, err
 	}
-	_, err = tx.ExecContext(ctx, s.q.insert, releaseID, adapterVersion, tenantID, p.ManifestHash, canonical,
+	_, err = tx.ExecContext(ctx, s.q.insert, releaseID, adapterVersion, tenantID, p.ManifestHash, tx.Dialect.JSON(canonical),
 		int(p.State), tx.Dialect.Time(now), nullString(p.InFlightPolicy))
 	if sqldb.IsConflict(err, conflictMarkers...) {
 		// This tenant's concurrent create committed the pair first (visible now: the insert

@@ -80,6 +80,15 @@ func (j JSONText) Value() (driver.Value, error) {
 	return string(j), nil
 }
 
+// Arg is the document as a statement argument for an nvarchar(max) column: NULL when empty,
+// else sent as nvarchar(max) where the dialect needs that (one cached plan for every length).
+func (j JSONText) Arg(d sqldb.Dialect) any {
+	if len(j) == 0 {
+		return nil
+	}
+	return d.JSON(string(j))
+}
+
 // MarshalJSON sends the document as is (null when empty).
 func (j JSONText) MarshalJSON() ([]byte, error) {
 	if len(j) == 0 {
