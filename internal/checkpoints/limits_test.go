@@ -28,8 +28,12 @@ func TestDraftLimitsMatchTheWire(t *testing.T) {
 		limit int
 		set   func(r *api.CheckpointRequest, d *checkpoints.Draft, s string)
 	}{
-		{"adapterStateRef", 512, func(r *api.CheckpointRequest, d *checkpoints.Draft, s string) { r.AdapterStateRef, d.AdapterStateRef = s, s }},
-		{"adapterVersion", 32, func(r *api.CheckpointRequest, d *checkpoints.Draft, s string) { r.AdapterVersion, d.AdapterVersion = s, s }},
+		{"adapterStateRef", 512, func(r *api.CheckpointRequest, d *checkpoints.Draft, s string) {
+			r.AdapterStateRef, d.AdapterStateRef = s, s
+		}},
+		{"adapterVersion", 32, func(r *api.CheckpointRequest, d *checkpoints.Draft, s string) {
+			r.AdapterVersion, d.AdapterVersion = s, s
+		}},
 		{"hash", 128, func(r *api.CheckpointRequest, d *checkpoints.Draft, s string) { r.Hash, d.Hash = s, s }},
 		{"contextSnapshotRef", 512, func(r *api.CheckpointRequest, d *checkpoints.Draft, s string) {
 			r.ContextSnapshotRef, d.ContextSnapshotRef = &s, &s
