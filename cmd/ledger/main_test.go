@@ -346,7 +346,7 @@ func TestTenantsSet(t *testing.T) {
 	}
 }
 
-var helpLine = regexp.MustCompile(`^  --(\S+)\s+(\S+)\s+default (.*)$`)
+var helpLine = regexp.MustCompile(`^  --(\S+)\s+(\S+)\s+(?:default (.*)|(required))$`)
 
 // TestHelpListsFlagsWithVariablesAndDefaults checks --help of every command that takes
 // flags: each flag with its LEDGER_* variable and default, exit 0.
@@ -365,8 +365,11 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 		{[]string{"serve", "--help"}, wantServe},
 		{[]string{"serve", "-h"}, wantServe},
 		{[]string{"migrate", "--help"}, map[string]string{"db": "./data/ledger.db", "sqlite-sync": "normal"}},
-		{[]string{"keys", "create", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": `""`, "role": `""`}},
-		{[]string{"tenants", "set", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": `""`, "max-leased": "-1"}},
+		{[]string{"keys", "create", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": "required", "role": "required"}},
+		{[]string{"keys", "list", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": `""`}},
+		{[]string{"keys", "revoke", "--help"}, map[string]string{"db": "./data/ledger.db"}},
+		{[]string{"tenants", "set", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": "required", "max-leased": "required"}},
+		{[]string{"tenants", "list", "--help"}, map[string]string{"db": "./data/ledger.db"}},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
@@ -375,6 +378,9 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 			if code != 0 || errs != "" {
 				t.Fatalf("exit %d, stderr %q", code, errs)
 			}
+			if n := strings.Count(out, "usage: "); n != 1 {
+				t.Errorf("the help has %d usage lines, want 1:\n%s", n, out)
+			}
 			seen := map[string]string{}
 			lines := strings.Split(out, "\n")
 			for i, l := range lines {
@@ -382,7 +388,7 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 				if m == nil {
 					continue
 				}
-				flag, env, def := m[1], m[2], m[3]
+				flag, env, def := m[1], m[2], m[3]+m[4]
 				if wantEnv := "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")); env != wantEnv {
 					t.Errorf("--%s lists variable %s, want %s", flag, env, wantEnv)
 				}
@@ -428,6 +434,37 @@ func TestTopLevelUsage(t *testing.T) {
 			if !strings.Contains(where, cmd) {
 				t.Fatalf("usage does not name %s: %q", cmd, where)
 			}
+		}
+	}
+}
+
+// TestVerbUsage: `ledger keys --help` and `ledger tenants --help` list the verbs on stdout
+// and exit 0, as the top-level usage promises for every command; they name no database.
+func TestVerbUsage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cmd   string
+		verbs []string
+	}{
+		{"keys", []string{"create --tenant T --role runtime|admin", "list [--tenant T]", "revoke KEYID"}},
+		{"tenants", []string{"set --tenant T --max-leased N", "list"}},
+	} {
+		for _, help := range []string{"--help", "-h", "help"} {
+			code, out, errs := cli(t, c.cmd, help)
+			if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: ledger "+c.cmd+" <verb>") {
+				t.Fatalf("ledger %s %s: exit %d, stdout %q, stderr %q", c.cmd, help, code, out, errs)
+			}
+			for _, v := range c.verbs {
+				if !strings.Contains(out, "  "+v+" ") {
+					t.Errorf("ledger %s %s does not show %q:\n%s", c.cmd, help, v, out)
+				}
+			}
+		}
+		// Without a verb the answer is one line that says where the verbs are listed.
+		code, out, errs := cli(t, c.cmd)
+		wantOneLineError(t, c.cmd, code, out, errs)
+		if !strings.Contains(errs, "ledger "+c.cmd+" --help") {
+			t.Errorf("ledger %s without a verb: %q does not point at --help", c.cmd, errs)
 		}
 	}
 }
