@@ -85,6 +85,17 @@ func versionLine(v, of int) string { return fmt.Sprintf("version %d of %d, dirty
 
 func tempDB(t *testing.T) string { return filepath.Join(t.TempDir(), "ledger.db") }
 
+// emptyDB is an empty SQLite file (a database without a schema): only serve and migrate up
+// create a database, so the commands that read one need a file to be there.
+func emptyDB(t *testing.T) string {
+	t.Helper()
+	path := tempDB(t)
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func openTestDB(t *testing.T, path string) *sqldb.DB {
 	t.Helper()
 	db, err := sqldb.Open(context.Background(), sqldb.Config{DSN: path})
@@ -101,7 +112,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if n < 3 {
 		t.Fatalf("round trip needs at least 3 migrations, have %d", n)
 	}
-	db := tempDB(t)
+	db := emptyDB(t)
 	steps := []struct {
 		args []string
 		want string
@@ -189,7 +200,7 @@ func TestCommandsReadLEDGERVariables(t *testing.T) {
 		t.Fatalf("LEDGER_DB was not used: %v", err)
 	}
 	// A flag wins over the variable.
-	other := tempDB(t)
+	other := emptyDB(t)
 	if got := mustCLI(t, "migrate", "--db", other, "version"); got != versionLine(0, n) {
 		t.Fatalf("migrate version with --db: %q", got)
 	}
@@ -514,6 +525,8 @@ func TestREADMEConfigurationMatchesHelp(t *testing.T) {
 
 // TestKeysAndTenantsRefuseAMissingDatabase: an operator command never creates the embedded
 // database; it names the path it would have used and how to choose one.
+// TestKeysAndTenantsRefuseAMissingDatabase: every command but serve and migrate up refuses
+// a database that does not exist, naming the path and --db, and creates nothing.
 func TestKeysAndTenantsRefuseAMissingDatabase(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -524,6 +537,11 @@ func TestKeysAndTenantsRefuseAMissingDatabase(t *testing.T) {
 		{"keys", "revoke", "--db", path, "0123456789abcdef"},
 		{"tenants", "set", "--db", path, "--tenant", "acme", "--max-leased", "3"},
 		{"tenants", "list", "--db", "sqlite://" + path},
+		{"purge", "--db", path},
+		{"purge", "--db", path, "--dry-run"},
+		{"migrate", "--db", path, "version"},
+		{"migrate", "--db", path, "down", "1"},
+		{"migrate", "--db", path, "force", "3"},
 	} {
 		code, out, errs := cli(t, args...)
 		wantOneLineError(t, args[0], code, out, errs)
@@ -540,7 +558,7 @@ func TestKeysAndTenantsRefuseAMissingDatabase(t *testing.T) {
 // working directory, so it does not run in parallel.
 func TestOperatorCommandsNameTheDefaultPath(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"tenants", "list"}, {"keys", "list"}} {
+	for _, args := range [][]string{{"tenants", "list"}, {"keys", "list"}, {"purge"}, {"migrate", "version"}} {
 		code, out, errs := cli(t, args...)
 		wantOneLineError(t, args[0], code, out, errs)
 		if !strings.Contains(errs, defaultDB) {

@@ -40,7 +40,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("unknown migrate verb %q: say up, down N, version or force V", verb)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	db, err := openDB(ctx, d, log)
+	open := openExisting
+	if verb == "up" {
+		open = openDB // the deploy step that may create a database
+	}
+	db, err := open(ctx, d, log)
 	if err != nil {
 		return err
 	}
