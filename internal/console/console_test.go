@@ -557,6 +557,10 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 				t.Errorf("%d px, %s: %q", width, p, bad)
 			}
 		}
+		// Pausing is what the projects page is for: its button shows without scrolling.
+		if right := eval[float64](t, ctx, `document.querySelector('#projects button[value="pause"]').getBoundingClientRect().right`); right > float64(width) {
+			t.Errorf("%d px: the Pause button ends at %.0f px, off the screen", width, right)
+		}
 	}
 
 	ctx := tab(t)
