@@ -290,7 +290,7 @@ func ByIDs(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID) 
 		return nil, err
 	}
 	var rows []row
-	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).byIDs, tenantID, string(doc)); err != nil {
+	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).byIDs, tenantID, tx.Dialect.JSON(string(doc))); err != nil {
 		return nil, fmt.Errorf("read decisions by id: %w", err)
 	}
 	return decisionsOf(rows, now), nil

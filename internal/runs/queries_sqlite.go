@@ -144,6 +144,4 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)`,
 	updateLock: `UPDATE TaskRunLocks SET HolderId = ?4, HeldUntil = ?5, UpdatedAt = ?6
 WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
 	deleteLock: `DELETE FROM TaskRunLocks WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
-
-	jsonList: func(s string) any { return s },
 }
