@@ -51,6 +51,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -295,14 +296,12 @@ type rootRow struct {
 type memberRow struct {
 	RootID         uuid.UUID      `db:"RootId"`
 	RunID          uuid.UUID      `db:"RunId"`
-	State          int            `db:"State"`
+	State          api.RunState   `db:"State"`
 	EndedAt        sqldb.NullTime `db:"EndedAt"`
 	IdempotencyKey *string        `db:"IdempotencyKey"`
 	HasChild       bool           `db:"HasChild"`
 	RetentionDays  int            `db:"RetentionDays"`
 }
-
-const stateEnded = 2
 
 // verdict of a chain.
 type verdict int
@@ -321,7 +320,7 @@ func judge(ms []memberRow, now time.Time) verdict {
 	parent := false
 	for _, m := range ms {
 		cutoff := now.Add(-days(m.RetentionDays))
-		if m.State != stateEnded || !m.EndedAt.Valid || !m.EndedAt.Time.Before(cutoff) {
+		if m.State != api.RunEnded || !m.EndedAt.Valid || !m.EndedAt.Time.Before(cutoff) {
 			return keep
 		}
 		parent = parent || m.HasChild

@@ -31,9 +31,9 @@ type ClaimRequest struct {
 
 // Claimed is a successful claim: the run, its new attempt and the lease.
 type Claimed struct {
-	Run     Run              `json:"run"`
-	Attempt attempts.Attempt `json:"attempt"`
-	Lease   Lease            `json:"lease"`
+	Run     Run
+	Attempt attempts.Attempt
+	Lease   Lease
 }
 
 // ErrNothingToClaim: no run is due for this claim (HTTP 204).

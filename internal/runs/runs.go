@@ -4,10 +4,13 @@
 // locks. It is the only writer of the Runs table, and keeps what depends on it in the same
 // transactions: each subject's head marker (queue.go) and the leased counts.
 //
-// Files: service.go (the service, enqueue, cancel, continue, reads), claim.go, fence.go
+// Files: service.go (the service, enqueue, cancel, continue, reads), chain.go (the run that
+// continues a run), claim.go, notify.go (waking this replica's idle claimers), fence.go
 // (the fence and WriteFenced, heartbeat, attempt patches), finish.go (complete, release,
 // leaving a lease), queue.go (subject locks, head markers, counters, request hashes),
-// reaper.go, locks.go (task run locks), and the query sets of each dialect.
+// reaper.go, locks.go (task run locks), hooks.go (what the ledger packages keep in step),
+// observer.go (what the metrics count), wire.go and http.go (the API's forms and routes),
+// and the query sets of each dialect.
 package runs
 
 import (

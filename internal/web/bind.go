@@ -123,8 +123,6 @@ func reason(fe validator.FieldError) string {
 		return "must be at least " + fe.Param()
 	case "max", "lte":
 		return "must be at most " + fe.Param()
-	case "oneof":
-		return "must be one of: " + fe.Param()
 	case "uuid":
 		return "must be a UUID"
 	case "ident", "segment":
