@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/opstest"
 )
@@ -508,7 +509,7 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 	tn := s.NewTenant(t)
 	long := strings.Repeat("project-with-a-long-name-", 3)[:64]
 	tn.Must(http.StatusCreated, "PUT", "/v1/projects/"+long, tn.Admin, map[string]any{})
-	var run opstest.Run
+	var run api.Run
 	tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{
 		"subject": "review:" + strings.Repeat("9", 200), "kind": "a-kind-with-a-rather-long-name", "projectId": long,
 		"agentId": "an-agent-with-an-even-longer-name-" + strings.Repeat("x", 60), "stepId": uuid.NewString(), "snapshotId": uuid.NewString(),
