@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
-	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/opstest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
@@ -58,15 +57,11 @@ func testLogger() *slog.Logger {
 // here), with a tenant, its admin and runtime clients, a project p1 and an active release.
 func newServer(t testing.TB, cfg app.Config) *server {
 	t.Helper()
-	clock := dbtest.NewClock(time.Now())
-	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
 	cfg.Logger = testLogger()
 	cfg.PurgeInterval = -1
-	a := app.New(db, cfg)
-	hs := httptest.NewServer(apitest.Checked(t, a.Server))
-	t.Cleanup(hs.Close)
-	s := &server{App: a, DB: db, Clock: clock, URL: hs.URL}
-	s.Tenant = dbtest.NewTenant(t, db)
+	st := opstest.NewAt(t, time.Now(), cfg)
+	s := &server{App: st.App, DB: st.DB, Clock: st.Clock, URL: st.URL}
+	s.Tenant = dbtest.NewTenant(t, st.DB)
 	_, s.Admin = s.newClient(t, tenancy.RoleAdmin)
 	s.RuntimeKey, s.Runtime = s.newClient(t, tenancy.RoleRuntime)
 	ctx := context.Background()

@@ -17,10 +17,12 @@ func openDB(ctx context.Context, d dbFlags, log *slog.Logger) (*sqldb.DB, error)
 	return sqldb.Open(ctx, sqldb.Config{DSN: d.dsn, SQLiteSync: d.sync, BusyTimeout: d.busy, Logger: log})
 }
 
-// openExisting opens the database of an operator command (keys, tenants). Unlike serve and
-// migrate it never creates the embedded database: a key made in a new file that serve does
-// not read would be a key that never works, so a missing file is an error that names the
-// path and how to choose another.
+// openExisting opens the database of an operator command (keys, tenants, purge, and migrate
+// but for up). Unlike serve and migrate up it never creates the embedded database: a key
+// made in a new file that serve does not read would be a key that never works, a purge of
+// a new file reports success having purged nothing, and `migrate version` would answer for
+// a database that did not exist. So a missing file is an error that names the path and how
+// to choose another.
 func openExisting(ctx context.Context, d dbFlags, log *slog.Logger) (*sqldb.DB, error) {
 	if !sqldb.IsSQLServer(d.dsn) {
 		path := strings.TrimPrefix(d.dsn, "sqlite://")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,18 +12,55 @@ import (
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
+// keysUsage is `ledger keys --help`: the verbs, each with what it needs.
+const keysUsage = `usage: ledger keys <verb> [flags]
+
+  create --tenant T --role runtime|admin   make a key (and the tenant, if new); the key is shown once,
+                                           alone on the last line of standard output
+  list [--tenant T]                        key ids, tenants, roles, when created and revoked
+  revoke KEYID                             revoke a key by its id (the hex after "ldg_"; see list)
+
+Every verb also takes the database flags (--db, --sqlite-sync, --sqlite-busy-timeout);
+'ledger keys <verb> --help' lists them with their LEDGER_* variables.
+`
+
+// isHelp reports whether arg asks for help instead of naming a verb.
+func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }
+
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("say create, list or revoke")
+		return fmt.Errorf("say create, list or revoke (ledger keys --help)")
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, keysUsage)
+		return nil
 	}
 	verb := args[0]
-	fs := newFlags("keys "+verb, stdout)
+	var (
+		fs     *flag.FlagSet
+		tenant = new(string)
+		role   = new(string)
+	)
+	switch verb {
+	case "create":
+		fs = newFlagsArgs("keys create", "--tenant T --role runtime|admin [flags]", stdout)
+		fs.StringVar(tenant, "tenant", "", required+"the key's tenant (created if it does not exist)")
+		fs.StringVar(role, "role", "", required+"the key's role: runtime or admin")
+	case "list":
+		fs = newFlagsArgs("keys list", "[--tenant T] [flags]", stdout)
+		fs.StringVar(tenant, "tenant", "", "list this tenant's keys only")
+	case "revoke":
+		fs = newFlagsArgs("keys revoke", "[flags] KEYID", stdout)
+	default:
+		return fmt.Errorf("unknown keys verb %q: say create, list or revoke (ledger keys --help)", verb)
+	}
 	var d dbFlags
 	d.register(fs)
-	tenant := fs.String("tenant", "", "tenant id (create: required; list: optional filter)")
-	role := fs.String("role", "", "role of the new key: runtime or admin")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
+	}
+	if verb != "revoke" && fs.NArg() != 0 {
+		return fmt.Errorf("unexpected argument %q (flags come before arguments; see ledger keys %s --help)", fs.Arg(0), verb)
 	}
 	open := func() (*tenancy.Store, func(), error) {
 		db, err := openExisting(ctx, d, slog.New(slog.NewJSONHandler(stderr, nil)))
@@ -87,25 +125,41 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
 		return nil
 	}
-	return fmt.Errorf("unknown keys verb %q: say create, list or revoke", verb)
+	return nil
 }
 
+// tenantsUsage is `ledger tenants --help`.
+const tenantsUsage = `usage: ledger tenants <verb> [flags]
+
+  set --tenant T --max-leased N   the most runs tenant T may hold leased at once (default 1000;
+                                  0 holds every claim); creates the tenant if it does not exist
+  list                            every tenant with its budget and the runs it holds leased now
+
+Both verbs also take the database flags (--db, --sqlite-sync, --sqlite-busy-timeout);
+'ledger tenants <verb> --help' lists them with their LEDGER_* variables.
+`
+
 func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, tenantsUsage)
+		return nil
+	}
 	if len(args) == 0 || (args[0] != "set" && args[0] != "list") {
-		return fmt.Errorf("say set --tenant T --max-leased N, or list")
+		return fmt.Errorf("say set --tenant T --max-leased N, or list (ledger tenants --help)")
 	}
 	verb := args[0]
-	fs := newFlags("tenants "+verb, stdout)
-	var d dbFlags
-	d.register(fs)
 	var (
+		fs        = newFlags("tenants list", stdout)
 		tenant    *string
 		maxLeased *int
 	)
 	if verb == "set" {
-		tenant = fs.String("tenant", "", "tenant id")
-		maxLeased = fs.Int("max-leased", -1, "the most runs the tenant may hold leased at once")
+		fs = newFlagsArgs("tenants set", "--tenant T --max-leased N [flags]", stdout)
+		tenant = fs.String("tenant", "", required+"tenant id")
+		maxLeased = fs.Int("max-leased", -1, required+"the most runs the tenant may hold leased at once (0 or more)")
 	}
+	var d dbFlags
+	d.register(fs)
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}

@@ -90,17 +90,30 @@ func usage(w io.Writer) {
 }
 
 // newFlags returns a flag set whose --help lists every flag with its LEDGER_* variable and
-// default.
+// default, under the line "usage: ledger <name> [flags]".
 func newFlags(name string, stdout io.Writer) *flag.FlagSet {
+	return newFlagsArgs(name, "[flags]", stdout)
+}
+
+// required starts the usage text of a flag the command cannot do without: --help says
+// "required" where other flags show their default.
+const required = "(required) "
+
+// newFlagsArgs is newFlags with the arguments the usage line shows after the command
+// ("[flags] up | down N", "--tenant T --role runtime|admin [flags]").
+func newFlagsArgs(name, args string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("ledger "+name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "usage: ledger %s [flags]\n\nflags (each also read from its environment variable):\n", name)
+		fmt.Fprintf(stdout, "usage: ledger %s %s\n\nflags (each also read from its environment variable):\n", name, args)
 		fs.VisitAll(func(f *flag.Flag) {
-			def := f.DefValue
-			if def == "" {
-				def = `""`
+			def, usage := "default "+f.DefValue, f.Usage
+			if f.DefValue == "" {
+				def = `default ""`
 			}
-			fmt.Fprintf(stdout, "  --%-24s %-30s default %s\n      %s\n", f.Name, envName(f.Name), def, f.Usage)
+			if rest, ok := strings.CutPrefix(usage, required); ok {
+				def, usage = "required", rest
+			}
+			fmt.Fprintf(stdout, "  --%-24s %-30s %s\n      %s\n", f.Name, envName(f.Name), def, usage)
 		})
 	}
 	return fs

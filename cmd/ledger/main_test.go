@@ -85,6 +85,17 @@ func versionLine(v, of int) string { return fmt.Sprintf("version %d of %d, dirty
 
 func tempDB(t *testing.T) string { return filepath.Join(t.TempDir(), "ledger.db") }
 
+// emptyDB is an empty SQLite file (a database without a schema): only serve and migrate up
+// create a database, so the commands that read one need a file to be there.
+func emptyDB(t *testing.T) string {
+	t.Helper()
+	path := tempDB(t)
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func openTestDB(t *testing.T, path string) *sqldb.DB {
 	t.Helper()
 	db, err := sqldb.Open(context.Background(), sqldb.Config{DSN: path})
@@ -101,7 +112,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if n < 3 {
 		t.Fatalf("round trip needs at least 3 migrations, have %d", n)
 	}
-	db := tempDB(t)
+	db := emptyDB(t)
 	steps := []struct {
 		args []string
 		want string
@@ -189,7 +200,7 @@ func TestCommandsReadLEDGERVariables(t *testing.T) {
 		t.Fatalf("LEDGER_DB was not used: %v", err)
 	}
 	// A flag wins over the variable.
-	other := tempDB(t)
+	other := emptyDB(t)
 	if got := mustCLI(t, "migrate", "--db", other, "version"); got != versionLine(0, n) {
 		t.Fatalf("migrate version with --db: %q", got)
 	}
@@ -346,7 +357,7 @@ func TestTenantsSet(t *testing.T) {
 	}
 }
 
-var helpLine = regexp.MustCompile(`^  --(\S+)\s+(\S+)\s+default (.*)$`)
+var helpLine = regexp.MustCompile(`^  --(\S+)\s+(\S+)\s+(?:default (.*)|(required))$`)
 
 // TestHelpListsFlagsWithVariablesAndDefaults checks --help of every command that takes
 // flags: each flag with its LEDGER_* variable and default, exit 0.
@@ -365,8 +376,11 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 		{[]string{"serve", "--help"}, wantServe},
 		{[]string{"serve", "-h"}, wantServe},
 		{[]string{"migrate", "--help"}, map[string]string{"db": "./data/ledger.db", "sqlite-sync": "normal"}},
-		{[]string{"keys", "create", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": `""`, "role": `""`}},
-		{[]string{"tenants", "set", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": `""`, "max-leased": "-1"}},
+		{[]string{"keys", "create", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": "required", "role": "required"}},
+		{[]string{"keys", "list", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": `""`}},
+		{[]string{"keys", "revoke", "--help"}, map[string]string{"db": "./data/ledger.db"}},
+		{[]string{"tenants", "set", "--help"}, map[string]string{"db": "./data/ledger.db", "tenant": "required", "max-leased": "required"}},
+		{[]string{"tenants", "list", "--help"}, map[string]string{"db": "./data/ledger.db"}},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
@@ -375,6 +389,9 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 			if code != 0 || errs != "" {
 				t.Fatalf("exit %d, stderr %q", code, errs)
 			}
+			if n := strings.Count(out, "usage: "); n != 1 {
+				t.Errorf("the help has %d usage lines, want 1:\n%s", n, out)
+			}
 			seen := map[string]string{}
 			lines := strings.Split(out, "\n")
 			for i, l := range lines {
@@ -382,7 +399,7 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 				if m == nil {
 					continue
 				}
-				flag, env, def := m[1], m[2], m[3]
+				flag, env, def := m[1], m[2], m[3]+m[4]
 				if wantEnv := "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")); env != wantEnv {
 					t.Errorf("--%s lists variable %s, want %s", flag, env, wantEnv)
 				}
@@ -432,6 +449,37 @@ func TestTopLevelUsage(t *testing.T) {
 	}
 }
 
+// TestVerbUsage: `ledger keys --help` and `ledger tenants --help` list the verbs on stdout
+// and exit 0, as the top-level usage promises for every command; they name no database.
+func TestVerbUsage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cmd   string
+		verbs []string
+	}{
+		{"keys", []string{"create --tenant T --role runtime|admin", "list [--tenant T]", "revoke KEYID"}},
+		{"tenants", []string{"set --tenant T --max-leased N", "list"}},
+	} {
+		for _, help := range []string{"--help", "-h", "help"} {
+			code, out, errs := cli(t, c.cmd, help)
+			if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: ledger "+c.cmd+" <verb>") {
+				t.Fatalf("ledger %s %s: exit %d, stdout %q, stderr %q", c.cmd, help, code, out, errs)
+			}
+			for _, v := range c.verbs {
+				if !strings.Contains(out, "  "+v+" ") {
+					t.Errorf("ledger %s %s does not show %q:\n%s", c.cmd, help, v, out)
+				}
+			}
+		}
+		// Without a verb the answer is one line that says where the verbs are listed.
+		code, out, errs := cli(t, c.cmd)
+		wantOneLineError(t, c.cmd, code, out, errs)
+		if !strings.Contains(errs, "ledger "+c.cmd+" --help") {
+			t.Errorf("ledger %s without a verb: %q does not point at --help", c.cmd, errs)
+		}
+	}
+}
+
 var readmeRow = regexp.MustCompile("^\\| `--([^`]+)` \\| `([^`]+)` \\| `([^`]*)` \\|")
 
 // TestREADMEConfigurationMatchesHelp keeps the README's configuration table equal to
@@ -477,6 +525,8 @@ func TestREADMEConfigurationMatchesHelp(t *testing.T) {
 
 // TestKeysAndTenantsRefuseAMissingDatabase: an operator command never creates the embedded
 // database; it names the path it would have used and how to choose one.
+// TestKeysAndTenantsRefuseAMissingDatabase: every command but serve and migrate up refuses
+// a database that does not exist, naming the path and --db, and creates nothing.
 func TestKeysAndTenantsRefuseAMissingDatabase(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -487,6 +537,11 @@ func TestKeysAndTenantsRefuseAMissingDatabase(t *testing.T) {
 		{"keys", "revoke", "--db", path, "0123456789abcdef"},
 		{"tenants", "set", "--db", path, "--tenant", "acme", "--max-leased", "3"},
 		{"tenants", "list", "--db", "sqlite://" + path},
+		{"purge", "--db", path},
+		{"purge", "--db", path, "--dry-run"},
+		{"migrate", "--db", path, "version"},
+		{"migrate", "--db", path, "down", "1"},
+		{"migrate", "--db", path, "force", "3"},
 	} {
 		code, out, errs := cli(t, args...)
 		wantOneLineError(t, args[0], code, out, errs)
@@ -503,7 +558,7 @@ func TestKeysAndTenantsRefuseAMissingDatabase(t *testing.T) {
 // working directory, so it does not run in parallel.
 func TestOperatorCommandsNameTheDefaultPath(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"tenants", "list"}, {"keys", "list"}} {
+	for _, args := range [][]string{{"tenants", "list"}, {"keys", "list"}, {"purge"}, {"migrate", "version"}} {
 		code, out, errs := cli(t, args...)
 		wantOneLineError(t, args[0], code, out, errs)
 		if !strings.Contains(errs, defaultDB) {

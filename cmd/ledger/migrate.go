@@ -11,10 +11,9 @@ import (
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate", stdout)
+	fs := newFlagsArgs("migrate", "[flags] up | down N | version | force V", stdout)
 	var d dbFlags
 	d.register(fs)
-	fs.Usage = wrapUsage(fs.Usage, stdout, "usage: ledger migrate [flags] up | down N | version | force V")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -41,7 +40,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("unknown migrate verb %q: say up, down N, version or force V", verb)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	db, err := openDB(ctx, d, log)
+	open := openExisting
+	if verb == "up" {
+		open = openDB // the deploy step that may create a database
+	}
+	db, err := open(ctx, d, log)
 	if err != nil {
 		return err
 	}
@@ -74,11 +77,4 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "version %d of %d, dirty %v\n", st.Version, st.Latest, st.Dirty)
 	return nil
-}
-
-func wrapUsage(inner func(), w io.Writer, line string) func() {
-	return func() {
-		fmt.Fprintln(w, line)
-		inner()
-	}
 }

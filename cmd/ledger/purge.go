@@ -29,7 +29,7 @@ func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--batch must be from 1 to %d, not %d", retention.MaxBatchRuns, *batch)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	db, err := openDB(ctx, d, log)
+	db, err := openExisting(ctx, d, log)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +18,9 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
-	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/opstest"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
@@ -87,7 +85,7 @@ func TestExampleWorkerResumesAfterBeingKilled(t *testing.T) {
 	bin := build(t)
 	ctx := context.Background()
 	sv := newService(t)
-	clock, a, hs, adminKey := sv.clock, sv.app, sv.http, sv.adminKey
+	clock, a, url, adminKey := sv.clock, sv.app, sv.url, sv.adminKey
 	env := sv.env
 	const steps = 6
 
@@ -117,7 +115,7 @@ func TestExampleWorkerResumesAfterBeingKilled(t *testing.T) {
 		t.Fatalf("second worker: %v\n%s", err, second.out.String())
 	}
 
-	c, err := client.New(client.WithBaseURL(hs.URL), client.WithKey(adminKey))
+	c, err := client.New(client.WithBaseURL(url), client.WithKey(adminKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +203,7 @@ func TestMain(m *testing.M) {
 type service struct {
 	clock    *dbtest.Clock
 	app      *app.App
-	http     *httptest.Server
+	url      string
 	adminKey string
 	env      []string
 }
@@ -213,12 +211,9 @@ type service struct {
 func newService(t *testing.T) service {
 	t.Helper()
 	ctx := context.Background()
-	clock := dbtest.NewClock(time.Now())
-	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
-	a := app.New(db, app.Config{PurgeInterval: -1, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	hs := httptest.NewServer(apitest.Checked(t, a.Server))
-	t.Cleanup(hs.Close)
-	tenant := dbtest.NewTenant(t, db)
+	st := opstest.NewAt(t, time.Now(), app.Config{})
+	a := st.App
+	tenant := dbtest.NewTenant(t, st.DB)
 	adminKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
@@ -227,8 +222,8 @@ func newService(t *testing.T) service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return service{clock: clock, app: a, http: hs, adminKey: adminKey,
-		env: []string{"LEDGER_URL=" + hs.URL, "LEDGER_KEY=" + runtimeKey, "LEDGER_ADMIN_KEY=" + adminKey}}
+	return service{clock: st.Clock, app: a, url: st.URL, adminKey: adminKey,
+		env: []string{"LEDGER_URL=" + st.URL, "LEDGER_KEY=" + runtimeKey, "LEDGER_ADMIN_KEY=" + adminKey}}
 }
 
 // With --decision the example waits half way for an approval, and carries on once an
@@ -239,7 +234,7 @@ func TestExampleWorkerWaitsForItsDecision(t *testing.T) {
 	sv := newService(t)
 	p := start(t, bin, sv.env, "--enqueue", "1", "--steps", "2", "--step-time", "10ms", "--decision", "--runs", "1")
 	p.await(t, regexp.MustCompile(`^run \S+: waiting for approval`))
-	admin, err := client.New(client.WithBaseURL(sv.http.URL), client.WithKey(sv.adminKey))
+	admin, err := client.New(client.WithBaseURL(sv.url), client.WithKey(sv.adminKey))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -73,20 +74,15 @@ type Attempt struct {
 
 // Wire returns the attempt as the API sends it.
 func (a Attempt) Wire() api.Attempt {
-	w := api.Attempt{
+	return api.Attempt{
 		AttemptID: a.AttemptID, RunID: a.RunID, StepID: a.StepID, ProjectID: a.ProjectID, EnvironmentID: a.EnvironmentID,
 		LeaseID: a.LeaseID, FencingToken: a.FencingToken, SnapshotID: a.SnapshotID, ReleaseID: a.ReleaseID,
 		AdapterVersion: a.AdapterVersion, AgentID: a.AgentID, ModelProfileID: a.ModelProfileID, State: a.State,
 		Phase: a.Phase, CorrectionCount: a.CorrectionCount, MaxCorrections: a.MaxCorrections,
 		ContextSnapshotRef: a.ContextSnapshotRef, OutcomeHash: a.OutcomeHash,
 		CancellationObservedAt: api.TimeOf(a.CancellationObservedAt), StartedAt: api.NewTime(a.StartedAt),
-		EndedAt: api.TimeOf(a.EndedAt),
+		EndedAt: api.TimeOf(a.EndedAt), LastCheckpointID: ids.Ptr(a.LastCheckpointID),
 	}
-	if a.LastCheckpointID.Valid {
-		id := a.LastCheckpointID.UUID
-		w.LastCheckpointID = &id
-	}
-	return w
 }
 
 // Ended reports whether the attempt is over.
@@ -148,20 +144,6 @@ func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID
 	return a, nil
 }
 
-// LockRunning locks the running attempt of a run at a fencing token, for the reaper, which
-// works across tenants. apperr.NotFound when there is none.
-func LockRunning(ctx context.Context, tx *sqldb.Tx, runID uuid.UUID, token int64) (Attempt, error) {
-	var a Attempt
-	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).lockRunning, runID, token)
-	if errors.Is(err, sqldb.ErrNotFound) {
-		return Attempt{}, apperr.New(apperr.NotFound, "no running attempt of run %s at token %d", runID, token)
-	}
-	if err != nil {
-		return Attempt{}, fmt.Errorf("lock running attempt: %w", err)
-	}
-	return a, nil
-}
-
 // End ends a running attempt in state at now, with an optional outcome hash, and returns
 // it as stored. apperr.AttemptEnded when it was no longer running.
 func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state State, now time.Time, outcomeHash *string) (Attempt, error) {
@@ -185,15 +167,6 @@ func ObserveCancellation(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, now ti
 		return Attempt{}, fmt.Errorf("observe cancellation: %w", err)
 	}
 	return a, nil
-}
-
-// ListByRun lists a run's attempts, oldest first.
-func ListByRun(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) ([]Attempt, error) {
-	var as []Attempt
-	if err := tx.SelectContext(ctx, &as, queriesFor(tx.Dialect).listByRun, tenantID, runID); err != nil {
-		return nil, fmt.Errorf("list attempts of run: %w", err)
-	}
-	return as, nil
 }
 
 // Patch changes a running attempt's phase, adds a correction, or records its context

@@ -7,10 +7,8 @@ type queries struct {
 	insert        string // 17 columns, see Insert -> the attempt's columns
 	get           string // 1 tenant, 2 attempt
 	lock          string // 1 tenant, 2 attempt
-	lockRunning   string // 1 run, 2 fencing token
 	end           string // 1 attempt, 2 state, 3 now, 4 outcome hash -> the attempt's columns; no row when not running
 	observeCancel string // 1 attempt, 2 now -> the attempt's columns
-	listByRun     string // 1 tenant, 2 run
 	patch         string // 1 attempt, 2 phase or NULL, 3 corrections to add (0 or 1), 4 context snapshot ref or NULL -> the attempt's columns; no row when not running
 	checkpointed  string // 1 attempt, 2 checkpoint, 3 its sequence, 4 its phase
 }

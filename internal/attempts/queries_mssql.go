@@ -46,13 +46,6 @@ VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p1
 	lock: `SELECT ` + columns + ` FROM dbo.ExecutionAttempts WITH (UPDLOCK, ROWLOCK)
 WHERE TenantId = @p1 AND AttemptId = @p2;`,
 
-	// lockRunning: IX_Attempts_Run_Step seek on RunId, FencingToken and State residuals after
-	// the key lookup; U lock on the attempt's key (UPDLOCK takes U on the rows it reads and
-	// keeps it on those that qualify). At most a run's MaxAttempts rows are read. 0 rows ->
-	// ErrNotFound.
-	lockRunning: `SELECT ` + columns + ` FROM dbo.ExecutionAttempts WITH (UPDLOCK, ROWLOCK)
-WHERE RunId = @p1 AND FencingToken = @p2 AND State = 0;`,
-
 	// end: PK seek of a row the fence (or the reaper) U-locked; U converts to X. "State = 0"
 	// makes a second end find nothing: 0 rows -> ErrNotFound -> AttemptEnded (not expected
 	// under the fence). RCSI: an UPDATE reads the latest committed row. OutcomeHash keeps a
@@ -66,10 +59,6 @@ WHERE AttemptId = @p1 AND State = 0;`,
 	observeCancel: `UPDATE dbo.ExecutionAttempts SET CancellationObservedAt = @p2
 OUTPUT ` + insertedColumns + `
 WHERE AttemptId = @p1 AND CancellationObservedAt IS NULL;`,
-
-	// listByRun: IX_Attempts_Run_Step seek, lookups, sort of a run's attempts (at most its
-	// MaxAttempts). No hints. 0 rows -> empty.
-	listByRun: `SELECT ` + columns + ` FROM dbo.ExecutionAttempts WHERE TenantId = @p1 AND RunId = @p2 ORDER BY FencingToken;`,
 
 	// patch: as end, under the fence (a holder's PATCH, a decision request). 0 rows -> the
 	// attempt ended -> ErrNotFound -> AttemptEnded.

@@ -10,9 +10,8 @@ var sqliteQueries = queries{
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, ?15, ?16, ?17,
     (SELECT Value + 1 FROM RowVersionCounter))
 RETURNING ` + columns,
-	get:         `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
-	lock:        `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
-	lockRunning: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE RunId = ?1 AND FencingToken = ?2 AND State = 0`,
+	get:  `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
+	lock: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	end: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND State = 0
@@ -21,7 +20,6 @@ RETURNING ` + columns,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND CancellationObservedAt IS NULL
 RETURNING ` + columns,
-	listByRun: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND RunId = ?2 ORDER BY FencingToken`,
 	patch: `UPDATE ExecutionAttempts SET Phase = COALESCE(?2, Phase), CorrectionCount = CorrectionCount + ?3,
     ContextSnapshotRef = COALESCE(?4, ContextSnapshotRef), Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND State = 0

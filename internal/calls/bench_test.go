@@ -55,7 +55,7 @@ func BenchmarkCallRecord(b *testing.B) {
 		seq := 0
 		for pb.Next() {
 			c, created, err := store.Record(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-				calls.New{Sequence: seq, Kind: calls.Model, Target: "model://a", RequestHash: "r"})
+				calls.Draft{Sequence: seq, Kind: calls.Model, Target: "model://a", RequestHash: "r"})
 			if err != nil || !created {
 				b.Errorf("record %d: created=%v err=%v", seq, created, err)
 				return

@@ -45,9 +45,7 @@ const (
 
 // Finished reports whether status is one a holder finishes a call in (Abandoned is not:
 // only the end of the attempt sets it).
-func Finished(status string) bool {
-	return status == Succeeded || status == Failed || status == Denied
-}
+func Finished(status string) bool { return api.CallFinishStatus(status).Valid() }
 
 // Call is one call record of an attempt.
 type Call struct {
@@ -68,18 +66,14 @@ type Call struct {
 
 // Wire returns the call as the API sends it.
 func (c Call) Wire() api.Call {
-	w := api.Call{CallID: c.CallID, AttemptID: c.AttemptID, Sequence: int32(c.Sequence), Kind: c.Kind,
-		Target: c.Target, RequestHash: c.RequestHash, ReceiptRef: c.ReceiptRef, Status: api.CallStatus(c.Status),
-		StartedAt: api.NewTime(c.StartedAt), EndedAt: api.TimeOf(c.EndedAt)}
-	if c.PolicyDecisionID.Valid {
-		id := c.PolicyDecisionID.UUID
-		w.PolicyDecisionID = &id
-	}
-	return w
+	return api.Call{CallID: c.CallID, AttemptID: c.AttemptID, Sequence: int32(c.Sequence), Kind: c.Kind,
+		Target: c.Target, RequestHash: c.RequestHash, PolicyDecisionID: ids.Ptr(c.PolicyDecisionID),
+		ReceiptRef: c.ReceiptRef, Status: api.CallStatus(c.Status), StartedAt: api.NewTime(c.StartedAt),
+		EndedAt: api.TimeOf(c.EndedAt)}
 }
 
-// New is a call a holder records as it starts it.
-type New struct {
+// Draft is a call a holder records as it starts it.
+type Draft struct {
 	// Sequence is unique per attempt, 0..2^31-1 (the seed's int).
 	Sequence int
 	Kind     Kind
@@ -90,13 +84,15 @@ type New struct {
 	PolicyDecisionID *uuid.UUID
 }
 
-func (n New) check() error {
+// Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
+// filled it: the API's decoder checks the same bounds first for HTTP callers.
+func (n Draft) Validate() error {
 	var fields []apperr.FieldError
 	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
 	if !n.Kind.Valid() {
-		fields = append(fields, apperr.FieldError{Field: "kind", Reason: "must be one of: model, tool, http, other"})
+		fields = append(fields, web.NotOneOf("kind", n.Kind))
 	}
 	fields = web.AppendTooLong(fields, "target", n.Target, 256)
 	fields = web.AppendTooLong(fields, "requestHash", n.RequestHash, 128)
@@ -116,10 +112,11 @@ type Finish struct {
 	IfMatch sqldb.VersionMatcher
 }
 
-func (f Finish) check() error {
+// Validate refuses a finish that is not a holder's (Invalid naming each field).
+func (f Finish) Validate() error {
 	var fields []apperr.FieldError
 	if !Finished(f.Status) {
-		fields = append(fields, apperr.FieldError{Field: "status", Reason: "must be one of: succeeded, failed, denied"})
+		fields = append(fields, web.NotOneOf("status", api.CallFinishStatus(f.Status)))
 	}
 	if f.ReceiptRef != nil {
 		fields = web.AppendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
@@ -158,8 +155,8 @@ type stored struct {
 // answers the row). Errors: NotFound (no such attempt for this tenant), StaleLease,
 // LeaseExpired, AttemptEnded, SequenceConflict (the sequence is taken by a call with
 // another request hash), Invalid.
-func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n New) (Call, bool, error) {
-	if err := n.check(); err != nil {
+func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n Draft) (Call, bool, error) {
+	if err := n.Validate(); err != nil {
 		return Call{}, false, err
 	}
 	return runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
@@ -193,7 +190,7 @@ func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID
 	})
 }
 
-func repeatRecord(prev Call, n New) (Call, error) {
+func repeatRecord(prev Call, n Draft) (Call, error) {
 	if prev.RequestHash != n.RequestHash {
 		return Call{}, apperr.New(apperr.SequenceConflict,
 			"sequence %d of this attempt is already recorded with another request hash", n.Sequence)
@@ -212,6 +209,16 @@ func (s *Store) read(ctx context.Context, tx *sqldb.Tx, query string, args ...an
 	return st, err
 }
 
+// byID reads a call of the attempt with its attempt's token; NotFound when the call is
+// missing or another tenant's.
+func (s *Store) byID(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID, callID uuid.UUID) (stored, error) {
+	st, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return stored{}, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
+	}
+	return st, err
+}
+
 // FinishCall records how the call ended, under the lease at token: Status, ReceiptRef
 // and EndedAt. A call already finished the same way (same status and receipt, same token)
 // answers with the stored row, also after the lease ended (runs.WriteFenced); a call
@@ -222,7 +229,7 @@ func (s *Store) read(ctx context.Context, tx *sqldb.Tx, query string, args ...an
 // tenant), StaleLease, LeaseExpired, AttemptEnded, IllegalTransition, PreconditionFailed,
 // Invalid.
 func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, callID uuid.UUID, token int64, f Finish) (Call, error) {
-	if err := f.check(); err != nil {
+	if err := f.Validate(); err != nil {
 		return Call{}, err
 	}
 	c, _, err := runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
@@ -233,10 +240,8 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			// that version.
 			var ifMatch any
 			if f.IfMatch != nil {
-				cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+				cur, err := s.byID(ctx, tx, tenantID, attemptID, callID)
 				switch {
-				case errors.Is(err, sqldb.ErrNotFound):
-					return Call{}, false, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
 				case err != nil:
 					return Call{}, false, err
 				case sameFinish(cur.Call, f):
@@ -259,10 +264,8 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			// repeat, answered as the first was), or not at the expected version. Every
 			// writer of the attempt's calls holds the attempt row, so the call cannot change
 			// from the update to this read.
-			cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+			cur, err := s.byID(ctx, tx, tenantID, attemptID, callID)
 			switch {
-			case errors.Is(err, sqldb.ErrNotFound):
-				return Call{}, false, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
 			case err != nil:
 				return Call{}, false, err
 			case sameFinish(cur.Call, f):
@@ -272,7 +275,7 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			}
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, _ runs.Fenced) (Call, error) {
-			cur, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
+			cur, err := s.byID(ctx, tx, tenantID, attemptID, callID)
 			if err == nil && sameFinish(cur.Call, f) {
 				return cur.Call, nil
 			}
@@ -296,10 +299,7 @@ func sameFinish(c Call, f Finish) bool {
 func (s *Store) Get(ctx context.Context, tenantID string, attemptID, callID uuid.UUID) (Call, error) {
 	var c Call
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		st, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
-		if errors.Is(err, sqldb.ErrNotFound) {
-			return apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
-		}
+		st, err := s.byID(ctx, tx, tenantID, attemptID, callID)
 		c = st.Call
 		return err
 	})

@@ -37,12 +37,12 @@ func (e *env) other(t *testing.T) *env {
 	return &env{Env: e.Env.Other(t), store: e.store}
 }
 
-func call(seq int, hash string) calls.New {
-	return calls.New{Sequence: seq, Kind: calls.Tool, Target: fmt.Sprintf("tool://search/%d", seq), RequestHash: hash}
+func call(seq int, hash string) calls.Draft {
+	return calls.Draft{Sequence: seq, Kind: calls.Tool, Target: fmt.Sprintf("tool://search/%d", seq), RequestHash: hash}
 }
 
 // record writes a call that must be created.
-func (e *env) record(cl runs.Claimed, n calls.New) calls.Call {
+func (e *env) record(cl runs.Claimed, n calls.Draft) calls.Call {
 	e.T.Helper()
 	c, created, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
 	if err != nil || !created {

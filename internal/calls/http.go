@@ -61,7 +61,7 @@ func (h handlers) record(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	n := New{Sequence: int(*req.Sequence), Kind: *req.Kind, Target: req.Target, RequestHash: req.RequestHash,
+	n := Draft{Sequence: int(*req.Sequence), Kind: *req.Kind, Target: req.Target, RequestHash: req.RequestHash,
 		PolicyDecisionID: req.PolicyDecisionID}
 	call, created, err := h.store.Record(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, n)
 	if err != nil {

@@ -77,7 +77,7 @@ WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.CallId = @p3;`,
 	// winner (bySequence) and answers repeat or sequence_conflict. 2627 on PK_CallRecords (a
 	// repeated random id: not expected) -> ConflictError, passed up as a 500. 547 FK ->
 	// ErrBadReference (not expected: the fence read the attempt). 33504 -> ErrRefused (not
-	// expected: TenantId is the session's). 8152/2628 (truncation) cannot arise: New.check
+	// expected: TenantId is the session's). 8152/2628 (truncation) cannot arise: Draft.Validate
 	// bounds every string in UTF-16 code units. Always one row out, or an error.
 	insert: `INSERT INTO dbo.CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
     ReceiptRef, Status, StartedAt, EndedAt)

@@ -21,7 +21,7 @@ func TestRecordAndFinishAreTwoStatements(t *testing.T) {
 		cl := e.Lease()
 		stop := apitest.Statements(e.DB)
 		c, created, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-			calls.New{Sequence: 1, Kind: calls.Model, Target: "m", RequestHash: "h"})
+			calls.Draft{Sequence: 1, Kind: calls.Model, Target: "m", RequestHash: "h"})
 		if got := stop(); err != nil || !created || len(got) > 2 {
 			t.Fatalf("record: %v, %d statements %q, want at most 2", err, len(got), got)
 		}

@@ -331,7 +331,7 @@ var storeCases = []struct {
 		mine := e.record(cl, call(0, "r"))
 		o := e.other(t)
 		id, token := cl.Attempt.AttemptID, cl.Lease.FencingToken
-		for _, n := range []calls.New{call(0, "r"), call(0, "other"), call(1, "r")} {
+		for _, n := range []calls.Draft{call(0, "r"), call(0, "other"), call(1, "r")} {
 			if _, _, err := o.store.Record(o.Ctx, o.Tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
 				t.Fatalf("other tenant records sequence %d: got %v, want not_found", n.Sequence, err)
 			}
@@ -422,13 +422,13 @@ var storeCases = []struct {
 
 	{"InvalidInputRefusedAndNothingWritten", func(t *testing.T, e *env) {
 		cl := e.Lease()
-		bad := map[string]func(*calls.New){
-			"sequence":     func(n *calls.New) { n.Sequence = -1 },
-			"sequence max": func(n *calls.New) { n.Sequence = 1 << 31 },
-			"kind":         func(n *calls.New) { n.Kind = 4 },
-			"target":       func(n *calls.New) { n.Target = "" },
+		bad := map[string]func(*calls.Draft){
+			"sequence":     func(n *calls.Draft) { n.Sequence = -1 },
+			"sequence max": func(n *calls.Draft) { n.Sequence = 1 << 31 },
+			"kind":         func(n *calls.Draft) { n.Kind = 4 },
+			"target":       func(n *calls.Draft) { n.Target = "" },
 			// 65 runes, 130 UTF-16 code units: over nvarchar(128).
-			"request hash": func(n *calls.New) { n.RequestHash = strings.Repeat("\U0001F600", 65) },
+			"request hash": func(n *calls.Draft) { n.RequestHash = strings.Repeat("\U0001F600", 65) },
 		}
 		for name, mut := range bad {
 			n := call(0, "r")

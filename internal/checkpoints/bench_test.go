@@ -63,7 +63,7 @@ func BenchmarkCheckpointAppend(b *testing.B) {
 		cl := <-leases
 		seq := 0
 		for pb.Next() {
-			_, created, err := store.Append(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, checkpoints.New{
+			_, created, err := store.Append(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, checkpoints.Draft{
 				Sequence: seq, Phase: attempts.Acting, AdapterStateRef: "blob://state", AdapterVersion: "1", Hash: "h",
 			})
 			if err != nil || !created {

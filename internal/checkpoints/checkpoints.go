@@ -57,8 +57,8 @@ func (l LastCheckpoint) Wire() api.LastCheckpoint {
 	return api.LastCheckpoint{Checkpoint: l.Checkpoint.Wire(), RunID: l.RunID}
 }
 
-// New is a checkpoint a holder appends.
-type New struct {
+// Draft is a checkpoint a holder appends.
+type Draft struct {
 	// Sequence is unique per attempt, 0..2^31-1 (the seed's int).
 	Sequence           int
 	Phase              attempts.Phase
@@ -70,13 +70,15 @@ type New struct {
 	Hash string
 }
 
-func (n New) check() error {
+// Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
+// filled it: the API's decoder checks the same bounds first for HTTP callers.
+func (n Draft) Validate() error {
 	var fields []apperr.FieldError
 	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
 	if !n.Phase.Valid() {
-		fields = append(fields, apperr.FieldError{Field: "phase", Reason: "is not an attempt phase"})
+		fields = append(fields, web.NotOneOf("phase", n.Phase))
 	}
 	fields = web.AppendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
 	fields = web.AppendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)
@@ -114,8 +116,8 @@ var conflictMarkers = []string{"UX_Checkpoints_Attempt_Sequence", "Checkpoints.A
 // Errors: NotFound (no such attempt for this tenant), StaleLease, LeaseExpired,
 // AttemptEnded, SequenceConflict (the sequence is taken by a checkpoint with another
 // hash), Invalid.
-func (s *Store) Append(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n New) (Checkpoint, bool, error) {
-	if err := n.check(); err != nil {
+func (s *Store) Append(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, n Draft) (Checkpoint, bool, error) {
+	if err := n.Validate(); err != nil {
 		return Checkpoint{}, false, err
 	}
 	return runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Checkpoint]{
@@ -141,7 +143,7 @@ func (s *Store) Append(ctx context.Context, tenantID string, attemptID uuid.UUID
 // checkpoint already at its sequence (an earlier append, or on SQL Server a concurrent one
 // that committed first) makes the unique index refuse it: runs.ErrTaken, and the repeat
 // rule answers.
-func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) (Checkpoint, error) {
+func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n Draft) (Checkpoint, error) {
 	c := Checkpoint{
 		CheckpointID: ids.New(), AttemptID: f.Attempt.AttemptID, TenantID: f.Attempt.TenantID, Sequence: n.Sequence,
 		Phase: n.Phase, AdapterStateRef: n.AdapterStateRef, AdapterVersion: n.AdapterVersion,
@@ -164,7 +166,7 @@ func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n New) 
 }
 
 // repeat answers an append whose sequence is already stored.
-func repeat(prev Checkpoint, n New) (Checkpoint, error) {
+func repeat(prev Checkpoint, n Draft) (Checkpoint, error) {
 	if prev.Hash != n.Hash {
 		return Checkpoint{}, apperr.New(apperr.SequenceConflict,
 			"sequence %d of this attempt is already checkpointed with another hash", n.Sequence)

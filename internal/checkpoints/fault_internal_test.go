@@ -39,7 +39,7 @@ func TestAppendLosesASequenceRace(t *testing.T) {
 			})
 			return &ran
 		}
-		n := New{Sequence: 7, Phase: attempts.Planning, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
+		n := Draft{Sequence: 7, Phase: attempts.Planning, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
 		ran := inject("h")
 		got, created, err := s.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
 		if !ran.Load() || err != nil || created || got.CheckpointID != winner {

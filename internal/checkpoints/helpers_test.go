@@ -39,16 +39,16 @@ func (e *env) other(t *testing.T) *env {
 	return &env{Env: e.Env.Other(t), store: e.store}
 }
 
-func cp(seq int, hash string) checkpoints.New {
+func cp(seq int, hash string) checkpoints.Draft {
 	ref := fmt.Sprintf("ctx://snap/%d", seq)
-	return checkpoints.New{
+	return checkpoints.Draft{
 		Sequence: seq, Phase: attempts.Acting, AdapterStateRef: fmt.Sprintf("blob://state/%d", seq),
 		AdapterVersion: "1.0", ContextSnapshotRef: &ref, Hash: hash,
 	}
 }
 
 // append writes a checkpoint that must be created.
-func (e *env) append(cl runs.Claimed, n checkpoints.New) checkpoints.Checkpoint {
+func (e *env) append(cl runs.Claimed, n checkpoints.Draft) checkpoints.Checkpoint {
 	e.T.Helper()
 	c, created, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
 	if err != nil || !created {

@@ -59,7 +59,7 @@ func (h handlers) append(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	n := New{
+	n := Draft{
 		Sequence: int(*req.Sequence), Phase: *req.Phase, AdapterStateRef: req.AdapterStateRef,
 		AdapterVersion: req.AdapterVersion, ContextSnapshotRef: req.ContextSnapshotRef, Hash: req.Hash,
 	}

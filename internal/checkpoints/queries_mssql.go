@@ -66,7 +66,7 @@ WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.Sequence = @p3;`,
 	// PK_Checkpoints (a repeated random id: not expected) -> ConflictError, passed up as a
 	// 500. 547 FK -> ErrBadReference (not expected: the fence read the attempt). 33504 ->
 	// ErrRefused (TenantId is the session's, so not expected). 8152/2628 (truncation)
-	// cannot arise: New.check bounds every string in UTF-16 code units, nvarchar's unit.
+	// cannot arise: Draft.Validate bounds every string in UTF-16 code units, nvarchar's unit.
 	// No 0-rows case.
 	insert: `INSERT INTO dbo.Checkpoints (CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion,
     ContextSnapshotRef, Hash, CreatedAt)

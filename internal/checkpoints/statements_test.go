@@ -21,7 +21,7 @@ func TestAppendIsThreeStatements(t *testing.T) {
 		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 		s := checkpoints.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
-		n := checkpoints.New{Sequence: 1, Phase: attempts.Acting, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
+		n := checkpoints.Draft{Sequence: 1, Phase: attempts.Acting, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
 		stop := apitest.Statements(e.DB)
 		if _, created, err := s.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); err != nil || !created {
 			t.Fatalf("append: %v", err)
@@ -53,7 +53,7 @@ func TestAppendMovesPhaseAndResumePointForward(t *testing.T) {
 		id, tok := cl.Attempt.AttemptID, cl.Lease.FencingToken
 		appendAt := func(seq int, phase attempts.Phase) checkpoints.Checkpoint {
 			t.Helper()
-			c, _, err := s.Append(e.Ctx, e.Tenant, id, tok, checkpoints.New{Sequence: seq, Phase: phase, AdapterStateRef: "r",
+			c, _, err := s.Append(e.Ctx, e.Tenant, id, tok, checkpoints.Draft{Sequence: seq, Phase: phase, AdapterStateRef: "r",
 				AdapterVersion: "1", Hash: "h"})
 			if err != nil {
 				t.Fatal(err)

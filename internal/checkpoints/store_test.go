@@ -264,7 +264,7 @@ var storeCases = []struct {
 		o := e.other(t)
 		id, token := cl.Attempt.AttemptID, cl.Lease.FencingToken
 		// A repeat of the owner's sequence, a conflicting one and a new one: all as for a missing attempt.
-		for _, n := range []checkpoints.New{cp(0, "h"), cp(0, "other"), cp(1, "h")} {
+		for _, n := range []checkpoints.Draft{cp(0, "h"), cp(0, "other"), cp(1, "h")} {
 			if _, _, err := o.store.Append(o.Ctx, o.Tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
 				t.Fatalf("other tenant appends sequence %d: got %v, want not_found", n.Sequence, err)
 			}
@@ -344,13 +344,13 @@ var storeCases = []struct {
 	{"InvalidCheckpointRefusedAndNothingWritten", func(t *testing.T, e *env) {
 		cl := e.Lease()
 		long := strings.Repeat("\U0001F600", 17) // 17 runes, 34 UTF-16 code units: over nvarchar(32)
-		bad := map[string]func(*checkpoints.New){
-			"sequence":        func(n *checkpoints.New) { n.Sequence = -1 },
-			"sequence range":  func(n *checkpoints.New) { n.Sequence = 1 << 31 },
-			"phase":           func(n *checkpoints.New) { n.Phase = 7 },
-			"hash":            func(n *checkpoints.New) { n.Hash = "" },
-			"adapter version": func(n *checkpoints.New) { n.AdapterVersion = long },
-			"state ref":       func(n *checkpoints.New) { n.AdapterStateRef = "" },
+		bad := map[string]func(*checkpoints.Draft){
+			"sequence":        func(n *checkpoints.Draft) { n.Sequence = -1 },
+			"sequence range":  func(n *checkpoints.Draft) { n.Sequence = 1 << 31 },
+			"phase":           func(n *checkpoints.Draft) { n.Phase = 7 },
+			"hash":            func(n *checkpoints.Draft) { n.Hash = "" },
+			"adapter version": func(n *checkpoints.Draft) { n.AdapterVersion = long },
+			"state ref":       func(n *checkpoints.Draft) { n.AdapterStateRef = "" },
 		}
 		for name, mut := range bad {
 			n := cp(0, "h")

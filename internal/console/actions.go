@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -10,18 +11,19 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // Decisions inbox.
 
 // decisionStatuses lists the statuses the inbox filters by, pending first.
-var decisionStatuses = []string{decisions.StatusPending, decisions.StatusApproved, decisions.StatusRejected,
-	decisions.StatusExpired, decisions.StatusCancelled}
+var decisionStatuses = api.DecisionStatus("").EnumValues()
 
 // parseEnum reads a wire enum name (ok false when it is none of the enum's names).
 func parseEnum[T any, PT interface {
@@ -146,7 +148,7 @@ func (c *console) answerDecision(ctx echo.Context) error {
 		ApprovalID: strings.TrimSpace(ctx.FormValue("approvalId"))}
 	a := decisions.Answer{Status: form.Status, KeyID: s.KeyID}
 	var problems []string
-	if form.Status != decisions.StatusApproved && form.Status != decisions.StatusRejected {
+	if !api.AnswerStatus(form.Status).Valid() {
 		problems = append(problems, "choose approve or reject")
 	}
 	if form.Answer != "" {
@@ -411,17 +413,16 @@ func (c *console) changeProject(ctx echo.Context) error {
 	}
 }
 
-func encodeCursor(v any) string {
-	b, _ := json.Marshal(v)
-	return base64URL(b)
-}
+// encodeCursor and decodeCursor carry a listing's keyset position in a page link, as the
+// API's cursors do; a damaged one reads as none.
+func encodeCursor(v any) string { return web.EncodeCursor(v) }
 
 func decodeCursor[T any](s string) (T, bool) {
 	var v T
 	if s == "" {
 		return v, false
 	}
-	b, err := unbase64URL(s)
+	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || json.Unmarshal(b, &v) != nil {
 		return v, false
 	}

@@ -157,8 +157,6 @@ func (c *console) setCookie(ctx echo.Context, name, value string, maxAge int) {
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(ctx.Request())})
 }
 
-type sessionKey struct{}
-
 // requireSession admits a request with a live session (else to the sign-in page), puts the
 // session's principal on the request (so the access log names the tenant and key), and
 // refuses a POST whose form lacks the session's CSRF token.

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/opstest"
 )
@@ -494,5 +495,82 @@ func TestFormWithoutCSRFRefused(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != http.StatusForbidden {
 		t.Errorf("a sign-in without its token: %d, want 403", r.StatusCode)
+	}
+}
+
+// TestPagesFitLaptopAndPhone walks every page with real rows (long identifiers, a pending
+// decision, a delegated child) on a laptop and on a phone: the page is never wider than the
+// screen (a wide table scrolls in its own box), no column header is cut, and no column of
+// a fixed width (times, states, counts, buttons) cuts what it shows; only identifier and
+// free-text columns may end in an ellipsis. The decision page names what it decides on.
+func TestPagesFitLaptopAndPhone(t *testing.T) {
+	t.Parallel()
+	s := opstest.New(t, app.Config{})
+	tn := s.NewTenant(t)
+	long := strings.Repeat("project-with-a-long-name-", 3)[:64]
+	tn.Must(http.StatusCreated, "PUT", "/v1/projects/"+long, tn.Admin, map[string]any{})
+	var run api.Run
+	tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{
+		"subject": "review:" + strings.Repeat("9", 200), "kind": "a-kind-with-a-rather-long-name", "projectId": long,
+		"agentId": "an-agent-with-an-even-longer-name-" + strings.Repeat("x", 60), "stepId": uuid.NewString(), "snapshotId": uuid.NewString(),
+		"band": "background",
+	}).Decode(t, &run)
+	cl, ok, _ := tn.Claim(600, nil)
+	if !ok || cl.Run.RunID != run.RunID {
+		t.Fatal("claim did not lease the run")
+	}
+	tok := cl.Lease.FencingToken
+	tn.Must(http.StatusCreated, "POST", cl.Path("/checkpoints"), tn.Runtime, map[string]any{"fencingToken": tok,
+		"sequence": 1, "phase": "awaiting_decision", "adapterStateRef": "state://" + strings.Repeat("s", 300), "adapterVersion": "1.0", "hash": "h1"})
+	tn.Must(http.StatusCreated, "POST", cl.Path("/delegations"), tn.Runtime, map[string]any{"fencingToken": tok,
+		"purpose": strings.Repeat("look into it ", 20), "child": map[string]any{"subject": "child-1", "kind": "review",
+			"projectId": "p1", "agentId": "sub-agent", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
+	var d decision
+	tn.Must(http.StatusCreated, "POST", cl.Path("/decisions"), tn.Runtime, map[string]any{"fencingToken": tok,
+		"kind": "approval", "recommendation": strings.Repeat("ship it after the review ", 20), "expiresInSeconds": 86400}).Decode(t, &d)
+
+	pages := []string{"/ui/", "/ui/runs", "/ui/runs/" + run.RunID.String(), "/ui/attempts/" + cl.Attempt.AttemptID.String(),
+		"/ui/decisions?status=all", "/ui/decisions/" + d.DecisionID.String(), "/ui/releases", "/ui/projects"}
+	// cut lists what does not fit: the page's overflow, cut headers, and cut cells of
+	// fixed-width columns (a <col> with a class other than w-id or w-name).
+	const cut = `(() => {
+	  const out = [];
+	  if (document.documentElement.scrollWidth > window.innerWidth) out.push("page " + document.documentElement.scrollWidth + "px wide");
+	  for (const table of document.querySelectorAll("table.grid")) {
+	    const cols = [...table.querySelectorAll("col")].map(c => c.className);
+	    for (const row of table.rows) {
+	      [...row.cells].forEach((cell, i) => {
+	        const flexible = !cols[i] || cols[i] === "w-id" || cols[i] === "w-name";
+	        if ((cell.tagName === "TH" && row.parentElement.tagName === "THEAD" || !flexible) && cell.scrollWidth > cell.clientWidth + 1)
+	          out.push(table.id + ": " + cell.textContent.trim().slice(0, 40));
+	      });
+	    }
+	  }
+	  return out;
+	})()`
+	for _, width := range []int64{1280, 390} {
+		ctx := tab(t)
+		do(t, ctx, chromedp.EmulateViewport(width, 900))
+		signIn(t, ctx, s, tn.Admin)
+		for _, p := range pages {
+			do(t, ctx, chromedp.Navigate(s.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
+			if bad := eval[[]string](t, ctx, cut); len(bad) > 0 {
+				t.Errorf("%d px, %s: %q", width, p, bad)
+			}
+		}
+		// Pausing is what the projects page is for: its button shows without scrolling.
+		if right := eval[float64](t, ctx, `document.querySelector('#projects button[value="pause"]').getBoundingClientRect().right`); right > float64(width) {
+			t.Errorf("%d px: the Pause button ends at %.0f px, off the screen", width, right)
+		}
+	}
+
+	ctx := tab(t)
+	signIn(t, ctx, s, tn.Admin)
+	do(t, ctx, chromedp.Navigate(s.URL+"/ui/decisions/"+d.DecisionID.String()), chromedp.WaitVisible(chromedp.CSS("#decision")))
+	if p := text(t, ctx, "#decision-project"); p != long {
+		t.Errorf("the decision page names project %q, want %q", p, long)
+	}
+	if href := eval[string](t, ctx, `document.getElementById("decision-run").getAttribute("href")`); href != "/ui/runs/"+run.RunID.String() {
+		t.Errorf("the decision page links its subject to %q, want the run", href)
 	}
 }

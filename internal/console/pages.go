@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -205,9 +204,7 @@ func (c *console) runsPage(ctx echo.Context) error {
 		lf.AfterQueuedAt, lf.AfterRunID = to, uuid.Nil // before "to", exclusive
 	}
 	if cur := q.Get("cursor"); cur != "" {
-		var rc runCursor
-		b, err := base64.RawURLEncoding.DecodeString(cur)
-		if err != nil || json.Unmarshal(b, &rc) != nil {
+		if rc, ok := decodeCursor[runCursor](cur); !ok {
 			problems = append(problems, "the page link is damaged; start again from the first page")
 		} else if to == nil || rc.QueuedAt.Before(*to) {
 			lf.AfterQueuedAt, lf.AfterRunID = &rc.QueuedAt, rc.RunID
@@ -224,14 +221,13 @@ func (c *console) runsPage(ctx echo.Context) error {
 	if len(rs) > pageSize {
 		rs = rs[:pageSize]
 		last := rs[len(rs)-1]
-		b, _ := json.Marshal(runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID})
 		nq := url.Values{}
 		for k, vs := range q {
 			if k != "cursor" && len(vs) > 0 && vs[0] != "" {
 				nq.Set(k, vs[0])
 			}
 		}
-		nq.Set("cursor", base64.RawURLEncoding.EncodeToString(b))
+		nq.Set("cursor", encodeCursor(runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}))
 		v.Next = nq.Encode()
 	}
 	v.Runs = rs
@@ -359,11 +355,8 @@ func (c *console) attemptPage(ctx echo.Context) error {
 		return err
 	}
 	var after *history.TimelineCursor
-	if cur := ctx.QueryParam("cursor"); cur != "" {
-		var tc timelineCursor
-		if b, err := base64.RawURLEncoding.DecodeString(cur); err == nil && json.Unmarshal(b, &tc) == nil {
-			after = &history.TimelineCursor{At: tc.At, Kind: tc.Kind, Sequence: tc.Seq, ID: tc.ID}
-		}
+	if tc, ok := decodeCursor[timelineCursor](ctx.QueryParam("cursor")); ok {
+		after = &history.TimelineCursor{At: tc.At, Kind: tc.Kind, Sequence: tc.Seq, ID: tc.ID}
 	}
 	entries, err := c.History.Timeline(rctx, tenant, id, after, timelinePage+1)
 	if err != nil {
@@ -373,8 +366,7 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	if len(entries) > timelinePage {
 		entries = entries[:timelinePage]
 		tc := entries[len(entries)-1].Cursor()
-		b, _ := json.Marshal(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})
-		v.Next = base64.RawURLEncoding.EncodeToString(b)
+		v.Next = encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})
 	}
 	for _, e := range entries {
 		v.Timeline = append(v.Timeline, timelineRowOf(e))

@@ -19,7 +19,13 @@ WHERE s.TenantId = @p1 AND s.SessionHash = @p2 AND s.ExpiresAt > @p3 AND k.Revok
 	delete: `DELETE FROM dbo.ConsoleSessions WHERE TenantId = @p1 AND SessionHash = @p2;`,
 	// deleteExpired: a seek of IX_ConsoleSessions_Expires on (TenantId, ExpiresAt <= @p2),
 	// at most 100 rows (no lock escalation), READPAST so sign-ins never queue on each
-	// other's clean-up. 0 rows is the usual case.
-	deleteExpired: `DELETE TOP (100) FROM dbo.ConsoleSessions WITH (READPAST)
+	// other's clean-up. READPAST is refused (Msg 650) under READ COMMITTED when the database
+	// has READ_COMMITTED_SNAPSHOT on (Azure SQL's default, and what the README recommends)
+	// unless READCOMMITTEDLOCK is named with it (the table hints reference, READPAST): without
+	// it every sign-in failed there. ROWLOCK keeps the locks READPAST can skip row locks
+	// (it does not skip page locks). A DELETE finds its rows with U locks under RCSI too, so
+	// READCOMMITTEDLOCK changes nothing else. 0 rows is the usual case. Errors: 1205 ->
+	// ErrRetryable.
+	deleteExpired: `DELETE TOP (100) FROM dbo.ConsoleSessions WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
 WHERE TenantId = @p1 AND ExpiresAt <= @p2;`,
 }

@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -122,7 +121,3 @@ func (c *console) renderTemplate(ctx echo.Context, status int, name, block strin
 	}
 	return ctx.HTMLBlob(status, buf.Bytes())
 }
-
-func base64URL(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
-func unbase64URL(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }

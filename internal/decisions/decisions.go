@@ -36,6 +36,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // Kind is what a decision asks for (stored as its position; the wire type).
@@ -91,11 +92,7 @@ func (d Decision) Wire() api.Decision {
 	w := api.Decision{DecisionID: d.DecisionID, AttemptID: d.AttemptID, Kind: d.Kind, ProposalHash: d.ProposalHash,
 		Options: d.Options, Recommendation: d.Recommendation, Status: api.DecisionStatus(d.Status),
 		RequestedAt: api.NewTime(d.RequestedAt), AnsweredAt: api.TimeOf(d.AnsweredAt), Answer: d.Answer,
-		AnsweredBy: d.AnsweredBy, ExpiresAt: api.TimeOf(d.ExpiresAt)}
-	if d.ApprovalID.Valid {
-		id := d.ApprovalID.UUID
-		w.ApprovalID = &id
-	}
+		AnsweredBy: d.AnsweredBy, ExpiresAt: api.TimeOf(d.ExpiresAt), ApprovalID: ids.Ptr(d.ApprovalID)}
 	// Every read joins the attempt (always there: a foreign key) and its run.
 	w.RunID, w.ProjectID, w.Subject, w.AgentID = d.RunID, d.ProjectID, d.Subject, d.AgentID
 	return w
@@ -197,42 +194,45 @@ func (s *Store) Request(ctx context.Context, tenantID string, attemptID uuid.UUI
 	if err := checkOptions(r.Kind, r.Options); err != nil {
 		return Decision{}, err
 	}
-	var out Decision
-	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		f, err := s.svc.Fence(ctx, tx, tenantID, attemptID, token)
-		if err != nil {
-			return err
-		}
-		var expires *time.Time
-		if r.ExpiresIn > 0 {
-			t := f.Now.Add(r.ExpiresIn)
-			expires = &t
-		}
-		prior := int(f.Attempt.Phase)
-		if f.Attempt.Phase == attempts.AwaitingDecision {
-			// Already waiting: keep the phase from before the wait.
-			if p, err := newestPrior(ctx, tx, tenantID, attemptID); err != nil {
-				return err
-			} else if p.Valid {
-				prior = int(p.Int32)
-			}
-		}
-		id := ids.New()
-		_, err = tx.ExecContext(ctx, s.q.insert, id, attemptID, tenantID, int(r.Kind), r.ProposalHash,
-			runs.JSONText(r.Options), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires), int32(prior))
-		if err != nil {
-			return fmt.Errorf("insert decision: %w", err)
-		}
-		if err := attempts.SetPhase(ctx, tx, attemptID, attempts.AwaitingDecision); err != nil {
-			return err
-		}
-		out, err = s.get(ctx, tx, s.q.get, tenantID, id, f.Now)
-		return err
+	// No exact repeat: a request has no key to recognise a retry by, so each one asks anew.
+	d, _, err := runs.WriteFenced(ctx, s.svc, tenantID, attemptID, token, runs.FencedWrite[Decision]{
+		What: "request decision",
+		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Decision, bool, error) {
+			d, err := s.request(ctx, tx, f, r)
+			return d, true, err
+		},
 	})
-	if err != nil {
-		return Decision{}, fmt.Errorf("request decision: %w", err)
+	return d, err
+}
+
+// request writes a fenced attempt's decision request and moves the attempt to
+// awaiting_decision.
+func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Request) (Decision, error) {
+	tenantID, attemptID := f.Attempt.TenantID, f.Attempt.AttemptID
+	var expires *time.Time
+	if r.ExpiresIn > 0 {
+		t := f.Now.Add(r.ExpiresIn)
+		expires = &t
 	}
-	return out, nil
+	prior := int(f.Attempt.Phase)
+	if f.Attempt.Phase == attempts.AwaitingDecision {
+		// Already waiting: keep the phase from before the wait.
+		if p, err := newestPrior(ctx, tx, tenantID, attemptID); err != nil {
+			return Decision{}, err
+		} else if p.Valid {
+			prior = int(p.Int32)
+		}
+	}
+	id := ids.New()
+	_, err := tx.ExecContext(ctx, s.q.insert, id, attemptID, tenantID, int(r.Kind), r.ProposalHash,
+		runs.JSONText(r.Options).Arg(tx.Dialect), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires), int32(prior))
+	if err != nil {
+		return Decision{}, fmt.Errorf("insert decision: %w", err)
+	}
+	if err := attempts.SetPhase(ctx, tx, attemptID, attempts.AwaitingDecision); err != nil {
+		return Decision{}, err
+	}
+	return s.get(ctx, tx, s.q.get, tenantID, id, f.Now)
 }
 
 // Get reads a decision of the tenant (NotFound when missing or another tenant's).
@@ -290,7 +290,7 @@ func ByIDs(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID) 
 		return nil, err
 	}
 	var rows []row
-	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).byIDs, tenantID, string(doc)); err != nil {
+	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).byIDs, tenantID, tx.Dialect.JSON(string(doc))); err != nil {
 		return nil, fmt.Errorf("read decisions by id: %w", err)
 	}
 	return decisionsOf(rows, now), nil
@@ -304,8 +304,8 @@ func ByIDs(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID) 
 // pending decision's version), Invalid (the answer does not fit the decision, naming the
 // field: options.go). A refused answer changes nothing.
 func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Answer) (Decision, error) {
-	if a.Status != StatusApproved && a.Status != StatusRejected {
-		return Decision{}, apperr.FieldsInvalid(apperr.FieldError{Field: "status", Reason: "must be one of: approved, rejected"})
+	if !api.AnswerStatus(a.Status).Valid() {
+		return Decision{}, apperr.FieldsInvalid(web.NotOneOf("status", api.AnswerStatus(a.Status)))
 	}
 	var out Decision
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
@@ -337,7 +337,7 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 		if a.ApprovalID != nil {
 			approval = *a.ApprovalID
 		}
-		res, err := tx.ExecContext(ctx, s.q.answer, tenantID, id, a.Status, runs.JSONText(a.Answer), approval,
+		res, err := tx.ExecContext(ctx, s.q.answer, tenantID, id, a.Status, runs.JSONText(a.Answer).Arg(tx.Dialect), approval,
 			a.KeyID, tx.Dialect.Time(now), tx.Dialect.Version(cur.Version))
 		if err != nil {
 			return fmt.Errorf("answer decision: %w", err)

@@ -16,11 +16,8 @@ import (
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
-// Column limits of the fields a request writes (nvarchar lengths count UTF-16 code units).
-const (
-	maxProposalHash = 128
-	maxRecommend    = 2000
-)
+// maxRecommend is the recommendation column's length (nvarchar(2000): UTF-16 code units).
+const maxRecommend = 2000
 
 // Routes registers the decision routes.
 func Routes(s *web.Server, store *Store) {
@@ -87,12 +84,10 @@ func (h handlers) create(c echo.Context) error {
 	return web.Created(c, web.Path("v1", "decisions", d.DecisionID.String()), d.Version, d.Wire())
 }
 
-// requestOf checks what the validator cannot (UTF-16 lengths, text, JSON) and converts.
+// requestOf checks what the validator cannot (the recommendation's UTF-16 length and
+// characters, JSON) and converts. The proposal hash's bound is its ident tag's.
 func requestOf(req api.DecisionRequest) (Request, error) {
 	var bad []apperr.FieldError
-	if req.ProposalHash != nil && web.UTF16Len(*req.ProposalHash) > maxProposalHash {
-		bad = append(bad, apperr.FieldError{Field: "proposalHash", Reason: "must be at most 128 characters"})
-	}
 	if req.Recommendation != nil && !web.ValidText(*req.Recommendation, maxRecommend) {
 		bad = append(bad, apperr.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
 	}

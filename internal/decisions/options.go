@@ -111,13 +111,10 @@ func checkOptions(kind Kind, options json.RawMessage) error {
 }
 
 // checkAnswer refuses an answer that does not fit the decision d (400 invalid_request
-// naming the field).
+// naming the field). Answer has checked its status already.
 func checkAnswer(d Decision, a Answer) error {
 	bad := func(field, reason string) error {
 		return apperr.FieldsInvalid(apperr.FieldError{Field: field, Reason: reason})
-	}
-	if a.Status != StatusApproved && a.Status != StatusRejected {
-		return bad("status", "must be one of: approved, rejected")
 	}
 	approved, answered := a.Status == StatusApproved, len(a.Answer) > 0
 	switch d.Kind {

@@ -1,7 +1,6 @@
 package decisions
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 func TestSQLitePlans(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite().Open(t, dbtest.Options{})
-	ctx := context.Background()
 	d := db.Dialect
 	now := d.Time(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	id := uuid.New()
@@ -55,20 +53,7 @@ func TestSQLitePlans(t *testing.T) {
 			[]string{"SEARCH DecisionRequests USING INDEX IX_Decisions_Attempt (AttemptId=?)"}, []string{"IX_Decisions_Tenant_Status"}},
 	}
 	for _, c := range cases {
-		rows, err := db.Raw().QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := dbtest.SQLitePlan(t, db, c.query, c.args...)
 		text := strings.Join(plan, "\n")
 		t.Logf("%s:\n%s", c.name, text)
 		for _, w := range c.want {

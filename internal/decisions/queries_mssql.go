@@ -86,7 +86,8 @@ VALUES (@p1, @p2, @p3, @p4, NULL, @p5, @p6, @p7, N'pending', @p8, NULL, NULL, NU
 WHERE d.TenantId = @p1 AND d.DecisionId = @p2;`,
 
 	// byIDs: the attempt timeline's decision entries. OPENJSON(@p2) yields at most one page
-	// of ids (nvarchar [value], cast to uniqueidentifier, so the column is never converted),
+	// of ids (@p2 declared nvarchar(max) for every page size, sqldb.Dialect.JSON; nvarchar
+	// [value], cast to uniqueidentifier, so the column is never converted),
 	// each a PK_DecisionRequests seek, TenantId residual, then the attempt and run seeks. No
 	// hints (a read in db.Read): under RCSI the committed image, no locks; without RCSI
 	// short S locks. 0 rows: the entries were purged between the timeline's two statements;

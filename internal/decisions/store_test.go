@@ -394,9 +394,8 @@ var storeCases = []storeCase{
 	}},
 	{"ListByAttemptPagesInRequestOrder", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		var ds []decisions.Decision
 		for i := 0; i < 3; i++ {
-			ds = append(ds, e.ask(cl, decisions.Request{Kind: decisions.Input}))
+			e.ask(cl, decisions.Request{Kind: decisions.Input})
 		}
 		// Same RequestedAt: DecisionId breaks the tie, and the keyset follows it.
 		all, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, nil, 10)

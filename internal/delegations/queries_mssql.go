@@ -108,10 +108,12 @@ WHERE TenantId = @p1 AND DelegationId = @p2 AND Status <> @p3;`,
 	// chain. No hints. Locks, in that order: short S locks on the parent's attempt rows,
 	// its delegation rows and their child runs without RCSI, none with RCSI (the last
 	// committed versions). The transaction already holds the continuation's run (U or X,
-	// and the tenant row for a claim); a transaction that holds one of the parent's attempt
-	// rows X (a holder write, or a create, which locks the attempt, then the parent run, then
-	// writes a new child run and delegation) never asks for a run of this chain or the
-	// tenant row, so the short wait cannot close a cycle. A delegation being created
+	// and the tenant row for a claim), but not yet the leased counters (TenantLeases,
+	// ProjectLeases: the run-lease core takes them after the hooks); a transaction that
+	// holds one of the parent's attempt rows X (a holder write; the parent's complete,
+	// release or take-back, which then takes the counters; or a create, which locks the
+	// attempt, then the parent run, then writes a new child run and delegation) never asks
+	// for a run of this chain or the tenant row, so the short wait cannot close a cycle. A delegation being created
 	// concurrently is not seen (RCSI) or waited for; it makes a new child run, which is a
 	// chain's first run, never a continuation of this chain, so missing it changes nothing.
 	// 0 rows: this chain is not delegated (the hook writes nothing). Errors: 1205, 1222 ->

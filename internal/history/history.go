@@ -301,7 +301,7 @@ func fetch[T wireItem](ctx context.Context, tx *sqldb.Tx, query, tenantID string
 		return err
 	}
 	var rows []T
-	if err := tx.SelectContext(ctx, &rows, query, tenantID, string(list)); err != nil {
+	if err := tx.SelectContext(ctx, &rows, query, tenantID, tx.Dialect.JSON(string(list))); err != nil {
 		return fmt.Errorf("read timeline entries: %w", err)
 	}
 	for _, r := range rows {

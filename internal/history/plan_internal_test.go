@@ -1,7 +1,6 @@
 package history
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -16,7 +15,6 @@ import (
 func TestSQLitePlans(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite().Open(t, dbtest.Options{})
-	ctx := context.Background()
 	id := uuid.New()
 	d := db.Dialect
 	list := `["` + uuid.NewString() + `"]`
@@ -46,20 +44,7 @@ func TestSQLitePlans(t *testing.T) {
 		{"delegations", sqliteQueries.delegations, []any{"t", list}, []string{"sqlite_autoindex_SubAgentDelegations_1 (DelegationId=?)"}, nil},
 	}
 	for _, c := range cases {
-		rows, err := db.Raw().QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := dbtest.SQLitePlan(t, db, c.query, c.args...)
 		text := strings.Join(plan, "\n")
 		t.Logf("%s:\n%s", c.name, text)
 		for _, w := range c.want {

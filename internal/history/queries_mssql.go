@@ -148,7 +148,8 @@ ORDER BY u.At, u.Kind, u.Seq, u.Id
 OPTION (MAXDOP 1);`,
 
 	// TimelineEntry rows by id: OPENJSON(@p2) yields at most one page of ids (nvarchar [value], cast
-	// to uniqueidentifier), each a seek of the table's clustered primary key; TenantId
+	// to uniqueidentifier; @p2 is declared nvarchar(max) whatever the page's size,
+	// sqldb.Dialect.JSON, so one plan serves every size), each a seek of the table's clustered primary key; TenantId
 	// residual. 0 rows: the entries were purged between the two statements (under RCSI each
 	// statement has its own snapshot); the page omits them.
 	checkpoints: `SELECT ` + checkpointColumns + ` FROM dbo.Checkpoints

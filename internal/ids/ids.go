@@ -1,4 +1,4 @@
-// Package ids makes the service's UUIDs.
+// Package ids makes the service's UUIDs and hands nullable ones to the API.
 package ids
 
 import (
@@ -13,6 +13,14 @@ import (
 // milliseconds (the "COMB" layout). SQL Server orders uniqueidentifier by those bytes
 // first, so new ids append to a clustered index instead of splitting its pages.
 func New() uuid.UUID { return at(time.Now()) }
+
+// Ptr is a nullable id as the API sends it: nil when it is not valid.
+func Ptr(id uuid.NullUUID) *uuid.UUID {
+	if !id.Valid {
+		return nil
+	}
+	return &id.UUID
+}
 
 func at(t time.Time) uuid.UUID {
 	var u uuid.UUID

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/opstest"
 )
@@ -70,11 +71,11 @@ func workload(t *testing.T, s *opstest.Stack, tn *opstest.Tenant) (lateCode stri
 		t.Fatalf("a claim for a kind with no runs should find nothing: ok=%v held=%v", ok, held)
 	}
 	short, ok, _ := tn.Claim(10, nil) // the interactive run, lost to the reaper below
-	if !ok || short.Run.Band != "interactive" {
+	if !ok || short.Run.Band != api.BandInteractive {
 		t.Fatalf("first claim: %+v ok=%v", short, ok)
 	}
 	long, ok, _ := tn.Claim(3600, nil) // the older batch run, kept
-	if !ok || long.Run.Band != "batch" {
+	if !ok || long.Run.Band != api.BandBatch {
 		t.Fatalf("second claim: %+v ok=%v", long, ok)
 	}
 	if _, ok, held := tn.Claim(60, nil); ok || !held {

@@ -1,7 +1,10 @@
-// Package opstest runs the whole service over a fresh SQLite file with an injected clock,
-// behind httptest, and drives it through the public API: the shared ground of the tests of
-// the operator surfaces (the metrics and the admin console), which check what they show
-// against what the API did.
+// Package opstest runs the whole service (internal/app) over a fresh SQLite file with an
+// injected clock, behind httptest with every API exchange checked against the OpenAPI
+// document, and drives it through the public API: the shared ground of the tests that
+// need the assembled service, such as the operator surfaces' (the metrics and the admin
+// console, which check what they show against what the API did), the SDK's and the
+// example worker's. internal/apitest is the lighter harness of the API packages' own
+// tests, which cannot import internal/app.
 package opstest
 
 import (
@@ -18,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -39,10 +43,16 @@ type Stack struct {
 // Epoch is where every stack's clock starts.
 var Epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
-// New starts a service over a fresh SQLite file whose clock stands still until Advance.
-func New(t testing.TB, cfg app.Config) *Stack {
+// New starts a service over a fresh SQLite file whose clock stands still at Epoch until
+// Advance.
+func New(t testing.TB, cfg app.Config) *Stack { return NewAt(t, Epoch, cfg) }
+
+// NewAt is New with the clock standing at epoch: time.Now() for tests whose clients measure
+// leases against their own clock. A nil cfg.Logger discards the log; a zero
+// cfg.PurgeInterval turns retention's job off.
+func NewAt(t testing.TB, epoch time.Time, cfg app.Config) *Stack {
 	t.Helper()
-	clock := dbtest.NewClock(Epoch)
+	clock := dbtest.NewClock(epoch)
 	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -157,18 +167,10 @@ func (tn *Tenant) Must(want int, method, path, key string, body any, header ...s
 	return r
 }
 
-// Run is the part of a run the tests read.
-type Run struct {
-	RunID   uuid.UUID `json:"runId"`
-	State   string    `json:"state"`
-	Band    string    `json:"band"`
-	Subject string    `json:"subject"`
-}
-
 // Enqueue queues a run of band on subject in p1.
-func (tn *Tenant) Enqueue(subject, band string) Run {
+func (tn *Tenant) Enqueue(subject, band string) api.Run {
 	tn.t.Helper()
-	var r Run
+	var r api.Run
 	tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{
 		"subject": subject, "kind": "review", "projectId": "p1", "agentId": "agent-1",
 		"stepId": uuid.NewString(), "snapshotId": uuid.NewString(), "band": band,
@@ -177,15 +179,7 @@ func (tn *Tenant) Enqueue(subject, band string) Run {
 }
 
 // Claimed is a claim's answer.
-type Claimed struct {
-	Run     Run `json:"run"`
-	Attempt struct {
-		AttemptID uuid.UUID `json:"attemptId"`
-	} `json:"attempt"`
-	Lease struct {
-		FencingToken int64 `json:"fencingToken"`
-	} `json:"lease"`
-}
+type Claimed struct{ api.Claim }
 
 // Claim claims with a lease of leaseSeconds; ok false on a 204 (nothing, or a budget
 // hold: then held is true).
@@ -216,9 +210,7 @@ func (c Claimed) Path(suffix string) string {
 // Problem reads a problem's code.
 func (r Response) Problem(t testing.TB) string {
 	t.Helper()
-	var p struct {
-		Code string `json:"code"`
-	}
+	var p api.Problem
 	r.Decode(t, &p)
-	return p.Code
+	return string(p.Code)
 }

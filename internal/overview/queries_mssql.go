@@ -7,9 +7,11 @@ package overview
 // zero). The literals State = 0 / State = 1 and Status = N'pending' match the filtered
 // indexes' filters exactly (a parameter would not match them). Attempt state 4 is lost.
 var mssqlQueries = queries{
-	// queued: a seek of IX_Runs_Claim on TenantId (filtered State = 0; its INCLUDE covers
-	// ProjectId), reading the tenant's queued runs only, no lookups. Hash or sort aggregate
-	// on (ProjectId, Band): the work is the tenant's queue, not the table.
+	// queued: a seek of IX_Runs_SubjectQueue on TenantId (filtered State = 0, the literal
+	// matches; since migration 000011 its INCLUDE covers ProjectId, Band and DueAt, which
+	// IX_Runs_Claim did before it was narrowed to the subject heads), reading the tenant's
+	// queued runs only, no lookups. Hash or sort aggregate on (ProjectId, Band): the work is
+	// the tenant's queue, not the table.
 	queued: `SELECT ProjectId, Band, COUNT_BIG(*) AS Runs, MIN(CASE WHEN DueAt <= @p2 THEN DueAt END) AS OldestDue
 FROM dbo.Runs WHERE TenantId = @p1 AND State = 0 GROUP BY ProjectId, Band;`,
 	// leased: a seek of UX_Runs_LeasedSubject on TenantId (filtered State = 1), a PK_Runs
@@ -33,9 +35,10 @@ GROUP BY a.ProjectId;`,
 	// budget: PK_Tenants seek. 0 rows -> ErrNotFound (the store reads it as no tenant).
 	budget: `SELECT MaxLeasedRuns FROM dbo.Tenants WHERE TenantId = @p1;`,
 
-	// allQueued (maintenance scope, metrics): an ordered scan of IX_Runs_Claim, which holds
-	// queued runs only, in (TenantId, Band) order, so a stream aggregate and no sort. It
-	// reads every queued run once per scrape cache period, never ended history.
+	// allQueued (maintenance scope, metrics): a scan of IX_Runs_SubjectQueue, which holds
+	// queued runs only and covers Band and DueAt (migration 000011), in (TenantId, Subject)
+	// order: a hash aggregate on (TenantId, Band), or a sort of the groups. It reads every
+	// queued run once per scrape cache period, never ended history.
 	// OPTION (MAXDOP 1): a wide, maintenance-scope read (TSQL.md, SESSION_CONTEXT).
 	allQueued: `SELECT TenantId, Band, COUNT_BIG(*) AS Runs, MIN(CASE WHEN DueAt <= @p1 THEN DueAt END) AS OldestDue
 FROM dbo.Runs WHERE State = 0 GROUP BY TenantId, Band OPTION (MAXDOP 1);`,

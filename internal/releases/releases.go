@@ -21,6 +21,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/jcs"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // State is a release's state (stored as its position; the wire type, DESIGN.md 7a).
@@ -175,11 +176,11 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 		return Release{}, false, apperr.New(apperr.ManifestMismatch,
 			"manifestHash is not the lowercase hex SHA-256 of the RFC 8785 canonical form of contentRefs")
 	}
-	if p.InFlightPolicy != nil && *p.InFlightPolicy != PolicyDrain && *p.InFlightPolicy != PolicyCancel {
-		return Release{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "inFlightPolicy", Reason: "must be one of: drain cancel"})
+	if p.InFlightPolicy != nil && !api.InFlightPolicy(*p.InFlightPolicy).Valid() {
+		return Release{}, false, apperr.FieldsInvalid(web.NotOneOf("inFlightPolicy", api.InFlightPolicy(*p.InFlightPolicy)))
 	}
 	if !p.State.Valid() {
-		return Release{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "state", Reason: "must be one of: verified active draining retired"})
+		return Release{}, false, apperr.FieldsInvalid(web.NotOneOf("state", p.State))
 	}
 	var (
 		out     Release
@@ -230,7 +231,7 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 	if err := s.own(ctx, tx, tenantID, releaseID, now); err != nil {
 		return Release{}, false, err
 	}
-	_, err = tx.ExecContext(ctx, s.q.insert, releaseID, adapterVersion, tenantID, p.ManifestHash, canonical,
+	_, err = tx.ExecContext(ctx, s.q.insert, releaseID, adapterVersion, tenantID, p.ManifestHash, tx.Dialect.JSON(canonical),
 		int(p.State), tx.Dialect.Time(now), nullString(p.InFlightPolicy))
 	if sqldb.IsConflict(err, conflictMarkers...) {
 		// This tenant's concurrent create committed the pair first (visible now: the insert

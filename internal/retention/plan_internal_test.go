@@ -1,7 +1,6 @@
 package retention
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 func TestSQLitePlans(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite().Open(t, dbtest.Options{})
-	ctx := context.Background()
 	d := db.Dialect
 	list := `["` + uuid.NewString() + `","` + uuid.NewString() + `"]`
 	now := time.Now()
@@ -52,20 +50,7 @@ func TestSQLitePlans(t *testing.T) {
 		{"backlogDone", q.backlogDone, []any{"t", list}, []string{"sqlite_autoindex_PurgeBacklog_1 (TenantId=? AND RunId=?)"}},
 	}
 	for _, c := range cases {
-		rows, err := db.Raw().QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := dbtest.SQLitePlan(t, db, c.query, c.args...)
 		text := strings.Join(plan, "\n")
 		t.Logf("%s:\n%s", c.name, text)
 		for _, w := range c.want {

@@ -13,9 +13,10 @@ package retention
 //   - READ COMMITTED, explicitly (sqldb.once). Each statement is read for both settings of
 //     READ_COMMITTED_SNAPSHOT (RCSI).
 //   - Run ids travel as one JSON array of strings (@p2, at most one batch: 500 by default),
-//     read with OPENJSON (compatibility level 130 or later, as the claim already needs; Msg
-//     208 below it) and CAST to uniqueidentifier, so comparisons convert the list, never a
-//     column, and each id is a seek.
+//     declared nvarchar(max) whatever its length (sqldb.Dialect.JSON: one cached plan per
+//     statement, not one per batch size), read with OPENJSON (compatibility level 130 or
+//     later, as the claim already needs; Msg 208 below it) and CAST to uniqueidentifier, so
+//     comparisons convert the list, never a column, and each id is a seek.
 //   - Bounded work per statement: a chunk delete removes at most @p3 rows (2,000 by
 //     default) of one table and locks at most that many keys per index, below the 5,000
 //     locks per statement and index at which SQL Server escalates to a table lock

@@ -51,6 +51,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -295,14 +296,12 @@ type rootRow struct {
 type memberRow struct {
 	RootID         uuid.UUID      `db:"RootId"`
 	RunID          uuid.UUID      `db:"RunId"`
-	State          int            `db:"State"`
+	State          api.RunState   `db:"State"`
 	EndedAt        sqldb.NullTime `db:"EndedAt"`
 	IdempotencyKey *string        `db:"IdempotencyKey"`
 	HasChild       bool           `db:"HasChild"`
 	RetentionDays  int            `db:"RetentionDays"`
 }
-
-const stateEnded = 2
 
 // verdict of a chain.
 type verdict int
@@ -321,7 +320,7 @@ func judge(ms []memberRow, now time.Time) verdict {
 	parent := false
 	for _, m := range ms {
 		cutoff := now.Add(-days(m.RetentionDays))
-		if m.State != stateEnded || !m.EndedAt.Valid || !m.EndedAt.Time.Before(cutoff) {
+		if m.State != api.RunEnded || !m.EndedAt.Valid || !m.EndedAt.Time.Before(cutoff) {
 			return keep
 		}
 		parent = parent || m.HasChild
@@ -340,13 +339,15 @@ func groupMembers(rows []memberRow) map[uuid.UUID][]memberRow {
 	return out
 }
 
-func jsonIDs(ids []uuid.UUID) string {
+// jsonIDs is ids as the JSON array the statements open with OPENJSON (json_each on
+// SQLite), declared alike for every batch size (sqldb.Dialect.JSON).
+func jsonIDs(d sqldb.Dialect, ids []uuid.UUID) any {
 	s := make([]string, len(ids))
 	for i, id := range ids {
 		s[i] = id.String()
 	}
 	b, _ := json.Marshal(s)
-	return string(b)
+	return d.JSON(string(b))
 }
 
 // selectBatch reads the next roots of the tenant after key, and keeps the purgeable chains
@@ -370,7 +371,7 @@ func (p *purger) selectBatch(ctx context.Context, tenant string, now, latest tim
 			ids[i] = r.RunID
 		}
 		var rows []memberRow
-		if err := tx.SelectContext(ctx, &rows, p.q.members, tenant, jsonIDs(ids)); err != nil {
+		if err := tx.SelectContext(ctx, &rows, p.q.members, tenant, jsonIDs(tx.Dialect, ids)); err != nil {
 			return fmt.Errorf("read chains: %w", err)
 		}
 		members := groupMembers(rows)
@@ -414,7 +415,7 @@ func (b batch) runIDs() []uuid.UUID {
 func (p *purger) count(ctx context.Context, tenant string, b batch) error {
 	var attempts int
 	err := p.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		return tx.GetContext(ctx, &attempts, p.q.countAttempts, tenant, jsonIDs(b.runIDs()))
+		return tx.GetContext(ctx, &attempts, p.q.countAttempts, tenant, jsonIDs(tx.Dialect, b.runIDs()))
 	})
 	if err != nil {
 		return fmt.Errorf("count attempts: %w", err)
@@ -445,7 +446,7 @@ func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b
 	err := p.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		final, verified = Result{}, nil
 		var rows []memberRow
-		if err := tx.SelectContext(ctx, &rows, p.q.lockMembers, tenant, jsonIDs(roots)); err != nil {
+		if err := tx.SelectContext(ctx, &rows, p.q.lockMembers, tenant, jsonIDs(tx.Dialect, roots)); err != nil {
 			return fmt.Errorf("lock chains: %w", err)
 		}
 		for _, ms := range groupMembers(rows) {
@@ -460,7 +461,7 @@ func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b
 		if len(verified) == 0 {
 			return nil
 		}
-		ids := jsonIDs(verified)
+		ids := jsonIDs(tx.Dialect, verified)
 		n, err := p.exec(ctx, tx, p.q.tombstones, tenant, ids, tx.Dialect.Time(now))
 		if err != nil {
 			return fmt.Errorf("keep tombstones: %w", err)
@@ -493,7 +494,7 @@ func (p *purger) purgeBatch(ctx context.Context, tenant string, now time.Time, b
 // drain deletes the attempts of runs already purged (in the backlog), and every row under
 // them, in chunks, children first; then their backlog rows.
 func (p *purger) drain(ctx context.Context, tenant string, runIDs []uuid.UUID) error {
-	runs := jsonIDs(runIDs)
+	runs := jsonIDs(p.db.Dialect, runIDs)
 	for _, step := range p.childSteps() {
 		for {
 			var n int64

@@ -31,9 +31,9 @@ type ClaimRequest struct {
 
 // Claimed is a successful claim: the run, its new attempt and the lease.
 type Claimed struct {
-	Run     Run              `json:"run"`
-	Attempt attempts.Attempt `json:"attempt"`
-	Lease   Lease            `json:"lease"`
+	Run     Run
+	Attempt attempts.Attempt
+	Lease   Lease
 }
 
 // ErrNothingToClaim: no run is due for this claim (HTTP 204).
@@ -93,9 +93,9 @@ const maxSkips = 3
 // claimOnce is one claim transaction. In order: the tenant row (the budget hold: every
 // claim of the tenant queues there, and one past the budget leases nothing and takes no
 // epoch), the release check, then per effective band one seek of the subject heads
-// (fairness window, project load, age), the subject lock of the pick, the lease, the
-// counters and the new attempt. Statements on SQLite: claimStart, the release hook's,
-// one seek per band tried, lease, two counters, the attempt: 7 for a claim of the first
+// (fairness window, project load, age), the subject lock of the pick, the lease, the new
+// attempt and, last, the counters. Statements on SQLite: claimStart, the release hook's,
+// one seek per band tried, lease, the attempt, two counters: 7 for a claim of the first
 // band tried.
 func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Claimed, error) {
 	leaseSeconds := req.LeaseSeconds
@@ -179,9 +179,6 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	}
 	// The leased run was its subject's head, and its subject now has a leased run: no head,
 	// which the lease itself wrote (SubjectHead = 0). No marker to move.
-	if err := s.countLease(ctx, tx, run, +1); err != nil {
-		return Claimed{}, err
-	}
 	a, err := attempts.Insert(ctx, tx, attempts.Attempt{
 		AttemptID: ids.New(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
 		EnvironmentID: run.EnvironmentID, LeaseID: ids.New(), FencingToken: run.Epoch, SnapshotID: run.SnapshotID,
@@ -195,14 +192,19 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	if err := s.notifyRun(ctx, tx, run); err != nil {
 		return Claimed{}, err
 	}
+	// The counters come last (queries_mssql.go, lock order): the hooks above may wait on
+	// another run's attempt, whose own transaction may be waiting for these counters.
+	if err := s.countLease(ctx, tx, run, +1); err != nil {
+		return Claimed{}, err
+	}
 	return Claimed{Run: run, Attempt: a, Lease: Lease{LeaseID: a.LeaseID, FencingToken: run.Epoch, LeasedUntil: until}}, nil
 }
 
 // jsonList is a JSON array of xs ([] for none: no filter) as the dialect takes it.
 func (s *Service) jsonList(xs []string) any {
 	if len(xs) == 0 {
-		return s.q.jsonList("[]")
+		return s.db.Dialect.JSON("[]")
 	}
 	b, _ := json.Marshal(xs)
-	return s.q.jsonList(string(b))
+	return s.db.Dialect.JSON(string(b))
 }

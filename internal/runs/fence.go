@@ -181,8 +181,8 @@ func WriteFenced[T any](ctx context.Context, s *Service, tenantID string, attemp
 
 // Heartbeat is the answer to a renewal.
 type Heartbeat struct {
-	LeasedUntil     time.Time `json:"leasedUntil"`
-	CancelRequested bool      `json:"cancelRequested"`
+	LeasedUntil     time.Time
+	CancelRequested bool
 }
 
 // Heartbeat renews the lease for leaseSeconds (0: the length stored at claim) and tells

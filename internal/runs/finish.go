@@ -132,9 +132,11 @@ func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int
 
 // leaveLease runs query (requeue or endLeased), which takes a leased run out of its lease
 // and answers the run, then keeps in step what depends on a lease, in the same
-// transaction: the subject's head (promoted or given back), the tenant's and the
-// project's leased counts, and the hooks. The caller holds the subject lock.
-// sqldb.ErrNotFound when query changed nothing (the reaper lost a race).
+// transaction: the subject's head (promoted or given back), the hooks, and last the
+// tenant's and the project's leased counts (queries_mssql.go, lock order: a hook may wait
+// on another run's attempt, whose transaction may be waiting for the counters). The
+// caller holds the subject lock. sqldb.ErrNotFound when query changed nothing (the reaper
+// lost a race).
 func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query string, args ...any) (Run, error) {
 	var out Run
 	if err := tx.GetContext(ctx, &out, query, args...); err != nil {
@@ -143,10 +145,10 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query s
 	if err := s.syncHead(ctx, tx, out.TenantID, out.Subject); err != nil {
 		return Run{}, err
 	}
-	if err := s.countLease(ctx, tx, out, -1); err != nil {
+	if err := s.notifyRun(ctx, tx, out); err != nil {
 		return Run{}, err
 	}
-	return out, s.notifyRun(ctx, tx, out)
+	return out, s.countLease(ctx, tx, out, -1)
 }
 
 // endOutcome says how a run leaving its lease ends, or "" when it queues again.

@@ -2,7 +2,6 @@ package runs_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -135,12 +134,4 @@ func must[T any](v T, err error) func(t *testing.T) T {
 		}
 		return v
 	}
-}
-
-func subjects(rs ...runs.Claimed) string {
-	s := ""
-	for _, r := range rs {
-		s += fmt.Sprintf("%s ", r.Run.Subject)
-	}
-	return s
 }

@@ -13,13 +13,13 @@ import (
 // TaskLock is a scheduled task's run lock (seed 000): one holder per agent and task until
 // HeldUntil, after which anyone may take it.
 type TaskLock struct {
-	TenantID  string    `db:"TenantId" json:"-"`
-	AgentID   string    `db:"AgentId" json:"agentId"`
-	TaskID    string    `db:"TaskId" json:"taskId"`
-	HolderID  string    `db:"HolderId" json:"holderId"`
-	HeldUntil time.Time `db:"HeldUntil" json:"heldUntil"`
-	CreatedAt time.Time `db:"CreatedAt" json:"createdAt"`
-	UpdatedAt time.Time `db:"UpdatedAt" json:"updatedAt"`
+	TenantID  string    `db:"TenantId"`
+	AgentID   string    `db:"AgentId"`
+	TaskID    string    `db:"TaskId"`
+	HolderID  string    `db:"HolderId"`
+	HeldUntil time.Time `db:"HeldUntil"`
+	CreatedAt time.Time `db:"CreatedAt"`
+	UpdatedAt time.Time `db:"UpdatedAt"`
 }
 
 func lockHeld(l TaskLock) error {

@@ -59,20 +59,7 @@ func TestSQLitePlans(t *testing.T) {
 		{"fence", q.fence, []any{tenant, uuid.New()}, []string{"sqlite_autoindex_ExecutionAttempts_1", "sqlite_autoindex_Runs_1"}},
 	}
 	for _, c := range cases {
-		rows, err := db.Raw().QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := dbtest.SQLitePlan(t, db, c.query, c.args...)
 		text := strings.Join(plan, "\n")
 		t.Logf("%s:\n%s", c.name, text)
 		for _, w := range c.want {

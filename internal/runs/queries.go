@@ -59,10 +59,6 @@ type queries struct {
 	insertLock string // 1 tenant, 2 agent, 3 task, 4 holder, 5 held until, 6 now
 	updateLock string // 1 tenant, 2 agent, 3 task, 4 holder, 5 held until, 6 now
 	deleteLock string // 1 tenant, 2 agent, 3 task
-
-	// jsonList converts a JSON array (the claim's filters and skip list) into the argument
-	// the dialect compares it as.
-	jsonList func(string) any
 }
 
 // Claim candidate arguments, the same for the three band groups: 1 tenant, 2 now, 3 aged

@@ -1,7 +1,5 @@
 package runs
 
-import mssql "github.com/microsoft/go-mssqldb"
-
 // The SQL Server query set of the run-lease core. Every statement takes @p1..@pN in the
 // order queries.go documents (the same argument list the SQLite statement gets).
 //
@@ -34,8 +32,8 @@ import mssql "github.com/microsoft/go-mssqldb"
 //   - A NULL argument arrives typed nvarchar(1) (go-mssqldb's declaration for nil), a
 //     time.Time as datetimeoffset(7), a uuid.UUID as its string; comparisons convert the
 //     argument to the column's type (uniqueidentifier, datetimeoffset), never the column.
-//     JSON lists arrive as nvarchar(max) (jsonList), so the claim's plans do not multiply
-//     with the lists' lengths.
+//     JSON lists arrive as nvarchar(max) (sqldb.Dialect.JSON), so the claim's plans do not
+//     multiply with the lists' lengths.
 //   - The reaper's cross-tenant statements (MaintenanceScope: expiredLeases, overdueQueued,
 //     fenceRunning) carry OPTION (MAXDOP 1), keeping SESSION_CONTEXT out of parallel plans
 //     (TSQL.md). The single-row statements it shares with tenant requests (get, lock, the
@@ -52,8 +50,18 @@ import mssql "github.com/microsoft/go-mssqldb"
 //      subject) of every transaction that changes a subject's queue: inserts a run, leases,
 //      requeues or ends one;
 //   5. other runs of that subject (X): the run a claim leases or a cancel ends, and the
-//      runs whose head marker changes;
-//   6. the tenant's counter (dbo.TenantLeases, X), then the project's (dbo.ProjectLeases, X).
+//      runs whose head marker changes; then what the hooks touch (a claim's new attempt,
+//      the attempt's decisions and calls, the delegation rows the run's status follows,
+//      and the short reads of its parent run's attempts, delegations and child runs that
+//      find them);
+//   6. last, the tenant's counter (dbo.TenantLeases, X), then the project's
+//      (dbo.ProjectLeases, X), held to commit.
+// The counters are last because they are the one pair of rows every claim and unlease of
+// a tenant takes: a transaction holding them must wait for nothing else. Before, they came
+// before the hooks, and without RCSI a claim (or unlease) of a delegated child's
+// continuation, holding the counters, waited on the S lock of the hook's read of its
+// parent run's attempts (delegatedSiblings) while the parent's own complete or release,
+// holding that attempt X, waited for the counters: a deadlock (1205, retried).
 // The one departure is the fence's run (3) locked before the subject lock (4), which is
 // safe because only a run's own fenced writers and the reaper (both through the attempt,
 // 2) lock a leased run, and a subject-lock holder never waits for a leased run: the marker
@@ -185,6 +193,16 @@ const mssqlClaimBackground = `WITH w AS (
 // is the outer input, so its row is read and U-locked first, and only then is the run
 // sought (PK_Runs) and U-locked for it. With one outer row there is nothing for nested
 // loops to prefetch, so no inner row is locked ahead of the outer one.
+//
+// The clock: SYSUTCDATETIME() is a runtime constant, evaluated once when the statement
+// starts, before it asks for its locks (unlike claimStart, which reads the clock in a
+// statement after its lock). A fence that waits on the attempt or the run (a concurrent
+// write of the same holder, a cancel request, the reaper) therefore judges and writes with
+// the time the request arrived, not the time its locks were granted: a write that arrived
+// before LeasedUntil is admitted even if its locks came after, and a heartbeat renews from
+// the arrival (a lease shorter by the wait). That is safe: no other holder can be admitted
+// in between (the reaper needs the same locks, and a take-back it won is seen here as a
+// run no longer leased), so it only moves the edge of "not passed" by the wait.
 const mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + fenceAttemptColumns + `,
     r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId], r.Subject AS [run.Subject],
     r.State AS [run.State], r.Epoch AS [run.Epoch], r.LeaseSeconds AS [run.LeaseSeconds],
@@ -362,7 +380,8 @@ WHERE @max IS NOT NULL;`,
     SubjectHead = 0` + mssqlRunOutput + `
 WHERE TenantId = @p1 AND RunId = @p2 AND State = 0 AND SubjectHead = 1;` + mssqlRunSelect,
 
-	// tenantLeased, projectLeased: a claim's +1 on the counters (lock order step 6). PK
+	// tenantLeased, projectLeased: a claim's +1 on the counters (lock order step 6, the
+	// claim's last statements). PK
 	// seek, X on the row until commit; the row is inserted when missing. Only a claim can
 	// find it missing (an unlease follows a claim that made it), and claims of a tenant are
 	// serialised by its U lock (claimStart), so no two transactions insert one key; a 2627
@@ -501,8 +520,4 @@ WHERE TenantId = @p1 AND AgentId = @p2 AND TaskId = @p3;`,
 
 	// deleteLock: PK seek, after getLock's U lock. 0 rows is not an error.
 	deleteLock: `DELETE FROM dbo.TaskRunLocks WHERE TenantId = @p1 AND AgentId = @p2 AND TaskId = @p3;`,
-
-	// go-mssqldb declares a string as nvarchar(len), so each length of a list would compile
-	// its own plan of the claim; nvarchar(max) is one declaration.
-	jsonList: func(s string) any { return mssql.NVarCharMax(s) },
 }

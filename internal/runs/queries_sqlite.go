@@ -49,6 +49,15 @@ var sqliteClaim = `SELECT r.RunId, r.Subject FROM Runs r WHERE r.TenantId = ?1 A
     (` + sqlitePick(sqliteSeek("1", "?2"), sqliteSeek("2", "?3")) + `),
     (` + sqlitePick(sqliteSeek("2", "?2")) + `))`
 
+// sqliteFenceColumns is the fence's read, as mssqlFenceColumns: no clock (NULL: the fence
+// reads the transaction's), no lock hints (the immediate transaction holds the writer's lock).
+const sqliteFenceColumns = `NULL AS Now, ` + fenceAttemptColumns + `,
+    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
+    r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
+    r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
+    r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
+FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId`
+
 var sqliteQueries = queries{
 	insert: `INSERT INTO Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input,
     Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey, ParentRunId,
@@ -98,19 +107,9 @@ ON CONFLICT (TenantId, ProjectId) DO UPDATE SET LeasedCount = LeasedCount + 1`,
 	tenantUnleased:  `UPDATE TenantLeases SET LeasedCount = LeasedCount - 1 WHERE TenantId = ?1`,
 	projectUnleased: `UPDATE ProjectLeases SET LeasedCount = LeasedCount - 1 WHERE TenantId = ?1 AND ProjectId = ?2`,
 
-	fence: `SELECT NULL AS Now, ` + fenceAttemptColumns + `,
-    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
-    r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
-    r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
-    r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
-FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
+	fence: `SELECT ` + sqliteFenceColumns + `
 WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
-	fenceRunning: `SELECT NULL AS Now, ` + fenceAttemptColumns + `,
-    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
-    r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
-    r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
-    r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
-FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId
+	fenceRunning: `SELECT ` + sqliteFenceColumns + `
 WHERE a.TenantId = ?1 AND a.RunId = ?2 AND a.FencingToken = ?3 AND a.State = 0 AND r.TenantId = ?1`,
 
 	heartbeat: `UPDATE Runs SET LeasedUntil = ?3, LeaseSeconds = ?4, Version = ` + sqliteStamp + `
@@ -144,6 +143,4 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)`,
 	updateLock: `UPDATE TaskRunLocks SET HolderId = ?4, HeldUntil = ?5, UpdatedAt = ?6
 WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
 	deleteLock: `DELETE FROM TaskRunLocks WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
-
-	jsonList: func(s string) any { return s },
 }

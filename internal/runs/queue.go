@@ -30,7 +30,12 @@ func (s *Service) lockSubject(ctx context.Context, tx *sqldb.Tx, tenantID, subje
 	if err := tx.GetContext(ctx, &code, s.q.lockSubject, subjectLockName(tenantID, subject)); err != nil {
 		return fmt.Errorf("lock subject: %w", err)
 	}
-	if code < 0 {
+	switch {
+	case code == -999:
+		// A parameter or call error (sp_getapplock's own "anything else"): a bug to log,
+		// not contention to retry.
+		return fmt.Errorf("lock subject: sp_getapplock refused the call (%d)", code)
+	case code < 0:
 		// -1 timed out, -2 cancelled, -3 chosen as a deadlock victim: the transaction was not
 		// rolled back for it, so it is run again from the start.
 		return fmt.Errorf("lock subject: not granted (%d): %w", code, sqldb.ErrRetryable)

@@ -34,7 +34,6 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		subjects := []string{"a", "b", "c"}
 		var leased []runs.Claimed
-		var ended []runs.Run
 		pick := func(n int) int { return rng.IntN(n) }
 		counts := map[string]int{}
 		for step := range 400 {
@@ -117,7 +116,6 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 					if err != nil && !apperr.Is(err, apperr.AttemptsExhausted) {
 						t.Fatalf("step %d continue: %v", step, err)
 					}
-					ended = append(ended, r)
 					counts["continue"]++
 				} else if _, err := e.svc.Cancel(e.ctx, e.tenant, r.RunID); err != nil {
 					t.Fatalf("step %d cancel: %v", step, err)

@@ -4,10 +4,13 @@
 // locks. It is the only writer of the Runs table, and keeps what depends on it in the same
 // transactions: each subject's head marker (queue.go) and the leased counts.
 //
-// Files: service.go (the service, enqueue, cancel, continue, reads), claim.go, fence.go
+// Files: service.go (the service, enqueue, cancel, continue, reads), chain.go (the run that
+// continues a run), claim.go, notify.go (waking this replica's idle claimers), fence.go
 // (the fence and WriteFenced, heartbeat, attempt patches), finish.go (complete, release,
 // leaving a lease), queue.go (subject locks, head markers, counters, request hashes),
-// reaper.go, locks.go (task run locks), and the query sets of each dialect.
+// reaper.go, locks.go (task run locks), hooks.go (what the ledger packages keep in step),
+// observer.go (what the metrics count), wire.go and http.go (the API's forms and routes),
+// and the query sets of each dialect.
 package runs
 
 import (
@@ -75,6 +78,15 @@ func (j JSONText) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(j), nil
+}
+
+// Arg is the document as a statement argument for an nvarchar(max) column: NULL when empty,
+// else sent as nvarchar(max) where the dialect needs that (one cached plan for every length).
+func (j JSONText) Arg(d sqldb.Dialect) any {
+	if len(j) == 0 {
+		return nil
+	}
+	return d.JSON(string(j))
 }
 
 // MarshalJSON sends the document as is (null when empty).

@@ -159,7 +159,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	}
 	var r Run
 	err = tx.GetContext(ctx, &r, s.q.insert, ids.New(), c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
-		spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, spec.Input, int(spec.Band), 0, 0, spec.MaxAttempts,
+		spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, spec.Input.Arg(tx.Dialect), int(spec.Band), 0, 0, spec.MaxAttempts,
 		spec.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
 		parent, depth, nil, c.KeyID, hash)
 	switch {
@@ -444,7 +444,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		}
 		var r Run
 		err = tx.GetContext(ctx, &r, s.q.insert, ids.New(), c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
-			old.Kind, old.AgentID, old.StepID, snapshot, old.Input, int(old.Band), old.Epoch, spent, old.MaxAttempts,
+			old.Kind, old.AgentID, old.StepID, snapshot, old.Input.Arg(tx.Dialect), int(old.Band), old.Epoch, spent, old.MaxAttempts,
 			old.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(old.DeadlineAt), nil, parent,
 			old.Depth, old.RunID, c.KeyID, nil)
 		if sqldb.IsConflict(err, s.continuedFromMarkers()...) {

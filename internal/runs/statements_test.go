@@ -1,13 +1,18 @@
 package runs_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // TestStatementsPerRequest bounds what the run-lease core's requests cost in statements
@@ -65,6 +70,51 @@ func TestStatementsPerRequest(t *testing.T) {
 		})
 		count("repeat", 3, func() {
 			must(e.svc.Complete(e.ctx, e.tenant, id, tok, runs.Completion{State: attempts.Succeeded}))(t)
+		})
+		e.agree()
+	})
+}
+
+// TestLeasedCountersComeLast: every transaction that leases or unleases a run takes the
+// tenant's and the project's leased counters as its last two statements, after the hooks
+// (queries_mssql.go, lock order): on SQL Server a transaction holding the counters must
+// wait for nothing else, or a claim of a delegated child's continuation (its hook reading
+// the parent run's attempts) and the parent's own complete (holding that attempt, waiting
+// for the counters) deadlock.
+func TestLeasedCountersComeLast(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		e := newEnv(t, tgt)
+		// A hook's statement, so the order of the hooks and the counters shows.
+		e.svc.AddHooks(runs.Hooks{RunChanged: func(ctx context.Context, tx *sqldb.Tx, _ runs.Run) error {
+			_, err := tx.ExecContext(ctx, "SELECT 1 AS HookRan")
+			return err
+		}})
+		counted := func(name string, f func()) {
+			t.Helper()
+			stop := apitest.Statements(e.db)
+			f()
+			got := stop()
+			n := len(got)
+			if n < 3 || !strings.Contains(got[n-2], "TenantLeases") || !strings.Contains(got[n-1], "ProjectLeases") {
+				t.Fatalf("%s: the last two statements are not the tenant's, then the project's counter: %q", name, got)
+			}
+			hook := slices.IndexFunc(got, func(s string) bool { return strings.Contains(s, "HookRan") })
+			if hook < 0 || hook > n-3 {
+				t.Fatalf("%s: the hook's statement is not before the counters: %q", name, got)
+			}
+		}
+		e.enqueue(spec("a"))
+		var cl runs.Claimed
+		counted("claim", func() { cl = must(e.svc.Claim(e.ctx, e.caller, claimReq("h")))(t) })
+		counted("release", func() {
+			must(e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Release{}))(t)
+		})
+		e.clock.Advance(time.Hour)
+		cl = must(e.svc.Claim(e.ctx, e.caller, claimReq("h")))(t)
+		counted("complete", func() {
+			must(e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: attempts.Succeeded}))(t)
 		})
 		e.agree()
 	})

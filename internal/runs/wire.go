@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/ids"
 )
 
 // Wire returns the run as the API sends it.
@@ -19,22 +18,14 @@ func (r Run) Wire() api.Run {
 		MaxCorrections: r.MaxCorrections, QueuedAt: api.NewTime(r.QueuedAt), DueAt: api.NewTime(r.DueAt),
 		DeadlineAt: api.TimeOf(r.DeadlineAt), EndedAt: api.TimeOf(r.EndedAt), ErrorCode: r.ErrorCode,
 		ErrorMessage: r.ErrorMessage, CancelRequestedAt: api.TimeOf(r.CancelRequestedAt),
-		IdempotencyKey: r.IdempotencyKey, ParentRunID: NullID(r.ParentRunID), Depth: r.Depth,
-		ContinuedFromRunID: NullID(r.ContinuedFromRunID), CreatedBy: r.CreatedBy, Purged: r.Purged,
+		IdempotencyKey: r.IdempotencyKey, ParentRunID: ids.Ptr(r.ParentRunID), Depth: r.Depth,
+		ContinuedFromRunID: ids.Ptr(r.ContinuedFromRunID), CreatedBy: r.CreatedBy, Purged: r.Purged,
 	}
 	if r.Outcome != nil {
 		o := api.RunOutcome(*r.Outcome)
 		w.Outcome = &o
 	}
 	return w
-}
-
-// NullID is a nullable id as the API sends it: nil when not valid.
-func NullID(id uuid.NullUUID) *uuid.UUID {
-	if !id.Valid {
-		return nil
-	}
-	return &id.UUID
 }
 
 // Wire returns the claim as the API sends it.

@@ -81,6 +81,13 @@ var RunsAdditions = []Addition{
 			"subject, so the claim's window is at most three index seeks and never reads a subject's backlog",
 	},
 	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_SubjectQueue",
+		Definition: "INDEX (TenantId, Subject, QueuedAt, RunId) INCLUDE (ProjectId, Band, DueAt) WHERE State = 0",
+		Reason: "DESIGN.md section 8 (metrics) and issue 10 (the console overview, internal/overview): redefined to cover the queued runs' " +
+			"ProjectId, Band and DueAt, so the queue counts per tenant and across tenants read the queued runs only " +
+			"(IX_Runs_Claim covered them until it was redefined to the subject heads); SQLite has no INCLUDE",
+	},
+	{
 		Table: "Runs", Kind: AddIndex, Item: "UX_Runs_SubjectHead",
 		Definition: "UNIQUE INDEX (TenantId, Subject) WHERE SubjectHead = 1",
 		Reason: "DESIGN.md section 4 (Claim): at most one head per subject, and the seek a marker change uses to find " +

@@ -313,6 +313,9 @@ func lintTSQL(src string, triggerTables map[string]bool) []finding {
 		if isSym(t, "||") {
 			add(t, "|| is SQLite string concatenation (SQL Server 2016 lacks it): use + or CONCAT")
 		}
+		if isWord(t, "READPAST") && !hintListHas(toks, i, "READCOMMITTEDLOCK") {
+			add(t, "READPAST without READCOMMITTEDLOCK in the same hint list: refused (Msg 650) under READ COMMITTED when READ_COMMITTED_SNAPSHOT is on (Azure SQL's default)")
+		}
 		if what, after := tsqlModuleStatement(toks, i); what != "" {
 			modules++
 			if i != 0 {
@@ -371,6 +374,28 @@ func lintTSQL(src string, triggerTables map[string]bool) []finding {
 		}
 	}
 	return out
+}
+
+// hintListHas reports whether the parenthesised list around toks[i] (a table hint list,
+// WITH (...)) names word.
+func hintListHas(toks []sqlToken, i int, word string) bool {
+	start := i
+	for depth := 0; start > 0; start-- {
+		if isSym(toks[start-1], ")") {
+			depth++
+		} else if isSym(toks[start-1], "(") {
+			if depth == 0 {
+				break
+			}
+			depth--
+		}
+	}
+	for j := start; j < len(toks) && !isSym(toks[j], ")"); j++ {
+		if isWord(toks[j], word) {
+			return true
+		}
+	}
+	return false
 }
 
 var sqliteLeakWords = map[string]string{
@@ -741,6 +766,9 @@ func TestTSQLLinterCatchesLeaks(t *testing.T) {
 		{"leak inside exec", "BEGIN TRAN;\nEXEC(N'SELECT RunId FROM dbo.Runs LIMIT 1');\nCOMMIT;", "in EXEC(N'...'): LIMIT"},
 		{"output inside exec", "EXEC(N'UPDATE dbo.Runs SET State = 1 OUTPUT inserted.RunId WHERE RunId = 1');", "in EXEC(N'...'): OUTPUT without INTO"},
 		{"trigger not first inside exec", "EXEC(N'SET NOCOUNT ON; CREATE OR ALTER TRIGGER dbo.T ON dbo.Runs AFTER UPDATE AS BEGIN SET NOCOUNT ON; END;');", "CREATE TRIGGER must be the first"},
+		{"readpast alone", "DELETE TOP (100) FROM dbo.ConsoleSessions WITH (READPAST) WHERE TenantId = @p1;", "READPAST without READCOMMITTEDLOCK"},
+		{"readpast with updlock only", "SELECT TOP (1) RunId FROM dbo.Runs WITH (UPDLOCK, READPAST, ROWLOCK) WHERE State = 0;", "READPAST without READCOMMITTEDLOCK"},
+		{"readcommittedlock in another hint list", "SELECT r.RunId FROM dbo.Runs AS r WITH (READPAST) JOIN dbo.Projects AS p WITH (READCOMMITTEDLOCK) ON p.ProjectId = r.ProjectId;", "READPAST without READCOMMITTEDLOCK"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -764,6 +792,7 @@ func TestTSQLLinterCatchesLeaks(t *testing.T) {
 		{"time type and go as identifier part", "DECLARE @t time(3) = CAST(SYSUTCDATETIME() AS time(3)); SELECT GoLive, [GO] FROM dbo.x;"},
 		{"top and offset fetch", "SELECT TOP (10) RunId FROM dbo.Runs WHERE TenantId = @p1 ORDER BY QueuedAt DESC OFFSET 0 ROWS FETCH NEXT 10 ROWS ONLY;"},
 		{"alter table default", "ALTER TABLE dbo.x ADD CONSTRAINT DF_x DEFAULT (0) FOR y;"},
+		{"readpast with readcommittedlock", "SELECT TOP (@p2) RunId FROM dbo.Runs WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK) WHERE State = 1 ORDER BY LeasedUntil;"},
 		{"create or alter trigger wrapped in exec", "BEGIN TRAN;\nEXEC(N'CREATE OR ALTER TRIGGER dbo.T ON dbo.Runs AFTER UPDATE AS BEGIN SET NOCOUNT ON; THROW 50001, N''x'', 1; END;');\nCOMMIT;"},
 	}
 	for _, c := range good {

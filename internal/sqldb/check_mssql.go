@@ -60,55 +60,30 @@ var mssqlChecks = []checker{
 		// not follow the box product's numbering: both always run the current engine.
 		query: `SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)) AS ProductVersion,
     CAST(SERVERPROPERTY('EngineEdition') AS int) AS EngineEdition;`,
-		eval: func(rows []versionRow, _ Purpose) CheckResult {
-			if len(rows) != 1 {
-				return noRow("SERVERPROPERTY")
-			}
-			return evalVersion(rows[0])
-		},
+		eval: oneRow("SERVERPROPERTY", evalVersion),
 	},
 	check[databaseRow]{
 		name: "compatibility-level", required: true,
 		// sys.databases: the row of the database the session is in is always visible.
 		query: databaseQuery,
-		eval: func(rows []databaseRow, _ Purpose) CheckResult {
-			if len(rows) != 1 {
-				return noRow("sys.databases")
-			}
-			return evalCompatibility(rows[0])
-		},
+		eval:  oneRow("sys.databases", evalCompatibility),
 	},
 	check[databaseRow]{
 		name:  "read-committed-snapshot",
 		query: databaseQuery,
-		eval: func(rows []databaseRow, _ Purpose) CheckResult {
-			if len(rows) != 1 {
-				return noRow("sys.databases")
-			}
-			return evalRCSI(rows[0])
-		},
+		eval:  oneRow("sys.databases", evalRCSI),
 	},
 	check[optionsRow]{
 		name: "session-options", required: true,
 		// @@OPTIONS of this pooled connection: the same connector, hence the same
 		// SessionInitSQL, opens every connection of the service.
 		query: optionsQuery,
-		eval: func(rows []optionsRow, _ Purpose) CheckResult {
-			if len(rows) != 1 {
-				return noRow("@@OPTIONS")
-			}
-			return evalSessionOptions(rows[0].Options)
-		},
+		eval:  oneRow("@@OPTIONS", func(r optionsRow) CheckResult { return evalSessionOptions(r.Options) }),
 	},
 	check[optionsRow]{
 		name: "xact-abort", required: true,
 		query: optionsQuery,
-		eval: func(rows []optionsRow, _ Purpose) CheckResult {
-			if len(rows) != 1 {
-				return noRow("@@OPTIONS")
-			}
-			return evalXactAbort(rows[0].Options)
-		},
+		eval:  oneRow("@@OPTIONS", func(r optionsRow) CheckResult { return evalXactAbort(r.Options) }),
 	},
 	check[moduleRow]{
 		name: "module-options", required: true,
@@ -139,12 +114,7 @@ ORDER BY o.name;`,
 		// wants VIEW DEFINITION on the role); dbo, which sysadmin logins map to, is in no
 		// role, so it is named.
 		query: roleQuery,
-		eval: func(rows []roleRow, _ Purpose) CheckResult {
-			if len(rows) != 1 {
-				return noRow("IS_MEMBER")
-			}
-			return evalMaintenanceRole(rows[0])
-		},
+		eval:  oneRow("IS_MEMBER", evalMaintenanceRole),
 	},
 	check[roleRow]{
 		// Migrations that move data across tenants set the bypass (000011 and 000012 did,
@@ -152,12 +122,7 @@ ORDER BY o.name;`,
 		// migration login in the role. Not required: most migrations only change the schema.
 		name: "maintenance-role", purposes: []Purpose{ForMigrate},
 		query: roleQuery,
-		eval: func(rows []roleRow, _ Purpose) CheckResult {
-			if len(rows) != 1 {
-				return noRow("IS_MEMBER")
-			}
-			return evalMigrateMaintenanceRole(rows[0])
-		},
+		eval:  oneRow("IS_MEMBER", evalMigrateMaintenanceRole),
 	},
 	check[migratePermRow]{
 		name: "migrate-permissions", required: true, purposes: []Purpose{ForMigrate},
@@ -173,12 +138,7 @@ ORDER BY o.name;`,
     CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'UPDATE') AS int) AS UpdateSchema,
     CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'DELETE') AS int) AS DeleteSchema,
     CASE WHEN DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL THEN 0 ELSE 1 END AS RoleExists;`,
-		eval: func(rows []migratePermRow, _ Purpose) CheckResult {
-			if len(rows) != 1 {
-				return noRow("HAS_PERMS_BY_NAME")
-			}
-			return evalMigratePermissions(rows[0])
-		},
+		eval: oneRow("HAS_PERMS_BY_NAME", evalMigratePermissions),
 	},
 	check[policyRow]{
 		name: "security-policy", required: true, purposes: []Purpose{ForServe},
@@ -278,6 +238,16 @@ type policyRow struct {
 	TableName         sql.NullString `db:"TableName"`
 	Filtered          int            `db:"Filtered"`
 	Blocked           int            `db:"Blocked"`
+}
+
+// oneRow evaluates a query that answers exactly one row; no row (or several) is unknown.
+func oneRow[T any](what string, eval func(T) CheckResult) func([]T, Purpose) CheckResult {
+	return func(rows []T, _ Purpose) CheckResult {
+		if len(rows) != 1 {
+			return noRow(what)
+		}
+		return eval(rows[0])
+	}
 }
 
 func noRow(what string) CheckResult {

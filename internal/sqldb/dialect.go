@@ -22,6 +22,11 @@ type Dialect interface {
 	// NowQuery selects the database clock as one UTC time value; "" means the database's
 	// clock is this machine's, read without a statement.
 	NowQuery() string
+	// JSON converts a JSON text (a list of ids or names that a statement opens with
+	// OPENJSON or json_each) for use as a statement argument, declared alike whatever its
+	// length: go-mssqldb declares a string as nvarchar(its length), and each declaration
+	// compiles and caches its own plan of the statement.
+	JSON(s string) any
 	// Isolation is the isolation level every transaction is begun with.
 	Isolation() sql.IsolationLevel
 	// SetScope sets the tenant or the maintenance bypass on a new transaction.

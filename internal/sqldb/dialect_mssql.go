@@ -197,6 +197,10 @@ func (mssqlDialect) NowQuery() string {
 
 func (mssqlDialect) Isolation() sql.IsolationLevel { return sql.LevelReadCommitted }
 
+// JSON is sent as nvarchar(max) (go-mssqldb's NVarCharMax), OPENJSON's own argument type:
+// one declaration, so one cached plan, for every length of the list.
+func (mssqlDialect) JSON(s string) any { return mssql.NVarCharMax(s) }
+
 // mssqlSetScope sets both session keys at the start of every transaction, on the
 // transaction's own connection, without @read_only (TSQL.md). The key names are constants
 // of this statement and the values are parameters, so no tenant id can name another key.

@@ -131,6 +131,9 @@ func (sqliteDialect) NowQuery() string { return "" }
 
 func (sqliteDialect) Isolation() sql.IsolationLevel { return sql.LevelDefault }
 
+// JSON is the text itself: SQLite has no declared parameter types.
+func (sqliteDialect) JSON(s string) any { return s }
+
 // SetScope does nothing on SQLite: it has no row-level security, and every query filters
 // on TenantId (the conformance suite's cross-tenant cases check that).
 func (sqliteDialect) SetScope(context.Context, *Tx, Scope) error { return nil }

@@ -37,6 +37,7 @@ type tdsBatch struct {
 	conn  int
 	text  string
 	reset bool
+	raw   []byte // an RPC's payload (sp_executesql: the statement, the parameters' declaration, the values)
 }
 
 type fakeTDS struct {
@@ -177,14 +178,15 @@ func (f *fakeTDS) serve(c net.Conn, id int) {
 			return
 		}
 		if typ == tdsRPC {
-			// Only golang-migrate's lock calls come as RPCs here: sp_getapplock answers the
-			// lock's status (0: granted), sp_releaseapplock nothing.
+			// A statement with arguments comes as an RPC (sp_executesql), and so do
+			// golang-migrate's lock calls: sp_getapplock answers the lock's status (0:
+			// granted), anything else nothing.
 			q := "rpc"
 			if strings.Contains(string(payload), string(ucs2("sp_getapplock"))) {
 				q = "rpc sp_getapplock"
 			}
 			f.mu.Lock()
-			f.batchs = append(f.batchs, tdsBatch{conn: id, text: q, reset: status&tdsReset != 0})
+			f.batchs = append(f.batchs, tdsBatch{conn: id, text: q, reset: status&tdsReset != 0, raw: payload})
 			f.mu.Unlock()
 			reply := done(0, 0, 0)
 			if q == "rpc sp_getapplock" {
@@ -367,5 +369,43 @@ func TestMSSQLMigratorEndsItsOwnSession(t *testing.T) {
 	}
 	if _, err := db.Raw().ExecContext(ctx, "SELECT 1"); err != nil {
 		t.Fatalf("the service's pool after the migrator closed: %v", err)
+	}
+}
+
+func TestMSSQLDeclaresJSONArgumentsAsNVarCharMax(t *testing.T) {
+	t.Parallel()
+	f := startFakeTDS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, Config{DSN: f.dsn("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// go-mssqldb declares a plain string as nvarchar(its length), so a statement taking id
+	// lists of many lengths would compile and cache a plan per length; Dialect.JSON makes the
+	// declaration the same for every length.
+	for _, ids := range []string{`["a"]`, `["a","bb","ccc"]`} {
+		if _, err := db.Raw().ExecContext(ctx, "SELECT 1 WHERE @p1 IS NOT NULL AND @p2 IS NOT NULL", db.Dialect.JSON(ids), ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rpcs []string
+	for _, b := range f.log() {
+		if b.text == "rpc" {
+			rpcs = append(rpcs, string(b.raw))
+		}
+	}
+	if len(rpcs) != 2 {
+		t.Fatalf("%d statements with arguments reached the server, want 2", len(rpcs))
+	}
+	for i, plain := range []string{"@p2 nvarchar(5)", "@p2 nvarchar(16)"} {
+		if !strings.Contains(rpcs[i], string(ucs2("@p1 nvarchar(max)"))) {
+			t.Errorf("statement %d: the JSON argument is not declared nvarchar(max)", i)
+		}
+		// The same text as a plain string: declared by its length (what JSON avoids).
+		if !strings.Contains(rpcs[i], string(ucs2(plain))) {
+			t.Errorf("statement %d: the plain string is not declared %q", i, plain)
+		}
 	}
 }

@@ -6,12 +6,18 @@ var mssqlQueries = queries{
 	ensureTenant: `IF NOT EXISTS (SELECT 1 FROM dbo.Tenants WITH (UPDLOCK, HOLDLOCK) WHERE TenantId = @p1)
 INSERT INTO dbo.Tenants (TenantId, MaxLeasedRuns, CreatedAt) VALUES (@p1, @p2, @p3);`,
 	insertKey: `INSERT INTO dbo.ApiKeys (KeyId, TenantId, Role, SecretHash, CreatedAt) VALUES (@p1, @p2, @p3, @p4, @p5);`,
+	// listKeys, countTenants (the CLI, maintenance scope): every key or every tenant, so
+	// OPTION (MAXDOP 1), as every wide maintenance-scope read (TSQL.md: SESSION_CONTEXT in a
+	// parallel plan). listKeys seeks IX_ApiKeys_Tenant for one tenant, or scans PK_ApiKeys
+	// and sorts for all; countTenants scans PK_Tenants. Under RCSI no locks; without it
+	// short S locks. 0 rows: an empty list, a zero count.
 	listKeys: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt FROM dbo.ApiKeys
-WHERE @p1 = N'' OR TenantId = @p1 ORDER BY TenantId, CreatedAt, KeyId;`,
+WHERE @p1 = N'' OR TenantId = @p1 ORDER BY TenantId, CreatedAt, KeyId
+OPTION (MAXDOP 1);`,
 	revokeKey:    `UPDATE dbo.ApiKeys SET RevokedAt = COALESCE(RevokedAt, @p2) WHERE KeyId = @p1;`,
 	setMaxLeased: `UPDATE dbo.Tenants SET MaxLeasedRuns = @p2 WHERE TenantId = @p1;`,
 	getTenant:    `SELECT TenantId, MaxLeasedRuns, CreatedAt FROM dbo.Tenants WHERE TenantId = @p1;`,
-	countTenants: `SELECT COUNT(*) FROM dbo.Tenants;`,
+	countTenants: `SELECT COUNT(*) FROM dbo.Tenants OPTION (MAXDOP 1);`,
 	// Reading check (an operator's CLI listing, not a request path): scans Tenants (small)
 	// by its key in order; per tenant the count seeks UX_Runs_LeasedSubject (TenantId,
 	// Subject) WHERE State = 1, whose filter the literal State = 1 matches, so only leased

@@ -105,16 +105,24 @@ func fieldByTagName(t reflect.Type, name string) (reflect.StructField, bool) {
 	})
 }
 
+// reasonRequired is the reason of a required member that is missing.
+const reasonRequired = "is required"
+
 func reason(fe validator.FieldError) string {
 	switch fe.Tag() {
 	case "required":
-		return "is required"
+		return reasonRequired
+	case "len":
+		if fe.Kind() == reflect.String {
+			return "must be " + fe.Param() + " characters long"
+		}
+		return "must have " + fe.Param() + " items"
+	case "hexadecimal":
+		return "must be hexadecimal digits"
 	case "min", "gte":
 		return "must be at least " + fe.Param()
 	case "max", "lte":
 		return "must be at most " + fe.Param()
-	case "oneof":
-		return "must be one of: " + fe.Param()
 	case "uuid":
 		return "must be a UUID"
 	case "ident", "segment":
@@ -156,7 +164,8 @@ func Bind(c echo.Context, dst any, optional bool) error {
 		return apperr.FieldsInvalid(apperr.FieldError{Field: "(body)", Reason: "must be an object"})
 	}
 	var fields []apperr.FieldError
-	if err := decodeStrict(body, dst); err != nil {
+	zeros, err := decodeStrictZeros(body, dst)
+	if err != nil {
 		e, ok := apperr.As(err)
 		if !ok || len(e.Fields) == 0 {
 			return err // not a field problem: malformed JSON
@@ -167,6 +176,12 @@ func Bind(c echo.Context, dst any, optional bool) error {
 		e, ok := apperr.As(err)
 		if !ok {
 			return err
+		}
+		for i, f := range e.Fields {
+			// validator/v10 cannot tell a required member given as 0 or "" from a missing one.
+			if why, given := zeros[f.Field]; given && f.Reason == reasonRequired {
+				e.Fields[i].Reason = why
+			}
 		}
 		fields = mergeFields(fields, e.Fields)
 	}

@@ -35,9 +35,18 @@ const maxDepth = 10000
 // decodeStrict decodes body, one JSON value, into dst (a non-nil pointer). It returns an
 // invalid_request error: a syntax problem alone, or every member that failed to decode.
 func decodeStrict(body []byte, dst any) error {
+	_, err := decodeStrictZeros(body, dst)
+	return err
+}
+
+// decodeStrictZeros is decodeStrict that also returns, by path, the members the body gave
+// with their type's zero value ("", 0, the nil UUID), each with the words that refuse it: a
+// required member given so fails validator/v10's "required" exactly as a missing one does,
+// and "is required" would tell the caller who sent it that it was not sent.
+func decodeStrictZeros(body []byte, dst any) (map[string]string, error) {
 	dups, err := scanBody(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -46,9 +55,9 @@ func decodeStrict(body []byte, dst any) error {
 	d := decoder{errs: dups}
 	d.value(bytes.TrimSpace(body), v.Elem(), "")
 	if len(d.errs) > 0 {
-		return apperr.FieldsInvalid(d.errs...)
+		return d.zeros, apperr.FieldsInvalid(d.errs...)
 	}
-	return nil
+	return d.zeros, nil
 }
 
 // scanBody refuses malformed JSON, more than one value and excessive nesting, and lists
@@ -127,8 +136,11 @@ func joinPath(path, name string) string {
 	return path + "." + name
 }
 
-// decoder collects the field errors of one body.
-type decoder struct{ errs []apperr.FieldError }
+// decoder collects the field errors of one body, and the members it gave as zero values.
+type decoder struct {
+	errs  []apperr.FieldError
+	zeros map[string]string
+}
 
 func (d *decoder) fail(path, reason string) {
 	if path == "" {
@@ -266,7 +278,29 @@ func (d *decoder) leaf(raw []byte, v reflect.Value, path string) {
 	}
 	if why := rangeProblem(v); why != "" {
 		d.fail(path, why)
+		return
 	}
+	if string(raw) != "null" && v.IsZero() {
+		if d.zeros == nil {
+			d.zeros = map[string]string{}
+		}
+		d.zeros[path] = zeroReason(v.Type())
+	}
+}
+
+// zeroReason words the refusal of a required member given as its type's zero value.
+func zeroReason(t reflect.Type) string {
+	switch {
+	case t == uuidValueType:
+		return "must not be the nil UUID"
+	case t.Kind() == reflect.String:
+		return "must not be empty"
+	case t.Kind() == reflect.Bool:
+		return "must be true"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64:
+		return "must not be 0"
+	}
+	return "must not be empty"
 }
 
 var (
@@ -308,14 +342,30 @@ func leafReason(err error, t reflect.Type) string {
 		switch t.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			if strings.HasPrefix(te.Value, "number") {
-				return "must be an integer in range"
-			}
-			return "must be an integer"
+			return integerReason(strings.TrimPrefix(te.Value, "number "), t)
 		}
 		return "must be " + jsonKind(t)
 	}
 	return "is not a valid value"
+}
+
+// integerReason words why the JSON value lit (as encoding/json names it: "string", "bool",
+// or the number's own text) does not decode into the integer type t: it is not a whole
+// number, or it is one past the type's range (with the bound it passed).
+func integerReason(lit string, t reflect.Type) string {
+	if strings.ContainsAny(lit, ".eE") || lit == "" || (lit[0] != '-' && (lit[0] < '0' || lit[0] > '9')) {
+		return "must be an integer"
+	}
+	if lit[0] == '-' {
+		if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+			return "must be at least 0"
+		}
+		return fmt.Sprintf("must be at least %d", int64(-1)<<(t.Bits()-1))
+	}
+	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+		return fmt.Sprintf("must be at most %d", uint64(math.MaxUint64)>>(64-t.Bits()))
+	}
+	return fmt.Sprintf("must be at most %d", int64(math.MaxInt64)>>(64-t.Bits()))
 }
 
 // jsonKind names the JSON kind a Go type decodes from.

@@ -78,11 +78,19 @@ func TestStrictDecoderListsEveryField(t *testing.T) {
 		{"NestedExactNames", `{"fencingToken":1,"subject":"a","child":{"Subject":"x","agentId":"g"}}`, map[string]string{"child.Subject": "not a known field", "child.subject": "required"}},
 		{"DuplicateInsideFreeJSON", `{"fencingToken":1,"subject":"a","input":{"a":[{"k":1,"k":2}]}}`, map[string]string{"input.a[0].k": "more than once"}},
 		{"DuplicateInArrayOfObjects", `{"fencingToken":1,"subject":"a","children":[{"subject":"x","agentId":"g"},{"subject":"y","subject":"z","agentId":"g"}]}`, map[string]string{"children[1].subject": "more than once"}},
-		{"EveryProblemAtOnce", `{"fencingToken":"one","subject":"","sequence":"y","dueAt":"tomorrow","extra":1,"kinds":["ok",5," x"]}`, map[string]string{
-			"fencingToken": "must be an integer", "subject": "required", "sequence": "must be an integer", "dueAt": NotRFC3339,
+		{"EveryProblemAtOnce", `{"fencingToken":"one","sequence":"y","dueAt":"tomorrow","extra":1,"kinds":["ok",5," x"]}`, map[string]string{
+			"fencingToken": "must be an integer", "subject": "is required", "sequence": "must be an integer", "dueAt": NotRFC3339,
 			"extra": "not a known field", "kinds[1]": "must be a string", "kinds[2]": "white space",
 		}},
-		{"NumberNotInteger", `{"fencingToken":1.5,"subject":"a"}`, map[string]string{"fencingToken": "integer in range"}},
+		// A required member that is given, as "" or 0, is not said to be missing.
+		{"RequiredGivenEmpty", `{"fencingToken":1,"subject":"","child":{"subject":"","agentId":"g"}}`, map[string]string{
+			"subject": "must not be empty", "child.subject": "must not be empty",
+		}},
+		{"RequiredGivenNull", `{"fencingToken":1,"subject":null}`, map[string]string{"subject": "is required"}},
+		{"NumberNotInteger", `{"fencingToken":1.5,"subject":"a","sequence":2e3}`, map[string]string{"fencingToken": "must be an integer", "sequence": "must be an integer"}},
+		{"NumberPastItsType", `{"fencingToken":9223372036854775808,"subject":"a","sequence":-9223372036854775809}`, map[string]string{
+			"fencingToken": "must be at most 9223372036854775807", "sequence": "must be at least -9223372036854775808",
+		}},
 		{"TimeAfter9999UTC", `{"fencingToken":1,"subject":"a","dueAt":"9999-12-31T23:59:59-05:00"}`, map[string]string{"dueAt": OutsideTimes}},
 		{"TimeBeforeYear1UTC", `{"fencingToken":1,"subject":"a","when":"0001-01-01T00:00:00+01:00"}`, map[string]string{"when": OutsideTimes}},
 		{"TimeWithoutZone", `{"fencingToken":1,"subject":"a","dueAt":"2026-01-01T00:00:00"}`, map[string]string{"dueAt": NotRFC3339}},

@@ -55,9 +55,6 @@ func IdentProblem(s string, max int, segment bool) string {
 // ValidIdent reports whether s is an identifier of 1..max UTF-16 code units (IdentProblem).
 func ValidIdent(s string, max int) bool { return IdentProblem(s, max, false) == "" }
 
-// ValidSegment reports whether s is an identifier that may appear as a path segment.
-func ValidSegment(s string, max int) bool { return IdentProblem(s, max, true) == "" }
-
 // PathIdent reads an identifier path parameter of at most max UTF-16 code units; one that
 // breaks the identifier rule is 400 naming the parameter.
 func PathIdent(c echo.Context, name string, max int) (string, error) {
@@ -74,20 +71,6 @@ func PathIdent(c echo.Context, name string, max int) (string, error) {
 		return "", apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: why})
 	}
 	return raw, nil
-}
-
-// QueryIdent reads an optional identifier query parameter (nil when absent or empty) and
-// appends a field error to bad when it breaks the identifier rule.
-func QueryIdent(c echo.Context, name string, max int, segment bool, bad *[]apperr.FieldError) *string {
-	v := c.QueryParam(name)
-	if v == "" {
-		return nil
-	}
-	if why := IdentProblem(v, max, segment); why != "" {
-		*bad = append(*bad, apperr.FieldError{Field: name, Reason: why})
-		return nil
-	}
-	return &v
 }
 
 // Path joins segments into an absolute path, escaping each one, so that an identifier

@@ -522,7 +522,14 @@ func schemaName(t reflect.Type) string {
 func (b *docBuilder) inline(t reflect.Type) map[string]any {
 	if t.Implements(enumType) {
 		values := reflect.Zero(t).Interface().(api.Enum).EnumValues()
-		return map[string]any{"type": "string", "enum": values}
+		// x-enum-varnames pins the constant names code generators give the values (the
+		// type's name, then the value in Pascal case); without it oapi-codegen names them
+		// bare (Queued) and renames them when a later value clashes.
+		names := make([]string, len(values))
+		for i, v := range values {
+			names[i] = t.Name() + pascal(v)
+		}
+		return map[string]any{"type": "string", "enum": values, "x-enum-varnames": names}
 	}
 	switch t {
 	case timeType:
@@ -772,4 +779,15 @@ func (r rules) apply(sch map[string]any, b *docBuilder) {
 			}
 		}
 	}
+}
+
+// pascal writes a snake_case wire name in Pascal case: awaiting_decision -> AwaitingDecision.
+func pascal(s string) string {
+	var b strings.Builder
+	for _, w := range strings.Split(s, "_") {
+		if w != "" {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
 }

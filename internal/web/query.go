@@ -5,7 +5,6 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -101,9 +100,12 @@ func setQueryValue(f reflect.Value, raw string) string {
 		case reflect.String:
 			v.Elem().SetString(raw)
 		case reflect.Int, reflect.Int32, reflect.Int64:
-			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, t.Bits())
-			if err != nil || strings.TrimSpace(raw) != raw {
-				return "must be an integer in range"
+			n, err := strconv.ParseInt(raw, 10, t.Bits())
+			if errors.Is(err, strconv.ErrRange) {
+				return integerReason(raw, t)
+			}
+			if err != nil {
+				return "must be an integer"
 			}
 			v.Elem().SetInt(n)
 		case reflect.Bool:

@@ -2,8 +2,10 @@ package web
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -32,6 +34,13 @@ func AppendTooLong(fields []apperr.FieldError, name, v string, n int) []apperr.F
 		return append(fields, apperr.FieldError{Field: name, Reason: fmt.Sprintf("must be at most %d UTF-16 code units", n)})
 	}
 	return fields
+}
+
+// NotOneOf is the field error of a value that is none of e's wire names: the reason the
+// API's decoder gives, for the services that check an enumeration a caller other than
+// the decoder may have filled.
+func NotOneOf(name string, e api.Enum) apperr.FieldError {
+	return apperr.FieldError{Field: name, Reason: "must be one of: " + strings.Join(e.EnumValues(), ", ")}
 }
 
 // ValidText reports whether s is free text for an nvarchar(n) column of n = max: valid

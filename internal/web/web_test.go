@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
@@ -247,6 +249,46 @@ func TestBind(t *testing.T) {
 		}
 		if c.field != "" && (len(e.Fields) != 1 || e.Fields[0].Field != c.field) {
 			t.Errorf("Bind(%q) fields %+v, want %s", c.body, e.Fields, c.field)
+		}
+	}
+}
+
+// TestBindReasons: the words a careless body gets for each field say what is wrong with
+// what was sent, never a validator tag.
+func TestBindReasons(t *testing.T) {
+	t.Parallel()
+	type body struct {
+		Token int64     `json:"token" validate:"required,min=1"`
+		Name  string    `json:"name" validate:"required,ident=5"`
+		ID    uuid.UUID `json:"id" validate:"required"`
+		Hash  string    `json:"hash" validate:"omitempty,len=4,hexadecimal"`
+		Small *int32    `json:"small"`
+	}
+	cases := []struct {
+		body string
+		want map[string]string
+	}{
+		{`{}`, map[string]string{"token": "is required", "name": "is required", "id": "is required"}},
+		{`{"token":0,"name":"","id":"00000000-0000-0000-0000-000000000000"}`, map[string]string{
+			"token": "must not be 0", "name": "must not be empty", "id": "must not be the nil UUID"}},
+		{`{"token":-1,"name":"a","id":"6f1c2b9e-3d4a-4c5b-9e8f-1a2b3c4d5e6f","hash":"abc"}`, map[string]string{
+			"token": "must be at least 1", "hash": "must be 4 characters long"}},
+		{`{"token":1,"name":"a","id":"6f1c2b9e-3d4a-4c5b-9e8f-1a2b3c4d5e6f","hash":"wxyz","small":2147483648}`, map[string]string{
+			"hash": "must be hexadecimal digits", "small": "must be at most 2147483647"}},
+	}
+	for _, c := range cases {
+		var dst body
+		err := Bind(ctxFor(http.MethodPost, "/", c.body, nil), &dst, false)
+		e, ok := apperr.As(err)
+		if !ok || e.Code != apperr.Invalid {
+			t.Fatalf("Bind(%s) = %v, want invalid_request", c.body, err)
+		}
+		got := map[string]string{}
+		for _, f := range e.Fields {
+			got[f.Field] = f.Reason
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Bind(%s) reasons %v, want %v", c.body, got, c.want)
 		}
 	}
 }

@@ -27,6 +27,8 @@ DROP TABLE [dbo].[TenantLeases];
 DROP INDEX [IX_Runs_ContinuedFromRunId] ON [dbo].[Runs];
 DROP INDEX [IX_Runs_Parent] ON [dbo].[Runs];
 CREATE INDEX [IX_Runs_Parent] ON [dbo].[Runs] ([ParentRunId]) WHERE [ParentRunId] IS NOT NULL;
+DROP INDEX [IX_Runs_SubjectQueue] ON [dbo].[Runs];
+CREATE INDEX [IX_Runs_SubjectQueue] ON [dbo].[Runs] ([TenantId], [Subject], [QueuedAt], [RunId]) WHERE [State] = 0;
 DROP INDEX [UX_Runs_SubjectHead] ON [dbo].[Runs];
 DROP INDEX [IX_Runs_Claim] ON [dbo].[Runs];
 CREATE INDEX [IX_Runs_Claim] ON [dbo].[Runs] ([TenantId], [Band], [DueAt], [RunId])

@@ -124,6 +124,18 @@ DROP INDEX [IX_Runs_Claim] ON [dbo].[Runs];
 EXEC(N'CREATE INDEX [IX_Runs_Claim] ON [dbo].[Runs] ([TenantId], [Band], [DueAt], [RunId])
     INCLUDE ([ProjectId], [Subject], [CancelRequestedAt], [Kind], [AgentId])
     WHERE [SubjectHead] = 1;');
+-- A subject's queue, as 000003 made it, now also covering the queued runs' ProjectId, Band
+-- and DueAt: the overview's and the metrics' queue counts (internal/overview: per tenant,
+-- and across tenants) used to be covered by IX_Runs_Claim, which held every queued run
+-- before this file redefined it to the heads; without these columns they would look each
+-- queued run up in PK_Runs or scan the whole table, history included. The index changes
+-- exactly when it did (a run enters or leaves the queue); a requeue, the only write that
+-- moves a queued run's DueAt, re-enters it anyway. Created after the heads are marked
+-- (that statement seeks the old definition).
+DROP INDEX [IX_Runs_SubjectQueue] ON [dbo].[Runs];
+CREATE INDEX [IX_Runs_SubjectQueue] ON [dbo].[Runs] ([TenantId], [Subject], [QueuedAt], [RunId])
+    INCLUDE ([ProjectId], [Band], [DueAt])
+    WHERE [State] = 0;
 -- At most one head per subject (2601 here is a bug, never a race: the subject lock
 -- serialises every marker change of a subject); also how a marker change finds the
 -- subject's current head.

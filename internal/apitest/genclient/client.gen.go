@@ -68,19 +68,19 @@ func (e AttemptState) Valid() bool {
 
 // Defines values for Band.
 const (
-	Background  Band = "background"
-	Batch       Band = "batch"
-	Interactive Band = "interactive"
+	BandBackground  Band = "background"
+	BandBatch       Band = "batch"
+	BandInteractive Band = "interactive"
 )
 
 // Valid indicates whether the value is a known member of the Band enum.
 func (e Band) Valid() bool {
 	switch e {
-	case Background:
+	case BandBackground:
 		return true
-	case Batch:
+	case BandBatch:
 		return true
-	case Interactive:
+	case BandInteractive:
 		return true
 	default:
 		return false
@@ -110,22 +110,22 @@ func (e CallFinishStatus) Valid() bool {
 
 // Defines values for CallKind.
 const (
-	Http  CallKind = "http"
-	Model CallKind = "model"
-	Other CallKind = "other"
-	Tool  CallKind = "tool"
+	CallKindHttp  CallKind = "http"
+	CallKindModel CallKind = "model"
+	CallKindOther CallKind = "other"
+	CallKindTool  CallKind = "tool"
 )
 
 // Valid indicates whether the value is a known member of the CallKind enum.
 func (e CallKind) Valid() bool {
 	switch e {
-	case Http:
+	case CallKindHttp:
 		return true
-	case Model:
+	case CallKindModel:
 		return true
-	case Other:
+	case CallKindOther:
 		return true
-	case Tool:
+	case CallKindTool:
 		return true
 	default:
 		return false
@@ -182,19 +182,19 @@ func (e CompletionState) Valid() bool {
 
 // Defines values for DecisionKind.
 const (
-	Approval DecisionKind = "approval"
-	Choice   DecisionKind = "choice"
-	Input    DecisionKind = "input"
+	DecisionKindApproval DecisionKind = "approval"
+	DecisionKindChoice   DecisionKind = "choice"
+	DecisionKindInput    DecisionKind = "input"
 )
 
 // Valid indicates whether the value is a known member of the DecisionKind enum.
 func (e DecisionKind) Valid() bool {
 	switch e {
-	case Approval:
+	case DecisionKindApproval:
 		return true
-	case Choice:
+	case DecisionKindChoice:
 		return true
-	case Input:
+	case DecisionKindInput:
 		return true
 	default:
 		return false
@@ -257,16 +257,16 @@ func (e DelegationStatus) Valid() bool {
 
 // Defines values for InFlightPolicy.
 const (
-	Cancel InFlightPolicy = "cancel"
-	Drain  InFlightPolicy = "drain"
+	InFlightPolicyCancel InFlightPolicy = "cancel"
+	InFlightPolicyDrain  InFlightPolicy = "drain"
 )
 
 // Valid indicates whether the value is a known member of the InFlightPolicy enum.
 func (e InFlightPolicy) Valid() bool {
 	switch e {
-	case Cancel:
+	case InFlightPolicyCancel:
 		return true
-	case Drain:
+	case InFlightPolicyDrain:
 		return true
 	default:
 		return false
@@ -275,31 +275,31 @@ func (e InFlightPolicy) Valid() bool {
 
 // Defines values for Phase.
 const (
-	Acting           Phase = "acting"
-	AwaitingDecision Phase = "awaiting_decision"
-	Correcting       Phase = "correcting"
-	Finalizing       Phase = "finalizing"
-	Observing        Phase = "observing"
-	Planning         Phase = "planning"
-	Starting         Phase = "starting"
+	PhaseActing           Phase = "acting"
+	PhaseAwaitingDecision Phase = "awaiting_decision"
+	PhaseCorrecting       Phase = "correcting"
+	PhaseFinalizing       Phase = "finalizing"
+	PhaseObserving        Phase = "observing"
+	PhasePlanning         Phase = "planning"
+	PhaseStarting         Phase = "starting"
 )
 
 // Valid indicates whether the value is a known member of the Phase enum.
 func (e Phase) Valid() bool {
 	switch e {
-	case Acting:
+	case PhaseActing:
 		return true
-	case AwaitingDecision:
+	case PhaseAwaitingDecision:
 		return true
-	case Correcting:
+	case PhaseCorrecting:
 		return true
-	case Finalizing:
+	case PhaseFinalizing:
 		return true
-	case Observing:
+	case PhaseObserving:
 		return true
-	case Planning:
+	case PhasePlanning:
 		return true
-	case Starting:
+	case PhaseStarting:
 		return true
 	default:
 		return false
@@ -308,100 +308,100 @@ func (e Phase) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	AttemptEnded         ProblemCode = "attempt_ended"
-	AttemptsExhausted    ProblemCode = "attempts_exhausted"
-	BodyTooLarge         ProblemCode = "body_too_large"
-	CorrectionLimit      ProblemCode = "correction_limit"
-	DatabaseUnavailable  ProblemCode = "database_unavailable"
-	DecisionClosed       ProblemCode = "decision_closed"
-	Forbidden            ProblemCode = "forbidden"
-	IdempotencyKeyReused ProblemCode = "idempotency_key_reused"
-	IllegalTransition    ProblemCode = "illegal_transition"
-	Internal             ProblemCode = "internal"
-	InvalidRequest       ProblemCode = "invalid_request"
-	LeaseExpired         ProblemCode = "lease_expired"
-	LockHeld             ProblemCode = "lock_held"
-	LoopDepth            ProblemCode = "loop_depth"
-	ManifestMismatch     ProblemCode = "manifest_mismatch"
-	MethodNotAllowed     ProblemCode = "method_not_allowed"
-	NoCancelRequested    ProblemCode = "no_cancel_requested"
-	NotFound             ProblemCode = "not_found"
-	PreconditionFailed   ProblemCode = "precondition_failed"
-	PreconditionRequired ProblemCode = "precondition_required"
-	RateLimited          ProblemCode = "rate_limited"
-	ReleaseConflict      ProblemCode = "release_conflict"
-	ReleaseImmutable     ProblemCode = "release_immutable"
-	ReleaseNotActive     ProblemCode = "release_not_active"
-	SequenceConflict     ProblemCode = "sequence_conflict"
-	StaleLease           ProblemCode = "stale_lease"
-	SubjectConflict      ProblemCode = "subject_conflict"
-	Unauthorized         ProblemCode = "unauthorized"
-	UnknownProject       ProblemCode = "unknown_project"
-	UnsupportedMediaType ProblemCode = "unsupported_media_type"
+	ProblemCodeAttemptEnded         ProblemCode = "attempt_ended"
+	ProblemCodeAttemptsExhausted    ProblemCode = "attempts_exhausted"
+	ProblemCodeBodyTooLarge         ProblemCode = "body_too_large"
+	ProblemCodeCorrectionLimit      ProblemCode = "correction_limit"
+	ProblemCodeDatabaseUnavailable  ProblemCode = "database_unavailable"
+	ProblemCodeDecisionClosed       ProblemCode = "decision_closed"
+	ProblemCodeForbidden            ProblemCode = "forbidden"
+	ProblemCodeIdempotencyKeyReused ProblemCode = "idempotency_key_reused"
+	ProblemCodeIllegalTransition    ProblemCode = "illegal_transition"
+	ProblemCodeInternal             ProblemCode = "internal"
+	ProblemCodeInvalidRequest       ProblemCode = "invalid_request"
+	ProblemCodeLeaseExpired         ProblemCode = "lease_expired"
+	ProblemCodeLockHeld             ProblemCode = "lock_held"
+	ProblemCodeLoopDepth            ProblemCode = "loop_depth"
+	ProblemCodeManifestMismatch     ProblemCode = "manifest_mismatch"
+	ProblemCodeMethodNotAllowed     ProblemCode = "method_not_allowed"
+	ProblemCodeNoCancelRequested    ProblemCode = "no_cancel_requested"
+	ProblemCodeNotFound             ProblemCode = "not_found"
+	ProblemCodePreconditionFailed   ProblemCode = "precondition_failed"
+	ProblemCodePreconditionRequired ProblemCode = "precondition_required"
+	ProblemCodeRateLimited          ProblemCode = "rate_limited"
+	ProblemCodeReleaseConflict      ProblemCode = "release_conflict"
+	ProblemCodeReleaseImmutable     ProblemCode = "release_immutable"
+	ProblemCodeReleaseNotActive     ProblemCode = "release_not_active"
+	ProblemCodeSequenceConflict     ProblemCode = "sequence_conflict"
+	ProblemCodeStaleLease           ProblemCode = "stale_lease"
+	ProblemCodeSubjectConflict      ProblemCode = "subject_conflict"
+	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
+	ProblemCodeUnknownProject       ProblemCode = "unknown_project"
+	ProblemCodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
-	case AttemptEnded:
+	case ProblemCodeAttemptEnded:
 		return true
-	case AttemptsExhausted:
+	case ProblemCodeAttemptsExhausted:
 		return true
-	case BodyTooLarge:
+	case ProblemCodeBodyTooLarge:
 		return true
-	case CorrectionLimit:
+	case ProblemCodeCorrectionLimit:
 		return true
-	case DatabaseUnavailable:
+	case ProblemCodeDatabaseUnavailable:
 		return true
-	case DecisionClosed:
+	case ProblemCodeDecisionClosed:
 		return true
-	case Forbidden:
+	case ProblemCodeForbidden:
 		return true
-	case IdempotencyKeyReused:
+	case ProblemCodeIdempotencyKeyReused:
 		return true
-	case IllegalTransition:
+	case ProblemCodeIllegalTransition:
 		return true
-	case Internal:
+	case ProblemCodeInternal:
 		return true
-	case InvalidRequest:
+	case ProblemCodeInvalidRequest:
 		return true
-	case LeaseExpired:
+	case ProblemCodeLeaseExpired:
 		return true
-	case LockHeld:
+	case ProblemCodeLockHeld:
 		return true
-	case LoopDepth:
+	case ProblemCodeLoopDepth:
 		return true
-	case ManifestMismatch:
+	case ProblemCodeManifestMismatch:
 		return true
-	case MethodNotAllowed:
+	case ProblemCodeMethodNotAllowed:
 		return true
-	case NoCancelRequested:
+	case ProblemCodeNoCancelRequested:
 		return true
-	case NotFound:
+	case ProblemCodeNotFound:
 		return true
-	case PreconditionFailed:
+	case ProblemCodePreconditionFailed:
 		return true
-	case PreconditionRequired:
+	case ProblemCodePreconditionRequired:
 		return true
-	case RateLimited:
+	case ProblemCodeRateLimited:
 		return true
-	case ReleaseConflict:
+	case ProblemCodeReleaseConflict:
 		return true
-	case ReleaseImmutable:
+	case ProblemCodeReleaseImmutable:
 		return true
-	case ReleaseNotActive:
+	case ProblemCodeReleaseNotActive:
 		return true
-	case SequenceConflict:
+	case ProblemCodeSequenceConflict:
 		return true
-	case StaleLease:
+	case ProblemCodeStaleLease:
 		return true
-	case SubjectConflict:
+	case ProblemCodeSubjectConflict:
 		return true
-	case Unauthorized:
+	case ProblemCodeUnauthorized:
 		return true
-	case UnknownProject:
+	case ProblemCodeUnknownProject:
 		return true
-	case UnsupportedMediaType:
+	case ProblemCodeUnsupportedMediaType:
 		return true
 	default:
 		return false
@@ -410,22 +410,22 @@ func (e ProblemCode) Valid() bool {
 
 // Defines values for ReleaseState.
 const (
-	Active   ReleaseState = "active"
-	Draining ReleaseState = "draining"
-	Retired  ReleaseState = "retired"
-	Verified ReleaseState = "verified"
+	ReleaseStateActive   ReleaseState = "active"
+	ReleaseStateDraining ReleaseState = "draining"
+	ReleaseStateRetired  ReleaseState = "retired"
+	ReleaseStateVerified ReleaseState = "verified"
 )
 
 // Valid indicates whether the value is a known member of the ReleaseState enum.
 func (e ReleaseState) Valid() bool {
 	switch e {
-	case Active:
+	case ReleaseStateActive:
 		return true
-	case Draining:
+	case ReleaseStateDraining:
 		return true
-	case Retired:
+	case ReleaseStateRetired:
 		return true
-	case Verified:
+	case ReleaseStateVerified:
 		return true
 	default:
 		return false
@@ -461,19 +461,19 @@ func (e RunOutcome) Valid() bool {
 
 // Defines values for RunState.
 const (
-	Ended  RunState = "ended"
-	Leased RunState = "leased"
-	Queued RunState = "queued"
+	RunStateEnded  RunState = "ended"
+	RunStateLeased RunState = "leased"
+	RunStateQueued RunState = "queued"
 )
 
 // Valid indicates whether the value is a known member of the RunState enum.
 func (e RunState) Valid() bool {
 	switch e {
-	case Ended:
+	case RunStateEnded:
 		return true
-	case Leased:
+	case RunStateLeased:
 		return true
-	case Queued:
+	case RunStateQueued:
 		return true
 	default:
 		return false

@@ -71,20 +71,20 @@ func TestGeneratedClientDrivesARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	release, err := runtime.PutReleaseWithResponse(ctx, "acme-reviewer", "1.0.0", &genclient.PutReleaseParams{},
-		genclient.PutReleaseRequest{ManifestHash: releases.ManifestHash(canonical), ContentRefs: refs, State: genclient.Active})
+		genclient.PutReleaseRequest{ManifestHash: releases.ManifestHash(canonical), ContentRefs: refs, State: genclient.ReleaseStateActive})
 	want("put release", err, release.HTTPResponse, http.StatusCreated, release.Body)
-	if release.JSON201.State != genclient.Active || release.JSON201.InFlightPolicy != genclient.Drain {
+	if release.JSON201.State != genclient.ReleaseStateActive || release.JSON201.InFlightPolicy != genclient.InFlightPolicyDrain {
 		t.Fatalf("release %s", release.Body)
 	}
 
-	band := genclient.Interactive
+	band := genclient.BandInteractive
 	enq, err := runtime.EnqueueRunWithResponse(ctx, genclient.EnqueueRequest{
 		Subject: "review:42", Kind: "review", ProjectId: "web", AgentId: "reviewer", StepId: uuid.New(), SnapshotId: uuid.New(),
 		Band: &band, Input: map[string]any{"pr": 42}, IdempotencyKey: ptr("pr-42-opened"),
 	})
 	want("enqueue", err, enq.HTTPResponse, http.StatusCreated, enq.Body)
 	run := enq.JSON201
-	if run.State != genclient.Queued || run.Band != genclient.Interactive || run.ParentRunId != nil || run.AttemptsSpent != 0 {
+	if run.State != genclient.RunStateQueued || run.Band != genclient.BandInteractive || run.ParentRunId != nil || run.AttemptsSpent != 0 {
 		t.Fatalf("enqueued %s", enq.Body)
 	}
 
@@ -92,8 +92,8 @@ func TestGeneratedClientDrivesARun(t *testing.T) {
 		AdapterVersion: "1.0.0", ModelProfileId: "default", LeaseSeconds: ptr(60)})
 	want("claim", err, claim.HTTPResponse, http.StatusOK, claim.Body)
 	cl := claim.JSON200
-	if cl.Run.RunId != run.RunId || cl.Run.State != genclient.Leased || cl.Attempt.State != genclient.AttemptStateRunning ||
-		cl.Lease.FencingToken < 1 || cl.Attempt.Phase != genclient.Starting {
+	if cl.Run.RunId != run.RunId || cl.Run.State != genclient.RunStateLeased || cl.Attempt.State != genclient.AttemptStateRunning ||
+		cl.Lease.FencingToken < 1 || cl.Attempt.Phase != genclient.PhaseStarting {
 		t.Fatalf("claim %s", claim.Body)
 	}
 	attempt, token := cl.Attempt.AttemptId, cl.Lease.FencingToken
@@ -105,14 +105,14 @@ func TestGeneratedClientDrivesARun(t *testing.T) {
 	}
 
 	cp, err := runtime.AppendCheckpointWithResponse(ctx, attempt, genclient.CheckpointRequest{FencingToken: token, Sequence: 0,
-		Phase: genclient.Planning, AdapterStateRef: "s3://state/0", AdapterVersion: "1.0.0", Hash: "h0"})
+		Phase: genclient.PhasePlanning, AdapterStateRef: "s3://state/0", AdapterVersion: "1.0.0", Hash: "h0"})
 	want("checkpoint", err, cp.HTTPResponse, http.StatusCreated, cp.Body)
-	if cp.JSON201.Sequence != 0 || cp.JSON201.Phase != genclient.Planning {
+	if cp.JSON201.Sequence != 0 || cp.JSON201.Phase != genclient.PhasePlanning {
 		t.Fatalf("checkpoint %s", cp.Body)
 	}
 
 	call, err := runtime.RecordCallWithResponse(ctx, attempt, genclient.CallRequest{FencingToken: token, Sequence: 0,
-		Kind: genclient.Tool, Target: "tool://github/diff", RequestHash: "r0"})
+		Kind: genclient.CallKindTool, Target: "tool://github/diff", RequestHash: "r0"})
 	want("record call", err, call.HTTPResponse, http.StatusCreated, call.Body)
 	if call.JSON201.Status != genclient.CallStatusStarted || call.JSON201.PolicyDecisionId != nil {
 		t.Fatalf("call %s", call.Body)
@@ -125,7 +125,7 @@ func TestGeneratedClientDrivesARun(t *testing.T) {
 	}
 
 	asked, err := runtime.RequestDecisionWithResponse(ctx, attempt, genclient.DecisionRequest{FencingToken: token,
-		Kind: genclient.Choice, Options: []any{"merge", "request changes"}, Recommendation: ptr("merge")})
+		Kind: genclient.DecisionKindChoice, Options: []any{"merge", "request changes"}, Recommendation: ptr("merge")})
 	want("request decision", err, asked.HTTPResponse, http.StatusCreated, asked.Body)
 	decision := asked.JSON201
 	if decision.Status != genclient.DecisionStatusPending {
@@ -160,7 +160,7 @@ func TestGeneratedClientDrivesARun(t *testing.T) {
 	}
 	ended, err := admin.GetRunWithResponse(ctx, run.RunId, &genclient.GetRunParams{})
 	want("read run", err, ended.HTTPResponse, http.StatusOK, ended.Body)
-	if ended.JSON200.State != genclient.Ended || ended.JSON200.Outcome == nil || *ended.JSON200.Outcome != genclient.RunOutcomeSucceeded ||
+	if ended.JSON200.State != genclient.RunStateEnded || ended.JSON200.Outcome == nil || *ended.JSON200.Outcome != genclient.RunOutcomeSucceeded ||
 		ended.JSON200.AttemptsSpent != 0 {
 		t.Fatalf("ended run %s", ended.Body)
 	}

@@ -184,9 +184,6 @@ func (t *tailBuffer) lastLines(n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// LastLog returns the last n lines of the server's log, joined by " | ".
-func (s *Server) LastLog(n int) string { return s.tail.lastLines(n) }
-
 // waitReady polls /readyz until it answers 200, the process exits, or timeout passes.
 func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	client := &http.Client{Timeout: 5 * time.Second}
