@@ -44,6 +44,8 @@ type serveFlags struct {
 	tenantLabels bool
 	// secureCookies is the console's Secure-cookie mode (--console-secure-cookies).
 	secureCookies string
+	// pprofAddr is where net/http/pprof listens ("": nowhere).
+	pprofAddr string
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -74,6 +76,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&f.tenantLabels, "metrics-tenant-labels", false, "add a tenant label to the per-tenant metrics (one series per tenant: mind the cardinality)")
 	fs.StringVar(&f.secureCookies, "console-secure-cookies", "auto", "console cookies carry Secure: auto (when the request is https, or X-Forwarded-Proto says https), always, or never")
 	fs.DurationVar(&f.purge, "purge-interval", time.Hour, "how often this replica deletes ended run chains past their project's retention (negative: never)")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "address of a separate listener serving Go's net/http/pprof profiles, unauthenticated: bind it to loopback (empty: off)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -113,6 +116,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active},
 		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
+	if f.pprofAddr != "" {
+		_, stopPprof, err := servePprof(f.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	bg, stopBackground := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); a.Background(bg) }()

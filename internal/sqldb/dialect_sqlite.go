@@ -62,7 +62,8 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 	// timeout instead of failing when it upgrades from a read.
 	// A larger page cache for the one writer keeps the hot index pages of a deep queue in
 	// memory (the default is 2 MiB); readers share the OS page cache and keep the default.
-	w, err := sqlx.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=cache_size(-32768)&_txlock=immediate")
+	w, err := sqlx.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=cache_size(-32768)&_txlock=immediate"+
+		"&_pragma=wal_autocheckpoint("+fmt.Sprint(walRestartPages)+")")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
@@ -80,7 +81,14 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	r.SetMaxOpenConns(4)
-	return &DB{Dialect: sqliteDialect{}, w: w, r: r, sqlitePath: path}, nil
+	ck, err := sqlx.Open("sqlite", base)
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	ck.SetMaxOpenConns(1)
+	return &DB{Dialect: sqliteDialect{}, w: w, r: r, ck: ck, sqlitePath: path}, nil
 }
 
 // pingWriter opens the writer's connection, which switches a new file to WAL. That switch

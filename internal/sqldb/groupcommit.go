@@ -4,43 +4,66 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/jmoiron/sqlx"
 )
 
 // committer runs SQLite write transactions in groups: one goroutine owns the single writer
-// connection, takes every transaction waiting to run (up to maxBatch), and runs them one
+// connection, takes the transactions waiting to run (up to maxGroup), and runs them one
 // after another inside one database transaction, each in its own savepoint (a group of
 // one runs without: its transaction is its own). A function
 // that fails rolls back to its savepoint and gets its error; the others commit together,
 // and only then does any caller hear of success. The result is the same as running them
 // one by one in that order, with one commit (one WAL write, and under synchronous=FULL one
 // fsync) for the group instead of one each.
+//
+// The writer is the embedded database's one bottleneck, so it is shared between tenants
+// here, where the work is: waiting transactions queue per tenant, and a group takes them in
+// turns, one transaction of each waiting tenant at a time. A tenant alone gets groups of up
+// to maxGroup; while several tenants wait, each puts at most sharedTurns transactions in a
+// group, so a flood of one tenant's writes makes the groups neither slower nor later for
+// the others: another tenant's transaction goes into the next group, and that group holds at
+// most sharedTurns of the flood's.
 type committer struct {
-	db       *DB
-	jobs     chan *job
-	stop     chan struct{}
-	done     chan struct{}
-	maxBatch int
-	once     sync.Once
+	db   *DB
+	wake chan struct{} // one token: jobs are waiting, or stop was asked
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	mu     sync.Mutex
+	queues map[string][]*job // waiting jobs per tenant, in arrival order
+	turn   []string          // tenants with waiting jobs, in the order they are served
+	closed bool
 }
 
 type job struct {
-	ctx   context.Context
-	fn    func(*Tx) error
-	err   error
-	panic any
-	done  chan struct{}
+	ctx    context.Context
+	tenant string
+	fn     func(*Tx) error
+	err    error
+	panic  any
+	taken  bool // under committer.mu: the job is in a group and will run (or fail) there
+	done   chan struct{}
 }
 
 // ErrClosed: the database was closed.
 var ErrClosed = errors.New("database closed")
 
-const maxGroup = 128
+const (
+	// maxGroup bounds a group: its savepoints and its memory.
+	maxGroup = 128
+	// sharedTurns is how many transactions one tenant may put in a group while other tenants
+	// wait: large enough that a busy tenant's writes still share commits, small enough that a
+	// group of many tenants stays short (a few milliseconds of statements).
+	sharedTurns = 8
+)
 
 func newCommitter(db *DB) *committer {
-	c := &committer{db: db, jobs: make(chan *job), stop: make(chan struct{}), done: make(chan struct{}), maxBatch: maxGroup}
+	c := &committer{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		queues: map[string][]*job{}}
 	go c.loop()
 	return c
 }
@@ -50,51 +73,154 @@ func (c *committer) close() {
 	<-c.done
 }
 
-// submit runs fn in the next group and waits for the group's commit.
-func (c *committer) submit(ctx context.Context, fn func(*Tx) error) error {
-	j := &job{ctx: ctx, fn: fn, done: make(chan struct{})}
-	select {
-	case c.jobs <- j:
-	case <-c.stop:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
+// submit runs fn in a coming group, in tenant's turn (tenant is "" for maintenance), and
+// waits for the group's commit.
+func (c *committer) submit(ctx context.Context, tenant string, fn func(*Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	// Once taken, the job's outcome is decided by the group's commit: wait for it even if
-	// the caller gives up, so that success is never reported for a rolled-back write or
-	// the other way round.
-	<-j.done
+	j := &job{ctx: ctx, tenant: tenant, fn: fn, done: make(chan struct{})}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if len(c.queues[tenant]) == 0 {
+		c.turn = append(c.turn, tenant)
+	}
+	c.queues[tenant] = append(c.queues[tenant], j)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // a token is there already
+	}
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		c.mu.Lock()
+		if !j.taken {
+			// Not in a group yet: it never will be, and nothing was written.
+			c.remove(j)
+			c.mu.Unlock()
+			return ctx.Err()
+		}
+		c.mu.Unlock()
+		// Once taken, the job's outcome is decided by the group's commit: wait for it even
+		// if the caller gives up, so that success is never reported for a rolled-back write
+		// or the other way round.
+		<-j.done
+	}
 	if j.panic != nil {
 		panic(j.panic)
 	}
 	return j.err
 }
 
+// remove takes a job that was never taken out of its tenant's queue. c.mu is held.
+func (c *committer) remove(j *job) {
+	q := c.queues[j.tenant]
+	for i, x := range q {
+		if x == j {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) > 0 {
+		c.queues[j.tenant] = q
+		return
+	}
+	delete(c.queues, j.tenant)
+	c.turn = slices.DeleteFunc(c.turn, func(t string) bool { return t == j.tenant })
+}
+
+// take forms the next group: the waiting tenants' jobs in turns, one of each at a time, at
+// most sharedTurns of any one tenant while others wait, and maxGroup in all. The tenants
+// left waiting keep their order, the first served moved behind the others, so no tenant is
+// always first.
+func (c *committer) take() []*job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	perTenant := maxGroup
+	if len(c.turn) > 1 {
+		perTenant = sharedTurns
+	}
+	var batch []*job
+	for round := 0; round < perTenant && len(batch) < maxGroup; round++ {
+		took := false
+		for _, t := range c.turn {
+			q := c.queues[t]
+			if len(q) == 0 || len(batch) == maxGroup {
+				continue
+			}
+			j := q[0]
+			q[0] = nil
+			c.queues[t] = q[1:]
+			j.taken = true
+			batch = append(batch, j)
+			took = true
+		}
+		if !took {
+			break
+		}
+	}
+	left := c.turn[:0]
+	for _, t := range c.turn {
+		if len(c.queues[t]) > 0 {
+			left = append(left, t)
+		} else {
+			delete(c.queues, t)
+		}
+	}
+	if len(left) > 1 {
+		left = append(left[1:], left[0])
+	}
+	c.turn = left
+	return batch
+}
+
 func (c *committer) loop() {
 	defer close(c.done)
 	for {
-		var first *job
 		select {
-		case first = <-c.jobs:
+		case <-c.wake:
 		case <-c.stop:
+			c.shutdown()
 			return
 		}
-		batch := []*job{first}
-	drain:
-		for len(batch) < c.maxBatch {
+		for {
+			batch := c.take()
+			if len(batch) == 0 {
+				break
+			}
+			c.run(batch)
+			c.db.observeGroup(len(batch))
+			for _, j := range batch {
+				close(j.done)
+			}
 			select {
-			case j := <-c.jobs:
-				batch = append(batch, j)
+			case <-c.stop:
+				c.shutdown()
+				return
 			default:
-				break drain
 			}
 		}
-		c.run(batch)
-		c.db.observeGroup(len(batch))
-		for _, j := range batch {
+	}
+}
+
+// shutdown fails the jobs still waiting, and every later submit, with ErrClosed.
+func (c *committer) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, q := range c.queues {
+		for _, j := range q {
+			j.taken = true
+			j.err = ErrClosed
 			close(j.done)
 		}
 	}
+	clear(c.queues)
+	c.turn = nil
 }
 
 func (c *committer) run(batch []*job) {
@@ -130,6 +256,7 @@ func (c *committer) run(batch []*job) {
 		if err := sqlTx.Commit(); err != nil {
 			j.err = fmt.Errorf("commit: %w", d.MapError(err))
 		}
+		c.db.ckpt.committed()
 		return
 	}
 	var ran []*job
@@ -166,6 +293,7 @@ func (c *committer) run(batch []*job) {
 			}
 		}
 	}
+	c.db.ckpt.committed()
 }
 
 // The savepoint statements of a group, prepared once through the writer's statement cache

@@ -86,6 +86,9 @@ type DB struct {
 	wcache, rcache *stmtCache
 	// group runs SQLite write transactions in groups (see committer).
 	group *committer
+	// ck is SQLite's background checkpoint connection, and ckpt its checkpointer.
+	ck   *sqlx.DB
+	ckpt *checkpointer
 	// hook is the test's statement hook (SetStatementHook), nil in production.
 	hook atomic.Pointer[hookBox]
 	obs  atomic.Pointer[Observer] // metrics (observer.go)
@@ -131,6 +134,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db.log = log
 	if db.Dialect.Name() == "sqlite" {
 		db.wcache, db.rcache = newStmtCache(db.w), newStmtCache(db.r)
+		db.ckpt = newCheckpointer(db.ck, log)
 		db.group = newCommitter(db)
 	}
 	return db, nil
@@ -140,6 +144,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 func (db *DB) Close() error {
 	if db.group != nil {
 		db.group.close()
+	}
+	if db.ckpt != nil {
+		db.ckpt.close()
 	}
 	if db.wcache != nil {
 		db.wcache.close()
@@ -279,13 +286,28 @@ func MaintenanceScope() Scope { return Scope{maintenance: true} }
 
 const maxAttempts = 8
 
+type writeWaitKey struct{}
+
+// OnWriteWait returns ctx carrying f, which Write calls as it starts to wait for the
+// database with one of ctx's transactions. The tenancy layer gives a request's place among
+// the requests being worked on up there: from then on the request waits on the writer, and
+// the database's own turns (the group commit's, on SQLite) decide when it runs, so holding
+// the place would only keep other requests from joining the same commit. f must be cheap,
+// must not block, and may be called more than once.
+func OnWriteWait(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, writeWaitKey{}, f)
+}
+
 // Write runs fn in a read-write transaction in scope and commits it. A deadlock or busy
 // database rolls back and runs fn again, so fn must have no effects outside tx.
 func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
 	defer db.observeWrite(time.Now())
+	if f, ok := ctx.Value(writeWaitKey{}).(func()); ok {
+		f()
+	}
 	if db.group != nil {
 		// SQLite has no row-level security to scope, and one writer: group the commit.
-		return db.retry(ctx, func() error { return db.group.submit(ctx, fn) })
+		return db.retry(ctx, func() error { return db.group.submit(ctx, s.tenant, fn) })
 	}
 	return db.run(ctx, db.w, db.wcache, s, fn)
 }

@@ -10,9 +10,10 @@ import (
 // tenant has waiting, another tenant's next request waits for at most one of them (one
 // turn of each busy tenant), so a flood slows the flooding tenant, not its neighbours.
 //
-// It shares the replica's work, not the database's: on the embedded database the single
-// writer is the bottleneck, and with the gate each busy tenant gets an equal share of the
-// requests put to it.
+// It shares the replica's work, not the database's: a request leaves the gate when it
+// goes to wait for the database with a write (sqldb.OnWriteWait), and the database shares
+// itself (on the embedded database the single writer's group commit takes the tenants'
+// writes in turn). A place held through that wait would cap how many writes share a commit.
 type gate struct {
 	mu   sync.Mutex
 	free int

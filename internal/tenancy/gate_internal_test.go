@@ -3,10 +3,16 @@ package tenancy
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // waitingOf is how many requests of tenant wait at g.
@@ -170,6 +176,61 @@ func TestLongPollGivesUpItsTurn(t *testing.T) {
 		t.Fatalf("another tenant while the only slot's holder long-polls: %v", err)
 	}
 	close(done)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if a.work.free != 1 {
+		t.Fatalf("free %d after both requests, want 1", a.work.free)
+	}
+}
+
+// TestWriteWaitGivesUpItsTurn: with one slot, a request whose write waits for the database
+// (here: behind another write the test holds in the group commit) gives the slot up, so
+// another request is worked on meanwhile, and its write joins the database's queue.
+func TestWriteWaitGivesUpItsTurn(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	key, _ := newKey(t, store, "writer", RoleRuntime)
+	other, _ := newKey(t, store, "other", RoleRuntime)
+	a := NewAuthenticator(store)
+	a.SetLimits(Limits{ReplicaActive: 1})
+	ctx := context.Background()
+	holding, hold := make(chan struct{}), make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(hold) })
+	defer letGo() // on failure too: the database cannot close while the held write runs
+	held := make(chan error, 1)
+	go func() {
+		held <- store.db.Write(ctx, sqldb.MaintenanceScope(), func(*sqldb.Tx) error {
+			close(holding)
+			<-hold
+			return nil
+		})
+	}()
+	<-holding // the writer is busy until hold closes
+	errc := make(chan error, 1)
+	entered := make(chan struct{})
+	go func() {
+		errc <- call(a, key, "192.0.2.1", func(c echo.Context) error {
+			close(entered) // it holds the only slot
+			return store.db.Write(c.Request().Context(), sqldb.TenantScope("writer"), func(*sqldb.Tx) error { return nil })
+		})
+	}()
+	<-entered
+	// Were the slot held through the write's wait, this request would wait for it until the
+	// held write ends, which only happens after it: the bound turns that deadlock into a
+	// failure.
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("Authorization", "Bearer "+other)
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req = req.WithContext(bounded)
+	if err := a.Require()(func(echo.Context) error { return nil })(echo.New().NewContext(req, httptest.NewRecorder())); err != nil {
+		t.Fatalf("another request while the only slot's holder waits for its write: %v", err)
+	}
+	letGo()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}

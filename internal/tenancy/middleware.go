@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // Authenticator checks bearer keys, remembering good ones briefly so that a busy runtime
@@ -86,7 +87,8 @@ func (a *Authenticator) admit(tenantID string) (bool, time.Duration) {
 // none is given): 401 without a good key, 403 with the wrong role, 429 rate_limited past a
 // limit. In order: the key (failed authentications spend the client address's budget), the
 // role, the tenant's rate, one of the tenant's slots in flight, one of the replica's, then
-// the tenant's turn to be worked on; all are held until the handler returns. Nothing is
+// the tenant's turn to be worked on; all are held until the handler returns, except the
+// turn, given up when the request waits for the database with a write. Nothing is
 // taken before the request is known to be the tenant's, and a request refused at a step
 // holds nothing of the steps before.
 func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
@@ -121,6 +123,10 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 			defer leave()
 			ctx = WithPrincipal(ctx, p)
 			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, tenant: p.TenantID, leave: leave})
+			// A write gives the place up as it goes to wait for the database, whose own turns
+			// share the writer between tenants from there (sqldb's group commit): a place held
+			// through that wait would cap how many writes share one commit.
+			ctx = sqldb.OnWriteWait(ctx, leave)
 			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
 		}

@@ -44,9 +44,14 @@ func decodeStrict(body []byte, dst any) error {
 // required member given so fails validator/v10's "required" exactly as a missing one does,
 // and "is required" would tell the caller who sent it that it was not sent.
 func decodeStrictZeros(body []byte, dst any) (map[string]string, error) {
-	dups, err := scanBody(body)
-	if err != nil {
-		return nil, err
+	var dups []apperr.FieldError
+	if validShallow(body) {
+		dups = dupMembers(body)
+	} else {
+		var err error
+		if dups, err = scanBody(body); err != nil {
+			return nil, err
+		}
 	}
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -223,8 +228,8 @@ func (d *decoder) array(raw []byte, v reflect.Value, path string) {
 		d.fail(path, "must be an array")
 		return
 	}
-	var items []json.RawMessage
-	_ = json.Unmarshal(raw, &items) // well-formed: scanned already
+	var items [][]byte
+	eachElement(raw, func(item []byte) { items = append(items, item) })
 	out := reflect.MakeSlice(v.Type(), len(items), len(items))
 	for i, item := range items {
 		d.value(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i))
@@ -250,24 +255,16 @@ func (d *decoder) mapValue(raw []byte, v reflect.Value, path string) {
 // eachMember calls f with each member of a well-formed JSON object, in order; a repeated
 // name (already refused by scanBody) is passed on once.
 func eachMember(raw []byte, f func(name string, value []byte)) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	_, _ = dec.Token() // '{'
-	seen := map[string]bool{}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return
+	var seen map[string]bool
+	eachRawMember(raw, func(name string, value []byte) {
+		if seen == nil {
+			seen = map[string]bool{}
 		}
-		var member json.RawMessage
-		if err := dec.Decode(&member); err != nil {
-			return
-		}
-		name, _ := kt.(string)
 		if !seen[name] {
 			seen[name] = true
-			f(name, member)
+			f(name, value)
 		}
-	}
+	})
 }
 
 // leaf decodes a value with encoding/json and checks the ranges both databases keep.

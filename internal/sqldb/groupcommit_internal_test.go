@@ -1,0 +1,140 @@
+package sqldb
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// queued returns a committer that runs nothing, with jobs waiting per tenant in the order
+// given (tenant "b" × 3 means three of b's).
+func queued(t *testing.T, tenants ...string) *committer {
+	t.Helper()
+	c := &committer{queues: map[string][]*job{}}
+	for _, tenant := range tenants {
+		if len(c.queues[tenant]) == 0 {
+			c.turn = append(c.turn, tenant)
+		}
+		c.queues[tenant] = append(c.queues[tenant], &job{ctx: context.Background(), tenant: tenant, done: make(chan struct{})})
+	}
+	return c
+}
+
+func tenantsOf(batch []*job) map[string]int {
+	n := map[string]int{}
+	for _, j := range batch {
+		n[j.tenant]++
+	}
+	return n
+}
+
+func repeat(tenant string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = tenant
+	}
+	return out
+}
+
+// TestGroupTakesTenantsInTurn: a tenant alone fills groups up to maxGroup; while another
+// tenant waits, a flooding tenant puts at most sharedTurns jobs in a group and the other
+// tenant's job is in it, whatever the order of arrival.
+func TestGroupTakesTenantsInTurn(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		waiting []string
+		want    []map[string]int // the groups, in order
+	}{
+		{"AloneUpToMaxGroup", repeat("b", maxGroup+5), []map[string]int{{"b": maxGroup}, {"b": 5}}},
+		{"FloodThenOther", append(repeat("b", 3*sharedTurns), "a"),
+			[]map[string]int{{"a": 1, "b": sharedTurns}, {"b": 2 * sharedTurns}}},
+		{"TwoFloods", append(repeat("b", 2*sharedTurns), repeat("a", 2*sharedTurns)...),
+			[]map[string]int{{"a": sharedTurns, "b": sharedTurns}, {"a": sharedTurns, "b": sharedTurns}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := queued(t, tc.waiting...)
+			for i, want := range tc.want {
+				got := tenantsOf(c.take())
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("group %d: %v, want %v", i, got, want)
+				}
+			}
+			if rest := c.take(); len(rest) != 0 || len(c.turn) != 0 || len(c.queues) != 0 {
+				t.Fatalf("left %d jobs, turn %v, queues %v", len(rest), c.turn, c.queues)
+			}
+		})
+	}
+}
+
+// TestGroupTurnRotates: with more tenants waiting than a group serves in full, the tenant
+// served first moves behind the others, so each tenant is first in turn.
+func TestGroupTurnRotates(t *testing.T) {
+	t.Parallel()
+	c := queued(t, append(append(repeat("a", 3*sharedTurns), repeat("b", 3*sharedTurns)...), repeat("c", 3*sharedTurns)...)...)
+	var firsts []string
+	for range 3 {
+		firsts = append(firsts, c.turn[0])
+		if got := tenantsOf(c.take()); got["a"] != sharedTurns || got["b"] != sharedTurns || got["c"] != sharedTurns {
+			t.Fatalf("group %v, want %d of each", got, sharedTurns)
+		}
+	}
+	if fmt.Sprint(firsts) != "[a b c]" {
+		t.Fatalf("first in turn: %v, want [a b c]", firsts)
+	}
+}
+
+// TestGroupCancelledWaiterLeavesItsQueue: a caller that gives up before its job is taken
+// leaves no job and no turn behind.
+func TestGroupCancelledWaiterLeavesItsQueue(t *testing.T) {
+	t.Parallel()
+	c := queued(t, "a", "b")
+	c.remove(c.queues["a"][0])
+	if fmt.Sprint(c.turn) != "[b]" || len(c.queues["a"]) != 0 {
+		t.Fatalf("turn %v, queues %v", c.turn, c.queues)
+	}
+	if got := tenantsOf(c.take()); fmt.Sprint(got) != "map[b:1]" {
+		t.Fatalf("group %v, want b's job only", got)
+	}
+}
+
+// TestCheckpointsRunInTheBackground: the writer leaves the log to the background
+// checkpointer below walRestartPages, and the checkpointer copies all of it after commits.
+func TestCheckpointsRunInTheBackground(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var auto int
+	if err := db.w.GetContext(ctx, &auto, "PRAGMA wal_autocheckpoint"); err != nil || auto != walRestartPages {
+		t.Fatalf("writer's wal_autocheckpoint %d (%v), want %d", auto, err, walRestartPages)
+	}
+	type run struct{ logPages, copied int }
+	runs := make(chan run, 100)
+	db.ckpt.ran = func(logPages, copied int) { runs <- run{logPages, copied} }
+	if err := db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, "CREATE TABLE t (x INTEGER)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A bound on waiting, not on speed: without a background checkpoint, none comes.
+	bound := time.After(time.Minute)
+	for {
+		select {
+		case r := <-runs:
+			if r.logPages > 0 && r.copied == r.logPages {
+				return // the commit's pages are in the database file
+			}
+		case <-bound:
+			t.Fatal("no background checkpoint copied the commit")
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/ledger-dev/ledger/internal/apperr"
+)
+
+// The strict decoder's walk over a body already known to be well-formed JSON. encoding/json's
+// Decoder tokenises a body at about a microsecond a token, and the decoder walked every body
+// twice with it (duplicate names, then each object's members): a fenced write's body cost
+// more to read than the write cost the database. These functions walk the bytes directly;
+// they assume well-formed JSON (json.Valid, or scanBody, said so) and never fail.
+
+// shallowDepth is how deep a body may nest for the quick check (json.Valid) to stand for
+// scanBody: deeper bodies go through scanBody, which words the nesting limit its own way.
+const shallowDepth = 64
+
+// validShallow reports whether body is one well-formed JSON value nested at most
+// shallowDepth deep: then scanBody would accept it, and dupMembers lists what scanBody
+// would.
+func validShallow(body []byte) bool {
+	if !json.Valid(body) {
+		return false
+	}
+	depth, deepest := 0, 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			i = stringEnd(body, i) - 1
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest <= shallowDepth
+}
+
+// dupMembers lists every member name given twice in one object of body (well-formed), in
+// the order and with the paths scanBody gives.
+func dupMembers(body []byte) []apperr.FieldError {
+	var dups []apperr.FieldError
+	dupsIn(trimSpace(body), "", &dups)
+	return dups
+}
+
+func dupsIn(raw []byte, path string, dups *[]apperr.FieldError) {
+	switch raw[0] {
+	case '{':
+		var seen map[string]bool
+		eachRawMember(raw, func(name string, value []byte) {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			p := joinPath(path, name)
+			if seen[name] {
+				*dups = append(*dups, apperr.FieldError{Field: p, Reason: "is given more than once"})
+			}
+			seen[name] = true
+			dupsIn(value, p, dups)
+		})
+	case '[':
+		i := 0
+		eachElement(raw, func(value []byte) {
+			dupsIn(value, fmt.Sprintf("%s[%d]", path, i), dups)
+			i++
+		})
+	}
+}
+
+// eachRawMember calls f with every member of the well-formed object raw, in order, repeated
+// names included: the name as encoding/json reads it, and the value's bytes without the
+// white space around them.
+func eachRawMember(raw []byte, f func(name string, value []byte)) {
+	i := skipSpace(raw, 1) // past '{'
+	for raw[i] != '}' {
+		end := stringEnd(raw, i)
+		name := memberName(raw[i:end])
+		i = skipSpace(raw, end)
+		i = skipSpace(raw, i+1) // past ':'
+		vend := valueEnd(raw, i)
+		f(name, raw[i:vend])
+		i = skipSpace(raw, vend)
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+}
+
+// eachElement calls f with every element of the well-formed array raw, in order.
+func eachElement(raw []byte, f func(value []byte)) {
+	i := skipSpace(raw, 1) // past '['
+	for raw[i] != ']' {
+		vend := valueEnd(raw, i)
+		f(raw[i:vend])
+		i = skipSpace(raw, vend)
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+}
+
+// memberName reads a quoted member name as encoding/json does: escapes resolved, and bytes
+// that are not UTF-8 replaced by U+FFFD.
+func memberName(quoted []byte) string {
+	inner := quoted[1 : len(quoted)-1]
+	plain := utf8.Valid(inner)
+	for _, c := range inner {
+		if c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(quoted, &s) // well-formed
+	return s
+}
+
+// valueEnd returns the index just past the well-formed value starting at raw[i].
+func valueEnd(raw []byte, i int) int {
+	switch raw[i] {
+	case '"':
+		return stringEnd(raw, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(raw); i++ {
+			switch raw[i] {
+			case '"':
+				i = stringEnd(raw, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	// A number, true, false or null: up to the next delimiter or white space.
+	for ; i < len(raw); i++ {
+		switch raw[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string whose opening quote is raw[i].
+func stringEnd(raw []byte, i int) int {
+	for i++; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// trimSpace trims JSON's white space (bytes.TrimSpace trims more kinds).
+func trimSpace(raw []byte) []byte {
+	i := skipSpace(raw, 0)
+	j := len(raw)
+	for j > i && (raw[j-1] == ' ' || raw[j-1] == '\t' || raw[j-1] == '\n' || raw[j-1] == '\r') {
+		j--
+	}
+	return raw[i:j]
+}
