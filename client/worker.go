@@ -87,8 +87,9 @@ type WorkerConfig struct {
 	Concurrency int
 	// LongPolls is how many claims may wait for work at once (default 2). Every free slot
 	// claims at once while claims find runs; one that finds none waits for a long-poll turn.
-	// The service wakes every waiting claim of a tenant when a run is enqueued and all but
-	// one find nothing, so a long poll per slot would only load it.
+	// Each waiting claim holds one of the tenant's long-poll places on the replica (64 by
+	// default, shared by every worker of the tenant), so a long poll per slot would use them
+	// up; the service wakes one waiting claim per new run, so a few wait as well as many.
 	LongPolls int
 	// WaitSeconds is each claim's long poll, 0..30 (default 5). Shutdown lets claims in
 	// flight answer (within the grace) rather than abandon one whose lease may already be

@@ -48,24 +48,46 @@ func (e *BudgetHeldError) Error() string { return "the tenant's leased-run budge
 // ErrNothingToClaim or a *BudgetHeldError when it leases nothing.
 func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claimed, error) {
 	deadline := time.Now().Add(req.Wait)
+	filtered := len(req.Kinds) > 0 || len(req.AgentIDs) > 0 || len(req.ProjectIDs) > 0
+	// woke says this look answers a wake (the notifier's), hops what is left of its budget.
+	woke, hops := false, 0
 	for {
-		// Subscribe before looking, so an enqueue between the look and the wait is not missed.
-		woken := s.wake.wait(c.TenantID)
+		// Subscribe before looking, so a notice between the look and the wait is not missed.
+		w := s.wake.wait(c.TenantID)
 		cl, err := s.observeClaim(c.TenantID, func() (Claimed, error) { return s.claimOnce(ctx, c, req) })
-		if !errors.Is(err, ErrNothingToClaim) {
+		nothing := errors.Is(err, ErrNothingToClaim)
+		switch {
+		case !woke:
+		case err == nil:
+			// The notice may stand for more than this run: the next claimer looks.
+			s.wake.notify(c.TenantID)
+		case !nothing || filtered:
+			// The work the wake announced may be another claimer's: one with other filters,
+			// or one this claimer's refusal (a budget hold, a release not active) does not
+			// stop. Only a claim without filters that finds nothing shows there is none.
+			s.wake.handOn(c.TenantID, hops-1)
+		}
+		if !nothing {
+			// A wake that came during the look is not this claimer's to use any more.
+			s.wake.quit(c.TenantID, w)
 			return cl, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			s.wake.quit(c.TenantID, w)
 			return Claimed{}, err
 		}
 		t := time.NewTimer(min(left, s.cfg.PollInterval))
 		select {
 		case <-ctx.Done():
+			s.wake.quit(c.TenantID, w)
 			t.Stop()
 			return Claimed{}, ErrNothingToClaim
-		case <-woken:
+		case hops = <-w.woken:
+			woke = true
 		case <-t.C:
+			// Looking again anyway: a wake that came meanwhile is answered by this look.
+			hops, woke = s.wake.leave(c.TenantID, w)
 		}
 		t.Stop()
 	}
