@@ -163,7 +163,7 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 					// Another run of the subject is leased (UX_Runs_LeasedSubject refused the
 					// lease): the marker said otherwise, so make it right again (this claim
 					// holds the subject lock) before seeking on.
-					if err := s.syncHead(ctx, tx, c.TenantID, cand.Subject); err != nil {
+					if _, err := s.syncHead(ctx, tx, c.TenantID, cand.Subject); err != nil {
 						return err
 					}
 					err = errNotLeasable

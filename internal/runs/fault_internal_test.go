@@ -158,7 +158,7 @@ var faultCases = []struct {
 				old.StepID, old.SnapshotID, nil, int(old.Band), 1, 1, old.MaxAttempts, old.MaxCorrections, tx.Dialect.Time(now),
 				tx.Dialect.Time(now), nil, nil, nil, 0, old.RunID, "k", nil)
 			if err == nil {
-				err = e.svc.syncHead(ctx, tx, e.tenant, old.Subject)
+				_, err = e.svc.syncHead(ctx, tx, e.tenant, old.Subject)
 			}
 			return err
 		})
@@ -220,7 +220,8 @@ var faultCases = []struct {
 			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, OutcomeCancelled, tx.Dialect.Time(now)); err != nil {
 				return err
 			}
-			return e.svc.syncHead(ctx, tx, e.tenant, "s")
+			_, err := e.svc.syncHead(ctx, tx, e.tenant, "s")
+			return err
 		})
 		cl := e.claim()
 		wantRan(t, ran)
@@ -263,7 +264,7 @@ var faultCases = []struct {
 			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash); err != nil {
 				return err
 			}
-			_, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, OutcomeSucceeded,
+			_, _, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, OutcomeSucceeded,
 				tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
 			return err
 		})

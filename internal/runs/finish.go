@@ -30,9 +30,12 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 	if outcome == "" {
 		return attempts.Attempt{}, apperr.New(apperr.Invalid, "an attempt completes as succeeded, failed or cancelled")
 	}
-	a, _, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
+	// promoted: the subject's next queued run became its head (work for waiting claimers).
+	promoted := false
+	a, created, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
 		What: "complete attempt",
 		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
+			promoted = false
 			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
 				return attempts.Attempt{}, false, err
 			}
@@ -40,7 +43,7 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 			if err != nil {
 				return attempts.Attempt{}, false, err
 			}
-			_, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome, tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
+			_, promoted, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome, tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
 			return a, true, err
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
@@ -50,6 +53,9 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 			return attempts.Attempt{}, ErrNoRepeat
 		},
 	})
+	if err == nil && created && promoted {
+		s.wake.notify(tenantID)
+	}
 	return a, err
 }
 
@@ -118,16 +124,19 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 // the write conditional on the lease having passed (the reaper's take-back); it reports
 // sqldb.ErrNotFound when that condition no longer holds. The caller holds the subject lock.
 func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time) (Run, error) {
+	// Its callers wake claimers whenever it took a lease back, whatever became the head.
 	if outcome := endOutcome(run, spent, now); outcome != "" {
-		return s.leaveLease(ctx, tx, run, s.q.endLeased, run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent,
+		out, _, err := s.leaveLease(ctx, tx, run, s.q.endLeased, run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent,
 			tx.Dialect.NullTime(expiredBefore))
+		return out, err
 	}
 	delay := Backoff(spent, s.jitter())
 	if retryAfter != nil {
 		delay = *retryAfter
 	}
-	return s.leaveLease(ctx, tx, run, s.q.requeue, run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent,
+	out, _, err := s.leaveLease(ctx, tx, run, s.q.requeue, run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent,
 		tx.Dialect.NullTime(expiredBefore))
+	return out, err
 }
 
 // leaveLease runs query (requeue or endLeased), which takes a leased run out of its lease
@@ -136,19 +145,19 @@ func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int
 // tenant's and the project's leased counts (queries_mssql.go, lock order: a hook may wait
 // on another run's attempt, whose transaction may be waiting for the counters). The
 // caller holds the subject lock. sqldb.ErrNotFound when query changed nothing (the reaper
-// lost a race).
-func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query string, args ...any) (Run, error) {
-	var out Run
+// lost a race). headMoved says the subject's head marker moved (syncHead): a queued run
+// became claimable, which the caller tells waiting claimers after commit.
+func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query string, args ...any) (out Run, headMoved bool, err error) {
 	if err := tx.GetContext(ctx, &out, query, args...); err != nil {
-		return Run{}, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
+		return Run{}, false, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
 	}
-	if err := s.syncHead(ctx, tx, out.TenantID, out.Subject); err != nil {
-		return Run{}, err
+	if headMoved, err = s.syncHead(ctx, tx, out.TenantID, out.Subject); err != nil {
+		return Run{}, false, err
 	}
 	if err := s.notifyRun(ctx, tx, out); err != nil {
-		return Run{}, err
+		return Run{}, false, err
 	}
-	return out, s.countLease(ctx, tx, out, -1)
+	return out, headMoved, s.countLease(ctx, tx, out, -1)
 }
 
 // endOutcome says how a run leaving its lease ends, or "" when it queues again.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -186,4 +187,59 @@ func TestAWakeFiltersRefuseIsHandedOn(t *testing.T) {
 			t.Fatal("the wake was not handed on to the claim whose kind matches")
 		}
 	})
+}
+
+// TestANewHeadWakesAClaimer: a run queued behind its subject's leased run, or behind an
+// older queued run the waiting claim's filters do not take, becomes claimable when that run
+// ends (completed, or cancelled while queued); the waiting claim is woken at once, not at
+// its next poll (an hour here).
+func TestANewHeadWakesAClaimer(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		// claimFirst leases the subject's first run before the claim waits; end ends it.
+		claimFirst bool
+		end        func(e *faultEnv, first Run, held Claimed) error
+	}{
+		{"Completed", true, func(e *faultEnv, _ Run, held Claimed) error {
+			_, err := e.svc.Complete(e.ctx, e.tenant, held.Attempt.AttemptID, held.Lease.FencingToken,
+				Completion{State: attempts.Succeeded})
+			return err
+		}},
+		{"CancelledWhileQueued", false, func(e *faultEnv, first Run, _ Claimed) error {
+			_, err := e.svc.Cancel(e.ctx, e.tenant, first.RunID)
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+				cl := newClaimers(t, tgt)
+				e := cl.e
+				first := e.enqueue(e.spec("s"))
+				nextSpec := e.spec("s")
+				nextSpec.Kind = "next"
+				next := e.enqueue(nextSpec)
+				var held Claimed
+				if tc.claimFirst {
+					held = e.claim()
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				waiting := cl.start(ctx, ClaimRequest{HolderID: "w", Kinds: []string{"next"}})
+				if err := tc.end(e, first, held); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case r := <-waiting:
+					if r.err != nil || r.claimed.Run.RunID != next.RunID {
+						t.Fatalf("%v, %v; want the next run", r.claimed.Run.RunID, r.err)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("the waiting claim was not woken when the subject's next run became its head")
+				}
+			})
+		})
+	}
 }

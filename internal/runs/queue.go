@@ -51,12 +51,18 @@ func subjectLockName(tenantID, subject string) string {
 }
 
 // syncHead makes the subject's head marker its definition again, after a change of its
-// queue in this transaction. The caller holds the subject lock.
-func (s *Service) syncHead(ctx context.Context, tx *sqldb.Tx, tenantID, subject string) error {
-	if _, err := tx.ExecContext(ctx, s.q.syncHead, tenantID, subject); err != nil {
-		return fmt.Errorf("mark the head of subject: %w", err)
+// queue in this transaction. The caller holds the subject lock. It reports whether a marker
+// moved, by the count of rows the statement changed: after a run of the subject ends, that
+// its next queued run became the head, which is work for waiting claimers. That is a hint
+// only (on SQL Server the count is the driver's reading of a batch): a wrong one costs a
+// claimer a look, or leaves the run to the next poll, never more.
+func (s *Service) syncHead(ctx context.Context, tx *sqldb.Tx, tenantID, subject string) (moved bool, err error) {
+	res, err := tx.ExecContext(ctx, s.q.syncHead, tenantID, subject)
+	if err != nil {
+		return false, fmt.Errorf("mark the head of subject: %w", err)
 	}
-	return nil
+	n, err := res.RowsAffected()
+	return err == nil && n > 0, nil
 }
 
 // countLease moves the tenant's and the project's leased counts by delta (+1 at a claim,

@@ -148,8 +148,9 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 // endOverdue ends a queued run past its deadline: the subject lock, then the run's (lock
 // order), a re-check under both, the end and the subject's head.
 func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) {
-	ended := false
+	ended, moved := false, false
 	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		ended, moved = false, false
 		now, err := tx.Now(ctx)
 		if err != nil {
 			return err
@@ -172,11 +173,15 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 		if err != nil {
 			return err
 		}
-		if err := s.syncHead(ctx, tx, o.TenantID, run.Subject); err != nil {
+		if moved, err = s.syncHead(ctx, tx, o.TenantID, run.Subject); err != nil {
 			return err
 		}
 		ended = true
 		return s.notifyRun(ctx, tx, out)
 	})
+	if err == nil && moved {
+		// The subject's next queued run is its head now.
+		s.wake.notify(o.TenantID)
+	}
 	return ended, err
 }

@@ -198,7 +198,7 @@ func (s *Service) markHead(ctx context.Context, tx *sqldb.Tx, r Run) (Run, error
 	if r.SubjectHead {
 		return r, nil
 	}
-	if err := s.syncHead(ctx, tx, r.TenantID, r.Subject); err != nil {
+	if _, err := s.syncHead(ctx, tx, r.TenantID, r.Subject); err != nil {
 		return Run{}, err
 	}
 	return s.getBy(ctx, tx, s.q.get, r.TenantID, r.RunID)
@@ -329,7 +329,9 @@ var errStateMoved = fmt.Errorf("the run changed state while it was being locked:
 // only the run's. Which one applies is read first, without a lock.
 func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) (Run, error) {
 	var out Run
+	moved := false // the subject's head moved: its next queued run is claimable now
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		moved = false
 		seen, err := s.getBy(ctx, tx, s.q.get, tenantID, runID)
 		if err != nil || seen.State == Ended {
 			out = seen
@@ -356,7 +358,7 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 		case run.State == Queued:
 			out, err = s.getBy(ctx, tx, s.q.endQueued, runID, OutcomeCancelled, tx.Dialect.Time(now))
 			if err == nil {
-				err = s.syncHead(ctx, tx, tenantID, run.Subject)
+				moved, err = s.syncHead(ctx, tx, tenantID, run.Subject)
 			}
 			if err == nil {
 				err = s.notifyRun(ctx, tx, out)
@@ -370,6 +372,10 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 	})
 	if err != nil {
 		return Run{}, fmt.Errorf("cancel run: %w", err)
+	}
+	if moved {
+		// The subject's next queued run is its head now.
+		s.wake.notify(tenantID)
 	}
 	return out, nil
 }
