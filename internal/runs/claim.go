@@ -54,7 +54,7 @@ func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claime
 	for {
 		// Subscribe before looking, so a notice between the look and the wait is not missed.
 		w := s.wake.wait(c.TenantID)
-		cl, err := s.observeClaim(c.TenantID, func() (Claimed, error) { return s.claimOnce(ctx, c, req) })
+		cl, err := s.look(ctx, c, req, w)
 		nothing := errors.Is(err, ErrNothingToClaim)
 		switch {
 		case !woke:
@@ -91,6 +91,19 @@ func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claime
 		}
 		t.Stop()
 	}
+}
+
+// look is one claim transaction of a claim whose waiter w is in the tenant's line. A panic
+// (a hook, the driver) takes w out of the line before it goes on up: a waiter left there
+// would take the next wake to nobody.
+func (s *Service) look(ctx context.Context, c Caller, req ClaimRequest, w *waiter) (Claimed, error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.wake.quit(c.TenantID, w)
+			panic(p)
+		}
+	}()
+	return s.observeClaim(c.TenantID, func() (Claimed, error) { return s.claimOnce(ctx, c, req) })
 }
 
 // budget is what claimStart reads: the database clock (SQL Server), the tenant's budget

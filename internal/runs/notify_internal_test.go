@@ -243,3 +243,38 @@ func TestANewHeadWakesAClaimer(t *testing.T) {
 		})
 	}
 }
+
+// TestAPanickingClaimLeavesNoWaiter: a claim whose transaction panics (a hook, the driver;
+// the server's Recover middleware keeps serving) leaves no waiter in the tenant's line,
+// where it would take the next enqueue's wake from a claim that really waits.
+func TestAPanickingClaimLeavesNoWaiter(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		cl := newClaimers(t, tgt)
+		cl.e.svc.AddHooks(Hooks{CheckClaim: func(_ context.Context, _ *sqldb.Tx, _ string, req ClaimRequest) error {
+			if req.HolderID == "boom" {
+				panic("hook panics")
+			}
+			return nil
+		}})
+		func() {
+			defer func() { _ = recover() }()
+			_, _ = cl.e.svc.Claim(context.Background(), cl.e.caller, ClaimRequest{HolderID: "boom", Wait: time.Hour})
+		}()
+		if n := cl.e.svc.wake.waiters(cl.e.tenant); n != 0 {
+			t.Errorf("%d waiter(s) left in the line by a claim that returned", n)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		mine := cl.start(ctx, ClaimRequest{HolderID: "h"})
+		run := cl.e.enqueue(cl.e.spec("s"))
+		select {
+		case r := <-mine:
+			if r.err != nil || r.claimed.Run.RunID != run.RunID {
+				t.Fatalf("%v, %v; want the run", r.claimed.Run.RunID, r.err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the waiting claim was not woken: the enqueue's wake went to the panicked claim's leaked waiter")
+		}
+	})
+}

@@ -23,6 +23,10 @@ import (
 // the background has copied all but the last moments of the log, so it is short.
 const (
 	walRestartPages = 8192
+	// walSizeLimit is what the log file is cut back to when it starts over (SQLite leaves
+	// it at its largest otherwise): a log that grew past it while readers kept it from
+	// starting over, under a long read or steady load, gives the space back.
+	walSizeLimit    = 64 << 20
 	checkpointEvery = 100 * time.Millisecond
 )
 

@@ -63,7 +63,8 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 	// A larger page cache for the one writer keeps the hot index pages of a deep queue in
 	// memory (the default is 2 MiB); readers share the OS page cache and keep the default.
 	w, err := sqlx.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=cache_size(-32768)&_txlock=immediate"+
-		"&_pragma=wal_autocheckpoint("+fmt.Sprint(walRestartPages)+")")
+		"&_pragma=wal_autocheckpoint("+fmt.Sprint(walRestartPages)+")"+
+		"&_pragma=journal_size_limit("+fmt.Sprint(walSizeLimit)+")")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}

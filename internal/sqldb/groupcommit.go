@@ -134,9 +134,10 @@ func (c *committer) remove(j *job) {
 }
 
 // take forms the next group: the waiting tenants' jobs in turns, one of each at a time, at
-// most sharedTurns of any one tenant while others wait, and maxGroup in all. The tenants
-// left waiting keep their order, the first served moved behind the others, so no tenant is
-// always first.
+// most sharedTurns of any one tenant while others wait, and maxGroup in all. Tenants the
+// group had no room for (more than maxGroup waiting) go first in the next one; the tenants
+// served follow in their order, the first of them moved to their end, so no tenant waits
+// more than one group for its turn and none is always first.
 func (c *committer) take() []*job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -163,18 +164,22 @@ func (c *committer) take() []*job {
 			break
 		}
 	}
-	left := c.turn[:0]
-	for _, t := range c.turn {
+	// Every tenant in turn has a job waiting, so the group's first round served the first
+	// min(len(turn), maxGroup) of them.
+	k := min(len(c.turn), maxGroup)
+	next := slices.Clone(c.turn[k:])
+	var served []string
+	for _, t := range c.turn[:k] {
 		if len(c.queues[t]) > 0 {
-			left = append(left, t)
+			served = append(served, t)
 		} else {
 			delete(c.queues, t)
 		}
 	}
-	if len(left) > 1 {
-		left = append(left[1:], left[0])
+	if len(served) > 1 {
+		served = append(served[1:], served[0])
 	}
-	c.turn = left
+	c.turn = append(next, served...)
 	return batch
 }
 

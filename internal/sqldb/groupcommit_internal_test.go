@@ -116,6 +116,10 @@ func TestCheckpointsRunInTheBackground(t *testing.T) {
 	if err := db.w.GetContext(ctx, &auto, "PRAGMA wal_autocheckpoint"); err != nil || auto != walRestartPages {
 		t.Fatalf("writer's wal_autocheckpoint %d (%v), want %d", auto, err, walRestartPages)
 	}
+	var limit int64
+	if err := db.w.GetContext(ctx, &limit, "PRAGMA journal_size_limit"); err != nil || limit != walSizeLimit {
+		t.Fatalf("writer's journal_size_limit %d (%v), want %d", limit, err, walSizeLimit)
+	}
 	type run struct{ logPages, copied int }
 	runs := make(chan run, 100)
 	db.ckpt.ran = func(logPages, copied int) { runs <- run{logPages, copied} }
@@ -137,4 +141,38 @@ func TestCheckpointsRunInTheBackground(t *testing.T) {
 			t.Fatal("no background checkpoint copied the commit")
 		}
 	}
+}
+
+// TestGroupServesEveryTenantWithinTwoGroups: with more tenants waiting than a group holds
+// (maxGroup), the tenants a group left out go into the next one (a rotation by one tenant
+// made the one behind the first maxGroup wait tenants-maxGroup groups).
+func TestGroupServesEveryTenantWithinTwoGroups(t *testing.T) {
+	t.Parallel()
+	var order []string
+	const tenants = 200
+	for i := range tenants {
+		for range 3 {
+			order = append(order, fmt.Sprintf("t%03d", i))
+		}
+	}
+	c := queued(t, order...)
+	first := tenantsOf(c.take())
+	second := tenantsOf(c.take())
+	for i := range tenants {
+		name := fmt.Sprintf("t%03d", i)
+		if first[name] == 0 && second[name] == 0 {
+			t.Fatalf("%s waited through two groups while %d tenants were served in both (first %d, second %d tenants)",
+				name, overlap(first, second), len(first), len(second))
+		}
+	}
+}
+
+func overlap(a, b map[string]int) int {
+	n := 0
+	for k := range a {
+		if b[k] > 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -288,12 +288,13 @@ const maxAttempts = 8
 
 type writeWaitKey struct{}
 
-// OnWriteWait returns ctx carrying f, which Write calls as it starts to wait for the
-// database with one of ctx's transactions. The tenancy layer gives a request's place among
-// the requests being worked on up there: from then on the request waits on the writer, and
-// the database's own turns (the group commit's, on SQLite) decide when it runs, so holding
-// the place would only keep other requests from joining the same commit. f must be cheap,
-// must not block, and may be called more than once.
+// OnWriteWait returns ctx carrying f, which Write calls on SQLite as one of ctx's
+// transactions goes to wait for the single writer. The tenancy layer gives a request's
+// place among the requests being worked on up there: from then on the group commit's turns
+// between tenants decide when it runs, and holding the place would only keep other
+// requests from joining the same commit. SQL Server's pool has no turns between tenants,
+// so there a request keeps its place. f must be cheap, must not block, and may be called
+// more than once.
 func OnWriteWait(ctx context.Context, f func()) context.Context {
 	return context.WithValue(ctx, writeWaitKey{}, f)
 }
@@ -302,10 +303,12 @@ func OnWriteWait(ctx context.Context, f func()) context.Context {
 // database rolls back and runs fn again, so fn must have no effects outside tx.
 func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
 	defer db.observeWrite(time.Now())
-	if f, ok := ctx.Value(writeWaitKey{}).(func()); ok {
-		f()
-	}
 	if db.group != nil {
+		// The group commit takes the waiting tenants' writes in turn; on SQL Server the pool
+		// hands connections out regardless of tenant, so the request keeps its place there.
+		if f, ok := ctx.Value(writeWaitKey{}).(func()); ok {
+			f()
+		}
 		// SQLite has no row-level security to scope, and one writer: group the commit.
 		return db.retry(ctx, func() error { return db.group.submit(ctx, s.tenant, fn) })
 	}

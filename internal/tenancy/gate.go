@@ -10,10 +10,11 @@ import (
 // tenant has waiting, another tenant's next request waits for at most one of them (one
 // turn of each busy tenant), so a flood slows the flooding tenant, not its neighbours.
 //
-// It shares the replica's work, not the database's: a request leaves the gate when it
-// goes to wait for the database with a write (sqldb.OnWriteWait), and the database shares
-// itself (on the embedded database the single writer's group commit takes the tenants'
-// writes in turn). A place held through that wait would cap how many writes share a commit.
+// It shares the replica's work, not the database's: on the embedded database a request
+// leaves the gate when its write goes to wait for the single writer (sqldb.OnWriteWait),
+// whose group commit takes the tenants' writes in turn; a place held through that wait
+// would cap how many writes share a commit. SQL Server's pool has no turns between
+// tenants, so there a request keeps its place through its writes.
 type gate struct {
 	mu   sync.Mutex
 	free int

@@ -41,10 +41,10 @@ type Limits struct {
 	// it a request is 429 rate_limited with Retry-After. It protects the process.
 	ReplicaInFlight int
 	// ReplicaActive is how many requests the replica works on at once; the others wait,
-	// and the tenants with requests waiting are served in turn, one request each. A request
-	// gives its place up when it goes to wait for the database with a write (the database
-	// then decides its turn: on SQLite the group commit serves tenants in turn), and a claim
-	// waiting for work gives it up while it waits.
+	// and the tenants with requests waiting are served in turn, one request each. On SQLite
+	// a request gives its place up when its write goes to wait for the single writer (the
+	// group commit serves tenants in turn from there), and a claim waiting for work gives
+	// it up while it waits.
 	ReplicaActive int
 }
 

@@ -88,7 +88,7 @@ func (a *Authenticator) admit(tenantID string) (bool, time.Duration) {
 // limit. In order: the key (failed authentications spend the client address's budget), the
 // role, the tenant's rate, one of the tenant's slots in flight, one of the replica's, then
 // the tenant's turn to be worked on; all are held until the handler returns, except the
-// turn, given up when the request waits for the database with a write. Nothing is
+// turn, given up on SQLite when the request's write waits for the single writer. Nothing is
 // taken before the request is known to be the tenant's, and a request refused at a step
 // holds nothing of the steps before.
 func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
@@ -123,9 +123,9 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 			defer leave()
 			ctx = WithPrincipal(ctx, p)
 			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, tenant: p.TenantID, leave: leave})
-			// A write gives the place up as it goes to wait for the database, whose own turns
-			// share the writer between tenants from there (sqldb's group commit): a place held
-			// through that wait would cap how many writes share one commit.
+			// On SQLite a write gives the place up as it goes to wait for the single writer,
+			// whose group commit shares it between tenants from there: a place held through
+			// that wait would cap how many writes share one commit.
 			ctx = sqldb.OnWriteWait(ctx, leave)
 			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
