@@ -95,6 +95,20 @@ func (cl *claimers) start(ctx context.Context, req ClaimRequest) <-chan claimRes
 	return out
 }
 
+// wantLease waits for the claim answering on ch to lease run; why says what waiting past
+// the bound (on waiting, not on speed) means.
+func (cl *claimers) wantLease(ch <-chan claimResult, run Run, why string) {
+	cl.e.t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil || r.claimed.Run.RunID != run.RunID {
+			cl.e.t.Fatalf("%v, %v; want run %v", r.claimed.Run.RunID, r.err, run.RunID)
+		}
+	case <-time.After(30 * time.Second):
+		cl.e.t.Fatal(why)
+	}
+}
+
 // until waits for cond; the bound is on waiting, not on speed.
 func (cl *claimers) until(cond func() bool) {
 	cl.e.t.Helper()
@@ -231,14 +245,7 @@ func TestANewHeadWakesAClaimer(t *testing.T) {
 				if err := tc.end(e, first, held); err != nil {
 					t.Fatal(err)
 				}
-				select {
-				case r := <-waiting:
-					if r.err != nil || r.claimed.Run.RunID != next.RunID {
-						t.Fatalf("%v, %v; want the next run", r.claimed.Run.RunID, r.err)
-					}
-				case <-time.After(30 * time.Second):
-					t.Fatal("the waiting claim was not woken when the subject's next run became its head")
-				}
+				cl.wantLease(waiting, next, "the waiting claim was not woken when the subject's next run became its head")
 			})
 		})
 	}
@@ -268,13 +275,6 @@ func TestAPanickingClaimLeavesNoWaiter(t *testing.T) {
 		defer cancel()
 		mine := cl.start(ctx, ClaimRequest{HolderID: "h"})
 		run := cl.e.enqueue(cl.e.spec("s"))
-		select {
-		case r := <-mine:
-			if r.err != nil || r.claimed.Run.RunID != run.RunID {
-				t.Fatalf("%v, %v; want the run", r.claimed.Run.RunID, r.err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("the waiting claim was not woken: the enqueue's wake went to the panicked claim's leaked waiter")
-		}
+		cl.wantLease(mine, run, "the waiting claim was not woken: the enqueue's wake went to the panicked claim's leaked waiter")
 	})
 }
