@@ -54,8 +54,9 @@ func subjectLockName(tenantID, subject string) string {
 // queue in this transaction. The caller holds the subject lock. It reports whether a marker
 // moved, by the count of rows the statement changed: after a run of the subject ends, that
 // its next queued run became the head, which is work for waiting claimers. That is a hint
-// only (on SQL Server the count is the driver's reading of a batch): a wrong one costs a
-// claimer a look, or leaves the run to the next poll, never more.
+// only: on SQL Server go-mssqldb sums the counts of every statement the batch runs, a
+// trigger's included, so it may say moved when nothing did. A wrong hint costs a claimer a
+// look, or leaves the run to the next poll, never more.
 func (s *Service) syncHead(ctx context.Context, tx *sqldb.Tx, tenantID, subject string) (moved bool, err error) {
 	res, err := tx.ExecContext(ctx, s.q.syncHead, tenantID, subject)
 	if err != nil {
