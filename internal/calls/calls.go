@@ -167,7 +167,7 @@ func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID
 				policy = *n.PolicyDecisionID
 			}
 			var c Call
-			err := tx.GetContext(ctx, &c, s.q.insert, ids.New(), f.Attempt.AttemptID, f.Attempt.TenantID, int32(n.Sequence),
+			err := tx.GetContext(ctx, &c, s.q.insert, tx.Dialect.NewID(), f.Attempt.AttemptID, f.Attempt.TenantID, int32(n.Sequence),
 				int32(n.Kind), n.Target, n.RequestHash, policy, tx.Dialect.Time(f.Now))
 			if sqldb.IsConflict(err, conflictMarkers...) {
 				return Call{}, false, runs.ErrTaken

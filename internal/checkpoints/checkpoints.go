@@ -17,7 +17,6 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
-	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/web"
@@ -145,7 +144,7 @@ func (s *Store) Append(ctx context.Context, tenantID string, attemptID uuid.UUID
 // rule answers.
 func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n Draft) (Checkpoint, error) {
 	c := Checkpoint{
-		CheckpointID: ids.New(), AttemptID: f.Attempt.AttemptID, TenantID: f.Attempt.TenantID, Sequence: n.Sequence,
+		CheckpointID: tx.Dialect.NewID(), AttemptID: f.Attempt.AttemptID, TenantID: f.Attempt.TenantID, Sequence: n.Sequence,
 		Phase: n.Phase, AdapterStateRef: n.AdapterStateRef, AdapterVersion: n.AdapterVersion,
 		ContextSnapshotRef: n.ContextSnapshotRef, Hash: n.Hash, CreatedAt: f.Now,
 	}

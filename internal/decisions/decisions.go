@@ -223,7 +223,7 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 			prior = int(p.Int32)
 		}
 	}
-	id := ids.New()
+	id := tx.Dialect.NewID()
 	_, err := tx.ExecContext(ctx, s.q.insert, id, attemptID, tenantID, int(r.Kind), r.ProposalHash,
 		runs.JSONText(r.Options).Arg(tx.Dialect), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires), int32(prior))
 	if err != nil {

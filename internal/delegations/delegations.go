@@ -15,7 +15,6 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
-	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -136,7 +135,7 @@ func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, 
 				return d, false, err
 			}
 			var d Delegation
-			err = tx.GetContext(ctx, &d, s.q.insert, ids.New(), attemptID, c.TenantID, run.RunID, r.Child.AgentID, r.Purpose,
+			err = tx.GetContext(ctx, &d, s.q.insert, tx.Dialect.NewID(), attemptID, c.TenantID, run.RunID, r.Child.AgentID, r.Purpose,
 				run.Depth, StatusOf(run), tx.Dialect.Time(f.Now))
 			if err != nil {
 				return Delegation{}, false, fmt.Errorf("insert delegation: %w", err)

@@ -1,4 +1,6 @@
-// Package ids makes the service's UUIDs and hands nullable ones to the API.
+// Package ids makes the service's UUIDs and hands nullable ones to the API. A row's id is
+// laid out for the index order of the database it goes to, so new rows append to their
+// key indexes instead of landing on random pages: sqldb.Dialect.NewID picks the layout.
 package ids
 
 import (
@@ -13,6 +15,17 @@ import (
 // milliseconds (the "COMB" layout). SQL Server orders uniqueidentifier by those bytes
 // first, so new ids append to a clustered index instead of splitting its pages.
 func New() uuid.UUID { return at(time.Now()) }
+
+// TimeFirst returns a UUIDv7 (RFC 9562): the Unix time in milliseconds in its first six
+// bytes, then a counter and random bits, so ids made later compare greater byte by byte and
+// as text, which is the order SQLite's indexes keep.
+func TimeFirst() uuid.UUID {
+	id, err := uuid.NewV7()
+	if err != nil {
+		panic("ids: crypto/rand failed: " + err.Error())
+	}
+	return id
+}
 
 // Ptr is a nullable id as the API sends it: nil when it is not valid.
 func Ptr(id uuid.NullUUID) *uuid.UUID {

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/attempts"
-	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -215,8 +214,8 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	// The leased run was its subject's head, and its subject now has a leased run: no head,
 	// which the lease itself wrote (SubjectHead = 0). No marker to move.
 	a, err := attempts.Insert(ctx, tx, attempts.Attempt{
-		AttemptID: ids.New(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
-		EnvironmentID: run.EnvironmentID, LeaseID: ids.New(), FencingToken: run.Epoch, SnapshotID: run.SnapshotID,
+		AttemptID: tx.Dialect.NewID(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
+		EnvironmentID: run.EnvironmentID, LeaseID: tx.Dialect.NewID(), FencingToken: run.Epoch, SnapshotID: run.SnapshotID,
 		ReleaseID: req.ReleaseID, AdapterVersion: req.AdapterVersion, AgentID: run.AgentID,
 		ModelProfileID: req.ModelProfileID, State: attempts.Running, Phase: attempts.Starting,
 		MaxCorrections: run.MaxCorrections, StartedAt: now,

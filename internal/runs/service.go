@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -158,7 +157,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		return Run{}, false, err
 	}
 	var r Run
-	err = tx.GetContext(ctx, &r, s.q.insert, ids.New(), c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
+	err = tx.GetContext(ctx, &r, s.q.insert, tx.Dialect.NewID(), c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
 		spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, spec.Input.Arg(tx.Dialect), int(spec.Band), 0, 0, spec.MaxAttempts,
 		spec.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
 		parent, depth, nil, c.KeyID, hash)
@@ -449,7 +448,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			return err
 		}
 		var r Run
-		err = tx.GetContext(ctx, &r, s.q.insert, ids.New(), c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
+		err = tx.GetContext(ctx, &r, s.q.insert, tx.Dialect.NewID(), c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
 			old.Kind, old.AgentID, old.StepID, snapshot, old.Input.Arg(tx.Dialect), int(old.Band), old.Epoch, spent, old.MaxAttempts,
 			old.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(old.DeadlineAt), nil, parent,
 			old.Depth, old.RunID, c.KeyID, nil)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Dialect is what differs between SQL Server and SQLite below the stores' query sets.
@@ -31,6 +33,9 @@ type Dialect interface {
 	Isolation() sql.IsolationLevel
 	// SetScope sets the tenant or the maintenance bypass on a new transaction.
 	SetScope(ctx context.Context, tx *Tx, s Scope) error
+	// NewID makes a new row's id, laid out so that later ids sort last in this database's
+	// order of uniqueidentifier or text: new rows append to their key indexes.
+	NewID() uuid.UUID
 }
 
 // TimeLayout is the fixed-width text form of a time in SQLite: it sorts as time.

@@ -12,9 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/microsoft/go-mssqldb/msdsn"
+
+	"github.com/ledger-dev/ledger/internal/ids"
 )
 
 // SQL Server error numbers that MapError reads. Messages are quoted from sys.messages
@@ -200,6 +203,9 @@ func (mssqlDialect) Isolation() sql.IsolationLevel { return sql.LevelReadCommitt
 // JSON is sent as nvarchar(max) (go-mssqldb's NVarCharMax), OPENJSON's own argument type:
 // one declaration, so one cached plan, for every length of the list.
 func (mssqlDialect) JSON(s string) any { return mssql.NVarCharMax(s) }
+
+// NewID: SQL Server orders uniqueidentifier by its last six bytes first (ids.New).
+func (mssqlDialect) NewID() uuid.UUID { return ids.New() }
 
 // mssqlSetScope sets both session keys at the start of every transaction, on the
 // transaction's own connection, without @read_only (TSQL.md). The key names are constants
