@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -173,8 +171,7 @@ func ManifestHash(contentRefs []json.RawMessage) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("manifest hash: %w", err)
 	}
-	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:]), nil
+	return hexSHA256(canon), nil
 }
 
 // Healthz checks the process answers (GET /healthz; no key needed).

@@ -251,8 +251,7 @@ func (l *Lease) Checkpoint(ctx context.Context, in CheckpointInput) (api.Checkpo
 		return api.Checkpoint{}, err
 	}
 	if in.Hash == "" {
-		sum := sha256.Sum256([]byte(in.StateRef))
-		in.Hash = hex.EncodeToString(sum[:])
+		in.Hash = hexSHA256([]byte(in.StateRef))
 	}
 	l.mu.Lock()
 	seq := l.nextSeq
@@ -269,6 +268,13 @@ func (l *Lease) Checkpoint(ctx context.Context, in CheckpointInput) (api.Checkpo
 	return out, err
 }
 
+// hexSHA256 is the lowercase hex SHA-256 of b: the default hashes of checkpoints and calls,
+// and a manifest's hash.
+func hexSHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // CallInput is a call to record; the Lease adds the token and the sequence.
 type CallInput struct {
 	Kind   api.CallKind
@@ -282,8 +288,7 @@ type CallInput struct {
 // it; finish it with FinishCall.
 func (l *Lease) RecordCall(ctx context.Context, in CallInput) (api.Call, error) {
 	if in.RequestHash == "" {
-		sum := sha256.Sum256([]byte(in.Target))
-		in.RequestHash = hex.EncodeToString(sum[:])
+		in.RequestHash = hexSHA256([]byte(in.Target))
 	}
 	l.mu.Lock()
 	seq := l.nextCallSeq

@@ -68,54 +68,47 @@ func (e *codeError) Code() api.ProblemCode { return e.code }
 // The sentinel of each problem code (DESIGN.md 7a): errors.Is(err, ErrStaleLease) holds for
 // a *Problem with that code anywhere in err's chain.
 var (
-	ErrInvalidRequest       error = &codeError{api.CodeInvalidRequest}       // 400, with field errors
-	ErrUnauthorized         error = &codeError{api.CodeUnauthorized}         // 401
-	ErrForbidden            error = &codeError{api.CodeForbidden}            // 403
-	ErrNotFound             error = &codeError{api.CodeNotFound}             // 404
-	ErrMethodNotAllowed     error = &codeError{api.CodeMethodNotAllowed}     // 405
-	ErrStaleLease           error = &codeError{api.CodeStaleLease}           // 409: the token is not the run's epoch
-	ErrLeaseExpired         error = &codeError{api.CodeLeaseExpired}         // 409: same epoch, the lease passed
-	ErrAttemptEnded         error = &codeError{api.CodeAttemptEnded}         // 409: the attempt has ended
-	ErrSequenceConflict     error = &codeError{api.CodeSequenceConflict}     // 409
-	ErrDecisionClosed       error = &codeError{api.CodeDecisionClosed}       // 409
-	ErrLockHeld             error = &codeError{api.CodeLockHeld}             // 409, with HeldUntil
-	ErrReleaseConflict      error = &codeError{api.CodeReleaseConflict}      // 409
-	ErrReleaseImmutable     error = &codeError{api.CodeReleaseImmutable}     // 409
-	ErrIllegalTransition    error = &codeError{api.CodeIllegalTransition}    // 409
-	ErrAttemptsExhausted    error = &codeError{api.CodeAttemptsExhausted}    // 409
-	ErrIdempotencyKeyReused error = &codeError{api.CodeIdempotencyKeyReused} // 409
-	ErrNoCancelRequested    error = &codeError{api.CodeNoCancelRequested}    // 409
-	ErrPreconditionFailed   error = &codeError{api.CodePreconditionFailed}   // 412
-	ErrBodyTooLarge         error = &codeError{api.CodeBodyTooLarge}         // 413
-	ErrUnsupportedMediaType error = &codeError{api.CodeUnsupportedMediaType} // 415
-	ErrLoopDepth            error = &codeError{api.CodeLoopDepth}            // 422
-	ErrCorrectionLimit      error = &codeError{api.CodeCorrectionLimit}      // 422
-	ErrReleaseNotActive     error = &codeError{api.CodeReleaseNotActive}     // 422
-	ErrManifestMismatch     error = &codeError{api.CodeManifestMismatch}     // 422
-	ErrSubjectConflict      error = &codeError{api.CodeSubjectConflict}      // 422
-	ErrUnknownProject       error = &codeError{api.CodeUnknownProject}       // 422
-	ErrPreconditionRequired error = &codeError{api.CodePreconditionRequired} // 428
-	ErrRateLimited          error = &codeError{api.CodeRateLimited}          // 429, with RetryAfter
-	ErrInternal             error = &codeError{api.CodeInternal}             // 500
-	ErrDatabaseUnavailable  error = &codeError{api.CodeDatabaseUnavailable}  // 503, with RetryAfter
+	ErrInvalidRequest       error = sentinel(api.CodeInvalidRequest)       // 400, with field errors
+	ErrUnauthorized         error = sentinel(api.CodeUnauthorized)         // 401
+	ErrForbidden            error = sentinel(api.CodeForbidden)            // 403
+	ErrNotFound             error = sentinel(api.CodeNotFound)             // 404
+	ErrMethodNotAllowed     error = sentinel(api.CodeMethodNotAllowed)     // 405
+	ErrStaleLease           error = sentinel(api.CodeStaleLease)           // 409: the token is not the run's epoch
+	ErrLeaseExpired         error = sentinel(api.CodeLeaseExpired)         // 409: same epoch, the lease passed
+	ErrAttemptEnded         error = sentinel(api.CodeAttemptEnded)         // 409: the attempt has ended
+	ErrSequenceConflict     error = sentinel(api.CodeSequenceConflict)     // 409
+	ErrDecisionClosed       error = sentinel(api.CodeDecisionClosed)       // 409
+	ErrLockHeld             error = sentinel(api.CodeLockHeld)             // 409, with HeldUntil
+	ErrReleaseConflict      error = sentinel(api.CodeReleaseConflict)      // 409
+	ErrReleaseImmutable     error = sentinel(api.CodeReleaseImmutable)     // 409
+	ErrIllegalTransition    error = sentinel(api.CodeIllegalTransition)    // 409
+	ErrAttemptsExhausted    error = sentinel(api.CodeAttemptsExhausted)    // 409
+	ErrIdempotencyKeyReused error = sentinel(api.CodeIdempotencyKeyReused) // 409
+	ErrNoCancelRequested    error = sentinel(api.CodeNoCancelRequested)    // 409
+	ErrPreconditionFailed   error = sentinel(api.CodePreconditionFailed)   // 412
+	ErrBodyTooLarge         error = sentinel(api.CodeBodyTooLarge)         // 413
+	ErrUnsupportedMediaType error = sentinel(api.CodeUnsupportedMediaType) // 415
+	ErrLoopDepth            error = sentinel(api.CodeLoopDepth)            // 422
+	ErrCorrectionLimit      error = sentinel(api.CodeCorrectionLimit)      // 422
+	ErrReleaseNotActive     error = sentinel(api.CodeReleaseNotActive)     // 422
+	ErrManifestMismatch     error = sentinel(api.CodeManifestMismatch)     // 422
+	ErrSubjectConflict      error = sentinel(api.CodeSubjectConflict)      // 422
+	ErrUnknownProject       error = sentinel(api.CodeUnknownProject)       // 422
+	ErrPreconditionRequired error = sentinel(api.CodePreconditionRequired) // 428
+	ErrRateLimited          error = sentinel(api.CodeRateLimited)          // 429, with RetryAfter
+	ErrInternal             error = sentinel(api.CodeInternal)             // 500
+	ErrDatabaseUnavailable  error = sentinel(api.CodeDatabaseUnavailable)  // 503, with RetryAfter
 )
 
 // sentinels maps each code to its sentinel (a test keeps it equal to api.ProblemCodes).
 var sentinels = map[api.ProblemCode]error{}
 
-func init() {
-	for _, e := range []error{
-		ErrInvalidRequest, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrMethodNotAllowed,
-		ErrStaleLease, ErrLeaseExpired, ErrAttemptEnded, ErrSequenceConflict, ErrDecisionClosed,
-		ErrLockHeld, ErrReleaseConflict, ErrReleaseImmutable, ErrIllegalTransition,
-		ErrAttemptsExhausted, ErrIdempotencyKeyReused, ErrNoCancelRequested,
-		ErrPreconditionFailed, ErrBodyTooLarge, ErrUnsupportedMediaType,
-		ErrLoopDepth, ErrCorrectionLimit, ErrReleaseNotActive, ErrManifestMismatch,
-		ErrSubjectConflict, ErrUnknownProject, ErrPreconditionRequired, ErrRateLimited,
-		ErrInternal, ErrDatabaseUnavailable,
-	} {
-		sentinels[e.(*codeError).code] = e
-	}
+// sentinel makes the sentinel of code and registers it in sentinels, so that the list of
+// sentinels is written once.
+func sentinel(code api.ProblemCode) error {
+	e := &codeError{code}
+	sentinels[code] = e
+	return e
 }
 
 // SentinelOf returns the sentinel error of a problem code, or nil for a code this version

@@ -57,15 +57,12 @@ func addQuery(q url.Values, v reflect.Value) {
 }
 
 func queryText(v reflect.Value) (string, bool) {
-	if v.Type().Implements(textMarshaler) {
-		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
-		if err != nil {
-			return "", false
-		}
-		return string(b), true
+	m := v
+	if !m.Type().Implements(textMarshaler) && v.CanAddr() {
+		m = v.Addr() // a marshaler with a pointer receiver
 	}
-	if reflect.PointerTo(v.Type()).Implements(textMarshaler) && v.CanAddr() {
-		b, err := v.Addr().Interface().(encoding.TextMarshaler).MarshalText()
+	if m.Type().Implements(textMarshaler) {
+		b, err := m.Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
 			return "", false
 		}
@@ -90,7 +87,7 @@ func list[T any](ctx context.Context, cl *Client, path string, params any) (api.
 }
 
 // pages iterates over a collection's items, following nextCursor from the first page that
-// first(cursor) reads. The iteration stops at the first error, which it yields.
+// read(ctx, nil) reads. The iteration stops at the first error, which it yields.
 func pages[T any](ctx context.Context, read func(ctx context.Context, cursor *string) (api.Page[T], error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var cursor *string

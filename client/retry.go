@@ -45,22 +45,23 @@ func (p RetryPolicy) backoff(n int, retryAfter time.Duration) time.Duration {
 	return fullJitter(p.Base, p.Max, n)
 }
 
-// equalJitter is a uniform wait in [d/2, d], d = min(max, base*2^(n-1)).
+// equalJitter is a uniform wait in [d/2, d], d = doubled(base, max, n).
 func equalJitter(base, max time.Duration, n int) time.Duration {
-	d := base
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	d = min(d, max)
+	d := doubled(base, max, n)
 	return d/2 + rand.N(d/2+1)
 }
 
-// fullJitter is a uniform wait in [0, min(max, base*2^(n-1))], at least a millisecond.
+// fullJitter is a uniform wait in [0, doubled(base, max, n)], at least a millisecond.
 func fullJitter(base, max time.Duration, n int) time.Duration {
+	return time.Millisecond + rand.N(doubled(base, max, n))
+}
+
+// doubled is min(max, base*2^(n-1)), doubling step by step so that a large n cannot
+// overflow.
+func doubled(base, max time.Duration, n int) time.Duration {
 	d := base
 	for i := 1; i < n && d < max; i++ {
 		d *= 2
 	}
-	d = min(d, max)
-	return time.Millisecond + rand.N(d)
+	return min(d, max)
 }

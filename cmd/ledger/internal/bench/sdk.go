@@ -56,9 +56,7 @@ func (b *bencher) sdkWorkerRow(ctx context.Context, t *target, n int) Result {
 	}
 	// The first runs, one per handler, sent untimed by the plain client.
 	for range n {
-		e := b.enqueueBody()
-		e.Kind = kind
-		a, err := t.c.do(ctx, http.MethodPost, "/v1/runs", t.keys.runtime, e, nil)
+		a, err := t.c.do(ctx, http.MethodPost, "/v1/runs", t.keys.runtime, spec(), nil)
 		if err == nil && !a.ok() {
 			err = fmt.Errorf("%d %s", a.status, a.code)
 		}
