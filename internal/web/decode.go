@@ -288,7 +288,7 @@ func (d *decoder) leaf(raw []byte, v reflect.Value, path string) {
 // zeroReason words the refusal of a required member given as its type's zero value.
 func zeroReason(t reflect.Type) string {
 	switch {
-	case t == uuidValueType:
+	case t == uuidType:
 		return "must not be the nil UUID"
 	case t.Kind() == reflect.String:
 		return "must not be empty"
@@ -302,7 +302,6 @@ func zeroReason(t reflect.Type) string {
 
 var (
 	timeValueType = reflect.TypeOf(time.Time{})
-	uuidValueType = reflect.TypeOf(uuid.UUID{})
 	nullUUIDType  = reflect.TypeOf(uuid.NullUUID{})
 )
 
@@ -333,7 +332,7 @@ func leafReason(err error, t reflect.Type) string {
 		return ve.Reason // a wire type's own refusal (api.Time, an enum's list of names)
 	case t == timeValueType || errors.As(err, &pe):
 		return NotRFC3339
-	case t == uuidValueType || t == nullUUIDType:
+	case t == uuidType || t == nullUUIDType:
 		return "must be a UUID"
 	case errors.As(err, &te):
 		switch t.Kind() {

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -147,7 +148,7 @@ func (s *Server) OpenAPI() map[string]any {
 		tags[o.op.Tag] = true
 	}
 	var tagList []any
-	for _, name := range sortedKeys(tags) {
+	for _, name := range slices.Sorted(maps.Keys(tags)) {
 		tagList = append(tagList, map[string]any{"name": name, "description": tagDocs[name]})
 	}
 	return map[string]any{
@@ -442,15 +443,6 @@ func pathParams(p string) []string {
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // queryParams documents the query parameters of a parameter struct.
 func (b *docBuilder) queryParams(t reflect.Type) []any {
 	var out []any
@@ -618,7 +610,7 @@ func (b *docBuilder) valueSchema(t reflect.Type, rules rules, tag reflect.Struct
 	sch := b.ref(t)
 	if _, isRef := sch["$ref"]; !isRef {
 		sch = cloneMap(sch)
-		rules.apply(sch, b)
+		rules.apply(sch)
 	}
 	if d := tag.Get("default"); d != "" {
 		sch = withSibling(sch, "default", typedDefault(t, d))
@@ -730,7 +722,7 @@ func parseRules(tag string) rules {
 }
 
 // apply writes the rules into a schema by its type.
-func (r rules) apply(sch map[string]any, b *docBuilder) {
+func (r rules) apply(sch map[string]any) {
 	ty, _ := sch["type"].(string)
 	switch ty {
 	case "string":
@@ -773,7 +765,7 @@ func (r rules) apply(sch map[string]any, b *docBuilder) {
 			if items, ok := sch["items"].(map[string]any); ok {
 				if _, isRef := items["$ref"]; !isRef {
 					items = cloneMap(items)
-					r.items.apply(items, b)
+					r.items.apply(items)
 					sch["items"] = items
 				}
 			}

@@ -49,11 +49,14 @@ func (s *Server) add(method, path string, op Op, h echo.HandlerFunc, mw []echo.M
 		}
 		return h(c)
 	}
-	s.Echo.Add(method, path, strict, mw...)
-	s.routes = append(s.routes, routeMethods{segments: strings.Split(path, "/"), method: method})
+	methods := []string{method}
 	if method == http.MethodGet {
-		s.Echo.Add(http.MethodHead, path, strict, mw...)
-		s.routes = append(s.routes, routeMethods{segments: strings.Split(path, "/"), method: http.MethodHead})
+		methods = append(methods, http.MethodHead)
+	}
+	segments := strings.Split(path, "/")
+	for _, m := range methods {
+		s.Echo.Add(m, path, strict, mw...)
+		s.routes = append(s.routes, routeMethods{segments: segments, method: m})
 	}
 }
 

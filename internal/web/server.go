@@ -161,9 +161,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		err := next(c)
 		var code apperr.Code
 		if err != nil {
-			if e, _ := problemOf(err); e != nil {
-				code = e.Code
-			}
+			e, _ := problemOf(err)
+			code = e.Code
 			// Write the problem now so the status below is the one sent.
 			s.handleError(err, c)
 		}
