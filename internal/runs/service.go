@@ -355,13 +355,7 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 		case run.State != seen.State:
 			return errStateMoved
 		case run.State == Queued:
-			out, err = s.getBy(ctx, tx, s.q.endQueued, runID, OutcomeCancelled, tx.Dialect.Time(now))
-			if err == nil {
-				moved, err = s.syncHead(ctx, tx, tenantID, run.Subject)
-			}
-			if err == nil {
-				err = s.notifyRun(ctx, tx, out)
-			}
+			out, moved, err = s.endQueued(ctx, tx, run, OutcomeCancelled, now)
 		case run.CancelRequestedAt == nil:
 			out, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
 		default:
