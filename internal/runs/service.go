@@ -269,10 +269,16 @@ func (s *Service) getBy(ctx context.Context, tx *sqldb.Tx, query string, args ..
 
 // Get reads a run of the tenant (NotFound when missing or another tenant's).
 func (s *Service) Get(ctx context.Context, tenantID string, id uuid.UUID) (Run, error) {
+	return s.readBy(ctx, s.q.get, tenantID, id)
+}
+
+// readBy reads one run of tenantID with query (1 tenant, 2 run) in a read transaction of
+// its own.
+func (s *Service) readBy(ctx context.Context, query, tenantID string, id uuid.UUID) (Run, error) {
 	var r Run
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		var err error
-		r, err = s.getBy(ctx, tx, s.q.get, tenantID, id)
+		r, err = s.getBy(ctx, tx, query, tenantID, id)
 		return err
 	})
 	return r, err
