@@ -160,6 +160,20 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query s
 	return out, headMoved, s.countLease(ctx, tx, out, -1)
 }
 
+// endQueued ends a queued run with outcome (a cancel, or the reaper at its deadline), then,
+// as leaveLease does for a leased run, recomputes its subject's head and tells the hooks.
+// The caller holds the subject lock and the run's. moved is syncHead's hint that the
+// subject's next queued run became its head, for the caller to wake claimers after commit.
+func (s *Service) endQueued(ctx context.Context, tx *sqldb.Tx, run Run, outcome string, now time.Time) (out Run, moved bool, err error) {
+	if out, err = s.getBy(ctx, tx, s.q.endQueued, run.RunID, outcome, tx.Dialect.Time(now)); err != nil {
+		return Run{}, false, err
+	}
+	if moved, err = s.syncHead(ctx, tx, run.TenantID, run.Subject); err != nil {
+		return Run{}, false, err
+	}
+	return out, moved, s.notifyRun(ctx, tx, out)
+}
+
 // endOutcome says how a run leaving its lease ends, or "" when it queues again.
 func endOutcome(run Run, spent int, now time.Time) string {
 	switch {

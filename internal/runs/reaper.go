@@ -169,15 +169,11 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 		if run.State != Queued || run.DeadlineAt == nil || !run.DeadlineAt.Before(now) {
 			return nil
 		}
-		out, err := s.getBy(ctx, tx, s.q.endQueued, run.RunID, OutcomeDeadline, tx.Dialect.Time(now))
-		if err != nil {
-			return err
-		}
-		if moved, err = s.syncHead(ctx, tx, o.TenantID, run.Subject); err != nil {
+		if _, moved, err = s.endQueued(ctx, tx, run, OutcomeDeadline, now); err != nil {
 			return err
 		}
 		ended = true
-		return s.notifyRun(ctx, tx, out)
+		return nil
 	})
 	if err == nil && moved {
 		// The subject's next queued run is its head now.

@@ -269,10 +269,16 @@ func (s *Service) getBy(ctx context.Context, tx *sqldb.Tx, query string, args ..
 
 // Get reads a run of the tenant (NotFound when missing or another tenant's).
 func (s *Service) Get(ctx context.Context, tenantID string, id uuid.UUID) (Run, error) {
+	return s.readBy(ctx, s.q.get, tenantID, id)
+}
+
+// readBy reads one run of tenantID with query (1 tenant, 2 run) in a read transaction of
+// its own.
+func (s *Service) readBy(ctx context.Context, query, tenantID string, id uuid.UUID) (Run, error) {
 	var r Run
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		var err error
-		r, err = s.getBy(ctx, tx, s.q.get, tenantID, id)
+		r, err = s.getBy(ctx, tx, query, tenantID, id)
 		return err
 	})
 	return r, err
@@ -355,13 +361,7 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 		case run.State != seen.State:
 			return errStateMoved
 		case run.State == Queued:
-			out, err = s.getBy(ctx, tx, s.q.endQueued, runID, OutcomeCancelled, tx.Dialect.Time(now))
-			if err == nil {
-				moved, err = s.syncHead(ctx, tx, tenantID, run.Subject)
-			}
-			if err == nil {
-				err = s.notifyRun(ctx, tx, out)
-			}
+			out, moved, err = s.endQueued(ctx, tx, run, OutcomeCancelled, now)
 		case run.CancelRequestedAt == nil:
 			out, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
 		default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -174,15 +175,7 @@ func (c probe) run(ctx context.Context, db *DB, p Purpose, _ map[string]any) (Ch
 }
 
 func runsFor(purposes []Purpose, p Purpose) bool {
-	if len(purposes) == 0 {
-		return true
-	}
-	for _, q := range purposes {
-		if q == p {
-			return true
-		}
-	}
-	return false
+	return len(purposes) == 0 || slices.Contains(purposes, p)
 }
 
 // cannotRead reports a check whose query failed: it says so instead of failing obscurely.
@@ -217,8 +210,7 @@ func (db *DB) Check(ctx context.Context, p Purpose) CheckReport {
 // cannot be opened at all.
 func CheckDatabase(ctx context.Context, cfg Config, p Purpose) (CheckReport, error) {
 	if !IsSQLServer(cfg.DSN) {
-		path := strings.TrimPrefix(cfg.DSN, "sqlite://")
-		if res := sqliteFileCheck(statFile(path)); res.Status == StatusFail {
+		if res := sqliteFileCheck(statFile(sqlitePath(cfg.DSN))); res.Status == StatusFail {
 			res.Name, res.Required = "database-file", true
 			return CheckReport{Dialect: "sqlite", Purpose: p.String(), Checks: []CheckResult{res}}, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -559,13 +560,7 @@ var ledgerTables = sync.OnceValue(func() []string {
 })
 
 func removeString(list []string, s string) []string {
-	out := list[:0]
-	for _, v := range list {
-		if v != s {
-			out = append(out, v)
-		}
-	}
-	return out
+	return slices.DeleteFunc(list, func(v string) bool { return v == s })
 }
 
 // stripComments drops -- comments, which quote statements in prose.

@@ -104,7 +104,7 @@ func pingWriter(ctx context.Context, w *sqlx.DB, busyTimeout time.Duration) erro
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		err := w.PingContext(ctx)
 		var se *sqlite.Error
-		if err == nil || !errors.As(err, &se) || (se.Code()&0xff != sqliteBusy && se.Code()&0xff != sqliteLocked) ||
+		if err == nil || !errors.As(err, &se) || !busyOrLocked(se.Code()) ||
 			time.Now().Add(wait).After(deadline) {
 			return err
 		}
@@ -173,10 +173,14 @@ func (sqliteDialect) MapError(err error) error {
 		// The file cannot be read or written (disk full, I/O error, permissions): the
 		// service answers 503 and resumes by itself once the file is usable again.
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	case code&0xff == sqliteBusy || code&0xff == sqliteLocked:
+	case busyOrLocked(code):
 		// The busy timeout already waited for the other process's lock; waiting again
 		// would only hold the caller longer. Answer 503 and let the client retry.
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
 }
+
+// busyOrLocked reports a SQLite result code (extended or not) saying another connection
+// holds the lock a statement needed.
+func busyOrLocked(code int) bool { return code&0xff == sqliteBusy || code&0xff == sqliteLocked }

@@ -112,6 +112,9 @@ type Config struct {
 // IsSQLServer reports whether a DSN names SQL Server.
 func IsSQLServer(dsn string) bool { return strings.HasPrefix(dsn, "sqlserver://") }
 
+// sqlitePath is the file a SQLite DSN names.
+func sqlitePath(dsn string) string { return strings.TrimPrefix(dsn, "sqlite://") }
+
 // Open opens the database named by cfg.DSN. It does not migrate.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
 	log := cfg.Logger
@@ -125,7 +128,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if IsSQLServer(cfg.DSN) {
 		db, err = openMSSQL(ctx, cfg.DSN)
 	} else {
-		db, err = openSQLite(ctx, strings.TrimPrefix(cfg.DSN, "sqlite://"), cfg.SQLiteSync, cfg.BusyTimeout)
+		db, err = openSQLite(ctx, sqlitePath(cfg.DSN), cfg.SQLiteSync, cfg.BusyTimeout)
 	}
 	if err != nil {
 		return nil, err

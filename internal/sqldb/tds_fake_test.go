@@ -233,6 +233,20 @@ func (f *fakeTDS) serve(c net.Conn, id int) {
 	}
 }
 
+// open opens the service's database on the fake, under a context that bounds the test;
+// both end with the test.
+func (f *fakeTDS) open(t *testing.T) (context.Context, *DB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	db, err := Open(ctx, Config{DSN: f.dsn("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return ctx, db
+}
+
 // wireGUID is how SQL Server sends a uniqueidentifier: the first three groups little-endian.
 func wireGUID(u uuid.UUID) [16]byte {
 	var b [16]byte
@@ -246,13 +260,7 @@ func wireGUID(u uuid.UUID) [16]byte {
 func TestMSSQLSessionInitRunsOnEveryConnectionAndReuse(t *testing.T) {
 	t.Parallel()
 	f := startFakeTDS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := Open(ctx, Config{DSN: f.dsn("")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	ctx, db := f.open(t)
 	for i := 0; i < 3; i++ {
 		if _, err := db.Raw().ExecContext(ctx, fmt.Sprintf("SELECT %d", i)); err != nil {
 			t.Fatal(err)
@@ -287,13 +295,7 @@ func TestMSSQLReadsAnIDInTheRightByteOrder(t *testing.T) {
 	want := uuid.MustParse("6f9619ff-8b86-d011-b42d-00c04fc964ff")
 	f := startFakeTDS(t)
 	f.row = wireGUID(want)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := Open(ctx, Config{DSN: f.dsn("")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	ctx, db := f.open(t)
 	var got uuid.UUID
 	if err := db.Raw().QueryRowContext(ctx, "SELECT Id").Scan(&got); err != nil {
 		t.Fatal(err)
@@ -325,13 +327,7 @@ func TestMSSQLReadsAnIDInTheRightByteOrder(t *testing.T) {
 func TestMSSQLMigratorEndsItsOwnSession(t *testing.T) {
 	t.Parallel()
 	f := startFakeTDS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := Open(ctx, Config{DSN: f.dsn("")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	ctx, db := f.open(t)
 	service := f.log()[0].conn
 	mg, err := db.NewMigrator()
 	if err != nil {
@@ -375,13 +371,7 @@ func TestMSSQLMigratorEndsItsOwnSession(t *testing.T) {
 func TestMSSQLDeclaresJSONArgumentsAsNVarCharMax(t *testing.T) {
 	t.Parallel()
 	f := startFakeTDS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := Open(ctx, Config{DSN: f.dsn("")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	ctx, db := f.open(t)
 	// go-mssqldb declares a plain string as nvarchar(its length), so a statement taking id
 	// lists of many lengths would compile and cache a plan per length; Dialect.JSON makes the
 	// declaration the same for every length.
