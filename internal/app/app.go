@@ -71,7 +71,8 @@ func New(db *sqldb.DB, cfg Config) *App {
 		log = slog.Default()
 	}
 	keys := tenancy.NewStore(db)
-	m := metrics.New(overview.NewStore(db), metrics.Options{TenantLabels: cfg.MetricsTenantLabels, CacheTTL: cfg.MetricsCacheTTL, Logger: log})
+	ov := overview.NewStore(db)
+	m := metrics.New(ov, metrics.Options{TenantLabels: cfg.MetricsTenantLabels, CacheTTL: cfg.MetricsCacheTTL, Logger: log})
 	db.SetObserver(m)
 	s := web.New(web.Config{
 		MaxBody: cfg.MaxBody,
@@ -88,7 +89,8 @@ func New(db *sqldb.DB, cfg Config) *App {
 	auth.SetKeyCacheTTL(cfg.KeyCacheTTL)
 	auth.SetLimits(cfg.Limits)
 	s.SetAuth(auth.Require)
-	projects.Routes(s, projects.NewStore(db))
+	proj := projects.NewStore(db)
+	projects.Routes(s, proj)
 	rs := runs.NewService(db, cfg.Runs, log)
 	rs.SetObserver(m)
 	rs.AddHooks(decisions.Hooks())   // an ending attempt closes its pending decisions
@@ -106,7 +108,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	history.Routes(s, hist)
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: projects.NewStore(db), Overview: overview.NewStore(db), Secure: cfg.ConsoleSecureCookies, Logger: log})
+		Releases: rel, Projects: proj, Overview: ov, Secure: cfg.ConsoleSecureCookies, Logger: log})
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log, purge: cfg.PurgeInterval}
 }
 

@@ -61,11 +61,7 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisionStatuses...), Project: project}
 	f := decisions.ListFilter{Limit: pageSize + 1, ProjectID: optional(project)}
 	if status != "all" {
-		known := false
-		for _, s := range decisionStatuses {
-			known = known || s == status
-		}
-		if !known {
+		if !api.DecisionStatus(status).Valid() {
 			return c.notFound(ctx)
 		}
 		f.Status = &status
@@ -117,11 +113,8 @@ func (c *console) decisionPage(ctx echo.Context) error {
 		return c.notFound(ctx)
 	}
 	d, err := c.Decisions.Get(ctx.Request().Context(), tenantOf(ctx), id)
-	if apperr.Is(err, apperr.NotFound) {
-		return c.notFound(ctx)
-	}
 	if err != nil {
-		return err
+		return c.orNotFound(ctx, err)
 	}
 	return c.renderDecision(ctx, http.StatusOK, decisionView{Decision: d, Done: ctx.QueryParam("answered") == "1"})
 }

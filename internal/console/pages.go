@@ -265,11 +265,8 @@ func (c *console) runPage(ctx echo.Context) error {
 	}
 	rctx, tenant := ctx.Request().Context(), tenantOf(ctx)
 	run, err := c.Runs.Get(rctx, tenant, id)
-	if apperr.Is(err, apperr.NotFound) {
-		return c.notFound(ctx)
-	}
 	if err != nil {
-		return err
+		return c.orNotFound(ctx, err)
 	}
 	v := runView{Run: run}
 	items, err := c.History.List(rctx, tenant, history.Filter{RunID: &id, Limit: 500})
@@ -348,11 +345,8 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	}
 	rctx, tenant := ctx.Request().Context(), tenantOf(ctx)
 	a, err := c.History.Get(rctx, tenant, id)
-	if apperr.Is(err, apperr.NotFound) {
-		return c.notFound(ctx)
-	}
 	if err != nil {
-		return err
+		return c.orNotFound(ctx, err)
 	}
 	var after *history.TimelineCursor
 	if tc, ok := decodeCursor[timelineCursor](ctx.QueryParam("cursor")); ok {

@@ -249,14 +249,7 @@ func (l *liveCollector) build(all overview.All) []prometheus.Metric {
 	}
 	var sum overview.Counts
 	for _, c := range all.Tenants {
-		for b := 0; b < 3; b++ {
-			sum.Queued[b] += c.Queued[b]
-			sum.Leased[b] += c.Leased[b]
-		}
-		sum.PendingDecisions += c.PendingDecisions
-		if c.OldestDue != nil && (sum.OldestDue == nil || c.OldestDue.Before(*sum.OldestDue)) {
-			sum.OldestDue = c.OldestDue
-		}
+		sum.Add(*c)
 	}
 	emit(sum)
 	return out

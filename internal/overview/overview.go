@@ -55,6 +55,22 @@ func (c *Counts) due(t sqldb.NullTime) {
 	}
 }
 
+// Add adds o's counts to c; the older due time of the two stays.
+func (c *Counts) Add(o Counts) {
+	for b := range c.Queued {
+		c.Queued[b] += o.Queued[b]
+		c.Leased[b] += o.Leased[b]
+	}
+	c.LostLastHour += o.LostLastHour
+	c.PendingDecisions += o.PendingDecisions
+	if o.OldestDue != nil {
+		c.due(sqldb.NullTime{Time: *o.OldestDue, Valid: true})
+	}
+}
+
+// knownBand reports whether b is one of the three bands the counts index by.
+func knownBand(b int) bool { return b >= 0 && b < len(Counts{}.Queued) }
+
 // Tenant is one tenant's overview.
 type Tenant struct {
 	// At is the database time the overview was read at.
@@ -133,30 +149,26 @@ func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 			return &p.Counts
 		}
 		for _, r := range queued {
-			if r.Band < 0 || r.Band > 2 {
-				continue
-			}
-			for _, c := range []*Counts{&out.Counts, project(r.Key)} {
+			if knownBand(r.Band) {
+				c := project(r.Key)
 				c.Queued[r.Band] += r.Runs
 				c.due(r.OldestDue)
 			}
 		}
 		for _, r := range leased {
-			if r.Band < 0 || r.Band > 2 {
-				continue
+			if knownBand(r.Band) {
+				project(r.Key).Leased[r.Band] += r.Runs
 			}
-			out.Leased[r.Band] += r.Runs
-			project(r.Key).Leased[r.Band] += r.Runs
 		}
 		for _, r := range lost {
-			out.LostLastHour += r.Runs
 			project(r.Key).LostLastHour += r.Runs
 		}
 		for _, r := range pending {
-			out.PendingDecisions += r.Runs
 			project(r.Key).PendingDecisions += r.Runs
 		}
+		// Every row names a project, so the tenant's counts are its projects' sum.
 		for _, p := range byProject {
+			out.Counts.Add(p.Counts)
 			out.Projects = append(out.Projects, *p)
 		}
 		sort.Slice(out.Projects, func(i, j int) bool { return out.Projects[i].ProjectID < out.Projects[j].ProjectID })
@@ -217,14 +229,14 @@ func (s *Store) AllTenants(ctx context.Context) (All, error) {
 			return c
 		}
 		for _, r := range queued {
-			if r.Band >= 0 && r.Band <= 2 {
+			if knownBand(r.Band) {
 				c := tenant(r.TenantID)
 				c.Queued[r.Band] += r.Runs
 				c.due(r.OldestDue)
 			}
 		}
 		for _, r := range leased {
-			if r.Band >= 0 && r.Band <= 2 {
+			if knownBand(r.Band) {
 				tenant(r.TenantID).Leased[r.Band] += r.Runs
 			}
 		}
