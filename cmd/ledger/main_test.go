@@ -482,13 +482,13 @@ func TestVerbUsage(t *testing.T) {
 
 var readmeRow = regexp.MustCompile("^\\| `--([^`]+)` \\| `([^`]+)` \\| `([^`]*)` \\|")
 
-// TestREADMEConfigurationMatchesHelp keeps the README's configuration table equal to
+// TestREADMEConfigurationMatchesHelp keeps the configuration table of docs/operators.md equal to
 // `ledger serve --help`: every flag, its variable and its default, and nothing else.
 func TestREADMEConfigurationMatchesHelp(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "operators.md"))
 	if err != nil {
-		t.Fatalf("read README.md: %v", err)
+		t.Fatalf("read docs/operators.md: %v", err)
 	}
 	documented := map[string]string{}
 	for _, l := range strings.Split(string(readme), "\n") {
@@ -511,14 +511,14 @@ func TestREADMEConfigurationMatchesHelp(t *testing.T) {
 	}
 	for flag, want := range help {
 		if got, ok := documented[flag]; !ok {
-			t.Errorf("README.md does not document --%s (%s)", flag, want)
+			t.Errorf("docs/operators.md does not document --%s (%s)", flag, want)
 		} else if got != want {
-			t.Errorf("README.md documents --%s as %q, serve --help says %q", flag, got, want)
+			t.Errorf("docs/operators.md documents --%s as %q, serve --help says %q", flag, got, want)
 		}
 	}
 	for flag := range documented {
 		if _, ok := help[flag]; !ok {
-			t.Errorf("README.md documents --%s, which serve does not have", flag)
+			t.Errorf("docs/operators.md documents --%s, which serve does not have", flag)
 		}
 	}
 }
