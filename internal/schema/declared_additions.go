@@ -105,6 +105,13 @@ var RunsAdditions = []Addition{
 		Reason: "issue 11 item 7: an unfiltered index for the purge's self-referencing foreign-key check " +
 			"(FK_Runs_ContinuedFromRun); UX_Runs_ContinuedFrom is filtered",
 	},
+	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Tenant_Ended",
+		Definition: "INDEX (TenantId, EndedAt) INCLUDE (Outcome, ProjectId, AgentId, Kind) WHERE State = 2",
+		Reason: "DESIGN.md section 5a (insights, issue 21): runs ended in a window by outcome, project, agent and kind, and " +
+			"the attempts of each finished run, seek the window's ended runs instead of the tenant's whole history " +
+			"(migration 000016); SQLite has no INCLUDE",
+	},
 }
 
 // DeclaredAdditions lists every addition migrations/mssql makes to the seed's six tables:
@@ -136,6 +143,13 @@ var DeclaredAdditions = []Addition{
 		Reason:     reasonHistory + ": GET /v1/attempts?changedSince in Version order",
 	},
 	{
+		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Tenant_State_Ended",
+		Definition: "INDEX (TenantId, State, EndedAt) INCLUDE (ProjectId, AgentId, ReleaseId, RunId)",
+		Reason: "DESIGN.md section 5a (insights, issue 21): attempts ended in a window, one range per state (lost and " +
+			"released apart), leases lost per agent and release, and the console's leases lost in the last hour, each " +
+			"bounded to its window (IX_Attempts_Tenant_State reads every attempt of a state the tenant keeps)",
+	},
+	{
 		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Release",
 		Definition: "INDEX (ReleaseId, AdapterVersion, State)",
 		Reason:     "DESIGN.md section 5: draining or retiring a release finds the running attempts of that release and adapter",
@@ -154,6 +168,12 @@ var DeclaredAdditions = []Addition{
 		Table: "CallRecords", Kind: AddColumn, Item: "Version",
 		Definition: "rowversion NOT NULL",
 		Reason:     reasonRowversion + " (finished by PATCH …/calls/{callId})",
+	},
+	{
+		Table: "CallRecords", Kind: AddIndex, Item: "IX_Calls_Tenant_Started",
+		Definition: "INDEX (TenantId, StartedAt) INCLUDE (AttemptId, Target, Status, EndedAt)",
+		Reason: "DESIGN.md section 5a (insights, issue 21): calls started in a window, per target, with their status and " +
+			"duration; the seed indexes calls by attempt only",
 	},
 
 	// DecisionRequests
