@@ -30,23 +30,33 @@ func Routes(s *web.Server, store *Store) {
 	}
 	grouped("insightRunsEnded", "/v1/insights/runs", "Runs ended per bucket, by outcome",
 		"Counts the runs that ended in each bucket, one series per outcome.", api.InsightSeries{},
-		func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.RunsEnded(ctx, t, w, f) })
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.RunsEnded(ctx, t, w, f)
+		})
 	grouped("insightAttemptsEnded", "/v1/insights/attempts", "Attempts ended per bucket, by state",
 		"Counts the attempts that ended in each bucket, one series per state (lost: taken back by the reaper; released: "+
 			"given back by the holder).", api.InsightSeries{},
-		func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.AttemptsEnded(ctx, t, w, f) })
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.AttemptsEnded(ctx, t, w, f)
+		})
 	grouped("insightLeasesLost", "/v1/insights/leases-lost", "Leases lost per bucket",
 		"Counts the attempts whose lease expired and was taken back by the reaper; group by agent or release to see "+
 			"who loses them.", api.InsightSeries{},
-		func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.LeasesLost(ctx, t, w, f) })
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.LeasesLost(ctx, t, w, f)
+		})
 	grouped("insightAttemptsPerRun", "/v1/insights/attempts-per-run", "Attempts per finished run",
 		"The distribution of the number of attempts of the runs that ended in the window (the last bin, 20, counts "+
 			"20 or more).", api.AttemptsPerRun{},
-		func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.AttemptsPerRun(ctx, t, w, f) })
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.AttemptsPerRun(ctx, t, w, f)
+		})
 	grouped("insightClaimLatency", "/v1/insights/claim-latency", "Time from enqueue to first claim",
 		"For the runs enqueued in the window that have been claimed: the time from queuedAt to their first attempt's "+
 			"start, p50 and p95.", api.ClaimLatency{},
-		func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.ClaimLatency(ctx, t, w, f) })
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.ClaimLatency(ctx, t, w, f)
+		})
 	s.Route(http.MethodGet, "/v1/insights/calls", web.Op{ID: "insightCalls", Tag: "Insights", Summary: "Calls per target",
 		Description: "The calls started in the window per target (at most 50 targets, most calls first, the rest " +
 			"summed as other): count, failures (failed, denied, abandoned) and their rate, duration p50 and p95 of the " +
@@ -58,7 +68,9 @@ func Routes(s *web.Server, store *Store) {
 		Description: "The decisions requested in the window per decision kind: requested, answered (approved or " +
 			"rejected), expired, cancelled, still pending, and the time to answer p50 and p95." + windowDoc,
 		Roles: ad, Query: api.InsightParams{}, Status: http.StatusOK, Response: api.DecisionInsights{}},
-		h.plain(func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.Decisions(ctx, t, w, f) }))
+		h.plain(func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.Decisions(ctx, t, w, f)
+		}))
 }
 
 type groupedRead func(ctx context.Context, tenantID string, w Window, f Filter) (any, error)

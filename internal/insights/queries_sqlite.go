@@ -46,7 +46,9 @@ func sqliteMs(from, to string) string {
 	return `CAST(ROUND((julianday(` + to + `) - julianday(` + from + `)) * 86400000.0) AS INTEGER)`
 }
 
-func sqliteBin(ms string) string { return `(SELECT COUNT(*) FROM json_each(?11) WHERE value < ` + ms + `)` }
+func sqliteBin(ms string) string {
+	return `(SELECT COUNT(*) FROM json_each(?11) WHERE value < ` + ms + `)`
+}
 
 // sqliteChild filters a call or decision (alias) by its attempt's filters, reading the
 // attempt (PK seek) only when a filter is set.
