@@ -92,6 +92,8 @@ func (c *console) signout(ctx echo.Context) error {
 // overviewView is the overview with the numbers the template shows.
 type overviewView struct {
 	overview.Tenant
+	// Spark is the last 24 hours of ended runs (the full page only, not its live refresh).
+	Spark    *sparkView
 	Bands    []bandRow
 	ClaimLag time.Duration
 	Projects []projectRow
@@ -127,6 +129,11 @@ func (c *console) overviewPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
+	spark, err := c.readSparkline(ctx.Request().Context(), tenantOf(ctx))
+	if err != nil {
+		return err
+	}
+	v.Spark = &spark
 	return c.render(ctx, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: v})
 }
 

@@ -50,6 +50,14 @@ var funcs = template.FuncMap{
 	"esc":  url.PathEscape,
 	"json": func(b []byte) string { return prettyJSON(b) },
 	"add":  func(a, b int) int { return a + b },
+	"ms": func(p *int64) string {
+		if p == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%d", *p)
+	},
+	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"list": func(s ...string) []string { return s },
 }
 
 func fmtDuration(d time.Duration) string {
