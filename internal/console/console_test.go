@@ -530,7 +530,7 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 		"kind": "approval", "recommendation": strings.Repeat("ship it after the review ", 20), "expiresInSeconds": 86400}).Decode(t, &d)
 
 	pages := []string{"/ui/", "/ui/runs", "/ui/runs/" + run.RunID.String(), "/ui/attempts/" + cl.Attempt.AttemptID.String(),
-		"/ui/decisions?status=all", "/ui/decisions/" + d.DecisionID.String(), "/ui/releases", "/ui/projects"}
+		"/ui/decisions?status=all", "/ui/decisions/" + d.DecisionID.String(), "/ui/releases", "/ui/insights", "/ui/projects"}
 	// cut lists what does not fit: the page's overflow, cut headers, and cut cells of
 	// fixed-width columns (a <col> with a class other than w-id or w-name).
 	const cut = `(() => {
