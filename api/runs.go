@@ -213,10 +213,14 @@ type ReleaseLockParams struct {
 
 // ListRunsParams are the query parameters of GET /v1/runs.
 type ListRunsParams struct {
-	State     *RunState `query:"state"`
-	Subject   *string   `query:"subject" validate:"omitempty,ident=256"`
-	ProjectID *string   `query:"projectId" validate:"omitempty,segment=64"`
-	Kind      *string   `query:"kind" validate:"omitempty,ident=64"`
+	State      *RunState `query:"state"`
+	Subject    *string   `query:"subject" validate:"omitempty,ident=256"`
+	ProjectID  *string   `query:"projectId" validate:"omitempty,segment=64"`
+	Kind       *string   `query:"kind" validate:"omitempty,ident=64"`
+	AgentID    *string   `query:"agentId" validate:"omitempty,segment=128"`
+	Band       *Band     `query:"band"`
+	QueuedFrom *Time     `query:"queuedFrom" doc:"Runs queued at or after this time."`
+	QueuedTo   *Time     `query:"queuedTo" doc:"Runs queued before this time."`
 	PageParams
 }
 

@@ -51,7 +51,7 @@ type queries struct {
 	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any) -> run
 	endQueued     string // 1 run, 2 outcome, 3 ended at -> run
 	requestCancel string // 1 run, 2 now -> run
-	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from
+	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from, 11 band
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
 }

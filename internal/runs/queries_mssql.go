@@ -460,13 +460,13 @@ WHERE RunId = @p1 AND State = 1 AND CancelRequestedAt IS NULL;` + mssqlRunSelect
 	// branches fold away, the cursor becomes a seek bound, and "State = @p2" with a value
 	// can even match a filtered index. It costs a compile per call; a listing is not a hot
 	// path. No hints: under RCSI a consistent image, no locks; without RCSI short S locks.
-	// @p9 (agent) is a residual after the lookup; @p10 (queued from) bounds the backward
+	// @p9 (agent) and @p11 (band) are residuals after the lookup; @p10 (queued from) bounds the backward
 	// range scan of IX_Runs_Tenant_Queued from below, so a time window seeks both ends.
 	// 0 rows -> an empty page. No expected errors.
 	list: `SELECT TOP (@p8) ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subject = @p3)
     AND (@p4 IS NULL OR ProjectId = @p4) AND (@p5 IS NULL OR Kind = @p5)
-    AND (@p9 IS NULL OR AgentId = @p9) AND (@p10 IS NULL OR QueuedAt >= @p10)
+    AND (@p9 IS NULL OR AgentId = @p9) AND (@p10 IS NULL OR QueuedAt >= @p10) AND (@p11 IS NULL OR Band = @p11)
     AND (@p6 IS NULL OR QueuedAt < @p6 OR (QueuedAt = @p6 AND RunId < @p7))
 ORDER BY QueuedAt DESC, RunId DESC
 OPTION (RECOMPILE);`,

@@ -130,6 +130,7 @@ RETURNING ` + runColumns,
 	list: `SELECT ` + runColumns + ` FROM Runs
 WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND (?5 IS NULL OR Kind = ?5) AND (?9 IS NULL OR AgentId = ?9) AND (?10 IS NULL OR QueuedAt >= ?10)
+    AND (?11 IS NULL OR Band = ?11)
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
 	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 ORDER BY LeasedUntil LIMIT ?2`,
