@@ -34,7 +34,7 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
-		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},
+		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.DecisionItem]{},
 		Query:    api.PageParams{},
 		Problems: []apperr.Code{apperr.NotFound},
 	}, h.listByAttempt)
@@ -42,7 +42,7 @@ func Routes(s *web.Server, store *Store) {
 		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox",
 		Description: "The tenant's decisions: pending ones first, then the others, each oldest request first (a pending " +
 			"decision past its expiry is listed as expired); each item names its run, project, subject and agent.",
-		Roles: []string{ad}, Status: http.StatusOK, Response: web.Page[api.Decision]{},
+		Roles: []string{ad}, Status: http.StatusOK, Response: web.Page[api.DecisionItem]{},
 		Query: api.ListDecisionsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
@@ -154,7 +154,7 @@ type cursor struct {
 func page(c echo.Context, limit int, ds []Decision) error {
 	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ds, limit, func(last Decision) any {
 		return cursor{Rank: Rank(last), RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
-	}), Decision.Wire))
+	}), Decision.Item))
 }
 
 func after(c echo.Context) (*Position, error) {
