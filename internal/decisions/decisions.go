@@ -88,7 +88,9 @@ type Decision struct {
 }
 
 // Item is the decision as a listing shows it: its wire form and its ETag.
-func (d Decision) Item() api.DecisionItem { return api.DecisionItem{Decision: d.Wire(), ETag: d.Version.ETag()} }
+func (d Decision) Item() api.DecisionItem {
+	return api.DecisionItem{Decision: d.Wire(), ETag: d.Version.ETag()}
+}
 
 // Wire returns the decision as the API sends it.
 func (d Decision) Wire() api.Decision {

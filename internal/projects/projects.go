@@ -29,7 +29,9 @@ type Project struct {
 }
 
 // Item is the project as a listing shows it: its wire form and its ETag.
-func (p Project) Item() api.ProjectItem { return api.ProjectItem{Project: p.Wire(), ETag: p.Version.ETag()} }
+func (p Project) Item() api.ProjectItem {
+	return api.ProjectItem{Project: p.Wire(), ETag: p.Version.ETag()}
+}
 
 // Wire returns the project as the API sends it.
 func (p Project) Wire() api.Project {
