@@ -112,6 +112,7 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/releases/:releaseId/:adapterVersion/move", c.confirmReleaseMove)
 	a.POST("/releases/:releaseId/:adapterVersion/move", c.moveRelease)
 	a.GET("/projects", c.projectsPage)
+	a.POST("/projects", c.createProject)
 	a.POST("/projects/:projectId", c.changeProject)
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -148,13 +149,17 @@ func (c *console) overviewLive(ctx echo.Context) error {
 
 // runsFilter is the Runs page's form, as typed.
 type runsFilter struct {
-	State, Project, Subject, Kind, Agent, From, To string
+	State, Band, Project, Subject, Kind, Agent, From, To string
 }
 
 type runsView struct {
 	Filter  runsFilter
 	Runs    []runs.Run
 	Next    string // query string of the next page ("" on the last)
+	// Newest links the first page with the same filters, set only on a later page (the
+	// first page needs no link to itself). A whole URL, built from encoded values: the
+	// template would escape a query string's "=" and "&".
+	Newest  template.URL
 	Problem string
 }
 
@@ -185,7 +190,7 @@ func optional(s string) *string {
 
 func (c *console) runsPage(ctx echo.Context) error {
 	q := ctx.QueryParams()
-	f := runsFilter{State: q.Get("state"), Project: strings.TrimSpace(q.Get("project")), Subject: strings.TrimSpace(q.Get("subject")),
+	f := runsFilter{State: q.Get("state"), Band: q.Get("band"), Project: strings.TrimSpace(q.Get("project")), Subject: strings.TrimSpace(q.Get("subject")),
 		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to")}
 	v := runsView{Filter: f}
 	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
@@ -197,6 +202,13 @@ func (c *console) runsPage(ctx echo.Context) error {
 			problems = append(problems, "state must be queued, leased or ended")
 		}
 		lf.State = &st
+	}
+	if f.Band != "" {
+		b, ok := parseEnum[runs.Band](f.Band)
+		if !ok {
+			problems = append(problems, "band must be interactive, batch or background")
+		}
+		lf.Band = &b
 	}
 	from, err := parseTime(f.From)
 	if err != nil {
@@ -211,6 +223,13 @@ func (c *console) runsPage(ctx echo.Context) error {
 		lf.AfterQueuedAt, lf.AfterRunID = to, uuid.Nil // before "to", exclusive
 	}
 	if cur := q.Get("cursor"); cur != "" {
+		first := url.Values{}
+		for k, vs := range q {
+			if k != "cursor" && len(vs) > 0 && vs[0] != "" {
+				first.Set(k, vs[0])
+			}
+		}
+		v.Newest = template.URL("/ui/runs?" + first.Encode())
 		if rc, ok := decodeCursor[runCursor](cur); !ok {
 			problems = append(problems, "the page link is damaged; start again from the first page")
 		} else if to == nil || rc.QueuedAt.Before(*to) {

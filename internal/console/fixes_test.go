@@ -1,0 +1,142 @@
+package console_test
+
+import (
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/opstest"
+)
+
+func getPage(t *testing.T, c *http.Client, s *opstest.Stack, path string) (int, string) {
+	t.Helper()
+	r, err := c.Get(s.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return r.StatusCode, string(b)
+}
+
+// TestProjectCreatedAndPauseExplained: a project is created from the console (an existing
+// id is refused and left alone), and pausing one says what it does.
+func TestProjectCreatedAndPauseExplained(t *testing.T) {
+	t.Parallel()
+	s := opstest.New(t, app.Config{})
+	tn := s.NewTenant(t)
+	c, csrf, etag := httpSession(t, s, tn.Admin)
+	post := func(path string, form url.Values) *http.Response {
+		form.Set("csrf", csrf)
+		r, err := c.PostForm(s.URL+path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r
+	}
+	r := post("/ui/projects", url.Values{"projectId": {"made-in-console"}})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create: %d", r.StatusCode)
+	}
+	var p api.Project
+	tn.Must(http.StatusOK, "GET", "/v1/projects/made-in-console", tn.Admin, nil).Decode(t, &p)
+	if !p.Active || p.RetentionDays != 365 {
+		t.Errorf("created project %+v", p)
+	}
+	if _, body := getPage(t, c, s, r.Header.Get("Location")); !strings.Contains(body, "made-in-console created") {
+		t.Errorf("no word of the creation on %s", r.Header.Get("Location"))
+	}
+	for _, bad := range []string{"p1", "a/b", " padded", ""} {
+		if r := post("/ui/projects", url.Values{"projectId": {bad}}); r.StatusCode != http.StatusConflict && r.StatusCode != http.StatusBadRequest {
+			t.Errorf("create %q: %d, want a refusal", bad, r.StatusCode)
+		}
+	}
+	if tn.Must(http.StatusOK, "GET", "/v1/projects/p1", tn.Admin, nil).Header.Get("ETag") != etag {
+		t.Error("refusing to create p1 changed it")
+	}
+
+	r = post("/ui/projects/p1", url.Values{"action": {"pause"}, "etag": {etag}})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("pause: %d", r.StatusCode)
+	}
+	if _, body := getPage(t, c, s, r.Header.Get("Location")); !strings.Contains(body, "paused: its queued runs will not be offered to claims") {
+		t.Errorf("pausing does not say what it does: %s", r.Header.Get("Location"))
+	}
+}
+
+// TestRunsListFixes: the runs list has a short run id column; the overview's band counts
+// link to a band-filtered list that lists that band only; the first page has no link to
+// itself, a later one links back to the newest with the same filters; the run page says
+// "1 attempt".
+func TestRunsListFixes(t *testing.T) {
+	t.Parallel()
+	s := opstest.New(t, app.Config{})
+	tn := s.NewTenant(t)
+	inter := tn.Enqueue("fix-1", "interactive")
+	tn.Enqueue("fix-2", "batch")
+	c, _, _ := httpSession(t, s, tn.Admin)
+
+	_, overview := getPage(t, c, s, "/ui/")
+	if !strings.Contains(overview, `href="/ui/runs?state=queued&amp;band=interactive"`) {
+		t.Errorf("the overview's interactive queued count does not link to the band's list")
+	}
+	_, list := getPage(t, c, s, "/ui/runs?state=queued&band=interactive")
+	short := inter.RunID.String()[:8]
+	if !strings.Contains(list, ">"+short+"</a>") {
+		t.Errorf("the list has no short run id %s", short)
+	}
+	if n := strings.Count(list, `<td class="mono"><a href="/ui/runs/`); n != 1 {
+		t.Errorf("the interactive list has %d runs, want 1", n)
+	}
+	if strings.Contains(list, `id="newest"`) {
+		t.Error("the newest page links to itself")
+	}
+	cursor := base64.RawURLEncoding.EncodeToString([]byte(`{"q":"2099-01-01T00:00:00Z","r":"00000000-0000-0000-0000-000000000000"}`))
+	_, later := getPage(t, c, s, "/ui/runs?state=queued&cursor="+cursor)
+	if !strings.Contains(later, `id="newest"`) || !strings.Contains(later, `href="/ui/runs?state=queued" id="newest"`) {
+		t.Errorf("a later page has no link to the newest with its filters")
+	}
+	if st, _ := getPage(t, c, s, "/ui/runs?band=urgent"); st != http.StatusBadRequest {
+		t.Errorf("an unknown band: %d, want 400", st)
+	}
+
+	cl, ok, _ := tn.Claim(600, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	tn.Must(http.StatusOK, "POST", cl.Path("/release"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "charge": true})
+	var run api.Run
+	tn.Must(http.StatusOK, "GET", "/v1/runs/"+cl.Run.RunID.String(), tn.Admin, nil).Decode(t, &run)
+	_, page := getPage(t, c, s, "/ui/runs/"+run.RunID.String())
+	if run.AttemptsSpent != 1 || !strings.Contains(page, "1 attempt spent") || strings.Contains(page, "1 attempts") {
+		t.Errorf("a run with %d attempt spent: the page does not say \"1 attempt spent\"", run.AttemptsSpent)
+	}
+}
+
+// TestDecisionPageLayout: the answer form says what an approval id is and keeps its button
+// apart from that field; a decision without an expiry or an answer shows no empty rows.
+func TestDecisionPageLayout(t *testing.T) {
+	t.Parallel()
+	s := opstest.New(t, app.Config{})
+	tn := s.NewTenant(t)
+	_, d := askDecision(t, tn, "layout-1")
+	c, _, _ := httpSession(t, s, tn.Admin)
+	_, page := getPage(t, c, s, "/ui/decisions/"+d.DecisionID.String())
+	for _, want := range []string{`aria-describedby="approval-hint"`, `id="approval-hint">The id (a UUID) of the approval`,
+		`<div class="actions"><button type="submit" id="send-answer">`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the decision page lacks %q", want)
+		}
+	}
+	for _, empty := range []string{"<dt>Expires</dt>", "<dt>Answered</dt>"} {
+		if strings.Contains(page, empty) {
+			t.Errorf("the decision page shows an empty %s row", empty)
+		}
+	}
+}
