@@ -153,9 +153,9 @@ type runsFilter struct {
 }
 
 type runsView struct {
-	Filter  runsFilter
-	Runs    []runs.Run
-	Next    string // query string of the next page ("" on the last)
+	Filter runsFilter
+	Runs   []runs.Run
+	Next   string // query string of the next page ("" on the last)
 	// Newest links the first page with the same filters, set only on a later page (the
 	// first page needs no link to itself). A whole URL, built from encoded values: the
 	// template would escape a query string's "=" and "&".
