@@ -182,9 +182,9 @@ func TestRunTimeline(t *testing.T) {
 	shot(t, ctx, "attempt")
 	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#timeline tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()).join("|"))`)
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`^\S+ \S+\|checkpoint\|1\|phase planning · state state://plan-1\|planning\|$`),
+		regexp.MustCompile(`^\S+ \S+\|checkpoint\|1\|phase planning · state state://plan-1\|resumable\|$`),
 		regexp.MustCompile(`^\S+ \S+\|call\|1\|model gpt-review\|succeeded\|2\.5s$`),
-		regexp.MustCompile(`^\S+ \S+\|checkpoint\|2\|phase acting · state state://act-2\|acting\|$`),
+		regexp.MustCompile(`^\S+ \S+\|checkpoint\|2\|phase acting · state state://act-2\|resumable\|$`),
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("timeline rows %q, want %d", rows, len(want))

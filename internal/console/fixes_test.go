@@ -1,12 +1,17 @@
 package console_test
 
 import (
+	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/app"
@@ -138,5 +143,67 @@ func TestDecisionPageLayout(t *testing.T) {
 		if strings.Contains(page, empty) {
 			t.Errorf("the decision page shows an empty %s row", empty)
 		}
+	}
+}
+
+// TestAttemptTimelineEndsWithHowItEnded: the timeline lists the attempt's checkpoint,
+// decision and delegation as entries, with a status that is not the phase again, and ends
+// with how the attempt ended: released by its holder, or lost to the reaper.
+func TestAttemptTimelineEndsWithHowItEnded(t *testing.T) {
+	t.Parallel()
+	s := opstest.New(t, app.Config{})
+	tn := s.NewTenant(t)
+	c, _, _ := httpSession(t, s, tn.Admin)
+	rows := func(attempt string) [][]string {
+		t.Helper()
+		_, page := getPage(t, c, s, "/ui/attempts/"+attempt)
+		var out [][]string
+		for _, tr := range regexp.MustCompile(`(?s)<tr class="k-([a-z]+)">(.*?)</tr>`).FindAllStringSubmatch(page, -1) {
+			cells := regexp.MustCompile(`(?s)<td[^>]*>(.*?)</td>`).FindAllStringSubmatch(tr[2], -1)
+			row := []string{tr[1]}
+			for _, cell := range cells {
+				row = append(row, regexp.MustCompile(`<[^>]+>`).ReplaceAllString(cell[1], ""))
+			}
+			out = append(out, row)
+		}
+		return out
+	}
+
+	cl, _ := askDecision(t, tn, "timeline-1")
+	tok := cl.Lease.FencingToken
+	tn.Must(http.StatusCreated, "POST", cl.Path("/checkpoints"), tn.Runtime, map[string]any{"fencingToken": tok,
+		"sequence": 1, "phase": "acting", "adapterStateRef": "state://1", "adapterVersion": "1.0", "hash": "h1"})
+	tn.Must(http.StatusCreated, "POST", cl.Path("/delegations"), tn.Runtime, map[string]any{"fencingToken": tok,
+		"purpose": "look", "child": map[string]any{"subject": "timeline-child", "kind": "review", "projectId": "p1",
+			"agentId": "sub", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
+	tn.Must(http.StatusOK, "POST", cl.Path("/release"), tn.Runtime, map[string]any{"fencingToken": tok, "retryAfterSeconds": 3600})
+	got := rows(cl.Attempt.AttemptID.String())
+	kinds := []string{}
+	for _, r := range got {
+		kinds = append(kinds, r[0])
+	}
+	// At one time (the clock stands still), entries order by kind, the end last.
+	if strings.Join(kinds, ",") != "checkpoint,decision,delegation,end" {
+		t.Fatalf("timeline kinds %v, want checkpoint, decision, delegation, end", kinds)
+	}
+	if cp := got[0]; cp[5] == "acting" {
+		t.Errorf("the checkpoint's status repeats its phase: %v", cp)
+	}
+	if end := got[3]; !strings.HasPrefix(end[4], "released") || end[5] != "released" {
+		t.Errorf("the last entry %v, want how it ended: released", end)
+	}
+
+	tn.Enqueue("timeline-2", "interactive")
+	lost, ok, _ := tn.Claim(60, nil)
+	if !ok || lost.Run.Subject != "timeline-2" {
+		t.Fatalf("claim: %v %+v", ok, lost.Run)
+	}
+	s.Clock.Advance(2 * time.Minute)
+	if _, err := s.App.Runs.Reap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got = rows(lost.Attempt.AttemptID.String())
+	if len(got) != 1 || got[0][0] != "end" || !strings.HasPrefix(got[0][4], "lost: the lease") || got[0][5] != "lost" {
+		t.Errorf("a lost attempt's timeline %v, want one end entry: lost", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -391,6 +392,10 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	for _, e := range entries {
 		v.Timeline = append(v.Timeline, timelineRowOf(e))
 	}
+	// The last page ends with how the attempt ended (its row, not a ledger entry).
+	if v.Next == "" && a.EndedAt != nil {
+		v.Timeline = append(v.Timeline, endRowOf(a))
+	}
 	return c.render(ctx, http.StatusOK, "attempt", page{Title: "Attempt", Nav: "runs", Data: v})
 }
 
@@ -399,7 +404,8 @@ func timelineRowOf(e history.TimelineEntry) timelineRow {
 	switch it := e.Item.(type) {
 	case history.Checkpoint:
 		row.Summary = "phase " + it.Phase.String() + " · state " + it.AdapterStateRef
-		row.Status = it.Phase.String()
+		// The phase is in the summary; the status says what the entry is good for.
+		row.Status = "resumable"
 	case history.Call:
 		row.Summary = it.Kind.String() + " " + it.Target
 		row.Status = it.Status
@@ -419,6 +425,26 @@ func timelineRowOf(e history.TimelineEntry) timelineRow {
 		row.Summary = "delegated to " + it.ChildAgentID + ": " + it.Purpose
 		row.Status = it.Status
 		row.Link = "/ui/runs/" + it.ChildRunID.String()
+	}
+	return row
+}
+
+// endRowOf is the timeline's last line: how the attempt ended, and by whom.
+func endRowOf(a attempts.Attempt) timelineRow {
+	row := timelineRow{Kind: "end", At: *a.EndedAt, Status: a.State.String(),
+		Duration: fmtDuration(a.EndedAt.Sub(a.StartedAt))}
+	switch a.State {
+	case attempts.Released:
+		row.Summary = "released: the holder gave the run back"
+	case attempts.Lost:
+		row.Summary = fmt.Sprintf("lost: the lease (epoch %d, lease %s) expired and the reaper took the run back", a.FencingToken, a.LeaseID)
+	case attempts.Cancelled:
+		row.Summary = "cancelled: the holder completed it as cancelled"
+		if a.CancellationObservedAt != nil {
+			row.Summary += " after seeing the cancel request at " + a.CancellationObservedAt.UTC().Format("15:04:05.000")
+		}
+	default:
+		row.Summary = "completed " + a.State.String() + " by the holder"
 	}
 	return row
 }
