@@ -68,6 +68,8 @@ type Server struct {
 	version  string
 	identify func(ctx context.Context) (string, string, bool)
 	notify   func(Request)
+	// onShutdown are called as Start begins to drain (OnShutdown).
+	onShutdown []func()
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -203,6 +205,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
+// OnShutdown has f called when Start begins to drain, so that requests waiting for a change
+// (waitSeconds) answer at once rather than hold the drain up. Call it while wiring.
+func (s *Server) OnShutdown(f func()) { s.onShutdown = append(s.onShutdown, f) }
+
 // Start serves on addr until ctx ends, then drains in-flight requests for up to grace.
 func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, listening func(addr string)) error {
 	srv := &http.Server{
@@ -214,6 +220,9 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, li
 		WriteTimeout: 60 * time.Second,
 		IdleTimeout:  120 * time.Second,
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	for _, f := range s.onShutdown {
+		srv.RegisterOnShutdown(f)
 	}
 	ln, err := listen(addr)
 	if err != nil {
