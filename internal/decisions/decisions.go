@@ -36,8 +36,8 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/waits"
-	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // Kind is what a decision asks for (stored as its position; the wire type).
@@ -306,7 +306,7 @@ func ByIDs(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID) 
 // field: options.go). A refused answer changes nothing.
 func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Answer) (Decision, error) {
 	if !api.AnswerStatus(a.Status).Valid() {
-		return Decision{}, apperr.FieldsInvalid(web.NotOneOf("status", api.AnswerStatus(a.Status)))
+		return Decision{}, apperr.FieldsInvalid(validate.NotOneOf("status", api.AnswerStatus(a.Status)))
 	}
 	var out Decision
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
