@@ -93,7 +93,7 @@ func Resolve(now time.Time, p api.InsightParams, group *api.InsightGroup) (Windo
 		from = p.From.Time
 	}
 	if !to.After(from) {
-		return Window{}, apperr.FieldsInvalid(apperr.FieldError{Field: "to", Reason: "must be after from"})
+		return Window{}, apperr.FieldsInvalid(api.FieldError{Field: "to", Reason: "must be after from"})
 	}
 	width := w.Width()
 	w.From = floor(from, width)
@@ -102,7 +102,7 @@ func Resolve(now time.Time, p api.InsightParams, group *api.InsightGroup) (Windo
 		w.To = w.To.Add(width)
 	}
 	if n := w.Buckets(); n > api.InsightMaxBuckets {
-		return Window{}, apperr.FieldsInvalid(apperr.FieldError{Field: "bucket",
+		return Window{}, apperr.FieldsInvalid(api.FieldError{Field: "bucket",
 			Reason: fmt.Sprintf("the window holds %d buckets of %s; at most %d (widen the bucket or narrow from..to)",
 				n, w.Bucket, api.InsightMaxBuckets)})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 )
 
 // Page is a collection response.
@@ -44,10 +45,10 @@ func DecodeCursor(c echo.Context, dst any) (bool, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(raw)
 	if err == nil {
-		err = decodeStrict(b, dst)
+		err = strictjson.Decode(b, dst)
 	}
 	if err != nil {
-		return false, apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor this service made"})
+		return false, apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "is not a cursor this service made"})
 	}
 	return true, nil
 }
@@ -77,7 +78,7 @@ func FilterKey(c echo.Context) string {
 
 // CursorOfOtherFilters is the 400 for a cursor made with other filters than the request's.
 func CursorOfOtherFilters() error {
-	return apperr.FieldsInvalid(apperr.FieldError{Field: "cursor",
+	return apperr.FieldsInvalid(api.FieldError{Field: "cursor",
 		Reason: "was made by a listing with other filters; start again without it, or repeat those filters"})
 }
 
