@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,9 +61,18 @@ func TestMain(m *testing.M) {
 		defer cancelAlloc()
 		ctx, cancel := chromedp.NewContext(alloc)
 		defer cancel()
-		start, stop := context.WithTimeout(ctx, 60*time.Second)
-		defer stop()
-		if err := chromedp.Do(start); err != nil {
+		// The browser lives as long as the context of the first action on it: a timeout
+		// there would kill it after that long, mid-suite ("context canceled" in whichever
+		// cases are still running). So the start waits with a timer of its own instead.
+		started := make(chan error, 1)
+		go func() { started <- chromedp.Do(ctx) }()
+		select {
+		case err = <-started:
+		case <-time.After(60 * time.Second):
+			cancel()
+			err = errors.New("no answer in 60 s")
+		}
+		if err != nil {
 			skipWhy = fmt.Sprintf("Chromium at %s did not start (%v): browser tests skipped", path, err)
 			return m.Run()
 		}
