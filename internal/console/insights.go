@@ -291,10 +291,15 @@ func groupLabel(k api.InsightGroupKey) string {
 // series, and, when grouped, each group's totals.
 func seriesChartOf(id, title, state string, w insights.Window, f insights.Filter, s api.InsightSeries) seriesChart {
 	ch := seriesChart{ID: id, Title: title, Href: runsLink(state, w.From, w.To, f, "", "")}
+	// Every group has every series, in one order; with no group, the insight's own names.
 	if len(s.Groups) > 0 {
 		for _, sr := range s.Groups[0].Series {
 			ch.Names = append(ch.Names, sr.Name)
 		}
+	} else if state == "ended" {
+		ch.Names = api.RunOutcome("").EnumValues()
+	} else {
+		ch.Names = api.AttemptState(0).EnumValues()[1:]
 	}
 	daily := w.Bucket == api.Bucket1d
 	withDate := w.To.Sub(w.From) > 24*time.Hour || w.From.YearDay() != w.To.Add(-time.Millisecond).YearDay()
