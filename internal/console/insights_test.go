@@ -62,6 +62,9 @@ func TestInsightsPageMatchesAPI(t *testing.T) {
 
 	ctx := tab(t)
 	signIn(t, ctx, s, tn.Admin)
+	if !eval[bool](t, ctx, `!!document.getElementById("t-spark")`) {
+		t.Fatalf("the overview has no sparkline table: %s", text(t, ctx, "main"))
+	}
 	if got := eval[map[string][]string](t, ctx, readTable+`("#t-spark")`); fmt.Sprint(got) != fmt.Sprint(dropTotals(want)) {
 		t.Errorf("overview sparkline table %v, API %v", got, dropTotals(want))
 	}
