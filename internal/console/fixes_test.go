@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/opstest"
 )
@@ -205,5 +206,74 @@ func TestAttemptTimelineEndsWithHowItEnded(t *testing.T) {
 	got = rows(lost.Attempt.AttemptID.String())
 	if len(got) != 1 || got[0][0] != "end" || !strings.HasPrefix(got[0][4], "lost: the lease") || got[0][5] != "lost" {
 		t.Errorf("a lost attempt's timeline %v, want one end entry: lost", got)
+	}
+}
+
+// TestRunPageReadsDelegationsAndChainOnce: the run page costs the same statements for a run
+// with three attempts, a delegation and a chain of continuations as for a run with one
+// attempt and none of those (one read for the delegations, one for the chain), and lists
+// them all.
+func TestRunPageReadsDelegationsAndChainOnce(t *testing.T) {
+	t.Parallel()
+	s := opstest.New(t, app.Config{})
+	tn := s.NewTenant(t)
+	c, _, _ := httpSession(t, s, tn.Admin)
+	review := map[string]any{"kinds": []string{"review"}}
+	claim := func() opstest.Claimed {
+		t.Helper()
+		cl, ok, _ := tn.Claim(600, review)
+		if !ok {
+			t.Fatal("claim found nothing")
+		}
+		return cl
+	}
+	complete := func(cl opstest.Claimed) {
+		tn.Must(http.StatusOK, "POST", cl.Path("/complete"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "state": "succeeded"})
+	}
+
+	single := tn.Enqueue("once-1", "batch")
+	complete(claim())
+
+	long := tn.Enqueue("once-2", "batch")
+	for i := range 3 {
+		cl := claim()
+		if i == 0 {
+			tn.Must(http.StatusCreated, "POST", cl.Path("/delegations"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+				"purpose": "look", "child": map[string]any{"subject": "once-child", "kind": "child", "projectId": "p1",
+					"agentId": "sub", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
+		}
+		if i < 2 {
+			tn.Must(http.StatusOK, "POST", cl.Path("/release"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "retryAfterSeconds": 0})
+		} else {
+			complete(cl)
+		}
+	}
+	var next api.Run
+	tn.Must(http.StatusCreated, "POST", "/v1/runs/"+long.RunID.String()+"/continue", tn.Runtime, nil).Decode(t, &next)
+	complete(claim())
+	var last api.Run
+	tn.Must(http.StatusCreated, "POST", "/v1/runs/"+next.RunID.String()+"/continue", tn.Runtime, nil).Decode(t, &last)
+
+	count := func(run api.Run) (int, string) {
+		t.Helper()
+		stop := apitest.Statements(s.DB)
+		_, page := getPage(t, c, s, "/ui/runs/"+run.RunID.String())
+		return len(stop()), page
+	}
+	few, _ := count(single)
+	many, page := count(long)
+	if many != few {
+		t.Errorf("the run page sends %d statements for a run with 3 attempts, a delegation and a chain, %d for a run with 1 attempt", many, few)
+	}
+	for _, want := range []string{"/ui/runs/" + next.RunID.String(), "/ui/runs/" + last.RunID.String(), "once-child", "<b>this run</b>"} {
+		if want == "once-child" {
+			want = ">sub<"
+		}
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `<span class="state a-`); n != 3 {
+		t.Errorf("the run page lists %d attempts, want 3", n)
 	}
 }

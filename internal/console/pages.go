@@ -262,14 +262,11 @@ func (c *console) runsPage(ctx echo.Context) error {
 	return c.render(ctx, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: v})
 }
 
-type attemptRow struct {
-	attempts.Attempt
-	Delegations []delegations.Delegation
-}
-
 type runView struct {
 	Run      runs.Run
-	Attempts []attemptRow
+	Attempts []attempts.Attempt
+	// Delegations are every attempt's delegated children, oldest first.
+	Delegations []delegations.Delegation
 	// Chain is the continuation chain, oldest first, with this run in it.
 	Chain        []runs.Run
 	ChainTrimmed bool
@@ -302,41 +299,15 @@ func (c *console) runPage(ctx echo.Context) error {
 		return err
 	}
 	for _, it := range items {
-		ds, err := c.Delegations.ListByAttempt(rctx, tenant, it.AttemptID, nil, 500)
-		if err != nil {
-			return err
-		}
-		v.Attempts = append(v.Attempts, attemptRow{Attempt: it.Attempt, Delegations: ds})
+		v.Attempts = append(v.Attempts, it.Attempt)
 	}
-	// The chain: back through ContinuedFromRunId, then forward through continuations.
-	var back []runs.Run
-	for cur := run; cur.ContinuedFromRunID.Valid && len(back) < chainLimit; {
-		prev, err := c.Runs.Get(rctx, tenant, cur.ContinuedFromRunID.UUID)
-		if apperr.Is(err, api.CodeNotFound) {
-			break // purged by retention
-		}
-		if err != nil {
-			return err
-		}
-		back = append(back, prev)
-		cur = prev
+	// One read each, whatever the number of attempts or the length of the chain.
+	if v.Delegations, err = c.Delegations.ListByRun(rctx, tenant, id, 500); err != nil {
+		return err
 	}
-	for i := len(back) - 1; i >= 0; i-- {
-		v.Chain = append(v.Chain, back[i])
+	if v.Chain, v.ChainTrimmed, err = c.Runs.Chain(rctx, tenant, id, chainLimit); err != nil {
+		return c.orNotFound(ctx, err)
 	}
-	v.Chain = append(v.Chain, run)
-	for cur, n := run, 0; n < chainLimit; n++ {
-		next, ok, err := c.Runs.ContinuationOf(rctx, tenant, cur.RunID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		v.Chain = append(v.Chain, next)
-		cur = next
-	}
-	v.ChainTrimmed = len(back) == chainLimit || len(v.Chain)-len(back)-1 == chainLimit
 	return c.render(ctx, http.StatusOK, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
 }
 

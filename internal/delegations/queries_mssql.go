@@ -76,6 +76,17 @@ WHERE TenantId = @p1 AND AttemptId = @p2
 ORDER BY CreatedAt, DelegationId
 OPTION (RECOMPILE);`,
 
+	// listByRun: the run page's delegated children in one read. IX_Attempts_Run_Step seek on
+	// RunId (the run's attempts, one per claim), then per attempt an IX_Delegations_Attempt
+	// seek and PK lookups; a sort of the run's delegations and TOP (@p3). Reads only: under
+	// RCSI no locks, without it short S locks. 0 rows -> an empty list. OPTION (MAXDOP 1):
+	// not a single key seek (TSQL.md, SESSION_CONTEXT in parallel plans).
+	listByRun: `SELECT TOP (@p3) ` + prefixed("d.") + ` FROM dbo.ExecutionAttempts a
+JOIN dbo.SubAgentDelegations d ON d.AttemptId = a.AttemptId
+WHERE a.RunId = @p2 AND a.TenantId = @p1 AND d.TenantId = @p1
+ORDER BY d.CreatedAt, d.DelegationId
+OPTION (MAXDOP 1);`,
+
 	// setStatus: PK seek, X on the row (Status is in no index, so only the clustered row
 	// changes). Runs inside the transaction that moves the child run, after its locks.
 	// "Status <> @p3" keeps a repeat from stamping a new rowversion (the column's BIN2

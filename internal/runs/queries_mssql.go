@@ -270,6 +270,31 @@ WHERE TenantId = @p1 AND IdempotencyKey = @p2 AND IdempotencyKey IS NOT NULL;`,
 	// continuation: UX_Runs_ContinuedFrom seek, filter repeated as above, PK_Runs lookup,
 	// TenantId residual. Read after the insert's 2601 (the winner committed). 0 rows ->
 	// ErrNotFound.
+	// chain: the run page's continuation chain in one read. Recursive CTEs: back is a
+	// PK_Runs seek per hop (RunId = the previous hop's ContinuedFromRunId), forward an
+	// IX_Runs_ContinuedFromRunId seek per hop (ContinuedFromRunId = the previous hop's
+	// RunId, unique by UX_Runs_ContinuedFrom), each at most @p3 hops, then a PK_Runs
+	// lookup per run of the chain and a sort of at most 2 x @p3 + 1 rows. Reads only:
+	// under RCSI no locks, without it short S locks released row by row. 0 rows -> the run
+	// is not the tenant's. MAXRECURSION bounds a chain the @p3 test would not (it always
+	// does: a chain has no cycle, ContinuedFromRunId points to an older run); MAXDOP 1 as
+	// for every statement that is not one key seek (TSQL.md).
+	chain: `WITH back AS (
+    SELECT RunId AS ChainRunId, ContinuedFromRunId AS PrevRunId, 0 AS Pos FROM dbo.Runs WHERE RunId = @p2 AND TenantId = @p1
+    UNION ALL
+    SELECT r.RunId, r.ContinuedFromRunId, b.Pos - 1 FROM back b JOIN dbo.Runs r ON r.RunId = b.PrevRunId
+    WHERE b.Pos > -@p3 AND r.TenantId = @p1
+), fwd AS (
+    SELECT RunId AS ChainRunId, 0 AS Pos FROM dbo.Runs WHERE RunId = @p2 AND TenantId = @p1
+    UNION ALL
+    SELECT r.RunId, f.Pos + 1 FROM fwd f JOIN dbo.Runs r ON r.ContinuedFromRunId = f.ChainRunId
+    WHERE f.Pos < @p3 AND r.TenantId = @p1
+)
+SELECT ` + runColumns + `, c.Pos AS Pos
+FROM (SELECT ChainRunId, Pos FROM back UNION SELECT ChainRunId, Pos FROM fwd) AS c JOIN dbo.Runs ON Runs.RunId = c.ChainRunId
+ORDER BY c.Pos
+OPTION (MAXRECURSION 100, MAXDOP 1);`,
+
 	continuation: `SELECT ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND ContinuedFromRunId = @p2 AND ContinuedFromRunId IS NOT NULL;`,
 

@@ -72,6 +72,21 @@ RETURNING ` + runColumns + `, SubjectHead`,
 	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	byIdempotency: `SELECT ` + runColumns + `, RequestHash FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 	continuation:  `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND ContinuedFromRunId = ?2`,
+	// Back: a primary-key seek per hop; forward: an IX_Runs_ContinuedFromRunId seek per hop.
+	chain: `WITH RECURSIVE back(ChainRunId, PrevRunId, Pos) AS (
+    SELECT RunId, ContinuedFromRunId, 0 FROM Runs WHERE RunId = ?2 AND TenantId = ?1
+    UNION ALL
+    SELECT r.RunId, r.ContinuedFromRunId, b.Pos - 1 FROM back b JOIN Runs r ON r.RunId = b.PrevRunId
+    WHERE b.Pos > -?3 AND r.TenantId = ?1
+), fwd(ChainRunId, Pos) AS (
+    SELECT RunId, 0 FROM Runs WHERE RunId = ?2 AND TenantId = ?1
+    UNION ALL
+    SELECT r.RunId, f.Pos + 1 FROM fwd f JOIN Runs r ON r.ContinuedFromRunId = f.ChainRunId
+    WHERE f.Pos < ?3 AND r.TenantId = ?1
+)
+SELECT ` + runColumns + `, c.Pos AS Pos
+FROM (SELECT ChainRunId, Pos FROM back UNION SELECT ChainRunId, Pos FROM fwd) AS c JOIN Runs ON Runs.RunId = c.ChainRunId
+ORDER BY c.Pos`,
 	tombstone:     `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 
 	lockSubject: "",
