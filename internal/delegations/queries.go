@@ -17,7 +17,7 @@ type queries struct {
 	// listByRun: every attempt's delegations of one run, in (CreatedAt, DelegationId) order,
 	// at most 3 rows: 1 tenant, 2 run, 3 limit.
 	listByRun string
-	setStatus     string // 1 tenant, 2 delegation, 3 status: changes the row only when the status differs
+	setStatus string // 1 tenant, 2 delegation, 3 status: changes the row only when the status differs
 
 	// Reads of the Runs table (the run-lease core is its only writer; these only read).
 	runByIdempotencyKey string // 1 tenant, 2 idempotency key -> RunId

@@ -21,8 +21,8 @@ type queries struct {
 	// chain: the continuation chain through a run in one read, up to 3 runs back (through
 	// ContinuedFromRunId) and 3 forward (through the runs continuing it): 1 tenant, 2 run,
 	// 3 limit each way -> runColumns and Pos (0 the run, negative before, positive after).
-	chain string
-	tombstone     string // 1 tenant, 2 idempotency key -> RunId, PurgedAt of a purged run
+	chain     string
+	tombstone string // 1 tenant, 2 idempotency key -> RunId, PurgedAt of a purged run
 
 	// lockSubject: 1 lock resource -> the lock's result code (>= 0 granted). Empty where the
 	// dialect serialises writers already (SQLite): no statement is sent.

@@ -87,7 +87,7 @@ RETURNING ` + runColumns + `, SubjectHead`,
 SELECT ` + runColumns + `, c.Pos AS Pos
 FROM (SELECT ChainRunId, Pos FROM back UNION SELECT ChainRunId, Pos FROM fwd) AS c JOIN Runs ON Runs.RunId = c.ChainRunId
 ORDER BY c.Pos`,
-	tombstone:     `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
+	tombstone: `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 
 	lockSubject: "",
 	// The head is computed once (h) from IX_Runs_SubjectQueue and UX_Runs_LeasedSubject; the
