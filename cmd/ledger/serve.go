@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -126,11 +127,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bg, stopBackground := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); a.Background(bg) }()
+	// A database this process can no longer use (the embedded writer gave up) stops the
+	// server as a signal would, and the exit is non-zero.
+	ctx, stopServing := context.WithCancelCause(ctx)
+	defer stopServing(nil)
+	go func() {
+		select {
+		case <-db.Fatal():
+			stopServing(sqldb.ErrWriterBroken)
+		case <-ctx.Done():
+		}
+	}()
 	err = a.Server.Start(ctx, f.addr, f.grace, func(addr string) { log.Info("listening", "addr", addr) })
 	// Requests have drained: stop the reaper and wait for its pass to finish.
 	stopBackground()
 	<-done
 	log.Info("stopped")
+	if cause := context.Cause(ctx); errors.Is(cause, sqldb.ErrWriterBroken) {
+		return cause
+	}
 	return err
 }
 

@@ -185,6 +185,16 @@ func (db *DB) Probe(ctx context.Context) error {
 	return nil
 }
 
+// Fatal is closed when the database can no longer be used by this process and it must exit
+// (non-zero): on SQLite, when the writer gave up (ErrWriterBroken). Never closed on SQL
+// Server.
+func (db *DB) Fatal() <-chan struct{} {
+	if db.group == nil {
+		return nil
+	}
+	return db.group.fatal
+}
+
 // Raw returns the writer pool, for maintenance code and tests that must run SQL directly.
 func (db *DB) Raw() *sqlx.DB { return db.w }
 
