@@ -92,7 +92,7 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	ck.SetMaxOpenConns(1)
-	return &DB{Dialect: sqliteDialect{}, w: w, r: r, ck: ck, sqlitePath: path}, nil
+	return &DB{Dialect: sqliteDialect{}, w: w, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
 }
 
 // pingWriter opens the writer's connection, which switches a new file to WAL. That switch

@@ -140,6 +140,7 @@ func (c *committer) submit(ctx context.Context, tenant string, fn func(*Tx) erro
 	if j.panic != nil {
 		panic(j.panic)
 	}
+	c.db.noteWrite(j.err)
 	return j.err
 }
 
@@ -314,6 +315,14 @@ func (c *committer) shutdown(err error) {
 func (c *committer) run(batch []*job, g *groupState) {
 	ctx := context.Background()
 	d := c.db.Dialect
+	if err := c.db.checkFile(); err != nil {
+		// Writing on would go to a file nothing will read again: fail the group instead.
+		g.ended = true
+		for _, j := range batch {
+			j.err = err
+		}
+		return
+	}
 	c.db.wcache.preparePending(ctx)
 	sqlTx, err := c.begin(ctx)
 	g.tx = sqlTx
