@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,6 +43,8 @@ type Config struct {
 	Identify func(ctx context.Context) (tenantID, keyID string, ok bool)
 	// Observe, when set, hears every request once it is answered (metrics).
 	Observe func(Request)
+	// Conns caps the connections Start holds open.
+	Conns ConnLimits
 }
 
 // Request is what Observe hears of an answered request.
@@ -68,6 +71,11 @@ type Server struct {
 	version  string
 	identify func(ctx context.Context) (string, string, bool)
 	notify   func(Request)
+	conns    ConnLimits
+	trusted  []*net.IPNet
+	// drain is closed when Serve starts shutting down (Draining).
+	drain     chan struct{}
+	drainOnce sync.Once
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -86,7 +94,7 @@ func New(cfg Config) *Server {
 	e.Validator = NewValidator()
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version,
-		identify: cfg.Identify, notify: cfg.Observe}
+		identify: cfg.Identify, notify: cfg.Observe, conns: cfg.Conns, trusted: cfg.TrustedProxies, drain: make(chan struct{})}
 	e.HTTPErrorHandler = s.handleError
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ledger_http_requests_total", Help: "HTTP requests by route, method and status.",
@@ -99,6 +107,7 @@ func New(cfg Config) *Server {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	e.Use(keepRequestID)
+	e.Use(s.withDrain)
 	e.Use(s.observe)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -203,10 +212,24 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
-// Start serves on addr until ctx ends, then drains in-flight requests for up to grace.
+// Start serves on addr until ctx ends, then shuts down (Serve).
 func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, listening func(addr string)) error {
+	ln, err := listen(addr)
+	if err != nil {
+		return err
+	}
+	if listening != nil {
+		listening(ln.Addr().String())
+	}
+	return s.Serve(ctx, ln, grace)
+}
+
+// Serve serves on ln, within the connection limits, until ctx ends. Then it stops
+// accepting, answers the requests waiting for work at once (Draining), and lets the
+// requests in flight finish for up to grace: nil when they all did, an error when the
+// grace ran out first.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := &http.Server{
-		Addr:              addr,
 		Handler:           s.Echo,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -215,13 +238,7 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, li
 		IdleTimeout:  120 * time.Second,
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	ln, err := listen(addr)
-	if err != nil {
-		return err
-	}
-	if listening != nil {
-		listening(ln.Addr().String())
-	}
+	ln = newLimitListener(ln, s.conns, s.trusted, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -229,13 +246,33 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, li
 		return err
 	case <-ctx.Done():
 	}
+	s.drainOnce.Do(func() { close(s.drain) })
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return err
+		return fmt.Errorf("shutdown: requests still in flight after --shutdown-grace %s: %w", grace, err)
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+type drainKey struct{}
+
+// Draining returns a channel closed once the server that took the request shuts down: a
+// request waiting for something to happen (a long-poll claim, a wait for a run or a
+// decision) answers at once then, so that shutdown waits only for the work in flight.
+// Nil (never closed) outside a server.
+func Draining(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(drainKey{}).(chan struct{})
+	return ch
+}
+
+// withDrain puts the server's shutdown signal on every request (Draining).
+func (s *Server) withDrain(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), drainKey{}, s.drain)))
+		return next(c)
+	}
 }
