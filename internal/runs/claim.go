@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // ClaimRequest is what a claim asks for.
@@ -79,6 +80,11 @@ func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claime
 		t := time.NewTimer(min(left, s.cfg.PollInterval))
 		select {
 		case <-ctx.Done():
+			s.wake.quit(c.TenantID, w)
+			t.Stop()
+			return Claimed{}, ErrNothingToClaim
+		case <-web.Draining(ctx):
+			// The server is shutting down: answer now, not at the end of the grace.
 			s.wake.quit(c.TenantID, w)
 			t.Stop()
 			return Claimed{}, ErrNothingToClaim

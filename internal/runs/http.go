@@ -198,6 +198,12 @@ func (h handlers) claim(c echo.Context) error {
 	var held *BudgetHeldError
 	switch {
 	case errors.Is(err, ErrNothingToClaim):
+		select {
+		case <-web.Draining(c.Request().Context()):
+			// Shutting down: come back (to another replica) shortly.
+			c.Response().Header().Set("Retry-After", "1")
+		default:
+		}
 		return c.NoContent(http.StatusNoContent)
 	case errors.As(err, &held):
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(held.RetryAfter/time.Second))))
