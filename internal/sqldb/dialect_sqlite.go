@@ -171,8 +171,9 @@ func (sqliteDialect) MapError(err error) error {
 	case code&0xff == sqliteIOErr || code&0xff == sqliteFull || code&0xff == sqliteCantOpen ||
 		code&0xff == sqliteProtocol || code&0xff == sqliteReadOnly:
 		// The file cannot be read or written (disk full, I/O error, permissions): the
-		// service answers 503 and resumes by itself once the file is usable again.
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		// service answers 503 and resumes by itself once the file is usable again;
+		// readiness fails meanwhile (errStorage, fileid.go).
+		return fmt.Errorf("%w: %w: %w", ErrUnavailable, errStorage, err)
 	case busyOrLocked(code):
 		// The busy timeout already waited for the other process's lock; waiting again
 		// would only hold the caller longer. Answer 503 and let the client retry.

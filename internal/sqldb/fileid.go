@@ -19,6 +19,10 @@ import (
 // open file. It is an ErrUnavailable (503).
 var errFileReplaced = errors.New("the database file at the configured path is not the file this process opened (deleted, moved or replaced); restart the process")
 
+// errStorage marks a SQLite error of the file itself (disk full, I/O error, read-only, cannot
+// open), as opposed to a lock another process holds.
+var errStorage = errors.New("the database file cannot be written")
+
 // writeFailHold is how long readiness stays failed after a write failed for the file's sake
 // (disk full, I/O error): a replica whose writes fail is taken out of rotation, and is
 // ready again once that long passes without a failed write.
@@ -65,10 +69,11 @@ func (db *DB) checkFile() error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, errFileReplaced)
 }
 
-// noteWrite records a write's outcome for readiness: one that failed as unavailable for the
-// file's sake (not a busy lock, which retries cover) marks the writes failing.
+// noteWrite records a write's outcome for readiness: one that failed for the file's sake
+// (not a lock another process holds, which readiness's own write probe sees while it lasts)
+// marks the writes failing.
 func (db *DB) noteWrite(err error) {
-	if db.file != nil && errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrRetryable) && !errors.Is(err, errFileReplaced) {
+	if db.file != nil && errors.Is(err, errStorage) {
 		db.file.failedAt.Store(time.Now().UnixNano())
 	}
 }

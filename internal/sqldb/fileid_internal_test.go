@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -114,20 +113,28 @@ func TestDatabaseFileReplacedWhileServing(t *testing.T) {
 	}
 }
 
-// TestReadinessFailsWhileWritesFail: a write failing for the file's sake (disk full, an I/O
-// error: injected here through the statement hook, as SQLite's SQLITE_FULL maps) makes
-// readiness fail until writeFailHold passes without another; a busy lock does not.
+// TestReadinessFailsWhileWritesFail: a write failing for the file's sake (a real
+// SQLITE_FULL, the file capped by max_page_count as a full disk would cap it) makes
+// readiness fail until writeFailHold passes without another.
 func TestReadinessFailsWhileWritesFail(t *testing.T) {
 	t.Parallel()
 	db, _ := openLogged(t, filepath.Join(t.TempDir(), "ledger.db"))
 	ctx := context.Background()
-	db.SetStatementHook(func(context.Context, *Tx, Statement) error {
-		return fmt.Errorf("%w: database or disk is full (13)", ErrUnavailable)
-	})
-	if err := insertRow(db, 1); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("the injected full disk: %v", err)
+	pragma := func(q string) {
+		t.Helper()
+		if err := db.Write(ctx, MaintenanceScope(), func(tx *Tx) error { _, err := tx.ExecContext(ctx, q); return err }); err != nil {
+			t.Fatal(err)
+		}
 	}
-	db.SetStatementHook(nil)
+	pragma("PRAGMA max_page_count = 1") // capped at the pages the file has now
+	err := db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (zeroblob(1000000))")
+		return err
+	})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "full") {
+		t.Fatalf("a write past the full file: %v, want unavailable (full)", err)
+	}
+	pragma("PRAGMA max_page_count = 1073741823")
 	if err := db.Probe(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("readiness right after a failed write: %v, want unavailable", err)
 	}
