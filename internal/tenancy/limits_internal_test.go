@@ -455,7 +455,7 @@ func TestConcurrentColdKeyReadsOnce(t *testing.T) {
 	if got := reads.Load(); got != 1 {
 		t.Fatalf("%d database reads for %d concurrent requests, want 1", got, n)
 	}
-	if _, fresh, _ := a.keys.get(h, a.now()); !fresh {
+	if _, fresh := a.keys.get(h, a.now()); !fresh {
 		t.Fatal("the key read is not cached")
 	}
 }

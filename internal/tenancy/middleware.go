@@ -168,7 +168,7 @@ func (a *Authenticator) resolve(ctx context.Context, addr, token string, ok bool
 	var h [32]byte
 	if ok {
 		h = sha256.Sum256([]byte(token))
-		if p, fresh, _ := a.keys.get(h, a.now()); fresh {
+		if p, fresh := a.keys.get(h, a.now()); fresh {
 			return p, nil
 		}
 	}
