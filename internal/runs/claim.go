@@ -11,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // ClaimRequest is what a claim asks for.
@@ -83,8 +82,9 @@ func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claime
 			s.wake.quit(c.TenantID, w)
 			t.Stop()
 			return Claimed{}, ErrNothingToClaim
-		case <-web.Draining(ctx):
-			// The server is shutting down: answer now, not at the end of the grace.
+		case <-s.waits.Closing():
+			// The server is shutting down (StopWaits): answer now, not at the end of the
+			// grace.
 			s.wake.quit(c.TenantID, w)
 			t.Stop()
 			return Claimed{}, ErrNothingToClaim

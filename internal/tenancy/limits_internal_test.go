@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -101,7 +102,7 @@ func TestRevokedKeyWorksAtMostTheCacheTTL(t *testing.T) {
 		t.Fatalf("within the cache TTL the cached key was refused: %v", err)
 	}
 	clock.Advance(2 * time.Millisecond)
-	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, apperr.Unauthorized) {
+	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("past the cache TTL the revoked key got %v, want unauthorized", err)
 	}
 	if DefaultKeyCacheTTL > 10*time.Second {
@@ -126,7 +127,7 @@ func TestKeyCacheTTLZeroReadsEveryRequest(t *testing.T) {
 	if err := store.RevokeKey(context.Background(), k.KeyID); err != nil {
 		t.Fatal(err)
 	}
-	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, apperr.Unauthorized) {
+	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("the request after the revocation got %v, want unauthorized at once", err)
 	}
 }
@@ -149,7 +150,7 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 		t.Fatalf("a good key before any failure: %v", err)
 	}
 	for i := range 3 {
-		if err := call(a, bad, attacker, nil); !apperr.Is(err, apperr.Unauthorized) {
+		if err := call(a, bad, attacker, nil); !apperr.Is(err, api.CodeUnauthorized) {
 			t.Fatalf("failure %d within the budget: %v, want unauthorized", i+1, err)
 		}
 	}
@@ -157,7 +158,7 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 		t.Helper()
 		err := call(a, token, attacker, nil)
 		e, ok := apperr.As(err)
-		if !ok || e.Code != apperr.RateLimited || e.RetryAfter < time.Second {
+		if !ok || e.Code != api.CodeRateLimited || e.RetryAfter < time.Second {
 			t.Fatalf("%s past the budget: %v, want rate_limited with a Retry-After of at least 1s", what, err)
 		}
 	}
@@ -186,12 +187,12 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 	if err := call(a, fresh, neighbour, nil); err != nil {
 		t.Fatalf("a good key from another address: %v", err)
 	}
-	if err := call(a, bad, neighbour, nil); !apperr.Is(err, apperr.Unauthorized) {
+	if err := call(a, bad, neighbour, nil); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("a bad key from another address: %v, want unauthorized", err)
 	}
 	// Once the window lets one failure back, a bad key from the address is read again.
 	clock.Advance(time.Second + time.Millisecond)
-	if err := call(a, bad, attacker, nil); !apperr.Is(err, apperr.Unauthorized) {
+	if err := call(a, bad, attacker, nil); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("a bad key once the window passed: %v, want unauthorized", err)
 	}
 }
@@ -237,7 +238,7 @@ func TestAttackerCannotLockOutAValidKey(t *testing.T) {
 		for range 40 {
 			_ = call(a, "ldg_"+validKey.KeyID+"_guess", shared, nil)
 		}
-		if err := call(a, "ldg_ffffffffffffffff_guess", shared, nil); !apperr.Is(err, apperr.RateLimited) {
+		if err := call(a, "ldg_ffffffffffffffff_guess", shared, nil); !apperr.Is(err, api.CodeRateLimited) {
 			t.Fatalf("past the budget an unknown key id got %v, want rate_limited", err)
 		}
 		clock.Advance(2 * time.Second) // one every 2 s keeps it spent
@@ -254,7 +255,7 @@ func TestAttackerCannotLockOutAValidKey(t *testing.T) {
 			t.Fatalf("%s: console sign-in with a valid key got %v", when, err)
 		}
 		err := call(a, "ldg_"+validKey.KeyID+"_guess", shared, nil)
-		if e, ok := apperr.As(err); !ok || e.Code != apperr.RateLimited || e.RetryAfter < time.Second {
+		if e, ok := apperr.As(err); !ok || e.Code != api.CodeRateLimited || e.RetryAfter < time.Second {
 			t.Fatalf("%s: a wrong secret past its id's budget got %v, want rate_limited", when, err)
 		}
 	}
@@ -277,7 +278,7 @@ func TestAttackerCannotLockOutAValidKey(t *testing.T) {
 		return nil
 	})
 	for i := range 200 {
-		if err := call(b, fmt.Sprintf("ldg_%016x_again", 1000+i), shared, nil); !apperr.Is(err, apperr.RateLimited) {
+		if err := call(b, fmt.Sprintf("ldg_%016x_again", 1000+i), shared, nil); !apperr.Is(err, api.CodeRateLimited) {
 			t.Fatalf("a random key id past the budget got %v", err)
 		}
 	}
@@ -314,7 +315,7 @@ func TestTenantInFlightCapLeavesOtherTenantsAlone(t *testing.T) {
 		<-entered
 	}
 	err := call(a, b, "192.0.2.1", nil)
-	if e, ok := apperr.As(err); !ok || e.Code != apperr.RateLimited || e.RetryAfter <= 0 {
+	if e, ok := apperr.As(err); !ok || e.Code != api.CodeRateLimited || e.RetryAfter <= 0 {
 		t.Fatalf("the busy tenant's third request: %v, want rate_limited with Retry-After", err)
 	}
 	if err := call(a, other, "192.0.2.1", nil); err != nil {

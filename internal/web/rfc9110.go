@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -123,10 +124,10 @@ func (s *Server) methodNotAllowed(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if len(allow) == 0 {
-			return apperr.New(apperr.NotFound, "no such route")
+			return apperr.New(api.CodeNotFound, "no such route")
 		}
 		c.Response().Header().Set(echo.HeaderAllow, strings.Join(allow, ", "))
-		return apperr.New(apperr.MethodNotAllowed, "%s is not served here; Allow lists what is", c.Request().Method)
+		return apperr.New(api.CodeMethodNotAllowed, "%s is not served here; Allow lists what is", c.Request().Method)
 	}
 }
 
@@ -136,9 +137,9 @@ func (s *Server) methodNotAllowed(next echo.HandlerFunc) echo.HandlerFunc {
 // is refused too: Echo's QueryParams drops what it cannot parse, filters included.
 func checkQuery(c echo.Context, known map[string]bool) error {
 	if _, err := url.ParseQuery(c.Request().URL.RawQuery); err != nil {
-		return apperr.New(apperr.Invalid, "the query string cannot be parsed: %s", queryParseReason(err))
+		return apperr.New(api.CodeInvalidRequest, "the query string cannot be parsed: %s", queryParseReason(err))
 	}
-	var bad []apperr.FieldError
+	var bad []api.FieldError
 	q := c.QueryParams()
 	names := make([]string, 0, len(q))
 	for name := range q {
@@ -148,9 +149,9 @@ func checkQuery(c echo.Context, known map[string]bool) error {
 	for _, name := range names {
 		switch {
 		case !known[name]:
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "is not a query parameter of this route"})
+			bad = append(bad, api.FieldError{Field: name, Reason: "is not a query parameter of this route"})
 		case len(q[name]) > 1:
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "is given more than once"})
+			bad = append(bad, api.FieldError{Field: name, Reason: "is given more than once"})
 		}
 	}
 	if len(bad) > 0 {
@@ -178,16 +179,16 @@ func checkMediaType(r *http.Request) error {
 		if r.ContentLength == 0 {
 			return nil
 		}
-		return apperr.New(apperr.UnsupportedMediaType, "a request body must be sent as application/json")
+		return apperr.New(api.CodeUnsupportedMediaType, "a request body must be sent as application/json")
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err == nil && isJSON(mt) {
 		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
 			return nil
 		}
-		return apperr.New(apperr.UnsupportedMediaType, "JSON bodies are UTF-8: charset %q is not served", params["charset"])
+		return apperr.New(api.CodeUnsupportedMediaType, "JSON bodies are UTF-8: charset %q is not served", params["charset"])
 	}
-	return apperr.New(apperr.UnsupportedMediaType, "the request body must be application/json (or application/*+json), not %q", ct)
+	return apperr.New(api.CodeUnsupportedMediaType, "the request body must be application/json (or application/*+json), not %q", ct)
 }
 
 func isJSON(mt string) bool {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ type Request struct {
 	Method, Route string
 	Status        int
 	// Code is the problem code the request was answered with ("" for a success).
-	Code apperr.Code
+	Code api.ProblemCode
 	// TenantID and KeyID name the caller ("" when anonymous).
 	TenantID, KeyID string
 	Duration        time.Duration
@@ -73,9 +74,14 @@ type Server struct {
 	notify   func(Request)
 	conns    ConnLimits
 	trusted  []*net.IPNet
-	// drain is closed when Serve starts shutting down (Draining).
-	drain     chan struct{}
-	drainOnce sync.Once
+	// onShutdown are called as Start begins to drain (OnShutdown).
+	onShutdown []func()
+
+	// doc is the encoded OpenAPI document, built on the first GET of /openapi.json after the
+	// last Route (the routes are all registered at start-up, so in practice once).
+	docMu     sync.Mutex
+	doc       []byte
+	docBuilds int // how many times doc was built (tests)
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -94,7 +100,7 @@ func New(cfg Config) *Server {
 	e.Validator = NewValidator()
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version,
-		identify: cfg.Identify, notify: cfg.Observe, conns: cfg.Conns, trusted: cfg.TrustedProxies, drain: make(chan struct{})}
+		identify: cfg.Identify, notify: cfg.Observe, conns: cfg.Conns, trusted: cfg.TrustedProxies}
 	e.HTTPErrorHandler = s.handleError
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ledger_http_requests_total", Help: "HTTP requests by route, method and status.",
@@ -107,7 +113,6 @@ func New(cfg Config) *Server {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	e.Use(keepRequestID)
-	e.Use(s.withDrain)
 	e.Use(s.observe)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -122,13 +127,13 @@ func New(cfg Config) *Server {
 		Description: "Answers 200 while the process serves; it checks nothing else.", Public: true, Status: http.StatusOK, Response: Health{}},
 		func(c echo.Context) error { return c.JSON(http.StatusOK, Health{Status: "ok"}) })
 	s.Route(http.MethodGet, "/readyz", Op{ID: "getReadiness", Tag: "System", Summary: "Readiness: database reachable and schema current",
-		Description: "Answers 200 when the database answers and its schema is the one this binary needs, else 503 database_unavailable (the cause is logged, not sent).", Public: true, Status: http.StatusOK, Response: Health{}, Problems: []apperr.Code{apperr.DatabaseUnavailable}},
+		Description: "Answers 200 when the database answers and its schema is the one this binary needs, else 503 database_unavailable (the cause is logged, not sent).", Public: true, Status: http.StatusOK, Response: Health{}, Problems: []api.ProblemCode{api.CodeDatabaseUnavailable}},
 		func(c echo.Context) error {
 			if cfg.Ready != nil {
 				if err := cfg.Ready(c.Request().Context()); err != nil {
 					// A problem like every other error, documented as such; the cause (driver
 					// text, host names) goes to the log only, since this route needs no key.
-					return fmt.Errorf("not ready: %w: %w", &apperr.Error{Code: apperr.DatabaseUnavailable, RetryAfter: retryUnavailable,
+					return fmt.Errorf("not ready: %w: %w", &apperr.Error{Code: api.CodeDatabaseUnavailable, RetryAfter: retryUnavailable,
 						Detail: "not ready: the database is unreachable or its schema is not current"}, err)
 				}
 			}
@@ -140,8 +145,32 @@ func New(cfg Config) *Server {
 		echo.WrapHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
 	s.Route(http.MethodGet, "/openapi.json", Op{ID: "getOpenAPI", Tag: "System", Summary: "This OpenAPI 3.1 document",
 		Description: "The exact wire of this service: every route, body, parameter, header and problem code.", Public: true, Status: http.StatusOK, RawResponse: "application/json"},
-		func(c echo.Context) error { return c.JSON(http.StatusOK, s.OpenAPI()) })
+		s.serveOpenAPI)
 	return s
+}
+
+// serveOpenAPI answers the document from the cache, as c.JSON encodes it (a query string,
+// ?pretty included, is refused before this runs).
+func (s *Server) serveOpenAPI(c echo.Context) error {
+	b, err := s.openAPIJSON()
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, append(b, '\n'))
+}
+
+// openAPIJSON is the encoded document, built once per set of routes.
+func (s *Server) openAPIJSON() ([]byte, error) {
+	s.docMu.Lock()
+	defer s.docMu.Unlock()
+	if s.doc == nil {
+		b, err := json.Marshal(s.OpenAPI())
+		if err != nil {
+			return nil, fmt.Errorf("encode the OpenAPI document: %w", err)
+		}
+		s.doc, s.docBuilds = b, s.docBuilds+1
+	}
+	return slices.Clip(s.doc), nil
 }
 
 // Health is the body of /healthz and /readyz.
@@ -168,7 +197,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
-		var code apperr.Code
+		var code api.ProblemCode
 		if err != nil {
 			e, _ := problemOf(err)
 			code = e.Code
@@ -212,6 +241,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
+// OnShutdown has f called when Start begins to drain, so that requests waiting for a change
+// (waitSeconds) answer at once rather than hold the drain up. Call it while wiring.
+func (s *Server) OnShutdown(f func()) { s.onShutdown = append(s.onShutdown, f) }
+
 // Start serves on addr until ctx ends, then shuts down (Serve).
 func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, listening func(addr string)) error {
 	ln, err := listen(addr)
@@ -225,7 +258,7 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, li
 }
 
 // Serve serves on ln, within the connection limits, until ctx ends. Then it stops
-// accepting, answers the requests waiting for work at once (Draining), and lets the
+// accepting, calls the OnShutdown functions (waiting requests answer at once), and lets the
 // requests in flight finish for up to grace: nil when they all did, an error when the
 // grace ran out first.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
@@ -238,6 +271,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		IdleTimeout:  120 * time.Second,
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	for _, f := range s.onShutdown {
+		srv.RegisterOnShutdown(f)
+	}
 	ln = newLimitListener(ln, s.conns, s.trusted, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -246,7 +282,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return err
 	case <-ctx.Done():
 	}
-	s.drainOnce.Do(func() { close(s.drain) })
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -256,23 +291,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return err
 	}
 	return nil
-}
-
-type drainKey struct{}
-
-// Draining returns a channel closed once the server that took the request shuts down: a
-// request waiting for something to happen (a long-poll claim, a wait for a run or a
-// decision) answers at once then, so that shutdown waits only for the work in flight.
-// Nil (never closed) outside a server.
-func Draining(ctx context.Context) <-chan struct{} {
-	ch, _ := ctx.Value(drainKey{}).(chan struct{})
-	return ch
-}
-
-// withDrain puts the server's shutdown signal on every request (Draining).
-func (s *Server) withDrain(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), drainKey{}, s.drain)))
-		return next(c)
-	}
 }
