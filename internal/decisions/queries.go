@@ -38,12 +38,7 @@ type queries struct {
 	expireForAttempt string
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 // columns are the decision's own columns, in the order of the row struct, from the
 // table aliased d.
