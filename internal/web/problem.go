@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -69,13 +68,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 		Instance: requestID(c),
 		Errors:   e.Fields,
 	}
-	switch v := e.Extra["heldUntil"].(type) {
-	case time.Time:
-		p.HeldUntil = api.NewTime(v).Ptr()
-	case string:
-		if t, err := api.ParseTime(v); err == nil {
-			p.HeldUntil = &t
-		}
+	if !e.HeldUntil.IsZero() {
+		p.HeldUntil = api.NewTime(e.HeldUntil).Ptr()
 	}
 	if e.RetryAfter > 0 {
 		secs := int((e.RetryAfter + 999999999) / 1e9)
