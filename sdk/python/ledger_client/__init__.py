@@ -1,0 +1,24 @@
+"""ledger_client: the Python SDK of the ledger service (standard library only).
+
+    from ledger_client import Client, Worker, Lease, Phase
+
+Client calls every route with retries as api/retry.json says; Worker claims runs and runs a
+handler for each on a thread, keeping its Lease renewed; LedgerProblem and its one subclass
+per problem code are the service's error answers; wire types are dataclasses generated from
+the OpenAPI document.
+"""
+
+from ._codec import DecodeError, format_time, parse_time
+from ._problem import ClaimHeld, LedgerProblem, TransportError, parse_retry_after
+from ._retry import RetryPolicy
+from .client import DEFAULT_BASE_URL, FEED_START, Answer, Client, WaitTimeout
+from .jcs import canonicalize, manifest_hash, manifest_of
+from .lease import (CancelRequested, Lease, LeaseEnded, LeaseLost, LeaseStopped, WorkerShutdown,
+                    hex_sha256)
+from .problem_codes import *  # noqa: F401,F403 (one subclass of LedgerProblem per problem code)
+from .problem_codes import BY_CODE
+from .wire import *  # noqa: F401,F403 (the wire types)
+from .worker import (Handler, Outcome, Permanent, Result, Retry, RetryAfter, Worker,
+                     default_holder_id)
+
+__version__ = "0.1.0"
