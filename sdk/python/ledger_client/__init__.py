@@ -8,6 +8,7 @@ per problem code are the service's error answers; wire types are dataclasses gen
 the OpenAPI document.
 """
 
+from .wire import *  # noqa: F401,F403 (the wire types; wire.Lease is shadowed by the Lease below)
 from ._codec import DecodeError, format_time, parse_time
 from ._problem import ClaimHeld, LedgerProblem, TransportError, parse_retry_after
 from ._retry import RetryPolicy
@@ -17,7 +18,6 @@ from .lease import (CancelRequested, Lease, LeaseEnded, LeaseLost, LeaseStopped,
                     hex_sha256)
 from .problem_codes import *  # noqa: F401,F403 (one subclass of LedgerProblem per problem code)
 from .problem_codes import BY_CODE
-from .wire import *  # noqa: F401,F403 (the wire types)
 from .worker import (Handler, Outcome, Permanent, Result, Retry, RetryAfter, Worker,
                      default_holder_id)
 

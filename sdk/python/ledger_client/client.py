@@ -131,11 +131,7 @@ class Client:
                 raise _Failed("noAnswer", TransportError("no_answer", method, path, e), True)
             hdrs = _Headers(resp.getheaders())
             status = resp.status
-            if status in (204, 304) or (200 <= status < 300 and (decode is None or method == "HEAD")):
-                try:
-                    resp.read(MAX_ERROR_BODY)
-                except (OSError, http.client.HTTPException):
-                    pass
+            if status in (204, 304) or (200 <= status < 300 and method == "HEAD"):
                 return Answer(status, hdrs, None)
             if 200 <= status < 300:
                 try:
