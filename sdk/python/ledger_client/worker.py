@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Sequence, Set
 from ._problem import ClaimHeld, LedgerProblem
 from ._retry import doubled
 from .client import Client
-from .lease import LeaseEnded, LeaseLost, Lease, WorkerShutdown
+from .lease import Lease, LeaseLost, LeaseStopped, WorkerShutdown
 from .problem_codes import Forbidden, InvalidRequest, Unauthorized
 from .wire import ClaimRequest, CompletionState, ReleaseAttemptRequest
 
@@ -294,7 +294,7 @@ class Worker:
                 self.handler(lease)
             except Exception as e:
                 err = e
-                if not isinstance(e, (LeaseLost, WorkerShutdown, LeaseEnded, Permanent, RetryAfter)):
+                if not isinstance(e, (LeaseStopped, Permanent, RetryAfter)):
                     self.log.warning("handler raised: %s\n%s", e, traceback.format_exc())
             duration = time.monotonic() - start
             stop_hb.set()

@@ -93,6 +93,9 @@ class Server:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 def start_server(db: Optional[str] = None, keys: Optional[Server] = None, *extra: str) -> Server:
@@ -104,6 +107,7 @@ def start_server(db: Optional[str] = None, keys: Optional[Server] = None, *extra
     proc = subprocess.Popen([binary(), "serve", "--db", db, "--addr", "127.0.0.1:%d" % port,
                              "--reaper-interval", "100ms", "--log-level", "warn", *extra],
                             stdout=subprocess.PIPE, stderr=log)
+    log.close()  # the child has its own descriptor
     admin = keys.admin_key if keys else ""
     runtime = keys.runtime_key if keys else ""
     assert proc.stdout is not None
