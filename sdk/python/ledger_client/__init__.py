@@ -8,7 +8,7 @@ per problem code are the service's error answers; wire types are dataclasses gen
 the OpenAPI document.
 """
 
-from .wire import *  # noqa: F401,F403 (the wire types; wire.Lease is shadowed by the Lease below)
+from .wire import *  # noqa: F401,F403 (the wire types but wire.Lease: Lease is the holder's, below)
 from ._codec import DecodeError, format_time, parse_time
 from ._problem import ClaimHeld, LedgerProblem, TransportError, parse_retry_after
 from ._retry import RetryPolicy

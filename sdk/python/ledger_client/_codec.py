@@ -13,10 +13,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
-import functools
 import types
 import typing
-from typing import Any, Dict, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, List, Tuple, Type, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -60,9 +59,19 @@ def parse_time(s: str) -> _dt.datetime:
     return t.astimezone(_dt.timezone.utc)
 
 
-@functools.lru_cache(maxsize=None)
+_FIELDS: Dict[type, Tuple[Tuple[str, str, Any, bool], ...]] = {}
+
+
 def _fields(cls: type) -> Tuple[Tuple[str, str, Any, bool], ...]:
-    """(attribute, wire name, type, required) of each field of a wire dataclass."""
+    """(attribute, wire name, type, required) of each field of a wire dataclass, worked out
+    once per class (a benign race at worst computes it twice)."""
+    got = _FIELDS.get(cls)
+    if got is None:
+        got = _FIELDS[cls] = _field_table(cls)
+    return got
+
+
+def _field_table(cls: type) -> Tuple[Tuple[str, str, Any, bool], ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -131,7 +140,7 @@ def decode(tp: Any, value: Any) -> Any:
     raise DecodeError("cannot decode type %r" % (tp,))
 
 
-def _decode_variant(args: list, value: Any) -> Any:
+def _decode_variant(args: List[Any], value: Any) -> Any:
     """A oneOf of objects: the first variant whose members include every key of value and
     whose required members value has."""
     if not isinstance(value, dict):

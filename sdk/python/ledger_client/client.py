@@ -10,8 +10,8 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type,
-                    TypeVar, Union)
+from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, Tuple,
+                    TypeVar, cast)
 
 from . import _retry
 from ._codec import DecodeError, encode, from_json
@@ -45,12 +45,12 @@ _ENDED_DELEGATION = (DelegationStatus.SUCCEEDED, DelegationStatus.FAILED, Delega
 
 
 @dataclass
-class Answer:
+class Answer(Generic[T]):
     """One answer: its status, headers and decoded body (None for 204, 304 and HEAD)."""
 
     status: int
     headers: Dict[str, str]
-    body: Any
+    body: T
 
     @property
     def etag(self) -> Optional[str]:
@@ -115,7 +115,7 @@ class Client:
 
     def _try(self, method: str, path: str, target: str, body: Optional[bytes],
              headers: Dict[str, str], timeout: float,
-             decode: Optional[Callable[[bytes], Any]]) -> Answer:
+             decode: Callable[[bytes], T]) -> Answer[T]:
         """Sends one try on a connection of its own, so that a failure to connect certainly
         sent nothing."""
         conn = self._connection(timeout)
@@ -129,14 +129,15 @@ class Client:
                 resp = conn.getresponse()
             except (OSError, http.client.HTTPException) as e:
                 raise _Failed("noAnswer", TransportError("no_answer", method, path, e), True)
-            hdrs = _Headers(resp.getheaders())
+            hdrs: Dict[str, str] = _Headers(resp.getheaders())
             status = resp.status
             if status in (204, 304) or (200 <= status < 300 and method == "HEAD"):
-                return Answer(status, hdrs, None)
+                # No body: the caller reads the status (a claim's 204, a wait's 304).
+                return Answer(status, hdrs, cast(T, None))
             if 200 <= status < 300:
                 try:
                     raw = resp.read()
-                    value = decode(raw) if decode else None
+                    value = decode(raw)
                 except (OSError, http.client.HTTPException, ValueError, DecodeError) as e:
                     raise _Failed("unreadableAnswer",
                                   TransportError("unreadable_answer", method, path, e, status), True)
@@ -152,16 +153,13 @@ class Client:
 
     def _call(self, op: str, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None,
               body: Any = None, if_match: Optional[str] = None, if_none_match: Optional[str] = None,
-              decode: Optional[Callable[[Any], Any]] = None, text: bool = False, wait: float = 0) -> Answer:
+              decode: Callable[[Any], T], text: bool = False, wait: float = 0) -> Answer[T]:
         """Sends one call, retrying as its repeat class and the policy allow; raises a
         LedgerProblem or TransportError for the last failed try. decode makes the answer's
         value of its JSON (text: of its UTF-8 text)."""
-        raw_decode: Optional[Callable[[bytes], Any]] = None
-        if text:
-            raw_decode = lambda raw: raw.decode("utf-8")  # noqa: E731
-        elif decode is not None:
-            dec = decode
-            raw_decode = lambda raw: dec(json.loads(raw.decode("utf-8")))  # noqa: E731
+        def raw_decode(raw: bytes) -> T:
+            text_value = raw.decode("utf-8")
+            return decode(text_value if text else (json.loads(text_value) if raw else None))
         payload = None if body is None else encode(body)
         data = None if payload is None else json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         repeat = _retry.repeat_class(op, payload, if_match)
@@ -231,7 +229,13 @@ class Client:
     def wait_run(self, run_id: str, timeout: Optional[float] = None) -> Run:
         """Waits until a run has ended and returns it (long polls of GET /v1/runs/{id});
         WaitTimeout (holding the last state read) when timeout seconds pass first."""
-        return _wait(lambda w: self.get_run(run_id, wait_seconds=w), lambda r: r.state == RunState.ENDED, timeout)
+        def read(w: int) -> Run:
+            return self.get_run(run_id, wait_seconds=w)
+
+        def ended(r: Run) -> bool:
+            return r.state == RunState.ENDED
+
+        return _wait(read, ended, timeout)
 
     def list_runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
                   project_id: Optional[str] = None, kind: Optional[str] = None,
@@ -430,8 +434,13 @@ class Client:
         """Waits until a decision is no longer pending (approved, rejected, expired or
         cancelled) and returns it, with long polls of GET /v1/decisions/{id}?waitSeconds.
         WaitTimeout (holding the last state read) when timeout seconds pass first."""
-        return _wait(lambda w: self.get_decision(decision_id, wait_seconds=w)[0],
-                     lambda d: d.status != DecisionStatus.PENDING, timeout)
+        def read(w: int) -> Decision:
+            return self.get_decision(decision_id, wait_seconds=w)[0]
+
+        def closed(d: Decision) -> bool:
+            return d.status != DecisionStatus.PENDING
+
+        return _wait(read, closed, timeout)
 
     def answer_decision(self, decision_id: str, etag: str, req: AnswerDecisionRequest) -> Decision:
         """Answers a pending decision (admin) with the ETag it was read with: PreconditionFailed
@@ -495,7 +504,8 @@ class Client:
 
     def release_lock(self, agent_id: str, task_id: str, holder_id: str) -> None:
         """Releases a task run lock held by holder_id; LockHeld when another holds it."""
-        self._call("releaseTaskLock", "DELETE", _lock(agent_id, task_id), query={"holderId": holder_id})
+        self._call("releaseTaskLock", "DELETE", _lock(agent_id, task_id), query={"holderId": holder_id},
+                   decode=_nothing)
 
     # ---- projects ----
 
@@ -595,11 +605,11 @@ class Client:
 
     def openapi(self) -> Dict[str, Any]:
         """The service's OpenAPI 3.1 document."""
-        return self._call("getOpenAPI", "GET", "/openapi.json", decode=lambda v: v).body
+        return self._call("getOpenAPI", "GET", "/openapi.json", decode=_object).body
 
     def metrics(self) -> str:
         """The Prometheus metrics text (GET /metrics)."""
-        return self._call("getMetrics", "GET", "/metrics", text=True).body
+        return self._call("getMetrics", "GET", "/metrics", decode=str, text=True).body
 
 
 class WaitTimeout(TimeoutError):
@@ -627,7 +637,7 @@ def _wait(read: Callable[[int], T], done: Callable[[T], bool], timeout: Optional
     return cur
 
 
-class _Headers(dict):  # type: ignore[type-arg]
+class _Headers(Dict[str, str]):
     """Answer headers, looked up without regard to case."""
 
     def __init__(self, items: List[Tuple[str, str]]) -> None:
@@ -635,7 +645,7 @@ class _Headers(dict):  # type: ignore[type-arg]
         for k, v in items:
             self[k.lower()] = v
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         return super().get(key.lower(), default)
 
     def __getitem__(self, key: str) -> str:
@@ -643,6 +653,16 @@ class _Headers(dict):  # type: ignore[type-arg]
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and super().__contains__(key.lower())
+
+
+def _nothing(_: Any) -> None:
+    return None
+
+
+def _object(v: Any) -> Dict[str, Any]:
+    if not isinstance(v, dict):
+        raise DecodeError("want an object")
+    return v
 
 
 def _seg(s: str) -> str:
@@ -668,7 +688,7 @@ def _query_text(v: Any) -> str:
     return str(e)
 
 
-def _pages(read: Callable[[Optional[str]], Any]) -> Iterator[Any]:
+def _pages(read: Callable[[Optional[str]], Any]) -> Iterator[Any]:  # a page of any item type
     """The items of every page, following nextCursor from the first page."""
     cursor: Optional[str] = None
     while True:

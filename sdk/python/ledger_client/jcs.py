@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -52,7 +52,7 @@ def _write(v: Any, out: List[str]) -> None:
             if not isinstance(k, str):
                 raise ValueError("JCS: member name %r is not a string" % (k,))
         out.append("{")
-        for i, k in enumerate(sorted(v, key=lambda s: s.encode("utf-16-be", "surrogatepass"))):
+        for i, k in enumerate(sorted(v, key=_utf16)):
             if i:
                 out.append(",")
             out.append(_string(k))
@@ -61,6 +61,11 @@ def _write(v: Any, out: List[str]) -> None:
         out.append("}")
     else:
         raise ValueError("JCS: %s is not a JSON value" % type(v).__name__)
+
+
+def _utf16(s: str) -> bytes:
+    """Member names sort by their UTF-16 code units."""
+    return s.encode("utf-16-be", "surrogatepass")
 
 
 def _string(s: str) -> str:
@@ -147,8 +152,8 @@ def canonical_text(value: Any) -> str:
 def loads(text: str) -> Any:
     """Reads JSON refusing duplicate member names, which have no canonical form."""
 
-    def pairs(items: List[Tuple[str, Any]]) -> dict:
-        d: dict = {}
+    def pairs(items: List[Tuple[str, Any]]) -> Dict[str, Any]:
+        d: Dict[str, Any] = {}
         for k, v in items:
             if k in d:
                 raise ValueError("JCS: duplicate member name %r" % k)

@@ -49,7 +49,6 @@ __all__ = [
     'HeartbeatRequest',
     'InFlightPolicy',
     'LastCheckpoint',
-    'Lease',
     'LockRequest',
     'PatchAttemptRequest',
     'Phase',

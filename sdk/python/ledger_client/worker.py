@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Set
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 from ._problem import ClaimHeld, LedgerProblem
 from ._retry import doubled
@@ -217,7 +217,7 @@ class Worker:
                 return
             self._handle(lease, sent)
 
-    def _claim_one(self, failures: List[int]) -> Optional[tuple]:
+    def _claim_one(self, failures: List[int]) -> Optional[Tuple[Lease, float]]:
         """Claims until it leases a run (returned with the time its claim was sent), or None
         once the worker stops. It claims at once first; after a claim that found nothing it
         waits for a long-poll turn (or a kick, for one more claim at once)."""

@@ -80,10 +80,10 @@ class WholeLife(unittest.TestCase):
             ccl = s.claim(rt, child_kind)
             lc.Lease(rt, ccl).complete(lc.CompletionState.SUCCEEDED)
 
-        t = threading.Thread(target=work_child)
-        t.start()
+        child = threading.Thread(target=work_child)
+        child.start()
         done = lease.wait_delegation(dg.delegation_id, timeout=20)
-        t.join()
+        child.join()
         self.assertEqual(done.status, lc.DelegationStatus.SUCCEEDED)
 
         hb = lease.heartbeat()

@@ -152,7 +152,7 @@ class Scripted:
 
     def __init__(self) -> None:
         self.steps: List[Callable[[http.server.BaseHTTPRequestHandler], None]] = []
-        self.seen: List[Tuple[str, str, Any]] = []
+        self.seen: List[Tuple[str, str, Any, Optional[str]]] = []
         me = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -244,7 +244,7 @@ class RefusingFirst(lc.Client):
 
             def refuse() -> None:
                 raise ConnectionRefusedError("scripted: connection refused")
-            conn.connect = refuse  # type: ignore[method-assign]
+            conn.connect = refuse  # type: ignore
         return conn
 
 
@@ -286,13 +286,15 @@ class Behaviour(unittest.TestCase):
     says."""
 
     doc: Dict[str, Any]
+    scripted: Scripted
+    ok: Dict[str, Callable[[Any], None]]
 
     @classmethod
     def setUpClass(cls) -> None:
         cls.scripted = Scripted()
         cls.addClassCleanup(cls.scripted.close)
         cls.doc = s.openapi_document()
-        cls.ok: Dict[str, Callable[[Any], None]] = {}
+        cls.ok = {}
         for path in cls.doc["paths"].values():
             for o in path.values():
                 if not isinstance(o, dict) or o["operationId"].endswith("Head"):
