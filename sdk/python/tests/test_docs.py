@@ -1,0 +1,63 @@
+"""docs/runtimes.md "Write a runtime in Python" runs as written: its program and its
+examples/worker-py command, against the real server; and the README's section links to it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+from . import support as s
+
+SECTION = "## Write a runtime in Python"
+
+
+def section(path: str) -> str:
+    text = (s.REPO / path).read_text(encoding="utf-8")
+    start = text.index(SECTION)
+    end = text.find("\n## ", start + len(SECTION))
+    return text[start:] if end < 0 else text[start:end]
+
+
+def blocks(text: str, lang: str) -> list:
+    return re.findall(r"```%s\n(.*?)```" % lang, text, re.S)
+
+
+class Docs(unittest.TestCase):
+    def env(self) -> dict:
+        srv = s.server()
+        return dict(os.environ, LEDGER_URL=srv.url, LEDGER_KEY=srv.runtime_key, LEDGER_ADMIN_KEY=srv.admin_key,
+                    RUNTIME=srv.runtime_key, ADMIN=srv.admin_key,
+                    PYTHONPATH=str(s.SDK) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def test_the_program_runs(self) -> None:
+        (program,) = blocks(section("docs/runtimes.md"), "python")
+        r = subprocess.run([sys.executable, "-c", program], env=self.env(), cwd=s.REPO,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        run_id, outcome = r.stdout.split()
+        self.assertEqual(outcome, "succeeded")
+        last = s.server().client().last_checkpoint(run_id)
+        assert last is not None
+        self.assertEqual(last.adapter_state_ref, "3")
+
+    def test_the_example_command_runs(self) -> None:
+        (cmd,) = blocks(section("docs/runtimes.md"), "sh")
+        r = subprocess.run(["bash", "-c", cmd], env=self.env(), cwd=s.REPO, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        enqueued = re.findall(r"^run (\S+): enqueued$", r.stdout, re.M)
+        self.assertEqual(len(enqueued), 2, r.stdout)
+        for rid in enqueued:
+            self.assertIn("run %s: step 3/3 done" % rid, r.stdout)
+            self.assertIn("run %s: succeeded" % rid, r.stdout)
+
+    def test_readme_links_to_the_section(self) -> None:
+        readme = section("README.md")
+        self.assertIn("docs/runtimes.md#write-a-runtime-in-python", readme)
+
+
+if __name__ == "__main__":
+    unittest.main()
