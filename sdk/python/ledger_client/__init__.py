@@ -21,4 +21,17 @@ from .problem_codes import BY_CODE
 from .worker import (Handler, Outcome, Permanent, Result, Retry, RetryAfter, Worker,
                      default_holder_id)
 
+from . import problem_codes as _problem_codes
+from . import wire as _wire
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "Answer", "CancelRequested", "ClaimHeld", "Client", "DEFAULT_BASE_URL", "DecodeError",
+    "FEED_START", "Handler", "Lease", "LeaseEnded", "LeaseLost", "LeaseStopped", "LedgerProblem",
+    "Outcome", "Permanent", "Result", "Retry", "RetryAfter", "RetryPolicy", "TransportError",
+    "WaitTimeout", "Worker", "WorkerShutdown", "canonicalize", "default_holder_id", "format_time",
+    "hex_sha256", "manifest_hash", "manifest_of", "parse_retry_after", "parse_time",
+]
+__all__ += _wire.__all__
+__all__ += _problem_codes.__all__

@@ -20,7 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 HERE = Path(__file__).resolve().parent
 SDK = HERE.parent
@@ -61,12 +61,13 @@ def binary() -> str:
         return _binary
 
 
-def openapi_document() -> dict:
+def openapi_document() -> Dict[str, Any]:
     path = os.path.join(tmpdir(), "openapi.json")
     if not os.path.exists(path):
         subprocess.run([binary(), "openapi", "--out", path], check=True, stdout=subprocess.DEVNULL)
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        doc: Dict[str, Any] = json.load(f)
+        return doc
 
 
 def free_port() -> int:
@@ -77,7 +78,7 @@ def free_port() -> int:
 
 @dataclass
 class Server:
-    proc: subprocess.Popen
+    proc: "subprocess.Popen[bytes]"
     url: str
     db: str
     admin_key: str

@@ -7,6 +7,7 @@ import threading
 import time
 import unittest
 import uuid
+from typing import List
 
 import ledger_client as lc
 
@@ -260,7 +261,7 @@ class RateLimited(unittest.TestCase):
         # A second replica on the same database whose tenant rate is one request a second.
         lim = s.start_server(main.db, main, "--rate-limit", "1", "--rate-burst", "1")
         try:
-            waits: list = []
+            waits: List[float] = []
             c = lim.client()
             real_sleep = c.sleep
 

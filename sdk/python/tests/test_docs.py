@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import unittest
+from typing import Dict, List
 
 from . import support as s
 
@@ -21,12 +22,12 @@ def section(path: str) -> str:
     return text[start:] if end < 0 else text[start:end]
 
 
-def blocks(text: str, lang: str) -> list:
+def blocks(text: str, lang: str) -> List[str]:
     return re.findall(r"```%s\n(.*?)```" % lang, text, re.S)
 
 
 class Docs(unittest.TestCase):
-    def env(self) -> dict:
+    def env(self) -> Dict[str, str]:
         srv = s.server()
         return dict(os.environ, LEDGER_URL=srv.url, LEDGER_KEY=srv.runtime_key, LEDGER_ADMIN_KEY=srv.admin_key,
                     RUNTIME=srv.runtime_key, ADMIN=srv.admin_key,

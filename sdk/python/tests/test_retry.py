@@ -113,7 +113,7 @@ def file_repeat(op: str, body: Any, if_match: bool) -> str:
             r = cls
     if if_match and "whenIfMatch" in entry:
         r = entry["whenIfMatch"]
-    return r
+    return str(r)
 
 
 def file_retried(failure: str, repeat: str) -> bool:

@@ -18,7 +18,7 @@ from ledger_client import _codec, problem_codes, wire
 from . import support as s
 
 sys.path.insert(0, str(s.SDK / "tools"))
-import gen_wire  # type: ignore  # noqa: E402
+import gen_wire  # noqa: E402
 
 
 class Freshness(unittest.TestCase):
@@ -92,7 +92,7 @@ class Schemas(unittest.TestCase):
             lc.format_time(dt.datetime(2026, 1, 1))  # naive
 
 
-def _flat(t: typing.Any) -> list:
+def _flat(t: typing.Any) -> typing.List[typing.Any]:
     out = [t]
     for a in typing.get_args(t):
         out += _flat(a)

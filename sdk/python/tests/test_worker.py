@@ -327,19 +327,19 @@ class Crash(unittest.TestCase):
         self.assertEqual(rt.get_run(run.run_id).outcome, lc.RunOutcome.SUCCEEDED)
 
 
-def spawn(srv: s.Server, kind: str, lease_seconds: int) -> subprocess.Popen:
+def spawn(srv: s.Server, kind: str, lease_seconds: int) -> "subprocess.Popen[str]":
     return subprocess.Popen([sys.executable, str(s.HERE / "worker_proc.py"), srv.url, srv.runtime_key, kind,
                              "checkpoint-and-hang", str(lease_seconds)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
 
 
-def read_until(p: subprocess.Popen, prefix: str, timeout: float = 30) -> str:
+def read_until(p: "subprocess.Popen[str]", prefix: str, timeout: float = 30) -> str:
     assert p.stdout is not None
     deadline = time.monotonic() + timeout
     lines = []
     while time.monotonic() < deadline:
-        line = p.stdout.readline()
+        line: str = p.stdout.readline()
         if not line:
             break
         lines.append(line)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import io
 import os
 import re
@@ -22,7 +23,7 @@ PACKAGE = "ledger_client"
 def _project() -> Dict[str, Any]:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     try:
-        import tomllib
+        tomllib = importlib.import_module("tomllib")  # Python 3.11+
     except ImportError:  # Python 3.10: the few flat keys used here
         section = text.split("[project]", 1)[1].split("\n[", 1)[0]
         return {k: v for k, v in re.findall(r'^([\w-]+)\s*=\s*"([^"]*)"', section, re.M)}
