@@ -195,7 +195,7 @@ def claim(c: lc.Client, kind: str, lease_seconds: Optional[int] = None, wait: in
 
 def worker(c: lc.Client, handler: lc.Handler, kind: str, **kw: object) -> lc.Worker:
     opts: Dict[str, object] = dict(release_id=RELEASE, adapter_version=ADAPTER, model_profile_id=MODEL,
-                                   kinds=[kind], wait_seconds=1, shutdown_grace=5.0)
+                                   kinds=[kind], wait_seconds=0, idle_wait=0.05, shutdown_grace=5.0)
     opts.update(kw)
     return lc.Worker(c, handler, **opts)  # type: ignore[arg-type]
 

@@ -9,6 +9,7 @@ import http.server
 import json
 import socket
 import threading
+import time
 import unittest
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -394,6 +395,35 @@ class Behaviour(unittest.TestCase):
         for n in range(1, 12):
             w = p.backoff(n, None)
             self.assertLessEqual(w, min(p.max, p.base * 2 ** (n - 1)) + 0.001 + 1e-9)
+
+    def test_timeouts(self) -> None:
+        """A try that outlives the client's timeout is a lost answer: sent again when the
+        call may be repeated, not when it may not; a long poll's wait extends the timeout."""
+        sc = self.scripted
+
+        def slow(step: Callable[[Any], None], delay: float) -> Callable[[Any], None]:
+            def run(h: Any) -> None:
+                time.sleep(delay)
+                try:
+                    step(h)
+                except OSError:
+                    pass  # the client gave up on this try
+            return run
+
+        c = lc.Client(sc.url, "k", timeout=0.3)
+        c.sleep = lambda d: None
+        sc.steps, sc.seen = [slow(self.ok["getRun"], 1.0), self.ok["getRun"]], []
+        c.get_run(ID)
+        self.assertEqual(len(sc.seen), 2)
+        sc.steps, sc.seen = [slow(self.ok["claimRun"], 1.0)], []
+        with self.assertRaises(lc.TransportError) as te:
+            c.claim_run(_CLAIM)
+        self.assertEqual(te.exception.kind, "no_answer")
+        self.assertEqual(len(sc.seen), 1)
+        sc.steps, sc.seen = [slow(self.ok["claimRun"], 0.8)], []
+        self.assertIsNotNone(c.claim_run(lc.ClaimRequest(holder_id="h", release_id="r", adapter_version="v",
+                                                         model_profile_id="m", wait_seconds=1)))
+        self.assertEqual(len(sc.seen), 1)
 
     def test_retry_after_http_date(self) -> None:
         import email.utils

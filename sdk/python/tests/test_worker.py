@@ -154,6 +154,20 @@ class Outcomes(unittest.TestCase):
         self.assertEqual([c.adapter_state_ref for c in self.rt.checkpoints(a.attempt_id)], ["partial"])
 
 
+class FatalClaim(unittest.TestCase):
+    def test_a_claim_that_cannot_succeed_stops_the_worker(self) -> None:
+        srv = s.server()
+        failed: List[BaseException] = []
+        w = s.worker(lc.Client(srv.url, "ldg_0000000000000000_wrong"), lambda lease: None, s.unique("fatal"),
+                     on_claim_failed=failed.append)
+        with self.assertRaises(lc.Unauthorized):
+            w.run()
+        self.assertIsInstance(failed[0], lc.Unauthorized)
+        admin_worker = s.worker(srv.client(admin=True), lambda lease: None, s.unique("fatal"))
+        with self.assertRaises(lc.Forbidden):  # claiming needs the runtime role
+            admin_worker.run()
+
+
 class LeaseLoss(unittest.TestCase):
     def setUp(self) -> None:
         srv = s.server()
