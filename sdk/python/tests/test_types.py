@@ -5,6 +5,7 @@ installed (.ci/run installs Debian's); and every public annotation resolves at r
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import shutil
 import subprocess
@@ -25,8 +26,16 @@ def _start_mypy() -> "typing.Optional[subprocess.Popen[str]]":
                             cwd=s.SDK, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-# Started when the tests are loaded, so that it runs while the others wait on the server.
+# Started when the tests are loaded, so that it runs while the others wait on the server;
+# stopped at exit when no test waited for it (a run narrowed with -k).
 _MYPY = _start_mypy()
+
+
+@atexit.register
+def _stop_mypy() -> None:
+    if _MYPY is not None and _MYPY.poll() is None:
+        _MYPY.kill()
+        _MYPY.wait()
 
 
 class Mypy(unittest.TestCase):
