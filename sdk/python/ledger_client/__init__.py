@@ -17,7 +17,6 @@ from .jcs import canonicalize, manifest_hash, manifest_of
 from .lease import (CancelRequested, Lease, LeaseEnded, LeaseLost, LeaseStopped, WorkerShutdown,
                     hex_sha256)
 from .problem_codes import *  # noqa: F401,F403 (one subclass of LedgerProblem per problem code)
-from .problem_codes import BY_CODE
 from .worker import (Handler, Outcome, Permanent, Result, Retry, RetryAfter, Worker,
                      default_holder_id)
 

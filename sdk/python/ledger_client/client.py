@@ -5,8 +5,6 @@ from __future__ import annotations
 import http.client
 import json
 import math
-import socket
-import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -226,16 +224,18 @@ class Client:
         return self._call("getRun", "GET", "/v1/runs/" + _seg(run_id), query={"waitSeconds": wait_seconds},
                           decode=Run.from_json, wait=wait_seconds or 0).body
 
-    def wait_run(self, run_id: str, timeout: Optional[float] = None) -> Run:
+    def wait_run(self, run_id: str, timeout: Optional[float] = None, *,
+                 check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> Run:
         """Waits until a run has ended and returns it (long polls of GET /v1/runs/{id});
-        WaitTimeout (holding the last state read) when timeout seconds pass first."""
+        WaitTimeout (holding the last state read) when timeout seconds pass first. check, when
+        given, runs before each poll (a Lease's check), and chunk bounds each poll's wait."""
         def read(w: int) -> Run:
             return self.get_run(run_id, wait_seconds=w)
 
         def ended(r: Run) -> bool:
             return r.state == RunState.ENDED
 
-        return _wait(read, ended, timeout)
+        return self.long_poll(read, ended, timeout, check=check, chunk=chunk)
 
     def list_runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
                   project_id: Optional[str] = None, kind: Optional[str] = None,
@@ -430,7 +430,8 @@ class Client:
                        query={"waitSeconds": wait_seconds}, decode=Decision.from_json, wait=wait_seconds or 0)
         return a.body, a.etag
 
-    def wait_decision(self, decision_id: str, timeout: Optional[float] = None) -> Decision:
+    def wait_decision(self, decision_id: str, timeout: Optional[float] = None, *,
+                      check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> Decision:
         """Waits until a decision is no longer pending (approved, rejected, expired or
         cancelled) and returns it, with long polls of GET /v1/decisions/{id}?waitSeconds.
         WaitTimeout (holding the last state read) when timeout seconds pass first."""
@@ -440,7 +441,7 @@ class Client:
         def closed(d: Decision) -> bool:
             return d.status != DecisionStatus.PENDING
 
-        return _wait(read, closed, timeout)
+        return self.long_poll(read, closed, timeout, check=check, chunk=chunk)
 
     def answer_decision(self, decision_id: str, etag: str, req: AnswerDecisionRequest) -> Decision:
         """Answers a pending decision (admin) with the ETag it was read with: PreconditionFailed
@@ -474,26 +475,60 @@ class Client:
         return self._call("getDelegation", "GET", "/v1/delegations/" + _seg(delegation_id),
                           decode=Delegation.from_json).body
 
-    def wait_delegation(self, delegation_id: str, timeout: Optional[float] = None) -> Delegation:
+    def wait_delegation(self, delegation_id: str, timeout: Optional[float] = None, *,
+                        check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> Delegation:
         """Waits until a delegation's child run has ended (status succeeded, failed or
         cancelled) and returns the delegation: it long-polls the child run
-        (GET /v1/runs/{id}?waitSeconds), then reads the delegation, whose status moves in the
-        same transaction as the run. WaitTimeout when timeout seconds pass first."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        (GET /v1/runs/{id}?waitSeconds) and reads the delegation after each poll (its status
+        moves in the same transaction as the child run, and follows a continued child's
+        continuation). WaitTimeout when timeout seconds pass first."""
         d = self.get_delegation(delegation_id)
-        n = 0
-        while d.status not in _ENDED_DELEGATION:
+        if d.status in _ENDED_DELEGATION:
+            return d
+        child = {"run": d.child_run_id}
+
+        def read(w: int) -> Delegation:
+            run = self.get_run(child["run"], wait_seconds=w)
+            got = self.get_delegation(delegation_id)
+            if got.status not in _ENDED_DELEGATION and run.state == RunState.ENDED:
+                # The child ended and was continued: the delegation follows the chain's newest
+                # run, so wait on that one from now on.
+                child["run"] = _newest_continuation(self, run)
+            return got
+
+        def ended(x: Delegation) -> bool:
+            return x.status in _ENDED_DELEGATION
+
+        return self.long_poll(read, ended, timeout, check=check, chunk=chunk)
+
+    def long_poll(self, read: Callable[[int], T], done: Callable[[T], bool], timeout: Optional[float], *,
+                  check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> T:
+        """Reads with read(wait_seconds) until done says so. A poll answered well before its
+        wait without being done (the service could not hold it: its cap of waiting reads, or
+        its shutdown) is followed by a pause that doubles from poll_min to poll_max, so that
+        such answers never make a busy loop."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        early = 0
+        while True:
+            if check is not None:
+                check()
             left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise WaitTimeout("delegation %s is still %s" % (delegation_id, d.status), d)
-            run = self.get_run(d.child_run_id, wait_seconds=_wait_seconds(left))
-            d = self.get_delegation(delegation_id)
-            if d.status not in _ENDED_DELEGATION and run.ended_at is not None:
-                # The child ended but the delegation follows its continuation: poll.
-                n += 1
-                pause = _retry.doubled(self.poll_min, self.poll_max, n)
-                self.sleep(pause if left is None else max(0.0, min(pause, left)))
-        return d
+            w = min(chunk, _wait_seconds(left))
+            started = time.monotonic()
+            cur = read(w)
+            if done(cur):
+                return cur
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise WaitTimeout("still waiting after %gs" % (timeout or 0), cur)
+            if now - started < w / 2:
+                early += 1
+                pause = _retry.doubled(self.poll_min, self.poll_max, early)
+                if deadline is not None:
+                    pause = min(pause, max(0.0, deadline - now))
+                self.sleep(pause)
+            else:
+                early = 0
 
     # ---- locks ----
 
@@ -626,15 +661,15 @@ def _wait_seconds(left: Optional[float]) -> int:
     return max(0, min(MAX_WAIT_SECONDS, int(math.ceil(left))))
 
 
-def _wait(read: Callable[[int], T], done: Callable[[T], bool], timeout: Optional[float]) -> T:
-    deadline = None if timeout is None else time.monotonic() + timeout
-    cur = read(_wait_seconds(timeout) if timeout is None or timeout > 0 else 0)
-    while not done(cur):
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            raise WaitTimeout("still not done after %gs" % (timeout or 0), cur)
-        cur = read(_wait_seconds(left))
-    return cur
+def _newest_continuation(c: Client, run: Run) -> str:
+    """The newest run of the chain that continues run (run itself when none does)."""
+    cur = run
+    for _ in range(64):  # a chain longer than this is followed by the next polls
+        nxt = [r for r in c.runs(subject=cur.subject, kind=cur.kind) if r.continued_from_run_id == cur.run_id]
+        if not nxt:
+            break
+        cur = nxt[0]
+    return cur.run_id
 
 
 class _Headers(Dict[str, str]):

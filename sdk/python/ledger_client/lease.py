@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-import time
 from typing import Any, Callable, Optional, Tuple, TypeVar
 
 from ._problem import LedgerProblem
-from .client import Client, WaitTimeout, _wait_seconds
+from .client import Client
 from .wire import (Attempt, Call, CallFinishStatus, CallKind, CallRequest, Checkpoint,
                    CheckpointRequest, Claim, CompleteAttemptRequest, CompletionState, Decision,
-                   DecisionKind, DecisionRequest, DecisionStatus, Delegation, DelegationRequest,
+                   DecisionKind, DecisionRequest, Delegation, DelegationRequest,
                    FencedRequest, FinishCallRequest, Heartbeat, HeartbeatRequest,
                    LastCheckpoint, PatchAttemptRequest, Phase, ReleaseAttemptRequest, Run,
                    RunSpec)
@@ -317,25 +316,16 @@ class Lease:
             req.expires_in_seconds = max(1, int(round(expires_in)))
         return self._send(lambda: self.client.request_decision(self.attempt_id, req))
 
-    def _poll_chunk(self, left: Optional[float]) -> int:
+    def _poll_chunk(self) -> int:
         """One long poll's wait: short enough that a loss the heartbeat finds is noticed
         within about a renewal period."""
-        chunk = max(1, int(math.ceil(self.length / 3)))
-        return min(_wait_seconds(left), chunk)
+        return max(1, min(30, int(math.ceil(self.length / 3))))
 
     def wait_decision(self, decision_id: str, timeout: Optional[float] = None) -> Decision:
         """Waits until a decision is no longer pending and returns it (long polls of
         GET /v1/decisions/{id}?waitSeconds), checking the lease between polls: LeaseLost,
         CancelRequested or WorkerShutdown end the wait; WaitTimeout when timeout passes."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            self.check()
-            left = None if deadline is None else deadline - time.monotonic()
-            d, _ = self.client.get_decision(decision_id, wait_seconds=self._poll_chunk(left))
-            if d.status != DecisionStatus.PENDING:
-                return d
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout("decision %s is still pending" % decision_id, d)
+        return self.client.wait_decision(decision_id, timeout, check=self.check, chunk=self._poll_chunk())
 
     def decide(self, kind: DecisionKind, *, options: Any = None, recommendation: Optional[str] = None,
                expires_in: Optional[float] = None, timeout: Optional[float] = None) -> Decision:
@@ -354,15 +344,7 @@ class Lease:
     def wait_delegation(self, delegation_id: str, timeout: Optional[float] = None) -> Delegation:
         """Waits until a delegation's child run has ended and returns the delegation,
         checking the lease between long polls."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            self.check()
-            left = None if deadline is None else deadline - time.monotonic()
-            try:
-                return self.client.wait_delegation(delegation_id, timeout=self._poll_chunk(left))
-            except WaitTimeout as e:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise WaitTimeout("delegation %s has not ended" % delegation_id, e.last) from None
+        return self.client.wait_delegation(delegation_id, timeout, check=self.check, chunk=self._poll_chunk())
 
     def heartbeat(self) -> Heartbeat:
         """Renews the lease for its length and reports whether a cancel is pending. A Worker

@@ -425,6 +425,23 @@ class Behaviour(unittest.TestCase):
                                                          model_profile_id="m", wait_seconds=1)))
         self.assertEqual(len(sc.seen), 1)
 
+    def test_waits_pause_after_early_answers(self) -> None:
+        """A wait the service answered at once without the decision closed (its cap of waiting
+        reads, or its shutdown) is followed by a doubling pause, never a busy loop; the wait
+        sends waitSeconds and ends when the decision closes."""
+        sc = self.scripted
+        pending = sample(self.doc, {"$ref": "#/components/schemas/Decision"})
+        self.assertEqual(pending["status"], "pending")
+        approved = dict(pending, status="approved")
+        sc.steps, sc.seen = [answer(200, json.dumps(pending).encode())] * 3 + [answer(200, json.dumps(approved).encode())], []
+        waits: List[float] = []
+        c = lc.Client(sc.url, "k", poll_min=0.25, poll_max=5.0)
+        c.sleep = waits.append
+        d = c.wait_decision(ID, timeout=100)
+        self.assertEqual(d.status, lc.DecisionStatus.APPROVED)
+        self.assertEqual(waits, [0.25, 0.5, 1.0])
+        self.assertTrue(all("waitSeconds=30" in path for _, path, _, _ in sc.seen), sc.seen)
+
     def test_retry_after_http_date(self) -> None:
         import email.utils
         import time as _t
