@@ -121,6 +121,32 @@ class Outcomes(unittest.TestCase):
         a, _ = self.rt.get_attempt(r.lease.attempt_id)
         self.assertEqual(a.outcome_hash, "h1")
 
+    def test_heartbeats_keep_a_long_handler_leased(self) -> None:
+        def h(lease: lc.Lease) -> None:
+            first = lease.leased_until
+            time.sleep(1.8)  # past the 1 s lease: renewed every third of it meanwhile
+            self.assertGreater(lease.leased_until, first)
+            lease.checkpoint(lc.Phase.ACTING, "still mine")
+
+        r = self.run_one(h, lease_seconds=1)
+        self.assertEqual(r.outcome, lc.Outcome.SUCCEEDED, r.error)
+
+    def test_a_settle_that_fails_is_unsettled(self) -> None:
+        proxy = s.DroppingProxy(s.server().url)
+        self.addCleanup(proxy.close)
+        proxy.drop_first("POST", "/complete", times=100)
+        c = lc.Client(proxy.url, s.server().runtime_key, retry=lc.RetryPolicy(max_attempts=1))
+        kind = s.unique("unsettled")
+        run = self.rt.enqueue_run(s.spec(kind))
+        w = Running(c, lambda lease: None, kind)
+        try:
+            (r,) = w.wait_results(1)
+        finally:
+            w.stop()
+        self.assertEqual(r.outcome, lc.Outcome.UNSETTLED)
+        self.assertIsInstance(r.settle_error, lc.TransportError)
+        self.assertEqual(self.rt.get_run(run.run_id).outcome, lc.RunOutcome.SUCCEEDED)  # it had applied
+
     def test_cancel_completes_cancelled(self) -> None:
         started = threading.Event()
         raised: List[BaseException] = []
