@@ -352,7 +352,7 @@ class Lease:
         e = self.err
         if e is not None:
             raise e
-        secs = int(self.length)
+        secs = int(round(self.length))
         req = HeartbeatRequest(fencing_token=self.fencing_token, lease_seconds=secs if secs > 0 else None)
         hb = self._send(lambda: self.client.heartbeat(self.attempt_id, req), loss_codes=HEARTBEAT_LOSS_CODES)
         with self._mu:
