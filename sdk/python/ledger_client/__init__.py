@@ -17,6 +17,7 @@ from .jcs import canonicalize, manifest_hash, manifest_of
 from .lease import (CancelRequested, Lease, LeaseEnded, LeaseLost, LeaseStopped, WorkerShutdown,
                     hex_sha256)
 from .problem_codes import *  # noqa: F401,F403 (one subclass of LedgerProblem per problem code)
+from .aio import AsyncHandler, AsyncLease, async_worker
 from .worker import (Handler, Outcome, Permanent, Result, Retry, RetryAfter, Worker,
                      default_holder_id)
 
@@ -26,7 +27,7 @@ from . import wire as _wire
 __version__ = "0.1.0"
 
 __all__ = [
-    "Answer", "CancelRequested", "ClaimHeld", "Client", "DEFAULT_BASE_URL", "DecodeError",
+    "Answer", "AsyncHandler", "AsyncLease", "async_worker", "CancelRequested", "ClaimHeld", "Client", "DEFAULT_BASE_URL", "DecodeError",
     "FEED_START", "Handler", "Lease", "LeaseEnded", "LeaseLost", "LeaseStopped", "LedgerProblem",
     "Outcome", "Permanent", "Result", "Retry", "RetryAfter", "RetryPolicy", "TransportError",
     "WaitTimeout", "Worker", "WorkerShutdown", "canonicalize", "default_holder_id", "format_time",

@@ -193,11 +193,16 @@ def claim(c: lc.Client, kind: str, lease_seconds: Optional[int] = None, wait: in
     return cl
 
 
-def worker(c: lc.Client, handler: lc.Handler, kind: str, **kw: object) -> lc.Worker:
-    opts: Dict[str, object] = dict(release_id=RELEASE, adapter_version=ADAPTER, model_profile_id=MODEL,
-                                   kinds=[kind], wait_seconds=0, idle_wait=0.05, shutdown_grace=5.0)
+def worker_options(kind: str, **kw: Any) -> Dict[str, Any]:
+    """The Worker options of the tests: the test release, one kind, quick claims."""
+    opts: Dict[str, Any] = dict(release_id=RELEASE, adapter_version=ADAPTER, model_profile_id=MODEL,
+                                kinds=[kind], wait_seconds=0, idle_wait=0.05, shutdown_grace=5.0)
     opts.update(kw)
-    return lc.Worker(c, handler, **opts)  # type: ignore[arg-type]
+    return opts
+
+
+def worker(c: lc.Client, handler: lc.Handler, kind: str, **kw: Any) -> lc.Worker:
+    return lc.Worker(c, handler, **worker_options(kind, **kw))
 
 
 def eventually(check: Callable[[], bool], timeout: float = 15.0, every: float = 0.05) -> None:
