@@ -367,6 +367,18 @@ class LostAnswers(unittest.TestCase):
         self.assertTrue(pf.exception.maybe_applied)
         self.assertIn("may have applied", str(pf.exception))
         self.assertFalse(srv_admin(self.srv).get_project(pid)[0].active)  # it had applied, once
+        # A decision's answer: applied by the first try, so the repeat is refused as maybe-applied.
+        kind = s.unique("lost-answer")
+        self.direct.enqueue_run(s.spec(kind))
+        lease = lc.Lease(self.direct, s.claim(self.direct, kind))
+        d = lease.request_decision(lc.DecisionKind.APPROVAL)
+        self.proxy.drop_first("POST", "/answer")
+        with self.assertRaises(lc.LedgerProblem) as closed:
+            self.admin.answer_pending(d.decision_id, lc.AnswerDecisionRequest(status=lc.AnswerStatus.APPROVED))
+        self.assertTrue(closed.exception.maybe_applied)
+        self.assertIn(closed.exception.code, ("precondition_failed", "decision_closed"))
+        got, _ = self.direct.get_decision(d.decision_id)
+        self.assertEqual(got.status, lc.DecisionStatus.APPROVED)
 
     def test_calls_never_repeated_report_the_lost_answer(self) -> None:
         rt, kind = self.rt, s.unique("once")
