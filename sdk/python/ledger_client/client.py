@@ -130,7 +130,7 @@ class Client:
             hdrs: Dict[str, str] = _Headers(resp.getheaders())
             status = resp.status
             if status in (204, 304) or (200 <= status < 300 and method == "HEAD"):
-                # No body: the caller reads the status (a claim's 204, a wait's 304).
+                # No body: the caller reads the status (a claim's 204).
                 return Answer(status, hdrs, cast(T, None))
             if 200 <= status < 300:
                 try:
@@ -150,8 +150,7 @@ class Client:
             conn.close()
 
     def _call(self, op: str, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None,
-              body: Any = None, if_match: Optional[str] = None, if_none_match: Optional[str] = None,
-              decode: Callable[[Any], T], text: bool = False, wait: float = 0) -> Answer[T]:
+              body: Any = None, if_match: Optional[str] = None, decode: Callable[[Any], T], text: bool = False, wait: float = 0) -> Answer[T]:
         """Sends one call, retrying as its repeat class and the policy allow; raises a
         LedgerProblem or TransportError for the last failed try. decode makes the answer's
         value of its JSON (text: of its UTF-8 text)."""
@@ -172,8 +171,6 @@ class Client:
             headers["Authorization"] = "Bearer " + self.key
         if if_match:
             headers["If-Match"] = if_match
-        if if_none_match:
-            headers["If-None-Match"] = if_none_match
         rule = _retry.OPERATIONS[op]
         may_have_applied = False
         n = 0
