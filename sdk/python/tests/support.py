@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import http.client
+import logging
 import http.server
 import json
 import os
@@ -28,6 +29,10 @@ REPO = SDK.parent.parent
 sys.path.insert(0, str(SDK))
 
 import ledger_client as lc  # noqa: E402
+
+# The Worker logs handler errors and losses as it should; the tests provoke them on purpose.
+logging.getLogger("ledger_client").addHandler(logging.NullHandler())
+logging.getLogger("ledger_client").propagate = False
 
 PROJECT = "py-sdk"
 RELEASE = "py-sdk-release"
