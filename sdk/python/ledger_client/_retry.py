@@ -135,6 +135,12 @@ class RetryPolicy:
         return 0.001 + random.uniform(0, doubled(self.base, self.max, n))
 
 
+def equal_jitter(base: float, cap: float, n: int) -> float:
+    """A uniform wait in [d/2, d], d = doubled(base, cap, n)."""
+    d = doubled(base, cap, n)
+    return d / 2 + random.uniform(0, d / 2)
+
+
 def doubled(base: float, cap: float, n: int) -> float:
     """min(cap, base * 2**(n-1)), without overflowing for a large n."""
     d = base

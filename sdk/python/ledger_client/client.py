@@ -502,8 +502,8 @@ class Client:
                   check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> T:
         """Reads with read(wait_seconds) until done says so. A poll answered well before its
         wait without being done (the service could not hold it: its cap of waiting reads, or
-        its shutdown) is followed by a pause that doubles from poll_min to poll_max, so that
-        such answers never make a busy loop."""
+        its shutdown) is followed by a pause of half to all of a wait doubling from poll_min
+        to poll_max (as the Go SDK's), so that such answers never make a busy loop."""
         deadline = None if timeout is None else time.monotonic() + timeout
         early = 0
         while True:
@@ -520,7 +520,7 @@ class Client:
                 raise WaitTimeout("still waiting after %gs" % (timeout or 0), cur)
             if now - started < w / 2:
                 early += 1
-                pause = _retry.doubled(self.poll_min, self.poll_max, early)
+                pause = _retry.equal_jitter(self.poll_min, self.poll_max, early)
                 if deadline is not None:
                     pause = min(pause, max(0.0, deadline - now))
                 self.sleep(pause)
