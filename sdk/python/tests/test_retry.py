@@ -440,8 +440,8 @@ class Behaviour(unittest.TestCase):
         d = c.wait_decision(ID, timeout=100)
         self.assertEqual(d.status, lc.DecisionStatus.APPROVED)
         self.assertEqual(len(waits), 3)
-        for w, d in zip(waits, [0.25, 0.5, 1.0]):
-            self.assertTrue(d / 2 <= w <= d, waits)
+        for w, most in zip(waits, [0.25, 0.5, 1.0]):
+            self.assertTrue(most / 2 <= w <= most, waits)
         self.assertTrue(all("waitSeconds=30" in path for _, path, _, _ in sc.seen), sc.seen)
 
     def test_retry_after_http_date(self) -> None:

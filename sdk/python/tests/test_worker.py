@@ -337,6 +337,8 @@ class Crash(unittest.TestCase):
         _, first_attempt, first_token = line.split()
         p.send_signal(signal.SIGKILL)
         p.wait(10)
+        assert p.stdout is not None
+        p.stdout.close()
 
         resumed: List[Optional[lc.LastCheckpoint]] = []
 
