@@ -124,11 +124,11 @@ class Outcomes(unittest.TestCase):
     def test_heartbeats_keep_a_long_handler_leased(self) -> None:
         def h(lease: lc.Lease) -> None:
             first = lease.leased_until
-            time.sleep(1.8)  # past the 1 s lease: renewed every third of it meanwhile
+            time.sleep(2.6)  # past the 2 s lease: renewed every third of it meanwhile
             self.assertGreater(lease.leased_until, first)
             lease.checkpoint(lc.Phase.ACTING, "still mine")
 
-        r = self.run_one(h, lease_seconds=1)
+        r = self.run_one(h, lease_seconds=2)
         self.assertEqual(r.outcome, lc.Outcome.SUCCEEDED, r.error)
 
     def test_a_settle_that_fails_is_unsettled(self) -> None:
@@ -332,7 +332,7 @@ class Crash(unittest.TestCase):
         rt = srv.client()
         kind = s.unique("crash")
         run = rt.enqueue_run(s.spec(kind))
-        p = spawn(srv, kind, lease_seconds=1)
+        p = spawn(srv, kind, lease_seconds=2)
         line = read_until(p, "checkpointed")
         _, first_attempt, first_token = line.split()
         p.send_signal(signal.SIGKILL)
