@@ -53,7 +53,18 @@ class WholeLife(unittest.TestCase):
                          [(0, lc.CallStatus.SUCCEEDED), (1, lc.CallStatus.FAILED)])
         self.assertEqual(calls[0].receipt_ref, "receipt-1")
         call, etag = rt.get_call(lease.attempt_id, calls[0].call_id)
+        self.assertEqual(call.call_id, calls[0].call_id)
         self.assertTrue(etag)
+        # A call finished with If-Match: the ETag its record answered, then a stale one refused.
+        c3, etag3 = rt.record_call(lease.attempt_id, lc.CallRequest(
+            fencing_token=lease.fencing_token, sequence=2, kind=lc.CallKind.OTHER, target="policy", request_hash="p"))
+        assert etag3 is not None
+        fin = lc.FinishCallRequest(fencing_token=lease.fencing_token, status=lc.CallFinishStatus.DENIED)
+        self.assertEqual(rt.finish_call(lease.attempt_id, c3.call_id, fin, if_match=etag3).status, lc.CallStatus.DENIED)
+        c4, etag4 = rt.record_call(lease.attempt_id, lc.CallRequest(
+            fencing_token=lease.fencing_token, sequence=3, kind=lc.CallKind.OTHER, target="policy2", request_hash="p"))
+        with self.assertRaises(lc.PreconditionFailed):
+            rt.finish_call(lease.attempt_id, c4.call_id, fin, if_match=etag3)
 
         # A decision, answered by an admin while the holder waits on it.
         d = lease.request_decision(lc.DecisionKind.CHOICE, options=["ship", "hold"], recommendation="ship")
