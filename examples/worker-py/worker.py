@@ -46,6 +46,7 @@ def parse(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=0, help="exit after this many runs are settled (0: until stopped)")
     p.add_argument("--concurrency", type=int, default=4, help="runs handled at once")
     p.add_argument("--grace", type=float, default=10.0, help="seconds running steps may finish after SIGINT or SIGTERM")
+    p.add_argument("--lease", type=int, default=0, help="lease length in seconds (0: the service's)")
     p.add_argument("-v", action="store_true", help="log the SDK's debug lines")
     a = p.parse_args(argv)
     if not a.key:
@@ -147,7 +148,8 @@ def main(argv: Optional[List[str]] = None) -> None:
                 w.stop()
 
     w = lc.Worker(c, agent(a), release_id=a.release, adapter_version=a.adapter, model_profile_id=a.model,
-                  kinds=[a.kind], concurrency=a.concurrency, shutdown_grace=a.grace, on_finished=finished)
+                  kinds=[a.kind], concurrency=a.concurrency, shutdown_grace=a.grace, lease_seconds=a.lease,
+                  on_finished=finished)
     print("worker %s: claiming %r runs of release %s/%s at %s" % (w.holder_id, a.kind, a.release, a.adapter, a.url),
           flush=True)
     w.run_until_signal()

@@ -285,3 +285,18 @@ class DroppingProxy:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def read_line(p: "subprocess.Popen[str]", pattern: "re.Pattern[str]", timeout: float = 30) -> str:
+    """Reads p's output until a line matches pattern (a hang fails after timeout)."""
+    assert p.stdout is not None
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        line: str = p.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if pattern.match(line.strip()):
+            return line.strip()
+    raise AssertionError("no line matching %r: %s" % (pattern.pattern, "".join(seen)))

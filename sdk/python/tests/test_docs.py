@@ -55,6 +55,26 @@ class Docs(unittest.TestCase):
             self.assertIn("run %s: step 3/3 done" % rid, r.stdout)
             self.assertIn("run %s: succeeded" % rid, r.stdout)
 
+    def test_the_example_resumes_after_a_kill(self) -> None:
+        """Killed mid-run and started again, the example resumes after its last checkpoint."""
+        env = self.env()
+        kind = s.unique("toy")
+        args = [sys.executable, str(s.REPO / "examples" / "worker-py" / "worker.py"), "--kind", kind,
+                "--steps", "4", "--step-time", "0.3", "--lease", "2"]
+        first = subprocess.Popen(args + ["--enqueue", "1"], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(first.kill)
+        line = s.read_line(first, re.compile(r"^run (\S+): step 2/4 done$"))
+        run_id = line.split()[1].rstrip(":")
+        first.kill()
+        first.communicate()
+        r = subprocess.run(args + ["--runs", "1"], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("run %s: resuming after step 2 of 4 (attempt 2)" % run_id, r.stdout)
+        self.assertNotIn("step 2/4 done", r.stdout)
+        self.assertIn("run %s: step 4/4 done" % run_id, r.stdout)
+        self.assertIn("run %s: succeeded" % run_id, r.stdout)
+
     def test_readme_links_to_the_section(self) -> None:
         readme = section("README.md")
         self.assertIn("docs/runtimes.md#write-a-runtime-in-python", readme)
