@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -26,6 +27,7 @@ import (
 const (
 	tdsSQLBatch  = 0x01
 	tdsRPC       = 0x03
+	tdsTransMgr  = 0x0E
 	tdsReply     = 0x04
 	tdsLogin7    = 0x10
 	tdsPrelogin  = 0x12
@@ -43,7 +45,8 @@ type tdsBatch struct {
 type fakeTDS struct {
 	t      *testing.T
 	ln     net.Listener
-	row    [16]byte // the uniqueidentifier "SELECT Id" returns, as SQL Server sends it
+	row    [16]byte  // the uniqueidentifier "SELECT Id" returns, as SQL Server sends it
+	clock  time.Time // the time SYSUTCDATETIME() answers
 	mu     sync.Mutex
 	conns  int
 	batchs []tdsBatch
@@ -56,7 +59,7 @@ func startFakeTDS(t *testing.T) *fakeTDS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeTDS{t: t, ln: ln, ended: map[int]chan struct{}{}}
+	f := &fakeTDS{t: t, ln: ln, ended: map[int]chan struct{}{}, clock: time.Date(2026, 3, 4, 5, 6, 7, 8e6, time.UTC)}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -143,6 +146,19 @@ func nvarcharRow(v string) []byte {
 	return append(b, done(0x10, 0xC1, 1)...)
 }
 
+// clockRow is a one-row result of one datetimeoffset(3) column named Now: t in UTC.
+func clockRow(t time.Time) []byte {
+	b := []byte{0x81, 1, 0, 0, 0, 0, 0, 0x01, 0x00, 0x2B, 3, 3}
+	b = append(b, ucs2("Now")...)
+	t = t.UTC()
+	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	days := int((midnight.Unix() - time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Unix()) / 86400)
+	b = append(b, 0xD1, 9)
+	b = binary.LittleEndian.AppendUint32(b, uint32(t.Sub(midnight).Milliseconds()))
+	b = append(b, byte(days), byte(days>>8), byte(days>>16), 0, 0)
+	return append(b, done(0x10, 0xC1, 1)...)
+}
+
 // intRow is a one-column, one-row result of an int value.
 func intRow(v int32) []byte {
 	b := []byte{0x81, 1, 0, 0, 0, 0, 0, 0x01, 0x00, 0x26, 4, 0, 0xD1, 4}
@@ -177,6 +193,29 @@ func (f *fakeTDS) serve(c net.Conn, id int) {
 		if err != nil {
 			return
 		}
+		if typ == tdsTransMgr {
+			// BEGIN (5), COMMIT (7) or ROLLBACK (8) of a transaction, after ALL_HEADERS: answered
+			// with the ENVCHANGE the driver tracks its transaction by (8 begin, 9 commit, 10
+			// rollback; descriptor 1), then DONE.
+			f.mu.Lock()
+			f.batchs = append(f.batchs, tdsBatch{conn: id, text: "transaction", reset: status&tdsReset != 0})
+			f.mu.Unlock()
+			req := binary.LittleEndian.Uint16(payload[binary.LittleEndian.Uint32(payload):])
+			desc := []byte{8, 1, 0, 0, 0, 0, 0, 0, 0}
+			env := []byte{0xE3, 11, 0, 8}
+			env = append(append(env, desc...), 0)
+			if req != 5 {
+				env = []byte{0xE3, 11, 0, 9, 0}
+				if req == 8 {
+					env[3] = 10
+				}
+				env = append(env, desc...)
+			}
+			if writeTDS(c, tdsReply, append(env, done(0, 0, 0)...)) != nil {
+				return
+			}
+			continue
+		}
 		if typ == tdsRPC {
 			// A statement with arguments comes as an RPC (sp_executesql), and so do
 			// golang-migrate's lock calls: sp_getapplock answers the lock's status (0:
@@ -189,8 +228,11 @@ func (f *fakeTDS) serve(c net.Conn, id int) {
 			f.batchs = append(f.batchs, tdsBatch{conn: id, text: q, reset: status&tdsReset != 0, raw: payload})
 			f.mu.Unlock()
 			reply := done(0, 0, 0)
-			if q == "rpc sp_getapplock" {
+			switch {
+			case q == "rpc sp_getapplock":
 				reply = intRow(0)
+			case strings.Contains(string(payload), string(ucs2("SYSUTCDATETIME()"))):
+				reply = clockRow(f.clock)
 			}
 			if writeTDS(c, tdsReply, reply) != nil {
 				return
@@ -399,3 +441,89 @@ func TestMSSQLDeclaresJSONArgumentsAsNVarCharMax(t *testing.T) {
 		}
 	}
 }
+
+func TestMSSQLMigrationTableIsDboWhateverTheDefaultSchema(t *testing.T) {
+	t.Parallel()
+	f := startFakeTDS(t)
+	ctx, db := f.open(t)
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg.Close()
+	if _, err := db.SchemaState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var created, read bool
+	for _, b := range f.log() {
+		switch {
+		case b.text == "SELECT SCHEMA_NAME()":
+			t.Error("golang-migrate asked for the login's default schema: its table would follow it")
+		case strings.Contains(b.text, "[dbo].[schema_migrations]"):
+			created = true
+		case b.text == "SELECT version, dirty FROM "+mssqlMigrationsTable:
+			read = true
+		}
+	}
+	if !created || !read {
+		t.Errorf("golang-migrate's table in dbo: created %v, read by SchemaState %v; log %+v", created, read, f.log())
+	}
+}
+
+func TestMSSQLTransactionReadsTheClockWithItsScope(t *testing.T) {
+	t.Parallel()
+	f := startFakeTDS(t)
+	ctx, db := f.open(t)
+	start := len(f.log())
+	var now time.Time
+	err := db.Write(ctx, TenantScope("tenant-a"), func(tx *Tx) error {
+		var err error
+		now, err = tx.Now(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !now.Equal(f.clock) {
+		t.Errorf("Now = %v, want the server's %v", now, f.clock)
+	}
+	var statements []string
+	for _, b := range f.log()[start:] {
+		if b.text != "transaction" && b.text != mssqlSessionInit {
+			statements = append(statements, b.text)
+		}
+	}
+	// One round trip carries the scope and the clock: no clock statement of its own.
+	if len(statements) != 1 {
+		t.Errorf("a transaction that reads the clock sent %d statements, want 1 (scope and clock): %q", len(statements), statements)
+	}
+}
+
+// TestMSSQLPoolCountsNewConnections: each connection the service's pool opens (a login)
+// reaches the observer, so a pool that keeps reconnecting shows in the metrics.
+func TestMSSQLPoolCountsNewConnections(t *testing.T) {
+	t.Parallel()
+	f := startFakeTDS(t)
+	ctx, db := f.open(t)
+	var o countingObserver
+	db.SetObserver(&o)
+	c1, err := db.Raw().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c2, err := db.Raw().Conn(ctx) // the first is busy: the pool must log in again
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got := o.opened.Load(); got < 1 {
+		t.Errorf("observer heard %d new connections, want at least 1", got)
+	}
+}
+
+type countingObserver struct{ opened atomic.Int64 }
+
+func (*countingObserver) WriteDone(time.Duration) {}
+func (*countingObserver) GroupCommitted(int)      {}
+func (o *countingObserver) ConnectionOpened()     { o.opened.Add(1) }
