@@ -336,3 +336,33 @@ var errNotSQL = fmt.Errorf("set lease: %w limit reached, true story", nil)
 		t.Errorf("got %d findings, want 2: %q", len(all), all)
 	}
 }
+
+// Every store with a SQL Server query set compares it with its SQLite one in its own tests
+// (sqllint.CompareQuerySets): with SQL Server absent from CI, that comparison is what
+// catches a dialect drifting, so a new store cannot leave it out.
+func TestEveryQuerySetIsCompared(t *testing.T) {
+	root := repoRoot(t)
+	dirs, err := filepath.Glob(filepath.Join(root, "internal", "*", "queries_mssql.go"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no queries_mssql.go found under internal/: %v", err)
+	}
+	for _, path := range dirs {
+		dir := filepath.Dir(path)
+		tests, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		found := false
+		for _, tf := range tests {
+			src, err := os.ReadFile(tf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(src), "sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			rel, _ := filepath.Rel(root, dir)
+			t.Errorf("%s has a SQL Server query set but no test calls sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)", rel)
+		}
+	}
+}

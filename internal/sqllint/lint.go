@@ -294,10 +294,16 @@ func LintTSQL(src string, triggerTables map[string]bool) []Finding {
 				add(t, "%s(...) is a SQLite date function: use SYSUTCDATETIME, DATEADD, CAST", t.Text)
 			}
 			if IsWord(t, "ON") && IsWord(next, "CONFLICT") {
-				add(t, "ON CONFLICT is SQLite: use MERGE or INSERT ... WHERE NOT EXISTS under UPDLOCK")
+				add(t, "ON CONFLICT is SQLite: use INSERT ... WHERE NOT EXISTS under UPDLOCK, HOLDLOCK")
+			}
+			if IsWord(t, "MERGE") && (i == 0 || IsSym(TokAt(toks, i-1), ";") || IsSym(TokAt(toks, i-1), ")")) {
+				add(t, "MERGE is refused: one that changes a filtered unique index's filter column can raise a false duplicate-key error; write an UPDATE and an INSERT")
+			}
+			if IsWord(t, "DATABASE_PRINCIPAL_ID") && !insideTry(toks, i) {
+				add(t, "DATABASE_PRINCIPAL_ID sees a role only for its members and ALTER ANY ROLE holders: an existence check in a migration must sit in BEGIN TRY ... BEGIN CATCH that accepts 15023/15247")
 			}
 			if IsWord(t, "INSERT") && IsWord(next, "OR") {
-				add(t, "INSERT OR ... is SQLite: use MERGE or a conditional INSERT")
+				add(t, "INSERT OR ... is SQLite: use a conditional INSERT")
 			}
 			if IsWord(t, "GO") && (perLine[t.Line] == 1 || perLine[t.Line] == 2 && TokAt(toks, i+1).Kind == TokNumber && TokAt(toks, i+1).Line == t.Line) {
 				add(t, "GO is a client batch separator, a syntax error for golang-migrate and the driver: one batch per file")
@@ -367,6 +373,20 @@ func LintTSQL(src string, triggerTables map[string]bool) []Finding {
 		}
 	}
 	return out
+}
+
+// insideTry reports whether toks[i] lies between a BEGIN TRY and its END TRY.
+func insideTry(toks []Token, i int) bool {
+	depth := 0
+	for j := 0; j < i; j++ {
+		switch {
+		case IsWord(toks[j], "BEGIN") && IsWord(TokAt(toks, j+1), "TRY"):
+			depth++
+		case IsWord(toks[j], "END") && IsWord(TokAt(toks, j+1), "TRY"):
+			depth--
+		}
+	}
+	return depth > 0
 }
 
 // hintListHas reports whether the parenthesised list around toks[i] (a table hint list,
