@@ -221,6 +221,17 @@ func (mssqlDialect) Isolation() sql.IsolationLevel { return sql.LevelReadCommitt
 // one declaration, so one cached plan, for every length of the list.
 func (mssqlDialect) JSON(s string) any { return mssql.NVarCharMax(s) }
 
+// Text is sent as nvarchar(max) (go-mssqldb has no fixed-length nvarchar(n): a plain
+// string is declared nvarchar(its length), NVarCharMax nvarchar(max)).
+func (mssqlDialect) Text(s string) any { return mssql.NVarCharMax(s) }
+
+func (d mssqlDialect) NullText(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return d.Text(*s)
+}
+
 // NewID: SQL Server orders uniqueidentifier by its last six bytes first (ids.New).
 func (mssqlDialect) NewID() uuid.UUID { return ids.New() }
 
