@@ -47,10 +47,10 @@ func problemOf(err error) (*apperr.Error, bool) {
 	// or broke an invariant the database guards (a trigger, a CHECK, the tenant policy).
 	// Either way the request changed nothing: say so with a code, and log it (false).
 	if errors.Is(err, sqldb.ErrBadReference) {
-		return apperr.New(apperr.NotFound, "a record this request refers to no longer exists"), false
+		return apperr.New(api.CodeNotFound, "a record this request refers to no longer exists"), false
 	}
 	if errors.Is(err, sqldb.ErrRefused) {
-		return apperr.New(apperr.IllegalTransition, "the database refused the change"), false
+		return apperr.New(api.CodeIllegalTransition, "the database refused the change"), false
 	}
 	if errors.Is(err, context.Canceled) {
 		return apperr.New(api.CodeInvalidRequest, "request canceled"), true

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -16,18 +16,18 @@ func TestStoreSentinelsBecomeProblems(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		err    error
-		code   apperr.Code
+		code   api.ProblemCode
 		status int
 		retry  time.Duration
 	}{
-		{fmt.Errorf("insert call: %w", sqldb.ErrBadReference), apperr.NotFound, http.StatusNotFound, 0},
-		{fmt.Errorf("end run: %w", sqldb.ErrRefused), apperr.IllegalTransition, http.StatusConflict, 0},
-		{fmt.Errorf("claim: %w", sqldb.ErrUnavailable), apperr.DatabaseUnavailable, http.StatusServiceUnavailable, 5 * time.Second},
+		{fmt.Errorf("insert call: %w", sqldb.ErrBadReference), api.CodeNotFound, http.StatusNotFound, 0},
+		{fmt.Errorf("end run: %w", sqldb.ErrRefused), api.CodeIllegalTransition, http.StatusConflict, 0},
+		{fmt.Errorf("claim: %w", sqldb.ErrUnavailable), api.CodeDatabaseUnavailable, http.StatusServiceUnavailable, 5 * time.Second},
 	}
 	for _, c := range cases {
 		e, _ := problemOf(c.err)
-		if e.Code != c.code || StatusOf(e.Code) != c.status || e.RetryAfter != c.retry {
-			t.Errorf("problemOf(%v) = %s %d retry %v; want %s %d retry %v", c.err, e.Code, StatusOf(e.Code), e.RetryAfter, c.code, c.status, c.retry)
+		if e.Code != c.code || e.Code.Status() != c.status || e.RetryAfter != c.retry {
+			t.Errorf("problemOf(%v) = %s %d retry %v; want %s %d retry %v", c.err, e.Code, e.Code.Status(), e.RetryAfter, c.code, c.status, c.retry)
 		}
 	}
 }
