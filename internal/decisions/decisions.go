@@ -225,8 +225,7 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 		}
 	}
 	id := tx.Dialect.NewID()
-	_, err := tx.ExecContext(ctx, s.q.insert, id, attemptID, tenantID, int(r.Kind), r.ProposalHash,
-		runs.JSONText(r.Options).Arg(tx.Dialect), r.Recommendation, tx.Dialect.Time(f.Now), tx.Dialect.NullTime(expires), int32(prior))
+	_, err := tx.ExecContext(ctx, s.q.insert, insertArgs(tx.Dialect, id, attemptID, tenantID, r, f.Now, expires, prior)...)
 	if err != nil {
 		return Decision{}, fmt.Errorf("insert decision: %w", err)
 	}
@@ -605,4 +604,12 @@ func expireAttempt(ctx context.Context, db *sqldb.DB, d due) (int, error) {
 		return restorePhase(ctx, tx, d.TenantID, a, now)
 	})
 	return int(n), err
+}
+
+// insertArgs is the insert's arguments. The statement only stores its text, so all of it
+// goes as Dialect.Text (the options as Dialect.JSON): one declaration list (SQL Server's
+// plan-cache key) for every length.
+func insertArgs(d sqldb.Dialect, id, attemptID uuid.UUID, tenantID string, r Request, now time.Time, expires *time.Time, prior int) []any {
+	return []any{id, attemptID, d.Text(tenantID), int(r.Kind), d.NullText(r.ProposalHash), runs.JSONText(r.Options).Arg(d),
+		d.NullText(r.Recommendation), d.Time(now), d.NullTime(expires), int32(prior)}
 }
