@@ -83,7 +83,7 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 		if project != "" {
 			next.Set("project", project)
 		}
-		v.Next = next.Encode()
+		v.Next = pageLink("/ui/decisions", next)
 	}
 	v.Decisions = ds
 	return c.render(ctx, http.StatusOK, "decisions", page{Title: "Decisions", Nav: "decisions", Data: v})
@@ -122,7 +122,8 @@ func (c *console) decisionPage(ctx echo.Context) error {
 func (c *console) renderDecision(ctx echo.Context, status int, v decisionView) error {
 	v.ETag = v.Decision.Version.ETag()
 	var opts []string
-	if json.Unmarshal(v.Decision.Options, &opts) == nil {
+	// A list of options past what a page shows is answered by typing the choice.
+	if len(v.Decision.Options) <= maxShownBytes && json.Unmarshal(v.Decision.Options, &opts) == nil {
 		v.Options = opts
 	}
 	return c.render(ctx, status, "decision", page{Title: "Decision", Nav: "decisions", Data: v})
@@ -137,8 +138,8 @@ func (c *console) answerDecision(ctx echo.Context) error {
 		return c.notFound(ctx)
 	}
 	rctx, s := ctx.Request().Context(), sessionOf(ctx)
-	form := answerForm{Status: ctx.FormValue("status"), Answer: strings.TrimSpace(ctx.FormValue("answer")),
-		ApprovalID: strings.TrimSpace(ctx.FormValue("approvalId"))}
+	form := answerForm{Status: formValue(ctx, "status"), Answer: strings.TrimSpace(formValue(ctx, "answer")),
+		ApprovalID: strings.TrimSpace(formValue(ctx, "approvalId"))}
 	a := decisions.Answer{Status: form.Status, KeyID: s.KeyID}
 	var problems []string
 	if !api.AnswerStatus(form.Status).Valid() {
@@ -159,7 +160,7 @@ func (c *console) answerDecision(ctx echo.Context) error {
 		}
 		a.ApprovalID = &u
 	}
-	v, ok := sqldb.ParseETag(ctx.FormValue("etag"))
+	v, ok := sqldb.ParseETag(formValue(ctx, "etag"))
 	if !ok {
 		problems = append(problems, "the form lost the version it was opened at; reload the page")
 	}
@@ -265,7 +266,7 @@ func (c *console) releasesPage(ctx echo.Context) error {
 		if v.State != "" {
 			q.Set("state", v.State)
 		}
-		v.Next = q.Encode()
+		v.Next = pageLink("/ui/releases", q)
 	}
 	for _, r := range rs {
 		v.Releases = append(v.Releases, releaseRow{Release: r, Moves: moves(r.State)})
@@ -315,9 +316,9 @@ func (c *console) moveRelease(ctx echo.Context) error {
 	if err != nil {
 		return c.orNotFound(ctx, err)
 	}
-	to := ctx.FormValue("to")
+	to := formValue(ctx, "to")
 	st, ok := parseEnum[releases.State](to)
-	etag, okTag := sqldb.ParseETag(ctx.FormValue("etag"))
+	etag, okTag := sqldb.ParseETag(formValue(ctx, "etag"))
 	if !ok || !okTag {
 		return c.render(ctx, http.StatusBadRequest, "move", page{Title: "Move release", Nav: "releases",
 			Data: moveView{Release: cur, ETag: cur.Version.ETag(), Message: "The form is incomplete; open the release list again."}})
@@ -363,7 +364,7 @@ func (c *console) renderProjects(ctx echo.Context, status int, after, msg, probl
 	}
 	if len(ps) > pageSize {
 		ps = ps[:pageSize]
-		v.Next = url.Values{"after": {ps[len(ps)-1].ProjectID}}.Encode()
+		v.Next = pageLink("/ui/projects", url.Values{"after": {ps[len(ps)-1].ProjectID}})
 	}
 	v.Projects = ps
 	return c.render(ctx, status, "projects", page{Title: "Projects", Nav: "projects", Data: v})
@@ -373,12 +374,12 @@ func (c *console) renderProjects(ctx echo.Context, status int, after, msg, probl
 // the page the form came from.
 func (c *console) changeProject(ctx echo.Context) error {
 	id, _ := url.PathUnescape(ctx.Param("projectId"))
-	etag, ok := sqldb.ParseETag(ctx.FormValue("etag"))
+	etag, ok := sqldb.ParseETag(formValue(ctx, "etag"))
 	if !ok {
 		return c.renderProjects(ctx, http.StatusBadRequest, "", "", "The form lost the version it was opened at; try again.")
 	}
 	ch := projects.Change{IfMatch: &etag}
-	switch ctx.FormValue("action") {
+	switch formValue(ctx, "action") {
 	case "pause":
 		f := false
 		ch.Active = &f
@@ -386,7 +387,7 @@ func (c *console) changeProject(ctx echo.Context) error {
 		t := true
 		ch.Active = &t
 	case "retention":
-		days, err := strconv.Atoi(strings.TrimSpace(ctx.FormValue("retentionDays")))
+		days, err := strconv.Atoi(strings.TrimSpace(formValue(ctx, "retentionDays")))
 		if err != nil || days < 1 || days > 36500 {
 			return c.renderProjects(ctx, http.StatusBadRequest, "", "", "Retention must be a whole number of days from 1 to 36500.")
 		}
@@ -405,6 +406,12 @@ func (c *console) changeProject(ctx echo.Context) error {
 		return c.orNotFound(ctx, err)
 	}
 }
+
+// pageLink is the whole link to a listing's next page, built here rather than in the
+// template: html/template escapes a value placed after "?" as one query component, so the
+// "=" and "&" of a query string would arrive as %3d and %26 and the link would open the
+// first page again, without its filters.
+func pageLink(path string, q url.Values) string { return path + "?" + q.Encode() }
 
 // encodeCursor and decodeCursor carry a listing's keyset position in a page link, as the
 // API's cursors do; a damaged one reads as none.

@@ -50,12 +50,12 @@ func (c *console) renderSignin(ctx echo.Context, status int, msg string) error {
 func (c *console) signin(ctx echo.Context) error {
 	r := ctx.Request()
 	ck, err := r.Cookie(signinCookie)
-	form := ctx.FormValue("signin")
+	form := formValue(ctx, "signin")
 	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(form)) != 1 {
 		return c.renderSignin(ctx, http.StatusForbidden, "The sign-in form expired. Please try again.")
 	}
 	// The API's key check, with its cache and its budget of failures per client address.
-	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), ctx.FormValue("key"))
+	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), formValue(ctx, "key"))
 	if apperr.Is(err, apperr.RateLimited) {
 		ctx.Response().Header().Set("Retry-After", "60")
 		return c.renderSignin(ctx, http.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait a minute and try again.")
@@ -147,7 +147,8 @@ type runsFilter struct {
 type runsView struct {
 	Filter  runsFilter
 	Runs    []runs.Run
-	Next    string // query string of the next page ("" on the last)
+	First   string // link to the first page, with the filters
+	Next    string // link to the next page ("" on the last)
 	Problem string
 }
 
@@ -218,17 +219,18 @@ func (c *console) runsPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
+	nq := url.Values{}
+	for k, vs := range q {
+		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
+			nq.Set(k, vs[0])
+		}
+	}
+	v.First = pageLink("/ui/runs", nq)
 	if len(rs) > pageSize {
 		rs = rs[:pageSize]
 		last := rs[len(rs)-1]
-		nq := url.Values{}
-		for k, vs := range q {
-			if k != "cursor" && len(vs) > 0 && vs[0] != "" {
-				nq.Set(k, vs[0])
-			}
-		}
 		nq.Set("cursor", encodeCursor(runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}))
-		v.Next = nq.Encode()
+		v.Next = pageLink("/ui/runs", nq)
 	}
 	v.Runs = rs
 	return c.render(ctx, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: v})
@@ -360,7 +362,7 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	if len(entries) > timelinePage {
 		entries = entries[:timelinePage]
 		tc := entries[len(entries)-1].Cursor()
-		v.Next = encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})
+		v.Next = pageLink("/ui/attempts/"+id.String(), url.Values{"cursor": {encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})}})
 	}
 	for _, e := range entries {
 		v.Timeline = append(v.Timeline, timelineRowOf(e))
