@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -140,31 +141,29 @@ func (c *console) answerDecision(ctx echo.Context) error {
 	rctx, s := ctx.Request().Context(), sessionOf(ctx)
 	form := answerForm{Status: formValue(ctx, "status"), Answer: strings.TrimSpace(formValue(ctx, "answer")),
 		ApprovalID: strings.TrimSpace(formValue(ctx, "approvalId"))}
-	a := decisions.Answer{Status: form.Status, KeyID: s.KeyID}
 	var problems []string
 	if !api.AnswerStatus(form.Status).Valid() {
 		problems = append(problems, "choose approve or reject")
 	}
-	if form.Answer != "" {
-		if !json.Valid([]byte(form.Answer)) {
-			// A plain word is sent as a JSON string: the form is for people.
-			b, _ := json.Marshal(form.Answer)
-			form.Answer = string(b)
-		}
-		a.Answer = json.RawMessage(form.Answer)
-	}
 	if form.ApprovalID != "" {
-		u, err := uuid.Parse(form.ApprovalID)
-		if err != nil {
+		if _, err := uuid.Parse(form.ApprovalID); err != nil {
 			problems = append(problems, "the approval id must be a UUID")
 		}
-		a.ApprovalID = &u
 	}
-	v, ok := sqldb.ParseETag(formValue(ctx, "etag"))
+	etag, ok := sqldb.ParseETag(formValue(ctx, "etag"))
 	if !ok {
 		problems = append(problems, "the form lost the version it was opened at; reload the page")
 	}
-	a.IfMatch = v
+	var a decisions.Answer
+	if len(problems) == 0 {
+		req, err := answerRequest(ctx, form)
+		if err == nil {
+			a, err = decisions.AnswerOf(req, s.KeyID, etag)
+		}
+		if err != nil {
+			problems = append(problems, refusal("The answer was refused", err))
+		}
+	}
 	if len(problems) > 0 {
 		d, err := c.Decisions.Get(rctx, s.TenantID, id)
 		if err != nil {
@@ -192,17 +191,62 @@ func (c *console) answerDecision(ctx echo.Context) error {
 		if gerr != nil {
 			return c.orNotFound(ctx, gerr)
 		}
-		msg := "The answer was refused"
-		if e, ok := apperr.As(err); ok {
-			msg += ": " + e.Detail
-			for _, f := range e.Fields {
-				msg += "; " + f.Field + " " + f.Reason
-			}
-		}
-		return c.renderDecision(ctx, http.StatusBadRequest, decisionView{Decision: cur, Message: msg, Form: form})
+		return c.renderDecision(ctx, http.StatusBadRequest, decisionView{Decision: cur, Message: refusal("The answer was refused", err), Form: form})
 	default:
 		return c.orNotFound(ctx, err)
 	}
+}
+
+// answerRequest turns the answer form into the API's request and decodes it with the API's
+// strict decoder and validation, so the console stores nothing the API would refuse (a
+// member given twice, nesting past the limit). The form is for people: text that does not
+// start like a JSON document or string, and is no JSON scalar, is sent as a JSON string.
+func answerRequest(ctx echo.Context, form answerForm) (api.AnswerDecisionRequest, error) {
+	var req api.AnswerDecisionRequest
+	status, _ := json.Marshal(form.Status)
+	body := []byte(`{"status":` + string(status))
+	if form.ApprovalID != "" {
+		id, _ := json.Marshal(form.ApprovalID)
+		body = append(append(body, `,"approvalId":`...), id...)
+	}
+	text := form.Answer
+	if text != "" && !strings.ContainsAny(text[:1], `{["`) && !json.Valid([]byte(text)) {
+		b, _ := json.Marshal(text)
+		text = string(b)
+	}
+	if text != "" {
+		// The answer goes in as typed, last, where the API would find it: the decoder then
+		// counts its depth and finds its duplicates exactly as for an API body.
+		body = append(append(body, `,"answer":`...), text...)
+	}
+	body = append(body, '}')
+	if err := web.BindJSON(ctx, body, &req); err != nil {
+		return req, err
+	}
+	if text != "" && string(req.Answer) != text {
+		// More than the answer: it closed the value and went on ("{}, ...").
+		return req, apperr.New(apperr.Invalid, "the answer must be one JSON value (or plain text)")
+	}
+	return req, nil
+}
+
+// maxListedFields bounds the field errors a page lists.
+const maxListedFields = 10
+
+// refusal words an invalid_request for a page: what was refused, the detail, every field.
+func refusal(what string, err error) string {
+	e, ok := apperr.As(err)
+	if !ok {
+		return what + "."
+	}
+	msg := what + ": " + e.Detail
+	for i, f := range e.Fields {
+		if i == maxListedFields {
+			return msg + fmt.Sprintf("; and %d more", len(e.Fields)-i)
+		}
+		msg += "; " + f.Field + " " + f.Reason
+	}
+	return msg
 }
 
 func (c *console) orNotFound(ctx echo.Context, err error) error {

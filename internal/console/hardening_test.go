@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -281,5 +282,83 @@ func TestStoredJSONBoundedOnEveryPage(t *testing.T) {
 		if p.whole != "" && !strings.Contains(body, `href="`+p.whole+`"`) {
 			t.Errorf("%s does not link to %s for the whole value", p.path, p.whole)
 		}
+	}
+}
+
+// TestConsoleAnswerStrictDecoder: an answer the API refuses (a member given twice, nesting
+// past the limit, at any depth past it) is refused by the console's form too, with the
+// reason on the page, and nothing is stored; a plain word is still sent as a JSON string.
+func TestConsoleAnswerStrictDecoder(t *testing.T) {
+	t.Parallel()
+	s := opstest.New(t, app.Config{})
+	tn := s.NewTenant(t)
+	_, d := askDecision(t, tn, "strict-1")
+	c, csrf, _ := httpSession(t, s, tn.Admin)
+	path := "/ui/decisions/" + d.DecisionID.String()
+	answer := func(text string) (int, string) {
+		_, page := get(t, c, s, path)
+		etag := regexp.MustCompile(`name="etag" value="([^"]+)"`).FindStringSubmatch(page)
+		if etag == nil {
+			t.Fatal("no ETag on the decision page")
+		}
+		r, err := c.PostForm(s.URL+path+"/answer", url.Values{"csrf": {csrf}, "etag": {strings.ReplaceAll(etag[1], "&#34;", `"`)},
+			"status": {"approved"}, "answer": {text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		name, text, says string
+		// console: only a form can carry it (an API body holding it is another, valid body).
+		console bool
+	}{
+		{"duplicate member", `{"a":1,"a":2}`, "answer.a is given more than once", false},
+		{"duplicate deep inside", `[{"x":[{"b":true,"b":false}]}]`, "is given more than once", false},
+		{"nested 20,000 deep", string(nested(20000)), "nested more than", false},
+		{"nested one past the API's limit", string(nested(10001)), "nested more than", false},
+		{"two values", `{"a":1} {"b":2}`, "malformed JSON", false},
+		{"a member after the answer", `{},"approvalId":"` + uuid.NewString() + `"`, "one JSON value", true},
+	} {
+		if !tc.console {
+			// The API refuses it.
+			etag := tn.Must(http.StatusOK, "GET", "/v1/decisions/"+d.DecisionID.String(), tn.Admin, nil).Header.Get("ETag")
+			req, _ := http.NewRequest("POST", s.URL+"/v1/decisions/"+d.DecisionID.String()+"/answer",
+				strings.NewReader(`{"status":"approved","answer":`+tc.text+`}`))
+			req.Header.Set("Authorization", "Bearer "+tn.Admin)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("If-Match", etag)
+			r, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			if r.StatusCode != http.StatusBadRequest {
+				t.Fatalf("%s: the API answered %d, want 400", tc.name, r.StatusCode)
+			}
+		}
+		st, page := answer(tc.text)
+		msg := regexp.MustCompile(`(?s)id="message">(.*?)</p>`).FindStringSubmatch(page)
+		if st != http.StatusBadRequest || msg == nil || !strings.Contains(msg[1], tc.says) {
+			t.Errorf("%s: the console answered %d with %q, want 400 saying %q", tc.name, st, msg, tc.says)
+		}
+		var got decision
+		tn.Must(http.StatusOK, "GET", "/v1/decisions/"+d.DecisionID.String(), tn.Admin, nil).Decode(t, &got)
+		if got.Status != "pending" {
+			t.Fatalf("%s: the refused answer was stored: %+v", tc.name, got)
+		}
+	}
+	if st, _ := answer("ship it"); st != http.StatusSeeOther {
+		t.Fatalf("a plain answer: %d, want 303", st)
+	}
+	var got struct {
+		Status string          `json:"status"`
+		Answer json.RawMessage `json:"answer"`
+	}
+	tn.Must(http.StatusOK, "GET", "/v1/decisions/"+d.DecisionID.String(), tn.Admin, nil).Decode(t, &got)
+	if got.Status != "approved" || string(got.Answer) != `"ship it"` {
+		t.Fatalf("the plain answer was stored as %+v", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -126,21 +127,30 @@ func (h handlers) answer(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	answer, ok := compactJSON(req.Answer)
-	if !ok {
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
-	}
 	ifMatch, err := web.IfMatch(c, true)
 	if err != nil {
 		return err
 	}
 	p := tenancy.MustPrincipal(c)
-	a := Answer{Status: string(req.Status), Answer: answer, KeyID: p.KeyID, IfMatch: ifMatch, ApprovalID: req.ApprovalID}
+	a, err := AnswerOf(req, p.KeyID, ifMatch)
+	if err != nil {
+		return err
+	}
 	d, err := h.store.Answer(c.Request().Context(), p.TenantID, id, a)
 	if err != nil {
 		return err
 	}
 	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
+}
+
+// AnswerOf is the answer a decoded and validated request gives, from the API or the
+// console: its answer document compacted, refused unless valid UTF-8.
+func AnswerOf(req api.AnswerDecisionRequest, keyID string, ifMatch sqldb.VersionMatcher) (Answer, error) {
+	answer, ok := compactJSON(req.Answer)
+	if !ok {
+		return Answer{}, apperr.FieldsInvalid(apperr.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
+	}
+	return Answer{Status: string(req.Status), Answer: answer, KeyID: keyID, IfMatch: ifMatch, ApprovalID: req.ApprovalID}, nil
 }
 
 // cursor is a keyset position of a decision listing (Rank only in the pending-first inbox).

@@ -39,6 +39,11 @@ func decodeStrict(body []byte, dst any) error {
 	return err
 }
 
+// DecodeJSON decodes body, one JSON value, into dst (a non-nil pointer) with the strict
+// decoder and its limits (duplicate members, nesting), without validation; the error is an
+// invalid_request whose detail says what is wrong.
+func DecodeJSON(body []byte, dst any) error { return decodeStrict(body, dst) }
+
 // decodeStrictZeros is decodeStrict that also returns, by path, the members the body gave
 // with their type's zero value ("", 0, the nil UUID), each with the words that refuse it: a
 // required member given so fails validator/v10's "required" exactly as a missing one does,
