@@ -18,7 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Kind is what a call calls (stored as its position; the wire type).
@@ -92,10 +92,10 @@ func (n Draft) Validate() error {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
 	if !n.Kind.Valid() {
-		fields = append(fields, web.NotOneOf("kind", n.Kind))
+		fields = append(fields, validate.NotOneOf("kind", n.Kind))
 	}
-	fields = web.AppendTooLong(fields, "target", n.Target, 256)
-	fields = web.AppendTooLong(fields, "requestHash", n.RequestHash, 128)
+	fields = validate.AppendTooLong(fields, "target", n.Target, 256)
+	fields = validate.AppendTooLong(fields, "requestHash", n.RequestHash, 128)
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
 	}
@@ -116,10 +116,10 @@ type Finish struct {
 func (f Finish) Validate() error {
 	var fields []apperr.FieldError
 	if !Finished(f.Status) {
-		fields = append(fields, web.NotOneOf("status", api.CallFinishStatus(f.Status)))
+		fields = append(fields, validate.NotOneOf("status", api.CallFinishStatus(f.Status)))
 	}
 	if f.ReceiptRef != nil {
-		fields = web.AppendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
+		fields = validate.AppendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
 	}
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)

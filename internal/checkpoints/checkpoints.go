@@ -19,7 +19,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Checkpoint is one stored checkpoint of an attempt. Checkpoints never change once written,
@@ -77,13 +77,13 @@ func (n Draft) Validate() error {
 		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
 	if !n.Phase.Valid() {
-		fields = append(fields, web.NotOneOf("phase", n.Phase))
+		fields = append(fields, validate.NotOneOf("phase", n.Phase))
 	}
-	fields = web.AppendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
-	fields = web.AppendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)
-	fields = web.AppendTooLong(fields, "hash", n.Hash, 128)
+	fields = validate.AppendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
+	fields = validate.AppendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)
+	fields = validate.AppendTooLong(fields, "hash", n.Hash, 128)
 	if n.ContextSnapshotRef != nil {
-		fields = web.AppendTooLong(fields, "contextSnapshotRef", *n.ContextSnapshotRef, 512)
+		fields = validate.AppendTooLong(fields, "contextSnapshotRef", *n.ContextSnapshotRef, 512)
 	}
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)

@@ -36,7 +36,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Kind is what a decision asks for (stored as its position; the wire type).
@@ -305,7 +305,7 @@ func ByIDs(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID) 
 // field: options.go). A refused answer changes nothing.
 func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Answer) (Decision, error) {
 	if !api.AnswerStatus(a.Status).Valid() {
-		return Decision{}, apperr.FieldsInvalid(web.NotOneOf("status", api.AnswerStatus(a.Status)))
+		return Decision{}, apperr.FieldsInvalid(validate.NotOneOf("status", api.AnswerStatus(a.Status)))
 	}
 	var out Decision
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -89,7 +90,7 @@ func (h handlers) create(c echo.Context) error {
 // characters, JSON) and converts. The proposal hash's bound is its ident tag's.
 func requestOf(req api.DecisionRequest) (Request, error) {
 	var bad []apperr.FieldError
-	if req.Recommendation != nil && !web.ValidText(*req.Recommendation, maxRecommend) {
+	if req.Recommendation != nil && !validate.Text(*req.Recommendation, maxRecommend) {
 		bad = append(bad, apperr.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
 	}
 	options, ok := compactJSON(req.Options)

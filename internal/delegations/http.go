@@ -11,6 +11,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -60,7 +61,7 @@ func (h handlers) create(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	if req.Purpose == "" || !web.ValidText(req.Purpose, maxPurpose) {
+	if req.Purpose == "" || !validate.Text(req.Purpose, maxPurpose) {
 		return apperr.FieldsInvalid(apperr.FieldError{Field: "purpose",
 			Reason: "must be 1 to 1024 characters of text (no control characters but tab and line breaks)"})
 	}

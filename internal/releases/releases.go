@@ -21,7 +21,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/jcs"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // State is a release's state (stored as its position; the wire type, DESIGN.md 7a).
@@ -177,10 +177,10 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 			"manifestHash is not the lowercase hex SHA-256 of the RFC 8785 canonical form of contentRefs")
 	}
 	if p.InFlightPolicy != nil && !api.InFlightPolicy(*p.InFlightPolicy).Valid() {
-		return Release{}, false, apperr.FieldsInvalid(web.NotOneOf("inFlightPolicy", api.InFlightPolicy(*p.InFlightPolicy)))
+		return Release{}, false, apperr.FieldsInvalid(validate.NotOneOf("inFlightPolicy", api.InFlightPolicy(*p.InFlightPolicy)))
 	}
 	if !p.State.Valid() {
-		return Release{}, false, apperr.FieldsInvalid(web.NotOneOf("state", p.State))
+		return Release{}, false, apperr.FieldsInvalid(validate.NotOneOf("state", p.State))
 	}
 	var (
 		out     Release

@@ -233,20 +233,6 @@ var faultCases = []struct {
 		}
 		e.agree()
 	}},
-	{"TaskLockAcquireLosesTheRace", func(t *testing.T, e *faultEnv) {
-		ran := e.before(e.svc.q.insertLock, nil, func(ctx context.Context, tx *sqldb.Tx) error {
-			now, _ := tx.Now(ctx)
-			_, err := tx.ExecContext(ctx, e.svc.q.insertLock, e.tenant, "agent", "task", "rival",
-				tx.Dialect.Time(now.Add(time.Minute)), tx.Dialect.Time(now))
-			return err
-		})
-		_, _, err := e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "me", time.Minute)
-		wantRan(t, ran)
-		ae, ok := apperr.As(err)
-		if !ok || ae.Code != apperr.LockHeld || ae.Extra["heldUntil"] == nil {
-			t.Fatalf("got %v, want lock_held with heldUntil", err)
-		}
-	}},
 	{"CompleteRepeatThatWaitedOnTheFence", func(t *testing.T, e *faultEnv) {
 		e.enqueue(e.spec("s"))
 		e.enqueue(e.spec("s"))

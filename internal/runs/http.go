@@ -132,19 +132,6 @@ func Routes(s *web.Server, svc *Service) {
 		Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
 		Problems: append([]apperr.Code{apperr.NoCancelRequested}, fenced...),
 	}, h.observeCancellation)
-	s.Route(http.MethodPut, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
-		ID: "acquireTaskLock", Tag: "Locks", Summary: "Take or renew a task run lock",
-		Description: "Takes the lock of an agent's task for ttlSeconds, or renews it for the same holder; 409 lock_held " +
-			"(with heldUntil) while another holder has it. An expired lock can be taken by anyone.",
-		Roles: []string{rt}, Body: api.LockRequest{}, Example: api.LockRequest{HolderID: "worker-7", TTLSeconds: 300},
-		Status: http.StatusOK, Response: api.TaskLock{}, Problems: []apperr.Code{apperr.LockHeld},
-	}, h.acquireLock)
-	s.Route(http.MethodDelete, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
-		ID: "releaseTaskLock", Tag: "Locks", Summary: "Release a task run lock",
-		Description: "Releases the lock for its holder (204, also when nobody holds it); 409 lock_held while another holder has it.",
-		Roles:       []string{rt}, Status: http.StatusNoContent,
-		Query: api.ReleaseLockParams{}, Problems: []apperr.Code{apperr.LockHeld},
-	}, h.releaseLock)
 }
 
 type handlers struct{ svc *Service }
@@ -336,46 +323,6 @@ func (h handlers) complete(c echo.Context) error {
 		return err
 	}
 	return web.JSONWithETag(c, http.StatusOK, a.Version, a.Wire())
-}
-
-func lockPath(c echo.Context) (agentID, taskID string, err error) {
-	if agentID, err = web.PathIdent(c, "agentId", 128); err != nil {
-		return "", "", err
-	}
-	taskID, err = web.PathIdent(c, "taskId", 64)
-	return agentID, taskID, err
-}
-
-func (h handlers) acquireLock(c echo.Context) error {
-	agentID, taskID, err := lockPath(c)
-	if err != nil {
-		return err
-	}
-	var req api.LockRequest
-	if err := web.Bind(c, &req, false); err != nil {
-		return err
-	}
-	l, _, err := h.svc.AcquireLock(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, agentID, taskID,
-		req.HolderID, time.Duration(req.TTLSeconds)*time.Second)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, l.Wire())
-}
-
-func (h handlers) releaseLock(c echo.Context) error {
-	agentID, taskID, err := lockPath(c)
-	if err != nil {
-		return err
-	}
-	var q api.ReleaseLockParams
-	if err := web.BindQuery(c, &q); err != nil {
-		return err
-	}
-	if err := h.svc.ReleaseLock(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, agentID, taskID, q.HolderID); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
 
 func (h handlers) patchAttempt(c echo.Context) error {

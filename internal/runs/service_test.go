@@ -578,42 +578,6 @@ var leaseCases = []leaseCase{
 			t.Fatal("the waiting claim was not woken by the enqueue")
 		}
 	}},
-	{"TaskLocksHaveOneHolder", func(t *testing.T, tgt dbtest.Target) {
-		e := newEnv(t, tgt)
-		l, created, err := e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "h1", time.Minute)
-		if err != nil || !created || l.HolderID != "h1" || !l.HeldUntil.Equal(epoch.Add(time.Minute)) {
-			t.Fatalf("acquire: %+v %v %v", l, created, err)
-		}
-		_, _, err = e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "h2", time.Minute)
-		ae, ok := apperr.As(err)
-		if !ok || ae.Code != apperr.LockHeld || ae.Extra["heldUntil"] == nil {
-			t.Fatalf("second holder: got %v, want lock_held with heldUntil", err)
-		}
-		if err := e.svc.ReleaseLock(e.ctx, e.tenant, "agent", "task", "h2"); !apperr.Is(err, apperr.LockHeld) {
-			t.Fatalf("release by another: got %v, want lock_held", err)
-		}
-		e.clock.Advance(30 * time.Second)
-		l, created, err = e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "h1", time.Minute)
-		if err != nil || created || !l.HeldUntil.Equal(epoch.Add(90*time.Second)) {
-			t.Fatalf("renew: %+v %v %v", l, created, err)
-		}
-		e.clock.Advance(2 * time.Minute)
-		l, created, err = e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "h2", time.Minute)
-		if err != nil || !created || l.HolderID != "h2" {
-			t.Fatalf("take an expired lock: %+v %v %v", l, created, err)
-		}
-		// Another tenant has its own lock of the same name.
-		other := newEnvOn(t, e)
-		if _, _, err := other.svc.AcquireLock(e.ctx, other.tenant, "agent", "task", "x", time.Minute); err != nil {
-			t.Fatalf("other tenant: %v", err)
-		}
-		if err := e.svc.ReleaseLock(e.ctx, e.tenant, "agent", "task", "h2"); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.svc.ReleaseLock(e.ctx, e.tenant, "agent", "task", "h2"); err != nil {
-			t.Fatalf("release of a free lock: %v", err)
-		}
-	}},
 }
 
 // newEnvOn returns a second tenant on the same database and clock as e.

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Validator checks request structs with validator/v10 and names fields by their JSON names.
@@ -41,7 +42,7 @@ func NewValidator() *Validator {
 	for tag, segment := range map[string]bool{"ident": false, "segment": true} {
 		_ = v.RegisterValidation(tag, func(fl validator.FieldLevel) bool {
 			n, err := strconv.Atoi(fl.Param())
-			return err == nil && IdentProblem(fl.Field().String(), n, segment) == ""
+			return err == nil && validate.IdentProblem(fl.Field().String(), n, segment) == ""
 		})
 	}
 	return &Validator{v: v}
@@ -128,7 +129,7 @@ func reason(fe validator.FieldError) string {
 	case "ident", "segment":
 		n, _ := strconv.Atoi(fe.Param())
 		if s, ok := fe.Value().(string); ok {
-			if why := IdentProblem(s, n, fe.Tag() == "segment"); why != "" {
+			if why := validate.IdentProblem(s, n, fe.Tag() == "segment"); why != "" {
 				return why
 			}
 		}
