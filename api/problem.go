@@ -19,6 +19,7 @@ const (
 	CodeAttemptEnded         ProblemCode = "attempt_ended"          // 409
 	CodeSequenceConflict     ProblemCode = "sequence_conflict"      // 409
 	CodeDecisionClosed       ProblemCode = "decision_closed"        // 409
+	CodeDecisionLimit        ProblemCode = "decision_limit"         // 409
 	CodeLockHeld             ProblemCode = "lock_held"              // 409, with heldUntil
 	CodeReleaseConflict      ProblemCode = "release_conflict"       // 409
 	CodeReleaseImmutable     ProblemCode = "release_immutable"      // 409
@@ -46,7 +47,7 @@ const (
 
 var problemCodeNames = names{
 	"invalid_request", "unauthorized", "forbidden", "not_found", "method_not_allowed",
-	"stale_lease", "lease_expired", "attempt_ended", "sequence_conflict", "decision_closed", "lock_held",
+	"stale_lease", "lease_expired", "attempt_ended", "sequence_conflict", "decision_closed", "decision_limit", "lock_held",
 	"release_conflict", "release_immutable", "illegal_transition", "attempts_exhausted",
 	"idempotency_key_reused", "no_cancel_requested",
 	"precondition_failed", "body_too_large", "unsupported_media_type",

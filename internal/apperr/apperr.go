@@ -25,6 +25,7 @@ const (
 	LeaseExpired         = api.CodeLeaseExpired
 	SequenceConflict     = api.CodeSequenceConflict
 	DecisionClosed       = api.CodeDecisionClosed
+	DecisionLimit        = api.CodeDecisionLimit
 	LockHeld             = api.CodeLockHeld
 	ReleaseConflict      = api.CodeReleaseConflict
 	ReleaseImmutable     = api.CodeReleaseImmutable

@@ -28,11 +28,12 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{
 		ID: "requestDecision", Tag: "Decisions", Summary: "Ask for a decision under the lease",
 		Description: "Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the " +
-			"answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.",
+			"answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have " +
+			"at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.",
 		Roles: []string{rt}, Body: api.DecisionRequest{},
 		Example: api.DecisionRequest{FencingToken: 4, Kind: api.Ptr(api.DecisionChoice), Options: []byte(`["merge","request changes"]`),
 			Recommendation: api.Ptr("merge"), ExpiresInSeconds: api.Ptr(86400)}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded},
+		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.DecisionLimit},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
 		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},

@@ -188,6 +188,13 @@ OPTION (RECOMPILE);`,
 	newestPrior: `SELECT TOP (1) PriorPhase FROM dbo.DecisionRequests
 WHERE AttemptId = @p2 AND TenantId = @p1 ORDER BY RequestedAt DESC, DecisionId DESC;`,
 
+	// countPending: IX_Decisions_Attempt seek on AttemptId with PK lookups for Status and
+	// ExpiresAt, TOP (@p4) of them: at most the cap of rows read. Runs under the attempt's U
+	// lock (the request's fence), so no other request of this attempt counts at the same time
+	// and the cap holds. No expected errors.
+	countPending: `SELECT COUNT(*) FROM (SELECT TOP (@p4) 1 AS One FROM dbo.DecisionRequests
+WHERE AttemptId = @p2 AND TenantId = @p1 AND Status = N'pending' AND (ExpiresAt IS NULL OR ExpiresAt > @p3)) AS p;`,
+
 	// restorePhase: PK_ExecutionAttempts seek of the attempt this transaction holds
 	// U-locked (attempts.Lock), converted to X; the NOT EXISTS is an IX_Decisions_Attempt
 	// seek on AttemptId with PK lookups for Status and ExpiresAt (the attempt's decisions: a

@@ -24,6 +24,7 @@ var statusOf = map[apperr.Code]int{
 	apperr.LeaseExpired:         http.StatusConflict,
 	apperr.SequenceConflict:     http.StatusConflict,
 	apperr.DecisionClosed:       http.StatusConflict,
+	apperr.DecisionLimit:        http.StatusConflict,
 	apperr.LockHeld:             http.StatusConflict,
 	apperr.ReleaseConflict:      http.StatusConflict,
 	apperr.ReleaseImmutable:     http.StatusConflict,

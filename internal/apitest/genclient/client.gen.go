@@ -314,6 +314,7 @@ const (
 	ProblemCodeCorrectionLimit      ProblemCode = "correction_limit"
 	ProblemCodeDatabaseUnavailable  ProblemCode = "database_unavailable"
 	ProblemCodeDecisionClosed       ProblemCode = "decision_closed"
+	ProblemCodeDecisionLimit        ProblemCode = "decision_limit"
 	ProblemCodeForbidden            ProblemCode = "forbidden"
 	ProblemCodeIdempotencyKeyReused ProblemCode = "idempotency_key_reused"
 	ProblemCodeIllegalTransition    ProblemCode = "illegal_transition"
@@ -354,6 +355,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeDatabaseUnavailable:
 		return true
 	case ProblemCodeDecisionClosed:
+		return true
+	case ProblemCodeDecisionLimit:
 		return true
 	case ProblemCodeForbidden:
 		return true
@@ -1961,7 +1964,7 @@ type ClientInterface interface {
 
 	// RequestDecisionWithBody Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -1972,7 +1975,7 @@ type ClientInterface interface {
 
 	// RequestDecision Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -3018,7 +3021,7 @@ func (c *Client) ListAttemptDecisionsHead(ctx context.Context, attemptId openapi
 
 // RequestDecisionWithBody Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -3039,7 +3042,7 @@ func (c *Client) RequestDecisionWithBody(ctx context.Context, attemptId openapi_
 
 // RequestDecision Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -8070,7 +8073,7 @@ type ClientWithResponsesInterface interface {
 
 	// RequestDecisionWithBodyWithResponse Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -8081,7 +8084,7 @@ type ClientWithResponsesInterface interface {
 
 	// RequestDecisionWithResponse Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -18013,7 +18016,7 @@ func (c *ClientWithResponses) ListAttemptDecisionsHeadWithResponse(ctx context.C
 
 // RequestDecisionWithBodyWithResponse Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -18030,7 +18033,7 @@ func (c *ClientWithResponses) RequestDecisionWithBodyWithResponse(ctx context.Co
 
 // RequestDecisionWithResponse Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
