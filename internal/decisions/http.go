@@ -163,9 +163,9 @@ type cursor struct {
 }
 
 func page(c echo.Context, limit int, ds []Decision) error {
-	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ds, limit, func(last Decision) any {
+	return web.WritePage(c, ds, limit, func(last Decision) any {
 		return cursor{Rank: Rank(last), RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
-	}), Decision.Wire))
+	}, Decision.Wire)
 }
 
 func after(c echo.Context) (*Position, error) {
