@@ -455,7 +455,12 @@ func (c *console) changeProject(ctx echo.Context) error {
 // template: html/template escapes a value placed after "?" as one query component, so the
 // "=" and "&" of a query string would arrive as %3d and %26 and the link would open the
 // first page again, without its filters.
-func pageLink(path string, q url.Values) string { return path + "?" + q.Encode() }
+func pageLink(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
 
 // encodeCursor and decodeCursor carry a listing's keyset position in a page link, as the
 // API's cursors do; a damaged one reads as none.

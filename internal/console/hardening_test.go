@@ -362,3 +362,35 @@ func TestConsoleAnswerStrictDecoder(t *testing.T) {
 		t.Fatalf("the plain answer was stored as %+v", got)
 	}
 }
+
+// TestRunPageChildrenBounded: the run page lists at most 100 delegated children over all
+// its attempts and says when there are more.
+func TestRunPageChildrenBounded(t *testing.T) {
+	t.Parallel()
+	s := opstest.New(t, app.Config{})
+	tn := s.NewTenant(t)
+	run := tn.Enqueue("parent", "interactive")
+	cl, ok, _ := tn.Claim(3600, nil)
+	if !ok || cl.Run.RunID != run.RunID {
+		t.Fatal("claim did not lease the run")
+	}
+	c, _, _ := httpSession(t, s, tn.Admin)
+	children := func() (int, bool) {
+		_, page := get(t, c, s, "/ui/runs/"+run.RunID.String())
+		body, _, _ := strings.Cut(page[strings.Index(page, `id="children"`)+1:], "</table>")
+		return strings.Count(body, "<tr>") - 1, strings.Contains(page, `id="children-trimmed"`)
+	}
+	for i := 0; i < 101; i++ {
+		tn.Must(http.StatusCreated, "POST", cl.Path("/delegations"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+			"purpose": "look", "child": map[string]any{"subject": fmt.Sprintf("child-%d", i), "kind": "review",
+				"projectId": "p1", "agentId": "sub", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
+		if i == 99 {
+			if n, more := children(); n != 100 || more {
+				t.Fatalf("with 100 children the page lists %d (more: %v)", n, more)
+			}
+		}
+	}
+	if n, more := children(); n != 100 || !more {
+		t.Fatalf("with 101 children the page lists %d (more: %v), want 100 and a note", n, more)
+	}
+}

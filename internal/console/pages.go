@@ -247,10 +247,16 @@ type runView struct {
 	// Chain is the continuation chain, oldest first, with this run in it.
 	Chain        []runs.Run
 	ChainTrimmed bool
+	// ChildrenTrimmed says the run has more delegated children than the page lists.
+	ChildrenTrimmed bool
 }
 
 // chainLimit bounds how far the run page follows a continuation chain each way.
 const chainLimit = 20
+
+// childrenLimit bounds the delegated children the run page lists, over all its attempts
+// (each attempt's timeline lists all of its own).
+const childrenLimit = 100
 
 func (c *console) pathUUID(ctx echo.Context, name string) (uuid.UUID, error) {
 	id, err := uuid.Parse(ctx.Param(name))
@@ -275,12 +281,20 @@ func (c *console) runPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
+	room := childrenLimit
 	for _, it := range items {
-		ds, err := c.Delegations.ListByAttempt(rctx, tenant, it.AttemptID, nil, 500)
-		if err != nil {
-			return err
+		row := attemptRow{Attempt: it.Attempt}
+		if !v.ChildrenTrimmed {
+			ds, err := c.Delegations.ListByAttempt(rctx, tenant, it.AttemptID, nil, room+1)
+			if err != nil {
+				return err
+			}
+			if len(ds) > room {
+				ds, v.ChildrenTrimmed = ds[:room], true
+			}
+			row.Delegations, room = ds, room-len(ds)
 		}
-		v.Attempts = append(v.Attempts, attemptRow{Attempt: it.Attempt, Delegations: ds})
+		v.Attempts = append(v.Attempts, row)
 	}
 	// The chain: back through ContinuedFromRunId, then forward through continuations.
 	var back []runs.Run
