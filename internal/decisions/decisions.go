@@ -238,7 +238,7 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 		return Decision{}, fmt.Errorf("count pending decisions: %w", err)
 	}
 	if pending >= s.maxPending {
-		return Decision{}, apperr.New(apperr.DecisionLimit,
+		return Decision{}, apperr.New(api.CodeDecisionLimit,
 			"the attempt has %d pending decisions, as many as it may have: wait for answers (or expiry) before asking more", pending)
 	}
 	prior := int(f.Attempt.Phase)
@@ -288,7 +288,7 @@ func (s *Store) getRow(ctx context.Context, tx *sqldb.Tx, query, tenantID string
 	var r row
 	err := tx.GetContext(ctx, &r, query, tenantID, id)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return row{}, apperr.New(apperr.NotFound, "no decision %s", id)
+		return row{}, apperr.New(api.CodeNotFound, "no decision %s", id)
 	}
 	if err != nil {
 		return row{}, fmt.Errorf("read decision: %w", err)
@@ -398,10 +398,10 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 // whose current version does not meet the answer's If-Match (PreconditionFailed).
 func answerable(d Decision, ifMatch sqldb.VersionMatcher) error {
 	if d.Status != StatusPending {
-		return apperr.New(apperr.DecisionClosed, "the decision is %s, no longer pending", d.Status)
+		return apperr.New(api.CodeDecisionClosed, "the decision is %s, no longer pending", d.Status)
 	}
 	if ifMatch == nil || !ifMatch.Matches(d.Version) {
-		return apperr.New(apperr.PreconditionFailed, "If-Match is not the decision's current ETag")
+		return apperr.New(api.CodePreconditionFailed, "If-Match is not the decision's current ETag")
 	}
 	return nil
 }
@@ -594,7 +594,7 @@ func expireAttempt(ctx context.Context, db *sqldb.DB, d due) (int, error) {
 			return err
 		}
 		a, err := attempts.Lock(ctx, tx, d.TenantID, d.AttemptID)
-		if apperr.Is(err, apperr.NotFound) {
+		if apperr.Is(err, api.CodeNotFound) {
 			return nil // purged meanwhile
 		}
 		if err != nil {

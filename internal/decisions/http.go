@@ -33,12 +33,12 @@ func Routes(s *web.Server, store *Store) {
 		Roles: []string{rt}, Body: api.DecisionRequest{},
 		Example: api.DecisionRequest{FencingToken: 4, Kind: api.Ptr(api.DecisionChoice), Options: []byte(`["merge","request changes"]`),
 			Recommendation: api.Ptr("merge"), ExpiresInSeconds: api.Ptr(86400)}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.DecisionLimit},
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded, api.CodeDecisionLimit},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
 		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},
 		Query:    api.PageParams{},
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
 		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox",
@@ -50,7 +50,7 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
 		ID: "getDecision", Tag: "Decisions", Summary: "Read a decision",
 		Description: "The holder reads the answer here.", Status: http.StatusOK, Response: api.Decision{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
 		ID: "answerDecision", Tag: "Decisions", Summary: "Answer a pending decision",
@@ -61,7 +61,7 @@ func Routes(s *web.Server, store *Store) {
 		Example: api.AnswerDecisionRequest{Status: api.AnswerApproved, Answer: []byte(`"merge"`)},
 		Status:  http.StatusOK, Response: api.Decision{}, ETag: true,
 		IfMatch: true, IfMatchRequired: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.DecisionClosed},
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeDecisionClosed},
 	}, h.answer)
 }
 
@@ -90,13 +90,13 @@ func (h handlers) create(c echo.Context) error {
 // requestOf checks what the validator cannot (the recommendation's UTF-16 length and
 // characters, JSON) and converts. The proposal hash's bound is its ident tag's.
 func requestOf(req api.DecisionRequest) (Request, error) {
-	var bad []apperr.FieldError
+	var bad []api.FieldError
 	if req.Recommendation != nil && !validate.Text(*req.Recommendation, maxRecommend) {
-		bad = append(bad, apperr.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
+		bad = append(bad, api.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
 	}
 	options, ok := compactJSON(req.Options)
 	if !ok {
-		bad = append(bad, apperr.FieldError{Field: "options", Reason: "must be JSON in valid UTF-8"})
+		bad = append(bad, api.FieldError{Field: "options", Reason: "must be JSON in valid UTF-8"})
 	}
 	if len(bad) > 0 {
 		return Request{}, apperr.FieldsInvalid(bad...)
@@ -150,7 +150,7 @@ func (h handlers) answer(c echo.Context) error {
 func AnswerOf(req api.AnswerDecisionRequest, keyID string, ifMatch sqldb.VersionMatcher) (Answer, error) {
 	answer, ok := compactJSON(req.Answer)
 	if !ok {
-		return Answer{}, apperr.FieldsInvalid(apperr.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
+		return Answer{}, apperr.FieldsInvalid(api.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
 	}
 	return Answer{Status: string(req.Status), Answer: answer, KeyID: keyID, IfMatch: ifMatch, ApprovalID: req.ApprovalID}, nil
 }
@@ -175,7 +175,7 @@ func after(c echo.Context) (*Position, error) {
 		return nil, err
 	}
 	if cur.Rank != 0 && cur.Rank != 1 {
-		return nil, apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor of this listing"})
+		return nil, apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "is not a cursor of this listing"})
 	}
 	return &Position{Rank: cur.Rank, RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
 }

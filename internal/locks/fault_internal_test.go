@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -40,7 +41,7 @@ func TestFaultInjection(t *testing.T) {
 				t.Fatal("the injected write never ran: the case did not reach the statement")
 			}
 			ae, ok := apperr.As(err)
-			if !ok || ae.Code != apperr.LockHeld || ae.Extra["heldUntil"] == nil {
+			if !ok || ae.Code != api.CodeLockHeld || ae.Extra["heldUntil"] == nil {
 				t.Fatalf("got %v, want lock_held with heldUntil", err)
 			}
 		})

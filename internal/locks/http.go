@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -21,13 +20,13 @@ func Routes(s *web.Server, store *Store) {
 		Description: "Takes the lock of an agent's task for ttlSeconds, or renews it for the same holder; 409 lock_held " +
 			"(with heldUntil) while another holder has it. An expired lock can be taken by anyone.",
 		Roles: []string{rt}, Body: api.LockRequest{}, Example: api.LockRequest{HolderID: "worker-7", TTLSeconds: 300},
-		Status: http.StatusOK, Response: api.TaskLock{}, Problems: []apperr.Code{apperr.LockHeld},
+		Status: http.StatusOK, Response: api.TaskLock{}, Problems: []api.ProblemCode{api.CodeLockHeld},
 	}, h.acquire)
 	s.Route(http.MethodDelete, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
 		ID: "releaseTaskLock", Tag: "Locks", Summary: "Release a task run lock",
 		Description: "Releases the lock for its holder (204, also when nobody holds it); 409 lock_held while another holder has it.",
 		Roles:       []string{rt}, Status: http.StatusNoContent,
-		Query: api.ReleaseLockParams{}, Problems: []apperr.Code{apperr.LockHeld},
+		Query: api.ReleaseLockParams{}, Problems: []api.ProblemCode{api.CodeLockHeld},
 	}, h.release)
 }
 

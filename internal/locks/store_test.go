@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/locks"
@@ -26,10 +27,10 @@ func TestTaskLocks(t *testing.T) {
 			}
 			_, _, err = s.Acquire(ctx, tenant, "agent", "task", "h2", time.Minute)
 			ae, ok := apperr.As(err)
-			if !ok || ae.Code != apperr.LockHeld || ae.Extra["heldUntil"] == nil {
+			if !ok || ae.Code != api.CodeLockHeld || ae.Extra["heldUntil"] == nil {
 				t.Fatalf("second holder: got %v, want lock_held with heldUntil", err)
 			}
-			if err := s.Release(ctx, tenant, "agent", "task", "h2"); !apperr.Is(err, apperr.LockHeld) {
+			if err := s.Release(ctx, tenant, "agent", "task", "h2"); !apperr.Is(err, api.CodeLockHeld) {
 				t.Fatalf("release by another: got %v, want lock_held", err)
 			}
 			clock.Advance(30 * time.Second)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -137,15 +138,15 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	var parent any
 	if spec.ParentRunID != nil {
 		p, err := s.getBy(ctx, tx, s.q.get, c.TenantID, *spec.ParentRunID)
-		if apperr.Is(err, apperr.NotFound) {
-			return Run{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "parentRunId", Reason: "names no run"})
+		if apperr.Is(err, api.CodeNotFound) {
+			return Run{}, false, apperr.FieldsInvalid(api.FieldError{Field: "parentRunId", Reason: "names no run"})
 		}
 		if err != nil {
 			return Run{}, false, err
 		}
 		depth = p.Depth + 1
 		if depth > s.cfg.MaxDepth {
-			return Run{}, false, apperr.New(apperr.LoopDepth, "a run at depth %d may not enqueue another: the limit is %d", p.Depth, s.cfg.MaxDepth)
+			return Run{}, false, apperr.New(api.CodeLoopDepth, "a run at depth %d may not enqueue another: the limit is %d", p.Depth, s.cfg.MaxDepth)
 		}
 		parent = *spec.ParentRunID
 	}
@@ -171,13 +172,13 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 			return Run{}, false, err
 		}
 		if !sameRequest(r, hash) {
-			return Run{}, false, apperr.New(apperr.IdempotencyKeyReused,
+			return Run{}, false, apperr.New(api.CodeIdempotencyKeyReused,
 				"idempotencyKey %q already names a run made by a different request", *spec.IdempotencyKey)
 		}
 		return r, false, nil
 	case errors.Is(err, sqldb.ErrBadReference):
 		// The parent was read above, so the foreign key that refused is the project's.
-		return Run{}, false, apperr.New(apperr.UnknownProject, "project %q does not exist", spec.ProjectID)
+		return Run{}, false, apperr.New(api.CodeUnknownProject, "project %q does not exist", spec.ProjectID)
 	case errors.Is(err, sqldb.ErrNotFound) && spec.IdempotencyKey != nil:
 		// No row written: the key's run was purged, and its tombstone answers.
 		return s.tombstoned(ctx, tx, c.TenantID, *spec.IdempotencyKey)
@@ -212,9 +213,9 @@ func checkDeadline(spec Spec, now time.Time) error {
 	deadline := sqldb.Truncate(*spec.DeadlineAt)
 	switch {
 	case !deadline.After(now):
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "deadlineAt", Reason: "must be in the future"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "deadlineAt", Reason: "must be in the future"})
 	case spec.DueAt != nil && !deadline.After(sqldb.Truncate(*spec.DueAt)):
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "deadlineAt", Reason: "must be after dueAt"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "deadlineAt", Reason: "must be after dueAt"})
 	}
 	return nil
 }
@@ -259,7 +260,7 @@ func (s *Service) getBy(ctx context.Context, tx *sqldb.Tx, query string, args ..
 	var r Run
 	err := tx.GetContext(ctx, &r, query, args...)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Run{}, apperr.New(apperr.NotFound, "no such run")
+		return Run{}, apperr.New(api.CodeNotFound, "no such run")
 	}
 	if err != nil {
 		return Run{}, fmt.Errorf("read run: %w", err)
@@ -422,11 +423,11 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			return err
 		}
 		if old.State != Ended {
-			return apperr.New(apperr.IllegalTransition, "only an ended run can be continued; this one is %s", old.State)
+			return apperr.New(api.CodeIllegalTransition, "only an ended run can be continued; this one is %s", old.State)
 		}
 		spent := old.Attempt + 1
 		if spent > old.MaxAttempts {
-			return apperr.New(apperr.AttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
+			return apperr.New(api.CodeAttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
 		}
 		now, err := tx.Now(ctx)
 		if err != nil {

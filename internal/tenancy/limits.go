@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -214,16 +215,16 @@ func HoldLongPoll(ctx context.Context) (release func(), ok bool) {
 }
 
 func errReplicaInFlight() error {
-	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: inFlightRetryAfter,
+	return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: inFlightRetryAfter,
 		Detail: "the server is at its limit of requests in flight; retry later"}
 }
 
 func errTenantInFlight() error {
-	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: inFlightRetryAfter,
+	return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: inFlightRetryAfter,
 		Detail: "the tenant is at its limit of requests in flight; retry later"}
 }
 
 func errAuthFailures(wait time.Duration) error {
-	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: max(wait, time.Second),
+	return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: max(wait, time.Second),
 		Detail: "too many failed authentications from this address; retry later"}
 }

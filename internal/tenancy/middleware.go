@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -96,16 +97,16 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			p, err := a.authenticate(c)
 			if err != nil {
-				if apperr.Is(err, apperr.Unauthorized) {
+				if apperr.Is(err, api.CodeUnauthorized) {
 					c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="ledger"`)
 				}
 				return err
 			}
 			if len(roles) > 0 && !hasRole(roles, p.Role) {
-				return apperr.New(apperr.Forbidden, "this route needs the %s role", strings.Join(roles, " or "))
+				return apperr.New(api.CodeForbidden, "this route needs the %s role", strings.Join(roles, " or "))
 			}
 			if ok, wait := a.admit(p.TenantID); !ok {
-				return &apperr.Error{Code: apperr.RateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
+				return &apperr.Error{Code: api.CodeRateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
 			}
 			if !a.inFlight.take(p.TenantID) {
 				return errTenantInFlight()
@@ -182,7 +183,7 @@ func (a *Authenticator) resolve(ctx context.Context, addr, token string, ok bool
 	p, err := a.keys.load(ctx, h, a.now, func(ctx context.Context) (Principal, error) {
 		return a.store.Authenticate(ctx, token)
 	})
-	if apperr.Is(err, apperr.Unauthorized) {
+	if apperr.Is(err, api.CodeUnauthorized) {
 		return Principal{}, a.failed(addr)
 	}
 	return p, err

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
 // IdentProblem says why s is not an identifier of at most max UTF-16 code units, or ""
@@ -73,12 +72,12 @@ func UTF16Len(s string) int {
 // AppendTooLong adds a field error when v is empty or longer than n UTF-16 code units:
 // nvarchar(n) counts those, so a string of n runes outside the Basic Multilingual Plane
 // would not fit (SQL Server refuses it with a truncation error, 2628).
-func AppendTooLong(fields []apperr.FieldError, name, v string, n int) []apperr.FieldError {
+func AppendTooLong(fields []api.FieldError, name, v string, n int) []api.FieldError {
 	switch {
 	case v == "":
-		return append(fields, apperr.FieldError{Field: name, Reason: "is required"})
+		return append(fields, api.FieldError{Field: name, Reason: "is required"})
 	case UTF16Len(v) > n:
-		return append(fields, apperr.FieldError{Field: name, Reason: fmt.Sprintf("must be at most %d UTF-16 code units", n)})
+		return append(fields, api.FieldError{Field: name, Reason: fmt.Sprintf("must be at most %d UTF-16 code units", n)})
 	}
 	return fields
 }
@@ -86,8 +85,8 @@ func AppendTooLong(fields []apperr.FieldError, name, v string, n int) []apperr.F
 // NotOneOf is the field error of a value that is none of e's wire names: the reason the
 // API's decoder gives, for the services that check an enumeration a caller other than
 // the decoder may have filled.
-func NotOneOf(name string, e api.Enum) apperr.FieldError {
-	return apperr.FieldError{Field: name, Reason: "must be one of: " + strings.Join(e.EnumValues(), ", ")}
+func NotOneOf(name string, e api.Enum) api.FieldError {
+	return api.FieldError{Field: name, Reason: "must be one of: " + strings.Join(e.EnumValues(), ", ")}
 }
 
 // Text reports whether s is free text for an nvarchar(n) column of n = max: valid

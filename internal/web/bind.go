@@ -14,7 +14,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 	"github.com/ledger-dev/ledger/internal/validate"
 )
 
@@ -56,12 +58,12 @@ func (v *Validator) Validate(i any) error {
 	}
 	var ves validator.ValidationErrors
 	if !errors.As(err, &ves) {
-		return apperr.New(apperr.Invalid, "the request cannot be validated")
+		return apperr.New(api.CodeInvalidRequest, "the request cannot be validated")
 	}
-	fields := make([]apperr.FieldError, 0, len(ves))
+	fields := make([]api.FieldError, 0, len(ves))
 	t := reflect.TypeOf(i)
 	for _, fe := range ves {
-		fields = append(fields, apperr.FieldError{Field: fieldPath(t, fe.Namespace()), Reason: reason(fe)})
+		fields = append(fields, api.FieldError{Field: fieldPath(t, fe.Namespace()), Reason: reason(fe)})
 	}
 	return apperr.FieldsInvalid(fields...)
 }
@@ -150,13 +152,13 @@ func Bind(c echo.Context, dst any, optional bool) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return apperr.New(apperr.BodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
+			return apperr.New(api.CodeBodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
 		}
-		return apperr.New(apperr.Invalid, "cannot read the request body")
+		return apperr.New(api.CodeInvalidRequest, "cannot read the request body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !optional {
-			return apperr.New(apperr.Invalid, "a JSON body is required")
+			return apperr.New(api.CodeInvalidRequest, "a JSON body is required")
 		}
 		body = []byte("{}")
 	}
@@ -167,14 +169,14 @@ func Bind(c echo.Context, dst any, optional bool) error {
 // that reaches the service another way than as a request body (a console form).
 func BindJSON(c echo.Context, body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return apperr.New(apperr.Invalid, "a JSON body is required")
+		return apperr.New(api.CodeInvalidRequest, "a JSON body is required")
 	}
 	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 		// The decoder leaves a struct as it is for null (as encoding/json does); a body is an object.
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "(body)", Reason: "must be an object"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "(body)", Reason: "must be an object"})
 	}
-	var fields []apperr.FieldError
-	zeros, err := decodeStrictZeros(body, dst)
+	var fields []api.FieldError
+	zeros, err := strictjson.DecodeZeros(body, dst)
 	if err != nil {
 		e, ok := apperr.As(err)
 		if !ok || len(e.Fields) == 0 {
@@ -203,7 +205,7 @@ func BindJSON(c echo.Context, body []byte, dst any) error {
 
 // mergeFields adds the validation failures to the decoding failures, leaving out a field
 // (or a member inside it) that already failed to decode: its zero value says nothing.
-func mergeFields(decoded, validated []apperr.FieldError) []apperr.FieldError {
+func mergeFields(decoded, validated []api.FieldError) []api.FieldError {
 	out := decoded
 	for _, v := range validated {
 		covered := false
@@ -225,7 +227,7 @@ func PathUUID(c echo.Context, name string) (uuid.UUID, error) {
 	raw := c.Param(name)
 	id, err := uuid.Parse(raw)
 	if err != nil || len(raw) != 36 {
-		return uuid.Nil, apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: "must be a UUID"})
+		return uuid.Nil, apperr.FieldsInvalid(api.FieldError{Field: name, Reason: "must be a UUID"})
 	}
 	return id, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/validate"
 )
@@ -19,11 +20,11 @@ func PathIdent(c echo.Context, name string, max int) (string, error) {
 	if c.Request().URL.RawPath != "" {
 		var err error
 		if raw, err = url.PathUnescape(raw); err != nil {
-			return "", apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: "is not a well-formed path segment"})
+			return "", apperr.FieldsInvalid(api.FieldError{Field: name, Reason: "is not a well-formed path segment"})
 		}
 	}
 	if why := validate.IdentProblem(raw, max, true); why != "" {
-		return "", apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: why})
+		return "", apperr.FieldsInvalid(api.FieldError{Field: name, Reason: why})
 	}
 	return raw, nil
 }

@@ -209,7 +209,7 @@ func TestBind(t *testing.T) {
 			continue
 		}
 		e, isApp := apperr.As(err)
-		if !isApp || e.Code != apperr.Invalid {
+		if !isApp || e.Code != api.CodeInvalidRequest {
 			t.Errorf("Bind(%q) = %v, want invalid_request", c.body, err)
 			continue
 		}
@@ -246,7 +246,7 @@ func TestBindReasons(t *testing.T) {
 		var dst body
 		err := Bind(ctxFor(http.MethodPost, "/", c.body, nil), &dst, false)
 		e, ok := apperr.As(err)
-		if !ok || e.Code != apperr.Invalid {
+		if !ok || e.Code != api.CodeInvalidRequest {
 			t.Fatalf("Bind(%s) = %v, want invalid_request", c.body, err)
 		}
 		got := map[string]string{}
@@ -286,14 +286,14 @@ func TestLimitCursorAndIfMatch(t *testing.T) {
 	cases := []struct {
 		header   string
 		required bool
-		code     apperr.Code
+		code     api.ProblemCode
 		matches  []sqldb.RowVersion // versions the condition accepts (of v and other)
 	}{
 		{"", false, "", nil},
-		{"", true, apperr.PreconditionRequired, nil},
+		{"", true, api.CodePreconditionRequired, nil},
 		{v.ETag(), true, "", []sqldb.RowVersion{v}},
-		{`W/` + v.ETag(), false, apperr.PreconditionFailed, nil},
-		{`"nonsense"`, false, apperr.PreconditionFailed, nil},
+		{`W/` + v.ETag(), false, api.CodePreconditionFailed, nil},
+		{`"nonsense"`, false, api.CodePreconditionFailed, nil},
 		{`*`, true, "", []sqldb.RowVersion{v, other}},
 		{other.ETag() + ", " + v.ETag(), true, "", []sqldb.RowVersion{v, other}},
 		{`W/` + other.ETag() + "," + v.ETag(), true, "", []sqldb.RowVersion{v}},
@@ -319,5 +319,34 @@ func TestLimitCursorAndIfMatch(t *testing.T) {
 				t.Errorf("IfMatch(%q).Matches(%d) = %v, want %v", c.header, cur, !want, want)
 			}
 		}
+	}
+}
+
+// TestOpenAPIDocumentIsBuiltOnce: GET /openapi.json answers from a cache built once per set
+// of routes, and a route registered after a GET is in the next answer.
+func TestOpenAPIDocumentIsBuiltOnce(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	get := func(target string) []byte {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		s.Echo.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		if rec.Code != http.StatusOK || rec.Header().Get(echo.HeaderContentType) != echo.MIMEApplicationJSON {
+			t.Fatalf("GET %s: %d %q", target, rec.Code, rec.Header().Get(echo.HeaderContentType))
+		}
+		return rec.Body.Bytes()
+	}
+	first, second := get("/openapi.json"), get("/openapi.json")
+	want, err := json.Marshal(s.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first) != string(want)+"\n" || string(second) != string(first) || s.docBuilds != 1 {
+		t.Fatalf("two GETs: equal %v, as encoded %v, builds %d (want 1)", string(second) == string(first),
+			string(first) == string(want)+"\n", s.docBuilds)
+	}
+	s.Route(http.MethodGet, "/late", Op{ID: "late", Tag: "System", Summary: "late", Public: true, Status: http.StatusNoContent}, nil)
+	if !strings.Contains(string(get("/openapi.json")), `"/late"`) || s.docBuilds != 2 {
+		t.Fatalf("a route added after the first GET is missing, or the document was not rebuilt (builds %d)", s.docBuilds)
 	}
 }
