@@ -84,8 +84,8 @@ type shownJSON struct {
 }
 
 // boundedJSON renders b compact, cut after maxShownBytes and with arrays and objects past
-// maxShownDepth shown as […] and {…}: one pass, whatever b holds. A value that is not
-// JSON (it never is: stored values were decoded first) is shown as text, cut the same way.
+// maxShownDepth shown as […] and {…}: one pass, whatever b holds. Stored values were
+// decoded before they were stored; anything else would be shown as text, cut the same way.
 func boundedJSON(b []byte) shownJSON {
 	if len(b) == 0 {
 		return shownJSON{Text: "—"}
