@@ -37,6 +37,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/validate"
+	"github.com/ledger-dev/ledger/internal/waits"
 )
 
 // Kind is what a decision asks for (stored as its position; the wire type).
@@ -391,7 +392,28 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 	if err != nil {
 		return Decision{}, fmt.Errorf("answer decision: %w", err)
 	}
+	s.svc.Waits().Notify(runs.AttemptKey(tenantID, out.AttemptID))
 	return out, nil
+}
+
+// WaitClosed reads a decision of the tenant, waiting up to d while it is pending: it answers
+// as soon as the decision is closed (answered, expired, or cancelled with its attempt), or
+// at d, or when the service stops waits, with the decision as it then is. An answer or the
+// attempt's end in this process wakes it; another replica's is seen on the poll interval.
+func (s *Store) WaitClosed(ctx context.Context, tenantID string, id uuid.UUID, d time.Duration) (Decision, error) {
+	first, err := s.Get(ctx, tenantID, id)
+	if err != nil || d <= 0 || first.Status != StatusPending {
+		return first, err
+	}
+	return waits.Until(ctx, s.svc.Waits(), runs.AttemptKey(tenantID, first.AttemptID), d, s.svc.Config().PollInterval,
+		func(ctx context.Context) (Decision, bool, time.Time, error) {
+			cur, err := s.Get(ctx, tenantID, id)
+			var expires time.Time
+			if cur.ExpiresAt != nil {
+				expires = *cur.ExpiresAt // reads as expired from then on, with no write
+			}
+			return cur, cur.Status != StatusPending, expires, err
+		})
 }
 
 // answerable refuses an answer to a decision that is no longer pending (DecisionClosed) or

@@ -49,7 +49,11 @@ func Routes(s *web.Server, store *Store) {
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
 		ID: "getDecision", Tag: "Decisions", Summary: "Read a decision",
-		Description: "The holder reads the answer here.", Status: http.StatusOK, Response: api.Decision{}, ETag: true,
+		Description: "The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until " +
+			"it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it " +
+			"answers at once.",
+		Query:  api.WaitParams{},
+		Status: http.StatusOK, Response: api.Decision{}, ETag: true,
 		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
@@ -113,7 +117,14 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.store.Get(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id)
+	var q api.WaitParams
+	if err := web.BindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	wait, release := tenancy.HoldWait(ctx, q.Wait())
+	defer release()
+	d, err := h.store.WaitClosed(ctx, tenancy.MustPrincipal(c).TenantID, id, wait)
 	if err != nil {
 		return err
 	}

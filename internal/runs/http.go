@@ -70,6 +70,9 @@ func Routes(s *web.Server, svc *Service) {
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/runs/:runId", web.Op{
 		ID: "getRun", Tag: "Runs", Summary: "Read a run",
+		Description: "With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it " +
+			"then is); past the tenant's cap of waiting reads it answers at once.",
+		Query:  api.WaitParams{},
 		Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/runs/:runId/cancel", web.Op{
@@ -226,7 +229,14 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.svc.Get(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id)
+	var q api.WaitParams
+	if err := web.BindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	wait, release := tenancy.HoldWait(ctx, q.Wait())
+	defer release()
+	run, err := h.svc.WaitEnded(ctx, tenancy.MustPrincipal(c).TenantID, id, wait)
 	if err != nil {
 		return err
 	}

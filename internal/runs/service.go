@@ -13,6 +13,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/waits"
 )
 
 // Service is the run-lease core over one database. It is safe for concurrent use and
@@ -24,6 +25,7 @@ type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	wake   *notifier
+	waits  *waits.Hub // reads waiting for a change (RunKey, AttemptKey)
 	jitter func() float64
 	hooks  []Hooks
 	obs    Observer // metrics (observer.go); nil: none
@@ -56,7 +58,7 @@ func NewService(db *sqldb.DB, cfg Config, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{db: db, q: queriesFor(db.Dialect), cfg: cfg, log: log, wake: newNotifier(), jitter: rand.Float64}
+	return &Service{db: db, q: queriesFor(db.Dialect), cfg: cfg, log: log, wake: newNotifier(), waits: waits.NewHub(), jitter: rand.Float64}
 }
 
 // Config returns the service's configuration.
@@ -271,6 +273,36 @@ func (s *Service) getBy(ctx context.Context, tx *sqldb.Tx, query string, args ..
 // Get reads a run of the tenant (NotFound when missing or another tenant's).
 func (s *Service) Get(ctx context.Context, tenantID string, id uuid.UUID) (Run, error) {
 	return s.readBy(ctx, s.q.get, tenantID, id)
+}
+
+// WaitEnded reads a run of tenantID, waiting up to d for it to end: it answers as soon as
+// the run has ended (a write of this process wakes it; another replica's is seen on the
+// poll interval), or at d, or when the service stops waiting (StopWaits), with the run as
+// it then is.
+func (s *Service) WaitEnded(ctx context.Context, tenantID string, id uuid.UUID, d time.Duration) (Run, error) {
+	return waits.Until(ctx, s.waits, RunKey(tenantID, id), d, s.cfg.PollInterval,
+		func(ctx context.Context) (Run, bool, time.Time, error) {
+			r, err := s.Get(ctx, tenantID, id)
+			return r, r.State == Ended, time.Time{}, err
+		})
+}
+
+// Waits is the hub that a run's end (RunKey) and an attempt's end (AttemptKey) notify after
+// commit; the other parts wait on it and notify it of their own changes under these keys.
+func (s *Service) Waits() *waits.Hub { return s.waits }
+
+// StopWaits answers every wait on Waits now and every later one at once (shutdown).
+func (s *Service) StopWaits() { s.waits.Close() }
+
+// RunKey is the wait key a run's end notifies.
+func RunKey(tenantID string, runID uuid.UUID) waits.Key {
+	return waits.Key{Tenant: tenantID, ID: "run:" + runID.String()}
+}
+
+// AttemptKey is the wait key an attempt's end notifies (its decisions close with it), and
+// that a change to one of its decisions notifies.
+func AttemptKey(tenantID string, attemptID uuid.UUID) waits.Key {
+	return waits.Key{Tenant: tenantID, ID: "attempt:" + attemptID.String()}
 }
 
 // readBy reads one run of tenantID with query (1 tenant, 2 run) in a read transaction of

@@ -26,6 +26,7 @@ type Authenticator struct {
 	limits   Limits
 	inFlight *counter // per tenant
 	polls    *counter // per tenant
+	waits    *counter // per tenant
 	replica  *counter // all tenants, under one key
 	work     *gate
 	failures *addrBudget
@@ -52,6 +53,9 @@ func (a *Authenticator) SetKeyCacheTTL(ttl time.Duration) { a.keys = newKeyCache
 func (a *Authenticator) SetLimits(l Limits) {
 	a.limits = l
 	a.inFlight, a.polls, a.replica = newCounter(l.InFlight), newCounter(l.LongPolls), newCounter(l.ReplicaInFlight)
+	// Reads that wait (waitSeconds) have slots of their own, as many: a runtime waiting on
+	// its decisions must not take the slots its claims wait for work in.
+	a.waits = newCounter(l.LongPolls)
 	a.work = newGate(l.ReplicaActive)
 	a.failures = newAddrBudget(l.AuthFailures, l.AuthFailureWindow)
 	a.limiters = nil
@@ -123,7 +127,7 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 			}
 			defer leave()
 			ctx = WithPrincipal(ctx, p)
-			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, tenant: p.TenantID, leave: leave})
+			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, waits: a.waits, tenant: p.TenantID, leave: leave})
 			// On SQLite a write gives the place up as it goes to wait for the single writer,
 			// whose group commit shares it between tenants from there: a place held through
 			// that wait would cap how many writes share one commit.

@@ -70,6 +70,8 @@ type Server struct {
 	version  string
 	identify func(ctx context.Context) (string, string, bool)
 	notify   func(Request)
+	// onShutdown are called as Start begins to drain (OnShutdown).
+	onShutdown []func()
 
 	// doc is the encoded OpenAPI document, built on the first GET of /openapi.json after the
 	// last Route (the routes are all registered at start-up, so in practice once).
@@ -235,6 +237,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
+// OnShutdown has f called when Start begins to drain, so that requests waiting for a change
+// (waitSeconds) answer at once rather than hold the drain up. Call it while wiring.
+func (s *Server) OnShutdown(f func()) { s.onShutdown = append(s.onShutdown, f) }
+
 // Start serves on addr until ctx ends, then drains in-flight requests for up to grace.
 func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, listening func(addr string)) error {
 	srv := &http.Server{
@@ -246,6 +252,9 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, li
 		WriteTimeout: 60 * time.Second,
 		IdleTimeout:  120 * time.Second,
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	for _, f := range s.onShutdown {
+		srv.RegisterOnShutdown(f)
 	}
 	ln, err := listen(addr)
 	if err != nil {

@@ -1287,12 +1287,18 @@ type ListDecisionsHeadParams struct {
 
 // GetDecisionParams defines parameters for GetDecision.
 type GetDecisionParams struct {
+	// WaitSeconds Wait up to this long for the resource to reach its final state before answering (with the state then current).
+	WaitSeconds *int `form:"waitSeconds,omitempty" json:"waitSeconds,omitempty"`
+
 	// IfNoneMatch ETags the caller holds (a list, or *): 304 without a body when one is current.
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // GetDecisionHeadParams defines parameters for GetDecisionHead.
 type GetDecisionHeadParams struct {
+	// WaitSeconds Wait up to this long for the resource to reach its final state before answering (with the state then current).
+	WaitSeconds *int `form:"waitSeconds,omitempty" json:"waitSeconds,omitempty"`
+
 	// IfNoneMatch ETags the caller holds (a list, or *): 304 without a body when one is current.
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -1427,12 +1433,18 @@ type ListRunsHeadParams struct {
 
 // GetRunParams defines parameters for GetRun.
 type GetRunParams struct {
+	// WaitSeconds Wait up to this long for the resource to reach its final state before answering (with the state then current).
+	WaitSeconds *int `form:"waitSeconds,omitempty" json:"waitSeconds,omitempty"`
+
 	// IfNoneMatch ETags the caller holds (a list, or *): 304 without a body when one is current.
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // GetRunHeadParams defines parameters for GetRunHead.
 type GetRunHeadParams struct {
+	// WaitSeconds Wait up to this long for the resource to reach its final state before answering (with the state then current).
+	WaitSeconds *int `form:"waitSeconds,omitempty" json:"waitSeconds,omitempty"`
+
 	// IfNoneMatch ETags the caller holds (a list, or *): 304 without a body when one is current.
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -2096,7 +2108,7 @@ type ClientInterface interface {
 
 	// GetDecision Read a decision
 	//
-	// The holder reads the answer here.
+	// The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it answers at once.
 	//
 	// Corresponds with GET /v1/decisions/{decisionId} (the `GetDecision` operationId).
 	GetDecision(ctx context.Context, decisionId openapi_types.UUID, params *GetDecisionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2335,7 +2347,7 @@ type ClientInterface interface {
 
 	// GetRun Read a run
 	//
-	// Read a run.
+	// With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it then is); past the tenant's cap of waiting reads it answers at once.
 	//
 	// Corresponds with GET /v1/runs/{runId} (the `GetRun` operationId).
 	GetRun(ctx context.Context, runId openapi_types.UUID, params *GetRunParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3293,7 +3305,7 @@ func (c *Client) ListDecisionsHead(ctx context.Context, params *ListDecisionsHea
 
 // GetDecision Read a decision
 //
-// The holder reads the answer here.
+// The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it answers at once.
 //
 // Corresponds with GET /v1/decisions/{decisionId} (the `GetDecision` operationId).
 func (c *Client) GetDecision(ctx context.Context, decisionId openapi_types.UUID, params *GetDecisionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3802,7 +3814,7 @@ func (c *Client) ClaimRun(ctx context.Context, body ClaimRunJSONRequestBody, req
 
 // GetRun Read a run
 //
-// Read a run.
+// With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it then is); past the tenant's cap of waiting reads it answers at once.
 //
 // Corresponds with GET /v1/runs/{runId} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, runId openapi_types.UUID, params *GetRunParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6165,6 +6177,33 @@ func NewGetDecisionRequest(server string, decisionId openapi_types.UUID, params 
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitSeconds", *params.WaitSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -6212,6 +6251,33 @@ func NewGetDecisionHeadRequest(server string, decisionId openapi_types.UUID, par
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitSeconds", *params.WaitSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
@@ -7476,6 +7542,33 @@ func NewGetRunRequest(server string, runId openapi_types.UUID, params *GetRunPar
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitSeconds", *params.WaitSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -7523,6 +7616,33 @@ func NewGetRunHeadRequest(server string, runId openapi_types.UUID, params *GetRu
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitSeconds", *params.WaitSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
@@ -8217,7 +8337,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetDecisionWithResponse Read a decision
 	//
-	// The holder reads the answer here.
+	// The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it answers at once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8486,7 +8606,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetRunWithResponse Read a run
 	//
-	// Read a run.
+	// With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it then is); past the tenant's cap of waiting reads it answers at once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18244,7 +18364,7 @@ func (c *ClientWithResponses) ListDecisionsHeadWithResponse(ctx context.Context,
 
 // GetDecisionWithResponse Read a decision
 //
-// The holder reads the answer here.
+// The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it answers at once.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18675,7 +18795,7 @@ func (c *ClientWithResponses) ClaimRunWithResponse(ctx context.Context, body Cla
 
 // GetRunWithResponse Read a run
 //
-// Read a run.
+// With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it then is); past the tenant's cap of waiting reads it answers at once.
 //
 // Returns a wrapper object for the known response body format(s).
 //
