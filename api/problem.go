@@ -19,6 +19,7 @@ const (
 	CodeAttemptEnded         ProblemCode = "attempt_ended"
 	CodeSequenceConflict     ProblemCode = "sequence_conflict"
 	CodeDecisionClosed       ProblemCode = "decision_closed"
+	CodeDecisionLimit        ProblemCode = "decision_limit"
 	CodeLockHeld             ProblemCode = "lock_held" // with heldUntil
 	CodeReleaseConflict      ProblemCode = "release_conflict"
 	CodeReleaseImmutable     ProblemCode = "release_immutable"
@@ -58,6 +59,7 @@ var problemTable = []struct {
 	{CodeAttemptEnded, http.StatusConflict},
 	{CodeSequenceConflict, http.StatusConflict},
 	{CodeDecisionClosed, http.StatusConflict},
+	{CodeDecisionLimit, http.StatusConflict},
 	{CodeLockHeld, http.StatusConflict},
 	{CodeReleaseConflict, http.StatusConflict},
 	{CodeReleaseImmutable, http.StatusConflict},

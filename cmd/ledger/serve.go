@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -49,6 +50,8 @@ type serveFlags struct {
 	secureCookies string
 	// pprofAddr is where net/http/pprof listens ("": nowhere).
 	pprofAddr string
+	// maxPending caps one attempt's pending decisions.
+	maxPending int
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -64,6 +67,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.reaper, "reaper-interval", 5*time.Second, "how often each replica's reaper takes back expired leases")
 	fs.DurationVar(&f.aging, "band-aging", 10*time.Minute, "how long a BACKGROUND run waits past its due time before it competes with BATCH")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest chain of parent runs an enqueue may make (loop_depth past it)")
+	fs.IntVar(&f.maxPending, "max-pending-decisions", decisions.DefaultMaxPending, "pending decisions one attempt may have at once; past it a request gets 409 decision_limit")
 	fs.IntVar(&f.fairness, "claim-fairness-window", 64, "how many of the oldest due runs a claim weighs for project fairness")
 	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on a new embedded database")
 	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests this replica serves at once, all tenants together; more get 429 rate_limited (0: no cap)")
@@ -120,7 +124,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Conns: web.ConnLimits{Total: f.maxConns, PerAddr: f.maxConnsPerAddr},
 		Limits: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
 			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active},
-		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies})
+		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	if f.pprofAddr != "" {
 		_, stopPprof, err := servePprof(f.pprofAddr, log)
@@ -168,6 +172,8 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--auth-failure-window must be positive")
 	case f.keyCacheTTL < 0:
 		return fmt.Errorf("--key-cache-ttl must not be negative")
+	case f.maxPending < 1:
+		return fmt.Errorf("--max-pending-decisions must be at least 1")
 	}
 	return nil
 }

@@ -55,6 +55,8 @@ type Config struct {
 	MetricsCacheTTL time.Duration
 	// ConsoleSecureCookies is console.SecureAuto (default), SecureAlways or SecureNever.
 	ConsoleSecureCookies string
+	// MaxPendingDecisions caps one attempt's pending decisions (0: decisions.DefaultMaxPending).
+	MaxPendingDecisions int
 }
 
 // App is the assembled service.
@@ -107,7 +109,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	locks.Routes(s, locks.NewStore(db))
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
 	calls.Routes(s, calls.NewStore(db, rs))
-	dec, del, hist := decisions.NewStore(db, rs), delegations.NewStore(db, rs), history.NewStore(db)
+	dec, del, hist := decisions.NewStore(db, rs).WithMaxPending(cfg.MaxPendingDecisions), delegations.NewStore(db, rs), history.NewStore(db)
 	decisions.Routes(s, dec)
 	delegations.Routes(s, del)
 	releases.Routes(s, rel, rs)

@@ -223,10 +223,9 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.NewPage(rs, limit, func(last Run) any {
+	return web.WritePage(c, rs, limit, func(last Run) any {
 		return runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}
-	})
-	return c.JSON(http.StatusOK, web.MapPage(page, Run.Wire))
+	}, Run.Wire)
 }
 
 func (h handlers) get(c echo.Context) error {

@@ -138,6 +138,16 @@ func (sqliteDialect) Isolation() sql.IsolationLevel { return sql.LevelDefault }
 // JSON is the text itself: SQLite has no declared parameter types.
 func (sqliteDialect) JSON(s string) any { return s }
 
+// Text: SQLite declares nothing.
+func (sqliteDialect) Text(s string) any { return s }
+
+func (sqliteDialect) NullText(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
 // NewID: SQLite compares ids from their first byte (ids.TimeFirst). With the time last, every
 // insert landed on a random page of each uuid index, and a group commit wrote that many more
 // pages (BENCHMARKS.md, "Time-first ids": append p99 18–21 ms against 23–29 ms).

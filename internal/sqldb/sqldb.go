@@ -209,9 +209,12 @@ func (db *DB) Raw() *sqlx.DB { return db.w }
 // Tx is one transaction. The tenant (or the maintenance bypass) is already set on it.
 // Its ExecContext, GetContext and SelectContext return errors already mapped by the
 // dialect (ErrNotFound, *ConflictError, ErrRetryable, …), so no caller maps by hand and
-// a recovery path that tests for a conflict sees one on every dialect.
+// a recovery path that tests for a conflict sees one on every dialect. They are the only
+// way to send a statement: each also goes past the statement hook and carries a pending
+// tenant scope (TenantScopeInFirstRoundTrip), which a statement sent on the sqlx
+// transaction itself would skip. Commit and rollback belong to Write and Read.
 type Tx struct {
-	*sqlx.Tx
+	tx      *sqlx.Tx
 	Dialect Dialect
 	clock   Clock
 	now     time.Time
@@ -239,6 +242,9 @@ func (tx *Tx) AfterCommit(f func()) {
 		*tx.after = append(*tx.after, f)
 	}
 }
+
+// Rebind turns a statement's ? placeholders into the dialect's (@p1… on SQL Server).
+func (tx *Tx) Rebind(query string) string { return tx.tx.Rebind(query) }
 
 // withScope puts the pending scope, if any, in front of the statement about to be sent.
 func (tx *Tx) withScope(query string, args []any) (string, []any) {
@@ -408,7 +414,7 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", db.Dialect.MapError(err))
 	}
-	tx := &Tx{Tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache, hook: db.statementHook()}
+	tx := &Tx{tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache, hook: db.statementHook()}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()
@@ -431,8 +437,8 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 		return fmt.Errorf("set transaction scope: %w", db.Dialect.MapError(err))
 	}
 	if err = fn(tx); err != nil {
-		// Tx's statements return mapped errors; this maps what fn got from elsewhere (a
-		// driver error from tx.Tx used directly), so a deadlock is still retried.
+		// Tx's statements return mapped errors; this maps what fn got from elsewhere, so a
+		// deadlock is still retried.
 		return db.Dialect.MapError(err)
 	}
 	if err = sqlTx.Commit(); err != nil {
