@@ -47,6 +47,8 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client address.
 	TrustedProxies []*net.IPNet
+	// Conns caps the connections the server holds open, in total and per client address.
+	Conns web.ConnLimits
 	// MetricsTenantLabels adds a tenant label to the per-tenant metric families.
 	MetricsTenantLabels bool
 	// MetricsCacheTTL is how long one database read serves scrapes (0: the default).
@@ -84,6 +86,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 		Ready:   func(ctx context.Context) error { return Ready(ctx, db) },
 
 		TrustedProxies: cfg.TrustedProxies,
+		Conns:          cfg.Conns,
 		Identify:       identify,
 		Observe:        m.ObserveRequest,
 	})

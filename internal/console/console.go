@@ -182,7 +182,7 @@ func (c *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 		ck, err := r.Cookie(cookieName)
 		var s session
 		if err == nil {
-			s, err = c.sessions.lookup(r.Context(), ck.Value)
+			s, err = c.lookupSession(ctx, ck.Value)
 		}
 		if err != nil {
 			if !errors.Is(err, errNoSession) && !errors.Is(err, http.ErrNoCookie) {
@@ -211,6 +211,27 @@ func (c *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 
 // formValue reads a field of a POST's form body; the query string is never a form.
 func formValue(ctx echo.Context, name string) string { return ctx.Request().PostFormValue(name) }
+
+// lookupSession reads the session a cookie names under the failed-authentication budget of
+// the client's address, the one bad keys spend: a cookie that names no session spends one
+// failure, and past the budget a cookie this replica has not seen good is not read at all
+// (the client signs in again: a key whose id exists is always checked).
+func (c *console) lookupSession(ctx echo.Context, cookie string) (session, error) {
+	addr := ctx.RealIP()
+	known := c.sessions.seen(cookie)
+	if !known && c.Auth.SessionAllowed(addr) != nil {
+		return session{}, errNoSession
+	}
+	s, err := c.sessions.lookup(ctx.Request().Context(), cookie)
+	switch {
+	case err == nil:
+		c.sessions.remember(cookie)
+	case errors.Is(err, errNoSession):
+		c.sessions.forget(cookie)
+		c.Auth.SessionFailed(addr)
+	}
+	return s, err
+}
 
 func sessionOf(ctx echo.Context) session { s, _ := ctx.Get("session").(session); return s }
 

@@ -187,6 +187,10 @@ func (h handlers) claim(c echo.Context) error {
 	var held *BudgetHeldError
 	switch {
 	case errors.Is(err, ErrNothingToClaim):
+		if h.svc.waits.Closed() {
+			// Shutting down: come back (to another replica) shortly.
+			c.Response().Header().Set("Retry-After", "1")
+		}
 		return c.NoContent(http.StatusNoContent)
 	case errors.As(err, &held):
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(held.RetryAfter/time.Second))))
