@@ -210,7 +210,11 @@ func (db *DB) Check(ctx context.Context, p Purpose) CheckReport {
 // cannot be opened at all.
 func CheckDatabase(ctx context.Context, cfg Config, p Purpose) (CheckReport, error) {
 	if !IsSQLServer(cfg.DSN) {
-		if res := sqliteFileCheck(statFile(sqlitePath(cfg.DSN))); res.Status == StatusFail {
+		path, err := SQLitePath(cfg.DSN)
+		if err != nil {
+			return CheckReport{}, fmt.Errorf("--db: %w", err)
+		}
+		if res := sqliteFileCheck(statFile(path)); res.Status == StatusFail {
 			res.Name, res.Required = "database-file", true
 			return CheckReport{Dialect: "sqlite", Purpose: p.String(), Checks: []CheckResult{res}}, nil
 		}
