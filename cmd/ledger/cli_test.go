@@ -58,7 +58,6 @@ func TestFlagsFollowTheVerb(t *testing.T) {
 	wantFatalLogLine(t, code, stdout, stderr)
 }
 
-
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
