@@ -191,12 +191,15 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 		return err
 	}
 	if before.Dirty {
-		return fmt.Errorf("schema version %d is dirty: a migration failed part way; fix it, then `ledger migrate force V`", before.Version)
+		return fmt.Errorf("schema version %d is dirty: %s", before.Version, before.DirtyFix())
 	}
 	if err := mg.Up(); err != nil {
 		return fmt.Errorf("migrate up: %w", err)
 	}
-	if before.Version != 0 || db.Dialect.Name() != "sqlite" || bootstrapTenant == "" {
+	// A database without a tenant bootstraps, not only one this call created: a first serve
+	// killed between its migrations and the bootstrap would otherwise leave a database no
+	// key opens and nothing to say so.
+	if db.Dialect.Name() != "sqlite" || bootstrapTenant == "" {
 		return nil
 	}
 	store := tenancy.NewStore(db)
@@ -228,7 +231,7 @@ func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
 	}
 	switch {
 	case st.Dirty:
-		return fmt.Errorf("schema version %d is dirty; fix it, then `ledger migrate force V`", st.Version)
+		return fmt.Errorf("schema version %d is dirty: %s", st.Version, st.DirtyFix())
 	case st.Version < st.Latest:
 		return fmt.Errorf("schema is at version %d, this binary needs %d: run `ledger migrate up` or start with --migrate", st.Version, st.Latest)
 	case st.Version > st.Latest:

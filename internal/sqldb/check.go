@@ -247,7 +247,7 @@ func evalSchema(st SchemaState) CheckResult {
 	case st.Dirty:
 		return CheckResult{Status: StatusFail,
 			Detail: fmt.Sprintf("version %d is dirty: a migration failed part way", st.Version),
-			Fix:    fmt.Sprintf("repair what migration %d left half done, then `ledger migrate force %d` (or the version before it) and `ledger migrate up`", st.Version, st.Version)}
+			Fix:    st.DirtyFix()}
 	case st.Version < st.Latest:
 		return CheckResult{Status: StatusFail,
 			Detail: fmt.Sprintf("version %d, this binary needs %d", st.Version, st.Latest),
