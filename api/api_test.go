@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -181,6 +182,26 @@ func TestRequestsRequireWhatTheyValidate(t *testing.T) {
 			if optional == demanded {
 				t.Errorf("%s.%s: omitempty %v but validate %q", typ.Name(), name, optional, f.Tag.Get("validate"))
 			}
+		}
+	}
+}
+
+// TestProblemStatusesComeFromOneTable: each code's status and title are its row of the
+// table, and a code this version does not know is a 500.
+func TestProblemStatusesComeFromOneTable(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[api.ProblemCode]int{
+		api.CodeInvalidRequest: 400, api.CodeMethodNotAllowed: 405, api.CodeLockHeld: 409, api.CodeBodyTooLarge: 413,
+		api.CodeUnknownProject: 422, api.CodePreconditionRequired: 428, api.CodeRateLimited: 429,
+		api.CodeDatabaseUnavailable: 503, "new_code": 500,
+	} {
+		if code.Status() != want || code.Title() != http.StatusText(want) {
+			t.Errorf("%s: %d %q, want %d", code, code.Status(), code.Title(), want)
+		}
+	}
+	for _, c := range api.ProblemCodes() {
+		if s := c.Status(); s < 400 || s > 599 || (s == 500 && c != api.CodeInternal) {
+			t.Errorf("%s has no row of its own: %d", c, s)
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // Page is a collection response: a page of items and, when more follow, the cursor of the
 // next page.
 type Page[T any] struct {
@@ -23,3 +25,17 @@ type PageParams struct {
 // Ptr returns a pointer to v, for the optional (and the zero-valued required) members of
 // request bodies: api.Ptr(api.PhaseActing), api.Ptr(int32(0)).
 func Ptr[T any](v T) *T { return &v }
+
+// WaitParams are the query parameters of a read that may wait for a change (a decision's
+// close, a run's end).
+type WaitParams struct {
+	WaitSeconds *int `query:"waitSeconds" validate:"omitempty,min=0,max=30" default:"0" doc:"Wait up to this long for the resource to reach its final state before answering (with the state then current)."`
+}
+
+// Wait is how long p asks to wait.
+func (p WaitParams) Wait() time.Duration {
+	if p.WaitSeconds == nil {
+		return 0
+	}
+	return time.Duration(*p.WaitSeconds) * time.Second
+}

@@ -1,68 +1,113 @@
 package api
 
+import "net/http"
+
 // ProblemCode is a problem document's stable code (DESIGN.md 7a). Unlike the other
 // enumerations it decodes any string, so a client keeps working when a newer server adds a
 // code; Valid reports whether this version knows it.
 type ProblemCode string
 
-// The problem codes, by HTTP status.
+// The problem codes. Each one's HTTP status is in problemTable, beside it nowhere else.
 const (
-	CodeInvalidRequest ProblemCode = "invalid_request" // 400, with field errors
-	CodeUnauthorized   ProblemCode = "unauthorized"    // 401
-	CodeForbidden      ProblemCode = "forbidden"       // 403
-	CodeNotFound       ProblemCode = "not_found"       // 404
-
-	CodeMethodNotAllowed ProblemCode = "method_not_allowed" // 405, with Allow
-
-	CodeStaleLease           ProblemCode = "stale_lease"            // 409
-	CodeLeaseExpired         ProblemCode = "lease_expired"          // 409
-	CodeAttemptEnded         ProblemCode = "attempt_ended"          // 409
-	CodeSequenceConflict     ProblemCode = "sequence_conflict"      // 409
-	CodeDecisionClosed       ProblemCode = "decision_closed"        // 409
-	CodeLockHeld             ProblemCode = "lock_held"              // 409, with heldUntil
-	CodeReleaseConflict      ProblemCode = "release_conflict"       // 409
-	CodeReleaseImmutable     ProblemCode = "release_immutable"      // 409
-	CodeIllegalTransition    ProblemCode = "illegal_transition"     // 409
-	CodeAttemptsExhausted    ProblemCode = "attempts_exhausted"     // 409
-	CodeIdempotencyKeyReused ProblemCode = "idempotency_key_reused" // 409
-	CodeNoCancelRequested    ProblemCode = "no_cancel_requested"    // 409
-
-	CodePreconditionFailed   ProblemCode = "precondition_failed"    // 412
-	CodeBodyTooLarge         ProblemCode = "body_too_large"         // 413
-	CodeUnsupportedMediaType ProblemCode = "unsupported_media_type" // 415
-
-	CodeLoopDepth        ProblemCode = "loop_depth"         // 422
-	CodeCorrectionLimit  ProblemCode = "correction_limit"   // 422
-	CodeReleaseNotActive ProblemCode = "release_not_active" // 422
-	CodeManifestMismatch ProblemCode = "manifest_mismatch"  // 422
-	CodeSubjectConflict  ProblemCode = "subject_conflict"   // 422
-	CodeUnknownProject   ProblemCode = "unknown_project"    // 422
-
-	CodePreconditionRequired ProblemCode = "precondition_required" // 428
-	CodeRateLimited          ProblemCode = "rate_limited"          // 429, with Retry-After
-	CodeInternal             ProblemCode = "internal"              // 500
-	CodeDatabaseUnavailable  ProblemCode = "database_unavailable"  // 503, with Retry-After
+	CodeInvalidRequest       ProblemCode = "invalid_request" // with field errors
+	CodeUnauthorized         ProblemCode = "unauthorized"
+	CodeForbidden            ProblemCode = "forbidden"
+	CodeNotFound             ProblemCode = "not_found"
+	CodeMethodNotAllowed     ProblemCode = "method_not_allowed" // with Allow
+	CodeStaleLease           ProblemCode = "stale_lease"
+	CodeLeaseExpired         ProblemCode = "lease_expired"
+	CodeAttemptEnded         ProblemCode = "attempt_ended"
+	CodeSequenceConflict     ProblemCode = "sequence_conflict"
+	CodeDecisionClosed       ProblemCode = "decision_closed"
+	CodeLockHeld             ProblemCode = "lock_held" // with heldUntil
+	CodeReleaseConflict      ProblemCode = "release_conflict"
+	CodeReleaseImmutable     ProblemCode = "release_immutable"
+	CodeIllegalTransition    ProblemCode = "illegal_transition"
+	CodeAttemptsExhausted    ProblemCode = "attempts_exhausted"
+	CodeIdempotencyKeyReused ProblemCode = "idempotency_key_reused"
+	CodeNoCancelRequested    ProblemCode = "no_cancel_requested"
+	CodePreconditionFailed   ProblemCode = "precondition_failed"
+	CodeBodyTooLarge         ProblemCode = "body_too_large"
+	CodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
+	CodeLoopDepth            ProblemCode = "loop_depth"
+	CodeCorrectionLimit      ProblemCode = "correction_limit"
+	CodeReleaseNotActive     ProblemCode = "release_not_active"
+	CodeManifestMismatch     ProblemCode = "manifest_mismatch"
+	CodeSubjectConflict      ProblemCode = "subject_conflict"
+	CodeUnknownProject       ProblemCode = "unknown_project"
+	CodePreconditionRequired ProblemCode = "precondition_required"
+	CodeRateLimited          ProblemCode = "rate_limited" // with Retry-After
+	CodeInternal             ProblemCode = "internal"
+	CodeDatabaseUnavailable  ProblemCode = "database_unavailable" // with Retry-After
 )
 
-var problemCodeNames = names{
-	"invalid_request", "unauthorized", "forbidden", "not_found", "method_not_allowed",
-	"stale_lease", "lease_expired", "attempt_ended", "sequence_conflict", "decision_closed", "lock_held",
-	"release_conflict", "release_immutable", "illegal_transition", "attempts_exhausted",
-	"idempotency_key_reused", "no_cancel_requested",
-	"precondition_failed", "body_too_large", "unsupported_media_type",
-	"loop_depth", "correction_limit", "release_not_active", "manifest_mismatch", "subject_conflict", "unknown_project",
-	"precondition_required", "rate_limited", "internal", "database_unavailable",
+// problemTable is the one place a problem code meets its HTTP status (DESIGN.md section
+// 7a), in the order the document lists the codes. The code list, the server's statuses and
+// the titles of its problem documents all come from it.
+var problemTable = []struct {
+	code   ProblemCode
+	status int
+}{
+	{CodeInvalidRequest, http.StatusBadRequest},
+	{CodeUnauthorized, http.StatusUnauthorized},
+	{CodeForbidden, http.StatusForbidden},
+	{CodeNotFound, http.StatusNotFound},
+	{CodeMethodNotAllowed, http.StatusMethodNotAllowed},
+	{CodeStaleLease, http.StatusConflict},
+	{CodeLeaseExpired, http.StatusConflict},
+	{CodeAttemptEnded, http.StatusConflict},
+	{CodeSequenceConflict, http.StatusConflict},
+	{CodeDecisionClosed, http.StatusConflict},
+	{CodeLockHeld, http.StatusConflict},
+	{CodeReleaseConflict, http.StatusConflict},
+	{CodeReleaseImmutable, http.StatusConflict},
+	{CodeIllegalTransition, http.StatusConflict},
+	{CodeAttemptsExhausted, http.StatusConflict},
+	{CodeIdempotencyKeyReused, http.StatusConflict},
+	{CodeNoCancelRequested, http.StatusConflict},
+	{CodePreconditionFailed, http.StatusPreconditionFailed},
+	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge},
+	{CodeUnsupportedMediaType, http.StatusUnsupportedMediaType},
+	{CodeLoopDepth, http.StatusUnprocessableEntity},
+	{CodeCorrectionLimit, http.StatusUnprocessableEntity},
+	{CodeReleaseNotActive, http.StatusUnprocessableEntity},
+	{CodeManifestMismatch, http.StatusUnprocessableEntity},
+	{CodeSubjectConflict, http.StatusUnprocessableEntity},
+	{CodeUnknownProject, http.StatusUnprocessableEntity},
+	{CodePreconditionRequired, http.StatusPreconditionRequired},
+	{CodeRateLimited, http.StatusTooManyRequests},
+	{CodeInternal, http.StatusInternalServerError},
+	{CodeDatabaseUnavailable, http.StatusServiceUnavailable},
 }
+
+var problemCodeNames = func() names {
+	out := make(names, len(problemTable))
+	for i, p := range problemTable {
+		out[i] = string(p.code)
+	}
+	return out
+}()
 
 func (v ProblemCode) String() string     { return string(v) }
 func (v ProblemCode) Valid() bool        { _, ok := problemCodeNames.index(string(v)); return ok }
 func (ProblemCode) EnumValues() []string { return problemCodeNames.values() }
 
+// Status is the code's HTTP status; a code this version does not know is a 500.
+func (v ProblemCode) Status() int {
+	if i, ok := problemCodeNames.index(string(v)); ok {
+		return problemTable[i].status
+	}
+	return http.StatusInternalServerError
+}
+
+// Title is the title of the code's problem documents: its status's reason phrase.
+func (v ProblemCode) Title() string { return http.StatusText(v.Status()) }
+
 // ProblemCodes lists every code this version knows.
 func ProblemCodes() []ProblemCode {
-	out := make([]ProblemCode, len(problemCodeNames))
-	for i, n := range problemCodeNames {
-		out[i] = ProblemCode(n)
+	out := make([]ProblemCode, len(problemTable))
+	for i, p := range problemTable {
+		out[i] = p.code
 	}
 	return out
 }

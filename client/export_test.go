@@ -11,3 +11,6 @@ func SetSleep(c *Client, f func(ctx context.Context, d time.Duration) error) { c
 
 // Sleep is the real wait SetSleep replaces.
 var Sleep = sleepCtx
+
+// DefaultRetryPolicy is the policy of a Client made without WithRetry.
+func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }

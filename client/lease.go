@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -504,43 +506,76 @@ func (l *Lease) Release(ctx context.Context, charge bool, retryAfter *time.Durat
 	return out, err
 }
 
-// WaitDecision waits until a decision is no longer pending and returns it, polling with
-// backoff (see WithPolling) until ctx ends. Polls send the last ETag in If-None-Match, so an
-// unchanged decision costs the service little.
+// WaitDecision waits until a decision is no longer pending and returns it, until ctx ends.
+// Each read asks the server to wait for the close (GET with waitSeconds), so the answer
+// comes as the decision closes; a read the server answers early (its tenant's waiting
+// reads are at their cap) is followed by a pause as WithPolling sets.
 func (c *Client) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.Decision, error) {
-	return pollUntil(ctx, c, "/v1/decisions/"+decisionID.String(), func(d api.Decision) bool {
+	return waitUntil(ctx, c, "/v1/decisions/"+decisionID.String(), func(d api.Decision) bool {
 		return d.Status != api.DecisionPending
 	})
 }
 
 // WaitDelegation waits until a delegation's child run has ended and returns the
-// delegation, polling with backoff until ctx ends.
+// delegation, until ctx ends. It waits on the child run (GET with waitSeconds) and reads
+// the delegation when the run has ended; a delegation that follows a continuation of its
+// child is read again after pauses as WithPolling sets.
 func (c *Client) WaitDelegation(ctx context.Context, delegationID uuid.UUID) (api.Delegation, error) {
-	return pollUntil(ctx, c, "/v1/delegations/"+delegationID.String(), func(d api.Delegation) bool {
-		return d.Status == api.DelegationSucceeded || d.Status == api.DelegationFailed || d.Status == api.DelegationCancelled
-	})
+	path := "/v1/delegations/" + delegationID.String()
+	for n := 1; ; n++ {
+		var d api.Delegation
+		if _, err := c.do(ctx, call{method: http.MethodGet, path: path, repeat: idempotent, out: &d}); err != nil {
+			return d, err
+		}
+		if d.Status == api.DelegationSucceeded || d.Status == api.DelegationFailed || d.Status == api.DelegationCancelled {
+			return d, nil
+		}
+		ended, err := waitUntil(ctx, c, "/v1/runs/"+d.ChildRunID.String(), func(r api.Run) bool { return r.State == api.RunEnded })
+		if err != nil {
+			return d, err
+		}
+		if ended.State == api.RunEnded && n > 1 {
+			// The child ended before and the delegation follows its continuation: no run to
+			// wait on by id here, so read again after a pause.
+			if err := c.sleep(ctx, equalJitter(c.pollMin, c.pollMax, n-1)); err != nil {
+				return d, err
+			}
+		}
+	}
 }
 
-// pollUntil reads path until done says so, waiting between reads from the client's least
-// poll interval doubling up to its greatest, each wait between half and all of that.
-func pollUntil[T any](ctx context.Context, c *Client, path string, done func(T) bool) (T, error) {
-	var (
-		cur  T
-		etag string
-	)
-	for n := 1; ; n++ {
+// waitSeconds is what each read of waitUntil asks the server to wait (its greatest).
+const waitSeconds = 30
+
+// waitUntil reads path with waitSeconds until done says so. A read answered early and
+// unfinished (the server's cap of waiting reads, or a deadline of ctx's) is followed by a
+// wait from the client's least poll interval doubling up to its greatest.
+func waitUntil[T any](ctx context.Context, c *Client, path string, done func(T) bool) (T, error) {
+	var cur T
+	for early := 0; ; {
+		wait := waitSeconds * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			// Answered with the current state just before the deadline, not cut off by it.
+			wait = min(wait, time.Until(dl)-time.Second)
+		}
+		secs := max(0, int(wait/time.Second))
+		start := time.Now()
 		var next T
-		res, err := c.do(ctx, call{method: http.MethodGet, path: path, ifNoneMatch: etag, repeat: idempotent, out: &next})
+		_, err := c.do(ctx, call{method: http.MethodGet, path: path, query: url.Values{"waitSeconds": {strconv.Itoa(secs)}},
+			repeat: idempotent, out: &next})
 		if err != nil {
 			return cur, err
 		}
-		if res.status != http.StatusNotModified {
-			cur, etag = next, res.etag()
-			if done(cur) {
-				return cur, nil
-			}
+		cur = next
+		if done(cur) {
+			return cur, nil
 		}
-		if err := c.sleep(ctx, equalJitter(c.pollMin, c.pollMax, n)); err != nil {
+		if time.Since(start) >= time.Duration(secs)*time.Second/2 && secs > 0 {
+			early = 0
+			continue
+		}
+		early++
+		if err := c.sleep(ctx, equalJitter(c.pollMin, c.pollMax, early)); err != nil {
 			return cur, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -298,7 +299,7 @@ func TestKeys(t *testing.T) {
 	if got := mustCLI(t, "keys", "revoke", "--db", path, keyID(runtime)); got != "revoked "+keyID(runtime)+"\n" {
 		t.Fatalf("keys revoke printed %q", got)
 	}
-	if _, err := store.Authenticate(ctx, runtime); !apperr.Is(err, apperr.Unauthorized) {
+	if _, err := store.Authenticate(ctx, runtime); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("revoked key authenticates: %v", err)
 	}
 	if _, err := store.Authenticate(ctx, admin); err != nil {

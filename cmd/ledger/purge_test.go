@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -40,7 +41,7 @@ func endedRun(t *testing.T, path, tenant string, at time.Time, idem string) uuid
 	if err := tenancy.NewStore(db).EnsureTenant(ctx, tenant); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := projects.NewStore(db).Get(ctx, tenant, "p1"); apperr.Is(err, apperr.NotFound) {
+	if _, err := projects.NewStore(db).Get(ctx, tenant, "p1"); apperr.Is(err, api.CodeNotFound) {
 		if _, _, err := projects.NewStore(db).Put(ctx, tenant, "p1", projects.Change{}); err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +97,7 @@ func TestPurgeCommand(t *testing.T) {
 			t.Fatalf("purge output lacks %q %s:\n%s", row[0], row[1], out)
 		}
 	}
-	if _, err := svc.Get(context.Background(), "acme", old); !apperr.Is(err, apperr.NotFound) {
+	if _, err := svc.Get(context.Background(), "acme", old); !apperr.Is(err, api.CodeNotFound) {
 		t.Fatalf("old run after the purge: %v", err)
 	}
 	if _, err := svc.Get(context.Background(), "acme", young); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/locks"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -75,6 +76,7 @@ func New(t testing.TB, cfg Config) *Stack {
 	}
 	projects.Routes(s, projects.NewStore(db))
 	runs.Routes(s, svc)
+	locks.Routes(s, locks.NewStore(db))
 	st := &Stack{DB: db, Clock: clock, Svc: svc, Server: s, Keys: keys}
 	if cfg.Routes != nil {
 		cfg.Routes(st)

@@ -16,6 +16,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
+	"github.com/ledger-dev/ledger/internal/locks"
 	"github.com/ledger-dev/ledger/internal/metrics"
 	"github.com/ledger-dev/ledger/internal/overview"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -99,6 +100,8 @@ func New(db *sqldb.DB, cfg Config) *App {
 	rel := releases.NewStore(db)
 	rs.AddHooks(rel.Hooks()) // a claim needs an active release of the caller's tenant
 	runs.Routes(s, rs)
+	s.OnShutdown(rs.StopWaits) // a read waiting for a change answers at once
+	locks.Routes(s, locks.NewStore(db))
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
 	calls.Routes(s, calls.NewStore(db, rs))
 	dec, del, hist := decisions.NewStore(db, rs), delegations.NewStore(db, rs), history.NewStore(db)

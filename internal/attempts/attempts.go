@@ -103,7 +103,7 @@ func Insert(ctx context.Context, tx *sqldb.Tx, a Attempt) (Attempt, error) {
 }
 
 // Lock reads an attempt of the tenant and locks its row until the transaction ends (the
-// first lock of every fenced write: attempt, then run). apperr.NotFound when missing.
+// first lock of every fenced write: attempt, then run). api.CodeNotFound when missing.
 func Lock(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Attempt, error) {
 	return get(ctx, tx, queriesFor(tx.Dialect).lock, tenantID, id)
 }
@@ -113,7 +113,7 @@ func Get(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.UUID) (Atte
 	return get(ctx, tx, queriesFor(tx.Dialect).get, tenantID, id)
 }
 
-// ListOf reads rows that belong to an attempt in one read transaction: apperr.NotFound when
+// ListOf reads rows that belong to an attempt in one read transaction: api.CodeNotFound when
 // the attempt is missing or another tenant's, else what list reads. Errors are wrapped with
 // what ("list calls: ...").
 func ListOf[T any](ctx context.Context, db *sqldb.DB, tenantID string, attemptID uuid.UUID, what string, list func(tx *sqldb.Tx) ([]T, error)) ([]T, error) {
@@ -136,7 +136,7 @@ func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID
 	var a Attempt
 	err := tx.GetContext(ctx, &a, query, tenantID, id)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Attempt{}, apperr.New(apperr.NotFound, "no attempt %s", id)
+		return Attempt{}, apperr.New(api.CodeNotFound, "no attempt %s", id)
 	}
 	if err != nil {
 		return Attempt{}, fmt.Errorf("read attempt: %w", err)
@@ -145,12 +145,12 @@ func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID
 }
 
 // End ends a running attempt in state at now, with an optional outcome hash, and returns
-// it as stored. apperr.AttemptEnded when it was no longer running.
+// it as stored. api.CodeAttemptEnded when it was no longer running.
 func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state State, now time.Time, outcomeHash *string) (Attempt, error) {
 	var a Attempt
 	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).end, id, int(state), tx.Dialect.Time(now), outcomeHash)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Attempt{}, apperr.New(apperr.AttemptEnded, "attempt %s has ended", id)
+		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", id)
 	}
 	if err != nil {
 		return Attempt{}, fmt.Errorf("end attempt: %w", err)
@@ -171,7 +171,7 @@ func ObserveCancellation(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, now ti
 
 // Patch changes a running attempt's phase, adds a correction, or records its context
 // snapshot, under the caller's fence, and returns the attempt as stored. Nil phase and ref
-// keep their values. apperr.AttemptEnded when the attempt is no longer running.
+// keep their values. api.CodeAttemptEnded when the attempt is no longer running.
 func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correction bool, contextSnapshotRef *string) (Attempt, error) {
 	var p any
 	if phase != nil {
@@ -184,7 +184,7 @@ func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correc
 	var a Attempt
 	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).patch, id, p, add, contextSnapshotRef)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Attempt{}, apperr.New(apperr.AttemptEnded, "attempt %s has ended", id)
+		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", id)
 	}
 	if err != nil {
 		return Attempt{}, fmt.Errorf("patch attempt: %w", err)

@@ -18,7 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Kind is what a call calls (stored as its position; the wire type).
@@ -87,15 +87,15 @@ type Draft struct {
 // Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
 // filled it: the API's decoder checks the same bounds first for HTTP callers.
 func (n Draft) Validate() error {
-	var fields []apperr.FieldError
+	var fields []api.FieldError
 	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
-		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
+		fields = append(fields, api.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
 	if !n.Kind.Valid() {
-		fields = append(fields, web.NotOneOf("kind", n.Kind))
+		fields = append(fields, validate.NotOneOf("kind", n.Kind))
 	}
-	fields = web.AppendTooLong(fields, "target", n.Target, 256)
-	fields = web.AppendTooLong(fields, "requestHash", n.RequestHash, 128)
+	fields = validate.AppendTooLong(fields, "target", n.Target, 256)
+	fields = validate.AppendTooLong(fields, "requestHash", n.RequestHash, 128)
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
 	}
@@ -114,12 +114,12 @@ type Finish struct {
 
 // Validate refuses a finish that is not a holder's (Invalid naming each field).
 func (f Finish) Validate() error {
-	var fields []apperr.FieldError
+	var fields []api.FieldError
 	if !Finished(f.Status) {
-		fields = append(fields, web.NotOneOf("status", api.CallFinishStatus(f.Status)))
+		fields = append(fields, validate.NotOneOf("status", api.CallFinishStatus(f.Status)))
 	}
 	if f.ReceiptRef != nil {
-		fields = web.AppendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
+		fields = validate.AppendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
 	}
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
@@ -192,7 +192,7 @@ func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID
 
 func repeatRecord(prev Call, n Draft) (Call, error) {
 	if prev.RequestHash != n.RequestHash {
-		return Call{}, apperr.New(apperr.SequenceConflict,
+		return Call{}, apperr.New(api.CodeSequenceConflict,
 			"sequence %d of this attempt is already recorded with another request hash", n.Sequence)
 	}
 	return prev, nil
@@ -214,7 +214,7 @@ func (s *Store) read(ctx context.Context, tx *sqldb.Tx, query string, args ...an
 func (s *Store) byID(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID, callID uuid.UUID) (stored, error) {
 	st, err := s.read(ctx, tx, s.q.byID, tenantID, attemptID, callID)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return stored{}, apperr.New(apperr.NotFound, "no call %s of attempt %s", callID, attemptID)
+		return stored{}, apperr.New(api.CodeNotFound, "no call %s of attempt %s", callID, attemptID)
 	}
 	return st, err
 }
@@ -247,7 +247,7 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 				case sameFinish(cur.Call, f):
 					return cur.Call, false, nil
 				case !f.IfMatch.Matches(cur.Version):
-					return Call{}, false, apperr.New(apperr.PreconditionFailed, "call %s has changed since that ETag", callID)
+					return Call{}, false, apperr.New(api.CodePreconditionFailed, "call %s has changed since that ETag", callID)
 				}
 				ifMatch = tx.Dialect.Version(cur.Version)
 			}
@@ -271,7 +271,7 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			case sameFinish(cur.Call, f):
 				return cur.Call, false, nil
 			default:
-				return Call{}, false, apperr.New(apperr.IllegalTransition, "call %s already finished as %s", callID, cur.Status)
+				return Call{}, false, apperr.New(api.CodeIllegalTransition, "call %s already finished as %s", callID, cur.Status)
 			}
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, _ runs.Fenced) (Call, error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -46,7 +47,7 @@ func TestRecordLosesASequenceRace(t *testing.T) {
 		}
 		ran = inject(ids.New(), 8, "other")
 		n.Sequence = 8
-		if _, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !ran.Load() || !apperr.Is(err, apperr.SequenceConflict) {
+		if _, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !ran.Load() || !apperr.Is(err, api.CodeSequenceConflict) {
 			t.Fatalf("lost race, other hash: ran=%v got %v, want sequence_conflict", ran.Load(), err)
 		}
 		e.DB.SetStatementHook(nil)
@@ -86,7 +87,7 @@ func TestFinishLosesARace(t *testing.T) {
 		if !ran.Load() || err != nil || got.Version != first.Version || got.Status != Succeeded {
 			t.Fatalf("repeat after a concurrent finish: ran=%v %+v %v", ran.Load(), got, err)
 		}
-		if _, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, Finish{Status: Failed}); !apperr.Is(err, apperr.IllegalTransition) {
+		if _, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, Finish{Status: Failed}); !apperr.Is(err, api.CodeIllegalTransition) {
 			t.Fatalf("another finish: got %v, want illegal_transition", err)
 		}
 	})

@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -17,7 +16,7 @@ import (
 func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	rt := tenancy.RoleRuntime
-	fenced := []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded}
+	fenced := []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded}
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/calls", web.Op{
 		ID: "recordCall", Tag: "Calls", Summary: "Record a started call under the lease",
 		Description: "Records a call as it starts (201 with Location and ETag). An exact repeat of a sequence answers 200 with " +
@@ -25,7 +24,7 @@ func Routes(s *web.Server, store *Store) {
 		Roles: []string{rt}, Body: api.CallRequest{},
 		Example: api.CallRequest{FencingToken: 4, Sequence: api.Ptr(int32(0)), Kind: api.Ptr(api.CallTool),
 			Target: "tool://github/get-diff", RequestHash: "sha256:7a1e"}, Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated},
-		Response: api.Call{}, ETag: true, Problems: append([]apperr.Code{apperr.SequenceConflict}, fenced...),
+		Response: api.Call{}, ETag: true, Problems: append([]api.ProblemCode{api.CodeSequenceConflict}, fenced...),
 	}, h.record)
 	s.Route(http.MethodPatch, "/v1/attempts/:attemptId/calls/:callId", web.Op{
 		ID: "finishCall", Tag: "Calls", Summary: "Finish a call under the lease",
@@ -33,16 +32,16 @@ func Routes(s *web.Server, store *Store) {
 			"another finish of a finished call is 409 illegal_transition. If-Match is honoured when sent (412 when stale). Fenced.",
 		Roles: []string{rt}, Body: api.FinishCallRequest{},
 		Example: api.FinishCallRequest{FencingToken: 4, Status: api.FinishSucceeded, ReceiptRef: api.Ptr("s3://acme-receipts/42/0")}, Status: http.StatusOK, Response: api.Call{}, ETag: true, IfMatch: true,
-		Problems: append([]apperr.Code{apperr.IllegalTransition}, fenced...),
+		Problems: append([]api.ProblemCode{api.CodeIllegalTransition}, fenced...),
 	}, h.finish)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls", web.Op{
 		ID: "listCalls", Tag: "Calls", Summary: "List an attempt's calls in sequence order", Status: http.StatusOK, Response: web.Page[api.Call]{},
 		Query:    api.PageParams{},
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls/:callId", web.Op{
 		ID: "getCall", Tag: "Calls", Summary: "Read one call", Status: http.StatusOK, Response: api.Call{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 }
 

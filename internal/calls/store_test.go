@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/calls"
@@ -91,7 +92,7 @@ var storeCases = []struct {
 			}
 			// The holder can no longer finish it: the fence refuses, and nothing changes.
 			if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, open.CallID, cl.Lease.FencingToken,
-				calls.Finish{Status: calls.Succeeded}); err == nil || apperr.CodeOf(err) == apperr.Internal {
+				calls.Finish{Status: calls.Succeeded}); err == nil || apperr.CodeOf(err) == api.CodeInternal {
 				t.Fatalf("%s: finishing an abandoned call: %v, want a fence refusal", end.name, err)
 			}
 			if g := e.get(cl, open.CallID); g.Status != calls.Abandoned || g.Version != got.Version {
@@ -130,7 +131,7 @@ var storeCases = []struct {
 		}
 		// A call of another attempt in the path is not found.
 		other := e.Lease()
-		if _, err := e.store.Get(e.Ctx, e.Tenant, other.Attempt.AttemptID, c.CallID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.Get(e.Ctx, e.Tenant, other.Attempt.AttemptID, c.CallID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("read through another attempt: got %v, want not_found", err)
 		}
 	}},
@@ -145,7 +146,7 @@ var storeCases = []struct {
 		}
 		for _, hash := range []string{"req-b", "REQ-A"} {
 			_, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(4, hash))
-			if !apperr.Is(err, apperr.SequenceConflict) {
+			if !apperr.Is(err, api.CodeSequenceConflict) {
 				t.Fatalf("hash %q: got %v, want sequence_conflict", hash, err)
 			}
 		}
@@ -175,16 +176,16 @@ var storeCases = []struct {
 		}
 		// A repeat must present the attempt's token; another token goes to the fence.
 		_, _, err = e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, call(0, "r"))
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("record repeat with another token: got %v, want stale_lease", err)
 		}
 		_, err = e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken+1,
 			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("finish repeat with another token: got %v, want stale_lease", err)
 		}
 		_, _, err = e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
-		if !apperr.Is(err, apperr.AttemptEnded) {
+		if !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("new record after complete: got %v, want attempt_ended", err)
 		}
 	}},
@@ -199,15 +200,15 @@ var storeCases = []struct {
 			t.Fatalf("reclaimed another run")
 		}
 		_, _, err := e.store.Record(e.Ctx, e.Tenant, old.Attempt.AttemptID, old.Lease.FencingToken, call(1, "r"))
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("record on the old attempt: got %v, want stale_lease", err)
 		}
 		_, _, err = e.store.Record(e.Ctx, e.Tenant, cur.Attempt.AttemptID, old.Lease.FencingToken, call(0, "r"))
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("record on the new attempt with the old token: got %v, want stale_lease", err)
 		}
 		_, err = e.store.FinishCall(e.Ctx, e.Tenant, old.Attempt.AttemptID, c.CallID, old.Lease.FencingToken, calls.Finish{Status: calls.Failed})
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("finish on the old attempt: got %v, want stale_lease", err)
 		}
 		if got := e.get(old, c.CallID); got.Status != calls.Abandoned || got.Version != c.Version || !got.EndedAt.Equal(*c.EndedAt) {
@@ -226,11 +227,11 @@ var storeCases = []struct {
 		c := e.record(cl, call(0, "r"))
 		e.Clock.Advance(leaseSeconds * time.Second)
 		_, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
-		if !apperr.Is(err, apperr.LeaseExpired) {
+		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("record at the lease's end: got %v, want lease_expired", err)
 		}
 		_, err = e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
-		if !apperr.Is(err, apperr.LeaseExpired) {
+		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("finish at the lease's end: got %v, want lease_expired", err)
 		}
 		if cs := e.all(cl.Attempt.AttemptID); len(cs) != 1 || cs[0].Status != calls.Started || cs[0].Version != c.Version {
@@ -263,7 +264,7 @@ var storeCases = []struct {
 			{Status: calls.Denied},
 		} {
 			_, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other)
-			if !apperr.Is(err, apperr.IllegalTransition) {
+			if !apperr.Is(err, api.CodeIllegalTransition) {
 				t.Fatalf("another finish %+v: got %v, want illegal_transition", other, err)
 			}
 		}
@@ -283,7 +284,7 @@ var storeCases = []struct {
 		c := e.record(cl, call(0, "r"))
 		stale := c.Version - 1
 		f := calls.Finish{Status: calls.Succeeded, IfMatch: &stale}
-		if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, apperr.PreconditionFailed) {
+		if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, api.CodePreconditionFailed) {
 			t.Fatalf("stale If-Match: got %v, want precondition_failed", err)
 		}
 		if got := e.get(cl, c.CallID); got.Status != calls.Started || got.Version != c.Version {
@@ -302,7 +303,7 @@ var storeCases = []struct {
 		}
 		// Another finish with the old ETag fails the precondition first.
 		other := calls.Finish{Status: calls.Failed, IfMatch: &v}
-		if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other); !apperr.Is(err, apperr.PreconditionFailed) {
+		if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other); !apperr.Is(err, api.CodePreconditionFailed) {
 			t.Fatalf("another finish with an old ETag: got %v, want precondition_failed", err)
 		}
 	}},
@@ -317,7 +318,7 @@ var storeCases = []struct {
 			"missing attempt and call": {uuid.New(), uuid.New()},
 		} {
 			_, err := e.store.FinishCall(e.Ctx, e.Tenant, ids[0], ids[1], cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
-			if !apperr.Is(err, apperr.NotFound) {
+			if !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("%s: got %v, want not_found", name, err)
 			}
 		}
@@ -332,17 +333,17 @@ var storeCases = []struct {
 		o := e.other(t)
 		id, token := cl.Attempt.AttemptID, cl.Lease.FencingToken
 		for _, n := range []calls.Draft{call(0, "r"), call(0, "other"), call(1, "r")} {
-			if _, _, err := o.store.Record(o.Ctx, o.Tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
+			if _, _, err := o.store.Record(o.Ctx, o.Tenant, id, token, n); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("other tenant records sequence %d: got %v, want not_found", n.Sequence, err)
 			}
 		}
-		if _, err := o.store.FinishCall(o.Ctx, o.Tenant, id, mine.CallID, token, calls.Finish{Status: calls.Failed}); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.FinishCall(o.Ctx, o.Tenant, id, mine.CallID, token, calls.Finish{Status: calls.Failed}); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant finishes: got %v, want not_found", err)
 		}
-		if _, err := o.store.List(o.Ctx, o.Tenant, id, calls.Start, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.List(o.Ctx, o.Tenant, id, calls.Start, 10); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant lists: got %v, want not_found", err)
 		}
-		if _, err := o.store.Get(o.Ctx, o.Tenant, id, mine.CallID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Get(o.Ctx, o.Tenant, id, mine.CallID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant reads: got %v, want not_found", err)
 		}
 		if cs := e.all(id); len(cs) != 1 || cs[0].Status != calls.Started || cs[0].Version != mine.Version {
@@ -388,7 +389,7 @@ var storeCases = []struct {
 			switch {
 			case r.err == nil && r.created:
 				created++
-			case !apperr.Is(r.err, apperr.SequenceConflict):
+			case !apperr.Is(r.err, api.CodeSequenceConflict):
 				t.Fatalf("conflicting record: created=%v err=%v", r.created, r.err)
 			}
 		}
@@ -433,7 +434,7 @@ var storeCases = []struct {
 		for name, mut := range bad {
 			n := call(0, "r")
 			mut(&n)
-			if _, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, apperr.Invalid) {
+			if _, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, api.CodeInvalidRequest) {
 				t.Fatalf("%s: got %v, want invalid_request", name, err)
 			}
 		}
@@ -442,7 +443,7 @@ var storeCases = []struct {
 		}
 		c := e.record(cl, call(1<<31-1, "r"))
 		for _, f := range []calls.Finish{{Status: calls.Started}, {Status: "done"}, {Status: calls.Failed, ReceiptRef: ptr("")}} {
-			if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, apperr.Invalid) {
+			if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, api.CodeInvalidRequest) {
 				t.Fatalf("finish %+v: got %v, want invalid_request", f, err)
 			}
 		}
@@ -466,7 +467,7 @@ var storeCases = []struct {
 				t.Fatalf("after %d: %v %v, want %v", p.after, sequences(page), err, p.want)
 			}
 		}
-		if _, err := e.store.List(e.Ctx, e.Tenant, uuid.New(), calls.Start, 2); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.List(e.Ctx, e.Tenant, uuid.New(), calls.Start, 2); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 	}},

@@ -19,7 +19,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Checkpoint is one stored checkpoint of an attempt. Checkpoints never change once written,
@@ -72,18 +72,18 @@ type Draft struct {
 // Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
 // filled it: the API's decoder checks the same bounds first for HTTP callers.
 func (n Draft) Validate() error {
-	var fields []apperr.FieldError
+	var fields []api.FieldError
 	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
-		fields = append(fields, apperr.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
+		fields = append(fields, api.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
 	}
 	if !n.Phase.Valid() {
-		fields = append(fields, web.NotOneOf("phase", n.Phase))
+		fields = append(fields, validate.NotOneOf("phase", n.Phase))
 	}
-	fields = web.AppendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
-	fields = web.AppendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)
-	fields = web.AppendTooLong(fields, "hash", n.Hash, 128)
+	fields = validate.AppendTooLong(fields, "adapterStateRef", n.AdapterStateRef, 512)
+	fields = validate.AppendTooLong(fields, "adapterVersion", n.AdapterVersion, 32)
+	fields = validate.AppendTooLong(fields, "hash", n.Hash, 128)
 	if n.ContextSnapshotRef != nil {
-		fields = web.AppendTooLong(fields, "contextSnapshotRef", *n.ContextSnapshotRef, 512)
+		fields = validate.AppendTooLong(fields, "contextSnapshotRef", *n.ContextSnapshotRef, 512)
 	}
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
@@ -167,7 +167,7 @@ func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n Draft
 // repeat answers an append whose sequence is already stored.
 func repeat(prev Checkpoint, n Draft) (Checkpoint, error) {
 	if prev.Hash != n.Hash {
-		return Checkpoint{}, apperr.New(apperr.SequenceConflict,
+		return Checkpoint{}, apperr.New(api.CodeSequenceConflict,
 			"sequence %d of this attempt is already checkpointed with another hash", n.Sequence)
 	}
 	return prev, nil
@@ -196,7 +196,7 @@ func (s *Store) Get(ctx context.Context, tenantID string, attemptID, checkpointI
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		err := tx.GetContext(ctx, &c, s.q.get, tenantID, attemptID, checkpointID)
 		if errors.Is(err, sqldb.ErrNotFound) {
-			return apperr.New(apperr.NotFound, "no checkpoint %s of attempt %s", checkpointID, attemptID)
+			return apperr.New(api.CodeNotFound, "no checkpoint %s of attempt %s", checkpointID, attemptID)
 		}
 		return err
 	})
@@ -250,7 +250,7 @@ func (s *Store) Last(ctx context.Context, tenantID string, runID uuid.UUID) (Las
 			err := tx.GetContext(ctx, &prev, s.q.runLink, tenantID, id)
 			if errors.Is(err, sqldb.ErrNotFound) {
 				if id == runID {
-					return apperr.New(apperr.NotFound, "no run %s", runID)
+					return apperr.New(api.CodeNotFound, "no run %s", runID)
 				}
 				// A predecessor purged by retention: the chain ends there.
 				break
@@ -271,9 +271,9 @@ func (s *Store) Last(ctx context.Context, tenantID string, runID uuid.UUID) (Las
 			id = prev.UUID
 		}
 		if id == runID {
-			return apperr.New(apperr.NotFound, "run %s has no checkpoint and continues no run", runID)
+			return apperr.New(api.CodeNotFound, "run %s has no checkpoint and continues no run", runID)
 		}
-		return apperr.New(apperr.NotFound, "neither run %s nor any run it continues has a checkpoint", runID)
+		return apperr.New(api.CodeNotFound, "neither run %s nor any run it continues has a checkpoint", runID)
 	})
 	if err != nil {
 		return LastCheckpoint{}, fmt.Errorf("last checkpoint: %w", err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
@@ -56,7 +57,7 @@ func TestAppendLosesASequenceRace(t *testing.T) {
 				"ref", "1", nil, "other", tx.Dialect.Time(e.Clock.Now()))
 			return err
 		})
-		if _, _, err := s.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !ran9.Load() || !apperr.Is(err, apperr.SequenceConflict) {
+		if _, _, err := s.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !ran9.Load() || !apperr.Is(err, api.CodeSequenceConflict) {
 			t.Fatalf("lost race, other hash: ran=%v got %v, want sequence_conflict", ran9.Load(), err)
 		}
 		e.DB.SetStatementHook(nil)

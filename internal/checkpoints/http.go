@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -25,22 +24,22 @@ func Routes(s *web.Server, store *Store) {
 		Example: api.CheckpointRequest{FencingToken: 4, Sequence: api.Ptr(int32(3)), Phase: api.Ptr(api.PhaseActing),
 			AdapterStateRef: "s3://acme-agent-state/run-42/3", AdapterVersion: "1.4.0", Hash: "sha256:5d41"},
 		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Checkpoint{},
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.SequenceConflict},
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded, api.CodeSequenceConflict},
 	}, h.append)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints", web.Op{
 		ID: "listCheckpoints", Tag: "Checkpoints", Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[api.Checkpoint]{},
 		Query:    api.PageParams{},
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints/:checkpointId", web.Op{
 		ID: "getCheckpoint", Tag: "Checkpoints", Summary: "Read one checkpoint", Status: http.StatusOK, Response: api.Checkpoint{},
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 	s.Route(http.MethodGet, "/v1/runs/:runId/checkpoints/last", web.Op{
 		ID: "getLastCheckpoint", Tag: "Checkpoints", Summary: "Read the run's last checkpoint",
 		Description: "The run's last checkpoint (its newest attempt's highest sequence) or, when it has none, that of the run " +
 			"it continues, back the chain, so a continued run resumes; runId says which run wrote it. 404 when none has one.",
-		Status: http.StatusOK, Response: api.LastCheckpoint{}, Problems: []apperr.Code{apperr.NotFound},
+		Status: http.StatusOK, Response: api.LastCheckpoint{}, Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.last)
 }
 

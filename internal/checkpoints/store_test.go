@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
@@ -61,7 +62,7 @@ var storeCases = []struct {
 		}
 		// A checkpoint of another attempt in the path is not found.
 		other := e.Lease()
-		if _, err := e.store.Get(e.Ctx, e.Tenant, other.Attempt.AttemptID, c.CheckpointID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.Get(e.Ctx, e.Tenant, other.Attempt.AttemptID, c.CheckpointID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("read through another attempt: got %v, want not_found", err)
 		}
 	}},
@@ -75,12 +76,12 @@ var storeCases = []struct {
 			t.Fatalf("repeat: created=%v err=%v got %+v, want the first row", created, err, again)
 		}
 		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(3, "hash-b"))
-		if !apperr.Is(err, apperr.SequenceConflict) {
+		if !apperr.Is(err, api.CodeSequenceConflict) {
 			t.Fatalf("other hash: got %v, want sequence_conflict", err)
 		}
 		// Hashes compare exactly (case-sensitively on both dialects).
 		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(3, "HASH-A"))
-		if !apperr.Is(err, apperr.SequenceConflict) {
+		if !apperr.Is(err, api.CodeSequenceConflict) {
 			t.Fatalf("hash differing in case: got %v, want sequence_conflict", err)
 		}
 		if cs := e.all(cl.Attempt.AttemptID); len(cs) != 1 || cs[0].Hash != "hash-a" {
@@ -98,12 +99,12 @@ var storeCases = []struct {
 		}
 		// A repeat must present the attempt's token: another token goes to the fence.
 		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, cp(0, "h"))
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("repeat with another token: got %v, want stale_lease", err)
 		}
 		// Anything new is refused now.
 		_, _, err = e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h"))
-		if !apperr.Is(err, apperr.AttemptEnded) {
+		if !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("new sequence after complete: got %v, want attempt_ended", err)
 		}
 	}},
@@ -117,12 +118,12 @@ var storeCases = []struct {
 		}
 		// The old holder writes to its old attempt with its old token.
 		_, _, err := e.store.Append(e.Ctx, e.Tenant, old.Attempt.AttemptID, old.Lease.FencingToken, cp(0, "h"))
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("old attempt, old token: got %v, want stale_lease", err)
 		}
 		// ... or to the new attempt with its old token.
 		_, _, err = e.store.Append(e.Ctx, e.Tenant, cur.Attempt.AttemptID, old.Lease.FencingToken, cp(0, "h"))
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("new attempt, old token: got %v, want stale_lease", err)
 		}
 		for _, id := range []uuid.UUID{old.Attempt.AttemptID, cur.Attempt.AttemptID} {
@@ -133,7 +134,7 @@ var storeCases = []struct {
 				t.Fatalf("refused appends set LastCheckpointId %s", a.LastCheckpointID.UUID)
 			}
 		}
-		if _, err := e.store.Last(e.Ctx, e.Tenant, cur.Run.RunID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.Last(e.Ctx, e.Tenant, cur.Run.RunID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("last after refused appends: got %v, want not_found", err)
 		}
 	}},
@@ -143,7 +144,7 @@ var storeCases = []struct {
 		kept := e.append(cl, cp(0, "h0"))
 		e.Clock.Advance(leaseSeconds * time.Second)
 		_, _, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h1"))
-		if !apperr.Is(err, apperr.LeaseExpired) {
+		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("append at the lease's end: got %v, want lease_expired", err)
 		}
 		if cs := e.all(cl.Attempt.AttemptID); len(cs) != 1 || cs[0].CheckpointID != kept.CheckpointID {
@@ -239,12 +240,12 @@ var storeCases = []struct {
 
 	{"LastNotFoundSaysWhy", func(t *testing.T, e *env) {
 		_, err := e.store.Last(e.Ctx, e.Tenant, uuid.New())
-		if !apperr.Is(err, apperr.NotFound) || !strings.Contains(err.Error(), "no run") {
+		if !apperr.Is(err, api.CodeNotFound) || !strings.Contains(err.Error(), "no run") {
 			t.Fatalf("missing run: got %v, want not_found naming the run", err)
 		}
 		cl := e.Lease()
 		_, err = e.store.Last(e.Ctx, e.Tenant, cl.Run.RunID)
-		if !apperr.Is(err, apperr.NotFound) || !strings.Contains(err.Error(), "has no checkpoint") {
+		if !apperr.Is(err, api.CodeNotFound) || !strings.Contains(err.Error(), "has no checkpoint") {
 			t.Fatalf("run without checkpoints: got %v, want not_found saying it has none", err)
 		}
 		e.Complete(cl)
@@ -253,7 +254,7 @@ var storeCases = []struct {
 			t.Fatal(err)
 		}
 		_, err = e.store.Last(e.Ctx, e.Tenant, next.RunID)
-		if !apperr.Is(err, apperr.NotFound) || !strings.Contains(err.Error(), "nor any run it continues") {
+		if !apperr.Is(err, api.CodeNotFound) || !strings.Contains(err.Error(), "nor any run it continues") {
 			t.Fatalf("chain without checkpoints: got %v, want not_found saying the chain has none", err)
 		}
 	}},
@@ -265,18 +266,18 @@ var storeCases = []struct {
 		id, token := cl.Attempt.AttemptID, cl.Lease.FencingToken
 		// A repeat of the owner's sequence, a conflicting one and a new one: all as for a missing attempt.
 		for _, n := range []checkpoints.Draft{cp(0, "h"), cp(0, "other"), cp(1, "h")} {
-			if _, _, err := o.store.Append(o.Ctx, o.Tenant, id, token, n); !apperr.Is(err, apperr.NotFound) {
+			if _, _, err := o.store.Append(o.Ctx, o.Tenant, id, token, n); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("other tenant appends sequence %d: got %v, want not_found", n.Sequence, err)
 			}
 		}
-		if _, err := o.store.List(o.Ctx, o.Tenant, id, checkpoints.Start, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.List(o.Ctx, o.Tenant, id, checkpoints.Start, 10); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant lists: got %v, want not_found", err)
 		}
-		if _, err := o.store.Get(o.Ctx, o.Tenant, id, mine.CheckpointID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Get(o.Ctx, o.Tenant, id, mine.CheckpointID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant reads: got %v, want not_found", err)
 		}
 		_, err := o.store.Last(o.Ctx, o.Tenant, cl.Run.RunID)
-		if !apperr.Is(err, apperr.NotFound) || !strings.Contains(err.Error(), "no run") {
+		if !apperr.Is(err, api.CodeNotFound) || !strings.Contains(err.Error(), "no run") {
 			t.Fatalf("other tenant's last: got %v, want not_found as for a missing run", err)
 		}
 		if cs := e.all(id); len(cs) != 1 || cs[0].CheckpointID != mine.CheckpointID {
@@ -329,7 +330,7 @@ var storeCases = []struct {
 			switch {
 			case r.err == nil && r.created:
 				created++
-			case !apperr.Is(r.err, apperr.SequenceConflict):
+			case !apperr.Is(r.err, api.CodeSequenceConflict):
 				t.Fatalf("conflicting append: created=%v err=%v, want created or sequence_conflict", r.created, r.err)
 			}
 		}
@@ -355,7 +356,7 @@ var storeCases = []struct {
 		for name, mut := range bad {
 			n := cp(0, "h")
 			mut(&n)
-			if _, _, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, apperr.Invalid) {
+			if _, _, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); !apperr.Is(err, api.CodeInvalidRequest) {
 				t.Fatalf("%s: got %v, want invalid_request", name, err)
 			}
 		}
@@ -384,7 +385,7 @@ var storeCases = []struct {
 		if err != nil || !slices.Equal(sequences(page), []int{4}) {
 			t.Fatalf("last page %v %v", sequences(page), err)
 		}
-		if _, err := e.store.List(e.Ctx, e.Tenant, uuid.New(), checkpoints.Start, 2); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.List(e.Ctx, e.Tenant, uuid.New(), checkpoints.Start, 2); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 	}},

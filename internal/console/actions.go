@@ -175,18 +175,18 @@ func (c *console) answerDecision(ctx echo.Context) error {
 	switch {
 	case err == nil:
 		return ctx.Redirect(http.StatusSeeOther, "/ui/decisions/"+id.String()+"?answered=1")
-	case apperr.Is(err, apperr.PreconditionFailed), apperr.Is(err, apperr.DecisionClosed):
+	case apperr.Is(err, api.CodePreconditionFailed), apperr.Is(err, api.CodeDecisionClosed):
 		cur, gerr := c.Decisions.Get(rctx, s.TenantID, id)
 		if gerr != nil {
 			return c.orNotFound(ctx, gerr)
 		}
 		status := http.StatusPreconditionFailed
-		if apperr.Is(err, apperr.DecisionClosed) {
+		if apperr.Is(err, api.CodeDecisionClosed) {
 			status = http.StatusConflict
 		}
 		return c.renderDecision(ctx, status, decisionView{Decision: cur, Changed: true, Form: form,
 			Message: "This decision changed since you opened it, so your answer was not recorded. It is shown below as it is now."})
-	case apperr.Is(err, apperr.Invalid):
+	case apperr.Is(err, api.CodeInvalidRequest):
 		cur, gerr := c.Decisions.Get(rctx, s.TenantID, id)
 		if gerr != nil {
 			return c.orNotFound(ctx, gerr)
@@ -205,7 +205,7 @@ func (c *console) answerDecision(ctx echo.Context) error {
 }
 
 func (c *console) orNotFound(ctx echo.Context, err error) error {
-	if apperr.Is(err, apperr.NotFound) {
+	if apperr.Is(err, api.CodeNotFound) {
 		return c.notFound(ctx)
 	}
 	return err
@@ -327,11 +327,11 @@ func (c *console) moveRelease(ctx echo.Context) error {
 	switch {
 	case err == nil:
 		return ctx.Redirect(http.StatusSeeOther, "/ui/releases?"+url.Values{"moved": {rid + " " + ver}, "to": {to}}.Encode())
-	case apperr.Is(err, apperr.PreconditionFailed):
+	case apperr.Is(err, api.CodePreconditionFailed):
 		return c.render(ctx, http.StatusPreconditionFailed, "move", page{Title: "Move release", Nav: "releases",
 			Data: moveView{Release: cur, To: to, ETag: cur.Version.ETag(), Changed: true,
 				Message: "This release changed since you opened it; nothing was moved. It is shown as it is now: confirm again if the move still makes sense."}})
-	case apperr.Is(err, apperr.IllegalTransition):
+	case apperr.Is(err, api.CodeIllegalTransition):
 		return c.render(ctx, http.StatusConflict, "move", page{Title: "Move release", Nav: "releases",
 			Data: moveView{Release: cur, ETag: cur.Version.ETag(), Message: "A " + cur.State.String() + " release cannot move to “" + to + "”."}})
 	default:
@@ -398,7 +398,7 @@ func (c *console) changeProject(ctx echo.Context) error {
 	switch {
 	case err == nil:
 		return ctx.Redirect(http.StatusSeeOther, "/ui/projects?"+url.Values{"changed": {id}}.Encode())
-	case apperr.Is(err, apperr.PreconditionFailed):
+	case apperr.Is(err, api.CodePreconditionFailed):
 		return c.renderProjects(ctx, http.StatusPreconditionFailed, "", "",
 			"Project "+id+" changed since you opened this page; nothing was saved. The list below is current: try again.")
 	default:

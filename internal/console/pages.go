@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/delegations"
@@ -56,11 +57,11 @@ func (c *console) signin(ctx echo.Context) error {
 	}
 	// The API's key check, with its cache and its budget of failures per client address.
 	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), ctx.FormValue("key"))
-	if apperr.Is(err, apperr.RateLimited) {
+	if apperr.Is(err, api.CodeRateLimited) {
 		ctx.Response().Header().Set("Retry-After", "60")
 		return c.renderSignin(ctx, http.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait a minute and try again.")
 	}
-	if apperr.Is(err, apperr.Unauthorized) {
+	if apperr.Is(err, api.CodeUnauthorized) {
 		return c.renderSignin(ctx, http.StatusUnauthorized, "That key is not valid: it is unknown, revoked or mistyped.")
 	}
 	if err != nil {
@@ -253,7 +254,7 @@ const chainLimit = 20
 func (c *console) pathUUID(ctx echo.Context, name string) (uuid.UUID, error) {
 	id, err := uuid.Parse(ctx.Param(name))
 	if err != nil {
-		return uuid.Nil, apperr.New(apperr.NotFound, "no such page")
+		return uuid.Nil, apperr.New(api.CodeNotFound, "no such page")
 	}
 	return id, nil
 }
@@ -284,7 +285,7 @@ func (c *console) runPage(ctx echo.Context) error {
 	var back []runs.Run
 	for cur := run; cur.ContinuedFromRunID.Valid && len(back) < chainLimit; {
 		prev, err := c.Runs.Get(rctx, tenant, cur.ContinuedFromRunID.UUID)
-		if apperr.Is(err, apperr.NotFound) {
+		if apperr.Is(err, api.CodeNotFound) {
 			break // purged by retention
 		}
 		if err != nil {

@@ -36,7 +36,8 @@ import (
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/validate"
+	"github.com/ledger-dev/ledger/internal/waits"
 )
 
 // Kind is what a decision asks for (stored as its position; the wire type).
@@ -261,7 +262,7 @@ func (s *Store) getRow(ctx context.Context, tx *sqldb.Tx, query, tenantID string
 	var r row
 	err := tx.GetContext(ctx, &r, query, tenantID, id)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return row{}, apperr.New(apperr.NotFound, "no decision %s", id)
+		return row{}, apperr.New(api.CodeNotFound, "no decision %s", id)
 	}
 	if err != nil {
 		return row{}, fmt.Errorf("read decision: %w", err)
@@ -305,7 +306,7 @@ func ByIDs(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID) 
 // field: options.go). A refused answer changes nothing.
 func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Answer) (Decision, error) {
 	if !api.AnswerStatus(a.Status).Valid() {
-		return Decision{}, apperr.FieldsInvalid(web.NotOneOf("status", api.AnswerStatus(a.Status)))
+		return Decision{}, apperr.FieldsInvalid(validate.NotOneOf("status", api.AnswerStatus(a.Status)))
 	}
 	var out Decision
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
@@ -364,17 +365,38 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 	if err != nil {
 		return Decision{}, fmt.Errorf("answer decision: %w", err)
 	}
+	s.svc.Waits().Notify(runs.AttemptKey(tenantID, out.AttemptID))
 	return out, nil
+}
+
+// WaitClosed reads a decision of the tenant, waiting up to d while it is pending: it answers
+// as soon as the decision is closed (answered, expired, or cancelled with its attempt), or
+// at d, or when the service stops waits, with the decision as it then is. An answer or the
+// attempt's end in this process wakes it; another replica's is seen on the poll interval.
+func (s *Store) WaitClosed(ctx context.Context, tenantID string, id uuid.UUID, d time.Duration) (Decision, error) {
+	first, err := s.Get(ctx, tenantID, id)
+	if err != nil || d <= 0 || first.Status != StatusPending {
+		return first, err
+	}
+	return waits.Until(ctx, s.svc.Waits(), runs.AttemptKey(tenantID, first.AttemptID), d, s.svc.Config().PollInterval,
+		func(ctx context.Context) (Decision, bool, time.Time, error) {
+			cur, err := s.Get(ctx, tenantID, id)
+			var expires time.Time
+			if cur.ExpiresAt != nil {
+				expires = *cur.ExpiresAt // reads as expired from then on, with no write
+			}
+			return cur, cur.Status != StatusPending, expires, err
+		})
 }
 
 // answerable refuses an answer to a decision that is no longer pending (DecisionClosed) or
 // whose current version does not meet the answer's If-Match (PreconditionFailed).
 func answerable(d Decision, ifMatch sqldb.VersionMatcher) error {
 	if d.Status != StatusPending {
-		return apperr.New(apperr.DecisionClosed, "the decision is %s, no longer pending", d.Status)
+		return apperr.New(api.CodeDecisionClosed, "the decision is %s, no longer pending", d.Status)
 	}
 	if ifMatch == nil || !ifMatch.Matches(d.Version) {
-		return apperr.New(apperr.PreconditionFailed, "If-Match is not the decision's current ETag")
+		return apperr.New(api.CodePreconditionFailed, "If-Match is not the decision's current ETag")
 	}
 	return nil
 }
@@ -567,7 +589,7 @@ func expireAttempt(ctx context.Context, db *sqldb.DB, d due) (int, error) {
 			return err
 		}
 		a, err := attempts.Lock(ctx, tx, d.TenantID, d.AttemptID)
-		if apperr.Is(err, apperr.NotFound) {
+		if apperr.Is(err, api.CodeNotFound) {
 			return nil // purged meanwhile
 		}
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -30,12 +31,12 @@ func Routes(s *web.Server, store *Store) {
 		Roles: []string{rt}, Body: api.DecisionRequest{},
 		Example: api.DecisionRequest{FencingToken: 4, Kind: api.Ptr(api.DecisionChoice), Options: []byte(`["merge","request changes"]`),
 			Recommendation: api.Ptr("merge"), ExpiresInSeconds: api.Ptr(86400)}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded},
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
 		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},
 		Query:    api.PageParams{},
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
 		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox",
@@ -46,8 +47,12 @@ func Routes(s *web.Server, store *Store) {
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{
 		ID: "getDecision", Tag: "Decisions", Summary: "Read a decision",
-		Description: "The holder reads the answer here.", Status: http.StatusOK, Response: api.Decision{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound},
+		Description: "The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until " +
+			"it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it " +
+			"answers at once.",
+		Query:  api.WaitParams{},
+		Status: http.StatusOK, Response: api.Decision{}, ETag: true,
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/decisions/:decisionId/answer", web.Op{
 		ID: "answerDecision", Tag: "Decisions", Summary: "Answer a pending decision",
@@ -58,7 +63,7 @@ func Routes(s *web.Server, store *Store) {
 		Example: api.AnswerDecisionRequest{Status: api.AnswerApproved, Answer: []byte(`"merge"`)},
 		Status:  http.StatusOK, Response: api.Decision{}, ETag: true,
 		IfMatch: true, IfMatchRequired: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.DecisionClosed},
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeDecisionClosed},
 	}, h.answer)
 }
 
@@ -87,13 +92,13 @@ func (h handlers) create(c echo.Context) error {
 // requestOf checks what the validator cannot (the recommendation's UTF-16 length and
 // characters, JSON) and converts. The proposal hash's bound is its ident tag's.
 func requestOf(req api.DecisionRequest) (Request, error) {
-	var bad []apperr.FieldError
-	if req.Recommendation != nil && !web.ValidText(*req.Recommendation, maxRecommend) {
-		bad = append(bad, apperr.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
+	var bad []api.FieldError
+	if req.Recommendation != nil && !validate.Text(*req.Recommendation, maxRecommend) {
+		bad = append(bad, api.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
 	}
 	options, ok := compactJSON(req.Options)
 	if !ok {
-		bad = append(bad, apperr.FieldError{Field: "options", Reason: "must be JSON in valid UTF-8"})
+		bad = append(bad, api.FieldError{Field: "options", Reason: "must be JSON in valid UTF-8"})
 	}
 	if len(bad) > 0 {
 		return Request{}, apperr.FieldsInvalid(bad...)
@@ -110,7 +115,14 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.store.Get(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id)
+	var q api.WaitParams
+	if err := web.BindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	wait, release := tenancy.HoldWait(ctx, q.Wait())
+	defer release()
+	d, err := h.store.WaitClosed(ctx, tenancy.MustPrincipal(c).TenantID, id, wait)
 	if err != nil {
 		return err
 	}
@@ -128,7 +140,7 @@ func (h handlers) answer(c echo.Context) error {
 	}
 	answer, ok := compactJSON(req.Answer)
 	if !ok {
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
 	}
 	ifMatch, err := web.IfMatch(c, true)
 	if err != nil {
@@ -163,7 +175,7 @@ func after(c echo.Context) (*Position, error) {
 		return nil, err
 	}
 	if cur.Rank != 0 && cur.Rank != 1 {
-		return nil, apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor of this listing"})
+		return nil, apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "is not a cursor of this listing"})
 	}
 	return &Position{Rank: cur.Rank, RequestedAt: cur.RequestedAt, DecisionID: cur.DecisionID}, nil
 }

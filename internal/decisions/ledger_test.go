@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -72,7 +73,7 @@ func subject(d decisions.Decision) string {
 func wantField(t *testing.T, err error, field string) {
 	t.Helper()
 	ae, ok := apperr.As(err)
-	if !ok || ae.Code != apperr.Invalid || len(ae.Fields) != 1 || ae.Fields[0].Field != field {
+	if !ok || ae.Code != api.CodeInvalidRequest || len(ae.Fields) != 1 || ae.Fields[0].Field != field {
 		t.Fatalf("got %v, want invalid_request naming %q", err, field)
 	}
 }
@@ -189,7 +190,7 @@ var ledgerCases = []struct {
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Minute})
 		e.Complete(cl)
 		ended := e.attempt(cl.Attempt.AttemptID)
-		if _, err := e.answer(d, decisions.StatusApproved, ""); !apperr.Is(err, apperr.DecisionClosed) {
+		if _, err := e.answer(d, decisions.StatusApproved, ""); !apperr.Is(err, api.CodeDecisionClosed) {
 			t.Fatalf("answer after the attempt ended: %v, want decision_closed", err)
 		}
 		e.Clock.Advance(time.Minute)

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/jcs"
 )
@@ -105,7 +106,7 @@ func checkOptions(kind Kind, options json.RawMessage) error {
 		return nil
 	}
 	if _, err := parseChoices(options); err != nil {
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "options", Reason: err.Error()})
+		return apperr.FieldsInvalid(api.FieldError{Field: "options", Reason: err.Error()})
 	}
 	return nil
 }
@@ -114,7 +115,7 @@ func checkOptions(kind Kind, options json.RawMessage) error {
 // naming the field). Answer has checked its status already.
 func checkAnswer(d Decision, a Answer) error {
 	bad := func(field, reason string) error {
-		return apperr.FieldsInvalid(apperr.FieldError{Field: field, Reason: reason})
+		return apperr.FieldsInvalid(api.FieldError{Field: field, Reason: reason})
 	}
 	approved, answered := a.Status == StatusApproved, len(a.Answer) > 0
 	switch d.Kind {

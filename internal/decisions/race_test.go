@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -54,7 +55,7 @@ WHERE DecisionId = ?1`
 			if !fired.Load() {
 				t.Fatalf("the hook never met %q", c.before)
 			}
-			if !apperr.Is(err, apperr.DecisionClosed) {
+			if !apperr.Is(err, api.CodeDecisionClosed) {
 				t.Fatalf("the losing answer: %v, want decision_closed", err)
 			}
 			if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version {

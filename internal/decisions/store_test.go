@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -65,15 +66,15 @@ var storeCases = []storeCase{
 		cl := e.claimed("s")
 		id := cl.Attempt.AttemptID
 		_, err := e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken+1, decisions.Request{Kind: decisions.Input})
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("stale token: got %v, want stale_lease", err)
 		}
-		if _, err := e.store.Request(e.Ctx, e.Tenant, uuid.New(), 1, decisions.Request{}); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.Request(e.Ctx, e.Tenant, uuid.New(), 1, decisions.Request{}); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 		e.Clock.Advance(31 * time.Second) // past the 30 s lease
 		_, err = e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken, decisions.Request{Kind: decisions.Input})
-		if !apperr.Is(err, apperr.LeaseExpired) {
+		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("expired lease: got %v, want lease_expired", err)
 		}
 		if n := e.count(); n != 0 {
@@ -89,7 +90,7 @@ var storeCases = []storeCase{
 			t.Fatal(err)
 		}
 		_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{})
-		if !apperr.Is(err, apperr.AttemptEnded) {
+		if !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("got %v, want attempt_ended", err)
 		}
 		if n := e.count(); n != 0 {
@@ -128,7 +129,7 @@ var storeCases = []storeCase{
 		other := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		for _, v := range []decisions.Decision{{Version: d.Version - 1}, {Version: other.Version}, {Version: d.Version + 1000}} {
 			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusApproved, KeyID: "k", IfMatch: v.Version})
-			if !apperr.Is(err, apperr.PreconditionFailed) {
+			if !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("If-Match %d against version %d: got %v, want precondition_failed", v.Version, d.Version, err)
 			}
 		}
@@ -147,7 +148,7 @@ var storeCases = []storeCase{
 		// closed, which says more than a stale ETag would.
 		for _, v := range []decisions.Decision{d, first} {
 			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "late", IfMatch: v.Version})
-			if !apperr.Is(err, apperr.DecisionClosed) {
+			if !apperr.Is(err, api.CodeDecisionClosed) {
 				t.Fatalf("answer after close (If-Match %d): got %v, want decision_closed", v.Version, err)
 			}
 		}
@@ -177,7 +178,7 @@ var storeCases = []storeCase{
 			switch {
 			case err == nil:
 				won++
-			case !apperr.Is(err, apperr.DecisionClosed):
+			case !apperr.Is(err, api.CodeDecisionClosed):
 				t.Fatalf("a losing answer got %v, want decision_closed", err)
 			}
 		}
@@ -215,7 +216,7 @@ var storeCases = []storeCase{
 			t.Fatalf("answered decision changed by completion: %+v", got)
 		}
 		_, err = e.store.Answer(e.Ctx, e.Tenant, pending.DecisionID, approve(e.get(pending.DecisionID)))
-		if !apperr.Is(err, apperr.DecisionClosed) {
+		if !apperr.Is(err, api.CodeDecisionClosed) {
 			t.Fatalf("answer after cancel: got %v, want decision_closed", err)
 		}
 	}},
@@ -276,7 +277,7 @@ var storeCases = []storeCase{
 			}
 		}
 		// Closed by time: the current ETag does not help.
-		if _, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, approve(got)); !apperr.Is(err, apperr.DecisionClosed) {
+		if _, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, approve(got)); !apperr.Is(err, api.CodeDecisionClosed) {
 			t.Fatalf("answer after expiry: got %v, want decision_closed", err)
 		}
 		n, err := decisions.ExpirePending(e.Ctx, e.DB)
@@ -411,7 +412,7 @@ var storeCases = []storeCase{
 		if err != nil || !sameIDs(append(first, rest...), all...) {
 			t.Fatalf("pages %v + %v, want %v (%v)", ids(first), ids(rest), ids(all), err)
 		}
-		if _, err := e.store.ListByAttempt(e.Ctx, e.Tenant, uuid.New(), nil, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.ListByAttempt(e.Ctx, e.Tenant, uuid.New(), nil, 10); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 	}},
@@ -419,19 +420,19 @@ var storeCases = []storeCase{
 		cl := e.claimed("s")
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		o := e.other()
-		if _, err := o.store.Get(o.Ctx, o.Tenant, d.DecisionID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Get(o.Ctx, o.Tenant, d.DecisionID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant's read: got %v, want not_found", err)
 		}
-		if _, err := o.store.Answer(o.Ctx, o.Tenant, d.DecisionID, approve(d)); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Answer(o.Ctx, o.Tenant, d.DecisionID, approve(d)); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant's answer: got %v, want not_found", err)
 		}
-		if _, err := o.store.ListByAttempt(o.Ctx, o.Tenant, cl.Attempt.AttemptID, nil, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.ListByAttempt(o.Ctx, o.Tenant, cl.Attempt.AttemptID, nil, 10); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant's attempt listing: got %v, want not_found", err)
 		}
 		if got, err := o.store.List(o.Ctx, o.Tenant, decisions.ListFilter{Limit: 10}); err != nil || len(got) != 0 {
 			t.Fatalf("other tenant's inbox: %v %v", ids(got), err)
 		}
-		if _, err := o.store.Request(o.Ctx, o.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{}); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Request(o.Ctx, o.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{}); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("request on other tenant's attempt: got %v, want not_found", err)
 		}
 		if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version {

@@ -118,7 +118,7 @@ func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, 
 		What: "create delegation",
 		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Delegation, bool, error) {
 			if r.Child.Subject == f.Run.Subject {
-				return Delegation{}, false, apperr.New(apperr.SubjectConflict,
+				return Delegation{}, false, apperr.New(api.CodeSubjectConflict,
 					"the child's subject is the parent run's: it could not be leased while the parent holds it")
 			}
 			spec := r.Child
@@ -170,10 +170,10 @@ func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, 
 // repeat answers a create whose idempotency key names runID: the delegation of that child
 // run when an attempt of a's run made it, else SequenceConflict.
 func (s *Store) repeat(ctx context.Context, tx *sqldb.Tx, a attempts.Attempt, runID uuid.UUID) (Delegation, error) {
-	conflict := apperr.New(apperr.SequenceConflict,
+	conflict := apperr.New(api.CodeSequenceConflict,
 		"the child's idempotencyKey already names a run that is not a delegated child of this run")
 	d, err := byChildRun(ctx, tx, s.q, a.TenantID, runID)
-	if apperr.Is(err, apperr.NotFound) {
+	if apperr.Is(err, api.CodeNotFound) {
 		return Delegation{}, conflict
 	}
 	if err != nil {
@@ -206,7 +206,7 @@ func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID string, id uuid.
 	var d Delegation
 	err := tx.GetContext(ctx, &d, s.q.get, tenantID, id)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Delegation{}, apperr.New(apperr.NotFound, "no delegation %s", id)
+		return Delegation{}, apperr.New(api.CodeNotFound, "no delegation %s", id)
 	}
 	if err != nil {
 		return Delegation{}, fmt.Errorf("read delegation: %w", err)
@@ -218,7 +218,7 @@ func byChildRun(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, 
 	var d Delegation
 	err := tx.GetContext(ctx, &d, q.byChildRun, tenantID, runID)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Delegation{}, apperr.New(apperr.NotFound, "no delegation of run %s", runID)
+		return Delegation{}, apperr.New(api.CodeNotFound, "no delegation of run %s", runID)
 	}
 	if err != nil {
 		return Delegation{}, fmt.Errorf("read delegation of child run: %w", err)
@@ -278,7 +278,7 @@ func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
 	status := StatusOf(run)
 	if !run.ContinuedFromRunID.Valid {
 		d, err := byChildRun(ctx, tx, q, run.TenantID, run.RunID)
-		if apperr.Is(err, apperr.NotFound) {
+		if apperr.Is(err, api.CodeNotFound) {
 			return nil
 		}
 		if err != nil {

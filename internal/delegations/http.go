@@ -11,6 +11,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -35,17 +36,17 @@ func Routes(s *web.Server, store *Store) {
 		Roles: []string{tenancy.RoleRuntime}, Body: api.DelegationRequest{},
 		Example: api.DelegationRequest{FencingToken: 4, Purpose: "run the test suite on the diff", Child: childExample}, Status: http.StatusCreated,
 		AlsoStatus: []int{http.StatusOK}, Response: api.Delegation{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded, apperr.SubjectConflict,
-			apperr.LoopDepth, apperr.UnknownProject, apperr.SequenceConflict, apperr.IdempotencyKeyReused},
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded, api.CodeSubjectConflict,
+			api.CodeLoopDepth, api.CodeUnknownProject, api.CodeSequenceConflict, api.CodeIdempotencyKeyReused},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/delegations", web.Op{
 		ID: "listDelegations", Tag: "Delegations", Summary: "List an attempt's delegations, oldest first", Status: http.StatusOK, Response: web.Page[api.Delegation]{},
 		Query:    api.PageParams{},
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.listByAttempt)
 	s.Route(http.MethodGet, "/v1/delegations/:delegationId", web.Op{
 		ID: "getDelegation", Tag: "Delegations", Summary: "Read a delegation", Status: http.StatusOK, Response: api.Delegation{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 }
 
@@ -60,8 +61,8 @@ func (h handlers) create(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	if req.Purpose == "" || !web.ValidText(req.Purpose, maxPurpose) {
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "purpose",
+	if req.Purpose == "" || !validate.Text(req.Purpose, maxPurpose) {
+		return apperr.FieldsInvalid(api.FieldError{Field: "purpose",
 			Reason: "must be 1 to 1024 characters of text (no control characters but tab and line breaks)"})
 	}
 	p := tenancy.MustPrincipal(c)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -218,7 +219,7 @@ var storeCases = []storeCase{
 		cl := e.parent("review:7")
 		before := e.count("Runs")
 		_, _, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("review:7"))
-		if !apperr.Is(err, apperr.SubjectConflict) {
+		if !apperr.Is(err, api.CodeSubjectConflict) {
 			t.Fatalf("got %v, want subject_conflict", err)
 		}
 		e.nothingWritten(before)
@@ -234,7 +235,7 @@ var storeCases = []storeCase{
 		child := e.claim(childAgent)
 		before := e.count("Runs")
 		_, _, err := e.store.Create(e.Ctx, e.Caller, child.Attempt.AttemptID, child.Lease.FencingToken, request("grandchild"))
-		if !apperr.Is(err, apperr.LoopDepth) {
+		if !apperr.Is(err, api.CodeLoopDepth) {
 			t.Fatalf("got %v, want loop_depth", err)
 		}
 		if n := e.count("Runs"); n != before {
@@ -249,21 +250,21 @@ var storeCases = []storeCase{
 		cl := e.parent("p")
 		before := e.count("Runs")
 		_, _, err := e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken+1, request("c"))
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("stale token: got %v, want stale_lease", err)
 		}
 		_, _, err = e.store.Create(e.Ctx, e.Caller, uuid.New(), 1, request("c"))
-		if !apperr.Is(err, apperr.NotFound) {
+		if !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 		_, _, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken,
 			request("c", func(s *runs.Spec) { s.ProjectID = "nope" }))
-		if !apperr.Is(err, apperr.UnknownProject) {
+		if !apperr.Is(err, api.CodeUnknownProject) {
 			t.Fatalf("unknown child project: got %v, want unknown_project", err)
 		}
 		e.Clock.Advance(31 * time.Second)
 		_, _, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("c"))
-		if !apperr.Is(err, apperr.LeaseExpired) {
+		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("expired lease: got %v, want lease_expired", err)
 		}
 		e.nothingWritten(before)
@@ -285,12 +286,12 @@ var storeCases = []storeCase{
 		}
 		// The same key for another child request is a reused key, not a repeat.
 		_, _, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, withKey("other-subject"))
-		if !apperr.Is(err, apperr.IdempotencyKeyReused) {
+		if !apperr.Is(err, api.CodeIdempotencyKeyReused) {
 			t.Fatalf("key reused for another child: got %v, want idempotency_key_reused", err)
 		}
 		// A repeat presented with another token is refused as the fence refuses.
 		_, _, err = e.store.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken+5, withKey("c"))
-		if !apperr.Is(err, apperr.StaleLease) {
+		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("repeat with a stale token: got %v, want stale_lease", err)
 		}
 		// A later attempt of the same parent run (the first gave its lease back) gets it too.
@@ -315,13 +316,13 @@ var storeCases = []storeCase{
 		e.enqueue(spec("plain", "someone", func(s *runs.Spec) { s.IdempotencyKey = &plainKey }))
 		_, _, err = e.store.Create(e.Ctx, e.Caller, cl2.Attempt.AttemptID, cl2.Lease.FencingToken,
 			request("c2", func(s *runs.Spec) { s.IdempotencyKey = &plainKey }))
-		if !apperr.Is(err, apperr.IdempotencyKeyReused) {
+		if !apperr.Is(err, api.CodeIdempotencyKeyReused) {
 			t.Fatalf("key of a plain run: got %v, want idempotency_key_reused", err)
 		}
 		e.enqueue(spec("p2", parentAgent))
 		other := e.claim(parentAgent)
 		_, _, err = e.store.Create(e.Ctx, e.Caller, other.Attempt.AttemptID, other.Lease.FencingToken, withKey("c"))
-		if !apperr.Is(err, apperr.IdempotencyKeyReused) {
+		if !apperr.Is(err, api.CodeIdempotencyKeyReused) {
 			t.Fatalf("key of another run's child: got %v, want idempotency_key_reused", err)
 		}
 		if n := e.count("SubAgentDelegations"); n != 1 {
@@ -388,7 +389,7 @@ var storeCases = []storeCase{
 		if err != nil || len(rest) != 1 || rest[0].DelegationID != ds[2].DelegationID {
 			t.Fatalf("second page %+v %v", rest, err)
 		}
-		if _, err := e.store.ListByAttempt(e.Ctx, e.Tenant, uuid.New(), nil, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.ListByAttempt(e.Ctx, e.Tenant, uuid.New(), nil, 10); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 	}},
@@ -397,14 +398,14 @@ var storeCases = []storeCase{
 		cl := e.parent("p")
 		d := e.delegate(cl, request("c"))
 		o := e.other()
-		if _, err := o.store.Get(o.Ctx, o.Tenant, d.DelegationID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.Get(o.Ctx, o.Tenant, d.DelegationID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant's read: got %v, want not_found", err)
 		}
-		if _, err := o.store.ListByAttempt(o.Ctx, o.Tenant, cl.Attempt.AttemptID, nil, 10); !apperr.Is(err, apperr.NotFound) {
+		if _, err := o.store.ListByAttempt(o.Ctx, o.Tenant, cl.Attempt.AttemptID, nil, 10); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant's listing: got %v, want not_found", err)
 		}
 		_, _, err := o.store.Create(o.Ctx, o.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, request("x"))
-		if !apperr.Is(err, apperr.NotFound) {
+		if !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("create on other tenant's attempt: got %v, want not_found", err)
 		}
 		if n := o.count("Runs"); n != 0 {

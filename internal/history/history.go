@@ -148,7 +148,7 @@ func withETags(items []AttemptItem) []AttemptItem {
 	return items
 }
 
-// Get reads one attempt of the tenant (apperr.NotFound when missing or another tenant's).
+// Get reads one attempt of the tenant (api.CodeNotFound when missing or another tenant's).
 func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (attempts.Attempt, error) {
 	var a attempts.Attempt
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
@@ -215,7 +215,7 @@ type entryKey struct {
 
 // Timeline returns up to limit entries of an attempt's timeline after the cursor (nil: from
 // the start), ordered by time, then kind (checkpoint, call, decision, delegation), then
-// sequence (checkpoints, calls) or id. apperr.NotFound when the attempt is missing or
+// sequence (checkpoints, calls) or id. api.CodeNotFound when the attempt is missing or
 // another tenant's.
 func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UUID, after *TimelineCursor, limit int) ([]TimelineEntry, error) {
 	cur := TimelineCursor{At: minTime, Kind: -1}

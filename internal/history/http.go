@@ -29,7 +29,7 @@ func Routes(s *web.Server, store *Store) {
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId", web.Op{
 		ID: "getAttempt", Tag: "Attempts", Summary: "Read an attempt", Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/timeline", web.Op{
 		ID: "getAttemptTimeline", Tag: "Attempts", Summary: "An attempt's timeline",
@@ -37,7 +37,7 @@ func Routes(s *web.Server, store *Store) {
 			"call, decision, delegation), then sequence or id; each entry's item is the row itself.",
 		Status: http.StatusOK, Response: web.Page[api.TimelineEntry]{},
 		Query:    api.PageParams{},
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.timeline)
 }
 
@@ -55,7 +55,7 @@ type listCursor struct {
 }
 
 func badCursor() error {
-	return apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor this service made"})
+	return apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "is not a cursor this service made"})
 }
 
 func (h handlers) list(c echo.Context) error {
@@ -84,7 +84,7 @@ func (h handlers) list(c echo.Context) error {
 		f.StartedTo = &q.StartedTo.Time
 	}
 	if f.StartedFrom != nil && f.StartedTo != nil && f.StartedTo.Before(*f.StartedFrom) {
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "startedTo", Reason: "must not be before startedFrom"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "startedTo", Reason: "must not be before startedFrom"})
 	}
 	if hasCursor {
 		f.After = &ListCursor{StartedAt: *cur.StartedAt, AttemptID: cur.ID}
@@ -100,23 +100,23 @@ func (h handlers) list(c echo.Context) error {
 }
 
 func (h handlers) changes(c echo.Context, tenant string, q api.ListAttemptsParams, hasCursor bool, cur listCursor, limit int) error {
-	var bad []apperr.FieldError
+	var bad []api.FieldError
 	for _, name := range listFilters {
 		if c.QueryParam(name) != "" {
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "cannot be combined with changedSince"})
+			bad = append(bad, api.FieldError{Field: name, Reason: "cannot be combined with changedSince"})
 		}
 	}
 	if len(bad) > 0 {
 		return apperr.FieldsInvalid(bad...)
 	}
 	if hasCursor && cur.Version == nil {
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "continues a listing without changedSince"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "continues a listing without changedSince"})
 	}
 	var after ChangesCursor
 	if q.ChangedSince != nil {
 		v, ok := parseSince(*q.ChangedSince)
 		if !ok {
-			return apperr.FieldsInvalid(apperr.FieldError{Field: "changedSince", Reason: "must be an attempt's ETag (16 hex digits, quoted or not)"})
+			return apperr.FieldsInvalid(api.FieldError{Field: "changedSince", Reason: "must be an attempt's ETag (16 hex digits, quoted or not)"})
 		}
 		after.Version = v
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -275,13 +276,13 @@ func TestStore(t *testing.T) {
 			if got, err := e.store.Changes(e.ctx, other, history.ChangesCursor{}, 50); err != nil || len(got) != 0 {
 				t.Fatalf("other tenant's changes: %v %v", idsOf(got), err)
 			}
-			if _, err := e.store.Get(e.ctx, other, a.Attempt.AttemptID); !apperr.Is(err, apperr.NotFound) {
+			if _, err := e.store.Get(e.ctx, other, a.Attempt.AttemptID); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("other tenant's get: %v, want not_found", err)
 			}
-			if _, err := e.store.Timeline(e.ctx, other, a.Attempt.AttemptID, nil, 50); !apperr.Is(err, apperr.NotFound) {
+			if _, err := e.store.Timeline(e.ctx, other, a.Attempt.AttemptID, nil, 50); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("other tenant's timeline: %v, want not_found", err)
 			}
-			if _, err := e.store.Timeline(e.ctx, e.tenant, uuid.New(), nil, 50); !apperr.Is(err, apperr.NotFound) {
+			if _, err := e.store.Timeline(e.ctx, e.tenant, uuid.New(), nil, 50); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("missing attempt's timeline: %v, want not_found", err)
 			}
 			got, err := e.store.Get(e.ctx, e.tenant, a.Attempt.AttemptID)

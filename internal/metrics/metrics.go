@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/overview"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -58,7 +58,7 @@ var (
 )
 
 // fenceCodes are the refusals of the fence (DESIGN.md section 4).
-var fenceCodes = map[apperr.Code]bool{apperr.StaleLease: true, apperr.LeaseExpired: true, apperr.AttemptEnded: true}
+var fenceCodes = map[api.ProblemCode]bool{api.CodeStaleLease: true, api.CodeLeaseExpired: true, api.CodeAttemptEnded: true}
 
 // New builds the families over the overview reader; register them with Collectors.
 func New(store *overview.Store, o Options) *Metrics {

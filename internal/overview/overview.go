@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -110,7 +111,7 @@ type countRow struct {
 }
 
 // Tenant reads the overview of one tenant, in one read transaction so its numbers agree.
-// apperr.NotFound when the tenant does not exist.
+// api.CodeNotFound when the tenant does not exist.
 func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 	var out Tenant
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
@@ -121,7 +122,7 @@ func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 		out.At = now
 		if err := tx.GetContext(ctx, &out.MaxLeasedRuns, s.q.budget, tenantID); err != nil {
 			if errors.Is(err, sqldb.ErrNotFound) {
-				return apperr.New(apperr.NotFound, "no tenant %q", tenantID)
+				return apperr.New(api.CodeNotFound, "no tenant %q", tenantID)
 			}
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -23,7 +22,7 @@ func Routes(s *web.Server, store *Store) {
 		Status:  http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Project{}, ETag: true, IfMatch: true,
 		// If-Match is optional for a create, so the Op cannot say IfMatchRequired; an update
 		// without one is still 428.
-		Problems: []apperr.Code{apperr.PreconditionRequired},
+		Problems: []api.ProblemCode{api.CodePreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
 		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.Project]{},
@@ -31,7 +30,7 @@ func Routes(s *web.Server, store *Store) {
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/projects/:projectId", web.Op{
 		ID: "getProject", Tag: "Projects", Summary: "Read a project", Status: http.StatusOK, Response: api.Project{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 }
 

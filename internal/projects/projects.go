@@ -66,9 +66,9 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 		}
 		cur, err := s.get(ctx, tx, tenantID, projectID)
 		switch {
-		case apperr.Is(err, apperr.NotFound):
+		case apperr.Is(err, api.CodeNotFound):
 			if ch.IfMatch != nil {
-				return apperr.New(apperr.PreconditionFailed, "project %q does not exist", projectID)
+				return apperr.New(api.CodePreconditionFailed, "project %q does not exist", projectID)
 			}
 			active, days := true, DefaultRetentionDays
 			if ch.Active != nil {
@@ -80,7 +80,7 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			_, err = tx.ExecContext(ctx, s.q.insert, tenantID, projectID, active, days, tx.Dialect.Time(now))
 			if sqldb.IsConflict(err) {
 				// Another request created it first: this one is now an update without If-Match.
-				return apperr.New(apperr.PreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
+				return apperr.New(api.CodePreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
 			}
 			if err != nil {
 				return err
@@ -90,10 +90,10 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			return err
 		default:
 			if ch.IfMatch == nil {
-				return apperr.New(apperr.PreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
+				return apperr.New(api.CodePreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
 			}
 			if !ch.IfMatch.Matches(cur.Version) {
-				return apperr.New(apperr.PreconditionFailed, "project %q has changed since that ETag", projectID)
+				return apperr.New(api.CodePreconditionFailed, "project %q has changed since that ETag", projectID)
 			}
 			active, days := cur.Active, cur.RetentionDays
 			if ch.Active != nil {
@@ -107,7 +107,7 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 				return err
 			}
 			if n, _ := res.RowsAffected(); n != 1 {
-				return apperr.New(apperr.PreconditionFailed, "project %q has changed since that ETag", projectID)
+				return apperr.New(api.CodePreconditionFailed, "project %q has changed since that ETag", projectID)
 			}
 		}
 		p, err = s.get(ctx, tx, tenantID, projectID)
@@ -134,7 +134,7 @@ func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID, projectID strin
 	var p Project
 	err := tx.GetContext(ctx, &p, s.q.get, tenantID, projectID)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Project{}, apperr.New(apperr.NotFound, "no project %q", projectID)
+		return Project{}, apperr.New(api.CodeNotFound, "no project %q", projectID)
 	}
 	return p, err
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -26,16 +27,16 @@ func TestPutRaces(t *testing.T) {
 		before string // the loser's statement the winner's write lands ahead of
 		winner string // the winner's write (SQLite)
 		create bool   // the loser creates (else it updates with the current ETag)
-		want   apperr.Code
+		want   api.ProblemCode
 	}{
 		{"ConcurrentCreate", "INSERT INTO Projects",
 			`INSERT INTO Projects (TenantId, ProjectId, Active, RetentionDays, CreatedAt, UpdatedAt, Version)
 VALUES (?1, ?2, 0, 7, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', (SELECT Value + 1 FROM RowVersionCounter))`,
-			true, apperr.PreconditionRequired},
+			true, api.CodePreconditionRequired},
 		{"ConcurrentUpdate", "UPDATE Projects",
 			`UPDATE Projects SET RetentionDays = 9, Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE TenantId = ?1 AND ProjectId = ?2`,
-			false, apperr.PreconditionFailed},
+			false, api.CodePreconditionFailed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

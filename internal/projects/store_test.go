@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -39,12 +40,12 @@ func TestStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _, err = store.Put(ctx, tenant, "p", projects.Change{Active: ptr(false)})
-			if !apperr.Is(err, apperr.PreconditionRequired) {
+			if !apperr.Is(err, api.CodePreconditionRequired) {
 				t.Fatalf("update without If-Match: got %v, want precondition_required", err)
 			}
 			stale := p.Version - 1
 			_, _, err = store.Put(ctx, tenant, "p", projects.Change{Active: ptr(false), IfMatch: &stale})
-			if !apperr.Is(err, apperr.PreconditionFailed) {
+			if !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("stale If-Match: got %v, want precondition_failed", err)
 			}
 			v := p.Version
@@ -57,7 +58,7 @@ func TestStore(t *testing.T) {
 			}
 			// The old ETag is stale now.
 			_, _, err = store.Put(ctx, tenant, "p", projects.Change{Active: ptr(true), IfMatch: &v})
-			if !apperr.Is(err, apperr.PreconditionFailed) {
+			if !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("reused ETag: got %v, want precondition_failed", err)
 			}
 		})
@@ -67,10 +68,10 @@ func TestStore(t *testing.T) {
 			tenant := dbtest.NewTenant(t, db)
 			v := sqldb.RowVersion(1)
 			_, _, err := store.Put(ctx, tenant, "nope", projects.Change{IfMatch: &v})
-			if !apperr.Is(err, apperr.PreconditionFailed) {
+			if !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("got %v, want precondition_failed", err)
 			}
-			if _, err := store.Get(ctx, tenant, "nope"); !apperr.Is(err, apperr.NotFound) {
+			if _, err := store.Get(ctx, tenant, "nope"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("a refused create wrote a row: %v", err)
 			}
 		})
@@ -82,11 +83,11 @@ func TestStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := store.Get(ctx, b, "shared-name"); !apperr.Is(err, apperr.NotFound) {
+			if _, err := store.Get(ctx, b, "shared-name"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("other tenant read: got %v, want not_found", err)
 			}
 			v := p.Version
-			if _, _, err := store.Put(ctx, b, "shared-name", projects.Change{Active: ptr(false), IfMatch: &v}); !apperr.Is(err, apperr.PreconditionFailed) {
+			if _, _, err := store.Put(ctx, b, "shared-name", projects.Change{Active: ptr(false), IfMatch: &v}); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("other tenant update: got %v, want precondition_failed (as for a missing project)", err)
 			}
 			list, err := store.List(ctx, b, "", 10)

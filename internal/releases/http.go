@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -54,8 +53,8 @@ func Routes(s *web.Server, store *Store, c Canceller) {
 		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Release{}, ETag: true, IfMatch: true,
 		// If-Match is optional for a create and an unchanged repeat, so the Op cannot say
 		// IfMatchRequired; a change without one is still 428.
-		Problems: []apperr.Code{apperr.ManifestMismatch, apperr.ReleaseImmutable, apperr.ReleaseConflict,
-			apperr.IllegalTransition, apperr.PreconditionRequired},
+		Problems: []api.ProblemCode{api.CodeManifestMismatch, api.CodeReleaseImmutable, api.CodeReleaseConflict,
+			api.CodeIllegalTransition, api.CodePreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/releases", web.Op{
 		ID: "listReleases", Tag: "Releases", Summary: "List the tenant's releases",
@@ -64,7 +63,7 @@ func Routes(s *web.Server, store *Store, c Canceller) {
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/releases/:releaseId/adapters/:adapterVersion", web.Op{
 		ID: "getRelease", Tag: "Releases", Summary: "Read a release adapter", Status: http.StatusOK, Response: api.Release{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound},
+		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 }
 

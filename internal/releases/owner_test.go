@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -49,7 +50,7 @@ func TestReleaseIDsAreOwned(t *testing.T) {
 			w.create(t, a, id, "1", releases.Active, nil)
 			_, _, err := w.put(t, b, id, "2", body(t, refsA, releases.Active))
 			wantConflict(t, err, a, id)
-			if _, err := w.store.Get(w.ctx, a, id, "2"); !apperr.Is(err, apperr.NotFound) {
+			if _, err := w.store.Get(w.ctx, a, id, "2"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("a refused create of b wrote a row: %v", err)
 			}
 		})
@@ -61,7 +62,7 @@ func TestReleaseIDsAreOwned(t *testing.T) {
 func wantConflict(t *testing.T, err error, owner, id string) {
 	t.Helper()
 	e, ok := apperr.As(err)
-	if !ok || e.Code != apperr.ReleaseConflict {
+	if !ok || e.Code != api.CodeReleaseConflict {
 		t.Fatalf("got %v, want release_conflict", err)
 	}
 	for _, leak := range []string{owner, id, "active", "verified", "v1"} {
@@ -88,13 +89,13 @@ func TestReleaseCreateRaces(t *testing.T) {
 		// refs is what the loser sends (the winner sends refsA).
 		refs    string
 		created bool
-		code    apperr.Code
+		code    api.ProblemCode
 	}{
-		{"TwoTenantsRaceForANewID", "INSERT INTO ReleaseOwners", false, true, false, refsA, false, apperr.ReleaseConflict},
-		{"TwoTenantsRaceBeforeTheOwnerRead", "FROM ReleaseOwners", false, true, true, refsA, false, apperr.ReleaseConflict},
+		{"TwoTenantsRaceForANewID", "INSERT INTO ReleaseOwners", false, true, false, refsA, false, api.CodeReleaseConflict},
+		{"TwoTenantsRaceBeforeTheOwnerRead", "FROM ReleaseOwners", false, true, true, refsA, false, api.CodeReleaseConflict},
 		{"SameTenantClaimsTheIDFirst", "INSERT INTO ReleaseOwners", true, true, false, refsA, true, ""},
 		{"SameTenantCreatesTheSamePairFirst", "FROM ReleaseOwners", true, true, true, refsA, false, ""},
-		{"SameTenantCreatesThePairWithOtherContentFirst", "FROM ReleaseOwners", true, true, true, `["other"]`, false, apperr.ReleaseImmutable},
+		{"SameTenantCreatesThePairWithOtherContentFirst", "FROM ReleaseOwners", true, true, true, `["other"]`, false, api.CodeReleaseImmutable},
 		{"SameTenantPairLandsBeforeTheInsert", "INSERT INTO LoadedReleases", true, false, true, refsA, false, ""},
 	}
 	for _, c := range cases {
@@ -145,7 +146,7 @@ VALUES (?1, '1', ?2, ?3, ?4, 1, ?5, NULL, (SELECT Value + 1 FROM RowVersionCount
 				if !apperr.Is(err, c.code) {
 					t.Fatalf("got %v, want %s", err, c.code)
 				}
-				if c.code == apperr.ReleaseConflict {
+				if c.code == api.CodeReleaseConflict {
 					wantConflict(t, err, other, id)
 				}
 			} else if err != nil || created != c.created || got.ReleaseID != id || got.ManifestHash != win.ManifestHash {
@@ -156,7 +157,7 @@ VALUES (?1, '1', ?2, ?3, ?4, 1, ?5, NULL, (SELECT Value + 1 FROM RowVersionCount
 			// succeeded.
 			r, gerr := w.store.Get(w.ctx, loser, id, "1")
 			switch {
-			case c.code != "" && !apperr.Is(gerr, apperr.NotFound):
+			case c.code != "" && !apperr.Is(gerr, api.CodeNotFound):
 				t.Fatalf("a refused create left %+v %v", r, gerr)
 			case c.code == "" && (gerr != nil || r.ManifestHash != win.ManifestHash):
 				t.Fatalf("the pair after the race: %+v %v", r, gerr)

@@ -21,7 +21,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/jcs"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // State is a release's state (stored as its position; the wire type, DESIGN.md 7a).
@@ -170,17 +170,17 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 		if errors.As(err, &ce) {
 			reason = "must be a JSON array of I-JSON (RFC 7493) content: " + ce.Reason
 		}
-		return Release{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "contentRefs", Reason: reason})
+		return Release{}, false, apperr.FieldsInvalid(api.FieldError{Field: "contentRefs", Reason: reason})
 	}
 	if ManifestHash(canonical) != p.ManifestHash {
-		return Release{}, false, apperr.New(apperr.ManifestMismatch,
+		return Release{}, false, apperr.New(api.CodeManifestMismatch,
 			"manifestHash is not the lowercase hex SHA-256 of the RFC 8785 canonical form of contentRefs")
 	}
 	if p.InFlightPolicy != nil && !api.InFlightPolicy(*p.InFlightPolicy).Valid() {
-		return Release{}, false, apperr.FieldsInvalid(web.NotOneOf("inFlightPolicy", api.InFlightPolicy(*p.InFlightPolicy)))
+		return Release{}, false, apperr.FieldsInvalid(validate.NotOneOf("inFlightPolicy", api.InFlightPolicy(*p.InFlightPolicy)))
 	}
 	if !p.State.Valid() {
-		return Release{}, false, apperr.FieldsInvalid(web.NotOneOf("state", p.State))
+		return Release{}, false, apperr.FieldsInvalid(validate.NotOneOf("state", p.State))
 	}
 	var (
 		out     Release
@@ -189,7 +189,7 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 	err = s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		created = false
 		cur, err := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
-		if apperr.Is(err, apperr.NotFound) {
+		if apperr.Is(err, api.CodeNotFound) {
 			cur, created, err = s.create(ctx, tx, tenantID, releaseID, adapterVersion, p, string(canonical))
 		}
 		if err != nil || created {
@@ -209,7 +209,7 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 // release id: the same generic detail in every case, saying nothing of the other tenant's
 // rows.
 func errReleaseConflict() error {
-	return apperr.New(apperr.ReleaseConflict, "this release id cannot be registered by this tenant: "+
+	return apperr.New(api.CodeReleaseConflict, "this release id cannot be registered by this tenant: "+
 		"release ids are one global namespace, choose another (a tenant prefix or a content hash in the id avoids this)")
 }
 
@@ -218,10 +218,10 @@ func errReleaseConflict() error {
 // (created false), or ReleaseConflict when the row is another tenant's.
 func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, adapterVersion string, p Put, canonical string) (Release, bool, error) {
 	if p.IfMatch != nil {
-		return Release{}, false, apperr.New(apperr.PreconditionFailed, "release %q adapter %q does not exist", releaseID, adapterVersion)
+		return Release{}, false, apperr.New(api.CodePreconditionFailed, "release %q adapter %q does not exist", releaseID, adapterVersion)
 	}
 	if p.State != Verified && p.State != Active {
-		return Release{}, false, apperr.New(apperr.IllegalTransition,
+		return Release{}, false, apperr.New(api.CodeIllegalTransition,
 			"a release is registered verified or active, not %s", p.State)
 	}
 	now, err := tx.Now(ctx)
@@ -238,7 +238,7 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 		// waited for that commit), or, from before release ids had owners, another tenant
 		// holds it (invisible here).
 		cur, gerr := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
-		if apperr.Is(gerr, apperr.NotFound) {
+		if apperr.Is(gerr, api.CodeNotFound) {
 			return Release{}, false, errReleaseConflict()
 		}
 		return cur, false, gerr
@@ -292,10 +292,10 @@ func (s *Store) ownerIs(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID s
 // change applies p to the tenant's existing row cur.
 func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Release, p Put, canonical string) (Release, error) {
 	if p.IfMatch != nil && !p.IfMatch.Matches(cur.Version) {
-		return Release{}, apperr.New(apperr.PreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
+		return Release{}, apperr.New(api.CodePreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
 	}
 	if cur.ManifestHash != p.ManifestHash || cur.ContentRefsJSON != canonical {
-		return Release{}, apperr.New(apperr.ReleaseImmutable,
+		return Release{}, apperr.New(api.CodeReleaseImmutable,
 			"release %q adapter %q is registered with other content: a release's content never changes", cur.ReleaseID, cur.AdapterVersion)
 	}
 	policy := cur.StoredPolicy
@@ -308,10 +308,10 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 		return cur, nil
 	}
 	if p.IfMatch == nil {
-		return Release{}, apperr.New(apperr.PreconditionRequired, "changing a release needs an If-Match header with its ETag")
+		return Release{}, apperr.New(api.CodePreconditionRequired, "changing a release needs an If-Match header with its ETag")
 	}
 	if stateChanged && !CanMove(cur.State, p.State) {
-		return Release{}, apperr.New(apperr.IllegalTransition, "a %s release cannot become %s", cur.State, p.State)
+		return Release{}, apperr.New(api.CodeIllegalTransition, "a %s release cannot become %s", cur.State, p.State)
 	}
 	res, err := tx.ExecContext(ctx, s.q.update, cur.TenantID, cur.ReleaseID, cur.AdapterVersion, int(p.State),
 		nullString(policy), tx.Dialect.Version(cur.Version))
@@ -319,7 +319,7 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 		return Release{}, fmt.Errorf("update release: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return Release{}, apperr.New(apperr.PreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
+		return Release{}, apperr.New(api.CodePreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
 	}
 	if (p.State == Draining || p.State == Retired) && effectivePolicy(policy) == PolicyCancel {
 		if err := s.cancelRunning(ctx, tx, c, cur); err != nil {
@@ -343,7 +343,7 @@ func (s *Store) cancelRunning(ctx context.Context, tx *sqldb.Tx, c Canceller, r 
 	}
 	for _, id := range ids {
 		a, err := attempts.Lock(ctx, tx, r.TenantID, id)
-		if apperr.Is(err, apperr.NotFound) {
+		if apperr.Is(err, api.CodeNotFound) {
 			continue
 		}
 		if err != nil {
@@ -352,7 +352,7 @@ func (s *Store) cancelRunning(ctx context.Context, tx *sqldb.Tx, c Canceller, r 
 		if a.State != attempts.Running {
 			continue
 		}
-		if err := c.RequestCancelTx(ctx, tx, r.TenantID, a.RunID); err != nil && !apperr.Is(err, apperr.NotFound) {
+		if err := c.RequestCancelTx(ctx, tx, r.TenantID, a.RunID); err != nil && !apperr.Is(err, api.CodeNotFound) {
 			return fmt.Errorf("cancel run %s: %w", a.RunID, err)
 		}
 	}
@@ -374,7 +374,7 @@ func (s *Store) get(ctx context.Context, tx *sqldb.Tx, query, tenantID, releaseI
 	var r Release
 	err := tx.GetContext(ctx, &r, query, tenantID, releaseID, adapterVersion)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Release{}, apperr.New(apperr.NotFound, "no release %q with adapter version %q", releaseID, adapterVersion)
+		return Release{}, apperr.New(api.CodeNotFound, "no release %q with adapter version %q", releaseID, adapterVersion)
 	}
 	if err != nil {
 		return Release{}, fmt.Errorf("read release: %w", err)
@@ -419,8 +419,8 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Rele
 // its attempt) or is seen by it.
 func (s *Store) CheckClaimTx(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, adapterVersion string) error {
 	r, err := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
-	if apperr.Is(err, apperr.NotFound) || (err == nil && r.State != Active) {
-		return apperr.New(apperr.ReleaseNotActive, "release %q adapter %q is not an active release of this tenant", releaseID, adapterVersion)
+	if apperr.Is(err, api.CodeNotFound) || (err == nil && r.State != Active) {
+		return apperr.New(api.CodeReleaseNotActive, "release %q adapter %q is not an active release of this tenant", releaseID, adapterVersion)
 	}
 	return err
 }

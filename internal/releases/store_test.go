@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -161,11 +162,11 @@ func TestStore(t *testing.T) {
 			rel := rid(tenant, "rel")
 			for _, st := range []releases.State{releases.Draining, releases.Retired} {
 				_, _, err := w.put(t, tenant, rel, "1", body(t, refsA, st))
-				if !apperr.Is(err, apperr.IllegalTransition) {
+				if !apperr.Is(err, api.CodeIllegalTransition) {
 					t.Fatalf("create %s: got %v, want illegal_transition", st, err)
 				}
 			}
-			if _, err := w.store.Get(ctx, tenant, rel, "1"); !apperr.Is(err, apperr.NotFound) {
+			if _, err := w.store.Get(ctx, tenant, rel, "1"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("a refused create wrote a row: %v", err)
 			}
 		})
@@ -177,15 +178,15 @@ func TestStore(t *testing.T) {
 			p := body(t, refsA, releases.Active)
 			// The hash of the text as sent, not of its canonical form.
 			p.ManifestHash = releases.ManifestHash([]byte(refsA))
-			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, apperr.ManifestMismatch) {
+			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodeManifestMismatch) {
 				t.Fatalf("hash of the raw text: got %v, want manifest_mismatch", err)
 			}
 			p = body(t, refsA, releases.Active)
 			p.ManifestHash = strings.ToUpper(p.ManifestHash)
-			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, apperr.ManifestMismatch) {
+			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodeManifestMismatch) {
 				t.Fatalf("uppercase hash: got %v, want manifest_mismatch", err)
 			}
-			if _, err := w.store.Get(ctx, tenant, rel, "1"); !apperr.Is(err, apperr.NotFound) {
+			if _, err := w.store.Get(ctx, tenant, rel, "1"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("a mismatched manifest wrote a row: %v", err)
 			}
 		})
@@ -198,7 +199,7 @@ func TestStore(t *testing.T) {
 				p := releases.Put{ManifestHash: releases.ManifestHash([]byte(refs)), ContentRefs: []byte(refs), State: releases.Active}
 				_, _, err := w.put(t, tenant, rel, "1", p)
 				e, ok := apperr.As(err)
-				if !ok || e.Code != apperr.Invalid || len(e.Fields) != 1 || e.Fields[0].Field != "contentRefs" {
+				if !ok || e.Code != api.CodeInvalidRequest || len(e.Fields) != 1 || e.Fields[0].Field != "contentRefs" {
 					t.Fatalf("contentRefs %q: got %v, want invalid_request on contentRefs", refs, err)
 				}
 			}
@@ -226,7 +227,7 @@ func TestStore(t *testing.T) {
 			}
 			stale := r.Version - 1
 			p.IfMatch = &stale
-			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, apperr.PreconditionFailed) {
+			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("repeat with stale If-Match: got %v, want precondition_failed", err)
 			}
 		})
@@ -239,7 +240,7 @@ func TestStore(t *testing.T) {
 			for _, st := range []releases.State{releases.Verified, releases.Active} {
 				p := body(t, `[{"uri":"oci://agents/reviewer@sha256:bb"}]`, st)
 				p.IfMatch = &r.Version
-				if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, apperr.ReleaseImmutable) {
+				if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodeReleaseImmutable) {
 					t.Fatalf("other content (state %s): got %v, want release_immutable", st, err)
 				}
 			}
@@ -255,17 +256,17 @@ func TestStore(t *testing.T) {
 			rel := rid(tenant, "rel")
 			r := w.create(t, tenant, rel, "1", releases.Verified, nil)
 			p := body(t, refsA, releases.Active)
-			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, apperr.PreconditionRequired) {
+			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodePreconditionRequired) {
 				t.Fatalf("state change without If-Match: got %v, want precondition_required", err)
 			}
 			pp := body(t, refsA, releases.Verified)
 			pp.InFlightPolicy = ptr(releases.PolicyCancel)
-			if _, _, err := w.put(t, tenant, rel, "1", pp); !apperr.Is(err, apperr.PreconditionRequired) {
+			if _, _, err := w.put(t, tenant, rel, "1", pp); !apperr.Is(err, api.CodePreconditionRequired) {
 				t.Fatalf("policy change without If-Match: got %v, want precondition_required", err)
 			}
 			stale := r.Version - 1
 			p.IfMatch = &stale
-			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, apperr.PreconditionFailed) {
+			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("stale If-Match: got %v, want precondition_failed", err)
 			}
 			up := w.move(t, tenant, r, releases.Active, ptr(releases.PolicyCancel))
@@ -277,7 +278,7 @@ func TestStore(t *testing.T) {
 			}
 			p = body(t, refsA, releases.Draining)
 			p.IfMatch = &r.Version // the old ETag
-			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, apperr.PreconditionFailed) {
+			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("reused ETag: got %v, want precondition_failed", err)
 			}
 		})
@@ -321,7 +322,7 @@ func TestStore(t *testing.T) {
 						}
 						continue
 					}
-					if !apperr.Is(err, apperr.IllegalTransition) {
+					if !apperr.Is(err, api.CodeIllegalTransition) {
 						t.Fatalf("%s -> %s: got %v, want illegal_transition", from, to, err)
 					}
 					if cur, _ := w.store.Get(ctx, tenant, id, "1"); cur.State != from || cur.Version != r.Version {
@@ -341,7 +342,7 @@ func TestStore(t *testing.T) {
 			for _, av := range []string{"1", "2"} {
 				_, _, err := w.put(t, b, grel, av, body(t, `[{"uri":"other"}]`, releases.Active))
 				e, ok := apperr.As(err)
-				if !ok || e.Code != apperr.ReleaseConflict {
+				if !ok || e.Code != api.CodeReleaseConflict {
 					t.Fatalf("other tenant's pair %s: got %v, want release_conflict", av, err)
 				}
 				for _, leak := range []string{a, ra.ManifestHash, "active", "verified", "cancel", grel} {
@@ -355,12 +356,12 @@ func TestStore(t *testing.T) {
 				t.Fatalf("the detail differs with the other tenant's row: %q vs %q", details[0], details[1])
 			}
 			// Reads and updates from b answer as for a missing release.
-			if _, err := w.store.Get(ctx, b, grel, "1"); !apperr.Is(err, apperr.NotFound) {
+			if _, err := w.store.Get(ctx, b, grel, "1"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("other tenant read: got %v, want not_found", err)
 			}
 			p := body(t, refsA, releases.Retired)
 			p.IfMatch = &ra.Version
-			if _, _, err := w.put(t, b, grel, "1", p); !apperr.Is(err, apperr.PreconditionFailed) {
+			if _, _, err := w.put(t, b, grel, "1", p); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("other tenant update with the owner's ETag: got %v, want precondition_failed (as missing)", err)
 			}
 			list, err := w.store.List(ctx, b, releases.ListFilter{Limit: 10})
@@ -439,7 +440,7 @@ func TestStore(t *testing.T) {
 			}
 			refused := func(rid, av, why string) {
 				t.Helper()
-				if err := claim(rid, av); !apperr.Is(err, apperr.ReleaseNotActive) {
+				if err := claim(rid, av); !apperr.Is(err, api.CodeReleaseNotActive) {
 					t.Fatalf("claim with %s release: got %v, want release_not_active", why, err)
 				}
 				if r, _ := w.svc.Get(ctx, tenant, run.RunID); r.State != runs.Queued || r.Epoch != 0 {
@@ -462,7 +463,7 @@ func TestStore(t *testing.T) {
 				StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
 				t.Fatal(err)
 			}
-			if err := claim(rel, "1"); !apperr.Is(err, apperr.ReleaseNotActive) {
+			if err := claim(rel, "1"); !apperr.Is(err, api.CodeReleaseNotActive) {
 				t.Fatalf("claim with a retired release: got %v, want release_not_active", err)
 			}
 		})
@@ -538,7 +539,7 @@ func TestStore(t *testing.T) {
 			for _, st := range []releases.State{releases.Verified, releases.Active, releases.Draining} {
 				p := body(t, refsA, st)
 				p.IfMatch = &r.Version
-				if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, apperr.IllegalTransition) {
+				if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodeIllegalTransition) {
 					t.Fatalf("retired -> %s: got %v, want illegal_transition", st, err)
 				}
 			}
@@ -602,7 +603,7 @@ func TestStore(t *testing.T) {
 							return
 						}
 						_, err := w.svc.Claim(ctx, c, runs.ClaimRequest{HolderID: "h", ReleaseID: rel, AdapterVersion: "1", ModelProfileID: "m"})
-						if err != nil && !apperr.Is(err, apperr.ReleaseNotActive) {
+						if err != nil && !apperr.Is(err, api.CodeReleaseNotActive) {
 							done <- err
 							return
 						}

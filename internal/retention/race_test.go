@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -156,7 +157,7 @@ func TestPurgeFinishesAnInterruptedPurge(t *testing.T) {
 			t.Fatalf("after the interruption: %v", mid)
 		}
 		// The runs are gone for good: a continue finds nothing, the event's key its tombstone.
-		if _, _, err := e.svc.Continue(e.ctx, e.caller, ids[1], runs.Continuation{}); !apperr.Is(err, apperr.NotFound) {
+		if _, _, err := e.svc.Continue(e.ctx, e.caller, ids[1], runs.Continuation{}); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("continue of a purged run: %v", err)
 		}
 		res = e.purge(retention.Options{})

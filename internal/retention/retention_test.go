@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -200,7 +201,7 @@ func (e *env) count(tenant string) map[string]int {
 func (e *env) exists(tenant string, run uuid.UUID) bool {
 	e.t.Helper()
 	_, err := e.svc.Get(e.ctx, tenant, run)
-	if err != nil && !apperr.Is(err, apperr.NotFound) {
+	if err != nil && !apperr.Is(err, api.CodeNotFound) {
 		e.t.Fatal(err)
 	}
 	return err == nil
@@ -280,7 +281,7 @@ func TestPurge(t *testing.T) {
 					_, err := attempts.Get(e.ctx, tx, e.tenant, cl.Attempt.AttemptID)
 					return err
 				})
-				if !apperr.Is(err, apperr.NotFound) {
+				if !apperr.Is(err, api.CodeNotFound) {
 					t.Errorf("purged attempt %s: %v", cl.Attempt.AttemptID, err)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -12,7 +13,7 @@ import (
 // readers that follow a continuation chain forwards (the console's run page).
 func (s *Service) ContinuationOf(ctx context.Context, tenantID string, runID uuid.UUID) (Run, bool, error) {
 	r, err := s.readBy(ctx, s.q.continuation, tenantID, runID)
-	if apperr.Is(err, apperr.NotFound) {
+	if apperr.Is(err, api.CodeNotFound) {
 		return Run{}, false, nil
 	}
 	return r, err == nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -136,11 +137,11 @@ func fenceResult(err error) (string, bool) {
 	switch {
 	case err == nil:
 		return outOK, true
-	case apperr.Is(err, apperr.StaleLease):
+	case apperr.Is(err, api.CodeStaleLease):
 		return outStale, true
-	case apperr.Is(err, apperr.LeaseExpired):
+	case apperr.Is(err, api.CodeLeaseExpired):
 		return outExpired, true
-	case apperr.Is(err, apperr.AttemptEnded):
+	case apperr.Is(err, api.CodeAttemptEnded):
 		return outEnded, true
 	}
 	return "", false

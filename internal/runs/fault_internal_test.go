@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -140,7 +141,7 @@ var faultCases = []struct {
 		})
 		_, _, err = e.svc.Enqueue(e.ctx, e.caller, other)
 		wantRan(t, ran)
-		if !apperr.Is(err, apperr.IdempotencyKeyReused) {
+		if !apperr.Is(err, api.CodeIdempotencyKeyReused) {
 			t.Fatalf("lost the key to another request: got %v, want idempotency_key_reused", err)
 		}
 		e.agree()
@@ -233,20 +234,6 @@ var faultCases = []struct {
 		}
 		e.agree()
 	}},
-	{"TaskLockAcquireLosesTheRace", func(t *testing.T, e *faultEnv) {
-		ran := e.before(e.svc.q.insertLock, nil, func(ctx context.Context, tx *sqldb.Tx) error {
-			now, _ := tx.Now(ctx)
-			_, err := tx.ExecContext(ctx, e.svc.q.insertLock, e.tenant, "agent", "task", "rival",
-				tx.Dialect.Time(now.Add(time.Minute)), tx.Dialect.Time(now))
-			return err
-		})
-		_, _, err := e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "me", time.Minute)
-		wantRan(t, ran)
-		ae, ok := apperr.As(err)
-		if !ok || ae.Code != apperr.LockHeld || ae.Extra["heldUntil"] == nil {
-			t.Fatalf("got %v, want lock_held with heldUntil", err)
-		}
-	}},
 	{"CompleteRepeatThatWaitedOnTheFence", func(t *testing.T, e *faultEnv) {
 		e.enqueue(e.spec("s"))
 		e.enqueue(e.spec("s"))
@@ -292,7 +279,7 @@ var faultCases = []struct {
 		if err != nil || a.State != attempts.Released {
 			t.Fatalf("release repeat after a concurrent release: %+v %v", a, err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done); !apperr.Is(err, apperr.AttemptEnded) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done); !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("complete after the release: got %v, want attempt_ended", err)
 		}
 		e.agree()

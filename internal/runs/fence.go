@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -55,7 +56,7 @@ func (s *Service) Fence(ctx context.Context, tx *sqldb.Tx, tenantID string, atte
 	var row fenceRow
 	err := tx.GetContext(ctx, &row, s.q.fence, tenantID, attemptID)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Fenced{}, apperr.New(apperr.NotFound, "no attempt %s", attemptID)
+		return Fenced{}, apperr.New(api.CodeNotFound, "no attempt %s", attemptID)
 	}
 	if err != nil {
 		return Fenced{}, fmt.Errorf("fence: %w", err)
@@ -76,14 +77,14 @@ func judge(f Fenced, token int64) error {
 	a, r := f.Attempt, f.Run
 	switch {
 	case token != r.Epoch:
-		return apperr.New(apperr.StaleLease, "fencing token %d is not the run's current epoch", token)
+		return apperr.New(api.CodeStaleLease, "fencing token %d is not the run's current epoch", token)
 	case token != a.FencingToken:
-		return apperr.New(apperr.StaleLease,
+		return apperr.New(api.CodeStaleLease,
 			"attempt %s is not the run's current attempt: fencing token %d belongs to a later attempt", a.AttemptID, token)
 	case a.State != attempts.Running:
-		return apperr.New(apperr.AttemptEnded, "attempt %s has ended (%s)", a.AttemptID, a.State)
+		return apperr.New(api.CodeAttemptEnded, "attempt %s has ended (%s)", a.AttemptID, a.State)
 	case r.State != Leased || r.LeasedUntil == nil || !f.Now.Before(*r.LeasedUntil):
-		return apperr.New(apperr.LeaseExpired, "the lease at fencing token %d has passed", token)
+		return apperr.New(api.CodeLeaseExpired, "the lease at fencing token %d has passed", token)
 	}
 	return nil
 }
@@ -91,7 +92,7 @@ func judge(f Fenced, token int64) error {
 // refused reports whether err is the fence's refusal (not a missing attempt or a failure).
 func refused(err error) bool {
 	switch apperr.CodeOf(err) {
-	case apperr.StaleLease, apperr.AttemptEnded, apperr.LeaseExpired:
+	case api.CodeStaleLease, api.CodeAttemptEnded, api.CodeLeaseExpired:
 		return true
 	}
 	return false
@@ -236,7 +237,7 @@ func (s *Service) PatchAttempt(ctx context.Context, tenantID string, attemptID u
 		What: "patch attempt",
 		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
 			if p.Correction && f.Attempt.CorrectionCount >= f.Attempt.MaxCorrections {
-				return attempts.Attempt{}, false, apperr.New(apperr.CorrectionLimit, "the attempt has made all %d corrections it may", f.Attempt.MaxCorrections)
+				return attempts.Attempt{}, false, apperr.New(api.CodeCorrectionLimit, "the attempt has made all %d corrections it may", f.Attempt.MaxCorrections)
 			}
 			a, err := attempts.Patch(ctx, tx, attemptID, p.Phase, p.Correction, p.ContextSnapshotRef)
 			return a, true, err
@@ -257,7 +258,7 @@ func (s *Service) ObserveCancellation(ctx context.Context, tenantID string, atte
 				return a, false, err
 			}
 			if f.Run.CancelRequestedAt == nil {
-				return attempts.Attempt{}, false, apperr.New(apperr.NoCancelRequested, "no cancel is pending for this run")
+				return attempts.Attempt{}, false, apperr.New(api.CodeNoCancelRequested, "no cancel is pending for this run")
 			}
 			a, err := attempts.ObserveCancellation(ctx, tx, attemptID, f.Now)
 			return a, true, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -28,7 +29,7 @@ var completionOutcome = map[attempts.State]string{
 func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, c Completion) (attempts.Attempt, error) {
 	outcome := completionOutcome[c.State]
 	if outcome == "" {
-		return attempts.Attempt{}, apperr.New(apperr.Invalid, "an attempt completes as succeeded, failed or cancelled")
+		return attempts.Attempt{}, apperr.New(api.CodeInvalidRequest, "an attempt completes as succeeded, failed or cancelled")
 	}
 	// promoted: the subject's next queued run became its head (work for waiting claimers).
 	promoted := false

@@ -39,6 +39,8 @@ func (s *Service) checkClaim(ctx context.Context, tx *sqldb.Tx, tenantID string,
 }
 
 func (s *Service) attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error {
+	k := AttemptKey(tenantID, attemptID)
+	tx.AfterCommit(func() { s.waits.Notify(k) })
 	for _, h := range s.hooks {
 		if h.AttemptEnded != nil {
 			if err := h.AttemptEnded(ctx, tx, tenantID, attemptID, now); err != nil {
@@ -51,6 +53,10 @@ func (s *Service) attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID strin
 
 // notifyRun tells the hooks of a run the caller has just read as it now is.
 func (s *Service) notifyRun(ctx context.Context, tx *sqldb.Tx, run Run) error {
+	if run.State == Ended {
+		k := RunKey(run.TenantID, run.RunID)
+		tx.AfterCommit(func() { s.waits.Notify(k) })
+	}
 	for _, h := range s.hooks {
 		if h.RunChanged != nil {
 			if err := h.RunChanged(ctx, tx, run); err != nil {

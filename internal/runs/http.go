@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -35,7 +34,7 @@ var (
 )
 
 // fenced are the codes every write under a lease can answer (DESIGN.md section 4).
-var fenced = []apperr.Code{apperr.NotFound, apperr.StaleLease, apperr.LeaseExpired, apperr.AttemptEnded}
+var fenced = []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded}
 
 // Routes registers the run-lease routes.
 func Routes(s *web.Server, svc *Service) {
@@ -49,7 +48,7 @@ func Routes(s *web.Server, svc *Service) {
 			"the server's limit). The project must exist (422 unknown_project).",
 		Roles: []string{rt}, Body: api.EnqueueRequest{}, Example: api.EnqueueRequest{RunSpec: ExampleRunSpec},
 		Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
-		Problems: []apperr.Code{apperr.UnknownProject, apperr.LoopDepth, apperr.IdempotencyKeyReused},
+		Problems: []api.ProblemCode{api.CodeUnknownProject, api.CodeLoopDepth, api.CodeIdempotencyKeyReused},
 	}, h.enqueue)
 	s.Route(http.MethodPost, "/v1/runs/claim", web.Op{
 		ID: "claimRun", Tag: "Runs", Summary: "Lease one due run and start its attempt",
@@ -62,7 +61,7 @@ func Routes(s *web.Server, svc *Service) {
 		Example: api.ClaimRequest{HolderID: "worker-7", ReleaseID: "acme-reviewer-2026.06", AdapterVersion: "1.4.0",
 			ModelProfileID: "default", LeaseSeconds: api.Ptr(60), WaitSeconds: api.Ptr(20), Kinds: []string{"review"}},
 		Status: http.StatusOK, AlsoStatus: []int{http.StatusNoContent}, Response: api.Claim{}, RetryAfter: true,
-		Problems: []apperr.Code{apperr.ReleaseNotActive},
+		Problems: []api.ProblemCode{api.CodeReleaseNotActive},
 	}, h.claim)
 	s.Route(http.MethodGet, "/v1/runs", web.Op{
 		ID: "listRuns", Tag: "Runs", Summary: "List runs, newest first",
@@ -71,14 +70,17 @@ func Routes(s *web.Server, svc *Service) {
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/runs/:runId", web.Op{
 		ID: "getRun", Tag: "Runs", Summary: "Read a run",
-		Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
+		Description: "With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it " +
+			"then is); past the tenant's cap of waiting reads it answers at once.",
+		Query:  api.WaitParams{},
+		Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.get)
 	s.Route(http.MethodPost, "/v1/runs/:runId/cancel", web.Op{
 		ID: "cancelRun", Tag: "Runs", Summary: "Cancel a run",
 		Description: "A queued run ends cancelled at once; a leased run gets cancelRequestedAt, its holder sees cancelRequested " +
 			"on its next heartbeat and should complete with state cancelled (the reaper ends it cancelled if its lease expires " +
 			"first). Idempotent; no If-Match (a leased run's version changes at every heartbeat).",
-		Roles: []string{ad}, Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []apperr.Code{apperr.NotFound},
+		Roles: []string{ad}, Status: http.StatusOK, Response: api.Run{}, ETag: true, Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.cancel)
 	s.Route(http.MethodPost, "/v1/runs/:runId/continue", web.Op{
 		ID: "continueRun", Tag: "Runs", Summary: "Continue an ended run",
@@ -88,7 +90,7 @@ func Routes(s *web.Server, svc *Service) {
 		Roles: []string{rt, ad}, Body: api.ContinueRequest{}, BodyOptional: true,
 		Example: api.ContinueRequest{SnapshotID: &exampleSnapshot},
 		Status:  http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
-		Problems: []apperr.Code{apperr.NotFound, apperr.IllegalTransition, apperr.AttemptsExhausted},
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeIllegalTransition, api.CodeAttemptsExhausted},
 	}, h.continueRun)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/heartbeat", web.Op{
 		ID: "heartbeatAttempt", Tag: "Attempts", Summary: "Renew the lease",
@@ -122,7 +124,7 @@ func Routes(s *web.Server, svc *Service) {
 		Roles: []string{rt}, Body: api.PatchAttemptRequest{},
 		Example: api.PatchAttemptRequest{FencingToken: 4, Phase: api.Ptr(api.PhaseActing), Correction: true},
 		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true,
-		Problems: append([]apperr.Code{apperr.CorrectionLimit}, fenced...),
+		Problems: append([]api.ProblemCode{api.CodeCorrectionLimit}, fenced...),
 	}, h.patchAttempt)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/cancellation", web.Op{
 		ID: "acknowledgeCancellation", Tag: "Attempts", Summary: "Record that the holder saw the cancel request",
@@ -130,21 +132,8 @@ func Routes(s *web.Server, svc *Service) {
 			"cancel is pending. Fenced.",
 		Roles: []string{rt}, Body: api.FencedRequest{}, Example: api.FencedRequest{FencingToken: 4},
 		Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
-		Problems: append([]apperr.Code{apperr.NoCancelRequested}, fenced...),
+		Problems: append([]api.ProblemCode{api.CodeNoCancelRequested}, fenced...),
 	}, h.observeCancellation)
-	s.Route(http.MethodPut, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
-		ID: "acquireTaskLock", Tag: "Locks", Summary: "Take or renew a task run lock",
-		Description: "Takes the lock of an agent's task for ttlSeconds, or renews it for the same holder; 409 lock_held " +
-			"(with heldUntil) while another holder has it. An expired lock can be taken by anyone.",
-		Roles: []string{rt}, Body: api.LockRequest{}, Example: api.LockRequest{HolderID: "worker-7", TTLSeconds: 300},
-		Status: http.StatusOK, Response: api.TaskLock{}, Problems: []apperr.Code{apperr.LockHeld},
-	}, h.acquireLock)
-	s.Route(http.MethodDelete, "/v1/locks/agents/:agentId/tasks/:taskId", web.Op{
-		ID: "releaseTaskLock", Tag: "Locks", Summary: "Release a task run lock",
-		Description: "Releases the lock for its holder (204, also when nobody holds it); 409 lock_held while another holder has it.",
-		Roles:       []string{rt}, Status: http.StatusNoContent,
-		Query: api.ReleaseLockParams{}, Problems: []apperr.Code{apperr.LockHeld},
-	}, h.releaseLock)
 }
 
 type handlers struct{ svc *Service }
@@ -241,7 +230,14 @@ func (h handlers) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.svc.Get(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id)
+	var q api.WaitParams
+	if err := web.BindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	wait, release := tenancy.HoldWait(ctx, q.Wait())
+	defer release()
+	run, err := h.svc.WaitEnded(ctx, tenancy.MustPrincipal(c).TenantID, id, wait)
 	if err != nil {
 		return err
 	}
@@ -336,46 +332,6 @@ func (h handlers) complete(c echo.Context) error {
 		return err
 	}
 	return web.JSONWithETag(c, http.StatusOK, a.Version, a.Wire())
-}
-
-func lockPath(c echo.Context) (agentID, taskID string, err error) {
-	if agentID, err = web.PathIdent(c, "agentId", 128); err != nil {
-		return "", "", err
-	}
-	taskID, err = web.PathIdent(c, "taskId", 64)
-	return agentID, taskID, err
-}
-
-func (h handlers) acquireLock(c echo.Context) error {
-	agentID, taskID, err := lockPath(c)
-	if err != nil {
-		return err
-	}
-	var req api.LockRequest
-	if err := web.Bind(c, &req, false); err != nil {
-		return err
-	}
-	l, _, err := h.svc.AcquireLock(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, agentID, taskID,
-		req.HolderID, time.Duration(req.TTLSeconds)*time.Second)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, l.Wire())
-}
-
-func (h handlers) releaseLock(c echo.Context) error {
-	agentID, taskID, err := lockPath(c)
-	if err != nil {
-		return err
-	}
-	var q api.ReleaseLockParams
-	if err := web.BindQuery(c, &q); err != nil {
-		return err
-	}
-	if err := h.svc.ReleaseLock(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, agentID, taskID, q.HolderID); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
 
 func (h handlers) patchAttempt(c echo.Context) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/locks"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -37,6 +38,7 @@ func newHTTPEnv(t testing.TB) *httpEnv {
 	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
 	projects.Routes(s, projects.NewStore(db))
 	runs.Routes(s, runs.NewService(db, runs.DefaultConfig(), nil))
+	locks.Routes(s, locks.NewStore(db)) // the fuzz and bad-input cases send lock requests too
 	srv := httptest.NewServer(apitest.Checked(t, s))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -222,34 +224,5 @@ func TestHTTPRunBadInput(t *testing.T) {
 	}
 	if code, _ := e.do("GET", "/v1/runs", e.admin, ``, &page); code != 200 || len(page.Items) != 0 {
 		t.Fatalf("bad input wrote runs: %d %v", code, page.Items)
-	}
-}
-
-func TestHTTPTaskLocks(t *testing.T) {
-	t.Parallel()
-	e := newHTTPEnv(t)
-	path := "/v1/locks/agents/agent-1/tasks/nightly"
-	var l map[string]any
-	if code, _ := e.do("PUT", path, e.runtime, `{"holderId":"h1","ttlSeconds":60}`, &l); code != 200 || l["holderId"] != "h1" {
-		t.Fatalf("acquire: %d %v", code, l)
-	}
-	var p problem
-	if code, _ := e.do("PUT", path, e.runtime, `{"holderId":"h2","ttlSeconds":60}`, &p); code != 409 || p.Code != "lock_held" || p.HeldUntil == "" {
-		t.Fatalf("held: %d %+v", code, p)
-	}
-	if code, _ := e.do("DELETE", path, e.runtime, ``, &p); code != 400 {
-		t.Fatalf("release without holderId: %d", code)
-	}
-	if code, _ := e.do("DELETE", path+"?holderId=h2", e.runtime, ``, &p); code != 409 || p.Code != "lock_held" {
-		t.Fatalf("release by another: %d %+v", code, p)
-	}
-	if code, _ := e.do("PUT", path, e.other, `{"holderId":"x","ttlSeconds":60}`, nil); code != 200 {
-		t.Fatalf("other tenant's lock of the same name: %d", code)
-	}
-	if code, _ := e.do("DELETE", path+"?holderId=h1", e.runtime, ``, nil); code != 204 {
-		t.Fatalf("release: %d", code)
-	}
-	if code, _ := e.do("PUT", path, e.runtime, `{"holderId":"h2","ttlSeconds":60}`, nil); code != 200 {
-		t.Fatalf("acquire after release: %d", code)
 	}
 }

@@ -54,11 +54,6 @@ type queries struct {
 	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
-
-	getLock    string // 1 tenant, 2 agent, 3 task
-	insertLock string // 1 tenant, 2 agent, 3 task, 4 holder, 5 held until, 6 now
-	updateLock string // 1 tenant, 2 agent, 3 task, 4 holder, 5 held until, 6 now
-	deleteLock string // 1 tenant, 2 agent, 3 task
 }
 
 // Claim candidate arguments, the same for the three band groups: 1 tenant, 2 now, 3 aged

@@ -135,12 +135,4 @@ ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
 	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 ORDER BY LeasedUntil LIMIT ?2`,
 	overdueQueued: `SELECT RunId, TenantId FROM Runs WHERE State = 0 AND DeadlineAt IS NOT NULL AND DeadlineAt < ?1
 ORDER BY DeadlineAt LIMIT ?2`,
-
-	getLock: `SELECT TenantId, AgentId, TaskId, HolderId, HeldUntil, CreatedAt, UpdatedAt FROM TaskRunLocks
-WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
-	insertLock: `INSERT INTO TaskRunLocks (TenantId, AgentId, TaskId, HolderId, HeldUntil, CreatedAt, UpdatedAt)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)`,
-	updateLock: `UPDATE TaskRunLocks SET HolderId = ?4, HeldUntil = ?5, UpdatedAt = ?6
-WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
-	deleteLock: `DELETE FROM TaskRunLocks WHERE TenantId = ?1 AND AgentId = ?2 AND TaskId = ?3`,
 }

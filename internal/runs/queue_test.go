@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -100,8 +101,8 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 				}
 				// A lease taken back by the reaper (and maybe claimed again) refuses its old
 				// holder: that is the fence, not a failure.
-				if err != nil && !apperr.Is(err, apperr.LeaseExpired) && !apperr.Is(err, apperr.AttemptEnded) &&
-					!apperr.Is(err, apperr.StaleLease) {
+				if err != nil && !apperr.Is(err, api.CodeLeaseExpired) && !apperr.Is(err, api.CodeAttemptEnded) &&
+					!apperr.Is(err, api.CodeStaleLease) {
 					t.Fatalf("step %d: end a lease: %v", step, err)
 				}
 				counts["end"]++
@@ -113,7 +114,7 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 				r := rs[pick(len(rs))]
 				if r.State == runs.Ended && pick(2) == 0 {
 					_, _, err = e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{})
-					if err != nil && !apperr.Is(err, apperr.AttemptsExhausted) {
+					if err != nil && !apperr.Is(err, api.CodeAttemptsExhausted) {
 						t.Fatalf("step %d continue: %v", step, err)
 					}
 					counts["continue"]++
@@ -234,7 +235,7 @@ func TestEnqueueChecksItsDeadline(t *testing.T) {
 		for _, c := range cases {
 			_, _, err := e.svc.Enqueue(e.ctx, e.caller, spec("s", func(s *runs.Spec) { s.DueAt, s.DeadlineAt = c.due, c.deadline }))
 			ae, ok := apperr.As(err)
-			if !ok || ae.Code != apperr.Invalid || len(ae.Fields) != 1 || ae.Fields[0].Field != "deadlineAt" || ae.Fields[0].Reason != c.reason {
+			if !ok || ae.Code != api.CodeInvalidRequest || len(ae.Fields) != 1 || ae.Fields[0].Field != "deadlineAt" || ae.Fields[0].Reason != c.reason {
 				t.Fatalf("%s: got %v, want invalid_request naming deadlineAt (%s)", c.name, err, c.reason)
 			}
 		}
@@ -266,7 +267,7 @@ func TestFenceAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		second := e.claim() // epoch 2
-		check := func(name string, attempt uuid.UUID, token int64, want apperr.Code, detail string) {
+		check := func(name string, attempt uuid.UUID, token int64, want api.ProblemCode, detail string) {
 			t.Helper()
 			_, err := e.svc.Heartbeat(e.ctx, e.tenant, attempt, token, 0)
 			ae, ok := apperr.As(err)
@@ -274,16 +275,16 @@ func TestFenceAnswers(t *testing.T) {
 				t.Fatalf("%s: got %v, want %s (%q)", name, err, want, detail)
 			}
 		}
-		check("old token on the old attempt", first.Attempt.AttemptID, 1, apperr.StaleLease, "not the run's current epoch")
-		check("current token on the old attempt", first.Attempt.AttemptID, 2, apperr.StaleLease, "not the run's current attempt")
-		check("future token", second.Attempt.AttemptID, 3, apperr.StaleLease, "not the run's current epoch")
+		check("old token on the old attempt", first.Attempt.AttemptID, 1, api.CodeStaleLease, "not the run's current epoch")
+		check("current token on the old attempt", first.Attempt.AttemptID, 2, api.CodeStaleLease, "not the run's current attempt")
+		check("future token", second.Attempt.AttemptID, 3, api.CodeStaleLease, "not the run's current epoch")
 		e.clock.Advance(31 * time.Second)
-		check("lease passed", second.Attempt.AttemptID, 2, apperr.LeaseExpired, "has passed")
+		check("lease passed", second.Attempt.AttemptID, 2, api.CodeLeaseExpired, "has passed")
 		if _, err := e.svc.Reap(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		check("attempt lost", second.Attempt.AttemptID, 2, apperr.AttemptEnded, "has ended (lost)")
-		check("missing attempt", uuid.New(), 2, apperr.NotFound, "")
+		check("attempt lost", second.Attempt.AttemptID, 2, api.CodeAttemptEnded, "has ended (lost)")
+		check("missing attempt", uuid.New(), 2, api.CodeNotFound, "")
 		e.agree()
 	})
 }
@@ -298,7 +299,7 @@ func TestObserveCancellation(t *testing.T) {
 		e.enqueue(spec("s"))
 		cl := e.claim()
 		id := cl.Attempt.AttemptID
-		if _, err := e.svc.ObserveCancellation(e.ctx, e.tenant, id, 1); !apperr.Is(err, apperr.NoCancelRequested) {
+		if _, err := e.svc.ObserveCancellation(e.ctx, e.tenant, id, 1); !apperr.Is(err, api.CodeNoCancelRequested) {
 			t.Fatalf("no cancel pending: got %v, want no_cancel_requested", err)
 		}
 		if _, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID); err != nil {
@@ -316,7 +317,7 @@ func TestObserveCancellation(t *testing.T) {
 		if err != nil || !again.CancellationObservedAt.Equal(*first.CancellationObservedAt) {
 			t.Fatalf("repeat after the end: %+v %v, want the first time", again, err)
 		}
-		if _, err := e.svc.ObserveCancellation(e.ctx, e.tenant, id, 2); !apperr.Is(err, apperr.StaleLease) {
+		if _, err := e.svc.ObserveCancellation(e.ctx, e.tenant, id, 2); !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("repeat with another token: got %v, want stale_lease", err)
 		}
 	})

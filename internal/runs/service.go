@@ -10,8 +10,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/waits"
 )
 
 // Service is the run-lease core over one database. It is safe for concurrent use and
@@ -23,6 +25,7 @@ type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	wake   *notifier
+	waits  *waits.Hub // reads waiting for a change (RunKey, AttemptKey)
 	jitter func() float64
 	hooks  []Hooks
 	obs    Observer // metrics (observer.go); nil: none
@@ -55,7 +58,7 @@ func NewService(db *sqldb.DB, cfg Config, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{db: db, q: queriesFor(db.Dialect), cfg: cfg, log: log, wake: newNotifier(), jitter: rand.Float64}
+	return &Service{db: db, q: queriesFor(db.Dialect), cfg: cfg, log: log, wake: newNotifier(), waits: waits.NewHub(), jitter: rand.Float64}
 }
 
 // Config returns the service's configuration.
@@ -137,15 +140,15 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	var parent any
 	if spec.ParentRunID != nil {
 		p, err := s.getBy(ctx, tx, s.q.get, c.TenantID, *spec.ParentRunID)
-		if apperr.Is(err, apperr.NotFound) {
-			return Run{}, false, apperr.FieldsInvalid(apperr.FieldError{Field: "parentRunId", Reason: "names no run"})
+		if apperr.Is(err, api.CodeNotFound) {
+			return Run{}, false, apperr.FieldsInvalid(api.FieldError{Field: "parentRunId", Reason: "names no run"})
 		}
 		if err != nil {
 			return Run{}, false, err
 		}
 		depth = p.Depth + 1
 		if depth > s.cfg.MaxDepth {
-			return Run{}, false, apperr.New(apperr.LoopDepth, "a run at depth %d may not enqueue another: the limit is %d", p.Depth, s.cfg.MaxDepth)
+			return Run{}, false, apperr.New(api.CodeLoopDepth, "a run at depth %d may not enqueue another: the limit is %d", p.Depth, s.cfg.MaxDepth)
 		}
 		parent = *spec.ParentRunID
 	}
@@ -171,13 +174,13 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 			return Run{}, false, err
 		}
 		if !sameRequest(r, hash) {
-			return Run{}, false, apperr.New(apperr.IdempotencyKeyReused,
+			return Run{}, false, apperr.New(api.CodeIdempotencyKeyReused,
 				"idempotencyKey %q already names a run made by a different request", *spec.IdempotencyKey)
 		}
 		return r, false, nil
 	case errors.Is(err, sqldb.ErrBadReference):
 		// The parent was read above, so the foreign key that refused is the project's.
-		return Run{}, false, apperr.New(apperr.UnknownProject, "project %q does not exist", spec.ProjectID)
+		return Run{}, false, apperr.New(api.CodeUnknownProject, "project %q does not exist", spec.ProjectID)
 	case errors.Is(err, sqldb.ErrNotFound) && spec.IdempotencyKey != nil:
 		// No row written: the key's run was purged, and its tombstone answers.
 		return s.tombstoned(ctx, tx, c.TenantID, *spec.IdempotencyKey)
@@ -212,9 +215,9 @@ func checkDeadline(spec Spec, now time.Time) error {
 	deadline := sqldb.Truncate(*spec.DeadlineAt)
 	switch {
 	case !deadline.After(now):
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "deadlineAt", Reason: "must be in the future"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "deadlineAt", Reason: "must be in the future"})
 	case spec.DueAt != nil && !deadline.After(sqldb.Truncate(*spec.DueAt)):
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "deadlineAt", Reason: "must be after dueAt"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "deadlineAt", Reason: "must be after dueAt"})
 	}
 	return nil
 }
@@ -259,7 +262,7 @@ func (s *Service) getBy(ctx context.Context, tx *sqldb.Tx, query string, args ..
 	var r Run
 	err := tx.GetContext(ctx, &r, query, args...)
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Run{}, apperr.New(apperr.NotFound, "no such run")
+		return Run{}, apperr.New(api.CodeNotFound, "no such run")
 	}
 	if err != nil {
 		return Run{}, fmt.Errorf("read run: %w", err)
@@ -270,6 +273,36 @@ func (s *Service) getBy(ctx context.Context, tx *sqldb.Tx, query string, args ..
 // Get reads a run of the tenant (NotFound when missing or another tenant's).
 func (s *Service) Get(ctx context.Context, tenantID string, id uuid.UUID) (Run, error) {
 	return s.readBy(ctx, s.q.get, tenantID, id)
+}
+
+// WaitEnded reads a run of tenantID, waiting up to d for it to end: it answers as soon as
+// the run has ended (a write of this process wakes it; another replica's is seen on the
+// poll interval), or at d, or when the service stops waiting (StopWaits), with the run as
+// it then is.
+func (s *Service) WaitEnded(ctx context.Context, tenantID string, id uuid.UUID, d time.Duration) (Run, error) {
+	return waits.Until(ctx, s.waits, RunKey(tenantID, id), d, s.cfg.PollInterval,
+		func(ctx context.Context) (Run, bool, time.Time, error) {
+			r, err := s.Get(ctx, tenantID, id)
+			return r, r.State == Ended, time.Time{}, err
+		})
+}
+
+// Waits is the hub that a run's end (RunKey) and an attempt's end (AttemptKey) notify after
+// commit; the other parts wait on it and notify it of their own changes under these keys.
+func (s *Service) Waits() *waits.Hub { return s.waits }
+
+// StopWaits answers every wait on Waits now and every later one at once (shutdown).
+func (s *Service) StopWaits() { s.waits.Close() }
+
+// RunKey is the wait key a run's end notifies.
+func RunKey(tenantID string, runID uuid.UUID) waits.Key {
+	return waits.Key{Tenant: tenantID, ID: "run:" + runID.String()}
+}
+
+// AttemptKey is the wait key an attempt's end notifies (its decisions close with it), and
+// that a change to one of its decisions notifies.
+func AttemptKey(tenantID string, attemptID uuid.UUID) waits.Key {
+	return waits.Key{Tenant: tenantID, ID: "attempt:" + attemptID.String()}
 }
 
 // readBy reads one run of tenantID with query (1 tenant, 2 run) in a read transaction of
@@ -422,11 +455,11 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			return err
 		}
 		if old.State != Ended {
-			return apperr.New(apperr.IllegalTransition, "only an ended run can be continued; this one is %s", old.State)
+			return apperr.New(api.CodeIllegalTransition, "only an ended run can be continued; this one is %s", old.State)
 		}
 		spent := old.Attempt + 1
 		if spent > old.MaxAttempts {
-			return apperr.New(apperr.AttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
+			return apperr.New(api.CodeAttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
 		}
 		now, err := tx.Now(ctx)
 		if err != nil {

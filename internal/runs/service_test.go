@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -51,7 +52,7 @@ var leaseCases = []leaseCase{
 		} {
 			other := repeat
 			change(&other)
-			if _, _, err := e.svc.Enqueue(e.ctx, e.caller, other); !apperr.Is(err, apperr.IdempotencyKeyReused) {
+			if _, _, err := e.svc.Enqueue(e.ctx, e.caller, other); !apperr.Is(err, api.CodeIdempotencyKeyReused) {
 				t.Fatalf("key reused with another %s: got %v, want idempotency_key_reused", name, err)
 			}
 		}
@@ -74,28 +75,28 @@ var leaseCases = []leaseCase{
 			t.Fatalf("depths %d %d %d, want 0 1 2", root.Depth, child.Depth, grand.Depth)
 		}
 		_, _, err := e.svc.Enqueue(e.ctx, e.caller, spec("d3", func(s *runs.Spec) { s.ParentRunID = &grand.RunID }))
-		if !apperr.Is(err, apperr.LoopDepth) {
+		if !apperr.Is(err, api.CodeLoopDepth) {
 			t.Fatalf("got %v, want loop_depth", err)
 		}
 	}},
 	{"EnqueueRefusesUnknownAndForeignReferences", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt)
 		_, _, err := e.svc.Enqueue(e.ctx, e.caller, spec("s", func(s *runs.Spec) { s.ProjectID = "nope" }))
-		if !apperr.Is(err, apperr.UnknownProject) {
+		if !apperr.Is(err, api.CodeUnknownProject) {
 			t.Fatalf("missing project: got %v, want unknown_project", err)
 		}
 		other := newEnvOn(t, e)
 		other.project("theirs")
 		_, _, err = e.svc.Enqueue(e.ctx, e.caller, spec("s", func(s *runs.Spec) { s.ProjectID = "theirs" }))
-		if !apperr.Is(err, apperr.UnknownProject) {
+		if !apperr.Is(err, api.CodeUnknownProject) {
 			t.Fatalf("other tenant's project: got %v, want unknown_project", err)
 		}
 		theirRun := other.enqueue(spec("x"))
 		_, _, err = e.svc.Enqueue(e.ctx, e.caller, spec("s", func(s *runs.Spec) { s.ParentRunID = &theirRun.RunID }))
-		if !apperr.Is(err, apperr.Invalid) {
+		if !apperr.Is(err, api.CodeInvalidRequest) {
 			t.Fatalf("other tenant's parent: got %v, want invalid_request as for a missing run", err)
 		}
-		if _, err := e.svc.Get(e.ctx, e.tenant, theirRun.RunID); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.svc.Get(e.ctx, e.tenant, theirRun.RunID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("read of other tenant's run: got %v, want not_found", err)
 		}
 	}},
@@ -287,14 +288,14 @@ var leaseCases = []leaseCase{
 		e.enqueue(spec("s"))
 		cl := e.claim()
 		id := cl.Attempt.AttemptID
-		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, id, 2, 0); !apperr.Is(err, apperr.StaleLease) {
+		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, id, 2, 0); !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("wrong token: got %v, want stale_lease", err)
 		}
 		e.clock.Advance(31 * time.Second)
-		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, id, 1, 0); !apperr.Is(err, apperr.LeaseExpired) {
+		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, id, 1, 0); !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("expired: got %v, want lease_expired", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, id, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, apperr.LeaseExpired) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, id, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("complete after expiry: got %v, want lease_expired", err)
 		}
 		r := e.get(cl.Run.RunID)
@@ -303,7 +304,7 @@ var leaseCases = []leaseCase{
 		}
 		// Another tenant's key cannot even find the attempt.
 		other := newEnvOn(t, e)
-		if _, err := other.svc.Heartbeat(e.ctx, other.tenant, id, 1, 0); !apperr.Is(err, apperr.NotFound) {
+		if _, err := other.svc.Heartbeat(e.ctx, other.tenant, id, 1, 0); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant: got %v, want not_found", err)
 		}
 		e.agree()
@@ -350,11 +351,11 @@ var leaseCases = []leaseCase{
 		if err != nil || again.Version != a.Version {
 			t.Fatalf("exact repeat: %v, want the stored attempt unchanged", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, apperr.AttemptEnded) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("different completion after the end: got %v, want attempt_ended", err)
 		}
 		// A repeat presented with another token is refused as the fence refuses.
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: attempts.Failed, OutcomeHash: &hash}); !apperr.Is(err, apperr.StaleLease) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: attempts.Failed, OutcomeHash: &hash}); !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("repeat with another token: got %v, want stale_lease", err)
 		}
 		e.agree()
@@ -446,7 +447,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("the renewed lease was taken back: %+v", still)
 		}
 		// The lost holder can change nothing; its attempt reads lost.
-		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, 0); !apperr.Is(err, apperr.AttemptEnded) {
+		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, 0); !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("lost holder's heartbeat: got %v, want attempt_ended", err)
 		}
 		e.agree()
@@ -512,7 +513,7 @@ var leaseCases = []leaseCase{
 		if err != nil || !c2.CancelRequestedAt.Equal(*c1.CancelRequestedAt) {
 			t.Fatalf("repeat cancel: %+v %v", c2, err)
 		}
-		if _, err := e.svc.Cancel(e.ctx, e.tenant, uuid.New()); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.svc.Cancel(e.ctx, e.tenant, uuid.New()); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("cancel missing: %v", err)
 		}
 		e.agree()
@@ -520,7 +521,7 @@ var leaseCases = []leaseCase{
 	{"ContinueCarriesEpochsAndAttempts", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt)
 		r := e.enqueue(spec("s", func(s *runs.Spec) { s.MaxAttempts = 2 }))
-		if _, _, err := e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{}); !apperr.Is(err, apperr.IllegalTransition) {
+		if _, _, err := e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{}); !apperr.Is(err, api.CodeIllegalTransition) {
 			t.Fatalf("continue a queued run: got %v, want illegal_transition", err)
 		}
 		cl := e.claim()
@@ -551,7 +552,7 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 3, runs.Completion{State: attempts.Succeeded}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := e.svc.Continue(e.ctx, e.caller, third.RunID, runs.Continuation{}); !apperr.Is(err, apperr.AttemptsExhausted) {
+		if _, _, err := e.svc.Continue(e.ctx, e.caller, third.RunID, runs.Continuation{}); !apperr.Is(err, api.CodeAttemptsExhausted) {
 			t.Fatalf("continue past the limit: got %v, want attempts_exhausted", err)
 		}
 	}},
@@ -576,42 +577,6 @@ var leaseCases = []leaseCase{
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatal("the waiting claim was not woken by the enqueue")
-		}
-	}},
-	{"TaskLocksHaveOneHolder", func(t *testing.T, tgt dbtest.Target) {
-		e := newEnv(t, tgt)
-		l, created, err := e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "h1", time.Minute)
-		if err != nil || !created || l.HolderID != "h1" || !l.HeldUntil.Equal(epoch.Add(time.Minute)) {
-			t.Fatalf("acquire: %+v %v %v", l, created, err)
-		}
-		_, _, err = e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "h2", time.Minute)
-		ae, ok := apperr.As(err)
-		if !ok || ae.Code != apperr.LockHeld || ae.Extra["heldUntil"] == nil {
-			t.Fatalf("second holder: got %v, want lock_held with heldUntil", err)
-		}
-		if err := e.svc.ReleaseLock(e.ctx, e.tenant, "agent", "task", "h2"); !apperr.Is(err, apperr.LockHeld) {
-			t.Fatalf("release by another: got %v, want lock_held", err)
-		}
-		e.clock.Advance(30 * time.Second)
-		l, created, err = e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "h1", time.Minute)
-		if err != nil || created || !l.HeldUntil.Equal(epoch.Add(90*time.Second)) {
-			t.Fatalf("renew: %+v %v %v", l, created, err)
-		}
-		e.clock.Advance(2 * time.Minute)
-		l, created, err = e.svc.AcquireLock(e.ctx, e.tenant, "agent", "task", "h2", time.Minute)
-		if err != nil || !created || l.HolderID != "h2" {
-			t.Fatalf("take an expired lock: %+v %v %v", l, created, err)
-		}
-		// Another tenant has its own lock of the same name.
-		other := newEnvOn(t, e)
-		if _, _, err := other.svc.AcquireLock(e.ctx, other.tenant, "agent", "task", "x", time.Minute); err != nil {
-			t.Fatalf("other tenant: %v", err)
-		}
-		if err := e.svc.ReleaseLock(e.ctx, e.tenant, "agent", "task", "h2"); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.svc.ReleaseLock(e.ctx, e.tenant, "agent", "task", "h2"); err != nil {
-			t.Fatalf("release of a free lock: %v", err)
 		}
 	}},
 }
@@ -643,10 +608,10 @@ func TestAttemptPatch(t *testing.T) {
 		if err != nil || a.CorrectionCount != 1 || a.Phase != attempts.Acting {
 			t.Fatalf("correction: %+v %v", a, err)
 		}
-		if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Correction: true}); !apperr.Is(err, apperr.CorrectionLimit) {
+		if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Correction: true}); !apperr.Is(err, api.CodeCorrectionLimit) {
 			t.Fatalf("past the limit: got %v, want correction_limit", err)
 		}
-		if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 2, runs.AttemptPatch{Phase: &acting}); !apperr.Is(err, apperr.StaleLease) {
+		if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 2, runs.AttemptPatch{Phase: &acting}); !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("stale token: got %v", err)
 		}
 		if _, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID); err != nil {

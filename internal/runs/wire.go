@@ -40,12 +40,6 @@ func (h Heartbeat) Wire() api.Heartbeat {
 	return api.Heartbeat{LeasedUntil: api.NewTime(h.LeasedUntil), CancelRequested: h.CancelRequested}
 }
 
-// Wire returns the lock as the API sends it.
-func (l TaskLock) Wire() api.TaskLock {
-	return api.TaskLock{AgentID: l.AgentID, TaskID: l.TaskID, HolderID: l.HolderID,
-		HeldUntil: api.NewTime(l.HeldUntil), CreatedAt: api.NewTime(l.CreatedAt), UpdatedAt: api.NewTime(l.UpdatedAt)}
-}
-
 // SpecOf converts a validated run spec of the API into the service's (without a parent),
 // filling the defaults of absent members.
 func SpecOf(r api.RunSpec) Spec {

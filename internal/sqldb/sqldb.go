@@ -206,6 +206,18 @@ type Tx struct {
 	// scope, when set, is a scope still to be sent in front of the next statement
 	// (TenantScopeInFirstRoundTrip).
 	scope func(nargs int) (string, []any)
+	// after collects what AfterCommit was given (nil in a read).
+	after *[]func()
+}
+
+// AfterCommit has f called once the write transaction tx belongs to has committed, on the
+// goroutine that called Write, before Write returns; never when it rolls back (a retried
+// try's functions are dropped with it). f tells the process of what the transaction did
+// (waking waiters), so it must be cheap and must not block. In a read it is a no-op.
+func (tx *Tx) AfterCommit(f func()) {
+	if tx.after != nil {
+		*tx.after = append(*tx.after, f)
+	}
 }
 
 // withScope puts the pending scope, if any, in front of the statement about to be sent.
@@ -304,6 +316,22 @@ func OnWriteWait(ctx context.Context, f func()) context.Context {
 // database rolls back and runs fn again, so fn must have no effects outside tx.
 func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
 	defer db.observeWrite(time.Now())
+	var after []func()
+	err := db.write(ctx, s, func(tx *Tx) error {
+		after = after[:0] // a try run again starts over
+		tx.after = &after
+		return fn(tx)
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range after {
+		f()
+	}
+	return nil
+}
+
+func (db *DB) write(ctx context.Context, s Scope, fn func(*Tx) error) error {
 	if db.group != nil {
 		// The group commit takes the waiting tenants' writes in turn; on SQL Server the pool
 		// hands connections out regardless of tenant, so the request keeps its place there.

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -29,7 +30,8 @@ type Limits struct {
 	// long-poll claim counts.
 	InFlight int
 	// LongPolls caps each tenant's claims waiting for work at once; past it a claim does not
-	// wait (HoldLongPoll reports false) and answers 204 with Retry-After at once.
+	// wait (HoldLongPoll reports false) and answers 204 with Retry-After at once. It caps
+	// the tenant's waiting reads (GET with waitSeconds, HoldWait) apart, by as many.
 	LongPolls int
 	// AuthFailures failed authentications are allowed per AuthFailureWindow from one client
 	// address (a token bucket: AuthFailures at once, refilled evenly over the window). Past
@@ -189,6 +191,7 @@ type ticketKey struct{}
 // long-poll slots, and the way to give its place among the requests being worked on up.
 type ticket struct {
 	polls  *counter
+	waits  *counter
 	tenant string
 	leave  func()
 }
@@ -201,29 +204,49 @@ type ticket struct {
 // back; it must be called once the claim stops waiting. A context that did not pass the
 // authenticator has no limit.
 func HoldLongPoll(ctx context.Context) (release func(), ok bool) {
+	return hold(ctx, func(t ticket) *counter { return t.polls })
+}
+
+// HoldWait is HoldLongPoll for a read asking to wait up to d for a change (a GET with
+// waitSeconds): the tenant's waiting reads have as many slots as its claims, apart from
+// them. It returns how long the read may wait: d while it holds a slot, which release gives
+// back, and 0 (answer at once with the current state) when none is free or d is 0.
+func HoldWait(ctx context.Context, d time.Duration) (wait time.Duration, release func()) {
+	if d <= 0 {
+		return 0, func() {}
+	}
+	release, ok := hold(ctx, func(t ticket) *counter { return t.waits })
+	if !ok {
+		return 0, func() {}
+	}
+	return d, release
+}
+
+func hold(ctx context.Context, slots func(ticket) *counter) (release func(), ok bool) {
 	t, found := ctx.Value(ticketKey{}).(ticket)
 	if !found {
 		return func() {}, true
 	}
-	if !t.polls.take(t.tenant) {
+	c := slots(t)
+	if !c.take(t.tenant) {
 		return nil, false
 	}
 	t.leave()
 	var once sync.Once
-	return func() { once.Do(func() { t.polls.give(t.tenant) }) }, true
+	return func() { once.Do(func() { c.give(t.tenant) }) }, true
 }
 
 func errReplicaInFlight() error {
-	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: inFlightRetryAfter,
+	return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: inFlightRetryAfter,
 		Detail: "the server is at its limit of requests in flight; retry later"}
 }
 
 func errTenantInFlight() error {
-	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: inFlightRetryAfter,
+	return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: inFlightRetryAfter,
 		Detail: "the tenant is at its limit of requests in flight; retry later"}
 }
 
 func errAuthFailures(wait time.Duration) error {
-	return &apperr.Error{Code: apperr.RateLimited, RetryAfter: max(wait, time.Second),
+	return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: max(wait, time.Second),
 		Detail: "too many failed authentications from this address; retry later"}
 }

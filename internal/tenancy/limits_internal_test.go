@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -100,7 +101,7 @@ func TestRevokedKeyWorksAtMostTheCacheTTL(t *testing.T) {
 		t.Fatalf("within the cache TTL the cached key was refused: %v", err)
 	}
 	clock.Advance(2 * time.Millisecond)
-	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, apperr.Unauthorized) {
+	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("past the cache TTL the revoked key got %v, want unauthorized", err)
 	}
 	if DefaultKeyCacheTTL > 10*time.Second {
@@ -125,7 +126,7 @@ func TestKeyCacheTTLZeroReadsEveryRequest(t *testing.T) {
 	if err := store.RevokeKey(context.Background(), k.KeyID); err != nil {
 		t.Fatal(err)
 	}
-	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, apperr.Unauthorized) {
+	if err := call(a, token, "192.0.2.1", nil); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("the request after the revocation got %v, want unauthorized at once", err)
 	}
 }
@@ -149,7 +150,7 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 		t.Fatalf("a good key before any failure: %v", err)
 	}
 	for i := range 3 {
-		if err := call(a, bad, attacker, nil); !apperr.Is(err, apperr.Unauthorized) {
+		if err := call(a, bad, attacker, nil); !apperr.Is(err, api.CodeUnauthorized) {
 			t.Fatalf("failure %d within the budget: %v, want unauthorized", i+1, err)
 		}
 	}
@@ -157,7 +158,7 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 		t.Helper()
 		err := call(a, token, attacker, nil)
 		e, ok := apperr.As(err)
-		if !ok || e.Code != apperr.RateLimited || e.RetryAfter < time.Second {
+		if !ok || e.Code != api.CodeRateLimited || e.RetryAfter < time.Second {
 			t.Fatalf("%s past the budget: %v, want rate_limited with a Retry-After of at least 1s", what, err)
 		}
 	}
@@ -182,7 +183,7 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 	if err := call(a, fresh, neighbour, nil); err != nil {
 		t.Fatalf("a good key from another address: %v", err)
 	}
-	if err := call(a, bad, neighbour, nil); !apperr.Is(err, apperr.Unauthorized) {
+	if err := call(a, bad, neighbour, nil); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("a bad key from another address: %v, want unauthorized", err)
 	}
 	// Once the window lets one failure back, a good key from the address works.
@@ -212,7 +213,7 @@ func TestTenantInFlightCapLeavesOtherTenantsAlone(t *testing.T) {
 		<-entered
 	}
 	err := call(a, b, "192.0.2.1", nil)
-	if e, ok := apperr.As(err); !ok || e.Code != apperr.RateLimited || e.RetryAfter <= 0 {
+	if e, ok := apperr.As(err); !ok || e.Code != api.CodeRateLimited || e.RetryAfter <= 0 {
 		t.Fatalf("the busy tenant's third request: %v, want rate_limited with Retry-After", err)
 	}
 	if err := call(a, other, "192.0.2.1", nil); err != nil {

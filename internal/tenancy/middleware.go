@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -25,6 +26,7 @@ type Authenticator struct {
 	limits   Limits
 	inFlight *counter // per tenant
 	polls    *counter // per tenant
+	waits    *counter // per tenant
 	replica  *counter // all tenants, under one key
 	work     *gate
 	failures *addrBudget
@@ -51,6 +53,9 @@ func (a *Authenticator) SetKeyCacheTTL(ttl time.Duration) { a.keys = newKeyCache
 func (a *Authenticator) SetLimits(l Limits) {
 	a.limits = l
 	a.inFlight, a.polls, a.replica = newCounter(l.InFlight), newCounter(l.LongPolls), newCounter(l.ReplicaInFlight)
+	// Reads that wait (waitSeconds) have slots of their own, as many: a runtime waiting on
+	// its decisions must not take the slots its claims wait for work in.
+	a.waits = newCounter(l.LongPolls)
 	a.work = newGate(l.ReplicaActive)
 	a.failures = newAddrBudget(l.AuthFailures, l.AuthFailureWindow)
 	a.limiters = nil
@@ -96,16 +101,16 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			p, err := a.authenticate(c)
 			if err != nil {
-				if apperr.Is(err, apperr.Unauthorized) {
+				if apperr.Is(err, api.CodeUnauthorized) {
 					c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="ledger"`)
 				}
 				return err
 			}
 			if len(roles) > 0 && !hasRole(roles, p.Role) {
-				return apperr.New(apperr.Forbidden, "this route needs the %s role", strings.Join(roles, " or "))
+				return apperr.New(api.CodeForbidden, "this route needs the %s role", strings.Join(roles, " or "))
 			}
 			if ok, wait := a.admit(p.TenantID); !ok {
-				return &apperr.Error{Code: apperr.RateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
+				return &apperr.Error{Code: api.CodeRateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
 			}
 			if !a.inFlight.take(p.TenantID) {
 				return errTenantInFlight()
@@ -122,7 +127,7 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 			}
 			defer leave()
 			ctx = WithPrincipal(ctx, p)
-			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, tenant: p.TenantID, leave: leave})
+			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, waits: a.waits, tenant: p.TenantID, leave: leave})
 			// On SQLite a write gives the place up as it goes to wait for the single writer,
 			// whose group commit shares it between tenants from there: a place held through
 			// that wait would cap how many writes share one commit.
@@ -182,7 +187,7 @@ func (a *Authenticator) resolve(ctx context.Context, addr, token string, ok bool
 	p, err := a.keys.load(ctx, h, a.now, func(ctx context.Context) (Principal, error) {
 		return a.store.Authenticate(ctx, token)
 	})
-	if apperr.Is(err, apperr.Unauthorized) {
+	if apperr.Is(err, api.CodeUnauthorized) {
 		return Principal{}, a.failed(addr)
 	}
 	return p, err

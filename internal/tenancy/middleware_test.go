@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -41,24 +42,24 @@ func TestRequire(t *testing.T) {
 		name   string
 		header string
 		roles  []string
-		want   apperr.Code // "" means admitted
+		want   api.ProblemCode // "" means admitted
 	}{
 		{"AdminOnAdminRoute", "Bearer " + admin, []string{tenancy.RoleAdmin}, ""},
-		{"RuntimeOnAdminRoute", "Bearer " + runtime, []string{tenancy.RoleAdmin}, apperr.Forbidden},
-		{"AdminOnRuntimeRoute", "Bearer " + admin, []string{tenancy.RoleRuntime}, apperr.Forbidden},
+		{"RuntimeOnAdminRoute", "Bearer " + runtime, []string{tenancy.RoleAdmin}, api.CodeForbidden},
+		{"AdminOnRuntimeRoute", "Bearer " + admin, []string{tenancy.RoleRuntime}, api.CodeForbidden},
 		{"RuntimeOnEitherRoute", "Bearer " + runtime, []string{tenancy.RoleAdmin, tenancy.RoleRuntime}, ""},
 		{"AnyRoleRoute", "Bearer " + runtime, nil, ""},
 		{"LowerCaseScheme", "bearer " + admin, []string{tenancy.RoleAdmin}, ""},
-		{"NoHeader", "", nil, apperr.Unauthorized},
-		{"NoHeaderOnAdminRoute", "", []string{tenancy.RoleAdmin}, apperr.Unauthorized},
-		{"BasicScheme", "Basic " + admin, nil, apperr.Unauthorized},
-		{"SchemeOnly", "Bearer", nil, apperr.Unauthorized},
-		{"EmptyToken", "Bearer ", nil, apperr.Unauthorized},
-		{"TokenWithoutScheme", admin, nil, apperr.Unauthorized},
-		{"UnknownKey", "Bearer ldg_ffffffffffffffff_nope", []string{tenancy.RoleAdmin}, apperr.Unauthorized},
+		{"NoHeader", "", nil, api.CodeUnauthorized},
+		{"NoHeaderOnAdminRoute", "", []string{tenancy.RoleAdmin}, api.CodeUnauthorized},
+		{"BasicScheme", "Basic " + admin, nil, api.CodeUnauthorized},
+		{"SchemeOnly", "Bearer", nil, api.CodeUnauthorized},
+		{"EmptyToken", "Bearer ", nil, api.CodeUnauthorized},
+		{"TokenWithoutScheme", admin, nil, api.CodeUnauthorized},
+		{"UnknownKey", "Bearer ldg_ffffffffffffffff_nope", []string{tenancy.RoleAdmin}, api.CodeUnauthorized},
 		// A bad key on a route the role could not use anyway is still 401, never 403: the
 		// answer must not depend on what the bad key might have been.
-		{"RevokedAdminOnRuntimeRoute", "Bearer " + revoked, []string{tenancy.RoleRuntime}, apperr.Unauthorized},
+		{"RevokedAdminOnRuntimeRoute", "Bearer " + revoked, []string{tenancy.RoleRuntime}, api.CodeUnauthorized},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,11 +97,11 @@ func TestRequire(t *testing.T) {
 				t.Fatal("the handler ran for a refused request")
 			}
 			switch c.want {
-			case apperr.Unauthorized:
+			case api.CodeUnauthorized:
 				if challenge != `Bearer realm="ledger"` {
 					t.Fatalf("401 challenge %q", challenge)
 				}
-			case apperr.Forbidden:
+			case api.CodeForbidden:
 				if challenge != "" {
 					t.Fatalf("403 carries a challenge %q", challenge)
 				}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/ids"
@@ -90,7 +91,7 @@ func TestStore(t *testing.T) {
 				"PrefixOnly":            "ldg_",
 			}
 			for name, bad := range cases {
-				if _, err := store.Authenticate(ctx, bad); !apperr.Is(err, apperr.Unauthorized) {
+				if _, err := store.Authenticate(ctx, bad); !apperr.Is(err, api.CodeUnauthorized) {
 					t.Errorf("%s: Authenticate(%q) = %v, want unauthorized", name, bad, err)
 				}
 			}
@@ -113,7 +114,7 @@ func TestStore(t *testing.T) {
 			if err := store.RevokeKey(ctx, k.KeyID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := store.Authenticate(ctx, token); !apperr.Is(err, apperr.Unauthorized) {
+			if _, err := store.Authenticate(ctx, token); !apperr.Is(err, api.CodeUnauthorized) {
 				t.Fatalf("revoked key: %v, want unauthorized", err)
 			}
 			if _, err := store.Authenticate(ctx, other); err != nil {
@@ -142,7 +143,7 @@ func TestStore(t *testing.T) {
 					t.Fatalf("second revoke moved RevokedAt from %s to %v", revokedAt, key.RevokedAt)
 				}
 			}
-			if err := store.RevokeKey(ctx, "0000000000000000"); !apperr.Is(err, apperr.NotFound) {
+			if err := store.RevokeKey(ctx, "0000000000000000"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("revoking an unknown key: %v, want not_found", err)
 			}
 		})
@@ -200,7 +201,7 @@ func TestStore(t *testing.T) {
 			if err := store.SetMaxLeased(ctx, lower, 3); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := store.Tenant(ctx, upper); !apperr.Is(err, apperr.NotFound) {
+			if _, err := store.Tenant(ctx, upper); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("Tenant(%q) found %q: ids must compare case-sensitively (%v)", upper, lower, err)
 			}
 			token, _, err := store.CreateKey(ctx, upper, tenancy.RoleAdmin)
@@ -229,10 +230,10 @@ func TestStore(t *testing.T) {
 					t.Fatalf("after SetMaxLeased(%d): %+v %v", n, ten, err)
 				}
 			}
-			if err := store.SetMaxLeased(ctx, tenant, -1); !apperr.Is(err, apperr.Invalid) {
+			if err := store.SetMaxLeased(ctx, tenant, -1); !apperr.Is(err, api.CodeInvalidRequest) {
 				t.Fatalf("negative budget: %v, want invalid_request", err)
 			}
-			if err := store.SetMaxLeased(ctx, "bad tenant", 1); !apperr.Is(err, apperr.Invalid) {
+			if err := store.SetMaxLeased(ctx, "bad tenant", 1); !apperr.Is(err, api.CodeInvalidRequest) {
 				t.Fatalf("bad tenant id: %v, want invalid_request", err)
 			}
 			// Setting a budget creates the tenant.
@@ -247,7 +248,7 @@ func TestStore(t *testing.T) {
 
 		t.Run("MissingTenantIsNotFound", func(t *testing.T) {
 			t.Parallel()
-			if _, err := store.Tenant(ctx, freshID()); !apperr.Is(err, apperr.NotFound) {
+			if _, err := store.Tenant(ctx, freshID()); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("got %v, want not_found", err)
 			}
 		})
@@ -280,11 +281,11 @@ func TestStore(t *testing.T) {
 			for _, c := range []struct{ tenant, role string }{
 				{freshID(), "owner"}, {freshID(), ""}, {freshID(), "Admin"}, {"", tenancy.RoleAdmin}, {"has space", tenancy.RoleAdmin},
 			} {
-				if _, _, err := store.CreateKey(ctx, c.tenant, c.role); !apperr.Is(err, apperr.Invalid) {
+				if _, _, err := store.CreateKey(ctx, c.tenant, c.role); !apperr.Is(err, api.CodeInvalidRequest) {
 					t.Errorf("CreateKey(%q, %q) = %v, want invalid_request", c.tenant, c.role, err)
 				}
 				if c.tenant != "" && tenancy.ValidTenantID(c.tenant) {
-					if _, err := store.Tenant(ctx, c.tenant); !apperr.Is(err, apperr.NotFound) {
+					if _, err := store.Tenant(ctx, c.tenant); !apperr.Is(err, api.CodeNotFound) {
 						t.Errorf("a refused CreateKey made tenant %q", c.tenant)
 					}
 				}

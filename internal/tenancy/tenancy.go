@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -93,10 +94,10 @@ func ValidTenantID(id string) bool {
 // returns the key's secret form. The secret is shown once: only its hash is stored.
 func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, Key, error) {
 	if !ValidTenantID(tenantID) {
-		return "", Key{}, apperr.New(apperr.Invalid, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
+		return "", Key{}, apperr.New(api.CodeInvalidRequest, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
 	}
 	if role != RoleRuntime && role != RoleAdmin {
-		return "", Key{}, apperr.New(apperr.Invalid, "role must be runtime or admin")
+		return "", Key{}, apperr.New(api.CodeInvalidRequest, "role must be runtime or admin")
 	}
 	var idb [8]byte
 	var secret [32]byte
@@ -135,7 +136,7 @@ func (s *Store) ensureTenant(ctx context.Context, tx *sqldb.Tx, tenantID string,
 // EnsureTenant creates the tenant if it does not exist.
 func (s *Store) EnsureTenant(ctx context.Context, tenantID string) error {
 	if !ValidTenantID(tenantID) {
-		return apperr.New(apperr.Invalid, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
+		return apperr.New(api.CodeInvalidRequest, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
 	}
 	return s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		now, err := tx.Now(ctx)
@@ -158,7 +159,7 @@ func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]Key, error) {
 	return keys, nil
 }
 
-// RevokeKey revokes a key at once (apperr.NotFound if there is no such key). Revoking a
+// RevokeKey revokes a key at once (api.CodeNotFound if there is no such key). Revoking a
 // revoked key is not an error.
 func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
 	return s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
@@ -171,7 +172,7 @@ func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.New(apperr.NotFound, "no key %q", keyID)
+			return apperr.New(api.CodeNotFound, "no key %q", keyID)
 		}
 		return nil
 	})
@@ -180,10 +181,10 @@ func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
 // SetMaxLeased sets a tenant's budget of leased runs, creating the tenant if needed.
 func (s *Store) SetMaxLeased(ctx context.Context, tenantID string, n int) error {
 	if n < 0 {
-		return apperr.New(apperr.Invalid, "max-leased must not be negative")
+		return apperr.New(api.CodeInvalidRequest, "max-leased must not be negative")
 	}
 	if !ValidTenantID(tenantID) {
-		return apperr.New(apperr.Invalid, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
+		return apperr.New(api.CodeInvalidRequest, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
 	}
 	return s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		now, err := tx.Now(ctx)
@@ -198,14 +199,14 @@ func (s *Store) SetMaxLeased(ctx context.Context, tenantID string, n int) error 
 	})
 }
 
-// Tenant reads one tenant (apperr.NotFound if missing).
+// Tenant reads one tenant (api.CodeNotFound if missing).
 func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 	var t Tenant
 	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		return tx.GetContext(ctx, &t, s.q.getTenant, tenantID)
 	})
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Tenant{}, apperr.New(apperr.NotFound, "no tenant %q", tenantID)
+		return Tenant{}, apperr.New(api.CodeNotFound, "no tenant %q", tenantID)
 	}
 	return t, err
 }
@@ -239,7 +240,7 @@ func (s *Store) HasTenants(ctx context.Context) (bool, error) {
 
 // errBadKey is the one answer for every bad key, so a caller learns nothing of which part
 // was wrong.
-var errBadKey = apperr.New(apperr.Unauthorized, "missing, malformed, revoked or unknown API key")
+var errBadKey = apperr.New(api.CodeUnauthorized, "missing, malformed, revoked or unknown API key")
 
 // Authenticate resolves a bearer token to its principal.
 func (s *Store) Authenticate(ctx context.Context, token string) (Principal, error) {

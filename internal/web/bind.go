@@ -14,7 +14,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/strictjson"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Validator checks request structs with validator/v10 and names fields by their JSON names.
@@ -41,7 +44,7 @@ func NewValidator() *Validator {
 	for tag, segment := range map[string]bool{"ident": false, "segment": true} {
 		_ = v.RegisterValidation(tag, func(fl validator.FieldLevel) bool {
 			n, err := strconv.Atoi(fl.Param())
-			return err == nil && IdentProblem(fl.Field().String(), n, segment) == ""
+			return err == nil && validate.IdentProblem(fl.Field().String(), n, segment) == ""
 		})
 	}
 	return &Validator{v: v}
@@ -55,12 +58,12 @@ func (v *Validator) Validate(i any) error {
 	}
 	var ves validator.ValidationErrors
 	if !errors.As(err, &ves) {
-		return apperr.New(apperr.Invalid, "the request cannot be validated")
+		return apperr.New(api.CodeInvalidRequest, "the request cannot be validated")
 	}
-	fields := make([]apperr.FieldError, 0, len(ves))
+	fields := make([]api.FieldError, 0, len(ves))
 	t := reflect.TypeOf(i)
 	for _, fe := range ves {
-		fields = append(fields, apperr.FieldError{Field: fieldPath(t, fe.Namespace()), Reason: reason(fe)})
+		fields = append(fields, api.FieldError{Field: fieldPath(t, fe.Namespace()), Reason: reason(fe)})
 	}
 	return apperr.FieldsInvalid(fields...)
 }
@@ -128,7 +131,7 @@ func reason(fe validator.FieldError) string {
 	case "ident", "segment":
 		n, _ := strconv.Atoi(fe.Param())
 		if s, ok := fe.Value().(string); ok {
-			if why := IdentProblem(s, n, fe.Tag() == "segment"); why != "" {
+			if why := validate.IdentProblem(s, n, fe.Tag() == "segment"); why != "" {
 				return why
 			}
 		}
@@ -149,22 +152,22 @@ func Bind(c echo.Context, dst any, optional bool) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return apperr.New(apperr.BodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
+			return apperr.New(api.CodeBodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
 		}
-		return apperr.New(apperr.Invalid, "cannot read the request body")
+		return apperr.New(api.CodeInvalidRequest, "cannot read the request body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !optional {
-			return apperr.New(apperr.Invalid, "a JSON body is required")
+			return apperr.New(api.CodeInvalidRequest, "a JSON body is required")
 		}
 		body = []byte("{}")
 	}
 	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 		// The decoder leaves a struct as it is for null (as encoding/json does); a body is an object.
-		return apperr.FieldsInvalid(apperr.FieldError{Field: "(body)", Reason: "must be an object"})
+		return apperr.FieldsInvalid(api.FieldError{Field: "(body)", Reason: "must be an object"})
 	}
-	var fields []apperr.FieldError
-	zeros, err := decodeStrictZeros(body, dst)
+	var fields []api.FieldError
+	zeros, err := strictjson.DecodeZeros(body, dst)
 	if err != nil {
 		e, ok := apperr.As(err)
 		if !ok || len(e.Fields) == 0 {
@@ -193,7 +196,7 @@ func Bind(c echo.Context, dst any, optional bool) error {
 
 // mergeFields adds the validation failures to the decoding failures, leaving out a field
 // (or a member inside it) that already failed to decode: its zero value says nothing.
-func mergeFields(decoded, validated []apperr.FieldError) []apperr.FieldError {
+func mergeFields(decoded, validated []api.FieldError) []api.FieldError {
 	out := decoded
 	for _, v := range validated {
 		covered := false
@@ -215,7 +218,7 @@ func PathUUID(c echo.Context, name string) (uuid.UUID, error) {
 	raw := c.Param(name)
 	id, err := uuid.Parse(raw)
 	if err != nil || len(raw) != 36 {
-		return uuid.Nil, apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: "must be a UUID"})
+		return uuid.Nil, apperr.FieldsInvalid(api.FieldError{Field: name, Reason: "must be a UUID"})
 	}
 	return id, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -41,7 +42,7 @@ func IfMatch(c echo.Context, required bool) (sqldb.VersionMatcher, error) {
 	raw, present := headerList(c.Request().Header, "If-Match")
 	if !present {
 		if required {
-			return nil, apperr.New(apperr.PreconditionRequired, "this update needs an If-Match header with the resource's ETag")
+			return nil, apperr.New(api.CodePreconditionRequired, "this update needs an If-Match header with the resource's ETag")
 		}
 		return nil, nil
 	}
@@ -56,7 +57,7 @@ func IfMatch(c echo.Context, required bool) (sqldb.VersionMatcher, error) {
 		}
 	}
 	if !p.any && len(p.tags) == 0 {
-		return nil, apperr.New(apperr.PreconditionFailed, "If-Match does not hold a current ETag of this resource (weak tags never match)")
+		return nil, apperr.New(api.CodePreconditionFailed, "If-Match does not hold a current ETag of this resource (weak tags never match)")
 	}
 	return p, nil
 }

@@ -1,59 +1,15 @@
 package web
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
-
-// IdentProblem says why s is not an identifier of at most max UTF-16 code units, or ""
-// when it is one (DESIGN.md 7a, the one rule for every identifier wherever it travels:
-// path, query or body). segment adds the rule of identifiers that appear as a path segment
-// (project, release id, adapter version, agent and task of a lock): no "/".
-//
-// The rule, and why:
-//   - 1..max UTF-16 code units: nvarchar(n) counts those, so a character outside the Basic
-//     Multilingual Plane counts twice;
-//   - valid UTF-8 and no U+FFFD (what a decoder makes of invalid UTF-8), no control
-//     characters;
-//   - no leading or trailing white space: SQL Server's = ignores trailing spaces, so "k"
-//     and "k " would be one key there and two on SQLite;
-//   - not "." or "..", which a path or a URL normaliser would resolve away.
-func IdentProblem(s string, max int, segment bool) string {
-	switch {
-	case s == "":
-		return "must not be empty"
-	case !utf8.ValidString(s):
-		return "must be valid UTF-8"
-	case UTF16Len(s) > max:
-		return fmt.Sprintf("must be at most %d UTF-16 code units", max)
-	case s == "." || s == "..":
-		return `must not be "." or ".."`
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return "must not contain control characters"
-		}
-	}
-	first, _ := utf8.DecodeRuneInString(s)
-	last, _ := utf8.DecodeLastRuneInString(s)
-	if unicode.IsSpace(first) || unicode.IsSpace(last) {
-		return "must not start or end with white space"
-	}
-	if segment && strings.ContainsRune(s, '/') {
-		return `must not contain "/"`
-	}
-	return ""
-}
-
-// ValidIdent reports whether s is an identifier of 1..max UTF-16 code units (IdentProblem).
-func ValidIdent(s string, max int) bool { return IdentProblem(s, max, false) == "" }
 
 // PathIdent reads an identifier path parameter of at most max UTF-16 code units; one that
 // breaks the identifier rule is 400 naming the parameter.
@@ -64,11 +20,11 @@ func PathIdent(c echo.Context, name string, max int) (string, error) {
 	if c.Request().URL.RawPath != "" {
 		var err error
 		if raw, err = url.PathUnescape(raw); err != nil {
-			return "", apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: "is not a well-formed path segment"})
+			return "", apperr.FieldsInvalid(api.FieldError{Field: name, Reason: "is not a well-formed path segment"})
 		}
 	}
-	if why := IdentProblem(raw, max, true); why != "" {
-		return "", apperr.FieldsInvalid(apperr.FieldError{Field: name, Reason: why})
+	if why := validate.IdentProblem(raw, max, true); why != "" {
+		return "", apperr.FieldsInvalid(api.FieldError{Field: name, Reason: why})
 	}
 	return raw, nil
 }

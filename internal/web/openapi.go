@@ -15,7 +15,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
 // Op documents a route, and its Roles are also what the route enforces: the document and
@@ -60,7 +59,7 @@ type Op struct {
 	// Problems lists the codes this route can answer besides the ones every route of its
 	// kind can (413 on every route; 401, 403, 429, 500 and 503 with a key; 400 with
 	// parameters or a body; 412 and 428 with If-Match).
-	Problems []apperr.Code
+	Problems []api.ProblemCode
 }
 
 type operation struct {
@@ -89,6 +88,9 @@ func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 	}
 	s.add(method, path, op, h, mw)
 	s.ops = append(s.ops, operation{method: method, path: path, op: op})
+	s.docMu.Lock()
+	s.doc = nil // the next GET of /openapi.json documents this route too
+	s.docMu.Unlock()
 }
 
 // Operations lists the documented routes as "METHOD path" in Echo's path syntax.
@@ -240,11 +242,11 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	for _, st := range append([]int{op.Status}, op.AlsoStatus...) {
 		responses[strconv.Itoa(st)] = b.success(op, st)
 	}
-	codes := append([]apperr.Code{}, op.Problems...)
+	codes := append([]api.ProblemCode{}, op.Problems...)
 	if !op.Public {
-		codes = append(codes, apperr.Unauthorized, apperr.RateLimited, apperr.DatabaseUnavailable, apperr.Internal)
+		codes = append(codes, api.CodeUnauthorized, api.CodeRateLimited, api.CodeDatabaseUnavailable, api.CodeInternal)
 		if restricted(op.Roles) {
-			codes = append(codes, apperr.Forbidden)
+			codes = append(codes, api.CodeForbidden)
 		}
 		doc["security"] = []any{map[string]any{"bearer": []any{}}}
 		if len(op.Roles) > 0 {
@@ -255,9 +257,9 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	}
 	// Every route refuses unknown query parameters; any request whose Content-Length
 	// passes the server's body limit is refused before routing, whatever its route.
-	codes = append(codes, apperr.Invalid, apperr.BodyTooLarge)
+	codes = append(codes, api.CodeInvalidRequest, api.CodeBodyTooLarge)
 	if op.Body != nil {
-		codes = append(codes, apperr.UnsupportedMediaType)
+		codes = append(codes, api.CodeUnsupportedMediaType)
 	}
 	if o.method == http.MethodGet && op.ETag {
 		responses["304"] = map[string]any{
@@ -267,14 +269,14 @@ func (b *docBuilder) operation(o operation) map[string]any {
 		}
 	}
 	if op.IfMatch {
-		codes = append(codes, apperr.PreconditionFailed)
+		codes = append(codes, api.CodePreconditionFailed)
 		if op.IfMatchRequired {
-			codes = append(codes, apperr.PreconditionRequired)
+			codes = append(codes, api.CodePreconditionRequired)
 		}
 	}
 	byStatus := map[int][]string{}
 	for _, c := range codes {
-		st := StatusOf(c)
+		st := c.Status()
 		if !slices.Contains(byStatus[st], string(c)) {
 			byStatus[st] = append(byStatus[st], string(c))
 		}
@@ -371,7 +373,7 @@ func problemResponse(st int, codes []string) map[string]any {
 		"type": api.ProblemType(api.ProblemCode(codes[0])), "title": http.StatusText(st), "status": st, "code": codes[0],
 		"detail": problemExampleDetail(codes[0]), "instance": "6f1c7c39-2b1e-4d8a-9c61-1d2f3b4a5c6d",
 	}
-	if codes[0] == string(apperr.Invalid) {
+	if codes[0] == string(api.CodeInvalidRequest) {
 		example["errors"] = []any{map[string]any{"field": "subject", "reason": "is required"}}
 	}
 	return map[string]any{

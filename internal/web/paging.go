@@ -12,6 +12,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 )
 
 // Page is a collection response.
@@ -41,10 +42,10 @@ func DecodeCursor(c echo.Context, dst any) (bool, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(raw)
 	if err == nil {
-		err = decodeStrict(b, dst)
+		err = strictjson.Decode(b, dst)
 	}
 	if err != nil {
-		return false, apperr.FieldsInvalid(apperr.FieldError{Field: "cursor", Reason: "is not a cursor this service made"})
+		return false, apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "is not a cursor this service made"})
 	}
 	return true, nil
 }

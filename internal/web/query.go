@@ -10,6 +10,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 )
 
 // BindQuery reads the query parameters into dst, a pointer to one of the api package's
@@ -20,23 +21,23 @@ func BindQuery(c echo.Context, dst any) error {
 	rv := reflect.ValueOf(dst).Elem()
 	fields := map[string]reflect.Value{}
 	queryFields(rv, fields)
-	var bad []apperr.FieldError
+	var bad []api.FieldError
 	failed := map[string]bool{}
 	for name, values := range c.QueryParams() {
 		f, ok := fields[name]
 		switch {
 		case !ok:
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "is not a known parameter"})
+			bad = append(bad, api.FieldError{Field: name, Reason: "is not a known parameter"})
 			continue
 		case len(values) > 1:
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "must be given once"})
+			bad = append(bad, api.FieldError{Field: name, Reason: "must be given once"})
 			failed[name] = true
 			continue
 		case values[0] == "":
 			continue
 		}
 		if reason := setQueryValue(f, values[0]); reason != "" {
-			bad = append(bad, apperr.FieldError{Field: name, Reason: reason})
+			bad = append(bad, api.FieldError{Field: name, Reason: reason})
 			failed[name] = true
 		}
 	}
@@ -102,7 +103,7 @@ func setQueryValue(f reflect.Value, raw string) string {
 		case reflect.Int, reflect.Int32, reflect.Int64:
 			n, err := strconv.ParseInt(raw, 10, t.Bits())
 			if errors.Is(err, strconv.ErrRange) {
-				return integerReason(raw, t)
+				return strictjson.IntegerReason(raw, t)
 			}
 			if err != nil {
 				return "must be an integer"

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -122,17 +123,17 @@ func (s *Server) methodNotAllowed(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if len(allow) == 0 {
-			return apperr.New(apperr.NotFound, "no such route")
+			return apperr.New(api.CodeNotFound, "no such route")
 		}
 		c.Response().Header().Set(echo.HeaderAllow, strings.Join(allow, ", "))
-		return apperr.New(apperr.MethodNotAllowed, "%s is not served here; Allow lists what is", c.Request().Method)
+		return apperr.New(api.CodeMethodNotAllowed, "%s is not served here; Allow lists what is", c.Request().Method)
 	}
 }
 
 // checkQuery refuses query parameters the route does not declare, and declared ones given
 // more than once: a misspelt filter (projectid) must not silently widen a listing.
 func checkQuery(c echo.Context, known map[string]bool) error {
-	var bad []apperr.FieldError
+	var bad []api.FieldError
 	q := c.QueryParams()
 	names := make([]string, 0, len(q))
 	for name := range q {
@@ -142,9 +143,9 @@ func checkQuery(c echo.Context, known map[string]bool) error {
 	for _, name := range names {
 		switch {
 		case !known[name]:
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "is not a query parameter of this route"})
+			bad = append(bad, api.FieldError{Field: name, Reason: "is not a query parameter of this route"})
 		case len(q[name]) > 1:
-			bad = append(bad, apperr.FieldError{Field: name, Reason: "is given more than once"})
+			bad = append(bad, api.FieldError{Field: name, Reason: "is given more than once"})
 		}
 	}
 	if len(bad) > 0 {
@@ -163,16 +164,16 @@ func checkMediaType(r *http.Request) error {
 		if r.ContentLength == 0 {
 			return nil
 		}
-		return apperr.New(apperr.UnsupportedMediaType, "a request body must be sent as application/json")
+		return apperr.New(api.CodeUnsupportedMediaType, "a request body must be sent as application/json")
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err == nil && isJSON(mt) {
 		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
 			return nil
 		}
-		return apperr.New(apperr.UnsupportedMediaType, "JSON bodies are UTF-8: charset %q is not served", params["charset"])
+		return apperr.New(api.CodeUnsupportedMediaType, "JSON bodies are UTF-8: charset %q is not served", params["charset"])
 	}
-	return apperr.New(apperr.UnsupportedMediaType, "the request body must be application/json (or application/*+json), not %q", ct)
+	return apperr.New(api.CodeUnsupportedMediaType, "the request body must be application/json (or application/*+json), not %q", ct)
 }
 
 func isJSON(mt string) bool {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -44,7 +45,7 @@ func TestCheckMediaType(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("Content-Type %q with body %q: %v", c.ct, c.body, err)
 		}
-		if err != nil && apperr.CodeOf(err) != apperr.UnsupportedMediaType {
+		if err != nil && apperr.CodeOf(err) != api.CodeUnsupportedMediaType {
 			t.Errorf("Content-Type %q: code %s", c.ct, apperr.CodeOf(err))
 		}
 	}

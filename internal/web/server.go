@@ -12,7 +12,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -49,7 +51,7 @@ type Request struct {
 	Method, Route string
 	Status        int
 	// Code is the problem code the request was answered with ("" for a success).
-	Code apperr.Code
+	Code api.ProblemCode
 	// TenantID and KeyID name the caller ("" when anonymous).
 	TenantID, KeyID string
 	Duration        time.Duration
@@ -68,6 +70,14 @@ type Server struct {
 	version  string
 	identify func(ctx context.Context) (string, string, bool)
 	notify   func(Request)
+	// onShutdown are called as Start begins to drain (OnShutdown).
+	onShutdown []func()
+
+	// doc is the encoded OpenAPI document, built on the first GET of /openapi.json after the
+	// last Route (the routes are all registered at start-up, so in practice once).
+	docMu     sync.Mutex
+	doc       []byte
+	docBuilds int // how many times doc was built (tests)
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -113,13 +123,13 @@ func New(cfg Config) *Server {
 		Description: "Answers 200 while the process serves; it checks nothing else.", Public: true, Status: http.StatusOK, Response: Health{}},
 		func(c echo.Context) error { return c.JSON(http.StatusOK, Health{Status: "ok"}) })
 	s.Route(http.MethodGet, "/readyz", Op{ID: "getReadiness", Tag: "System", Summary: "Readiness: database reachable and schema current",
-		Description: "Answers 200 when the database answers and its schema is the one this binary needs, else 503 database_unavailable (the cause is logged, not sent).", Public: true, Status: http.StatusOK, Response: Health{}, Problems: []apperr.Code{apperr.DatabaseUnavailable}},
+		Description: "Answers 200 when the database answers and its schema is the one this binary needs, else 503 database_unavailable (the cause is logged, not sent).", Public: true, Status: http.StatusOK, Response: Health{}, Problems: []api.ProblemCode{api.CodeDatabaseUnavailable}},
 		func(c echo.Context) error {
 			if cfg.Ready != nil {
 				if err := cfg.Ready(c.Request().Context()); err != nil {
 					// A problem like every other error, documented as such; the cause (driver
 					// text, host names) goes to the log only, since this route needs no key.
-					return fmt.Errorf("not ready: %w: %w", &apperr.Error{Code: apperr.DatabaseUnavailable, RetryAfter: retryUnavailable,
+					return fmt.Errorf("not ready: %w: %w", &apperr.Error{Code: api.CodeDatabaseUnavailable, RetryAfter: retryUnavailable,
 						Detail: "not ready: the database is unreachable or its schema is not current"}, err)
 				}
 			}
@@ -131,8 +141,32 @@ func New(cfg Config) *Server {
 		echo.WrapHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
 	s.Route(http.MethodGet, "/openapi.json", Op{ID: "getOpenAPI", Tag: "System", Summary: "This OpenAPI 3.1 document",
 		Description: "The exact wire of this service: every route, body, parameter, header and problem code.", Public: true, Status: http.StatusOK, RawResponse: "application/json"},
-		func(c echo.Context) error { return c.JSON(http.StatusOK, s.OpenAPI()) })
+		s.serveOpenAPI)
 	return s
+}
+
+// serveOpenAPI answers the document from the cache, as c.JSON encodes it (a query string,
+// ?pretty included, is refused before this runs).
+func (s *Server) serveOpenAPI(c echo.Context) error {
+	b, err := s.openAPIJSON()
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, append(b, '\n'))
+}
+
+// openAPIJSON is the encoded document, built once per set of routes.
+func (s *Server) openAPIJSON() ([]byte, error) {
+	s.docMu.Lock()
+	defer s.docMu.Unlock()
+	if s.doc == nil {
+		b, err := json.Marshal(s.OpenAPI())
+		if err != nil {
+			return nil, fmt.Errorf("encode the OpenAPI document: %w", err)
+		}
+		s.doc, s.docBuilds = b, s.docBuilds+1
+	}
+	return slices.Clip(s.doc), nil
 }
 
 // Health is the body of /healthz and /readyz.
@@ -159,7 +193,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
-		var code apperr.Code
+		var code api.ProblemCode
 		if err != nil {
 			e, _ := problemOf(err)
 			code = e.Code
@@ -203,6 +237,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
+// OnShutdown has f called when Start begins to drain, so that requests waiting for a change
+// (waitSeconds) answer at once rather than hold the drain up. Call it while wiring.
+func (s *Server) OnShutdown(f func()) { s.onShutdown = append(s.onShutdown, f) }
+
 // Start serves on addr until ctx ends, then drains in-flight requests for up to grace.
 func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, listening func(addr string)) error {
 	srv := &http.Server{
@@ -214,6 +252,9 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, li
 		WriteTimeout: 60 * time.Second,
 		IdleTimeout:  120 * time.Second,
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	for _, f := range s.onShutdown {
+		srv.RegisterOnShutdown(f)
 	}
 	ln, err := listen(addr)
 	if err != nil {

@@ -165,40 +165,6 @@ func keysOf(m map[string]any) []string {
 	return out
 }
 
-func TestValidIdent(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		s    string
-		max  int
-		want bool
-	}{
-		{"a", 1, true},
-		{"ab", 1, false},
-		{"", 5, false},
-		{"ééé", 3, true}, // runes, not bytes
-		{"a b", 3, true},
-		{"a\tb", 3, false},
-		{"a\x7fb", 3, false},
-		{"\U0001F600", 1, false}, // outside the BMP: two UTF-16 units, as nvarchar counts
-		{"\U0001F600", 2, true},
-		{string([]byte{0xff}), 3, false},
-		{"Case", 4, true},
-		{" a", 3, false},
-		{"a ", 3, false},
-		{"a\u00a0", 3, false}, // no-break space is white space too
-		{".", 3, false},
-		{"..", 3, false},
-		{"...", 3, true},
-		{"a/b", 3, true}, // only a path segment refuses "/"
-		{"a\u0085b", 3, false},
-	}
-	for _, c := range cases {
-		if got := ValidIdent(c.s, c.max); got != c.want {
-			t.Errorf("ValidIdent(%q, %d) = %v, want %v", c.s, c.max, got, c.want)
-		}
-	}
-}
-
 func ctxFor(method, target, body string, header map[string]string) echo.Context {
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
 	for k, v := range header {
@@ -243,7 +209,7 @@ func TestBind(t *testing.T) {
 			continue
 		}
 		e, isApp := apperr.As(err)
-		if !isApp || e.Code != apperr.Invalid {
+		if !isApp || e.Code != api.CodeInvalidRequest {
 			t.Errorf("Bind(%q) = %v, want invalid_request", c.body, err)
 			continue
 		}
@@ -280,7 +246,7 @@ func TestBindReasons(t *testing.T) {
 		var dst body
 		err := Bind(ctxFor(http.MethodPost, "/", c.body, nil), &dst, false)
 		e, ok := apperr.As(err)
-		if !ok || e.Code != apperr.Invalid {
+		if !ok || e.Code != api.CodeInvalidRequest {
 			t.Fatalf("Bind(%s) = %v, want invalid_request", c.body, err)
 		}
 		got := map[string]string{}
@@ -320,14 +286,14 @@ func TestLimitCursorAndIfMatch(t *testing.T) {
 	cases := []struct {
 		header   string
 		required bool
-		code     apperr.Code
+		code     api.ProblemCode
 		matches  []sqldb.RowVersion // versions the condition accepts (of v and other)
 	}{
 		{"", false, "", nil},
-		{"", true, apperr.PreconditionRequired, nil},
+		{"", true, api.CodePreconditionRequired, nil},
 		{v.ETag(), true, "", []sqldb.RowVersion{v}},
-		{`W/` + v.ETag(), false, apperr.PreconditionFailed, nil},
-		{`"nonsense"`, false, apperr.PreconditionFailed, nil},
+		{`W/` + v.ETag(), false, api.CodePreconditionFailed, nil},
+		{`"nonsense"`, false, api.CodePreconditionFailed, nil},
 		{`*`, true, "", []sqldb.RowVersion{v, other}},
 		{other.ETag() + ", " + v.ETag(), true, "", []sqldb.RowVersion{v, other}},
 		{`W/` + other.ETag() + "," + v.ETag(), true, "", []sqldb.RowVersion{v}},
@@ -353,5 +319,34 @@ func TestLimitCursorAndIfMatch(t *testing.T) {
 				t.Errorf("IfMatch(%q).Matches(%d) = %v, want %v", c.header, cur, !want, want)
 			}
 		}
+	}
+}
+
+// TestOpenAPIDocumentIsBuiltOnce: GET /openapi.json answers from a cache built once per set
+// of routes, and a route registered after a GET is in the next answer.
+func TestOpenAPIDocumentIsBuiltOnce(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	get := func(target string) []byte {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		s.Echo.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		if rec.Code != http.StatusOK || rec.Header().Get(echo.HeaderContentType) != echo.MIMEApplicationJSON {
+			t.Fatalf("GET %s: %d %q", target, rec.Code, rec.Header().Get(echo.HeaderContentType))
+		}
+		return rec.Body.Bytes()
+	}
+	first, second := get("/openapi.json"), get("/openapi.json")
+	want, err := json.Marshal(s.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first) != string(want)+"\n" || string(second) != string(first) || s.docBuilds != 1 {
+		t.Fatalf("two GETs: equal %v, as encoded %v, builds %d (want 1)", string(second) == string(first),
+			string(first) == string(want)+"\n", s.docBuilds)
+	}
+	s.Route(http.MethodGet, "/late", Op{ID: "late", Tag: "System", Summary: "late", Public: true, Status: http.StatusNoContent}, nil)
+	if !strings.Contains(string(get("/openapi.json")), `"/late"`) || s.docBuilds != 2 {
+		t.Fatalf("a route added after the first GET is missing, or the document was not rebuilt (builds %d)", s.docBuilds)
 	}
 }

@@ -1284,12 +1284,18 @@ type ListDecisionsHeadParams struct {
 
 // GetDecisionParams defines parameters for GetDecision.
 type GetDecisionParams struct {
+	// WaitSeconds Wait up to this long for the resource to reach its final state before answering (with the state then current).
+	WaitSeconds *int `form:"waitSeconds,omitempty" json:"waitSeconds,omitempty"`
+
 	// IfNoneMatch ETags the caller holds (a list, or *): 304 without a body when one is current.
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // GetDecisionHeadParams defines parameters for GetDecisionHead.
 type GetDecisionHeadParams struct {
+	// WaitSeconds Wait up to this long for the resource to reach its final state before answering (with the state then current).
+	WaitSeconds *int `form:"waitSeconds,omitempty" json:"waitSeconds,omitempty"`
+
 	// IfNoneMatch ETags the caller holds (a list, or *): 304 without a body when one is current.
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -1424,12 +1430,18 @@ type ListRunsHeadParams struct {
 
 // GetRunParams defines parameters for GetRun.
 type GetRunParams struct {
+	// WaitSeconds Wait up to this long for the resource to reach its final state before answering (with the state then current).
+	WaitSeconds *int `form:"waitSeconds,omitempty" json:"waitSeconds,omitempty"`
+
 	// IfNoneMatch ETags the caller holds (a list, or *): 304 without a body when one is current.
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // GetRunHeadParams defines parameters for GetRunHead.
 type GetRunHeadParams struct {
+	// WaitSeconds Wait up to this long for the resource to reach its final state before answering (with the state then current).
+	WaitSeconds *int `form:"waitSeconds,omitempty" json:"waitSeconds,omitempty"`
+
 	// IfNoneMatch ETags the caller holds (a list, or *): 304 without a body when one is current.
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -2093,7 +2105,7 @@ type ClientInterface interface {
 
 	// GetDecision Read a decision
 	//
-	// The holder reads the answer here.
+	// The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it answers at once.
 	//
 	// Corresponds with GET /v1/decisions/{decisionId} (the `GetDecision` operationId).
 	GetDecision(ctx context.Context, decisionId openapi_types.UUID, params *GetDecisionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2332,7 +2344,7 @@ type ClientInterface interface {
 
 	// GetRun Read a run
 	//
-	// Read a run.
+	// With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it then is); past the tenant's cap of waiting reads it answers at once.
 	//
 	// Corresponds with GET /v1/runs/{runId} (the `GetRun` operationId).
 	GetRun(ctx context.Context, runId openapi_types.UUID, params *GetRunParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3290,7 +3302,7 @@ func (c *Client) ListDecisionsHead(ctx context.Context, params *ListDecisionsHea
 
 // GetDecision Read a decision
 //
-// The holder reads the answer here.
+// The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it answers at once.
 //
 // Corresponds with GET /v1/decisions/{decisionId} (the `GetDecision` operationId).
 func (c *Client) GetDecision(ctx context.Context, decisionId openapi_types.UUID, params *GetDecisionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3799,7 +3811,7 @@ func (c *Client) ClaimRun(ctx context.Context, body ClaimRunJSONRequestBody, req
 
 // GetRun Read a run
 //
-// Read a run.
+// With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it then is); past the tenant's cap of waiting reads it answers at once.
 //
 // Corresponds with GET /v1/runs/{runId} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, runId openapi_types.UUID, params *GetRunParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6162,6 +6174,33 @@ func NewGetDecisionRequest(server string, decisionId openapi_types.UUID, params 
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitSeconds", *params.WaitSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -6209,6 +6248,33 @@ func NewGetDecisionHeadRequest(server string, decisionId openapi_types.UUID, par
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitSeconds", *params.WaitSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
@@ -7473,6 +7539,33 @@ func NewGetRunRequest(server string, runId openapi_types.UUID, params *GetRunPar
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitSeconds", *params.WaitSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -7520,6 +7613,33 @@ func NewGetRunHeadRequest(server string, runId openapi_types.UUID, params *GetRu
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitSeconds", *params.WaitSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
@@ -8214,7 +8334,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetDecisionWithResponse Read a decision
 	//
-	// The holder reads the answer here.
+	// The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it answers at once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8483,7 +8603,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetRunWithResponse Read a run
 	//
-	// Read a run.
+	// With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it then is); past the tenant's cap of waiting reads it answers at once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18241,7 +18361,7 @@ func (c *ClientWithResponses) ListDecisionsHeadWithResponse(ctx context.Context,
 
 // GetDecisionWithResponse Read a decision
 //
-// The holder reads the answer here.
+// The holder reads the answer here. With waitSeconds the answer waits while the decision is pending (until it closes, or that long, answering with the decision as it then is); past the tenant's cap of waiting reads it answers at once.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18672,7 +18792,7 @@ func (c *ClientWithResponses) ClaimRunWithResponse(ctx context.Context, body Cla
 
 // GetRunWithResponse Read a run
 //
-// Read a run.
+// With waitSeconds the answer waits until the run has ended (or that long, answering with the run as it then is); past the tenant's cap of waiting reads it answers at once.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -1,11 +1,11 @@
-package web
+package strictjson
 
 import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/api"
 )
 
 // The strict decoder's walk over a body already known to be well-formed JSON. encoding/json's
@@ -42,13 +42,13 @@ func validShallow(body []byte) bool {
 
 // dupMembers lists every member name given twice in one object of body (well-formed), in
 // the order and with the paths scanBody gives.
-func dupMembers(body []byte) []apperr.FieldError {
-	var dups []apperr.FieldError
+func dupMembers(body []byte) []api.FieldError {
+	var dups []api.FieldError
 	dupsIn(trimSpace(body), "", &dups)
 	return dups
 }
 
-func dupsIn(raw []byte, path string, dups *[]apperr.FieldError) {
+func dupsIn(raw []byte, path string, dups *[]api.FieldError) {
 	switch raw[0] {
 	case '{':
 		var seen map[string]bool
@@ -58,7 +58,7 @@ func dupsIn(raw []byte, path string, dups *[]apperr.FieldError) {
 			}
 			p := joinPath(path, name)
 			if seen[name] {
-				*dups = append(*dups, apperr.FieldError{Field: p, Reason: "is given more than once"})
+				*dups = append(*dups, api.FieldError{Field: p, Reason: "is given more than once"})
 			}
 			seen[name] = true
 			dupsIn(value, p, dups)

@@ -1,4 +1,4 @@
-package web
+package strictjson
 
 import (
 	"bytes"
@@ -141,7 +141,7 @@ func TestWalkAgreesWithDecoder(t *testing.T) {
 }
 
 // FuzzWalkAgreesWithDecoder is the same comparison over bodies the fuzzer makes:
-// go test -run '^$' -fuzz FuzzWalkAgreesWithDecoder ./internal/web/
+// go test -run '^$' -fuzz FuzzWalkAgreesWithDecoder ./internal/strictjson/
 func FuzzWalkAgreesWithDecoder(f *testing.F) {
 	for _, s := range walkSeeds {
 		f.Add([]byte(s))

@@ -1,4 +1,4 @@
-package web
+package strictjson
 
 import (
 	"testing"
@@ -6,11 +6,11 @@ import (
 	"github.com/ledger-dev/ledger/api"
 )
 
-// BenchmarkDecodeStrict decodes the bodies of the busiest routes: a fenced checkpoint and
+// BenchmarkDecode decodes the bodies of the busiest routes: a fenced checkpoint and
 // an enqueue with a small input.
 //
-//	go test -run '^$' -bench DecodeStrict ./internal/web/
-func BenchmarkDecodeStrict(b *testing.B) {
+//	go test -run '^$' -bench Decode ./internal/strictjson/
+func BenchmarkDecode(b *testing.B) {
 	bodies := []struct {
 		name string
 		body string
@@ -26,7 +26,7 @@ func BenchmarkDecodeStrict(b *testing.B) {
 			body := []byte(c.body)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := decodeStrict(body, c.dst()); err != nil {
+				if err := Decode(body, c.dst()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,13 @@
-package web
+// Package strictjson is the strict JSON decoder of request bodies and cursors. encoding/json
+// matches member names case-insensitively, keeps the last of duplicate members and stops at
+// the first value of a wrong type, so a request it decodes can mean something other than what
+// a stricter reader (a proxy, a validator, another SDK) understood. This decoder walks the
+// body beside the target type instead: member names match the json tags exactly, a member name
+// given twice in any object of the body (free-form JSON such as a run's input included) is
+// refused, and every field that fails to decode is reported, not only the first. Values of
+// types that decode themselves (json.Unmarshaler, encoding.TextUnmarshaler: times, UUIDs,
+// enums, raw JSON) and scalars are decoded by encoding/json.
+package strictjson
 
 import (
 	"bytes"
@@ -19,32 +28,22 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
-// The strict JSON decoder. encoding/json matches member names case-insensitively, keeps the
-// last of duplicate members and stops at the first value of a wrong type, so a request it
-// decodes can mean something other than what a stricter reader (a proxy, a validator,
-// another SDK) understood. This decoder walks the body beside the target type instead:
-// member names match the json tags exactly, a member name given twice in any object of the
-// body (free-form JSON such as a run's input included) is refused, and every field that
-// fails to decode is reported, not only the first. Values of types that decode themselves
-// (json.Unmarshaler, encoding.TextUnmarshaler: times, UUIDs, enums, raw JSON) and scalars
-// are decoded by encoding/json.
+// MaxDepth bounds the nesting of a body, as encoding/json bounds its own.
+const MaxDepth = 10000
 
-// maxDepth bounds the nesting of a body, as encoding/json bounds its own.
-const maxDepth = 10000
-
-// decodeStrict decodes body, one JSON value, into dst (a non-nil pointer). It returns an
+// Decode decodes body, one JSON value, into dst (a non-nil pointer). It returns an
 // invalid_request error: a syntax problem alone, or every member that failed to decode.
-func decodeStrict(body []byte, dst any) error {
-	_, err := decodeStrictZeros(body, dst)
+func Decode(body []byte, dst any) error {
+	_, err := DecodeZeros(body, dst)
 	return err
 }
 
-// decodeStrictZeros is decodeStrict that also returns, by path, the members the body gave
+// DecodeZeros is Decode that also returns, by path, the members the body gave
 // with their type's zero value ("", 0, the nil UUID), each with the words that refuse it: a
 // required member given so fails validator/v10's "required" exactly as a missing one does,
 // and "is required" would tell the caller who sent it that it was not sent.
-func decodeStrictZeros(body []byte, dst any) (map[string]string, error) {
-	var dups []apperr.FieldError
+func DecodeZeros(body []byte, dst any) (map[string]string, error) {
+	var dups []api.FieldError
 	if validShallow(body) {
 		dups = dupMembers(body)
 	} else {
@@ -55,7 +54,7 @@ func decodeStrictZeros(body []byte, dst any) (map[string]string, error) {
 	}
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
-		panic("web: decode target must be a non-nil pointer")
+		panic("strictjson: decode target must be a non-nil pointer")
 	}
 	d := decoder{errs: dups}
 	d.value(bytes.TrimSpace(body), v.Elem(), "")
@@ -67,23 +66,23 @@ func decodeStrictZeros(body []byte, dst any) (map[string]string, error) {
 
 // scanBody refuses malformed JSON, more than one value and excessive nesting, and lists
 // every member name given twice in one object.
-func scanBody(body []byte) ([]apperr.FieldError, error) {
+func scanBody(body []byte) ([]api.FieldError, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	var dups []apperr.FieldError
+	var dups []api.FieldError
 	if err := scanValue(dec, "", 0, &dups); err != nil {
 		return nil, syntaxProblem(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, apperr.New(apperr.Invalid, "the body holds more than one JSON value")
+		return nil, apperr.New(api.CodeInvalidRequest, "the body holds more than one JSON value")
 	}
 	return dups, nil
 }
 
 var errTooDeep = errors.New("nested too deep")
 
-func scanValue(dec *json.Decoder, path string, depth int, dups *[]apperr.FieldError) error {
-	if depth > maxDepth {
+func scanValue(dec *json.Decoder, path string, depth int, dups *[]api.FieldError) error {
+	if depth > MaxDepth {
 		return errTooDeep
 	}
 	tok, err := dec.Token()
@@ -100,7 +99,7 @@ func scanValue(dec *json.Decoder, path string, depth int, dups *[]apperr.FieldEr
 			}
 			k, _ := kt.(string) // the decoder yields a string in key position
 			if seen[k] {
-				*dups = append(*dups, apperr.FieldError{Field: joinPath(path, k), Reason: "is given more than once"})
+				*dups = append(*dups, api.FieldError{Field: joinPath(path, k), Reason: "is given more than once"})
 			}
 			seen[k] = true
 			if err := scanValue(dec, joinPath(path, k), depth+1, dups); err != nil {
@@ -125,13 +124,13 @@ func syntaxProblem(err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		return apperr.New(apperr.Invalid, "malformed JSON at byte %d", se.Offset)
+		return apperr.New(api.CodeInvalidRequest, "malformed JSON at byte %d", se.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return apperr.New(apperr.Invalid, "truncated JSON body")
+		return apperr.New(api.CodeInvalidRequest, "truncated JSON body")
 	case errors.Is(err, errTooDeep):
-		return apperr.New(apperr.Invalid, "the body is nested more than %d levels deep", maxDepth)
+		return apperr.New(api.CodeInvalidRequest, "the body is nested more than %d levels deep", MaxDepth)
 	}
-	return apperr.New(apperr.Invalid, "malformed JSON body")
+	return apperr.New(api.CodeInvalidRequest, "malformed JSON body")
 }
 
 func joinPath(path, name string) string {
@@ -143,7 +142,7 @@ func joinPath(path, name string) string {
 
 // decoder collects the field errors of one body, and the members it gave as zero values.
 type decoder struct {
-	errs  []apperr.FieldError
+	errs  []api.FieldError
 	zeros map[string]string
 }
 
@@ -158,7 +157,7 @@ func (d *decoder) fail(path, reason string) {
 			return
 		}
 	}
-	d.errs = append(d.errs, apperr.FieldError{Field: path, Reason: reason})
+	d.errs = append(d.errs, api.FieldError{Field: path, Reason: reason})
 }
 
 var (
@@ -303,6 +302,7 @@ func zeroReason(t reflect.Type) string {
 var (
 	timeValueType = reflect.TypeOf(time.Time{})
 	nullUUIDType  = reflect.TypeOf(uuid.NullUUID{})
+	uuidType      = reflect.TypeOf(uuid.UUID{})
 )
 
 // rangeProblem refuses what a database column cannot hold: times outside 0001..9999 UTC
@@ -338,17 +338,17 @@ func leafReason(err error, t reflect.Type) string {
 		switch t.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			return integerReason(strings.TrimPrefix(te.Value, "number "), t)
+			return IntegerReason(strings.TrimPrefix(te.Value, "number "), t)
 		}
 		return "must be " + jsonKind(t)
 	}
 	return "is not a valid value"
 }
 
-// integerReason words why the JSON value lit (as encoding/json names it: "string", "bool",
+// IntegerReason words why the JSON value lit (as encoding/json names it: "string", "bool",
 // or the number's own text) does not decode into the integer type t: it is not a whole
 // number, or it is one past the type's range (with the bound it passed).
-func integerReason(lit string, t reflect.Type) string {
+func IntegerReason(lit string, t reflect.Type) string {
 	if strings.ContainsAny(lit, ".eE") || lit == "" || (lit[0] != '-' && (lit[0] < '0' || lit[0] > '9')) {
 		return "must be an integer"
 	}
