@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
@@ -62,7 +63,7 @@ func (s *Service) observeClaim(tenantID string, claim func() (Claimed, error)) (
 // the service: any coded error but internal and database_unavailable.
 func refusedClaim(err error) bool {
 	e, ok := apperr.As(err)
-	return ok && e.Code != apperr.Internal && e.Code != apperr.DatabaseUnavailable
+	return ok && e.Code != api.CodeInternal && e.Code != api.CodeDatabaseUnavailable
 }
 
 func (s *Service) observeTakeBack(tenantID string, took bool, err error) {
