@@ -209,6 +209,9 @@ func (c *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// formValue reads a field of a POST's form body; the query string is never a form.
+func formValue(ctx echo.Context, name string) string { return ctx.Request().PostFormValue(name) }
+
 // lookupSession reads the session a cookie names under the failed-authentication budget of
 // the client's address, the one bad keys spend: a cookie that names no session spends one
 // failure, and past the budget a cookie this replica has not seen good is not read at all
@@ -229,9 +232,6 @@ func (c *console) lookupSession(ctx echo.Context, cookie string) (session, error
 	}
 	return s, err
 }
-
-// formValue reads a field of a POST's form body; the query string is never a form.
-func formValue(ctx echo.Context, name string) string { return ctx.Request().PostFormValue(name) }
 
 func sessionOf(ctx echo.Context) session { s, _ := ctx.Get("session").(session); return s }
 
