@@ -160,6 +160,28 @@ test("the Worker", { concurrency: true }, async (t) => {
     assert.equal(after.attemptsSpent, 0);
   });
 
+  await t.test("a refused claim backs off and keeps trying; a forbidden one stops the worker", async () => {
+    const logged = [];
+    let refused = 0;
+    const logger = { debug() {}, info() {}, warn() {}, error: (msg, f) => logged.push({ msg, ...f }) };
+    const w = new Worker(
+      s.runtime,
+      workerConfig("refused", { releaseId: "not-registered", logger, hooks: { claimFailed: () => refused++ } }),
+      async () => {},
+    );
+    const stop = new AbortController();
+    const done = w.run(stop.signal);
+    await eventually(() => refused >= 2, "two refused claims");
+    stop.abort();
+    await done; // resolves: a refusal is not fatal
+    assert.equal(logged.length, 1, JSON.stringify(logged));
+    assert.equal(logged[0].code, "release_not_active");
+
+    const admin = new Worker(s.admin, workerConfig("forbidden", { logger: { ...logger, error() {} } }), async () => {});
+    const err = await admin.run(new AbortController().signal).catch((e) => e);
+    assert.equal(err?.code, "forbidden");
+  });
+
   await t.test("a stale write is a LedgerProblem with its guard", async () => {
     await s.runtime.enqueueRun(spec("stale"));
     const cl = await s.runtime.claimRun({ ...release, holderId: "h", kinds: ["stale"] });
