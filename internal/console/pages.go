@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -53,12 +52,12 @@ func (c *console) renderSignin(ctx echo.Context, status int, msg string) error {
 func (c *console) signin(ctx echo.Context) error {
 	r := ctx.Request()
 	ck, err := r.Cookie(signinCookie)
-	form := ctx.FormValue("signin")
+	form := formValue(ctx, "signin")
 	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(form)) != 1 {
 		return c.renderSignin(ctx, http.StatusForbidden, "The sign-in form expired. Please try again.")
 	}
 	// The API's key check, with its cache and its budget of failures per client address.
-	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), ctx.FormValue("key"))
+	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), formValue(ctx, "key"))
 	if apperr.Is(err, api.CodeRateLimited) {
 		ctx.Response().Header().Set("Retry-After", "60")
 		return c.renderSignin(ctx, http.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait a minute and try again.")
@@ -157,11 +156,10 @@ type runsFilter struct {
 type runsView struct {
 	Filter runsFilter
 	Runs   []runs.Run
-	Next   string // query string of the next page ("" on the last)
-	// Newest links the first page with the same filters, set only on a later page (the
-	// first page needs no link to itself). A whole URL, built from encoded values: the
-	// template would escape a query string's "=" and "&".
-	Newest  template.URL
+	First  string // link to the first page, with the filters
+	Next   string // link to the next page ("" on the last)
+	// Later says this is not the first page: only then does it link to the newest.
+	Later   bool
 	Problem string
 }
 
@@ -225,13 +223,7 @@ func (c *console) runsPage(ctx echo.Context) error {
 		lf.AfterQueuedAt, lf.AfterRunID = to, uuid.Nil // before "to", exclusive
 	}
 	if cur := q.Get("cursor"); cur != "" {
-		first := url.Values{}
-		for k, vs := range q {
-			if k != "cursor" && len(vs) > 0 && vs[0] != "" {
-				first.Set(k, vs[0])
-			}
-		}
-		v.Newest = template.URL("/ui/runs?" + first.Encode())
+		v.Later = true
 		if rc, ok := decodeCursor[runCursor](cur); !ok {
 			problems = append(problems, "the page link is damaged; start again from the first page")
 		} else if to == nil || rc.QueuedAt.Before(*to) {
@@ -246,17 +238,18 @@ func (c *console) runsPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
+	nq := url.Values{}
+	for k, vs := range q {
+		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
+			nq.Set(k, vs[0])
+		}
+	}
+	v.First = pageLink("/ui/runs", nq)
 	if len(rs) > pageSize {
 		rs = rs[:pageSize]
 		last := rs[len(rs)-1]
-		nq := url.Values{}
-		for k, vs := range q {
-			if k != "cursor" && len(vs) > 0 && vs[0] != "" {
-				nq.Set(k, vs[0])
-			}
-		}
 		nq.Set("cursor", encodeCursor(runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}))
-		v.Next = nq.Encode()
+		v.Next = pageLink("/ui/runs", nq)
 	}
 	v.Runs = rs
 	return c.render(ctx, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: v})
@@ -270,10 +263,16 @@ type runView struct {
 	// Chain is the continuation chain, oldest first, with this run in it.
 	Chain        []runs.Run
 	ChainTrimmed bool
+	// ChildrenTrimmed says the run has more delegated children than the page lists.
+	ChildrenTrimmed bool
 }
 
 // chainLimit bounds how far the run page follows a continuation chain each way.
 const chainLimit = 20
+
+// childrenLimit bounds the delegated children the run page lists, over all its attempts
+// (each attempt's timeline lists all of its own).
+const childrenLimit = 100
 
 func (c *console) pathUUID(ctx echo.Context, name string) (uuid.UUID, error) {
 	id, err := uuid.Parse(ctx.Param(name))
@@ -302,8 +301,11 @@ func (c *console) runPage(ctx echo.Context) error {
 		v.Attempts = append(v.Attempts, it.Attempt)
 	}
 	// One read each, whatever the number of attempts or the length of the chain.
-	if v.Delegations, err = c.Delegations.ListByRun(rctx, tenant, id, 500); err != nil {
+	if v.Delegations, err = c.Delegations.ListByRun(rctx, tenant, id, childrenLimit+1); err != nil {
 		return err
+	}
+	if len(v.Delegations) > childrenLimit {
+		v.Delegations, v.ChildrenTrimmed = v.Delegations[:childrenLimit], true
 	}
 	if v.Chain, v.ChainTrimmed, err = c.Runs.Chain(rctx, tenant, id, chainLimit); err != nil {
 		return c.orNotFound(ctx, err)
@@ -359,7 +361,7 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	if len(entries) > timelinePage {
 		entries = entries[:timelinePage]
 		tc := entries[len(entries)-1].Cursor()
-		v.Next = encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})
+		v.Next = pageLink("/ui/attempts/"+id.String(), url.Values{"cursor": {encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})}})
 	}
 	for _, e := range entries {
 		v.Timeline = append(v.Timeline, timelineRowOf(e))

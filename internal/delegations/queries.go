@@ -37,12 +37,7 @@ func prefixed(alias string) string {
 	return strings.Join(cols, ", ")
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 // columns are read by every SELECT of a delegation, in the order of Delegation.
 const columns = `DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth, Status, CreatedAt, Version`

@@ -106,11 +106,18 @@ var RunsAdditions = []Addition{
 			"(FK_Runs_ContinuedFromRun); UX_Runs_ContinuedFrom is filtered",
 	},
 	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Parent_Subject",
+		Definition: "INDEX (TenantId, ParentRunId, Subject)",
+		Reason: "issue 18 item 7: the delegated-siblings hook seeks a parent's child runs of one subject; through " +
+			"IX_Runs_Parent the subject was a residual after a lookup (and, without READ_COMMITTED_SNAPSHOT, an S lock) " +
+			"of every child run, so a claim of one continuation could deadlock with the complete of another subject's sibling",
+	},
+	{
 		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Tenant_Ended",
 		Definition: "INDEX (TenantId, EndedAt) INCLUDE (Outcome, ProjectId, AgentId, Kind) WHERE State = 2",
 		Reason: "DESIGN.md section 5a (insights, issue 21): runs ended in a window by outcome, project, agent and kind, and " +
 			"the attempts of each finished run, seek the window's ended runs instead of the tenant's whole history " +
-			"(migration 000016); SQLite has no INCLUDE",
+			"(migration 000017); SQLite has no INCLUDE",
 	},
 }
 
