@@ -32,6 +32,7 @@ func commands() []command {
 		{"check", "[--db D] [--for serve|migrate] [--json]", "check the database before service: exit 0 ready, 1 a required check failed, 2 cannot check", runCheck},
 		{"keys", "create --tenant T --role runtime|admin | list [--tenant T] | revoke KEYID", "manage API keys", runKeys},
 		{"tenants", "set --tenant T --max-leased N | list", "set a tenant's budget of leased runs; list tenants with budget and leased runs", runTenants},
+		{"backup", "--out FILE [--db D]", "copy the embedded database consistently while it serves, and check the copy", runBackup},
 		{"purge", "[--db D] [--batch N] [--dry-run]", "delete ended run chains past their project's retention", runPurge},
 		{"openapi", "[--out FILE]", "write the OpenAPI 3.1 document the service serves at /openapi.json", runOpenAPI},
 		{"bench", "[flags] | crash [flags]", "load-test the service and report throughput and latency; crash: kill -9 it under load and check nothing acknowledged is lost", runBench},
