@@ -115,7 +115,7 @@ func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
 		if perr != nil {
 			return nil, 0, nil, perr
 		}
-		if drv, err = migratesqlserver.WithInstance(pool, &migratesqlserver.Config{}); err != nil {
+		if drv, err = migratesqlserver.WithInstance(pool, mssqlMigrateConfig()); err != nil {
 			pool.Close()
 		} else {
 			// The driver's Close closes the connection it pinned, then the pool.
@@ -136,6 +136,17 @@ func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
 		return nil, 0, nil, fmt.Errorf("prepare migrations: %w", err)
 	}
 	return m, latest, release, nil
+}
+
+// mssqlMigrationsTable is golang-migrate's version table on SQL Server, in dbo whatever
+// the migration login's default schema: a user created WITH DEFAULT_SCHEMA (or an Entra
+// group's user) would otherwise get its own copy, and serve, reading through the service
+// login's default schema, would see version 0.
+const mssqlMigrationsTable = "dbo.schema_migrations"
+
+// mssqlMigrateConfig is golang-migrate's SQL Server configuration: the version table in dbo.
+func mssqlMigrateConfig() *migratesqlserver.Config {
+	return &migratesqlserver.Config{SchemaName: "dbo"}
 }
 
 func latestVersion(src interface {
@@ -285,7 +296,11 @@ func (db *DB) SchemaState(ctx context.Context) (SchemaState, error) {
 		Version int64 `db:"version"`
 		Dirty   bool  `db:"dirty"`
 	}
-	err = db.r.GetContext(ctx, &row, `SELECT version, dirty FROM schema_migrations`)
+	table := "schema_migrations"
+	if _, ok := db.Dialect.(mssqlDialect); ok {
+		table = mssqlMigrationsTable
+	}
+	err = db.r.GetContext(ctx, &row, `SELECT version, dirty FROM `+table)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return st, nil

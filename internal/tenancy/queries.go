@@ -14,11 +14,7 @@ type queries struct {
 	listTenants  string
 	getKey       string // 1 key id
 	touchKey     string // 1 key id, 2 now, 3 now less the resolution
+	liveKeyIDs   string // the ids of the keys not revoked
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

@@ -1,5 +1,5 @@
 -- Keys carry an optional operator label and when they were last used (DESIGN.md section 8;
--- see migrations/sqlite 000016). Both columns are nullable, so adding them is a metadata
+-- see migrations/sqlite 000017). Both columns are nullable, so adding them is a metadata
 -- change that rewrites no row.
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
