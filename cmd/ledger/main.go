@@ -306,7 +306,7 @@ type dbFlags struct {
 }
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.dsn, "db", defaultDB, "database: a SQLite file path, or sqlserver://user:pass@host:1433?database=ledger")
+	fs.StringVar(&d.dsn, "db", defaultDB, "database: a SQLite file path (or file: URI), or sqlserver://user:pass@host:1433?database=ledger; any other scheme is refused")
 	fs.StringVar(&d.sync, "sqlite-sync", "normal", "SQLite durability: normal (survives a process crash) or full (also an OS crash or power loss)")
 	fs.DurationVar(&d.busy, "sqlite-busy-timeout", 5*time.Second, "SQLite: how long a write waits for another process's lock before the request gets 503")
 }
