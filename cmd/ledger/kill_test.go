@@ -18,7 +18,14 @@ import (
 // the binary.
 const childArgs = "LEDGER_TEST_CHILD_ARGS"
 
+// childArgv is the variable that makes the test binary run `ledger` with its own command
+// line (os.Args[1:]): what a shell script calls as ledger.
+const childArgv = "LEDGER_TEST_CHILD_ARGV"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(childArgv) == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if a := os.Getenv(childArgs); a != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(a), &args); err != nil {

@@ -34,6 +34,9 @@ func (db *DB) Backup(ctx context.Context, out string) error {
 	if same, _ := sameFile(out, db.sqlitePath); same {
 		return errors.New("--out names the database itself")
 	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o750); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
 	tmp := out + ".partial"
 	_ = os.Remove(tmp) // a copy an earlier, interrupted backup left
 	if _, err := db.w.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
