@@ -173,9 +173,10 @@ func sharedSettings() map[string]bool {
 }
 
 // otherVariables are LEDGER_* variables that other parts of the project read (the SDK's
-// examples, the tests, the docs' deploy step), so their presence is not a typo.
+// examples, the tests, the docs' deploy step), so their presence is not a typo; so are the
+// tests' LEDGER_TEST_* variables.
 var otherVariables = []string{"LEDGER_URL", "LEDGER_KEY", "LEDGER_ADMIN_KEY", "LEDGER_MIGRATE_DB",
-	"LEDGER_CHROMIUM", "LEDGER_SCREENSHOTS", "LEDGER_DBTEST_CHILD", "LEDGER_TEST_*"}
+	"LEDGER_CHROMIUM", "LEDGER_SCREENSHOTS", "LEDGER_DBTEST_CHILD"}
 
 // unknownVariables returns the LEDGER_* names of environ that nothing reads, each with the
 // known variable it most likely misspells ("" when none is close).
