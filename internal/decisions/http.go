@@ -142,7 +142,7 @@ func (h handlers) answer(c echo.Context) error {
 	if !ok {
 		return apperr.FieldsInvalid(api.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
 	}
-	ifMatch, err := web.IfMatch(c, true)
+	ifMatch, err := web.IfMatch(c)
 	if err != nil {
 		return err
 	}
