@@ -88,14 +88,19 @@ func (a Attempt) Wire() api.Attempt {
 // Ended reports whether the attempt is over.
 func (a *Attempt) Ended() bool { return a.State != Running }
 
+// insertArgs is the insert's arguments. The statement only stores its text, so all of it
+// goes as Dialect.Text: one declaration list (SQL Server's plan-cache key) for every length.
+func insertArgs(d sqldb.Dialect, a Attempt) []any {
+	return []any{a.AttemptID, a.RunID, a.StepID, d.Text(a.TenantID), d.Text(a.ProjectID), d.NullText(a.EnvironmentID), a.LeaseID,
+		a.FencingToken, a.SnapshotID, d.Text(a.ReleaseID), d.Text(a.AgentID), d.Text(a.ModelProfileID), int(a.State),
+		int(a.Phase), a.MaxCorrections, d.Time(a.StartedAt), d.Text(a.AdapterVersion)}
+}
+
 // Insert writes a new attempt (the claim's) and returns it as stored (with its Version).
 func Insert(ctx context.Context, tx *sqldb.Tx, a Attempt) (Attempt, error) {
 	q := queriesFor(tx.Dialect)
 	var out Attempt
-	err := tx.GetContext(ctx, &out, q.insert,
-		a.AttemptID, a.RunID, a.StepID, a.TenantID, a.ProjectID, a.EnvironmentID, a.LeaseID, a.FencingToken,
-		a.SnapshotID, a.ReleaseID, a.AgentID, a.ModelProfileID, int(a.State), int(a.Phase), a.MaxCorrections,
-		tx.Dialect.Time(a.StartedAt), a.AdapterVersion)
+	err := tx.GetContext(ctx, &out, q.insert, insertArgs(tx.Dialect, a)...)
 	if err != nil {
 		return Attempt{}, fmt.Errorf("insert attempt: %w", err)
 	}

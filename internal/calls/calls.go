@@ -148,6 +148,17 @@ type stored struct {
 	AttemptToken int64 `db:"AttemptToken"`
 }
 
+// insertArgs is the insert's arguments. The statement only stores its text, so all of it
+// goes as Dialect.Text: one declaration list (SQL Server's plan-cache key) for every length.
+func insertArgs(d sqldb.Dialect, id uuid.UUID, f runs.Fenced, n Draft) []any {
+	var policy any
+	if n.PolicyDecisionID != nil {
+		policy = *n.PolicyDecisionID
+	}
+	return []any{id, f.Attempt.AttemptID, d.Text(f.Attempt.TenantID), int32(n.Sequence), int32(n.Kind), d.Text(n.Target),
+		d.Text(n.RequestHash), policy, d.Time(f.Now)}
+}
+
 // Record writes a started call of the attempt under the lease at token. It reports
 // created=false for an exact repeat (same sequence, same request hash, same token), which
 // answers with the stored row, as it now is, also after the lease has ended
@@ -162,13 +173,8 @@ func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID
 	return runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
 		What: "record call",
 		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Call, bool, error) {
-			var policy any
-			if n.PolicyDecisionID != nil {
-				policy = *n.PolicyDecisionID
-			}
 			var c Call
-			err := tx.GetContext(ctx, &c, s.q.insert, tx.Dialect.NewID(), f.Attempt.AttemptID, f.Attempt.TenantID, int32(n.Sequence),
-				int32(n.Kind), n.Target, n.RequestHash, policy, tx.Dialect.Time(f.Now))
+			err := tx.GetContext(ctx, &c, s.q.insert, insertArgs(tx.Dialect, tx.Dialect.NewID(), f, n)...)
 			if sqldb.IsConflict(err, conflictMarkers...) {
 				return Call{}, false, runs.ErrTaken
 			}

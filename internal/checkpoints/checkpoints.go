@@ -138,6 +138,13 @@ func (s *Store) Append(ctx context.Context, tenantID string, attemptID uuid.UUID
 	})
 }
 
+// insertArgs is the insert's arguments. The statement only stores its text, so all of it
+// goes as Dialect.Text: one declaration list (SQL Server's plan-cache key) for every length.
+func insertArgs(d sqldb.Dialect, c Checkpoint) []any {
+	return []any{c.CheckpointID, c.AttemptID, d.Text(c.TenantID), int32(c.Sequence), int32(c.Phase),
+		d.Text(c.AdapterStateRef), d.Text(c.AdapterVersion), d.NullText(c.ContextSnapshotRef), d.Text(c.Hash), d.Time(c.CreatedAt)}
+}
+
 // insert writes the checkpoint of a fenced attempt and records it on the attempt. A
 // checkpoint already at its sequence (an earlier append, or on SQL Server a concurrent one
 // that committed first) makes the unique index refuse it: runs.ErrTaken, and the repeat
@@ -148,8 +155,7 @@ func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n Draft
 		Phase: n.Phase, AdapterStateRef: n.AdapterStateRef, AdapterVersion: n.AdapterVersion,
 		ContextSnapshotRef: n.ContextSnapshotRef, Hash: n.Hash, CreatedAt: f.Now,
 	}
-	_, err := tx.ExecContext(ctx, s.q.insert, c.CheckpointID, c.AttemptID, c.TenantID, int32(c.Sequence), int32(c.Phase),
-		c.AdapterStateRef, c.AdapterVersion, c.ContextSnapshotRef, c.Hash, tx.Dialect.Time(c.CreatedAt))
+	_, err := tx.ExecContext(ctx, s.q.insert, insertArgs(tx.Dialect, c)...)
 	if sqldb.IsConflict(err, conflictMarkers...) {
 		return Checkpoint{}, runs.ErrTaken
 	}

@@ -135,8 +135,7 @@ func (s *Store) Create(ctx context.Context, c runs.Caller, attemptID uuid.UUID, 
 				return d, false, err
 			}
 			var d Delegation
-			err = tx.GetContext(ctx, &d, s.q.insert, tx.Dialect.NewID(), attemptID, c.TenantID, run.RunID, r.Child.AgentID, r.Purpose,
-				run.Depth, StatusOf(run), tx.Dialect.Time(f.Now))
+			err = tx.GetContext(ctx, &d, s.q.insert, insertArgs(tx.Dialect, tx.Dialect.NewID(), attemptID, run, r.Purpose, f.Now)...)
 			if err != nil {
 				return Delegation{}, false, fmt.Errorf("insert delegation: %w", err)
 			}
@@ -326,4 +325,11 @@ func setStatus(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, i
 		return fmt.Errorf("set delegation status: %w", err)
 	}
 	return nil
+}
+
+// insertArgs is the insert's arguments. The statement only stores its text, so all of it
+// goes as Dialect.Text: one declaration list (SQL Server's plan-cache key) for every length.
+func insertArgs(d sqldb.Dialect, id, attemptID uuid.UUID, child runs.Run, purpose string, now time.Time) []any {
+	return []any{id, attemptID, d.Text(child.TenantID), child.RunID, d.Text(child.AgentID), d.Text(purpose), child.Depth,
+		d.Text(StatusOf(child)), d.Time(now)}
 }

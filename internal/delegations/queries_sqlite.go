@@ -17,11 +17,10 @@ ORDER BY CreatedAt, DelegationId LIMIT ?5`,
 WHERE TenantId = ?1 AND DelegationId = ?2 AND Status <> ?3`,
 	runByIdempotencyKey: `SELECT RunId FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 	continuedFrom:       `SELECT ContinuedFromRunId FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
-	// IX_Attempts_Run_Step finds the parent's attempts, IX_Delegations_Attempt their
-	// delegations, the Runs primary key each child's subject.
+	// IX_Runs_Parent_Subject finds the chain's runs, UX_Delegations_ChildRun their
+	// delegations (CROSS JOIN keeps that order).
 	delegatedSiblings: `SELECT d.DelegationId, d.ChildRunId, d.Status
-FROM ExecutionAttempts AS a
-JOIN SubAgentDelegations AS d ON d.AttemptId = a.AttemptId
-JOIN Runs AS c ON c.RunId = d.ChildRunId
-WHERE a.RunId = ?2 AND a.TenantId = ?1 AND d.TenantId = ?1 AND c.TenantId = ?1 AND c.Subject = ?3`,
+FROM Runs AS c INDEXED BY IX_Runs_Parent_Subject
+CROSS JOIN SubAgentDelegations AS d ON d.ChildRunId = c.RunId
+WHERE c.TenantId = ?1 AND c.ParentRunId = ?2 AND c.Subject = ?3 AND d.TenantId = ?1`,
 }

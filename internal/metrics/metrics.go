@@ -47,6 +47,7 @@ type Metrics struct {
 	takeBacks      *prometheus.CounterVec
 	groupSize      prometheus.Histogram
 	writeLatency   prometheus.Histogram
+	connsOpened    prometheus.Counter
 	live           *liveCollector
 	readErrors     prometheus.Counter
 	collectorsList []prometheus.Collector
@@ -77,7 +78,7 @@ func New(store *overview.Store, o Options) *Metrics {
 	}
 	m.claims = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ledger_claims_total",
-		Help: "Claim transactions by outcome (leased, empty, budget_hold, error); a long poll that looks again counts each look.",
+		Help: "Claim transactions by outcome (leased, empty, budget_hold, refused: the claim asked for something the tenant does not have, error: the service failed); a long poll that looks again counts each look.",
 	}, tl("outcome"))
 	m.claimLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ledger_claim_duration_seconds",
@@ -106,6 +107,10 @@ func New(store *overview.Store, o Options) *Metrics {
 		Help:    "Duration of a write transaction as its caller sees it (retries and the SQLite group's commit included).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 	})
+	m.connsOpened = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ledger_db_connections_opened_total",
+		Help: "Connections SQL Server's pool opened after start (each a login and a session init); a steady rise means connections are being thrown away.",
+	})
 	m.readErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ledger_metrics_read_errors_total",
 		Help: "Scrapes whose read of the live counts from the database failed (the gauges are then absent).",
@@ -118,7 +123,7 @@ func New(store *overview.Store, o Options) *Metrics {
 	if !o.TenantLabels {
 		// Without tenants every series is known now: export zeros from the start, so a
 		// rate() over a fresh replica has a beginning.
-		for _, out := range []runs.ClaimOutcome{runs.ClaimLeased, runs.ClaimEmpty, runs.ClaimBudgetHold, runs.ClaimError} {
+		for _, out := range []runs.ClaimOutcome{runs.ClaimLeased, runs.ClaimEmpty, runs.ClaimBudgetHold, runs.ClaimRefused, runs.ClaimError} {
 			m.claims.WithLabelValues(string(out))
 		}
 		for c := range fenceCodes {
@@ -127,7 +132,7 @@ func New(store *overview.Store, o Options) *Metrics {
 		m.leasesLost.WithLabelValues()
 	}
 	m.collectorsList = []prometheus.Collector{m.claims, m.claimLatency, m.fenceRefusals, m.leasesLost, m.takeBacks,
-		m.groupSize, m.writeLatency, m.readErrors, m.live}
+		m.groupSize, m.writeLatency, m.connsOpened, m.readErrors, m.live}
 	return m
 }
 
@@ -165,6 +170,9 @@ func (m *Metrics) WriteDone(d time.Duration) { m.writeLatency.Observe(d.Seconds(
 
 // GroupCommitted records the size of a SQLite commit group.
 func (m *Metrics) GroupCommitted(size int) { m.groupSize.Observe(float64(size)) }
+
+// ConnectionOpened counts a connection SQL Server's pool opened.
+func (m *Metrics) ConnectionOpened() { m.connsOpened.Inc() }
 
 // ObserveRequest counts the fence's refusals from the problem codes the HTTP layer answered.
 func (m *Metrics) ObserveRequest(r web.Request) {

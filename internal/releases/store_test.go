@@ -620,11 +620,17 @@ func TestStore(t *testing.T) {
 			// Every attempt still running on the release has a cancel pending on its run: a
 			// claim either committed before the drain (and was cancelled by it) or was refused.
 			var running, uncancelled int
-			q := fmt.Sprintf(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN r.CancelRequestedAt IS NULL THEN 1 ELSE 0 END), 0)
+			q := fmt.Sprintf(`SELECT COUNT(*) AS Running, COALESCE(SUM(CASE WHEN r.CancelRequestedAt IS NULL THEN 1 ELSE 0 END), 0) AS Uncancelled
 FROM ExecutionAttempts a JOIN Runs r ON r.RunId = a.RunId
 WHERE a.TenantId = '%s' AND a.ReleaseId = '%s' AND a.State = 0`, tenant, rel)
 			if err := w.db.Read(ctx, sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
-				return tx.QueryRowxContext(ctx, q).Scan(&running, &uncancelled)
+				var row struct {
+					Running     int `db:"Running"`
+					Uncancelled int `db:"Uncancelled"`
+				}
+				err := tx.GetContext(ctx, &row, q)
+				running, uncancelled = row.Running, row.Uncancelled
+				return err
 			}); err != nil {
 				t.Fatal(err)
 			}

@@ -82,6 +82,12 @@ func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claime
 			s.wake.quit(c.TenantID, w)
 			t.Stop()
 			return Claimed{}, ErrNothingToClaim
+		case <-s.waits.Closing():
+			// The server is shutting down (StopWaits): answer now, not at the end of the
+			// grace.
+			s.wake.quit(c.TenantID, w)
+			t.Stop()
+			return Claimed{}, ErrNothingToClaim
 		case hops = <-w.woken:
 			woke = true
 		case <-t.C:
@@ -195,6 +201,12 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 	return out, err
 }
 
+// leaseArgs is the lease's arguments. HolderId is only stored, so it goes as Dialect.Text:
+// one declaration list (SQL Server's plan-cache key) whatever the holder's length.
+func leaseArgs(d sqldb.Dialect, tenantID string, runID uuid.UUID, holderID string, leaseSeconds int, until time.Time) []any {
+	return []any{tenantID, runID, d.Text(holderID), leaseSeconds, d.Time(until)}
+}
+
 // errNotLeasable: the pick is no longer a queued head.
 var errNotLeasable = errors.New("the run is no longer a queued head")
 
@@ -204,7 +216,7 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	}
 	until := now.Add(time.Duration(leaseSeconds) * time.Second)
 	var run Run
-	err := tx.GetContext(ctx, &run, s.q.lease, c.TenantID, cand.RunID, req.HolderID, leaseSeconds, tx.Dialect.Time(until))
+	err := tx.GetContext(ctx, &run, s.q.lease, leaseArgs(tx.Dialect, c.TenantID, cand.RunID, req.HolderID, leaseSeconds, until)...)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Claimed{}, errNotLeasable
 	}

@@ -160,10 +160,13 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		return Run{}, false, err
 	}
 	var r Run
-	err = tx.GetContext(ctx, &r, s.q.insert, tx.Dialect.NewID(), c.TenantID, spec.ProjectID, spec.EnvironmentID, spec.Subject,
-		spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, spec.Input.Arg(tx.Dialect), int(spec.Band), 0, 0, spec.MaxAttempts,
-		spec.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
-		parent, depth, nil, c.KeyID, hash)
+	// Text only what the insert stores without comparing: the tenant, subject and
+	// idempotency key are sought (go-mssqldb declares them by their length).
+	d := tx.Dialect
+	err = tx.GetContext(ctx, &r, s.q.insert, d.NewID(), c.TenantID, d.Text(spec.ProjectID), d.NullText(spec.EnvironmentID),
+		spec.Subject, d.Text(spec.Kind), d.Text(spec.AgentID), spec.StepID, spec.SnapshotID, spec.Input.Arg(d), int(spec.Band), 0, 0,
+		spec.MaxAttempts, spec.MaxCorrections, d.Time(now), d.Time(due), d.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
+		parent, depth, nil, d.Text(c.KeyID), d.Text(hash))
 	switch {
 	case spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...):
 		// The key names a run already (on SQL Server possibly one a concurrent enqueue just
@@ -291,7 +294,8 @@ func (s *Service) WaitEnded(ctx context.Context, tenantID string, id uuid.UUID, 
 // commit; the other parts wait on it and notify it of their own changes under these keys.
 func (s *Service) Waits() *waits.Hub { return s.waits }
 
-// StopWaits answers every wait on Waits now and every later one at once (shutdown).
+// StopWaits answers every wait on Waits, and every claim waiting for work, now, and every
+// later one at once (shutdown).
 func (s *Service) StopWaits() { s.waits.Close() }
 
 // RunKey is the wait key a run's end notifies.
@@ -481,10 +485,11 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			return err
 		}
 		var r Run
-		err = tx.GetContext(ctx, &r, s.q.insert, tx.Dialect.NewID(), c.TenantID, old.ProjectID, old.EnvironmentID, old.Subject,
-			old.Kind, old.AgentID, old.StepID, snapshot, old.Input.Arg(tx.Dialect), int(old.Band), old.Epoch, spent, old.MaxAttempts,
-			old.MaxCorrections, tx.Dialect.Time(now), tx.Dialect.Time(due), tx.Dialect.NullTime(old.DeadlineAt), nil, parent,
-			old.Depth, old.RunID, c.KeyID, nil)
+		d := tx.Dialect
+		err = tx.GetContext(ctx, &r, s.q.insert, d.NewID(), c.TenantID, d.Text(old.ProjectID), d.NullText(old.EnvironmentID),
+			old.Subject, d.Text(old.Kind), d.Text(old.AgentID), old.StepID, snapshot, old.Input.Arg(d), int(old.Band), old.Epoch,
+			spent, old.MaxAttempts, old.MaxCorrections, d.Time(now), d.Time(due), d.NullTime(old.DeadlineAt), nil, parent,
+			old.Depth, old.RunID, d.Text(c.KeyID), nil)
 		if sqldb.IsConflict(err, s.continuedFromMarkers()...) {
 			// Continued already (by an earlier request, or a concurrent one that committed
 			// first): answer with its run.

@@ -105,6 +105,13 @@ var RunsAdditions = []Addition{
 		Reason: "issue 11 item 7: an unfiltered index for the purge's self-referencing foreign-key check " +
 			"(FK_Runs_ContinuedFromRun); UX_Runs_ContinuedFrom is filtered",
 	},
+	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Parent_Subject",
+		Definition: "INDEX (TenantId, ParentRunId, Subject)",
+		Reason: "issue 18 item 7: the delegated-siblings hook seeks a parent's child runs of one subject; through " +
+			"IX_Runs_Parent the subject was a residual after a lookup (and, without READ_COMMITTED_SNAPSHOT, an S lock) " +
+			"of every child run, so a claim of one continuation could deadlock with the complete of another subject's sibling",
+	},
 }
 
 // DeclaredAdditions lists every addition migrations/mssql makes to the seed's six tables:

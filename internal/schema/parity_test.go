@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledger-dev/ledger/internal/sqllint"
 	"github.com/ledger-dev/ledger/migrations/mssql"
 	"github.com/ledger-dev/ledger/migrations/sqlite"
 )
@@ -159,29 +160,29 @@ var renderKeywords = map[string]bool{"AND": true, "OR": true, "NOT": true, "IS":
 // render gives tokens a canonical text: single spaces, none inside parentheses or before
 // commas, keywords upper-cased, identifiers unquoted, strings re-quoted. dropN drops the N
 // of N'...' (for comparing with SQLite).
-func render(toks []sqlToken, dropN bool) string {
+func render(toks []sqllint.Token, dropN bool) string {
 	var b strings.Builder
-	prev := sqlToken{kind: tokSymbol, text: "("}
+	prev := sqllint.Token{Kind: sqllint.TokSymbol, Text: "("}
 	for _, t := range toks {
-		text := t.text
-		switch t.kind {
-		case tokWord:
+		text := t.Text
+		switch t.Kind {
+		case sqllint.TokWord:
 			if renderKeywords[strings.ToUpper(text)] {
 				text = strings.ToUpper(text)
 			}
-		case tokString:
+		case sqllint.TokString:
 			text = "'" + strings.ReplaceAll(text, "'", "''") + "'"
-			if t.nPrefix && !dropN {
+			if t.NPrefix && !dropN {
 				text = "N" + text
 			}
 		}
 		space := true
 		switch {
-		case isSym(prev, "(") || isSym(prev, "."):
+		case sqllint.IsSym(prev, "(") || sqllint.IsSym(prev, "."):
 			space = false
-		case isSym(t, ")") || isSym(t, ",") || isSym(t, "."):
+		case sqllint.IsSym(t, ")") || sqllint.IsSym(t, ",") || sqllint.IsSym(t, "."):
 			space = false
-		case isSym(t, "(") && (prev.kind == tokWord || prev.kind == tokIdent) && !renderKeywords[strings.ToUpper(prev.text)]:
+		case sqllint.IsSym(t, "(") && (prev.Kind == sqllint.TokWord || prev.Kind == sqllint.TokIdent) && !renderKeywords[strings.ToUpper(prev.Text)]:
 			space = false // a function call or a type's arguments
 		}
 		if space && b.Len() > 0 {
@@ -199,14 +200,14 @@ func render(toks []sqlToken, dropN bool) string {
 // parseDDL reads CREATE TABLE, CREATE INDEX and ALTER TABLE ... ADD statements. SET,
 // BEGIN TRANSACTION and COMMIT are skipped; any other statement goes to Unparsed.
 func parseDDL(src string, nestedComments bool) (*ddlSchema, error) {
-	toks, err := lexSQL(src, nestedComments)
+	toks, err := sqllint.Lex(src, nestedComments)
 	if err != nil {
 		return nil, err
 	}
 	s := &ddlSchema{Tables: map[string]*ddlTable{}}
-	for _, stmt := range splitStatements(toks) {
+	for _, stmt := range sqllint.SplitStatements(toks) {
 		if err := s.statement(stmt); err != nil {
-			return nil, fmt.Errorf("line %d: %w", stmt[0].line, err)
+			return nil, fmt.Errorf("line %d: %w", stmt[0].Line, err)
 		}
 	}
 	for _, p := range s.indexes {
@@ -219,8 +220,8 @@ func parseDDL(src string, nestedComments bool) (*ddlSchema, error) {
 	return s, nil
 }
 
-func (s *ddlSchema) statement(st []sqlToken) error {
-	w := func(i int, words ...string) bool { return isWord(tokAt(st, i), words...) }
+func (s *ddlSchema) statement(st []sqllint.Token) error {
+	w := func(i int, words ...string) bool { return sqllint.IsWord(sqllint.TokAt(st, i), words...) }
 	switch {
 	case w(0, "SET"), w(0, "COMMIT"), w(0, "BEGIN") && w(1, "TRAN", "TRANSACTION"):
 		return nil
@@ -234,15 +235,15 @@ func (s *ddlSchema) statement(st []sqlToken) error {
 		return s.dropIndex(st)
 	case w(0, "DROP") && w(1, "TABLE"):
 		return s.dropTable(st)
-	case w(0, "EXEC", "EXECUTE") && isSym(tokAt(st, 1), "(") && tokAt(st, 2).kind == tokString && isSym(tokAt(st, 3), ")") && len(st) == 4:
+	case w(0, "EXEC", "EXECUTE") && sqllint.IsSym(sqllint.TokAt(st, 1), "(") && sqllint.TokAt(st, 2).Kind == sqllint.TokString && sqllint.IsSym(sqllint.TokAt(st, 3), ")") && len(st) == 4:
 		// EXEC(N'...') runs its text as a batch of its own, compiled when it runs (a
 		// migration uses it for statements that name a column the same file adds): its DDL
 		// is the migration's DDL.
-		inner, err := lexSQL(tokAt(st, 2).text, true)
+		inner, err := sqllint.Lex(sqllint.TokAt(st, 2).Text, true)
 		if err != nil {
 			return err
 		}
-		for _, stmt := range splitStatements(inner) {
+		for _, stmt := range sqllint.SplitStatements(inner) {
 			if err := s.statement(stmt); err != nil {
 				return err
 			}
@@ -254,7 +255,7 @@ func (s *ddlSchema) statement(st []sqlToken) error {
 }
 
 // dropIndex reads DROP INDEX name (SQLite) or DROP INDEX name ON table (T-SQL).
-func (s *ddlSchema) dropIndex(st []sqlToken) error {
+func (s *ddlSchema) dropIndex(st []sqllint.Token) error {
 	name, _, err := dottedName(st, 2)
 	if err != nil {
 		return err
@@ -269,7 +270,7 @@ func (s *ddlSchema) dropIndex(st []sqlToken) error {
 }
 
 // dropTable reads DROP TABLE name: the table and its indexes go.
-func (s *ddlSchema) dropTable(st []sqlToken) error {
+func (s *ddlSchema) dropTable(st []sqllint.Token) error {
 	name, _, err := dottedName(st, 2)
 	if err != nil {
 		return err
@@ -295,16 +296,16 @@ func (s *ddlSchema) dropTable(st []sqlToken) error {
 }
 
 // dottedName reads a dotted name at st[i] and returns its last part and the index after it.
-func dottedName(st []sqlToken, i int) (string, int, error) {
+func dottedName(st []sqllint.Token, i int) (string, int, error) {
 	last := ""
 	for {
-		t := tokAt(st, i)
-		if !isName(t) {
-			return "", i, fmt.Errorf("expected a name, found %q", t.text)
+		t := sqllint.TokAt(st, i)
+		if !sqllint.IsName(t) {
+			return "", i, fmt.Errorf("expected a name, found %q", t.Text)
 		}
-		last = t.text
+		last = t.Text
 		i++
-		if !isSym(tokAt(st, i), ".") {
+		if !sqllint.IsSym(sqllint.TokAt(st, i), ".") {
 			return last, i, nil
 		}
 		i++
@@ -313,16 +314,16 @@ func dottedName(st []sqlToken, i int) (string, int, error) {
 
 // group returns the tokens inside the parentheses opening at st[i] and the index after
 // the closing one.
-func group(st []sqlToken, i int) ([]sqlToken, int, error) {
-	if !isSym(tokAt(st, i), "(") {
-		return nil, i, fmt.Errorf("expected (, found %q", tokAt(st, i).text)
+func group(st []sqllint.Token, i int) ([]sqllint.Token, int, error) {
+	if !sqllint.IsSym(sqllint.TokAt(st, i), "(") {
+		return nil, i, fmt.Errorf("expected (, found %q", sqllint.TokAt(st, i).Text)
 	}
 	depth := 0
 	for j := i; j < len(st); j++ {
 		switch {
-		case isSym(st[j], "("):
+		case sqllint.IsSym(st[j], "("):
 			depth++
-		case isSym(st[j], ")"):
+		case sqllint.IsSym(st[j], ")"):
 			depth--
 			if depth == 0 {
 				return st[i+1 : j], j + 1, nil
@@ -333,16 +334,16 @@ func group(st []sqlToken, i int) ([]sqlToken, int, error) {
 }
 
 // splitCommas splits tokens at the commas outside parentheses.
-func splitCommas(toks []sqlToken) [][]sqlToken {
-	var out [][]sqlToken
+func splitCommas(toks []sqllint.Token) [][]sqllint.Token {
+	var out [][]sqllint.Token
 	depth, start := 0, 0
 	for i, t := range toks {
 		switch {
-		case isSym(t, "("):
+		case sqllint.IsSym(t, "("):
 			depth++
-		case isSym(t, ")"):
+		case sqllint.IsSym(t, ")"):
 			depth--
-		case isSym(t, ",") && depth == 0:
+		case sqllint.IsSym(t, ",") && depth == 0:
 			out = append(out, toks[start:i])
 			start = i + 1
 		}
@@ -351,20 +352,20 @@ func splitCommas(toks []sqlToken) [][]sqlToken {
 }
 
 // columnList reads "(a, b DESC)" at st[i]: names, with DESC kept.
-func columnList(st []sqlToken, i int) ([]string, int, error) {
+func columnList(st []sqllint.Token, i int) ([]string, int, error) {
 	inner, next, err := group(st, i)
 	if err != nil {
 		return nil, i, err
 	}
 	var cols []string
 	for _, part := range splitCommas(inner) {
-		if len(part) == 0 || !isName(part[0]) {
+		if len(part) == 0 || !sqllint.IsName(part[0]) {
 			return nil, i, fmt.Errorf("bad column list %q", render(inner, false))
 		}
-		col := part[0].text
+		col := part[0].Text
 		switch {
-		case len(part) == 1 || len(part) == 2 && isWord(part[1], "ASC"):
-		case len(part) == 2 && isWord(part[1], "DESC"):
+		case len(part) == 1 || len(part) == 2 && sqllint.IsWord(part[1], "ASC"):
+		case len(part) == 2 && sqllint.IsWord(part[1], "DESC"):
 			col += " DESC"
 		default:
 			return nil, i, fmt.Errorf("bad column list entry %q", render(part, false))
@@ -374,9 +375,9 @@ func columnList(st []sqlToken, i int) ([]string, int, error) {
 	return cols, next, nil
 }
 
-func (s *ddlSchema) createTable(st []sqlToken) error {
+func (s *ddlSchema) createTable(st []sqllint.Token) error {
 	i := 2
-	if isWord(tokAt(st, i), "IF") { // SQLite: IF NOT EXISTS
+	if sqllint.IsWord(sqllint.TokAt(st, i), "IF") { // SQLite: IF NOT EXISTS
 		i += 3
 	}
 	tname, i, err := dottedName(st, i)
@@ -401,7 +402,7 @@ func (s *ddlSchema) createTable(st []sqlToken) error {
 	return nil
 }
 
-func (s *ddlSchema) alterTable(st []sqlToken) error {
+func (s *ddlSchema) alterTable(st []sqllint.Token) error {
 	tname, i, err := dottedName(st, 2)
 	if err != nil {
 		return err
@@ -410,10 +411,10 @@ func (s *ddlSchema) alterTable(st []sqlToken) error {
 	if !ok {
 		return fmt.Errorf("ALTER TABLE of unknown table %s", tname)
 	}
-	if isWord(tokAt(st, i), "WITH") && isWord(tokAt(st, i+1), "CHECK", "NOCHECK") {
+	if sqllint.IsWord(sqllint.TokAt(st, i), "WITH") && sqllint.IsWord(sqllint.TokAt(st, i+1), "CHECK", "NOCHECK") {
 		i += 2
 	}
-	if isWord(tokAt(st, i), "DROP") && isWord(tokAt(st, i+1), "COLUMN") {
+	if sqllint.IsWord(sqllint.TokAt(st, i), "DROP") && sqllint.IsWord(sqllint.TokAt(st, i+1), "COLUMN") {
 		// DROP COLUMN a[, b]: SQLite names one, T-SQL a list.
 		for _, el := range splitCommas(st[i+2:]) {
 			name, _, err := dottedName(el, 0)
@@ -428,14 +429,14 @@ func (s *ddlSchema) alterTable(st []sqlToken) error {
 		}
 		return nil
 	}
-	if isWord(tokAt(st, i), "DROP") && isWord(tokAt(st, i+1), "CONSTRAINT") {
+	if sqllint.IsWord(sqllint.TokAt(st, i), "DROP") && sqllint.IsWord(sqllint.TokAt(st, i+1), "CONSTRAINT") {
 		return nil // constraints other than keys are not compared between dialects
 	}
-	if !isWord(tokAt(st, i), "ADD") {
+	if !sqllint.IsWord(sqllint.TokAt(st, i), "ADD") {
 		s.Unparsed = append(s.Unparsed, render(st, false))
 		return nil
 	}
-	if isWord(tokAt(st, i+1), "COLUMN") { // SQLite: ADD COLUMN name ...
+	if sqllint.IsWord(sqllint.TokAt(st, i+1), "COLUMN") { // SQLite: ADD COLUMN name ...
 		i++
 	}
 	for _, el := range splitCommas(st[i+1:]) {
@@ -446,32 +447,32 @@ func (s *ddlSchema) alterTable(st []sqlToken) error {
 	return nil
 }
 
-func (s *ddlSchema) createIndex(st []sqlToken) error {
+func (s *ddlSchema) createIndex(st []sqllint.Token) error {
 	ix := ddlIndex{}
 	i := 1
-	for !isWord(tokAt(st, i), "INDEX") {
+	for !sqllint.IsWord(sqllint.TokAt(st, i), "INDEX") {
 		if i >= len(st) {
 			return fmt.Errorf("CREATE INDEX without INDEX")
 		}
 		switch {
-		case isWord(st[i], "UNIQUE"):
+		case sqllint.IsWord(st[i], "UNIQUE"):
 			ix.Unique = true
-		case isWord(st[i], "CLUSTERED", "NONCLUSTERED"):
-			ix.Clustered = strings.ToUpper(st[i].text)
+		case sqllint.IsWord(st[i], "CLUSTERED", "NONCLUSTERED"):
+			ix.Clustered = strings.ToUpper(st[i].Text)
 		default:
-			return fmt.Errorf("unexpected %q in CREATE INDEX", st[i].text)
+			return fmt.Errorf("unexpected %q in CREATE INDEX", st[i].Text)
 		}
 		i++
 	}
 	i++
-	if isWord(tokAt(st, i), "IF") {
+	if sqllint.IsWord(sqllint.TokAt(st, i), "IF") {
 		i += 3
 	}
 	var err error
 	if ix.Name, i, err = dottedName(st, i); err != nil {
 		return err
 	}
-	if !isWord(tokAt(st, i), "ON") {
+	if !sqllint.IsWord(sqllint.TokAt(st, i), "ON") {
 		return fmt.Errorf("index %s: expected ON", ix.Name)
 	}
 	table, i, err := dottedName(st, i+1)
@@ -481,14 +482,14 @@ func (s *ddlSchema) createIndex(st []sqlToken) error {
 	if ix.Cols, i, err = columnList(st, i); err != nil {
 		return fmt.Errorf("index %s: %w", ix.Name, err)
 	}
-	if isWord(tokAt(st, i), "INCLUDE") {
+	if sqllint.IsWord(sqllint.TokAt(st, i), "INCLUDE") {
 		if ix.Include, i, err = columnList(st, i+1); err != nil {
 			return fmt.Errorf("index %s: %w", ix.Name, err)
 		}
 	}
-	if isWord(tokAt(st, i), "WHERE") {
+	if sqllint.IsWord(sqllint.TokAt(st, i), "WHERE") {
 		j := i + 1
-		for j < len(st) && !isWord(st[j], "WITH") {
+		for j < len(st) && !sqllint.IsWord(st[j], "WITH") {
 			j++
 		}
 		ix.Filter = render(st[i+1:j], false)
@@ -502,20 +503,20 @@ func (s *ddlSchema) createIndex(st []sqlToken) error {
 }
 
 // element parses one element of a CREATE TABLE body or of ALTER TABLE ... ADD.
-func (t *ddlTable) element(el []sqlToken) error {
+func (t *ddlTable) element(el []sqllint.Token) error {
 	if len(el) == 0 {
 		return fmt.Errorf("empty element")
 	}
-	if isWord(el[0], "CONSTRAINT", "PRIMARY", "FOREIGN", "CHECK", "UNIQUE") {
+	if sqllint.IsWord(el[0], "CONSTRAINT", "PRIMARY", "FOREIGN", "CHECK", "UNIQUE") {
 		return t.constraint(el)
 	}
 	return t.columnDef(el)
 }
 
-func (t *ddlTable) constraint(el []sqlToken) error {
+func (t *ddlTable) constraint(el []sqllint.Token) error {
 	cname := ""
 	i := 0
-	if isWord(el[0], "CONSTRAINT") {
+	if sqllint.IsWord(el[0], "CONSTRAINT") {
 		n, next, err := dottedName(el, 1)
 		if err != nil {
 			return err
@@ -523,14 +524,14 @@ func (t *ddlTable) constraint(el []sqlToken) error {
 		cname, i = n, next
 	}
 	switch {
-	case isWord(tokAt(el, i), "PRIMARY") && isWord(tokAt(el, i+1), "KEY"):
+	case sqllint.IsWord(sqllint.TokAt(el, i), "PRIMARY") && sqllint.IsWord(sqllint.TokAt(el, i+1), "KEY"):
 		if t.PK != nil {
 			return fmt.Errorf("two primary keys")
 		}
 		k := &ddlKey{Name: cname}
 		i += 2
-		if isWord(tokAt(el, i), "CLUSTERED", "NONCLUSTERED") {
-			k.Clustered = strings.ToUpper(el[i].text)
+		if sqllint.IsWord(sqllint.TokAt(el, i), "CLUSTERED", "NONCLUSTERED") {
+			k.Clustered = strings.ToUpper(el[i].Text)
 			i++
 		}
 		cols, next, err := columnList(el, i)
@@ -542,7 +543,7 @@ func (t *ddlTable) constraint(el []sqlToken) error {
 		}
 		k.Cols = cols
 		t.PK = k
-	case isWord(tokAt(el, i), "FOREIGN") && isWord(tokAt(el, i+1), "KEY"):
+	case sqllint.IsWord(sqllint.TokAt(el, i), "FOREIGN") && sqllint.IsWord(sqllint.TokAt(el, i+1), "KEY"):
 		cols, next, err := columnList(el, i+2)
 		if err != nil {
 			return fmt.Errorf("foreign key %s: %w", cname, err)
@@ -552,7 +553,7 @@ func (t *ddlTable) constraint(el []sqlToken) error {
 			return err
 		}
 		t.FKs = append(t.FKs, fk)
-	case isWord(tokAt(el, i), "CHECK", "UNIQUE"):
+	case sqllint.IsWord(sqllint.TokAt(el, i), "CHECK", "UNIQUE"):
 		t.Others = append(t.Others, strings.TrimSpace("CONSTRAINT "+cname+" "+render(el[i:], false)))
 	default:
 		return fmt.Errorf("unknown constraint %q", render(el, false))
@@ -561,9 +562,9 @@ func (t *ddlTable) constraint(el []sqlToken) error {
 }
 
 // references reads "REFERENCES t (cols) [ON ...]" at el[i].
-func references(el []sqlToken, i int, cname string, cols []string) (ddlFK, error) {
+func references(el []sqllint.Token, i int, cname string, cols []string) (ddlFK, error) {
 	fk := ddlFK{Name: cname, Cols: cols}
-	if !isWord(tokAt(el, i), "REFERENCES") {
+	if !sqllint.IsWord(sqllint.TokAt(el, i), "REFERENCES") {
 		return fk, fmt.Errorf("foreign key %s: expected REFERENCES", cname)
 	}
 	var err error
@@ -574,7 +575,7 @@ func references(el []sqlToken, i int, cname string, cols []string) (ddlFK, error
 		return fk, fmt.Errorf("foreign key %s: %w", cname, err)
 	}
 	j := i
-	for j < len(el) && isWord(el[j], "ON", "DELETE", "UPDATE", "CASCADE", "SET", "NULL", "DEFAULT", "NO", "ACTION", "RESTRICT") {
+	for j < len(el) && sqllint.IsWord(el[j], "ON", "DELETE", "UPDATE", "CASCADE", "SET", "NULL", "DEFAULT", "NO", "ACTION", "RESTRICT") {
 		j++
 	}
 	fk.Rest = render(el[i:j], false)
@@ -589,25 +590,25 @@ var columnOptionWords = map[string]bool{"COLLATE": true, "NOT": true, "NULL": tr
 	"CONSTRAINT": true, "PRIMARY": true, "REFERENCES": true, "CHECK": true, "UNIQUE": true, "IDENTITY": true,
 	"GENERATED": true, "ROWGUIDCOL": true, "SPARSE": true, "AS": true}
 
-func (t *ddlTable) columnDef(el []sqlToken) error {
-	if !isName(el[0]) {
+func (t *ddlTable) columnDef(el []sqllint.Token) error {
+	if !sqllint.IsName(el[0]) {
 		return fmt.Errorf("bad column %q", render(el, false))
 	}
-	c := &ddlColumn{Name: el[0].text}
+	c := &ddlColumn{Name: el[0].Text}
 	if col, _ := t.column(c.Name); col != nil {
 		return fmt.Errorf("column %s declared twice", c.Name)
 	}
 	i := 1
 	var typeWords []string
-	for i < len(el) && el[i].kind == tokWord && !columnOptionWords[strings.ToUpper(el[i].text)] {
-		typeWords = append(typeWords, strings.ToLower(el[i].text))
+	for i < len(el) && el[i].Kind == sqllint.TokWord && !columnOptionWords[strings.ToUpper(el[i].Text)] {
+		typeWords = append(typeWords, strings.ToLower(el[i].Text))
 		i++
 	}
 	if len(typeWords) == 0 {
 		return fmt.Errorf("column %s has no type", c.Name)
 	}
 	c.Type = strings.Join(typeWords, " ")
-	if isSym(tokAt(el, i), "(") {
+	if sqllint.IsSym(sqllint.TokAt(el, i), "(") {
 		args, next, err := group(el, i)
 		if err != nil {
 			return err
@@ -619,58 +620,58 @@ func (t *ddlTable) columnDef(el []sqlToken) error {
 	for i < len(el) {
 		tk := el[i]
 		switch {
-		case isWord(tk, "COLLATE"):
-			c.Collation = tokAt(el, i+1).text
+		case sqllint.IsWord(tk, "COLLATE"):
+			c.Collation = sqllint.TokAt(el, i+1).Text
 			i += 2
-		case isWord(tk, "NOT") && isWord(tokAt(el, i+1), "NULL"):
+		case sqllint.IsWord(tk, "NOT") && sqllint.IsWord(sqllint.TokAt(el, i+1), "NULL"):
 			c.Null = "NOT NULL"
 			i += 2
-		case isWord(tk, "NULL"):
+		case sqllint.IsWord(tk, "NULL"):
 			c.Null = "NULL"
 			i++
-		case isWord(tk, "CONSTRAINT"):
+		case sqllint.IsWord(tk, "CONSTRAINT"):
 			n, next, err := dottedName(el, i+1)
 			if err != nil {
 				return err
 			}
 			pendingName, i = n, next
 			continue // the name belongs to the next option
-		case isWord(tk, "DEFAULT"):
+		case sqllint.IsWord(tk, "DEFAULT"):
 			j := i + 1
 			switch {
-			case isSym(tokAt(el, j), "("):
+			case sqllint.IsSym(sqllint.TokAt(el, j), "("):
 				_, next, err := group(el, j)
 				if err != nil {
 					return err
 				}
 				j = next
-			case isSym(tokAt(el, j), "-") || isSym(tokAt(el, j), "+"):
+			case sqllint.IsSym(sqllint.TokAt(el, j), "-") || sqllint.IsSym(sqllint.TokAt(el, j), "+"):
 				j += 2
 			default:
 				j++
 			}
 			c.Default, c.DefaultName = render(el[i+1:j], false), pendingName
 			i = j
-		case isWord(tk, "PRIMARY") && isWord(tokAt(el, i+1), "KEY"):
+		case sqllint.IsWord(tk, "PRIMARY") && sqllint.IsWord(sqllint.TokAt(el, i+1), "KEY"):
 			if t.PK != nil {
 				return fmt.Errorf("two primary keys")
 			}
 			t.PK = &ddlKey{Name: pendingName, Cols: []string{c.Name}}
 			i += 2
-			for i < len(el) && isWord(el[i], "ASC", "DESC", "CLUSTERED", "NONCLUSTERED", "AUTOINCREMENT") {
-				c.Extra = append(c.Extra, strings.ToUpper(el[i].text))
+			for i < len(el) && sqllint.IsWord(el[i], "ASC", "DESC", "CLUSTERED", "NONCLUSTERED", "AUTOINCREMENT") {
+				c.Extra = append(c.Extra, strings.ToUpper(el[i].Text))
 				i++
 			}
-		case isWord(tk, "REFERENCES"):
+		case sqllint.IsWord(tk, "REFERENCES"):
 			j := i + 1
-			for j < len(el) && !isSym(el[j], "(") {
+			for j < len(el) && !sqllint.IsSym(el[j], "(") {
 				j++
 			}
 			_, next, err := group(el, j)
 			if err != nil {
 				return err
 			}
-			for next < len(el) && isWord(el[next], "ON", "DELETE", "UPDATE", "CASCADE", "SET", "NULL", "DEFAULT", "NO", "ACTION", "RESTRICT") {
+			for next < len(el) && sqllint.IsWord(el[next], "ON", "DELETE", "UPDATE", "CASCADE", "SET", "NULL", "DEFAULT", "NO", "ACTION", "RESTRICT") {
 				next++
 			}
 			fk, err := references(el[:next], i, pendingName, []string{c.Name})
@@ -679,14 +680,14 @@ func (t *ddlTable) columnDef(el []sqlToken) error {
 			}
 			t.FKs = append(t.FKs, fk)
 			i = next
-		case isWord(tk, "CHECK"):
+		case sqllint.IsWord(tk, "CHECK"):
 			_, next, err := group(el, i+1)
 			if err != nil {
 				return err
 			}
 			t.Others = append(t.Others, strings.TrimSpace("CONSTRAINT "+pendingName+" "+render(el[i:next], false)))
 			i = next
-		case isWord(tk, "UNIQUE"):
+		case sqllint.IsWord(tk, "UNIQUE"):
 			t.Others = append(t.Others, strings.TrimSpace("CONSTRAINT "+pendingName+" UNIQUE ("+c.Name+")"))
 			i++
 		default:
@@ -952,18 +953,18 @@ func laterUpMigrations(t *testing.T) [][2]string {
 // not the seed's business and are skipped.
 func applyLaterAdditions(mig *ddlSchema, files [][2]string) error {
 	for _, f := range files {
-		toks, err := lexSQL(f[1], true)
+		toks, err := sqllint.Lex(f[1], true)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f[0], err)
 		}
-		for _, st := range splitStatements(toks) {
+		for _, st := range sqllint.SplitStatements(toks) {
 			target := ""
 			switch {
-			case isWord(tokAt(st, 0), "ALTER") && isWord(tokAt(st, 1), "TABLE"):
+			case sqllint.IsWord(sqllint.TokAt(st, 0), "ALTER") && sqllint.IsWord(sqllint.TokAt(st, 1), "TABLE"):
 				target, _, _ = dottedName(st, 2)
-			case isWord(tokAt(st, 0), "CREATE") && (isWord(tokAt(st, 1), "INDEX") || isWord(tokAt(st, 1), "UNIQUE", "CLUSTERED", "NONCLUSTERED")):
+			case sqllint.IsWord(sqllint.TokAt(st, 0), "CREATE") && (sqllint.IsWord(sqllint.TokAt(st, 1), "INDEX") || sqllint.IsWord(sqllint.TokAt(st, 1), "UNIQUE", "CLUSTERED", "NONCLUSTERED")):
 				for i := range st {
-					if isWord(st[i], "ON") {
+					if sqllint.IsWord(st[i], "ON") {
 						target, _, _ = dottedName(st, i+1)
 						break
 					}
@@ -973,7 +974,7 @@ func applyLaterAdditions(mig *ddlSchema, files [][2]string) error {
 				continue
 			}
 			if err := mig.statement(st); err != nil {
-				return fmt.Errorf("%s line %d: %w", f[0], st[0].line, err)
+				return fmt.Errorf("%s line %d: %w", f[0], st[0].Line, err)
 			}
 		}
 	}

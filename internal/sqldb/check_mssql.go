@@ -138,7 +138,9 @@ ORDER BY o.name;`,
     CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'INSERT') AS int) AS InsertSchema,
     CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'UPDATE') AS int) AS UpdateSchema,
     CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'DELETE') AS int) AS DeleteSchema,
-    CASE WHEN DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL THEN 0 ELSE 1 END AS RoleExists;`,
+    CASE WHEN DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL THEN 0 ELSE 1 END AS RoleExists,
+    CAST(IS_MEMBER(N'ledger_maintenance') AS int) AS InRole,
+    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'ALTER ANY ROLE') AS int) AS AlterAnyRole;`,
 		eval: oneRow("HAS_PERMS_BY_NAME", evalMigratePermissions),
 	},
 	check[policyRow]{
@@ -230,6 +232,8 @@ type migratePermRow struct {
 	UpdateSchema        sql.NullInt64 `db:"UpdateSchema"`
 	DeleteSchema        sql.NullInt64 `db:"DeleteSchema"`
 	RoleExists          int           `db:"RoleExists"`
+	InRole              sql.NullInt64 `db:"InRole"`
+	AlterAnyRole        sql.NullInt64 `db:"AlterAnyRole"`
 }
 
 type policyRow struct {
@@ -482,6 +486,15 @@ func evalMigratePermissions(r migratePermRow) CheckResult {
 		if !n.skip && !allowed(n.v) {
 			lack = append(lack, n.grant)
 		}
+	}
+	// DATABASE_PRINCIPAL_ID (RoleExists, and migration 13's IF) sees a role only for its
+	// members and for holders of ALTER ANY ROLE (metadata visibility): for any other login a
+	// role a DBA made first looks missing.
+	if !allowed(r.InRole) && !allowed(r.AlterAnyRole) {
+		return CheckResult{Status: StatusFail,
+			Detail: fmt.Sprintf("%s is not a member of %s and lacks ALTER ANY ROLE, so it cannot see whether the role exists", r.UserName, maintenanceRole),
+			Fix: fmt.Sprintf("CREATE ROLE [%s]; ALTER ROLE [%s] ADD MEMBER %s; (docs/operators.md: Least-privilege setup)",
+				maintenanceRole, maintenanceRole, quoteName(r.UserName))}
 	}
 	if len(lack) == 0 {
 		return CheckResult{Status: StatusOK, Detail: r.UserName + " can create and change the schema"}

@@ -81,9 +81,13 @@ func TestMSSQLCheckEvaluations(t *testing.T) {
 	missing[0].CanSelect = nullInt()
 	migrateAll := migratePermRow{UserName: "ledger_migrate", CreateTable: some(1), CreateFunction: some(1),
 		AlterSecurityPolicy: some(1), CreateRole: some(1), AlterSchema: some(1), ReferencesSchema: some(1),
-		SelectSchema: some(1), InsertSchema: some(1), UpdateSchema: some(1), DeleteSchema: some(1), RoleExists: 0}
+		SelectSchema: some(1), InsertSchema: some(1), UpdateSchema: some(1), DeleteSchema: some(1), RoleExists: 0,
+		InRole: nullInt(), AlterAnyRole: some(1)}
 	roleExists := migrateAll
-	roleExists.CreateRole, roleExists.RoleExists = some(0), 1
+	roleExists.CreateRole, roleExists.RoleExists, roleExists.InRole, roleExists.AlterAnyRole = some(0), 1, some(1), some(0)
+	// A role a DBA made without adding the login: DATABASE_PRINCIPAL_ID says it is missing.
+	roleHidden := migrateAll
+	roleHidden.InRole, roleHidden.AlterAnyRole = nullInt(), some(0)
 	noCreateRole := migrateAll
 	noCreateRole.CreateRole = some(0)
 	noPolicyRight := migrateAll
@@ -161,6 +165,7 @@ func TestMSSQLCheckEvaluations(t *testing.T) {
 		{"full DDL rights pass", evalMigratePermissions(migrateAll), StatusOK, ""},
 		{"CREATE ROLE is not needed once the role exists", evalMigratePermissions(roleExists), StatusOK, ""},
 		{"CREATE ROLE is needed before", evalMigratePermissions(noCreateRole), StatusFail, "GRANT CREATE ROLE TO [ledger_migrate]"},
+		{"a login that cannot see the role fails", evalMigratePermissions(roleHidden), StatusFail, "ALTER ROLE [ledger_maintenance] ADD MEMBER [ledger_migrate]"},
 		{"ALTER ANY SECURITY POLICY is needed", evalMigratePermissions(noPolicyRight), StatusFail, "ALTER ANY SECURITY POLICY"},
 
 		{"the policy on every tenant table passes", evalPolicy(policy(1, 1, some(1), "Runs", 1, 1, "Tenants", 1, 1), ForServe), StatusOK, "all 2 tables"},

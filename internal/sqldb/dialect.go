@@ -29,6 +29,14 @@ type Dialect interface {
 	// length: go-mssqldb declares a string as nvarchar(its length), and each declaration
 	// compiles and caches its own plan of the statement.
 	JSON(s string) any
+	// Text converts free text that no statement compares (a reference, a purpose, a hash, a
+	// value an INSERT only stores) for use as an argument, declared alike whatever its
+	// length: on SQL Server the declaration list is part of the plan-cache key, so an insert
+	// whose text is declared by its length compiles a plan per combination of lengths.
+	Text(s string) any
+	// NullText is Text for optional text; nil is NULL (go-mssqldb declares it nvarchar(1):
+	// a NULL/value flip still changes the declaration, which the driver offers no way to fix).
+	NullText(s *string) any
 	// Isolation is the isolation level every transaction is begun with.
 	Isolation() sql.IsolationLevel
 	// SetScope sets the tenant or the maintenance bypass on a new transaction.

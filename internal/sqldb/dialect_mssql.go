@@ -147,8 +147,9 @@ func openMSSQL(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	counted := &countingConnector{Connector: connector}
 	// sqlx binds "sqlserver" as @p1..@pN, as sqlx.Open("sqlserver", …) did.
-	db := sqlx.NewDb(sql.OpenDB(connector), "sqlserver")
+	db := sqlx.NewDb(sql.OpenDB(counted), "sqlserver")
 	db.SetMaxOpenConns(64)
 	db.SetMaxIdleConns(16)
 	db.SetConnMaxLifetime(30 * time.Minute)
@@ -157,7 +158,23 @@ func openMSSQL(ctx context.Context, dsn string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlserver %s: %w", cfg.Host, d.MapError(err))
 	}
-	return &DB{Dialect: d, w: db, r: db}, nil
+	out := &DB{Dialect: d, w: db, r: db}
+	counted.opened = out.observeConnection
+	return out, nil
+}
+
+// countingConnector tells the DB's observer of every connection the pool opens.
+type countingConnector struct {
+	*mssql.Connector
+	opened func() // nil until Open has built the DB: the first login is not counted
+}
+
+func (c *countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err == nil && c.opened != nil {
+		c.opened()
+	}
+	return conn, err
 }
 
 // newMigrationPool opens a pool of its own for golang-migrate, from the same connector
@@ -204,6 +221,17 @@ func (mssqlDialect) Isolation() sql.IsolationLevel { return sql.LevelReadCommitt
 // one declaration, so one cached plan, for every length of the list.
 func (mssqlDialect) JSON(s string) any { return mssql.NVarCharMax(s) }
 
+// Text is sent as nvarchar(max) (go-mssqldb has no fixed-length nvarchar(n): a plain
+// string is declared nvarchar(its length), NVarCharMax nvarchar(max)).
+func (mssqlDialect) Text(s string) any { return mssql.NVarCharMax(s) }
+
+func (d mssqlDialect) NullText(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return d.Text(*s)
+}
+
 // NewID: SQL Server orders uniqueidentifier by its last six bytes first (ids.New).
 func (mssqlDialect) NewID() uuid.UUID { return ids.New() }
 
@@ -236,11 +264,22 @@ func (mssqlDialect) scopePrefix(s Scope, nargs int) (string, []any) {
 	return text, []any{tenant, maint}
 }
 
-// SetScope sets SESSION_CONTEXT on the transaction's own connection (see mssqlSetScope).
+// mssqlSetScopeAndClock is mssqlSetScope followed by the database clock, so a transaction
+// that needs the time (most writes) sends no clock statement of its own: the scope's round
+// trip carries it, as a claim's first statement carries its clock.
+const mssqlSetScopeAndClock = mssqlSetScope + `
+SELECT CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now;`
+
+// SetScope sets SESSION_CONTEXT on the transaction's own connection (see mssqlSetScope)
+// and gives the transaction the database clock read in the same round trip.
 func (mssqlDialect) SetScope(ctx context.Context, tx *Tx, s Scope) error {
 	tenant, maint := scopeArgs(s)
-	_, err := tx.ExecContext(ctx, mssqlSetScope, tenant, maint)
-	return err
+	var now Time
+	if err := tx.GetContext(ctx, &now, mssqlSetScopeAndClock, tenant, maint); err != nil {
+		return err
+	}
+	tx.SeedNow(now.Time)
+	return nil
 }
 
 // MapError maps a driver error to the package's sentinels. It looks through every server

@@ -3,6 +3,7 @@ package sqldb_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,4 +141,22 @@ func errString(err error) string {
 		return "no error"
 	}
 	return err.Error()
+}
+
+// Every statement goes through Tx's own methods (mapped errors, the statement hook, the
+// pending scope): the sqlx transaction's methods are not promoted onto it.
+func TestTxSendsStatementsOnlyThroughItsOwnMethods(t *testing.T) {
+	t.Parallel()
+	tx := reflect.TypeOf(&sqldb.Tx{})
+	for _, m := range []string{"Exec", "Queryx", "QueryxContext", "QueryRowxContext", "NamedExec", "NamedExecContext",
+		"PrepareContext", "Preparex", "Commit", "Rollback", "MustExec"} {
+		if _, ok := tx.MethodByName(m); ok {
+			t.Errorf("sqldb.Tx has %s: a statement sent through it skips error mapping, the hook and the scope", m)
+		}
+	}
+	for _, m := range []string{"ExecContext", "GetContext", "SelectContext", "Rebind"} {
+		if _, ok := tx.MethodByName(m); !ok {
+			t.Errorf("sqldb.Tx lacks %s", m)
+		}
+	}
 }

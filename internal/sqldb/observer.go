@@ -10,6 +10,10 @@ type Observer interface {
 	WriteDone(d time.Duration)
 	// GroupCommitted: SQLite committed a group of size write transactions with one commit.
 	GroupCommitted(size int)
+	// ConnectionOpened: SQL Server's pool opened a connection (a login and the session
+	// init). A steady pool opens few; a rising count means connections are being thrown
+	// away (a context cancelled during the session reset closes the connection).
+	ConnectionOpened()
 }
 
 // SetObserver sets the observer; call it while wiring, before the database is used.
@@ -24,5 +28,11 @@ func (db *DB) observeWrite(start time.Time) {
 func (db *DB) observeGroup(size int) {
 	if o := db.obs.Load(); o != nil {
 		(*o).GroupCommitted(size)
+	}
+}
+
+func (db *DB) observeConnection() {
+	if o := db.obs.Load(); o != nil {
+		(*o).ConnectionOpened()
 	}
 }

@@ -82,6 +82,8 @@ type DB struct {
 	log     *slog.Logger
 	// sqlitePath is the database file, used for the cross-process migration lock.
 	sqlitePath string
+	// file is the SQLite file as opened, checked by readiness and the writer (fileid.go).
+	file *sqliteFile
 	// wcache and rcache hold prepared statements per pool (SQLite only).
 	wcache, rcache *stmtCache
 	// group runs SQLite write transactions in groups (see committer).
@@ -96,7 +98,7 @@ type DB struct {
 
 // Config says what to open.
 type Config struct {
-	// DSN is "sqlserver://…" for SQL Server, or a SQLite file path (optionally "sqlite://path").
+	// DSN is "sqlserver://…" for SQL Server, or a SQLite file path or "file:" URI (see SQLitePath).
 	DSN string
 	// SQLiteSync is "normal" (default) or "full".
 	SQLiteSync string
@@ -108,12 +110,6 @@ type Config struct {
 	// Logger receives retry and maintenance messages; nil means slog.Default().
 	Logger *slog.Logger
 }
-
-// IsSQLServer reports whether a DSN names SQL Server.
-func IsSQLServer(dsn string) bool { return strings.HasPrefix(dsn, "sqlserver://") }
-
-// sqlitePath is the file a SQLite DSN names.
-func sqlitePath(dsn string) string { return strings.TrimPrefix(dsn, "sqlite://") }
 
 // Open opens the database named by cfg.DSN. It does not migrate.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
@@ -128,7 +124,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if IsSQLServer(cfg.DSN) {
 		db, err = openMSSQL(ctx, cfg.DSN)
 	} else {
-		db, err = openSQLite(ctx, sqlitePath(cfg.DSN), cfg.SQLiteSync, cfg.BusyTimeout)
+		var path string
+		if path, err = SQLitePath(cfg.DSN); err != nil {
+			return nil, fmt.Errorf("--db: %w", err)
+		}
+		db, err = openSQLite(ctx, path, cfg.SQLiteSync, cfg.BusyTimeout)
 	}
 	if err != nil {
 		return nil, err
@@ -179,10 +179,26 @@ func (db *DB) Probe(ctx context.Context) error {
 	if db.group == nil {
 		return nil
 	}
+	if err := db.checkFile(); err != nil {
+		return err
+	}
+	if err := db.writesFailing(); err != nil {
+		return err
+	}
 	if err := db.Write(ctx, MaintenanceScope(), func(*Tx) error { return nil }); err != nil {
 		return fmt.Errorf("take the write lock: %w", err)
 	}
 	return nil
+}
+
+// Fatal is closed when the database can no longer be used by this process and it must exit
+// (non-zero): on SQLite, when the writer gave up (ErrWriterBroken). Never closed on SQL
+// Server.
+func (db *DB) Fatal() <-chan struct{} {
+	if db.group == nil {
+		return nil
+	}
+	return db.group.fatal
 }
 
 // Raw returns the writer pool, for maintenance code and tests that must run SQL directly.
@@ -191,9 +207,12 @@ func (db *DB) Raw() *sqlx.DB { return db.w }
 // Tx is one transaction. The tenant (or the maintenance bypass) is already set on it.
 // Its ExecContext, GetContext and SelectContext return errors already mapped by the
 // dialect (ErrNotFound, *ConflictError, ErrRetryable, …), so no caller maps by hand and
-// a recovery path that tests for a conflict sees one on every dialect.
+// a recovery path that tests for a conflict sees one on every dialect. They are the only
+// way to send a statement: each also goes past the statement hook and carries a pending
+// tenant scope (TenantScopeInFirstRoundTrip), which a statement sent on the sqlx
+// transaction itself would skip. Commit and rollback belong to Write and Read.
 type Tx struct {
-	*sqlx.Tx
+	tx      *sqlx.Tx
 	Dialect Dialect
 	clock   Clock
 	now     time.Time
@@ -221,6 +240,9 @@ func (tx *Tx) AfterCommit(f func()) {
 		*tx.after = append(*tx.after, f)
 	}
 }
+
+// Rebind turns a statement's ? placeholders into the dialect's (@p1… on SQL Server).
+func (tx *Tx) Rebind(query string) string { return tx.tx.Rebind(query) }
 
 // withScope puts the pending scope, if any, in front of the statement about to be sent.
 func (tx *Tx) withScope(query string, args []any) (string, []any) {
@@ -390,7 +412,7 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", db.Dialect.MapError(err))
 	}
-	tx := &Tx{Tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache, hook: db.statementHook()}
+	tx := &Tx{tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache, hook: db.statementHook()}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()
@@ -413,8 +435,8 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 		return fmt.Errorf("set transaction scope: %w", db.Dialect.MapError(err))
 	}
 	if err = fn(tx); err != nil {
-		// Tx's statements return mapped errors; this maps what fn got from elsewhere (a
-		// driver error from tx.Tx used directly), so a deadlock is still retried.
+		// Tx's statements return mapped errors; this maps what fn got from elsewhere, so a
+		// deadlock is still retried.
 		return db.Dialect.MapError(err)
 	}
 	if err = sqlTx.Commit(); err != nil {

@@ -194,7 +194,7 @@ VALUES ('no-such-tenant', 'p', ?1, ?1, (SELECT Value + 1 FROM RowVersionCounter)
 	})
 	t.Run("WriteMapsAnUnmappedDriverError", func(t *testing.T) {
 		err := db.Write(context.Background(), sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
-			_, err := tx.Exec(`INSERT INTO ApiKeys (KeyId, TenantId, Role, SecretHash, CreatedAt) VALUES ('k', 'no-such-tenant', 'admin', x'00', ?)`, nowText)
+			_, err := tx.ExecContext(context.Background(), `INSERT INTO ApiKeys (KeyId, TenantId, Role, SecretHash, CreatedAt) VALUES ('k', 'no-such-tenant', 'admin', x'00', ?)`, nowText)
 			return err // deliberately not mapped
 		})
 		if !errors.Is(err, sqldb.ErrBadReference) {
@@ -295,7 +295,7 @@ func TestWriteRollsBack(t *testing.T) {
 				}
 			}()
 			_ = db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-				if _, err := tx.Exec(insertTenant, "panicky"); err != nil {
+				if _, err := tx.ExecContext(ctx, insertTenant, "panicky"); err != nil {
 					return err
 				}
 				panic("boom")
@@ -306,7 +306,7 @@ func TestWriteRollsBack(t *testing.T) {
 		}
 		// The single writer connection went back to the pool: the next write does not hang.
 		err := db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-			_, err := tx.Exec(insertTenant, "after-panic")
+			_, err := tx.ExecContext(ctx, insertTenant, "after-panic")
 			return err
 		})
 		if err != nil || tenantCount(t, db, "after-panic") != 1 {
@@ -316,7 +316,7 @@ func TestWriteRollsBack(t *testing.T) {
 	t.Run("OnError", func(t *testing.T) {
 		bad := errors.New("refuse")
 		err := db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-			if _, err := tx.Exec(insertTenant, "erring"); err != nil {
+			if _, err := tx.ExecContext(ctx, insertTenant, "erring"); err != nil {
 				return err
 			}
 			return bad
@@ -329,7 +329,7 @@ func TestWriteRollsBack(t *testing.T) {
 		var calls int
 		err := db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 			calls++
-			if _, err := tx.Exec(insertTenant, fmt.Sprintf("retry-%d", calls)); err != nil {
+			if _, err := tx.ExecContext(ctx, insertTenant, fmt.Sprintf("retry-%d", calls)); err != nil {
 				return err
 			}
 			if calls < 3 {
@@ -360,7 +360,7 @@ func TestSQLiteReadIsReadOnly(t *testing.T) {
 	t.Parallel()
 	db := sqliteDB(t)
 	err := db.Read(context.Background(), sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-		_, err := tx.Exec(insertTenant, "from-a-read")
+		_, err := tx.ExecContext(context.Background(), insertTenant, "from-a-read")
 		return err
 	})
 	if err == nil || tenantCount(t, db, "from-a-read") != 0 {

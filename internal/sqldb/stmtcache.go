@@ -88,7 +88,7 @@ func (tx *Tx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
 	if parent == nil {
 		return nil, nil
 	}
-	return tx.Tx.StmtxContext(ctx, parent), nil
+	return tx.tx.StmtxContext(ctx, parent), nil
 }
 
 // GetContext is sqlx's, through the statement cache, with the error mapped.
@@ -109,7 +109,7 @@ func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) erro
 		return err
 	}
 	if s == nil {
-		return tx.Tx.GetContext(ctx, dest, query, args...)
+		return tx.tx.GetContext(ctx, dest, query, args...)
 	}
 	defer s.Close()
 	return s.GetContext(ctx, dest, args...)
@@ -133,7 +133,7 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 		return err
 	}
 	if s == nil {
-		return tx.Tx.SelectContext(ctx, dest, query, args...)
+		return tx.tx.SelectContext(ctx, dest, query, args...)
 	}
 	defer s.Close()
 	return s.SelectContext(ctx, dest, args...)
@@ -158,7 +158,7 @@ func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 		return nil, err
 	}
 	if s == nil {
-		return tx.Tx.ExecContext(ctx, query, args...)
+		return tx.tx.ExecContext(ctx, query, args...)
 	}
 	defer s.Close()
 	return s.ExecContext(ctx, args...)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -41,13 +43,25 @@ func problemOf(err error) (*apperr.Error, bool) {
 	if errors.Is(err, sqldb.ErrUnavailable) {
 		return &apperr.Error{Code: api.CodeDatabaseUnavailable, Detail: "the database is unavailable; retry later", RetryAfter: retryUnavailable}, true
 	}
+	// A store that expects a foreign key or a constraint to refuse turns the refusal into
+	// its own code; one that reaches here raced a deletion (the row it references is gone)
+	// or broke an invariant the database guards (a trigger, a CHECK, the tenant policy).
+	// Either way the request changed nothing: say so with a code, and log it (false).
+	if errors.Is(err, sqldb.ErrBadReference) {
+		return apperr.New(api.CodeNotFound, "a record this request refers to no longer exists"), false
+	}
+	if errors.Is(err, sqldb.ErrRefused) {
+		return apperr.New(api.CodeIllegalTransition, "the database refused the change"), false
+	}
 	if errors.Is(err, context.Canceled) {
 		return apperr.New(api.CodeInvalidRequest, "request canceled"), true
 	}
 	return &apperr.Error{Code: api.CodeInternal, Detail: "internal error"}, false
 }
 
-const retryUnavailable = 2e9 // 2s
+// retryUnavailable is the Retry-After of a 503: Azure SQL's transient errors (a failover,
+// reconfiguration, throttling) ask clients to wait at least 5 s before retrying.
+const retryUnavailable = 5 * time.Second
 
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
@@ -66,8 +80,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 		Detail:   e.Detail,
 		Code:     e.Code,
 		Instance: requestID(c),
-		Errors:   e.Fields,
 	}
+	p.Errors, p.MoreErrors = boundFields(e.Fields)
 	if !e.HeldUntil.IsZero() {
 		p.HeldUntil = api.NewTime(e.HeldUntil).Ptr()
 	}
@@ -83,6 +97,29 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if werr := jsonEncode(c.Response(), p); werr != nil {
 		s.log.Debug("write problem", "err", werr)
 	}
+}
+
+// boundFields is the field errors a problem lists: the first api.MaxFieldErrors, names cut
+// to api.MaxFieldNameBytes, and how many more there were.
+func boundFields(fields []api.FieldError) ([]api.FieldError, int) {
+	more := 0
+	if len(fields) > api.MaxFieldErrors {
+		more = len(fields) - api.MaxFieldErrors
+		fields = fields[:api.MaxFieldErrors]
+	}
+	var out []api.FieldError
+	for i, f := range fields {
+		if len(f.Field) > api.MaxFieldNameBytes {
+			if out == nil {
+				out = append([]api.FieldError(nil), fields...)
+			}
+			out[i].Field = strings.ToValidUTF8(f.Field[:api.MaxFieldNameBytes-len("…")], "") + "…"
+		}
+	}
+	if out == nil {
+		out = fields
+	}
+	return out, more
 }
 
 func requestID(c echo.Context) string {

@@ -31,8 +31,8 @@
 --     made it first, with members), so running the up again after a down keeps members.
 --   - Errors: 50013 when the policy is not the one the migrations made (see above), which
 --     leaves version 13 dirty with nothing changed: add the missing predicates to both
---     lists here, then `ledger migrate force 12` and `up`. 15023 (role exists) cannot
---     happen behind the IF; 2714 (policy exists) cannot
+--     lists here, then `ledger migrate force 12` and `up`. 15023/15247 from CREATE ROLE
+--     are caught (above); 2714 (policy exists) cannot
 --     happen after the DROP; 3729 (cannot alter, schema-bound) cannot happen after the
 --     DROP. Any error aborts the whole file (XACT_ABORT) and golang-migrate marks 13 dirty.
 --   - Predicate cost: the bypass term adds IS_MEMBER and USER_NAME calls beside the
@@ -40,11 +40,26 @@
 --   - Permissions: CREATE ROLE (when the role is missing), ALTER ANY SECURITY POLICY,
 --     ALTER on schema dbo, and REFERENCES on the function and the tables (`ledger check
 --     --for migrate` checks them).
+-- The role, before the transaction. DATABASE_PRINCIPAL_ID sees a role only for its members
+-- and for holders of ALTER ANY ROLE (metadata visibility), so a role a DBA created first
+-- without adding this login looks missing: CREATE ROLE then fails with 15023 (exists) or
+-- 15247 (no CREATE ROLE permission), and both mean "leave it be". Outside a transaction
+-- the error dooms nothing. If the role truly is missing and the login may not create it
+-- (15247), the function below still names it (IS_MEMBER gives NULL: no bypass for anyone)
+-- and `ledger check` fails maintenance-role until a DBA creates it.
+BEGIN TRY
+    IF DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL
+        EXEC(N'CREATE ROLE [ledger_maintenance];');
+END TRY
+BEGIN CATCH
+    IF ERROR_NUMBER() NOT IN (15023, 15247)
+    BEGIN
+        THROW;
+    END;
+END CATCH;
+
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
-
-IF DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL
-    EXEC(N'CREATE ROLE [ledger_maintenance];');
 
 -- The policy is recreated from the list below: refuse to drop one that has predicates the
 -- list would not bring back (a table added to it by hand, or by a later migration applied

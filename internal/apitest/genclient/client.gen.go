@@ -314,6 +314,7 @@ const (
 	ProblemCodeCorrectionLimit      ProblemCode = "correction_limit"
 	ProblemCodeDatabaseUnavailable  ProblemCode = "database_unavailable"
 	ProblemCodeDecisionClosed       ProblemCode = "decision_closed"
+	ProblemCodeDecisionLimit        ProblemCode = "decision_limit"
 	ProblemCodeForbidden            ProblemCode = "forbidden"
 	ProblemCodeIdempotencyKeyReused ProblemCode = "idempotency_key_reused"
 	ProblemCodeIllegalTransition    ProblemCode = "illegal_transition"
@@ -354,6 +355,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeDatabaseUnavailable:
 		return true
 	case ProblemCodeDecisionClosed:
+		return true
+	case ProblemCodeDecisionLimit:
 		return true
 	case ProblemCodeForbidden:
 		return true
@@ -820,13 +823,14 @@ type Phase string
 
 // Problem defines model for Problem.
 type Problem struct {
-	Code      ProblemCode   `json:"code"`
-	Detail    *string       `json:"detail,omitempty"`
-	Errors    *[]FieldError `json:"errors,omitempty"`
-	HeldUntil *time.Time    `json:"heldUntil,omitempty"`
-	Instance  *string       `json:"instance,omitempty"`
-	Status    int           `json:"status"`
-	Title     string        `json:"title"`
+	Code       ProblemCode   `json:"code"`
+	Detail     *string       `json:"detail,omitempty"`
+	Errors     *[]FieldError `json:"errors,omitempty"`
+	HeldUntil  *time.Time    `json:"heldUntil,omitempty"`
+	Instance   *string       `json:"instance,omitempty"`
+	MoreErrors *int          `json:"moreErrors,omitempty"`
+	Status     int           `json:"status"`
+	Title      string        `json:"title"`
 
 	// Type urn:ledger:problem:<code>
 	Type string `json:"type"`
@@ -1355,7 +1359,7 @@ type ClientInterface interface {
 
 	// RequestDecisionWithBody Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -1366,7 +1370,7 @@ type ClientInterface interface {
 
 	// RequestDecision Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -1725,7 +1729,7 @@ func (c *Client) CompleteAttempt(ctx context.Context, attemptId openapi_types.UU
 
 // RequestDecisionWithBody Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -1746,7 +1750,7 @@ func (c *Client) RequestDecisionWithBody(ctx context.Context, attemptId openapi_
 
 // RequestDecision Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -3270,7 +3274,7 @@ type ClientWithResponsesInterface interface {
 
 	// RequestDecisionWithBodyWithResponse Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -3281,7 +3285,7 @@ type ClientWithResponsesInterface interface {
 
 	// RequestDecisionWithResponse Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -6602,7 +6606,7 @@ func (c *ClientWithResponses) CompleteAttemptWithResponse(ctx context.Context, a
 
 // RequestDecisionWithBodyWithResponse Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -6619,7 +6623,7 @@ func (c *ClientWithResponses) RequestDecisionWithBodyWithResponse(ctx context.Co
 
 // RequestDecisionWithResponse Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //

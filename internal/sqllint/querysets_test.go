@@ -1,0 +1,101 @@
+package sqllint
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestComparePairFindsDrift(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, mssql, sqlite, want string }{
+		// The decisions listing that lost its TOP in a rewrite (issue 18 item 1).
+		{"lost top", "SELECT d.Id FROM dbo.D AS d WHERE d.TenantId = @p1 AND (@p2 IS NULL OR d.Id > @p2) ORDER BY d.Id OPTION (RECOMPILE, MAXDOP 1);",
+			"SELECT d.Id FROM D AS d WHERE d.TenantId = ?1 AND (?2 IS NULL OR d.Id > ?2) ORDER BY d.Id LIMIT ?3",
+			"placeholders differ"},
+		{"unbounded on one side", "SELECT Id FROM dbo.D WHERE TenantId = @p1 AND @p2 > 0 ORDER BY Id OPTION (MAXDOP 1);",
+			"SELECT Id FROM D WHERE TenantId = ?1 ORDER BY Id LIMIT ?2", "SQLite bounds the rows"},
+		{"bounded by another argument", "SELECT TOP (@p2) Id FROM dbo.D WHERE TenantId = @p1 AND Id > @p3 ORDER BY Id OPTION (MAXDOP 1);",
+			"SELECT Id FROM D WHERE TenantId = ?1 AND Id > ?3 AND ?2 > 0 ORDER BY Id LIMIT ?3", "bounds differ"},
+		{"range without maxdop", "SELECT TOP (@p2) Id FROM dbo.D WHERE TenantId = @p1 ORDER BY Id;",
+			"SELECT Id FROM D WHERE TenantId = ?1 ORDER BY Id LIMIT ?2", "lacks OPTION (MAXDOP 1): TOP (@p2)"},
+		{"aggregate without maxdop", "SELECT COUNT_BIG(*) FROM dbo.Runs WHERE TenantId = @p1 AND State = 0;",
+			"SELECT COUNT(*) FROM Runs WHERE TenantId = ?1 AND State = 0", "aggregate COUNT_BIG"},
+		{"group by without maxdop", "SELECT ProjectId, COUNT_BIG(*) AS n FROM dbo.Runs WHERE TenantId = @p1 GROUP BY ProjectId;",
+			"SELECT ProjectId, COUNT(*) AS n FROM Runs WHERE TenantId = ?1 GROUP BY ProjectId", "MAXDOP"},
+		{"fetch without maxdop", "SELECT Id FROM dbo.D WHERE TenantId = @p1 ORDER BY Id OFFSET 0 ROWS FETCH NEXT @p2 ROWS ONLY;",
+			"SELECT Id FROM D WHERE TenantId = ?1 ORDER BY Id LIMIT ?2", "MAXDOP"},
+	}
+	for _, c := range cases {
+		got := strings.Join(ComparePair(c.mssql, c.sqlite), "\n")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: ComparePair = %q; want a finding containing %q", c.name, got, c.want)
+		}
+	}
+	good := []struct{ name, mssql, sqlite string }{
+		{"key seek", "SELECT Id FROM dbo.D WHERE TenantId = @p1 AND Id = @p2;", "SELECT Id FROM D WHERE TenantId = ?1 AND Id = ?2"},
+		{"top one seek", "SELECT TOP (1) Phase FROM dbo.D WHERE AttemptId = @p2 AND TenantId = @p1 ORDER BY At DESC;",
+			"SELECT Phase FROM D WHERE AttemptId = ?2 AND TenantId = ?1 ORDER BY At DESC LIMIT 1"},
+		{"bounded list", "SELECT TOP (@p3) Id FROM dbo.D WHERE TenantId = @p1 AND Id > @p2 ORDER BY Id OPTION (RECOMPILE, MAXDOP 1);",
+			"SELECT Id FROM D WHERE TenantId = ?1 AND Id > ?2 ORDER BY Id LIMIT ?3"},
+		{"placeholders in comments and strings do not count", "-- @p9\nSELECT N'@p8' AS x FROM dbo.D WHERE Id = @p1;", "SELECT '?8' AS x FROM D WHERE Id = ?1"},
+	}
+	for _, c := range good {
+		if got := ComparePair(c.mssql, c.sqlite); len(got) != 0 {
+			t.Errorf("%s: ComparePair = %q; want none", c.name, got)
+		}
+	}
+}
+
+func TestCompareQuerySetsReadsEveryField(t *testing.T) {
+	t.Parallel()
+	type set struct {
+		get  string
+		list []string
+		only string // one dialect needs no statement
+	}
+	ms := set{get: "SELECT 1 FROM dbo.D WHERE Id = @p1;", list: []string{"SELECT TOP (@p2) Id FROM dbo.D WHERE TenantId = @p1 ORDER BY Id;"}, only: "EXEC x @p1;"}
+	lite := set{get: "SELECT 1 FROM D WHERE Id = ?1", list: []string{"SELECT Id FROM D WHERE TenantId = ?1 ORDER BY Id LIMIT ?2"}}
+	rec := &recorder{TB: t}
+	CompareQuerySets(rec, ms, lite)
+	if len(rec.errs) != 1 || !strings.HasPrefix(rec.errs[0], "list: ") || !strings.Contains(rec.errs[0], "MAXDOP") {
+		t.Errorf("CompareQuerySets reported %q; want one finding, on list's missing MAXDOP", rec.errs)
+	}
+}
+
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+func TestLintRefusesMergeAndVisibleOnlyRoleChecks(t *testing.T) {
+	t.Parallel()
+	bad := []struct{ sql, want string }{
+		{"MERGE dbo.Runs AS t USING (SELECT @p1 AS Id) AS s ON t.RunId = s.Id WHEN MATCHED THEN UPDATE SET SubjectHead = 1;", "MERGE is refused"},
+		{"WITH s AS (SELECT 1 AS Id) MERGE dbo.Runs AS t USING s ON t.RunId = s.Id WHEN MATCHED THEN DELETE;", "MERGE is refused"},
+		{"IF DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL EXEC(N'CREATE ROLE [ledger_maintenance];');", "DATABASE_PRINCIPAL_ID"},
+	}
+	for _, c := range bad {
+		got := LintTSQL(c.sql, nil)
+		found := false
+		for _, f := range got {
+			found = found || strings.Contains(f.Msg, c.want)
+		}
+		if !found {
+			t.Errorf("LintTSQL(%q) = %v; want a finding containing %q", c.sql, got, c.want)
+		}
+	}
+	good := []string{
+		"SELECT r.RunId FROM dbo.Runs AS r INNER MERGE JOIN dbo.Projects AS p ON p.ProjectId = r.ProjectId;",
+		"BEGIN TRY\n IF DATABASE_PRINCIPAL_ID(N'r') IS NULL EXEC(N'CREATE ROLE [r];');\nEND TRY\nBEGIN CATCH\n IF ERROR_NUMBER() NOT IN (15023, 15247)\n BEGIN\n THROW;\n END;\nEND CATCH;",
+	}
+	for _, sql := range good {
+		if got := LintTSQL(sql, nil); len(got) != 0 {
+			t.Errorf("LintTSQL(%q) = %v; want none", sql, got)
+		}
+	}
+}

@@ -1,0 +1,1 @@
+DROP INDEX [IX_Runs_Parent_Subject] ON [dbo].[Runs];

@@ -1,0 +1,13 @@
+-- The delegated-siblings hook (internal/delegations, delegatedSiblings) finds the
+-- delegations of a continuation's chain: the parent's child runs of one subject. Through
+-- IX_Runs_Parent the subject was a residual after a PK_Runs lookup of every child run of
+-- the parent, and without READ_COMMITTED_SNAPSHOT each lookup took a short S lock: a claim
+-- of one delegated continuation waited on a sibling of another subject that a complete
+-- held X, and the two could deadlock (1205, retried). This index seeks the chain's keys
+-- only (RunId, the clustered key, rides along), so the hook touches no other child run.
+--
+-- Reading check: CREATE INDEX takes a schema modification lock on dbo.Runs for the build
+-- (Enterprise edition may add WITH (ONLINE = ON) by hand); run it in a deploy window.
+-- 1913 (index exists) cannot happen: the name is new. Any error leaves version 16 dirty
+-- with nothing changed (one statement).
+CREATE INDEX [IX_Runs_Parent_Subject] ON [dbo].[Runs] ([TenantId], [ParentRunId], [Subject]);
