@@ -19,6 +19,7 @@ const (
 	CodeAttemptEnded         ProblemCode = "attempt_ended"
 	CodeSequenceConflict     ProblemCode = "sequence_conflict"
 	CodeDecisionClosed       ProblemCode = "decision_closed"
+	CodeDecisionLimit        ProblemCode = "decision_limit"
 	CodeLockHeld             ProblemCode = "lock_held" // with heldUntil
 	CodeReleaseConflict      ProblemCode = "release_conflict"
 	CodeReleaseImmutable     ProblemCode = "release_immutable"
@@ -58,6 +59,7 @@ var problemTable = []struct {
 	{CodeAttemptEnded, http.StatusConflict},
 	{CodeSequenceConflict, http.StatusConflict},
 	{CodeDecisionClosed, http.StatusConflict},
+	{CodeDecisionLimit, http.StatusConflict},
 	{CodeLockHeld, http.StatusConflict},
 	{CodeReleaseConflict, http.StatusConflict},
 	{CodeReleaseImmutable, http.StatusConflict},
@@ -128,11 +130,22 @@ type Problem struct {
 	Code   ProblemCode `json:"code"`
 	// Instance is the request id (X-Request-Id).
 	Instance string `json:"instance,omitempty"`
-	// Errors lists every invalid field of an invalid_request.
+	// Errors lists the invalid fields of an invalid_request: every one, up to MaxFieldErrors.
 	Errors []FieldError `json:"errors,omitempty"`
+	// MoreErrors counts the invalid fields past the first MaxFieldErrors, which are not
+	// listed (absent when all are).
+	MoreErrors int `json:"moreErrors,omitempty" validate:"omitempty,min=1"`
 	// HeldUntil is when the holder's task lock expires (lock_held).
 	HeldUntil *Time `json:"heldUntil,omitempty"`
 }
+
+// MaxFieldErrors bounds the field errors one problem lists; MoreErrors counts the rest, so a
+// request with thousands of bad parameters gets an answer of bounded size.
+const MaxFieldErrors = 20
+
+// MaxFieldNameBytes bounds a listed field's name (a parameter name comes from the client):
+// a longer one is cut and ends with "…".
+const MaxFieldNameBytes = 128
 
 // FieldError names one invalid request member, parameter or header and why.
 type FieldError struct {

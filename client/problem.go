@@ -78,6 +78,7 @@ var (
 	ErrAttemptEnded         error = sentinel(api.CodeAttemptEnded)         // 409: the attempt has ended
 	ErrSequenceConflict     error = sentinel(api.CodeSequenceConflict)     // 409
 	ErrDecisionClosed       error = sentinel(api.CodeDecisionClosed)       // 409
+	ErrDecisionLimit        error = sentinel(api.CodeDecisionLimit)        // 409: the attempt has as many pending decisions as it may
 	ErrLockHeld             error = sentinel(api.CodeLockHeld)             // 409, with HeldUntil
 	ErrReleaseConflict      error = sentinel(api.CodeReleaseConflict)      // 409
 	ErrReleaseImmutable     error = sentinel(api.CodeReleaseImmutable)     // 409

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -37,6 +39,8 @@ type serveFlags struct {
 	tenantInflight  int
 	tenantLongPolls int
 	authFailures    int
+	maxConns        int
+	maxConnsPerAddr int
 	authWindow      time.Duration
 	keyCacheTTL     time.Duration
 	trustedProxies  string
@@ -46,6 +50,8 @@ type serveFlags struct {
 	secureCookies string
 	// pprofAddr is where net/http/pprof listens ("": nowhere).
 	pprofAddr string
+	// maxPending caps one attempt's pending decisions.
+	maxPending int
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -61,6 +67,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.reaper, "reaper-interval", 5*time.Second, "how often each replica's reaper takes back expired leases")
 	fs.DurationVar(&f.aging, "band-aging", 10*time.Minute, "how long a BACKGROUND run waits past its due time before it competes with BATCH")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest chain of parent runs an enqueue may make (loop_depth past it)")
+	fs.IntVar(&f.maxPending, "max-pending-decisions", decisions.DefaultMaxPending, "pending decisions one attempt may have at once; past it a request gets 409 decision_limit")
 	fs.IntVar(&f.fairness, "claim-fairness-window", 64, "how many of the oldest due runs a claim weighs for project fairness")
 	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on a new embedded database")
 	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests this replica serves at once, all tenants together; more get 429 rate_limited (0: no cap)")
@@ -69,7 +76,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.tenantLongPolls, "tenant-max-long-polls", 64, "claims of one tenant that may wait for work at once; past it a claim answers 204 with Retry-After at once (0: no cap)")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 10000, "requests per second each tenant may make; more get 429 rate_limited (0: no limit)")
 	fs.IntVar(&f.rateBurst, "rate-burst", 20000, "requests a tenant may make at once above its rate")
-	fs.IntVar(&f.authFailures, "auth-failure-limit", 20, "failed authentications a client address may make per --auth-failure-window; past it, keys this replica has not admitted get 429 rate_limited (0: no limit)")
+	fs.IntVar(&f.authFailures, "auth-failure-limit", 20, "failed authentications a client address may make per --auth-failure-window; past it, anything but a key whose id exists gets 429 rate_limited (0: no limit)")
+	fs.IntVar(&f.maxConns, "max-conns", 10000, "connections this replica holds open at once, all clients together; one past it is closed at once (0: no cap; keep it under the open-file limit)")
+	fs.IntVar(&f.maxConnsPerAddr, "max-conns-per-addr", 1000, "connections one client address (IPv6: its /64) may hold open at once; trusted proxies are exempt (0: no cap)")
 	fs.DurationVar(&f.authWindow, "auth-failure-window", time.Minute, "the window over which --auth-failure-limit refills")
 	fs.DurationVar(&f.keyCacheTTL, "key-cache-ttl", tenancy.DefaultKeyCacheTTL, "how long a replica trusts an API key it has read; a revoked key may work that long on a replica that used it (0: read the key on every request)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For names the client address (empty: the TCP peer is the client)")
@@ -112,9 +121,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rcfg.MaxDepth, rcfg.FairnessWindow = f.maxDepth, f.fairness
 	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg, PurgeInterval: f.purge,
 		KeyCacheTTL: f.keyCacheTTL, TrustedProxies: proxies,
+		Conns: web.ConnLimits{Total: f.maxConns, PerAddr: f.maxConnsPerAddr},
 		Limits: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
 			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active},
-		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies})
+		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	if f.pprofAddr != "" {
 		_, stopPprof, err := servePprof(f.pprofAddr, log)
@@ -126,11 +136,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bg, stopBackground := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); a.Background(bg) }()
+	// A database this process can no longer use (the embedded writer gave up) stops the
+	// server as a signal would, and the exit is non-zero.
+	ctx, stopServing := context.WithCancelCause(ctx)
+	defer stopServing(nil)
+	go func() {
+		select {
+		case <-db.Fatal():
+			stopServing(sqldb.ErrWriterBroken)
+		case <-ctx.Done():
+		}
+	}()
 	err = a.Server.Start(ctx, f.addr, f.grace, func(addr string) { log.Info("listening", "addr", addr) })
 	// Requests have drained: stop the reaper and wait for its pass to finish.
 	stopBackground()
 	<-done
 	log.Info("stopped")
+	if cause := context.Cause(ctx); errors.Is(cause, sqldb.ErrWriterBroken) {
+		return cause
+	}
 	return err
 }
 
@@ -138,8 +162,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // requests in flight must leave room for another tenant's.
 func (f serveFlags) check() error {
 	switch {
-	case f.inflight < 0 || f.active < 0 || f.tenantInflight < 0 || f.tenantLongPolls < 0 || f.authFailures < 0:
-		return fmt.Errorf("the in-flight, active, long-poll and failed-authentication limits must not be negative")
+	case f.inflight < 0 || f.active < 0 || f.tenantInflight < 0 || f.tenantLongPolls < 0 || f.authFailures < 0 ||
+		f.maxConns < 0 || f.maxConnsPerAddr < 0:
+		return fmt.Errorf("the in-flight, active, long-poll, failed-authentication and connection limits must not be negative")
 	case f.inflight > 0 && (f.tenantInflight == 0 || f.tenantInflight >= f.inflight):
 		return fmt.Errorf("--tenant-max-inflight (%d) must be between 1 and --max-inflight (%d) less one, or one tenant could fill the replica",
 			f.tenantInflight, f.inflight)
@@ -147,6 +172,8 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--auth-failure-window must be positive")
 	case f.keyCacheTTL < 0:
 		return fmt.Errorf("--key-cache-ttl must not be negative")
+	case f.maxPending < 1:
+		return fmt.Errorf("--max-pending-decisions must be at least 1")
 	}
 	return nil
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -269,5 +272,76 @@ func TestTwoServeProcessesShareAFreshDatabase(t *testing.T) {
 	}
 	if printed != 1 {
 		t.Fatalf("%d processes printed bootstrap keys, want exactly 1\nstdout 0: %q\nstdout 1: %q", printed, procs[0].lines(true), procs[1].lines(true))
+	}
+}
+
+// TestSIGTERMAnswersWaitingClaimsAtOnce is issue 17 item 11, with a child process and a real
+// signal: long-poll claims waiting for work when SIGTERM comes answer 204 with Retry-After
+// at once (they used to hold shutdown for the whole grace, then got a connection reset),
+// and the process exits 0 well before its grace.
+func TestSIGTERMAnswersWaitingClaimsAtOnce(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	p := startServe(t, bin, filepath.Join(t.TempDir(), "ledger.db"))
+	base := "http://" + p.waitAddr(t, 90*time.Second)
+	var runtime string
+	for deadline := time.Now().Add(20 * time.Second); runtime == ""; time.Sleep(20 * time.Millisecond) {
+		runtime, _ = p.keyLine("runtime key: ")
+		if time.Now().After(deadline) {
+			t.Fatal("no runtime key printed")
+		}
+	}
+	refs := `["x://sigterm"]`
+	sum := sha256.Sum256([]byte(refs))
+	release := fmt.Sprintf(`{"manifestHash":%q,"contentRefs":%s,"state":"active"}`, hex.EncodeToString(sum[:]), refs)
+	if code, _ := httpDo(t, http.MethodPut, base+"/v1/releases/rel/adapters/1.0", runtime, release); code != http.StatusCreated {
+		t.Fatalf("register the release: %d", code)
+	}
+
+	type answer struct {
+		code       int
+		retryAfter string
+		err        error
+		after      time.Duration
+	}
+	const claims = 3
+	answers := make(chan answer, claims)
+	start := time.Now()
+	for range claims {
+		go func() {
+			body := `{"holderId":"h","releaseId":"rel","adapterVersion":"1.0","modelProfileId":"m","waitSeconds":30}`
+			req, _ := http.NewRequest(http.MethodPost, base+"/v1/runs/claim", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+runtime)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := (&http.Client{Timeout: 40 * time.Second}).Do(req)
+			if err != nil {
+				answers <- answer{err: err, after: time.Since(start)}
+				return
+			}
+			res.Body.Close()
+			answers <- answer{code: res.StatusCode, retryAfter: res.Header.Get("Retry-After"), after: time.Since(start)}
+		}()
+	}
+	time.Sleep(time.Second) // the claims are waiting for work
+	signalled := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range claims {
+		a := <-answers
+		if a.err != nil || a.code != http.StatusNoContent || a.retryAfter == "" {
+			t.Fatalf("a waiting claim at SIGTERM: %d Retry-After %q, %v; want 204 with Retry-After", a.code, a.retryAfter, a.err)
+		}
+	}
+	if d := time.Since(signalled); d > 5*time.Second {
+		t.Fatalf("waiting claims answered %s after SIGTERM; the grace is 10s, want at once", d)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(8 * time.Second):
+		t.Fatal("the process did not exit within 8 s of SIGTERM (its grace is 10 s)")
+	}
+	if p.err != nil {
+		t.Fatalf("exit: %v, want 0\nstderr:\n%s", p.err, strings.Join(p.lines(false), "\n"))
 	}
 }

@@ -47,12 +47,16 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client address.
 	TrustedProxies []*net.IPNet
+	// Conns caps the connections the server holds open, in total and per client address.
+	Conns web.ConnLimits
 	// MetricsTenantLabels adds a tenant label to the per-tenant metric families.
 	MetricsTenantLabels bool
 	// MetricsCacheTTL is how long one database read serves scrapes (0: the default).
 	MetricsCacheTTL time.Duration
 	// ConsoleSecureCookies is console.SecureAuto (default), SecureAlways or SecureNever.
 	ConsoleSecureCookies string
+	// MaxPendingDecisions caps one attempt's pending decisions (0: decisions.DefaultMaxPending).
+	MaxPendingDecisions int
 }
 
 // App is the assembled service.
@@ -82,6 +86,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 		Ready:   func(ctx context.Context) error { return Ready(ctx, db) },
 
 		TrustedProxies: cfg.TrustedProxies,
+		Conns:          cfg.Conns,
 		Identify:       identify,
 		Observe:        m.ObserveRequest,
 	})
@@ -104,7 +109,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	locks.Routes(s, locks.NewStore(db))
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
 	calls.Routes(s, calls.NewStore(db, rs))
-	dec, del, hist := decisions.NewStore(db, rs), delegations.NewStore(db, rs), history.NewStore(db)
+	dec, del, hist := decisions.NewStore(db, rs).WithMaxPending(cfg.MaxPendingDecisions), delegations.NewStore(db, rs), history.NewStore(db)
 	decisions.Routes(s, dec)
 	delegations.Routes(s, del)
 	releases.Routes(s, rel, rs)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -450,6 +451,61 @@ func TestEveryRouteRefusesUnknownQueryParameters(t *testing.T) {
 	checkStatusesDocumented(t, s)
 }
 
+// TestQueryStringGoCannotParseIs400 is issue 17 item 6: past Go's limit of 10,000 query
+// parameters (or with a bad escape) Echo saw no parameters at all, so the filter was
+// dropped and another project's runs answered 200. Now that is 400, and an answer listing
+// thousands of bad parameters is bounded: the first api.MaxFieldErrors and a count.
+func TestQueryStringGoCannotParseIs400(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, app.Config{})
+	_, admin, runtime := s.tenantKeys(t)
+	for _, p := range []string{"pp1", "pp2"} {
+		wantStatus(t, s.do(t, req{method: http.MethodPut, path: "/v1/projects/" + p, key: admin, body: `{}`}), http.StatusCreated)
+	}
+	body := fmt.Sprintf(`{"subject":"s","kind":"k","projectId":"pp2","agentId":"a","stepId":%q,"snapshotId":%q}`, uuid.NewString(), uuid.NewString())
+	wantStatus(t, s.do(t, req{method: http.MethodPost, path: "/v1/runs", key: runtime, body: body}), http.StatusCreated)
+
+	junk := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "&j%d=1", i)
+		}
+		return b.String()
+	}
+	// The issue's reproduction: the filter and 10,001 junk parameters.
+	r := s.do(t, req{method: http.MethodGet, path: "/v1/runs?projectId=pp1&limit=1&" + junk(10_001), key: admin})
+	if p := wantProblem(t, r, http.StatusBadRequest, "invalid_request"); !strings.Contains(p.Detail, "too many parameters") {
+		t.Fatalf("past the parameter limit: %+v", p)
+	}
+	// A bad escape made Go drop the pair: the filter went with it.
+	r = s.do(t, req{method: http.MethodGet, path: "/v1/runs?projectId=pp1%zz", key: admin})
+	wantProblem(t, r, http.StatusBadRequest, "invalid_request")
+	r = s.do(t, req{method: http.MethodGet, path: "/v1/runs?projectId=pp1;limit=1", key: admin})
+	wantProblem(t, r, http.StatusBadRequest, "invalid_request")
+
+	// Under the limit: every parameter unknown, the answer bounded.
+	r = s.do(t, req{method: http.MethodGet, path: "/v1/runs?projectId=pp1" + junk(500) + "&" + strings.Repeat("a", 5000) + "=1", key: admin})
+	p := wantProblem(t, r, http.StatusBadRequest, "invalid_request")
+	var more struct {
+		MoreErrors int `json:"moreErrors"`
+	}
+	if err := json.Unmarshal(r.body, &more); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Errors) != api.MaxFieldErrors || len(p.Errors)+more.MoreErrors != 501 {
+		t.Fatalf("%d errors listed and %d more, want %d and %d", len(p.Errors), more.MoreErrors, api.MaxFieldErrors, 501-api.MaxFieldErrors)
+	}
+	if len(r.body) > 4<<10 {
+		t.Fatalf("a problem of %d bytes for 501 bad parameters", len(r.body))
+	}
+	// The filter that parses still filters.
+	r = s.do(t, req{method: http.MethodGet, path: "/v1/runs?projectId=pp1", key: admin})
+	wantStatus(t, r, http.StatusOK)
+	if page := decode[map[string]any](t, r); len(page["items"].([]any)) != 0 {
+		t.Fatalf("pp1 lists another project's runs: %v", page["items"])
+	}
+}
+
 func TestLocationIsPathEscaped(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, app.Config{})
@@ -656,6 +712,20 @@ func TestIdentifierRuleEverywhere(t *testing.T) {
 		{"Control", "p\u0001q", "p%01q"},
 		{"C1Control", "p\u0085q", "p%C2%85q"},
 		{"Empty", "", ""},
+		// Invisible code points (issue 17 item 7): each would make a second "p" that looks
+		// like the first.
+		{"ZeroWidthSpaceAfter", "p\u200b", "p%E2%80%8B"},
+		{"ZeroWidthSpaceBefore", "\u200bp", "%E2%80%8Bp"},
+		{"ByteOrderMark", "p\ufeff", "p%EF%BB%BF"},
+		{"BidiOverride", "p\u202eq", "p%E2%80%AEq"},
+		{"BidiIsolate", "p\u2066q", "p%E2%81%A6q"},
+		{"ZeroWidthJoiner", "p\u200dq", "p%E2%80%8Dq"},
+		{"SoftHyphen", "p\u00adq", "p%C2%ADq"},
+		{"TagCharacter", "p\U000E0041", "p%F3%A0%81%81"},
+		{"HangulFiller", "p\u3164", "p%E3%85%A4"},
+		{"CombiningGraphemeJoiner", "p\u034fq", "p%CD%8Fq"},
+		{"VariationSelector", "p\ufe0f", "p%EF%B8%8F"},
+		{"LineSeparator", "p\u2028q", "p%E2%80%A8q"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

@@ -16,8 +16,9 @@ type Error struct {
 	Code   api.ProblemCode
 	Detail string
 	Fields []api.FieldError
-	// Extra members of the problem document, such as heldUntil for lock_held.
-	Extra map[string]any
+	// HeldUntil, when not zero, is the problem document's heldUntil (lock_held): when the
+	// other holder's task lock expires.
+	HeldUntil time.Time
 	// RetryAfter, when positive, is sent as the Retry-After header.
 	RetryAfter time.Duration
 }

@@ -13,12 +13,7 @@ type queries struct {
 	checkpointed  string // 1 attempt, 2 checkpoint, 3 its sequence, 4 its phase
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 const columns = `AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId, FencingToken, SnapshotId,
 ReleaseId, AdapterVersion, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections, LastCheckpointId,

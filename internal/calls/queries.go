@@ -27,12 +27,7 @@ type queries struct {
 	abandon string
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 const columns = `CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId, ReceiptRef, Status,
 StartedAt, EndedAt, Version`

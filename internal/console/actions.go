@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -83,7 +84,7 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 		if project != "" {
 			next.Set("project", project)
 		}
-		v.Next = next.Encode()
+		v.Next = pageLink("/ui/decisions", next)
 	}
 	v.Decisions = ds
 	return c.render(ctx, http.StatusOK, "decisions", page{Title: "Decisions", Nav: "decisions", Data: v})
@@ -122,7 +123,8 @@ func (c *console) decisionPage(ctx echo.Context) error {
 func (c *console) renderDecision(ctx echo.Context, status int, v decisionView) error {
 	v.ETag = v.Decision.Version.ETag()
 	var opts []string
-	if json.Unmarshal(v.Decision.Options, &opts) == nil {
+	// A list of options past what a page shows is answered by typing the choice.
+	if len(v.Decision.Options) <= maxShownBytes && json.Unmarshal(v.Decision.Options, &opts) == nil {
 		v.Options = opts
 	}
 	return c.render(ctx, status, "decision", page{Title: "Decision", Nav: "decisions", Data: v})
@@ -137,33 +139,31 @@ func (c *console) answerDecision(ctx echo.Context) error {
 		return c.notFound(ctx)
 	}
 	rctx, s := ctx.Request().Context(), sessionOf(ctx)
-	form := answerForm{Status: ctx.FormValue("status"), Answer: strings.TrimSpace(ctx.FormValue("answer")),
-		ApprovalID: strings.TrimSpace(ctx.FormValue("approvalId"))}
-	a := decisions.Answer{Status: form.Status, KeyID: s.KeyID}
+	form := answerForm{Status: formValue(ctx, "status"), Answer: strings.TrimSpace(formValue(ctx, "answer")),
+		ApprovalID: strings.TrimSpace(formValue(ctx, "approvalId"))}
 	var problems []string
 	if !api.AnswerStatus(form.Status).Valid() {
 		problems = append(problems, "choose approve or reject")
 	}
-	if form.Answer != "" {
-		if !json.Valid([]byte(form.Answer)) {
-			// A plain word is sent as a JSON string: the form is for people.
-			b, _ := json.Marshal(form.Answer)
-			form.Answer = string(b)
-		}
-		a.Answer = json.RawMessage(form.Answer)
-	}
 	if form.ApprovalID != "" {
-		u, err := uuid.Parse(form.ApprovalID)
-		if err != nil {
+		if _, err := uuid.Parse(form.ApprovalID); err != nil {
 			problems = append(problems, "the approval id must be a UUID")
 		}
-		a.ApprovalID = &u
 	}
-	v, ok := sqldb.ParseETag(ctx.FormValue("etag"))
+	etag, ok := sqldb.ParseETag(formValue(ctx, "etag"))
 	if !ok {
 		problems = append(problems, "the form lost the version it was opened at; reload the page")
 	}
-	a.IfMatch = v
+	var a decisions.Answer
+	if len(problems) == 0 {
+		req, err := answerRequest(ctx, form)
+		if err == nil {
+			a, err = decisions.AnswerOf(req, s.KeyID, etag)
+		}
+		if err != nil {
+			problems = append(problems, refusal("The answer was refused", err))
+		}
+	}
 	if len(problems) > 0 {
 		d, err := c.Decisions.Get(rctx, s.TenantID, id)
 		if err != nil {
@@ -191,17 +191,62 @@ func (c *console) answerDecision(ctx echo.Context) error {
 		if gerr != nil {
 			return c.orNotFound(ctx, gerr)
 		}
-		msg := "The answer was refused"
-		if e, ok := apperr.As(err); ok {
-			msg += ": " + e.Detail
-			for _, f := range e.Fields {
-				msg += "; " + f.Field + " " + f.Reason
-			}
-		}
-		return c.renderDecision(ctx, http.StatusBadRequest, decisionView{Decision: cur, Message: msg, Form: form})
+		return c.renderDecision(ctx, http.StatusBadRequest, decisionView{Decision: cur, Message: refusal("The answer was refused", err), Form: form})
 	default:
 		return c.orNotFound(ctx, err)
 	}
+}
+
+// answerRequest turns the answer form into the API's request and decodes it with the API's
+// strict decoder and validation, so the console stores nothing the API would refuse (a
+// member given twice, nesting past the limit). The form is for people: text that does not
+// start like a JSON document or string, and is no JSON scalar, is sent as a JSON string.
+func answerRequest(ctx echo.Context, form answerForm) (api.AnswerDecisionRequest, error) {
+	var req api.AnswerDecisionRequest
+	status, _ := json.Marshal(form.Status)
+	body := []byte(`{"status":` + string(status))
+	if form.ApprovalID != "" {
+		id, _ := json.Marshal(form.ApprovalID)
+		body = append(append(body, `,"approvalId":`...), id...)
+	}
+	text := form.Answer
+	if text != "" && !strings.ContainsAny(text[:1], `{["`) && !json.Valid([]byte(text)) {
+		b, _ := json.Marshal(text)
+		text = string(b)
+	}
+	if text != "" {
+		// The answer goes in as typed, last, where the API would find it: the decoder then
+		// counts its depth and finds its duplicates exactly as for an API body.
+		body = append(append(body, `,"answer":`...), text...)
+	}
+	body = append(body, '}')
+	if err := web.BindJSON(ctx, body, &req); err != nil {
+		return req, err
+	}
+	if text != "" && string(req.Answer) != text {
+		// More than the answer: it closed the value and went on ("{}, ...").
+		return req, apperr.New(api.CodeInvalidRequest, "the answer must be one JSON value (or plain text)")
+	}
+	return req, nil
+}
+
+// maxListedFields bounds the field errors a page lists.
+const maxListedFields = 10
+
+// refusal words an invalid_request for a page: what was refused, the detail, every field.
+func refusal(what string, err error) string {
+	e, ok := apperr.As(err)
+	if !ok {
+		return what + "."
+	}
+	msg := what + ": " + e.Detail
+	for i, f := range e.Fields {
+		if i == maxListedFields {
+			return msg + fmt.Sprintf("; and %d more", len(e.Fields)-i)
+		}
+		msg += "; " + f.Field + " " + f.Reason
+	}
+	return msg
 }
 
 func (c *console) orNotFound(ctx echo.Context, err error) error {
@@ -265,7 +310,7 @@ func (c *console) releasesPage(ctx echo.Context) error {
 		if v.State != "" {
 			q.Set("state", v.State)
 		}
-		v.Next = q.Encode()
+		v.Next = pageLink("/ui/releases", q)
 	}
 	for _, r := range rs {
 		v.Releases = append(v.Releases, releaseRow{Release: r, Moves: moves(r.State)})
@@ -315,9 +360,9 @@ func (c *console) moveRelease(ctx echo.Context) error {
 	if err != nil {
 		return c.orNotFound(ctx, err)
 	}
-	to := ctx.FormValue("to")
+	to := formValue(ctx, "to")
 	st, ok := parseEnum[releases.State](to)
-	etag, okTag := sqldb.ParseETag(ctx.FormValue("etag"))
+	etag, okTag := sqldb.ParseETag(formValue(ctx, "etag"))
 	if !ok || !okTag {
 		return c.render(ctx, http.StatusBadRequest, "move", page{Title: "Move release", Nav: "releases",
 			Data: moveView{Release: cur, ETag: cur.Version.ETag(), Message: "The form is incomplete; open the release list again."}})
@@ -363,7 +408,7 @@ func (c *console) renderProjects(ctx echo.Context, status int, after, msg, probl
 	}
 	if len(ps) > pageSize {
 		ps = ps[:pageSize]
-		v.Next = url.Values{"after": {ps[len(ps)-1].ProjectID}}.Encode()
+		v.Next = pageLink("/ui/projects", url.Values{"after": {ps[len(ps)-1].ProjectID}})
 	}
 	v.Projects = ps
 	return c.render(ctx, status, "projects", page{Title: "Projects", Nav: "projects", Data: v})
@@ -373,12 +418,12 @@ func (c *console) renderProjects(ctx echo.Context, status int, after, msg, probl
 // the page the form came from.
 func (c *console) changeProject(ctx echo.Context) error {
 	id, _ := url.PathUnescape(ctx.Param("projectId"))
-	etag, ok := sqldb.ParseETag(ctx.FormValue("etag"))
+	etag, ok := sqldb.ParseETag(formValue(ctx, "etag"))
 	if !ok {
 		return c.renderProjects(ctx, http.StatusBadRequest, "", "", "The form lost the version it was opened at; try again.")
 	}
 	ch := projects.Change{IfMatch: &etag}
-	switch ctx.FormValue("action") {
+	switch formValue(ctx, "action") {
 	case "pause":
 		f := false
 		ch.Active = &f
@@ -386,7 +431,7 @@ func (c *console) changeProject(ctx echo.Context) error {
 		t := true
 		ch.Active = &t
 	case "retention":
-		days, err := strconv.Atoi(strings.TrimSpace(ctx.FormValue("retentionDays")))
+		days, err := strconv.Atoi(strings.TrimSpace(formValue(ctx, "retentionDays")))
 		if err != nil || days < 1 || days > 36500 {
 			return c.renderProjects(ctx, http.StatusBadRequest, "", "", "Retention must be a whole number of days from 1 to 36500.")
 		}
@@ -404,6 +449,17 @@ func (c *console) changeProject(ctx echo.Context) error {
 	default:
 		return c.orNotFound(ctx, err)
 	}
+}
+
+// pageLink is the whole link to a listing's next page, built here rather than in the
+// template: html/template escapes a value placed after "?" as one query component, so the
+// "=" and "&" of a query string would arrive as %3d and %26 and the link would open the
+// first page again, without its filters.
+func pageLink(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
 }
 
 // encodeCursor and decodeCursor carry a listing's keyset position in a page link, as the

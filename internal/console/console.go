@@ -66,6 +66,9 @@ type console struct {
 	Deps
 	sessions *sessionStore
 	pages    map[string]*template.Template
+	// crossOrigin refuses a write a browser says comes from another origin (Sec-Fetch-Site,
+	// else Origin against Host): a second fence besides the CSRF token.
+	crossOrigin *http.CrossOriginProtection
 }
 
 const (
@@ -87,11 +90,11 @@ func Routes(e *echo.Echo, d Deps) {
 		d.Logger = slog.Default()
 	}
 	c := &console{Deps: d, sessions: &sessionStore{db: d.DB, q: queriesFor(d.DB.Dialect), ttl: d.SessionTTL},
-		pages: parsePages()}
+		pages: parsePages(), crossOrigin: http.NewCrossOriginProtection()}
 	static, _ := fs.Sub(staticFS, "static")
 	e.GET("/ui", func(ctx echo.Context) error { return ctx.Redirect(http.StatusSeeOther, "/ui/") })
 	g := e.Group("/ui", c.headers)
-	g.GET("/static/*", echo.WrapHandler(http.StripPrefix("/ui/static/", staticHandler(static))))
+	g.GET("/static/*", c.staticFile(static))
 	g.GET("/signin", c.signinPage)
 	g.POST("/signin", c.signin)
 
@@ -112,13 +115,21 @@ func Routes(e *echo.Echo, d Deps) {
 	a.POST("/projects/:projectId", c.changeProject)
 }
 
-func staticHandler(root fs.FS) http.Handler {
+// staticFile serves the embedded files. A directory (the static root included) answers
+// 404: a listing would only show what the binary holds, and a page is no place for it.
+func (c *console) staticFile(root fs.FS) echo.HandlerFunc {
 	files := http.FileServer(http.FS(root))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return func(ctx echo.Context) error {
+		name := strings.TrimPrefix(ctx.Request().URL.Path, "/ui/static/")
+		if fi, err := fs.Stat(root, name); err != nil || fi.IsDir() || !fs.ValidPath(name) {
+			return c.render(ctx, http.StatusNotFound, "error", page{Title: "Not found",
+				Data: errorView{Message: "There is no such file."}})
+		}
 		// The files change only with the binary.
-		w.Header().Set("Cache-Control", "public, max-age=3600")
-		files.ServeHTTP(w, r)
-	})
+		ctx.Response().Header().Set("Cache-Control", "public, max-age=3600")
+		http.StripPrefix("/ui/static/", files).ServeHTTP(ctx.Response(), ctx.Request())
+		return nil
+	}
 }
 
 // headers sets what every console answer carries: no caching of tenant data, no framing,
@@ -133,6 +144,10 @@ func (c *console) headers(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		if !strings.HasPrefix(ctx.Path(), "/ui/static/") {
 			h.Set("Cache-Control", "no-store")
+		}
+		if err := c.crossOrigin.Check(ctx.Request()); err != nil {
+			return c.render(ctx, http.StatusForbidden, "error", page{Title: "Refused",
+				Data: errorView{Message: "This form was sent from another site, so it was refused. Open the console itself and try again."}})
 		}
 		return next(ctx)
 	}
@@ -159,14 +174,15 @@ func (c *console) setCookie(ctx echo.Context, name, value string, maxAge int) {
 
 // requireSession admits a request with a live session (else to the sign-in page), puts the
 // session's principal on the request (so the access log names the tenant and key), and
-// refuses a POST whose form lacks the session's CSRF token.
+// refuses a POST whose form body lacks the session's CSRF token (never read from the query
+// string, which ends up in logs, histories and Referer headers).
 func (c *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(ctx echo.Context) error {
 		r := ctx.Request()
 		ck, err := r.Cookie(cookieName)
 		var s session
 		if err == nil {
-			s, err = c.sessions.lookup(r.Context(), ck.Value)
+			s, err = c.lookupSession(ctx, ck.Value)
 		}
 		if err != nil {
 			if !errors.Is(err, errNoSession) && !errors.Is(err, http.ErrNoCookie) {
@@ -185,12 +201,36 @@ func (c *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx.SetRequest(r.WithContext(tenancy.WithPrincipal(r.Context(), s.principal())))
 		ctx.Set("session", s)
-		if r.Method == http.MethodPost && !s.checkCSRF(ctx.FormValue("csrf")) {
+		if r.Method == http.MethodPost && !s.checkCSRF(formValue(ctx, "csrf")) {
 			return c.render(ctx, http.StatusForbidden, "error", page{Title: "Refused",
 				Data: errorView{Message: "This form is missing its security token or it is stale. Go back, reload the page and try again."}})
 		}
 		return next(ctx)
 	}
+}
+
+// formValue reads a field of a POST's form body; the query string is never a form.
+func formValue(ctx echo.Context, name string) string { return ctx.Request().PostFormValue(name) }
+
+// lookupSession reads the session a cookie names under the failed-authentication budget of
+// the client's address, the one bad keys spend: a cookie that names no session spends one
+// failure, and past the budget a cookie this replica has not seen good is not read at all
+// (the client signs in again: a key whose id exists is always checked).
+func (c *console) lookupSession(ctx echo.Context, cookie string) (session, error) {
+	addr := ctx.RealIP()
+	known := c.sessions.seen(cookie)
+	if !known && c.Auth.SessionAllowed(addr) != nil {
+		return session{}, errNoSession
+	}
+	s, err := c.sessions.lookup(ctx.Request().Context(), cookie)
+	switch {
+	case err == nil:
+		c.sessions.remember(cookie)
+	case errors.Is(err, errNoSession):
+		c.sessions.forget(cookie)
+		c.Auth.SessionFailed(addr)
+	}
+	return s, err
 }
 
 func sessionOf(ctx echo.Context) session { s, _ := ctx.Get("session").(session); return s }

@@ -1,6 +1,9 @@
 package console_test
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +12,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -18,6 +23,8 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/opstest"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
 // TestSignIn: a bad key and a runtime key are refused with a message that says why; an
@@ -573,4 +580,52 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 	if href := eval[string](t, ctx, `document.getElementById("decision-run").getAttribute("href")`); href != "/ui/runs/"+run.RunID.String() {
 		t.Errorf("the decision page links its subject to %q, want the run", href)
 	}
+}
+
+// TestBadSessionCookiesSpendTheAuthBudget is issue 17 item 3 for the console: random session
+// cookies spend the client address's failed-authentication budget, as bad keys do, so past
+// it they cost no database read (2,000 cost 2,000 reads before); a session good on this
+// replica keeps working from that address, and signing in again with a valid key works.
+func TestBadSessionCookiesSpendTheAuthBudget(t *testing.T) {
+	t.Parallel()
+	const budget = 5
+	s := opstest.New(t, app.Config{Limits: tenancy.Limits{AuthFailures: budget, AuthFailureWindow: time.Hour}})
+	tn := s.NewTenant(t)
+	signedIn, _, _ := httpSession(t, s, tn.Admin)
+
+	var statements atomic.Int32
+	s.DB.SetStatementHook(func(context.Context, *sqldb.Tx, sqldb.Statement) error {
+		statements.Add(1)
+		return nil
+	})
+	const tries = 60
+	for range tries {
+		secret := make([]byte, 32)
+		_, _ = rand.Read(secret)
+		req, _ := http.NewRequest("GET", s.URL+"/ui/runs", nil)
+		req.AddCookie(&http.Cookie{Name: "ledger_console", Value: base64.RawURLEncoding.EncodeToString(secret) + "." + tn.ID})
+		r, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusSeeOther {
+			t.Fatalf("a random session cookie answered %d, want 303 to the sign-in page", r.StatusCode)
+		}
+	}
+	s.DB.SetStatementHook(nil)
+	// Each lookup within the budget is a transaction of at most a couple of statements.
+	if n := statements.Load(); n > 2*budget {
+		t.Fatalf("%d random cookies cost %d statements, want at most %d (the budget's lookups)", tries, n, 2*budget)
+	}
+	r, err := signedIn.Get(s.URL + "/ui/runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("the signed-in session from the same address answered %d", r.StatusCode)
+	}
+	// A new sign-in from the address works: the key's id exists, so it is checked.
+	httpSession(t, s, tn.Admin)
 }

@@ -51,12 +51,12 @@ func (c *console) renderSignin(ctx echo.Context, status int, msg string) error {
 func (c *console) signin(ctx echo.Context) error {
 	r := ctx.Request()
 	ck, err := r.Cookie(signinCookie)
-	form := ctx.FormValue("signin")
+	form := formValue(ctx, "signin")
 	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(form)) != 1 {
 		return c.renderSignin(ctx, http.StatusForbidden, "The sign-in form expired. Please try again.")
 	}
 	// The API's key check, with its cache and its budget of failures per client address.
-	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), ctx.FormValue("key"))
+	p, err := c.Auth.Check(r.Context(), ctx.RealIP(), formValue(ctx, "key"))
 	if apperr.Is(err, api.CodeRateLimited) {
 		ctx.Response().Header().Set("Retry-After", "60")
 		return c.renderSignin(ctx, http.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait a minute and try again.")
@@ -148,7 +148,8 @@ type runsFilter struct {
 type runsView struct {
 	Filter  runsFilter
 	Runs    []runs.Run
-	Next    string // query string of the next page ("" on the last)
+	First   string // link to the first page, with the filters
+	Next    string // link to the next page ("" on the last)
 	Problem string
 }
 
@@ -219,17 +220,18 @@ func (c *console) runsPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
+	nq := url.Values{}
+	for k, vs := range q {
+		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
+			nq.Set(k, vs[0])
+		}
+	}
+	v.First = pageLink("/ui/runs", nq)
 	if len(rs) > pageSize {
 		rs = rs[:pageSize]
 		last := rs[len(rs)-1]
-		nq := url.Values{}
-		for k, vs := range q {
-			if k != "cursor" && len(vs) > 0 && vs[0] != "" {
-				nq.Set(k, vs[0])
-			}
-		}
 		nq.Set("cursor", encodeCursor(runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}))
-		v.Next = nq.Encode()
+		v.Next = pageLink("/ui/runs", nq)
 	}
 	v.Runs = rs
 	return c.render(ctx, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: v})
@@ -246,10 +248,16 @@ type runView struct {
 	// Chain is the continuation chain, oldest first, with this run in it.
 	Chain        []runs.Run
 	ChainTrimmed bool
+	// ChildrenTrimmed says the run has more delegated children than the page lists.
+	ChildrenTrimmed bool
 }
 
 // chainLimit bounds how far the run page follows a continuation chain each way.
 const chainLimit = 20
+
+// childrenLimit bounds the delegated children the run page lists, over all its attempts
+// (each attempt's timeline lists all of its own).
+const childrenLimit = 100
 
 func (c *console) pathUUID(ctx echo.Context, name string) (uuid.UUID, error) {
 	id, err := uuid.Parse(ctx.Param(name))
@@ -274,12 +282,20 @@ func (c *console) runPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
+	room := childrenLimit
 	for _, it := range items {
-		ds, err := c.Delegations.ListByAttempt(rctx, tenant, it.AttemptID, nil, 500)
-		if err != nil {
-			return err
+		row := attemptRow{Attempt: it.Attempt}
+		if !v.ChildrenTrimmed {
+			ds, err := c.Delegations.ListByAttempt(rctx, tenant, it.AttemptID, nil, room+1)
+			if err != nil {
+				return err
+			}
+			if len(ds) > room {
+				ds, v.ChildrenTrimmed = ds[:room], true
+			}
+			row.Delegations, room = ds, room-len(ds)
 		}
-		v.Attempts = append(v.Attempts, attemptRow{Attempt: it.Attempt, Delegations: ds})
+		v.Attempts = append(v.Attempts, row)
 	}
 	// The chain: back through ContinuedFromRunId, then forward through continuations.
 	var back []runs.Run
@@ -361,7 +377,7 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	if len(entries) > timelinePage {
 		entries = entries[:timelinePage]
 		tc := entries[len(entries)-1].Cursor()
-		v.Next = encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})
+		v.Next = pageLink("/ui/attempts/"+id.String(), url.Values{"cursor": {encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})}})
 	}
 	for _, e := range entries {
 		v.Timeline = append(v.Timeline, timelineRowOf(e))

@@ -11,9 +11,4 @@ type queries struct {
 	deleteExpired string // 1 tenant, 2 now: up to 100 expired sessions of the tenant
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -10,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 )
@@ -48,7 +48,7 @@ var funcs = template.FuncMap{
 		return *p
 	},
 	"esc":  url.PathEscape,
-	"json": func(b []byte) string { return prettyJSON(b) },
+	"json": boundedJSON,
 	"add":  func(a, b int) int { return a + b },
 }
 
@@ -67,15 +67,83 @@ func fmtDuration(d time.Duration) string {
 	}
 }
 
-func prettyJSON(b []byte) string {
+// A stored JSON value (a run's input, a decision's options or answer) is shown compact, at
+// most maxShownBytes of it, with anything nested deeper than maxShownDepth elided: a runtime
+// key may store a value of 1 MiB nested 10,000 deep, and indenting it costs the square of
+// its depth. The page links to the API for the whole value.
+const (
+	maxShownBytes = 8 << 10
+	maxShownDepth = 16
+)
+
+// shownJSON is a stored JSON value as a page shows it.
+type shownJSON struct {
+	Text string
+	// Cut says the value is longer or deeper than Text shows.
+	Cut bool
+}
+
+// boundedJSON renders b compact, cut after maxShownBytes and with arrays and objects past
+// maxShownDepth shown as […] and {…}: one pass, whatever b holds. Stored values were
+// decoded before they were stored; anything else would be shown as text, cut the same way.
+func boundedJSON(b []byte) shownJSON {
 	if len(b) == 0 {
-		return "—"
+		return shownJSON{Text: "—"}
 	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return string(b)
+	var out []byte
+	var cut bool
+	depth, skipTo := 0, -1 // skipTo: the depth whose closing bracket ends an elided value
+	inString, escaped := false, false
+	for i := 0; i < len(b); i++ {
+		ch := b[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case ch == '\\':
+				escaped = true
+			case ch == '"':
+				inString = false
+			}
+		} else {
+			switch ch {
+			case ' ', '\t', '\n', '\r':
+				continue
+			case '"':
+				inString = true
+			case '{', '[':
+				depth++
+				if skipTo < 0 && depth > maxShownDepth {
+					skipTo, cut = depth, true
+					out = append(out, ch, 0xE2, 0x80, 0xA6) // "…"
+					continue
+				}
+			case '}', ']':
+				if depth == skipTo {
+					skipTo = -1
+					depth--
+					out = append(out, ch)
+					continue
+				}
+				depth--
+			}
+		}
+		if skipTo >= 0 {
+			continue
+		}
+		if len(out) >= maxShownBytes {
+			// Cut on a character boundary.
+			for len(out) > 0 {
+				if r, size := utf8.DecodeLastRune(out); r != utf8.RuneError || size != 1 {
+					break
+				}
+				out = out[:len(out)-1]
+			}
+			return shownJSON{Text: string(out) + " …", Cut: true}
+		}
+		out = append(out, ch)
 	}
-	return out.String()
+	return shownJSON{Text: string(out), Cut: cut}
 }
 
 // parsePages parses each page with the layout; partials ("_*.html") are shared by all.

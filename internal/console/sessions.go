@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -54,6 +55,36 @@ type sessionStore struct {
 	db  *sqldb.DB
 	q   *queries
 	ttl time.Duration
+
+	// good holds the hashes of the cookies this replica found a session for (or made one
+	// for): they are read whatever their address's failed-authentication budget says.
+	mu   sync.Mutex
+	good map[[32]byte]struct{}
+}
+
+// goodMax bounds the cookies remembered; a full set starts again empty.
+const goodMax = 10_000
+
+func (st *sessionStore) seen(cookie string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.good[sha256.Sum256([]byte(cookie))]
+	return ok
+}
+
+func (st *sessionStore) remember(cookie string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.good == nil || len(st.good) >= goodMax {
+		st.good = map[[32]byte]struct{}{}
+	}
+	st.good[sha256.Sum256([]byte(cookie))] = struct{}{}
+}
+
+func (st *sessionStore) forget(cookie string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.good, sha256.Sum256([]byte(cookie)))
 }
 
 func hashSecret(secret []byte) []byte {
@@ -85,7 +116,9 @@ func (st *sessionStore) create(ctx context.Context, p tenancy.Principal) (string
 	if err != nil {
 		return "", session{}, fmt.Errorf("create session: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(secret) + "." + p.TenantID, s, nil
+	cookie := base64.RawURLEncoding.EncodeToString(secret) + "." + p.TenantID
+	st.remember(cookie)
+	return cookie, s, nil
 }
 
 func parseCookie(v string) (tenant string, secret []byte, ok bool) {

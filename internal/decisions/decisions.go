@@ -175,22 +175,41 @@ type ListFilter struct {
 	Limit int
 }
 
+// DefaultMaxPending is how many pending decisions one attempt may have at once
+// (--max-pending-decisions).
+const DefaultMaxPending = 100
+
 // Store keeps decisions. Holder writes pass the run-lease core's fence.
 type Store struct {
 	db  *sqldb.DB
 	svc *runs.Service
 	q   *queries
+	// maxPending caps an attempt's pending decisions: one attempt must not grow the inbox
+	// (and every page that lists it) without end.
+	maxPending int
 }
 
-// NewStore returns the decision store of db; svc fences holder writes.
+// NewStore returns the decision store of db; svc fences holder writes. An attempt may
+// have DefaultMaxPending pending decisions at once.
 func NewStore(db *sqldb.DB, svc *runs.Service) *Store {
-	return &Store{db: db, svc: svc, q: queriesFor(db.Dialect)}
+	return &Store{db: db, svc: svc, q: queriesFor(db.Dialect), maxPending: DefaultMaxPending}
+}
+
+// WithMaxPending sets how many pending decisions one attempt may have at once (n <= 0:
+// DefaultMaxPending) and returns s; call it before the store serves.
+func (s *Store) WithMaxPending(n int) *Store {
+	if n <= 0 {
+		n = DefaultMaxPending
+	}
+	s.maxPending = n
+	return s
 }
 
 // Request records a pending decision under the holder's fence and moves the attempt to
 // awaiting_decision (see the package doc for the phase it returns to). Errors: Invalid (a
 // choice decision without a usable list of options, options.go), NotFound (no such attempt
-// for the tenant), StaleLease, LeaseExpired; nothing is written when it fails.
+// for the tenant), StaleLease, LeaseExpired, DecisionLimit (the attempt already has its
+// most pending decisions); nothing is written when it fails.
 func (s *Store) Request(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Request) (Decision, error) {
 	if err := checkOptions(r.Kind, r.Options); err != nil {
 		return Decision{}, err
@@ -214,6 +233,14 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 	if r.ExpiresIn > 0 {
 		t := f.Now.Add(r.ExpiresIn)
 		expires = &t
+	}
+	var pending int
+	if err := tx.GetContext(ctx, &pending, s.q.countPending, tenantID, attemptID, tx.Dialect.Time(f.Now), s.maxPending); err != nil {
+		return Decision{}, fmt.Errorf("count pending decisions: %w", err)
+	}
+	if pending >= s.maxPending {
+		return Decision{}, apperr.New(api.CodeDecisionLimit,
+			"the attempt has %d pending decisions, as many as it may have: wait for answers (or expiry) before asking more", pending)
 	}
 	prior := int(f.Attempt.Phase)
 	if f.Attempt.Phase == attempts.AwaitingDecision {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
@@ -27,11 +28,12 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{
 		ID: "requestDecision", Tag: "Decisions", Summary: "Ask for a decision under the lease",
 		Description: "Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the " +
-			"answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.",
+			"answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have " +
+			"at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.",
 		Roles: []string{rt}, Body: api.DecisionRequest{},
 		Example: api.DecisionRequest{FencingToken: 4, Kind: api.Ptr(api.DecisionChoice), Options: []byte(`["merge","request changes"]`),
 			Recommendation: api.Ptr("merge"), ExpiresInSeconds: api.Ptr(86400)}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
-		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded},
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded, api.CodeDecisionLimit},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
 		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.Decision]{},
@@ -138,21 +140,30 @@ func (h handlers) answer(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	answer, ok := compactJSON(req.Answer)
-	if !ok {
-		return apperr.FieldsInvalid(api.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
-	}
 	ifMatch, err := web.IfMatch(c, true)
 	if err != nil {
 		return err
 	}
 	p := tenancy.MustPrincipal(c)
-	a := Answer{Status: string(req.Status), Answer: answer, KeyID: p.KeyID, IfMatch: ifMatch, ApprovalID: req.ApprovalID}
+	a, err := AnswerOf(req, p.KeyID, ifMatch)
+	if err != nil {
+		return err
+	}
 	d, err := h.store.Answer(c.Request().Context(), p.TenantID, id, a)
 	if err != nil {
 		return err
 	}
 	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
+}
+
+// AnswerOf is the answer a decoded and validated request gives, from the API or the
+// console: its answer document compacted, refused unless valid UTF-8.
+func AnswerOf(req api.AnswerDecisionRequest, keyID string, ifMatch sqldb.VersionMatcher) (Answer, error) {
+	answer, ok := compactJSON(req.Answer)
+	if !ok {
+		return Answer{}, apperr.FieldsInvalid(api.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
+	}
+	return Answer{Status: string(req.Status), Answer: answer, KeyID: keyID, IfMatch: ifMatch, ApprovalID: req.ApprovalID}, nil
 }
 
 // cursor is a keyset position of a decision listing (Rank only in the pending-first inbox).
@@ -163,9 +174,9 @@ type cursor struct {
 }
 
 func page(c echo.Context, limit int, ds []Decision) error {
-	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ds, limit, func(last Decision) any {
+	return web.WritePage(c, ds, limit, func(last Decision) any {
 		return cursor{Rank: Rank(last), RequestedAt: last.RequestedAt, DecisionID: last.DecisionID}
-	}), Decision.Wire))
+	}, Decision.Wire)
 }
 
 func after(c echo.Context) (*Position, error) {

@@ -26,6 +26,9 @@ type queries struct {
 	// newestPrior: 1 tenant, 2 attempt -> PriorPhase of the attempt's newest decision
 	// (RequestedAt, then DecisionId, descending); no row when it has none.
 	newestPrior string
+	// countPending: 1 tenant, 2 attempt, 3 now, 4 cap -> how many of the attempt's decisions
+	// are pending and not past their ExpiresAt, counted up to the cap.
+	countPending string
 	// restorePhase: 1 tenant, 2 attempt, 3 phase, 4 now: sets the phase of a running attempt
 	// in awaiting_decision (5) that has no pending decision not past its ExpiresAt at now.
 	restorePhase    string
@@ -38,12 +41,7 @@ type queries struct {
 	expireForAttempt string
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 // columns are the decision's own columns, in the order of the row struct, from the
 // table aliased d.

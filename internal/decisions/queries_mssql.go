@@ -85,6 +85,12 @@ OPTION (RECOMPILE, MAXDOP 1);`,
 	newestPrior: `SELECT TOP (1) PriorPhase FROM dbo.DecisionRequests
 WHERE AttemptId = @p2 AND TenantId = @p1 ORDER BY RequestedAt DESC, DecisionId DESC;`,
 
+	// countPending: IX_Decisions_Attempt seek with PK lookups, TOP (@p4): at most the cap of
+	// rows read. Runs under the attempt's U lock (the request's fence), so no other request
+	// of this attempt counts at the same time and the cap holds.
+	countPending: `SELECT COUNT(*) FROM (SELECT TOP (@p4) 1 AS One FROM dbo.DecisionRequests
+WHERE AttemptId = @p2 AND TenantId = @p1 AND Status = N'pending' AND (ExpiresAt IS NULL OR ExpiresAt > @p3)) AS p;`,
+
 	// restorePhase: the attempt's PK seek (U held, now X); the NOT EXISTS seeks its decisions,
 	// seeing this transaction's close. 0 rows: waiting on another decision, or moved on.
 	restorePhase: `UPDATE dbo.ExecutionAttempts SET Phase = @p3

@@ -62,6 +62,8 @@ WHERE d.TenantId = ?1 AND d.AttemptId = ?2
 ORDER BY d.RequestedAt, d.DecisionId LIMIT ?5`,
 	newestPrior: `SELECT PriorPhase FROM DecisionRequests INDEXED BY IX_Decisions_Attempt
 WHERE AttemptId = ?2 AND TenantId = ?1 ORDER BY RequestedAt DESC, DecisionId DESC LIMIT 1`,
+	countPending: `SELECT COUNT(*) FROM (SELECT 1 FROM DecisionRequests AS d INDEXED BY IX_Decisions_Attempt
+WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?3) LIMIT ?4)`,
 	restorePhase: `UPDATE ExecutionAttempts SET Phase = ?3, Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE TenantId = ?1 AND AttemptId = ?2 AND State = 0 AND Phase = 5
     AND NOT EXISTS (SELECT 1 FROM DecisionRequests AS d

@@ -117,7 +117,7 @@ func (h handlers) listByAttempt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ds, limit, func(last Delegation) any {
+	return web.WritePage(c, ds, limit, func(last Delegation) any {
 		return cursor{CreatedAt: last.CreatedAt, DelegationID: last.DelegationID}
-	}), Delegation.Wire))
+	}, Delegation.Wire)
 }

@@ -21,12 +21,7 @@ type queries struct {
 	delegatedSiblings string
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 // columns are read by every SELECT of a delegation, in the order of Delegation.
 const columns = `DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth, Status, CreatedAt, Version`

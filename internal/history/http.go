@@ -93,10 +93,10 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(items, limit, func(last AttemptItem) any {
+	return web.WritePage(c, items, limit, func(last AttemptItem) any {
 		at := last.StartedAt
 		return listCursor{StartedAt: &at, ID: last.AttemptID}
-	}), AttemptItem.Wire))
+	}, AttemptItem.Wire)
 }
 
 func (h handlers) changes(c echo.Context, tenant string, q api.ListAttemptsParams, hasCursor bool, cur listCursor, limit int) error {
@@ -128,10 +128,10 @@ func (h handlers) changes(c echo.Context, tenant string, q api.ListAttemptsParam
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(items, limit, func(last AttemptItem) any {
+	return web.WritePage(c, items, limit, func(last AttemptItem) any {
 		v := uint64(last.Version)
 		return listCursor{Version: &v, ID: last.AttemptID}
-	}), AttemptItem.Wire))
+	}, AttemptItem.Wire)
 }
 
 // parseSince reads an entity tag given as a query parameter, where the quotes are often
@@ -192,8 +192,8 @@ func (h handlers) timeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(entries, limit, func(row TimelineEntry) any {
+	return web.WritePage(c, entries, limit, func(row TimelineEntry) any {
 		last := row.Cursor()
 		return timelineCursor{At: last.At, Kind: last.Kind, Seq: last.Sequence, ID: last.ID}
-	}), TimelineEntry.Wire))
+	}, TimelineEntry.Wire)
 }

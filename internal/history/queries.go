@@ -36,12 +36,7 @@ type queries struct {
 	delegations string
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 // attemptColumns are attempts.Attempt's columns (internal/attempts reads the same list).
 const attemptColumns = `AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId, FencingToken, SnapshotId,

@@ -41,7 +41,7 @@ func TestFaultInjection(t *testing.T) {
 				t.Fatal("the injected write never ran: the case did not reach the statement")
 			}
 			ae, ok := apperr.As(err)
-			if !ok || ae.Code != api.CodeLockHeld || ae.Extra["heldUntil"] == nil {
+			if !ok || ae.Code != api.CodeLockHeld || ae.HeldUntil.IsZero() {
 				t.Fatalf("got %v, want lock_held with heldUntil", err)
 			}
 		})

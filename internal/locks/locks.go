@@ -43,7 +43,7 @@ func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dial
 
 func lockHeld(l Lock) error {
 	e := apperr.New(api.CodeLockHeld, "another holder has this task until %s", l.HeldUntil.Format(time.RFC3339Nano))
-	e.Extra = map[string]any{"heldUntil": l.HeldUntil.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+	e.HeldUntil = l.HeldUntil
 	return e
 }
 

@@ -27,7 +27,7 @@ func TestTaskLocks(t *testing.T) {
 			}
 			_, _, err = s.Acquire(ctx, tenant, "agent", "task", "h2", time.Minute)
 			ae, ok := apperr.As(err)
-			if !ok || ae.Code != api.CodeLockHeld || ae.Extra["heldUntil"] == nil {
+			if !ok || ae.Code != api.CodeLockHeld || ae.HeldUntil.IsZero() {
 				t.Fatalf("second holder: got %v, want lock_held with heldUntil", err)
 			}
 			if err := s.Release(ctx, tenant, "agent", "task", "h2"); !apperr.Is(err, api.CodeLockHeld) {

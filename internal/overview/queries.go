@@ -20,9 +20,4 @@ type queries struct {
 	allPending string // 1 now -> TenantId, Runs
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

@@ -93,7 +93,7 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(ps, limit, func(last Project) any {
+	return web.WritePage(c, ps, limit, func(last Project) any {
 		return cursor{After: last.ProjectID}
-	}), Project.Wire))
+	}, Project.Wire)
 }

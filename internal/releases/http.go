@@ -151,7 +151,7 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, web.MapPage(web.NewPage(rs, limit, func(last Release) any {
+	return web.WritePage(c, rs, limit, func(last Release) any {
 		return cursor{ReleaseID: last.ReleaseID, AdapterVersion: last.AdapterVersion}
-	}), Release.Wire))
+	}, Release.Wire)
 }

@@ -18,12 +18,7 @@ type queries struct {
 	claimOwner string
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 const columns = `ReleaseId, AdapterVersion, TenantId, ManifestHash, ContentRefsJson, State, VerifiedAt, InFlightPolicy, Version`
 

@@ -82,6 +82,12 @@ func (s *Service) Claim(ctx context.Context, c Caller, req ClaimRequest) (Claime
 			s.wake.quit(c.TenantID, w)
 			t.Stop()
 			return Claimed{}, ErrNothingToClaim
+		case <-s.waits.Closing():
+			// The server is shutting down (StopWaits): answer now, not at the end of the
+			// grace.
+			s.wake.quit(c.TenantID, w)
+			t.Stop()
+			return Claimed{}, ErrNothingToClaim
 		case hops = <-w.woken:
 			woke = true
 		case <-t.C:

@@ -187,6 +187,10 @@ func (h handlers) claim(c echo.Context) error {
 	var held *BudgetHeldError
 	switch {
 	case errors.Is(err, ErrNothingToClaim):
+		if h.svc.waits.Closed() {
+			// Shutting down: come back (to another replica) shortly.
+			c.Response().Header().Set("Retry-After", "1")
+		}
 		return c.NoContent(http.StatusNoContent)
 	case errors.As(err, &held):
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(held.RetryAfter/time.Second))))
@@ -219,10 +223,9 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.NewPage(rs, limit, func(last Run) any {
+	return web.WritePage(c, rs, limit, func(last Run) any {
 		return runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}
-	})
-	return c.JSON(http.StatusOK, web.MapPage(page, Run.Wire))
+	}, Run.Wire)
 }
 
 func (h handlers) get(c echo.Context) error {

@@ -61,12 +61,7 @@ type queries struct {
 // arrays; [] means no filter), 8 runs to skip (a JSON array of ids, usually []) -> RunId,
 // Subject.
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
 const runColumns = `RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input, Band,
 State, Epoch, HolderId, LeaseSeconds, LeasedUntil, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,

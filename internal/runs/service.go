@@ -294,7 +294,8 @@ func (s *Service) WaitEnded(ctx context.Context, tenantID string, id uuid.UUID, 
 // commit; the other parts wait on it and notify it of their own changes under these keys.
 func (s *Service) Waits() *waits.Hub { return s.waits }
 
-// StopWaits answers every wait on Waits now and every later one at once (shutdown).
+// StopWaits answers every wait on Waits, and every claim waiting for work, now, and every
+// later one at once (shutdown).
 func (s *Service) StopWaits() { s.waits.Close() }
 
 // RunKey is the wait key a run's end notifies.

@@ -48,3 +48,12 @@ type Dialect interface {
 
 // TimeLayout is the fixed-width text form of a time in SQLite: it sorts as time.
 const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// QueriesFor picks a store's statement set for d: mssql on SQL Server, sqlite otherwise.
+// Every store chooses its query set through it, so the choice is written once.
+func QueriesFor[Q any](d Dialect, mssql, sqlite *Q) *Q {
+	if d.Name() == "sqlserver" {
+		return mssql
+	}
+	return sqlite
+}

@@ -92,7 +92,7 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	ck.SetMaxOpenConns(1)
-	return &DB{Dialect: sqliteDialect{}, w: w, r: r, ck: ck, sqlitePath: path}, nil
+	return &DB{Dialect: sqliteDialect{}, w: w, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
 }
 
 // pingWriter opens the writer's connection, which switches a new file to WAL. That switch
@@ -181,8 +181,9 @@ func (sqliteDialect) MapError(err error) error {
 	case code&0xff == sqliteIOErr || code&0xff == sqliteFull || code&0xff == sqliteCantOpen ||
 		code&0xff == sqliteProtocol || code&0xff == sqliteReadOnly:
 		// The file cannot be read or written (disk full, I/O error, permissions): the
-		// service answers 503 and resumes by itself once the file is usable again.
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		// service answers 503 and resumes by itself once the file is usable again;
+		// readiness fails meanwhile (errStorage, fileid.go).
+		return fmt.Errorf("%w: %w: %w", ErrUnavailable, errStorage, err)
 	case busyOrLocked(code):
 		// The busy timeout already waited for the other process's lock; waiting again
 		// would only hold the caller longer. Answer 503 and let the client retry.

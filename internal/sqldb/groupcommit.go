@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -37,7 +38,28 @@ type committer struct {
 	queues map[string][]*job // waiting jobs per tenant, in arrival order
 	turn   []string          // tenants with waiting jobs, in the order they are served
 	closed bool
+	broken error // set when the writer gave up (see panicked); every submit fails with it
+
+	// begin starts a group's transaction (the writer's BeginTxx; tests inject faults).
+	begin func(context.Context) (*sqlx.Tx, error)
+	// panics counts the groups in a row that panicked outside their jobs.
+	panics int
+	// fatal is closed when the writer gave up.
+	fatal chan struct{}
 }
+
+// maxGroupPanics is how many groups in a row may panic outside their jobs before the writer
+// gives up: a panic in a group is failed and forgotten, but a writer that panics every time
+// cannot be trusted with the next write.
+const maxGroupPanics = 3
+
+// ErrWriterBroken: the embedded database's writer gave up after panicking group after group;
+// readiness fails and the process must restart.
+// It is an ErrUnavailable (503).
+var ErrWriterBroken = fmt.Errorf("%w: the database writer stopped after repeated internal errors", ErrUnavailable)
+
+// errGroupPanic fails the jobs of a group that panicked outside them (a 500).
+var errGroupPanic = errors.New("the write group failed with an internal error")
 
 type job struct {
 	ctx    context.Context
@@ -63,7 +85,8 @@ const (
 
 func newCommitter(db *DB) *committer {
 	c := &committer{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		queues: map[string][]*job{}}
+		queues: map[string][]*job{}, fatal: make(chan struct{})}
+	c.begin = func(ctx context.Context) (*sqlx.Tx, error) { return db.w.BeginTxx(ctx, nil) }
 	go c.loop()
 	return c
 }
@@ -81,6 +104,10 @@ func (c *committer) submit(ctx context.Context, tenant string, fn func(*Tx) erro
 	}
 	j := &job{ctx: ctx, tenant: tenant, fn: fn, done: make(chan struct{})}
 	c.mu.Lock()
+	if c.broken != nil {
+		c.mu.Unlock()
+		return c.broken
+	}
 	if c.closed {
 		c.mu.Unlock()
 		return ErrClosed
@@ -113,6 +140,7 @@ func (c *committer) submit(ctx context.Context, tenant string, fn func(*Tx) erro
 	if j.panic != nil {
 		panic(j.panic)
 	}
+	c.db.noteWrite(j.err)
 	return j.err
 }
 
@@ -189,7 +217,7 @@ func (c *committer) loop() {
 		select {
 		case <-c.wake:
 		case <-c.stop:
-			c.shutdown()
+			c.shutdown(ErrClosed)
 			return
 		}
 		for {
@@ -197,14 +225,13 @@ func (c *committer) loop() {
 			if len(batch) == 0 {
 				break
 			}
-			c.run(batch)
-			c.db.observeGroup(len(batch))
-			for _, j := range batch {
-				close(j.done)
+			if c.group(batch) {
+				c.shutdown(c.broken)
+				return
 			}
 			select {
 			case <-c.stop:
-				c.shutdown()
+				c.shutdown(ErrClosed)
 				return
 			default:
 			}
@@ -212,15 +239,72 @@ func (c *committer) loop() {
 	}
 }
 
-// shutdown fails the jobs still waiting, and every later submit, with ErrClosed.
-func (c *committer) shutdown() {
+// group runs one group and tells the observer, then lets its callers go. A panic outside the
+// group's jobs (beginning or committing the group, the observer) fails the jobs whose
+// outcome the commit had not decided with errGroupPanic, is logged, and the writer goes on;
+// after maxGroupPanics such groups in a row it gives up (reports true).
+func (c *committer) group(batch []*job) (broken bool) {
+	var g groupState
+	defer func() {
+		if r := recover(); r != nil {
+			broken = c.panicked(batch, &g, r)
+		} else {
+			c.panics = 0
+		}
+		for _, j := range batch {
+			close(j.done)
+		}
+	}()
+	c.run(batch, &g)
+	c.db.observeGroup(len(batch))
+	return false
+}
+
+// groupState is how far a group got: its transaction once begun, and whether it ended
+// (committed or rolled back: the jobs' outcomes are decided).
+type groupState struct {
+	tx    *sqlx.Tx
+	ended bool
+}
+
+// panicked cleans up after a panic outside the jobs of a group and reports whether the
+// writer must give up.
+func (c *committer) panicked(batch []*job, g *groupState, r any) bool {
+	c.db.log.Error("database writer: a write group panicked outside its transactions; its writes failed",
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()), "group", len(batch))
+	if !g.ended {
+		if g.tx != nil {
+			_ = g.tx.Rollback()
+		}
+		for _, j := range batch {
+			if j.err == nil && j.panic == nil {
+				j.err = errGroupPanic
+			}
+		}
+	}
+	c.panics++
+	if c.panics < maxGroupPanics {
+		return false
+	}
+	c.db.log.Error("database writer: gave up after repeated panics; readiness fails and the process must restart",
+		"panics", c.panics)
+	c.mu.Lock()
+	c.broken = ErrWriterBroken
+	c.mu.Unlock()
+	close(c.fatal)
+	return true
+}
+
+// shutdown fails the jobs still waiting, and every later submit, with err (ErrClosed, or
+// the writer's breakdown).
+func (c *committer) shutdown(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
 	for _, q := range c.queues {
 		for _, j := range q {
 			j.taken = true
-			j.err = ErrClosed
+			j.err = err
 			close(j.done)
 		}
 	}
@@ -228,12 +312,22 @@ func (c *committer) shutdown() {
 	c.turn = nil
 }
 
-func (c *committer) run(batch []*job) {
+func (c *committer) run(batch []*job, g *groupState) {
 	ctx := context.Background()
 	d := c.db.Dialect
+	if err := c.db.checkFile(); err != nil {
+		// Writing on would go to a file nothing will read again: fail the group instead.
+		g.ended = true
+		for _, j := range batch {
+			j.err = err
+		}
+		return
+	}
 	c.db.wcache.preparePending(ctx)
-	sqlTx, err := c.db.w.BeginTxx(ctx, nil)
+	sqlTx, err := c.begin(ctx)
+	g.tx = sqlTx
 	if err != nil {
+		g.ended = true
 		err = fmt.Errorf("begin transaction: %w", d.MapError(err))
 		for _, j := range batch {
 			j.err = err
@@ -250,15 +344,19 @@ func (c *committer) run(batch []*job) {
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
 			_ = sqlTx.Rollback()
+			g.ended = true
 			return
 		}
 		j.err, j.panic = runGuarded(j.fn, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
 			_ = sqlTx.Rollback()
+			g.ended = true
 			return
 		}
-		if err := sqlTx.Commit(); err != nil {
+		err := sqlTx.Commit()
+		g.ended = true
+		if err != nil {
 			j.err = fmt.Errorf("commit: %w", d.MapError(err))
 		}
 		c.db.ckpt.committed()
@@ -272,6 +370,7 @@ func (c *committer) run(batch []*job) {
 		}
 		if err := c.savepoint(ctx, sqlTx, savepointSQL); err != nil {
 			c.abort(sqlTx, batch, fmt.Errorf("savepoint: %w", d.MapError(err)))
+			g.ended = true
 			return
 		}
 		j.err, j.panic = runGuarded(j.fn, newTx())
@@ -281,16 +380,20 @@ func (c *committer) run(batch []*job) {
 			// then the savepoint is gone and the group must fail as one.
 			if err := c.savepoint(ctx, sqlTx, rollbackToSQL); err != nil {
 				c.abort(sqlTx, batch, fmt.Errorf("roll back to savepoint: %w", d.MapError(err)))
+				g.ended = true
 				return
 			}
 		}
 		if err := c.savepoint(ctx, sqlTx, releaseSQL); err != nil {
 			c.abort(sqlTx, batch, fmt.Errorf("release savepoint: %w", d.MapError(err)))
+			g.ended = true
 			return
 		}
 		ran = append(ran, j)
 	}
-	if err := sqlTx.Commit(); err != nil {
+	err = sqlTx.Commit()
+	g.ended = true
+	if err != nil {
 		err = fmt.Errorf("commit: %w", d.MapError(err))
 		for _, j := range ran {
 			if j.err == nil && j.panic == nil {

@@ -2,10 +2,16 @@ package sqldb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // queued returns a committer that runs nothing, with jobs waiting per tenant in the order
@@ -175,4 +181,97 @@ func overlap(a, b map[string]int) int {
 		}
 	}
 	return n
+}
+
+// panicky is an observer whose GroupCommitted panics while armed.
+type panicky struct{ armed atomic.Bool }
+
+func (*panicky) WriteDone(time.Duration) {}
+func (p *panicky) GroupCommitted(int) {
+	if p.armed.Swap(false) {
+		panic("injected: observer")
+	}
+}
+
+// TestWriterSurvivesAPanicOutsideItsJobs is issue 17 item 14, by fault injection: a panic
+// beginning a group fails that group's writes (a 500, nothing written) and the writer goes
+// on; a panic in the observer after the commit leaves the committed write a success; and a
+// writer that panics group after group gives up: every write and readiness fail with
+// ErrWriterBroken (503), and Fatal tells the process to exit.
+func TestWriterSurvivesAPanicOutsideItsJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(x int) error {
+		return db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
+			return err
+		})
+	}
+	count := func() int {
+		var n int
+		if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	c := db.group
+	begin := c.begin
+	var failBegins atomic.Int32
+	c.begin = func(ctx context.Context) (*sqlx.Tx, error) {
+		if failBegins.Add(-1) >= 0 {
+			panic("injected: begin")
+		}
+		return begin(ctx)
+	}
+
+	failBegins.Store(1)
+	if err := insert(1); !errors.Is(err, errGroupPanic) {
+		t.Fatalf("a write whose group panicked beginning: %v, want errGroupPanic", err)
+	}
+	if err := insert(2); err != nil {
+		t.Fatalf("the write after the panic: %v", err)
+	}
+	obs := &panicky{}
+	db.SetObserver(obs)
+	obs.armed.Store(true)
+	if err := insert(3); err != nil {
+		t.Fatalf("a committed write whose observer panicked: %v, want success", err)
+	}
+	if err := insert(4); err != nil {
+		t.Fatalf("the write after the observer's panic: %v", err)
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("%d rows, want 3 (the write that failed wrote nothing)", n)
+	}
+	select {
+	case <-db.Fatal():
+		t.Fatal("the writer gave up after isolated panics")
+	default:
+	}
+
+	failBegins.Store(1 << 20)
+	for i := range maxGroupPanics {
+		if err := insert(10 + i); !errors.Is(err, errGroupPanic) {
+			t.Fatalf("write %d while every group panics: %v", i, err)
+		}
+	}
+	select {
+	case <-db.Fatal():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Fatal not closed after repeated panics")
+	}
+	if err := insert(99); !errors.Is(err, ErrWriterBroken) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a write once the writer gave up: %v, want ErrWriterBroken", err)
+	}
+	if err := db.Probe(ctx); !errors.Is(err, ErrWriterBroken) {
+		t.Fatalf("readiness once the writer gave up: %v", err)
+	}
 }

@@ -82,6 +82,8 @@ type DB struct {
 	log     *slog.Logger
 	// sqlitePath is the database file, used for the cross-process migration lock.
 	sqlitePath string
+	// file is the SQLite file as opened, checked by readiness and the writer (fileid.go).
+	file *sqliteFile
 	// wcache and rcache hold prepared statements per pool (SQLite only).
 	wcache, rcache *stmtCache
 	// group runs SQLite write transactions in groups (see committer).
@@ -179,10 +181,26 @@ func (db *DB) Probe(ctx context.Context) error {
 	if db.group == nil {
 		return nil
 	}
+	if err := db.checkFile(); err != nil {
+		return err
+	}
+	if err := db.writesFailing(); err != nil {
+		return err
+	}
 	if err := db.Write(ctx, MaintenanceScope(), func(*Tx) error { return nil }); err != nil {
 		return fmt.Errorf("take the write lock: %w", err)
 	}
 	return nil
+}
+
+// Fatal is closed when the database can no longer be used by this process and it must exit
+// (non-zero): on SQLite, when the writer gave up (ErrWriterBroken). Never closed on SQL
+// Server.
+func (db *DB) Fatal() <-chan struct{} {
+	if db.group == nil {
+		return nil
+	}
+	return db.group.fatal
 }
 
 // Raw returns the writer pool, for maintenance code and tests that must run SQL directly.

@@ -15,8 +15,8 @@ const keyCacheMax = 10_000
 
 // keyCache remembers the keys this replica admitted, by the SHA-256 of the token: for ttl a
 // remembered key is admitted without reading it again (so a revoked key keeps working that
-// long here), and past ttl it is read again but still counts as known, which spares it the
-// failed-authentication limit of its address. With ttl 0 every request reads its key.
+// long here), and past ttl it is read again. With ttl 0 every request reads its key. (What
+// spares a key the failed-authentication limit is that its id exists: keyIDs.)
 //
 // Concurrent reads of one key share one database read while the cache is on (a cold key
 // under load costs one read, not one per request).
@@ -45,16 +45,15 @@ func newKeyCache(ttl time.Duration) *keyCache {
 	return &keyCache{ttl: max(ttl, 0), entries: map[[32]byte]cached{}, flights: map[[32]byte]*flight{}}
 }
 
-// get returns the principal of a key read less than ttl ago (fresh), and whether the key was
-// admitted before at all (known).
-func (k *keyCache) get(h [32]byte, now time.Time) (p Principal, fresh, known bool) {
+// get returns the principal of a key read less than ttl ago (fresh).
+func (k *keyCache) get(h [32]byte, now time.Time) (p Principal, fresh bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e, ok := k.entries[h]
 	if !ok {
-		return Principal{}, false, false
+		return Principal{}, false
 	}
-	return e.p, now.Before(e.expires), true
+	return e.p, now.Before(e.expires)
 }
 
 // load reads the key with read, sharing the read with concurrent loads of the same key when

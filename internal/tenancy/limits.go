@@ -35,8 +35,9 @@ type Limits struct {
 	LongPolls int
 	// AuthFailures failed authentications are allowed per AuthFailureWindow from one client
 	// address (a token bucket: AuthFailures at once, refilled evenly over the window). Past
-	// it, a request from that address whose key this replica has not admitted before is 429
-	// rate_limited with Retry-After, without reading the database.
+	// it, a request from that address with no key, a malformed one or one whose id does not
+	// exist is 429 rate_limited with Retry-After, without reading the database; a key whose
+	// id exists is always checked, its wrong secrets counted per address and key id.
 	AuthFailures      int
 	AuthFailureWindow time.Duration
 	// ReplicaInFlight caps the requests of all tenants together being served at once; past

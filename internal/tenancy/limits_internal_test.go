@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -132,9 +133,8 @@ func TestKeyCacheTTLZeroReadsEveryRequest(t *testing.T) {
 }
 
 // TestFailedAuthenticationsAreLimitedPerAddress: an address that spent its budget of failed
-// authentications gets 429 with Retry-After for any key this replica has not admitted before
-// (a good one included) until the budget refills; other addresses are unaffected, and keys
-// admitted before keep working from it.
+// authentications gets 429 with Retry-After for anything but a key whose id exists until the
+// budget refills; other addresses are unaffected, and good keys keep working from it.
 func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	store := openStore(t)
@@ -164,7 +164,11 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 	}
 	wantLimited("a bad key", bad)
 	wantLimited("a missing key", "")
-	wantLimited("a good key never admitted here", fresh)
+	wantLimited("a malformed key", "nope")
+	wantLimited("another unknown key id", "ldg_eeeeeeeeeeeeeeee_nope")
+	if err := call(a, fresh, attacker, nil); err != nil {
+		t.Fatalf("a good key never admitted here, from the limited address: %v", err)
+	}
 
 	// The key admitted before still works, cached and once its cache entry has expired.
 	if err := call(a, known, attacker, nil); err != nil {
@@ -186,10 +190,108 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 	if err := call(a, bad, neighbour, nil); !apperr.Is(err, api.CodeUnauthorized) {
 		t.Fatalf("a bad key from another address: %v, want unauthorized", err)
 	}
-	// Once the window lets one failure back, a good key from the address works.
+	// Once the window lets one failure back, a bad key from the address is read again.
 	clock.Advance(time.Second + time.Millisecond)
-	if err := call(a, fresh, attacker, nil); err != nil {
-		t.Fatalf("a good key once the window passed: %v", err)
+	if err := call(a, bad, attacker, nil); !apperr.Is(err, api.CodeUnauthorized) {
+		t.Fatalf("a bad key once the window passed: %v, want unauthorized", err)
+	}
+}
+
+// TestAttackerCannotLockOutAValidKey is issue 17 item 3: bad keys from one address, then
+// one every so often, must not keep the operator's valid keys out of that address, neither
+// on the replica under attack nor on a new one started on the same database file (the
+// restart, where no key was admitted before); and while the address is over its budget a
+// stream of random key ids costs one read of the key ids per keyIDsRefresh, not one each.
+func TestAttackerCannotLockOutAValidKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	open := func() *Store {
+		db, err := sqldb.Open(ctx, sqldb.Config{DSN: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		mg, err := db.NewMigrator()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mg.Up(); err != nil {
+			t.Fatal(err)
+		}
+		mg.Close()
+		return NewStore(db)
+	}
+	store := open()
+	valid, validKey := newKey(t, store, "lockout", RoleAdmin)
+	other, _ := newKey(t, store, "lockout", RoleRuntime)
+	const shared = "198.51.100.20" // the attacker and the operator behind one NAT
+	limits := Limits{AuthFailures: 25, AuthFailureWindow: 50 * time.Second}
+
+	attack := func(a *Authenticator, clock *fakeClock) {
+		t.Helper()
+		for i := range 40 {
+			_ = call(a, fmt.Sprintf("ldg_%016x_guess", i), shared, nil)
+			_ = call(a, "garbage", shared, nil)
+		}
+		// The same key id with guessed secrets: its own budget at this address.
+		for range 40 {
+			_ = call(a, "ldg_"+validKey.KeyID+"_guess", shared, nil)
+		}
+		if err := call(a, "ldg_ffffffffffffffff_guess", shared, nil); !apperr.Is(err, api.CodeRateLimited) {
+			t.Fatalf("past the budget an unknown key id got %v, want rate_limited", err)
+		}
+		clock.Advance(2 * time.Second) // one every 2 s keeps it spent
+		_ = call(a, "ldg_ffffffffffffffff_guess", shared, nil)
+	}
+	check := func(when string, a *Authenticator) {
+		t.Helper()
+		for _, k := range []string{valid, other} {
+			if err := call(a, k, shared, nil); err != nil {
+				t.Fatalf("%s: a valid key from the attacked address got %v", when, err)
+			}
+		}
+		if p, err := a.Check(ctx, shared, valid); err != nil || p.KeyID != validKey.KeyID {
+			t.Fatalf("%s: console sign-in with a valid key got %v", when, err)
+		}
+		err := call(a, "ldg_"+validKey.KeyID+"_guess", shared, nil)
+		if e, ok := apperr.As(err); !ok || e.Code != api.CodeRateLimited || e.RetryAfter < time.Second {
+			t.Fatalf("%s: a wrong secret past its id's budget got %v, want rate_limited", when, err)
+		}
+	}
+
+	a := NewAuthenticator(store)
+	a.SetLimits(limits)
+	clock := withClock(a)
+	attack(a, clock)
+	check("under attack", a)
+
+	// The restart: a new replica on the same file, attacked before any key was admitted.
+	restarted := open()
+	b := NewAuthenticator(restarted)
+	b.SetLimits(limits)
+	clock = withClock(b)
+	attack(b, clock)
+	var statements atomic.Int32
+	restarted.db.SetStatementHook(func(context.Context, *sqldb.Tx, sqldb.Statement) error {
+		statements.Add(1)
+		return nil
+	})
+	for i := range 200 {
+		if err := call(b, fmt.Sprintf("ldg_%016x_again", 1000+i), shared, nil); !apperr.Is(err, api.CodeRateLimited) {
+			t.Fatalf("a random key id past the budget got %v", err)
+		}
+	}
+	restarted.db.SetStatementHook(nil)
+	if n := statements.Load(); n > 1 {
+		t.Fatalf("%d statements for 200 random key ids within %s, want at most 1 (one read of the ids)", n, keyIDsRefresh)
+	}
+	check("after a restart", b)
+	// A key created after the last read of the ids works once keyIDsRefresh has passed.
+	late, _ := newKey(t, restarted, "lockout", RoleRuntime)
+	clock.Advance(keyIDsRefresh)
+	if err := call(b, late, shared, nil); err != nil {
+		t.Fatalf("a key created during the attack: %v", err)
 	}
 }
 
@@ -354,7 +456,7 @@ func TestConcurrentColdKeyReadsOnce(t *testing.T) {
 	if got := reads.Load(); got != 1 {
 		t.Fatalf("%d database reads for %d concurrent requests, want 1", got, n)
 	}
-	if _, fresh, _ := a.keys.get(h, a.now()); !fresh {
+	if _, fresh := a.keys.get(h, a.now()); !fresh {
 		t.Fatal("the key read is not cached")
 	}
 }

@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type Authenticator struct {
 	store *Store
 	now   func() time.Time
 	keys  *keyCache
+	ids   *keyIDs
 
 	limits   Limits
 	inFlight *counter // per tenant
@@ -38,7 +40,7 @@ type Authenticator struct {
 // NewAuthenticator returns an authenticator over store that caches keys for
 // DefaultKeyCacheTTL and applies no limits until SetLimits.
 func NewAuthenticator(store *Store) *Authenticator {
-	a := &Authenticator{store: store, now: time.Now, keys: newKeyCache(DefaultKeyCacheTTL)}
+	a := &Authenticator{store: store, now: time.Now, keys: newKeyCache(DefaultKeyCacheTTL), ids: newKeyIDs()}
 	a.SetLimits(Limits{})
 	return a
 }
@@ -147,10 +149,7 @@ func hasRole(roles []string, r string) bool {
 	return false
 }
 
-// authenticate resolves the request's bearer key. A key read less than the cache TTL ago
-// costs nothing; any other costs a database read, which a client address over its
-// failed-authentication budget is refused, unless the key is one this replica admitted
-// before. Every 401 spends one failure of the address's budget.
+// authenticate resolves the request's bearer key (resolve).
 func (a *Authenticator) authenticate(c echo.Context) (Principal, error) {
 	token, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
 	return a.resolve(c.Request().Context(), clientAddress(realIP(c)), token, ok)
@@ -164,34 +163,84 @@ func (a *Authenticator) Check(ctx context.Context, addr, token string) (Principa
 	return a.resolve(ctx, clientAddress(addr), token, token != "")
 }
 
+// resolve checks a key presented from addr (ok false: none was). A key read less than the
+// cache TTL ago costs nothing. A key whose id exists is always checked, with one indexed
+// read, whatever its address did: its failures are counted against the address and that
+// key id together, and past that budget a wrong secret is 429 instead of 401. Everything
+// else (no key, a malformed one, an id that does not exist) spends the address's own
+// budget, and past it is refused without reading the database.
 func (a *Authenticator) resolve(ctx context.Context, addr, token string, ok bool) (Principal, error) {
-	var (
-		h            [32]byte
-		p            Principal
-		fresh, known bool
-	)
+	var h [32]byte
 	if ok {
 		h = sha256.Sum256([]byte(token))
-		if p, fresh, known = a.keys.get(h, a.now()); fresh {
+		if p, fresh := a.keys.get(h, a.now()); fresh {
 			return p, nil
 		}
 	}
-	if !known {
+	id := ""
+	if ok {
+		id = keyIDOf(token)
+	}
+	if id == "" || !a.ids.has(id) {
 		if wait := a.failures.spent(addr, a.now()); wait > 0 {
-			return Principal{}, errAuthFailures(wait)
+			if id == "" {
+				return Principal{}, errAuthFailures(wait)
+			}
+			// Over budget, an id not known here: whether it exists is read with every live
+			// id, at most once per keyIDsRefresh, not with one read per presented id.
+			a.ids.refresh(ctx, a.now, a.store.liveKeyIDs)
+			if !a.ids.has(id) {
+				return Principal{}, errAuthFailures(max(wait, keyIDsRefresh))
+			}
 		}
 	}
-	if !ok {
+	if id == "" {
 		return Principal{}, a.failed(addr)
 	}
 	p, err := a.keys.load(ctx, h, a.now, func(ctx context.Context) (Principal, error) {
-		return a.store.Authenticate(ctx, token)
+		p, found, err := a.store.authenticate(ctx, token)
+		if err != nil && found {
+			// Carried in the error, which requests sharing this read all get.
+			err = errors.Join(err, errIDExists)
+		}
+		return p, err
 	})
-	if apperr.Is(err, api.CodeUnauthorized) {
-		return Principal{}, a.failed(addr)
+	exists := errors.Is(err, errIDExists)
+	switch {
+	case err == nil:
+		a.ids.add(id)
+		return p, nil
+	case !apperr.Is(err, api.CodeUnauthorized):
+		return p, err
+	case exists:
+		// A wrong secret (or a revoked key) for an id that exists: the id's own budget at
+		// this address, which never keeps the right secret out.
+		pair := addr + " " + id
+		a.failures.fail(pair, a.now())
+		if wait := a.failures.spent(pair, a.now()); wait > 0 {
+			return Principal{}, errAuthFailures(wait)
+		}
+		return Principal{}, errBadKey
 	}
-	return p, err
+	return Principal{}, a.failed(addr)
 }
+
+// errIDExists marks a refused key whose id exists.
+var errIDExists = errors.New("the key id exists")
+
+// SessionAllowed reports whether a console session cookie from addr (the request's IP) that
+// was not good on this replica before may be looked up: nil, or 429 rate_limited when the
+// address has spent its failed-authentication budget. Bad cookies spend that budget
+// (SessionFailed) exactly as bad keys do, so random cookies cannot cost a database read each.
+func (a *Authenticator) SessionAllowed(addr string) error {
+	if wait := a.failures.spent(clientAddress(addr), a.now()); wait > 0 {
+		return errAuthFailures(wait)
+	}
+	return nil
+}
+
+// SessionFailed spends one failure of addr's budget for a cookie that named no session.
+func (a *Authenticator) SessionFailed(addr string) { a.failures.fail(clientAddress(addr), a.now()) }
 
 // realIP is the client's address as the server's IP extractor sees it. Without one, Echo
 // would believe any client's X-Forwarded-For: then the TCP peer is the client.

@@ -13,11 +13,7 @@ type queries struct {
 	countTenants string
 	listTenants  string
 	getKey       string // 1 key id
+	liveKeyIDs   string // the ids of the keys not revoked
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

@@ -23,5 +23,6 @@ OPTION (MAXDOP 1);`,
 (SELECT COUNT(*) FROM dbo.Runs r WHERE r.TenantId = t.TenantId AND r.State = 1) AS LeasedRuns
 FROM dbo.Tenants t ORDER BY t.TenantId
 OPTION (MAXDOP 1);`,
-	getKey: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM dbo.ApiKeys WHERE KeyId = @p1;`,
+	getKey:     `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM dbo.ApiKeys WHERE KeyId = @p1;`,
+	liveKeyIDs: `SELECT KeyId FROM dbo.ApiKeys WHERE RevokedAt IS NULL;`,
 }

@@ -13,5 +13,6 @@ WHERE ?1 = '' OR TenantId = ?1 ORDER BY TenantId, CreatedAt, KeyId`,
 	listTenants: `SELECT t.TenantId, t.MaxLeasedRuns, t.CreatedAt,
 (SELECT COUNT(*) FROM Runs r WHERE r.TenantId = t.TenantId AND r.State = 1) AS LeasedRuns
 FROM Tenants t ORDER BY t.TenantId`,
-	getKey: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM ApiKeys WHERE KeyId = ?1`,
+	getKey:     `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM ApiKeys WHERE KeyId = ?1`,
+	liveKeyIDs: `SELECT KeyId FROM ApiKeys WHERE RevokedAt IS NULL`,
 }

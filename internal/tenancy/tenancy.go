@@ -242,15 +242,32 @@ func (s *Store) HasTenants(ctx context.Context) (bool, error) {
 // was wrong.
 var errBadKey = apperr.New(api.CodeUnauthorized, "missing, malformed, revoked or unknown API key")
 
-// Authenticate resolves a bearer token to its principal.
-func (s *Store) Authenticate(ctx context.Context, token string) (Principal, error) {
+// keyIDOf is the key id a token names (the part after the prefix, before the secret), or ""
+// when the token is not shaped like a key.
+func keyIDOf(token string) string {
 	rest, ok := strings.CutPrefix(token, keyPrefix)
 	if !ok {
-		return Principal{}, errBadKey
+		return ""
 	}
 	keyID, _, ok := strings.Cut(rest, "_")
 	if !ok || len(keyID) != 16 {
-		return Principal{}, errBadKey
+		return ""
+	}
+	return keyID
+}
+
+// Authenticate resolves a bearer token to its principal.
+func (s *Store) Authenticate(ctx context.Context, token string) (Principal, error) {
+	p, _, err := s.authenticate(ctx, token)
+	return p, err
+}
+
+// authenticate resolves a bearer token to its principal, and reports whether the key id it
+// names exists (also when the secret is wrong or the key revoked).
+func (s *Store) authenticate(ctx context.Context, token string) (Principal, bool, error) {
+	keyID := keyIDOf(token)
+	if keyID == "" {
+		return Principal{}, false, errBadKey
 	}
 	var row struct {
 		Key
@@ -260,16 +277,28 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 		return tx.GetContext(ctx, &row, s.q.getKey, keyID)
 	})
 	if errors.Is(err, sqldb.ErrNotFound) {
-		return Principal{}, errBadKey
+		return Principal{}, false, errBadKey
 	}
 	if err != nil {
-		return Principal{}, fmt.Errorf("authenticate: %w", err)
+		return Principal{}, false, fmt.Errorf("authenticate: %w", err)
 	}
 	hash := sha256.Sum256([]byte(token))
 	// Constant time: the stored hash is found by the public key id, and the comparison must
 	// not tell how much of the secret was right.
 	if subtle.ConstantTimeCompare(hash[:], row.SecretHash) != 1 || row.RevokedAt != nil {
-		return Principal{}, errBadKey
+		return Principal{}, true, errBadKey
 	}
-	return Principal{TenantID: row.TenantID, Role: row.Role, KeyID: row.KeyID}, nil
+	return Principal{TenantID: row.TenantID, Role: row.Role, KeyID: row.KeyID}, true, nil
+}
+
+// liveKeyIDs lists the ids of the keys not revoked.
+func (s *Store) liveKeyIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.SelectContext(ctx, &ids, s.q.liveKeyIDs)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list key ids: %w", err)
+	}
+	return ids, nil
 }

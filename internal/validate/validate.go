@@ -22,6 +22,8 @@ import (
 //     Multilingual Plane counts twice;
 //   - valid UTF-8 and no U+FFFD (what a decoder makes of invalid UTF-8), no control
 //     characters;
+//   - nothing invisible (Invisible): "alpha" and "alpha\u200b" must not be two projects that
+//     look like one;
 //   - no leading or trailing white space: SQL Server's = ignores trailing spaces, so "k"
 //     and "k " would be one key there and two on SQLite;
 //   - not "." or "..", which a path or a URL normaliser would resolve away.
@@ -40,6 +42,9 @@ func IdentProblem(s string, max int, segment bool) string {
 		if unicode.IsControl(r) || r == utf8.RuneError {
 			return "must not contain control characters"
 		}
+		if Invisible(r) {
+			return fmt.Sprintf("must not contain invisible characters (U+%04X)", r)
+		}
 	}
 	first, _ := utf8.DecodeRuneInString(s)
 	last, _ := utf8.DecodeLastRuneInString(s)
@@ -50,6 +55,16 @@ func IdentProblem(s string, max int, segment bool) string {
 		return `must not contain "/"`
 	}
 	return ""
+}
+
+// Invisible reports whether r draws nothing, or changes how its neighbours draw, where an
+// identifier is shown: the format characters (Unicode category Cf: zero-width space and
+// joiners, the byte order mark, bidirectional overrides and isolates, the soft hyphen, tag
+// characters), the other default-ignorable code points (Hangul fillers, the combining
+// grapheme joiner), variation selectors, and the line and paragraph separators.
+func Invisible(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector,
+		unicode.Zl, unicode.Zp)
 }
 
 // Ident reports whether s is an identifier of 1..max UTF-16 code units (IdentProblem).

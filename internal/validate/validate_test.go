@@ -28,6 +28,12 @@ func TestValidIdent(t *testing.T) {
 		{"...", 3, true},
 		{"a/b", 3, true}, // only a path segment refuses "/"
 		{"a\u0085b", 3, false},
+		{"日本語", 3, true},
+		{"a\u200b", 3, false},  // zero-width space (Cf)
+		{"\ufeffa", 3, false},  // byte order mark (Cf)
+		{"a\u202eb", 3, false}, // right-to-left override (Cf)
+		{"a\u3164", 3, false},  // Hangul filler (default ignorable)
+		{"a\ufe0f", 3, false},  // variation selector
 	}
 	for _, c := range cases {
 		if got := Ident(c.s, c.max); got != c.want {

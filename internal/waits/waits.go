@@ -55,6 +55,20 @@ func (h *Hub) Close() {
 	}
 }
 
+// Closing is closed once Close was called: a wait of another kind (a long-poll claim)
+// answers at once then too.
+func (h *Hub) Closing() <-chan struct{} { return h.closing }
+
+// Closed reports whether Close was called.
+func (h *Hub) Closed() bool {
+	select {
+	case <-h.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 // Waiting is how many waits of k are in progress (tests).
 func (h *Hub) Waiting(k Key) int {
 	h.mu.Lock()

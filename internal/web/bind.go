@@ -162,6 +162,15 @@ func Bind(c echo.Context, dst any, optional bool) error {
 		}
 		body = []byte("{}")
 	}
+	return BindJSON(c, body, dst)
+}
+
+// BindJSON is Bind of a body already read: the one strict decoder and validation for JSON
+// that reaches the service another way than as a request body (a console form).
+func BindJSON(c echo.Context, body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return apperr.New(api.CodeInvalidRequest, "a JSON body is required")
+	}
 	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 		// The decoder leaves a struct as it is for null (as encoding/json does); a body is an object.
 		return apperr.FieldsInvalid(api.FieldError{Field: "(body)", Reason: "must be an object"})

@@ -62,19 +62,36 @@ func Created(c echo.Context, location string, v sqldb.RowVersion, body any) erro
 	return JSONWithETag(c, http.StatusCreated, v, body)
 }
 
-// NewPage makes the page of a listing that fetched up to limit+1 rows: when more than limit
-// came back, it holds the first limit and a NextCursor of the keyset position cursorOf gives
-// for the last row it holds. Items is never null.
-func NewPage[T any](rows []T, limit int, cursorOf func(last T) any) Page[T] {
-	page := Page[T]{Items: rows}
-	if len(rows) > limit {
-		page.Items = rows[:limit]
-		page.NextCursor = EncodeCursor(cursorOf(rows[limit-1]))
+// MaxPageBytes bounds a list page in bytes: the items of one page, as JSON, stop before the
+// one that would take them past it (a page always holds at least one item, so an item that
+// alone is larger still travels, one to a page). Items may each hold up to a request body
+// of free JSON (a run's input, a decision's options), so a page of MaxLimit of them could
+// otherwise reach hundreds of megabytes.
+const MaxPageBytes = 1 << 20
+
+// WritePage writes the page of a listing that fetched up to limit+1 rows: the wire forms
+// of at most limit of them, fewer when the next would take the items past MaxPageBytes,
+// and, while rows remain, a nextCursor of the keyset position cursorOf gives for the last
+// row sent.
+func WritePage[T, W any](c echo.Context, rows []T, limit int, cursorOf func(last T) any, wire func(T) W) error {
+	items := make([]json.RawMessage, 0, min(len(rows), limit))
+	size := 0
+	for _, row := range rows[:min(len(rows), limit)] {
+		b, err := json.Marshal(wire(row))
+		if err != nil {
+			return err
+		}
+		if len(items) > 0 && size+len(b) > MaxPageBytes {
+			break
+		}
+		items = append(items, b)
+		size += len(b) + 1 // and its comma
 	}
-	if page.Items == nil {
-		page.Items = []T{}
+	page := Page[json.RawMessage]{Items: items}
+	if len(items) < len(rows) {
+		page.NextCursor = EncodeCursor(cursorOf(rows[len(items)-1]))
 	}
-	return page
+	return c.JSON(http.StatusOK, page)
 }
 
 // sequenceCursor is the keyset position of a listing in sequence order: the last sequence
@@ -107,7 +124,7 @@ func ListBySequence[T, W any](c echo.Context, start int, seq func(T) int, wire f
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, MapPage(NewPage(rows, limit, func(last T) any {
+	return WritePage(c, rows, limit, func(last T) any {
 		return sequenceCursor{After: int32(seq(last))}
-	}), wire))
+	}, wire)
 }

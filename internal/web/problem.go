@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -79,15 +80,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 		Detail:   e.Detail,
 		Code:     e.Code,
 		Instance: requestID(c),
-		Errors:   e.Fields,
 	}
-	switch v := e.Extra["heldUntil"].(type) {
-	case time.Time:
-		p.HeldUntil = api.NewTime(v).Ptr()
-	case string:
-		if t, err := api.ParseTime(v); err == nil {
-			p.HeldUntil = &t
-		}
+	p.Errors, p.MoreErrors = boundFields(e.Fields)
+	if !e.HeldUntil.IsZero() {
+		p.HeldUntil = api.NewTime(e.HeldUntil).Ptr()
 	}
 	if e.RetryAfter > 0 {
 		secs := int((e.RetryAfter + 999999999) / 1e9)
@@ -101,6 +97,29 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if werr := jsonEncode(c.Response(), p); werr != nil {
 		s.log.Debug("write problem", "err", werr)
 	}
+}
+
+// boundFields is the field errors a problem lists: the first api.MaxFieldErrors, names cut
+// to api.MaxFieldNameBytes, and how many more there were.
+func boundFields(fields []api.FieldError) ([]api.FieldError, int) {
+	more := 0
+	if len(fields) > api.MaxFieldErrors {
+		more = len(fields) - api.MaxFieldErrors
+		fields = fields[:api.MaxFieldErrors]
+	}
+	var out []api.FieldError
+	for i, f := range fields {
+		if len(f.Field) > api.MaxFieldNameBytes {
+			if out == nil {
+				out = append([]api.FieldError(nil), fields...)
+			}
+			out[i].Field = strings.ToValidUTF8(f.Field[:api.MaxFieldNameBytes-len("…")], "") + "…"
+		}
+	}
+	if out == nil {
+		out = fields
+	}
+	return out, more
 }
 
 func requestID(c echo.Context) string {

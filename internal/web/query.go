@@ -134,12 +134,3 @@ func LimitOf(p api.PageParams) int {
 	}
 	return *p.Limit
 }
-
-// MapPage converts a page's items (rows to their wire form).
-func MapPage[T, U any](p Page[T], f func(T) U) Page[U] {
-	out := Page[U]{Items: make([]U, len(p.Items)), NextCursor: p.NextCursor}
-	for i, x := range p.Items {
-		out.Items[i] = f(x)
-	}
-	return out
-}

@@ -3,6 +3,7 @@ package web
 import (
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"regexp"
 	"sort"
@@ -131,8 +132,13 @@ func (s *Server) methodNotAllowed(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // checkQuery refuses query parameters the route does not declare, and declared ones given
-// more than once: a misspelt filter (projectid) must not silently widen a listing.
+// more than once: a misspelt filter (projectid) must not silently widen a listing. A query
+// string Go cannot parse whole (a bad escape, past its limit on the number of parameters)
+// is refused too: Echo's QueryParams drops what it cannot parse, filters included.
 func checkQuery(c echo.Context, known map[string]bool) error {
+	if _, err := url.ParseQuery(c.Request().URL.RawQuery); err != nil {
+		return apperr.New(api.CodeInvalidRequest, "the query string cannot be parsed: %s", queryParseReason(err))
+	}
 	var bad []api.FieldError
 	q := c.QueryParams()
 	names := make([]string, 0, len(q))
@@ -152,6 +158,15 @@ func checkQuery(c echo.Context, known map[string]bool) error {
 		return apperr.FieldsInvalid(bad...)
 	}
 	return nil
+}
+
+// queryParseReason says why url.ParseQuery refused a query string, without echoing it (the
+// error quotes the bad part, which may be long).
+func queryParseReason(err error) string {
+	if strings.Contains(err.Error(), "number of") {
+		return "too many parameters"
+	}
+	return "a parameter is not a valid URL-encoded pair (bad % escape or ';')"
 }
 
 // checkMediaType refuses a request body that is not JSON with 415. A Content-Type, when

@@ -44,6 +44,8 @@ type Config struct {
 	Identify func(ctx context.Context) (tenantID, keyID string, ok bool)
 	// Observe, when set, hears every request once it is answered (metrics).
 	Observe func(Request)
+	// Conns caps the connections Start holds open.
+	Conns ConnLimits
 }
 
 // Request is what Observe hears of an answered request.
@@ -70,6 +72,8 @@ type Server struct {
 	version  string
 	identify func(ctx context.Context) (string, string, bool)
 	notify   func(Request)
+	conns    ConnLimits
+	trusted  []*net.IPNet
 	// onShutdown are called as Start begins to drain (OnShutdown).
 	onShutdown []func()
 
@@ -96,7 +100,7 @@ func New(cfg Config) *Server {
 	e.Validator = NewValidator()
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	s := &Server{Echo: e, Registry: prometheus.NewRegistry(), log: cfg.Logger, version: cfg.Version,
-		identify: cfg.Identify, notify: cfg.Observe}
+		identify: cfg.Identify, notify: cfg.Observe, conns: cfg.Conns, trusted: cfg.TrustedProxies}
 	e.HTTPErrorHandler = s.handleError
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ledger_http_requests_total", Help: "HTTP requests by route, method and status.",
@@ -241,10 +245,24 @@ func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) 
 // (waitSeconds) answer at once rather than hold the drain up. Call it while wiring.
 func (s *Server) OnShutdown(f func()) { s.onShutdown = append(s.onShutdown, f) }
 
-// Start serves on addr until ctx ends, then drains in-flight requests for up to grace.
+// Start serves on addr until ctx ends, then shuts down (Serve).
 func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, listening func(addr string)) error {
+	ln, err := listen(addr)
+	if err != nil {
+		return err
+	}
+	if listening != nil {
+		listening(ln.Addr().String())
+	}
+	return s.Serve(ctx, ln, grace)
+}
+
+// Serve serves on ln, within the connection limits, until ctx ends. Then it stops
+// accepting, calls the OnShutdown functions (waiting requests answer at once), and lets the
+// requests in flight finish for up to grace: nil when they all did, an error when the
+// grace ran out first.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := &http.Server{
-		Addr:              addr,
 		Handler:           s.Echo,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -256,13 +274,7 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, li
 	for _, f := range s.onShutdown {
 		srv.RegisterOnShutdown(f)
 	}
-	ln, err := listen(addr)
-	if err != nil {
-		return err
-	}
-	if listening != nil {
-		listening(ln.Addr().String())
-	}
+	ln = newLimitListener(ln, s.conns, s.trusted, s.log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -273,7 +285,7 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration, li
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return err
+		return fmt.Errorf("shutdown: requests still in flight after --shutdown-grace %s: %w", grace, err)
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -314,6 +314,7 @@ const (
 	ProblemCodeCorrectionLimit      ProblemCode = "correction_limit"
 	ProblemCodeDatabaseUnavailable  ProblemCode = "database_unavailable"
 	ProblemCodeDecisionClosed       ProblemCode = "decision_closed"
+	ProblemCodeDecisionLimit        ProblemCode = "decision_limit"
 	ProblemCodeForbidden            ProblemCode = "forbidden"
 	ProblemCodeIdempotencyKeyReused ProblemCode = "idempotency_key_reused"
 	ProblemCodeIllegalTransition    ProblemCode = "illegal_transition"
@@ -354,6 +355,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeDatabaseUnavailable:
 		return true
 	case ProblemCodeDecisionClosed:
+		return true
+	case ProblemCodeDecisionLimit:
 		return true
 	case ProblemCodeForbidden:
 		return true
@@ -1973,7 +1976,7 @@ type ClientInterface interface {
 
 	// RequestDecisionWithBody Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -1984,7 +1987,7 @@ type ClientInterface interface {
 
 	// RequestDecision Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -3030,7 +3033,7 @@ func (c *Client) ListAttemptDecisionsHead(ctx context.Context, attemptId openapi
 
 // RequestDecisionWithBody Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -3051,7 +3054,7 @@ func (c *Client) RequestDecisionWithBody(ctx context.Context, attemptId openapi_
 
 // RequestDecision Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -8190,7 +8193,7 @@ type ClientWithResponsesInterface interface {
 
 	// RequestDecisionWithBodyWithResponse Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -8201,7 +8204,7 @@ type ClientWithResponsesInterface interface {
 
 	// RequestDecisionWithResponse Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -18133,7 +18136,7 @@ func (c *ClientWithResponses) ListAttemptDecisionsHeadWithResponse(ctx context.C
 
 // RequestDecisionWithBodyWithResponse Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -18150,7 +18153,7 @@ func (c *ClientWithResponses) RequestDecisionWithBodyWithResponse(ctx context.Co
 
 // RequestDecisionWithResponse Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //

@@ -1,0 +1,79 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/internal/apitest"
+	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+)
+
+// TestDatabaseFileReplacedAnswers503 is issue 17 item 13 over HTTP: once another file is
+// renamed over the database while the service runs, an enqueue is 503 database_unavailable
+// (it answered 201 into the replaced file before), /readyz is 503, and the refused write is
+// nowhere.
+func TestDatabaseFileReplacedAnswers503(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	migrated := func(p string) *sqldb.DB {
+		db, err := sqldb.Open(ctx, sqldb.Config{DSN: p, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		mg, err := db.NewMigrator()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mg.Close()
+		if err := mg.Up(); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := migrated(path)
+	a := app.New(db, app.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv := httptest.NewServer(apitest.Checked(t, a.Server))
+	t.Cleanup(srv.Close)
+	s := &stack{app: a, db: db, keys: tenancy.NewStore(db), srv: srv}
+	tenant := dbtest.NewTenant(t, db)
+	admin, runtime := s.key(t, tenant, tenancy.RoleAdmin), s.key(t, tenant, tenancy.RoleRuntime)
+	wantStatus(t, s.do(t, req{method: http.MethodPut, path: "/v1/projects/p1", key: admin, body: `{}`}), http.StatusCreated)
+	enqueue := func() response {
+		return s.do(t, req{method: http.MethodPost, path: "/v1/runs", key: runtime,
+			body: fmt.Sprintf(`{"subject":"s","kind":"k","projectId":"p1","agentId":"a","stepId":%q,"snapshotId":%q}`, uuid.NewString(), uuid.NewString())})
+	}
+	wantStatus(t, enqueue(), http.StatusCreated)
+	wantStatus(t, s.do(t, req{method: http.MethodGet, path: "/readyz"}), http.StatusOK)
+
+	other := filepath.Join(dir, "other.db")
+	migrated(other).Close()
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	wantProblem(t, enqueue(), http.StatusServiceUnavailable, "database_unavailable")
+	wantProblem(t, s.do(t, req{method: http.MethodGet, path: "/readyz"}), http.StatusServiceUnavailable, "database_unavailable")
+	var runs int
+	if err := migrated(path).Raw().GetContext(ctx, &runs, "SELECT COUNT(*) FROM Runs"); err != nil {
+		t.Fatal(err)
+	}
+	// The run accepted before may be there (SQLite applies the WAL left at the path to the
+	// new file), the refused one must not.
+	if runs > 1 {
+		t.Fatalf("the file at the path holds %d runs: the refused enqueue was written", runs)
+	}
+}

@@ -1,0 +1,65 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+)
+
+// TestWritePageBoundedInBytes: a page holds at most limit items, stops before the item that
+// would take it past MaxPageBytes (with a cursor of the last item it holds), and always holds
+// one item, however large.
+func TestWritePageBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	type row struct{ N, Size int }
+	rows := func(sizes ...int) []row {
+		out := make([]row, len(sizes))
+		for i, s := range sizes {
+			out[i] = row{i, s}
+		}
+		return out
+	}
+	const kb = 1 << 10
+	for _, tc := range []struct {
+		name  string
+		rows  []row
+		limit int
+		items int
+		next  int // the row the cursor names; -1: no cursor
+	}{
+		{"all fit", rows(10, 10, 10), 5, 3, -1},
+		{"limit first", rows(10, 10, 10), 2, 2, 1},
+		{"bytes first", rows(300*kb, 300*kb, 300*kb, 300*kb, 300*kb), 10, 3, 2},
+		{"one past the budget alone", rows(MaxPageBytes+kb, 10), 10, 1, 0},
+		{"none", rows(), 10, 0, -1},
+	} {
+		c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/", nil), httptest.NewRecorder())
+		rec := c.Response().Writer.(*httptest.ResponseRecorder)
+		err := WritePage(c, tc.rows, tc.limit, func(last row) any { return last.N },
+			func(r row) map[string]any { return map[string]any{"n": r.N, "pad": strings.Repeat("x", r.Size)} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Items      []json.RawMessage `json:"items"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || page.Items == nil {
+			t.Fatalf("%s: %v %.100s", tc.name, err, rec.Body)
+		}
+		want := ""
+		if tc.next >= 0 {
+			want = EncodeCursor(tc.next)
+		}
+		if len(page.Items) != tc.items || page.NextCursor != want {
+			t.Errorf("%s: %d items, cursor %q; want %d, %q", tc.name, len(page.Items), page.NextCursor, tc.items, want)
+		}
+		if tc.items > 1 && rec.Body.Len() > MaxPageBytes+100 {
+			t.Errorf("%s: a page of %d bytes", tc.name, rec.Body.Len())
+		}
+	}
+}

@@ -1,0 +1,131 @@
+"""The asyncio variant: a Worker whose handler is a coroutine.
+
+    async def handle(lease: AsyncLease) -> None:
+        await lease.checkpoint(Phase.ACTING, "step-1")
+        await asyncio.sleep(5)  # cancelled at once when the lease is lost, cancelled or shut down
+
+    async_worker(client, handle, release_id=..., adapter_version=..., model_profile_id=...).run()
+
+Each claimed run's coroutine runs on an event loop of its own, on the Worker's thread for that
+run; the Lease's calls go to a thread (asyncio.to_thread), so they never block the loop. Unlike
+a thread, a coroutine can be interrupted: when the lease must stop (lost, cancelled, shut
+down), the handler's task is cancelled and the Worker sees what check() raises, so it settles
+the run exactly as for a thread handler that raised it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Awaitable, Callable, Optional, TypeVar
+
+from .client import Client
+from .lease import Lease
+from .wire import (Attempt, Call, CallFinishStatus, CallKind, Checkpoint, CompletionState, Decision,
+                   DecisionKind, Delegation, LastCheckpoint, Phase, Run, RunSpec)
+from .worker import Worker
+
+T = TypeVar("T")
+
+AsyncHandler = Callable[["AsyncLease"], Awaitable[None]]
+
+
+class AsyncLease:
+    """A Lease for coroutines: the same writes, awaited (each runs on a thread)."""
+
+    def __init__(self, lease: Lease) -> None:
+        self.lease = lease
+
+    @property
+    def run(self) -> Run:
+        return self.lease.run
+
+    @property
+    def run_id(self) -> str:
+        return self.lease.run_id
+
+    @property
+    def attempt_id(self) -> str:
+        return self.lease.attempt_id
+
+    @property
+    def fencing_token(self) -> int:
+        return self.lease.fencing_token
+
+    @property
+    def input(self) -> Any:
+        return self.lease.input
+
+    def check(self) -> None:
+        self.lease.check()
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        return await asyncio.to_thread(fn, *args, **kw)
+
+    async def resume(self) -> Optional[LastCheckpoint]:
+        return await self._call(self.lease.resume)
+
+    async def checkpoint(self, phase: Phase, state_ref: str, *, hash: Optional[str] = None,
+                         context_snapshot_ref: Optional[str] = None) -> Checkpoint:
+        return await self._call(self.lease.checkpoint, phase, state_ref, hash=hash,
+                                context_snapshot_ref=context_snapshot_ref)
+
+    async def record_call(self, kind: CallKind, target: str, *, request_hash: Optional[str] = None) -> Call:
+        return await self._call(self.lease.record_call, kind, target, request_hash=request_hash)
+
+    async def finish_call(self, call_id: str, status: CallFinishStatus, receipt_ref: Optional[str] = None) -> Call:
+        return await self._call(self.lease.finish_call, call_id, status, receipt_ref)
+
+    async def set_phase(self, phase: Phase) -> Attempt:
+        return await self._call(self.lease.set_phase, phase)
+
+    async def request_decision(self, kind: DecisionKind, *, options: Any = None,
+                               recommendation: Optional[str] = None) -> Decision:
+        return await self._call(self.lease.request_decision, kind, options=options, recommendation=recommendation)
+
+    async def wait_decision(self, decision_id: str, timeout: Optional[float] = None) -> Decision:
+        return await self._call(self.lease.wait_decision, decision_id, timeout)
+
+    async def delegate(self, purpose: str, child: RunSpec) -> Delegation:
+        return await self._call(self.lease.delegate, purpose, child)
+
+    async def wait_delegation(self, delegation_id: str, timeout: Optional[float] = None) -> Delegation:
+        return await self._call(self.lease.wait_delegation, delegation_id, timeout)
+
+    async def complete(self, state: CompletionState, outcome_hash: Optional[str] = None) -> Attempt:
+        return await self._call(self.lease.complete, state, outcome_hash)
+
+    async def release(self, charge: bool = False, retry_after: Optional[float] = None) -> Attempt:
+        return await self._call(self.lease.release, charge, retry_after)
+
+
+async def _run_handler(handler: AsyncHandler, lease: Lease) -> None:
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(handler(AsyncLease(lease)))
+    finished = threading.Event()
+
+    def watch() -> None:
+        """Cancels the handler's task once the lease must stop (its stopping event is a
+        threading.Event, so a thread waits on it)."""
+        while not finished.is_set():
+            if lease.stopping.wait(0.05):
+                try:
+                    loop.call_soon_threadsafe(task.cancel)
+                except RuntimeError:
+                    pass  # the loop closed: the handler had returned
+                return
+
+    threading.Thread(target=watch, name="ledger-aio-watch", daemon=True).start()
+    try:
+        await task
+    except asyncio.CancelledError:
+        lease.check()  # raises why: LeaseLost, CancelRequested or WorkerShutdown
+        raise
+    finally:
+        finished.set()
+
+
+def async_worker(client: Client, handler: AsyncHandler, **kw: Any) -> Worker:
+    """A Worker (same options) that runs a coroutine handler for each run, on an event loop of
+    its own, cancelling it when its lease must stop."""
+    return Worker(client, lambda lease: asyncio.run(_run_handler(handler, lease)), **kw)

@@ -1,0 +1,731 @@
+"""Client: every route of the ledger service, with retries as api/retry.json says."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, Tuple,
+                    TypeVar, cast)
+
+from . import _retry
+from ._codec import DecodeError, encode, from_json
+from ._problem import (MAX_ERROR_BODY, ClaimHeld, LedgerProblem, TransportError, parse_retry_after,
+                       problem_of)
+from .jcs import manifest_hash
+from .problem_codes import BY_CODE, NotFound, PreconditionFailed
+from .wire import (AnswerDecisionRequest, Attempt, AttemptItem, AttemptItemPage, Call,
+                   CallPage, CallRequest, Checkpoint, CheckpointPage, CheckpointRequest, Claim,
+                   ClaimRequest, CompleteAttemptRequest, ContinueRequest, Decision,
+                   DecisionPage, DecisionRequest, DecisionStatus, Delegation, DelegationPage,
+                   DelegationRequest, DelegationStatus, EnqueueRequest, FencedRequest,
+                   FinishCallRequest, Health, Heartbeat, HeartbeatRequest, LastCheckpoint,
+                   LockRequest, PatchAttemptRequest, Project, ProjectPage, PutProjectRequest,
+                   PutReleaseRequest, Release, ReleaseAttemptRequest, ReleasePage, Run,
+                   RunPage, RunState, TaskLock, TimelineEntryPage, TimelineEntry)
+
+T = TypeVar("T")
+
+#: Where a Client sends requests unless told otherwise: a `ledger serve` on this machine.
+DEFAULT_BASE_URL = "http://localhost:8080"
+DEFAULT_USER_AGENT = "ledger-python-client/1"
+#: The changedSince that starts the change feed at the beginning.
+FEED_START = "0000000000000000"
+#: The longest wait the service's long polls take (claims, decision and run waits).
+MAX_WAIT_SECONDS = 30
+#: Bounds the read, change and write rounds of an update helper that keeps losing races.
+MAX_UPDATE_TRIES = 8
+
+_ENDED_DELEGATION = (DelegationStatus.SUCCEEDED, DelegationStatus.FAILED, DelegationStatus.CANCELLED)
+
+
+@dataclass
+class Answer(Generic[T]):
+    """One answer: its status, headers and decoded body (None for 204, 304 and HEAD)."""
+
+    status: int
+    headers: Dict[str, str]
+    body: T
+
+    @property
+    def etag(self) -> Optional[str]:
+        return self.headers.get("ETag")
+
+
+class _Failed(Exception):
+    """One try that failed in a way api/retry.json names."""
+
+    def __init__(self, failure: str, error: Exception, sent: bool) -> None:
+        self.failure = failure
+        self.error = error
+        self.sent = sent
+
+
+def _status_failure(status: int) -> str:
+    return "status%d" % status if status in (429, 502, 503, 504) else "otherStatus"
+
+
+class Client:
+    """Calls the ledger service. Safe to share between threads: make one per service and
+    key.
+
+    ``timeout`` bounds each try's connect and each read in seconds (a long poll's wait is
+    added to it); ``retry`` says how failed calls are sent again (``RetryPolicy(max_attempts=1)``
+    turns retries off).
+    """
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, key: Optional[str] = None, *,
+                 timeout: float = 30.0, retry: Optional[_retry.RetryPolicy] = None,
+                 user_agent: str = DEFAULT_USER_AGENT, poll_min: float = 0.25,
+                 poll_max: float = 5.0) -> None:
+        u = urllib.parse.urlsplit(base_url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError("base URL %r: want http(s)://host[:port][/prefix]" % base_url)
+        if not 0 < poll_min <= poll_max:
+            raise ValueError("polling: want 0 < poll_min <= poll_max")
+        self._scheme = u.scheme
+        self._host = u.hostname
+        self._port = u.port
+        self._prefix = u.path.rstrip("/")
+        self.key = key
+        self.timeout = timeout
+        self.retry = retry or _retry.RetryPolicy()
+        self.user_agent = user_agent
+        self.poll_min, self.poll_max = poll_min, poll_max
+        #: Waits between tries; tests replace it to observe the waits.
+        self.sleep: Callable[[float], None] = time.sleep
+
+    @property
+    def base_url(self) -> str:
+        host = self._host if ":" not in self._host else "[%s]" % self._host
+        port = ":%d" % self._port if self._port else ""
+        return "%s://%s%s%s" % (self._scheme, host, port, self._prefix)
+
+    # ---- transport ----
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        if self._scheme == "https":
+            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout)
+        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+
+    def _try(self, method: str, path: str, target: str, body: Optional[bytes],
+             headers: Dict[str, str], timeout: float,
+             decode: Callable[[bytes], T]) -> Answer[T]:
+        """Sends one try on a connection of its own, so that a failure to connect certainly
+        sent nothing."""
+        conn = self._connection(timeout)
+        try:
+            try:
+                conn.connect()
+            except (OSError, http.client.HTTPException) as e:
+                raise _Failed("notSent", TransportError("not_sent", method, path, e), False)
+            try:
+                conn.request(method, target, body=body, headers=headers)
+                resp = conn.getresponse()
+            except (OSError, http.client.HTTPException) as e:
+                raise _Failed("noAnswer", TransportError("no_answer", method, path, e), True)
+            hdrs: Dict[str, str] = _Headers(resp.getheaders())
+            status = resp.status
+            if status in (204, 304) or (200 <= status < 300 and method == "HEAD"):
+                # No body: the caller reads the status (a claim's 204).
+                return Answer(status, hdrs, cast(T, None))
+            if 200 <= status < 300:
+                try:
+                    raw = resp.read()
+                    value = decode(raw)
+                except (OSError, http.client.HTTPException, ValueError, DecodeError) as e:
+                    raise _Failed("unreadableAnswer",
+                                  TransportError("unreadable_answer", method, path, e, status), True)
+                return Answer(status, hdrs, value)
+            try:
+                raw = resp.read(MAX_ERROR_BODY)
+            except (OSError, http.client.HTTPException):
+                raw = b""
+            p = problem_of(method, path, status, hdrs, raw, BY_CODE)
+            raise _Failed(_status_failure(status), p, True)
+        finally:
+            conn.close()
+
+    def _call(self, op: str, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None,
+              body: Any = None, if_match: Optional[str] = None, decode: Callable[[Any], T], text: bool = False, wait: float = 0) -> Answer[T]:
+        """Sends one call, retrying as its repeat class and the policy allow; raises a
+        LedgerProblem or TransportError for the last failed try. decode makes the answer's
+        value of its JSON (text: of its UTF-8 text)."""
+        def raw_decode(raw: bytes) -> T:
+            text_value = raw.decode("utf-8")
+            return decode(text_value if text else (json.loads(text_value) if raw else None))
+        payload = None if body is None else encode(body)
+        data = None if payload is None else json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        repeat = _retry.repeat_class(op, payload, if_match)
+        target = self._prefix + path
+        q = {k: _query_text(v) for k, v in (query or {}).items() if v is not None}
+        if q:
+            target += "?" + urllib.parse.urlencode(q)
+        headers = {"Accept": "application/json, application/problem+json", "User-Agent": self.user_agent}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if self.key:
+            headers["Authorization"] = "Bearer " + self.key
+        if if_match:
+            headers["If-Match"] = if_match
+        rule = _retry.OPERATIONS[op]
+        may_have_applied = False
+        n = 0
+        while True:
+            n += 1
+            try:
+                return self._try(method, path, target, data, headers, self.timeout + wait, raw_decode)
+            except _Failed as f:
+                err = f.error
+                retry_after = err.retry_after if isinstance(err, LedgerProblem) else None
+                if (isinstance(err, LedgerProblem) and repeat == _retry.CONDITIONAL and may_have_applied
+                        and err.code in rule.ambiguous):
+                    err.maybe_applied = True
+                    raise err from None
+                if (not _retry.retried(f.failure, repeat) or n >= self.retry.max_attempts
+                        or (retry_after or 0) > self.retry.max_retry_after):
+                    raise err from None
+                if f.sent and f.failure != "status429":
+                    may_have_applied = True
+                self.sleep(self.retry.backoff(n, retry_after))
+
+    # ---- runs ----
+
+    def enqueue_run(self, req: EnqueueRequest) -> Run:
+        """Queues a run (POST /v1/runs). Retried only when the request carries an
+        idempotency_key: a repeat under the same key answers the existing run, where without
+        one a lost answer could mean a run queued twice."""
+        return self._call("enqueueRun", "POST", "/v1/runs", body=req, decode=Run.from_json).body
+
+    def claim_run(self, req: ClaimRequest) -> Optional[Claim]:
+        """Leases one due run and starts its attempt (POST /v1/runs/claim), waiting up to
+        req.wait_seconds. None when nothing is due; ClaimHeld when the service held the claim
+        back. Never sent again once it may have reached the service (a lost answer may hold a
+        lease, which passes and the reaper takes back). Use a Worker rather than claiming by
+        hand."""
+        a = self._call("claimRun", "POST", "/v1/runs/claim", body=req, decode=Claim.from_json,
+                       wait=req.wait_seconds or 0)
+        if a.status == 204:
+            ra = parse_retry_after(a.headers.get("Retry-After"))
+            if ra:
+                raise ClaimHeld(ra)
+            return None
+        return a.body
+
+    def get_run(self, run_id: str, *, wait_seconds: Optional[int] = None) -> Run:
+        """Reads a run (GET /v1/runs/{runId}); with wait_seconds (0..30) the service answers
+        as soon as the run has ended, or at the timeout with its current state."""
+        return self._call("getRun", "GET", "/v1/runs/" + _seg(run_id), query={"waitSeconds": wait_seconds},
+                          decode=Run.from_json, wait=wait_seconds or 0).body
+
+    def wait_run(self, run_id: str, timeout: Optional[float] = None, *,
+                 check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> Run:
+        """Waits until a run has ended and returns it (long polls of GET /v1/runs/{id});
+        WaitTimeout (holding the last state read) when timeout seconds pass first. check, when
+        given, runs before each poll (a Lease's check), and chunk bounds each poll's wait."""
+        def read(w: int) -> Run:
+            return self.get_run(run_id, wait_seconds=w)
+
+        def ended(r: Run) -> bool:
+            return r.state == RunState.ENDED
+
+        return self.long_poll(read, ended, timeout, check=check, chunk=chunk)
+
+    def list_runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
+                  project_id: Optional[str] = None, kind: Optional[str] = None,
+                  limit: Optional[int] = None, cursor: Optional[str] = None) -> RunPage:
+        """One page of the tenant's runs, newest first (GET /v1/runs)."""
+        return self._call("listRuns", "GET", "/v1/runs", query={
+            "state": state, "subject": subject, "projectId": project_id, "kind": kind,
+            "limit": limit, "cursor": cursor}, decode=RunPage.from_json).body
+
+    def runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
+             project_id: Optional[str] = None, kind: Optional[str] = None,
+             limit: Optional[int] = None) -> Iterator[Run]:
+        """Every run matching the filters, newest first, following nextCursor."""
+        return _pages(lambda c: self.list_runs(state=state, subject=subject, project_id=project_id,
+                                               kind=kind, limit=limit, cursor=c))
+
+    def cancel_run(self, run_id: str) -> Run:
+        """Cancels a run (admin; POST /v1/runs/{runId}/cancel): a queued run ends cancelled at
+        once, a leased one is asked to stop. Idempotent, so retried."""
+        return self._call("cancelRun", "POST", "/v1/runs/" + _seg(run_id) + "/cancel", decode=Run.from_json).body
+
+    def continue_run(self, run_id: str, req: Optional[ContinueRequest] = None) -> Run:
+        """Continues an ended run on a new run (POST /v1/runs/{runId}/continue). A repeat
+        answers the existing continuation, so it is retried."""
+        return self._call("continueRun", "POST", "/v1/runs/" + _seg(run_id) + "/continue", body=req,
+                          decode=Run.from_json).body
+
+    def last_checkpoint(self, run_id: str) -> Optional[LastCheckpoint]:
+        """A run's last checkpoint, or when it has none that of the run it continues, back the
+        chain (GET /v1/runs/{runId}/checkpoints/last); None when the chain has none, NotFound
+        only when the run does not exist."""
+        return self._last_checkpoint(run_id, run_exists=False)
+
+    def _last_checkpoint(self, run_id: str, run_exists: bool) -> Optional[LastCheckpoint]:
+        try:
+            return self._call("getLastCheckpoint", "GET", "/v1/runs/" + _seg(run_id) + "/checkpoints/last",
+                              decode=LastCheckpoint.from_json).body
+        except NotFound:
+            if run_exists:
+                return None
+            self.get_run(run_id)  # NotFound when the run itself is missing
+            return None
+
+    # ---- attempts ----
+
+    def get_attempt(self, attempt_id: str) -> Tuple[Attempt, Optional[str]]:
+        """Reads an attempt and its ETag."""
+        a = self._call("getAttempt", "GET", _attempt(attempt_id), decode=Attempt.from_json)
+        return a.body, a.etag
+
+    def list_attempts(self, *, run_id: Optional[str] = None, agent_id: Optional[str] = None,
+                      project_id: Optional[str] = None, state: Optional[str] = None,
+                      started_from: Any = None, started_to: Any = None,
+                      changed_since: Optional[str] = None, limit: Optional[int] = None,
+                      cursor: Optional[str] = None) -> AttemptItemPage:
+        """One page of attempts (GET /v1/attempts): newest first with the filters, or the
+        change feed with changed_since."""
+        return self._call("listAttempts", "GET", "/v1/attempts", query={
+            "runId": run_id, "agentId": agent_id, "projectId": project_id, "state": state,
+            "startedFrom": started_from, "startedTo": started_to, "changedSince": changed_since,
+            "limit": limit, "cursor": cursor}, decode=AttemptItemPage.from_json).body
+
+    def attempts(self, *, run_id: Optional[str] = None, agent_id: Optional[str] = None,
+                 project_id: Optional[str] = None, state: Optional[str] = None,
+                 started_from: Any = None, started_to: Any = None,
+                 limit: Optional[int] = None) -> Iterator[AttemptItem]:
+        """Every attempt matching the filters, newest first."""
+        return _pages(lambda c: self.list_attempts(
+            run_id=run_id, agent_id=agent_id, project_id=project_id, state=state,
+            started_from=started_from, started_to=started_to, limit=limit, cursor=c))
+
+    def changes(self, since: str = FEED_START) -> Iterator[AttemptItem]:
+        """The change feed: attempts changed after since (an attempt's ETag; FEED_START for the
+        beginning), oldest change first, until it has caught up. Keep the last item's etag
+        and pass it as since to read later changes."""
+        since = since or FEED_START
+        return _pages(lambda c: self.list_attempts(changed_since=None if c else since, limit=500, cursor=c))
+
+    def patch_attempt(self, attempt_id: str, req: PatchAttemptRequest) -> Attempt:
+        """Changes an attempt's phase, counts a correction or records its context snapshot
+        (PATCH /v1/attempts/{attemptId}). Retried unless it counts a correction."""
+        return self._call("patchAttempt", "PATCH", _attempt(attempt_id), body=req, decode=Attempt.from_json).body
+
+    def heartbeat(self, attempt_id: str, req: HeartbeatRequest) -> Heartbeat:
+        """Renews a lease and says whether a cancel is pending. Retried."""
+        return self._call("heartbeatAttempt", "POST", _attempt(attempt_id, "/heartbeat"), body=req,
+                          decode=Heartbeat.from_json).body
+
+    def release_attempt(self, attempt_id: str, req: ReleaseAttemptRequest) -> Attempt:
+        """Gives a leased run back. A repeat answers as the first did, so it is retried."""
+        return self._call("releaseAttempt", "POST", _attempt(attempt_id, "/release"), body=req,
+                          decode=Attempt.from_json).body
+
+    def complete_attempt(self, attempt_id: str, req: CompleteAttemptRequest) -> Attempt:
+        """Ends an attempt and its run. An exact repeat answers as the first did: retried."""
+        return self._call("completeAttempt", "POST", _attempt(attempt_id, "/complete"), body=req,
+                          decode=Attempt.from_json).body
+
+    def observe_cancellation(self, attempt_id: str, req: FencedRequest) -> Attempt:
+        """Records that the holder saw its run's cancel request (NoCancelRequested when none
+        is pending). Recorded once, so retried."""
+        return self._call("acknowledgeCancellation", "POST", _attempt(attempt_id, "/cancellation"), body=req,
+                          decode=Attempt.from_json).body
+
+    def timeline(self, attempt_id: str, *, limit: Optional[int] = None,
+                 cursor: Optional[str] = None) -> TimelineEntryPage:
+        """One page of an attempt's timeline: checkpoints, calls, decisions and delegations
+        merged by time."""
+        return self._call("getAttemptTimeline", "GET", _attempt(attempt_id, "/timeline"),
+                          query={"limit": limit, "cursor": cursor}, decode=TimelineEntryPage.from_json).body
+
+    def timeline_entries(self, attempt_id: str) -> Iterator[TimelineEntry]:
+        """An attempt's whole timeline."""
+        return _pages(lambda c: self.timeline(attempt_id, cursor=c))
+
+    # ---- checkpoints and calls ----
+
+    def append_checkpoint(self, attempt_id: str, req: CheckpointRequest) -> Checkpoint:
+        """Appends a checkpoint under the lease. A repeat of a sequence with the same hash
+        answers the stored checkpoint (so it is retried); another hash is SequenceConflict."""
+        return self._call("appendCheckpoint", "POST", _attempt(attempt_id, "/checkpoints"), body=req,
+                          decode=Checkpoint.from_json).body
+
+    def list_checkpoints(self, attempt_id: str, *, limit: Optional[int] = None,
+                         cursor: Optional[str] = None) -> CheckpointPage:
+        return self._call("listCheckpoints", "GET", _attempt(attempt_id, "/checkpoints"),
+                          query={"limit": limit, "cursor": cursor}, decode=CheckpointPage.from_json).body
+
+    def checkpoints(self, attempt_id: str) -> Iterator[Checkpoint]:
+        """An attempt's checkpoints in sequence order."""
+        return _pages(lambda c: self.list_checkpoints(attempt_id, cursor=c))
+
+    def get_checkpoint(self, attempt_id: str, checkpoint_id: str) -> Checkpoint:
+        return self._call("getCheckpoint", "GET", _attempt(attempt_id, "/checkpoints/" + _seg(checkpoint_id)),
+                          decode=Checkpoint.from_json).body
+
+    def record_call(self, attempt_id: str, req: CallRequest) -> Tuple[Call, Optional[str]]:
+        """Records a started call under the lease and returns it with its ETag. A repeat of
+        a sequence with the same request_hash answers the stored call (so it is retried)."""
+        a = self._call("recordCall", "POST", _attempt(attempt_id, "/calls"), body=req, decode=Call.from_json)
+        return a.body, a.etag
+
+    def finish_call(self, attempt_id: str, call_id: str, req: FinishCallRequest,
+                    if_match: Optional[str] = None) -> Call:
+        """Finishes a call under the lease; if_match, when given, is sent as If-Match (and the
+        call is then retried as a conditional update: see LedgerProblem.maybe_applied)."""
+        return self._call("finishCall", "PATCH", _attempt(attempt_id, "/calls/" + _seg(call_id)), body=req,
+                          if_match=if_match, decode=Call.from_json).body
+
+    def list_calls(self, attempt_id: str, *, limit: Optional[int] = None,
+                   cursor: Optional[str] = None) -> CallPage:
+        return self._call("listCalls", "GET", _attempt(attempt_id, "/calls"),
+                          query={"limit": limit, "cursor": cursor}, decode=CallPage.from_json).body
+
+    def calls(self, attempt_id: str) -> Iterator[Call]:
+        """An attempt's calls in sequence order."""
+        return _pages(lambda c: self.list_calls(attempt_id, cursor=c))
+
+    def get_call(self, attempt_id: str, call_id: str) -> Tuple[Call, Optional[str]]:
+        """Reads one call and its ETag."""
+        a = self._call("getCall", "GET", _attempt(attempt_id, "/calls/" + _seg(call_id)), decode=Call.from_json)
+        return a.body, a.etag
+
+    # ---- decisions and delegations ----
+
+    def request_decision(self, attempt_id: str, req: DecisionRequest) -> Decision:
+        """Asks a person to decide, under the lease. Never sent again once it may have
+        reached the service: a repeat would ask twice."""
+        return self._call("requestDecision", "POST", _attempt(attempt_id, "/decisions"), body=req,
+                          decode=Decision.from_json).body
+
+    def list_attempt_decisions(self, attempt_id: str, *, limit: Optional[int] = None,
+                               cursor: Optional[str] = None) -> DecisionPage:
+        return self._call("listAttemptDecisions", "GET", _attempt(attempt_id, "/decisions"),
+                          query={"limit": limit, "cursor": cursor}, decode=DecisionPage.from_json).body
+
+    def list_decisions(self, *, status: Optional[str] = None, project_id: Optional[str] = None,
+                       limit: Optional[int] = None, cursor: Optional[str] = None) -> DecisionPage:
+        """One page of the decision inbox (admin), oldest request first."""
+        return self._call("listDecisions", "GET", "/v1/decisions", query={
+            "status": status, "projectId": project_id, "limit": limit, "cursor": cursor},
+            decode=DecisionPage.from_json).body
+
+    def decisions(self, *, status: Optional[str] = None, project_id: Optional[str] = None) -> Iterator[Decision]:
+        """The whole decision inbox (admin) matching the filters."""
+        return _pages(lambda c: self.list_decisions(status=status, project_id=project_id, cursor=c))
+
+    def get_decision(self, decision_id: str, *, wait_seconds: Optional[int] = None) -> Tuple[Decision, Optional[str]]:
+        """Reads a decision and its ETag; with wait_seconds (0..30) the service answers as
+        soon as the decision is closed, or at the timeout with its current state."""
+        a = self._call("getDecision", "GET", "/v1/decisions/" + _seg(decision_id),
+                       query={"waitSeconds": wait_seconds}, decode=Decision.from_json, wait=wait_seconds or 0)
+        return a.body, a.etag
+
+    def wait_decision(self, decision_id: str, timeout: Optional[float] = None, *,
+                      check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> Decision:
+        """Waits until a decision is no longer pending (approved, rejected, expired or
+        cancelled) and returns it, with long polls of GET /v1/decisions/{id}?waitSeconds.
+        WaitTimeout (holding the last state read) when timeout seconds pass first."""
+        def read(w: int) -> Decision:
+            return self.get_decision(decision_id, wait_seconds=w)[0]
+
+        def closed(d: Decision) -> bool:
+            return d.status != DecisionStatus.PENDING
+
+        return self.long_poll(read, closed, timeout, check=check, chunk=chunk)
+
+    def answer_decision(self, decision_id: str, etag: str, req: AnswerDecisionRequest) -> Decision:
+        """Answers a pending decision (admin) with the ETag it was read with: PreconditionFailed
+        when it changed since, DecisionClosed when it is no longer pending. Retried; a retry
+        refused either way after an earlier try may have reached the service has
+        maybe_applied set (read the decision to see how it closed)."""
+        return self._call("answerDecision", "POST", "/v1/decisions/" + _seg(decision_id) + "/answer", body=req,
+                          if_match=etag, decode=Decision.from_json).body
+
+    def answer_pending(self, decision_id: str, req: AnswerDecisionRequest) -> Decision:
+        """Reads a decision and answers it with the ETag it read."""
+        _, etag = self.get_decision(decision_id)
+        return self.answer_decision(decision_id, etag or "", req)
+
+    def delegate(self, attempt_id: str, req: DelegationRequest) -> Delegation:
+        """Enqueues a child run and records the delegation under the lease. Retried only when
+        req.child.idempotency_key is set (a repeat then answers the existing delegation)."""
+        return self._call("createDelegation", "POST", _attempt(attempt_id, "/delegations"), body=req,
+                          decode=Delegation.from_json).body
+
+    def list_delegations(self, attempt_id: str, *, limit: Optional[int] = None,
+                         cursor: Optional[str] = None) -> DelegationPage:
+        return self._call("listDelegations", "GET", _attempt(attempt_id, "/delegations"),
+                          query={"limit": limit, "cursor": cursor}, decode=DelegationPage.from_json).body
+
+    def delegations(self, attempt_id: str) -> Iterator[Delegation]:
+        return _pages(lambda c: self.list_delegations(attempt_id, cursor=c))
+
+    def get_delegation(self, delegation_id: str) -> Delegation:
+        """Reads a delegation (its status follows the child run)."""
+        return self._call("getDelegation", "GET", "/v1/delegations/" + _seg(delegation_id),
+                          decode=Delegation.from_json).body
+
+    def wait_delegation(self, delegation_id: str, timeout: Optional[float] = None, *,
+                        check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> Delegation:
+        """Waits until a delegation's child run has ended (status succeeded, failed or
+        cancelled) and returns the delegation: it long-polls the child run
+        (GET /v1/runs/{id}?waitSeconds) and reads the delegation after each poll (its status
+        moves in the same transaction as the child run, and follows a continued child's
+        continuation). WaitTimeout when timeout seconds pass first."""
+        d = self.get_delegation(delegation_id)
+        if d.status in _ENDED_DELEGATION:
+            return d
+        child = {"run": d.child_run_id}
+
+        def read(w: int) -> Delegation:
+            run = self.get_run(child["run"], wait_seconds=w)
+            got = self.get_delegation(delegation_id)
+            if got.status not in _ENDED_DELEGATION and run.state == RunState.ENDED:
+                # The child ended and was continued: the delegation follows the chain's newest
+                # run, so wait on that one from now on.
+                child["run"] = _newest_continuation(self, run)
+            return got
+
+        def ended(x: Delegation) -> bool:
+            return x.status in _ENDED_DELEGATION
+
+        return self.long_poll(read, ended, timeout, check=check, chunk=chunk)
+
+    def long_poll(self, read: Callable[[int], T], done: Callable[[T], bool], timeout: Optional[float], *,
+                  check: Optional[Callable[[], None]] = None, chunk: int = MAX_WAIT_SECONDS) -> T:
+        """Reads with read(wait_seconds) until done says so. A poll answered well before its
+        wait without being done (the service could not hold it: its cap of waiting reads, or
+        its shutdown) is followed by a pause of half to all of a wait doubling from poll_min
+        to poll_max (as the Go SDK's), so that such answers never make a busy loop."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        early = 0
+        while True:
+            if check is not None:
+                check()
+            left = None if deadline is None else deadline - time.monotonic()
+            w = min(chunk, _wait_seconds(left))
+            started = time.monotonic()
+            cur = read(w)
+            if done(cur):
+                return cur
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise WaitTimeout("still waiting after %gs" % (timeout or 0), cur)
+            if now - started < w / 2:
+                early += 1
+                pause = _retry.equal_jitter(self.poll_min, self.poll_max, early)
+                if deadline is not None:
+                    pause = min(pause, max(0.0, deadline - now))
+                self.sleep(pause)
+            else:
+                early = 0
+
+    # ---- locks ----
+
+    def acquire_lock(self, agent_id: str, task_id: str, req: LockRequest) -> TaskLock:
+        """Takes, or renews for the same holder, a task run lock; LockHeld (with held_until)
+        while another holder has it. Retried: a repeat renews."""
+        return self._call("acquireTaskLock", "PUT", _lock(agent_id, task_id), body=req, decode=TaskLock.from_json).body
+
+    def release_lock(self, agent_id: str, task_id: str, holder_id: str) -> None:
+        """Releases a task run lock held by holder_id; LockHeld when another holds it."""
+        self._call("releaseTaskLock", "DELETE", _lock(agent_id, task_id), query={"holderId": holder_id},
+                   decode=_nothing)
+
+    # ---- projects ----
+
+    def put_project(self, project_id: str, req: PutProjectRequest,
+                    if_match: Optional[str] = None) -> Tuple[Project, Optional[str]]:
+        """Creates a project (if_match None) or updates it with the ETag it was read with
+        (admin), and returns it with its new ETag. A create is not retried once it may have
+        reached the service; an update is (see maybe_applied). update_project does the read,
+        change and write."""
+        a = self._call("putProject", "PUT", "/v1/projects/" + _seg(project_id), body=req, if_match=if_match,
+                       decode=Project.from_json)
+        return a.body, a.etag
+
+    def get_project(self, project_id: str) -> Tuple[Project, Optional[str]]:
+        a = self._call("getProject", "GET", "/v1/projects/" + _seg(project_id), decode=Project.from_json)
+        return a.body, a.etag
+
+    def list_projects(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> ProjectPage:
+        return self._call("listProjects", "GET", "/v1/projects", query={"limit": limit, "cursor": cursor},
+                          decode=ProjectPage.from_json).body
+
+    def projects(self) -> Iterator[Project]:
+        return _pages(lambda c: self.list_projects(cursor=c))
+
+    def update_project(self, project_id: str, change: Callable[[PutProjectRequest], None]) -> Project:
+        """Reads a project, lets change edit a request filled with its current values, and
+        writes it with the ETag it read; when another writer got there first (412) it reads
+        and changes again, so change must say what the project should become."""
+        for _ in range(MAX_UPDATE_TRIES):
+            cur, etag = self.get_project(project_id)
+            req = PutProjectRequest(active=cur.active, retention_days=cur.retention_days)
+            change(req)
+            try:
+                return self.put_project(project_id, req, etag or "*")[0]
+            except PreconditionFailed:
+                continue
+        raise PreconditionFailed(status=412, code="precondition_failed", method="PUT",
+                                 path="/v1/projects/" + project_id,
+                                 detail="it kept changing under %d tries" % MAX_UPDATE_TRIES)
+
+    # ---- releases ----
+
+    def put_release(self, release_id: str, adapter_version: str, req: PutReleaseRequest,
+                    if_match: Optional[str] = None) -> Tuple[Release, Optional[str]]:
+        """Registers a verified release adapter (if_match None) or moves its state or in-flight
+        policy with the ETag it was read with, and returns it with its ETag. manifest_hash
+        computes the request's manifest_hash."""
+        a = self._call("putRelease", "PUT", _release(release_id, adapter_version), body=req, if_match=if_match,
+                       decode=Release.from_json)
+        return a.body, a.etag
+
+    def get_release(self, release_id: str, adapter_version: str) -> Tuple[Release, Optional[str]]:
+        a = self._call("getRelease", "GET", _release(release_id, adapter_version), decode=Release.from_json)
+        return a.body, a.etag
+
+    def list_releases(self, *, state: Optional[str] = None, limit: Optional[int] = None,
+                      cursor: Optional[str] = None) -> ReleasePage:
+        return self._call("listReleases", "GET", "/v1/releases", query={"state": state, "limit": limit, "cursor": cursor},
+                          decode=ReleasePage.from_json).body
+
+    def releases(self, *, state: Optional[str] = None) -> Iterator[Release]:
+        return _pages(lambda c: self.list_releases(state=state, cursor=c))
+
+    def update_release(self, release_id: str, adapter_version: str,
+                       change: Callable[[PutReleaseRequest], None]) -> Release:
+        """Reads a release adapter, lets change edit a request filled with its current values
+        (only state and in_flight_policy may differ), and writes it with the ETag it read,
+        reading and changing again when another writer got there first."""
+        for _ in range(MAX_UPDATE_TRIES):
+            cur, etag = self.get_release(release_id, adapter_version)
+            req = PutReleaseRequest(content_refs=cur.content_refs, manifest_hash=cur.manifest_hash,
+                                    state=cur.state, in_flight_policy=cur.in_flight_policy)
+            change(req)
+            try:
+                return self.put_release(release_id, adapter_version, req, etag or "*")[0]
+            except PreconditionFailed:
+                continue
+        raise PreconditionFailed(status=412, code="precondition_failed", method="PUT",
+                                 path=_release(release_id, adapter_version),
+                                 detail="it kept changing under %d tries" % MAX_UPDATE_TRIES)
+
+    @staticmethod
+    def manifest_hash(content_refs: List[Any]) -> str:
+        """A release's manifestHash (see jcs.manifest_hash)."""
+        return manifest_hash(content_refs)
+
+    # ---- service ----
+
+    def healthz(self) -> Health:
+        """Checks the process answers (GET /healthz; no key needed)."""
+        return self._call("getHealth", "GET", "/healthz", decode=Health.from_json).body
+
+    def readyz(self) -> Health:
+        """Checks the service can serve (GET /readyz): DatabaseUnavailable otherwise. Not
+        retried, so it reports the moment."""
+        return self._call("getReadiness", "GET", "/readyz", decode=Health.from_json).body
+
+    def openapi(self) -> Dict[str, Any]:
+        """The service's OpenAPI 3.1 document."""
+        return self._call("getOpenAPI", "GET", "/openapi.json", decode=_object).body
+
+    def metrics(self) -> str:
+        """The Prometheus metrics text (GET /metrics)."""
+        return self._call("getMetrics", "GET", "/metrics", decode=str, text=True).body
+
+
+class WaitTimeout(TimeoutError):
+    """A wait whose timeout passed first; ``last`` is the last state read."""
+
+    def __init__(self, message: str, last: Any) -> None:
+        super().__init__("ledger: " + message)
+        self.last = last
+
+
+def _wait_seconds(left: Optional[float]) -> int:
+    if left is None:
+        return MAX_WAIT_SECONDS
+    return max(0, min(MAX_WAIT_SECONDS, int(math.ceil(left))))
+
+
+def _newest_continuation(c: Client, run: Run) -> str:
+    """The newest run of the chain that continues run (run itself when none does)."""
+    cur = run
+    for _ in range(64):  # a chain longer than this is followed by the next polls
+        nxt = [r for r in c.runs(subject=cur.subject, kind=cur.kind) if r.continued_from_run_id == cur.run_id]
+        if not nxt:
+            break
+        cur = nxt[0]
+    return cur.run_id
+
+
+class _Headers(Dict[str, str]):
+    """Answer headers, looked up without regard to case."""
+
+    def __init__(self, items: List[Tuple[str, str]]) -> None:
+        super().__init__()
+        for k, v in items:
+            self[k.lower()] = v
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+
+def _nothing(_: Any) -> None:
+    return None
+
+
+def _object(v: Any) -> Dict[str, Any]:
+    if not isinstance(v, dict):
+        raise DecodeError("want an object")
+    return v
+
+
+def _seg(s: str) -> str:
+    return urllib.parse.quote(str(s), safe="")
+
+
+def _attempt(attempt_id: str, rest: str = "") -> str:
+    return "/v1/attempts/" + _seg(attempt_id) + rest
+
+
+def _lock(agent_id: str, task_id: str) -> str:
+    return "/v1/locks/agents/" + _seg(agent_id) + "/tasks/" + _seg(task_id)
+
+
+def _release(release_id: str, adapter_version: str) -> str:
+    return "/v1/releases/" + _seg(release_id) + "/adapters/" + _seg(adapter_version)
+
+
+def _query_text(v: Any) -> str:
+    e = encode(v)
+    if isinstance(e, bool):
+        return "true" if e else "false"
+    return str(e)
+
+
+def _pages(read: Callable[[Optional[str]], Any]) -> Iterator[Any]:  # a page of any item type
+    """The items of every page, following nextCursor from the first page."""
+    cursor: Optional[str] = None
+    while True:
+        page = read(cursor)
+        yield from page.items
+        if not page.next_cursor or not page.items:
+            return
+        cursor = page.next_cursor

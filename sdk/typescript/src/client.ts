@@ -1,0 +1,654 @@
+import {
+  operations,
+  type AnswerDecisionRequest,
+  type Attempt,
+  type AttemptItem,
+  type Call,
+  type CallRequest,
+  type Checkpoint,
+  type CheckpointRequest,
+  type Claim,
+  type ClaimRequest,
+  type CompleteAttemptRequest,
+  type ContinueRequest,
+  type Decision,
+  type DecisionRequest,
+  type Delegation,
+  type DelegationRequest,
+  type EnqueueRequest,
+  type FencedRequest,
+  type FinishCallRequest,
+  type Health,
+  type Heartbeat,
+  type HeartbeatRequest,
+  type LastCheckpoint,
+  type ListAttemptsQuery,
+  type ListDecisionsQuery,
+  type ListReleasesQuery,
+  type ListRunsQuery,
+  type LockRequest,
+  type OperationId,
+  type PatchAttemptRequest,
+  type ProblemCode,
+  type Project,
+  type PutProjectRequest,
+  type PutReleaseRequest,
+  type Release,
+  type ReleaseAttemptRequest,
+  type Run,
+  type TaskLock,
+  type TimelineEntry,
+} from "./generated.js";
+import { LedgerProblem, MaybeAppliedError, TransportError, codeOfStatus } from "./problem.js";
+import {
+  ambiguousCodes,
+  backoffMs,
+  defaultRetryPolicy,
+  equalJitter,
+  failureOfStatus,
+  mayRepeat,
+  repeatClassOf,
+  type FailureClass,
+  type RetryPolicy,
+} from "./retry.js";
+
+/** Options of a Client. */
+export interface ClientOptions {
+  /** The service's base URL (scheme, host, optional path prefix), e.g. https://ledger.example.com. */
+  baseUrl: string;
+  /** The API key sent as `Authorization: Bearer <key>`; it decides the tenant and the role. */
+  key?: string;
+  /** The fetch calls go through (default: the platform's). */
+  fetch?: typeof fetch;
+  /** How calls are retried (default: api/retry.json's policy; maxAttempts 1 turns retries off). */
+  retry?: Partial<RetryPolicy>;
+  userAgent?: string;
+  /**
+   * The pause after a wait the server answered early and unfinished (its cap of waiting
+   * reads), doubling from least to greatest (default 250 ms and 5 s).
+   */
+  polling?: { leastMs: number; greatestMs: number };
+}
+
+/** Per-call options: an AbortSignal ends the call (and its retries) with its reason. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/** A resource with the ETag it was read or written with (for If-Match). */
+export interface Tagged<T> {
+  value: T;
+  etag: string;
+}
+
+/** A page of a listing. */
+export interface Page<T> {
+  items: T[];
+  nextCursor?: string;
+}
+
+/** Paging of a listing: the page size, and the nextCursor of the previous page. */
+export interface PageQuery {
+  limit?: number;
+  cursor?: string;
+}
+
+interface Request {
+  op: OperationId;
+  params?: Record<string, string>;
+  query?: object;
+  body?: unknown;
+  ifMatch?: string;
+  ifNoneMatch?: string;
+  signal?: AbortSignal;
+  /** text: the answer is read as text (getMetrics). */
+  text?: boolean;
+}
+
+interface Answer<T> {
+  status: number;
+  body: T;
+  etag: string;
+  headers: Headers;
+}
+
+/** The greatest wait a waiting read asks the server for (its cap). */
+const waitSeconds = 30;
+/** How many times an update helper reads, changes and writes before it gives up on 412s. */
+const maxUpdateTries = 8;
+
+/** sleep waits ms or until signal aborts (then it throws the signal's reason). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** notSent reports whether a fetch failure happened before the request could reach a server. */
+function notSent(err: unknown): boolean {
+  const codes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+  for (let e: any = err; e; e = e.cause) {
+    if (typeof e.code === "string" && codes.has(e.code)) return true;
+    if (e.errors && Array.isArray(e.errors) && e.errors.some((x: any) => codes.has(x?.code))) return true;
+  }
+  return false;
+}
+
+/** retryAfterOf reads a Retry-After header (seconds or an HTTP date) in seconds. */
+function retryAfterOf(h: Headers): number | undefined {
+  const v = h.get("retry-after");
+  if (!v) return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v.trim());
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}
+
+/**
+ * Client is a typed client of every route of the service. Each method takes the wire
+ * types of its request and answers with the wire types of its answer; a problem answer
+ * throws a LedgerProblem (see the is<Code> type guards). Calls are retried as api/retry.json
+ * says: which call may be sent again after which failure, Retry-After honoured.
+ */
+export class Client {
+  readonly baseUrl: string;
+  private readonly key?: string;
+  private readonly fetchFn: typeof fetch;
+  readonly retry: RetryPolicy;
+  private readonly userAgent: string;
+  private readonly polling: { leastMs: number; greatestMs: number };
+  /** Replaced by tests to observe the waits of retries and polls. */
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void> = sleep;
+
+  constructor(opts: ClientOptions) {
+    const u = new URL(opts.baseUrl);
+    if ((u.protocol !== "http:" && u.protocol !== "https:") || !u.host) {
+      throw new TypeError(`ledger: base URL ${opts.baseUrl}: want http(s)://host[:port][/prefix]`);
+    }
+    this.baseUrl = `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, "")}`;
+    this.key = opts.key;
+    this.fetchFn = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.retry = { ...defaultRetryPolicy, ...opts.retry };
+    this.userAgent = opts.userAgent ?? "ledger-client-ts/0.1.0";
+    this.polling = opts.polling ?? { leastMs: 250, greatestMs: 5000 };
+  }
+
+  /** send sends one call, retrying as api/retry.json allows, and reads its answer. */
+  private async send<T>(r: Request): Promise<Answer<T>> {
+    const def = operations[r.op];
+    const path = def.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+      const v = r.params?.[name];
+      if (v === undefined || v === "") throw new TypeError(`ledger: ${r.op}: ${name} is required`);
+      return encodeURIComponent(v);
+    });
+    const qs = new URLSearchParams();
+    for (const name of def.query as readonly string[]) {
+      const v = (r.query as Record<string, unknown> | undefined)?.[name];
+      if (v !== undefined && v !== null) qs.append(name, String(v));
+    }
+    const url = this.baseUrl + path + (qs.size > 0 ? `?${qs}` : "");
+    const body = r.body === undefined ? undefined : JSON.stringify(r.body);
+    const cls = repeatClassOf(r.op, r.body, !!r.ifMatch);
+    let mayHaveApplied = false; // an earlier try may have reached the server and applied
+    for (let n = 1; ; n++) {
+      let kind: FailureClass;
+      let retryAfterMs = 0;
+      try {
+        return await this.tryOnce<T>(r, def.method, path, url, body);
+      } catch (err) {
+        if (r.signal?.aborted) throw r.signal.reason;
+        if (err instanceof LedgerProblem) {
+          if (cls === "conditional" && mayHaveApplied && ambiguousCodes(r.op).includes(err.code)) {
+            throw new MaybeAppliedError(err);
+          }
+          kind = failureOfStatus(err.status);
+          retryAfterMs = (err.retryAfter ?? 0) * 1000;
+        } else if (err instanceof TransportError) {
+          kind = !err.sent ? "notSent" : err.status ? "unreadableAnswer" : "noAnswer";
+        } else {
+          throw err;
+        }
+        if (!mayRepeat(kind, cls) || n >= this.retry.maxAttempts || retryAfterMs > this.retry.maxRetryAfterMs) throw err;
+        if (kind !== "notSent" && kind !== "status429") mayHaveApplied = true;
+        await this.sleep(backoffMs(this.retry, n, retryAfterMs), r.signal);
+      }
+    }
+  }
+
+  private async tryOnce<T>(r: Request, method: string, path: string, url: string, body?: string): Promise<Answer<T>> {
+    const headers: Record<string, string> = {
+      accept: "application/json, application/problem+json",
+      "user-agent": this.userAgent,
+    };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (this.key) headers.authorization = `Bearer ${this.key}`;
+    if (r.ifMatch) headers["if-match"] = r.ifMatch;
+    if (r.ifNoneMatch) headers["if-none-match"] = r.ifNoneMatch;
+    let res: Response;
+    try {
+      res = await this.fetchFn(url, { method, headers, body, signal: r.signal });
+    } catch (err) {
+      if (r.signal?.aborted) throw r.signal.reason;
+      throw new TransportError(method, path, !notSent(err), err);
+    }
+    const etag = res.headers.get("etag") ?? "";
+    if (res.status === 204 || res.status === 304) {
+      await res.arrayBuffer().catch(() => undefined);
+      return { status: res.status, body: undefined as T, etag, headers: res.headers };
+    }
+    if (res.ok) {
+      let text: string;
+      try {
+        text = await res.text();
+      } catch (err) {
+        if (r.signal?.aborted) throw r.signal.reason;
+        throw new TransportError(method, path, true, err, res.status);
+      }
+      if (r.text) return { status: res.status, body: text as T, etag, headers: res.headers };
+      try {
+        return { status: res.status, body: (text === "" ? undefined : JSON.parse(text)) as T, etag, headers: res.headers };
+      } catch (err) {
+        throw new TransportError(method, path, true, err, res.status);
+      }
+    }
+    const text = await res.text().catch(() => "");
+    let doc: any = {};
+    if (/json/.test(res.headers.get("content-type") ?? "")) {
+      try {
+        doc = JSON.parse(text) ?? {};
+      } catch {
+        doc = {}; // a partial document says no more than none
+      }
+    }
+    throw new LedgerProblem({
+      status: res.status,
+      code: (typeof doc.code === "string" ? doc.code : codeOfStatus(res.status)) as ProblemCode,
+      title: doc.title ?? res.statusText,
+      detail: doc.detail ?? (doc.code ? "" : text.slice(0, 512)),
+      type: doc.type,
+      instance: doc.instance,
+      fieldErrors: Array.isArray(doc.errors) ? doc.errors : [],
+      requestId: res.headers.get("x-request-id") ?? undefined,
+      retryAfter: retryAfterOf(res.headers),
+      method,
+      path,
+    });
+  }
+
+  private async body<T>(r: Request): Promise<T> {
+    return (await this.send<T>(r)).body;
+  }
+
+  private async tagged<T>(r: Request): Promise<Tagged<T>> {
+    const a = await this.send<T>(r);
+    return { value: a.body, etag: a.etag };
+  }
+
+  /** pages follows nextCursor from the first page, yielding every item. */
+  private async *pages<T>(first: PageQuery, get: (q: PageQuery) => Promise<Page<T>>): AsyncGenerator<T, void, undefined> {
+    let q = { ...first };
+    for (;;) {
+      const p = await get(q);
+      yield* p.items;
+      if (!p.nextCursor) return;
+      q = { ...q, cursor: p.nextCursor };
+    }
+  }
+
+  // Runs.
+
+  /** Queues a run (an exact repeat of an idempotencyKey answers the existing run). */
+  enqueueRun(req: EnqueueRequest, o: CallOptions = {}): Promise<Run> {
+    return this.body({ op: "enqueueRun", body: req, signal: o.signal });
+  }
+
+  /** Leases one due run and starts its attempt; null when nothing is due. Throws HeldError when held back. */
+  async claimRun(req: ClaimRequest, o: CallOptions = {}): Promise<Claim | null> {
+    const a = await this.send<Claim>({ op: "claimRun", body: req, signal: o.signal });
+    if (a.status === 204) {
+      const ra = retryAfterOf(a.headers);
+      if (ra !== undefined) throw new HeldError(ra);
+      return null;
+    }
+    return a.body;
+  }
+
+  /** Reads a run; with waitSeconds the server answers when it has ended (or then). */
+  getRun(runId: string, q: { waitSeconds?: number } = {}, o: CallOptions = {}): Promise<Run> {
+    return this.body({ op: "getRun", params: { runId }, query: q, signal: o.signal });
+  }
+
+  listRuns(q: ListRunsQuery = {}, o: CallOptions = {}): Promise<Page<Run>> {
+    return this.body({ op: "listRuns", query: q, signal: o.signal });
+  }
+
+  /** Every run of the listing, following nextCursor. */
+  runs(q: ListRunsQuery = {}, o: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
+    return this.pages(q, (p) => this.listRuns({ ...q, ...p }, o));
+  }
+
+  cancelRun(runId: string, o: CallOptions = {}): Promise<Run> {
+    return this.body({ op: "cancelRun", params: { runId }, signal: o.signal });
+  }
+
+  continueRun(runId: string, req?: ContinueRequest, o: CallOptions = {}): Promise<Run> {
+    return this.body({ op: "continueRun", params: { runId }, body: req ?? {}, signal: o.signal });
+  }
+
+  /** The last checkpoint of a run's chain; null when it has none (404 only when the run does not exist). */
+  async lastCheckpoint(runId: string, o: CallOptions & { runExists?: boolean } = {}): Promise<LastCheckpoint | null> {
+    try {
+      return await this.body<LastCheckpoint>({ op: "getLastCheckpoint", params: { runId }, signal: o.signal });
+    } catch (err) {
+      if (!(err instanceof LedgerProblem) || err.code !== "not_found") throw err;
+      if (o.runExists) return null;
+      try {
+        await this.getRun(runId, {}, o);
+      } catch {
+        throw err;
+      }
+      return null;
+    }
+  }
+
+  // Attempts.
+
+  heartbeat(attemptId: string, req: HeartbeatRequest, o: CallOptions = {}): Promise<Heartbeat> {
+    return this.body({ op: "heartbeatAttempt", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  completeAttempt(attemptId: string, req: CompleteAttemptRequest, o: CallOptions = {}): Promise<Attempt> {
+    return this.body({ op: "completeAttempt", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  releaseAttempt(attemptId: string, req: ReleaseAttemptRequest, o: CallOptions = {}): Promise<Attempt> {
+    return this.body({ op: "releaseAttempt", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  patchAttempt(attemptId: string, req: PatchAttemptRequest, o: CallOptions = {}): Promise<Attempt> {
+    return this.body({ op: "patchAttempt", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  acknowledgeCancellation(attemptId: string, req: FencedRequest, o: CallOptions = {}): Promise<Attempt> {
+    return this.body({ op: "acknowledgeCancellation", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  getAttempt(attemptId: string, o: CallOptions = {}): Promise<Tagged<Attempt>> {
+    return this.tagged({ op: "getAttempt", params: { attemptId }, signal: o.signal });
+  }
+
+  listAttempts(q: ListAttemptsQuery = {}, o: CallOptions = {}): Promise<Page<AttemptItem>> {
+    return this.body({ op: "listAttempts", query: q, signal: o.signal });
+  }
+
+  attempts(q: ListAttemptsQuery = {}, o: CallOptions = {}): AsyncGenerator<AttemptItem, void, undefined> {
+    return this.pages(q, (p) => this.listAttempts({ ...q, ...p }, o));
+  }
+
+  getAttemptTimeline(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<TimelineEntry>> {
+    return this.body({ op: "getAttemptTimeline", params: { attemptId }, query: q, signal: o.signal });
+  }
+
+  timeline(attemptId: string, o: CallOptions = {}): AsyncGenerator<TimelineEntry, void, undefined> {
+    return this.pages({}, (p) => this.getAttemptTimeline(attemptId, p, o));
+  }
+
+  // Checkpoints and calls.
+
+  appendCheckpoint(attemptId: string, req: CheckpointRequest, o: CallOptions = {}): Promise<Checkpoint> {
+    return this.body({ op: "appendCheckpoint", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  getCheckpoint(attemptId: string, checkpointId: string, o: CallOptions = {}): Promise<Checkpoint> {
+    return this.body({ op: "getCheckpoint", params: { attemptId, checkpointId }, signal: o.signal });
+  }
+
+  listCheckpoints(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Checkpoint>> {
+    return this.body({ op: "listCheckpoints", params: { attemptId }, query: q, signal: o.signal });
+  }
+
+  checkpoints(attemptId: string, o: CallOptions = {}): AsyncGenerator<Checkpoint, void, undefined> {
+    return this.pages({}, (p) => this.listCheckpoints(attemptId, p, o));
+  }
+
+  recordCall(attemptId: string, req: CallRequest, o: CallOptions = {}): Promise<Tagged<Call>> {
+    return this.tagged({ op: "recordCall", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  /** Finishes a call; ifMatch, when given, is sent as If-Match. */
+  finishCall(attemptId: string, callId: string, req: FinishCallRequest, ifMatch?: string, o: CallOptions = {}): Promise<Call> {
+    return this.body({ op: "finishCall", params: { attemptId, callId }, body: req, ifMatch, signal: o.signal });
+  }
+
+  getCall(attemptId: string, callId: string, o: CallOptions = {}): Promise<Tagged<Call>> {
+    return this.tagged({ op: "getCall", params: { attemptId, callId }, signal: o.signal });
+  }
+
+  listCalls(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Call>> {
+    return this.body({ op: "listCalls", params: { attemptId }, query: q, signal: o.signal });
+  }
+
+  calls(attemptId: string, o: CallOptions = {}): AsyncGenerator<Call, void, undefined> {
+    return this.pages({}, (p) => this.listCalls(attemptId, p, o));
+  }
+
+  // Decisions and delegations.
+
+  requestDecision(attemptId: string, req: DecisionRequest, o: CallOptions = {}): Promise<Decision> {
+    return this.body({ op: "requestDecision", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  /** Reads a decision; with waitSeconds the server answers when it closes (or then). */
+  getDecision(decisionId: string, q: { waitSeconds?: number } = {}, o: CallOptions = {}): Promise<Tagged<Decision>> {
+    return this.tagged({ op: "getDecision", params: { decisionId }, query: q, signal: o.signal });
+  }
+
+  /** Answers a pending decision with the ETag it was read with (If-Match). */
+  answerDecision(decisionId: string, etag: string, req: AnswerDecisionRequest, o: CallOptions = {}): Promise<Decision> {
+    return this.body({ op: "answerDecision", params: { decisionId }, body: req, ifMatch: etag, signal: o.signal });
+  }
+
+  /** Reads a decision and answers it with the ETag it read. */
+  async answerPending(decisionId: string, req: AnswerDecisionRequest, o: CallOptions = {}): Promise<Decision> {
+    const cur = await this.getDecision(decisionId, {}, o);
+    return this.answerDecision(decisionId, cur.etag, req, o);
+  }
+
+  listDecisions(q: ListDecisionsQuery = {}, o: CallOptions = {}): Promise<Page<Decision>> {
+    return this.body({ op: "listDecisions", query: q, signal: o.signal });
+  }
+
+  decisions(q: ListDecisionsQuery = {}, o: CallOptions = {}): AsyncGenerator<Decision, void, undefined> {
+    return this.pages(q, (p) => this.listDecisions({ ...q, ...p }, o));
+  }
+
+  listAttemptDecisions(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Decision>> {
+    return this.body({ op: "listAttemptDecisions", params: { attemptId }, query: q, signal: o.signal });
+  }
+
+  attemptDecisions(attemptId: string, o: CallOptions = {}): AsyncGenerator<Decision, void, undefined> {
+    return this.pages({}, (p) => this.listAttemptDecisions(attemptId, p, o));
+  }
+
+  createDelegation(attemptId: string, req: DelegationRequest, o: CallOptions = {}): Promise<Delegation> {
+    return this.body({ op: "createDelegation", params: { attemptId }, body: req, signal: o.signal });
+  }
+
+  getDelegation(delegationId: string, o: CallOptions = {}): Promise<Delegation> {
+    return this.body({ op: "getDelegation", params: { delegationId }, signal: o.signal });
+  }
+
+  listDelegations(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Delegation>> {
+    return this.body({ op: "listDelegations", params: { attemptId }, query: q, signal: o.signal });
+  }
+
+  delegations(attemptId: string, o: CallOptions = {}): AsyncGenerator<Delegation, void, undefined> {
+    return this.pages({}, (p) => this.listDelegations(attemptId, p, o));
+  }
+
+  /**
+   * Waits until a decision is no longer pending and returns it. Each read asks the server
+   * to wait for the close; a read answered early (the tenant's cap of waiting reads) is
+   * followed by a pause.
+   */
+  async waitDecision(decisionId: string, o: CallOptions = {}): Promise<Decision> {
+    return this.waitUntil(
+      (w) => this.getDecision(decisionId, { waitSeconds: w }, o).then((t) => t.value),
+      (d) => d.status !== "pending",
+      o.signal,
+    );
+  }
+
+  /** Waits until a delegation's child run has ended and returns the delegation. */
+  async waitDelegation(delegationId: string, o: CallOptions = {}): Promise<Delegation> {
+    for (let n = 1; ; n++) {
+      const d = await this.getDelegation(delegationId, o);
+      if (d.status === "succeeded" || d.status === "failed" || d.status === "cancelled") return d;
+      await this.waitUntil((w) => this.getRun(d.childRunId, { waitSeconds: w }, o), (r) => r.state === "ended", o.signal);
+      if (n > 1) {
+        // The child ended before and the delegation follows its continuation: read again after a pause.
+        await this.sleep(equalJitter(this.polling.leastMs, this.polling.greatestMs, n - 1), o.signal);
+      }
+    }
+  }
+
+  private async waitUntil<T>(read: (waitSeconds: number) => Promise<T>, done: (v: T) => boolean, signal?: AbortSignal): Promise<T> {
+    for (let early = 0; ; ) {
+      const start = Date.now();
+      const v = await read(waitSeconds);
+      if (done(v)) return v;
+      if (Date.now() - start >= (waitSeconds * 1000) / 2) {
+        early = 0;
+        continue;
+      }
+      early++;
+      await this.sleep(equalJitter(this.polling.leastMs, this.polling.greatestMs, early), signal);
+    }
+  }
+
+  // Projects, releases, locks.
+
+  putProject(projectId: string, req: PutProjectRequest, ifMatch?: string, o: CallOptions = {}): Promise<Tagged<Project>> {
+    return this.tagged({ op: "putProject", params: { projectId }, body: req, ifMatch, signal: o.signal });
+  }
+
+  getProject(projectId: string, o: CallOptions = {}): Promise<Tagged<Project>> {
+    return this.tagged({ op: "getProject", params: { projectId }, signal: o.signal });
+  }
+
+  listProjects(q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Project>> {
+    return this.body({ op: "listProjects", query: q, signal: o.signal });
+  }
+
+  projects(o: CallOptions = {}): AsyncGenerator<Project, void, undefined> {
+    return this.pages({}, (p) => this.listProjects(p, o));
+  }
+
+  /**
+   * Reads a project, lets change edit a request filled with its current values, and writes
+   * it with the ETag it read; after a 412 (another writer got there first) it reads and
+   * changes again, so change must say what the project should become.
+   */
+  async updateProject(projectId: string, change: (req: PutProjectRequest, cur: Project) => void | Promise<void>, o: CallOptions = {}): Promise<Project> {
+    return this.update(`project ${projectId}`, async () => {
+      const cur = await this.getProject(projectId, o);
+      const req: PutProjectRequest = { active: cur.value.active, retentionDays: cur.value.retentionDays };
+      await change(req, cur.value);
+      return (await this.putProject(projectId, req, cur.etag, o)).value;
+    });
+  }
+
+  putRelease(releaseId: string, adapterVersion: string, req: PutReleaseRequest, ifMatch?: string, o: CallOptions = {}): Promise<Tagged<Release>> {
+    return this.tagged({ op: "putRelease", params: { releaseId, adapterVersion }, body: req, ifMatch, signal: o.signal });
+  }
+
+  getRelease(releaseId: string, adapterVersion: string, o: CallOptions = {}): Promise<Tagged<Release>> {
+    return this.tagged({ op: "getRelease", params: { releaseId, adapterVersion }, signal: o.signal });
+  }
+
+  listReleases(q: ListReleasesQuery = {}, o: CallOptions = {}): Promise<Page<Release>> {
+    return this.body({ op: "listReleases", query: q, signal: o.signal });
+  }
+
+  releases(q: ListReleasesQuery = {}, o: CallOptions = {}): AsyncGenerator<Release, void, undefined> {
+    return this.pages(q, (p) => this.listReleases({ ...q, ...p }, o));
+  }
+
+  /** updateProject for a release adapter: only state and inFlightPolicy may change. */
+  async updateRelease(
+    releaseId: string,
+    adapterVersion: string,
+    change: (req: PutReleaseRequest, cur: Release) => void | Promise<void>,
+    o: CallOptions = {},
+  ): Promise<Release> {
+    return this.update(`release ${releaseId} adapter ${adapterVersion}`, async () => {
+      const cur = await this.getRelease(releaseId, adapterVersion, o);
+      const req: PutReleaseRequest = {
+        manifestHash: cur.value.manifestHash,
+        contentRefs: cur.value.contentRefs,
+        state: cur.value.state,
+        inFlightPolicy: cur.value.inFlightPolicy,
+      };
+      await change(req, cur.value);
+      return (await this.putRelease(releaseId, adapterVersion, req, cur.etag, o)).value;
+    });
+  }
+
+  private async update<T>(what: string, once: () => Promise<T>): Promise<T> {
+    let last: unknown;
+    for (let i = 0; i < maxUpdateTries; i++) {
+      try {
+        return await once();
+      } catch (err) {
+        if (!(err instanceof LedgerProblem) || err.code !== "precondition_failed") throw err;
+        last = err;
+      }
+    }
+    throw new Error(`ledger: update ${what}: it kept changing under ${maxUpdateTries} tries`, { cause: last });
+  }
+
+  acquireTaskLock(agentId: string, taskId: string, req: LockRequest, o: CallOptions = {}): Promise<TaskLock> {
+    return this.body({ op: "acquireTaskLock", params: { agentId, taskId }, body: req, signal: o.signal });
+  }
+
+  async releaseTaskLock(agentId: string, taskId: string, holderId: string, o: CallOptions = {}): Promise<void> {
+    await this.send({ op: "releaseTaskLock", params: { agentId, taskId }, query: { holderId }, signal: o.signal });
+  }
+
+  // Service.
+
+  health(o: CallOptions = {}): Promise<Health> {
+    return this.body({ op: "getHealth", signal: o.signal });
+  }
+
+  readiness(o: CallOptions = {}): Promise<Health> {
+    return this.body({ op: "getReadiness", signal: o.signal });
+  }
+
+  metrics(o: CallOptions = {}): Promise<string> {
+    return this.body({ op: "getMetrics", text: true, signal: o.signal });
+  }
+
+  openAPI(o: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.body({ op: "getOpenAPI", signal: o.signal });
+  }
+}
+
+/**
+ * HeldError: a claim was held back (the tenant's budget of leased runs is spent, or too
+ * many of its claims wait at once); claim again after retryAfter seconds.
+ */
+export class HeldError extends Error {
+  override name = "HeldError";
+  constructor(readonly retryAfter: number) {
+    super(`ledger: claim held back; retry after ${retryAfter}s`);
+  }
+}

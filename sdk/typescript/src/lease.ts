@@ -1,0 +1,376 @@
+import type { Client, CallOptions } from "./client.js";
+import type {
+  Attempt,
+  Call,
+  CallFinishStatus,
+  CallKind,
+  Checkpoint,
+  Claim,
+  CompletionState,
+  Decision,
+  DecisionKind,
+  Delegation,
+  Heartbeat,
+  LastCheckpoint,
+  Phase,
+  ProblemCode,
+  Run,
+  RunSpec,
+} from "./generated.js";
+import { LedgerProblem } from "./problem.js";
+import { sha256Hex } from "./jcs.js";
+
+/**
+ * LeaseLostError is the reason a handler's signal aborts with when its lease is lost: a
+ * write or a heartbeat was refused with stale_lease, lease_expired or attempt_ended (or,
+ * for a heartbeat, not_found), or renewals kept failing until the lease had passed by this
+ * machine's clock. A lost Lease refuses every further write without sending it.
+ */
+export class LeaseLostError extends Error {
+  override name = "LeaseLostError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(`ledger: lease lost: ${message}`, options);
+  }
+}
+
+/** LeaseEndedError: a write after this holder's own complete or release. */
+export class LeaseEndedError extends Error {
+  override name = "LeaseEndedError";
+  constructor(how: string) {
+    super(`ledger: lease ended: ${how}`);
+  }
+}
+
+/**
+ * CancelRequestedError is the reason a handler's signal aborts with when an admin cancelled
+ * its run. The lease stays usable (a last checkpoint may be written); whatever the handler
+ * does then, the Worker completes the attempt as cancelled.
+ */
+export class CancelRequestedError extends Error {
+  override name = "CancelRequestedError";
+  constructor() {
+    super("ledger: run cancel requested");
+  }
+}
+
+/** ShutdownError: the Worker's shutdown grace ran out; the lease was released uncharged. */
+export class ShutdownError extends Error {
+  override name = "ShutdownError";
+  constructor(why: string) {
+    super(`ledger: worker shutting down: ${why}`);
+  }
+}
+
+/** The refusals that mean the lease is gone for good (a heartbeat's not_found too). */
+const leaseLossCodes: readonly ProblemCode[] = ["stale_lease", "lease_expired", "attempt_ended"];
+const heartbeatLossCodes: readonly ProblemCode[] = [...leaseLossCodes, "not_found"];
+
+/** A checkpoint to append; the Lease adds the token, the sequence and the adapter version. */
+export interface CheckpointInput {
+  phase: Phase;
+  /** Where the adapter's state is, or the state itself when small (up to 512 characters). */
+  stateRef: string;
+  /** The state's hash (default: hex SHA-256 of stateRef). */
+  hash?: string;
+  contextSnapshotRef?: string;
+}
+
+/** A call to record; the Lease adds the token and the sequence. */
+export interface CallInput {
+  kind: CallKind;
+  target: string;
+  /** Identifies the request (default: hex SHA-256 of target). */
+  requestHash?: string;
+  policyDecisionId?: string;
+}
+
+/** A decision to ask for; the Lease adds the token. */
+export interface DecisionInput {
+  kind: DecisionKind;
+  proposalHash?: string;
+  /** What a choice chooses from (any JSON; for a choice, an array). */
+  options?: unknown;
+  recommendation?: string;
+  /** Closes the decision as expired that long after it is asked (whole seconds). */
+  expiresInSeconds?: number;
+}
+
+/**
+ * Lease is one claimed run's lease: the fencing token bound to the attempt, and the writes
+ * a holder makes under it. A Worker hands one to each handler and keeps it renewed.
+ */
+export class Lease {
+  /** The lease's length in milliseconds: how long each renewal extends it. */
+  readonly lengthMs: number;
+  private endedWith?: Error;
+  /** Called once when the lease ends (the Worker aborts the handler's signal). */
+  onEnd?: (cause: Error) => void;
+  private leasedUntilAt: string;
+  private cancelSeen = false;
+  private resumed?: Promise<LastCheckpoint | null>;
+  private nextSeq = 0;
+  private nextCallSeq = 0;
+  private settles = 0;
+  private settling = 0;
+
+  constructor(
+    readonly client: Client,
+    readonly claim: Claim,
+  ) {
+    this.leasedUntilAt = claim.lease.leasedUntil;
+    const secs = claim.run.leaseSeconds;
+    let ms = secs && secs > 0 ? secs * 1000 : Date.parse(claim.lease.leasedUntil) - Date.parse(claim.attempt.startedAt);
+    if (!(ms > 0)) ms = 30_000; // the service's default lease
+    this.lengthMs = ms;
+  }
+
+  get run(): Run {
+    return this.claim.run;
+  }
+  get attempt(): Attempt {
+    return this.claim.attempt;
+  }
+  get runId(): string {
+    return this.claim.run.runId;
+  }
+  get attemptId(): string {
+    return this.claim.attempt.attemptId;
+  }
+  /** The token every write under the lease presents. */
+  get fencingToken(): number {
+    return this.claim.lease.fencingToken;
+  }
+  /** The run's input (null when it has none). */
+  get input(): unknown {
+    return this.claim.run.input ?? null;
+  }
+  /** When the lease passes unless renewed, as the service last said. */
+  get leasedUntil(): string {
+    return this.leasedUntilAt;
+  }
+  /** Whether a heartbeat has said the run was cancelled. */
+  get cancelRequested(): boolean {
+    return this.cancelSeen;
+  }
+  /** Undefined while the lease may be written under, else why not. */
+  get err(): Error | undefined {
+    return this.endedWith;
+  }
+
+  /** end makes the lease refuse further writes with cause, once; it reports whether this call ended it. */
+  end(cause: Error): boolean {
+    if (this.endedWith) return false;
+    this.endedWith = cause;
+    this.onEnd?.(cause);
+    return true;
+  }
+
+  /** lost ends the lease as lost because of err and returns the error a write reports. */
+  lost(message: string, cause?: unknown): Error {
+    const e = new LeaseLostError(message, { cause });
+    if (!this.end(e) && !(this.endedWith instanceof LeaseLostError)) return this.endedWith!;
+    return e;
+  }
+
+  /**
+   * send sends one request under the lease, unless it has ended. A refusal with one of
+   * lossCodes ends the lease as lost, unless this holder's own complete or release (other
+   * than this request, when settle says it is one) was sent meanwhile: then the refusal is
+   * that ending, seen by a request that lost the race to it.
+   */
+  private async send<T>(settle: boolean, lossCodes: readonly ProblemCode[], f: () => Promise<T>): Promise<T> {
+    if (this.endedWith) throw this.endedWith;
+    let before = this.settles;
+    if (settle) {
+      this.settles++;
+      this.settling++;
+      before++;
+    }
+    try {
+      return await f();
+    } catch (err) {
+      const own = this.settles !== before || this.settling > (settle ? 1 : 0);
+      if (err instanceof LedgerProblem && lossCodes.includes(err.code) && !own) {
+        throw this.lost(err.message, err);
+      }
+      throw err;
+    } finally {
+      if (settle) this.settling--;
+    }
+  }
+
+  private write<T>(f: () => Promise<T>): Promise<T> {
+    return this.send(false, leaseLossCodes, f);
+  }
+
+  /**
+   * The last checkpoint of the run's chain from before this lease (null for a fresh run):
+   * a handler resumes from it, and checkpoint sequences continue after it.
+   */
+  resume(o: CallOptions = {}): Promise<LastCheckpoint | null> {
+    if (!this.resumed) {
+      // A run's epoch moves only when it is claimed: token 1 on a run that continues none is
+      // the first attempt of a new chain, which has no checkpoint to read.
+      const fresh = this.fencingToken === 1 && !this.claim.run.continuedFromRunId;
+      this.resumed = (fresh ? Promise.resolve(null) : this.client.lastCheckpoint(this.runId, { ...o, runExists: true })).then((last) => {
+        if (last) this.nextSeq = last.sequence + 1;
+        return last;
+      });
+      this.resumed.catch(() => (this.resumed = undefined));
+    }
+    return this.resumed;
+  }
+
+  /** Appends a checkpoint; sequences continue from resume(). Retried safely. */
+  async checkpoint(input: CheckpointInput, o: CallOptions = {}): Promise<Checkpoint> {
+    await this.resume(o);
+    const sequence = this.nextSeq++;
+    return this.write(() =>
+      this.client.appendCheckpoint(
+        this.attemptId,
+        {
+          fencingToken: this.fencingToken,
+          sequence,
+          phase: input.phase,
+          adapterStateRef: input.stateRef,
+          adapterVersion: this.claim.attempt.adapterVersion,
+          hash: input.hash ?? sha256Hex(input.stateRef),
+          contextSnapshotRef: input.contextSnapshotRef,
+        },
+        o,
+      ),
+    );
+  }
+
+  /** Records a started call (sequences count from 0 in each attempt); finish it with finishCall. */
+  async recordCall(input: CallInput, o: CallOptions = {}): Promise<Call> {
+    const sequence = this.nextCallSeq++;
+    const t = await this.write(() =>
+      this.client.recordCall(
+        this.attemptId,
+        {
+          fencingToken: this.fencingToken,
+          sequence,
+          kind: input.kind,
+          target: input.target,
+          requestHash: input.requestHash ?? sha256Hex(input.target),
+          policyDecisionId: input.policyDecisionId,
+        },
+        o,
+      ),
+    );
+    return t.value;
+  }
+
+  finishCall(callId: string, status: CallFinishStatus, receiptRef?: string, o: CallOptions = {}): Promise<Call> {
+    return this.write(() => this.client.finishCall(this.attemptId, callId, { fencingToken: this.fencingToken, status, receiptRef }, undefined, o));
+  }
+
+  /** Records a call, runs fn, and finishes the call: succeeded with fn's receipt, or failed when fn throws. */
+  async call<T extends string | void>(input: CallInput, fn: () => Promise<T>, o: CallOptions = {}): Promise<T> {
+    const c = await this.recordCall(input, o);
+    let receipt: T;
+    try {
+      receipt = await fn();
+    } catch (err) {
+      await this.finishCall(c.callId, "failed", undefined, o);
+      throw err;
+    }
+    await this.finishCall(c.callId, "succeeded", typeof receipt === "string" && receipt !== "" ? receipt : undefined, o);
+    return receipt;
+  }
+
+  /** Moves the attempt to a phase. */
+  setPhase(phase: Phase, o: CallOptions = {}): Promise<Attempt> {
+    return this.write(() => this.client.patchAttempt(this.attemptId, { fencingToken: this.fencingToken, phase }, o));
+  }
+
+  /** Counts one correction; never repeated once it may have reached the service. */
+  correct(o: CallOptions = {}): Promise<Attempt> {
+    return this.write(() => this.client.patchAttempt(this.attemptId, { fencingToken: this.fencingToken, correction: true }, o));
+  }
+
+  setContextSnapshot(ref: string, o: CallOptions = {}): Promise<Attempt> {
+    return this.write(() => this.client.patchAttempt(this.attemptId, { fencingToken: this.fencingToken, contextSnapshotRef: ref }, o));
+  }
+
+  /** Asks a person to decide; never repeated once it may have reached the service. */
+  requestDecision(input: DecisionInput, o: CallOptions = {}): Promise<Decision> {
+    return this.write(() =>
+      this.client.requestDecision(
+        this.attemptId,
+        {
+          fencingToken: this.fencingToken,
+          kind: input.kind,
+          proposalHash: input.proposalHash,
+          options: input.options,
+          recommendation: input.recommendation,
+          expiresInSeconds: input.expiresInSeconds,
+        },
+        o,
+      ),
+    );
+  }
+
+  /** Waits until a decision is no longer pending (the server answers as it closes). */
+  waitDecision(decisionId: string, o: CallOptions = {}): Promise<Decision> {
+    return this.client.waitDecision(decisionId, o);
+  }
+
+  /** Asks for a decision and waits for it to close. */
+  async decide(input: DecisionInput, o: CallOptions = {}): Promise<Decision> {
+    const d = await this.requestDecision(input, o);
+    return this.waitDecision(d.decisionId, o);
+  }
+
+  /**
+   * Enqueues a child run for a sub-agent and records the delegation. Give
+   * child.idempotencyKey a value naming this delegation so that a retry, or a resumed run
+   * delegating again, finds the same child; without one the call is not retried.
+   */
+  delegate(purpose: string, child: RunSpec, o: CallOptions = {}): Promise<Delegation> {
+    return this.write(() => this.client.createDelegation(this.attemptId, { fencingToken: this.fencingToken, purpose, child }, o));
+  }
+
+  /** Waits until a delegation's child run has ended. */
+  waitDelegation(delegationId: string, o: CallOptions = {}): Promise<Delegation> {
+    return this.client.waitDelegation(delegationId, o);
+  }
+
+  /** Renews the lease for its length and reports whether a cancel is pending (a Worker does this). */
+  async heartbeat(o: CallOptions = {}): Promise<Heartbeat> {
+    const hb = await this.send(false, heartbeatLossCodes, () =>
+      this.client.heartbeat(this.attemptId, { fencingToken: this.fencingToken, leaseSeconds: Math.max(1, Math.round(this.lengthMs / 1000)) }, o),
+    );
+    this.leasedUntilAt = hb.leasedUntil;
+    if (hb.cancelRequested) this.cancelSeen = true;
+    return hb;
+  }
+
+  /** Records that the holder saw the cancel request. */
+  async acknowledgeCancellation(o: CallOptions = {}): Promise<void> {
+    await this.write(() => this.client.acknowledgeCancellation(this.attemptId, { fencingToken: this.fencingToken }, o));
+  }
+
+  /** Ends the attempt and its run in state; afterwards the lease refuses writes. */
+  async complete(state: CompletionState, outcomeHash?: string, o: CallOptions = {}): Promise<Attempt> {
+    const a = await this.send(true, leaseLossCodes, () =>
+      this.client.completeAttempt(this.attemptId, { fencingToken: this.fencingToken, state, outcomeHash }, o),
+    );
+    this.end(new LeaseEndedError(`completed ${state}`));
+    return a;
+  }
+
+  /**
+   * Gives the run back: charge spends one of its attempts; retryAfterMs, when given, is when
+   * it is due again (whole seconds, up to a day; 0: at once; undefined: the service's backoff).
+   */
+  async release(charge: boolean, retryAfterMs?: number, o: CallOptions = {}): Promise<Attempt> {
+    const retryAfterSeconds = retryAfterMs === undefined ? undefined : Math.round(Math.max(0, Math.min(retryAfterMs, 86_400_000)) / 1000);
+    const a = await this.send(true, leaseLossCodes, () =>
+      this.client.releaseAttempt(this.attemptId, { fencingToken: this.fencingToken, charge, retryAfterSeconds }, o),
+    );
+    this.end(new LeaseEndedError("released"));
+    return a;
+  }
+}

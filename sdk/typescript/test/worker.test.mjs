@@ -1,0 +1,175 @@
+// The Worker against the real server: a run's whole life, every handler outcome, lease loss
+// by heartbeat refusal, cancel, and shutdown.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  CancelRequestedError,
+  LeaseLostError,
+  ShutdownError,
+  Worker,
+  isStaleLease,
+  permanent,
+  retryAfter,
+} from "../dist/index.js";
+import { eventually, release, spec, startServer, workerConfig } from "./server.mjs";
+
+/** runWorker starts a Worker; it resolves results as runs settle. */
+function runWorker(t, s, kind, handler, more = {}) {
+  const results = [];
+  const waiters = [];
+  const w = new Worker(s.runtime, workerConfig(kind, { ...more, hooks: { finished: (r) => (results.push(r), waiters.splice(0).forEach((f) => f())) } }), handler);
+  const stop = new AbortController();
+  const done = w.run(stop.signal);
+  const halt = async () => {
+    const t0 = Date.now();
+    stop.abort();
+    await done;
+    if (process.env.DEBUG_HALT) console.error("halt", kind, Date.now() - t0);
+  };
+  t.after(halt);
+  const next = async (n = 1) => {
+    while (results.length < n) await new Promise((r) => waiters.push(r));
+    return results[n - 1];
+  };
+  return { w, results, next, halt, done };
+}
+
+test("the Worker", { concurrency: true }, async (t) => {
+  const s = await startServer(t);
+
+  await t.test("a run's whole life", async () => {
+    const run = await s.runtime.enqueueRun(spec("life", { input: { pr: 42 } }));
+    let seen;
+    const { next } = runWorker(t, s, "life", async (lease, signal) => {
+      assert.deepEqual(lease.input, { pr: 42 });
+      assert.equal(await lease.resume(), null);
+      await lease.setPhase("planning");
+      await lease.checkpoint({ phase: "planning", stateRef: "plan" });
+      const receipt = await lease.call({ kind: "tool", target: "git diff" }, async () => "receipt-1");
+      assert.equal(receipt, "receipt-1");
+      const d = await lease.requestDecision({ kind: "approval", recommendation: "merge" });
+      const answered = s.admin.answerPending(d.decisionId, { status: "approved" });
+      const closed = await lease.waitDecision(d.decisionId, { signal });
+      await answered;
+      assert.equal(closed.status, "approved");
+      const del = await lease.delegate("review tests", spec("life-child", { idempotencyKey: `child-of-${lease.runId}` }));
+      const child = new Worker(s.runtime, workerConfig("life-child"), async () => {});
+      const stopChild = new AbortController();
+      const childDone = child.run(stopChild.signal);
+      const ended = await lease.waitDelegation(del.delegationId, { signal });
+      stopChild.abort();
+      await childDone;
+      assert.equal(ended.status, "succeeded");
+      await lease.checkpoint({ phase: "finalizing", stateRef: "done" });
+      seen = lease;
+    });
+    const r = await next();
+    assert.equal(r.outcome, "succeeded", String(r.error ?? r.settleError ?? ""));
+    const after = await s.runtime.getRun(run.runId);
+    assert.equal(after.state, "ended");
+    assert.equal(after.outcome, "succeeded");
+    const cps = [];
+    for await (const c of s.runtime.checkpoints(seen.attemptId)) cps.push(c.sequence);
+    assert.deepEqual(cps, [0, 1]);
+    // A write after the end is refused locally, without a request.
+    await assert.rejects(seen.checkpoint({ phase: "acting", stateRef: "late" }), /lease ended/);
+  });
+
+  await t.test("every handler outcome", async () => {
+    const cases = [
+      { name: "resolves", handler: async () => {}, outcome: "succeeded", state: "ended", runOutcome: "succeeded" },
+      { name: "permanent", handler: async () => { throw permanent(new Error("bad input")); }, outcome: "failed", state: "ended", runOutcome: "failed" },
+      { name: "throws", handler: async () => { throw retryAfter(new Error("busy"), 3_600_000); }, outcome: "released", state: "queued", spent: 1 },
+      { name: "settles itself", handler: async (l) => { await l.complete("succeeded", "outcome-hash"); }, outcome: "settled_by_handler", state: "ended", runOutcome: "succeeded" },
+    ];
+    await Promise.all(
+      cases.map(async (c) => {
+        const kind = `outcome-${c.name.replace(/ /g, "-")}`;
+        const run = await s.runtime.enqueueRun(spec(kind));
+        const { next } = runWorker(t, s, kind, c.handler);
+        const r = await next();
+        assert.equal(r.outcome, c.outcome, c.name);
+        const after = await s.runtime.getRun(run.runId);
+        assert.equal(after.state, c.state, c.name);
+        if (c.runOutcome) assert.equal(after.outcome, c.runOutcome, c.name);
+        if (c.spent) {
+          assert.equal(after.attemptsSpent, c.spent, c.name);
+          assert.ok(Date.parse(after.dueAt) > Date.now() + 3_000_000, `${c.name}: due after retryAfter`);
+        }
+      }),
+    );
+  });
+
+  await t.test("cancel: acknowledged once, the signal aborts, completed cancelled", async () => {
+    const run = await s.runtime.enqueueRun(spec("cancel"));
+    let reason;
+    const { next } = runWorker(t, s, "cancel", async (lease, signal) => {
+      await s.admin.cancelRun(lease.runId);
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      reason = signal.reason;
+      await lease.checkpoint({ phase: "finalizing", stateRef: "last words" }); // still usable
+      throw new Error("stopped");
+    });
+    const r = await next();
+    assert.ok(reason instanceof CancelRequestedError);
+    assert.equal(r.outcome, "cancelled");
+    const after = await s.runtime.getRun(run.runId);
+    assert.equal(after.outcome, "cancelled");
+    const attempt = (await s.runtime.getAttempt(r.lease.attemptId)).value;
+    assert.ok(attempt.cancellationObservedAt, "the cancel was acknowledged");
+  });
+
+  await t.test("lease loss by heartbeat refusal", async () => {
+    await s.runtime.enqueueRun(spec("lose"));
+    let reason;
+    const { next } = runWorker(t, s, "lose", async (lease, signal) => {
+      // Another holder takes the run over: this lease's heartbeat is refused.
+      await s.runtime.releaseAttempt(lease.attemptId, { fencingToken: lease.fencingToken, retryAfterSeconds: 3600 });
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      reason = signal.reason;
+      await assert.rejects(lease.checkpoint({ phase: "acting", stateRef: "x" }), LeaseLostError);
+    });
+    const r = await next();
+    assert.ok(reason instanceof LeaseLostError, String(reason));
+    assert.equal(r.outcome, "lease_lost");
+  });
+
+  await t.test("shutdown releases running leases uncharged", async () => {
+    const run = await s.runtime.enqueueRun(spec("shutdown"));
+    let started;
+    const running = new Promise((r) => (started = r));
+    let reason;
+    const { next, halt } = runWorker(
+      t,
+      s,
+      "shutdown",
+      async (lease, signal) => {
+        started();
+        await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        reason = signal.reason;
+      },
+      { shutdownGraceMs: 100 },
+    );
+    await running;
+    await halt();
+    const r = await next();
+    assert.ok(reason instanceof ShutdownError);
+    assert.equal(r.outcome, "shutdown_released");
+    const after = await s.runtime.getRun(run.runId);
+    assert.equal(after.state, "queued");
+    assert.equal(after.attemptsSpent, 0);
+  });
+
+  await t.test("a stale write is a LedgerProblem with its guard", async () => {
+    await s.runtime.enqueueRun(spec("stale"));
+    const cl = await s.runtime.claimRun({ ...release, holderId: "h", kinds: ["stale"] });
+    await s.runtime.releaseAttempt(cl.attempt.attemptId, { fencingToken: cl.lease.fencingToken, retryAfterSeconds: 0 });
+    await eventually(async () => (await s.runtime.getRun(cl.run.runId)).state === "queued", "requeued");
+    const err = await s.runtime
+      .appendCheckpoint(cl.attempt.attemptId, { fencingToken: cl.lease.fencingToken, sequence: 0, phase: "acting", adapterStateRef: "x", adapterVersion: "1.0", hash: "h" })
+      .catch((e) => e);
+    assert.ok(isStaleLease(err) || err.code === "attempt_ended", String(err));
+    assert.equal(err.status, 409);
+    assert.ok(err.requestId);
+  });
+});
