@@ -34,8 +34,8 @@ type Client struct {
 	hc    *http.Client
 	ua    string
 	retry RetryPolicy
-	// pollMin and pollMax bound the waits between the reads of WaitDecision and
-	// WaitDelegation.
+	// pollMin and pollMax bound the pauses between the waiting reads of WaitDecision and
+	// WaitDelegation that the server answered early.
 	pollMin, pollMax time.Duration
 	// sleep waits d or until ctx ends; tests replace it to observe the waits.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -93,8 +93,10 @@ func WithRetry(p RetryPolicy) Option {
 	return func(c *Client) error { c.retry = p.withDefaults(); return nil }
 }
 
-// WithPolling sets how WaitDecision and WaitDelegation poll: the first wait is about
-// least, each next one doubles, up to greatest (defaults 250ms and 5s).
+// WithPolling sets the pauses of WaitDecision and WaitDelegation between waiting reads the
+// server answered early and unfinished (its tenant's waiting reads at their cap, or a
+// delegation following a continuation): the first is about least, each next one doubles,
+// up to greatest (defaults 250ms and 5s).
 func WithPolling(least, greatest time.Duration) Option {
 	return func(c *Client) error {
 		if least <= 0 || greatest < least {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -186,6 +187,9 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[*Lease]struct{}
+	// refusalLogged is when each cause of a refused claim was last logged, and how many
+	// refusals of it went unlogged since (logRefusal).
+	refusalLogged map[string]refusalLog
 	// forced is set when the shutdown grace ran out: a lease tracked after it is released
 	// at once.
 	forced bool
@@ -235,7 +239,7 @@ func NewWorker(c *Client, cfg WorkerConfig, h Handler) (*Worker, error) {
 		log = slog.Default()
 	}
 	log = log.With("holder_id", cfg.HolderID)
-	return &Worker{c: c, cfg: cfg, h: h, log: log, running: map[*Lease]struct{}{}}, nil
+	return &Worker{c: c, cfg: cfg, h: h, log: log, running: map[*Lease]struct{}{}, refusalLogged: map[string]refusalLog{}}, nil
 }
 
 func defaultHolderID() string {
@@ -263,6 +267,51 @@ func defaultOnError(_ *Lease, err error) Retry {
 
 // HolderID is the holder id this worker claims with.
 func (w *Worker) HolderID() string { return w.cfg.HolderID }
+
+// Refused claims back off from RefusalBackoff, doubling to RefusalBackoffMax, and each cause
+// is logged at most once per RefusalLogEvery.
+const (
+	RefusalBackoff    = time.Second
+	RefusalBackoffMax = time.Minute
+	RefusalLogEvery   = time.Minute
+)
+
+// refusedClaim reports whether the service refused a claim for what it asks (a 4xx other
+// than 408 and 429: a release that is not active, an unknown project): a configuration
+// error that trying again at once will not fix, but that an operator may fix while the
+// worker waits, so the worker keeps trying, slowly.
+func refusedClaim(err error) bool {
+	var p *Problem
+	return errors.As(err, &p) && p.Status >= 400 && p.Status < 500 &&
+		p.Status != http.StatusRequestTimeout && p.Status != http.StatusTooManyRequests
+}
+
+type refusalLog struct {
+	at         time.Time
+	suppressed int
+}
+
+// logRefusal logs a refused claim unless its cause (status and problem code) was logged
+// less than RefusalLogEvery ago: a worker refused every few seconds for an hour says so
+// once a minute, with how many refusals it did not log, not a thousand times.
+func (w *Worker) logRefusal(ctx context.Context, err error, wait time.Duration) {
+	var p *Problem
+	errors.As(err, &p)
+	cause := fmt.Sprintf("%d %s", p.Status, p.Code)
+	now := time.Now()
+	w.mu.Lock()
+	last, seen := w.refusalLogged[cause]
+	if seen && now.Sub(last.at) < RefusalLogEvery {
+		last.suppressed++
+		w.refusalLogged[cause] = last
+		w.mu.Unlock()
+		return
+	}
+	w.refusalLogged[cause] = refusalLog{at: now}
+	w.mu.Unlock()
+	w.log.ErrorContext(ctx, "claim refused: check the worker's configuration (release, project, kinds); trying again with backoff",
+		"err", err, "status", p.Status, "code", string(p.Code), "wait", wait.String(), "unlogged_since_last", last.suppressed)
+}
 
 // fatalClaim reports whether a claim error will not pass by trying again: the key, the
 // role or the claim itself is wrong.
@@ -395,7 +444,7 @@ func (w *Worker) poll(stopCtx, claimCtx, base context.Context, slots chan struct
 	if w.cfg.LeaseSeconds > 0 {
 		req.LeaseSeconds = api.Ptr(w.cfg.LeaseSeconds)
 	}
-	failures := 0
+	var failures claimFailures
 	for {
 		select { // a free slot first: a claim holds its run from the moment it answers
 		case slots <- struct{}{}:
@@ -435,7 +484,11 @@ type claimTurns struct {
 // stopCtx ends (nil and no error), or until a claim cannot succeed (nil and its error). It
 // claims at once first; after a claim that found nothing it waits for a long-poll turn (or a
 // kick, for one more claim at once). It waits out budget holds and backs off after failures.
-func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.ClaimRequest, turns *claimTurns, failures *int) (*Lease, time.Time, error) {
+// claimFailures counts a poller's claims that failed in a row: refused ones (refusedClaim)
+// and others, each with a backoff of its own.
+type claimFailures struct{ failed, refused int }
+
+func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.ClaimRequest, turns *claimTurns, failures *claimFailures) (*Lease, time.Time, error) {
 	quick := req
 	quick.WaitSeconds = api.Ptr(0)
 	waiting := false // the last claim found nothing: wait for a turn
@@ -458,7 +511,7 @@ func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.Claim
 		var held *HeldError
 		switch {
 		case errors.As(err, &held):
-			*failures = 0
+			*failures = claimFailures{}
 			if w.cfg.Hooks.Held != nil {
 				w.cfg.Hooks.Held(held.RetryAfter)
 			}
@@ -475,21 +528,30 @@ func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.Claim
 				w.log.ErrorContext(base, "claim refused; the worker stops", "err", err)
 				return nil, time.Time{}, err
 			}
-			*failures++
-			wait := fullJitter(500*time.Millisecond, 30*time.Second, *failures)
+			if refusedClaim(err) {
+				failures.failed = 0
+				failures.refused++
+				wait := equalJitter(RefusalBackoff, RefusalBackoffMax, failures.refused)
+				w.logRefusal(base, err, wait)
+				_ = w.c.sleep(stopCtx, wait)
+				continue
+			}
+			failures.refused = 0
+			failures.failed++
+			wait := fullJitter(500*time.Millisecond, 30*time.Second, failures.failed)
 			if p := (*Problem)(nil); errors.As(err, &p) && p.RetryAfter > wait {
 				wait = p.RetryAfter
 			}
 			w.log.WarnContext(base, "claim failed; trying again", "err", err, "wait", wait)
 			_ = w.c.sleep(stopCtx, wait)
 		case cl == nil:
-			*failures = 0
+			*failures = claimFailures{}
 			waiting = true
 			if w.cfg.WaitSeconds == 0 {
 				_ = w.c.sleep(stopCtx, w.cfg.IdleWait)
 			}
 		default:
-			*failures = 0
+			*failures = claimFailures{}
 			select { // where there was a run there may be more: one waiting poller claims too
 			case turns.kick <- struct{}{}:
 			default:

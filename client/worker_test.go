@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -456,5 +457,123 @@ func TestIdleWorkerLongPollsFewClaimsAndStillFillsItsSlots(t *testing.T) {
 	defer lp.mu.Unlock()
 	if lp.max > 2 {
 		t.Fatalf("%d claims waited for work at once, want at most 2", lp.max)
+	}
+}
+
+// syncBuffer is a log sink several goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A worker whose claims the service refuses for its configuration (here a release that
+// was never registered: 422 release_not_active) keeps running, backs off exponentially to
+// a cap, logs the cause once per minute rather than on every claim, and claims as soon as
+// the configuration is fixed. The service counts those claims as refused, not as errors.
+func TestConfigurationRefusalBacksOffAndLogsOnce(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	c := s.client(t, s.RuntimeKey)
+	const refusals = 9
+	var (
+		mu    sync.Mutex
+		waits []time.Duration
+		fixed = make(chan struct{})
+	)
+	client.SetSleep(c, func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		if len(waits) == refusals {
+			close(fixed)
+		}
+		mu.Unlock()
+		return client.Sleep(ctx, time.Millisecond) // the waits are recorded, not waited
+	})
+	var logs syncBuffer
+	cfg := workerConfig("refused")
+	cfg.ReleaseID = "rel-registered-later"
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var failed atomic.Int64
+	cfg.Hooks.ClaimFailed = func(err error) {
+		if !errors.Is(err, client.ErrReleaseNotActive) {
+			t.Errorf("claim failed with %v, want release_not_active", err)
+		}
+		failed.Add(1)
+	}
+	results := finishedHook(&cfg)
+	stop := startWorker(t, c, cfg, func(context.Context, *client.Lease) error { return nil })
+
+	<-fixed
+	// Each wait is at least half the doubled backoff, up to the cap: 1s, 2s, 4s, … 1m.
+	mu.Lock()
+	got := append([]time.Duration(nil), waits[:refusals]...)
+	mu.Unlock()
+	for i, w := range got {
+		d := min(client.RefusalBackoff<<i, client.RefusalBackoffMax)
+		if w < d/2 || w > d {
+			t.Errorf("wait %d after a refusal was %s, want %s to %s (all: %v)", i+1, w, d/2, d, got)
+		}
+	}
+	// One log line for one cause, not one per refusal.
+	lines := 0
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"code":"release_not_active"`) {
+			lines++
+		}
+	}
+	if lines != 1 {
+		t.Errorf("%d log lines name release_not_active after %d refusals, want 1:\n%s", lines, failed.Load(), logs.String())
+	}
+
+	// The configuration is fixed: the worker, still running, claims.
+	refs, hash := client.ManifestOf("oci://agents/sdk@sha256:late")
+	if _, _, err := s.Runtime.PutRelease(context.Background(), cfg.ReleaseID, testAdapter, api.PutReleaseRequest{
+		ManifestHash: hash, ContentRefs: refs, State: api.Ptr(api.ReleaseActive),
+	}, ""); err != nil {
+		t.Fatal(err)
+	}
+	run := s.enqueue(t, "refused")
+	if r := recv(t, results, "result after the fix"); r.Lease.RunID() != run.RunID || r.Outcome != client.Succeeded {
+		t.Fatalf("result %+v", r)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+
+	// The service counted the refusals as refused, none as error.
+	res, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	metric := func(name string) float64 {
+		for _, l := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(l, name+" "); ok {
+				var f float64
+				fmt.Sscan(v, &f)
+				return f
+			}
+		}
+		t.Fatalf("no %s in /metrics", name)
+		return 0
+	}
+	if n := metric(`ledger_claims_total{outcome="refused"}`); n < refusals {
+		t.Errorf("ledger_claims_total{outcome=\"refused\"} = %v after %d refusals", n, refusals)
+	}
+	if n := metric(`ledger_claims_total{outcome="error"}`); n != 0 {
+		t.Errorf("ledger_claims_total{outcome=\"error\"} = %v, want 0", n)
 	}
 }

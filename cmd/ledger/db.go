@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -25,7 +24,10 @@ func openDB(ctx context.Context, d dbFlags, log *slog.Logger) (*sqldb.DB, error)
 // to choose another.
 func openExisting(ctx context.Context, d dbFlags, log *slog.Logger) (*sqldb.DB, error) {
 	if !sqldb.IsSQLServer(d.dsn) {
-		path := strings.TrimPrefix(d.dsn, "sqlite://")
+		path, err := sqldb.SQLitePath(d.dsn)
+		if err != nil {
+			return nil, fmt.Errorf("--db: %w", err)
+		}
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			where := path
 			if abs, err := filepath.Abs(path); err == nil && abs != path {

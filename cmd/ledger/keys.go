@@ -60,7 +60,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if verb != "revoke" && fs.NArg() != 0 {
-		return fmt.Errorf("unexpected argument %q (flags come before arguments; see ledger keys %s --help)", fs.Arg(0), verb)
+		return fmt.Errorf("unexpected argument %q (see ledger keys %s --help)", fs.Arg(0), verb)
 	}
 	open := func() (*tenancy.Store, func(), error) {
 		db, err := openExisting(ctx, d, slog.New(slog.NewJSONHandler(stderr, nil)))

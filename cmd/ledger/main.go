@@ -7,13 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
+	"github.com/ledger-dev/ledger/internal/app"
 )
 
 // defaultDB is the embedded default database.
@@ -52,8 +53,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "version" {
+		fmt.Fprintf(stdout, "ledger %s\n", app.Version)
+		return 0
+	}
 	for _, c := range commands() {
 		if c.name == args[0] {
+			warnUnknownVariables(stderr)
 			err := c.run(ctx, args[1:], stdout, stderr)
 			switch {
 			case err == nil:
@@ -69,6 +75,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 					return code
 				}
 			}
+			if c.name == "serve" {
+				// serve's standard error is a log stream: its last word is a log line too.
+				slog.New(slog.NewJSONHandler(stderr, nil)).Error("serve failed", "error", oneLine(err))
+				return code
+			}
 			fmt.Fprintf(stderr, "ledger %s: %s\n", c.name, oneLine(err))
 			return code
 		}
@@ -76,6 +87,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "ledger: unknown command %q\n", args[0])
 	usage(stderr)
 	return 2
+}
+
+// warnUnknownVariables logs a warning for each LEDGER_* variable nothing reads: a typo such
+// as LEDGER_ADRR would otherwise leave the setting at its default without a word. The
+// value is not logged (it may be a secret).
+func warnUnknownVariables(stderr io.Writer) {
+	unknown, closest := unknownVariables(os.Environ())
+	if len(unknown) == 0 {
+		return
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	for i, name := range unknown {
+		attrs := []any{"variable", name}
+		if closest[i] != "" {
+			attrs = append(attrs, "did_you_mean", closest[i])
+		}
+		log.Warn("unknown LEDGER_ variable ignored: only the service's settings are read from the environment (ledger serve --help)", attrs...)
+	}
 }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
@@ -86,7 +115,8 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n           %s\n", c.name, c.summary, c.args)
 	}
-	fmt.Fprintln(w, "\n'ledger <command> --help' lists a command's flags and LEDGER_* variables.")
+	fmt.Fprintln(w, "  version  print the version (also ledger --version)")
+	fmt.Fprintln(w, "\n'ledger <command> --help' lists a command's flags; flags may come before or after its verb.")
 }
 
 // newFlags returns a flag set whose --help lists every flag with its LEDGER_* variable and
@@ -104,7 +134,8 @@ const required = "(required) "
 func newFlagsArgs(name, args string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("ledger "+name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "usage: ledger %s %s\n\nflags (each also read from its environment variable):\n", name, args)
+		shared := sharedSettings()
+		fmt.Fprintf(stdout, "usage: ledger %s %s\n\nflags (a service setting, one with a variable, is also read from it):\n", name, args)
 		fs.VisitAll(func(f *flag.Flag) {
 			def, usage := "default "+f.DefValue, f.Usage
 			if f.DefValue == "" {
@@ -113,7 +144,11 @@ func newFlagsArgs(name, args string, stdout io.Writer) *flag.FlagSet {
 			if rest, ok := strings.CutPrefix(usage, required); ok {
 				def, usage = "required", rest
 			}
-			fmt.Fprintf(stdout, "  --%-24s %-30s %s\n      %s\n", f.Name, envName(f.Name), def, usage)
+			env := "-"
+			if shared[f.Name] {
+				env = envName(f.Name)
+			}
+			fmt.Fprintf(stdout, "  --%-24s %-30s %s\n      %s\n", f.Name, env, def, usage)
 		})
 	}
 	return fs
@@ -123,18 +158,143 @@ func envName(flagName string) string {
 	return "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// parse reads flags, then LEDGER_* variables for flags not given. --help prints the usage
-// on stdout; a bad flag prints nothing here, so the caller's one-line reason on stderr is the
-// whole answer (the flag package would otherwise print the usage on stdout too).
+// sharedSettings are the flags that read LEDGER_* variables: the service's settings, the
+// flags of serve (the database flags among them). A subcommand's own flags (--json, --for,
+// --dry-run, --tenant, …) read none, so a variable exported for one command of a pipeline
+// never changes another.
+func sharedSettings() map[string]bool {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var f serveFlags
+	f.register(fs)
+	names := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+	return names
+}
+
+// otherVariables are LEDGER_* variables that other parts of the project read (the SDK's
+// examples, the tests, the docs' deploy step), so their presence is not a typo.
+var otherVariables = []string{"LEDGER_URL", "LEDGER_KEY", "LEDGER_ADMIN_KEY", "LEDGER_MIGRATE_DB",
+	"LEDGER_CHROMIUM", "LEDGER_SCREENSHOTS", "LEDGER_DBTEST_CHILD", "LEDGER_TEST_*"}
+
+// unknownVariables returns the LEDGER_* names of environ that nothing reads, each with the
+// known variable it most likely misspells ("" when none is close).
+func unknownVariables(environ []string) (unknown, closest []string) {
+	known := map[string]bool{}
+	var names []string
+	for name := range sharedSettings() {
+		known[envName(name)] = true
+		names = append(names, envName(name))
+	}
+	for _, v := range otherVariables {
+		known[v] = true
+	}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "LEDGER_") || known[name] || strings.HasPrefix(name, "LEDGER_TEST_") {
+			continue
+		}
+		best, bestD := "", 3 // suggest only a name within two edits
+		for _, k := range names {
+			if d := editDistance(name, k); d < bestD {
+				best, bestD = k, d
+			}
+		}
+		unknown, closest = append(unknown, name), append(closest, best)
+	}
+	return unknown, closest
+}
+
+// editDistance is the Levenshtein distance of a and b (ASCII variable names).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// parse reads flags, which may come before or after the verb and other arguments
+// (`ledger migrate up --db X` as `ledger migrate --db X up`; after "--" everything is an
+// argument), then, for the service's settings not given as flags, their LEDGER_* variables.
+// --help prints the usage on stdout; a bad flag prints nothing here, so the caller's
+// one-line reason on stderr is the whole answer (the flag package would otherwise print the
+// usage on stdout too).
 func parse(fs *flag.FlagSet, args []string) error {
 	usage := fs.Usage
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
-	err := ff.Parse(fs, args, ff.WithEnvVarPrefix("LEDGER"))
-	if errors.Is(err, flag.ErrHelp) {
-		usage()
+	var positional []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+		}
+		if err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
 	}
-	return err
+	// Leave the arguments, and only them, in fs.Args().
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	shared := sharedSettings()
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || !shared[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		v := os.Getenv(name)
+		if v == "" {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q is not %s", name, v, valueFormat(f)))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// valueFormat says what a flag's value must look like, for a refused variable.
+func valueFormat(f *flag.Flag) string {
+	g, _ := f.Value.(flag.Getter)
+	if g == nil {
+		return "a valid value"
+	}
+	switch g.Get().(type) {
+	case bool:
+		return "true or false"
+	case time.Duration:
+		return "a duration such as 500ms, 30s, 5m or 1h30m"
+	case int, int64, uint, uint64:
+		return "a whole number"
+	case float64:
+		return "a number such as 10 or 2.5"
+	}
+	return "a valid value"
 }
 
 // dbFlags are the flags every command that opens the database shares.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -214,9 +215,27 @@ func TestCommandsReadLEDGERVariables(t *testing.T) {
 	t.Setenv("LEDGER_LOG_LEVEL", "loud")
 	t.Setenv("LEDGER_ADDR", "127.0.0.1:0")
 	code, stdout, stderr := cli(t, "serve")
-	wantOneLineError(t, "serve", code, stdout, stderr)
+	wantFatalLogLine(t, code, stdout, stderr)
 	if !strings.Contains(stderr, "loud") {
 		t.Fatalf("serve did not read LEDGER_LOG_LEVEL: %q", stderr)
+	}
+}
+
+// wantFatalLogLine checks serve's failed start: non-zero exit, nothing on stdout, and one
+// JSON log line at level ERROR on stderr, as every other line serve logs.
+func wantFatalLogLine(t *testing.T, code int, stdout, stderr string) {
+	t.Helper()
+	if code == 0 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q: want a failure", code, stdout)
+	}
+	if strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("stderr is not one line: %q", stderr)
+	}
+	var entry struct {
+		Level, Msg, Error string
+	}
+	if err := json.Unmarshal([]byte(stderr), &entry); err != nil || entry.Level != "ERROR" || entry.Error == "" {
+		t.Fatalf("stderr is not a JSON log line at level ERROR with the error (%v): %q", err, stderr)
 	}
 }
 
@@ -401,7 +420,12 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 					continue
 				}
 				flag, env, def := m[1], m[2], m[3]+m[4]
-				if wantEnv := "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")); env != wantEnv {
+				// Only the service's settings (serve's flags) read a variable.
+				wantEnv := "-"
+				if _, shared := wantServe[flag]; shared || c.args[0] == "serve" {
+					wantEnv = "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+				}
+				if env != wantEnv {
 					t.Errorf("--%s lists variable %s, want %s", flag, env, wantEnv)
 				}
 				if i+1 >= len(lines) || strings.TrimSpace(lines[i+1]) == "" {

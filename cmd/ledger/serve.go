@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -57,6 +58,22 @@ type serveFlags struct {
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stdout)
 	var f serveFlags
+	f.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("unexpected argument %q (see ledger serve --help)", fs.Arg(0))
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	return serve(ctx, f, stdout, stderr)
+}
+
+// register defines serve's flags: the service's settings, the only flags that read LEDGER_*
+// variables (sharedSettings).
+func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.db.register(fs)
 	fs.StringVar(&f.addr, "addr", ":8080", "address to listen on")
 	fs.BoolVar(&f.migrate, "migrate", false, "SQL Server: apply pending migrations at start instead of refusing (SQLite always migrates)")
@@ -73,7 +90,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests this replica serves at once, all tenants together; more get 429 rate_limited (0: no cap)")
 	fs.IntVar(&f.active, "max-active", 8, "API requests this replica works on at once; the others wait, the tenants with requests waiting served in turn (0: no limit; raise it on SQL Server)")
 	fs.IntVar(&f.tenantInflight, "tenant-max-inflight", 256, "API requests one tenant may have served at once, below --max-inflight; more get 429 rate_limited (0: no cap)")
-	fs.IntVar(&f.tenantLongPolls, "tenant-max-long-polls", 64, "claims of one tenant that may wait for work at once; past it a claim answers 204 with Retry-After at once (0: no cap)")
+	fs.IntVar(&f.tenantLongPolls, "tenant-max-long-polls", 64, "claims of one tenant that may wait for work at once; past it a claim answers 204 with Retry-After at once (0: no cap). Reads with waitSeconds (decisions, runs) have as many slots of their own; past them they answer at once")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 10000, "requests per second each tenant may make; more get 429 rate_limited (0: no limit)")
 	fs.IntVar(&f.rateBurst, "rate-burst", 20000, "requests a tenant may make at once above its rate")
 	fs.IntVar(&f.authFailures, "auth-failure-limit", 20, "failed authentications a client address may make per --auth-failure-window; past it, anything but a key whose id exists gets 429 rate_limited (0: no limit)")
@@ -86,12 +103,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.secureCookies, "console-secure-cookies", "auto", "console cookies carry Secure: auto (when the request is https, or X-Forwarded-Proto says https), always, or never")
 	fs.DurationVar(&f.purge, "purge-interval", time.Hour, "how often this replica deletes ended run chains past their project's retention (negative: never)")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "address of a separate listener serving Go's net/http/pprof profiles, unauthenticated: bind it to loopback (empty: off)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := f.check(); err != nil {
-		return err
-	}
+}
+
+func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	proxies, err := web.ParseCIDRs(f.trustedProxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
@@ -181,7 +195,7 @@ func (f serveFlags) check() error {
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, fmt.Errorf("bad --log-level %q", level)
+		return nil, fmt.Errorf("bad --log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
@@ -204,12 +218,15 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 		return err
 	}
 	if before.Dirty {
-		return fmt.Errorf("schema version %d is dirty: a migration failed part way; fix it, then `ledger migrate force V`", before.Version)
+		return fmt.Errorf("schema version %d is dirty: %s", before.Version, before.DirtyFix())
 	}
 	if err := mg.Up(); err != nil {
 		return fmt.Errorf("migrate up: %w", err)
 	}
-	if before.Version != 0 || db.Dialect.Name() != "sqlite" || bootstrapTenant == "" {
+	// A database without a tenant bootstraps, not only one this call created: a first serve
+	// killed between its migrations and the bootstrap would otherwise leave a database no
+	// key opens and nothing to say so.
+	if db.Dialect.Name() != "sqlite" || bootstrapTenant == "" {
 		return nil
 	}
 	store := tenancy.NewStore(db)
@@ -241,7 +258,7 @@ func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
 	}
 	switch {
 	case st.Dirty:
-		return fmt.Errorf("schema version %d is dirty; fix it, then `ledger migrate force V`", st.Version)
+		return fmt.Errorf("schema version %d is dirty: %s", st.Version, st.DirtyFix())
 	case st.Version < st.Latest:
 		return fmt.Errorf("schema is at version %d, this binary needs %d: run `ledger migrate up` or start with --migrate", st.Version, st.Latest)
 	case st.Version > st.Latest:

@@ -78,7 +78,7 @@ func New(store *overview.Store, o Options) *Metrics {
 	}
 	m.claims = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ledger_claims_total",
-		Help: "Claim transactions by outcome (leased, empty, budget_hold, error); a long poll that looks again counts each look.",
+		Help: "Claim transactions by outcome (leased, empty, budget_hold, refused: the claim asked for something the tenant does not have, error: the service failed); a long poll that looks again counts each look.",
 	}, tl("outcome"))
 	m.claimLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ledger_claim_duration_seconds",
@@ -123,7 +123,7 @@ func New(store *overview.Store, o Options) *Metrics {
 	if !o.TenantLabels {
 		// Without tenants every series is known now: export zeros from the start, so a
 		// rate() over a fresh replica has a beginning.
-		for _, out := range []runs.ClaimOutcome{runs.ClaimLeased, runs.ClaimEmpty, runs.ClaimBudgetHold, runs.ClaimError} {
+		for _, out := range []runs.ClaimOutcome{runs.ClaimLeased, runs.ClaimEmpty, runs.ClaimBudgetHold, runs.ClaimRefused, runs.ClaimError} {
 			m.claims.WithLabelValues(string(out))
 		}
 		for c := range fenceCodes {

@@ -3,6 +3,9 @@ package runs
 import (
 	"errors"
 	"time"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
 // ClaimOutcome is what one claim transaction came to.
@@ -13,7 +16,11 @@ const (
 	ClaimLeased     ClaimOutcome = "leased"
 	ClaimEmpty      ClaimOutcome = "empty"
 	ClaimBudgetHold ClaimOutcome = "budget_hold"
-	ClaimError      ClaimOutcome = "error"
+	// ClaimRefused is a claim refused for what it asks (a release that is not active, an
+	// unknown project): the runtime's configuration, not the service's health, so it is
+	// kept out of "error", the outcome operators page on.
+	ClaimRefused ClaimOutcome = "refused"
+	ClaimError   ClaimOutcome = "error"
 )
 
 // Observer hears what the lease core did, for metrics. It is told after the fact, outside
@@ -44,10 +51,19 @@ func (s *Service) observeClaim(tenantID string, claim func() (Claimed, error)) (
 			outcome = ClaimEmpty
 		case errors.As(err, &held):
 			outcome = ClaimBudgetHold
+		case refusedClaim(err):
+			outcome = ClaimRefused
 		}
 		s.obs.Claimed(tenantID, outcome, time.Since(start))
 	}
 	return cl, err
+}
+
+// refusedClaim reports whether a claim failed with a code that blames the request rather than
+// the service: any coded error but internal and database_unavailable.
+func refusedClaim(err error) bool {
+	e, ok := apperr.As(err)
+	return ok && e.Code != api.CodeInternal && e.Code != api.CodeDatabaseUnavailable
 }
 
 func (s *Service) observeTakeBack(tenantID string, took bool, err error) {

@@ -210,7 +210,11 @@ func (db *DB) Check(ctx context.Context, p Purpose) CheckReport {
 // cannot be opened at all.
 func CheckDatabase(ctx context.Context, cfg Config, p Purpose) (CheckReport, error) {
 	if !IsSQLServer(cfg.DSN) {
-		if res := sqliteFileCheck(statFile(sqlitePath(cfg.DSN))); res.Status == StatusFail {
+		path, err := SQLitePath(cfg.DSN)
+		if err != nil {
+			return CheckReport{}, fmt.Errorf("--db: %w", err)
+		}
+		if res := sqliteFileCheck(statFile(path)); res.Status == StatusFail {
 			res.Name, res.Required = "database-file", true
 			return CheckReport{Dialect: "sqlite", Purpose: p.String(), Checks: []CheckResult{res}}, nil
 		}
@@ -243,7 +247,7 @@ func evalSchema(st SchemaState) CheckResult {
 	case st.Dirty:
 		return CheckResult{Status: StatusFail,
 			Detail: fmt.Sprintf("version %d is dirty: a migration failed part way", st.Version),
-			Fix:    fmt.Sprintf("repair what migration %d left half done, then `ledger migrate force %d` (or the version before it) and `ledger migrate up`", st.Version, st.Version)}
+			Fix:    st.DirtyFix()}
 	case st.Version < st.Latest:
 		return CheckResult{Status: StatusFail,
 			Detail: fmt.Sprintf("version %d, this binary needs %d", st.Version, st.Latest),

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -26,8 +27,31 @@ type SchemaState struct {
 	Version uint
 	// Latest is the newest embedded migration.
 	Latest uint
-	// Dirty means a migration failed part way (`ledger migrate force V` after the fix).
+	// Dirty means a migration failed part way (see DirtyFix).
 	Dirty bool
+	// Dialect is the database's dialect name, which decides what a dirty version means.
+	Dialect string
+}
+
+// DirtyFix says, for a dirty version, which version to force and why. SQLite runs each
+// migration with its version row in one transaction (atomicSQLite), so this binary never
+// leaves it dirty; a database an older binary left dirty had the migration rolled back, so
+// the version before it is the truth. On SQL Server a migration in one transaction rolls
+// back whole, but DDL outside one stays, so the operator has to look.
+func (s SchemaState) DirtyFix() string {
+	v, before := s.Version, int64(s.Version)-1
+	if s.Dialect == "sqlite" {
+		return fmt.Sprintf("SQLite rolled migration %d back when it stopped, so the database is at version %d: "+
+			"run `ledger migrate force %d`, then `ledger migrate up`", v, before, before)
+	}
+	return fmt.Sprintf("migration %d stopped part way (or a `migrate down` from %d did); a migration inside one transaction "+
+		"rolls back whole, other DDL stays: if it left nothing applied, run `ledger migrate force %d`, then `ledger migrate up`; "+
+		"if you completed it by hand, run `ledger migrate force %d`", v, v+1, before, v)
+}
+
+// dirtyError is the error for a dirty schema: the version and what to do.
+func (s SchemaState) dirtyError() error {
+	return fmt.Errorf("schema version %d is dirty: %s", s.Version, s.DirtyFix())
 }
 
 // Current reports whether the schema is exactly the embedded one.
@@ -43,9 +67,10 @@ func (db *DB) Migrations() fs.FS {
 
 // Migrator runs golang-migrate over the embedded files. Call Close when done.
 type Migrator struct {
-	m      *migrate.Migrate
-	latest uint
-	unlock func()
+	m       *migrate.Migrate
+	latest  uint
+	dialect string
+	unlock  func()
 	// release ends what golang-migrate holds: on SQL Server its own pool and the session
 	// it pinned (see mssqlDialect.newMigrationPool); nothing on SQLite, whose migrate
 	// driver would close the service's writer pool with it.
@@ -69,7 +94,7 @@ func (db *DB) NewMigrator() (*Migrator, error) {
 		unlock()
 		return nil, err
 	}
-	return &Migrator{m: m, latest: latest, unlock: unlock, release: release}, nil
+	return &Migrator{m: m, latest: latest, dialect: db.Dialect.Name(), unlock: unlock, release: release}, nil
 }
 
 func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
@@ -98,6 +123,9 @@ func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
 		}
 	} else {
 		drv, err = migratesqlite.WithInstance(db.w.DB, &migratesqlite.Config{})
+		if err == nil {
+			drv = &atomicSQLite{Driver: drv, db: db.w.DB}
+		}
 	}
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("prepare migrations: %w", err)
@@ -141,6 +169,69 @@ func latestVersion(src interface {
 	}
 }
 
+// atomicSQLite commits each SQLite migration together with its version row. golang-migrate
+// marks the version dirty, runs the migration, then marks it clean, each in a transaction
+// of its own: a process killed during the migration (which SQLite rolls back) left the
+// version dirty at a migration that was not applied, and `migrate force` to that version
+// then skipped it. Here the dirty mark is not written; the migration's transaction writes
+// the clean version row itself, so a crash leaves the previous version or the new one,
+// both clean.
+type atomicSQLite struct {
+	database.Driver
+	db *sql.DB
+	// pending is the version golang-migrate marked dirty and has not yet marked clean;
+	// written says the migration's transaction already recorded it.
+	pending *int
+	written bool
+}
+
+func (d *atomicSQLite) SetVersion(version int, dirty bool) error {
+	switch {
+	case dirty:
+		d.pending, d.written = &version, false
+		return nil
+	case d.pending != nil && *d.pending == version:
+		done := d.written
+		d.pending, d.written = nil, false
+		if done {
+			return nil
+		}
+	}
+	// Force, or a migration without a body: write the row as golang-migrate would.
+	return d.Driver.SetVersion(version, dirty)
+}
+
+func (d *atomicSQLite) Run(migration io.Reader) error {
+	if d.pending == nil {
+		return d.Driver.Run(migration)
+	}
+	body, err := io.ReadAll(migration)
+	if err != nil {
+		return err
+	}
+	tx, err := d.db.Begin()
+	if err != nil {
+		return &database.Error{OrigErr: err, Err: "transaction start failed"}
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec(string(body)); err != nil {
+		return &database.Error{OrigErr: err, Query: body}
+	}
+	if _, err := tx.Exec(`DELETE FROM ` + migratesqlite.DefaultMigrationsTable); err != nil {
+		return &database.Error{OrigErr: err, Err: "record the schema version"}
+	}
+	if v := *d.pending; v >= 0 { // a down migration to nothing leaves no row
+		if _, err := tx.Exec(`INSERT INTO `+migratesqlite.DefaultMigrationsTable+` (version, dirty) VALUES (?, 0)`, v); err != nil {
+			return &database.Error{OrigErr: err, Err: "record the schema version"}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return &database.Error{OrigErr: err, Err: "transaction commit failed"}
+	}
+	d.written = true
+	return nil
+}
+
 // Close releases the migrator and its lock. It does not close the database.
 func (mg *Migrator) Close() {
 	mg.release()
@@ -151,23 +242,32 @@ func (mg *Migrator) Close() {
 func (mg *Migrator) State() (SchemaState, error) {
 	v, dirty, err := mg.m.Version()
 	if errors.Is(err, migrate.ErrNilVersion) {
-		return SchemaState{Latest: mg.latest}, nil
+		return SchemaState{Latest: mg.latest, Dialect: mg.dialect}, nil
 	}
 	if err != nil {
 		return SchemaState{}, fmt.Errorf("read schema version: %w", err)
 	}
-	return SchemaState{Version: v, Latest: mg.latest, Dirty: dirty}, nil
+	return SchemaState{Version: v, Latest: mg.latest, Dirty: dirty, Dialect: mg.dialect}, nil
 }
 
 // Up applies every pending migration.
-func (mg *Migrator) Up() error { return ignoreNoChange(mg.m.Up()) }
+func (mg *Migrator) Up() error { return mg.explainDirty(ignoreNoChange(mg.m.Up())) }
 
 // Down reverts n migrations.
 func (mg *Migrator) Down(n int) error {
 	if n <= 0 {
 		return fmt.Errorf("migrate down: N must be positive, not %d", n)
 	}
-	return ignoreNoChange(mg.m.Steps(-n))
+	return mg.explainDirty(ignoreNoChange(mg.m.Steps(-n)))
+}
+
+// explainDirty replaces golang-migrate's "Fix and force version." with the version to force.
+func (mg *Migrator) explainDirty(err error) error {
+	var d migrate.ErrDirty
+	if errors.As(err, &d) && d.Version >= 0 {
+		return SchemaState{Version: uint(d.Version), Latest: mg.latest, Dirty: true, Dialect: mg.dialect}.dirtyError()
+	}
+	return err
 }
 
 // Force sets the version without running anything and clears the dirty flag.
@@ -191,7 +291,7 @@ func (db *DB) SchemaState(ctx context.Context) (SchemaState, error) {
 	if err != nil {
 		return SchemaState{}, err
 	}
-	st := SchemaState{Latest: latest}
+	st := SchemaState{Latest: latest, Dialect: db.Dialect.Name()}
 	var row struct {
 		Version int64 `db:"version"`
 		Dirty   bool  `db:"dirty"`

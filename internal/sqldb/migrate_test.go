@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -172,4 +173,88 @@ func TestMigratorsOnOneFileSerialise(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second migrator did not get the lock after the first closed")
 	}
+}
+
+// TestFailedSQLiteMigrationLeavesTheVersionBefore: a SQLite migration commits with its
+// version row, so one that fails (as one killed part way) leaves the version before it,
+// clean, instead of a dirty version whose migration SQLite in fact rolled back.
+func TestFailedSQLiteMigrationLeavesTheVersionBefore(t *testing.T) {
+	t.Parallel()
+	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	// Migration 5 creates TaskRunLocks: a table of that name already there makes it fail.
+	if _, err := db.Raw().Exec(`CREATE TABLE TaskRunLocks (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+	if err := mg.Up(); err == nil {
+		t.Fatal("up over a conflicting table succeeded")
+	}
+	wantState(t, db, mg, 4)
+	if _, err := db.Raw().Exec(`DROP TABLE TaskRunLocks`); err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.Up(); err != nil {
+		t.Fatalf("up after the conflict was removed: %v", err)
+	}
+	st, _ := mg.State()
+	wantState(t, db, mg, st.Latest)
+	// Down commits with its version row too.
+	if err := mg.Down(2); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, db, mg, st.Latest-2)
+}
+
+// TestDirtyVersionNamesTheVersionToForce: a dirty version (left by an older binary on
+// SQLite, or by a failed migration on SQL Server) is refused with the version to force and
+// why, never a bare "fix and force version".
+func TestDirtyVersionNamesTheVersionToForce(t *testing.T) {
+	t.Parallel()
+	sqlite := sqldb.SchemaState{Version: 5, Latest: 15, Dirty: true, Dialect: "sqlite"}.DirtyFix()
+	if !strings.Contains(sqlite, "rolled migration 5 back") || !strings.Contains(sqlite, "`ledger migrate force 4`") {
+		t.Errorf("SQLite advice %q does not say the migration rolled back and to force 4", sqlite)
+	}
+	mssql := sqldb.SchemaState{Version: 5, Latest: 15, Dirty: true, Dialect: "sqlserver"}.DirtyFix()
+	for _, want := range []string{"part way", "`ledger migrate force 4`", "`ledger migrate force 5`", "nothing applied", "by hand"} {
+		if !strings.Contains(mssql, want) {
+			t.Errorf("SQL Server advice %q does not say %q", mssql, want)
+		}
+	}
+
+	// A SQLite file an older binary left dirty at 5: Up refuses with the version to force.
+	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+	if err := mg.Up(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.Down(int(latestOf(t, mg)) - 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Raw().Exec(`UPDATE schema_migrations SET version = 5, dirty = 1`); err != nil {
+		t.Fatal(err)
+	}
+	err = mg.Up()
+	if err == nil || !strings.Contains(err.Error(), "schema version 5 is dirty") || !strings.Contains(err.Error(), "force 4") {
+		t.Fatalf("up on a dirty version: %v", err)
+	}
+	if st, _ := db.SchemaState(context.Background()); !st.Dirty || st.Version != 5 || st.Dialect != "sqlite" {
+		t.Fatalf("SchemaState %+v", st)
+	}
+}
+
+func latestOf(t *testing.T, mg *sqldb.Migrator) uint {
+	t.Helper()
+	st, err := mg.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Latest
 }

@@ -98,7 +98,7 @@ type DB struct {
 
 // Config says what to open.
 type Config struct {
-	// DSN is "sqlserver://…" for SQL Server, or a SQLite file path (optionally "sqlite://path").
+	// DSN is "sqlserver://…" for SQL Server, or a SQLite file path or "file:" URI (see SQLitePath).
 	DSN string
 	// SQLiteSync is "normal" (default) or "full".
 	SQLiteSync string
@@ -110,12 +110,6 @@ type Config struct {
 	// Logger receives retry and maintenance messages; nil means slog.Default().
 	Logger *slog.Logger
 }
-
-// IsSQLServer reports whether a DSN names SQL Server.
-func IsSQLServer(dsn string) bool { return strings.HasPrefix(dsn, "sqlserver://") }
-
-// sqlitePath is the file a SQLite DSN names.
-func sqlitePath(dsn string) string { return strings.TrimPrefix(dsn, "sqlite://") }
 
 // Open opens the database named by cfg.DSN. It does not migrate.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
@@ -130,7 +124,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if IsSQLServer(cfg.DSN) {
 		db, err = openMSSQL(ctx, cfg.DSN)
 	} else {
-		db, err = openSQLite(ctx, sqlitePath(cfg.DSN), cfg.SQLiteSync, cfg.BusyTimeout)
+		var path string
+		if path, err = SQLitePath(cfg.DSN); err != nil {
+			return nil, fmt.Errorf("--db: %w", err)
+		}
+		db, err = openSQLite(ctx, path, cfg.SQLiteSync, cfg.BusyTimeout)
 	}
 	if err != nil {
 		return nil, err

@@ -898,13 +898,14 @@ type Phase string
 
 // Problem defines model for Problem.
 type Problem struct {
-	Code      ProblemCode   `json:"code"`
-	Detail    *string       `json:"detail,omitempty"`
-	Errors    *[]FieldError `json:"errors,omitempty"`
-	HeldUntil *time.Time    `json:"heldUntil,omitempty"`
-	Instance  *string       `json:"instance,omitempty"`
-	Status    int           `json:"status"`
-	Title     string        `json:"title"`
+	Code       ProblemCode   `json:"code"`
+	Detail     *string       `json:"detail,omitempty"`
+	Errors     *[]FieldError `json:"errors,omitempty"`
+	HeldUntil  *time.Time    `json:"heldUntil,omitempty"`
+	Instance   *string       `json:"instance,omitempty"`
+	MoreErrors *int          `json:"moreErrors,omitempty"`
+	Status     int           `json:"status"`
+	Title      string        `json:"title"`
 
 	// Type urn:ledger:problem:<code>
 	Type string `json:"type"`
