@@ -5,7 +5,7 @@ package insights
 // Reading checks (TSQL.md, last section) shared by every statement below; each statement's
 // comment says what is particular to it:
 //   - Index: each pins, with an INDEX hint, the index on (TenantId[, State or Status], the
-//     window's time column) that migration 000017 or the seed's history indexes give, and
+//     window's time column) that migration 000018 or the seed's history indexes give, and
 //     seeks TenantId = @p1 and the window @p2 <= t < @p3: it reads the window's rows only.
 //     The filters (@p6..@p9) are catch-all residual predicates, the same plan for every
 //     combination, so the cached plan stays right without RECOMPILE. Per row, correlated

@@ -9,7 +9,7 @@ import (
 )
 
 // TestSQLiteLostSeeksTheHour: "leases lost in the last hour" seeks the lost attempts of the
-// tenant from the hour's start (migration 000017's index), not every lost attempt kept.
+// tenant from the hour's start (migration 000018's index), not every lost attempt kept.
 func TestSQLiteLostSeeksTheHour(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite().Open(t, dbtest.Options{})

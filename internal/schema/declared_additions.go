@@ -117,7 +117,7 @@ var RunsAdditions = []Addition{
 		Definition: "INDEX (TenantId, EndedAt) INCLUDE (Outcome, ProjectId, AgentId, Kind) WHERE State = 2",
 		Reason: "DESIGN.md section 5a (insights, issue 21): runs ended in a window by outcome, project, agent and kind, and " +
 			"the attempts of each finished run, seek the window's ended runs instead of the tenant's whole history " +
-			"(migration 000017); SQLite has no INCLUDE",
+			"(migration 000018); SQLite has no INCLUDE",
 	},
 }
 

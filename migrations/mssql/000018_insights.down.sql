@@ -1,4 +1,4 @@
--- Reverses 000017.
+-- Reverses 000018.
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 DROP INDEX [IX_Calls_Tenant_Started] ON [dbo].[CallRecords];
