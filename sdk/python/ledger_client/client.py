@@ -20,11 +20,11 @@ from .problem_codes import BY_CODE, NotFound, PreconditionFailed
 from .wire import (AnswerDecisionRequest, Attempt, AttemptItem, AttemptItemPage, Call,
                    CallPage, CallRequest, Checkpoint, CheckpointPage, CheckpointRequest, Claim,
                    ClaimRequest, CompleteAttemptRequest, ContinueRequest, Decision,
-                   DecisionPage, DecisionRequest, DecisionStatus, Delegation, DelegationPage,
+                   DecisionItemPage, DecisionRequest, DecisionStatus, Delegation, DelegationPage,
                    DelegationRequest, DelegationStatus, EnqueueRequest, FencedRequest,
                    FinishCallRequest, Health, Heartbeat, HeartbeatRequest, LastCheckpoint,
-                   LockRequest, PatchAttemptRequest, Project, ProjectPage, PutProjectRequest,
-                   PutReleaseRequest, Release, ReleaseAttemptRequest, ReleasePage, Run,
+                   LockRequest, PatchAttemptRequest, Project, ProjectItemPage, PutProjectRequest,
+                   PutReleaseRequest, Release, ReleaseAttemptRequest, ReleaseItemPage, Run,
                    RunPage, RunState, TaskLock, TimelineEntryPage, TimelineEntry)
 
 T = TypeVar("T")
@@ -66,6 +66,13 @@ class _Failed(Exception):
 
 def _status_failure(status: int) -> str:
     return "status%d" % status if status in (429, 502, 503, 504) else "otherStatus"
+
+
+def _json_object(v: Any) -> Dict[str, Any]:
+    """The answer of an insight: a JSON object, kept as decoded."""
+    if not isinstance(v, dict):
+        raise ValueError("an insight answers a JSON object")
+    return v
 
 
 # The insight routes by path name, with their operation ids (api/retry.json).
@@ -252,7 +259,7 @@ class Client:
         op = _INSIGHT_OPS[name]
         return self._call(op, "GET", "/v1/insights/" + name, query={
             "from": from_, "to": to, "bucket": bucket, "groupBy": group_by, "projectId": project_id,
-            "agentId": agent_id, "releaseId": release_id, "kind": kind}, decode=lambda v: v).body
+            "agentId": agent_id, "releaseId": release_id, "kind": kind}, decode=_json_object).body
 
     def list_runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
                   project_id: Optional[str] = None, kind: Optional[str] = None,
@@ -425,16 +432,16 @@ class Client:
                           decode=Decision.from_json).body
 
     def list_attempt_decisions(self, attempt_id: str, *, limit: Optional[int] = None,
-                               cursor: Optional[str] = None) -> DecisionPage:
+                               cursor: Optional[str] = None) -> DecisionItemPage:
         return self._call("listAttemptDecisions", "GET", _attempt(attempt_id, "/decisions"),
-                          query={"limit": limit, "cursor": cursor}, decode=DecisionPage.from_json).body
+                          query={"limit": limit, "cursor": cursor}, decode=DecisionItemPage.from_json).body
 
     def list_decisions(self, *, status: Optional[str] = None, project_id: Optional[str] = None,
-                       limit: Optional[int] = None, cursor: Optional[str] = None) -> DecisionPage:
+                       limit: Optional[int] = None, cursor: Optional[str] = None) -> DecisionItemPage:
         """One page of the decision inbox (admin), oldest request first."""
         return self._call("listDecisions", "GET", "/v1/decisions", query={
             "status": status, "projectId": project_id, "limit": limit, "cursor": cursor},
-            decode=DecisionPage.from_json).body
+            decode=DecisionItemPage.from_json).body
 
     def decisions(self, *, status: Optional[str] = None, project_id: Optional[str] = None) -> Iterator[Decision]:
         """The whole decision inbox (admin) matching the filters."""
@@ -575,9 +582,9 @@ class Client:
         a = self._call("getProject", "GET", "/v1/projects/" + _seg(project_id), decode=Project.from_json)
         return a.body, a.etag
 
-    def list_projects(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> ProjectPage:
+    def list_projects(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> ProjectItemPage:
         return self._call("listProjects", "GET", "/v1/projects", query={"limit": limit, "cursor": cursor},
-                          decode=ProjectPage.from_json).body
+                          decode=ProjectItemPage.from_json).body
 
     def projects(self) -> Iterator[Project]:
         return _pages(lambda c: self.list_projects(cursor=c))
@@ -614,9 +621,9 @@ class Client:
         return a.body, a.etag
 
     def list_releases(self, *, state: Optional[str] = None, limit: Optional[int] = None,
-                      cursor: Optional[str] = None) -> ReleasePage:
+                      cursor: Optional[str] = None) -> ReleaseItemPage:
         return self._call("listReleases", "GET", "/v1/releases", query={"state": state, "limit": limit, "cursor": cursor},
-                          decode=ReleasePage.from_json).body
+                          decode=ReleaseItemPage.from_json).body
 
     def releases(self, *, state: Optional[str] = None) -> Iterator[Release]:
         return _pages(lambda c: self.list_releases(state=state, cursor=c))

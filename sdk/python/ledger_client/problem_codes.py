@@ -68,6 +68,12 @@ class DecisionClosed(LedgerProblem):
     code_value = ProblemCode.DECISION_CLOSED
 
 
+class DecisionLimit(LedgerProblem):
+    """The service answered the problem code decision_limit."""
+
+    code_value = ProblemCode.DECISION_LIMIT
+
+
 class LockHeld(LedgerProblem):
     """The service answered the problem code lock_held."""
 
@@ -200,6 +206,7 @@ BY_CODE: Dict[str, Type[LedgerProblem]] = {
     'attempt_ended': AttemptEnded,
     'sequence_conflict': SequenceConflict,
     'decision_closed': DecisionClosed,
+    'decision_limit': DecisionLimit,
     'lock_held': LockHeld,
     'release_conflict': ReleaseConflict,
     'release_immutable': ReleaseImmutable,
@@ -233,6 +240,7 @@ __all__ = [
     'AttemptEnded',
     'SequenceConflict',
     'DecisionClosed',
+    'DecisionLimit',
     'LockHeld',
     'ReleaseConflict',
     'ReleaseImmutable',

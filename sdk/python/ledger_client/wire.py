@@ -16,30 +16,41 @@ __all__ = [
     'AttemptItem',
     'AttemptItemPage',
     'AttemptState',
+    'AttemptsPerRun',
+    'AttemptsPerRunBin',
+    'AttemptsPerRunGroup',
     'Band',
     'Call',
     'CallFinishStatus',
+    'CallInsights',
     'CallKind',
     'CallPage',
     'CallRequest',
     'CallStatus',
+    'CallTargetInsight',
     'Checkpoint',
     'CheckpointPage',
     'CheckpointRequest',
     'Claim',
+    'ClaimLatency',
+    'ClaimLatencyGroup',
     'ClaimRequest',
     'CompleteAttemptRequest',
     'CompletionState',
     'ContinueRequest',
     'Decision',
+    'DecisionInsights',
+    'DecisionItem',
+    'DecisionItemPage',
     'DecisionKind',
-    'DecisionPage',
+    'DecisionKindInsight',
     'DecisionRequest',
     'DecisionStatus',
     'Delegation',
     'DelegationPage',
     'DelegationRequest',
     'DelegationStatus',
+    'DurationSummary',
     'EnqueueRequest',
     'FencedRequest',
     'FieldError',
@@ -48,6 +59,12 @@ __all__ = [
     'Heartbeat',
     'HeartbeatRequest',
     'InFlightPolicy',
+    'InsightBucket',
+    'InsightCounts',
+    'InsightGroup',
+    'InsightSeries',
+    'InsightSeriesGroup',
+    'InsightWindow',
     'LastCheckpoint',
     'LockRequest',
     'PatchAttemptRequest',
@@ -55,12 +72,14 @@ __all__ = [
     'Problem',
     'ProblemCode',
     'Project',
-    'ProjectPage',
+    'ProjectItem',
+    'ProjectItemPage',
     'PutProjectRequest',
     'PutReleaseRequest',
     'Release',
     'ReleaseAttemptRequest',
-    'ReleasePage',
+    'ReleaseItem',
+    'ReleaseItemPage',
     'ReleaseState',
     'Run',
     'RunOutcome',
@@ -203,6 +222,29 @@ class InFlightPolicy(str, enum.Enum):
         return str(self.value)
 
 
+class InsightBucket(str, enum.Enum):
+    """Every value of the wire enum InsightBucket."""
+
+    V_5M = '5m'
+    V_1H = '1h'
+    V_1D = '1d'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class InsightGroup(str, enum.Enum):
+    """Every value of the wire enum InsightGroup."""
+
+    PROJECT = 'project'
+    AGENT = 'agent'
+    RELEASE = 'release'
+    KIND = 'kind'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
 class Phase(str, enum.Enum):
     """Every value of the wire enum Phase."""
 
@@ -231,6 +273,7 @@ class ProblemCode(str, enum.Enum):
     ATTEMPT_ENDED = 'attempt_ended'
     SEQUENCE_CONFLICT = 'sequence_conflict'
     DECISION_CLOSED = 'decision_closed'
+    DECISION_LIMIT = 'decision_limit'
     LOCK_HELD = 'lock_held'
     RELEASE_CONFLICT = 'release_conflict'
     RELEASE_IMMUTABLE = 'release_immutable'
@@ -419,6 +462,59 @@ class AttemptItemPage:
 
 
 @_dataclass
+class AttemptsPerRun:
+    """The wire object AttemptsPerRun."""
+
+    groups: List[AttemptsPerRunGroup] = _field(metadata={'json': 'groups'})
+    window: InsightWindow = _field(metadata={'json': 'window'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> AttemptsPerRun:
+        """Decodes the JSON object of a AttemptsPerRun."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this AttemptsPerRun (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class AttemptsPerRunBin:
+    """The wire object AttemptsPerRunBin."""
+
+    attempts: int = _field(metadata={'json': 'attempts'})
+    runs: int = _field(metadata={'json': 'runs'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> AttemptsPerRunBin:
+        """Decodes the JSON object of a AttemptsPerRunBin."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this AttemptsPerRunBin (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class AttemptsPerRunGroup:
+    """The wire object AttemptsPerRunGroup."""
+
+    counts: List[AttemptsPerRunBin] = _field(metadata={'json': 'counts'})
+    key: str = _field(metadata={'json': 'key'})
+    runs: int = _field(metadata={'json': 'runs'})
+    other: Optional[bool] = _field(default=None, metadata={'json': 'other'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> AttemptsPerRunGroup:
+        """Decodes the JSON object of a AttemptsPerRunGroup."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this AttemptsPerRunGroup (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
 class Call:
     """The wire object Call."""
 
@@ -442,6 +538,23 @@ class Call:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this Call (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class CallInsights:
+    """The wire object CallInsights."""
+
+    targets: List[CallTargetInsight] = _field(metadata={'json': 'targets'})
+    window: InsightWindow = _field(metadata={'json': 'window'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> CallInsights:
+        """Decodes the JSON object of a CallInsights."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this CallInsights (members that are None left out)."""
         return to_json(self)
 
 
@@ -480,6 +593,27 @@ class CallRequest:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this CallRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class CallTargetInsight:
+    """The wire object CallTargetInsight."""
+
+    calls: int = _field(metadata={'json': 'calls'})
+    duration: DurationSummary = _field(metadata={'json': 'duration'})
+    failed: int = _field(metadata={'json': 'failed'})
+    failure_rate: float = _field(metadata={'json': 'failureRate'})
+    key: str = _field(metadata={'json': 'key'})
+    other: Optional[bool] = _field(default=None, metadata={'json': 'other'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> CallTargetInsight:
+        """Decodes the JSON object of a CallTargetInsight."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this CallTargetInsight (members that are None left out)."""
         return to_json(self)
 
 
@@ -561,6 +695,41 @@ class Claim:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this Claim (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ClaimLatency:
+    """The wire object ClaimLatency."""
+
+    groups: List[ClaimLatencyGroup] = _field(metadata={'json': 'groups'})
+    window: InsightWindow = _field(metadata={'json': 'window'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ClaimLatency:
+        """Decodes the JSON object of a ClaimLatency."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ClaimLatency (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ClaimLatencyGroup:
+    """The wire object ClaimLatencyGroup."""
+
+    key: str = _field(metadata={'json': 'key'})
+    latency: DurationSummary = _field(metadata={'json': 'latency'})
+    other: Optional[bool] = _field(default=None, metadata={'json': 'other'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ClaimLatencyGroup:
+        """Decodes the JSON object of a ClaimLatencyGroup."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ClaimLatencyGroup (members that are None left out)."""
         return to_json(self)
 
 
@@ -665,19 +834,96 @@ class Decision:
 
 
 @_dataclass
-class DecisionPage:
-    """The wire object DecisionPage."""
+class DecisionInsights:
+    """The wire object DecisionInsights."""
 
-    items: List[Decision] = _field(metadata={'json': 'items'})
-    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+    kinds: List[DecisionKindInsight] = _field(metadata={'json': 'kinds'})
+    window: InsightWindow = _field(metadata={'json': 'window'})
 
     @classmethod
-    def from_json(cls, obj: Any) -> DecisionPage:
-        """Decodes the JSON object of a DecisionPage."""
+    def from_json(cls, obj: Any) -> DecisionInsights:
+        """Decodes the JSON object of a DecisionInsights."""
         return from_json(cls, obj)
 
     def to_json(self) -> Dict[str, Any]:
-        """The JSON object of this DecisionPage (members that are None left out)."""
+        """The JSON object of this DecisionInsights (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class DecisionItem:
+    """The wire object DecisionItem."""
+
+    agent_id: str = _field(metadata={'json': 'agentId'})
+    answer: Any = _field(metadata={'json': 'answer'})
+    """Any JSON value (null when none was given)."""
+    approval_id: Optional[str] = _field(metadata={'json': 'approvalId'})
+    """The answer's approval id, or null."""
+    attempt_id: str = _field(metadata={'json': 'attemptId'})
+    decision_id: str = _field(metadata={'json': 'decisionId'})
+    etag: str = _field(metadata={'json': 'etag'})
+    """The decision's strong entity tag (as in its ETag header)."""
+    kind: DecisionKind = _field(metadata={'json': 'kind'})
+    options: Any = _field(metadata={'json': 'options'})
+    """Any JSON value (null when none was given)."""
+    project_id: str = _field(metadata={'json': 'projectId'})
+    requested_at: datetime = _field(metadata={'json': 'requestedAt'})
+    run_id: str = _field(metadata={'json': 'runId'})
+    status: DecisionStatus = _field(metadata={'json': 'status'})
+    answered_at: Optional[datetime] = _field(default=None, metadata={'json': 'answeredAt'})
+    answered_by: Optional[str] = _field(default=None, metadata={'json': 'answeredBy'})
+    """The id of the key that answered."""
+    expires_at: Optional[datetime] = _field(default=None, metadata={'json': 'expiresAt'})
+    proposal_hash: Optional[str] = _field(default=None, metadata={'json': 'proposalHash'})
+    recommendation: Optional[str] = _field(default=None, metadata={'json': 'recommendation'})
+    subject: Optional[str] = _field(default=None, metadata={'json': 'subject'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> DecisionItem:
+        """Decodes the JSON object of a DecisionItem."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this DecisionItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class DecisionItemPage:
+    """The wire object DecisionItemPage."""
+
+    items: List[DecisionItem] = _field(metadata={'json': 'items'})
+    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> DecisionItemPage:
+        """Decodes the JSON object of a DecisionItemPage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this DecisionItemPage (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class DecisionKindInsight:
+    """The wire object DecisionKindInsight."""
+
+    answered: int = _field(metadata={'json': 'answered'})
+    cancelled: int = _field(metadata={'json': 'cancelled'})
+    expired: int = _field(metadata={'json': 'expired'})
+    kind: DecisionKind = _field(metadata={'json': 'kind'})
+    pending: int = _field(metadata={'json': 'pending'})
+    requested: int = _field(metadata={'json': 'requested'})
+    time_to_answer: DurationSummary = _field(metadata={'json': 'timeToAnswer'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> DecisionKindInsight:
+        """Decodes the JSON object of a DecisionKindInsight."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this DecisionKindInsight (members that are None left out)."""
         return to_json(self)
 
 
@@ -759,6 +1005,25 @@ class DelegationRequest:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this DelegationRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class DurationSummary:
+    """The wire object DurationSummary."""
+
+    count: int = _field(metadata={'json': 'count'})
+    max_ms: Optional[int] = _field(default=None, metadata={'json': 'maxMs'})
+    p50_ms: Optional[int] = _field(default=None, metadata={'json': 'p50Ms'})
+    p95_ms: Optional[int] = _field(default=None, metadata={'json': 'p95Ms'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> DurationSummary:
+        """Decodes the JSON object of a DurationSummary."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this DurationSummary (members that are None left out)."""
         return to_json(self)
 
 
@@ -901,6 +1166,80 @@ class HeartbeatRequest:
 
 
 @_dataclass
+class InsightCounts:
+    """The wire object InsightCounts."""
+
+    counts: List[int] = _field(metadata={'json': 'counts'})
+    name: str = _field(metadata={'json': 'name'})
+    total: int = _field(metadata={'json': 'total'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> InsightCounts:
+        """Decodes the JSON object of a InsightCounts."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this InsightCounts (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class InsightSeries:
+    """The wire object InsightSeries."""
+
+    buckets: List[datetime] = _field(metadata={'json': 'buckets'})
+    groups: List[InsightSeriesGroup] = _field(metadata={'json': 'groups'})
+    window: InsightWindow = _field(metadata={'json': 'window'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> InsightSeries:
+        """Decodes the JSON object of a InsightSeries."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this InsightSeries (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class InsightSeriesGroup:
+    """The wire object InsightSeriesGroup."""
+
+    key: str = _field(metadata={'json': 'key'})
+    series: List[InsightCounts] = _field(metadata={'json': 'series'})
+    total: int = _field(metadata={'json': 'total'})
+    other: Optional[bool] = _field(default=None, metadata={'json': 'other'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> InsightSeriesGroup:
+        """Decodes the JSON object of a InsightSeriesGroup."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this InsightSeriesGroup (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class InsightWindow:
+    """The wire object InsightWindow."""
+
+    bucket: InsightBucket = _field(metadata={'json': 'bucket'})
+    from_: datetime = _field(metadata={'json': 'from'})
+    to: datetime = _field(metadata={'json': 'to'})
+    group_by: Optional[InsightGroup] = _field(default=None, metadata={'json': 'groupBy'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> InsightWindow:
+        """Decodes the JSON object of a InsightWindow."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this InsightWindow (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
 class LastCheckpoint:
     """The wire object LastCheckpoint."""
 
@@ -992,6 +1331,7 @@ class Problem:
     errors: Optional[List[FieldError]] = _field(default=None, metadata={'json': 'errors'})
     held_until: Optional[datetime] = _field(default=None, metadata={'json': 'heldUntil'})
     instance: Optional[str] = _field(default=None, metadata={'json': 'instance'})
+    more_errors: Optional[int] = _field(default=None, metadata={'json': 'moreErrors'})
 
     @classmethod
     def from_json(cls, obj: Any) -> Problem:
@@ -1025,19 +1365,42 @@ class Project:
 
 
 @_dataclass
-class ProjectPage:
-    """The wire object ProjectPage."""
+class ProjectItem:
+    """The wire object ProjectItem."""
 
-    items: List[Project] = _field(metadata={'json': 'items'})
-    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+    active: bool = _field(metadata={'json': 'active'})
+    created_at: datetime = _field(metadata={'json': 'createdAt'})
+    etag: str = _field(metadata={'json': 'etag'})
+    """The project's strong entity tag (as in its ETag header)."""
+    leased_count: int = _field(metadata={'json': 'leasedCount'})
+    project_id: str = _field(metadata={'json': 'projectId'})
+    retention_days: int = _field(metadata={'json': 'retentionDays'})
+    updated_at: datetime = _field(metadata={'json': 'updatedAt'})
 
     @classmethod
-    def from_json(cls, obj: Any) -> ProjectPage:
-        """Decodes the JSON object of a ProjectPage."""
+    def from_json(cls, obj: Any) -> ProjectItem:
+        """Decodes the JSON object of a ProjectItem."""
         return from_json(cls, obj)
 
     def to_json(self) -> Dict[str, Any]:
-        """The JSON object of this ProjectPage (members that are None left out)."""
+        """The JSON object of this ProjectItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ProjectItemPage:
+    """The wire object ProjectItemPage."""
+
+    items: List[ProjectItem] = _field(metadata={'json': 'items'})
+    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ProjectItemPage:
+        """Decodes the JSON object of a ProjectItemPage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ProjectItemPage (members that are None left out)."""
         return to_json(self)
 
 
@@ -1121,19 +1484,43 @@ class ReleaseAttemptRequest:
 
 
 @_dataclass
-class ReleasePage:
-    """The wire object ReleasePage."""
+class ReleaseItem:
+    """The wire object ReleaseItem."""
 
-    items: List[Release] = _field(metadata={'json': 'items'})
-    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+    adapter_version: str = _field(metadata={'json': 'adapterVersion'})
+    content_refs: List[Any] = _field(metadata={'json': 'contentRefs'})
+    etag: str = _field(metadata={'json': 'etag'})
+    """The release adapter's strong entity tag (as in its ETag header)."""
+    in_flight_policy: InFlightPolicy = _field(metadata={'json': 'inFlightPolicy'})
+    manifest_hash: str = _field(metadata={'json': 'manifestHash'})
+    release_id: str = _field(metadata={'json': 'releaseId'})
+    state: ReleaseState = _field(metadata={'json': 'state'})
+    verified_at: datetime = _field(metadata={'json': 'verifiedAt'})
 
     @classmethod
-    def from_json(cls, obj: Any) -> ReleasePage:
-        """Decodes the JSON object of a ReleasePage."""
+    def from_json(cls, obj: Any) -> ReleaseItem:
+        """Decodes the JSON object of a ReleaseItem."""
         return from_json(cls, obj)
 
     def to_json(self) -> Dict[str, Any]:
-        """The JSON object of this ReleasePage (members that are None left out)."""
+        """The JSON object of this ReleaseItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ReleaseItemPage:
+    """The wire object ReleaseItemPage."""
+
+    items: List[ReleaseItem] = _field(metadata={'json': 'items'})
+    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ReleaseItemPage:
+        """Decodes the JSON object of a ReleaseItemPage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ReleaseItemPage (members that are None left out)."""
         return to_json(self)
 
 
