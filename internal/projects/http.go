@@ -25,7 +25,7 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []api.ProblemCode{api.CodePreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
-		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.Project]{},
+		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.ProjectItem]{},
 		Query: api.PageParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/projects/:projectId", web.Op{
@@ -92,5 +92,5 @@ func (h handlers) list(c echo.Context) error {
 	}
 	return web.WritePage(c, ps, limit, func(last Project) any {
 		return cursor{After: last.ProjectID}
-	}, Project.Wire)
+	}, Project.Item)
 }

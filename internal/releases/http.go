@@ -52,7 +52,7 @@ func Routes(s *web.Server, store *Store, c Canceller) {
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/releases", web.Op{
 		ID: "listReleases", Tag: "Releases", Summary: "List the tenant's releases",
-		Description: "The tenant's release adapters by release id, then adapter version, filtered by state.", Status: http.StatusOK, Response: web.Page[api.Release]{},
+		Description: "The tenant's release adapters by release id, then adapter version, filtered by state.", Status: http.StatusOK, Response: web.Page[api.ReleaseItem]{},
 		Query: api.ListReleasesParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/releases/:releaseId/adapters/:adapterVersion", web.Op{
@@ -147,5 +147,5 @@ func (h handlers) list(c echo.Context) error {
 	}
 	return web.WritePage(c, rs, limit, func(last Release) any {
 		return cursor{ReleaseID: last.ReleaseID, AdapterVersion: last.AdapterVersion}
-	}, Release.Wire)
+	}, Release.Item)
 }
