@@ -422,7 +422,7 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 				flag, env, def := m[1], m[2], m[3]+m[4]
 				// Only the service's settings (serve's flags) read a variable.
 				wantEnv := "-"
-				if _, shared := wantServe[flag]; shared || c.args[0] == "serve" {
+				if _, shared := wantServe[flag]; shared || c.args[0] == "serve" || flag == "sqlite-busy-timeout" {
 					wantEnv = "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 				}
 				if env != wantEnv {

@@ -105,7 +105,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	rel := releases.NewStore(db)
 	rs.AddHooks(rel.Hooks()) // a claim needs an active release of the caller's tenant
 	runs.Routes(s, rs)
-	s.OnShutdown(rs.StopWaits) // a read waiting for a change answers at once
+	s.OnShutdown(rs.StopWaits) // a read waiting for a change, and a claim waiting for work, answer at once
 	locks.Routes(s, locks.NewStore(db))
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
 	calls.Routes(s, calls.NewStore(db, rs))

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,6 +37,41 @@ func chromiumPath() string {
 	return ""
 }
 
+// startWithin bounds how long Chromium may take to start before the browser tests skip.
+const startWithin = 60 * time.Second
+
+// browserOptions starts Chromium at path with its profile in dir. The machine has no
+// internet: every flag that makes Chromium call home is off, so nothing waits on a refused
+// connection.
+func browserOptions(path, dir string) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(dir),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+}
+
+// startBrowser starts the browser of alloc and returns its root context, which lives until
+// cancel. bound limits only the start. chromedp ties a browser's life to the context of its
+// first Run, so that Run must not get bound itself: a browser started under a 60-second
+// timeout was killed 60 seconds in, and every case still running (or not yet started) on a
+// loaded machine failed with "context canceled". Instead, bound ending before the start is
+// done cancels the start.
+func startBrowser(alloc, bound context.Context) (ctx context.Context, cancel context.CancelFunc, err error) {
+	ctx, cancel = chromedp.NewContext(alloc)
+	stop := context.AfterFunc(bound, cancel)
+	err = chromedp.Do(ctx)
+	if !stop() {
+		cancel()
+		return nil, nil, fmt.Errorf("not started: %w", context.Cause(bound))
+	}
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return ctx, cancel, nil
+}
+
 func TestMain(m *testing.M) {
 	code := func() int {
 		path := chromiumPath()
@@ -49,27 +85,57 @@ func TestMain(m *testing.M) {
 			return m.Run()
 		}
 		defer os.RemoveAll(dir)
-		// The machine has no internet: every flag that makes Chromium call home is off, so
-		// nothing waits on a refused connection.
-		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(dir),
-			chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
-		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(path, dir)...)
 		defer cancelAlloc()
-		ctx, cancel := chromedp.NewContext(alloc)
-		defer cancel()
-		start, stop := context.WithTimeout(ctx, 60*time.Second)
-		defer stop()
-		if err := chromedp.Do(start); err != nil {
+		bound, stop := context.WithTimeout(alloc, startWithin)
+		ctx, cancel, err := startBrowser(alloc, bound)
+		stop()
+		if err != nil {
 			skipWhy = fmt.Sprintf("Chromium at %s did not start (%v): browser tests skipped", path, err)
 			return m.Run()
 		}
+		defer cancel()
 		browser = ctx
 		return m.Run()
 	}()
 	os.Exit(code)
+}
+
+// TestBrowserOutlivesItsStartBound: the bound on the start of Chromium ends with the start,
+// not with the browser. Cancelling it right after the start, as TestMain does, leaves a
+// browser that still opens tabs and runs script.
+func TestBrowserOutlivesItsStartBound(t *testing.T) {
+	t.Parallel()
+	if browser == nil {
+		t.Skip(skipWhy)
+	}
+	// A browser of its own (its own profile: two Chromiums on one profile hand over to each
+	// other), so that the shared one is not at stake.
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(chromiumPath(), t.TempDir())...)
+	t.Cleanup(cancelAlloc)
+	bound, stop := context.WithTimeout(alloc, startWithin)
+	ctx, cancel, err := startBrowser(alloc, bound)
+	stop()
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(cancel)
+	tabCtx, cancelTab := chromedp.NewContext(ctx)
+	t.Cleanup(cancelTab)
+	tabCtx, cancelT := context.WithTimeout(tabCtx, 60*time.Second)
+	t.Cleanup(cancelT)
+	if n, err := chromedp.Run(tabCtx, chromedp.Evaluate[int](`6 * 7`)); err != nil || n != 42 {
+		t.Fatalf("after its start bound ended the browser answered %d, %v; want 42", n, err)
+	}
+
+	// And a bound that ends first stops the start instead of leaving a browser behind.
+	alloc2, cancelAlloc2 := chromedp.NewExecAllocator(context.Background(), browserOptions(chromiumPath(), t.TempDir())...)
+	t.Cleanup(cancelAlloc2)
+	ended, end := context.WithCancel(alloc2)
+	end()
+	if _, _, err := startBrowser(alloc2, ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a start under an ended bound gave %v, want context.Canceled", err)
+	}
 }
 
 // tab opens a tab in a fresh browser context for one case.
@@ -80,6 +146,8 @@ func tab(t *testing.T) context.Context {
 	}
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
+	// The tab lives as long as the context of its first Run, so the case's deadline is set
+	// here, before that Run, and every step of the case runs under it.
 	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(cancelT)
 	if err := chromedp.Do(ctx); err != nil {

@@ -140,7 +140,7 @@ func (h handlers) answer(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	ifMatch, err := web.IfMatch(c, true)
+	ifMatch, err := web.IfMatch(c)
 	if err != nil {
 		return err
 	}

@@ -36,11 +36,8 @@ func Routes(s *web.Server, store *Store) {
 
 type handlers struct{ store *Store }
 
-// MaxIDLength is the longest project id (nvarchar(64)).
-const MaxIDLength = 64
-
 func (h handlers) put(c echo.Context) error {
-	id, err := web.PathIdent(c, "projectId", MaxIDLength)
+	id, err := web.PathIdent(c, "projectId")
 	if err != nil {
 		return err
 	}
@@ -48,7 +45,7 @@ func (h handlers) put(c echo.Context) error {
 	if err := web.Bind(c, &req, true); err != nil {
 		return err
 	}
-	ifMatch, err := web.IfMatch(c, false)
+	ifMatch, err := web.IfMatch(c)
 	if err != nil {
 		return err
 	}
@@ -64,7 +61,7 @@ func (h handlers) put(c echo.Context) error {
 }
 
 func (h handlers) get(c echo.Context) error {
-	id, err := web.PathIdent(c, "projectId", MaxIDLength)
+	id, err := web.PathIdent(c, "projectId")
 	if err != nil {
 		return err
 	}

@@ -187,6 +187,7 @@ func overlap(a, b map[string]int) int {
 type panicky struct{ armed atomic.Bool }
 
 func (*panicky) WriteDone(time.Duration) {}
+func (*panicky) ConnectionOpened()       {}
 func (p *panicky) GroupCommitted(int) {
 	if p.armed.Swap(false) {
 		panic("injected: observer")

@@ -1,1 +1,1 @@
-DROP INDEX IX_Runs_Parent_Subject;
+DROP INDEX IF EXISTS IX_Runs_Parent_Subject;

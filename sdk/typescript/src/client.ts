@@ -276,6 +276,7 @@ export class Client {
       type: doc.type,
       instance: doc.instance,
       fieldErrors: Array.isArray(doc.errors) ? doc.errors : [],
+      moreFieldErrors: typeof doc.moreErrors === "number" ? doc.moreErrors : 0,
       requestId: res.headers.get("x-request-id") ?? undefined,
       retryAfter: retryAfterOf(res.headers),
       method,

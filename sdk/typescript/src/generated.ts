@@ -347,14 +347,15 @@ export interface Problem {
   errors?: FieldError[];
   heldUntil?: string;
   instance?: string;
+  moreErrors?: number;
   status: number;
   title: string;
   /** urn:ledger:problem:<code> */
   type: string;
 }
 
-export type ProblemCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "stale_lease" | "lease_expired" | "attempt_ended" | "sequence_conflict" | "decision_closed" | "lock_held" | "release_conflict" | "release_immutable" | "illegal_transition" | "attempts_exhausted" | "idempotency_key_reused" | "no_cancel_requested" | "precondition_failed" | "body_too_large" | "unsupported_media_type" | "loop_depth" | "correction_limit" | "release_not_active" | "manifest_mismatch" | "subject_conflict" | "unknown_project" | "precondition_required" | "rate_limited" | "internal" | "database_unavailable";
-export const problemCodeValues: readonly ProblemCode[] = ["invalid_request","unauthorized","forbidden","not_found","method_not_allowed","stale_lease","lease_expired","attempt_ended","sequence_conflict","decision_closed","lock_held","release_conflict","release_immutable","illegal_transition","attempts_exhausted","idempotency_key_reused","no_cancel_requested","precondition_failed","body_too_large","unsupported_media_type","loop_depth","correction_limit","release_not_active","manifest_mismatch","subject_conflict","unknown_project","precondition_required","rate_limited","internal","database_unavailable"];
+export type ProblemCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "stale_lease" | "lease_expired" | "attempt_ended" | "sequence_conflict" | "decision_closed" | "decision_limit" | "lock_held" | "release_conflict" | "release_immutable" | "illegal_transition" | "attempts_exhausted" | "idempotency_key_reused" | "no_cancel_requested" | "precondition_failed" | "body_too_large" | "unsupported_media_type" | "loop_depth" | "correction_limit" | "release_not_active" | "manifest_mismatch" | "subject_conflict" | "unknown_project" | "precondition_required" | "rate_limited" | "internal" | "database_unavailable";
+export const problemCodeValues: readonly ProblemCode[] = ["invalid_request","unauthorized","forbidden","not_found","method_not_allowed","stale_lease","lease_expired","attempt_ended","sequence_conflict","decision_closed","decision_limit","lock_held","release_conflict","release_immutable","illegal_transition","attempts_exhausted","idempotency_key_reused","no_cancel_requested","precondition_failed","body_too_large","unsupported_media_type","loop_depth","correction_limit","release_not_active","manifest_mismatch","subject_conflict","unknown_project","precondition_required","rate_limited","internal","database_unavailable"];
 
 export interface Project {
   active: boolean;
@@ -718,6 +719,11 @@ export function isSequenceConflict(err: unknown): err is LedgerProblem & { code:
 /** isDecisionClosed reports whether err is a problem answer with code decision_closed. */
 export function isDecisionClosed(err: unknown): err is LedgerProblem & { code: "decision_closed" } {
   return err instanceof LedgerProblem && err.code === "decision_closed";
+}
+
+/** isDecisionLimit reports whether err is a problem answer with code decision_limit. */
+export function isDecisionLimit(err: unknown): err is LedgerProblem & { code: "decision_limit" } {
+  return err instanceof LedgerProblem && err.code === "decision_limit";
 }
 
 /** isLockHeld reports whether err is a problem answer with code lock_held. */
