@@ -657,6 +657,7 @@ func TestServeRefusesLimitsOneTenantCouldFill(t *testing.T) {
 		{"NegativeLongPolls", []string{"--tenant-max-long-polls", "-1"}, "negative"},
 		{"NoFailureWindow", []string{"--auth-failure-window", "0s"}, "--auth-failure-window"},
 		{"NegativeKeyCacheTTL", []string{"--key-cache-ttl", "-1s"}, "--key-cache-ttl"},
+		{"NegativeLogFlush", []string{"--log-flush", "-1s"}, "--log-flush"},
 		{"BadTrustedProxy", []string{"--trusted-proxies", "10.0.0.0/8,not-an-address"}, "--trusted-proxies"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/decisions"
+	"github.com/ledger-dev/ledger/internal/logbuf"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -19,12 +20,14 @@ import (
 )
 
 type serveFlags struct {
-	db        dbFlags
-	addr      string
-	migrate   bool
-	maxBody   int64
-	grace     time.Duration
-	logLevel  string
+	db       dbFlags
+	addr     string
+	migrate  bool
+	maxBody  int64
+	grace    time.Duration
+	logLevel string
+	// logFlush batches log lines into one write per interval (0: a write per line).
+	logFlush  time.Duration
 	leaseTTL  time.Duration
 	reaper    time.Duration
 	aging     time.Duration
@@ -80,6 +83,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "largest request body in bytes; larger ones get 413")
 	fs.DurationVar(&f.grace, "shutdown-grace", 20*time.Second, "how long shutdown waits for in-flight requests")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&f.logFlush, "log-flush", 0, "hold log lines and write them together at most this often (0: each line at once); a kill -9 or crash loses the lines held, at most this long's or 64 KiB; a shutdown loses none")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "lease length when a claim names none")
 	fs.DurationVar(&f.reaper, "reaper-interval", 5*time.Second, "how often each replica's reaper takes back expired leases")
 	fs.DurationVar(&f.aging, "band-aging", 10*time.Minute, "how long a BACKGROUND run waits past its due time before it competes with BATCH")
@@ -109,6 +113,12 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	proxies, err := web.ParseCIDRs(f.trustedProxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	if f.logFlush > 0 {
+		// Deferred first, so it runs last: the lines of the shutdown are written too.
+		lw := logbuf.New(stderr, f.logFlush)
+		defer lw.Close()
+		stderr = lw
 	}
 	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
@@ -186,6 +196,8 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--auth-failure-window must be positive")
 	case f.keyCacheTTL < 0:
 		return fmt.Errorf("--key-cache-ttl must not be negative")
+	case f.logFlush < 0:
+		return fmt.Errorf("--log-flush must not be negative")
 	case f.maxPending < 1:
 		return fmt.Errorf("--max-pending-decisions must be at least 1")
 	}

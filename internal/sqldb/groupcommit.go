@@ -53,7 +53,7 @@ type committer struct {
 // cannot be trusted with the next write.
 const maxGroupPanics = 3
 
-// ErrWriterBroken: the embedded database's writer gave up after panicking group after group;
+// ErrWriterBroken says the embedded database's writer gave up after panicking group after group;
 // readiness fails and the process must restart.
 // It is an ErrUnavailable (503).
 var ErrWriterBroken = fmt.Errorf("%w: the database writer stopped after repeated internal errors", ErrUnavailable)
