@@ -147,6 +147,25 @@ type AttemptItem struct {
 	ETag string `json:"etag" doc:"The attempt's strong entity tag (as in its ETag header)."`
 }
 
+// DecisionItem is a decision in a listing, with its entity tag, so an inbox answers it
+// (If-Match) without reading it first.
+type DecisionItem struct {
+	Decision
+	ETag string `json:"etag" doc:"The decision's strong entity tag (as in its ETag header)."`
+}
+
+// ProjectItem is a project in a listing, with its entity tag.
+type ProjectItem struct {
+	Project
+	ETag string `json:"etag" doc:"The project's strong entity tag (as in its ETag header)."`
+}
+
+// ReleaseItem is a release adapter in a listing, with its entity tag.
+type ReleaseItem struct {
+	Release
+	ETag string `json:"etag" doc:"The release adapter's strong entity tag (as in its ETag header)."`
+}
+
 // FencedRequest is the body of a holder write that carries nothing but its fencing token
 // (POST /v1/attempts/{attemptId}/cancellation).
 type FencedRequest struct {
@@ -213,10 +232,14 @@ type ReleaseLockParams struct {
 
 // ListRunsParams are the query parameters of GET /v1/runs.
 type ListRunsParams struct {
-	State     *RunState `query:"state"`
-	Subject   *string   `query:"subject" validate:"omitempty,ident=256"`
-	ProjectID *string   `query:"projectId" validate:"omitempty,segment=64"`
-	Kind      *string   `query:"kind" validate:"omitempty,ident=64"`
+	State      *RunState `query:"state"`
+	Subject    *string   `query:"subject" validate:"omitempty,ident=256"`
+	ProjectID  *string   `query:"projectId" validate:"omitempty,segment=64"`
+	Kind       *string   `query:"kind" validate:"omitempty,ident=64"`
+	AgentID    *string   `query:"agentId" validate:"omitempty,segment=128"`
+	Band       *Band     `query:"band"`
+	QueuedFrom *Time     `query:"queuedFrom" doc:"Runs queued at or after this time."`
+	QueuedTo   *Time     `query:"queuedTo" doc:"Runs queued before this time."`
 	PageParams
 }
 

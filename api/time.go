@@ -56,16 +56,19 @@ func (t Time) MarshalText() ([]byte, error) {
 	if u.Before(MinTime) || u.After(MaxTime) {
 		return nil, &ValueError{Reason: "is outside 0001-01-01..9999-12-31 UTC"}
 	}
-	return []byte(u.Format(TimeLayout)), nil
+	return u.AppendFormat(make([]byte, 0, len(TimeLayout)), TimeLayout), nil
 }
 
-// MarshalJSON writes the time as a JSON string in TimeLayout.
+// MarshalJSON writes the time as a JSON string in TimeLayout. The layout's digits, '-', ':',
+// 'T', '.' and 'Z' need no escaping, so the quotes go around it as it is: one allocation per
+// time in every answer rather than five.
 func (t Time) MarshalJSON() ([]byte, error) {
-	b, err := t.MarshalText()
-	if err != nil {
-		return nil, err
+	u := t.UTC()
+	if u.Before(MinTime) || u.After(MaxTime) {
+		return nil, &ValueError{Reason: "is outside 0001-01-01..9999-12-31 UTC"}
 	}
-	return json.Marshal(string(b))
+	b := append(make([]byte, 0, len(TimeLayout)+2), '"')
+	return append(u.AppendFormat(b, TimeLayout), '"'), nil
 }
 
 // UnmarshalText reads an RFC 3339 time (ParseTime).

@@ -42,13 +42,13 @@ func (c *Client) GetProject(ctx context.Context, projectID string) (api.Project,
 }
 
 // ListProjects reads one page of the tenant's projects.
-func (c *Client) ListProjects(ctx context.Context, params api.PageParams) (api.Page[api.Project], error) {
-	return list[api.Project](ctx, c, "/v1/projects", params)
+func (c *Client) ListProjects(ctx context.Context, params api.PageParams) (api.Page[api.ProjectItem], error) {
+	return list[api.ProjectItem](ctx, c, "/v1/projects", params)
 }
 
 // Projects iterates over the tenant's projects.
-func (c *Client) Projects(ctx context.Context) iter.Seq2[api.Project, error] {
-	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.Project], error) {
+func (c *Client) Projects(ctx context.Context) iter.Seq2[api.ProjectItem, error] {
+	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.ProjectItem], error) {
 		return c.ListProjects(ctx, api.PageParams{Cursor: cursor})
 	})
 }
@@ -105,13 +105,13 @@ func (c *Client) GetRelease(ctx context.Context, releaseID, adapterVersion strin
 }
 
 // ListReleases reads one page of the tenant's releases.
-func (c *Client) ListReleases(ctx context.Context, params api.ListReleasesParams) (api.Page[api.Release], error) {
-	return list[api.Release](ctx, c, "/v1/releases", params)
+func (c *Client) ListReleases(ctx context.Context, params api.ListReleasesParams) (api.Page[api.ReleaseItem], error) {
+	return list[api.ReleaseItem](ctx, c, "/v1/releases", params)
 }
 
 // Releases iterates over the tenant's releases matching params.
-func (c *Client) Releases(ctx context.Context, params api.ListReleasesParams) iter.Seq2[api.Release, error] {
-	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.Release], error) {
+func (c *Client) Releases(ctx context.Context, params api.ListReleasesParams) iter.Seq2[api.ReleaseItem, error] {
+	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.ReleaseItem], error) {
 		params.Cursor = cursor
 		return c.ListReleases(ctx, params)
 	})

@@ -34,8 +34,8 @@ type Client struct {
 	hc    *http.Client
 	ua    string
 	retry RetryPolicy
-	// pollMin and pollMax bound the waits between the reads of WaitDecision and
-	// WaitDelegation.
+	// pollMin and pollMax bound the pauses between the waiting reads of WaitDecision and
+	// WaitDelegation that the server answered early.
 	pollMin, pollMax time.Duration
 	// sleep waits d or until ctx ends; tests replace it to observe the waits.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -93,8 +93,10 @@ func WithRetry(p RetryPolicy) Option {
 	return func(c *Client) error { c.retry = p.withDefaults(); return nil }
 }
 
-// WithPolling sets how WaitDecision and WaitDelegation poll: the first wait is about
-// least, each next one doubles, up to greatest (defaults 250ms and 5s).
+// WithPolling sets the pauses of WaitDecision and WaitDelegation between waiting reads the
+// server answered early and unfinished (its tenant's waiting reads at their cap, or a
+// delegation following a continuation): the first is about least, each next one doubles,
+// up to greatest (defaults 250ms and 5s).
 func WithPolling(least, greatest time.Duration) Option {
 	return func(c *Client) error {
 		if least <= 0 || greatest < least {
@@ -168,79 +170,79 @@ type result struct {
 // etag is the answer's ETag header.
 func (r result) etag() string { return r.header.Get("ETag") }
 
-// do sends c, retrying as its repeat class and the policy allow, and decodes a 2xx answer
-// into c.out or a problem into a *Problem error.
-func (cl *Client) do(ctx context.Context, c call) (result, error) {
+// do sends rq, retrying as its repeat class and the policy allow, and decodes a 2xx answer
+// into rq.out or a problem into a *Problem error.
+func (c *Client) do(ctx context.Context, rq call) (result, error) {
 	var body []byte
-	if c.body != nil {
-		b, err := json.Marshal(c.body)
+	if rq.body != nil {
+		b, err := json.Marshal(rq.body)
 		if err != nil {
-			return result{}, fmt.Errorf("ledger: encode %s %s: %w", c.method, c.path, err)
+			return result{}, fmt.Errorf("ledger: encode %s %s: %w", rq.method, rq.path, err)
 		}
 		body = b
 	}
-	// c.path is already escaped (each segment through seg), so it is appended as text.
-	target := cl.base.String() + c.path
-	if len(c.query) > 0 {
-		target += "?" + c.query.Encode()
+	// rq.path is already escaped (each segment through seg), so it is appended as text.
+	target := c.base.String() + rq.path
+	if len(rq.query) > 0 {
+		target += "?" + rq.query.Encode()
 	}
 
 	var mayHaveApplied bool // an earlier try may have reached the server and applied
 	for try := 1; ; try++ {
-		res, sent, err := cl.try(ctx, c, target, body)
+		res, sent, err := c.try(ctx, rq, target, body)
 		if err == nil {
 			return res, nil
 		}
 		var p *Problem
 		isProblem := errors.As(err, &p)
-		if isProblem && c.repeat == conditional && mayHaveApplied && contains(c.ambiguous, p.Code) {
+		if isProblem && rq.repeat == conditional && mayHaveApplied && contains(rq.ambiguous, p.Code) {
 			return res, fmt.Errorf("%w: %w", ErrMaybeApplied, err)
 		}
-		retry, wait := cl.retryable(c.repeat, err, sent)
-		if !retry || try >= cl.retry.MaxAttempts || wait > cl.retry.MaxRetryAfter || ctx.Err() != nil {
+		retry, wait := c.retryable(rq.repeat, err, sent)
+		if !retry || try >= c.retry.MaxAttempts || wait > c.retry.MaxRetryAfter || ctx.Err() != nil {
 			return res, err
 		}
 		if sent && (!isProblem || p.Status != http.StatusTooManyRequests) {
 			mayHaveApplied = true
 		}
-		d := cl.retry.backoff(try, wait)
+		d := c.retry.backoff(try, wait)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 			// Waiting past the caller's deadline only to fail then helps nobody.
 			return res, err
 		}
-		if serr := cl.sleep(ctx, d); serr != nil {
+		if serr := c.sleep(ctx, d); serr != nil {
 			return res, fmt.Errorf("%w (retry abandoned: %w)", err, serr)
 		}
 	}
 }
 
 // try sends one try. sent reports whether the request may have reached the server.
-func (cl *Client) try(ctx context.Context, c call, target string, body []byte) (res result, sent bool, err error) {
+func (c *Client) try(ctx context.Context, rq call, target string, body []byte) (res result, sent bool, err error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, c.method, target, rd)
+	req, err := http.NewRequestWithContext(ctx, rq.method, target, rd)
 	if err != nil {
-		return result{}, false, fmt.Errorf("ledger: %s %s: %w", c.method, c.path, err)
+		return result{}, false, fmt.Errorf("ledger: %s %s: %w", rq.method, rq.path, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
-	req.Header.Set("User-Agent", cl.ua)
-	if cl.key != "" {
-		req.Header.Set("Authorization", "Bearer "+cl.key)
+	req.Header.Set("User-Agent", c.ua)
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
-	if c.ifMatch != "" {
-		req.Header.Set("If-Match", c.ifMatch)
+	if rq.ifMatch != "" {
+		req.Header.Set("If-Match", rq.ifMatch)
 	}
-	if c.ifNoneMatch != "" {
-		req.Header.Set("If-None-Match", c.ifNoneMatch)
+	if rq.ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", rq.ifNoneMatch)
 	}
-	resp, err := cl.hc.Do(req)
+	resp, err := c.hc.Do(req)
 	if err != nil {
-		return result{}, !notSent(err), &TransportError{Method: c.method, Path: c.path, Err: err}
+		return result{}, !notSent(err), &TransportError{Method: rq.method, Path: rq.path, Err: err}
 	}
 	defer resp.Body.Close()
 	res = result{status: resp.StatusCode, header: resp.Header}
@@ -249,23 +251,23 @@ func (cl *Client) try(ctx context.Context, c call, target string, body []byte) (
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return res, true, nil
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		if c.out == nil || c.method == http.MethodHead {
+		if rq.out == nil || rq.method == http.MethodHead {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			return res, true, nil
 		}
-		if err := json.NewDecoder(resp.Body).Decode(c.out); err != nil {
-			return res, true, &TransportError{Method: c.method, Path: c.path, Status: resp.StatusCode, Err: fmt.Errorf("decode answer: %w", err)}
+		if err := json.NewDecoder(resp.Body).Decode(rq.out); err != nil {
+			return res, true, &TransportError{Method: rq.method, Path: rq.path, Status: resp.StatusCode, Err: fmt.Errorf("decode answer: %w", err)}
 		}
 		// Read to the end (a chunked answer's last chunk) so that the connection is reused.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return res, true, nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return res, true, problemOf(c.method, c.path, resp, b)
+	return res, true, problemOf(rq.method, rq.path, resp, b)
 }
 
 // retryable says whether a failed try may be sent again, and the wait the server asked for.
-func (cl *Client) retryable(r repeat, err error, sent bool) (bool, time.Duration) {
+func (c *Client) retryable(r repeat, err error, sent bool) (bool, time.Duration) {
 	var p *Problem
 	if errors.As(err, &p) {
 		switch p.Status {

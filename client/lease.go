@@ -400,7 +400,7 @@ func (l *Lease) RequestDecision(ctx context.Context, in DecisionInput) (api.Deci
 }
 
 // WaitDecision waits until a decision is no longer pending (approved, rejected, expired or
-// cancelled) and returns it, polling with backoff (see WithPolling) until ctx ends.
+// cancelled) and returns it, until ctx ends (see Client.WaitDecision).
 func (l *Lease) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.Decision, error) {
 	return l.c.WaitDecision(ctx, decisionID)
 }
@@ -428,7 +428,7 @@ func (l *Lease) Delegate(ctx context.Context, purpose string, child api.RunSpec)
 }
 
 // WaitDelegation waits until a delegation's child run has ended (its status is succeeded,
-// failed or cancelled) and returns the delegation, polling with backoff until ctx ends.
+// failed or cancelled) and returns the delegation, until ctx ends (see Client.WaitDelegation).
 func (l *Lease) WaitDelegation(ctx context.Context, delegationID uuid.UUID) (api.Delegation, error) {
 	return l.c.WaitDelegation(ctx, delegationID)
 }

@@ -118,19 +118,19 @@ func (c *Client) RequestDecision(ctx context.Context, attemptID uuid.UUID, req a
 }
 
 // ListAttemptDecisions reads one page of an attempt's decisions, oldest first.
-func (c *Client) ListAttemptDecisions(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.Decision], error) {
-	return list[api.Decision](ctx, c, attemptPath(attemptID, "/decisions"), params)
+func (c *Client) ListAttemptDecisions(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.DecisionItem], error) {
+	return list[api.DecisionItem](ctx, c, attemptPath(attemptID, "/decisions"), params)
 }
 
 // ListDecisions reads one page of the decision inbox (admin; GET /v1/decisions), oldest
 // request first.
-func (c *Client) ListDecisions(ctx context.Context, params api.ListDecisionsParams) (api.Page[api.Decision], error) {
-	return list[api.Decision](ctx, c, "/v1/decisions", params)
+func (c *Client) ListDecisions(ctx context.Context, params api.ListDecisionsParams) (api.Page[api.DecisionItem], error) {
+	return list[api.DecisionItem](ctx, c, "/v1/decisions", params)
 }
 
 // Decisions iterates over the decision inbox (admin), oldest request first.
-func (c *Client) Decisions(ctx context.Context, params api.ListDecisionsParams) iter.Seq2[api.Decision, error] {
-	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.Decision], error) {
+func (c *Client) Decisions(ctx context.Context, params api.ListDecisionsParams) iter.Seq2[api.DecisionItem, error] {
+	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.DecisionItem], error) {
 		params.Cursor = cursor
 		return c.ListDecisions(ctx, params)
 	})

@@ -198,6 +198,27 @@ func goCalls() map[string][]variant {
 		"listProjects": {{name: "ListProjects", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.ListProjects(ctx, api.PageParams{}))
 		}}},
+		"insightAttemptsEnded": one("InsightAttemptsEnded", func(ctx context.Context, c *client.Client) error {
+			return e(c.InsightAttemptsEnded(ctx, api.InsightGroupedParams{}))
+		}),
+		"insightAttemptsPerRun": one("InsightAttemptsPerRun", func(ctx context.Context, c *client.Client) error {
+			return e(c.InsightAttemptsPerRun(ctx, api.InsightGroupedParams{}))
+		}),
+		"insightCalls": one("InsightCalls", func(ctx context.Context, c *client.Client) error {
+			return e(c.InsightCalls(ctx, api.InsightParams{}))
+		}),
+		"insightClaimLatency": one("InsightClaimLatency", func(ctx context.Context, c *client.Client) error {
+			return e(c.InsightClaimLatency(ctx, api.InsightGroupedParams{}))
+		}),
+		"insightDecisions": one("InsightDecisions", func(ctx context.Context, c *client.Client) error {
+			return e(c.InsightDecisions(ctx, api.InsightParams{}))
+		}),
+		"insightLeasesLost": one("InsightLeasesLost", func(ctx context.Context, c *client.Client) error {
+			return e(c.InsightLeasesLost(ctx, api.InsightGroupedParams{}))
+		}),
+		"insightRunsEnded": one("InsightRunsEnded", func(ctx context.Context, c *client.Client) error {
+			return e(c.InsightRunsEnded(ctx, api.InsightGroupedParams{}))
+		}),
 		"listReleases": {{name: "ListReleases", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.ListReleases(ctx, api.ListReleasesParams{}))
 		}}},

@@ -16,8 +16,10 @@ import (
 const keysUsage = `usage: ledger keys <verb> [flags]
 
   create --tenant T --role runtime|admin   make a key (and the tenant, if new); the key is shown once,
-                                           alone on the last line of standard output
-  list [--tenant T]                        key ids, tenants, roles, when created and revoked
+         [--label L]                       alone on the last line of standard output; the label
+                                           (up to 100 characters) says who or what uses it
+  list [--tenant T]                        key ids, tenants, roles, labels, when created, last
+                                           used (to the minute) and revoked
   revoke KEYID                             revoke a key by its id (the hex after "ldg_"; see list)
 
 Every verb also takes the database flags (--db, --sqlite-sync, --sqlite-busy-timeout);
@@ -40,12 +42,14 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs     *flag.FlagSet
 		tenant = new(string)
 		role   = new(string)
+		label  = new(string)
 	)
 	switch verb {
 	case "create":
 		fs = newFlagsArgs("keys create", "--tenant T --role runtime|admin [flags]", stdout)
 		fs.StringVar(tenant, "tenant", "", required+"the key's tenant (created if it does not exist)")
 		fs.StringVar(role, "role", "", required+"the key's role: runtime or admin")
+		fs.StringVar(label, "label", "", "who or what uses the key (shown by keys list; 1 to 100 characters)")
 	case "list":
 		fs = newFlagsArgs("keys list", "[--tenant T] [flags]", stdout)
 		fs.StringVar(tenant, "tenant", "", "list this tenant's keys only")
@@ -83,7 +87,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		defer closeDB()
-		token, k, err := store.CreateKey(ctx, *tenant, *role)
+		token, k, err := store.CreateLabeledKey(ctx, *tenant, *role, *label)
 		if err != nil {
 			return err
 		}
@@ -101,13 +105,20 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "KEY ID\tTENANT\tROLE\tCREATED\tREVOKED")
-		for _, k := range keys {
-			revoked := "-"
-			if k.RevokedAt != nil {
-				revoked = k.RevokedAt.Format(time.RFC3339)
+		fmt.Fprintln(tw, "KEY ID\tTENANT\tROLE\tLABEL\tCREATED\tLAST USED\tREVOKED")
+		when := func(t *time.Time) string {
+			if t == nil {
+				return "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.KeyID, k.TenantID, k.Role, k.CreatedAt.Format(time.RFC3339), revoked)
+			return t.UTC().Format(time.RFC3339)
+		}
+		for _, k := range keys {
+			label := string(k.Label)
+			if label == "" {
+				label = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.KeyID, k.TenantID, k.Role, label,
+				k.CreatedAt.UTC().Format(time.RFC3339), when(k.LastUsedAt), when(k.RevokedAt))
 		}
 		return tw.Flush()
 	case "revoke":

@@ -18,7 +18,14 @@ import (
 // the binary.
 const childArgs = "LEDGER_TEST_CHILD_ARGS"
 
+// childArgv is the variable that makes the test binary run `ledger` with its own command
+// line (os.Args[1:]): what a shell script calls as ledger.
+const childArgv = "LEDGER_TEST_CHILD_ARGV"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(childArgv) == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if a := os.Getenv(childArgs); a != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(a), &args); err != nil {
@@ -105,8 +112,12 @@ func TestKilledMigrationLeavesACleanVersion(t *testing.T) {
 		if st.Dirty {
 			t.Fatalf("%s: left version %d dirty", what, st.Version)
 		}
-		// Killed before golang-migrate made its version table: nothing at all, which is version 0 too.
-		if got := schemaObjects(t, path); !slices.Equal(got, want[st.Version]) && (st.Version != 0 || len(got) != 0) {
+		// At version 0 golang-migrate may have been killed while making its version table
+		// (a table and an index, each committed alone): part of it, or nothing, is version 0
+		// too, and the next run completes it.
+		got := schemaObjects(t, path)
+		partOfZero := st.Version == 0 && !slices.ContainsFunc(got, func(o string) bool { return !slices.Contains(want[0], o) })
+		if !slices.Equal(got, want[st.Version]) && !partOfZero {
 			t.Fatalf("%s: version %d, but the schema is not that version's:\ngot  %v\nwant %v", what, st.Version, got, want[st.Version])
 		}
 		if !strings.Contains(what, "then") {

@@ -32,6 +32,7 @@ func commands() []command {
 		{"check", "[--db D] [--for serve|migrate] [--json]", "check the database before service: exit 0 ready, 1 a required check failed, 2 cannot check", runCheck},
 		{"keys", "create --tenant T --role runtime|admin | list [--tenant T] | revoke KEYID", "manage API keys", runKeys},
 		{"tenants", "set --tenant T --max-leased N | list", "set a tenant's budget of leased runs; list tenants with budget and leased runs", runTenants},
+		{"backup", "--out FILE [--db D]", "copy the embedded database consistently while it serves, and check the copy", runBackup},
 		{"purge", "[--db D] [--batch N] [--dry-run]", "delete ended run chains past their project's retention", runPurge},
 		{"openapi", "[--out FILE]", "write the OpenAPI 3.1 document the service serves at /openapi.json", runOpenAPI},
 		{"bench", "[flags] | crash [flags]", "load-test the service and report throughput and latency; crash: kill -9 it under load and check nothing acknowledged is lost", runBench},
@@ -172,9 +173,10 @@ func sharedSettings() map[string]bool {
 }
 
 // otherVariables are LEDGER_* variables that other parts of the project read (the SDK's
-// examples, the tests, the docs' deploy step), so their presence is not a typo.
+// examples, the tests, the docs' deploy step), so their presence is not a typo; so are the
+// tests' LEDGER_TEST_* variables.
 var otherVariables = []string{"LEDGER_URL", "LEDGER_KEY", "LEDGER_ADMIN_KEY", "LEDGER_MIGRATE_DB",
-	"LEDGER_CHROMIUM", "LEDGER_SCREENSHOTS", "LEDGER_DBTEST_CHILD", "LEDGER_TEST_*"}
+	"LEDGER_CHROMIUM", "LEDGER_SCREENSHOTS", "LEDGER_DBTEST_CHILD"}
 
 // unknownVariables returns the LEDGER_* names of environ that nothing reads, each with the
 // known variable it most likely misspells ("" when none is close).
@@ -305,7 +307,7 @@ type dbFlags struct {
 }
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.dsn, "db", defaultDB, "database: a SQLite file path, or sqlserver://user:pass@host:1433?database=ledger")
+	fs.StringVar(&d.dsn, "db", defaultDB, "database: a SQLite file path (or file: URI), or sqlserver://user:pass@host:1433?database=ledger; any other scheme is refused")
 	fs.StringVar(&d.sync, "sqlite-sync", "normal", "SQLite durability: normal (survives a process crash) or full (also an OS crash or power loss)")
 	fs.DurationVar(&d.busy, "sqlite-busy-timeout", 5*time.Second, "SQLite: how long a write waits for another process's lock before the request gets 503")
 }

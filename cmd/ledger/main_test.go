@@ -422,7 +422,7 @@ func TestHelpListsFlagsWithVariablesAndDefaults(t *testing.T) {
 				flag, env, def := m[1], m[2], m[3]+m[4]
 				// Only the service's settings (serve's flags) read a variable.
 				wantEnv := "-"
-				if _, shared := wantServe[flag]; shared || c.args[0] == "serve" {
+				if _, shared := wantServe[flag]; shared || c.args[0] == "serve" || flag == "sqlite-busy-timeout" {
 					wantEnv = "LEDGER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 				}
 				if env != wantEnv {
@@ -657,6 +657,7 @@ func TestServeRefusesLimitsOneTenantCouldFill(t *testing.T) {
 		{"NegativeLongPolls", []string{"--tenant-max-long-polls", "-1"}, "negative"},
 		{"NoFailureWindow", []string{"--auth-failure-window", "0s"}, "--auth-failure-window"},
 		{"NegativeKeyCacheTTL", []string{"--key-cache-ttl", "-1s"}, "--key-cache-ttl"},
+		{"NegativeLogFlush", []string{"--log-flush", "-1s"}, "--log-flush"},
 		{"BadTrustedProxy", []string{"--trusted-proxies", "10.0.0.0/8,not-an-address"}, "--trusted-proxies"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/decisions"
+	"github.com/ledger-dev/ledger/internal/logbuf"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -19,12 +20,14 @@ import (
 )
 
 type serveFlags struct {
-	db        dbFlags
-	addr      string
-	migrate   bool
-	maxBody   int64
-	grace     time.Duration
-	logLevel  string
+	db       dbFlags
+	addr     string
+	migrate  bool
+	maxBody  int64
+	grace    time.Duration
+	logLevel string
+	// logFlush batches log lines into one write per interval (0: a write per line).
+	logFlush  time.Duration
 	leaseTTL  time.Duration
 	reaper    time.Duration
 	aging     time.Duration
@@ -80,17 +83,18 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "largest request body in bytes; larger ones get 413")
 	fs.DurationVar(&f.grace, "shutdown-grace", 20*time.Second, "how long shutdown waits for in-flight requests")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&f.logFlush, "log-flush", 0, "hold log lines and write them together at most this often (0: each line at once); a kill -9 or crash loses the lines held, at most this long's or 64 KiB; a shutdown loses none")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "lease length when a claim names none")
 	fs.DurationVar(&f.reaper, "reaper-interval", 5*time.Second, "how often each replica's reaper takes back expired leases")
 	fs.DurationVar(&f.aging, "band-aging", 10*time.Minute, "how long a BACKGROUND run waits past its due time before it competes with BATCH")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest chain of parent runs an enqueue may make (loop_depth past it)")
 	fs.IntVar(&f.maxPending, "max-pending-decisions", decisions.DefaultMaxPending, "pending decisions one attempt may have at once; past it a request gets 409 decision_limit")
 	fs.IntVar(&f.fairness, "claim-fairness-window", 64, "how many of the oldest due runs a claim weighs for project fairness")
-	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on a new embedded database")
+	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on an embedded database that has no tenant yet")
 	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests this replica serves at once, all tenants together; more get 429 rate_limited (0: no cap)")
 	fs.IntVar(&f.active, "max-active", 8, "API requests this replica works on at once; the others wait, the tenants with requests waiting served in turn (0: no limit; raise it on SQL Server)")
 	fs.IntVar(&f.tenantInflight, "tenant-max-inflight", 256, "API requests one tenant may have served at once, below --max-inflight; more get 429 rate_limited (0: no cap)")
-	fs.IntVar(&f.tenantLongPolls, "tenant-max-long-polls", 64, "claims of one tenant that may wait for work at once; past it a claim answers 204 with Retry-After at once (0: no cap)")
+	fs.IntVar(&f.tenantLongPolls, "tenant-max-long-polls", 64, "claims of one tenant that may wait for work at once; past it a claim answers 204 with Retry-After at once (0: no cap). Reads with waitSeconds (decisions, runs) have as many slots of their own; past them they answer at once")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 10000, "requests per second each tenant may make; more get 429 rate_limited (0: no limit)")
 	fs.IntVar(&f.rateBurst, "rate-burst", 20000, "requests a tenant may make at once above its rate")
 	fs.IntVar(&f.authFailures, "auth-failure-limit", 20, "failed authentications a client address may make per --auth-failure-window; past it, anything but a key whose id exists gets 429 rate_limited (0: no limit)")
@@ -109,6 +113,12 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	proxies, err := web.ParseCIDRs(f.trustedProxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	if f.logFlush > 0 {
+		// Deferred first, so it runs last: the lines of the shutdown are written too.
+		lw := logbuf.New(stderr, f.logFlush)
+		defer lw.Close()
+		stderr = lw
 	}
 	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
@@ -186,6 +196,8 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--auth-failure-window must be positive")
 	case f.keyCacheTTL < 0:
 		return fmt.Errorf("--key-cache-ttl must not be negative")
+	case f.logFlush < 0:
+		return fmt.Errorf("--log-flush must not be negative")
 	case f.maxPending < 1:
 		return fmt.Errorf("--max-pending-decisions must be at least 1")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
+	"github.com/ledger-dev/ledger/internal/insights"
 	"github.com/ledger-dev/ledger/internal/locks"
 	"github.com/ledger-dev/ledger/internal/metrics"
 	"github.com/ledger-dev/ledger/internal/overview"
@@ -105,7 +106,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	rel := releases.NewStore(db)
 	rs.AddHooks(rel.Hooks()) // a claim needs an active release of the caller's tenant
 	runs.Routes(s, rs)
-	s.OnShutdown(rs.StopWaits) // a read waiting for a change answers at once
+	s.OnShutdown(rs.StopWaits) // a read waiting for a change, and a claim waiting for work, answer at once
 	locks.Routes(s, locks.NewStore(db))
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
 	calls.Routes(s, calls.NewStore(db, rs))
@@ -114,9 +115,11 @@ func New(db *sqldb.DB, cfg Config) *App {
 	delegations.Routes(s, del)
 	releases.Routes(s, rel, rs)
 	history.Routes(s, hist)
+	ins := insights.NewStore(db)
+	insights.Routes(s, ins)
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: proj, Overview: ov, Secure: cfg.ConsoleSecureCookies, Logger: log})
+		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Secure: cfg.ConsoleSecureCookies, Logger: log})
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log, purge: cfg.PurgeInterval}
 }
 

@@ -267,6 +267,17 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		}
 	}
 	list := isoExpect{check: noARows}
+	// An insight of B's names nothing of A's: no id, and no group of A's projects, agents,
+	// releases or kinds.
+	insight := isoExpect{check: func(t *testing.T, r response) {
+		t.Helper()
+		wantStatus(t, r, http.StatusOK)
+		for _, id := range append(slices.Clone(aIDs), projectA, releaseA) {
+			if strings.Contains(string(r.body), `"`+id+`"`) {
+				t.Fatalf("tenant B's insight names A's %s: %s", id, r.body)
+			}
+		}
+	}}
 
 	// 4. Cross-tenant references in bodies answer as missing ones do (before the matrix,
 	// while B has no project of A's id).
@@ -403,6 +414,19 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{name: "Active", query: "?state=active", admin: list, rt: list},
 		},
 		"GET /v1/releases/:releaseId/adapters/:adapterVersion": {{admin: isoNotFound, rt: isoNotFound}},
+
+		// Insights (internal/insights): admin only, B's own history only.
+		"GET /v1/insights/runs": {
+			{admin: insight, rt: isoForbidden},
+			{name: "ByProject", query: "?groupBy=project&bucket=1d", admin: insight, rt: isoForbidden},
+			{name: "ByRelease", query: "?groupBy=release&projectId=" + projectA, admin: insight, rt: isoForbidden},
+		},
+		"GET /v1/insights/attempts":         {{query: "?groupBy=release", admin: insight, rt: isoForbidden}},
+		"GET /v1/insights/leases-lost":      {{query: "?groupBy=agent", admin: insight, rt: isoForbidden}},
+		"GET /v1/insights/attempts-per-run": {{query: "?groupBy=project", admin: insight, rt: isoForbidden}},
+		"GET /v1/insights/claim-latency":    {{query: "?groupBy=kind", admin: insight, rt: isoForbidden}},
+		"GET /v1/insights/calls":            {{admin: insight, rt: isoForbidden}},
+		"GET /v1/insights/decisions":        {{admin: insight, rt: isoForbidden}},
 
 		// History (internal/history), once wired.
 		"GET /v1/attempts": {

@@ -35,7 +35,7 @@ func New(code api.ProblemCode, format string, args ...any) *Error {
 	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Fields returns an invalid_request error listing the bad fields.
+// FieldsInvalid returns an invalid_request error listing the bad fields.
 func FieldsInvalid(fields ...api.FieldError) *Error {
 	return &Error{Code: api.CodeInvalidRequest, Detail: "the request has invalid fields", Fields: fields}
 }

@@ -89,7 +89,7 @@ func (h handlers) finish(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	ifMatch, err := web.IfMatch(c, false)
+	ifMatch, err := web.IfMatch(c)
 	if err != nil {
 		return err
 	}

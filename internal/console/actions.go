@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -403,8 +404,16 @@ func (c *console) renderProjects(ctx echo.Context, status int, after, msg, probl
 		return err
 	}
 	v := projectsView{Message: msg, Error: problem}
-	if ctx.QueryParam("changed") != "" && msg == "" {
-		v.Message = "Project " + ctx.QueryParam("changed") + " saved."
+	if id := ctx.QueryParam("changed"); id != "" && msg == "" {
+		v.Message = "Project " + id + " saved."
+		switch ctx.QueryParam("did") {
+		case "pause":
+			v.Message = "Project " + id + " paused: its queued runs will not be offered to claims until it is resumed (runs already leased go on)."
+		case "resume":
+			v.Message = "Project " + id + " resumed: its queued runs are offered to claims again."
+		case "create":
+			v.Message = "Project " + id + " created (active, history kept 365 days)."
+		}
 	}
 	if len(ps) > pageSize {
 		ps = ps[:pageSize]
@@ -442,12 +451,30 @@ func (c *console) changeProject(ctx echo.Context) error {
 	_, _, err := c.Projects.Put(ctx.Request().Context(), tenantOf(ctx), id, ch)
 	switch {
 	case err == nil:
-		return ctx.Redirect(http.StatusSeeOther, "/ui/projects?"+url.Values{"changed": {id}}.Encode())
+		return ctx.Redirect(http.StatusSeeOther, "/ui/projects?"+url.Values{"changed": {id}, "did": {ctx.FormValue("action")}}.Encode())
 	case apperr.Is(err, api.CodePreconditionFailed):
 		return c.renderProjects(ctx, http.StatusPreconditionFailed, "", "",
 			"Project "+id+" changed since you opened this page; nothing was saved. The list below is current: try again.")
 	default:
 		return c.orNotFound(ctx, err)
+	}
+}
+
+// createProject creates a project (active, default retention), as PUT /v1/projects/{id}
+// without If-Match does; an existing id is refused, never changed.
+func (c *console) createProject(ctx echo.Context) error {
+	id := ctx.FormValue("projectId")
+	if why := validate.IdentProblem(id, 64, true); why != "" {
+		return c.renderProjects(ctx, http.StatusBadRequest, "", "", "Project id "+why+".")
+	}
+	_, created, err := c.Projects.Put(ctx.Request().Context(), tenantOf(ctx), id, projects.Change{})
+	switch {
+	case err == nil && created:
+		return ctx.Redirect(http.StatusSeeOther, "/ui/projects?"+url.Values{"changed": {id}, "did": {"create"}}.Encode())
+	case err == nil, apperr.Is(err, api.CodePreconditionRequired):
+		return c.renderProjects(ctx, http.StatusConflict, "", "", "Project "+id+" already exists; nothing was changed.")
+	default:
+		return err
 	}
 }
 

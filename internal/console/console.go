@@ -20,6 +20,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
+	"github.com/ledger-dev/ledger/internal/insights"
 	"github.com/ledger-dev/ledger/internal/overview"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -55,6 +56,7 @@ type Deps struct {
 	Releases    *releases.Store
 	Projects    *projects.Store
 	Overview    *overview.Store
+	Insights    *insights.Store
 	// Secure is SecureAuto (default), SecureAlways or SecureNever.
 	Secure string
 	// SessionTTL is how long a sign-in lasts (0: DefaultSessionTTL).
@@ -103,6 +105,7 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/", c.overviewPage)
 	a.GET("/overview/live", c.overviewLive)
 	a.GET("/runs", c.runsPage)
+	a.GET("/insights", c.insightsPage)
 	a.GET("/runs/:runId", c.runPage)
 	a.GET("/attempts/:attemptId", c.attemptPage)
 	a.GET("/decisions", c.decisionsPage)
@@ -112,6 +115,7 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/releases/:releaseId/:adapterVersion/move", c.confirmReleaseMove)
 	a.POST("/releases/:releaseId/:adapterVersion/move", c.moveRelease)
 	a.GET("/projects", c.projectsPage)
+	a.POST("/projects", c.createProject)
 	a.POST("/projects/:projectId", c.changeProject)
 }
 

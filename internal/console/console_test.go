@@ -189,9 +189,9 @@ func TestRunTimeline(t *testing.T) {
 	shot(t, ctx, "attempt")
 	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#timeline tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()).join("|"))`)
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`^\S+ \S+\|checkpoint\|1\|phase planning · state state://plan-1\|planning\|$`),
+		regexp.MustCompile(`^\S+ \S+\|checkpoint\|1\|phase planning · state state://plan-1\|resumable\|$`),
 		regexp.MustCompile(`^\S+ \S+\|call\|1\|model gpt-review\|succeeded\|2\.5s$`),
-		regexp.MustCompile(`^\S+ \S+\|checkpoint\|2\|phase acting · state state://act-2\|acting\|$`),
+		regexp.MustCompile(`^\S+ \S+\|checkpoint\|2\|phase acting · state state://act-2\|resumable\|$`),
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("timeline rows %q, want %d", rows, len(want))
@@ -537,7 +537,7 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 		"kind": "approval", "recommendation": strings.Repeat("ship it after the review ", 20), "expiresInSeconds": 86400}).Decode(t, &d)
 
 	pages := []string{"/ui/", "/ui/runs", "/ui/runs/" + run.RunID.String(), "/ui/attempts/" + cl.Attempt.AttemptID.String(),
-		"/ui/decisions?status=all", "/ui/decisions/" + d.DecisionID.String(), "/ui/releases", "/ui/projects"}
+		"/ui/decisions?status=all", "/ui/decisions/" + d.DecisionID.String(), "/ui/releases", "/ui/insights", "/ui/projects"}
 	// cut lists what does not fit: the page's overflow, cut headers, and cut cells of
 	// fixed-width columns (a <col> with a class other than w-id or w-name).
 	const cut = `(() => {

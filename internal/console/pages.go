@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -93,6 +94,8 @@ func (c *console) signout(ctx echo.Context) error {
 // overviewView is the overview with the numbers the template shows.
 type overviewView struct {
 	overview.Tenant
+	// Spark is the last 24 hours of ended runs (the full page only, not its live refresh).
+	Spark    *sparkView
 	Bands    []bandRow
 	ClaimLag time.Duration
 	Projects []projectRow
@@ -128,6 +131,11 @@ func (c *console) overviewPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
+	spark, err := c.readSparkline(ctx.Request().Context(), tenantOf(ctx))
+	if err != nil {
+		return err
+	}
+	v.Spark = &spark
 	return c.render(ctx, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: v})
 }
 
@@ -142,14 +150,16 @@ func (c *console) overviewLive(ctx echo.Context) error {
 
 // runsFilter is the Runs page's form, as typed.
 type runsFilter struct {
-	State, Project, Subject, Kind, Agent, From, To string
+	State, Band, Project, Subject, Kind, Agent, From, To string
 }
 
 type runsView struct {
-	Filter  runsFilter
-	Runs    []runs.Run
-	First   string // link to the first page, with the filters
-	Next    string // link to the next page ("" on the last)
+	Filter runsFilter
+	Runs   []runs.Run
+	First  string // link to the first page, with the filters
+	Next   string // link to the next page ("" on the last)
+	// Later says this is not the first page: only then does it link to the newest.
+	Later   bool
 	Problem string
 }
 
@@ -180,7 +190,7 @@ func optional(s string) *string {
 
 func (c *console) runsPage(ctx echo.Context) error {
 	q := ctx.QueryParams()
-	f := runsFilter{State: q.Get("state"), Project: strings.TrimSpace(q.Get("project")), Subject: strings.TrimSpace(q.Get("subject")),
+	f := runsFilter{State: q.Get("state"), Band: q.Get("band"), Project: strings.TrimSpace(q.Get("project")), Subject: strings.TrimSpace(q.Get("subject")),
 		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to")}
 	v := runsView{Filter: f}
 	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
@@ -192,6 +202,13 @@ func (c *console) runsPage(ctx echo.Context) error {
 			problems = append(problems, "state must be queued, leased or ended")
 		}
 		lf.State = &st
+	}
+	if f.Band != "" {
+		b, ok := parseEnum[runs.Band](f.Band)
+		if !ok {
+			problems = append(problems, "band must be interactive, batch or background")
+		}
+		lf.Band = &b
 	}
 	from, err := parseTime(f.From)
 	if err != nil {
@@ -206,6 +223,7 @@ func (c *console) runsPage(ctx echo.Context) error {
 		lf.AfterQueuedAt, lf.AfterRunID = to, uuid.Nil // before "to", exclusive
 	}
 	if cur := q.Get("cursor"); cur != "" {
+		v.Later = true
 		if rc, ok := decodeCursor[runCursor](cur); !ok {
 			problems = append(problems, "the page link is damaged; start again from the first page")
 		} else if to == nil || rc.QueuedAt.Before(*to) {
@@ -237,14 +255,11 @@ func (c *console) runsPage(ctx echo.Context) error {
 	return c.render(ctx, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: v})
 }
 
-type attemptRow struct {
-	attempts.Attempt
-	Delegations []delegations.Delegation
-}
-
 type runView struct {
 	Run      runs.Run
-	Attempts []attemptRow
+	Attempts []attempts.Attempt
+	// Delegations are every attempt's delegated children, oldest first.
+	Delegations []delegations.Delegation
 	// Chain is the continuation chain, oldest first, with this run in it.
 	Chain        []runs.Run
 	ChainTrimmed bool
@@ -282,50 +297,19 @@ func (c *console) runPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
-	room := childrenLimit
 	for _, it := range items {
-		row := attemptRow{Attempt: it.Attempt}
-		if !v.ChildrenTrimmed {
-			ds, err := c.Delegations.ListByAttempt(rctx, tenant, it.AttemptID, nil, room+1)
-			if err != nil {
-				return err
-			}
-			if len(ds) > room {
-				ds, v.ChildrenTrimmed = ds[:room], true
-			}
-			row.Delegations, room = ds, room-len(ds)
-		}
-		v.Attempts = append(v.Attempts, row)
+		v.Attempts = append(v.Attempts, it.Attempt)
 	}
-	// The chain: back through ContinuedFromRunId, then forward through continuations.
-	var back []runs.Run
-	for cur := run; cur.ContinuedFromRunID.Valid && len(back) < chainLimit; {
-		prev, err := c.Runs.Get(rctx, tenant, cur.ContinuedFromRunID.UUID)
-		if apperr.Is(err, api.CodeNotFound) {
-			break // purged by retention
-		}
-		if err != nil {
-			return err
-		}
-		back = append(back, prev)
-		cur = prev
+	// One read each, whatever the number of attempts or the length of the chain.
+	if v.Delegations, err = c.Delegations.ListByRun(rctx, tenant, id, childrenLimit+1); err != nil {
+		return err
 	}
-	for i := len(back) - 1; i >= 0; i-- {
-		v.Chain = append(v.Chain, back[i])
+	if len(v.Delegations) > childrenLimit {
+		v.Delegations, v.ChildrenTrimmed = v.Delegations[:childrenLimit], true
 	}
-	v.Chain = append(v.Chain, run)
-	for cur, n := run, 0; n < chainLimit; n++ {
-		next, ok, err := c.Runs.ContinuationOf(rctx, tenant, cur.RunID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		v.Chain = append(v.Chain, next)
-		cur = next
+	if v.Chain, v.ChainTrimmed, err = c.Runs.Chain(rctx, tenant, id, chainLimit); err != nil {
+		return c.orNotFound(ctx, err)
 	}
-	v.ChainTrimmed = len(back) == chainLimit || len(v.Chain)-len(back)-1 == chainLimit
 	return c.render(ctx, http.StatusOK, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
 }
 
@@ -382,6 +366,10 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	for _, e := range entries {
 		v.Timeline = append(v.Timeline, timelineRowOf(e))
 	}
+	// The last page ends with how the attempt ended (its row, not a ledger entry).
+	if v.Next == "" && a.EndedAt != nil {
+		v.Timeline = append(v.Timeline, endRowOf(a))
+	}
 	return c.render(ctx, http.StatusOK, "attempt", page{Title: "Attempt", Nav: "runs", Data: v})
 }
 
@@ -390,7 +378,8 @@ func timelineRowOf(e history.TimelineEntry) timelineRow {
 	switch it := e.Item.(type) {
 	case history.Checkpoint:
 		row.Summary = "phase " + it.Phase.String() + " · state " + it.AdapterStateRef
-		row.Status = it.Phase.String()
+		// The phase is in the summary; the status says what the entry is good for.
+		row.Status = "resumable"
 	case history.Call:
 		row.Summary = it.Kind.String() + " " + it.Target
 		row.Status = it.Status
@@ -410,6 +399,26 @@ func timelineRowOf(e history.TimelineEntry) timelineRow {
 		row.Summary = "delegated to " + it.ChildAgentID + ": " + it.Purpose
 		row.Status = it.Status
 		row.Link = "/ui/runs/" + it.ChildRunID.String()
+	}
+	return row
+}
+
+// endRowOf is the timeline's last line: how the attempt ended, and by whom.
+func endRowOf(a attempts.Attempt) timelineRow {
+	row := timelineRow{Kind: "end", At: *a.EndedAt, Status: a.State.String(),
+		Duration: fmtDuration(a.EndedAt.Sub(a.StartedAt))}
+	switch a.State {
+	case attempts.Released:
+		row.Summary = "released: the holder gave the run back"
+	case attempts.Lost:
+		row.Summary = fmt.Sprintf("lost: the lease (epoch %d, lease %s) expired and the reaper took the run back", a.FencingToken, a.LeaseID)
+	case attempts.Cancelled:
+		row.Summary = "cancelled: the holder completed it as cancelled"
+		if a.CancellationObservedAt != nil {
+			row.Summary += " after seeing the cancel request at " + a.CancellationObservedAt.UTC().Format("15:04:05.000")
+		}
+	default:
+		row.Summary = "completed " + a.State.String() + " by the holder"
 	}
 	return row
 }

@@ -50,6 +50,24 @@ var funcs = template.FuncMap{
 	"esc":  url.PathEscape,
 	"json": boundedJSON,
 	"add":  func(a, b int) int { return a + b },
+	"ms": func(p *int64) string {
+		if p == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%d", *p)
+	},
+	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"list": func(s ...string) []string { return s },
+	// short is the first 8 characters of an id, enough to tell rows apart (the title and
+	// the link carry the whole id).
+	"short": func(v fmt.Stringer) string { s := v.String(); return s[:min(8, len(s))] },
+	// plural is "1 attempt", "2 attempts".
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, one)
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	},
 }
 
 func fmtDuration(d time.Duration) string {

@@ -88,6 +88,11 @@ type Decision struct {
 	Version     sqldb.RowVersion `db:"Version"`
 }
 
+// Item is the decision as a listing shows it: its wire form and its ETag.
+func (d Decision) Item() api.DecisionItem {
+	return api.DecisionItem{Decision: d.Wire(), ETag: d.Version.ETag()}
+}
+
 // Wire returns the decision as the API sends it.
 func (d Decision) Wire() api.Decision {
 	w := api.Decision{DecisionID: d.DecisionID, AttemptID: d.AttemptID, Kind: d.Kind, ProposalHash: d.ProposalHash,

@@ -89,7 +89,8 @@ WHERE AttemptId = @p2 AND TenantId = @p1 ORDER BY RequestedAt DESC, DecisionId D
 	// rows read. Runs under the attempt's U lock (the request's fence), so no other request
 	// of this attempt counts at the same time and the cap holds.
 	countPending: `SELECT COUNT(*) FROM (SELECT TOP (@p4) 1 AS One FROM dbo.DecisionRequests
-WHERE AttemptId = @p2 AND TenantId = @p1 AND Status = N'pending' AND (ExpiresAt IS NULL OR ExpiresAt > @p3)) AS p;`,
+WHERE AttemptId = @p2 AND TenantId = @p1 AND Status = N'pending' AND (ExpiresAt IS NULL OR ExpiresAt > @p3)) AS p
+OPTION (MAXDOP 1);`,
 
 	// restorePhase: the attempt's PK seek (U held, now X); the NOT EXISTS seeks its decisions,
 	// seeing this transaction's close. 0 rows: waiting on another decision, or moved on.

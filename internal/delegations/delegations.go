@@ -233,6 +233,19 @@ func (s *Store) ListByAttempt(ctx context.Context, tenantID string, attemptID uu
 	})
 }
 
+// ListByRun lists the delegations every attempt of a run made, oldest first, at most
+// limit, in one read (the run page). A run of another tenant, or none, has none.
+func (s *Store) ListByRun(ctx context.Context, tenantID string, runID uuid.UUID, limit int) ([]Delegation, error) {
+	ds := []Delegation{}
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		return tx.SelectContext(ctx, &ds, s.q.listByRun, tenantID, runID, limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list delegations of run: %w", err)
+	}
+	return ds, nil
+}
+
 // ForAttempt is ListByAttempt inside the caller's transaction (the attempt timeline),
 // without the check that the attempt exists.
 func ForAttempt(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, after *Position, limit int) ([]Delegation, error) {

@@ -1,6 +1,10 @@
 package delegations
 
-import "github.com/ledger-dev/ledger/internal/sqldb"
+import (
+	"strings"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
 
 // queries is the statement set of the delegation store; each dialect fills every field with
 // complete statements taking the numbered arguments listed here. Times are tx.Dialect.Time values;
@@ -10,7 +14,10 @@ type queries struct {
 	get           string // 1 tenant, 2 delegation
 	byChildRun    string // 1 tenant, 2 child run
 	listByAttempt string // 1 tenant, 2 attempt, 3 after created at, 4 after delegation, 5 limit
-	setStatus     string // 1 tenant, 2 delegation, 3 status: changes the row only when the status differs
+	// listByRun: every attempt's delegations of one run, in (CreatedAt, DelegationId) order,
+	// at most 3 rows: 1 tenant, 2 run, 3 limit.
+	listByRun string
+	setStatus string // 1 tenant, 2 delegation, 3 status: changes the row only when the status differs
 
 	// Reads of the Runs table (the run-lease core is its only writer; these only read).
 	runByIdempotencyKey string // 1 tenant, 2 idempotency key -> RunId
@@ -19,6 +26,15 @@ type queries struct {
 	// Status of every delegation an attempt of the parent run made whose child run has the
 	// subject (the chains a continuation with that parent and subject may belong to).
 	delegatedSiblings string
+}
+
+// prefixed is the column list with each column qualified by alias (a join's).
+func prefixed(alias string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = alias + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
 }
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

@@ -33,6 +33,15 @@ WHERE TenantId = @p1 AND AttemptId = @p2
 ORDER BY CreatedAt, DelegationId
 OPTION (RECOMPILE, MAXDOP 1);`,
 
+	// listByRun: the run page's children in one read: IX_Attempts_Run_Step seek on RunId,
+	// an IX_Delegations_Attempt seek per attempt, PK lookups, a sort of the run's
+	// delegations, TOP (@p3).
+	listByRun: `SELECT TOP (@p3) ` + prefixed("d.") + ` FROM dbo.ExecutionAttempts a
+JOIN dbo.SubAgentDelegations d ON d.AttemptId = a.AttemptId
+WHERE a.RunId = @p2 AND a.TenantId = @p1 AND d.TenantId = @p1
+ORDER BY d.CreatedAt, d.DelegationId
+OPTION (MAXDOP 1);`,
+
 	// setStatus: PK seek, in the transaction that moves the child run; "Status <> @p3" keeps a
 	// repeat from stamping a new rowversion. 0 rows: already @p3.
 	setStatus: `UPDATE dbo.SubAgentDelegations SET Status = @p3

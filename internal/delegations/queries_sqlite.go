@@ -13,6 +13,12 @@ RETURNING ` + columns,
 WHERE TenantId = ?1 AND AttemptId = ?2
     AND (?3 IS NULL OR CreatedAt > ?3 OR (CreatedAt = ?3 AND DelegationId > ?4))
 ORDER BY CreatedAt, DelegationId LIMIT ?5`,
+	// IX_Attempts_Run_Step finds the run's attempts, IX_Delegations_Attempt each one's
+	// delegations; a bounded sort of at most the run's delegations.
+	listByRun: `SELECT ` + prefixed("d.") + ` FROM ExecutionAttempts a INDEXED BY IX_Attempts_Run_Step
+JOIN SubAgentDelegations d ON d.AttemptId = a.AttemptId
+WHERE a.RunId = ?2 AND a.TenantId = ?1 AND d.TenantId = ?1
+ORDER BY d.CreatedAt, d.DelegationId LIMIT ?3`,
 	setStatus: `UPDATE SubAgentDelegations SET Status = ?3, Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE TenantId = ?1 AND DelegationId = ?2 AND Status <> ?3`,
 	runByIdempotencyKey: `SELECT RunId FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,

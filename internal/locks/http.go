@@ -33,10 +33,10 @@ func Routes(s *web.Server, store *Store) {
 type handlers struct{ store *Store }
 
 func lockPath(c echo.Context) (agentID, taskID string, err error) {
-	if agentID, err = web.PathIdent(c, "agentId", 128); err != nil {
+	if agentID, err = web.PathIdent(c, "agentId"); err != nil {
 		return "", "", err
 	}
-	taskID, err = web.PathIdent(c, "taskId", 64)
+	taskID, err = web.PathIdent(c, "taskId")
 	return agentID, taskID, err
 }
 

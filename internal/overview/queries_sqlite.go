@@ -12,8 +12,9 @@ var sqliteQueries = queries{
 FROM Runs INDEXED BY IX_Runs_SubjectQueue WHERE TenantId = ?1 AND State = 0 GROUP BY ProjectId, Band`,
 	// UX_Runs_LeasedSubject (TenantId, Subject) WHERE State = 1: the tenant's leased runs.
 	leased: `SELECT ProjectId, Band, COUNT(*) AS Runs FROM Runs WHERE TenantId = ?1 AND State = 1 GROUP BY ProjectId, Band`,
-	// IX_Attempts_Tenant_State (TenantId, State): the tenant's lost attempts.
-	lost: `SELECT ProjectId, COUNT(*) AS Runs FROM ExecutionAttempts
+	// IX_Attempts_Tenant_State_Ended (TenantId, State, EndedAt), migration 000017: the
+	// tenant's attempts lost in the last hour only, not every lost attempt it keeps.
+	lost: `SELECT ProjectId, COUNT(*) AS Runs FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_State_Ended
 WHERE TenantId = ?1 AND State = 4 AND EndedAt >= ?2 GROUP BY ProjectId`,
 	// IX_Decisions_Tenant_Status (TenantId, Status, …): pending and not yet past ExpiresAt,
 	// the inbox's effective "pending"; the attempt gives the project.

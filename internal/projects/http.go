@@ -25,7 +25,7 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []api.ProblemCode{api.CodePreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
-		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.Project]{},
+		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.ProjectItem]{},
 		Query: api.PageParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/projects/:projectId", web.Op{
@@ -36,11 +36,8 @@ func Routes(s *web.Server, store *Store) {
 
 type handlers struct{ store *Store }
 
-// MaxIDLength is the longest project id (nvarchar(64)).
-const MaxIDLength = 64
-
 func (h handlers) put(c echo.Context) error {
-	id, err := web.PathIdent(c, "projectId", MaxIDLength)
+	id, err := web.PathIdent(c, "projectId")
 	if err != nil {
 		return err
 	}
@@ -48,7 +45,7 @@ func (h handlers) put(c echo.Context) error {
 	if err := web.Bind(c, &req, true); err != nil {
 		return err
 	}
-	ifMatch, err := web.IfMatch(c, false)
+	ifMatch, err := web.IfMatch(c)
 	if err != nil {
 		return err
 	}
@@ -64,7 +61,7 @@ func (h handlers) put(c echo.Context) error {
 }
 
 func (h handlers) get(c echo.Context) error {
-	id, err := web.PathIdent(c, "projectId", MaxIDLength)
+	id, err := web.PathIdent(c, "projectId")
 	if err != nil {
 		return err
 	}
@@ -95,5 +92,5 @@ func (h handlers) list(c echo.Context) error {
 	}
 	return web.WritePage(c, ps, limit, func(last Project) any {
 		return cursor{After: last.ProjectID}
-	}, Project.Wire)
+	}, Project.Item)
 }

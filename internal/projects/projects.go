@@ -28,6 +28,11 @@ type Project struct {
 	Version       sqldb.RowVersion `db:"Version"`
 }
 
+// Item is the project as a listing shows it: its wire form and its ETag.
+func (p Project) Item() api.ProjectItem {
+	return api.ProjectItem{Project: p.Wire(), ETag: p.Version.ETag()}
+}
+
 // Wire returns the project as the API sends it.
 func (p Project) Wire() api.Project {
 	return api.Project{ProjectID: p.ProjectID, Active: p.Active, RetentionDays: p.RetentionDays,

@@ -11,12 +11,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
-// Identifier lengths (the seed's nvarchar sizes; the claim body uses the same limits).
-const (
-	MaxReleaseIDLength      = 256
-	MaxAdapterVersionLength = 32
-)
-
 // The example release's content and its manifest hash, computed as a client computes it.
 var (
 	exampleContentRefs = []json.RawMessage{
@@ -58,7 +52,7 @@ func Routes(s *web.Server, store *Store, c Canceller) {
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/releases", web.Op{
 		ID: "listReleases", Tag: "Releases", Summary: "List the tenant's releases",
-		Description: "The tenant's release adapters by release id, then adapter version, filtered by state.", Status: http.StatusOK, Response: web.Page[api.Release]{},
+		Description: "The tenant's release adapters by release id, then adapter version, filtered by state.", Status: http.StatusOK, Response: web.Page[api.ReleaseItem]{},
 		Query: api.ListReleasesParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/releases/:releaseId/adapters/:adapterVersion", web.Op{
@@ -73,11 +67,11 @@ type handlers struct {
 }
 
 func pathIDs(c echo.Context) (releaseID, adapterVersion string, err error) {
-	releaseID, err = web.PathIdent(c, "releaseId", MaxReleaseIDLength)
+	releaseID, err = web.PathIdent(c, "releaseId")
 	if err != nil {
 		return "", "", err
 	}
-	adapterVersion, err = web.PathIdent(c, "adapterVersion", MaxAdapterVersionLength)
+	adapterVersion, err = web.PathIdent(c, "adapterVersion")
 	return releaseID, adapterVersion, err
 }
 
@@ -99,7 +93,7 @@ func (h handlers) put(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ifMatch, err := web.IfMatch(c, false)
+	ifMatch, err := web.IfMatch(c)
 	if err != nil {
 		return err
 	}
@@ -153,5 +147,5 @@ func (h handlers) list(c echo.Context) error {
 	}
 	return web.WritePage(c, rs, limit, func(last Release) any {
 		return cursor{ReleaseID: last.ReleaseID, AdapterVersion: last.AdapterVersion}
-	}, Release.Wire)
+	}, Release.Item)
 }

@@ -257,7 +257,7 @@ func TestHTTPBadRequestsAre400(t *testing.T) {
 	for _, body := range []string{"", "[]", "{", `{"manifestHash":1}`, "null"} {
 		wantProblem(t, s.do(t, http.MethodPut, path, runtime, body, nil), http.StatusBadRequest, "invalid_request")
 	}
-	long := strings.Repeat("v", releases.MaxAdapterVersionLength+1)
+	long := strings.Repeat("v", 33) // adapterVersion is at most 32 (web's path parameter rules)
 	wantProblem(t, s.do(t, http.MethodPut, relPath(tenant+"-r", long), runtime, good, nil), http.StatusBadRequest, "invalid_request")
 	wantProblem(t, s.do(t, http.MethodGet, "/v1/releases?state=paused", runtime, "", nil), http.StatusBadRequest, "invalid_request")
 	wantProblem(t, s.do(t, http.MethodGet, "/v1/releases?cursor=nonsense", runtime, "", nil), http.StatusBadRequest, "invalid_request")

@@ -79,6 +79,11 @@ type Release struct {
 	StoredPolicy    *string `db:"InFlightPolicy"`
 }
 
+// Item is the release adapter as a listing shows it: its wire form and its ETag.
+func (r Release) Item() api.ReleaseItem {
+	return api.ReleaseItem{Release: r.Wire(), ETag: r.Version.ETag()}
+}
+
 // Wire returns the release as the API sends it.
 func (r Release) Wire() api.Release {
 	w := api.Release{ReleaseID: r.ReleaseID, AdapterVersion: r.AdapterVersion, ManifestHash: r.ManifestHash,

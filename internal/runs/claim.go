@@ -35,10 +35,10 @@ type Claimed struct {
 	Lease   Lease
 }
 
-// ErrNothingToClaim: no run is due for this claim (HTTP 204).
+// ErrNothingToClaim says no run is due for this claim (HTTP 204).
 var ErrNothingToClaim = errors.New("nothing to claim")
 
-// BudgetHeldError: the tenant holds its MaxLeasedRuns already (HTTP 204 with Retry-After).
+// BudgetHeldError says the tenant holds its MaxLeasedRuns already (HTTP 204 with Retry-After).
 type BudgetHeldError struct{ RetryAfter time.Duration }
 
 func (e *BudgetHeldError) Error() string { return "the tenant's leased-run budget is used up" }

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -65,8 +66,10 @@ func Routes(s *web.Server, svc *Service) {
 	}, h.claim)
 	s.Route(http.MethodGet, "/v1/runs", web.Op{
 		ID: "listRuns", Tag: "Runs", Summary: "List runs, newest first",
-		Description: "The tenant's runs, newest queued first, filtered by state, subject, project and kind.",
-		Status:      http.StatusOK, Response: web.Page[api.Run]{}, Query: api.ListRunsParams{},
+		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band and " +
+			"queued time (queuedFrom inclusive, queuedTo exclusive). A cursor continues the listing it was made by: " +
+			"presented with other filters it is refused (400 naming cursor).",
+		Status: http.StatusOK, Response: web.Page[api.Run]{}, Query: api.ListRunsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/runs/:runId", web.Op{
 		ID: "getRun", Tag: "Runs", Summary: "Read a run",
@@ -204,6 +207,8 @@ func (h handlers) claim(c echo.Context) error {
 type runCursor struct {
 	QueuedAt time.Time `json:"q"`
 	RunID    uuid.UUID `json:"r"`
+	// Filters is the digest of the filters the cursor was made with (web.FilterKey).
+	Filters string `json:"f,omitempty"`
 }
 
 func (h handlers) list(c echo.Context) error {
@@ -212,19 +217,36 @@ func (h handlers) list(c echo.Context) error {
 		return err
 	}
 	limit := web.LimitOf(q.PageParams)
-	f := ListFilter{Limit: limit + 1, State: q.State, Subject: q.Subject, ProjectID: q.ProjectID, Kind: q.Kind}
+	f := ListFilter{Limit: limit + 1, State: q.State, Subject: q.Subject, ProjectID: q.ProjectID, Kind: q.Kind,
+		AgentID: q.AgentID, Band: q.Band}
+	if q.QueuedFrom != nil {
+		f.QueuedFrom = &q.QueuedFrom.Time
+	}
+	if q.QueuedTo != nil {
+		if q.QueuedFrom != nil && q.QueuedTo.Before(q.QueuedFrom.Time) {
+			return apperr.FieldsInvalid(api.FieldError{Field: "queuedTo", Reason: "must not be before queuedFrom"})
+		}
+		// Before queuedTo, exclusive: the keyset position (queuedTo, the smallest id).
+		f.AfterQueuedAt, f.AfterRunID = &q.QueuedTo.Time, uuid.Nil
+	}
+	filters := web.FilterKey(c)
 	var cur runCursor
 	if ok, err := web.DecodeCursor(c, &cur); err != nil {
 		return err
 	} else if ok {
-		f.AfterQueuedAt, f.AfterRunID = &cur.QueuedAt, cur.RunID
+		if cur.Filters != filters {
+			return web.CursorOfOtherFilters()
+		}
+		if f.AfterQueuedAt == nil || cur.QueuedAt.Before(*f.AfterQueuedAt) {
+			f.AfterQueuedAt, f.AfterRunID = &cur.QueuedAt, cur.RunID
+		}
 	}
 	rs, err := h.svc.List(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, f)
 	if err != nil {
 		return err
 	}
 	return web.WritePage(c, rs, limit, func(last Run) any {
-		return runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}
+		return runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID, Filters: filters}
 	}, Run.Wire)
 }
 

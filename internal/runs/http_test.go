@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -224,5 +225,60 @@ func TestHTTPRunBadInput(t *testing.T) {
 	}
 	if code, _ := e.do("GET", "/v1/runs", e.admin, ``, &page); code != 200 || len(page.Items) != 0 {
 		t.Fatalf("bad input wrote runs: %d %v", code, page.Items)
+	}
+}
+
+// TestHTTPListRunsFilters: the runs list filters by agent, band and queued time like the
+// console's list, and a cursor answers only the filters it was made with.
+func TestHTTPListRunsFilters(t *testing.T) {
+	t.Parallel()
+	e := newHTTPEnv(t)
+	for i, extra := range []string{`,"agentId":"a1"`, `,"agentId":"a2","band":"interactive"`, `,"agentId":"a2"`} {
+		body := strings.Replace(enqueueBody(fmt.Sprintf("filters:%d", i), ""), `"agentId":"a1",`, "", 1)
+		if code, _ := e.do("POST", "/v1/runs", e.runtime, body[:len(body)-1]+extra+"}", nil); code != 201 {
+			t.Fatalf("enqueue %d: %d", i, code)
+		}
+	}
+	count := func(query string) int {
+		t.Helper()
+		var page struct{ Items []map[string]any }
+		if code, _ := e.do("GET", "/v1/runs?"+query, e.admin, ``, &page); code != 200 {
+			t.Fatalf("%s: %d", query, code)
+		}
+		return len(page.Items)
+	}
+	past, future := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for query, want := range map[string]int{
+		"agentId=a2": 2, "band=interactive": 1, "agentId=a2&band=batch": 1, "agentId=a1&band=interactive": 0,
+		"queuedFrom=" + past: 3, "queuedFrom=" + future: 0, "queuedTo=" + future: 3, "queuedTo=" + past: 0,
+		"queuedFrom=" + past + "&queuedTo=" + future + "&agentId=a1": 1,
+	} {
+		if got := count(query); got != want {
+			t.Errorf("%s: %d runs, want %d", query, got, want)
+		}
+	}
+	var p problem
+	if code, _ := e.do("GET", "/v1/runs?queuedFrom="+future+"&queuedTo="+past, e.admin, ``, &p); code != 400 || len(p.Errors) != 1 || p.Errors[0].Field != "queuedTo" {
+		t.Errorf("queuedTo before queuedFrom: %d %+v", code, p)
+	}
+
+	var page struct {
+		Items      []map[string]any
+		NextCursor string
+	}
+	if code, _ := e.do("GET", "/v1/runs?agentId=a2&limit=1", e.admin, ``, &page); code != 200 || page.NextCursor == "" {
+		t.Fatalf("first page: %d %+v", code, page)
+	}
+	cursor := page.NextCursor
+	for _, other := range []string{"agentId=a1", "agentId=a2&band=batch", "", "state=queued&agentId=a2"} {
+		p = problem{}
+		if code, _ := e.do("GET", "/v1/runs?"+other+"&cursor="+cursor, e.admin, ``, &p); code != 400 || len(p.Errors) != 1 || p.Errors[0].Field != "cursor" {
+			t.Errorf("the cursor with %q: %d %+v, want 400 naming cursor", other, code, p)
+		}
+	}
+	page.NextCursor = ""
+	if code, _ := e.do("GET", "/v1/runs?limit=1&cursor="+cursor+"&agentId=a2", e.admin, ``, &page); code != 200 || len(page.Items) != 1 ||
+		page.Items[0]["agentId"] != "a2" || page.NextCursor != "" {
+		t.Errorf("the cursor with its own filters: %d %+v", code, page)
 	}
 }

@@ -18,7 +18,11 @@ type queries struct {
 	lock          string // 1 tenant, 2 run: get, holding the row until commit
 	byIdempotency string // 1 tenant, 2 key
 	continuation  string // 1 tenant, 2 continued-from run
-	tombstone     string // 1 tenant, 2 idempotency key -> RunId, PurgedAt of a purged run
+	// chain: the continuation chain through a run in one read, up to 3 runs back (through
+	// ContinuedFromRunId) and 3 forward (through the runs continuing it): 1 tenant, 2 run,
+	// 3 limit each way -> runColumns and Pos (0 the run, negative before, positive after).
+	chain     string
+	tombstone string // 1 tenant, 2 idempotency key -> RunId, PurgedAt of a purged run
 
 	// lockSubject: 1 lock resource -> the lock's result code (>= 0 granted). Empty where the
 	// dialect serialises writers already (SQLite): no statement is sent.
@@ -51,7 +55,7 @@ type queries struct {
 	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any) -> run
 	endQueued     string // 1 run, 2 outcome, 3 ended at -> run
 	requestCancel string // 1 run, 2 now -> run
-	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from
+	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from, 11 band
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
 }

@@ -149,6 +149,26 @@ WHERE NOT EXISTS (SELECT 1 FROM dbo.IdempotencyTombstones AS ts WITH (READCOMMIT
 	byIdempotency: `SELECT ` + runColumns + `, RequestHash FROM dbo.Runs
 WHERE TenantId = @p1 AND IdempotencyKey = @p2 AND IdempotencyKey IS NOT NULL;`,
 
+	// chain: the run page's continuation chain in one read. back: a PK_Runs seek per hop;
+	// fwd: an IX_Runs_ContinuedFromRunId seek per hop (unique by UX_Runs_ContinuedFrom);
+	// each at most @p3 hops (a chain has no cycle: it points to older runs), then a PK_Runs
+	// lookup per run and a sort of at most 2 x @p3 + 1 rows. 0 rows: not the tenant's run.
+	chain: `WITH back AS (
+    SELECT RunId AS ChainRunId, ContinuedFromRunId AS PrevRunId, 0 AS Pos FROM dbo.Runs WHERE RunId = @p2 AND TenantId = @p1
+    UNION ALL
+    SELECT r.RunId, r.ContinuedFromRunId, b.Pos - 1 FROM back b JOIN dbo.Runs r ON r.RunId = b.PrevRunId
+    WHERE b.Pos > -@p3 AND r.TenantId = @p1
+), fwd AS (
+    SELECT RunId AS ChainRunId, 0 AS Pos FROM dbo.Runs WHERE RunId = @p2 AND TenantId = @p1
+    UNION ALL
+    SELECT r.RunId, f.Pos + 1 FROM fwd f JOIN dbo.Runs r ON r.ContinuedFromRunId = f.ChainRunId
+    WHERE f.Pos < @p3 AND r.TenantId = @p1
+)
+SELECT ` + runColumns + `, c.Pos AS Pos
+FROM (SELECT ChainRunId, Pos FROM back UNION SELECT ChainRunId, Pos FROM fwd) AS c JOIN dbo.Runs ON Runs.RunId = c.ChainRunId
+ORDER BY c.Pos
+OPTION (MAXRECURSION 100, MAXDOP 1);`,
+
 	continuation: `SELECT ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND ContinuedFromRunId = @p2 AND ContinuedFromRunId IS NOT NULL;`,
 
@@ -241,11 +261,12 @@ WHERE RunId = @p1 AND State = 0;` + mssqlRunSelect,
 WHERE RunId = @p1 AND State = 1 AND CancelRequestedAt IS NULL;` + mssqlRunSelect,
 
 	// list: IX_Runs_Tenant_Queued read backwards from the cursor, PK lookups. RECOMPILE folds
-	// the catch-all filters so the cursor and a time window become seek bounds.
+	// the catch-all filters so the cursor and a time window become seek bounds (agent and
+	// band are residuals after the lookup).
 	list: `SELECT TOP (@p8) ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subject = @p3)
     AND (@p4 IS NULL OR ProjectId = @p4) AND (@p5 IS NULL OR Kind = @p5)
-    AND (@p9 IS NULL OR AgentId = @p9) AND (@p10 IS NULL OR QueuedAt >= @p10)
+    AND (@p9 IS NULL OR AgentId = @p9) AND (@p10 IS NULL OR QueuedAt >= @p10) AND (@p11 IS NULL OR Band = @p11)
     AND (@p6 IS NULL OR QueuedAt < @p6 OR (QueuedAt = @p6 AND RunId < @p7))
 ORDER BY QueuedAt DESC, RunId DESC
 OPTION (RECOMPILE, MAXDOP 1);`,

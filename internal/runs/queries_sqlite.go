@@ -72,7 +72,22 @@ RETURNING ` + runColumns + `, SubjectHead`,
 	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	byIdempotency: `SELECT ` + runColumns + `, RequestHash FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 	continuation:  `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND ContinuedFromRunId = ?2`,
-	tombstone:     `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
+	// Back: a primary-key seek per hop; forward: an IX_Runs_ContinuedFromRunId seek per hop.
+	chain: `WITH RECURSIVE back(ChainRunId, PrevRunId, Pos) AS (
+    SELECT RunId, ContinuedFromRunId, 0 FROM Runs WHERE RunId = ?2 AND TenantId = ?1
+    UNION ALL
+    SELECT r.RunId, r.ContinuedFromRunId, b.Pos - 1 FROM back b JOIN Runs r ON r.RunId = b.PrevRunId
+    WHERE b.Pos > -?3 AND r.TenantId = ?1
+), fwd(ChainRunId, Pos) AS (
+    SELECT RunId, 0 FROM Runs WHERE RunId = ?2 AND TenantId = ?1
+    UNION ALL
+    SELECT r.RunId, f.Pos + 1 FROM fwd f JOIN Runs r ON r.ContinuedFromRunId = f.ChainRunId
+    WHERE f.Pos < ?3 AND r.TenantId = ?1
+)
+SELECT ` + runColumns + `, c.Pos AS Pos
+FROM (SELECT ChainRunId, Pos FROM back UNION SELECT ChainRunId, Pos FROM fwd) AS c JOIN Runs ON Runs.RunId = c.ChainRunId
+ORDER BY c.Pos`,
+	tombstone: `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 
 	lockSubject: "",
 	// The head is computed once (h) from IX_Runs_SubjectQueue and UX_Runs_LeasedSubject; the
@@ -130,6 +145,7 @@ RETURNING ` + runColumns,
 	list: `SELECT ` + runColumns + ` FROM Runs
 WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND (?5 IS NULL OR Kind = ?5) AND (?9 IS NULL OR AgentId = ?9) AND (?10 IS NULL OR QueuedAt >= ?10)
+    AND (?11 IS NULL OR Band = ?11)
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
 	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 ORDER BY LeasedUntil LIMIT ?2`,

@@ -52,7 +52,7 @@ func subjectLockName(tenantID, subject string) string {
 
 // syncHead makes the subject's head marker its definition again, after a change of its
 // queue in this transaction. The caller holds the subject lock. It reports whether a marker
-// moved, by the count of rows the statement changed: after a run of the subject ends, that
+// moved, by the count of rows the statements changed: after a run of the subject ends, that
 // its next queued run became the head, which is work for waiting claimers. That is a hint
 // only: on SQL Server go-mssqldb sums the counts of every statement the batch runs, a
 // trigger's included, so it may say moved when nothing did. A wrong hint costs a claimer a

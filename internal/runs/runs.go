@@ -1,7 +1,7 @@
 // Package runs is the run-lease core (DESIGN.md section 4): enqueue, claim, the fence every
 // holder write passes and the one exact-repeat rule of those writes (WriteFenced),
-// heartbeat, release, complete, cancel, continueAfter, the leaderless reaper, and task run
-// locks. It is the only writer of the Runs table, and keeps what depends on it in the same
+// heartbeat, release, complete, cancel, continueAfter and the leaderless reaper (task run
+// locks are internal/locks'). It is the only writer of the Runs table, and keeps what depends on it in the same
 // transactions: each subject's head marker (queue.go) and the leased counts.
 //
 // Files: service.go (the service, enqueue, cancel, continue, reads), chain.go (the run that

@@ -328,6 +328,7 @@ type ListFilter struct {
 	ProjectID *string
 	Kind      *string
 	AgentID   *string
+	Band      *Band
 	// QueuedFrom keeps runs queued at or after it. An upper bound is a keyset position:
 	// AfterQueuedAt with AfterRunID uuid.Nil keeps runs queued before it.
 	QueuedFrom *time.Time
@@ -345,12 +346,15 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 		if f.State != nil {
 			state = int(*f.State)
 		}
-		var afterRun any
+		var afterRun, band any
 		if f.AfterQueuedAt != nil {
 			afterRun = f.AfterRunID
 		}
+		if f.Band != nil {
+			band = int(*f.Band)
+		}
 		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
-			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom))
+			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom), band)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

@@ -112,6 +112,13 @@ var RunsAdditions = []Addition{
 			"IX_Runs_Parent the subject was a residual after a lookup (and, without READ_COMMITTED_SNAPSHOT, an S lock) " +
 			"of every child run, so a claim of one continuation could deadlock with the complete of another subject's sibling",
 	},
+	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Tenant_Ended",
+		Definition: "INDEX (TenantId, EndedAt) INCLUDE (Outcome, ProjectId, AgentId, Kind) WHERE State = 2",
+		Reason: "DESIGN.md section 5a (insights, issue 21): runs ended in a window by outcome, project, agent and kind, and " +
+			"the attempts of each finished run, seek the window's ended runs instead of the tenant's whole history " +
+			"(migration 000017); SQLite has no INCLUDE",
+	},
 }
 
 // DeclaredAdditions lists every addition migrations/mssql makes to the seed's six tables:
@@ -143,6 +150,13 @@ var DeclaredAdditions = []Addition{
 		Reason:     reasonHistory + ": GET /v1/attempts?changedSince in Version order",
 	},
 	{
+		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Tenant_State_Ended",
+		Definition: "INDEX (TenantId, State, EndedAt) INCLUDE (ProjectId, AgentId, ReleaseId, RunId)",
+		Reason: "DESIGN.md section 5a (insights, issue 21): attempts ended in a window, one range per state (lost and " +
+			"released apart), leases lost per agent and release, and the console's leases lost in the last hour, each " +
+			"bounded to its window (IX_Attempts_Tenant_State reads every attempt of a state the tenant keeps)",
+	},
+	{
 		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Release",
 		Definition: "INDEX (ReleaseId, AdapterVersion, State)",
 		Reason:     "DESIGN.md section 5: draining or retiring a release finds the running attempts of that release and adapter",
@@ -161,6 +175,12 @@ var DeclaredAdditions = []Addition{
 		Table: "CallRecords", Kind: AddColumn, Item: "Version",
 		Definition: "rowversion NOT NULL",
 		Reason:     reasonRowversion + " (finished by PATCH …/calls/{callId})",
+	},
+	{
+		Table: "CallRecords", Kind: AddIndex, Item: "IX_Calls_Tenant_Started",
+		Definition: "INDEX (TenantId, StartedAt) INCLUDE (AttemptId, Target, Status, EndedAt)",
+		Reason: "DESIGN.md section 5a (insights, issue 21): calls started in a window, per target, with their status and " +
+			"duration; the seed indexes calls by attempt only",
 	},
 
 	// DecisionRequests

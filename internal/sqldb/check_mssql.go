@@ -215,7 +215,7 @@ type tablePermRow struct {
 type roleRow struct {
 	UserName string        `db:"UserName"`
 	InRole   sql.NullInt64 `db:"InRole"`
-	DbOwner  sql.NullInt64 `db:"DbOwner"`
+	DBOwner  sql.NullInt64 `db:"DbOwner"`
 	RoleID   sql.NullInt64 `db:"RoleID"`
 }
 
@@ -436,7 +436,7 @@ func evalMaintenanceRole(r roleRow) CheckResult {
 	switch {
 	case r.InRole.Int64 == 1:
 		return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("%s is a member of %s", r.UserName, maintenanceRole)}
-	case r.DbOwner.Int64 == 1 || r.UserName == "dbo":
+	case r.DBOwner.Int64 == 1 || r.UserName == "dbo":
 		return CheckResult{Status: StatusWarn,
 			Detail: fmt.Sprintf("%s passes the maintenance bypass as a database owner: the service runs with more rights than it needs", r.UserName),
 			Fix:    "serve with a login that has data rights and the ledger_maintenance role only (README: Deploying on SQL Server)"}
@@ -453,7 +453,7 @@ func evalMaintenanceRole(r roleRow) CheckResult {
 // evalMigrateMaintenanceRole judges the role for a migration: its absence is a warning, and
 // a deploy login may well be the database owner.
 func evalMigrateMaintenanceRole(r roleRow) CheckResult {
-	if r.DbOwner.Int64 == 1 || r.UserName == "dbo" {
+	if r.DBOwner.Int64 == 1 || r.UserName == "dbo" {
 		return CheckResult{Status: StatusOK, Detail: r.UserName + " passes the maintenance bypass as a database owner"}
 	}
 	res := evalMaintenanceRole(r)

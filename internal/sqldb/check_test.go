@@ -152,15 +152,15 @@ func TestMSSQLCheckEvaluations(t *testing.T) {
 		{"a missing DELETE fails and names it", evalServePermissions(noDelete), StatusFail, "Runs (DELETE)"},
 		{"a missing table fails", evalServePermissions(missing), StatusFail, "Runs (missing)"},
 
-		{"a role member passes", evalMaintenanceRole(roleRow{UserName: "ledger_service", InRole: some(1), DbOwner: some(0), RoleID: some(5)}), StatusOK, "ledger_maintenance"},
-		{"dbo passes with a warning", evalMaintenanceRole(roleRow{UserName: "dbo", InRole: some(0), DbOwner: some(1), RoleID: some(5)}), StatusWarn, "more rights"},
-		{"a db_owner member passes with a warning", evalMaintenanceRole(roleRow{UserName: "admin", InRole: some(0), DbOwner: some(1), RoleID: nullInt()}), StatusWarn, ""},
-		{"a missing role fails", evalMaintenanceRole(roleRow{UserName: "ledger_service", InRole: nullInt(), DbOwner: some(0), RoleID: nullInt()}), StatusFail, "ledger migrate up"},
-		{"a non-member fails with the statement", evalMaintenanceRole(roleRow{UserName: "ledger_service", InRole: some(0), DbOwner: some(0), RoleID: some(5)}), StatusFail, "ALTER ROLE [ledger_maintenance] ADD MEMBER [ledger_service]"},
+		{"a role member passes", evalMaintenanceRole(roleRow{UserName: "ledger_service", InRole: some(1), DBOwner: some(0), RoleID: some(5)}), StatusOK, "ledger_maintenance"},
+		{"dbo passes with a warning", evalMaintenanceRole(roleRow{UserName: "dbo", InRole: some(0), DBOwner: some(1), RoleID: some(5)}), StatusWarn, "more rights"},
+		{"a db_owner member passes with a warning", evalMaintenanceRole(roleRow{UserName: "admin", InRole: some(0), DBOwner: some(1), RoleID: nullInt()}), StatusWarn, ""},
+		{"a missing role fails", evalMaintenanceRole(roleRow{UserName: "ledger_service", InRole: nullInt(), DBOwner: some(0), RoleID: nullInt()}), StatusFail, "ledger migrate up"},
+		{"a non-member fails with the statement", evalMaintenanceRole(roleRow{UserName: "ledger_service", InRole: some(0), DBOwner: some(0), RoleID: some(5)}), StatusFail, "ALTER ROLE [ledger_maintenance] ADD MEMBER [ledger_service]"},
 
-		{"a migration login in the role passes", evalMigrateMaintenanceRole(roleRow{UserName: "ledger_migrate", InRole: some(1), DbOwner: some(0), RoleID: some(5)}), StatusOK, ""},
-		{"a database owner migrates without the role", evalMigrateMaintenanceRole(roleRow{UserName: "dbo", InRole: some(0), DbOwner: some(1), RoleID: some(5)}), StatusOK, "database owner"},
-		{"a migration login outside the role is warned", evalMigrateMaintenanceRole(roleRow{UserName: "ledger_migrate", InRole: some(0), DbOwner: some(0), RoleID: some(5)}), StatusWarn, "moves data"},
+		{"a migration login in the role passes", evalMigrateMaintenanceRole(roleRow{UserName: "ledger_migrate", InRole: some(1), DBOwner: some(0), RoleID: some(5)}), StatusOK, ""},
+		{"a database owner migrates without the role", evalMigrateMaintenanceRole(roleRow{UserName: "dbo", InRole: some(0), DBOwner: some(1), RoleID: some(5)}), StatusOK, "database owner"},
+		{"a migration login outside the role is warned", evalMigrateMaintenanceRole(roleRow{UserName: "ledger_migrate", InRole: some(0), DBOwner: some(0), RoleID: some(5)}), StatusWarn, "moves data"},
 
 		{"full DDL rights pass", evalMigratePermissions(migrateAll), StatusOK, ""},
 		{"CREATE ROLE is not needed once the role exists", evalMigratePermissions(roleExists), StatusOK, ""},

@@ -58,7 +58,7 @@ const (
 	mssqlAzureMinGuarantee = 10929 // "Resource ID : %d. ... the server is currently too busy"
 )
 
-// ErrMisconfigured: the database is not set up as this service needs (an object, column,
+// ErrMisconfigured says the database is not set up as this service needs (an object, column,
 // permission or SET option is missing). Retrying cannot help: the operator runs
 // `ledger check`, which names the cause and its fix. The HTTP layer answers it as any
 // unexpected error (a logged 500), so the log line carries the hint.

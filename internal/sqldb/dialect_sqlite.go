@@ -150,7 +150,7 @@ func (sqliteDialect) NullText(s *string) any {
 
 // NewID: SQLite compares ids from their first byte (ids.TimeFirst). With the time last, every
 // insert landed on a random page of each uuid index, and a group commit wrote that many more
-// pages (BENCHMARKS.md, "Time-first ids": append p99 18–21 ms against 23–29 ms).
+// pages (docs/perf/issue-12.md, "Time-first ids": append p99 18–21 ms against 23–29 ms).
 func (sqliteDialect) NewID() uuid.UUID { return ids.TimeFirst() }
 
 // SetScope does nothing on SQLite: it has no row-level security, and every query filters

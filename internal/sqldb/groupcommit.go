@@ -53,7 +53,7 @@ type committer struct {
 // cannot be trusted with the next write.
 const maxGroupPanics = 3
 
-// ErrWriterBroken: the embedded database's writer gave up after panicking group after group;
+// ErrWriterBroken says the embedded database's writer gave up after panicking group after group;
 // readiness fails and the process must restart.
 // It is an ErrUnavailable (503).
 var ErrWriterBroken = fmt.Errorf("%w: the database writer stopped after repeated internal errors", ErrUnavailable)
@@ -71,7 +71,7 @@ type job struct {
 	done   chan struct{}
 }
 
-// ErrClosed: the database was closed.
+// ErrClosed says the database was closed.
 var ErrClosed = errors.New("database closed")
 
 const (
@@ -347,7 +347,7 @@ func (c *committer) run(batch []*job, g *groupState) {
 			g.ended = true
 			return
 		}
-		j.err, j.panic = runGuarded(j.fn, newTx())
+		j.panic, j.err = runGuarded(j.fn, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
 			_ = sqlTx.Rollback()
@@ -373,7 +373,7 @@ func (c *committer) run(batch []*job, g *groupState) {
 			g.ended = true
 			return
 		}
-		j.err, j.panic = runGuarded(j.fn, newTx())
+		j.panic, j.err = runGuarded(j.fn, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
 			// A failed statement can have ended the whole transaction (an I/O error, say);
@@ -434,11 +434,11 @@ func (c *committer) abort(sqlTx interface{ Rollback() error }, batch []*job, err
 	}
 }
 
-func runGuarded(fn func(*Tx) error, tx *Tx) (err error, p any) {
+func runGuarded(fn func(*Tx) error, tx *Tx) (p any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p = r
 		}
 	}()
-	return fn(tx), nil
+	return nil, fn(tx)
 }

@@ -204,6 +204,9 @@ func (db *DB) Fatal() <-chan struct{} {
 // Raw returns the writer pool, for maintenance code and tests that must run SQL directly.
 func (db *DB) Raw() *sqlx.DB { return db.w }
 
+// Logger is the logger the database was opened with.
+func (db *DB) Logger() *slog.Logger { return db.log }
+
 // Tx is one transaction. The tenant (or the maintenance bypass) is already set on it.
 // Its ExecContext, GetContext and SelectContext return errors already mapped by the
 // dialect (ErrNotFound, *ConflictError, ErrRetryable, …), so no caller maps by hand and

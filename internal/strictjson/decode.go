@@ -18,6 +18,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,7 +57,7 @@ func DecodeZeros(body []byte, dst any) (map[string]string, error) {
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		panic("strictjson: decode target must be a non-nil pointer")
 	}
-	d := decoder{errs: dups}
+	d := decoder{errs: dups, dups: len(dups) > 0}
 	d.value(bytes.TrimSpace(body), v.Elem(), "")
 	if len(d.errs) > 0 {
 		return d.zeros, apperr.FieldsInvalid(d.errs...)
@@ -144,6 +145,9 @@ func joinPath(path, name string) string {
 type decoder struct {
 	errs  []api.FieldError
 	zeros map[string]string
+	// dups says the body repeats a member name somewhere: only then must a walk of its
+	// members pass each name on once.
+	dups bool
 }
 
 func (d *decoder) fail(path, reason string) {
@@ -207,18 +211,26 @@ func (d *decoder) object(raw []byte, v reflect.Value, path string) {
 		return
 	}
 	fields := fieldsOf(v.Type())
-	eachMember(raw, func(name string, member []byte) {
-		idx, ok := fields[name]
+	d.eachMember(raw, func(quoted, member []byte) {
+		// A known name is looked up without a string of its own, and the field's name,
+		// equal to it, makes the path.
+		var fi field
+		ok := false
+		if inner, plain := plainName(quoted); plain {
+			fi, ok = fields[string(inner)]
+		} else {
+			fi, ok = fields[memberName(quoted)]
+		}
 		if !ok {
-			d.fail(joinPath(path, name), "is not a known field")
+			d.fail(joinPath(path, memberName(quoted)), "is not a known field")
 			return
 		}
-		f, ok := fieldByIndex(v, idx)
+		f, ok := fieldByIndex(v, fi.index)
 		if !ok {
-			d.fail(joinPath(path, name), "is not a known field")
+			d.fail(joinPath(path, fi.name), "is not a known field")
 			return
 		}
-		d.value(member, f, joinPath(path, name))
+		d.value(member, f, joinPath(path, fi.name))
 	})
 }
 
@@ -244,33 +256,38 @@ func (d *decoder) mapValue(raw []byte, v reflect.Value, path string) {
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
-	eachMember(raw, func(name string, member []byte) {
+	d.eachMember(raw, func(quoted, member []byte) {
+		name := memberName(quoted)
 		elem := reflect.New(v.Type().Elem()).Elem()
 		d.value(member, elem, joinPath(path, name))
 		v.SetMapIndex(reflect.ValueOf(name).Convert(v.Type().Key()), elem)
 	})
 }
 
-// eachMember calls f with each member of a well-formed JSON object, in order; a repeated
-// name (already refused by scanBody) is passed on once.
-func eachMember(raw []byte, f func(name string, value []byte)) {
-	var seen map[string]bool
-	eachRawMember(raw, func(name string, value []byte) {
-		if seen == nil {
-			seen = map[string]bool{}
-		}
+// eachMember calls f with each member of a well-formed JSON object, in order, its name
+// quoted as written; a repeated name (already refused by scanBody) is passed on once.
+func (d *decoder) eachMember(raw []byte, f func(quoted, value []byte)) {
+	if !d.dups {
+		eachQuotedMember(raw, f)
+		return
+	}
+	seen := map[string]bool{}
+	eachQuotedMember(raw, func(quoted, value []byte) {
+		name := memberName(quoted)
 		if !seen[name] {
 			seen[name] = true
-			f(name, value)
+			f(quoted, value)
 		}
 	})
 }
 
 // leaf decodes a value with encoding/json and checks the ranges both databases keep.
 func (d *decoder) leaf(raw []byte, v reflect.Value, path string) {
-	if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
-		d.fail(path, leafReason(err, v.Type()))
-		return
+	if !plainLeaf(raw, v) {
+		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
+			d.fail(path, leafReason(err, v.Type()))
+			return
+		}
 	}
 	if why := rangeProblem(v); why != "" {
 		d.fail(path, why)
@@ -282,6 +299,38 @@ func (d *decoder) leaf(raw []byte, v reflect.Value, path string) {
 		}
 		d.zeros[path] = zeroReason(v.Type())
 	}
+}
+
+// plainLeaf stores raw in v and reports true where encoding/json would store the same and
+// succeed: a string without escapes into a string kind, an integer literal that fits into
+// an integer kind, true or false into a bool, none of them a type that decodes itself.
+// Anything else (and every error, so that its wording is encoding/json's) is left to
+// encoding/json, which costs a decoder and a boxed pointer per value.
+func plainLeaf(raw []byte, v reflect.Value) bool {
+	t := v.Type()
+	if decodesItself(t) {
+		return false
+	}
+	switch k := t.Kind(); {
+	case k == reflect.String && raw[0] == '"':
+		inner, ok := plainName(raw)
+		if !ok {
+			return false
+		}
+		v.SetString(string(inner))
+		return true
+	case k >= reflect.Int && k <= reflect.Int64 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'):
+		n, err := strconv.ParseInt(string(raw), 10, t.Bits())
+		if err != nil {
+			return false
+		}
+		v.SetInt(n)
+		return true
+	case k == reflect.Bool && (string(raw) == "true" || string(raw) == "false"):
+		v.SetBool(raw[0] == 't')
+		return true
+	}
+	return false
 }
 
 // zeroReason words the refusal of a required member given as its type's zero value.
@@ -390,11 +439,11 @@ func jsonKind(t reflect.Type) string {
 // fieldsOf maps the exact JSON member names of struct type t to field index paths,
 // following encoding/json's rules for tags, "-" and embedded structs (an embedded
 // struct's members are promoted unless a shallower field has the name).
-func fieldsOf(t reflect.Type) map[string][]int {
+func fieldsOf(t reflect.Type) map[string]field {
 	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string][]int)
+		return m.(map[string]field)
 	}
-	out := map[string][]int{}
+	out := map[string]field{}
 	depthOf := map[string]int{}
 	var walk func(t reflect.Type, index []int)
 	walk = func(t reflect.Type, index []int) {
@@ -423,7 +472,7 @@ func fieldsOf(t reflect.Type) map[string][]int {
 				name = f.Name
 			}
 			if d, ok := depthOf[name]; !ok || len(idx) < d {
-				out[name], depthOf[name] = idx, len(idx)
+				out[name], depthOf[name] = field{name: name, index: idx}, len(idx)
 			}
 		}
 	}
@@ -432,7 +481,14 @@ func fieldsOf(t reflect.Type) map[string][]int {
 	return out
 }
 
-var fieldCache sync.Map // reflect.Type -> map[string][]int
+// field is a struct field by its JSON member name: the name (kept so that a path is made of
+// it rather than of a new string per body) and its index path.
+type field struct {
+	name  string
+	index []int
+}
+
+var fieldCache sync.Map // reflect.Type -> map[string]field
 
 // fieldByIndex is v.FieldByIndex that allocates nil embedded pointers on the way.
 func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {

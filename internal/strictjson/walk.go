@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -51,16 +52,40 @@ func dupMembers(body []byte) []api.FieldError {
 func dupsIn(raw []byte, path string, dups *[]api.FieldError) {
 	switch raw[0] {
 	case '{':
+		// The names so far, compared as written while they are few and plain (no string per
+		// name, no map per object); past that, or from the first escaped name, a set of the
+		// names as encoding/json reads them.
+		var small [16][]byte
+		names := small[:0]
 		var seen map[string]bool
-		eachRawMember(raw, func(name string, value []byte) {
-			if seen == nil {
-				seen = map[string]bool{}
+		eachQuotedMember(raw, func(quoted, value []byte) {
+			dup := false
+			if inner, plain := plainName(quoted); seen == nil && plain && len(names) < len(small) {
+				for _, n := range names {
+					if bytes.Equal(n, inner) {
+						dup = true
+						break
+					}
+				}
+				names = append(names, inner)
+			} else {
+				if seen == nil {
+					seen = make(map[string]bool, 2*len(small))
+					for _, n := range names {
+						seen[string(n)] = true
+					}
+				}
+				name := memberName(quoted)
+				dup = seen[name]
+				seen[name] = true
 			}
-			p := joinPath(path, name)
-			if seen[name] {
+			if !dup && value[0] != '{' && value[0] != '[' {
+				return // a scalar holds no object: no path to make
+			}
+			p := joinPath(path, memberName(quoted))
+			if dup {
 				*dups = append(*dups, api.FieldError{Field: p, Reason: "is given more than once"})
 			}
-			seen[name] = true
 			dupsIn(value, p, dups)
 		})
 	case '[':
@@ -76,14 +101,20 @@ func dupsIn(raw []byte, path string, dups *[]api.FieldError) {
 // names included: the name as encoding/json reads it, and the value's bytes without the
 // white space around them.
 func eachRawMember(raw []byte, f func(name string, value []byte)) {
+	eachQuotedMember(raw, func(quoted, value []byte) { f(memberName(quoted), value) })
+}
+
+// eachQuotedMember is eachRawMember with each name as written, quotes included: a caller
+// that only looks the name up (plainName) need not make a string of it.
+func eachQuotedMember(raw []byte, f func(quoted, value []byte)) {
 	i := skipSpace(raw, 1) // past '{'
 	for raw[i] != '}' {
 		end := stringEnd(raw, i)
-		name := memberName(raw[i:end])
+		quoted := raw[i:end]
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // past ':'
 		vend := valueEnd(raw, i)
-		f(name, raw[i:vend])
+		f(quoted, raw[i:vend])
 		i = skipSpace(raw, vend)
 		if raw[i] == ',' {
 			i = skipSpace(raw, i+1)
@@ -107,20 +138,22 @@ func eachElement(raw []byte, f func(value []byte)) {
 // memberName reads a quoted member name as encoding/json does: escapes resolved, and bytes
 // that are not UTF-8 replaced by U+FFFD.
 func memberName(quoted []byte) string {
-	inner := quoted[1 : len(quoted)-1]
-	plain := utf8.Valid(inner)
-	for _, c := range inner {
-		if c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if inner, ok := plainName(quoted); ok {
 		return string(inner)
 	}
 	var s string
 	_ = json.Unmarshal(quoted, &s) // well-formed
 	return s
+}
+
+// plainName returns the bytes between the quotes of a well-formed JSON string when they are
+// what encoding/json reads (no escape, valid UTF-8), and false otherwise.
+func plainName(quoted []byte) ([]byte, bool) {
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+		return nil, false
+	}
+	return inner, true
 }
 
 // valueEnd returns the index just past the well-formed value starting at raw[i].

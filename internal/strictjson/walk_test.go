@@ -121,6 +121,10 @@ var walkSeeds = []string{
 	`{"fencingToken":12,"sequence":3,"phase":"acting","adapterStateRef":"bench://state/1/3","adapterVersion":"1.0","hash":"h"}`,
 	`{"a":1}{"b":2}`, `{"a":1,}`, `{"a"}`, `[1,]`, `{"a":1`, `"abc`, `{"a":tru}`, ``, ` `, `nul`,
 	`{"a":01}`, `[1 2]`, `{"a":1 "b":2}`, "{\"a\":\"\x01\"}",
+	// Past the 16 names compared as written, and a name escaped after plain ones.
+	`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8,"m9":9,"m10":0,"m11":1,"m12":2,"m13":3,"m14":4,"m15":5,"m3":6,"m16":7,"m0":8,"m16":9}`,
+	`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8,"m9":9,"m10":0,"m11":1,"m12":2,"m13":3,"m14":4,"m15":5,"m15":{"a":1,"a":2}}`,
+	`{"b":1,"a":2,"\u0062":3,"c":{"\u0063":1,"c":2}}`,
 	strings.Repeat("[", 64) + strings.Repeat("]", 64),
 	strings.Repeat("[", 65) + strings.Repeat("]", 65),
 	strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70),

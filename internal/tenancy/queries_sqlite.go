@@ -3,8 +3,8 @@ package tenancy
 var sqliteQueries = queries{
 	ensureTenant: `INSERT INTO Tenants (TenantId, MaxLeasedRuns, CreatedAt)
 VALUES (?1, ?2, ?3) ON CONFLICT (TenantId) DO NOTHING`,
-	insertKey: `INSERT INTO ApiKeys (KeyId, TenantId, Role, SecretHash, CreatedAt) VALUES (?1, ?2, ?3, ?4, ?5)`,
-	listKeys: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt FROM ApiKeys
+	insertKey: `INSERT INTO ApiKeys (KeyId, TenantId, Role, SecretHash, CreatedAt, Label) VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+	listKeys: `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, Label, LastUsedAt FROM ApiKeys
 WHERE ?1 = '' OR TenantId = ?1 ORDER BY TenantId, CreatedAt, KeyId`,
 	revokeKey:    `UPDATE ApiKeys SET RevokedAt = COALESCE(RevokedAt, ?2) WHERE KeyId = ?1`,
 	setMaxLeased: `UPDATE Tenants SET MaxLeasedRuns = ?2 WHERE TenantId = ?1`,
@@ -13,6 +13,7 @@ WHERE ?1 = '' OR TenantId = ?1 ORDER BY TenantId, CreatedAt, KeyId`,
 	listTenants: `SELECT t.TenantId, t.MaxLeasedRuns, t.CreatedAt,
 (SELECT COUNT(*) FROM Runs r WHERE r.TenantId = t.TenantId AND r.State = 1) AS LeasedRuns
 FROM Tenants t ORDER BY t.TenantId`,
-	getKey:     `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, SecretHash FROM ApiKeys WHERE KeyId = ?1`,
+	getKey:     `SELECT KeyId, TenantId, Role, CreatedAt, RevokedAt, Label, LastUsedAt, SecretHash FROM ApiKeys WHERE KeyId = ?1`,
+	touchKey:   `UPDATE ApiKeys SET LastUsedAt = ?2 WHERE KeyId = ?1 AND (LastUsedAt IS NULL OR LastUsedAt < ?3)`,
 	liveKeyIDs: `SELECT KeyId FROM ApiKeys WHERE RevokedAt IS NULL`,
 }

@@ -12,7 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
@@ -55,6 +58,51 @@ type Key struct {
 	Role      string     `db:"Role" json:"role"`
 	CreatedAt time.Time  `db:"CreatedAt" json:"createdAt"`
 	RevokedAt *time.Time `db:"RevokedAt" json:"revokedAt,omitempty"`
+	// Label is the operator's name for the key ("" when none was given).
+	Label sqlNullString `db:"Label" json:"label,omitempty"`
+	// LastUsedAt is when the key last authenticated, to within LastUsedResolution (nil: never).
+	LastUsedAt *time.Time `db:"LastUsedAt" json:"lastUsedAt,omitempty"`
+}
+
+// sqlNullString reads a nullable text column as "" for NULL.
+type sqlNullString string
+
+// Scan implements sql.Scanner.
+func (n *sqlNullString) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*n = ""
+	case string:
+		*n = sqlNullString(x)
+	case []byte:
+		*n = sqlNullString(x)
+	default:
+		return fmt.Errorf("label: unexpected %T", v)
+	}
+	return nil
+}
+
+// LastUsedResolution is how stale a key's LastUsedAt may be: authentication records a use
+// only when the stored one is older, so a busy key costs one write a minute, not one a
+// request.
+const LastUsedResolution = time.Minute
+
+// MaxLabelLen is the longest key label, in characters.
+const MaxLabelLen = 100
+
+// ValidLabel reports whether label may name a key: 1 to MaxLabelLen printable characters,
+// no control or invisible (format) characters, no leading or trailing space.
+func ValidLabel(label string) bool {
+	if label == "" || utf8.RuneCountInString(label) > MaxLabelLen || !utf8.ValidString(label) ||
+		strings.TrimSpace(label) != label {
+		return false
+	}
+	for _, r := range label {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 // Tenant is a tenant and its leased-run budget.
@@ -69,10 +117,15 @@ type Tenant struct {
 type Store struct {
 	db *sqldb.DB
 	q  *queries
+	// touching holds the keys whose last use is being written (recordUse).
+	touchMu  sync.Mutex
+	touching map[string]bool
 }
 
 // NewStore returns the tenancy store of db.
-func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dialect)} }
+func NewStore(db *sqldb.DB) *Store {
+	return &Store{db: db, q: queriesFor(db.Dialect), touching: map[string]bool{}}
+}
 
 // keyPrefix marks the service's keys so they are recognisable in logs and secret scanners.
 const keyPrefix = "ldg_"
@@ -93,6 +146,14 @@ func ValidTenantID(id string) bool {
 // CreateKey makes a key for tenant with role, creating the tenant if it does not exist, and
 // returns the key's secret form. The secret is shown once: only its hash is stored.
 func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, Key, error) {
+	return s.CreateLabeledKey(ctx, tenantID, role, "")
+}
+
+// CreateLabeledKey is CreateKey with an operator's label for the key ("" for none).
+func (s *Store) CreateLabeledKey(ctx context.Context, tenantID, role, label string) (string, Key, error) {
+	if label != "" && !ValidLabel(label) {
+		return "", Key{}, apperr.New(api.CodeInvalidRequest, "label must be 1 to %d printable characters without leading or trailing spaces", MaxLabelLen)
+	}
 	if !ValidTenantID(tenantID) {
 		return "", Key{}, apperr.New(api.CodeInvalidRequest, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
 	}
@@ -107,7 +168,7 @@ func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, K
 	if _, err := rand.Read(secret[:]); err != nil {
 		return "", Key{}, fmt.Errorf("create key: %w", err)
 	}
-	k := Key{KeyID: hex.EncodeToString(idb[:]), TenantID: tenantID, Role: role}
+	k := Key{KeyID: hex.EncodeToString(idb[:]), TenantID: tenantID, Role: role, Label: sqlNullString(label)}
 	token := keyPrefix + k.KeyID + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
 	hash := sha256.Sum256([]byte(token))
 	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
@@ -119,7 +180,11 @@ func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, K
 			return err
 		}
 		k.CreatedAt = now
-		_, err = tx.ExecContext(ctx, s.q.insertKey, k.KeyID, k.TenantID, k.Role, hash[:], tx.Dialect.Time(now))
+		var lbl any // NULL without a label
+		if label != "" {
+			lbl = label
+		}
+		_, err = tx.ExecContext(ctx, s.q.insertKey, k.KeyID, k.TenantID, k.Role, hash[:], tx.Dialect.Time(now), lbl)
 		return err
 	})
 	if err != nil {
@@ -238,6 +303,45 @@ func (s *Store) HasTenants(ctx context.Context) (bool, error) {
 	return n > 0, err
 }
 
+// recordUse stores, in the background, that a key authenticated, when its stored last use
+// is older than LastUsedResolution. Authentication never waits for it (a request must not
+// queue behind the database's writer to prove who it is), and it is best effort: a key that
+// works is never refused because its use could not be written; the failure is logged. One
+// write per key is in flight at most.
+func (s *Store) recordUse(ctx context.Context, keyID string, last *time.Time) {
+	// The replica's clock only decides whether to write at all; the row gets the database's.
+	if last != nil && time.Since(*last) < LastUsedResolution {
+		return
+	}
+	s.touchMu.Lock()
+	if s.touching[keyID] {
+		s.touchMu.Unlock()
+		return
+	}
+	s.touching[keyID] = true
+	s.touchMu.Unlock()
+	go func() {
+		defer func() {
+			s.touchMu.Lock()
+			delete(s.touching, keyID)
+			s.touchMu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+			now, err := tx.Now(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, s.q.touchKey, keyID, tx.Dialect.Time(now), tx.Dialect.Time(now.Add(-LastUsedResolution)))
+			return err
+		})
+		if err != nil && !errors.Is(err, sqldb.ErrClosed) {
+			s.db.Logger().WarnContext(ctx, "recording a key's last use failed", "key_id", keyID, "err", err)
+		}
+	}()
+}
+
 // errBadKey is the one answer for every bad key, so a caller learns nothing of which part
 // was wrong.
 var errBadKey = apperr.New(api.CodeUnauthorized, "missing, malformed, revoked or unknown API key")
@@ -288,6 +392,7 @@ func (s *Store) authenticate(ctx context.Context, token string) (Principal, bool
 	if subtle.ConstantTimeCompare(hash[:], row.SecretHash) != 1 || row.RevokedAt != nil {
 		return Principal{}, true, errBadKey
 	}
+	s.recordUse(ctx, row.KeyID, row.LastUsedAt)
 	return Principal{TenantID: row.TenantID, Role: row.Role, KeyID: row.KeyID}, true, nil
 }
 

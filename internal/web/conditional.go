@@ -35,13 +35,21 @@ func (p *Precondition) Matches(current sqldb.RowVersion) bool {
 	return false
 }
 
+// opKey is where Route leaves the route's Op in the request's context.
+const opKey = "web.op"
+
 // IfMatch reads the If-Match header as the condition a store checks (a *Precondition). It
-// returns nil when there is none (428 instead when required). A header that cannot match
-// any version (only weak or malformed tags) is 412 at once.
-func IfMatch(c echo.Context, required bool) (sqldb.VersionMatcher, error) {
+// returns nil when there is none, or 428 when the route's Op says IfMatchRequired (the Op
+// that documents the header is the one rule). A header that cannot match any version (only
+// weak or malformed tags) is 412 at once. Only a route whose Op takes If-Match reads it.
+func IfMatch(c echo.Context) (sqldb.VersionMatcher, error) {
+	op, _ := c.Get(opKey).(*Op)
+	if op == nil || !op.IfMatch {
+		panic("web: IfMatch read on a route whose Op does not take If-Match")
+	}
 	raw, present := headerList(c.Request().Header, "If-Match")
 	if !present {
-		if required {
+		if op.IfMatchRequired {
 			return nil, apperr.New(api.CodePreconditionRequired, "this update needs an If-Match header with the resource's ETag")
 		}
 		return nil, nil

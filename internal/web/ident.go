@@ -11,9 +11,13 @@ import (
 	"github.com/ledger-dev/ledger/internal/validate"
 )
 
-// PathIdent reads an identifier path parameter of at most max UTF-16 code units; one that
-// breaks the identifier rule is 400 naming the parameter.
-func PathIdent(c echo.Context, name string, max int) (string, error) {
+// PathIdent reads an identifier path parameter, whose longest length is its rule's in
+// pathParamRules; one that breaks the identifier rule is 400 naming the parameter.
+func PathIdent(c echo.Context, name string) (string, error) {
+	rule, ok := pathParamRules[name]
+	if !ok || rule.uuid {
+		panic("web: " + name + " is not an identifier path parameter")
+	}
 	// Echo routes on URL.RawPath when the path holds an escape that decoding would change
 	// (such as %2F), and then hands the parameters over still escaped.
 	raw := c.Param(name)
@@ -23,7 +27,7 @@ func PathIdent(c echo.Context, name string, max int) (string, error) {
 			return "", apperr.FieldsInvalid(api.FieldError{Field: name, Reason: "is not a well-formed path segment"})
 		}
 	}
-	if why := validate.IdentProblem(raw, max, true); why != "" {
+	if why := validate.IdentProblem(raw, rule.max, true); why != "" {
 		return "", apperr.FieldsInvalid(api.FieldError{Field: name, Reason: why})
 	}
 	return raw, nil
@@ -38,4 +42,21 @@ func Path(segments ...string) string {
 		b.WriteString(url.PathEscape(s))
 	}
 	return b.String()
+}
+
+// checkPath checks every path parameter of a route by its rule, before the handler runs:
+// the handler's own reading of a parameter then cannot apply another limit, or none.
+func checkPath(c echo.Context, names []string) error {
+	for _, name := range names {
+		var err error
+		if pathParamRules[name].uuid {
+			_, err = PathUUID(c, name)
+		} else {
+			_, err = PathIdent(c, name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

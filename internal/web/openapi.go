@@ -113,6 +113,7 @@ var tagDocs = map[string]string{
 	"Releases":    "Agent releases and adapter versions the runtimes verified; a claim names an active one.",
 	"Projects":    "The tenant's workspaces: whether their runs are offered, and how long their history is kept.",
 	"Locks":       "Task run locks: one holder per agent and task.",
+	"Insights":    "Aggregate history for admins over a bounded window: runs and attempts ended, attempts per run, time to first claim, calls per target, decisions, leases lost.",
 	"System":      "Health, readiness, metrics and this document; no key needed.",
 }
 
@@ -205,11 +206,11 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	doc["description"] = desc
 	var params []any
 	for _, name := range pathParams(o.path) {
-		sch, ok := pathParamSchemas[name]
+		rule, ok := pathParamRules[name]
 		if !ok {
-			panic("web: path parameter " + name + " of " + o.path + " has no schema in pathParamSchemas")
+			panic("web: path parameter " + name + " of " + o.path + " has no rule in pathParamRules")
 		}
-		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": sch})
+		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": rule.schema()})
 	}
 	if op.Query != nil {
 		params = append(params, b.queryParams(reflect.TypeOf(op.Query))...)
@@ -403,26 +404,38 @@ func problemExampleDetail(code string) string {
 	return strings.ReplaceAll(code, "_", " ")
 }
 
-// pathParamSchemas is the schema of every path parameter a route may use.
-var pathParamSchemas = map[string]map[string]any{
-	"runId":          uuidSchema(),
-	"attemptId":      uuidSchema(),
-	"checkpointId":   uuidSchema(),
-	"callId":         uuidSchema(),
-	"decisionId":     uuidSchema(),
-	"delegationId":   uuidSchema(),
-	"projectId":      segmentSchema(64),
-	"releaseId":      segmentSchema(256),
-	"adapterVersion": segmentSchema(32),
-	"agentId":        segmentSchema(128),
-	"taskId":         segmentSchema(64),
+// pathParam is the rule of one path parameter: a UUID, or an identifier that is a path
+// segment of at most max UTF-16 code units. The rule is both what the document says and
+// what every route with the parameter enforces (Route checks it before the handler runs).
+type pathParam struct {
+	uuid bool
+	max  int
+}
+
+// pathParamRules is the rule of every path parameter a route may use.
+var pathParamRules = map[string]pathParam{
+	"runId":          {uuid: true},
+	"attemptId":      {uuid: true},
+	"checkpointId":   {uuid: true},
+	"callId":         {uuid: true},
+	"decisionId":     {uuid: true},
+	"delegationId":   {uuid: true},
+	"projectId":      {max: 64},
+	"releaseId":      {max: 256},
+	"adapterVersion": {max: 32},
+	"agentId":        {max: 128},
+	"taskId":         {max: 64},
 }
 
 func uuidSchema() map[string]any { return map[string]any{"type": "string", "format": "uuid"} }
 
-// segmentSchema is an identifier of 1..n characters that is also a path segment (no "/").
-func segmentSchema(n int) map[string]any {
-	return map[string]any{"type": "string", "minLength": 1, "maxLength": n, "pattern": "^[^/]*$"}
+// schema is the parameter's schema in the document.
+func (p pathParam) schema() map[string]any {
+	if p.uuid {
+		return uuidSchema()
+	}
+	// An identifier of 1..max characters that is also a path segment (no "/").
+	return map[string]any{"type": "string", "minLength": 1, "maxLength": p.max, "pattern": "^[^/]*$"}
 }
 
 func openAPIPath(p string) string {

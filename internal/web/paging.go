@@ -2,9 +2,12 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"sort"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -48,6 +51,35 @@ func DecodeCursor(c echo.Context, dst any) (bool, error) {
 		return false, apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "is not a cursor this service made"})
 	}
 	return true, nil
+}
+
+// FilterKey is a short digest of the request's query parameters other than cursor and
+// limit, in a canonical order, or "" when there are none. A listing puts it in the cursors
+// it makes, so a cursor presented with other filters is refused instead of silently
+// applied to them (DESIGN.md section 7).
+func FilterKey(c echo.Context) string {
+	q := c.QueryParams()
+	names := make([]string, 0, len(q))
+	for name, vs := range q {
+		if name != "cursor" && name != "limit" && len(vs) > 0 && vs[0] != "" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(h, "%q=%q;", name, q[name][0])
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
+}
+
+// CursorOfOtherFilters is the 400 for a cursor made with other filters than the request's.
+func CursorOfOtherFilters() error {
+	return apperr.FieldsInvalid(api.FieldError{Field: "cursor",
+		Reason: "was made by a listing with other filters; start again without it, or repeat those filters"})
 }
 
 // JSONWithETag writes a versioned resource with its ETag.

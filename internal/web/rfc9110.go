@@ -33,7 +33,16 @@ func (s *Server) add(method, path string, op Op, h echo.HandlerFunc, mw []echo.M
 		}
 	}
 	body := op.Body != nil
+	// A parameter without a rule is refused when the document is built (every HTTP test
+	// builds it), not here: routes outside the API may be registered before their rule.
+	var names []string
+	for _, name := range pathParams(path) {
+		if _, ok := pathParamRules[name]; ok {
+			names = append(names, name)
+		}
+	}
 	strict := func(c echo.Context) error {
+		c.Set(opKey, &op)
 		if err := checkQuery(c, known); err != nil {
 			return err
 		}
@@ -48,6 +57,9 @@ func (s *Server) add(method, path string, op Op, h echo.HandlerFunc, mw []echo.M
 			notModified(c)
 		case http.MethodGet:
 			notModified(c)
+		}
+		if err := checkPath(c, names); err != nil {
+			return err
 		}
 		return h(c)
 	}

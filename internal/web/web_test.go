@@ -304,7 +304,9 @@ func TestLimitCursorAndIfMatch(t *testing.T) {
 		if c.header != "" {
 			h["If-Match"] = c.header
 		}
-		got, err := IfMatch(ctxFor(http.MethodPut, "/", "", h), c.required)
+		ctx := ctxFor(http.MethodPut, "/", "", h)
+		ctx.Set(opKey, &Op{IfMatch: true, IfMatchRequired: c.required})
+		got, err := IfMatch(ctx)
 		if apperr.CodeOf(err) != c.code {
 			t.Errorf("IfMatch(%q, required %v) = %v, want %q", c.header, c.required, err, c.code)
 			continue
@@ -348,5 +350,56 @@ func TestOpenAPIDocumentIsBuiltOnce(t *testing.T) {
 	s.Route(http.MethodGet, "/late", Op{ID: "late", Tag: "System", Summary: "late", Public: true, Status: http.StatusNoContent}, nil)
 	if !strings.Contains(string(get("/openapi.json")), `"/late"`) || s.docBuilds != 2 {
 		t.Fatalf("a route added after the first GET is missing, or the document was not rebuilt (builds %d)", s.docBuilds)
+	}
+}
+
+// TestOpDrivesPathLimitsAndIfMatch: a route's path parameters are checked by the one table
+// the document is built from, before the handler runs (this handler reads none of them),
+// and whether If-Match is required is the Op's IfMatchRequired.
+func TestOpDrivesPathLimitsAndIfMatch(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	s.Route(http.MethodDelete, "/v1/things/:agentId/:runId", Op{ID: "deleteThing", Tag: "System", Summary: "t",
+		Status: http.StatusNoContent}, func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	s.Route(http.MethodPut, "/v1/things/:taskId", Op{ID: "putThing", Tag: "System", Summary: "t", IfMatch: true,
+		IfMatchRequired: true, Status: http.StatusNoContent}, func(c echo.Context) error {
+		if _, err := IfMatch(c); err != nil {
+			return err
+		}
+		return c.NoContent(http.StatusNoContent)
+	})
+	do := func(method, target string, header map[string]string) (int, string) {
+		t.Helper()
+		req := httptest.NewRequest(method, target, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		s.Echo.ServeHTTP(rec, req)
+		var p api.Problem
+		_ = json.Unmarshal(rec.Body.Bytes(), &p)
+		field := ""
+		if len(p.Errors) > 0 {
+			field = p.Errors[0].Field
+		}
+		return rec.Code, string(p.Code) + " " + field
+	}
+	run := uuid.NewString()
+	for _, c := range []struct {
+		method, target string
+		header         map[string]string
+		status         int
+		problem        string
+	}{
+		{http.MethodDelete, "/v1/things/" + strings.Repeat("a", 128) + "/" + run, nil, 204, " "},
+		{http.MethodDelete, "/v1/things/" + strings.Repeat("a", 129) + "/" + run, nil, 400, "invalid_request agentId"},
+		{http.MethodDelete, "/v1/things/a/not-a-uuid", nil, 400, "invalid_request runId"},
+		{http.MethodPut, "/v1/things/" + strings.Repeat("t", 65), nil, 400, "invalid_request taskId"},
+		{http.MethodPut, "/v1/things/t", nil, 428, "precondition_required "},
+		{http.MethodPut, "/v1/things/t", map[string]string{"If-Match": `"0000000000000001"`}, 204, " "},
+	} {
+		if status, problem := do(c.method, c.target, c.header); status != c.status || problem != c.problem {
+			t.Errorf("%s %.60s: %d %q, want %d %q", c.method, c.target, status, problem, c.status, c.problem)
+		}
 	}
 }

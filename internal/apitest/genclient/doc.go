@@ -3,7 +3,9 @@
 // test that the document is one a generator accepts and that a client made from it drives a
 // run's whole life against the real server; programs use the SDK (package client) instead.
 //
-// TestGeneratedClientIsFresh fails when the document changed and this code did not.
+// Only the operations its tests call are generated (Operations), with the schemas they use;
+// TestGeneratedClientIsFresh still generates from the whole document, and fails when the
+// document changed and this code did not.
 // Regenerate with:
 //
 //	go run ./internal/apitest/genclient/regen

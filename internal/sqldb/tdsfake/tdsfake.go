@@ -130,7 +130,7 @@ func done(status, curCmd uint16, rows uint64) []byte {
 	return binary.LittleEndian.AppendUint64(b, rows)
 }
 
-// endedChan returns the channel closed when connection id ends.
+// Ended returns the channel closed when connection id ends.
 func (f *Server) Ended(id int) chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -68,6 +68,14 @@ def _status_failure(status: int) -> str:
     return "status%d" % status if status in (429, 502, 503, 504) else "otherStatus"
 
 
+# The insight routes by path name, with their operation ids (api/retry.json).
+_INSIGHT_OPS = {
+    "runs": "insightRunsEnded", "attempts": "insightAttemptsEnded", "leases-lost": "insightLeasesLost",
+    "attempts-per-run": "insightAttemptsPerRun", "claim-latency": "insightClaimLatency",
+    "calls": "insightCalls", "decisions": "insightDecisions",
+}
+
+
 class Client:
     """Calls the ledger service. Safe to share between threads: make one per service and
     key.
@@ -233,6 +241,18 @@ class Client:
             return r.state == RunState.ENDED
 
         return self.long_poll(read, ended, timeout, check=check, chunk=chunk)
+
+    def insight(self, name: str, *, from_: Optional[str] = None, to: Optional[str] = None,
+                bucket: Optional[str] = None, group_by: Optional[str] = None, project_id: Optional[str] = None,
+                agent_id: Optional[str] = None, release_id: Optional[str] = None,
+                kind: Optional[str] = None) -> Dict[str, Any]:
+        """An insight of the tenant's history (admin; GET /v1/insights/{name}): name is one of
+        runs, attempts, leases-lost, attempts-per-run, claim-latency (these take group_by),
+        calls or decisions. The answer is the insight's JSON object (see the OpenAPI document)."""
+        op = _INSIGHT_OPS[name]
+        return self._call(op, "GET", "/v1/insights/" + name, query={
+            "from": from_, "to": to, "bucket": bucket, "groupBy": group_by, "projectId": project_id,
+            "agentId": agent_id, "releaseId": release_id, "kind": kind}, decode=lambda v: v).body
 
     def list_runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
                   project_id: Optional[str] = None, kind: Optional[str] = None,

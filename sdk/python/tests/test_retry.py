@@ -82,6 +82,13 @@ CALLS: Dict[Tuple[str, str], Callable[[lc.Client], Any]] = {
     ("listDelegations", "base"): lambda c: c.list_delegations(ID),
     ("listProjects", "base"): lambda c: c.list_projects(),
     ("listReleases", "base"): lambda c: c.list_releases(),
+    ("insightRunsEnded", "base"): lambda c: c.insight("runs", group_by="agent"),
+    ("insightAttemptsEnded", "base"): lambda c: c.insight("attempts"),
+    ("insightLeasesLost", "base"): lambda c: c.insight("leases-lost"),
+    ("insightAttemptsPerRun", "base"): lambda c: c.insight("attempts-per-run"),
+    ("insightClaimLatency", "base"): lambda c: c.insight("claim-latency"),
+    ("insightCalls", "base"): lambda c: c.insight("calls"),
+    ("insightDecisions", "base"): lambda c: c.insight("decisions"),
     ("listRuns", "base"): lambda c: c.list_runs(),
     ("patchAttempt", "base"): lambda c: c.patch_attempt(ID, lc.PatchAttemptRequest(
         fencing_token=1, phase=lc.Phase.ACTING)),

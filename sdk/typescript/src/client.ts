@@ -3,6 +3,18 @@ import {
   type AnswerDecisionRequest,
   type Attempt,
   type AttemptItem,
+  type AttemptsPerRun,
+  type CallInsights,
+  type ClaimLatency,
+  type DecisionInsights,
+  type InsightAttemptsEndedQuery,
+  type InsightAttemptsPerRunQuery,
+  type InsightCallsQuery,
+  type InsightClaimLatencyQuery,
+  type InsightDecisionsQuery,
+  type InsightLeasesLostQuery,
+  type InsightRunsEndedQuery,
+  type InsightSeries,
   type Call,
   type CallRequest,
   type Checkpoint,
@@ -276,6 +288,7 @@ export class Client {
       type: doc.type,
       instance: doc.instance,
       fieldErrors: Array.isArray(doc.errors) ? doc.errors : [],
+      moreFieldErrors: typeof doc.moreErrors === "number" ? doc.moreErrors : 0,
       requestId: res.headers.get("x-request-id") ?? undefined,
       retryAfter: retryAfterOf(res.headers),
       method,
@@ -324,6 +337,41 @@ export class Client {
   /** Reads a run; with waitSeconds the server answers when it has ended (or then). */
   getRun(runId: string, q: { waitSeconds?: number } = {}, o: CallOptions = {}): Promise<Run> {
     return this.body({ op: "getRun", params: { runId }, query: q, signal: o.signal });
+  }
+
+  /** Runs ended per bucket by outcome (admin; GET /v1/insights/runs). */
+  insightRunsEnded(q: InsightRunsEndedQuery = {}, o: CallOptions = {}): Promise<InsightSeries> {
+    return this.body({ op: "insightRunsEnded", query: q, signal: o.signal });
+  }
+
+  /** Attempts ended per bucket by state (admin; GET /v1/insights/attempts). */
+  insightAttemptsEnded(q: InsightAttemptsEndedQuery = {}, o: CallOptions = {}): Promise<InsightSeries> {
+    return this.body({ op: "insightAttemptsEnded", query: q, signal: o.signal });
+  }
+
+  /** Leases lost per bucket (admin; GET /v1/insights/leases-lost). */
+  insightLeasesLost(q: InsightLeasesLostQuery = {}, o: CallOptions = {}): Promise<InsightSeries> {
+    return this.body({ op: "insightLeasesLost", query: q, signal: o.signal });
+  }
+
+  /** Attempts per finished run (admin; GET /v1/insights/attempts-per-run). */
+  insightAttemptsPerRun(q: InsightAttemptsPerRunQuery = {}, o: CallOptions = {}): Promise<AttemptsPerRun> {
+    return this.body({ op: "insightAttemptsPerRun", query: q, signal: o.signal });
+  }
+
+  /** Time from enqueue to first claim, p50 and p95 (admin; GET /v1/insights/claim-latency). */
+  insightClaimLatency(q: InsightClaimLatencyQuery = {}, o: CallOptions = {}): Promise<ClaimLatency> {
+    return this.body({ op: "insightClaimLatency", query: q, signal: o.signal });
+  }
+
+  /** Calls per target (admin; GET /v1/insights/calls). */
+  insightCalls(q: InsightCallsQuery = {}, o: CallOptions = {}): Promise<CallInsights> {
+    return this.body({ op: "insightCalls", query: q, signal: o.signal });
+  }
+
+  /** Decisions per kind (admin; GET /v1/insights/decisions). */
+  insightDecisions(q: InsightDecisionsQuery = {}, o: CallOptions = {}): Promise<DecisionInsights> {
+    return this.body({ op: "insightDecisions", query: q, signal: o.signal });
   }
 
   listRuns(q: ListRunsQuery = {}, o: CallOptions = {}): Promise<Page<Run>> {

@@ -74,6 +74,23 @@ export interface AttemptItemPage {
 export type AttemptState = "running" | "succeeded" | "failed" | "cancelled" | "lost" | "released";
 export const attemptStateValues: readonly AttemptState[] = ["running","succeeded","failed","cancelled","lost","released"];
 
+export interface AttemptsPerRun {
+  groups: AttemptsPerRunGroup[];
+  window: InsightWindow;
+}
+
+export interface AttemptsPerRunBin {
+  attempts: number;
+  runs: number;
+}
+
+export interface AttemptsPerRunGroup {
+  counts: AttemptsPerRunBin[];
+  key: string;
+  other?: boolean;
+  runs: number;
+}
+
 export type Band = "interactive" | "batch" | "background";
 export const bandValues: readonly Band[] = ["interactive","batch","background"];
 
@@ -95,6 +112,11 @@ export interface Call {
 export type CallFinishStatus = "succeeded" | "failed" | "denied";
 export const callFinishStatusValues: readonly CallFinishStatus[] = ["succeeded","failed","denied"];
 
+export interface CallInsights {
+  targets: CallTargetInsight[];
+  window: InsightWindow;
+}
+
 export type CallKind = "model" | "tool" | "http" | "other";
 export const callKindValues: readonly CallKind[] = ["model","tool","http","other"];
 
@@ -114,6 +136,15 @@ export interface CallRequest {
 
 export type CallStatus = "started" | "succeeded" | "failed" | "denied" | "abandoned";
 export const callStatusValues: readonly CallStatus[] = ["started","succeeded","failed","denied","abandoned"];
+
+export interface CallTargetInsight {
+  calls: number;
+  duration: DurationSummary;
+  failed: number;
+  failureRate: number;
+  key: string;
+  other?: boolean;
+}
 
 export interface Checkpoint {
   adapterStateRef: string;
@@ -146,6 +177,17 @@ export interface Claim {
   attempt: Attempt;
   lease: Lease;
   run: Run;
+}
+
+export interface ClaimLatency {
+  groups: ClaimLatencyGroup[];
+  window: InsightWindow;
+}
+
+export interface ClaimLatencyGroup {
+  key: string;
+  latency: DurationSummary;
+  other?: boolean;
 }
 
 export interface ClaimRequest {
@@ -203,12 +245,53 @@ export interface Decision {
   subject?: string;
 }
 
+export interface DecisionInsights {
+  kinds: DecisionKindInsight[];
+  window: InsightWindow;
+}
+
+export interface DecisionItem {
+  agentId: string;
+  /** Any JSON value (null when none was given). */
+  answer: unknown;
+  answeredAt?: string;
+  /** The id of the key that answered. */
+  answeredBy?: string;
+  /** The answer's approval id, or null. */
+  approvalId: string | null;
+  attemptId: string;
+  decisionId: string;
+  /** The decision's strong entity tag (as in its ETag header). */
+  etag: string;
+  expiresAt?: string;
+  kind: DecisionKind;
+  /** Any JSON value (null when none was given). */
+  options: unknown;
+  projectId: string;
+  proposalHash?: string;
+  recommendation?: string;
+  requestedAt: string;
+  runId: string;
+  status: DecisionStatus;
+  subject?: string;
+}
+
+export interface DecisionItemPage {
+  items: DecisionItem[];
+  nextCursor?: string;
+}
+
 export type DecisionKind = "approval" | "choice" | "input";
 export const decisionKindValues: readonly DecisionKind[] = ["approval","choice","input"];
 
-export interface DecisionPage {
-  items: Decision[];
-  nextCursor?: string;
+export interface DecisionKindInsight {
+  answered: number;
+  cancelled: number;
+  expired: number;
+  kind: DecisionKind;
+  pending: number;
+  requested: number;
+  timeToAnswer: DurationSummary;
 }
 
 export interface DecisionRequest {
@@ -249,6 +332,13 @@ export interface DelegationRequest {
 
 export type DelegationStatus = "pending" | "running" | "succeeded" | "failed" | "cancelled";
 export const delegationStatusValues: readonly DelegationStatus[] = ["pending","running","succeeded","failed","cancelled"];
+
+export interface DurationSummary {
+  count: number;
+  maxMs?: number;
+  p50Ms?: number;
+  p95Ms?: number;
+}
 
 export interface EnqueueRequest {
   agentId: string;
@@ -307,6 +397,38 @@ export interface HeartbeatRequest {
 export type InFlightPolicy = "drain" | "cancel";
 export const inFlightPolicyValues: readonly InFlightPolicy[] = ["drain","cancel"];
 
+export type InsightBucket = "5m" | "1h" | "1d";
+export const insightBucketValues: readonly InsightBucket[] = ["5m","1h","1d"];
+
+export interface InsightCounts {
+  counts: number[];
+  name: string;
+  total: number;
+}
+
+export type InsightGroup = "project" | "agent" | "release" | "kind";
+export const insightGroupValues: readonly InsightGroup[] = ["project","agent","release","kind"];
+
+export interface InsightSeries {
+  buckets: string[];
+  groups: InsightSeriesGroup[];
+  window: InsightWindow;
+}
+
+export interface InsightSeriesGroup {
+  key: string;
+  other?: boolean;
+  series: InsightCounts[];
+  total: number;
+}
+
+export interface InsightWindow {
+  bucket: InsightBucket;
+  from: string;
+  groupBy?: InsightGroup;
+  to: string;
+}
+
 export interface LastCheckpoint {
   adapterStateRef: string;
   adapterVersion: string;
@@ -347,14 +469,15 @@ export interface Problem {
   errors?: FieldError[];
   heldUntil?: string;
   instance?: string;
+  moreErrors?: number;
   status: number;
   title: string;
   /** urn:ledger:problem:<code> */
   type: string;
 }
 
-export type ProblemCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "stale_lease" | "lease_expired" | "attempt_ended" | "sequence_conflict" | "decision_closed" | "lock_held" | "release_conflict" | "release_immutable" | "illegal_transition" | "attempts_exhausted" | "idempotency_key_reused" | "no_cancel_requested" | "precondition_failed" | "body_too_large" | "unsupported_media_type" | "loop_depth" | "correction_limit" | "release_not_active" | "manifest_mismatch" | "subject_conflict" | "unknown_project" | "precondition_required" | "rate_limited" | "internal" | "database_unavailable";
-export const problemCodeValues: readonly ProblemCode[] = ["invalid_request","unauthorized","forbidden","not_found","method_not_allowed","stale_lease","lease_expired","attempt_ended","sequence_conflict","decision_closed","lock_held","release_conflict","release_immutable","illegal_transition","attempts_exhausted","idempotency_key_reused","no_cancel_requested","precondition_failed","body_too_large","unsupported_media_type","loop_depth","correction_limit","release_not_active","manifest_mismatch","subject_conflict","unknown_project","precondition_required","rate_limited","internal","database_unavailable"];
+export type ProblemCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "stale_lease" | "lease_expired" | "attempt_ended" | "sequence_conflict" | "decision_closed" | "decision_limit" | "lock_held" | "release_conflict" | "release_immutable" | "illegal_transition" | "attempts_exhausted" | "idempotency_key_reused" | "no_cancel_requested" | "precondition_failed" | "body_too_large" | "unsupported_media_type" | "loop_depth" | "correction_limit" | "release_not_active" | "manifest_mismatch" | "subject_conflict" | "unknown_project" | "precondition_required" | "rate_limited" | "internal" | "database_unavailable";
+export const problemCodeValues: readonly ProblemCode[] = ["invalid_request","unauthorized","forbidden","not_found","method_not_allowed","stale_lease","lease_expired","attempt_ended","sequence_conflict","decision_closed","decision_limit","lock_held","release_conflict","release_immutable","illegal_transition","attempts_exhausted","idempotency_key_reused","no_cancel_requested","precondition_failed","body_too_large","unsupported_media_type","loop_depth","correction_limit","release_not_active","manifest_mismatch","subject_conflict","unknown_project","precondition_required","rate_limited","internal","database_unavailable"];
 
 export interface Project {
   active: boolean;
@@ -365,8 +488,19 @@ export interface Project {
   updatedAt: string;
 }
 
-export interface ProjectPage {
-  items: Project[];
+export interface ProjectItem {
+  active: boolean;
+  createdAt: string;
+  /** The project's strong entity tag (as in its ETag header). */
+  etag: string;
+  leasedCount: number;
+  projectId: string;
+  retentionDays: number;
+  updatedAt: string;
+}
+
+export interface ProjectItemPage {
+  items: ProjectItem[];
   nextCursor?: string;
 }
 
@@ -401,8 +535,20 @@ export interface ReleaseAttemptRequest {
   retryAfterSeconds?: number;
 }
 
-export interface ReleasePage {
-  items: Release[];
+export interface ReleaseItem {
+  adapterVersion: string;
+  contentRefs: unknown[];
+  /** The release adapter's strong entity tag (as in its ETag header). */
+  etag: string;
+  inFlightPolicy: InFlightPolicy;
+  manifestHash: string;
+  releaseId: string;
+  state: ReleaseState;
+  verifiedAt: string;
+}
+
+export interface ReleaseItemPage {
+  items: ReleaseItem[];
   nextCursor?: string;
 }
 
@@ -524,6 +670,142 @@ export interface GetRunQuery {
   waitSeconds?: number;
 }
 
+/** The query parameters of insightAttemptsEnded (GET /v1/insights/attempts). */
+export interface InsightAttemptsEndedQuery {
+  /** Start of the window (inclusive), rounded down to a bucket boundary (UTC). Default: to minus 24 hours. */
+  from?: string;
+  /** End of the window (exclusive), rounded up to a bucket boundary (UTC). Default: now. */
+  to?: string;
+  /** The width of a bucket; a window holds at most 500 buckets. */
+  bucket?: InsightBucket;
+  /** Only this project's. */
+  projectId?: string;
+  /** Only this agent's. */
+  agentId?: string;
+  /** Only this release's (a run's release is its latest attempt's). */
+  releaseId?: string;
+  /** Only runs of this kind (and their attempts, calls and decisions). */
+  kind?: string;
+  /** Group the numbers by this (at most 50 groups, largest first; the rest are summed as other). */
+  groupBy?: InsightGroup;
+}
+
+/** The query parameters of insightAttemptsPerRun (GET /v1/insights/attempts-per-run). */
+export interface InsightAttemptsPerRunQuery {
+  /** Start of the window (inclusive), rounded down to a bucket boundary (UTC). Default: to minus 24 hours. */
+  from?: string;
+  /** End of the window (exclusive), rounded up to a bucket boundary (UTC). Default: now. */
+  to?: string;
+  /** The width of a bucket; a window holds at most 500 buckets. */
+  bucket?: InsightBucket;
+  /** Only this project's. */
+  projectId?: string;
+  /** Only this agent's. */
+  agentId?: string;
+  /** Only this release's (a run's release is its latest attempt's). */
+  releaseId?: string;
+  /** Only runs of this kind (and their attempts, calls and decisions). */
+  kind?: string;
+  /** Group the numbers by this (at most 50 groups, largest first; the rest are summed as other). */
+  groupBy?: InsightGroup;
+}
+
+/** The query parameters of insightCalls (GET /v1/insights/calls). */
+export interface InsightCallsQuery {
+  /** Start of the window (inclusive), rounded down to a bucket boundary (UTC). Default: to minus 24 hours. */
+  from?: string;
+  /** End of the window (exclusive), rounded up to a bucket boundary (UTC). Default: now. */
+  to?: string;
+  /** The width of a bucket; a window holds at most 500 buckets. */
+  bucket?: InsightBucket;
+  /** Only this project's. */
+  projectId?: string;
+  /** Only this agent's. */
+  agentId?: string;
+  /** Only this release's (a run's release is its latest attempt's). */
+  releaseId?: string;
+  /** Only runs of this kind (and their attempts, calls and decisions). */
+  kind?: string;
+}
+
+/** The query parameters of insightClaimLatency (GET /v1/insights/claim-latency). */
+export interface InsightClaimLatencyQuery {
+  /** Start of the window (inclusive), rounded down to a bucket boundary (UTC). Default: to minus 24 hours. */
+  from?: string;
+  /** End of the window (exclusive), rounded up to a bucket boundary (UTC). Default: now. */
+  to?: string;
+  /** The width of a bucket; a window holds at most 500 buckets. */
+  bucket?: InsightBucket;
+  /** Only this project's. */
+  projectId?: string;
+  /** Only this agent's. */
+  agentId?: string;
+  /** Only this release's (a run's release is its latest attempt's). */
+  releaseId?: string;
+  /** Only runs of this kind (and their attempts, calls and decisions). */
+  kind?: string;
+  /** Group the numbers by this (at most 50 groups, largest first; the rest are summed as other). */
+  groupBy?: InsightGroup;
+}
+
+/** The query parameters of insightDecisions (GET /v1/insights/decisions). */
+export interface InsightDecisionsQuery {
+  /** Start of the window (inclusive), rounded down to a bucket boundary (UTC). Default: to minus 24 hours. */
+  from?: string;
+  /** End of the window (exclusive), rounded up to a bucket boundary (UTC). Default: now. */
+  to?: string;
+  /** The width of a bucket; a window holds at most 500 buckets. */
+  bucket?: InsightBucket;
+  /** Only this project's. */
+  projectId?: string;
+  /** Only this agent's. */
+  agentId?: string;
+  /** Only this release's (a run's release is its latest attempt's). */
+  releaseId?: string;
+  /** Only runs of this kind (and their attempts, calls and decisions). */
+  kind?: string;
+}
+
+/** The query parameters of insightLeasesLost (GET /v1/insights/leases-lost). */
+export interface InsightLeasesLostQuery {
+  /** Start of the window (inclusive), rounded down to a bucket boundary (UTC). Default: to minus 24 hours. */
+  from?: string;
+  /** End of the window (exclusive), rounded up to a bucket boundary (UTC). Default: now. */
+  to?: string;
+  /** The width of a bucket; a window holds at most 500 buckets. */
+  bucket?: InsightBucket;
+  /** Only this project's. */
+  projectId?: string;
+  /** Only this agent's. */
+  agentId?: string;
+  /** Only this release's (a run's release is its latest attempt's). */
+  releaseId?: string;
+  /** Only runs of this kind (and their attempts, calls and decisions). */
+  kind?: string;
+  /** Group the numbers by this (at most 50 groups, largest first; the rest are summed as other). */
+  groupBy?: InsightGroup;
+}
+
+/** The query parameters of insightRunsEnded (GET /v1/insights/runs). */
+export interface InsightRunsEndedQuery {
+  /** Start of the window (inclusive), rounded down to a bucket boundary (UTC). Default: to minus 24 hours. */
+  from?: string;
+  /** End of the window (exclusive), rounded up to a bucket boundary (UTC). Default: now. */
+  to?: string;
+  /** The width of a bucket; a window holds at most 500 buckets. */
+  bucket?: InsightBucket;
+  /** Only this project's. */
+  projectId?: string;
+  /** Only this agent's. */
+  agentId?: string;
+  /** Only this release's (a run's release is its latest attempt's). */
+  releaseId?: string;
+  /** Only runs of this kind (and their attempts, calls and decisions). */
+  kind?: string;
+  /** Group the numbers by this (at most 50 groups, largest first; the rest are summed as other). */
+  groupBy?: InsightGroup;
+}
+
 /** The query parameters of listAttemptDecisions (GET /v1/attempts/{attemptId}/decisions). */
 export interface ListAttemptDecisionsQuery {
   /** The page size. */
@@ -609,6 +891,12 @@ export interface ListRunsQuery {
   subject?: string;
   projectId?: string;
   kind?: string;
+  agentId?: string;
+  band?: Band;
+  /** Runs queued at or after this time. */
+  queuedFrom?: string;
+  /** Runs queued before this time. */
+  queuedTo?: string;
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -649,6 +937,13 @@ export const operations = {
   getRelease: { method: "GET", path: "/v1/releases/{releaseId}/adapters/{adapterVersion}", query: [] },
   getRun: { method: "GET", path: "/v1/runs/{runId}", query: ["waitSeconds"] },
   heartbeatAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/heartbeat", query: [] },
+  insightAttemptsEnded: { method: "GET", path: "/v1/insights/attempts", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
+  insightAttemptsPerRun: { method: "GET", path: "/v1/insights/attempts-per-run", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
+  insightCalls: { method: "GET", path: "/v1/insights/calls", query: ["from","to","bucket","projectId","agentId","releaseId","kind"] },
+  insightClaimLatency: { method: "GET", path: "/v1/insights/claim-latency", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
+  insightDecisions: { method: "GET", path: "/v1/insights/decisions", query: ["from","to","bucket","projectId","agentId","releaseId","kind"] },
+  insightLeasesLost: { method: "GET", path: "/v1/insights/leases-lost", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
+  insightRunsEnded: { method: "GET", path: "/v1/insights/runs", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   listAttemptDecisions: { method: "GET", path: "/v1/attempts/{attemptId}/decisions", query: ["limit","cursor"] },
   listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","changedSince","limit","cursor"] },
   listCalls: { method: "GET", path: "/v1/attempts/{attemptId}/calls", query: ["limit","cursor"] },
@@ -657,7 +952,7 @@ export const operations = {
   listDelegations: { method: "GET", path: "/v1/attempts/{attemptId}/delegations", query: ["limit","cursor"] },
   listProjects: { method: "GET", path: "/v1/projects", query: ["limit","cursor"] },
   listReleases: { method: "GET", path: "/v1/releases", query: ["state","limit","cursor"] },
-  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","limit","cursor"] },
+  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","limit","cursor"] },
   patchAttempt: { method: "PATCH", path: "/v1/attempts/{attemptId}", query: [] },
   putProject: { method: "PUT", path: "/v1/projects/{projectId}", query: [] },
   putRelease: { method: "PUT", path: "/v1/releases/{releaseId}/adapters/{adapterVersion}", query: [] },
@@ -718,6 +1013,11 @@ export function isSequenceConflict(err: unknown): err is LedgerProblem & { code:
 /** isDecisionClosed reports whether err is a problem answer with code decision_closed. */
 export function isDecisionClosed(err: unknown): err is LedgerProblem & { code: "decision_closed" } {
   return err instanceof LedgerProblem && err.code === "decision_closed";
+}
+
+/** isDecisionLimit reports whether err is a problem answer with code decision_limit. */
+export function isDecisionLimit(err: unknown): err is LedgerProblem & { code: "decision_limit" } {
+  return err instanceof LedgerProblem && err.code === "decision_limit";
 }
 
 /** isLockHeld reports whether err is a problem answer with code lock_held. */
@@ -951,6 +1251,27 @@ export const retryTable = {
       "repeat": "idempotent"
     },
     "heartbeatAttempt": {
+      "repeat": "idempotent"
+    },
+    "insightAttemptsEnded": {
+      "repeat": "idempotent"
+    },
+    "insightAttemptsPerRun": {
+      "repeat": "idempotent"
+    },
+    "insightCalls": {
+      "repeat": "idempotent"
+    },
+    "insightClaimLatency": {
+      "repeat": "idempotent"
+    },
+    "insightDecisions": {
+      "repeat": "idempotent"
+    },
+    "insightLeasesLost": {
+      "repeat": "idempotent"
+    },
+    "insightRunsEnded": {
       "repeat": "idempotent"
     },
     "listAttemptDecisions": {

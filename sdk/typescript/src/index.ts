@@ -24,6 +24,9 @@ export {
 } from "./lease.js";
 export {
   Worker,
+  refusalBackoffMs,
+  refusalBackoffMaxMs,
+  refusalLogEveryMs,
   PermanentError,
   RetryAfterError,
   permanent,

@@ -17,6 +17,8 @@ export class LedgerProblem extends Error {
   readonly instance?: string;
   /** The invalid fields of a 400 invalid_request. */
   readonly fieldErrors: readonly FieldError[];
+  /** How many more invalid fields there were than fieldErrors lists (the list is capped). */
+  readonly moreFieldErrors: number;
   /** The X-Request-Id of the answer: quote it to the operators. */
   readonly requestId?: string;
   /** The Retry-After of the answer in seconds, when it had one. */
@@ -33,6 +35,7 @@ export class LedgerProblem extends Error {
     type?: string;
     instance?: string;
     fieldErrors?: readonly FieldError[];
+    moreFieldErrors?: number;
     requestId?: string;
     retryAfter?: number;
     method: string;
@@ -46,6 +49,7 @@ export class LedgerProblem extends Error {
     this.type = init.type ?? `urn:ledger:problem:${init.code}`;
     this.instance = init.instance;
     this.fieldErrors = init.fieldErrors ?? [];
+    this.moreFieldErrors = init.moreFieldErrors ?? 0;
     this.requestId = init.requestId;
     this.retryAfter = init.retryAfter;
     this.method = init.method;

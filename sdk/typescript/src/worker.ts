@@ -4,7 +4,21 @@ import { Client, HeldError, sleep } from "./client.js";
 import type { ClaimRequest } from "./generated.js";
 import { CancelRequestedError, Lease, LeaseLostError, ShutdownError } from "./lease.js";
 import { LedgerProblem } from "./problem.js";
-import { fullJitter } from "./retry.js";
+import { equalJitter, fullJitter } from "./retry.js";
+
+/** Refused claims back off from refusalBackoffMs, doubling to refusalBackoffMaxMs; each cause is logged at most once per refusalLogEveryMs. */
+export const refusalBackoffMs = 1000;
+export const refusalBackoffMaxMs = 60_000;
+export const refusalLogEveryMs = 60_000;
+
+/**
+ * refusedClaim: the service refused a claim for what it asks (a 4xx other than 408 and 429:
+ * a release that is not active, an unknown project), which an operator may fix while the
+ * worker waits: it keeps trying, slowly.
+ */
+function refusedClaim(err: unknown): err is LedgerProblem {
+  return err instanceof LedgerProblem && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429;
+}
 
 /**
  * Handler does the work of one claimed run. Its signal aborts when the lease is lost
@@ -180,6 +194,8 @@ export class Worker {
   private readonly log: Logger;
   private readonly leases = new Set<Lease>();
   private forced = false;
+  /** When each cause of a refused claim was last logged, and how many went unlogged since. */
+  private readonly refusals = new Map<string, { at: number; suppressed: number }>();
 
   constructor(
     private readonly client: Client,
@@ -308,7 +324,7 @@ export class Worker {
       projectIds: this.cfg.projectIds,
       leaseSeconds: this.cfg.leaseSeconds || undefined,
     };
-    const state = { failures: 0 };
+    const state = { failures: 0, refused: 0 };
     for (;;) {
       if (!(await slots.take(stop))) return; // a free slot first: a claim holds its run from the moment it answers
       const got = await this.claimOne(stop, claims, req, turns, state);
@@ -338,7 +354,7 @@ export class Worker {
     claims: AbortSignal,
     req: ClaimRequest,
     turns: { long: Slots; kick: Slots },
-    state: { failures: number },
+    state: { failures: number; refused: number },
   ): Promise<[Lease, number] | undefined> {
     const quick = { ...req, waitSeconds: 0 };
     let waiting = false; // the last claim found nothing: wait for a turn
@@ -373,6 +389,7 @@ export class Worker {
         const cl = await this.client.claimRun(r, { signal: claims });
         if (long) turns.long.give();
         state.failures = 0;
+        state.refused = 0;
         if (!cl) {
           waiting = true;
           if (this.cfg.waitSeconds === 0) await sleep(this.cfg.idleWaitMs, stop).catch(() => undefined);
@@ -384,6 +401,7 @@ export class Worker {
         if (long) turns.long.give();
         if (err instanceof HeldError) {
           state.failures = 0;
+          state.refused = 0;
           this.cfg.hooks?.held?.(err.retryAfter);
           const ms = err.retryAfter * 1000;
           await sleep(ms + fullJitter(ms / 8 + 1, 60_000, 1), stop).catch(() => undefined);
@@ -395,6 +413,15 @@ export class Worker {
           this.log.error("claim refused; the worker stops", { err: String(err) });
           throw err;
         }
+        if (refusedClaim(err)) {
+          state.failures = 0;
+          state.refused++;
+          const wait = equalJitter(refusalBackoffMs, refusalBackoffMaxMs, state.refused);
+          this.logRefusal(err, wait);
+          await sleep(wait, stop).catch(() => undefined);
+          continue;
+        }
+        state.refused = 0;
         state.failures++;
         let wait = fullJitter(500, 30_000, state.failures);
         if (err instanceof LedgerProblem && err.retryAfter && err.retryAfter * 1000 > wait) wait = err.retryAfter * 1000;
@@ -403,6 +430,25 @@ export class Worker {
       }
     }
     return undefined;
+  }
+
+  /** logRefusal logs a refused claim unless its cause was logged less than refusalLogEveryMs ago. */
+  private logRefusal(err: LedgerProblem, waitMs: number): void {
+    const cause = `${err.status} ${err.code}`;
+    const now = Date.now();
+    const last = this.refusals.get(cause);
+    if (last && now - last.at < refusalLogEveryMs) {
+      last.suppressed++;
+      return;
+    }
+    this.refusals.set(cause, { at: now, suppressed: 0 });
+    this.log.error("claim refused: check the worker's configuration (release, project, kinds); trying again with backoff", {
+      err: String(err),
+      status: err.status,
+      code: err.code,
+      waitMs,
+      unloggedSinceLast: last?.suppressed ?? 0,
+    });
   }
 
   /** handle runs the handler for one lease with its heartbeat, then settles the lease. */

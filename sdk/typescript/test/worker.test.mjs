@@ -160,6 +160,61 @@ test("the Worker", { concurrency: true }, async (t) => {
     assert.equal(after.attemptsSpent, 0);
   });
 
+  await t.test("a refused claim backs off and keeps trying; a forbidden one stops the worker", async () => {
+    const logged = [];
+    let refused = 0;
+    const logger = { debug() {}, info() {}, warn() {}, error: (msg, f) => logged.push({ msg, ...f }) };
+    const w = new Worker(
+      s.runtime,
+      workerConfig("refused", { releaseId: "not-registered", logger, hooks: { claimFailed: () => refused++ } }),
+      async () => {},
+    );
+    const stop = new AbortController();
+    const done = w.run(stop.signal);
+    await eventually(() => refused >= 2, "two refused claims");
+    stop.abort();
+    await done; // resolves: a refusal is not fatal
+    assert.equal(logged.length, 1, JSON.stringify(logged));
+    assert.equal(logged[0].code, "release_not_active");
+
+    const admin = new Worker(s.admin, workerConfig("forbidden", { logger: { ...logger, error() {} } }), async () => {});
+    const err = await admin.run(new AbortController().signal).catch((e) => e);
+    assert.equal(err?.code, "forbidden");
+  });
+
+  await t.test("heartbeats at a third of the lease; renewals failing past the lease by the local clock lose it", async () => {
+    const beats = { ok: 0, failing: 0 };
+    const counting = (which, fail) => (url, init) => {
+      if (String(url).endsWith("/heartbeat")) {
+        beats[which]++;
+        if (fail) return Promise.resolve(new Response('{"code":"database_unavailable","status":503,"title":"x","type":"x"}', { status: 503, headers: { "content-type": "application/problem+json" } }));
+      }
+      return fetch(url, init);
+    };
+    const one = async (which, fail, handler) => {
+      const c = s.client(s.runtimeKey, { fetch: counting(which, fail), retry: { maxAttempts: 1 } });
+      const kind = `beat-${which}`;
+      await s.runtime.enqueueRun(spec(kind));
+      return new Promise((resolve, reject) => {
+        const w = new Worker(c, workerConfig(kind, { leaseSeconds: 3, heartbeatEveryMs: undefined, hooks: { finished: resolve } }), handler);
+        const stop = new AbortController();
+        w.run(stop.signal).catch(reject);
+        t.after(() => stop.abort());
+      });
+    };
+    let lostWith;
+    const [ok, lost] = await Promise.all([
+      one("ok", false, (lease, signal) => new Promise((r) => setTimeout(r, 2500))),
+      one("failing", true, (lease, signal) => new Promise((r) => signal.addEventListener("abort", () => ((lostWith = signal.reason), r()), { once: true }))),
+    ]);
+    assert.equal(ok.outcome, "succeeded");
+    assert.ok(beats.ok >= 2 && beats.ok <= 3, `${beats.ok} heartbeats in 2.5 s of a 3 s lease`);
+    assert.equal(lost.outcome, "lease_lost");
+    assert.ok(lostWith instanceof LeaseLostError, String(lostWith));
+    assert.match(String(lostWith.message), /passed by this machine's clock/);
+    assert.ok(lost.durationMs >= 2500, `lost after ${lost.durationMs} ms, not before the lease passed`);
+  });
+
   await t.test("a stale write is a LedgerProblem with its guard", async () => {
     await s.runtime.enqueueRun(spec("stale"));
     const cl = await s.runtime.claimRun({ ...release, holderId: "h", kinds: ["stale"] });

@@ -59,6 +59,9 @@ type Config struct {
 	// sdk 16; noisy 8: tenant A's appenders, beside tenant B's fixed flood). Depth always
 	// claims from one client, one claim after another.
 	Clients int
+	// TSWorker is the TypeScript SDK's bench script of the sdk workload (default
+	// sdk/typescript/bench/worker.mjs, from the repository root; it needs the SDK built).
+	TSWorker string
 	// Duration is each workload's measured window (default 10s).
 	Duration time.Duration
 	// NoisyRate is tenant A's appends per second in the noisy workload, spread over its

@@ -116,6 +116,28 @@ func checkMeasured(t *testing.T, rep *Report, r Result) {
 	}
 }
 
+// checkTSRow: the TypeScript Worker's row ran whole runs and compares itself with the
+// plain client, or says why it could not run (no node, no built SDK).
+func checkTSRow(t *testing.T, r Result) {
+	t.Helper()
+	switch r.Status {
+	case StatusUnavailable:
+		if !strings.Contains(r.Note, "node") && !strings.Contains(r.Note, "TypeScript SDK") {
+			t.Errorf("sdk/worker-ts unavailable without saying why: %q", r.Note)
+		}
+		t.Logf("sdk/worker-ts: %s", r.Note)
+	case StatusOK:
+		if r.RunsPerSec <= 0 || r.Ops == 0 || len(r.Errors) != 0 {
+			t.Errorf("sdk/worker-ts: %+v", r)
+		}
+		if !strings.Contains(r.Note, "the plain client's runs/s (target 0.7x)") {
+			t.Errorf("sdk/worker-ts does not compare itself with sdk/plain: %q", r.Note)
+		}
+	default:
+		t.Errorf("sdk/worker-ts: status %q: %s", r.Status, r.Note)
+	}
+}
+
 // TestLocalEndToEnd runs every workload, briefly, against servers the bench starts from
 // the built binary. Workloads whose routes the binary does not serve yet must come back
 // as "unavailable" rows, and the others must have run.
@@ -129,6 +151,8 @@ func TestLocalEndToEnd(t *testing.T) {
 		ServerBinary: bin, Dir: dir, Syncs: []string{"normal"}, Clients: 4,
 		Duration: 2 * time.Second, RefDuration: time.Second,
 		DepthSizes: []int{300, 600}, DepthClaims: 50,
+		// The TypeScript row runs when the SDK is built (.ci/run builds it first).
+		TSWorker: filepath.Join("..", "..", "..", "..", tsWorkerScript),
 	})
 	if rep.Mode != "local" {
 		t.Errorf("mode %q", rep.Mode)
@@ -147,6 +171,10 @@ func TestLocalEndToEnd(t *testing.T) {
 			t.Fatalf("no %s row", label)
 		}
 		for _, r := range rows {
+			if r.Label() == "sdk/worker-ts" {
+				checkTSRow(t, r)
+				continue
+			}
 			switch r.Status {
 			case StatusUnavailable:
 				if !strings.Contains(r.Note, "does not serve") {

@@ -2,9 +2,13 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,7 +35,81 @@ func (b *bencher) sdkWorkload(ctx context.Context, t *target) []Result {
 	if plain.RunsPerSec > 0 && worker.Status == StatusOK {
 		worker.Note = joinNote(worker.Note, fmt.Sprintf("%.2fx the plain client's runs/s", worker.RunsPerSec/plain.RunsPerSec))
 	}
-	return []Result{plain, worker}
+	ts := b.sdkTSRow(ctx, t, n)
+	if plain.RunsPerSec > 0 && ts.Status == StatusOK {
+		ts.Note = joinNote(ts.Note, fmt.Sprintf("%.2fx the plain client's runs/s (target 0.7x)", ts.RunsPerSec/plain.RunsPerSec))
+	}
+	return []Result{plain, worker, ts}
+}
+
+// tsWorkerScript is the TypeScript row's script, relative to the repository root.
+const tsWorkerScript = "sdk/typescript/bench/worker.mjs"
+
+// sdkTSRow runs the TypeScript SDK's Worker (sdk/typescript/bench/worker.mjs, under node)
+// with n handlers for the window, on runs of its own kind, and counts its whole runs as
+// sdkWorkerRow does. Its requests are counted by the script, not timed: the row has no
+// latencies. Without node or the built SDK the row is unavailable, saying why.
+func (b *bencher) sdkTSRow(ctx context.Context, t *target, n int) Result {
+	row := Result{Workload: SDK, Part: "worker-ts", Sync: t.sync, Clients: n}
+	script := b.cfg.TSWorker
+	if script == "" {
+		script = tsWorkerScript
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		row.Status, row.Note = StatusUnavailable, "node is not installed"
+		return row
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "..", "dist", "index.js")); err != nil {
+		row.Status, row.Note = StatusUnavailable, "no built TypeScript SDK at "+filepath.Dir(filepath.Dir(script))+
+			" (npm ci && npm run build there; run from the repository root or pass --ts-worker)"
+		return row
+	}
+	kind := "bench-sdk-ts-" + b.tag
+	spec := func() api.EnqueueRequest {
+		e := b.enqueueBody()
+		e.Kind, e.ProjectID = kind, "p0"
+		return e
+	}
+	for range n {
+		a, err := t.c.do(ctx, http.MethodPost, "/v1/runs", t.keys.runtime, spec(), nil)
+		if err == nil && !a.ok() {
+			err = fmt.Errorf("%d %s", a.status, a.code)
+		}
+		if err != nil {
+			row.Status, row.Note = StatusFailed, "seed the queue: "+err.Error()
+			return row
+		}
+	}
+	b.logf("[%s] sdk/worker-ts: a TypeScript Worker of %d handlers", t.sync, n)
+	rec := NewRecorder()
+	stop := b.monitor(ctx, t, "sdk/worker-ts", rec)
+	cmd := exec.CommandContext(ctx, node, script, "--url", t.c.base, "--key", t.keys.runtime, "--kind", kind, "--project", "p0",
+		"--release", t.releaseID(), "--adapter", adapterVersion, "--model", modelProfile,
+		"--concurrency", strconv.Itoa(n), "--duration-ms", strconv.FormatInt(b.cfg.Duration.Milliseconds(), 10))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	row.RSSMiB = stop()
+	if err != nil {
+		row.Status, row.Note = StatusFailed, fmt.Sprintf("node %s: %v: %s", script, err, strings.TrimSpace(stderr.String()))
+		return row
+	}
+	var res struct {
+		Runs     int64            `json:"runs"`
+		Requests int64            `json:"requests"`
+		Errors   map[string]int64 `json:"errors"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		row.Status, row.Note = StatusFailed, fmt.Sprintf("read %s's answer %q: %v", script, out, err)
+		return row
+	}
+	secs := b.cfg.Duration.Seconds()
+	row.Status, row.Seconds, row.Ops, row.Errors = StatusOK, secs, res.Requests, res.Errors
+	row.OpsPerSec = round(float64(res.Requests)/secs, 1)
+	row.RunsPerSec = round(float64(res.Runs)/secs, 1)
+	row.Note = "requests counted, not timed"
+	return row
 }
 
 // sdkWorkerRow runs a client.Worker of n handlers for the window. Its requests are timed by

@@ -19,7 +19,7 @@ func main() {
 	doc, err := app.Document(context.Background())
 	if err == nil {
 		var code []byte
-		if code, err = genclient.Generate(doc); err == nil {
+		if code, err = genclient.Generate(doc, genclient.Operations...); err == nil {
 			_, self, _, _ := runtime.Caller(0)
 			err = os.WriteFile(filepath.Join(filepath.Dir(self), "..", "client.gen.go"), code, 0o644)
 		}

@@ -1,0 +1,385 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/insights"
+)
+
+// insightsForm is the Insights page's form, as typed.
+type insightsForm struct {
+	From, To, Bucket, Group, Project, Agent, Kind string
+}
+
+// seriesChart is a chart of counts per bucket (stacked by series) with its table: the
+// buckets that counted anything, and per group when the page groups.
+type seriesChart struct {
+	ID, Title string
+	SVG       template.HTML
+	Names     []string
+	Rows      []seriesRow
+	Empty     int // buckets left out of the table because they counted nothing
+	GroupSVG  template.HTML
+	Groups    []seriesRow
+	Href      string
+}
+
+// seriesRow is one line of a series chart's table: a bucket or a group.
+type seriesRow struct {
+	Label string
+	// Key is the bucket's start (RFC 3339) or the group's key ("" for other).
+	Key    string
+	Other  bool
+	Counts []int64
+	Total  int64
+	Href   string
+}
+
+// barChart is a chart of one bar per group, target or kind, with its table.
+type barChart struct {
+	ID, Title string
+	SVG       template.HTML
+	Href      string
+}
+
+type insightsView struct {
+	Form      insightsForm
+	Window    insights.Window
+	Problem   string
+	Buckets   []api.InsightBucket
+	Groups    []api.InsightGroup
+	RunsEnded seriesChart
+	Attempts  seriesChart
+	// LostByAgent and LostByRelease are the leases lost per agent and per release.
+	LostByAgent, LostByRelease barChart
+	LostAgents, LostReleases   []api.InsightSeriesGroup
+	PerRun                     barChart
+	PerRunRows                 []api.AttemptsPerRunBin
+	Latency                    barChart
+	LatencyRows                []api.ClaimLatencyGroup
+	Calls                      barChart
+	CallRows                   []api.CallTargetInsight
+	Decisions                  barChart
+	DecisionRows               []api.DecisionKindInsight
+}
+
+func (c *console) insightsPage(ctx echo.Context) error {
+	q := ctx.QueryParams()
+	f := insightsForm{From: q.Get("from"), To: q.Get("to"), Bucket: q.Get("bucket"), Group: q.Get("group"),
+		Project: strings.TrimSpace(q.Get("project")), Agent: strings.TrimSpace(q.Get("agent")), Kind: strings.TrimSpace(q.Get("kind"))}
+	v := insightsView{Form: f, Buckets: []api.InsightBucket{api.Bucket5m, api.Bucket1h, api.Bucket1d},
+		Groups: []api.InsightGroup{api.GroupProject, api.GroupAgent, api.GroupRelease, api.GroupKind}}
+	var p api.InsightParams
+	var problems []string
+	if from, err := parseTime(f.From); err != nil {
+		problems = append(problems, "“from” is not a time")
+	} else if from != nil {
+		p.From = api.Ptr(api.NewTime(*from))
+	}
+	if to, err := parseTime(f.To); err != nil {
+		problems = append(problems, "“to” is not a time")
+	} else if to != nil {
+		p.To = api.Ptr(api.NewTime(*to))
+	}
+	if f.Bucket != "" {
+		var b api.InsightBucket
+		if b.UnmarshalText([]byte(f.Bucket)) != nil {
+			problems = append(problems, "bucket must be 5m, 1h or 1d")
+		}
+		p.Bucket = &b
+	}
+	var group *api.InsightGroup
+	if f.Group != "" {
+		var g api.InsightGroup
+		if g.UnmarshalText([]byte(f.Group)) != nil {
+			problems = append(problems, "group must be project, agent, release or kind")
+		}
+		group = &g
+	}
+	p.ProjectID, p.AgentID, p.Kind = optional(f.Project), optional(f.Agent), optional(f.Kind)
+	rctx, tenant := ctx.Request().Context(), tenantOf(ctx)
+	var w insights.Window
+	if len(problems) == 0 {
+		now, err := c.Insights.Now(rctx, tenant)
+		if err != nil {
+			return err
+		}
+		if w, err = insights.Resolve(now, p, group); err != nil {
+			e, ok := apperr.As(err)
+			if !ok {
+				return err
+			}
+			for _, fe := range e.Fields {
+				problems = append(problems, fe.Field+" "+fe.Reason)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		v.Problem = strings.Join(problems, "; ")
+		return c.render(ctx, http.StatusBadRequest, "insights", page{Title: "Insights", Nav: "insights", Data: v})
+	}
+	v.Window = w
+	if err := c.readInsights(rctx, tenant, w, insights.FilterOf(p), &v); err != nil {
+		return err
+	}
+	return c.render(ctx, http.StatusOK, "insights", page{Title: "Insights", Nav: "insights", Data: v})
+}
+
+// runsLink is the runs list filtered to a time range, the page's filters and a group.
+func runsLink(state string, from, to time.Time, filter insights.Filter, group api.InsightGroup, key string) string {
+	q := url.Values{}
+	if state != "" {
+		q.Set("state", state)
+	}
+	q.Set("from", from.UTC().Format("2006-01-02T15:04:05"))
+	q.Set("to", to.UTC().Format("2006-01-02T15:04:05"))
+	set := func(name string, v *string) {
+		if v != nil {
+			q.Set(name, *v)
+		}
+	}
+	set("project", filter.ProjectID)
+	set("agent", filter.AgentID)
+	set("kind", filter.Kind)
+	if key != "" {
+		switch group {
+		case api.GroupProject:
+			q.Set("project", key)
+		case api.GroupAgent:
+			q.Set("agent", key)
+		case api.GroupKind:
+			q.Set("kind", key)
+		}
+	}
+	return "/ui/runs?" + q.Encode()
+}
+
+func (c *console) readInsights(ctx context.Context, tenant string, w insights.Window, f insights.Filter, v *insightsView) error {
+	st := c.Insights
+	runsEnded, err := st.RunsEnded(ctx, tenant, w, f)
+	if err != nil {
+		return err
+	}
+	v.RunsEnded = seriesChartOf("runs-ended", "Runs ended, by outcome", "ended", w, f, runsEnded)
+	ungrouped := w
+	ungrouped.GroupBy = ""
+	att, err := st.AttemptsEnded(ctx, tenant, w, f)
+	if err != nil {
+		return err
+	}
+	v.Attempts = seriesChartOf("attempts-ended", "Attempts ended, by state", "", w, f, att)
+
+	for _, g := range []api.InsightGroup{api.GroupAgent, api.GroupRelease} {
+		gw := ungrouped
+		gw.GroupBy = g
+		lost, err := st.LeasesLost(ctx, tenant, gw, f)
+		if err != nil {
+			return err
+		}
+		var bars []chartBar
+		for _, grp := range lost.Groups {
+			bars = append(bars, chartBar{Label: groupLabel(grp.InsightGroupKey), Parts: []chartPart{{Name: "lost", Value: float64(grp.Total)}},
+				Href: runsLink("", w.From, w.To, f, g, grp.Key)})
+		}
+		chart := barChart{ID: "lost-by-" + string(g), Title: "Leases lost, by " + string(g),
+			SVG: rows("Leases lost by "+string(g), bars), Href: runsLink("", w.From, w.To, f, "", "")}
+		if g == api.GroupAgent {
+			v.LostByAgent, v.LostAgents = chart, lost.Groups
+		} else {
+			v.LostByRelease, v.LostReleases = chart, lost.Groups
+		}
+	}
+
+	per, err := st.AttemptsPerRun(ctx, tenant, ungrouped, f)
+	if err != nil {
+		return err
+	}
+	var bars []chartBar
+	if len(per.Groups) > 0 {
+		v.PerRunRows = per.Groups[0].Counts
+		for _, b := range v.PerRunRows {
+			bars = append(bars, chartBar{Label: attemptsLabel(b.Attempts), Parts: []chartPart{{Name: "runs", Value: float64(b.Runs)}},
+				Href: runsLink("ended", w.From, w.To, f, "", "")})
+		}
+	}
+	v.PerRun = barChart{ID: "per-run", Title: "Attempts per finished run", SVG: rows("Runs by the attempts they took", bars),
+		Href: runsLink("ended", w.From, w.To, f, "", "")}
+
+	lat, err := st.ClaimLatency(ctx, tenant, w, f)
+	if err != nil {
+		return err
+	}
+	v.LatencyRows, bars = lat.Groups, nil
+	for _, g := range lat.Groups {
+		label := groupLabel(g.InsightGroupKey)
+		if w.GroupBy == "" {
+			label = "all runs"
+		}
+		bars = append(bars, chartBar{Label: label, Parts: []chartPart{
+			{Name: "p50", Value: msOf(g.Latency.P50Ms)}, {Name: "p95", Value: msOf(g.Latency.P95Ms) - msOf(g.Latency.P50Ms)}},
+			Href: runsLink("", w.From, w.To, f, w.GroupBy, g.Key)})
+	}
+	v.Latency = barChart{ID: "claim-latency", Title: "Time from enqueue to first claim (ms, p50 and p95)",
+		SVG: rows("Time to first claim in milliseconds, p50 and p95", bars), Href: runsLink("", w.From, w.To, f, "", "")}
+
+	cs, err := st.Calls(ctx, tenant, w, f)
+	if err != nil {
+		return err
+	}
+	v.CallRows, bars = cs.Targets, nil
+	for _, t := range cs.Targets {
+		bars = append(bars, chartBar{Label: groupLabel(t.InsightGroupKey), Parts: []chartPart{
+			{Name: "ok", Value: float64(t.Calls - t.Failed)}, {Name: "failed", Value: float64(t.Failed)}},
+			Href: runsLink("", w.From, w.To, f, "", "")})
+	}
+	v.Calls = barChart{ID: "calls", Title: "Calls per target", SVG: rows("Calls per target, failed in red", bars),
+		Href: runsLink("", w.From, w.To, f, "", "")}
+
+	ds, err := st.Decisions(ctx, tenant, w, f)
+	if err != nil {
+		return err
+	}
+	v.DecisionRows, bars = ds.Kinds, nil
+	for _, k := range ds.Kinds {
+		bars = append(bars, chartBar{Label: k.Kind.String(), Parts: []chartPart{{Name: "answered", Value: float64(k.Answered)},
+			{Name: "expired", Value: float64(k.Expired)}, {Name: "other", Value: float64(k.Requested - k.Answered - k.Expired)}},
+			Href: "/ui/decisions?status=all"})
+	}
+	v.Decisions = barChart{ID: "decisions", Title: "Decisions, by kind", SVG: rows("Decisions requested by kind: answered, expired, other", bars),
+		Href: "/ui/decisions?status=all"}
+	return nil
+}
+
+func msOf(p *int64) float64 {
+	if p == nil {
+		return 0
+	}
+	return float64(*p)
+}
+
+func attemptsLabel(n int) string {
+	switch {
+	case n == api.AttemptsPerRunCap:
+		return fmt.Sprintf("%d or more attempts", n)
+	case n == 1:
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+func groupLabel(k api.InsightGroupKey) string {
+	switch {
+	case k.Other:
+		return "other"
+	case k.Key == "":
+		return "(none)"
+	}
+	return k.Key
+}
+
+// seriesChartOf draws a series insight: the buckets' totals across groups, stacked by
+// series, and, when grouped, each group's totals.
+func seriesChartOf(id, title, state string, w insights.Window, f insights.Filter, s api.InsightSeries) seriesChart {
+	ch := seriesChart{ID: id, Title: title, Href: runsLink(state, w.From, w.To, f, "", "")}
+	// Every group has every series, in one order; with no group, the insight's own names.
+	if len(s.Groups) > 0 {
+		for _, sr := range s.Groups[0].Series {
+			ch.Names = append(ch.Names, sr.Name)
+		}
+	} else if state == "ended" {
+		ch.Names = api.RunOutcome("").EnumValues()
+	} else {
+		ch.Names = api.AttemptState(0).EnumValues()[1:]
+	}
+	daily := w.Bucket == api.Bucket1d
+	withDate := w.To.Sub(w.From) > 24*time.Hour || w.From.YearDay() != w.To.Add(-time.Millisecond).YearDay()
+	bars := make([]chartBar, len(s.Buckets))
+	for i, start := range s.Buckets {
+		end := start.Add(w.Width())
+		row := seriesRow{Label: bucketLabel(start.Time, daily, withDate), Key: start.String(), Counts: make([]int64, len(ch.Names)),
+			Href: runsLink(state, start.Time, end, f, "", "")}
+		for _, g := range s.Groups {
+			for j, sr := range g.Series {
+				row.Counts[j] += sr.Counts[i]
+				row.Total += sr.Counts[i]
+			}
+		}
+		bars[i] = chartBar{Label: row.Label, Href: row.Href}
+		for j, name := range ch.Names {
+			bars[i].Parts = append(bars[i].Parts, chartPart{Name: name, Value: float64(row.Counts[j])})
+		}
+		if row.Total > 0 {
+			ch.Rows = append(ch.Rows, row)
+		} else {
+			ch.Empty++
+		}
+	}
+	first, last := "", ""
+	if len(s.Buckets) > 0 {
+		first, last = bucketLabel(s.Buckets[0].Time, daily, true), bucketLabel(w.To, daily, true)
+	}
+	ch.SVG = columns(title+" per "+string(w.Bucket)+" bucket", bars, first, last)
+	if w.GroupBy != "" {
+		var gbars []chartBar
+		for _, g := range s.Groups {
+			row := seriesRow{Label: groupLabel(g.InsightGroupKey), Key: g.Key, Other: g.Other, Total: g.Total,
+				Href: runsLink(state, w.From, w.To, f, w.GroupBy, g.Key)}
+			gb := chartBar{Label: row.Label, Href: row.Href}
+			for _, sr := range g.Series {
+				row.Counts = append(row.Counts, sr.Total)
+				gb.Parts = append(gb.Parts, chartPart{Name: sr.Name, Value: float64(sr.Total)})
+			}
+			ch.Groups = append(ch.Groups, row)
+			gbars = append(gbars, gb)
+		}
+		ch.GroupSVG = rows(title+" by "+string(w.GroupBy), gbars)
+	}
+	return ch
+}
+
+// sparkView is the overview's 24-hour sparkline of runs ended by outcome.
+type sparkView struct {
+	SVG   template.HTML
+	Names []string
+	Rows  []seriesRow
+}
+
+func (c *console) readSparkline(ctx context.Context, tenant string) (sparkView, error) {
+	now, err := c.Insights.Now(ctx, tenant)
+	if err != nil {
+		return sparkView{}, err
+	}
+	w, err := insights.Resolve(now, api.InsightParams{}, nil)
+	if err != nil {
+		return sparkView{}, err
+	}
+	s, err := c.Insights.RunsEnded(ctx, tenant, w, insights.Filter{})
+	if err != nil {
+		return sparkView{}, err
+	}
+	ch := seriesChartOf("spark", "Runs ended in the last 24 hours", "ended", w, insights.Filter{}, s)
+	var bars []chartBar
+	for i, start := range s.Buckets {
+		b := chartBar{Label: bucketLabel(start.Time, false, false)}
+		for _, g := range s.Groups {
+			for j, sr := range g.Series {
+				if len(b.Parts) <= j {
+					b.Parts = append(b.Parts, chartPart{Name: sr.Name})
+				}
+				b.Parts[j].Value += float64(sr.Counts[i])
+			}
+		}
+		bars = append(bars, b)
+	}
+	return sparkView{SVG: sparkline("Runs ended in the last 24 hours, by outcome, per hour", bars), Names: ch.Names, Rows: ch.Rows}, nil
+}

@@ -1,0 +1,115 @@
+package insights
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+// windowDoc is what every insight route says of its window.
+const windowDoc = " Over the window from..to (default: the last 24 hours; rounded out to bucket boundaries in UTC; at " +
+	"most 500 buckets of 5m, 1h or 1d), filtered by projectId, agentId, releaseId (a run's release is its latest " +
+	"attempt's) and kind (the run's kind). Durations are summarised with percentiles from fixed histogram buckets " +
+	"(10 ms to 1 day): a percentile is the upper bound of the bucket that holds it, or the largest duration seen when " +
+	"that is smaller."
+
+const groupDoc = " groupBy names at most 50 groups, largest first; the rest are summed in one group marked other."
+
+// Routes registers the insight routes (admin role, the key's tenant).
+func Routes(s *web.Server, store *Store) {
+	h := handlers{store: store}
+	ad := []string{tenancy.RoleAdmin}
+	grouped := func(id, path, summary, desc string, resp any, read groupedRead) {
+		s.Route(http.MethodGet, path, web.Op{ID: id, Tag: "Insights", Summary: summary, Description: desc + windowDoc + groupDoc,
+			Roles: ad, Query: api.InsightGroupedParams{}, Status: http.StatusOK, Response: resp}, h.grouped(read))
+	}
+	grouped("insightRunsEnded", "/v1/insights/runs", "Runs ended per bucket, by outcome",
+		"Counts the runs that ended in each bucket, one series per outcome.", api.InsightSeries{},
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.RunsEnded(ctx, t, w, f)
+		})
+	grouped("insightAttemptsEnded", "/v1/insights/attempts", "Attempts ended per bucket, by state",
+		"Counts the attempts that ended in each bucket, one series per state (lost: taken back by the reaper; released: "+
+			"given back by the holder).", api.InsightSeries{},
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.AttemptsEnded(ctx, t, w, f)
+		})
+	grouped("insightLeasesLost", "/v1/insights/leases-lost", "Leases lost per bucket",
+		"Counts the attempts whose lease expired and was taken back by the reaper; group by agent or release to see "+
+			"who loses them.", api.InsightSeries{},
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.LeasesLost(ctx, t, w, f)
+		})
+	grouped("insightAttemptsPerRun", "/v1/insights/attempts-per-run", "Attempts per finished run",
+		"The distribution of the number of attempts of the runs that ended in the window (the last bin, 20, counts "+
+			"20 or more).", api.AttemptsPerRun{},
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.AttemptsPerRun(ctx, t, w, f)
+		})
+	grouped("insightClaimLatency", "/v1/insights/claim-latency", "Time from enqueue to first claim",
+		"For the runs enqueued in the window that have been claimed: the time from queuedAt to their first attempt's "+
+			"start, p50 and p95.", api.ClaimLatency{},
+		func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.ClaimLatency(ctx, t, w, f)
+		})
+	s.Route(http.MethodGet, "/v1/insights/calls", web.Op{ID: "insightCalls", Tag: "Insights", Summary: "Calls per target",
+		Description: "The calls started in the window per target (at most 50 targets, most calls first, the rest " +
+			"summed as other): count, failures (failed, denied, abandoned) and their rate, duration p50 and p95 of the " +
+			"calls that ended." + windowDoc,
+		Roles: ad, Query: api.InsightParams{}, Status: http.StatusOK, Response: api.CallInsights{}},
+		h.plain(func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.Calls(ctx, t, w, f) }))
+	s.Route(http.MethodGet, "/v1/insights/decisions", web.Op{ID: "insightDecisions", Tag: "Insights",
+		Summary: "Decisions requested, answered and expired, by kind",
+		Description: "The decisions requested in the window per decision kind: requested, answered (approved or " +
+			"rejected), expired, cancelled, still pending, and the time to answer p50 and p95." + windowDoc,
+		Roles: ad, Query: api.InsightParams{}, Status: http.StatusOK, Response: api.DecisionInsights{}},
+		h.plain(func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+			return store.Decisions(ctx, t, w, f)
+		}))
+}
+
+type groupedRead func(ctx context.Context, tenantID string, w Window, f Filter) (any, error)
+
+type handlers struct{ store *Store }
+
+func (h handlers) grouped(read groupedRead) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var q api.InsightGroupedParams
+		if err := web.BindQuery(c, &q); err != nil {
+			return err
+		}
+		return h.answer(c, q.InsightParams, q.GroupBy, read)
+	}
+}
+
+func (h handlers) plain(read groupedRead) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var q api.InsightParams
+		if err := web.BindQuery(c, &q); err != nil {
+			return err
+		}
+		return h.answer(c, q, nil, read)
+	}
+}
+
+func (h handlers) answer(c echo.Context, q api.InsightParams, group *api.InsightGroup, read groupedRead) error {
+	ctx, tenant := c.Request().Context(), tenancy.MustPrincipal(c).TenantID
+	now, err := h.store.Now(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	w, err := Resolve(now, q, group)
+	if err != nil {
+		return err
+	}
+	out, err := read(ctx, tenant, w, FilterOf(q))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}

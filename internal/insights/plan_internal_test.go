@@ -1,0 +1,39 @@
+package insights
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ledger-dev/ledger/internal/dbtest"
+)
+
+// TestSQLitePlans pins the index each insight seeks on SQLite (SQL Server's are argued in
+// queries_mssql.go): a range of its window, never a scan of a table.
+func TestSQLitePlans(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite().Open(t, dbtest.Options{})
+	d := db.Dialect
+	from := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	args := []any{"t", d.Time(from), d.Time(from.Add(time.Hour)), int64(300), "release", nil, nil, nil, nil, int64(50), boundsJSON}
+	cases := []struct{ name, query, want string }{
+		{"runsEnded", sqliteQueries.runsEnded, "IX_Runs_Tenant_Ended (TenantId=? AND EndedAt>? AND EndedAt<?)"},
+		{"attemptsPerRun", sqliteQueries.attemptsPerRun, "IX_Runs_Tenant_Ended (TenantId=? AND EndedAt>? AND EndedAt<?)"},
+		{"claimLatency", sqliteQueries.claimLatency, "IX_Runs_Tenant_Queued (TenantId=? AND QueuedAt>? AND QueuedAt<?)"},
+		{"attemptsEnded", sqliteQueries.attemptsEnded, "IX_Attempts_Tenant_State_Ended (TenantId=? AND State=? AND EndedAt>? AND EndedAt<?)"},
+		{"leasesLost", sqliteQueries.leasesLost, "IX_Attempts_Tenant_State_Ended (TenantId=? AND State=? AND EndedAt>? AND EndedAt<?)"},
+		{"calls", sqliteQueries.calls, "IX_Calls_Tenant_Started (TenantId=? AND StartedAt>? AND StartedAt<?)"},
+		{"decisions", sqliteQueries.decisions, "IX_Decisions_Tenant_Status (TenantId=? AND Status=? AND RequestedAt>? AND RequestedAt<?)"},
+	}
+	for _, c := range cases {
+		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, args...), "\n")
+		if !strings.Contains(plan, c.want) {
+			t.Errorf("%s: plan lacks %q:\n%s", c.name, c.want, plan)
+		}
+		for _, table := range []string{"SCAN Runs", "SCAN ExecutionAttempts", "SCAN CallRecords", "SCAN DecisionRequests"} {
+			if strings.Contains(plan, table+"\n") || strings.HasSuffix(plan, table) {
+				t.Errorf("%s: plan scans a table:\n%s", c.name, plan)
+			}
+		}
+	}
+}
