@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,12 +58,16 @@ func browserOptions(path, dir string) []chromedp.ExecAllocatorOption {
 // timeout was killed 60 seconds in, and every case still running (or not yet started) on a
 // loaded machine failed with "context canceled". Instead, bound ending before the start is
 // done cancels the start.
+//
+// chromedp's cancel blocks for ever when called a second time on a context that never got as
+// far as starting a process, so the bound and the failure paths share one call of it.
 func startBrowser(alloc, bound context.Context) (ctx context.Context, cancel context.CancelFunc, err error) {
-	ctx, cancel = chromedp.NewContext(alloc)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	cancel = sync.OnceFunc(cancelCtx)
 	stop := context.AfterFunc(bound, cancel)
 	err = chromedp.Do(ctx)
 	if !stop() {
-		cancel()
+		cancel() // waits for the call that the bound made to finish
 		return nil, nil, fmt.Errorf("not started: %w", context.Cause(bound))
 	}
 	if err != nil {
