@@ -254,11 +254,20 @@ func TestRunPageReadsDelegationsAndChainOnce(t *testing.T) {
 	var last api.Run
 	tn.Must(http.StatusCreated, "POST", "/v1/runs/"+next.RunID.String()+"/continue", tn.Runtime, nil).Decode(t, &last)
 
+	// The fewest statements of three views: writes made in the background meanwhile (a key's
+	// last use, recorded after its request) land in the count of whichever view they overlap,
+	// never in all three, while the page's own reads are the same every time.
 	count := func(run api.Run) (int, string) {
 		t.Helper()
-		stop := apitest.Statements(s.DB)
-		_, page := getPage(t, c, s, "/ui/runs/"+run.RunID.String())
-		return len(stop()), page
+		fewest, page := -1, ""
+		for range 3 {
+			stop := apitest.Statements(s.DB)
+			_, page = getPage(t, c, s, "/ui/runs/"+run.RunID.String())
+			if n := len(stop()); fewest < 0 || n < fewest {
+				fewest = n
+			}
+		}
+		return fewest, page
 	}
 	few, _ := count(single)
 	many, page := count(long)
