@@ -714,14 +714,46 @@ type Decision struct {
 	Subject        *string            `json:"subject,omitempty"`
 }
 
+// DecisionItem defines model for DecisionItem.
+type DecisionItem struct {
+	AgentId string `json:"agentId"`
+
+	// Answer Any JSON value (null when none was given).
+	Answer     interface{} `json:"answer"`
+	AnsweredAt *time.Time  `json:"answeredAt,omitempty"`
+
+	// AnsweredBy The id of the key that answered.
+	AnsweredBy *string `json:"answeredBy,omitempty"`
+
+	// ApprovalId The answer's approval id, or null.
+	ApprovalId *openapi_types.UUID `json:"approvalId"`
+	AttemptId  openapi_types.UUID  `json:"attemptId"`
+	DecisionId openapi_types.UUID  `json:"decisionId"`
+
+	// Etag The decision's strong entity tag (as in its ETag header).
+	Etag      string       `json:"etag"`
+	ExpiresAt *time.Time   `json:"expiresAt,omitempty"`
+	Kind      DecisionKind `json:"kind"`
+
+	// Options Any JSON value (null when none was given).
+	Options        interface{}        `json:"options"`
+	ProjectId      string             `json:"projectId"`
+	ProposalHash   *string            `json:"proposalHash,omitempty"`
+	Recommendation *string            `json:"recommendation,omitempty"`
+	RequestedAt    time.Time          `json:"requestedAt"`
+	RunId          openapi_types.UUID `json:"runId"`
+	Status         DecisionStatus     `json:"status"`
+	Subject        *string            `json:"subject,omitempty"`
+}
+
+// DecisionItemPage defines model for DecisionItemPage.
+type DecisionItemPage struct {
+	Items      []DecisionItem `json:"items"`
+	NextCursor *string        `json:"nextCursor,omitempty"`
+}
+
 // DecisionKind defines model for DecisionKind.
 type DecisionKind string
-
-// DecisionPage defines model for DecisionPage.
-type DecisionPage struct {
-	Items      []Decision `json:"items"`
-	NextCursor *string    `json:"nextCursor,omitempty"`
-}
 
 // DecisionRequest defines model for DecisionRequest.
 type DecisionRequest struct {
@@ -4992,7 +5024,7 @@ type ListDecisionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *DecisionPage
+	JSON200 *DecisionItemPage
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -5026,7 +5058,7 @@ type ListDecisionsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListDecisionsResponse) GetJSON200() *DecisionPage {
+func (r ListDecisionsResponse) GetJSON200() *DecisionItemPage {
 	return r.JSON200
 }
 
@@ -8747,7 +8779,7 @@ func ParseListDecisionsResponse(rsp *http.Response) (*ListDecisionsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest DecisionPage
+		var dest DecisionItemPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
