@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"encoding/base64"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -18,17 +17,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/opstest"
 )
-
-func getPage(t *testing.T, c *http.Client, s *opstest.Stack, path string) (int, string) {
-	t.Helper()
-	r, err := c.Get(s.URL + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	return r.StatusCode, string(b)
-}
 
 // TestProjectCreatedAndPauseExplained: a project is created from the console (an existing
 // id is refused and left alone), and pausing one says what it does.
@@ -55,7 +43,7 @@ func TestProjectCreatedAndPauseExplained(t *testing.T) {
 	if !p.Active || p.RetentionDays != 365 {
 		t.Errorf("created project %+v", p)
 	}
-	if _, body := getPage(t, c, s, r.Header.Get("Location")); !strings.Contains(body, "made-in-console created") {
+	if _, body := get(t, c, s, r.Header.Get("Location")); !strings.Contains(body, "made-in-console created") {
 		t.Errorf("no word of the creation on %s", r.Header.Get("Location"))
 	}
 	for _, bad := range []string{"p1", "a/b", " padded", ""} {
@@ -71,7 +59,7 @@ func TestProjectCreatedAndPauseExplained(t *testing.T) {
 	if r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("pause: %d", r.StatusCode)
 	}
-	if _, body := getPage(t, c, s, r.Header.Get("Location")); !strings.Contains(body, "paused: its queued runs will not be offered to claims") {
+	if _, body := get(t, c, s, r.Header.Get("Location")); !strings.Contains(body, "paused: its queued runs will not be offered to claims") {
 		t.Errorf("pausing does not say what it does: %s", r.Header.Get("Location"))
 	}
 }
@@ -88,11 +76,11 @@ func TestRunsListFixes(t *testing.T) {
 	tn.Enqueue("fix-2", "batch")
 	c, _, _ := httpSession(t, s, tn.Admin)
 
-	_, overview := getPage(t, c, s, "/ui/")
+	_, overview := get(t, c, s, "/ui/")
 	if !strings.Contains(overview, `href="/ui/runs?state=queued&amp;band=interactive"`) {
 		t.Errorf("the overview's interactive queued count does not link to the band's list")
 	}
-	_, list := getPage(t, c, s, "/ui/runs?state=queued&band=interactive")
+	_, list := get(t, c, s, "/ui/runs?state=queued&band=interactive")
 	short := inter.RunID.String()[:8]
 	if !strings.Contains(list, ">"+short+"</a>") {
 		t.Errorf("the list has no short run id %s", short)
@@ -104,11 +92,11 @@ func TestRunsListFixes(t *testing.T) {
 		t.Error("the newest page links to itself")
 	}
 	cursor := base64.RawURLEncoding.EncodeToString([]byte(`{"q":"2099-01-01T00:00:00Z","r":"00000000-0000-0000-0000-000000000000"}`))
-	_, later := getPage(t, c, s, "/ui/runs?state=queued&cursor="+cursor)
+	_, later := get(t, c, s, "/ui/runs?state=queued&cursor="+cursor)
 	if !strings.Contains(later, `id="newest"`) || !strings.Contains(later, `href="/ui/runs?state=queued" id="newest"`) {
 		t.Errorf("a later page has no link to the newest with its filters")
 	}
-	if st, _ := getPage(t, c, s, "/ui/runs?band=urgent"); st != http.StatusBadRequest {
+	if st, _ := get(t, c, s, "/ui/runs?band=urgent"); st != http.StatusBadRequest {
 		t.Errorf("an unknown band: %d, want 400", st)
 	}
 
@@ -119,7 +107,7 @@ func TestRunsListFixes(t *testing.T) {
 	tn.Must(http.StatusOK, "POST", cl.Path("/release"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "charge": true})
 	var run api.Run
 	tn.Must(http.StatusOK, "GET", "/v1/runs/"+cl.Run.RunID.String(), tn.Admin, nil).Decode(t, &run)
-	_, page := getPage(t, c, s, "/ui/runs/"+run.RunID.String())
+	_, page := get(t, c, s, "/ui/runs/"+run.RunID.String())
 	if run.AttemptsSpent != 1 || !strings.Contains(page, "1 attempt spent") || strings.Contains(page, "1 attempts") {
 		t.Errorf("a run with %d attempt spent: the page does not say \"1 attempt spent\"", run.AttemptsSpent)
 	}
@@ -133,7 +121,7 @@ func TestDecisionPageLayout(t *testing.T) {
 	tn := s.NewTenant(t)
 	_, d := askDecision(t, tn, "layout-1")
 	c, _, _ := httpSession(t, s, tn.Admin)
-	_, page := getPage(t, c, s, "/ui/decisions/"+d.DecisionID.String())
+	_, page := get(t, c, s, "/ui/decisions/"+d.DecisionID.String())
 	for _, want := range []string{`aria-describedby="approval-hint"`, `id="approval-hint">The id (a UUID) of the approval`,
 		`<div class="actions"><button type="submit" id="send-answer">`} {
 		if !strings.Contains(page, want) {
@@ -157,7 +145,7 @@ func TestAttemptTimelineEndsWithHowItEnded(t *testing.T) {
 	c, _, _ := httpSession(t, s, tn.Admin)
 	rows := func(attempt string) [][]string {
 		t.Helper()
-		_, page := getPage(t, c, s, "/ui/attempts/"+attempt)
+		_, page := get(t, c, s, "/ui/attempts/"+attempt)
 		var out [][]string
 		for _, tr := range regexp.MustCompile(`(?s)<tr class="k-([a-z]+)">(.*?)</tr>`).FindAllStringSubmatch(page, -1) {
 			cells := regexp.MustCompile(`(?s)<td[^>]*>(.*?)</td>`).FindAllStringSubmatch(tr[2], -1)
@@ -262,7 +250,7 @@ func TestRunPageReadsDelegationsAndChainOnce(t *testing.T) {
 		fewest, page := -1, ""
 		for range 3 {
 			stop := apitest.Statements(s.DB)
-			_, page = getPage(t, c, s, "/ui/runs/"+run.RunID.String())
+			_, page = get(t, c, s, "/ui/runs/"+run.RunID.String())
 			if n := len(stop()); fewest < 0 || n < fewest {
 				fewest = n
 			}
