@@ -71,15 +71,9 @@ func (b *bencher) sdkTSRow(ctx context.Context, t *target, n int) Result {
 		e.Kind, e.ProjectID = kind, "p0"
 		return e
 	}
-	for range n {
-		a, err := t.c.do(ctx, http.MethodPost, "/v1/runs", t.keys.runtime, spec(), nil)
-		if err == nil && !a.ok() {
-			err = fmt.Errorf("%d %s", a.status, a.code)
-		}
-		if err != nil {
-			row.Status, row.Note = StatusFailed, "seed the queue: "+err.Error()
-			return row
-		}
+	if err := seedRuns(ctx, t, n, spec); err != nil {
+		row.Status, row.Note = StatusFailed, "seed the queue: "+err.Error()
+		return row
 	}
 	b.logf("[%s] sdk/worker-ts: a TypeScript Worker of %d handlers", t.sync, n)
 	rec := NewRecorder()
@@ -132,16 +126,9 @@ func (b *bencher) sdkWorkerRow(ctx context.Context, t *target, n int) Result {
 		e.Kind = kind
 		return e
 	}
-	// The first runs, one per handler, sent untimed by the plain client.
-	for range n {
-		a, err := t.c.do(ctx, http.MethodPost, "/v1/runs", t.keys.runtime, spec(), nil)
-		if err == nil && !a.ok() {
-			err = fmt.Errorf("%d %s", a.status, a.code)
-		}
-		if err != nil {
-			row.Status, row.Note = StatusFailed, "seed the queue: "+err.Error()
-			return row
-		}
+	if err := seedRuns(ctx, t, n, spec); err != nil {
+		row.Status, row.Note = StatusFailed, "seed the queue: "+err.Error()
+		return row
 	}
 
 	var runs atomic.Int64
@@ -197,6 +184,21 @@ type timedTransport struct {
 	base  http.RoundTripper
 	rec   *Recorder
 	empty atomic.Int64
+}
+
+// seedRuns enqueues n runs made by spec, untimed, through the plain client: one per handler,
+// so that each starts with work.
+func seedRuns(ctx context.Context, t *target, n int, spec func() api.EnqueueRequest) error {
+	for range n {
+		a, err := t.c.do(ctx, http.MethodPost, "/v1/runs", t.keys.runtime, spec(), nil)
+		if err == nil && !a.ok() {
+			err = fmt.Errorf("%d %s", a.status, a.code)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (tt *timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
