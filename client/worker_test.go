@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ledger-dev/ledger/internal/syncbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -460,24 +461,6 @@ func TestIdleWorkerLongPollsFewClaimsAndStillFillsItsSlots(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A worker whose claims the service refuses for its configuration (here a release that
 // was never registered: 422 release_not_active) keeps running, backs off exponentially to
 // a cap, logs the cause once per minute rather than on every claim, and claims as soon as
@@ -501,7 +484,7 @@ func TestConfigurationRefusalBacksOffAndLogsOnce(t *testing.T) {
 		mu.Unlock()
 		return client.Sleep(ctx, time.Millisecond) // the waits are recorded, not waited
 	})
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg := workerConfig("refused")
 	cfg.ReleaseID = "rel-registered-later"
 	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -1,31 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"github.com/ledger-dev/ledger/internal/syncbuf"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// lockedBuffer is a bytes.Buffer read while serve writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestServeLogFlushHoldsLinesAndWritesThemAtShutdown: with --log-flush the log lines are held
 // (none written while serve runs, the interval being an hour), and a shutdown writes every one
@@ -35,7 +16,7 @@ func TestServeLogFlushHoldsLinesAndWritesThemAtShutdown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	serveCtx, stop := context.WithCancel(ctx)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr syncbuf.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- run(serveCtx, []string{"serve", "--db", tempDB(t), "--addr", "127.0.0.1:0", "--log-flush", "1h"}, &stdout, &stderr)

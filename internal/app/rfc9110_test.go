@@ -8,12 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/ledger-dev/ledger/internal/syncbuf"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -538,27 +538,9 @@ func TestLocationIsPathEscaped(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the server writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestRequestIDIsKeptOnlyWhenSafe(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	s := newStack(t, app.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	cases := []struct {
 		id   string

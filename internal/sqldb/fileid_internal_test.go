@@ -1,34 +1,20 @@
 package sqldb
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"github.com/ledger-dev/ledger/internal/syncbuf"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// syncBuffer is a log sink safe for the writer goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func openLogged(t *testing.T, path string) (*DB, *syncBuffer) {
+func openLogged(t *testing.T, path string) (*DB, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	db, err := Open(context.Background(), Config{DSN: path, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
