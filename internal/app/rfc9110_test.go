@@ -34,8 +34,9 @@ type docOp struct {
 		Required bool `json:"required"`
 	} `json:"requestBody"`
 	Parameters []struct {
-		Name string `json:"name"`
-		In   string `json:"in"`
+		Name     string `json:"name"`
+		In       string `json:"in"`
+		Required bool   `json:"required"`
 	} `json:"parameters"`
 	Responses map[string]struct {
 		Headers map[string]json.RawMessage `json:"headers"`

@@ -16,6 +16,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/validate"
@@ -253,7 +254,7 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 				case sameFinish(cur.Call, f):
 					return cur.Call, false, nil
 				case !f.IfMatch.Matches(cur.Version):
-					return Call{}, false, apperr.New(api.CodePreconditionFailed, "call %s has changed since that ETag", callID)
+					return Call{}, false, ifmatch.Stale("call " + callID.String())
 				}
 				ifMatch = tx.Dialect.Version(cur.Version)
 			}

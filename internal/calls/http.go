@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -31,7 +32,7 @@ func Routes(s *web.Server, store *Store) {
 		Description: "Sets the call's status, receiptRef and endedAt once. A repeat of the same finish answers 200 as stored, " +
 			"another finish of a finished call is 409 illegal_transition. If-Match is honoured when sent (412 when stale). Fenced.",
 		Roles: []string{rt}, Body: api.FinishCallRequest{},
-		Example: api.FinishCallRequest{FencingToken: 4, Status: api.FinishSucceeded, ReceiptRef: api.Ptr("s3://acme-receipts/42/0")}, Status: http.StatusOK, Response: api.Call{}, ETag: true, IfMatch: true,
+		Example: api.FinishCallRequest{FencingToken: 4, Status: api.FinishSucceeded, ReceiptRef: api.Ptr("s3://acme-receipts/42/0")}, Status: http.StatusOK, Response: api.Call{}, ETag: true, IfMatch: ifmatch.Optional,
 		Problems: append([]api.ProblemCode{api.CodeIllegalTransition}, fenced...),
 	}, h.finish)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls", web.Op{

@@ -19,10 +19,7 @@ func Routes(s *web.Server, store *Store) {
 			"(200; If-Match required: 428 without it, 412 when stale; absent members keep their values). The body is optional.",
 		Roles: []string{tenancy.RoleAdmin}, Body: api.PutProjectRequest{}, BodyOptional: true,
 		Example: api.PutProjectRequest{Active: api.Ptr(true), RetentionDays: api.Ptr(90)},
-		Status:  http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Project{}, ETag: true, IfMatch: true,
-		// If-Match is optional for a create, so the Op cannot say IfMatchRequired; an update
-		// without one is still 428.
-		Problems: []api.ProblemCode{api.CodePreconditionRequired},
+		Status:  http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Project{}, ETag: true, IfMatch: PutIfMatch,
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
 		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.ProjectItem]{},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -56,9 +57,13 @@ type Store struct {
 // NewStore returns the project store of db.
 func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dialect)} }
 
-// Put creates the project (no IfMatch) or updates it (IfMatch required). It reports whether
-// it created. Errors: PreconditionRequired (exists, no IfMatch), PreconditionFailed (stale
-// IfMatch, or IfMatch on a project that does not exist).
+// PutIfMatch is when Put needs an If-Match condition: to update, not to create. The route's
+// Op declares it and Put applies it (ifmatch.Update), so the two cannot disagree.
+const PutIfMatch = ifmatch.ToUpdate
+
+// Put creates the project (no IfMatch) or updates it (IfMatch required: PutIfMatch). It
+// reports whether it created. Errors: PreconditionRequired (exists, no IfMatch),
+// PreconditionFailed (stale IfMatch, or IfMatch on a project that does not exist).
 func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) (Project, bool, error) {
 	var (
 		p       Project
@@ -70,10 +75,11 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			return err
 		}
 		cur, err := s.get(ctx, tx, tenantID, projectID)
+		what := fmt.Sprintf("project %q", projectID)
 		switch {
 		case apperr.Is(err, api.CodeNotFound):
-			if ch.IfMatch != nil {
-				return apperr.New(api.CodePreconditionFailed, "project %q does not exist", projectID)
+			if err := ifmatch.Create(ch.IfMatch, what); err != nil {
+				return err
 			}
 			active, days := true, DefaultRetentionDays
 			if ch.Active != nil {
@@ -84,8 +90,13 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			}
 			_, err = tx.ExecContext(ctx, s.q.insert, tenantID, projectID, active, days, tx.Dialect.Time(now))
 			if sqldb.IsConflict(err) {
-				// Another request created it first: this one is now an update without If-Match.
-				return apperr.New(api.CodePreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
+				// Another request created it first: this one is now an update without If-Match,
+				// which PutIfMatch refuses; a mode that allowed it runs the transaction again,
+				// to update the row it will then find.
+				if err := ifmatch.Update(PutIfMatch, nil, 0, what); err != nil {
+					return err
+				}
+				return fmt.Errorf("%s was created meanwhile: %w", what, sqldb.ErrRetryable)
 			}
 			if err != nil {
 				return err
@@ -94,11 +105,8 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 		case err != nil:
 			return err
 		default:
-			if ch.IfMatch == nil {
-				return apperr.New(api.CodePreconditionRequired, "project %q exists: updating it needs If-Match", projectID)
-			}
-			if !ch.IfMatch.Matches(cur.Version) {
-				return apperr.New(api.CodePreconditionFailed, "project %q has changed since that ETag", projectID)
+			if err := ifmatch.Update(PutIfMatch, ch.IfMatch, cur.Version, what); err != nil {
+				return err
 			}
 			active, days := cur.Active, cur.RetentionDays
 			if ch.Active != nil {
@@ -112,7 +120,7 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 				return err
 			}
 			if n, _ := res.RowsAffected(); n != 1 {
-				return apperr.New(api.CodePreconditionFailed, "project %q has changed since that ETag", projectID)
+				return ifmatch.Stale(what)
 			}
 		}
 		p, err = s.get(ctx, tx, tenantID, projectID)

@@ -44,11 +44,9 @@ func Routes(s *web.Server, store *Store, c Canceller) {
 		Roles: []string{tenancy.RoleRuntime, tenancy.RoleAdmin}, Body: api.PutReleaseRequest{},
 		Example: api.PutReleaseRequest{ManifestHash: exampleManifestHash, ContentRefs: exampleContentRefs,
 			State: api.Ptr(api.ReleaseActive), InFlightPolicy: api.Ptr(api.PolicyDrain)},
-		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Release{}, ETag: true, IfMatch: true,
-		// If-Match is optional for a create and an unchanged repeat, so the Op cannot say
-		// IfMatchRequired; a change without one is still 428.
+		Status: http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Release{}, ETag: true, IfMatch: PutIfMatch,
 		Problems: []api.ProblemCode{api.CodeManifestMismatch, api.CodeReleaseImmutable, api.CodeReleaseConflict,
-			api.CodeIllegalTransition, api.CodePreconditionRequired},
+			api.CodeIllegalTransition},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/releases", web.Op{
 		ID: "listReleases", Tag: "Releases", Summary: "List the tenant's releases",

@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/jcs"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -148,6 +149,11 @@ type Store struct {
 // NewStore returns the release store of db.
 func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dialect)} }
 
+// PutIfMatch is when Put needs an If-Match condition: to change an existing row's state or
+// policy, not to register it nor to repeat it unchanged. The route's Op declares it and
+// Put applies it (ifmatch.Update), so the two cannot disagree.
+const PutIfMatch = ifmatch.ToUpdate
+
 // Put registers the release and adapter version for the tenant, or changes its state or
 // in-flight policy, and reports whether it created the row. Draining or retiring a release
 // (or setting the cancel policy on one that is) under the cancel policy asks c, in the
@@ -165,7 +171,7 @@ func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dial
 //     generic detail either way: it says nothing of the other tenant's rows);
 //   - ReleaseImmutable: the row holds a different manifest hash or content;
 //   - nothing to change (same state, same policy in force): the row as it is, no write;
-//   - PreconditionRequired: a change without IfMatch;
+//   - PreconditionRequired: a change without IfMatch (PutIfMatch);
 //   - IllegalTransition: the state may not move so (retired is final).
 func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapterVersion string, p Put) (Release, bool, error) {
 	canonical, err := Canonicalize(p.ContentRefs)
@@ -222,8 +228,8 @@ func errReleaseConflict() error {
 // already it returns the row of the tenant that a concurrent create just committed
 // (created false), or ReleaseConflict when the row is another tenant's.
 func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, adapterVersion string, p Put, canonical string) (Release, bool, error) {
-	if p.IfMatch != nil {
-		return Release{}, false, apperr.New(api.CodePreconditionFailed, "release %q adapter %q does not exist", releaseID, adapterVersion)
+	if err := ifmatch.Create(p.IfMatch, releaseName(releaseID, adapterVersion)); err != nil {
+		return Release{}, false, err
 	}
 	if p.State != Verified && p.State != Active {
 		return Release{}, false, apperr.New(api.CodeIllegalTransition,
@@ -296,8 +302,9 @@ func (s *Store) ownerIs(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID s
 
 // change applies p to the tenant's existing row cur.
 func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Release, p Put, canonical string) (Release, error) {
-	if p.IfMatch != nil && !p.IfMatch.Matches(cur.Version) {
-		return Release{}, apperr.New(api.CodePreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
+	what := releaseName(cur.ReleaseID, cur.AdapterVersion)
+	if err := ifmatch.Check(p.IfMatch, cur.Version, what); err != nil {
+		return Release{}, err
 	}
 	if cur.ManifestHash != p.ManifestHash || cur.ContentRefsJSON != canonical {
 		return Release{}, apperr.New(api.CodeReleaseImmutable,
@@ -312,8 +319,8 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 	if !stateChanged && !policyChanged {
 		return cur, nil
 	}
-	if p.IfMatch == nil {
-		return Release{}, apperr.New(api.CodePreconditionRequired, "changing a release needs an If-Match header with its ETag")
+	if err := ifmatch.Update(PutIfMatch, p.IfMatch, cur.Version, what); err != nil {
+		return Release{}, err
 	}
 	if stateChanged && !CanMove(cur.State, p.State) {
 		return Release{}, apperr.New(api.CodeIllegalTransition, "a %s release cannot become %s", cur.State, p.State)
@@ -324,7 +331,7 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 		return Release{}, fmt.Errorf("update release: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return Release{}, apperr.New(api.CodePreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
+		return Release{}, ifmatch.Stale(what)
 	}
 	if (p.State == Draining || p.State == Retired) && effectivePolicy(policy) == PolicyCancel {
 		if err := s.cancelRunning(ctx, tx, c, cur); err != nil {
@@ -332,6 +339,11 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 		}
 	}
 	return s.get(ctx, tx, s.q.get, cur.TenantID, cur.ReleaseID, cur.AdapterVersion)
+}
+
+// releaseName names a release adapter in a problem's detail.
+func releaseName(releaseID, adapterVersion string) string {
+	return fmt.Sprintf("release %q adapter %q", releaseID, adapterVersion)
 }
 
 // cancelRunning asks for the cancellation of the run of every attempt of the tenant still

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -39,20 +40,19 @@ func (p *Precondition) Matches(current sqldb.RowVersion) bool {
 const opKey = "web.op"
 
 // IfMatch reads the If-Match header as the condition a store checks (a *Precondition). It
-// returns nil when there is none, or 428 when the route's Op says IfMatchRequired (the Op
-// that documents the header is the one rule). A header that cannot match any version (only
-// weak or malformed tags) is 412 at once. Only a route whose Op takes If-Match reads it.
+// returns nil when there is none, or 428 when the route's Op says ifmatch.Required (the
+// mode that documents the header is the one rule; under ifmatch.ToUpdate the store applies
+// it with ifmatch.Update once it knows the request updates). A header that cannot match
+// any version (only weak or malformed tags) is 412 at once. Only a route whose Op takes
+// If-Match reads it.
 func IfMatch(c echo.Context) (sqldb.VersionMatcher, error) {
 	op, _ := c.Get(opKey).(*Op)
-	if op == nil || !op.IfMatch {
+	if op == nil || !op.IfMatch.Takes() {
 		panic("web: IfMatch read on a route whose Op does not take If-Match")
 	}
 	raw, present := headerList(c.Request().Header, "If-Match")
 	if !present {
-		if op.IfMatchRequired {
-			return nil, apperr.New(api.CodePreconditionRequired, "this update needs an If-Match header with the resource's ETag")
-		}
-		return nil, nil
+		return nil, ifmatch.Absent(op.IfMatch)
 	}
 	p := &Precondition{}
 	for _, tag := range raw {

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/ifmatch"
 )
 
 // Op documents a route, and its Roles are also what the route enforces: the document and
@@ -47,18 +48,18 @@ type Op struct {
 	Response   any
 	// RawResponse is the content type of a body the schema does not describe.
 	RawResponse string
-	// ETag says the success responses with a body carry an ETag; IfMatch that the request
-	// takes one (Required: 428 without it).
-	ETag            bool
-	IfMatch         bool
-	IfMatchRequired bool
+	// ETag says the success responses with a body carry an ETag; IfMatch whether the
+	// request takes one and when it must (web.IfMatch, the document and the store's
+	// ifmatch.Update all read this one declaration).
+	ETag    bool
+	IfMatch ifmatch.Mode
 	// RetryAfter says a 204 of this route may carry Retry-After (the claim's budget hold).
 	RetryAfter bool
 	// Headers are further headers the success response may carry, by name, with what they say.
 	Headers map[string]string
 	// Problems lists the codes this route can answer besides the ones every route of its
 	// kind can (413 on every route; 401, 403, 429, 500 and 503 with a key; 400 with
-	// parameters or a body; 412 and 428 with If-Match).
+	// parameters or a body; 412 and 428 as IfMatch says, never listed here).
 	Problems []api.ProblemCode
 }
 
@@ -78,6 +79,9 @@ func (s *Server) SetAuth(a Authenticator) { s.auth = a }
 func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
 	if op.ID == "" || op.Tag == "" || op.Summary == "" {
 		panic("web: route " + method + " " + path + " needs an ID, a Tag and a Summary")
+	}
+	if slices.Contains(op.Problems, api.CodePreconditionFailed) || slices.Contains(op.Problems, api.CodePreconditionRequired) {
+		panic("web: route " + method + " " + path + " lists 412 or 428 in Problems: its IfMatch mode says when they occur")
 	}
 	var mw []echo.MiddlewareFunc
 	if !op.Public {
@@ -215,13 +219,9 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	if op.Query != nil {
 		params = append(params, b.queryParams(reflect.TypeOf(op.Query))...)
 	}
-	if op.IfMatch {
-		d := "The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match)."
-		if !op.IfMatchRequired {
-			d += " Optional here: see the description for when it is needed."
-		}
-		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": op.IfMatchRequired,
-			"description": d, "schema": map[string]any{"type": "string", "minLength": 1}})
+	if op.IfMatch.Takes() {
+		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": op.IfMatch.Requires(),
+			"description": ifMatchDocs[op.IfMatch], "schema": map[string]any{"type": "string", "minLength": 1}})
 	}
 	if o.method == http.MethodGet && op.ETag {
 		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
@@ -269,9 +269,9 @@ func (b *docBuilder) operation(o operation) map[string]any {
 				"description": "The current entity tag.", "schema": etagSchema()}},
 		}
 	}
-	if op.IfMatch {
+	if op.IfMatch.Takes() {
 		codes = append(codes, api.CodePreconditionFailed)
-		if op.IfMatchRequired {
+		if op.IfMatch.MayAnswer428() {
 			codes = append(codes, api.CodePreconditionRequired)
 		}
 	}
@@ -289,6 +289,16 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	doc["responses"] = responses
 	return doc
 }
+
+// ifMatchDocs describes the If-Match header of a route by its mode.
+var ifMatchDocs = map[ifmatch.Mode]string{
+	ifmatch.Optional: ifMatchForms + " Optional: without it the change is made whatever the current version.",
+	ifmatch.Required: ifMatchForms,
+	ifmatch.ToUpdate: ifMatchForms + " Not sent to create (412 if it is: there is no current version); required to change " +
+		"an existing resource (428 without it).",
+}
+
+const ifMatchForms = "The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match)."
 
 // restricted reports whether roles exclude some role, so that a key can be refused (403).
 func restricted(roles []string) bool {

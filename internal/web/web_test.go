@@ -17,6 +17,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -60,7 +61,7 @@ func TestOpenAPISchemas(t *testing.T) {
 	s.Route(http.MethodGet, "/v1/runs", Op{ID: "listRuns", Tag: "Runs", Summary: "list", Status: http.StatusOK,
 		Response: Page[api.Run]{}, Query: api.ListRunsParams{}}, nil)
 	s.Route(http.MethodPut, "/v1/projects/:projectId", Op{ID: "putProject", Tag: "Projects", Summary: "put", Status: http.StatusOK,
-		AlsoStatus: []int{http.StatusCreated}, Body: api.PutProjectRequest{}, Response: api.Project{}, ETag: true, IfMatch: true,
+		AlsoStatus: []int{http.StatusCreated}, Body: api.PutProjectRequest{}, Response: api.Project{}, ETag: true, IfMatch: ifmatch.ToUpdate,
 		Roles: []string{"admin"}}, nil)
 	s.Route(http.MethodPost, "/v1/runs/claim", Op{ID: "claimRun", Tag: "Runs", Summary: "claim", Status: http.StatusOK,
 		AlsoStatus: []int{http.StatusNoContent}, Body: api.ClaimRequest{}, Response: api.Claim{}, RetryAfter: true}, nil)
@@ -305,7 +306,11 @@ func TestLimitCursorAndIfMatch(t *testing.T) {
 			h["If-Match"] = c.header
 		}
 		ctx := ctxFor(http.MethodPut, "/", "", h)
-		ctx.Set(opKey, &Op{IfMatch: true, IfMatchRequired: c.required})
+		mode := ifmatch.Optional
+		if c.required {
+			mode = ifmatch.Required
+		}
+		ctx.Set(opKey, &Op{IfMatch: mode})
 		got, err := IfMatch(ctx)
 		if apperr.CodeOf(err) != c.code {
 			t.Errorf("IfMatch(%q, required %v) = %v, want %q", c.header, c.required, err, c.code)
@@ -355,14 +360,14 @@ func TestOpenAPIDocumentIsBuiltOnce(t *testing.T) {
 
 // TestOpDrivesPathLimitsAndIfMatch: a route's path parameters are checked by the one table
 // the document is built from, before the handler runs (this handler reads none of them),
-// and whether If-Match is required is the Op's IfMatchRequired.
+// and whether If-Match is required is the Op's IfMatch mode.
 func TestOpDrivesPathLimitsAndIfMatch(t *testing.T) {
 	t.Parallel()
 	s := newTestServer()
 	s.Route(http.MethodDelete, "/v1/things/:agentId/:runId", Op{ID: "deleteThing", Tag: "System", Summary: "t",
 		Status: http.StatusNoContent}, func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
-	s.Route(http.MethodPut, "/v1/things/:taskId", Op{ID: "putThing", Tag: "System", Summary: "t", IfMatch: true,
-		IfMatchRequired: true, Status: http.StatusNoContent}, func(c echo.Context) error {
+	s.Route(http.MethodPut, "/v1/things/:taskId", Op{ID: "putThing", Tag: "System", Summary: "t", IfMatch: ifmatch.Required,
+		Status: http.StatusNoContent}, func(c echo.Context) error {
 		if _, err := IfMatch(c); err != nil {
 			return err
 		}
