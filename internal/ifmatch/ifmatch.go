@@ -1,6 +1,7 @@
-// Package ifmatch is the rule for a write's If-Match condition (RFC 9110 section 13.1.1),
-// said once: a route's web.Op declares a Mode, the document and web.IfMatch read it, and a
-// store passes the same Mode to Update when it finds, in the transaction that writes,
+// Package ifmatch is the one rule for a write's If-Match condition (RFC 9110 section
+// 13.1.1): when a route needs one, and what a write without one or with a stale one is
+// answered. A route's web.Op declares a Mode; the document and web.IfMatch read it, and a
+// store passes the same Mode to Update once it finds, in the transaction that writes,
 // that the request changes an existing row. Only the store can tell a create from an
 // update (another request may create the row between a check and the write), so the
 // decision stays there; what it decides comes from the Mode.
