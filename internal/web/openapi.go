@@ -259,6 +259,9 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	// Every route refuses unknown query parameters; any request whose Content-Length
 	// passes the server's body limit is refused before routing, whatever its route.
 	codes = append(codes, api.CodeInvalidRequest, api.CodeBodyTooLarge)
+	if insertsOrUpdates(o.method) {
+		codes = append(codes, writeRefused)
+	}
 	if op.Body != nil {
 		codes = append(codes, api.CodeUnsupportedMediaType)
 	}

@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,4 +32,34 @@ func TestStoreSentinelsBecomeProblems(t *testing.T) {
 			t.Errorf("problemOf(%v) = %s %d retry %v; want %s %d retry %v", c.err, e.Code, e.Code.Status(), e.RetryAfter, c.code, c.status, c.retry)
 		}
 	}
+}
+
+// TestDatabaseRefusalIsDocumentedOnWrites: the code problemOf gives a refused write is in
+// the document of every route that inserts or updates, and of no read or delete.
+func TestDatabaseRefusalIsDocumentedOnWrites(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+	for _, m := range methods {
+		s.Route(m, "/v1/things", Op{ID: "thing" + m, Tag: "System", Summary: "t", Status: http.StatusNoContent}, nil)
+	}
+	e, _ := problemOf(fmt.Errorf("write: %w", sqldb.ErrRefused))
+	doc := docJSON(t, s)
+	for _, m := range methods {
+		listed := fmt.Sprint(docCodes(t, doc, m, e.Code.Status()))
+		want := insertsOrUpdates(m)
+		if got := strings.Contains(listed, string(e.Code)); got != want {
+			t.Errorf("%s lists %s: %v, want %v (codes %s)", m, e.Code, got, want, listed)
+		}
+	}
+}
+
+// docCodes is the problem codes the document lists for /v1/things with method at status.
+func docCodes(t *testing.T, doc map[string]any, method string, status int) any {
+	t.Helper()
+	r, ok := dig(t, doc, "paths", "/v1/things", strings.ToLower(method), "responses").(map[string]any)[strconv.Itoa(status)]
+	if !ok {
+		return nil
+	}
+	return r.(map[string]any)["x-problem-codes"]
 }

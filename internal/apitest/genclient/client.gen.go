@@ -1010,7 +1010,7 @@ type ListAttemptsParams struct {
 
 // FinishCallParams defines parameters for FinishCall.
 type FinishCallParams struct {
-	// IfMatch The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match). Optional here: see the description for when it is needed.
+	// IfMatch The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match). Optional: without it the change is made whatever the current version.
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
@@ -1054,13 +1054,13 @@ type AnswerDecisionParams struct {
 
 // PutProjectParams defines parameters for PutProject.
 type PutProjectParams struct {
-	// IfMatch The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match). Optional here: see the description for when it is needed.
+	// IfMatch The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match). Not sent to create (412 if it is: there is no current version); required to change an existing resource (428 without it).
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
 // PutReleaseParams defines parameters for PutRelease.
 type PutReleaseParams struct {
-	// IfMatch The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match). Optional here: see the description for when it is needed.
+	// IfMatch The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match). Not sent to create (412 if it is: there is no current version); required to change an existing resource (428 without it).
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
@@ -5533,6 +5533,11 @@ type PutProjectResponse403Headers struct {
 	XRequestId *string
 }
 
+// PutProjectResponse409Headers the declared response headers of an HTTP 409 response for PutProject
+type PutProjectResponse409Headers struct {
+	XRequestId *string
+}
+
 // PutProjectResponse412Headers the declared response headers of an HTTP 412 response for PutProject
 type PutProjectResponse412Headers struct {
 	XRequestId *string
@@ -5583,6 +5588,8 @@ type PutProjectResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
 	ApplicationproblemJSON412 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -5607,6 +5614,8 @@ type PutProjectResponse struct {
 	Headers401 *PutProjectResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *PutProjectResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutProjectResponse409Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
 	Headers412 *PutProjectResponse412Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -5646,6 +5655,11 @@ func (r PutProjectResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r PutProjectResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PutProjectResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
@@ -6169,6 +6183,11 @@ type ClaimRunResponse403Headers struct {
 	XRequestId *string
 }
 
+// ClaimRunResponse409Headers the declared response headers of an HTTP 409 response for ClaimRun
+type ClaimRunResponse409Headers struct {
+	XRequestId *string
+}
+
 // ClaimRunResponse413Headers the declared response headers of an HTTP 413 response for ClaimRun
 type ClaimRunResponse413Headers struct {
 	XRequestId *string
@@ -6212,6 +6231,8 @@ type ClaimRunResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -6234,6 +6255,8 @@ type ClaimRunResponse struct {
 	Headers401 *ClaimRunResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ClaimRunResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ClaimRunResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ClaimRunResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -6266,6 +6289,11 @@ func (r ClaimRunResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ClaimRunResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ClaimRunResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -9469,6 +9497,13 @@ func ParsePutProjectResponse(rsp *http.Response) (*PutProjectResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9599,6 +9634,16 @@ func ParsePutProjectResponse(rsp *http.Response) (*PutProjectResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutProjectResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 412:
 		var headers PutProjectResponse412Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -10286,6 +10331,13 @@ func ParseClaimRunResponse(rsp *http.Response) (*ClaimRunResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10395,6 +10447,16 @@ func ParseClaimRunResponse(rsp *http.Response) (*ClaimRunResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers ClaimRunResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers ClaimRunResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
