@@ -34,6 +34,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/validate"
@@ -420,16 +421,19 @@ func (s *Store) WaitClosed(ctx context.Context, tenantID string, id uuid.UUID, d
 		})
 }
 
+// AnswerIfMatch is when an answer needs an If-Match condition: always (an inbox answers the
+// version it showed). The route's Op declares it, so web.IfMatch refuses a request without
+// one before the store is asked; answerable applies it to every other caller.
+const AnswerIfMatch = ifmatch.Required
+
 // answerable refuses an answer to a decision that is no longer pending (DecisionClosed) or
-// whose current version does not meet the answer's If-Match (PreconditionFailed).
+// whose current version does not meet the answer's If-Match (PreconditionRequired without
+// one, PreconditionFailed when stale).
 func answerable(d Decision, ifMatch sqldb.VersionMatcher) error {
 	if d.Status != StatusPending {
 		return apperr.New(api.CodeDecisionClosed, "the decision is %s, no longer pending", d.Status)
 	}
-	if ifMatch == nil || !ifMatch.Matches(d.Version) {
-		return apperr.New(api.CodePreconditionFailed, "If-Match is not the decision's current ETag")
-	}
-	return nil
+	return ifmatch.Update(AnswerIfMatch, ifMatch, d.Version, "decision "+d.DecisionID.String())
 }
 
 // newestPrior is the phase the attempt's newest decision keeps (not Valid when the attempt

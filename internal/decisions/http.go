@@ -12,7 +12,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/validate"
@@ -65,7 +64,7 @@ func Routes(s *web.Server, store *Store) {
 		Roles: []string{ad}, Body: api.AnswerDecisionRequest{},
 		Example: api.AnswerDecisionRequest{Status: api.AnswerApproved, Answer: []byte(`"merge"`)},
 		Status:  http.StatusOK, Response: api.Decision{}, ETag: true,
-		IfMatch:  ifmatch.Required,
+		IfMatch:  AnswerIfMatch,
 		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeDecisionClosed},
 	}, h.answer)
 }
