@@ -119,7 +119,7 @@ func TestIfMatchModeIsEnforcedAsDocumented(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			// A stale condition is 412 whatever the mode, and changes nothing.
-			path, body, etag := tg.existing(t)
+			path, body, _ := tg.existing(t)
 			wantProblem(t, send(r.method, path, body, stale), http.StatusPreconditionFailed, "precondition_failed")
 			// Without a condition: 428 unless the mode lets a change go without one.
 			path, body, _ = tg.existing(t)
@@ -129,7 +129,7 @@ func TestIfMatchModeIsEnforcedAsDocumented(t *testing.T) {
 				wantProblem(t, res, http.StatusPreconditionRequired, "precondition_required")
 			}
 			// The current ETag changes it.
-			path, body, etag = tg.existing(t)
+			path, body, etag := tg.existing(t)
 			wantStatus(t, send(r.method, path, body, etag), http.StatusOK)
 			if tg.fresh == nil {
 				return
