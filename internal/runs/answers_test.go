@@ -11,7 +11,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// TestAnswersAreTheRowsAsStored: the enqueue and the claim build their answers from what
+// TestAnswersAreTheRowsAsStored: the enqueue, the continuation and the claim build their answers from what
 // they sent rather than reading whole rows back (BENCHMARKS.md), so each answer must be
 // exactly the row a later read returns, on every dialect. The clock sits between
 // milliseconds so that a time answered untruncated shows; the specs set and leave unset
@@ -56,6 +56,19 @@ func TestAnswersAreTheRowsAsStored(t *testing.T) {
 		}
 		if got := e.get(cl.Run.RunID); !reflect.DeepEqual(asRead(got), asRead(cl.Run)) {
 			t.Fatalf("claim answered the run\n%+v\nthe row is\n%+v", cl.Run, got)
+		}
+		// A continuation is inserted by the same statement from the ended run's row.
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+			runs.Completion{State: attempts.Failed}); err != nil {
+			t.Fatal(err)
+		}
+		later := epoch.Add(2*time.Hour + 5*time.Microsecond)
+		next, created, err := e.svc.Continue(e.ctx, e.caller, cl.Run.RunID, runs.Continuation{DueAt: &later})
+		if err != nil || !created {
+			t.Fatalf("continue: created=%v err=%v", created, err)
+		}
+		if got := e.get(next.RunID); !reflect.DeepEqual(asRead(got), asRead(next)) {
+			t.Fatalf("continue answered\n%+v\nthe row is\n%+v", next, got)
 		}
 	})
 }
