@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -116,7 +117,7 @@ func (e *Env) Enqueue() runs.Run {
 	e.T.Helper()
 	r, _, err := e.Svc.Enqueue(e.Ctx, e.Caller, runs.Spec{
 		ProjectID: "p1", Subject: fmt.Sprintf("subject-%d", subjects.Add(1)), Kind: "review", AgentID: "agent-1",
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 10, MaxCorrections: 3,
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 10, MaxCorrections: 3,
 	})
 	if err != nil {
 		e.T.Fatalf("enqueue: %v", err)

@@ -197,14 +197,14 @@ func (c *console) runsPage(ctx echo.Context) error {
 		Kind: optional(f.Kind), AgentID: optional(f.Agent)}
 	var problems []string
 	if f.State != "" {
-		st, ok := parseEnum[runs.State](f.State)
+		st, ok := parseEnum[api.RunState](f.State)
 		if !ok {
 			problems = append(problems, "state must be queued, leased or ended")
 		}
 		lf.State = &st
 	}
 	if f.Band != "" {
-		b, ok := parseEnum[runs.Band](f.Band)
+		b, ok := parseEnum[api.Band](f.Band)
 		if !ok {
 			problems = append(problems, "band must be interactive, batch or background")
 		}

@@ -305,7 +305,7 @@ var ledgerCases = []struct {
 		}
 		cl1 := e.claimed("review:1")
 		spec := runs.Spec{ProjectID: "p2", Subject: "review:2", Kind: "review", AgentID: "agent-2", StepID: uuid.New(),
-			SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}
+			SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}
 		if _, _, err := e.Svc.Enqueue(e.Ctx, e.Caller, spec); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -48,7 +49,7 @@ func (e *env) other() *env {
 
 func spec(subject, agent string, opts ...func(*runs.Spec)) runs.Spec {
 	s := runs.Spec{ProjectID: "p1", Subject: subject, Kind: "review", AgentID: agent, StepID: uuid.New(),
-		SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}
+		SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}
 	for _, o := range opts {
 		o(&s)
 	}

@@ -57,7 +57,7 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if child.State != runs.Queued || !child.ParentRunID.Valid || child.ParentRunID.UUID != cl.Run.RunID || child.Depth != 1 ||
+		if child.State != api.RunQueued || !child.ParentRunID.Valid || child.ParentRunID.UUID != cl.Run.RunID || child.Depth != 1 ||
 			child.Subject != "review:1:security" || child.AgentID != childAgent || child.CreatedBy != "runtime-key" ||
 			string(child.Input) != `{"file":"a.go"}` {
 			t.Fatalf("child run %+v", child)

@@ -50,7 +50,7 @@ func (h *history) enqueue(agent, kind string) runs.Run {
 	h.T.Helper()
 	r, _, err := h.Svc.Enqueue(h.Ctx, h.Caller, runs.Spec{
 		ProjectID: "p1", Subject: "s-" + uuid.NewString(), Kind: kind, AgentID: agent,
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 10, MaxCorrections: 3,
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 10, MaxCorrections: 3,
 	})
 	if err != nil {
 		h.T.Fatalf("enqueue: %v", err)

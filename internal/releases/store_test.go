@@ -104,7 +104,7 @@ func (w *world) running(t *testing.T, tenant, subject, rid, av string) runs.Clai
 	t.Helper()
 	c := runs.Caller{TenantID: tenant, KeyID: "k"}
 	if _, _, err := w.svc.Enqueue(w.ctx, c, runs.Spec{ProjectID: "p1", Subject: subject, Kind: "review", AgentID: "a",
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
 	cl, err := w.svc.Claim(w.ctx, c, runs.ClaimRequest{HolderID: "h", ReleaseID: rid, AdapterVersion: av, ModelProfileID: "m"})
@@ -430,7 +430,7 @@ func TestStore(t *testing.T) {
 			ver := w.create(t, tenant, rel, "1", releases.Verified, nil)
 			c := runs.Caller{TenantID: tenant, KeyID: "k"}
 			run, _, err := w.svc.Enqueue(ctx, c, runs.Spec{ProjectID: "p1", Subject: "s", Kind: "k", AgentID: "a",
-				StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3})
+				StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -443,7 +443,7 @@ func TestStore(t *testing.T) {
 				if err := claim(rid, av); !apperr.Is(err, api.CodeReleaseNotActive) {
 					t.Fatalf("claim with %s release: got %v, want release_not_active", why, err)
 				}
-				if r, _ := w.svc.Get(ctx, tenant, run.RunID); r.State != runs.Queued || r.Epoch != 0 {
+				if r, _ := w.svc.Get(ctx, tenant, run.RunID); r.State != api.RunQueued || r.Epoch != 0 {
 					t.Fatalf("a refused claim leased the run: %+v", r)
 				}
 			}
@@ -460,7 +460,7 @@ func TestStore(t *testing.T) {
 			}
 			w.move(t, tenant, act, releases.Retired, nil)
 			if _, _, err := w.svc.Enqueue(ctx, c, runs.Spec{ProjectID: "p1", Subject: "s2", Kind: "k", AgentID: "a",
-				StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
+				StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
 				t.Fatal(err)
 			}
 			if err := claim(rel, "1"); !apperr.Is(err, api.CodeReleaseNotActive) {
@@ -579,7 +579,7 @@ func TestStore(t *testing.T) {
 			if w.cancelRequested(t, tenant, cl2) {
 				t.Fatal("retiring the old release cancelled a run now running on the new one")
 			}
-			if r, _ := w.svc.Get(ctx, tenant, done.Run.RunID); r.CancelRequestedAt != nil || r.State != runs.Ended {
+			if r, _ := w.svc.Get(ctx, tenant, done.Run.RunID); r.CancelRequestedAt != nil || r.State != api.RunEnded {
 				t.Fatalf("an ended run was touched: %+v", r)
 			}
 		})
@@ -597,7 +597,7 @@ func TestStore(t *testing.T) {
 				go func(i int) {
 					for j := 0; j < 5; j++ {
 						if _, _, err := w.svc.Enqueue(ctx, c, runs.Spec{ProjectID: "p1", Subject: fmt.Sprintf("s-%d-%d", i, j),
-							Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch,
+							Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch,
 							MaxAttempts: 3, MaxCorrections: 3}); err != nil {
 							done <- err
 							return

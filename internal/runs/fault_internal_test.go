@@ -64,7 +64,7 @@ func (e *faultEnv) before(query string, match func(args []any) bool, fn func(ctx
 
 func (e *faultEnv) spec(subject string) Spec {
 	return Spec{ProjectID: "p1", Subject: subject, Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(),
-		Band: Batch, MaxAttempts: 3, MaxCorrections: 3}
+		Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}
 }
 
 func (e *faultEnv) enqueue(s Spec) Run {
@@ -205,7 +205,7 @@ var faultCases = []struct {
 		if cl.Run.RunID != other.RunID {
 			t.Fatalf("claimed %s, want the next candidate %s", cl.Run.Subject, other.Subject)
 		}
-		if got := e.get(t, head.RunID); got.State != Queued {
+		if got := e.get(t, head.RunID); got.State != api.RunQueued {
 			t.Fatalf("the refused head is %s, want queued", got.State)
 		}
 		e.agree() // the claim re-marked the subject: its head is gone while the rival holds it
@@ -229,7 +229,7 @@ var faultCases = []struct {
 		if cl.Run.RunID != second.RunID {
 			t.Fatalf("claimed %v, want the subject's next run %v", cl.Run.RunID, second.RunID)
 		}
-		if got := e.get(t, head.RunID); got.State != Ended || *got.Outcome != OutcomeCancelled {
+		if got := e.get(t, head.RunID); got.State != api.RunEnded || *got.Outcome != OutcomeCancelled {
 			t.Fatalf("the cancelled head: %+v", got)
 		}
 		e.agree()

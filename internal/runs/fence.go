@@ -83,7 +83,7 @@ func judge(f Fenced, token int64) error {
 			"attempt %s is not the run's current attempt: fencing token %d belongs to a later attempt", a.AttemptID, token)
 	case a.State != attempts.Running:
 		return apperr.New(api.CodeAttemptEnded, "attempt %s has ended (%s)", a.AttemptID, a.State)
-	case r.State != Leased || r.LeasedUntil == nil || !f.Now.Before(*r.LeasedUntil):
+	case r.State != api.RunLeased || r.LeasedUntil == nil || !f.Now.Before(*r.LeasedUntil):
 		return apperr.New(api.CodeLeaseExpired, "the lease at fencing token %d has passed", token)
 	}
 	return nil

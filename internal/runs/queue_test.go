@@ -54,7 +54,7 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 						s.DeadlineAt = &d
 						s.DueAt = nil
 					}
-					s.Band = runs.Band(pick(3))
+					s.Band = api.Band(pick(3))
 				})
 				if _, _, err := e.svc.Enqueue(e.ctx, e.caller, s); err != nil {
 					t.Fatalf("step %d enqueue: %v", step, err)
@@ -112,7 +112,7 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 					continue
 				}
 				r := rs[pick(len(rs))]
-				if r.State == runs.Ended && pick(2) == 0 {
+				if r.State == api.RunEnded && pick(2) == 0 {
 					_, _, err = e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{})
 					if err != nil && !apperr.Is(err, api.CodeAttemptsExhausted) {
 						t.Fatalf("step %d continue: %v", step, err)
@@ -159,9 +159,9 @@ func (e *env) expectedHeads(t *testing.T) map[uuid.UUID]runs.Run {
 	leasedSubject := map[string]bool{}
 	for _, r := range rs {
 		switch r.State {
-		case runs.Leased:
+		case api.RunLeased:
 			leasedSubject[r.Subject] = true
-		case runs.Queued:
+		case api.RunQueued:
 			oldest[r.Subject] = r
 		}
 	}

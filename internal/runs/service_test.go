@@ -47,7 +47,7 @@ var leaseCases = []leaseCase{
 		for name, change := range map[string]func(*runs.Spec){
 			"subject": func(s *runs.Spec) { s.Subject = "other-subject" },
 			"input":   func(s *runs.Spec) { s.Input = runs.JSONText(`{"a":1}`) },
-			"band":    func(s *runs.Spec) { s.Band = runs.Interactive },
+			"band":    func(s *runs.Spec) { s.Band = api.BandInteractive },
 			"dueAt":   func(s *runs.Spec) { d := epoch.Add(time.Hour); s.DueAt = &d },
 		} {
 			other := repeat
@@ -106,7 +106,7 @@ var leaseCases = []leaseCase{
 		r := e.enqueue(spec("s", func(s *runs.Spec) { s.EnvironmentID = &env; s.MaxCorrections = 5 }))
 		cl := e.claim()
 		a := cl.Attempt
-		if cl.Run.RunID != r.RunID || cl.Run.State != runs.Leased || cl.Run.Epoch != 1 || cl.Lease.FencingToken != 1 {
+		if cl.Run.RunID != r.RunID || cl.Run.State != api.RunLeased || cl.Run.Epoch != 1 || cl.Lease.FencingToken != 1 {
 			t.Fatalf("claimed run %+v lease %+v", cl.Run, cl.Lease)
 		}
 		if a.RunID != r.RunID || a.FencingToken != 1 || a.LeaseID != cl.Lease.LeaseID || a.State != attempts.Running ||
@@ -131,13 +131,13 @@ var leaseCases = []leaseCase{
 	}},
 	{"ClaimOrdersByBandThenAge", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt)
-		bg := e.enqueue(spec("bg", func(s *runs.Spec) { s.Band = runs.Background }))
+		bg := e.enqueue(spec("bg", func(s *runs.Spec) { s.Band = api.BandBackground }))
 		e.clock.Advance(time.Second)
 		b1 := e.enqueue(spec("batch-1"))
 		e.clock.Advance(time.Second)
 		b2 := e.enqueue(spec("batch-2"))
 		e.clock.Advance(time.Second)
-		in := e.enqueue(spec("interactive", func(s *runs.Spec) { s.Band = runs.Interactive }))
+		in := e.enqueue(spec("interactive", func(s *runs.Spec) { s.Band = api.BandInteractive }))
 		got := []uuid.UUID{e.claim().Run.RunID, e.claim().Run.RunID, e.claim().Run.RunID, e.claim().Run.RunID}
 		want := []uuid.UUID{in.RunID, b1.RunID, b2.RunID, bg.RunID}
 		for i := range want {
@@ -148,10 +148,10 @@ var leaseCases = []leaseCase{
 	}},
 	{"ClaimAgesBackgroundIntoBatch", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt, func(c *runs.Config) { c.BandAging = 10 * time.Minute })
-		bg := e.enqueue(spec("bg", func(s *runs.Spec) { s.Band = runs.Background }))
+		bg := e.enqueue(spec("bg", func(s *runs.Spec) { s.Band = api.BandBackground }))
 		e.clock.Advance(10 * time.Minute)
 		batch := e.enqueue(spec("batch"))
-		in := e.enqueue(spec("in", func(s *runs.Spec) { s.Band = runs.Interactive }))
+		in := e.enqueue(spec("in", func(s *runs.Spec) { s.Band = api.BandInteractive }))
 		// The aged background run competes with batch by age, and is older; it never
 		// overtakes interactive work.
 		if got := e.claim().Run.RunID; got != in.RunID {
@@ -195,7 +195,7 @@ var leaseCases = []leaseCase{
 		later := epoch.Add(-time.Hour) // the second run is due earlier, but queued later
 		first := e.enqueue(spec("review:42"))
 		e.clock.Advance(time.Second)
-		second := e.enqueue(spec("review:42", func(s *runs.Spec) { s.DueAt = &later; s.Band = runs.Interactive }))
+		second := e.enqueue(spec("review:42", func(s *runs.Spec) { s.DueAt = &later; s.Band = api.BandInteractive }))
 		cl := e.claim()
 		if cl.Run.RunID != first.RunID {
 			t.Fatalf("claimed %v, want the subject's first queued run", cl.Run.RunID)
@@ -247,7 +247,7 @@ var leaseCases = []leaseCase{
 		if !errors.As(err, &held) || held.RetryAfter <= 0 {
 			t.Fatalf("got %v, want a budget hold with a retry delay", err)
 		}
-		if r := e.get(waiting.RunID); r.State != runs.Queued || r.Epoch != 0 {
+		if r := e.get(waiting.RunID); r.State != api.RunQueued || r.Epoch != 0 {
 			t.Fatalf("held run %+v changed", r)
 		}
 		e.agree()
@@ -299,7 +299,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("complete after expiry: got %v, want lease_expired", err)
 		}
 		r := e.get(cl.Run.RunID)
-		if r.State != runs.Leased || !r.LeasedUntil.Equal(*cl.Run.LeasedUntil) || r.Version != cl.Run.Version {
+		if r.State != api.RunLeased || !r.LeasedUntil.Equal(*cl.Run.LeasedUntil) || r.Version != cl.Run.Version {
 			t.Fatalf("a refused write changed the run: %+v", r)
 		}
 		// Another tenant's key cannot even find the attempt.
@@ -344,7 +344,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("complete: %+v %v", a, err)
 		}
 		r := e.get(cl.Run.RunID)
-		if r.State != runs.Ended || r.Outcome == nil || *r.Outcome != runs.OutcomeFailed || r.EndedAt == nil {
+		if r.State != api.RunEnded || r.Outcome == nil || *r.Outcome != runs.OutcomeFailed || r.EndedAt == nil {
 			t.Fatalf("run after complete: %+v", r)
 		}
 		again, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed, OutcomeHash: &hash})
@@ -369,7 +369,7 @@ var leaseCases = []leaseCase{
 			t.Fatal(err)
 		}
 		got := e.get(r.RunID)
-		if got.State != runs.Queued || got.Attempt != 0 || !got.DueAt.Equal(epoch.Add(wait)) || got.Epoch != 1 {
+		if got.State != api.RunQueued || got.Attempt != 0 || !got.DueAt.Equal(epoch.Add(wait)) || got.Epoch != 1 {
 			t.Fatalf("uncharged release: %+v", got)
 		}
 		if _, err := e.svc.Claim(e.ctx, e.caller, claimReq("h")); !errors.Is(err, runs.ErrNothingToClaim) {
@@ -385,7 +385,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("charged release: %+v %v", a, err)
 		}
 		got = e.get(r.RunID)
-		if got.State != runs.Queued || got.Attempt != 1 || !got.DueAt.After(epoch.Add(wait)) {
+		if got.State != api.RunQueued || got.Attempt != 1 || !got.DueAt.After(epoch.Add(wait)) {
 			t.Fatalf("charged release: %+v, want queued after a backoff with one attempt spent", got)
 		}
 		e.clock.Advance(time.Hour)
@@ -394,7 +394,7 @@ var leaseCases = []leaseCase{
 			t.Fatal(err)
 		}
 		got = e.get(r.RunID)
-		if got.State != runs.Ended || *got.Outcome != runs.OutcomeExhausted || got.Attempt != 2 {
+		if got.State != api.RunEnded || *got.Outcome != runs.OutcomeExhausted || got.Attempt != 2 {
 			t.Fatalf("release at the limit: %+v, want ended exhausted", got)
 		}
 		e.agree()
@@ -416,7 +416,7 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Release{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(r.RunID); got.State != runs.Ended || *got.Outcome != runs.OutcomeDeadline {
+		if got := e.get(r.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeDeadline {
 			t.Fatalf("release past the deadline: %+v", got)
 		}
 	}},
@@ -440,10 +440,10 @@ var leaseCases = []leaseCase{
 			t.Fatalf("reap: %+v %v", res, err)
 		}
 		got := e.get(r.RunID)
-		if got.State != runs.Queued || got.Attempt != 1 || got.Epoch != 1 {
+		if got.State != api.RunQueued || got.Attempt != 1 || got.Epoch != 1 {
 			t.Fatalf("taken-back run %+v, want queued with one attempt spent and its epoch kept", got)
 		}
-		if still := e.get(renewed.RunID); still.State != runs.Leased {
+		if still := e.get(renewed.RunID); still.State != api.RunLeased {
 			t.Fatalf("the renewed lease was taken back: %+v", still)
 		}
 		// The lost holder can change nothing; its attempt reads lost.
@@ -471,10 +471,10 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Reap(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(last.RunID); got.State != runs.Ended || *got.Outcome != runs.OutcomeExhausted {
+		if got := e.get(last.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeExhausted {
 			t.Fatalf("run at its limit: %+v", got)
 		}
-		if got := e.get(cancelled.RunID); got.State != runs.Ended || *got.Outcome != runs.OutcomeCancelled {
+		if got := e.get(cancelled.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeCancelled {
 			t.Fatalf("run with a cancel pending: %+v", got)
 		}
 		e.agree()
@@ -488,7 +488,7 @@ var leaseCases = []leaseCase{
 		if err != nil || res.Overdue != 1 {
 			t.Fatalf("reap: %+v %v", res, err)
 		}
-		if got := e.get(r.RunID); got.State != runs.Ended || *got.Outcome != runs.OutcomeDeadline {
+		if got := e.get(r.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeDeadline {
 			t.Fatalf("overdue run: %+v", got)
 		}
 	}},
@@ -496,7 +496,7 @@ var leaseCases = []leaseCase{
 		e := newEnv(t, tgt)
 		q := e.enqueue(spec("queued"))
 		got, err := e.svc.Cancel(e.ctx, e.tenant, q.RunID)
-		if err != nil || got.State != runs.Ended || *got.Outcome != runs.OutcomeCancelled {
+		if err != nil || got.State != api.RunEnded || *got.Outcome != runs.OutcomeCancelled {
 			t.Fatalf("cancel queued: %+v %v", got, err)
 		}
 		again, err := e.svc.Cancel(e.ctx, e.tenant, q.RunID)
@@ -506,7 +506,7 @@ var leaseCases = []leaseCase{
 		e.enqueue(spec("leased"))
 		cl := e.claim()
 		c1, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID)
-		if err != nil || c1.State != runs.Leased || c1.CancelRequestedAt == nil {
+		if err != nil || c1.State != api.RunLeased || c1.CancelRequestedAt == nil {
 			t.Fatalf("cancel leased: %+v %v", c1, err)
 		}
 		c2, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID)
@@ -530,7 +530,7 @@ var leaseCases = []leaseCase{
 		}
 		next, created, err := e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{})
 		if err != nil || !created || next.Epoch != 1 || next.Attempt != 1 || !next.ContinuedFromRunID.Valid ||
-			next.ContinuedFromRunID.UUID != r.RunID || next.Subject != r.Subject || next.State != runs.Queued {
+			next.ContinuedFromRunID.UUID != r.RunID || next.Subject != r.Subject || next.State != api.RunQueued {
 			t.Fatalf("continuation %+v created=%v err=%v", next, created, err)
 		}
 		same, created, err := e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{})
