@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -157,7 +156,7 @@ func (e *Env) Release(cl runs.Claimed) {
 func (e *Env) Complete(cl runs.Claimed) {
 	e.T.Helper()
 	if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-		runs.Completion{State: attempts.Succeeded}); err != nil {
+		runs.Completion{State: api.AttemptSucceeded}); err != nil {
 		e.T.Fatalf("complete: %v", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -46,7 +45,7 @@ var storeCases = []struct {
 					t.Fatal(err)
 				}
 				if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-					runs.Completion{State: attempts.Cancelled}); err != nil {
+					runs.Completion{State: api.AttemptCancelled}); err != nil {
 					t.Fatal(err)
 				}
 			}},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
@@ -42,7 +43,7 @@ func (e *env) other(t *testing.T) *env {
 func cp(seq int, hash string) checkpoints.Draft {
 	ref := fmt.Sprintf("ctx://snap/%d", seq)
 	return checkpoints.Draft{
-		Sequence: seq, Phase: attempts.Acting, AdapterStateRef: fmt.Sprintf("blob://state/%d", seq),
+		Sequence: seq, Phase: api.PhaseActing, AdapterStateRef: fmt.Sprintf("blob://state/%d", seq),
 		AdapterVersion: "1.0", ContextSnapshotRef: &ref, Hash: hash,
 	}
 }

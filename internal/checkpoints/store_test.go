@@ -11,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -37,7 +36,7 @@ var storeCases = []struct {
 		cl := e.Lease()
 		n := cp(0, "h0")
 		c := e.append(cl, n)
-		if c.CheckpointID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Phase != attempts.Acting ||
+		if c.CheckpointID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Phase != api.PhaseActing ||
 			c.AdapterStateRef != n.AdapterStateRef || c.AdapterVersion != "1.0" || c.Hash != "h0" ||
 			c.ContextSnapshotRef == nil || *c.ContextSnapshotRef != *n.ContextSnapshotRef || !c.CreatedAt.Equal(epoch) {
 			t.Fatalf("appended %+v", c)

@@ -408,11 +408,11 @@ func endRowOf(a attempts.Attempt) timelineRow {
 	row := timelineRow{Kind: "end", At: *a.EndedAt, Status: a.State.String(),
 		Duration: fmtDuration(a.EndedAt.Sub(a.StartedAt))}
 	switch a.State {
-	case attempts.Released:
+	case api.AttemptReleased:
 		row.Summary = "released: the holder gave the run back"
-	case attempts.Lost:
+	case api.AttemptLost:
 		row.Summary = fmt.Sprintf("lost: the lease (epoch %d, lease %s) expired and the reaper took the run back", a.FencingToken, a.LeaseID)
-	case attempts.Cancelled:
+	case api.AttemptCancelled:
 		row.Summary = "cancelled: the holder completed it as cancelled"
 		if a.CancellationObservedAt != nil {
 			row.Summary += " after seeing the cancel request at " + a.CancellationObservedAt.UTC().Format("15:04:05.000")

@@ -248,7 +248,7 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 			"the attempt has %d pending decisions, as many as it may have: wait for answers (or expiry) before asking more", pending)
 	}
 	prior := int(f.Attempt.Phase)
-	if f.Attempt.Phase == attempts.AwaitingDecision {
+	if f.Attempt.Phase == api.PhaseAwaitingDecision {
 		// Already waiting: keep the phase from before the wait.
 		if p, err := newestPrior(ctx, tx, tenantID, attemptID); err != nil {
 			return Decision{}, err
@@ -261,7 +261,7 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 	if err != nil {
 		return Decision{}, fmt.Errorf("insert decision: %w", err)
 	}
-	if err := attempts.SetPhase(ctx, tx, attemptID, attempts.AwaitingDecision); err != nil {
+	if err := attempts.SetPhase(ctx, tx, attemptID, api.PhaseAwaitingDecision); err != nil {
 		return Decision{}, err
 	}
 	return s.get(ctx, tx, s.q.get, tenantID, id, f.Now)
@@ -447,11 +447,11 @@ func newestPrior(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID u
 // just closed, to the phase its newest decision keeps, when it still runs, still awaits a
 // decision, and no decision of it is pending any more (see the package doc).
 func restorePhase(ctx context.Context, tx *sqldb.Tx, tenantID string, a attempts.Attempt, now time.Time) error {
-	if a.State != attempts.Running || a.Phase != attempts.AwaitingDecision {
+	if a.State != api.AttemptRunning || a.Phase != api.PhaseAwaitingDecision {
 		return nil
 	}
 	p, err := newestPrior(ctx, tx, tenantID, a.AttemptID)
-	if err != nil || !p.Valid || attempts.Phase(p.Int32) == attempts.AwaitingDecision {
+	if err != nil || !p.Valid || api.Phase(p.Int32) == api.PhaseAwaitingDecision {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).restorePhase, tenantID, a.AttemptID, p.Int32, tx.Dialect.Time(now)); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -32,14 +31,14 @@ func TestLedger(t *testing.T) {
 }
 
 // setPhase moves the claim's attempt to phase, as its holder would.
-func (e *env) setPhase(cl runs.Claimed, p attempts.Phase) {
+func (e *env) setPhase(cl runs.Claimed, p api.Phase) {
 	e.T.Helper()
 	if _, err := e.Svc.PatchAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.AttemptPatch{Phase: &p}); err != nil {
 		e.T.Fatalf("set phase %s: %v", p, err)
 	}
 }
 
-func (e *env) phase(cl runs.Claimed) attempts.Phase {
+func (e *env) phase(cl runs.Claimed) api.Phase {
 	e.T.Helper()
 	return e.attempt(cl.Attempt.AttemptID).Phase
 }
@@ -84,22 +83,22 @@ var ledgerCases = []struct {
 }{
 	{"AnswerRestoresThePhaseFromBeforeTheWait", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Acting)
+		e.setPhase(cl, api.PhaseActing)
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		if p := e.phase(cl); p != attempts.AwaitingDecision {
+		if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 			t.Fatalf("phase after the request %s, want awaiting_decision", p)
 		}
 		before := e.attempt(cl.Attempt.AttemptID)
 		e.mustAnswer(d, decisions.StatusRejected, "")
 		after := e.attempt(cl.Attempt.AttemptID)
-		if after.Phase != attempts.Acting || after.Version <= before.Version {
+		if after.Phase != api.PhaseActing || after.Version <= before.Version {
 			t.Fatalf("after the answer: phase %s version %d (was %d), want acting with a new version", after.Phase, after.Version, before.Version)
 		}
 	}},
 	{"TwoPendingDecisionsRestoreWhenTheLastCloses", func(t *testing.T, e *env) {
 		for _, firstAnswered := range []bool{true, false} {
 			cl := e.claimed("s-" + map[bool]string{true: "first", false: "second"}[firstAnswered])
-			e.setPhase(cl, attempts.Observing)
+			e.setPhase(cl, api.PhaseObserving)
 			d1 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 			d2 := e.ask(cl, decisions.Request{Kind: decisions.Input})
 			a, b := d1, d2
@@ -107,11 +106,11 @@ var ledgerCases = []struct {
 				a, b = d2, d1
 			}
 			e.mustAnswer(a, decisions.StatusApproved, `"x"`)
-			if p := e.phase(cl); p != attempts.AwaitingDecision {
+			if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 				t.Fatalf("one of two answered: phase %s, want still awaiting_decision", p)
 			}
 			e.mustAnswer(b, decisions.StatusApproved, `"y"`)
-			if p := e.phase(cl); p != attempts.Observing {
+			if p := e.phase(cl); p != api.PhaseObserving {
 				t.Fatalf("both answered: phase %s, want observing (from before the wait)", p)
 			}
 		}
@@ -120,54 +119,54 @@ var ledgerCases = []struct {
 		// The holder moves on while a decision is pending, then asks another: the wait that
 		// ends with both answered started at the second request.
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Planning)
+		e.setPhase(cl, api.PhasePlanning)
 		d1 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		e.Clock.Advance(time.Millisecond) // "last" is by RequestedAt (milliseconds)
-		e.setPhase(cl, attempts.Acting)
+		e.setPhase(cl, api.PhaseActing)
 		d2 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		e.mustAnswer(d2, decisions.StatusApproved, "")
 		e.mustAnswer(d1, decisions.StatusApproved, "")
-		if p := e.phase(cl); p != attempts.Acting {
+		if p := e.phase(cl); p != api.PhaseActing {
 			t.Fatalf("phase %s, want acting", p)
 		}
 	}},
 	{"PhaseTheHolderSetDuringTheWaitIsKept", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Acting)
+		e.setPhase(cl, api.PhaseActing)
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		e.setPhase(cl, attempts.Correcting)
+		e.setPhase(cl, api.PhaseCorrecting)
 		before := e.attempt(cl.Attempt.AttemptID)
 		e.mustAnswer(d, decisions.StatusApproved, "")
-		if after := e.attempt(cl.Attempt.AttemptID); after.Phase != attempts.Correcting || after.Version != before.Version {
+		if after := e.attempt(cl.Attempt.AttemptID); after.Phase != api.PhaseCorrecting || after.Version != before.Version {
 			t.Fatalf("answer moved a phase the holder set: %s (version %d, was %d)", after.Phase, after.Version, before.Version)
 		}
 	}},
 	{"ExpiryRestoresThePhaseOnlyWhenNothingElseIsPending", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Acting)
+		e.setPhase(cl, api.PhaseActing)
 		e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: 5 * time.Second})
 		waits := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		e.Clock.Advance(5 * time.Second)
 		if n, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil || n < 1 {
 			t.Fatalf("expire: %d %v", n, err)
 		}
-		if p := e.phase(cl); p != attempts.AwaitingDecision {
+		if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 			t.Fatalf("one expired, one pending: phase %s, want awaiting_decision", p)
 		}
 		e.mustAnswer(waits, decisions.StatusRejected, "")
-		if p := e.phase(cl); p != attempts.Acting {
+		if p := e.phase(cl); p != api.PhaseActing {
 			t.Fatalf("the other answered: phase %s, want acting", p)
 		}
 
 		// Alone, an expiry restores the phase itself.
 		cl2 := e.claimed("s2")
-		e.setPhase(cl2, attempts.Observing)
+		e.setPhase(cl2, api.PhaseObserving)
 		e.ask(cl2, decisions.Request{Kind: decisions.Input, ExpiresIn: time.Second})
 		e.Clock.Advance(time.Second)
 		if n, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil || n < 1 {
 			t.Fatalf("expire: %d %v", n, err)
 		}
-		if p := e.phase(cl2); p != attempts.Observing {
+		if p := e.phase(cl2); p != api.PhaseObserving {
 			t.Fatalf("expired alone: phase %s, want observing", p)
 		}
 	}},
@@ -175,18 +174,18 @@ var ledgerCases = []struct {
 		// An expired-by-time decision no longer holds the attempt, even before the
 		// background job marks it.
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Planning)
+		e.setPhase(cl, api.PhasePlanning)
 		e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Second})
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
 		e.Clock.Advance(time.Second)
 		e.mustAnswer(d, decisions.StatusApproved, "")
-		if p := e.phase(cl); p != attempts.Planning {
+		if p := e.phase(cl); p != api.PhasePlanning {
 			t.Fatalf("phase %s, want planning", p)
 		}
 	}},
 	{"EndedAttemptKeepsItsPhase", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Acting)
+		e.setPhase(cl, api.PhaseActing)
 		d := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Minute})
 		e.Complete(cl)
 		ended := e.attempt(cl.Attempt.AttemptID)
@@ -197,7 +196,7 @@ var ledgerCases = []struct {
 		if _, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil {
 			t.Fatal(err)
 		}
-		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != attempts.AwaitingDecision || a.Version != ended.Version {
+		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != api.PhaseAwaitingDecision || a.Version != ended.Version {
 			t.Fatalf("ended attempt changed: phase %s version %d (was %d)", a.Phase, a.Version, ended.Version)
 		}
 	}},
@@ -218,7 +217,7 @@ var ledgerCases = []struct {
 				if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version {
 					t.Fatalf("refused answer %s changed the decision: %+v", bad, got)
 				}
-				if p := e.phase(cl); p != attempts.AwaitingDecision {
+				if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 					t.Fatalf("refused answer moved the phase to %s", p)
 				}
 				e.mustAnswer(d, decisions.StatusRejected, "")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -54,7 +53,7 @@ var storeCases = []storeCase{
 		if got := e.get(d.DecisionID); got.Version != d.Version || got.Status != decisions.StatusPending || string(got.Options) != string(d.Options) {
 			t.Fatalf("read back %+v, want %+v", got, d)
 		}
-		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != attempts.AwaitingDecision {
+		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != api.PhaseAwaitingDecision {
 			t.Fatalf("attempt phase %s, want awaiting_decision", a.Phase)
 		}
 		plain := e.ask(cl, decisions.Request{Kind: decisions.Approval})
@@ -80,13 +79,13 @@ var storeCases = []storeCase{
 		if n := e.count(); n != 0 {
 			t.Fatalf("%d decisions written by refused requests", n)
 		}
-		if a := e.attempt(id); a.Phase != attempts.Starting {
+		if a := e.attempt(id); a.Phase != api.PhaseStarting {
 			t.Fatalf("attempt phase %s after refused requests, want starting", a.Phase)
 		}
 	}},
 	{"RequestAfterTheAttemptEndedIsRefused", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{})
@@ -199,7 +198,7 @@ var storeCases = []storeCase{
 			t.Fatal(err)
 		}
 		e.Clock.Advance(10 * time.Second) // soon is past its expiry; the lease (30 s) is not
-		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.get(pending.DecisionID); got.Status != decisions.StatusCancelled || got.Version <= pending.Version || got.AnsweredAt != nil {
@@ -238,7 +237,7 @@ var storeCases = []storeCase{
 		if _, err := e.Svc.Reap(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		if a := e.attempt(cl2.Attempt.AttemptID); a.State != attempts.Lost {
+		if a := e.attempt(cl2.Attempt.AttemptID); a.State != api.AttemptLost {
 			t.Fatalf("attempt %s, want lost", a.State)
 		}
 		if got := e.get(lost.DecisionID); got.Status != decisions.StatusCancelled {
@@ -383,7 +382,7 @@ var storeCases = []storeCase{
 		if !sameIDs(pendingPage, ds[4]) {
 			t.Fatalf("pending after the first: %v", ids(pendingPage))
 		}
-		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed}); err != nil {
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptFailed}); err != nil {
 			t.Fatal(err)
 		}
 		if got := list(ptr(decisions.StatusCancelled), nil, 10); !sameIDs(got, ds[0], ds[4]) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -119,7 +118,7 @@ func (e *env) wantStatus(d *delegations.Delegation, want string) {
 	*d = got
 }
 
-func (e *env) complete(cl runs.Claimed, state attempts.State) {
+func (e *env) complete(cl runs.Claimed, state api.AttemptState) {
 	e.T.Helper()
 	if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: state}); err != nil {
 		e.T.Fatalf("complete %s: %v", state, err)

@@ -354,7 +354,7 @@ func (s *Store) cancelRunning(ctx context.Context, tx *sqldb.Tx, c Canceller, r 
 		if err != nil {
 			return err
 		}
-		if a.State != attempts.Running {
+		if a.State != api.AttemptRunning {
 			continue
 		}
 		if err := c.RequestCancelTx(ctx, tx, r.TenantID, a.RunID); err != nil && !apperr.Is(err, api.CodeNotFound) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -483,7 +482,7 @@ func TestStore(t *testing.T) {
 				t.Fatal("retiring under drain asked a running attempt's run to cancel")
 			}
 			if _, err := w.svc.Complete(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-				runs.Completion{State: attempts.Succeeded}); err != nil {
+				runs.Completion{State: api.AttemptSucceeded}); err != nil {
 				t.Fatalf("the drained attempt could not finish: %v", err)
 			}
 		})
@@ -572,7 +571,7 @@ func TestStore(t *testing.T) {
 			// A finished attempt on the old release too.
 			done := w.running(t, tenant, "s2", oldID, "1")
 			if _, err := w.svc.Complete(ctx, tenant, done.Attempt.AttemptID, done.Lease.FencingToken,
-				runs.Completion{State: attempts.Succeeded}); err != nil {
+				runs.Completion{State: api.AttemptSucceeded}); err != nil {
 				t.Fatal(err)
 			}
 			w.move(t, tenant, old, releases.Retired, nil)

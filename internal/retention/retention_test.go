@@ -101,7 +101,7 @@ func (e *env) claim(c runs.Caller, want uuid.UUID) runs.Claimed {
 func (e *env) complete(c runs.Caller, cl runs.Claimed) {
 	e.t.Helper()
 	if _, err := e.svc.Complete(e.ctx, c.TenantID, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-		runs.Completion{State: attempts.Failed}); err != nil {
+		runs.Completion{State: api.AttemptFailed}); err != nil {
 		e.t.Fatalf("complete: %v", err)
 	}
 }

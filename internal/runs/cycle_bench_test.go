@@ -16,7 +16,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -123,7 +122,7 @@ func BenchmarkCycle(b *testing.B) {
 					continue
 				}
 				if _, err := svc.Complete(ctx, caller.TenantID, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-					runs.Completion{State: attempts.Succeeded}); err != nil {
+					runs.Completion{State: api.AttemptSucceeded}); err != nil {
 					fail(err)
 					continue
 				}

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -130,7 +129,7 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 			return err
 		}
 		f := Fenced{Attempt: row.Attempt, Run: run, Now: now}
-		if _, err := s.endAttempt(ctx, tx, f, attempts.Lost, nil); err != nil {
+		if _, err := s.endAttempt(ctx, tx, f, api.AttemptLost, nil); err != nil {
 			return errors.Join(errLost, err)
 		}
 		// A lost lease spends an attempt (seed 003).

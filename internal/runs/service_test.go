@@ -10,7 +10,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 )
@@ -109,8 +108,8 @@ var leaseCases = []leaseCase{
 		if cl.Run.RunID != r.RunID || cl.Run.State != api.RunLeased || cl.Run.Epoch != 1 || cl.Lease.FencingToken != 1 {
 			t.Fatalf("claimed run %+v lease %+v", cl.Run, cl.Lease)
 		}
-		if a.RunID != r.RunID || a.FencingToken != 1 || a.LeaseID != cl.Lease.LeaseID || a.State != attempts.Running ||
-			a.Phase != attempts.Starting || a.MaxCorrections != 5 || a.ReleaseID != "rel-1" || a.AdapterVersion != "1.0" ||
+		if a.RunID != r.RunID || a.FencingToken != 1 || a.LeaseID != cl.Lease.LeaseID || a.State != api.AttemptRunning ||
+			a.Phase != api.PhaseStarting || a.MaxCorrections != 5 || a.ReleaseID != "rel-1" || a.AdapterVersion != "1.0" ||
 			a.ModelProfileID != "model-a" || a.StepID != r.StepID || a.SnapshotID != r.SnapshotID || a.EnvironmentID == nil ||
 			*a.EnvironmentID != "prod" || !a.StartedAt.Equal(epoch) {
 			t.Fatalf("attempt %+v does not carry the claim and run", a)
@@ -204,7 +203,7 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Claim(e.ctx, e.caller, claimReq("h2")); !errors.Is(err, runs.ErrNothingToClaim) {
 			t.Fatalf("got %v, want nothing while the subject is leased", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.claim().Run.RunID; got != second.RunID {
@@ -295,7 +294,7 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, id, 1, 0); !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("expired: got %v, want lease_expired", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, id, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, api.CodeLeaseExpired) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, id, 1, runs.Completion{State: api.AttemptSucceeded}); !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("complete after expiry: got %v, want lease_expired", err)
 		}
 		r := e.get(cl.Run.RunID)
@@ -339,23 +338,23 @@ var leaseCases = []leaseCase{
 		e.enqueue(spec("s"))
 		cl := e.claim()
 		hash := "sha256:abc"
-		a, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed, OutcomeHash: &hash})
-		if err != nil || a.State != attempts.Failed || a.EndedAt == nil || a.OutcomeHash == nil || *a.OutcomeHash != hash {
+		a, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptFailed, OutcomeHash: &hash})
+		if err != nil || a.State != api.AttemptFailed || a.EndedAt == nil || a.OutcomeHash == nil || *a.OutcomeHash != hash {
 			t.Fatalf("complete: %+v %v", a, err)
 		}
 		r := e.get(cl.Run.RunID)
 		if r.State != api.RunEnded || r.Outcome == nil || *r.Outcome != runs.OutcomeFailed || r.EndedAt == nil {
 			t.Fatalf("run after complete: %+v", r)
 		}
-		again, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed, OutcomeHash: &hash})
+		again, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptFailed, OutcomeHash: &hash})
 		if err != nil || again.Version != a.Version {
 			t.Fatalf("exact repeat: %v, want the stored attempt unchanged", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, api.CodeAttemptEnded) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("different completion after the end: got %v, want attempt_ended", err)
 		}
 		// A repeat presented with another token is refused as the fence refuses.
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: attempts.Failed, OutcomeHash: &hash}); !apperr.Is(err, api.CodeStaleLease) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: api.AttemptFailed, OutcomeHash: &hash}); !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("repeat with another token: got %v, want stale_lease", err)
 		}
 		e.agree()
@@ -381,7 +380,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("second claim token %d, want 2", cl.Lease.FencingToken)
 		}
 		a, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Release{Charge: true})
-		if err != nil || a.State != attempts.Released {
+		if err != nil || a.State != api.AttemptReleased {
 			t.Fatalf("charged release: %+v %v", a, err)
 		}
 		got = e.get(r.RunID)
@@ -525,7 +524,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("continue a queued run: got %v, want illegal_transition", err)
 		}
 		cl := e.claim()
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		next, created, err := e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{})
@@ -541,7 +540,7 @@ var leaseCases = []leaseCase{
 		if cl.Run.RunID != next.RunID || cl.Lease.FencingToken != 2 {
 			t.Fatalf("continuation's claim: token %d, want 2 (greater than any before)", cl.Lease.FencingToken)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		third, _, err := e.svc.Continue(e.ctx, e.caller, next.RunID, runs.Continuation{})
@@ -549,7 +548,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("second continuation: %+v %v", third, err)
 		}
 		cl = e.claim()
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 3, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 3, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := e.svc.Continue(e.ctx, e.caller, third.RunID, runs.Continuation{}); !apperr.Is(err, api.CodeAttemptsExhausted) {
@@ -598,14 +597,14 @@ func TestAttemptPatch(t *testing.T) {
 		e.enqueue(spec("s", func(s *runs.Spec) { s.MaxCorrections = 1 }))
 		cl := e.claim()
 		id := cl.Attempt.AttemptID
-		acting := attempts.Acting
+		acting := api.PhaseActing
 		ref := "snap://1"
 		a, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Phase: &acting, ContextSnapshotRef: &ref})
-		if err != nil || a.Phase != attempts.Acting || a.ContextSnapshotRef == nil || *a.ContextSnapshotRef != ref {
+		if err != nil || a.Phase != api.PhaseActing || a.ContextSnapshotRef == nil || *a.ContextSnapshotRef != ref {
 			t.Fatalf("patch: %+v %v", a, err)
 		}
 		a, err = e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Correction: true})
-		if err != nil || a.CorrectionCount != 1 || a.Phase != attempts.Acting {
+		if err != nil || a.CorrectionCount != 1 || a.Phase != api.PhaseActing {
 			t.Fatalf("correction: %+v %v", a, err)
 		}
 		if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Correction: true}); !apperr.Is(err, api.CodeCorrectionLimit) {
