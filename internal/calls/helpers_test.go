@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -38,7 +39,7 @@ func (e *env) other(t *testing.T) *env {
 }
 
 func call(seq int, hash string) calls.Draft {
-	return calls.Draft{Sequence: seq, Kind: calls.Tool, Target: fmt.Sprintf("tool://search/%d", seq), RequestHash: hash}
+	return calls.Draft{Sequence: seq, Kind: api.CallTool, Target: fmt.Sprintf("tool://search/%d", seq), RequestHash: hash}
 }
 
 // record writes a call that must be created.

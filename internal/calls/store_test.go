@@ -114,9 +114,9 @@ var storeCases = []struct {
 		cl := e.Lease()
 		policy := uuid.New()
 		n := call(0, "r0")
-		n.Kind, n.PolicyDecisionID = calls.Model, &policy
+		n.Kind, n.PolicyDecisionID = api.CallModel, &policy
 		c := e.record(cl, n)
-		if c.CallID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Kind != calls.Model ||
+		if c.CallID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Kind != api.CallModel ||
 			c.Target != n.Target || c.RequestHash != "r0" || c.Status != calls.Started || !c.StartedAt.Equal(epoch) ||
 			c.EndedAt != nil || c.ReceiptRef != nil || c.Version == 0 || !c.PolicyDecisionID.Valid || c.PolicyDecisionID.UUID != policy {
 			t.Fatalf("recorded %+v", c)
