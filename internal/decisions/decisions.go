@@ -40,16 +40,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/waits"
 )
 
-// Kind is what a decision asks for (stored as its position; the wire type).
-type Kind = api.DecisionKind
-
-// Decision kinds (DESIGN.md section 7a).
-const (
-	Approval = api.DecisionApproval
-	Choice   = api.DecisionChoice
-	Input    = api.DecisionInput
-)
-
 // Decision statuses: the column holds the wire string.
 const (
 	StatusPending   = string(api.DecisionPending)
@@ -67,16 +57,16 @@ type Decision struct {
 	// RunID, ProjectID, Subject and AgentID are the attempt's run and what it works on.
 	// Subject is nil only while retention is deleting the run (its attempt and decisions
 	// follow in the next moments).
-	RunID          uuid.UUID       `db:"RunId"`
-	ProjectID      string          `db:"ProjectId"`
-	Subject        *string         `db:"Subject"`
-	AgentID        string          `db:"AgentId"`
-	TenantID       string          `db:"TenantId"`
-	Kind           Kind            `db:"Kind"`
-	ApprovalID     uuid.NullUUID   `db:"ApprovalId"`
-	ProposalHash   *string         `db:"ProposalHash"`
-	Options        json.RawMessage `db:"-"`
-	Recommendation *string         `db:"Recommendation"`
+	RunID          uuid.UUID        `db:"RunId"`
+	ProjectID      string           `db:"ProjectId"`
+	Subject        *string          `db:"Subject"`
+	AgentID        string           `db:"AgentId"`
+	TenantID       string           `db:"TenantId"`
+	Kind           api.DecisionKind `db:"Kind"`
+	ApprovalID     uuid.NullUUID    `db:"ApprovalId"`
+	ProposalHash   *string          `db:"ProposalHash"`
+	Options        json.RawMessage  `db:"-"`
+	Recommendation *string          `db:"Recommendation"`
 	// Status is the effective status: a pending decision whose ExpiresAt has passed reads
 	// as expired before the background job marks it so.
 	Status      string           `db:"Status"`
@@ -140,7 +130,7 @@ func expiredAt(status string, expiresAt *time.Time, now time.Time) bool {
 
 // Request is what a holder asks.
 type Request struct {
-	Kind           Kind
+	Kind           api.DecisionKind
 	ProposalHash   *string
 	Options        json.RawMessage // nil: none
 	Recommendation *string

@@ -84,7 +84,7 @@ var ledgerCases = []struct {
 	{"AnswerRestoresThePhaseFromBeforeTheWait", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		e.setPhase(cl, api.PhaseActing)
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 			t.Fatalf("phase after the request %s, want awaiting_decision", p)
 		}
@@ -99,8 +99,8 @@ var ledgerCases = []struct {
 		for _, firstAnswered := range []bool{true, false} {
 			cl := e.claimed("s-" + map[bool]string{true: "first", false: "second"}[firstAnswered])
 			e.setPhase(cl, api.PhaseObserving)
-			d1 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-			d2 := e.ask(cl, decisions.Request{Kind: decisions.Input})
+			d1 := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
+			d2 := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
 			a, b := d1, d2
 			if !firstAnswered {
 				a, b = d2, d1
@@ -120,10 +120,10 @@ var ledgerCases = []struct {
 		// ends with both answered started at the second request.
 		cl := e.claimed("s")
 		e.setPhase(cl, api.PhasePlanning)
-		d1 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d1 := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(time.Millisecond) // "last" is by RequestedAt (milliseconds)
 		e.setPhase(cl, api.PhaseActing)
-		d2 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d2 := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.mustAnswer(d2, decisions.StatusApproved, "")
 		e.mustAnswer(d1, decisions.StatusApproved, "")
 		if p := e.phase(cl); p != api.PhaseActing {
@@ -133,7 +133,7 @@ var ledgerCases = []struct {
 	{"PhaseTheHolderSetDuringTheWaitIsKept", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		e.setPhase(cl, api.PhaseActing)
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.setPhase(cl, api.PhaseCorrecting)
 		before := e.attempt(cl.Attempt.AttemptID)
 		e.mustAnswer(d, decisions.StatusApproved, "")
@@ -144,8 +144,8 @@ var ledgerCases = []struct {
 	{"ExpiryRestoresThePhaseOnlyWhenNothingElseIsPending", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		e.setPhase(cl, api.PhaseActing)
-		e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: 5 * time.Second})
-		waits := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: 5 * time.Second})
+		waits := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(5 * time.Second)
 		if n, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil || n < 1 {
 			t.Fatalf("expire: %d %v", n, err)
@@ -161,7 +161,7 @@ var ledgerCases = []struct {
 		// Alone, an expiry restores the phase itself.
 		cl2 := e.claimed("s2")
 		e.setPhase(cl2, api.PhaseObserving)
-		e.ask(cl2, decisions.Request{Kind: decisions.Input, ExpiresIn: time.Second})
+		e.ask(cl2, decisions.Request{Kind: api.DecisionInput, ExpiresIn: time.Second})
 		e.Clock.Advance(time.Second)
 		if n, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil || n < 1 {
 			t.Fatalf("expire: %d %v", n, err)
@@ -175,8 +175,8 @@ var ledgerCases = []struct {
 		// background job marks it.
 		cl := e.claimed("s")
 		e.setPhase(cl, api.PhasePlanning)
-		e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Second})
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: time.Second})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(time.Second)
 		e.mustAnswer(d, decisions.StatusApproved, "")
 		if p := e.phase(cl); p != api.PhasePlanning {
@@ -186,7 +186,7 @@ var ledgerCases = []struct {
 	{"EndedAttemptKeepsItsPhase", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		e.setPhase(cl, api.PhaseActing)
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Minute})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: time.Minute})
 		e.Complete(cl)
 		ended := e.attempt(cl.Attempt.AttemptID)
 		if _, err := e.answer(d, decisions.StatusApproved, ""); !apperr.Is(err, api.CodeDecisionClosed) {
@@ -208,7 +208,7 @@ var ledgerCases = []struct {
 		}
 		for _, options := range shapes {
 			ask := func() decisions.Decision {
-				return e.ask(cl, decisions.Request{Kind: decisions.Choice, Options: json.RawMessage(options)})
+				return e.ask(cl, decisions.Request{Kind: api.DecisionChoice, Options: json.RawMessage(options)})
 			}
 			for _, bad := range []string{`"merged"`, `"MERGE"`, `["merge"]`, `{"n": 2}`, `"label"`, `{"id": "merge"}`} {
 				d := ask()
@@ -239,7 +239,7 @@ var ledgerCases = []struct {
 	}},
 	{"InputApprovedNeedsAnAnswerApprovalTakesAny", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		in := e.ask(cl, decisions.Request{Kind: decisions.Input})
+		in := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
 		_, err := e.answer(in, decisions.StatusApproved, "")
 		wantField(t, err, "answer")
 		if got := e.get(in.DecisionID); got.Status != decisions.StatusPending || got.Version != in.Version {
@@ -248,10 +248,10 @@ var ledgerCases = []struct {
 		if got := e.mustAnswer(in, decisions.StatusApproved, `{"text":"ship it"}`); string(got.Answer) != `{"text":"ship it"}` {
 			t.Fatalf("answer stored as %s", got.Answer)
 		}
-		e.mustAnswer(e.ask(cl, decisions.Request{Kind: decisions.Input}), decisions.StatusRejected, "")
+		e.mustAnswer(e.ask(cl, decisions.Request{Kind: api.DecisionInput}), decisions.StatusRejected, "")
 		for _, answer := range []string{"", `true`, `{"note":"fine"}`} {
 			for _, st := range []string{decisions.StatusApproved, decisions.StatusRejected} {
-				e.mustAnswer(e.ask(cl, decisions.Request{Kind: decisions.Approval}), st, answer)
+				e.mustAnswer(e.ask(cl, decisions.Request{Kind: api.DecisionApproval}), st, answer)
 			}
 		}
 		_, err = e.store.Answer(e.Ctx, e.Tenant, in.DecisionID, decisions.Answer{Status: "maybe", KeyID: "k"})
@@ -262,19 +262,19 @@ var ledgerCases = []struct {
 		for _, bad := range []string{``, `[]`, `{"a": 1}`, `{"choices": {}}`, `"a"`, `["a", "a"]`, `[1, 1.0]`,
 			`["x", {"id": "x"}]`, `{"choices": []}`} {
 			_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-				decisions.Request{Kind: decisions.Choice, Options: json.RawMessage(bad)})
+				decisions.Request{Kind: api.DecisionChoice, Options: json.RawMessage(bad)})
 			wantField(t, err, "options")
 		}
 		if n := e.count(); n != 0 {
 			t.Fatalf("%d decisions written by refused requests", n)
 		}
 		// Other kinds keep any options document.
-		e.ask(cl, decisions.Request{Kind: decisions.Approval, Options: json.RawMessage(`{"a": 1}`)})
-		e.ask(cl, decisions.Request{Kind: decisions.Input, Options: json.RawMessage(`"free text"`)})
+		e.ask(cl, decisions.Request{Kind: api.DecisionApproval, Options: json.RawMessage(`{"a": 1}`)})
+		e.ask(cl, decisions.Request{Kind: api.DecisionInput, Options: json.RawMessage(`"free text"`)})
 	}},
 	{"MalformedStoredOptionsCanOnlyBeRejected", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		d := e.ask(cl, decisions.Request{Kind: decisions.Choice, Options: json.RawMessage(`["a"]`)})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionChoice, Options: json.RawMessage(`["a"]`)})
 		// A choice decision stored before options were checked.
 		stamp := ""
 		if e.DB.Dialect.Name() == "sqlite" {
@@ -312,9 +312,9 @@ var ledgerCases = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d1 := e.ask(cl1, decisions.Request{Kind: decisions.Approval})
+		d1 := e.ask(cl1, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(time.Millisecond)
-		d2 := e.ask(cl2, decisions.Request{Kind: decisions.Approval})
+		d2 := e.ask(cl2, decisions.Request{Kind: api.DecisionApproval})
 		if d1.RunID != cl1.Run.RunID || d1.ProjectID != "p1" || subject(d1) != "review:1" || d1.AgentID != "agent-1" {
 			t.Fatalf("requested decision's source %+v", d1)
 		}

@@ -378,7 +378,7 @@ func TestStore(t *testing.T) {
 			a := e.attempt()
 			ds := decisions.NewStore(e.db, e.svc)
 			d, err := ds.Request(e.ctx, e.tenant, a.Attempt.AttemptID, a.Lease.FencingToken,
-				decisions.Request{Kind: decisions.Approval, ExpiresIn: 5 * time.Second})
+				decisions.Request{Kind: api.DecisionApproval, ExpiresIn: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
