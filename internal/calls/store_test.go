@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -51,7 +52,7 @@ var storeCases = []struct {
 			}},
 			{"release", func(cl runs.Claimed) { e.Release(cl) }},
 			{"lost", func(cl runs.Claimed) {
-				e.Clock.Advance((leaseSeconds + 1) * time.Second)
+				e.Clock.Advance((apitest.LeaseSeconds + 1) * time.Second)
 				if res, err := e.Svc.Reap(e.Ctx); err != nil || res.TakenBack != 1 {
 					t.Fatalf("reap: %+v %v", res, err)
 				}
@@ -224,7 +225,7 @@ var storeCases = []struct {
 	{"ExpiredFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
 		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
-		e.Clock.Advance(leaseSeconds * time.Second)
+		e.Clock.Advance(apitest.LeaseSeconds * time.Second)
 		_, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
 		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("record at the lease's end: got %v, want lease_expired", err)

@@ -18,9 +18,6 @@ import (
 
 var epoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-// leaseSeconds is the lease every test claim takes.
-const leaseSeconds = apitest.LeaseSeconds
-
 // env is one case's world: a database with an injected clock, the run-lease core, the
 // checkpoint store and a fresh tenant with a project.
 type env struct {

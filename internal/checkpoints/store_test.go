@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -141,7 +142,7 @@ var storeCases = []struct {
 	{"ExpiredFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
 		cl := e.Lease()
 		kept := e.append(cl, cp(0, "h0"))
-		e.Clock.Advance(leaseSeconds * time.Second)
+		e.Clock.Advance(apitest.LeaseSeconds * time.Second)
 		_, _, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h1"))
 		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("append at the lease's end: got %v, want lease_expired", err)
