@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -31,7 +32,7 @@ func TestAnswersAreTheRowsAsStored(t *testing.T) {
 				s.EnvironmentID, s.IdempotencyKey, s.DeadlineAt, s.DueAt = &env, &key, &deadline, &due
 				s.Input = runs.JSONText(`{"b":[1,2],"a":"é"}`)
 				s.ParentRunID = &parent.RunID
-				s.Band = runs.Interactive
+				s.Band = api.BandInteractive
 			}),
 		} {
 			t.Run(name, func(t *testing.T) {
@@ -59,7 +60,7 @@ func TestAnswersAreTheRowsAsStored(t *testing.T) {
 		}
 		// A continuation is inserted by the same statement from the ended run's row.
 		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-			runs.Completion{State: attempts.Failed}); err != nil {
+			runs.Completion{State: api.AttemptFailed}); err != nil {
 			t.Fatal(err)
 		}
 		later := epoch.Add(2*time.Hour + 5*time.Microsecond)

@@ -225,7 +225,7 @@ func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *stri
 	if err != nil {
 		return Run{}, err
 	}
-	r.State, r.QueuedAt, r.DueAt = Queued, sqldb.Truncate(r.QueuedAt), sqldb.Truncate(r.DueAt)
+	r.State, r.QueuedAt, r.DueAt = api.RunQueued, sqldb.Truncate(r.QueuedAt), sqldb.Truncate(r.DueAt)
 	if r.DeadlineAt != nil {
 		t := sqldb.Truncate(*r.DeadlineAt)
 		r.DeadlineAt = &t
