@@ -9,7 +9,6 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -34,13 +33,13 @@ func TestAppendLosesASequenceRace(t *testing.T) {
 				if st.Query != s.q.insert || ran.Swap(true) {
 					return nil
 				}
-				_, err := tx.ExecContext(ctx, s.q.insert, winner, cl.Attempt.AttemptID, e.Tenant, int32(7), int32(attempts.Planning),
+				_, err := tx.ExecContext(ctx, s.q.insert, winner, cl.Attempt.AttemptID, e.Tenant, int32(7), int32(api.PhasePlanning),
 					"ref", "1", nil, hash, tx.Dialect.Time(e.Clock.Now()))
 				return err
 			})
 			return &ran
 		}
-		n := Draft{Sequence: 7, Phase: attempts.Planning, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
+		n := Draft{Sequence: 7, Phase: api.PhasePlanning, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
 		ran := inject("h")
 		got, created, err := s.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
 		if !ran.Load() || err != nil || created || got.CheckpointID != winner {
@@ -53,7 +52,7 @@ func TestAppendLosesASequenceRace(t *testing.T) {
 			if st.Query != s.q.insert || ran9.Swap(true) {
 				return nil
 			}
-			_, err := tx.ExecContext(ctx, s.q.insert, ids.New(), cl.Attempt.AttemptID, e.Tenant, int32(9), int32(attempts.Planning),
+			_, err := tx.ExecContext(ctx, s.q.insert, ids.New(), cl.Attempt.AttemptID, e.Tenant, int32(9), int32(api.PhasePlanning),
 				"ref", "1", nil, "other", tx.Dialect.Time(e.Clock.Now()))
 			return err
 		})
