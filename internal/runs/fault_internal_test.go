@@ -299,12 +299,15 @@ var faultCases = []struct {
 			if _, err := e.svc.endAttempt(ctx, tx, f, api.AttemptSucceeded, nil); err != nil {
 				return err
 			}
-			var out Run
+			var out struct {
+				Run
+				SubjectQueued bool `db:"SubjectQueued"`
+			}
 			if err := tx.GetContext(ctx, &out, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, OutcomeSucceeded,
 				tx.Dialect.Time(f.Now), f.Run.Attempt, nil); err != nil {
 				return err
 			}
-			return e.svc.countLease(ctx, tx, out, -1) // no marker statement of its own
+			return e.svc.countLease(ctx, tx, out.Run, -1) // no marker statement of its own
 		})
 		r := e.enqueue(e.spec("s"))
 		wantRan(t, ran)

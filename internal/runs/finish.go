@@ -149,11 +149,21 @@ func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int
 // lost a race). headMoved says the subject's head marker moved (syncHead): a queued run
 // became claimable, which the caller tells waiting claimers after commit.
 func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query string, args ...any) (out Run, headMoved bool, err error) {
-	if err := tx.GetContext(ctx, &out, query, args...); err != nil {
+	var row struct {
+		Run
+		// SubjectQueued: the subject has a queued run (this one, requeued, or another), so
+		// its head is to be marked. Without one there is nothing to mark: a subject with a
+		// leased run has no head, so no marker is left to clear.
+		SubjectQueued bool `db:"SubjectQueued"`
+	}
+	if err := tx.GetContext(ctx, &row, query, args...); err != nil {
 		return Run{}, false, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
 	}
-	if headMoved, err = s.syncHead(ctx, tx, out.TenantID, out.Subject); err != nil {
-		return Run{}, false, err
+	out = row.Run
+	if row.SubjectQueued {
+		if headMoved, err = s.syncHead(ctx, tx, out.TenantID, out.Subject); err != nil {
+			return Run{}, false, err
+		}
 	}
 	if err := s.notifyRun(ctx, tx, out); err != nil {
 		return Run{}, false, err

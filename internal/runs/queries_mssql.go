@@ -249,11 +249,20 @@ OPTION (MAXDOP 1);`,
 	// requeue, endLeased: PK seek under the fence's (or the reaper's) locks and the subject
 	// lock; "(@pN IS NULL OR LeasedUntil < @pN)" is the reaper's conditional take-back. 0 rows:
 	// the reaper lost the race. Errors: 547 CHECK (outcome) and 50002 (the guard) -> ErrRefused.
+	// SubjectQueued says whether the subject has a queued run, so that syncHead runs only
+	// when there is a head to mark: requeue's run is itself queued; endLeased probes
+	// IX_Runs_SubjectQueue after the update (OUTPUT may not hold a subquery), under the
+	// subject lock the caller holds, so no enqueue of the subject can slip in between.
 	requeue: mssqlRunTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL` + mssqlRunOutput + `
-WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p5 IS NULL OR LeasedUntil < @p5);` + mssqlRunSelect,
+WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p5 IS NULL OR LeasedUntil < @p5);
+SELECT ` + runColumns + `, SubjectHead, CAST(1 AS bit) AS SubjectQueued FROM @t;`,
 
 	endLeased: mssqlRunTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p3, EndedAt = @p4, Attempt = @p5, LeasedUntil = NULL` + mssqlRunOutput + `
-WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p6 IS NULL OR LeasedUntil < @p6);` + mssqlRunSelect,
+WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p6 IS NULL OR LeasedUntil < @p6);
+SELECT ` + runColumns + `, SubjectHead,
+    CASE WHEN EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = t.TenantId AND q.Subject = t.Subject AND q.State = 0)
+        THEN CAST(1 AS bit) ELSE CAST(0 AS bit) END AS SubjectQueued
+FROM @t AS t;`,
 
 	// endQueued: cancel or the deadline end of a queued run, after the subject lock and lock.
 	endQueued: mssqlRunTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p2, EndedAt = @p3, SubjectHead = 0` + mssqlRunOutput + `

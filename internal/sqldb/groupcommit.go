@@ -335,7 +335,7 @@ func (c *committer) run(batch []*job, g *groupState) {
 		return
 	}
 	newTx := func() *Tx {
-		return &Tx{tx: sqlTx, Dialect: d, clock: c.db.clock, cache: c.db.wcache, grouped: true, hook: c.db.statementHook()}
+		return &Tx{tx: sqlTx, Dialect: d, clock: c.db.clock, cache: c.db.wcache, plans: &c.db.plans, grouped: true, hook: c.db.statementHook()}
 	}
 	if len(batch) == 1 {
 		// A group of one needs no savepoint: the transaction is the job's alone, so a

@@ -86,6 +86,8 @@ type DB struct {
 	file *sqliteFile
 	// wcache and rcache hold prepared statements per pool (SQLite only).
 	wcache, rcache *stmtCache
+	// plans are the scan plans of every statement's answers (scan.go).
+	plans scanPlans
 	// group runs SQLite write transactions in groups (see committer).
 	group *committer
 	// ck is SQLite's background checkpoint connection, and ckpt its checkpointer.
@@ -220,6 +222,7 @@ type Tx struct {
 	clock   Clock
 	now     time.Time
 	cache   *stmtCache
+	plans   *scanPlans
 	// grouped: the transaction is shared by a group of writes (SQLite), so a caller's
 	// cancellation must not interrupt a statement: SQLite would roll back the whole group.
 	grouped bool
@@ -415,7 +418,7 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", db.Dialect.MapError(err))
 	}
-	tx := &Tx{tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache, hook: db.statementHook()}
+	tx := &Tx{tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache, plans: &db.plans, hook: db.statementHook()}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()

@@ -109,10 +109,12 @@ func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) erro
 		return err
 	}
 	if s == nil {
-		return tx.tx.GetContext(ctx, dest, query, args...)
+		rows, err := tx.tx.QueryContext(ctx, query, args...)
+		return tx.plans.getRow(rows, err, query, dest, tx.tx.Mapper)
 	}
 	defer s.Close()
-	return s.GetContext(ctx, dest, args...)
+	rows, err := s.QueryContext(ctx, args...)
+	return tx.plans.getRow(rows, err, query, dest, tx.tx.Mapper)
 }
 
 // SelectContext is sqlx's, through the statement cache, with the error mapped.
