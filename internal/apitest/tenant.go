@@ -11,8 +11,8 @@ import (
 	"github.com/ledger-dev/ledger/api"
 )
 
-// Do sends one API request with key as the tenant's test; body, when not nil, is sent as
-// JSON; header holds name, value pairs.
+// Do sends one API request with key, failing the test that made the tenant on a transport
+// error; body, when not nil, is sent as JSON; header holds name, value pairs.
 func (tn *Tenant) Do(method, path, key string, body any, header ...string) Response {
 	tn.t.Helper()
 	var b []byte
