@@ -11,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -61,7 +60,7 @@ func endedRun(t *testing.T, path, tenant string, at time.Time, idem string) uuid
 	if err != nil || cl.Run.RunID != r.RunID {
 		t.Fatalf("claim: %v", err)
 	}
-	if _, err := svc.Complete(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: attempts.Succeeded}); err != nil {
+	if _, err := svc.Complete(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	return r.RunID

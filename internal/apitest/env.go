@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -116,7 +116,7 @@ func (e *Env) Enqueue() runs.Run {
 	e.T.Helper()
 	r, _, err := e.Svc.Enqueue(e.Ctx, e.Caller, runs.Spec{
 		ProjectID: "p1", Subject: fmt.Sprintf("subject-%d", subjects.Add(1)), Kind: "review", AgentID: "agent-1",
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 10, MaxCorrections: 3,
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 10, MaxCorrections: 3,
 	})
 	if err != nil {
 		e.T.Fatalf("enqueue: %v", err)
@@ -156,7 +156,7 @@ func (e *Env) Release(cl runs.Claimed) {
 func (e *Env) Complete(cl runs.Claimed) {
 	e.T.Helper()
 	if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-		runs.Completion{State: attempts.Succeeded}); err != nil {
+		runs.Completion{State: api.AttemptSucceeded}); err != nil {
 		e.T.Fatalf("complete: %v", err)
 	}
 }

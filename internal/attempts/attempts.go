@@ -17,33 +17,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// State is an attempt's state (stored as its position; the wire type).
-type State = api.AttemptState
-
-// Attempt states (DESIGN.md section 7a).
-const (
-	Running   = api.AttemptRunning
-	Succeeded = api.AttemptSucceeded
-	Failed    = api.AttemptFailed
-	Cancelled = api.AttemptCancelled
-	Lost      = api.AttemptLost
-	Released  = api.AttemptReleased
-)
-
-// Phase is a running attempt's phase (stored as its position; the wire type).
-type Phase = api.Phase
-
-// Phases (DESIGN.md section 7a).
-const (
-	Starting         = api.PhaseStarting
-	Planning         = api.PhasePlanning
-	Acting           = api.PhaseActing
-	Observing        = api.PhaseObserving
-	Correcting       = api.PhaseCorrecting
-	AwaitingDecision = api.PhaseAwaitingDecision
-	Finalizing       = api.PhaseFinalizing
-)
-
 // Attempt is one execution attempt of a run.
 type Attempt struct {
 	AttemptID              uuid.UUID        `db:"AttemptId"`
@@ -59,8 +32,8 @@ type Attempt struct {
 	AdapterVersion         string           `db:"AdapterVersion"`
 	AgentID                string           `db:"AgentId"`
 	ModelProfileID         string           `db:"ModelProfileId"`
-	State                  State            `db:"State"`
-	Phase                  Phase            `db:"Phase"`
+	State                  api.AttemptState `db:"State"`
+	Phase                  api.Phase        `db:"Phase"`
 	CorrectionCount        int              `db:"CorrectionCount"`
 	MaxCorrections         int              `db:"MaxCorrections"`
 	LastCheckpointID       uuid.NullUUID    `db:"LastCheckpointId"`
@@ -86,7 +59,7 @@ func (a Attempt) Wire() api.Attempt {
 }
 
 // Ended reports whether the attempt is over.
-func (a *Attempt) Ended() bool { return a.State != Running }
+func (a *Attempt) Ended() bool { return a.State != api.AttemptRunning }
 
 // insertArgs is the insert's arguments. The statement only stores its text, so all of it
 // goes as Dialect.Text: one declaration list (SQL Server's plan-cache key) for every length.
@@ -151,7 +124,7 @@ func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID
 
 // End ends a running attempt in state at now, with an optional outcome hash, and returns
 // it as stored. api.CodeAttemptEnded when it was no longer running.
-func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state State, now time.Time, outcomeHash *string) (Attempt, error) {
+func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state api.AttemptState, now time.Time, outcomeHash *string) (Attempt, error) {
 	var a Attempt
 	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).end, id, int(state), tx.Dialect.Time(now), outcomeHash)
 	if errors.Is(err, sqldb.ErrNotFound) {
@@ -177,7 +150,7 @@ func ObserveCancellation(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, now ti
 // Patch changes a running attempt's phase, adds a correction, or records its context
 // snapshot, under the caller's fence, and returns the attempt as stored. Nil phase and ref
 // keep their values. api.CodeAttemptEnded when the attempt is no longer running.
-func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correction bool, contextSnapshotRef *string) (Attempt, error) {
+func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *api.Phase, correction bool, contextSnapshotRef *string) (Attempt, error) {
 	var p any
 	if phase != nil {
 		p = int(*phase)
@@ -199,7 +172,7 @@ func Patch(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase *Phase, correc
 
 // SetPhase moves a running attempt to phase (a decision request moves it to
 // AwaitingDecision).
-func SetPhase(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase Phase) error {
+func SetPhase(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase api.Phase) error {
 	_, err := Patch(ctx, tx, id, &phase, false, nil)
 	return err
 }
@@ -210,7 +183,7 @@ func SetPhase(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, phase Phase) erro
 // changes neither (the highest sequence is the holder's latest progress, so the resume
 // point and the phase never move backwards). The caller holds the fence and has just
 // inserted the checkpoint.
-func Checkpointed(ctx context.Context, tx *sqldb.Tx, id, checkpointID uuid.UUID, seq int, phase Phase) error {
+func Checkpointed(ctx context.Context, tx *sqldb.Tx, id, checkpointID uuid.UUID, seq int, phase api.Phase) error {
 	res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).checkpointed, id, checkpointID, int32(seq), int(phase))
 	if err != nil {
 		return fmt.Errorf("record checkpoint on attempt: %w", err)

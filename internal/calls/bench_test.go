@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -55,7 +56,7 @@ func BenchmarkCallRecord(b *testing.B) {
 		seq := 0
 		for pb.Next() {
 			c, created, err := store.Record(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-				calls.Draft{Sequence: seq, Kind: calls.Model, Target: "model://a", RequestHash: "r"})
+				calls.Draft{Sequence: seq, Kind: api.CallModel, Target: "model://a", RequestHash: "r"})
 			if err != nil || !created {
 				b.Errorf("record %d: created=%v err=%v", seq, created, err)
 				return

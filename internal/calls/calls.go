@@ -21,17 +21,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/validate"
 )
 
-// Kind is what a call calls (stored as its position; the wire type).
-type Kind = api.CallKind
-
-// Call kinds (DESIGN.md section 7a).
-const (
-	Model = api.CallModel
-	Tool  = api.CallTool
-	HTTP  = api.CallHTTP
-	Other = api.CallOther
-)
-
 // Call statuses, stored as the wire string (the seed's nvarchar(16)). A call starts
 // Started and finishes once, in Succeeded, Failed or Denied, or is Abandoned when its
 // attempt ends first.
@@ -53,7 +42,7 @@ type Call struct {
 	AttemptID        uuid.UUID        `db:"AttemptId"`
 	TenantID         string           `db:"TenantId"`
 	Sequence         int              `db:"Sequence"`
-	Kind             Kind             `db:"Kind"`
+	Kind             api.CallKind     `db:"Kind"`
 	Target           string           `db:"Target"`
 	RequestHash      string           `db:"RequestHash"`
 	PolicyDecisionID uuid.NullUUID    `db:"PolicyDecisionId"`
@@ -76,7 +65,7 @@ func (c Call) Wire() api.Call {
 type Draft struct {
 	// Sequence is unique per attempt, 0..2^31-1 (the seed's int).
 	Sequence int
-	Kind     Kind
+	Kind     api.CallKind
 	Target   string
 	// RequestHash identifies the request: a retry of the same sequence with the same hash
 	// is a repeat, with another hash a conflict.

@@ -33,7 +33,7 @@ func TestRecordLosesASequenceRace(t *testing.T) {
 					return nil
 				}
 				var c calls.Call
-				return tx.GetContext(ctx, &c, calls.InsertQuery(s), id, cl.Attempt.AttemptID, e.Tenant, seq, int32(calls.HTTP),
+				return tx.GetContext(ctx, &c, calls.InsertQuery(s), id, cl.Attempt.AttemptID, e.Tenant, seq, int32(api.CallHTTP),
 					"https://example.test/", hash, nil, tx.Dialect.Time(e.Clock.Now()))
 			})
 			t.Cleanup(func() { e.DB.SetStatementHook(nil) })
@@ -41,7 +41,7 @@ func TestRecordLosesASequenceRace(t *testing.T) {
 		}
 		winner := ids.New()
 		ran := inject(winner, 7, "h")
-		n := calls.Draft{Sequence: 7, Kind: calls.HTTP, Target: "https://example.test/", RequestHash: "h"}
+		n := calls.Draft{Sequence: 7, Kind: api.CallHTTP, Target: "https://example.test/", RequestHash: "h"}
 		got, created, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
 		if !ran.Load() || err != nil || created || got.CallID != winner || got.Version == 0 {
 			t.Fatalf("lost race, same hash: ran=%v created=%v err=%v got %+v, want the winner %s", ran.Load(), created, err, got, winner)
@@ -69,7 +69,7 @@ func TestFinishLosesARace(t *testing.T) {
 		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 		s := calls.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
-		c, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, calls.Draft{Sequence: 1, Kind: calls.Tool, Target: "t", RequestHash: "h"})
+		c, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, calls.Draft{Sequence: 1, Kind: api.CallTool, Target: "t", RequestHash: "h"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -14,9 +15,6 @@ import (
 )
 
 var epoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-
-// leaseSeconds is the lease every test claim takes.
-const leaseSeconds = apitest.LeaseSeconds
 
 // env is one case's world: a database with an injected clock, the run-lease core, the
 // call store and a fresh tenant with a project.
@@ -38,7 +36,7 @@ func (e *env) other(t *testing.T) *env {
 }
 
 func call(seq int, hash string) calls.Draft {
-	return calls.Draft{Sequence: seq, Kind: calls.Tool, Target: fmt.Sprintf("tool://search/%d", seq), RequestHash: hash}
+	return calls.Draft{Sequence: seq, Kind: api.CallTool, Target: fmt.Sprintf("tool://search/%d", seq), RequestHash: hash}
 }
 
 // record writes a call that must be created.

@@ -35,7 +35,7 @@ func Routes(s *web.Server, store *Store) {
 		Problems: append([]api.ProblemCode{api.CodeIllegalTransition}, fenced...),
 	}, h.finish)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls", web.Op{
-		ID: "listCalls", Tag: "Calls", Summary: "List an attempt's calls in sequence order", Status: http.StatusOK, Response: web.Page[api.Call]{},
+		ID: "listCalls", Tag: "Calls", Summary: "List an attempt's calls in sequence order", Status: http.StatusOK, Response: api.Page[api.Call]{},
 		Query:    api.PageParams{},
 		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.list)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -21,7 +22,7 @@ func TestRecordAndFinishAreTwoStatements(t *testing.T) {
 		cl := e.Lease()
 		stop := apitest.Statements(e.DB)
 		c, created, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-			calls.Draft{Sequence: 1, Kind: calls.Model, Target: "m", RequestHash: "h"})
+			calls.Draft{Sequence: 1, Kind: api.CallModel, Target: "m", RequestHash: "h"})
 		if got := stop(); err != nil || !created || len(got) > 2 {
 			t.Fatalf("record: %v, %d statements %q, want at most 2", err, len(got), got)
 		}

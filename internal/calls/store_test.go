@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -46,13 +46,13 @@ var storeCases = []struct {
 					t.Fatal(err)
 				}
 				if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-					runs.Completion{State: attempts.Cancelled}); err != nil {
+					runs.Completion{State: api.AttemptCancelled}); err != nil {
 					t.Fatal(err)
 				}
 			}},
 			{"release", func(cl runs.Claimed) { e.Release(cl) }},
 			{"lost", func(cl runs.Claimed) {
-				e.Clock.Advance((leaseSeconds + 1) * time.Second)
+				e.Clock.Advance((apitest.LeaseSeconds + 1) * time.Second)
 				if res, err := e.Svc.Reap(e.Ctx); err != nil || res.TakenBack != 1 {
 					t.Fatalf("reap: %+v %v", res, err)
 				}
@@ -115,9 +115,9 @@ var storeCases = []struct {
 		cl := e.Lease()
 		policy := uuid.New()
 		n := call(0, "r0")
-		n.Kind, n.PolicyDecisionID = calls.Model, &policy
+		n.Kind, n.PolicyDecisionID = api.CallModel, &policy
 		c := e.record(cl, n)
-		if c.CallID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Kind != calls.Model ||
+		if c.CallID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Kind != api.CallModel ||
 			c.Target != n.Target || c.RequestHash != "r0" || c.Status != calls.Started || !c.StartedAt.Equal(epoch) ||
 			c.EndedAt != nil || c.ReceiptRef != nil || c.Version == 0 || !c.PolicyDecisionID.Valid || c.PolicyDecisionID.UUID != policy {
 			t.Fatalf("recorded %+v", c)
@@ -225,7 +225,7 @@ var storeCases = []struct {
 	{"ExpiredFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
 		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
-		e.Clock.Advance(leaseSeconds * time.Second)
+		e.Clock.Advance(apitest.LeaseSeconds * time.Second)
 		_, _, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(1, "r"))
 		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("record at the lease's end: got %v, want lease_expired", err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -64,7 +64,7 @@ func BenchmarkCheckpointAppend(b *testing.B) {
 		seq := 0
 		for pb.Next() {
 			_, created, err := store.Append(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, checkpoints.Draft{
-				Sequence: seq, Phase: attempts.Acting, AdapterStateRef: "blob://state", AdapterVersion: "1", Hash: "h",
+				Sequence: seq, Phase: api.PhaseActing, AdapterStateRef: "blob://state", AdapterVersion: "1", Hash: "h",
 			})
 			if err != nil || !created {
 				b.Errorf("append %d: created=%v err=%v", seq, created, err)

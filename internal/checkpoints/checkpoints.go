@@ -25,16 +25,16 @@ import (
 // Checkpoint is one stored checkpoint of an attempt. Checkpoints never change once written,
 // so they carry no version (the seed table has none) and no ETag.
 type Checkpoint struct {
-	CheckpointID       uuid.UUID      `db:"CheckpointId"`
-	AttemptID          uuid.UUID      `db:"AttemptId"`
-	TenantID           string         `db:"TenantId"`
-	Sequence           int            `db:"Sequence"`
-	Phase              attempts.Phase `db:"Phase"`
-	AdapterStateRef    string         `db:"AdapterStateRef"`
-	AdapterVersion     string         `db:"AdapterVersion"`
-	ContextSnapshotRef *string        `db:"ContextSnapshotRef"`
-	Hash               string         `db:"Hash"`
-	CreatedAt          time.Time      `db:"CreatedAt"`
+	CheckpointID       uuid.UUID `db:"CheckpointId"`
+	AttemptID          uuid.UUID `db:"AttemptId"`
+	TenantID           string    `db:"TenantId"`
+	Sequence           int       `db:"Sequence"`
+	Phase              api.Phase `db:"Phase"`
+	AdapterStateRef    string    `db:"AdapterStateRef"`
+	AdapterVersion     string    `db:"AdapterVersion"`
+	ContextSnapshotRef *string   `db:"ContextSnapshotRef"`
+	Hash               string    `db:"Hash"`
+	CreatedAt          time.Time `db:"CreatedAt"`
 }
 
 // LastCheckpoint is a run's last checkpoint and the run it was written in: the run asked
@@ -60,7 +60,7 @@ func (l LastCheckpoint) Wire() api.LastCheckpoint {
 type Draft struct {
 	// Sequence is unique per attempt, 0..2^31-1 (the seed's int).
 	Sequence           int
-	Phase              attempts.Phase
+	Phase              api.Phase
 	AdapterStateRef    string
 	AdapterVersion     string
 	ContextSnapshotRef *string

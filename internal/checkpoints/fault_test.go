@@ -9,7 +9,6 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/ids"
@@ -35,13 +34,13 @@ func TestAppendLosesASequenceRace(t *testing.T) {
 				if st.Query != checkpoints.InsertQuery(s) || ran.Swap(true) {
 					return nil
 				}
-				_, err := tx.ExecContext(ctx, checkpoints.InsertQuery(s), winner, cl.Attempt.AttemptID, e.Tenant, int32(7), int32(attempts.Planning),
+				_, err := tx.ExecContext(ctx, checkpoints.InsertQuery(s), winner, cl.Attempt.AttemptID, e.Tenant, int32(7), int32(api.PhasePlanning),
 					"ref", "1", nil, hash, tx.Dialect.Time(e.Clock.Now()))
 				return err
 			})
 			return &ran
 		}
-		n := checkpoints.Draft{Sequence: 7, Phase: attempts.Planning, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
+		n := checkpoints.Draft{Sequence: 7, Phase: api.PhasePlanning, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
 		ran := inject("h")
 		got, created, err := s.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
 		if !ran.Load() || err != nil || created || got.CheckpointID != winner {
@@ -54,7 +53,7 @@ func TestAppendLosesASequenceRace(t *testing.T) {
 			if st.Query != checkpoints.InsertQuery(s) || ran9.Swap(true) {
 				return nil
 			}
-			_, err := tx.ExecContext(ctx, checkpoints.InsertQuery(s), ids.New(), cl.Attempt.AttemptID, e.Tenant, int32(9), int32(attempts.Planning),
+			_, err := tx.ExecContext(ctx, checkpoints.InsertQuery(s), ids.New(), cl.Attempt.AttemptID, e.Tenant, int32(9), int32(api.PhasePlanning),
 				"ref", "1", nil, "other", tx.Dialect.Time(e.Clock.Now()))
 			return err
 		})

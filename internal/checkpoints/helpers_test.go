@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
@@ -16,9 +17,6 @@ import (
 )
 
 var epoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-
-// leaseSeconds is the lease every test claim takes.
-const leaseSeconds = apitest.LeaseSeconds
 
 // env is one case's world: a database with an injected clock, the run-lease core, the
 // checkpoint store and a fresh tenant with a project.
@@ -42,7 +40,7 @@ func (e *env) other(t *testing.T) *env {
 func cp(seq int, hash string) checkpoints.Draft {
 	ref := fmt.Sprintf("ctx://snap/%d", seq)
 	return checkpoints.Draft{
-		Sequence: seq, Phase: attempts.Acting, AdapterStateRef: fmt.Sprintf("blob://state/%d", seq),
+		Sequence: seq, Phase: api.PhaseActing, AdapterStateRef: fmt.Sprintf("blob://state/%d", seq),
 		AdapterVersion: "1.0", ContextSnapshotRef: &ref, Hash: hash,
 	}
 }

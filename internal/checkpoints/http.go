@@ -27,7 +27,7 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded, api.CodeSequenceConflict},
 	}, h.append)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/checkpoints", web.Op{
-		ID: "listCheckpoints", Tag: "Checkpoints", Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: web.Page[api.Checkpoint]{},
+		ID: "listCheckpoints", Tag: "Checkpoints", Summary: "List an attempt's checkpoints in sequence order", Status: http.StatusOK, Response: api.Page[api.Checkpoint]{},
 		Query:    api.PageParams{},
 		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.list)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -16,7 +15,7 @@ import (
 func TestDraftLimitsMatchTheWire(t *testing.T) {
 	t.Parallel()
 	v := web.NewValidator()
-	seq, phase := int32(0), attempts.Acting
+	seq, phase := int32(0), api.PhaseActing
 	wire := func() api.CheckpointRequest {
 		return api.CheckpointRequest{FencingToken: 1, Sequence: &seq, Phase: &phase, AdapterStateRef: "s", AdapterVersion: "v", Hash: "h"}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
@@ -21,7 +22,7 @@ func TestAppendIsThreeStatements(t *testing.T) {
 		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 		s := checkpoints.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
-		n := checkpoints.Draft{Sequence: 1, Phase: attempts.Acting, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
+		n := checkpoints.Draft{Sequence: 1, Phase: api.PhaseActing, AdapterStateRef: "ref", AdapterVersion: "1", Hash: "h"}
 		stop := apitest.Statements(e.DB)
 		if _, created, err := s.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n); err != nil || !created {
 			t.Fatalf("append: %v", err)
@@ -51,7 +52,7 @@ func TestAppendMovesPhaseAndResumePointForward(t *testing.T) {
 		s := checkpoints.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
 		id, tok := cl.Attempt.AttemptID, cl.Lease.FencingToken
-		appendAt := func(seq int, phase attempts.Phase) checkpoints.Checkpoint {
+		appendAt := func(seq int, phase api.Phase) checkpoints.Checkpoint {
 			t.Helper()
 			c, _, err := s.Append(e.Ctx, e.Tenant, id, tok, checkpoints.Draft{Sequence: seq, Phase: phase, AdapterStateRef: "r",
 				AdapterVersion: "1", Hash: "h"})
@@ -68,16 +69,16 @@ func TestAppendMovesPhaseAndResumePointForward(t *testing.T) {
 			}
 			return a
 		}
-		c5 := appendAt(5, attempts.Acting)
-		if a := attempt(); a.Phase != attempts.Acting || a.LastCheckpointID.UUID != c5.CheckpointID {
+		c5 := appendAt(5, api.PhaseActing)
+		if a := attempt(); a.Phase != api.PhaseActing || a.LastCheckpointID.UUID != c5.CheckpointID {
 			t.Fatalf("after sequence 5: phase %s, last %v", a.Phase, a.LastCheckpointID)
 		}
-		appendAt(3, attempts.Planning) // late
-		if a := attempt(); a.Phase != attempts.Acting || a.LastCheckpointID.UUID != c5.CheckpointID {
+		appendAt(3, api.PhasePlanning) // late
+		if a := attempt(); a.Phase != api.PhaseActing || a.LastCheckpointID.UUID != c5.CheckpointID {
 			t.Fatalf("after a late sequence 3: phase %s, last %v; want sequence 5's", a.Phase, a.LastCheckpointID)
 		}
-		c6 := appendAt(6, attempts.Observing)
-		if a := attempt(); a.Phase != attempts.Observing || a.LastCheckpointID.UUID != c6.CheckpointID {
+		c6 := appendAt(6, api.PhaseObserving)
+		if a := attempt(); a.Phase != api.PhaseObserving || a.LastCheckpointID.UUID != c6.CheckpointID {
 			t.Fatalf("after sequence 6: phase %s, last %v", a.Phase, a.LastCheckpointID)
 		}
 	})

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -37,7 +37,7 @@ var storeCases = []struct {
 		cl := e.Lease()
 		n := cp(0, "h0")
 		c := e.append(cl, n)
-		if c.CheckpointID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Phase != attempts.Acting ||
+		if c.CheckpointID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Phase != api.PhaseActing ||
 			c.AdapterStateRef != n.AdapterStateRef || c.AdapterVersion != "1.0" || c.Hash != "h0" ||
 			c.ContextSnapshotRef == nil || *c.ContextSnapshotRef != *n.ContextSnapshotRef || !c.CreatedAt.Equal(epoch) {
 			t.Fatalf("appended %+v", c)
@@ -142,7 +142,7 @@ var storeCases = []struct {
 	{"ExpiredFenceRefusedAndNothingWritten", func(t *testing.T, e *env) {
 		cl := e.Lease()
 		kept := e.append(cl, cp(0, "h0"))
-		e.Clock.Advance(leaseSeconds * time.Second)
+		e.Clock.Advance(apitest.LeaseSeconds * time.Second)
 		_, _, err := e.store.Append(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, cp(1, "h1"))
 		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("append at the lease's end: got %v, want lease_expired", err)

@@ -277,9 +277,9 @@ type releaseCursor struct {
 }
 
 // moves lists the states a release in state s may move to.
-func moves(s releases.State) []string {
+func moves(s api.ReleaseState) []string {
 	var out []string
-	for to := releases.Verified; to <= releases.Retired; to++ {
+	for to := api.ReleaseVerified; to <= api.ReleaseRetired; to++ {
 		if releases.CanMove(s, to) {
 			out = append(out, to.String())
 		}
@@ -291,7 +291,7 @@ func (c *console) releasesPage(ctx echo.Context) error {
 	v := releasesView{State: ctx.QueryParam("state")}
 	f := releases.ListFilter{Limit: pageSize + 1}
 	if v.State != "" {
-		st, ok := parseEnum[releases.State](v.State)
+		st, ok := parseEnum[api.ReleaseState](v.State)
 		if !ok {
 			return c.notFound(ctx)
 		}
@@ -345,7 +345,7 @@ func (c *console) confirmReleaseMove(ctx echo.Context) error {
 		return c.orNotFound(ctx, err)
 	}
 	to := ctx.QueryParam("to")
-	st, ok := parseEnum[releases.State](to)
+	st, ok := parseEnum[api.ReleaseState](to)
 	if !ok || !releases.CanMove(r.State, st) {
 		return c.render(ctx, http.StatusConflict, "move", page{Title: "Move release", Nav: "releases",
 			Data: moveView{Release: r, ETag: r.Version.ETag(), Message: "A " + r.State.String() + " release cannot move to “" + to + "”."}})
@@ -362,7 +362,7 @@ func (c *console) moveRelease(ctx echo.Context) error {
 		return c.orNotFound(ctx, err)
 	}
 	to := formValue(ctx, "to")
-	st, ok := parseEnum[releases.State](to)
+	st, ok := parseEnum[api.ReleaseState](to)
 	etag, okTag := sqldb.ParseETag(formValue(ctx, "etag"))
 	if !ok || !okTag {
 		return c.render(ctx, http.StatusBadRequest, "move", page{Title: "Move release", Nav: "releases",

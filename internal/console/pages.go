@@ -197,14 +197,14 @@ func (c *console) runsPage(ctx echo.Context) error {
 		Kind: optional(f.Kind), AgentID: optional(f.Agent)}
 	var problems []string
 	if f.State != "" {
-		st, ok := parseEnum[runs.State](f.State)
+		st, ok := parseEnum[api.RunState](f.State)
 		if !ok {
 			problems = append(problems, "state must be queued, leased or ended")
 		}
 		lf.State = &st
 	}
 	if f.Band != "" {
-		b, ok := parseEnum[runs.Band](f.Band)
+		b, ok := parseEnum[api.Band](f.Band)
 		if !ok {
 			problems = append(problems, "band must be interactive, batch or background")
 		}
@@ -408,11 +408,11 @@ func endRowOf(a attempts.Attempt) timelineRow {
 	row := timelineRow{Kind: "end", At: *a.EndedAt, Status: a.State.String(),
 		Duration: fmtDuration(a.EndedAt.Sub(a.StartedAt))}
 	switch a.State {
-	case attempts.Released:
+	case api.AttemptReleased:
 		row.Summary = "released: the holder gave the run back"
-	case attempts.Lost:
+	case api.AttemptLost:
 		row.Summary = fmt.Sprintf("lost: the lease (epoch %d, lease %s) expired and the reaper took the run back", a.FencingToken, a.LeaseID)
-	case attempts.Cancelled:
+	case api.AttemptCancelled:
 		row.Summary = "cancelled: the holder completed it as cancelled"
 		if a.CancellationObservedAt != nil {
 			row.Summary += " after seeing the cancel request at " + a.CancellationObservedAt.UTC().Format("15:04:05.000")

@@ -40,16 +40,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/waits"
 )
 
-// Kind is what a decision asks for (stored as its position; the wire type).
-type Kind = api.DecisionKind
-
-// Decision kinds (DESIGN.md section 7a).
-const (
-	Approval = api.DecisionApproval
-	Choice   = api.DecisionChoice
-	Input    = api.DecisionInput
-)
-
 // Decision statuses: the column holds the wire string.
 const (
 	StatusPending   = string(api.DecisionPending)
@@ -67,16 +57,16 @@ type Decision struct {
 	// RunID, ProjectID, Subject and AgentID are the attempt's run and what it works on.
 	// Subject is nil only while retention is deleting the run (its attempt and decisions
 	// follow in the next moments).
-	RunID          uuid.UUID       `db:"RunId"`
-	ProjectID      string          `db:"ProjectId"`
-	Subject        *string         `db:"Subject"`
-	AgentID        string          `db:"AgentId"`
-	TenantID       string          `db:"TenantId"`
-	Kind           Kind            `db:"Kind"`
-	ApprovalID     uuid.NullUUID   `db:"ApprovalId"`
-	ProposalHash   *string         `db:"ProposalHash"`
-	Options        json.RawMessage `db:"-"`
-	Recommendation *string         `db:"Recommendation"`
+	RunID          uuid.UUID        `db:"RunId"`
+	ProjectID      string           `db:"ProjectId"`
+	Subject        *string          `db:"Subject"`
+	AgentID        string           `db:"AgentId"`
+	TenantID       string           `db:"TenantId"`
+	Kind           api.DecisionKind `db:"Kind"`
+	ApprovalID     uuid.NullUUID    `db:"ApprovalId"`
+	ProposalHash   *string          `db:"ProposalHash"`
+	Options        json.RawMessage  `db:"-"`
+	Recommendation *string          `db:"Recommendation"`
 	// Status is the effective status: a pending decision whose ExpiresAt has passed reads
 	// as expired before the background job marks it so.
 	Status      string           `db:"Status"`
@@ -140,7 +130,7 @@ func expiredAt(status string, expiresAt *time.Time, now time.Time) bool {
 
 // Request is what a holder asks.
 type Request struct {
-	Kind           Kind
+	Kind           api.DecisionKind
 	ProposalHash   *string
 	Options        json.RawMessage // nil: none
 	Recommendation *string
@@ -248,7 +238,7 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 			"the attempt has %d pending decisions, as many as it may have: wait for answers (or expiry) before asking more", pending)
 	}
 	prior := int(f.Attempt.Phase)
-	if f.Attempt.Phase == attempts.AwaitingDecision {
+	if f.Attempt.Phase == api.PhaseAwaitingDecision {
 		// Already waiting: keep the phase from before the wait.
 		if p, err := newestPrior(ctx, tx, tenantID, attemptID); err != nil {
 			return Decision{}, err
@@ -261,7 +251,7 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 	if err != nil {
 		return Decision{}, fmt.Errorf("insert decision: %w", err)
 	}
-	if err := attempts.SetPhase(ctx, tx, attemptID, attempts.AwaitingDecision); err != nil {
+	if err := attempts.SetPhase(ctx, tx, attemptID, api.PhaseAwaitingDecision); err != nil {
 		return Decision{}, err
 	}
 	return s.get(ctx, tx, s.q.get, tenantID, id, f.Now)
@@ -447,11 +437,11 @@ func newestPrior(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID u
 // just closed, to the phase its newest decision keeps, when it still runs, still awaits a
 // decision, and no decision of it is pending any more (see the package doc).
 func restorePhase(ctx context.Context, tx *sqldb.Tx, tenantID string, a attempts.Attempt, now time.Time) error {
-	if a.State != attempts.Running || a.Phase != attempts.AwaitingDecision {
+	if a.State != api.AttemptRunning || a.Phase != api.PhaseAwaitingDecision {
 		return nil
 	}
 	p, err := newestPrior(ctx, tx, tenantID, a.AttemptID)
-	if err != nil || !p.Valid || attempts.Phase(p.Int32) == attempts.AwaitingDecision {
+	if err != nil || !p.Valid || api.Phase(p.Int32) == api.PhaseAwaitingDecision {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).restorePhase, tenantID, a.AttemptID, p.Int32, tx.Dialect.Time(now)); err != nil {

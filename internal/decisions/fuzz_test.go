@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/decisions"
 )
 
@@ -32,7 +33,7 @@ func FuzzDecisionRequest(f *testing.F) {
 			t.Fatalf("request: status %d but %d decisions were written (body %q)", r.Status, after-before, body)
 		}
 
-		d, err := s.store.Request(context.Background(), c.tenant, attemptID, cl.Lease.FencingToken, decisions.Request{Kind: decisions.Approval})
+		d, err := s.store.Request(context.Background(), c.tenant, attemptID, cl.Lease.FencingToken, decisions.Request{Kind: api.DecisionApproval})
 		if err != nil {
 			t.Fatal(err)
 		}

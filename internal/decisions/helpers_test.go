@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -40,7 +41,7 @@ func (e *env) other() *env {
 func (e *env) claimed(subject string) runs.Claimed {
 	e.T.Helper()
 	spec := runs.Spec{ProjectID: "p1", Subject: subject, Kind: "review", AgentID: "agent-1", StepID: uuid.New(),
-		SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}
+		SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}
 	if _, _, err := e.Svc.Enqueue(e.Ctx, e.Caller, spec); err != nil {
 		e.T.Fatalf("enqueue: %v", err)
 	}

@@ -36,7 +36,7 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded, api.CodeDecisionLimit},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
-		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: web.Page[api.DecisionItem]{},
+		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: api.Page[api.DecisionItem]{},
 		Query:    api.PageParams{},
 		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.listByAttempt)
@@ -44,7 +44,7 @@ func Routes(s *web.Server, store *Store) {
 		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox",
 		Description: "The tenant's decisions: pending ones first, then the others, each oldest request first (a pending " +
 			"decision past its expiry is listed as expired); each item names its run, project, subject and agent.",
-		Roles: []string{ad}, Status: http.StatusOK, Response: web.Page[api.DecisionItem]{},
+		Roles: []string{ad}, Status: http.StatusOK, Response: api.Page[api.DecisionItem]{},
 		Query: api.ListDecisionsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/decisions/:decisionId", web.Op{

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -32,14 +31,14 @@ func TestLedger(t *testing.T) {
 }
 
 // setPhase moves the claim's attempt to phase, as its holder would.
-func (e *env) setPhase(cl runs.Claimed, p attempts.Phase) {
+func (e *env) setPhase(cl runs.Claimed, p api.Phase) {
 	e.T.Helper()
 	if _, err := e.Svc.PatchAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.AttemptPatch{Phase: &p}); err != nil {
 		e.T.Fatalf("set phase %s: %v", p, err)
 	}
 }
 
-func (e *env) phase(cl runs.Claimed) attempts.Phase {
+func (e *env) phase(cl runs.Claimed) api.Phase {
 	e.T.Helper()
 	return e.attempt(cl.Attempt.AttemptID).Phase
 }
@@ -84,34 +83,34 @@ var ledgerCases = []struct {
 }{
 	{"AnswerRestoresThePhaseFromBeforeTheWait", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Acting)
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		if p := e.phase(cl); p != attempts.AwaitingDecision {
+		e.setPhase(cl, api.PhaseActing)
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
+		if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 			t.Fatalf("phase after the request %s, want awaiting_decision", p)
 		}
 		before := e.attempt(cl.Attempt.AttemptID)
 		e.mustAnswer(d, decisions.StatusRejected, "")
 		after := e.attempt(cl.Attempt.AttemptID)
-		if after.Phase != attempts.Acting || after.Version <= before.Version {
+		if after.Phase != api.PhaseActing || after.Version <= before.Version {
 			t.Fatalf("after the answer: phase %s version %d (was %d), want acting with a new version", after.Phase, after.Version, before.Version)
 		}
 	}},
 	{"TwoPendingDecisionsRestoreWhenTheLastCloses", func(t *testing.T, e *env) {
 		for _, firstAnswered := range []bool{true, false} {
 			cl := e.claimed("s-" + map[bool]string{true: "first", false: "second"}[firstAnswered])
-			e.setPhase(cl, attempts.Observing)
-			d1 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-			d2 := e.ask(cl, decisions.Request{Kind: decisions.Input})
+			e.setPhase(cl, api.PhaseObserving)
+			d1 := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
+			d2 := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
 			a, b := d1, d2
 			if !firstAnswered {
 				a, b = d2, d1
 			}
 			e.mustAnswer(a, decisions.StatusApproved, `"x"`)
-			if p := e.phase(cl); p != attempts.AwaitingDecision {
+			if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 				t.Fatalf("one of two answered: phase %s, want still awaiting_decision", p)
 			}
 			e.mustAnswer(b, decisions.StatusApproved, `"y"`)
-			if p := e.phase(cl); p != attempts.Observing {
+			if p := e.phase(cl); p != api.PhaseObserving {
 				t.Fatalf("both answered: phase %s, want observing (from before the wait)", p)
 			}
 		}
@@ -120,54 +119,54 @@ var ledgerCases = []struct {
 		// The holder moves on while a decision is pending, then asks another: the wait that
 		// ends with both answered started at the second request.
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Planning)
-		d1 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		e.setPhase(cl, api.PhasePlanning)
+		d1 := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(time.Millisecond) // "last" is by RequestedAt (milliseconds)
-		e.setPhase(cl, attempts.Acting)
-		d2 := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		e.setPhase(cl, api.PhaseActing)
+		d2 := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.mustAnswer(d2, decisions.StatusApproved, "")
 		e.mustAnswer(d1, decisions.StatusApproved, "")
-		if p := e.phase(cl); p != attempts.Acting {
+		if p := e.phase(cl); p != api.PhaseActing {
 			t.Fatalf("phase %s, want acting", p)
 		}
 	}},
 	{"PhaseTheHolderSetDuringTheWaitIsKept", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Acting)
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		e.setPhase(cl, attempts.Correcting)
+		e.setPhase(cl, api.PhaseActing)
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
+		e.setPhase(cl, api.PhaseCorrecting)
 		before := e.attempt(cl.Attempt.AttemptID)
 		e.mustAnswer(d, decisions.StatusApproved, "")
-		if after := e.attempt(cl.Attempt.AttemptID); after.Phase != attempts.Correcting || after.Version != before.Version {
+		if after := e.attempt(cl.Attempt.AttemptID); after.Phase != api.PhaseCorrecting || after.Version != before.Version {
 			t.Fatalf("answer moved a phase the holder set: %s (version %d, was %d)", after.Phase, after.Version, before.Version)
 		}
 	}},
 	{"ExpiryRestoresThePhaseOnlyWhenNothingElseIsPending", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Acting)
-		e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: 5 * time.Second})
-		waits := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		e.setPhase(cl, api.PhaseActing)
+		e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: 5 * time.Second})
+		waits := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(5 * time.Second)
 		if n, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil || n < 1 {
 			t.Fatalf("expire: %d %v", n, err)
 		}
-		if p := e.phase(cl); p != attempts.AwaitingDecision {
+		if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 			t.Fatalf("one expired, one pending: phase %s, want awaiting_decision", p)
 		}
 		e.mustAnswer(waits, decisions.StatusRejected, "")
-		if p := e.phase(cl); p != attempts.Acting {
+		if p := e.phase(cl); p != api.PhaseActing {
 			t.Fatalf("the other answered: phase %s, want acting", p)
 		}
 
 		// Alone, an expiry restores the phase itself.
 		cl2 := e.claimed("s2")
-		e.setPhase(cl2, attempts.Observing)
-		e.ask(cl2, decisions.Request{Kind: decisions.Input, ExpiresIn: time.Second})
+		e.setPhase(cl2, api.PhaseObserving)
+		e.ask(cl2, decisions.Request{Kind: api.DecisionInput, ExpiresIn: time.Second})
 		e.Clock.Advance(time.Second)
 		if n, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil || n < 1 {
 			t.Fatalf("expire: %d %v", n, err)
 		}
-		if p := e.phase(cl2); p != attempts.Observing {
+		if p := e.phase(cl2); p != api.PhaseObserving {
 			t.Fatalf("expired alone: phase %s, want observing", p)
 		}
 	}},
@@ -175,19 +174,19 @@ var ledgerCases = []struct {
 		// An expired-by-time decision no longer holds the attempt, even before the
 		// background job marks it.
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Planning)
-		e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Second})
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		e.setPhase(cl, api.PhasePlanning)
+		e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: time.Second})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(time.Second)
 		e.mustAnswer(d, decisions.StatusApproved, "")
-		if p := e.phase(cl); p != attempts.Planning {
+		if p := e.phase(cl); p != api.PhasePlanning {
 			t.Fatalf("phase %s, want planning", p)
 		}
 	}},
 	{"EndedAttemptKeepsItsPhase", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		e.setPhase(cl, attempts.Acting)
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Minute})
+		e.setPhase(cl, api.PhaseActing)
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: time.Minute})
 		e.Complete(cl)
 		ended := e.attempt(cl.Attempt.AttemptID)
 		if _, err := e.answer(d, decisions.StatusApproved, ""); !apperr.Is(err, api.CodeDecisionClosed) {
@@ -197,7 +196,7 @@ var ledgerCases = []struct {
 		if _, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil {
 			t.Fatal(err)
 		}
-		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != attempts.AwaitingDecision || a.Version != ended.Version {
+		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != api.PhaseAwaitingDecision || a.Version != ended.Version {
 			t.Fatalf("ended attempt changed: phase %s version %d (was %d)", a.Phase, a.Version, ended.Version)
 		}
 	}},
@@ -209,7 +208,7 @@ var ledgerCases = []struct {
 		}
 		for _, options := range shapes {
 			ask := func() decisions.Decision {
-				return e.ask(cl, decisions.Request{Kind: decisions.Choice, Options: json.RawMessage(options)})
+				return e.ask(cl, decisions.Request{Kind: api.DecisionChoice, Options: json.RawMessage(options)})
 			}
 			for _, bad := range []string{`"merged"`, `"MERGE"`, `["merge"]`, `{"n": 2}`, `"label"`, `{"id": "merge"}`} {
 				d := ask()
@@ -218,7 +217,7 @@ var ledgerCases = []struct {
 				if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version {
 					t.Fatalf("refused answer %s changed the decision: %+v", bad, got)
 				}
-				if p := e.phase(cl); p != attempts.AwaitingDecision {
+				if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 					t.Fatalf("refused answer moved the phase to %s", p)
 				}
 				e.mustAnswer(d, decisions.StatusRejected, "")
@@ -240,7 +239,7 @@ var ledgerCases = []struct {
 	}},
 	{"InputApprovedNeedsAnAnswerApprovalTakesAny", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		in := e.ask(cl, decisions.Request{Kind: decisions.Input})
+		in := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
 		_, err := e.answer(in, decisions.StatusApproved, "")
 		wantField(t, err, "answer")
 		if got := e.get(in.DecisionID); got.Status != decisions.StatusPending || got.Version != in.Version {
@@ -249,10 +248,10 @@ var ledgerCases = []struct {
 		if got := e.mustAnswer(in, decisions.StatusApproved, `{"text":"ship it"}`); string(got.Answer) != `{"text":"ship it"}` {
 			t.Fatalf("answer stored as %s", got.Answer)
 		}
-		e.mustAnswer(e.ask(cl, decisions.Request{Kind: decisions.Input}), decisions.StatusRejected, "")
+		e.mustAnswer(e.ask(cl, decisions.Request{Kind: api.DecisionInput}), decisions.StatusRejected, "")
 		for _, answer := range []string{"", `true`, `{"note":"fine"}`} {
 			for _, st := range []string{decisions.StatusApproved, decisions.StatusRejected} {
-				e.mustAnswer(e.ask(cl, decisions.Request{Kind: decisions.Approval}), st, answer)
+				e.mustAnswer(e.ask(cl, decisions.Request{Kind: api.DecisionApproval}), st, answer)
 			}
 		}
 		_, err = e.store.Answer(e.Ctx, e.Tenant, in.DecisionID, decisions.Answer{Status: "maybe", KeyID: "k"})
@@ -263,19 +262,19 @@ var ledgerCases = []struct {
 		for _, bad := range []string{``, `[]`, `{"a": 1}`, `{"choices": {}}`, `"a"`, `["a", "a"]`, `[1, 1.0]`,
 			`["x", {"id": "x"}]`, `{"choices": []}`} {
 			_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-				decisions.Request{Kind: decisions.Choice, Options: json.RawMessage(bad)})
+				decisions.Request{Kind: api.DecisionChoice, Options: json.RawMessage(bad)})
 			wantField(t, err, "options")
 		}
 		if n := e.count(); n != 0 {
 			t.Fatalf("%d decisions written by refused requests", n)
 		}
 		// Other kinds keep any options document.
-		e.ask(cl, decisions.Request{Kind: decisions.Approval, Options: json.RawMessage(`{"a": 1}`)})
-		e.ask(cl, decisions.Request{Kind: decisions.Input, Options: json.RawMessage(`"free text"`)})
+		e.ask(cl, decisions.Request{Kind: api.DecisionApproval, Options: json.RawMessage(`{"a": 1}`)})
+		e.ask(cl, decisions.Request{Kind: api.DecisionInput, Options: json.RawMessage(`"free text"`)})
 	}},
 	{"MalformedStoredOptionsCanOnlyBeRejected", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		d := e.ask(cl, decisions.Request{Kind: decisions.Choice, Options: json.RawMessage(`["a"]`)})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionChoice, Options: json.RawMessage(`["a"]`)})
 		// A choice decision stored before options were checked.
 		stamp := ""
 		if e.DB.Dialect.Name() == "sqlite" {
@@ -305,7 +304,7 @@ var ledgerCases = []struct {
 		}
 		cl1 := e.claimed("review:1")
 		spec := runs.Spec{ProjectID: "p2", Subject: "review:2", Kind: "review", AgentID: "agent-2", StepID: uuid.New(),
-			SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}
+			SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}
 		if _, _, err := e.Svc.Enqueue(e.Ctx, e.Caller, spec); err != nil {
 			t.Fatal(err)
 		}
@@ -313,9 +312,9 @@ var ledgerCases = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d1 := e.ask(cl1, decisions.Request{Kind: decisions.Approval})
+		d1 := e.ask(cl1, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(time.Millisecond)
-		d2 := e.ask(cl2, decisions.Request{Kind: decisions.Approval})
+		d2 := e.ask(cl2, decisions.Request{Kind: api.DecisionApproval})
 		if d1.RunID != cl1.Run.RunID || d1.ProjectID != "p1" || subject(d1) != "review:1" || d1.AgentID != "agent-1" {
 			t.Fatalf("requested decision's source %+v", d1)
 		}

@@ -101,8 +101,8 @@ func (c choices) match(answer json.RawMessage) bool {
 }
 
 // checkOptions refuses a request whose options do not fit its kind.
-func checkOptions(kind Kind, options json.RawMessage) error {
-	if kind != Choice {
+func checkOptions(kind api.DecisionKind, options json.RawMessage) error {
+	if kind != api.DecisionChoice {
 		return nil
 	}
 	if _, err := parseChoices(options); err != nil {
@@ -119,11 +119,11 @@ func checkAnswer(d Decision, a Answer) error {
 	}
 	approved, answered := a.Status == StatusApproved, len(a.Answer) > 0
 	switch d.Kind {
-	case Input:
+	case api.DecisionInput:
 		if approved && !answered {
 			return bad("answer", "an input decision is approved with an answer")
 		}
-	case Choice:
+	case api.DecisionChoice:
 		set, err := parseChoices(d.Options)
 		switch {
 		case err != nil && (approved || answered):

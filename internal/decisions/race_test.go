@@ -41,7 +41,7 @@ WHERE DecisionId = ?1`
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, dbtest.SQLite())
-			d := e.ask(e.claimed("s"), decisions.Request{Kind: decisions.Approval})
+			d := e.ask(e.claimed("s"), decisions.Request{Kind: api.DecisionApproval})
 			var fired atomic.Bool
 			e.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
 				if !strings.Contains(st.Query, c.before) || fired.Swap(true) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -42,9 +41,9 @@ var storeCases = []storeCase{
 	{"RequestRecordsPendingDecisionAndAwaitsIt", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		hash, rec := "sha256:abc", "pick a\nbecause"
-		d := e.ask(cl, decisions.Request{Kind: decisions.Choice, ProposalHash: &hash, Options: json.RawMessage(`{"choices":["a","b"]}`),
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionChoice, ProposalHash: &hash, Options: json.RawMessage(`{"choices":["a","b"]}`),
 			Recommendation: &rec, ExpiresIn: time.Hour})
-		if d.Status != decisions.StatusPending || d.Kind != decisions.Choice || d.AttemptID != cl.Attempt.AttemptID ||
+		if d.Status != decisions.StatusPending || d.Kind != api.DecisionChoice || d.AttemptID != cl.Attempt.AttemptID ||
 			!d.RequestedAt.Equal(epoch) || d.ExpiresAt == nil || !d.ExpiresAt.Equal(epoch.Add(time.Hour)) ||
 			d.ProposalHash == nil || *d.ProposalHash != hash || d.Recommendation == nil || *d.Recommendation != rec ||
 			string(d.Options) != `{"choices":["a","b"]}` || d.Answer != nil || d.AnsweredAt != nil || d.AnsweredBy != nil ||
@@ -54,18 +53,18 @@ var storeCases = []storeCase{
 		if got := e.get(d.DecisionID); got.Version != d.Version || got.Status != decisions.StatusPending || string(got.Options) != string(d.Options) {
 			t.Fatalf("read back %+v, want %+v", got, d)
 		}
-		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != attempts.AwaitingDecision {
+		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != api.PhaseAwaitingDecision {
 			t.Fatalf("attempt phase %s, want awaiting_decision", a.Phase)
 		}
-		plain := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		if plain.Options != nil || plain.ExpiresAt != nil || plain.ProposalHash != nil || plain.Kind != decisions.Approval {
+		plain := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
+		if plain.Options != nil || plain.ExpiresAt != nil || plain.ProposalHash != nil || plain.Kind != api.DecisionApproval {
 			t.Fatalf("plain decision %+v", plain)
 		}
 	}},
 	{"RefusedRequestWritesNothing", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		id := cl.Attempt.AttemptID
-		_, err := e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken+1, decisions.Request{Kind: decisions.Input})
+		_, err := e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken+1, decisions.Request{Kind: api.DecisionInput})
 		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("stale token: got %v, want stale_lease", err)
 		}
@@ -73,20 +72,20 @@ var storeCases = []storeCase{
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 		e.Clock.Advance(31 * time.Second) // past the 30 s lease
-		_, err = e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken, decisions.Request{Kind: decisions.Input})
+		_, err = e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken, decisions.Request{Kind: api.DecisionInput})
 		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("expired lease: got %v, want lease_expired", err)
 		}
 		if n := e.count(); n != 0 {
 			t.Fatalf("%d decisions written by refused requests", n)
 		}
-		if a := e.attempt(id); a.Phase != attempts.Starting {
+		if a := e.attempt(id); a.Phase != api.PhaseStarting {
 			t.Fatalf("attempt phase %s after refused requests, want starting", a.Phase)
 		}
 	}},
 	{"RequestAfterTheAttemptEndedIsRefused", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{})
@@ -99,7 +98,7 @@ var storeCases = []storeCase{
 	}},
 	{"AnswerWithIfMatchClosesTheDecision", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(5 * time.Second)
 		approval := uuid.New()
 		a := approve(d)
@@ -117,7 +116,7 @@ var storeCases = []storeCase{
 		if read := e.get(d.DecisionID); read.Status != decisions.StatusApproved || read.Version != got.Version || string(read.Answer) != `{"note":"ok"}` {
 			t.Fatalf("holder reads %+v", read)
 		}
-		r := e.ask(cl, decisions.Request{Kind: decisions.Input})
+		r := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
 		rej, err := e.store.Answer(e.Ctx, e.Tenant, r.DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "k2", IfMatch: r.Version})
 		if err != nil || rej.Status != decisions.StatusRejected || rej.Answer != nil || rej.ApprovalID.Valid {
 			t.Fatalf("reject: %+v %v", rej, err)
@@ -125,8 +124,8 @@ var storeCases = []storeCase{
 	}},
 	{"StaleIfMatchIsRefusedAndWritesNothing", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		other := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
+		other := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		for _, v := range []decisions.Decision{{Version: d.Version - 1}, {Version: other.Version}, {Version: d.Version + 1000}} {
 			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusApproved, KeyID: "k", IfMatch: v.Version})
 			if !apperr.Is(err, api.CodePreconditionFailed) {
@@ -139,7 +138,7 @@ var storeCases = []storeCase{
 	}},
 	{"AnswerAfterCloseIsDecisionClosed", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		first, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, approve(d))
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +157,7 @@ var storeCases = []storeCase{
 	}},
 	{"ConcurrentAnswersCloseTheDecisionOnce", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		const n = 8
 		errs := make(chan error, n)
 		var wg sync.WaitGroup
@@ -191,15 +190,15 @@ var storeCases = []storeCase{
 	}},
 	{"AttemptEndCancelsPendingDecisions", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		pending := e.ask(cl, decisions.Request{Kind: decisions.Approval})
-		soon := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: 10 * time.Second})
-		answered := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		pending := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
+		soon := e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: 10 * time.Second})
+		answered := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		answered, err := e.store.Answer(e.Ctx, e.Tenant, answered.DecisionID, approve(answered))
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.Clock.Advance(10 * time.Second) // soon is past its expiry; the lease (30 s) is not
-		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.get(pending.DecisionID); got.Status != decisions.StatusCancelled || got.Version <= pending.Version || got.AnsweredAt != nil {
@@ -222,7 +221,7 @@ var storeCases = []storeCase{
 	}},
 	{"ReleaseAndLostLeaseCancelPendingDecisions", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		released := e.ask(cl, decisions.Request{Kind: decisions.Input})
+		released := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
 		if _, err := e.Svc.Release(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Release{RetryAfter: ptr(time.Duration(0))}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,12 +232,12 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		lost := e.ask(cl2, decisions.Request{Kind: decisions.Input})
+		lost := e.ask(cl2, decisions.Request{Kind: api.DecisionInput})
 		e.Clock.Advance(31 * time.Second)
 		if _, err := e.Svc.Reap(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		if a := e.attempt(cl2.Attempt.AttemptID); a.State != attempts.Lost {
+		if a := e.attempt(cl2.Attempt.AttemptID); a.State != api.AttemptLost {
 			t.Fatalf("attempt %s, want lost", a.State)
 		}
 		if got := e.get(lost.DecisionID); got.Status != decisions.StatusCancelled {
@@ -247,8 +246,8 @@ var storeCases = []storeCase{
 	}},
 	{"PastExpiryReadsAsExpiredThenExpirePendingMarksIt", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: 20 * time.Second})
-		keep := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: 20 * time.Second})
+		keep := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(19 * time.Second)
 		if got := e.get(d.DecisionID); got.Status != decisions.StatusPending {
 			t.Fatalf("before expiry: %s", got.Status)
@@ -303,9 +302,9 @@ var storeCases = []storeCase{
 		cl := e.claimed("s")
 		var expiring []decisions.Decision
 		for i := 0; i < 5; i++ {
-			expiring = append(expiring, e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Second}))
+			expiring = append(expiring, e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: time.Second}))
 		}
-		later := e.ask(cl, decisions.Request{Kind: decisions.Approval, ExpiresIn: time.Hour})
+		later := e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: time.Hour})
 		e.Clock.Advance(2 * time.Second)
 		n, err := decisions.ExpirePendingBatch(e.Ctx, e.DB, 2)
 		if err != nil || n < 5 {
@@ -324,7 +323,7 @@ var storeCases = []storeCase{
 		cl := e.claimed("s")
 		var ds []decisions.Decision
 		for i := 0; i < 5; i++ {
-			r := decisions.Request{Kind: decisions.Approval}
+			r := decisions.Request{Kind: api.DecisionApproval}
 			if i == 3 {
 				r.ExpiresIn = time.Second
 			}
@@ -383,7 +382,7 @@ var storeCases = []storeCase{
 		if !sameIDs(pendingPage, ds[4]) {
 			t.Fatalf("pending after the first: %v", ids(pendingPage))
 		}
-		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed}); err != nil {
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptFailed}); err != nil {
 			t.Fatal(err)
 		}
 		if got := list(ptr(decisions.StatusCancelled), nil, 10); !sameIDs(got, ds[0], ds[4]) {
@@ -396,7 +395,7 @@ var storeCases = []storeCase{
 	{"ListByAttemptPagesInRequestOrder", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		for i := 0; i < 3; i++ {
-			e.ask(cl, decisions.Request{Kind: decisions.Input})
+			e.ask(cl, decisions.Request{Kind: api.DecisionInput})
 		}
 		// Same RequestedAt: DecisionId breaks the tie, and the keyset follows it.
 		all, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, nil, 10)
@@ -418,7 +417,7 @@ var storeCases = []storeCase{
 	}},
 	{"OtherTenantSeesNothing", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
-		d := e.ask(cl, decisions.Request{Kind: decisions.Approval})
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		o := e.other()
 		if _, err := o.store.Get(o.Ctx, o.Tenant, d.DecisionID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant's read: got %v, want not_found", err)

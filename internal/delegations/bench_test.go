@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -36,7 +37,7 @@ func BenchmarkChainWrite(b *testing.B) {
 			caller := runs.Caller{TenantID: tenant, KeyID: "bench"}
 			enqueue := func(subject string, parent *uuid.UUID) runs.Run {
 				r, _, err := svc.Enqueue(ctx, caller, runs.Spec{ProjectID: "p1", Subject: subject, Kind: "bench", AgentID: subject,
-					StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 1000, MaxCorrections: 3, ParentRunID: parent})
+					StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 1000, MaxCorrections: 3, ParentRunID: parent})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -116,12 +116,12 @@ func TestPlainChainBesideADelegatedOneLeavesTheDelegationAlone(t *testing.T) {
 		// The delegated child is the subject's oldest queued run: it runs first, and fails.
 		first := e.claim(childAgent)
 		e.wantStatus(&d, delegations.StatusRunning)
-		e.complete(first, attempts.Failed)
+		e.complete(first, api.AttemptFailed)
 		e.wantStatus(&d, delegations.StatusFailed)
 
 		// Then the sibling chain's last run is leased and ends, and the delegation stays as
 		// its own chain left it.
-		e.complete(e.claim("sibling-agent"), attempts.Succeeded)
+		e.complete(e.claim("sibling-agent"), api.AttemptSucceeded)
 		unchanged("claiming and completing the sibling chain's last run")
 
 		// The delegated chain still carries its status through its continuation.
@@ -135,7 +135,7 @@ func TestPlainChainBesideADelegatedOneLeavesTheDelegationAlone(t *testing.T) {
 			t.Fatalf("claimed %s, want the continuation %s", again.Run.RunID, next.RunID)
 		}
 		e.wantStatus(&d, delegations.StatusRunning)
-		e.complete(again, attempts.Succeeded)
+		e.complete(again, api.AttemptSucceeded)
 		e.wantStatus(&d, delegations.StatusSucceeded)
 	})
 }

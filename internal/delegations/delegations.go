@@ -56,9 +56,9 @@ func (d Delegation) Wire() api.Delegation {
 // any other end (failed, exhausted, deadline) -> failed.
 func StatusOf(run runs.Run) string {
 	switch run.State {
-	case runs.Queued:
+	case api.RunQueued:
 		return StatusPending
-	case runs.Leased:
+	case api.RunLeased:
 		return StatusRunning
 	}
 	switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/delegations"
@@ -32,7 +33,7 @@ func TestCreateLosesTheChildKeyToAConcurrentCreate(t *testing.T) {
 		cl := e.Lease()
 		key := "child-once"
 		req := delegations.Request{Purpose: "p", Child: runs.Spec{ProjectID: "p1", Subject: "child", Kind: "k", AgentID: "sub",
-			StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3, IdempotencyKey: &key}}
+			StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3, IdempotencyKey: &key}}
 		var winner delegations.Delegation
 		var ran atomic.Bool
 		e.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {

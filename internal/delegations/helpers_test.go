@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -48,7 +48,7 @@ func (e *env) other() *env {
 
 func spec(subject, agent string, opts ...func(*runs.Spec)) runs.Spec {
 	s := runs.Spec{ProjectID: "p1", Subject: subject, Kind: "review", AgentID: agent, StepID: uuid.New(),
-		SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}
+		SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}
 	for _, o := range opts {
 		o(&s)
 	}
@@ -118,7 +118,7 @@ func (e *env) wantStatus(d *delegations.Delegation, want string) {
 	*d = got
 }
 
-func (e *env) complete(cl runs.Claimed, state attempts.State) {
+func (e *env) complete(cl runs.Claimed, state api.AttemptState) {
 	e.T.Helper()
 	if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: state}); err != nil {
 		e.T.Fatalf("complete %s: %v", state, err)

@@ -40,7 +40,7 @@ func Routes(s *web.Server, store *Store) {
 			api.CodeLoopDepth, api.CodeUnknownProject, api.CodeSequenceConflict, api.CodeIdempotencyKeyReused},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/delegations", web.Op{
-		ID: "listDelegations", Tag: "Delegations", Summary: "List an attempt's delegations, oldest first", Status: http.StatusOK, Response: web.Page[api.Delegation]{},
+		ID: "listDelegations", Tag: "Delegations", Summary: "List an attempt's delegations, oldest first", Status: http.StatusOK, Response: api.Page[api.Delegation]{},
 		Query:    api.PageParams{},
 		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.listByAttempt)

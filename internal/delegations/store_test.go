@@ -9,7 +9,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -57,7 +56,7 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if child.State != runs.Queued || !child.ParentRunID.Valid || child.ParentRunID.UUID != cl.Run.RunID || child.Depth != 1 ||
+		if child.State != api.RunQueued || !child.ParentRunID.Valid || child.ParentRunID.UUID != cl.Run.RunID || child.Depth != 1 ||
 			child.Subject != "review:1:security" || child.AgentID != childAgent || child.CreatedBy != "runtime-key" ||
 			string(child.Input) != `{"file":"a.go"}` {
 			t.Fatalf("child run %+v", child)
@@ -78,7 +77,7 @@ var storeCases = []storeCase{
 			t.Fatalf("claimed %s, want the child %s", child.Run.RunID, d.ChildRunID)
 		}
 		e.wantStatus(&d, delegations.StatusRunning)
-		e.complete(child, attempts.Succeeded)
+		e.complete(child, api.AttemptSucceeded)
 		e.wantStatus(&d, delegations.StatusSucceeded)
 	}},
 	{"StatusFollowsTheChildToFailure", func(t *testing.T, tgt dbtest.Target) {
@@ -86,7 +85,7 @@ var storeCases = []storeCase{
 		d := e.delegate(e.parent("p"), request("c"))
 		child := e.claim(childAgent)
 		e.wantStatus(&d, delegations.StatusRunning)
-		e.complete(child, attempts.Failed)
+		e.complete(child, api.AttemptFailed)
 		e.wantStatus(&d, delegations.StatusFailed)
 	}},
 	{"CancelledChildCancelsTheDelegation", func(t *testing.T, tgt dbtest.Target) {
@@ -107,7 +106,7 @@ var storeCases = []storeCase{
 		if got := e.get(leased.DelegationID); got.Status != delegations.StatusRunning || got.Version != leased.Version {
 			t.Fatalf("a cancel request alone moved the delegation: %+v", got)
 		}
-		e.complete(child, attempts.Cancelled)
+		e.complete(child, api.AttemptCancelled)
 		e.wantStatus(&leased, delegations.StatusCancelled)
 	}},
 	{"ReaperTakeBackAndReleaseRequeueTheDelegation", func(t *testing.T, tgt dbtest.Target) {
@@ -156,7 +155,7 @@ var storeCases = []storeCase{
 		d := e.delegate(e.parent("p"), request("c"))
 		first := e.claim(childAgent)
 		e.wantStatus(&d, delegations.StatusRunning)
-		e.complete(first, attempts.Failed)
+		e.complete(first, api.AttemptFailed)
 		e.wantStatus(&d, delegations.StatusFailed)
 
 		second, created, err := e.Svc.Continue(e.Ctx, e.Caller, d.ChildRunID, runs.Continuation{})
@@ -169,7 +168,7 @@ var storeCases = []storeCase{
 			t.Fatalf("claimed %s, want the continuation %s", cl.Run.RunID, second.RunID)
 		}
 		e.wantStatus(&d, delegations.StatusRunning)
-		e.complete(cl, attempts.Failed)
+		e.complete(cl, api.AttemptFailed)
 		e.wantStatus(&d, delegations.StatusFailed)
 
 		// Two links up: the continuation of the continuation still finds the delegation.
@@ -183,7 +182,7 @@ var storeCases = []storeCase{
 			t.Fatalf("claimed %s, want the second continuation", cl.Run.RunID)
 		}
 		e.wantStatus(&d, delegations.StatusRunning)
-		e.complete(cl, attempts.Succeeded)
+		e.complete(cl, api.AttemptSucceeded)
 		e.wantStatus(&d, delegations.StatusSucceeded)
 		if got := e.get(d.DelegationID); got.ChildRunID != second.ContinuedFromRunID.UUID {
 			t.Fatalf("the delegation's child run changed to %s", got.ChildRunID)
@@ -209,7 +208,7 @@ var storeCases = []storeCase{
 		// Runs that are no delegated child pass through the hook untouched.
 		root := e.enqueue(spec("plain", parentAgent))
 		e.enqueue(spec("plain-child", "plain-agent", func(s *runs.Spec) { s.ParentRunID = &root.RunID }))
-		e.complete(e.claim("plain-agent"), attempts.Succeeded)
+		e.complete(e.claim("plain-agent"), api.AttemptSucceeded)
 		if got := e.get(d.DelegationID); e.count("SubAgentDelegations") != 1 || got.Version != d.Version {
 			t.Fatalf("a plain child run changed delegations: %+v", got)
 		}

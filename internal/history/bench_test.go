@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/history"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -88,7 +88,7 @@ func BenchmarkAttemptsPage(b *testing.B) {
 			store := history.NewStore(db)
 			ctx := context.Background()
 			deep := cursorAt(b, db, size.n/2)
-			failed := attempts.Failed
+			failed := api.AttemptFailed
 			run := func(name string, f history.Filter) {
 				b.Run(name, func(b *testing.B) {
 					b.ReportAllocs()

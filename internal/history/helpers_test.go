@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/history"
 	"github.com/ledger-dev/ledger/internal/ids"
@@ -71,7 +72,7 @@ func (e *env) attemptFor(c runs.Caller, opts ...attemptOpt) runs.Claimed {
 	e.t.Helper()
 	e.n++
 	s := runs.Spec{ProjectID: "p1", Subject: fmt.Sprintf("subject-%d", e.n), Kind: "review", AgentID: "agent-1",
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 5, MaxCorrections: 3}
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 5, MaxCorrections: 3}
 	for _, o := range opts {
 		o(&s)
 	}

@@ -63,7 +63,7 @@ type Filter struct {
 	RunID     *uuid.UUID
 	AgentID   *string
 	ProjectID *string
-	State     *attempts.State
+	State     *api.AttemptState
 	// StartedFrom is inclusive, StartedTo exclusive.
 	StartedFrom *time.Time
 	StartedTo   *time.Time

@@ -25,7 +25,7 @@ func Routes(s *web.Server, store *Store) {
 			"exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change " +
 			"first (no other filter; resume with the last item's etag, or follow nextCursor). Purged attempts (retention) " +
 			"never appear in either.",
-		Status: http.StatusOK, Response: web.Page[api.AttemptItem]{}, Query: api.ListAttemptsParams{},
+		Status: http.StatusOK, Response: api.Page[api.AttemptItem]{}, Query: api.ListAttemptsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId", web.Op{
 		ID: "getAttempt", Tag: "Attempts", Summary: "Read an attempt", Status: http.StatusOK, Response: api.Attempt{}, ETag: true,
@@ -35,7 +35,7 @@ func Routes(s *web.Server, store *Store) {
 		ID: "getAttemptTimeline", Tag: "Attempts", Summary: "An attempt's timeline",
 		Description: "The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, " +
 			"call, decision, delegation), then sequence or id; each entry's item is the row itself.",
-		Status: http.StatusOK, Response: web.Page[api.TimelineEntry]{},
+		Status: http.StatusOK, Response: api.Page[api.TimelineEntry]{},
 		Query:    api.PageParams{},
 		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.timeline)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -208,7 +208,7 @@ func TestHTTPChangedSince(t *testing.T) {
 		t.Fatalf("nothing changed since the newest ETag: %+v", p)
 	}
 	if _, err := s.svc.PatchAttempt(s.ctx, s.tenant, a1.Attempt.AttemptID, a1.Lease.FencingToken,
-		runs.AttemptPatch{Phase: ptr(attempts.Planning)}); err != nil {
+		runs.AttemptPatch{Phase: ptr(api.PhasePlanning)}); err != nil {
 		t.Fatal(err)
 	}
 	a3 := s.attempt()

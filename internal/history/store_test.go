@@ -10,7 +10,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/history"
@@ -50,7 +49,7 @@ func TestStore(t *testing.T) {
 			e.clock.Advance(time.Second)
 			a4 := e.attempt(agent("agent-2"), project("p2"))
 			if _, err := e.svc.Complete(e.ctx, e.tenant, a1.Attempt.AttemptID, a1.Lease.FencingToken,
-				runs.Completion{State: attempts.Succeeded}); err != nil {
+				runs.Completion{State: api.AttemptSucceeded}); err != nil {
 				t.Fatal(err)
 			}
 			zero := time.Duration(0)
@@ -63,7 +62,7 @@ func TestStore(t *testing.T) {
 			if err != nil || a5.Run.RunID != a3.Run.RunID {
 				t.Fatalf("re-claim of the released run: %+v %v", a5.Run, err)
 			}
-			released, running, succeeded := attempts.Released, attempts.Running, attempts.Succeeded
+			released, running, succeeded := api.AttemptReleased, api.AttemptRunning, api.AttemptSucceeded
 			cases := []struct {
 				name string
 				f    history.Filter
@@ -189,7 +188,7 @@ func TestStore(t *testing.T) {
 			}
 			// a1 changes, then a4 appears: both after the mark, a1 first.
 			if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, a1.Attempt.AttemptID, a1.Lease.FencingToken,
-				runs.AttemptPatch{Phase: ptr(attempts.Acting)}); err != nil {
+				runs.AttemptPatch{Phase: ptr(api.PhaseActing)}); err != nil {
 				t.Fatal(err)
 			}
 			a4 := e.attempt()
@@ -200,7 +199,7 @@ func TestStore(t *testing.T) {
 			if want := attemptIDs(a1, a4); !slices.Equal(idsOf(got), want) {
 				t.Fatalf("changes since the mark: %v, want %v", idsOf(got), want)
 			}
-			if got[0].Phase != attempts.Acting || got[0].Version <= mark || got[1].Version <= got[0].Version {
+			if got[0].Phase != api.PhaseActing || got[0].Version <= mark || got[1].Version <= got[0].Version {
 				t.Fatalf("changed rows out of version order or stale: %+v", got)
 			}
 			// Resuming with the last item's version finds nothing new.
@@ -355,7 +354,7 @@ func TestStore(t *testing.T) {
 			}
 			check("walk by 2", walked)
 			cp, ok := whole[2].Item.(history.Checkpoint)
-			if !ok || cp.CheckpointID != cp1 || cp.Sequence != 1 || cp.Phase != attempts.Acting || !cp.CreatedAt.Equal(t0) {
+			if !ok || cp.CheckpointID != cp1 || cp.Sequence != 1 || cp.Phase != api.PhaseActing || !cp.CreatedAt.Equal(t0) {
 				t.Fatalf("checkpoint item: %#v", whole[2].Item)
 			}
 			d, ok := whole[0].Item.(history.Decision)
@@ -379,7 +378,7 @@ func TestStore(t *testing.T) {
 			a := e.attempt()
 			ds := decisions.NewStore(e.db, e.svc)
 			d, err := ds.Request(e.ctx, e.tenant, a.Attempt.AttemptID, a.Lease.FencingToken,
-				decisions.Request{Kind: decisions.Approval, ExpiresIn: 5 * time.Second})
+				decisions.Request{Kind: api.DecisionApproval, ExpiresIn: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/decisions"
@@ -50,7 +49,7 @@ func (h *history) enqueue(agent, kind string) runs.Run {
 	h.T.Helper()
 	r, _, err := h.Svc.Enqueue(h.Ctx, h.Caller, runs.Spec{
 		ProjectID: "p1", Subject: "s-" + uuid.NewString(), Kind: kind, AgentID: agent,
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 10, MaxCorrections: 3,
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 10, MaxCorrections: 3,
 	})
 	if err != nil {
 		h.T.Fatalf("enqueue: %v", err)
@@ -71,7 +70,7 @@ func (h *history) claim(release string, leaseSeconds int, want runs.Run) runs.Cl
 	return cl
 }
 
-func (h *history) complete(cl runs.Claimed, st attempts.State) {
+func (h *history) complete(cl runs.Claimed, st api.AttemptState) {
 	h.T.Helper()
 	if _, err := h.Svc.Complete(h.Ctx, h.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: st}); err != nil {
 		h.T.Fatalf("complete: %v", err)
@@ -128,7 +127,7 @@ func (h *history) script() {
 	h.at(20 * time.Second)
 	b1 := h.claim("rel-1", 3600, b)
 	h.at(30 * time.Second)
-	h.complete(a1, attempts.Succeeded)
+	h.complete(a1, api.AttemptSucceeded)
 	h.at(40 * time.Second)
 	zero := time.Duration(0)
 	if _, err := h.Svc.Release(h.Ctx, h.Tenant, b1.Attempt.AttemptID, b1.Lease.FencingToken, runs.Release{RetryAfter: &zero}); err != nil {
@@ -163,7 +162,7 @@ func (h *history) script() {
 		h.T.Fatalf("answer: %v", err)
 	}
 	h.at(time.Hour + 10*time.Second)
-	h.complete(c1, attempts.Failed)
+	h.complete(c1, api.AttemptFailed)
 	h.at(time.Hour + 20*time.Second)
 	if _, err := h.Svc.Cancel(h.Ctx, h.Tenant, b.RunID); err != nil {
 		h.T.Fatalf("cancel: %v", err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -23,7 +22,7 @@ const LostWindow = time.Hour
 
 // Counts is the live work of a tenant or of one of its projects.
 type Counts struct {
-	// Queued and Leased count runs by band (runs.Interactive, runs.Batch, runs.Background).
+	// Queued and Leased count runs by band (api.BandInteractive, api.BandBatch, api.BandBackground).
 	Queued [3]int64
 	Leased [3]int64
 	// OldestDue is the due time of the oldest queued run that is due (nil: none is).
@@ -253,4 +252,4 @@ func (s *Store) AllTenants(ctx context.Context) (All, error) {
 }
 
 // BandName is the wire name of band i.
-func BandName(i int) string { return runs.Band(i).String() }
+func BandName(i int) string { return api.Band(i).String() }

@@ -25,7 +25,7 @@ func Routes(s *web.Server, store *Store) {
 		Problems: []api.ProblemCode{api.CodePreconditionRequired},
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
-		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: web.Page[api.ProjectItem]{},
+		ID: "listProjects", Tag: "Projects", Summary: "List the tenant's projects", Status: http.StatusOK, Response: api.Page[api.ProjectItem]{},
 		Query: api.PageParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/projects/:projectId", web.Op{

@@ -13,9 +13,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// DefaultRetentionDays is a new project's retention (seed D31: one year).
-const DefaultRetentionDays = api.DefaultRetentionDays
-
 // Project is one project of a tenant.
 type Project struct {
 	TenantID      string           `db:"TenantId"`
@@ -75,7 +72,7 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			if ch.IfMatch != nil {
 				return apperr.New(api.CodePreconditionFailed, "project %q does not exist", projectID)
 			}
-			active, days := true, DefaultRetentionDays
+			active, days := true, api.DefaultRetentionDays
 			if ch.Active != nil {
 				active = *ch.Active
 			}

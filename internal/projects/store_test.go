@@ -27,7 +27,7 @@ func TestStore(t *testing.T) {
 			if err != nil || !created {
 				t.Fatalf("create: created=%v err=%v", created, err)
 			}
-			if !p.Active || p.RetentionDays != projects.DefaultRetentionDays || p.Version == 0 {
+			if !p.Active || p.RetentionDays != api.DefaultRetentionDays || p.Version == 0 {
 				t.Fatalf("defaults not applied: %+v", p)
 			}
 		})

@@ -52,7 +52,7 @@ func Routes(s *web.Server, store *Store, c Canceller) {
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/releases", web.Op{
 		ID: "listReleases", Tag: "Releases", Summary: "List the tenant's releases",
-		Description: "The tenant's release adapters by release id, then adapter version, filtered by state.", Status: http.StatusOK, Response: web.Page[api.ReleaseItem]{},
+		Description: "The tenant's release adapters by release id, then adapter version, filtered by state.", Status: http.StatusOK, Response: api.Page[api.ReleaseItem]{},
 		Query: api.ListReleasesParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/releases/:releaseId/adapters/:adapterVersion", web.Op{

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -249,7 +250,7 @@ func TestHTTPBadRequestsAre400(t *testing.T) {
 	wantProblem(t, s.do(t, http.MethodPut, relPath(tenant+"-r", long), runtime, good, nil), http.StatusBadRequest, "invalid_request")
 	wantProblem(t, s.do(t, http.MethodGet, "/v1/releases?state=paused", runtime, "", nil), http.StatusBadRequest, "invalid_request")
 	wantProblem(t, s.do(t, http.MethodGet, "/v1/releases?cursor=nonsense", runtime, "", nil), http.StatusBadRequest, "invalid_request")
-	list := decode[web.Page[wireRelease]](t, s.do(t, http.MethodGet, "/v1/releases", runtime, "", nil))
+	list := decode[api.Page[wireRelease]](t, s.do(t, http.MethodGet, "/v1/releases", runtime, "", nil))
 	if len(list.Items) != 0 {
 		t.Fatalf("a 400 wrote a release: %+v", list.Items)
 	}
@@ -297,7 +298,7 @@ func TestHTTPReleaseConflictAcrossTenantsLeaksNothing(t *testing.T) {
 	// B's If-Match with A's ETag answers as for a missing release.
 	wantProblem(t, s.do(t, http.MethodPut, path, adminB, putBody(t, refsA, "retired", ""), map[string]string{"If-Match": created.Header().Get("ETag")}),
 		http.StatusPreconditionFailed, "precondition_failed")
-	list := decode[web.Page[wireRelease]](t, s.do(t, http.MethodGet, "/v1/releases", runtimeB, "", nil))
+	list := decode[api.Page[wireRelease]](t, s.do(t, http.MethodGet, "/v1/releases", runtimeB, "", nil))
 	if len(list.Items) != 0 {
 		t.Fatalf("B lists A's releases: %+v", list.Items)
 	}
@@ -340,7 +341,7 @@ func TestHTTPListPagesWithCursor(t *testing.T) {
 		if pages > 5 {
 			t.Fatal("cursor does not end")
 		}
-		page := decode[web.Page[wireRelease]](t, s.do(t, http.MethodGet, url, admin, "", nil))
+		page := decode[api.Page[wireRelease]](t, s.do(t, http.MethodGet, url, admin, "", nil))
 		for _, r := range page.Items {
 			got = append(got, r.ReleaseID)
 		}
@@ -352,7 +353,7 @@ func TestHTTPListPagesWithCursor(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("pages: got %v, want %v", got, want)
 	}
-	active := decode[web.Page[wireRelease]](t, s.do(t, http.MethodGet, "/v1/releases?state=active", admin, "", nil))
+	active := decode[api.Page[wireRelease]](t, s.do(t, http.MethodGet, "/v1/releases?state=active", admin, "", nil))
 	if len(active.Items) != 3 || active.NextCursor != "" {
 		t.Fatalf("state=active: %+v", active)
 	}

@@ -25,21 +25,21 @@ func TestReleaseIDsAreOwned(t *testing.T) {
 			t.Parallel()
 			a, b := w.tenant(t), w.tenant(t)
 			id := rid(a, "owned")
-			w.create(t, a, id, "v1", releases.Active, nil)
+			w.create(t, a, id, "v1", api.ReleaseActive, nil)
 			// b may not add v2 (today's bug: it could, and so block a's own v2), nor v1.
 			for _, av := range []string{"v2", "v1"} {
-				_, _, err := w.put(t, b, id, av, body(t, refsA, releases.Active))
+				_, _, err := w.put(t, b, id, av, body(t, refsA, api.ReleaseActive))
 				wantConflict(t, err, a, id)
 			}
 			// a adds v2 as usual, and b still has nothing.
-			w.create(t, a, id, "v2", releases.Verified, nil)
+			w.create(t, a, id, "v2", api.ReleaseVerified, nil)
 			if list, err := w.store.List(w.ctx, b, releases.ListFilter{Limit: 10}); err != nil || len(list) != 0 {
 				t.Fatalf("b's releases: %+v %v", list, err)
 			}
 			// The owner is whoever registered first, not whichever id sorts first.
 			first := rid(b, "first")
-			w.create(t, b, first, "1", releases.Verified, nil)
-			_, _, err := w.put(t, a, first, "2", body(t, refsA, releases.Verified))
+			w.create(t, b, first, "1", api.ReleaseVerified, nil)
+			_, _, err := w.put(t, a, first, "2", body(t, refsA, api.ReleaseVerified))
 			wantConflict(t, err, b, first)
 		})
 
@@ -47,8 +47,8 @@ func TestReleaseIDsAreOwned(t *testing.T) {
 			t.Parallel()
 			a, b := w.tenant(t), w.tenant(t)
 			id := rid(a, "nothing")
-			w.create(t, a, id, "1", releases.Active, nil)
-			_, _, err := w.put(t, b, id, "2", body(t, refsA, releases.Active))
+			w.create(t, a, id, "1", api.ReleaseActive, nil)
+			_, _, err := w.put(t, b, id, "2", body(t, refsA, api.ReleaseActive))
 			wantConflict(t, err, a, id)
 			if _, err := w.store.Get(w.ctx, a, id, "2"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("a refused create of b wrote a row: %v", err)
@@ -108,7 +108,7 @@ func TestReleaseCreateRaces(t *testing.T) {
 				winner = loser
 			}
 			id := rid(loser, "raced")
-			win := body(t, refsA, releases.Active)
+			win := body(t, refsA, api.ReleaseActive)
 			canonical, err := releases.Canonicalize(win.ContentRefs)
 			if err != nil {
 				t.Fatal(err)
@@ -137,7 +137,7 @@ VALUES (?1, '1', ?2, ?3, ?4, 1, ?5, NULL, (SELECT Value + 1 FROM RowVersionCount
 					id, winner, win.ManifestHash, string(canonical), tx.Dialect.Time(now))
 				return err
 			})
-			got, created, err := w.put(t, loser, id, "1", body(t, c.refs, releases.Active))
+			got, created, err := w.put(t, loser, id, "1", body(t, c.refs, api.ReleaseActive))
 			w.db.SetStatementHook(nil)
 			if !fired.Load() {
 				t.Fatalf("the hook never met %q", c.before)
@@ -182,7 +182,7 @@ func TestMigrationGivesExistingIDsTheirFirstOwner(t *testing.T) {
 	if err := mg.Down(1); err != nil {
 		t.Fatal(err)
 	}
-	p := body(t, refsA, releases.Active)
+	p := body(t, refsA, api.ReleaseActive)
 	canonical, _ := releases.Canonicalize(p.ContentRefs)
 	err = w.db.Write(w.ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
 		for _, r := range []struct{ tenant, av, at string }{
@@ -203,14 +203,14 @@ VALUES ('shared-old', ?1, ?2, ?3, ?4, 1, ?5, NULL, (SELECT Value + 1 FROM RowVer
 	if err := mg.Up(); err != nil {
 		t.Fatal(err)
 	}
-	w.create(t, first, "shared-old", "c", releases.Verified, nil)
-	_, _, err = w.put(t, later, "shared-old", "d", body(t, refsA, releases.Verified))
+	w.create(t, first, "shared-old", "c", api.ReleaseVerified, nil)
+	_, _, err = w.put(t, later, "shared-old", "d", body(t, refsA, api.ReleaseVerified))
 	wantConflict(t, err, first, "shared-old")
 	old, err := w.store.Get(w.ctx, later, "shared-old", "b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.move(t, later, old, releases.Draining, nil)
+	w.move(t, later, old, api.ReleaseDraining, nil)
 }
 
 // TestHTTPTwoTenantsRaceForAReleaseID: over HTTP, the loser of two tenants racing for a new

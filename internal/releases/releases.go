@@ -24,17 +24,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/validate"
 )
 
-// State is a release's state (stored as its position; the wire type, DESIGN.md 7a).
-type State = api.ReleaseState
-
-// Release states.
-const (
-	Verified = api.ReleaseVerified
-	Active   = api.ReleaseActive
-	Draining = api.ReleaseDraining
-	Retired  = api.ReleaseRetired
-)
-
 // In-flight policies: what draining or retiring a release does to the attempts still
 // running on it. A NULL policy is PolicyDrain.
 const (
@@ -44,15 +33,15 @@ const (
 
 // transitions lists the states each state may move to (DESIGN.md section 5). Retired is
 // final.
-var transitions = map[State][]State{
-	Verified: {Active, Retired},
-	Active:   {Draining, Retired},
-	Draining: {Active, Retired},
+var transitions = map[api.ReleaseState][]api.ReleaseState{
+	api.ReleaseVerified: {api.ReleaseActive, api.ReleaseRetired},
+	api.ReleaseActive:   {api.ReleaseDraining, api.ReleaseRetired},
+	api.ReleaseDraining: {api.ReleaseActive, api.ReleaseRetired},
 }
 
 // CanMove reports whether a release may move from one state to another (a state to itself
 // is no move and is not listed).
-func CanMove(from, to State) bool {
+func CanMove(from, to api.ReleaseState) bool {
 	for _, s := range transitions[from] {
 		if s == to {
 			return true
@@ -68,8 +57,8 @@ type Release struct {
 	TenantID       string `db:"TenantId"`
 	ManifestHash   string `db:"ManifestHash"`
 	// ContentRefs is the stored content: the canonical form of the contentRefs registered.
-	ContentRefs json.RawMessage `db:"-"`
-	State       State           `db:"State"`
+	ContentRefs json.RawMessage  `db:"-"`
+	State       api.ReleaseState `db:"State"`
 	// InFlightPolicy is the policy in force: the stored one, or drain when none is stored.
 	InFlightPolicy string           `db:"-"`
 	VerifiedAt     time.Time        `db:"VerifiedAt"`
@@ -131,7 +120,7 @@ type Put struct {
 	ManifestHash string
 	// ContentRefs is the JSON array of the release's content, in any formatting.
 	ContentRefs []byte
-	State       State
+	State       api.ReleaseState
 	// InFlightPolicy is PolicyDrain or PolicyCancel; nil keeps the stored one (on create:
 	// none, which means drain).
 	InFlightPolicy *string
@@ -225,7 +214,7 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 	if p.IfMatch != nil {
 		return Release{}, false, apperr.New(api.CodePreconditionFailed, "release %q adapter %q does not exist", releaseID, adapterVersion)
 	}
-	if p.State != Verified && p.State != Active {
+	if p.State != api.ReleaseVerified && p.State != api.ReleaseActive {
 		return Release{}, false, apperr.New(api.CodeIllegalTransition,
 			"a release is registered verified or active, not %s", p.State)
 	}
@@ -326,7 +315,7 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 	if n, _ := res.RowsAffected(); n != 1 {
 		return Release{}, apperr.New(api.CodePreconditionFailed, "release %q adapter %q has changed since that ETag", cur.ReleaseID, cur.AdapterVersion)
 	}
-	if (p.State == Draining || p.State == Retired) && effectivePolicy(policy) == PolicyCancel {
+	if (p.State == api.ReleaseDraining || p.State == api.ReleaseRetired) && effectivePolicy(policy) == PolicyCancel {
 		if err := s.cancelRunning(ctx, tx, c, cur); err != nil {
 			return Release{}, err
 		}
@@ -354,7 +343,7 @@ func (s *Store) cancelRunning(ctx context.Context, tx *sqldb.Tx, c Canceller, r 
 		if err != nil {
 			return err
 		}
-		if a.State != attempts.Running {
+		if a.State != api.AttemptRunning {
 			continue
 		}
 		if err := c.RequestCancelTx(ctx, tx, r.TenantID, a.RunID); err != nil && !apperr.Is(err, api.CodeNotFound) {
@@ -390,7 +379,7 @@ func (s *Store) get(ctx context.Context, tx *sqldb.Tx, query, tenantID, releaseI
 
 // ListFilter narrows a release listing and says where the page starts.
 type ListFilter struct {
-	State *State
+	State *api.ReleaseState
 	// AfterReleaseID and AfterAdapterVersion are the keyset position: the page holds the
 	// releases after that pair in (ReleaseId, AdapterVersion) order ("" for the start).
 	AfterReleaseID      string
@@ -424,7 +413,7 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Rele
 // its attempt) or is seen by it.
 func (s *Store) CheckClaimTx(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, adapterVersion string) error {
 	r, err := s.get(ctx, tx, s.q.lock, tenantID, releaseID, adapterVersion)
-	if apperr.Is(err, api.CodeNotFound) || (err == nil && r.State != Active) {
+	if apperr.Is(err, api.CodeNotFound) || (err == nil && r.State != api.ReleaseActive) {
 		return apperr.New(api.CodeReleaseNotActive, "release %q adapter %q is not an active release of this tenant", releaseID, adapterVersion)
 	}
 	return err

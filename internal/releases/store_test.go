@@ -11,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -59,7 +58,7 @@ func (w *world) tenant(t *testing.T) string {
 }
 
 // body is a put of refs (any JSON text) with its correct manifest hash.
-func body(t testing.TB, refs string, state releases.State) releases.Put {
+func body(t testing.TB, refs string, state api.ReleaseState) releases.Put {
 	t.Helper()
 	c, err := releases.Canonicalize([]byte(refs))
 	if err != nil {
@@ -76,7 +75,7 @@ func (w *world) put(t *testing.T, tenant, rid, av string, p releases.Put) (relea
 }
 
 // create registers rid/av for tenant and fails the test otherwise.
-func (w *world) create(t *testing.T, tenant, rid, av string, state releases.State, policy *string) releases.Release {
+func (w *world) create(t *testing.T, tenant, rid, av string, state api.ReleaseState, policy *string) releases.Release {
 	t.Helper()
 	p := body(t, refsA, state)
 	p.InFlightPolicy = policy
@@ -88,7 +87,7 @@ func (w *world) create(t *testing.T, tenant, rid, av string, state releases.Stat
 }
 
 // move changes the state of r with its ETag and fails the test otherwise.
-func (w *world) move(t *testing.T, tenant string, r releases.Release, to releases.State, policy *string) releases.Release {
+func (w *world) move(t *testing.T, tenant string, r releases.Release, to api.ReleaseState, policy *string) releases.Release {
 	t.Helper()
 	p := body(t, refsA, to)
 	p.InFlightPolicy, p.IfMatch = policy, &r.Version
@@ -104,7 +103,7 @@ func (w *world) running(t *testing.T, tenant, subject, rid, av string) runs.Clai
 	t.Helper()
 	c := runs.Caller{TenantID: tenant, KeyID: "k"}
 	if _, _, err := w.svc.Enqueue(w.ctx, c, runs.Spec{ProjectID: "p1", Subject: subject, Kind: "review", AgentID: "a",
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
 	cl, err := w.svc.Claim(w.ctx, c, runs.ClaimRequest{HolderID: "h", ReleaseID: rid, AdapterVersion: av, ModelProfileID: "m"})
@@ -132,7 +131,7 @@ func TestStore(t *testing.T) {
 		t.Run("CreateStoresCanonicalContentAndVerifiedAt", func(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
-			p := body(t, `[ {"z": 1.50, "a": "\u00e9"} ]`, releases.Verified)
+			p := body(t, `[ {"z": 1.50, "a": "\u00e9"} ]`, api.ReleaseVerified)
 			r, created, err := w.put(t, tenant, rid(tenant, "rel-1"), "1.0", p)
 			if err != nil || !created {
 				t.Fatalf("create: created=%v err=%v", created, err)
@@ -140,7 +139,7 @@ func TestStore(t *testing.T) {
 			if string(r.ContentRefs) != `[{"a":"é","z":1.5}]` || r.ManifestHash != p.ManifestHash {
 				t.Fatalf("content not stored canonical: %s %s", r.ContentRefs, r.ManifestHash)
 			}
-			if r.State != releases.Verified || r.InFlightPolicy != releases.PolicyDrain || r.StoredPolicy != nil {
+			if r.State != api.ReleaseVerified || r.InFlightPolicy != releases.PolicyDrain || r.StoredPolicy != nil {
 				t.Fatalf("state or default policy wrong: %+v", r)
 			}
 			if !r.VerifiedAt.Equal(epoch) || r.Version == 0 {
@@ -150,8 +149,8 @@ func TestStore(t *testing.T) {
 			if err != nil || got.Version != r.Version || string(got.ContentRefs) != string(r.ContentRefs) {
 				t.Fatalf("read back: %+v %v", got, err)
 			}
-			a := w.create(t, tenant, rid(tenant, "rel-1"), "2.0", releases.Active, ptr(releases.PolicyCancel))
-			if a.State != releases.Active || a.InFlightPolicy != releases.PolicyCancel {
+			a := w.create(t, tenant, rid(tenant, "rel-1"), "2.0", api.ReleaseActive, ptr(releases.PolicyCancel))
+			if a.State != api.ReleaseActive || a.InFlightPolicy != releases.PolicyCancel {
 				t.Fatalf("active create with cancel policy: %+v", a)
 			}
 		})
@@ -160,7 +159,7 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			for _, st := range []releases.State{releases.Draining, releases.Retired} {
+			for _, st := range []api.ReleaseState{api.ReleaseDraining, api.ReleaseRetired} {
 				_, _, err := w.put(t, tenant, rel, "1", body(t, refsA, st))
 				if !apperr.Is(err, api.CodeIllegalTransition) {
 					t.Fatalf("create %s: got %v, want illegal_transition", st, err)
@@ -175,13 +174,13 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			p := body(t, refsA, releases.Active)
+			p := body(t, refsA, api.ReleaseActive)
 			// The hash of the text as sent, not of its canonical form.
 			p.ManifestHash = releases.ManifestHash([]byte(refsA))
 			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodeManifestMismatch) {
 				t.Fatalf("hash of the raw text: got %v, want manifest_mismatch", err)
 			}
-			p = body(t, refsA, releases.Active)
+			p = body(t, refsA, api.ReleaseActive)
 			p.ManifestHash = strings.ToUpper(p.ManifestHash)
 			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodeManifestMismatch) {
 				t.Fatalf("uppercase hash: got %v, want manifest_mismatch", err)
@@ -196,7 +195,7 @@ func TestStore(t *testing.T) {
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
 			for _, refs := range []string{`{"a":1}`, `null`, `"x"`, `[1,`, `[{"a":1,"a":2}]`, `["\ud800"]`, `[1e999]`, ``} {
-				p := releases.Put{ManifestHash: releases.ManifestHash([]byte(refs)), ContentRefs: []byte(refs), State: releases.Active}
+				p := releases.Put{ManifestHash: releases.ManifestHash([]byte(refs)), ContentRefs: []byte(refs), State: api.ReleaseActive}
 				_, _, err := w.put(t, tenant, rel, "1", p)
 				e, ok := apperr.As(err)
 				if !ok || e.Code != api.CodeInvalidRequest || len(e.Fields) != 1 || e.Fields[0].Field != "contentRefs" {
@@ -209,9 +208,9 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", releases.Active, nil)
+			r := w.create(t, tenant, rel, "1", api.ReleaseActive, nil)
 			// Same content in another formatting, and drain spelled out where none is stored.
-			p := body(t, `[{"size":1.2e3,"uri":"oci://agents/reviewer@sha256:aa"},{"uri":"s3://prompts/v3.json"}]`, releases.Active)
+			p := body(t, `[{"size":1.2e3,"uri":"oci://agents/reviewer@sha256:aa"},{"uri":"s3://prompts/v3.json"}]`, api.ReleaseActive)
 			p.InFlightPolicy = ptr(releases.PolicyDrain)
 			again, created, err := w.put(t, tenant, rel, "1", p)
 			if err != nil || created {
@@ -236,8 +235,8 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", releases.Verified, nil)
-			for _, st := range []releases.State{releases.Verified, releases.Active} {
+			r := w.create(t, tenant, rel, "1", api.ReleaseVerified, nil)
+			for _, st := range []api.ReleaseState{api.ReleaseVerified, api.ReleaseActive} {
 				p := body(t, `[{"uri":"oci://agents/reviewer@sha256:bb"}]`, st)
 				p.IfMatch = &r.Version
 				if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodeReleaseImmutable) {
@@ -245,7 +244,7 @@ func TestStore(t *testing.T) {
 				}
 			}
 			got, err := w.store.Get(ctx, tenant, rel, "1")
-			if err != nil || got.Version != r.Version || got.ManifestHash != r.ManifestHash || got.State != releases.Verified {
+			if err != nil || got.Version != r.Version || got.ManifestHash != r.ManifestHash || got.State != api.ReleaseVerified {
 				t.Fatalf("refused change wrote: %+v %v", got, err)
 			}
 		})
@@ -254,12 +253,12 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", releases.Verified, nil)
-			p := body(t, refsA, releases.Active)
+			r := w.create(t, tenant, rel, "1", api.ReleaseVerified, nil)
+			p := body(t, refsA, api.ReleaseActive)
 			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodePreconditionRequired) {
 				t.Fatalf("state change without If-Match: got %v, want precondition_required", err)
 			}
-			pp := body(t, refsA, releases.Verified)
+			pp := body(t, refsA, api.ReleaseVerified)
 			pp.InFlightPolicy = ptr(releases.PolicyCancel)
 			if _, _, err := w.put(t, tenant, rel, "1", pp); !apperr.Is(err, api.CodePreconditionRequired) {
 				t.Fatalf("policy change without If-Match: got %v, want precondition_required", err)
@@ -269,14 +268,14 @@ func TestStore(t *testing.T) {
 			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("stale If-Match: got %v, want precondition_failed", err)
 			}
-			up := w.move(t, tenant, r, releases.Active, ptr(releases.PolicyCancel))
-			if up.State != releases.Active || up.InFlightPolicy != releases.PolicyCancel || up.Version <= r.Version {
+			up := w.move(t, tenant, r, api.ReleaseActive, ptr(releases.PolicyCancel))
+			if up.State != api.ReleaseActive || up.InFlightPolicy != releases.PolicyCancel || up.Version <= r.Version {
 				t.Fatalf("change not applied or version not grown: before %+v after %+v", r, up)
 			}
 			if !up.VerifiedAt.Equal(r.VerifiedAt) {
 				t.Fatalf("a state change moved VerifiedAt: %v -> %v", r.VerifiedAt, up.VerifiedAt)
 			}
-			p = body(t, refsA, releases.Draining)
+			p = body(t, refsA, api.ReleaseDraining)
 			p.IfMatch = &r.Version // the old ETag
 			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("reused ETag: got %v, want precondition_failed", err)
@@ -287,18 +286,18 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			// How to reach each state from a fresh registration.
-			paths := map[releases.State][]releases.State{
-				releases.Verified: {releases.Verified},
-				releases.Active:   {releases.Active},
-				releases.Draining: {releases.Active, releases.Draining},
-				releases.Retired:  {releases.Verified, releases.Retired},
+			paths := map[api.ReleaseState][]api.ReleaseState{
+				api.ReleaseVerified: {api.ReleaseVerified},
+				api.ReleaseActive:   {api.ReleaseActive},
+				api.ReleaseDraining: {api.ReleaseActive, api.ReleaseDraining},
+				api.ReleaseRetired:  {api.ReleaseVerified, api.ReleaseRetired},
 			}
-			legal := map[[2]releases.State]bool{
-				{releases.Verified, releases.Active}: true, {releases.Verified, releases.Retired}: true,
-				{releases.Active, releases.Draining}: true, {releases.Active, releases.Retired}: true,
-				{releases.Draining, releases.Active}: true, {releases.Draining, releases.Retired}: true,
+			legal := map[[2]api.ReleaseState]bool{
+				{api.ReleaseVerified, api.ReleaseActive}: true, {api.ReleaseVerified, api.ReleaseRetired}: true,
+				{api.ReleaseActive, api.ReleaseDraining}: true, {api.ReleaseActive, api.ReleaseRetired}: true,
+				{api.ReleaseDraining, api.ReleaseActive}: true, {api.ReleaseDraining, api.ReleaseRetired}: true,
 			}
-			all := []releases.State{releases.Verified, releases.Active, releases.Draining, releases.Retired}
+			all := []api.ReleaseState{api.ReleaseVerified, api.ReleaseActive, api.ReleaseDraining, api.ReleaseRetired}
 			for _, from := range all {
 				for _, to := range all {
 					if from == to {
@@ -313,10 +312,10 @@ func TestStore(t *testing.T) {
 					p := body(t, refsA, to)
 					p.IfMatch = &r.Version
 					got, _, err := w.put(t, tenant, id, "1", p)
-					if legal[[2]releases.State{from, to}] != releases.CanMove(from, to) {
+					if legal[[2]api.ReleaseState{from, to}] != releases.CanMove(from, to) {
 						t.Fatalf("CanMove(%s, %s) disagrees with DESIGN.md", from, to)
 					}
-					if legal[[2]releases.State{from, to}] {
+					if legal[[2]api.ReleaseState{from, to}] {
 						if err != nil || got.State != to {
 							t.Fatalf("%s -> %s: got %+v %v, want the move", from, to, got, err)
 						}
@@ -336,11 +335,11 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			a, b := w.tenant(t), w.tenant(t)
 			grel := rid(a, "global-rel")
-			ra := w.create(t, a, grel, "1", releases.Active, ptr(releases.PolicyCancel))
-			w.create(t, a, grel, "2", releases.Verified, nil)
+			ra := w.create(t, a, grel, "1", api.ReleaseActive, ptr(releases.PolicyCancel))
+			w.create(t, a, grel, "2", api.ReleaseVerified, nil)
 			var details []string
 			for _, av := range []string{"1", "2"} {
-				_, _, err := w.put(t, b, grel, av, body(t, `[{"uri":"other"}]`, releases.Active))
+				_, _, err := w.put(t, b, grel, av, body(t, `[{"uri":"other"}]`, api.ReleaseActive))
 				e, ok := apperr.As(err)
 				if !ok || e.Code != api.CodeReleaseConflict {
 					t.Fatalf("other tenant's pair %s: got %v, want release_conflict", av, err)
@@ -359,7 +358,7 @@ func TestStore(t *testing.T) {
 			if _, err := w.store.Get(ctx, b, grel, "1"); !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("other tenant read: got %v, want not_found", err)
 			}
-			p := body(t, refsA, releases.Retired)
+			p := body(t, refsA, api.ReleaseRetired)
 			p.IfMatch = &ra.Version
 			if _, _, err := w.put(t, b, grel, "1", p); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("other tenant update with the owner's ETag: got %v, want precondition_failed (as missing)", err)
@@ -369,7 +368,7 @@ func TestStore(t *testing.T) {
 				t.Fatalf("other tenant list: %+v %v", list, err)
 			}
 			got, err := w.store.Get(ctx, a, grel, "1")
-			if err != nil || got.Version != ra.Version || got.State != releases.Active {
+			if err != nil || got.Version != ra.Version || got.State != api.ReleaseActive {
 				t.Fatalf("owner's release changed: %+v %v", got, err)
 			}
 		})
@@ -379,9 +378,9 @@ func TestStore(t *testing.T) {
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
 			for _, id := range []string{"rel", "REL", "Rel"} {
-				w.create(t, tenant, rid(tenant, id), "v1", releases.Active, nil)
+				w.create(t, tenant, rid(tenant, id), "v1", api.ReleaseActive, nil)
 			}
-			w.create(t, tenant, rel, "V1", releases.Active, nil)
+			w.create(t, tenant, rel, "V1", api.ReleaseActive, nil)
 			list, err := w.store.List(ctx, tenant, releases.ListFilter{Limit: 10})
 			if err != nil || len(list) != 4 {
 				t.Fatalf("want 4 distinct releases, got %d (%v)", len(list), err)
@@ -391,12 +390,12 @@ func TestStore(t *testing.T) {
 		t.Run("ListPagesInKeyOrderAndFilters", func(t *testing.T) {
 			t.Parallel()
 			tenant, other := w.tenant(t), w.tenant(t)
-			w.create(t, other, rid(other, "b-other"), "1", releases.Active, nil)
+			w.create(t, other, rid(other, "b-other"), "1", api.ReleaseActive, nil)
 			for _, k := range [][2]string{{"b", "2"}, {"a", "1"}, {"b", "10"}, {"c", "1"}, {"b", "1"}} {
-				w.create(t, tenant, rid(tenant, k[0]), k[1], releases.Verified, nil)
+				w.create(t, tenant, rid(tenant, k[0]), k[1], api.ReleaseVerified, nil)
 			}
 			c1, _ := w.store.Get(ctx, tenant, rid(tenant, "c"), "1")
-			w.move(t, tenant, c1, releases.Active, nil)
+			w.move(t, tenant, c1, api.ReleaseActive, nil)
 			var keys []string
 			f := releases.ListFilter{Limit: 2}
 			for page := 0; page < 5; page++ {
@@ -415,7 +414,7 @@ func TestStore(t *testing.T) {
 			if got := strings.Join(keys, " "); got != "a/1 b/1 b/10 b/2 c/1" {
 				t.Fatalf("pages: got %s", got)
 			}
-			active := releases.Active
+			active := api.ReleaseActive
 			rs, err := w.store.List(ctx, tenant, releases.ListFilter{State: &active, Limit: 10})
 			if err != nil || len(rs) != 1 || rs[0].ReleaseID != rid(tenant, "c") {
 				t.Fatalf("state filter: %+v %v", rs, err)
@@ -426,11 +425,11 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant, other := w.tenant(t), w.tenant(t)
 			rel := rid(tenant, "rel")
-			w.create(t, other, rid(other, "others"), "1", releases.Active, nil)
-			ver := w.create(t, tenant, rel, "1", releases.Verified, nil)
+			w.create(t, other, rid(other, "others"), "1", api.ReleaseActive, nil)
+			ver := w.create(t, tenant, rel, "1", api.ReleaseVerified, nil)
 			c := runs.Caller{TenantID: tenant, KeyID: "k"}
 			run, _, err := w.svc.Enqueue(ctx, c, runs.Spec{ProjectID: "p1", Subject: "s", Kind: "k", AgentID: "a",
-				StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3})
+				StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -443,7 +442,7 @@ func TestStore(t *testing.T) {
 				if err := claim(rid, av); !apperr.Is(err, api.CodeReleaseNotActive) {
 					t.Fatalf("claim with %s release: got %v, want release_not_active", why, err)
 				}
-				if r, _ := w.svc.Get(ctx, tenant, run.RunID); r.State != runs.Queued || r.Epoch != 0 {
+				if r, _ := w.svc.Get(ctx, tenant, run.RunID); r.State != api.RunQueued || r.Epoch != 0 {
 					t.Fatalf("a refused claim leased the run: %+v", r)
 				}
 			}
@@ -451,16 +450,16 @@ func TestStore(t *testing.T) {
 			refused(rid(other, "others"), "1", "another tenant's active")
 			refused(rel, "2", "an unknown adapter version of a known")
 			refused(rel, "1", "a verified")
-			act := w.move(t, tenant, ver, releases.Active, nil)
-			dr := w.move(t, tenant, act, releases.Draining, nil)
+			act := w.move(t, tenant, ver, api.ReleaseActive, nil)
+			dr := w.move(t, tenant, act, api.ReleaseDraining, nil)
 			refused(rel, "1", "a draining")
-			act = w.move(t, tenant, dr, releases.Active, nil)
+			act = w.move(t, tenant, dr, api.ReleaseActive, nil)
 			if err := claim(rel, "1"); err != nil {
 				t.Fatalf("claim with an active release: %v", err)
 			}
-			w.move(t, tenant, act, releases.Retired, nil)
+			w.move(t, tenant, act, api.ReleaseRetired, nil)
 			if _, _, err := w.svc.Enqueue(ctx, c, runs.Spec{ProjectID: "p1", Subject: "s2", Kind: "k", AgentID: "a",
-				StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
+				StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}); err != nil {
 				t.Fatal(err)
 			}
 			if err := claim(rel, "1"); !apperr.Is(err, api.CodeReleaseNotActive) {
@@ -472,18 +471,18 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", releases.Active, nil)
+			r := w.create(t, tenant, rel, "1", api.ReleaseActive, nil)
 			cl := w.running(t, tenant, "s1", rel, "1")
-			r = w.move(t, tenant, r, releases.Draining, ptr(releases.PolicyDrain))
+			r = w.move(t, tenant, r, api.ReleaseDraining, ptr(releases.PolicyDrain))
 			if w.cancelRequested(t, tenant, cl) {
 				t.Fatal("drain asked a running attempt's run to cancel")
 			}
-			w.move(t, tenant, r, releases.Retired, nil)
+			w.move(t, tenant, r, api.ReleaseRetired, nil)
 			if w.cancelRequested(t, tenant, cl) {
 				t.Fatal("retiring under drain asked a running attempt's run to cancel")
 			}
 			if _, err := w.svc.Complete(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-				runs.Completion{State: attempts.Succeeded}); err != nil {
+				runs.Completion{State: api.AttemptSucceeded}); err != nil {
 				t.Fatalf("the drained attempt could not finish: %v", err)
 			}
 		})
@@ -492,22 +491,22 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", releases.Active, ptr(releases.PolicyCancel))
-			other := w.create(t, tenant, rel, "2", releases.Active, ptr(releases.PolicyCancel))
+			r := w.create(t, tenant, rel, "1", api.ReleaseActive, ptr(releases.PolicyCancel))
+			other := w.create(t, tenant, rel, "2", api.ReleaseActive, ptr(releases.PolicyCancel))
 			cl1 := w.running(t, tenant, "s1", rel, "1")
 			cl2 := w.running(t, tenant, "s2", rel, "1")
 			keep := w.running(t, tenant, "s3", rel, "2")
 			if w.cancelRequested(t, tenant, cl1) {
 				t.Fatal("cancel requested before the release moved")
 			}
-			w.move(t, tenant, r, releases.Draining, nil)
+			w.move(t, tenant, r, api.ReleaseDraining, nil)
 			if !w.cancelRequested(t, tenant, cl1) || !w.cancelRequested(t, tenant, cl2) {
 				t.Fatal("draining under cancel did not request cancellation of the running attempts' runs")
 			}
 			if w.cancelRequested(t, tenant, keep) {
 				t.Fatal("draining one adapter version cancelled a run of another")
 			}
-			w.move(t, tenant, other, releases.Retired, nil)
+			w.move(t, tenant, other, api.ReleaseRetired, nil)
 			if !w.cancelRequested(t, tenant, keep) {
 				t.Fatal("retiring under cancel did not request cancellation")
 			}
@@ -517,13 +516,13 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", releases.Active, nil)
+			r := w.create(t, tenant, rel, "1", api.ReleaseActive, nil)
 			cl := w.running(t, tenant, "s1", rel, "1")
-			r = w.move(t, tenant, r, releases.Draining, nil)
+			r = w.move(t, tenant, r, api.ReleaseDraining, nil)
 			if w.cancelRequested(t, tenant, cl) {
 				t.Fatal("drain (the default) cancelled")
 			}
-			w.move(t, tenant, r, releases.Draining, ptr(releases.PolicyCancel))
+			w.move(t, tenant, r, api.ReleaseDraining, ptr(releases.PolicyCancel))
 			if !w.cancelRequested(t, tenant, cl) {
 				t.Fatal("switching a draining release to cancel did not cancel its running attempts' runs")
 			}
@@ -533,10 +532,10 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", releases.Active, nil)
+			r := w.create(t, tenant, rel, "1", api.ReleaseActive, nil)
 			cl := w.running(t, tenant, "s1", rel, "1")
-			r = w.move(t, tenant, r, releases.Retired, nil)
-			for _, st := range []releases.State{releases.Verified, releases.Active, releases.Draining} {
+			r = w.move(t, tenant, r, api.ReleaseRetired, nil)
+			for _, st := range []api.ReleaseState{api.ReleaseVerified, api.ReleaseActive, api.ReleaseDraining} {
 				p := body(t, refsA, st)
 				p.IfMatch = &r.Version
 				if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodeIllegalTransition) {
@@ -546,7 +545,7 @@ func TestStore(t *testing.T) {
 			if w.cancelRequested(t, tenant, cl) {
 				t.Fatal("retiring under drain cancelled")
 			}
-			w.move(t, tenant, r, releases.Retired, ptr(releases.PolicyCancel))
+			w.move(t, tenant, r, api.ReleaseRetired, ptr(releases.PolicyCancel))
 			if !w.cancelRequested(t, tenant, cl) {
 				t.Fatal("turning a retired release's policy to cancel did not cancel its running attempts' runs")
 			}
@@ -556,8 +555,8 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			oldID, newID := rid(tenant, "old"), rid(tenant, "new")
-			old := w.create(t, tenant, oldID, "1", releases.Active, ptr(releases.PolicyCancel))
-			w.create(t, tenant, newID, "1", releases.Active, nil)
+			old := w.create(t, tenant, oldID, "1", api.ReleaseActive, ptr(releases.PolicyCancel))
+			w.create(t, tenant, newID, "1", api.ReleaseActive, nil)
 			c := runs.Caller{TenantID: tenant, KeyID: "k"}
 			cl := w.running(t, tenant, "s1", oldID, "1")
 			// The holder gives the run back; the next claim runs it on the new release.
@@ -572,14 +571,14 @@ func TestStore(t *testing.T) {
 			// A finished attempt on the old release too.
 			done := w.running(t, tenant, "s2", oldID, "1")
 			if _, err := w.svc.Complete(ctx, tenant, done.Attempt.AttemptID, done.Lease.FencingToken,
-				runs.Completion{State: attempts.Succeeded}); err != nil {
+				runs.Completion{State: api.AttemptSucceeded}); err != nil {
 				t.Fatal(err)
 			}
-			w.move(t, tenant, old, releases.Retired, nil)
+			w.move(t, tenant, old, api.ReleaseRetired, nil)
 			if w.cancelRequested(t, tenant, cl2) {
 				t.Fatal("retiring the old release cancelled a run now running on the new one")
 			}
-			if r, _ := w.svc.Get(ctx, tenant, done.Run.RunID); r.CancelRequestedAt != nil || r.State != runs.Ended {
+			if r, _ := w.svc.Get(ctx, tenant, done.Run.RunID); r.CancelRequestedAt != nil || r.State != api.RunEnded {
 				t.Fatalf("an ended run was touched: %+v", r)
 			}
 		})
@@ -588,7 +587,7 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", releases.Active, ptr(releases.PolicyCancel))
+			r := w.create(t, tenant, rel, "1", api.ReleaseActive, ptr(releases.PolicyCancel))
 			w.running(t, tenant, "first", rel, "1")
 			c := runs.Caller{TenantID: tenant, KeyID: "k"}
 			const claimers = 4
@@ -597,7 +596,7 @@ func TestStore(t *testing.T) {
 				go func(i int) {
 					for j := 0; j < 5; j++ {
 						if _, _, err := w.svc.Enqueue(ctx, c, runs.Spec{ProjectID: "p1", Subject: fmt.Sprintf("s-%d-%d", i, j),
-							Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch,
+							Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch,
 							MaxAttempts: 3, MaxCorrections: 3}); err != nil {
 							done <- err
 							return
@@ -611,7 +610,7 @@ func TestStore(t *testing.T) {
 					done <- nil
 				}(i)
 			}
-			w.move(t, tenant, r, releases.Draining, nil)
+			w.move(t, tenant, r, api.ReleaseDraining, nil)
 			for i := 0; i < claimers; i++ {
 				if err := <-done; err != nil {
 					t.Fatalf("claimer: %v", err)
@@ -647,7 +646,7 @@ WHERE a.TenantId = '%s' AND a.ReleaseId = '%s' AND a.State = 0`, tenant, rel)
 			createdCount := make(chan bool, n)
 			for i := 0; i < n; i++ {
 				go func() {
-					_, created, err := w.store.Put(ctx, w.svc, tenant, rid(tenant, "race"), "1", body(t, refsA, releases.Active))
+					_, created, err := w.store.Put(ctx, w.svc, tenant, rid(tenant, "race"), "1", body(t, refsA, api.ReleaseActive))
 					errs <- err
 					createdCount <- created
 				}()

@@ -69,7 +69,7 @@ func parent(id uuid.UUID) specOpt { return func(s *runs.Spec) { s.ParentRunID = 
 func (e *env) spec(project string, opts ...specOpt) runs.Spec {
 	e.n++
 	s := runs.Spec{ProjectID: project, Subject: fmt.Sprintf("subject-%d", e.n), Kind: "review", AgentID: "agent-1",
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 5, MaxCorrections: 3}
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 5, MaxCorrections: 3}
 	for _, o := range opts {
 		o(&s)
 	}
@@ -101,7 +101,7 @@ func (e *env) claim(c runs.Caller, want uuid.UUID) runs.Claimed {
 func (e *env) complete(c runs.Caller, cl runs.Claimed) {
 	e.t.Helper()
 	if _, err := e.svc.Complete(e.ctx, c.TenantID, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-		runs.Completion{State: attempts.Failed}); err != nil {
+		runs.Completion{State: api.AttemptFailed}); err != nil {
 		e.t.Fatalf("complete: %v", err)
 	}
 }
@@ -287,7 +287,7 @@ func TestPurge(t *testing.T) {
 			}
 			// The purged event's key still answers with the purged run, and makes no run.
 			r, created, err := e.svc.Enqueue(e.ctx, c, e.spec("short", key("event-1")))
-			if err != nil || created || !r.Purged || r.RunID != chainA[0] || r.State != runs.Ended {
+			if err != nil || created || !r.Purged || r.RunID != chainA[0] || r.State != api.RunEnded {
 				t.Fatalf("repeat enqueue of a purged key: created=%v run=%+v err=%v", created, r, err)
 			}
 			if n := e.count(e.tenant)["Runs"]; n != after["Runs"] {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -80,7 +80,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 				return
 			}
 			if _, err := svc.Complete(ctx, caller.TenantID, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-				runs.Completion{State: attempts.Succeeded}); err != nil {
+				runs.Completion{State: api.AttemptSucceeded}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -133,7 +133,7 @@ func BenchmarkClaimDepth(b *testing.B) {
 				}
 				b.StopTimer()
 				if _, err := svc.Complete(ctx, caller.TenantID, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-					runs.Completion{State: attempts.Succeeded}); err != nil {
+					runs.Completion{State: api.AttemptSucceeded}); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -258,7 +257,7 @@ func TestConcurrentLeaseHistory(t *testing.T) {
 				switch p := rng.IntN(10); {
 				case p < 7:
 					fenced(opComplete, func() error {
-						_, err := svc.Complete(ctx, tenant, aid, token, runs.Completion{State: attempts.Succeeded})
+						_, err := svc.Complete(ctx, tenant, aid, token, runs.Completion{State: api.AttemptSucceeded})
 						return err
 					})
 				case p < 9:
@@ -295,7 +294,7 @@ func TestConcurrentLeaseHistory(t *testing.T) {
 			}
 			h.add(1000, call, leaseInput{Op: opClaim, Run: cl.Run.RunID}, leaseOutput{Result: outOK, Token: cl.Lease.FencingToken})
 			call = h.now()
-			_, err = svc.Complete(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: attempts.Succeeded})
+			_, err = svc.Complete(ctx, tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: api.AttemptSucceeded})
 			res, ok := fenceResult(err)
 			if !ok {
 				t.Fatalf("drain complete: %v", err)

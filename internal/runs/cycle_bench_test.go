@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -122,7 +122,7 @@ func BenchmarkCycle(b *testing.B) {
 					continue
 				}
 				if _, err := svc.Complete(ctx, caller.TenantID, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-					runs.Completion{State: attempts.Succeeded}); err != nil {
+					runs.Completion{State: api.AttemptSucceeded}); err != nil {
 					fail(err)
 					continue
 				}
@@ -152,7 +152,7 @@ func BenchmarkCycle(b *testing.B) {
 		if err != nil {
 			b.Fatalf("run %s: %v", id, err)
 		}
-		if r.State != runs.Ended || r.Outcome == nil || *r.Outcome != runs.OutcomeSucceeded || r.Epoch != 1 {
+		if r.State != api.RunEnded || r.Outcome == nil || *r.Outcome != runs.OutcomeSucceeded || r.Epoch != 1 {
 			b.Fatalf("run %s: state %s outcome %v epoch %d, want ended, succeeded, under its first lease", id, r.State, r.Outcome, r.Epoch)
 		}
 	}

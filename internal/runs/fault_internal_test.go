@@ -64,7 +64,7 @@ func (e *faultEnv) before(query string, match func(args []any) bool, fn func(ctx
 
 func (e *faultEnv) spec(subject string) Spec {
 	return Spec{ProjectID: "p1", Subject: subject, Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(),
-		Band: Batch, MaxAttempts: 3, MaxCorrections: 3}
+		Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3}
 }
 
 func (e *faultEnv) enqueue(s Spec) Run {
@@ -149,7 +149,7 @@ var faultCases = []struct {
 	{"ContinueLosesToAConcurrentContinue", func(t *testing.T, e *faultEnv) {
 		old := e.enqueue(e.spec("s"))
 		cl := e.claim()
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Completion{State: attempts.Failed}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Completion{State: api.AttemptFailed}); err != nil {
 			t.Fatal(err)
 		}
 		winner := ids.New()
@@ -205,7 +205,7 @@ var faultCases = []struct {
 		if cl.Run.RunID != other.RunID {
 			t.Fatalf("claimed %s, want the next candidate %s", cl.Run.Subject, other.Subject)
 		}
-		if got := e.get(t, head.RunID); got.State != Queued {
+		if got := e.get(t, head.RunID); got.State != api.RunQueued {
 			t.Fatalf("the refused head is %s, want queued", got.State)
 		}
 		e.agree() // the claim re-marked the subject: its head is gone while the rival holds it
@@ -229,7 +229,7 @@ var faultCases = []struct {
 		if cl.Run.RunID != second.RunID {
 			t.Fatalf("claimed %v, want the subject's next run %v", cl.Run.RunID, second.RunID)
 		}
-		if got := e.get(t, head.RunID); got.State != Ended || *got.Outcome != OutcomeCancelled {
+		if got := e.get(t, head.RunID); got.State != api.RunEnded || *got.Outcome != OutcomeCancelled {
 			t.Fatalf("the cancelled head: %+v", got)
 		}
 		e.agree()
@@ -239,7 +239,7 @@ var faultCases = []struct {
 		e.enqueue(e.spec("s"))
 		cl := e.claim()
 		hash := "outcome"
-		done := Completion{State: attempts.Succeeded, OutcomeHash: &hash}
+		done := Completion{State: api.AttemptSucceeded, OutcomeHash: &hash}
 		// The first completion commits while the repeat waits on the fence's locks: the
 		// repeat's fence then finds the attempt ended, and the exact-repeat rule answers.
 		var first attempts.Attempt
@@ -257,7 +257,7 @@ var faultCases = []struct {
 		})
 		got, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done)
 		wantRan(t, ran)
-		if err != nil || got.Version != first.Version || got.State != attempts.Succeeded {
+		if err != nil || got.Version != first.Version || got.State != api.AttemptSucceeded {
 			t.Fatalf("repeat after a concurrent completion: %+v %v, want the first answer", got, err)
 		}
 		e.agree()
@@ -268,7 +268,7 @@ var faultCases = []struct {
 			if err != nil {
 				return err
 			}
-			if _, err = e.svc.endAttempt(ctx, tx, f, attempts.Released, nil); err != nil {
+			if _, err = e.svc.endAttempt(ctx, tx, f, api.AttemptReleased, nil); err != nil {
 				return err
 			}
 			_, err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil)
@@ -276,7 +276,7 @@ var faultCases = []struct {
 		})
 		a, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Release{})
 		wantRan(t, ran)
-		if err != nil || a.State != attempts.Released {
+		if err != nil || a.State != api.AttemptReleased {
 			t.Fatalf("release repeat after a concurrent release: %+v %v", a, err)
 		}
 		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done); !apperr.Is(err, api.CodeAttemptEnded) {
@@ -296,7 +296,7 @@ var faultCases = []struct {
 			if err != nil {
 				return err
 			}
-			if _, err := e.svc.endAttempt(ctx, tx, f, attempts.Succeeded, nil); err != nil {
+			if _, err := e.svc.endAttempt(ctx, tx, f, api.AttemptSucceeded, nil); err != nil {
 				return err
 			}
 			var out Run

@@ -81,9 +81,9 @@ func judge(f Fenced, token int64) error {
 	case token != a.FencingToken:
 		return apperr.New(api.CodeStaleLease,
 			"attempt %s is not the run's current attempt: fencing token %d belongs to a later attempt", a.AttemptID, token)
-	case a.State != attempts.Running:
+	case a.State != api.AttemptRunning:
 		return apperr.New(api.CodeAttemptEnded, "attempt %s has ended (%s)", a.AttemptID, a.State)
-	case r.State != Leased || r.LeasedUntil == nil || !f.Now.Before(*r.LeasedUntil):
+	case r.State != api.RunLeased || r.LeasedUntil == nil || !f.Now.Before(*r.LeasedUntil):
 		return apperr.New(api.CodeLeaseExpired, "the lease at fencing token %d has passed", token)
 	}
 	return nil
@@ -224,7 +224,7 @@ func (s *Service) exec1(ctx context.Context, tx *sqldb.Tx, what, query string, a
 
 // AttemptPatch is a holder's change to its running attempt.
 type AttemptPatch struct {
-	Phase              *attempts.Phase
+	Phase              *api.Phase
 	Correction         bool
 	ContextSnapshotRef *string
 }

@@ -15,12 +15,12 @@ import (
 
 // Completion ends an attempt and its run together.
 type Completion struct {
-	State       attempts.State // Succeeded, Failed or Cancelled
+	State       api.AttemptState // Succeeded, Failed or Cancelled
 	OutcomeHash *string
 }
 
-var completionOutcome = map[attempts.State]string{
-	attempts.Succeeded: OutcomeSucceeded, attempts.Failed: OutcomeFailed, attempts.Cancelled: OutcomeCancelled,
+var completionOutcome = map[api.AttemptState]string{
+	api.AttemptSucceeded: OutcomeSucceeded, api.AttemptFailed: OutcomeFailed, api.AttemptCancelled: OutcomeCancelled,
 }
 
 // Complete ends the attempt and its run. An exact repeat (same state and outcome hash,
@@ -69,7 +69,7 @@ func equalPtr(a, b *string) bool {
 
 // endAttempt ends the fenced attempt and tells the hooks (its pending decisions and open
 // calls close in the same transaction).
-func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state attempts.State, outcomeHash *string) (attempts.Attempt, error) {
+func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state api.AttemptState, outcomeHash *string) (attempts.Attempt, error) {
 	a, err := attempts.End(ctx, tx, f.Attempt.AttemptID, state, f.Now, outcomeHash)
 	if err != nil {
 		return attempts.Attempt{}, err
@@ -95,7 +95,7 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
 				return attempts.Attempt{}, false, err
 			}
-			a, err := s.endAttempt(ctx, tx, f, attempts.Released, nil)
+			a, err := s.endAttempt(ctx, tx, f, api.AttemptReleased, nil)
 			if err != nil {
 				return attempts.Attempt{}, false, err
 			}
@@ -107,7 +107,7 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 			return a, true, err
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
-			if f.Attempt.State == attempts.Released {
+			if f.Attempt.State == api.AttemptReleased {
 				return attempts.Get(ctx, tx, tenantID, attemptID)
 			}
 			return attempts.Attempt{}, ErrNoRepeat

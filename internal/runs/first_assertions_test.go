@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -63,7 +63,7 @@ WHERE TenantId = @p1 AND State = 0 ORDER BY RunId OPTION (MAXDOP 1);`, e.tenant)
 			}
 			delete(queued, cl.Run.RunID)
 			if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
-				runs.Completion{State: attempts.Succeeded}); err != nil {
+				runs.Completion{State: api.AttemptSucceeded}); err != nil {
 				t.Fatalf("complete: %v", err)
 			}
 			e.agree()

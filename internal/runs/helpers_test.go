@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -73,7 +74,7 @@ func (e *env) setBudget(n int) {
 func spec(subject string, opts ...func(*runs.Spec)) runs.Spec {
 	s := runs.Spec{
 		ProjectID: "p1", Subject: subject, Kind: "review", AgentID: "agent-1",
-		StepID: uuid.New(), SnapshotID: uuid.New(), Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3,
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3,
 	}
 	for _, o := range opts {
 		o(&s)

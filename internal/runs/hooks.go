@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -53,7 +54,7 @@ func (s *Service) attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID strin
 
 // notifyRun tells the hooks of a run the caller has just read as it now is.
 func (s *Service) notifyRun(ctx context.Context, tx *sqldb.Tx, run Run) error {
-	if run.State == Ended {
+	if run.State == api.RunEnded {
 		k := RunKey(run.TenantID, run.RunID)
 		tx.AfterCommit(func() { s.waits.Notify(k) })
 	}

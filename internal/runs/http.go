@@ -69,7 +69,7 @@ func Routes(s *web.Server, svc *Service) {
 		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band and " +
 			"queued time (queuedFrom inclusive, queuedTo exclusive). A cursor continues the listing it was made by: " +
 			"presented with other filters it is refused (400 naming cursor).",
-		Status: http.StatusOK, Response: web.Page[api.Run]{}, Query: api.ListRunsParams{},
+		Status: http.StatusOK, Response: api.Page[api.Run]{}, Query: api.ListRunsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/runs/:runId", web.Op{
 		ID: "getRun", Tag: "Runs", Summary: "Read a run",

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -217,7 +217,7 @@ func TestANewHeadWakesAClaimer(t *testing.T) {
 	}{
 		{"Completed", true, func(e *faultEnv, _ Run, held Claimed) error {
 			_, err := e.svc.Complete(e.ctx, e.tenant, held.Attempt.AttemptID, held.Lease.FencingToken,
-				Completion{State: attempts.Succeeded})
+				Completion{State: api.AttemptSucceeded})
 			return err
 		}},
 		{"CancelledWhileQueued", false, func(e *faultEnv, first Run, _ Claimed) error {

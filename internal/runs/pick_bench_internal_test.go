@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -31,7 +32,7 @@ func BenchmarkClaimPick(b *testing.B) {
 	err := db.Write(ctx, sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
 		for i := range 1000 {
 			if _, _, err := svc.EnqueueTx(ctx, tx, c, Spec{ProjectID: fmt.Sprintf("p%d", i%10), Subject: fmt.Sprintf("s%d", i),
-				Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: Batch, MaxAttempts: 3}); err != nil {
+				Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3}); err != nil {
 				return err
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 )
@@ -31,7 +32,7 @@ func TestSQLitePlans(t *testing.T) {
 	c := Caller{TenantID: tenant, KeyID: "k"}
 	for i := range 300 {
 		if _, _, err := svc.Enqueue(ctx, c, Spec{ProjectID: fmt.Sprintf("p%d", i%3), Subject: fmt.Sprintf("s%d", i%50), Kind: "k",
-			AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: Band(i % 3), MaxAttempts: 3}); err != nil {
+			AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.Band(i % 3), MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -54,7 +53,7 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 						s.DeadlineAt = &d
 						s.DueAt = nil
 					}
-					s.Band = runs.Band(pick(3))
+					s.Band = api.Band(pick(3))
 				})
 				if _, _, err := e.svc.Enqueue(e.ctx, e.caller, s); err != nil {
 					t.Fatalf("step %d enqueue: %v", step, err)
@@ -87,9 +86,9 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 				var err error
 				switch pick(5) {
 				case 0:
-					_, err = e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: attempts.Succeeded})
+					_, err = e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: api.AttemptSucceeded})
 				case 1:
-					_, err = e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: attempts.Failed})
+					_, err = e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: api.AttemptFailed})
 				case 2:
 					zero := time.Duration(0)
 					_, err = e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Release{RetryAfter: &zero})
@@ -112,7 +111,7 @@ func TestHeadMarkerFollowsEveryOperation(t *testing.T) {
 					continue
 				}
 				r := rs[pick(len(rs))]
-				if r.State == runs.Ended && pick(2) == 0 {
+				if r.State == api.RunEnded && pick(2) == 0 {
 					_, _, err = e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{})
 					if err != nil && !apperr.Is(err, api.CodeAttemptsExhausted) {
 						t.Fatalf("step %d continue: %v", step, err)
@@ -159,9 +158,9 @@ func (e *env) expectedHeads(t *testing.T) map[uuid.UUID]runs.Run {
 	leasedSubject := map[string]bool{}
 	for _, r := range rs {
 		switch r.State {
-		case runs.Leased:
+		case api.RunLeased:
 			leasedSubject[r.Subject] = true
-		case runs.Queued:
+		case api.RunQueued:
 			oldest[r.Subject] = r
 		}
 	}
@@ -196,7 +195,7 @@ func TestLeasedCountsLeaveTheProjectsETagAlone(t *testing.T) {
 		if err != nil || during.LeasedCount != 2 || during.Version != before.Version {
 			t.Fatalf("project with two leases: count %d version %d (was %d), %v", during.LeasedCount, during.Version, before.Version, err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		off := false
@@ -309,7 +308,7 @@ func TestObserveCancellation(t *testing.T) {
 		if err != nil || first.CancellationObservedAt == nil {
 			t.Fatalf("observe: %+v %v", first, err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, id, 1, runs.Completion{State: attempts.Cancelled}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, id, 1, runs.Completion{State: api.AttemptCancelled}); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Advance(time.Second)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -122,14 +122,14 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 			return fmt.Errorf("lock running attempt: %w", err)
 		}
 		run := row.Run
-		if run.State != Leased || run.Epoch != e.Epoch || run.LeasedUntil == nil || !run.LeasedUntil.Before(now) {
+		if run.State != api.RunLeased || run.Epoch != e.Epoch || run.LeasedUntil == nil || !run.LeasedUntil.Before(now) {
 			return errLost
 		}
 		if err := s.lockSubject(ctx, tx, run.TenantID, run.Subject); err != nil {
 			return err
 		}
 		f := Fenced{Attempt: row.Attempt, Run: run, Now: now}
-		if _, err := s.endAttempt(ctx, tx, f, attempts.Lost, nil); err != nil {
+		if _, err := s.endAttempt(ctx, tx, f, api.AttemptLost, nil); err != nil {
 			return errors.Join(errLost, err)
 		}
 		// A lost lease spends an attempt (seed 003).
@@ -156,7 +156,7 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 			return err
 		}
 		seen, err := s.getBy(ctx, tx, s.q.get, o.TenantID, o.RunID)
-		if err != nil || seen.State != Queued {
+		if err != nil || seen.State != api.RunQueued {
 			return err
 		}
 		if err := s.lockSubject(ctx, tx, o.TenantID, seen.Subject); err != nil {
@@ -166,7 +166,7 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 		if err != nil {
 			return err
 		}
-		if run.State != Queued || run.DeadlineAt == nil || !run.DeadlineAt.Before(now) {
+		if run.State != api.RunQueued || run.DeadlineAt == nil || !run.DeadlineAt.Before(now) {
 			return nil
 		}
 		if _, moved, err = s.endQueued(ctx, tx, run, OutcomeDeadline, now); err != nil {

@@ -25,26 +25,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// State is a run's state (stored as its position; the wire type, so it has one spelling).
-type State = api.RunState
-
-// Run states.
-const (
-	Queued = api.RunQueued
-	Leased = api.RunLeased
-	Ended  = api.RunEnded
-)
-
-// Band is a run's priority band.
-type Band = api.Band
-
-// Bands, most urgent first.
-const (
-	Interactive = api.BandInteractive
-	Batch       = api.BandBatch
-	Background  = api.BandBackground
-)
-
 // Outcomes of an ended run (stored as the wire string).
 const (
 	OutcomeSucceeded = string(api.OutcomeSucceeded)
@@ -121,8 +101,8 @@ type Run struct {
 	StepID             uuid.UUID        `db:"StepId"`
 	SnapshotID         uuid.UUID        `db:"SnapshotId"`
 	Input              JSONText         `db:"Input"`
-	Band               Band             `db:"Band"`
-	State              State            `db:"State"`
+	Band               api.Band         `db:"Band"`
+	State              api.RunState     `db:"State"`
 	Epoch              int64            `db:"Epoch"`
 	HolderID           *string          `db:"HolderId"`
 	LeaseSeconds       *int             `db:"LeaseSeconds"`

@@ -74,7 +74,7 @@ type Spec struct {
 	StepID         uuid.UUID
 	SnapshotID     uuid.UUID
 	Input          JSONText
-	Band           Band
+	Band           api.Band
 	MaxAttempts    int
 	MaxCorrections int
 	DueAt          *time.Time
@@ -242,7 +242,7 @@ func (s *Service) tombstoned(ctx context.Context, tx *sqldb.Tx, tenantID, key st
 	if err := tx.GetContext(ctx, &tomb, s.q.tombstone, tenantID, key); err != nil {
 		return Run{}, false, fmt.Errorf("read tombstone: %w", err)
 	}
-	return Run{RunID: tomb.RunID, TenantID: tenantID, State: Ended, IdempotencyKey: &key, EndedAt: &tomb.PurgedAt,
+	return Run{RunID: tomb.RunID, TenantID: tenantID, State: api.RunEnded, IdempotencyKey: &key, EndedAt: &tomb.PurgedAt,
 		Purged: true}, false, nil
 }
 
@@ -286,7 +286,7 @@ func (s *Service) WaitEnded(ctx context.Context, tenantID string, id uuid.UUID, 
 	return waits.Until(ctx, s.waits, RunKey(tenantID, id), d, s.cfg.PollInterval,
 		func(ctx context.Context) (Run, bool, time.Time, error) {
 			r, err := s.Get(ctx, tenantID, id)
-			return r, r.State == Ended, time.Time{}, err
+			return r, r.State == api.RunEnded, time.Time{}, err
 		})
 }
 
@@ -323,12 +323,12 @@ func (s *Service) readBy(ctx context.Context, query, tenantID string, id uuid.UU
 
 // ListFilter narrows a run listing.
 type ListFilter struct {
-	State     *State
+	State     *api.RunState
 	Subject   *string
 	ProjectID *string
 	Kind      *string
 	AgentID   *string
-	Band      *Band
+	Band      *api.Band
 	// QueuedFrom keeps runs queued at or after it. An upper bound is a keyset position:
 	// AfterQueuedAt with AfterRunID uuid.Nil keeps runs queued before it.
 	QueuedFrom *time.Time
@@ -379,7 +379,7 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		moved = false
 		seen, err := s.getBy(ctx, tx, s.q.get, tenantID, runID)
-		if err != nil || seen.State == Ended {
+		if err != nil || seen.State == api.RunEnded {
 			out = seen
 			return err
 		}
@@ -387,7 +387,7 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 		if err != nil {
 			return err
 		}
-		if seen.State == Queued {
+		if seen.State == api.RunQueued {
 			if err := s.lockSubject(ctx, tx, tenantID, seen.Subject); err != nil {
 				return err
 			}
@@ -397,11 +397,11 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 			return err
 		}
 		switch {
-		case run.State == Ended:
+		case run.State == api.RunEnded:
 			out = run
 		case run.State != seen.State:
 			return errStateMoved
-		case run.State == Queued:
+		case run.State == api.RunQueued:
 			out, moved, err = s.endQueued(ctx, tx, run, OutcomeCancelled, now)
 		case run.CancelRequestedAt == nil:
 			out, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
@@ -428,7 +428,7 @@ func (s *Service) RequestCancelTx(ctx context.Context, tx *sqldb.Tx, tenantID st
 	if err != nil {
 		return err
 	}
-	if run.State != Leased || run.CancelRequestedAt != nil {
+	if run.State != api.RunLeased || run.CancelRequestedAt != nil {
 		return nil
 	}
 	now, err := tx.Now(ctx)
@@ -462,7 +462,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		if err != nil {
 			return err
 		}
-		if old.State != Ended {
+		if old.State != api.RunEnded {
 			return apperr.New(api.CodeIllegalTransition, "only an ended run can be continued; this one is %s", old.State)
 		}
 		spent := old.Attempt + 1

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 )
@@ -47,7 +46,7 @@ var leaseCases = []leaseCase{
 		for name, change := range map[string]func(*runs.Spec){
 			"subject": func(s *runs.Spec) { s.Subject = "other-subject" },
 			"input":   func(s *runs.Spec) { s.Input = runs.JSONText(`{"a":1}`) },
-			"band":    func(s *runs.Spec) { s.Band = runs.Interactive },
+			"band":    func(s *runs.Spec) { s.Band = api.BandInteractive },
 			"dueAt":   func(s *runs.Spec) { d := epoch.Add(time.Hour); s.DueAt = &d },
 		} {
 			other := repeat
@@ -106,11 +105,11 @@ var leaseCases = []leaseCase{
 		r := e.enqueue(spec("s", func(s *runs.Spec) { s.EnvironmentID = &env; s.MaxCorrections = 5 }))
 		cl := e.claim()
 		a := cl.Attempt
-		if cl.Run.RunID != r.RunID || cl.Run.State != runs.Leased || cl.Run.Epoch != 1 || cl.Lease.FencingToken != 1 {
+		if cl.Run.RunID != r.RunID || cl.Run.State != api.RunLeased || cl.Run.Epoch != 1 || cl.Lease.FencingToken != 1 {
 			t.Fatalf("claimed run %+v lease %+v", cl.Run, cl.Lease)
 		}
-		if a.RunID != r.RunID || a.FencingToken != 1 || a.LeaseID != cl.Lease.LeaseID || a.State != attempts.Running ||
-			a.Phase != attempts.Starting || a.MaxCorrections != 5 || a.ReleaseID != "rel-1" || a.AdapterVersion != "1.0" ||
+		if a.RunID != r.RunID || a.FencingToken != 1 || a.LeaseID != cl.Lease.LeaseID || a.State != api.AttemptRunning ||
+			a.Phase != api.PhaseStarting || a.MaxCorrections != 5 || a.ReleaseID != "rel-1" || a.AdapterVersion != "1.0" ||
 			a.ModelProfileID != "model-a" || a.StepID != r.StepID || a.SnapshotID != r.SnapshotID || a.EnvironmentID == nil ||
 			*a.EnvironmentID != "prod" || !a.StartedAt.Equal(epoch) {
 			t.Fatalf("attempt %+v does not carry the claim and run", a)
@@ -131,13 +130,13 @@ var leaseCases = []leaseCase{
 	}},
 	{"ClaimOrdersByBandThenAge", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt)
-		bg := e.enqueue(spec("bg", func(s *runs.Spec) { s.Band = runs.Background }))
+		bg := e.enqueue(spec("bg", func(s *runs.Spec) { s.Band = api.BandBackground }))
 		e.clock.Advance(time.Second)
 		b1 := e.enqueue(spec("batch-1"))
 		e.clock.Advance(time.Second)
 		b2 := e.enqueue(spec("batch-2"))
 		e.clock.Advance(time.Second)
-		in := e.enqueue(spec("interactive", func(s *runs.Spec) { s.Band = runs.Interactive }))
+		in := e.enqueue(spec("interactive", func(s *runs.Spec) { s.Band = api.BandInteractive }))
 		got := []uuid.UUID{e.claim().Run.RunID, e.claim().Run.RunID, e.claim().Run.RunID, e.claim().Run.RunID}
 		want := []uuid.UUID{in.RunID, b1.RunID, b2.RunID, bg.RunID}
 		for i := range want {
@@ -148,10 +147,10 @@ var leaseCases = []leaseCase{
 	}},
 	{"ClaimAgesBackgroundIntoBatch", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt, func(c *runs.Config) { c.BandAging = 10 * time.Minute })
-		bg := e.enqueue(spec("bg", func(s *runs.Spec) { s.Band = runs.Background }))
+		bg := e.enqueue(spec("bg", func(s *runs.Spec) { s.Band = api.BandBackground }))
 		e.clock.Advance(10 * time.Minute)
 		batch := e.enqueue(spec("batch"))
-		in := e.enqueue(spec("in", func(s *runs.Spec) { s.Band = runs.Interactive }))
+		in := e.enqueue(spec("in", func(s *runs.Spec) { s.Band = api.BandInteractive }))
 		// The aged background run competes with batch by age, and is older; it never
 		// overtakes interactive work.
 		if got := e.claim().Run.RunID; got != in.RunID {
@@ -195,7 +194,7 @@ var leaseCases = []leaseCase{
 		later := epoch.Add(-time.Hour) // the second run is due earlier, but queued later
 		first := e.enqueue(spec("review:42"))
 		e.clock.Advance(time.Second)
-		second := e.enqueue(spec("review:42", func(s *runs.Spec) { s.DueAt = &later; s.Band = runs.Interactive }))
+		second := e.enqueue(spec("review:42", func(s *runs.Spec) { s.DueAt = &later; s.Band = api.BandInteractive }))
 		cl := e.claim()
 		if cl.Run.RunID != first.RunID {
 			t.Fatalf("claimed %v, want the subject's first queued run", cl.Run.RunID)
@@ -204,7 +203,7 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Claim(e.ctx, e.caller, claimReq("h2")); !errors.Is(err, runs.ErrNothingToClaim) {
 			t.Fatalf("got %v, want nothing while the subject is leased", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.claim().Run.RunID; got != second.RunID {
@@ -247,7 +246,7 @@ var leaseCases = []leaseCase{
 		if !errors.As(err, &held) || held.RetryAfter <= 0 {
 			t.Fatalf("got %v, want a budget hold with a retry delay", err)
 		}
-		if r := e.get(waiting.RunID); r.State != runs.Queued || r.Epoch != 0 {
+		if r := e.get(waiting.RunID); r.State != api.RunQueued || r.Epoch != 0 {
 			t.Fatalf("held run %+v changed", r)
 		}
 		e.agree()
@@ -295,11 +294,11 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Heartbeat(e.ctx, e.tenant, id, 1, 0); !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("expired: got %v, want lease_expired", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, id, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, api.CodeLeaseExpired) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, id, 1, runs.Completion{State: api.AttemptSucceeded}); !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("complete after expiry: got %v, want lease_expired", err)
 		}
 		r := e.get(cl.Run.RunID)
-		if r.State != runs.Leased || !r.LeasedUntil.Equal(*cl.Run.LeasedUntil) || r.Version != cl.Run.Version {
+		if r.State != api.RunLeased || !r.LeasedUntil.Equal(*cl.Run.LeasedUntil) || r.Version != cl.Run.Version {
 			t.Fatalf("a refused write changed the run: %+v", r)
 		}
 		// Another tenant's key cannot even find the attempt.
@@ -339,23 +338,23 @@ var leaseCases = []leaseCase{
 		e.enqueue(spec("s"))
 		cl := e.claim()
 		hash := "sha256:abc"
-		a, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed, OutcomeHash: &hash})
-		if err != nil || a.State != attempts.Failed || a.EndedAt == nil || a.OutcomeHash == nil || *a.OutcomeHash != hash {
+		a, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptFailed, OutcomeHash: &hash})
+		if err != nil || a.State != api.AttemptFailed || a.EndedAt == nil || a.OutcomeHash == nil || *a.OutcomeHash != hash {
 			t.Fatalf("complete: %+v %v", a, err)
 		}
 		r := e.get(cl.Run.RunID)
-		if r.State != runs.Ended || r.Outcome == nil || *r.Outcome != runs.OutcomeFailed || r.EndedAt == nil {
+		if r.State != api.RunEnded || r.Outcome == nil || *r.Outcome != runs.OutcomeFailed || r.EndedAt == nil {
 			t.Fatalf("run after complete: %+v", r)
 		}
-		again, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Failed, OutcomeHash: &hash})
+		again, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptFailed, OutcomeHash: &hash})
 		if err != nil || again.Version != a.Version {
 			t.Fatalf("exact repeat: %v, want the stored attempt unchanged", err)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); !apperr.Is(err, api.CodeAttemptEnded) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("different completion after the end: got %v, want attempt_ended", err)
 		}
 		// A repeat presented with another token is refused as the fence refuses.
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: attempts.Failed, OutcomeHash: &hash}); !apperr.Is(err, api.CodeStaleLease) {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: api.AttemptFailed, OutcomeHash: &hash}); !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("repeat with another token: got %v, want stale_lease", err)
 		}
 		e.agree()
@@ -369,7 +368,7 @@ var leaseCases = []leaseCase{
 			t.Fatal(err)
 		}
 		got := e.get(r.RunID)
-		if got.State != runs.Queued || got.Attempt != 0 || !got.DueAt.Equal(epoch.Add(wait)) || got.Epoch != 1 {
+		if got.State != api.RunQueued || got.Attempt != 0 || !got.DueAt.Equal(epoch.Add(wait)) || got.Epoch != 1 {
 			t.Fatalf("uncharged release: %+v", got)
 		}
 		if _, err := e.svc.Claim(e.ctx, e.caller, claimReq("h")); !errors.Is(err, runs.ErrNothingToClaim) {
@@ -381,11 +380,11 @@ var leaseCases = []leaseCase{
 			t.Fatalf("second claim token %d, want 2", cl.Lease.FencingToken)
 		}
 		a, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Release{Charge: true})
-		if err != nil || a.State != attempts.Released {
+		if err != nil || a.State != api.AttemptReleased {
 			t.Fatalf("charged release: %+v %v", a, err)
 		}
 		got = e.get(r.RunID)
-		if got.State != runs.Queued || got.Attempt != 1 || !got.DueAt.After(epoch.Add(wait)) {
+		if got.State != api.RunQueued || got.Attempt != 1 || !got.DueAt.After(epoch.Add(wait)) {
 			t.Fatalf("charged release: %+v, want queued after a backoff with one attempt spent", got)
 		}
 		e.clock.Advance(time.Hour)
@@ -394,7 +393,7 @@ var leaseCases = []leaseCase{
 			t.Fatal(err)
 		}
 		got = e.get(r.RunID)
-		if got.State != runs.Ended || *got.Outcome != runs.OutcomeExhausted || got.Attempt != 2 {
+		if got.State != api.RunEnded || *got.Outcome != runs.OutcomeExhausted || got.Attempt != 2 {
 			t.Fatalf("release at the limit: %+v, want ended exhausted", got)
 		}
 		e.agree()
@@ -416,7 +415,7 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Release{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(r.RunID); got.State != runs.Ended || *got.Outcome != runs.OutcomeDeadline {
+		if got := e.get(r.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeDeadline {
 			t.Fatalf("release past the deadline: %+v", got)
 		}
 	}},
@@ -440,10 +439,10 @@ var leaseCases = []leaseCase{
 			t.Fatalf("reap: %+v %v", res, err)
 		}
 		got := e.get(r.RunID)
-		if got.State != runs.Queued || got.Attempt != 1 || got.Epoch != 1 {
+		if got.State != api.RunQueued || got.Attempt != 1 || got.Epoch != 1 {
 			t.Fatalf("taken-back run %+v, want queued with one attempt spent and its epoch kept", got)
 		}
-		if still := e.get(renewed.RunID); still.State != runs.Leased {
+		if still := e.get(renewed.RunID); still.State != api.RunLeased {
 			t.Fatalf("the renewed lease was taken back: %+v", still)
 		}
 		// The lost holder can change nothing; its attempt reads lost.
@@ -471,10 +470,10 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Reap(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(last.RunID); got.State != runs.Ended || *got.Outcome != runs.OutcomeExhausted {
+		if got := e.get(last.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeExhausted {
 			t.Fatalf("run at its limit: %+v", got)
 		}
-		if got := e.get(cancelled.RunID); got.State != runs.Ended || *got.Outcome != runs.OutcomeCancelled {
+		if got := e.get(cancelled.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeCancelled {
 			t.Fatalf("run with a cancel pending: %+v", got)
 		}
 		e.agree()
@@ -488,7 +487,7 @@ var leaseCases = []leaseCase{
 		if err != nil || res.Overdue != 1 {
 			t.Fatalf("reap: %+v %v", res, err)
 		}
-		if got := e.get(r.RunID); got.State != runs.Ended || *got.Outcome != runs.OutcomeDeadline {
+		if got := e.get(r.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeDeadline {
 			t.Fatalf("overdue run: %+v", got)
 		}
 	}},
@@ -496,7 +495,7 @@ var leaseCases = []leaseCase{
 		e := newEnv(t, tgt)
 		q := e.enqueue(spec("queued"))
 		got, err := e.svc.Cancel(e.ctx, e.tenant, q.RunID)
-		if err != nil || got.State != runs.Ended || *got.Outcome != runs.OutcomeCancelled {
+		if err != nil || got.State != api.RunEnded || *got.Outcome != runs.OutcomeCancelled {
 			t.Fatalf("cancel queued: %+v %v", got, err)
 		}
 		again, err := e.svc.Cancel(e.ctx, e.tenant, q.RunID)
@@ -506,7 +505,7 @@ var leaseCases = []leaseCase{
 		e.enqueue(spec("leased"))
 		cl := e.claim()
 		c1, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID)
-		if err != nil || c1.State != runs.Leased || c1.CancelRequestedAt == nil {
+		if err != nil || c1.State != api.RunLeased || c1.CancelRequestedAt == nil {
 			t.Fatalf("cancel leased: %+v %v", c1, err)
 		}
 		c2, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID)
@@ -525,12 +524,12 @@ var leaseCases = []leaseCase{
 			t.Fatalf("continue a queued run: got %v, want illegal_transition", err)
 		}
 		cl := e.claim()
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		next, created, err := e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{})
 		if err != nil || !created || next.Epoch != 1 || next.Attempt != 1 || !next.ContinuedFromRunID.Valid ||
-			next.ContinuedFromRunID.UUID != r.RunID || next.Subject != r.Subject || next.State != runs.Queued {
+			next.ContinuedFromRunID.UUID != r.RunID || next.Subject != r.Subject || next.State != api.RunQueued {
 			t.Fatalf("continuation %+v created=%v err=%v", next, created, err)
 		}
 		same, created, err := e.svc.Continue(e.ctx, e.caller, r.RunID, runs.Continuation{})
@@ -541,7 +540,7 @@ var leaseCases = []leaseCase{
 		if cl.Run.RunID != next.RunID || cl.Lease.FencingToken != 2 {
 			t.Fatalf("continuation's claim: token %d, want 2 (greater than any before)", cl.Lease.FencingToken)
 		}
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 2, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		third, _, err := e.svc.Continue(e.ctx, e.caller, next.RunID, runs.Continuation{})
@@ -549,7 +548,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("second continuation: %+v %v", third, err)
 		}
 		cl = e.claim()
-		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 3, runs.Completion{State: attempts.Succeeded}); err != nil {
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 3, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := e.svc.Continue(e.ctx, e.caller, third.RunID, runs.Continuation{}); !apperr.Is(err, api.CodeAttemptsExhausted) {
@@ -598,14 +597,14 @@ func TestAttemptPatch(t *testing.T) {
 		e.enqueue(spec("s", func(s *runs.Spec) { s.MaxCorrections = 1 }))
 		cl := e.claim()
 		id := cl.Attempt.AttemptID
-		acting := attempts.Acting
+		acting := api.PhaseActing
 		ref := "snap://1"
 		a, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Phase: &acting, ContextSnapshotRef: &ref})
-		if err != nil || a.Phase != attempts.Acting || a.ContextSnapshotRef == nil || *a.ContextSnapshotRef != ref {
+		if err != nil || a.Phase != api.PhaseActing || a.ContextSnapshotRef == nil || *a.ContextSnapshotRef != ref {
 			t.Fatalf("patch: %+v %v", a, err)
 		}
 		a, err = e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Correction: true})
-		if err != nil || a.CorrectionCount != 1 || a.Phase != attempts.Acting {
+		if err != nil || a.CorrectionCount != 1 || a.Phase != api.PhaseActing {
 			t.Fatalf("correction: %+v %v", a, err)
 		}
 		if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, id, 1, runs.AttemptPatch{Correction: true}); !apperr.Is(err, api.CodeCorrectionLimit) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -63,13 +63,13 @@ func TestStatementsPerRequest(t *testing.T) {
 		}
 		id, tok := leased.Attempt.AttemptID, leased.Lease.FencingToken
 		count("heartbeat", 3, func() { must(e.svc.Heartbeat(e.ctx, e.tenant, id, tok, 0))(t) })
-		acting := attempts.Acting
+		acting := api.PhaseActing
 		count("patch", 3, func() { must(e.svc.PatchAttempt(e.ctx, e.tenant, id, tok, runs.AttemptPatch{Phase: &acting}))(t) })
 		count("complete", 0, func() {
-			must(e.svc.Complete(e.ctx, e.tenant, id, tok, runs.Completion{State: attempts.Succeeded}))(t)
+			must(e.svc.Complete(e.ctx, e.tenant, id, tok, runs.Completion{State: api.AttemptSucceeded}))(t)
 		})
 		count("repeat", 3, func() {
-			must(e.svc.Complete(e.ctx, e.tenant, id, tok, runs.Completion{State: attempts.Succeeded}))(t)
+			must(e.svc.Complete(e.ctx, e.tenant, id, tok, runs.Completion{State: api.AttemptSucceeded}))(t)
 		})
 		e.agree()
 	})
@@ -114,7 +114,7 @@ func TestLeasedCountersComeLast(t *testing.T) {
 		e.clock.Advance(time.Hour)
 		cl = must(e.svc.Claim(e.ctx, e.caller, claimReq("h")))(t)
 		counted("complete", func() {
-			must(e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: attempts.Succeeded}))(t)
+			must(e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{State: api.AttemptSucceeded}))(t)
 		})
 		e.agree()
 	})

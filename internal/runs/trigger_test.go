@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -45,7 +46,7 @@ func TestRunGuardTrigger(t *testing.T) {
 		if _, err := e.svc.Cancel(e.ctx, e.tenant, ended.RunID); err != nil {
 			t.Fatal(err)
 		}
-		if e.get(queued.RunID).State != runs.Leased {
+		if e.get(queued.RunID).State != api.RunLeased {
 			t.Fatal("setup: the first run is not leased")
 		}
 

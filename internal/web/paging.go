@@ -18,15 +18,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/strictjson"
 )
 
-// Page is a collection response.
-type Page[T any] = api.Page[T]
-
-// Default and largest page sizes (DESIGN.md section 7).
-const (
-	DefaultLimit = api.DefaultLimit
-	MaxLimit     = api.MaxLimit
-)
-
 // EncodeCursor makes an opaque, URL-safe cursor of a keyset position.
 func EncodeCursor(v any) string {
 	b, err := json.Marshal(v)
@@ -119,7 +110,7 @@ func WritePage[T, W any](c echo.Context, rows []T, limit int, cursorOf func(last
 		items = append(items, b)
 		size += len(b) + 1 // and its comma
 	}
-	page := Page[json.RawMessage]{Items: items}
+	page := api.Page[json.RawMessage]{Items: items}
 	if len(items) < len(rows) {
 		page.NextCursor = EncodeCursor(cursorOf(rows[len(items)-1]))
 	}

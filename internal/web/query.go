@@ -130,7 +130,7 @@ func setQueryValue(f reflect.Value, raw string) string {
 // LimitOf is the page size the parameters ask for (DefaultLimit when absent).
 func LimitOf(p api.PageParams) int {
 	if p.Limit == nil {
-		return DefaultLimit
+		return api.DefaultLimit
 	}
 	return *p.Limit
 }

@@ -124,10 +124,10 @@ func New(cfg Config) *Server {
 	e.Use(limitBody(cfg.MaxBody))
 
 	s.Route(http.MethodGet, "/healthz", Op{ID: "getHealth", Tag: "System", Summary: "Process liveness",
-		Description: "Answers 200 while the process serves; it checks nothing else.", Public: true, Status: http.StatusOK, Response: Health{}},
-		func(c echo.Context) error { return c.JSON(http.StatusOK, Health{Status: "ok"}) })
+		Description: "Answers 200 while the process serves; it checks nothing else.", Public: true, Status: http.StatusOK, Response: api.Health{}},
+		func(c echo.Context) error { return c.JSON(http.StatusOK, api.Health{Status: "ok"}) })
 	s.Route(http.MethodGet, "/readyz", Op{ID: "getReadiness", Tag: "System", Summary: "Readiness: database reachable and schema current",
-		Description: "Answers 200 when the database answers and its schema is the one this binary needs, else 503 database_unavailable (the cause is logged, not sent).", Public: true, Status: http.StatusOK, Response: Health{}, Problems: []api.ProblemCode{api.CodeDatabaseUnavailable}},
+		Description: "Answers 200 when the database answers and its schema is the one this binary needs, else 503 database_unavailable (the cause is logged, not sent).", Public: true, Status: http.StatusOK, Response: api.Health{}, Problems: []api.ProblemCode{api.CodeDatabaseUnavailable}},
 		func(c echo.Context) error {
 			if cfg.Ready != nil {
 				if err := cfg.Ready(c.Request().Context()); err != nil {
@@ -137,7 +137,7 @@ func New(cfg Config) *Server {
 						Detail: "not ready: the database is unreachable or its schema is not current"}, err)
 				}
 			}
-			return c.JSON(http.StatusOK, Health{Status: "ok"})
+			return c.JSON(http.StatusOK, api.Health{Status: "ok"})
 		})
 	s.Route(http.MethodGet, "/metrics", Op{ID: "getMetrics", Tag: "System", Summary: "Prometheus metrics",
 		Description: "The metrics in the Prometheus text exposition format (prefix ledger_).", Public: true,
@@ -172,9 +172,6 @@ func (s *Server) openAPIJSON() ([]byte, error) {
 	}
 	return slices.Clip(s.doc), nil
 }
-
-// Health is the body of /healthz and /readyz.
-type Health = api.Health
 
 // limitBody refuses bodies larger than max: at once when Content-Length says so, and while
 // reading otherwise (Bind turns the reader's error into 413).

@@ -58,7 +58,7 @@ func TestOpenAPISchemas(t *testing.T) {
 	t.Parallel()
 	s := newTestServer()
 	s.Route(http.MethodGet, "/v1/runs", Op{ID: "listRuns", Tag: "Runs", Summary: "list", Status: http.StatusOK,
-		Response: Page[api.Run]{}, Query: api.ListRunsParams{}}, nil)
+		Response: api.Page[api.Run]{}, Query: api.ListRunsParams{}}, nil)
 	s.Route(http.MethodPut, "/v1/projects/:projectId", Op{ID: "putProject", Tag: "Projects", Summary: "put", Status: http.StatusOK,
 		AlsoStatus: []int{http.StatusCreated}, Body: api.PutProjectRequest{}, Response: api.Project{}, ETag: true, IfMatch: true,
 		Roles: []string{"admin"}}, nil)
@@ -261,7 +261,7 @@ func TestBindReasons(t *testing.T) {
 
 func TestLimitCursorAndIfMatch(t *testing.T) {
 	t.Parallel()
-	for q, want := range map[string]int{"": DefaultLimit, "limit=1": 1, "limit=500": MaxLimit, "limit=0": -1, "limit=501": -1, "limit=x": -1,
+	for q, want := range map[string]int{"": api.DefaultLimit, "limit=1": 1, "limit=500": api.MaxLimit, "limit=0": -1, "limit=501": -1, "limit=x": -1,
 		"limit=1&limit=2": -1, "limits=3": -1} {
 		var p api.PageParams
 		err := BindQuery(ctxFor(http.MethodGet, "/?"+q, "", nil), &p)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -216,7 +217,7 @@ func (b *bencher) seed(ctx context.Context, path, syncMode, runtimeKey string, n
 						spec := runs.Spec{
 							ProjectID: fmt.Sprintf("p%d", i%benchProjects), Subject: fmt.Sprintf("bench-%s-seed-%d", b.tag, i),
 							Kind: "bench", AgentID: fmt.Sprintf("bench-agent-%d", i%16), StepID: uuid.New(), SnapshotID: uuid.New(),
-							Band: runs.Batch, MaxAttempts: 3, MaxCorrections: 3,
+							Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3,
 						}
 						if _, _, err := svc.EnqueueTx(ctx, tx, caller, spec); err != nil {
 							return err
