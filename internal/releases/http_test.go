@@ -17,7 +17,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
-	"github.com/ledger-dev/ledger/internal/web"
 )
 
 // stack is the whole service over a fresh SQLite file that keeps its own clock, served in
