@@ -18,7 +18,7 @@ var mssqlQueries = queries{
 	insert: `INSERT INTO dbo.ExecutionAttempts (AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId,
     FencingToken, SnapshotId, ReleaseId, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections,
     StartedAt, AdapterVersion)
-OUTPUT ` + insertedColumns + `
+OUTPUT inserted.Version
 VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p14, 0, @p15, @p16, @p17);`,
 
 	// get: PK seek. 0 rows: missing or another tenant's.

@@ -34,6 +34,9 @@ import (
 // "PEERS_RESULT {json}" line: that is how ../peers runs it (-test.benchtime 1x) beside River
 // and goqite. PEERS_CLIENTS (16) and PEERS_SYNC (normal or full) apply to both modes.
 //
+// CYCLE_EXTRA_SQL, when set, runs on the writer after the migrations: how BENCHMARKS.md
+// prices an index or a trigger (say, "DROP INDEX IX_Attempts_Release") against the same run.
+//
 // Afterwards every completed run is read back: ended, succeeded, under its first lease. A benchmark
 // that lost a completion or skipped the fence would fail here rather than report a rate.
 func BenchmarkCycle(b *testing.B) {
@@ -194,6 +197,11 @@ func cycleEnv(b *testing.B, syncMode string) (*runs.Service, runs.Caller) {
 	mg.Close()
 	if err != nil {
 		b.Fatal(err)
+	}
+	if x := os.Getenv("CYCLE_EXTRA_SQL"); x != "" {
+		if _, err := db.Raw().ExecContext(ctx, x); err != nil {
+			b.Fatal(err)
+		}
 	}
 	tenant := "cycle"
 	if err := tenancy.NewStore(db).SetMaxLeased(ctx, tenant, 1<<30); err != nil {

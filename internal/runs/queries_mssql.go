@@ -127,16 +127,19 @@ var mssqlQueries = queries{
 	// (READCOMMITTEDLOCK), so a purge's uncommitted tombstone is waited for, not missed. Errors:
 	// 2601 on UX_Runs_Idempotency or UX_Runs_ContinuedFrom (the caller answers the stored run);
 	// 547 FK (unknown project) -> unknown_project.
-	insert: mssqlRunTable + `INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId,
+	insert: `DECLARE @h TABLE (Version binary(8), SubjectHead bit);
+INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId,
     SnapshotId, Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
-    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead)` + mssqlRunOutput + `
+    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead)
+OUTPUT inserted.Version, inserted.SubjectHead INTO @h
 SELECT @p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, 0, @p12, @p13, @p14, @p15, @p16, @p17, @p18, @p19,
     @p20, @p21, @p22, @p23, @p24,
     CASE WHEN NOT EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = @p2 AND q.Subject = @p5 AND q.State = 0)
         AND NOT EXISTS (SELECT 1 FROM dbo.Runs AS l WHERE l.TenantId = @p2 AND l.Subject = @p5 AND l.State = 1)
         THEN 1 ELSE 0 END
 WHERE NOT EXISTS (SELECT 1 FROM dbo.IdempotencyTombstones AS ts WITH (READCOMMITTEDLOCK)
-    WHERE ts.TenantId = @p2 AND ts.IdempotencyKey = @p19);` + mssqlRunSelect,
+    WHERE ts.TenantId = @p2 AND ts.IdempotencyKey = @p19);
+SELECT Version, SubjectHead FROM @h;`,
 
 	// get: PK_Runs seek. 0 rows: missing or another tenant's.
 	get: `SELECT ` + runColumns + ` FROM dbo.Runs WHERE TenantId = @p1 AND RunId = @p2;`,

@@ -67,7 +67,7 @@ SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16,
         AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 1),
     ` + sqliteStamp + `
 WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ?19)
-RETURNING ` + runColumns + `, SubjectHead`,
+RETURNING Version, SubjectHead`,
 	get:           `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	byIdempotency: `SELECT ` + runColumns + `, RequestHash FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,

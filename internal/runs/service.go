@@ -137,7 +137,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		return Run{}, false, err
 	}
 	depth := 0
-	var parent any
+	var parent uuid.NullUUID
 	if spec.ParentRunID != nil {
 		p, err := s.getBy(ctx, tx, s.q.get, c.TenantID, *spec.ParentRunID)
 		if apperr.Is(err, api.CodeNotFound) {
@@ -150,7 +150,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		if depth > s.cfg.MaxDepth {
 			return Run{}, false, apperr.New(api.CodeLoopDepth, "a run at depth %d may not enqueue another: the limit is %d", p.Depth, s.cfg.MaxDepth)
 		}
-		parent = *spec.ParentRunID
+		parent = uuid.NullUUID{UUID: *spec.ParentRunID, Valid: true}
 	}
 	due := now
 	if spec.DueAt != nil {
@@ -159,14 +159,13 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	if err := s.lockSubject(ctx, tx, c.TenantID, spec.Subject); err != nil {
 		return Run{}, false, err
 	}
-	var r Run
-	// Text only what the insert stores without comparing: the tenant, subject and
-	// idempotency key are sought (go-mssqldb declares them by their length).
-	d := tx.Dialect
-	err = tx.GetContext(ctx, &r, s.q.insert, d.NewID(), c.TenantID, d.Text(spec.ProjectID), d.NullText(spec.EnvironmentID),
-		spec.Subject, d.Text(spec.Kind), d.Text(spec.AgentID), spec.StepID, spec.SnapshotID, spec.Input.Arg(d), int(spec.Band), 0, 0,
-		spec.MaxAttempts, spec.MaxCorrections, d.Time(now), d.Time(due), d.NullTime(spec.DeadlineAt), spec.IdempotencyKey,
-		parent, depth, nil, d.Text(c.KeyID), d.Text(hash))
+	r, err := s.insertRun(ctx, tx, Run{
+		RunID: tx.Dialect.NewID(), TenantID: c.TenantID, ProjectID: spec.ProjectID, EnvironmentID: spec.EnvironmentID,
+		Subject: spec.Subject, Kind: spec.Kind, AgentID: spec.AgentID, StepID: spec.StepID, SnapshotID: spec.SnapshotID,
+		Input: spec.Input, Band: spec.Band, MaxAttempts: spec.MaxAttempts, MaxCorrections: spec.MaxCorrections,
+		QueuedAt: now, DueAt: due, DeadlineAt: spec.DeadlineAt, IdempotencyKey: spec.IdempotencyKey, ParentRunID: parent,
+		Depth: depth, CreatedBy: c.KeyID,
+	}, &hash)
 	switch {
 	case spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...):
 		// The key names a run already (on SQL Server possibly one a concurrent enqueue just
@@ -194,6 +193,45 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		return Run{}, false, err
 	}
 	return r, true, s.notifyRun(ctx, tx, r)
+}
+
+// insertRun inserts r, a queued run as its caller built it, and answers it as stored. The
+// statement answers only what the database decides, the Version and whether r became its
+// subject's head; the rest is r with its times truncated as Dialect.Time stores them (reading
+// the whole row back was a third of the enqueue's cost: BENCHMARKS.md). hash is the request
+// hash an idempotency key is compared by (nil: none). Only text the insert stores without
+// comparing goes as Dialect.Text: the tenant, subject and idempotency key are sought
+// (go-mssqldb declares them by their length).
+func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *string) (Run, error) {
+	d := tx.Dialect
+	var parent, continued, hashArg any
+	if r.ParentRunID.Valid {
+		parent = r.ParentRunID.UUID
+	}
+	if r.ContinuedFromRunID.Valid {
+		continued = r.ContinuedFromRunID.UUID
+	}
+	if hash != nil {
+		hashArg = d.Text(*hash)
+	}
+	var got struct {
+		Version     sqldb.RowVersion `db:"Version"`
+		SubjectHead bool             `db:"SubjectHead"`
+	}
+	err := tx.GetContext(ctx, &got, s.q.insert, r.RunID, r.TenantID, d.Text(r.ProjectID), d.NullText(r.EnvironmentID),
+		r.Subject, d.Text(r.Kind), d.Text(r.AgentID), r.StepID, r.SnapshotID, r.Input.Arg(d), int(r.Band), r.Epoch,
+		r.Attempt, r.MaxAttempts, r.MaxCorrections, d.Time(r.QueuedAt), d.Time(r.DueAt), d.NullTime(r.DeadlineAt),
+		r.IdempotencyKey, parent, r.Depth, continued, d.Text(r.CreatedBy), hashArg)
+	if err != nil {
+		return Run{}, err
+	}
+	r.State, r.QueuedAt, r.DueAt = api.RunQueued, sqldb.Truncate(r.QueuedAt), sqldb.Truncate(r.DueAt)
+	if r.DeadlineAt != nil {
+		t := sqldb.Truncate(*r.DeadlineAt)
+		r.DeadlineAt = &t
+	}
+	r.Version, r.SubjectHead = got.Version, got.SubjectHead
+	return r, nil
 }
 
 // markHead completes the insert of r: a run that is the only one of its subject was
@@ -481,19 +519,17 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		if cont.SnapshotID != nil {
 			snapshot = *cont.SnapshotID
 		}
-		var parent any
-		if old.ParentRunID.Valid {
-			parent = old.ParentRunID.UUID
-		}
 		if err := s.lockSubject(ctx, tx, c.TenantID, old.Subject); err != nil {
 			return err
 		}
-		var r Run
-		d := tx.Dialect
-		err = tx.GetContext(ctx, &r, s.q.insert, d.NewID(), c.TenantID, d.Text(old.ProjectID), d.NullText(old.EnvironmentID),
-			old.Subject, d.Text(old.Kind), d.Text(old.AgentID), old.StepID, snapshot, old.Input.Arg(d), int(old.Band), old.Epoch,
-			spent, old.MaxAttempts, old.MaxCorrections, d.Time(now), d.Time(due), d.NullTime(old.DeadlineAt), nil, parent,
-			old.Depth, old.RunID, d.Text(c.KeyID), nil)
+		r, err := s.insertRun(ctx, tx, Run{
+			RunID: tx.Dialect.NewID(), TenantID: c.TenantID, ProjectID: old.ProjectID, EnvironmentID: old.EnvironmentID,
+			Subject: old.Subject, Kind: old.Kind, AgentID: old.AgentID, StepID: old.StepID, SnapshotID: snapshot,
+			Input: old.Input, Band: old.Band, Epoch: old.Epoch, Attempt: spent, MaxAttempts: old.MaxAttempts,
+			MaxCorrections: old.MaxCorrections, QueuedAt: now, DueAt: due, DeadlineAt: old.DeadlineAt,
+			ParentRunID: old.ParentRunID, Depth: old.Depth, CreatedBy: c.KeyID,
+			ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true},
+		}, nil)
 		if sqldb.IsConflict(err, s.continuedFromMarkers()...) {
 			// Continued already (by an earlier request, or a concurrent one that committed
 			// first): answer with its run.

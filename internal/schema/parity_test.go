@@ -1260,6 +1260,11 @@ func TestDialectsDeclareSameSchema(t *testing.T) {
 	sq := dialectSchema(t, sqlite.FS, false)
 	// SQLite emulates rowversion with a counter table; SQL Server needs none.
 	sqliteOnly := map[string]bool{"RowVersionCounter": true}
+	// Indexes SQL Server keeps and SQLite drops, each with why no SQLite statement loses a plan.
+	sqliteOmits := map[string]string{
+		"ExecutionAttempts IX_Attempts_Tenant_State": "a prefix of IX_Attempts_Tenant_State_Ended " +
+			"(TenantId, State, EndedAt): every seek it served, the longer index serves (migrations/sqlite 000019)",
+	}
 
 	if len(ms.Order) < 11 {
 		t.Fatalf("parsed only %d SQL Server tables: %v", len(ms.Order), ms.Order)
@@ -1275,10 +1280,32 @@ func TestDialectsDeclareSameSchema(t *testing.T) {
 			t.Errorf("table %s is in migrations/mssql but not in migrations/sqlite", name)
 			continue
 		}
-		m, s := tableShape(ms.Tables[name], true), tableShape(st, true)
+		for key := range sqliteOmits {
+			table, index, _ := strings.Cut(key, " ")
+			if table != name {
+				continue
+			}
+			if !hasIndex(ms.Tables[name], index) || hasIndex(st, index) {
+				t.Errorf("%s: listed as kept by SQL Server and dropped by SQLite, but mssql has it: %v, sqlite has it: %v",
+					key, hasIndex(ms.Tables[name], index), hasIndex(st, index))
+			}
+		}
+		m, s := tableShape(withoutIndexes(ms.Tables[name], name, sqliteOmits), true), tableShape(st, true)
 		if strings.Join(m, "\n") != strings.Join(s, "\n") {
 			t.Errorf("table %s differs between dialects:\nmssql:\n  %s\nsqlite:\n  %s",
 				name, strings.Join(m, "\n  "), strings.Join(s, "\n  "))
 		}
 	}
+}
+
+// withoutIndexes is tbl without the indexes omits lists for it ("Table Index" keys).
+func withoutIndexes(tbl *ddlTable, name string, omits map[string]string) *ddlTable {
+	out := *tbl
+	out.Indexes = nil
+	for _, ix := range tbl.Indexes {
+		if _, gone := omits[name+" "+ix.Name]; !gone {
+			out.Indexes = append(out.Indexes, ix)
+		}
+	}
+	return &out
 }

@@ -1,0 +1,82 @@
+package runs_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// TestAnswersAreTheRowsAsStored: the enqueue, the continuation and the claim build their answers from what
+// they sent rather than reading whole rows back (BENCHMARKS.md), so each answer must be
+// exactly the row a later read returns, on every dialect. The clock sits between
+// milliseconds so that a time answered untruncated shows; the specs set and leave unset
+// every optional column.
+func TestAnswersAreTheRowsAsStored(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		e := newEnv(t, tgt)
+		e.clock.Advance(1234567 * time.Nanosecond)
+		env, key := "staging", "answers-1"
+		deadline := epoch.Add(time.Hour + 777*time.Microsecond)
+		due := epoch.Add(-time.Minute + 3*time.Microsecond)
+		parent := e.enqueue(spec("parent"))
+		for name, s := range map[string]runs.Spec{
+			"bare": spec("bare"),
+			"full": spec("full", func(s *runs.Spec) {
+				s.EnvironmentID, s.IdempotencyKey, s.DeadlineAt, s.DueAt = &env, &key, &deadline, &due
+				s.Input = runs.JSONText(`{"b":[1,2],"a":"é"}`)
+				s.ParentRunID = &parent.RunID
+				s.Band = api.BandInteractive
+			}),
+		} {
+			t.Run(name, func(t *testing.T) {
+				r := e.enqueue(s)
+				if got := e.get(r.RunID); !reflect.DeepEqual(asRead(got), asRead(r)) {
+					t.Fatalf("enqueue answered\n%+v\nthe row is\n%+v", r, got)
+				}
+			})
+		}
+		cl := e.claim()
+		var stored attempts.Attempt
+		err := e.db.Read(e.ctx, sqldb.TenantScope(e.tenant), func(tx *sqldb.Tx) error {
+			var err error
+			stored, err = attempts.Get(e.ctx, tx, e.tenant, cl.Attempt.AttemptID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(stored, cl.Attempt) {
+			t.Fatalf("claim answered the attempt\n%+v\nthe row is\n%+v", cl.Attempt, stored)
+		}
+		if got := e.get(cl.Run.RunID); !reflect.DeepEqual(asRead(got), asRead(cl.Run)) {
+			t.Fatalf("claim answered the run\n%+v\nthe row is\n%+v", cl.Run, got)
+		}
+		// A continuation is inserted by the same statement from the ended run's row.
+		if _, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+			runs.Completion{State: api.AttemptFailed}); err != nil {
+			t.Fatal(err)
+		}
+		later := epoch.Add(2*time.Hour + 5*time.Microsecond)
+		next, created, err := e.svc.Continue(e.ctx, e.caller, cl.Run.RunID, runs.Continuation{DueAt: &later})
+		if err != nil || !created {
+			t.Fatalf("continue: created=%v err=%v", created, err)
+		}
+		if got := e.get(next.RunID); !reflect.DeepEqual(asRead(got), asRead(next)) {
+			t.Fatalf("continue answered\n%+v\nthe row is\n%+v", next, got)
+		}
+	})
+}
+
+// asRead is r without the fields a plain read does not select (the head marker and the
+// request hash are the service's own, never answered).
+func asRead(r runs.Run) runs.Run {
+	r.SubjectHead, r.RequestHash = false, nil
+	return r
+}
