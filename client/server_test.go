@@ -14,9 +14,9 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/opstest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
@@ -59,7 +59,7 @@ func newServer(t testing.TB, cfg app.Config) *server {
 	t.Helper()
 	cfg.Logger = testLogger()
 	cfg.PurgeInterval = -1
-	st := opstest.NewAt(t, time.Now(), cfg)
+	st := apitest.New(t, apitest.Config{Epoch: time.Now(), App: cfg, Serve: true})
 	s := &server{App: st.App, DB: st.DB, Clock: st.Clock, URL: st.URL}
 	s.Tenant = dbtest.NewTenant(t, st.DB)
 	_, s.Admin = s.newClient(t, tenancy.RoleAdmin)

@@ -11,8 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/opstest"
+	"github.com/ledger-dev/ledger/internal/apitest"
 )
 
 // TestREADMECurlSession runs the README's "A session with curl" as a new user would: every
@@ -35,7 +34,7 @@ func TestREADMECurlSession(t *testing.T) {
 	}
 	cmds := readmeSession(t, string(readme))
 
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	ctx := context.Background()
 	token := func(tenant, role string) string {
 		tok, _, err := s.Keys.CreateKey(ctx, tenant, role)

@@ -18,9 +18,9 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/opstest"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
@@ -211,7 +211,7 @@ type service struct {
 func newService(t *testing.T) service {
 	t.Helper()
 	ctx := context.Background()
-	st := opstest.NewAt(t, time.Now(), app.Config{})
+	st := apitest.New(t, apitest.Config{Epoch: time.Now(), Serve: true})
 	a := st.App
 	tenant := dbtest.NewTenant(t, st.DB)
 	adminKey, _, err := a.Keys.CreateKey(ctx, tenant, tenancy.RoleAdmin)

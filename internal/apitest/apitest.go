@@ -1,7 +1,10 @@
-// Package apitest is the HTTP test harness the API packages' tests share: the real stack
-// over a fresh SQLite file with an injected clock, built as internal/app builds it, and the
-// request and problem-document helpers. It is an ordinary package so that several
-// packages' tests can import it; only tests use it.
+// Package apitest is the test harness of everything that drives the service over HTTP: the
+// whole service as `ledger serve` assembles it (internal/app: every route, hook and
+// middleware) over a fresh SQLite file with an injected clock, every exchange checked against
+// the OpenAPI document, and the request, tenant and problem-document helpers; and Env, the
+// store-level world of the API packages' own tests. It is an ordinary package so that
+// several packages' tests can import it; only tests use it. A package app wires may import
+// it only from its external tests (package x_test).
 package apitest
 
 import (
@@ -13,45 +16,57 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/locks"
-	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
-// Config says how to build a Stack.
+// Epoch is where a stack's clock starts unless Config.Epoch says otherwise.
+var Epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// Config says what a test varies of the service; the rest is as `ledger serve` builds it.
 type Config struct {
-	// Epoch is where the injected clock starts.
+	// Epoch is where the injected clock starts and stands until advanced (zero: Epoch).
 	Epoch time.Time
-	// MaxBody is web.Config.MaxBody (0: the server's default).
-	MaxBody int64
-	// Serve puts the stack behind a real listener (httptest.Server); otherwise requests
-	// are served by Echo in process.
+	// App is the service's configuration (body and tenant limits, run-lease settings,
+	// metrics, console). A nil Logger discards the log; a zero PurgeInterval turns
+	// retention's job off.
+	App app.Config
+	// Serve puts the stack behind a real listener (httptest.Server, its address in URL);
+	// otherwise requests are served by the handler in process.
 	Serve bool
-	// Hooks are added to the run-lease core before any route is registered.
-	Hooks []runs.Hooks
-	// Routes registers the package's own routes, after the project and run routes.
-	Routes func(s *Stack)
+	// DB, when set, is the open and migrated database to serve instead of a fresh SQLite
+	// file: a file the test controls (its clock is then the database's own, and Clock is
+	// nil).
+	DB *sqldb.DB
 }
 
-// Stack is the real HTTP stack.
+// Stack is the whole service. Faults are injected through its parts: statements through
+// DB.SetStatementHook, run-lease events through Svc.AddHooks.
 type Stack struct {
+	App    *app.App
 	DB     *sqldb.DB
 	Clock  *dbtest.Clock
 	Svc    *runs.Service
 	Server *web.Server
 	Keys   *tenancy.Store
-	// HTTP is the listener when Config.Serve is set, else nil.
+	// HTTP is the listener and URL its address when Config.Serve is set, else nil and "".
 	HTTP *httptest.Server
+	URL  string
+	// releases are the active releases of the tenants Tenant made, by runtime key.
+	releases sync.Map
 	// Handler is the server's handler checked against its OpenAPI document (Checked):
 	// every request of the stack goes through it.
 	Handler http.Handler
@@ -60,30 +75,50 @@ type Stack struct {
 // Quiet is a logger that drops everything.
 func Quiet() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
 
-// New builds a Stack: web server with the tenancy authenticator, the project and run
-// routes, then cfg.Routes.
+// New builds the service (app.New) over a fresh SQLite file whose clock stands at cfg.Epoch.
 func New(t testing.TB, cfg Config) *Stack {
 	t.Helper()
-	clock := dbtest.NewClock(cfg.Epoch)
-	db := dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
-	log := Quiet()
-	keys := tenancy.NewStore(db)
-	s := web.New(web.Config{MaxBody: cfg.MaxBody, Logger: log})
-	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
-	svc := runs.NewService(db, runs.DefaultConfig(), log)
-	for _, h := range cfg.Hooks {
-		svc.AddHooks(h)
+	var clock *dbtest.Clock
+	db := cfg.DB
+	if db == nil {
+		epoch := cfg.Epoch
+		if epoch.IsZero() {
+			epoch = Epoch
+		}
+		clock = dbtest.NewClock(epoch)
+		db = dbtest.SQLite().Open(t, dbtest.Options{Clock: clock.Now})
 	}
-	projects.Routes(s, projects.NewStore(db))
-	runs.Routes(s, svc)
-	locks.Routes(s, locks.NewStore(db))
-	st := &Stack{DB: db, Clock: clock, Svc: svc, Server: s, Keys: keys}
-	if cfg.Routes != nil {
-		cfg.Routes(st)
+	st := serve(t, db, cfg)
+	st.Clock = clock
+	return st
+}
+
+// Replica is a second service over the same database and clock, as another replica of the
+// deployment would be.
+func (s *Stack) Replica(t testing.TB, cfg Config) *Stack {
+	t.Helper()
+	r := serve(t, s.DB, cfg)
+	r.Clock = s.Clock
+	return r
+}
+
+func serve(t testing.TB, db *sqldb.DB, cfg Config) *Stack {
+	t.Helper()
+	ac := cfg.App
+	if ac.Logger == nil {
+		ac.Logger = Quiet()
 	}
-	st.Handler = Checked(t, s)
+	if ac.PurgeInterval == 0 {
+		ac.PurgeInterval = -1
+	}
+	a := app.New(db, ac)
+	st := &Stack{App: a, DB: db, Svc: a.Runs, Server: a.Server, Keys: a.Keys}
+	// Every API exchange is checked against the served OpenAPI document (the console's
+	// pages are not part of it).
+	st.Handler = Checked(t, a.Server)
 	if cfg.Serve {
 		st.HTTP = httptest.NewServer(st.Handler)
+		st.URL = st.HTTP.URL
 		t.Cleanup(st.HTTP.Close)
 	}
 	return st
@@ -93,10 +128,23 @@ func New(t testing.TB, cfg Config) *Stack {
 type Tenant struct {
 	ID, Admin, Runtime string
 	AdminKeyID         string
+	// Release is the tenant's active release (version 1.0) its claims name.
+	Release string
+
+	s *Stack
+	t testing.TB
 }
 
-// Tenant makes a fresh tenant with an admin and a runtime key and a project p1.
+// Tenant makes a fresh tenant with an admin and a runtime key, a project p1 and an active
+// release rel-<tenant id> 1.0 (the service admits a claim only under an active release of
+// the caller's tenant, and release ids are one namespace across tenants).
 func (s *Stack) Tenant(t testing.TB) Tenant {
+	t.Helper()
+	return *s.NewTenant(t)
+}
+
+// NewTenant is Tenant as a pointer, whose methods send its test's requests.
+func (s *Stack) NewTenant(t testing.TB) *Tenant {
 	t.Helper()
 	tenant := dbtest.NewTenant(t, s.DB)
 	ctx := context.Background()
@@ -109,7 +157,25 @@ func (s *Stack) Tenant(t testing.TB) Tenant {
 		t.Fatal(err)
 	}
 	WantStatus(t, s.Do(t, http.MethodPut, "/v1/projects/p1", admin, `{}`, nil), http.StatusCreated)
-	return Tenant{ID: tenant, Admin: admin, Runtime: runtime, AdminKeyID: k.KeyID}
+	tn := &Tenant{ID: tenant, Admin: admin, Runtime: runtime, AdminKeyID: k.KeyID, Release: "rel-" + tenant, s: s, t: t}
+	s.ActivateRelease(t, runtime, tn.Release, "1.0")
+	s.releases.Store(runtime, tn.Release)
+	return tn
+}
+
+// ActivateRelease registers version of release as active with the runtime key.
+func (s *Stack) ActivateRelease(t testing.TB, runtime, release, version string) {
+	t.Helper()
+	refs := []byte(`["oci://agents/reviewer@sha256:abc"]`)
+	canon, err := releases.Canonicalize(refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(map[string]any{"manifestHash": releases.ManifestHash(canon), "contentRefs": json.RawMessage(refs), "state": "active"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	WantStatus(t, s.DoBytes(t, http.MethodPut, "/v1/releases/"+release+"/adapters/"+version, runtime, body, nil), http.StatusCreated)
 }
 
 // TenantKeys is Tenant as its id, admin key and runtime key.
@@ -326,9 +392,14 @@ func (s *Stack) Lease(t testing.TB, runtime string) Lease {
 	return s.ClaimLease(t, runtime)
 }
 
-// ClaimLease claims the tenant's next due run over HTTP with the runtime key.
+// ClaimLease claims the tenant's next due run over HTTP with the runtime key, under the
+// tenant's release.
 func (s *Stack) ClaimLease(t testing.TB, runtime string) Lease {
 	t.Helper()
-	cl := s.Claim(t, runtime, `{"holderId":"h1","releaseId":"rel-1","adapterVersion":"1.0","modelProfileId":"m","leaseSeconds":60}`)
+	release, ok := s.releases.Load(runtime)
+	if !ok {
+		t.Fatal("ClaimLease: the runtime key is not of a tenant Tenant made")
+	}
+	cl := s.Claim(t, runtime, `{"holderId":"h1","releaseId":`+strconv.Quote(release.(string))+`,"adapterVersion":"1.0","modelProfileId":"m","leaseSeconds":60}`)
 	return Lease{RunID: cl.Run.RunID, AttemptID: cl.Attempt.AttemptID, Token: cl.Lease.FencingToken}
 }

@@ -44,7 +44,9 @@ type EnvConfig struct {
 	Logger *slog.Logger
 	// Config, when set, adjusts the run-lease core's configuration.
 	Config func(*runs.Config)
-	// Hooks are added to the run-lease core.
+	// Hooks are added to the run-lease core: those of the store under test, since an Env
+	// holds one store in isolation. The service's whole set (with its rule that a claim
+	// names an active release of the tenant) is the Stack's: New builds it through app.New.
 	Hooks []runs.Hooks
 	// KeyID and OtherKeyID are the callers' key ids of the first tenant and of those
 	// Other makes ("test-key" when empty).

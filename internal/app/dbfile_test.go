@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/apitest"
-	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -46,10 +44,7 @@ func TestDatabaseFileReplacedAnswers503(t *testing.T) {
 		return db
 	}
 	db := migrated(path)
-	a := app.New(db, app.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	srv := httptest.NewServer(apitest.Checked(t, a.Server))
-	t.Cleanup(srv.Close)
-	s := &stack{app: a, db: db, keys: tenancy.NewStore(db), srv: srv}
+	s := served(apitest.New(t, apitest.Config{DB: db, Serve: true}))
 	tenant := dbtest.NewTenant(t, db)
 	admin, runtime := s.key(t, tenant, tenancy.RoleAdmin), s.key(t, tenant, tenancy.RoleRuntime)
 	wantStatus(t, s.do(t, req{method: http.MethodPut, path: "/v1/projects/p1", key: admin, body: `{}`}), http.StatusCreated)

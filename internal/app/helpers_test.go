@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,8 +17,10 @@ import (
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
-// stack is the real service over a fresh SQLite file, served by httptest.
+// stack is the whole service over a fresh SQLite file that keeps its own clock, served by
+// httptest.
 type stack struct {
+	st   *apitest.Stack
 	app  *app.App
 	db   *sqldb.DB
 	keys *tenancy.Store
@@ -28,23 +29,17 @@ type stack struct {
 
 func newStack(t *testing.T, cfg app.Config) *stack {
 	t.Helper()
-	db := dbtest.SQLite().Open(t, dbtest.Options{})
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	}
-	a := app.New(db, cfg)
-	srv := httptest.NewServer(apitest.Checked(t, a.Server))
-	t.Cleanup(srv.Close)
-	return &stack{app: a, db: db, keys: tenancy.NewStore(db), srv: srv}
+	return served(apitest.New(t, apitest.Config{DB: dbtest.SQLite().Open(t, dbtest.Options{}), App: cfg, Serve: true}))
+}
+
+func served(st *apitest.Stack) *stack {
+	return &stack{st: st, app: st.App, db: st.DB, keys: st.Keys, srv: st.HTTP}
 }
 
 // replica is a second service over the same database, as another replica would be.
 func (s *stack) replica(t *testing.T) *stack {
 	t.Helper()
-	a := app.New(s.db, app.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	srv := httptest.NewServer(apitest.Checked(t, a.Server))
-	t.Cleanup(srv.Close)
-	return &stack{app: a, db: s.db, keys: s.keys, srv: srv}
+	return served(s.st.Replica(t, apitest.Config{Serve: true}))
 }
 
 // key creates a key for tenant with role and returns its secret form.

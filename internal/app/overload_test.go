@@ -5,9 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -40,10 +37,7 @@ func TestDatabaseLockedIsUnavailableThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	mg.Close()
-	a := app.New(db, app.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	srv := httptest.NewServer(apitest.Checked(t, a.Server))
-	t.Cleanup(srv.Close)
-	s := &stack{app: a, db: db, keys: tenancy.NewStore(db), srv: srv}
+	s := served(apitest.New(t, apitest.Config{DB: db, Serve: true}))
 	admin := s.key(t, "locked", tenancy.RoleAdmin)
 
 	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")

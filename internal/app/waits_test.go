@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -24,7 +23,7 @@ import (
 func TestShutdownAnswersWaitsAtOnce(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite().Open(t, dbtest.Options{})
-	a := app.New(db, app.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), PurgeInterval: -1})
+	a := apitest.New(t, apitest.Config{DB: db}).App
 	tenant := dbtest.NewTenant(t, db)
 	keys := tenancy.NewStore(db)
 	admin, _, err := keys.CreateKey(context.Background(), tenant, tenancy.RoleAdmin)

@@ -4,16 +4,14 @@ import (
 	"testing"
 
 	"github.com/ledger-dev/ledger/internal/apitest"
-	"github.com/ledger-dev/ledger/internal/checkpoints"
+	"github.com/ledger-dev/ledger/internal/app"
 )
 
-// stack is the real HTTP stack over a fresh SQLite file behind a real listener, built as
-// internal/app builds it, with the checkpoint routes added and the clock injected.
+// stack is the whole service over a fresh SQLite file behind a real listener, with the
+// clock injected.
 type stack struct{ *apitest.Stack }
 
 func newStack(t testing.TB, maxBody int64) *stack {
 	t.Helper()
-	return &stack{apitest.New(t, apitest.Config{Epoch: epoch, MaxBody: maxBody, Serve: true, Routes: func(s *apitest.Stack) {
-		checkpoints.Routes(s.Server, checkpoints.NewStore(s.DB, s.Svc))
-	}})}
+	return &stack{apitest.New(t, apitest.Config{Epoch: epoch, App: app.Config{MaxBody: maxBody}, Serve: true})}
 }

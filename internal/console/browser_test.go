@@ -14,7 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/ledger-dev/ledger/internal/opstest"
+	"github.com/ledger-dev/ledger/internal/apitest"
 )
 
 // One headless Chromium serves every browser test of this package; each case gets a tab in
@@ -214,7 +214,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 }
 
 // signIn signs in with key and waits for the overview.
-func signIn(t *testing.T, ctx context.Context, s *opstest.Stack, key string) {
+func signIn(t *testing.T, ctx context.Context, s *apitest.Stack, key string) {
 	t.Helper()
 	do(t, ctx, chromedp.Navigate(s.URL+"/ui/signin"), chromedp.WaitVisible(chromedp.CSS("#key")),
 		chromedp.SendKeys(chromedp.CSS("#key"), key), chromedp.Click(chromedp.CSS("#signin")),

@@ -21,8 +21,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/opstest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
@@ -31,7 +31,7 @@ import (
 // admin key opens the overview of its tenant.
 func TestSignIn(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	ctx := tab(t)
 	do(t, ctx, chromedp.Navigate(s.URL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#key")))
@@ -56,7 +56,7 @@ func TestSignIn(t *testing.T) {
 }
 
 // apiCount counts a listing's items through the API, following every page.
-func apiCount(t *testing.T, tn *opstest.Tenant, path string, match func(map[string]any) bool) int {
+func apiCount(t *testing.T, tn *apitest.Tenant, path string, match func(map[string]any) bool) int {
 	t.Helper()
 	n, cursor := 0, ""
 	for {
@@ -84,12 +84,12 @@ func apiCount(t *testing.T, tn *opstest.Tenant, path string, match func(map[stri
 // TestOverviewMatchesAPI: every number of the overview equals what the API lists.
 func TestOverviewMatchesAPI(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	for i, band := range []string{"interactive", "batch", "batch", "background", "background", "background", "batch"} {
 		tn.Enqueue(fmt.Sprintf("ov-%d", i), band)
 	}
-	var held []opstest.Claimed
+	var held []apitest.Claimed
 	for i := 0; i < 3; i++ {
 		cl, ok, _ := tn.Claim(600, nil)
 		if !ok {
@@ -153,7 +153,7 @@ func TestOverviewMatchesAPI(t *testing.T) {
 // checkpoints and calls (with the call's duration) in time order.
 func TestRunTimeline(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	run := tn.Enqueue("timeline-1", "batch")
 	cl, ok, _ := tn.Claim(600, nil)
@@ -209,7 +209,7 @@ type decision struct {
 	AnsweredBy string    `json:"answeredBy"`
 }
 
-func askDecision(t *testing.T, tn *opstest.Tenant, subject string) (opstest.Claimed, decision) {
+func askDecision(t *testing.T, tn *apitest.Tenant, subject string) (apitest.Claimed, decision) {
 	t.Helper()
 	tn.Enqueue(subject, "interactive")
 	cl, ok, _ := tn.Claim(600, nil)
@@ -225,7 +225,7 @@ func askDecision(t *testing.T, tn *opstest.Tenant, subject string) (opstest.Clai
 // TestDecisionAnsweredFromInbox: the inbox lists the pending decision; its form answers it.
 func TestDecisionAnsweredFromInbox(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	_, d := askDecision(t, tn, "dec-1")
 	ctx := tab(t)
@@ -262,7 +262,7 @@ func TestDecisionAnsweredFromInbox(t *testing.T) {
 // when another admin answered first, and when the version the page carries is old (412).
 func TestStaleAnswerShowsChange(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	_, d1 := askDecision(t, tn, "stale-1")
 	ctx := tab(t)
@@ -302,7 +302,7 @@ func TestStaleAnswerShowsChange(t *testing.T) {
 // being claimed; a release moves state after a confirmation.
 func TestProjectPausedAndReleaseMoved(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	tn.Enqueue("paused-1", "batch")
 	ctx := tab(t)
@@ -340,7 +340,7 @@ func TestProjectPausedAndReleaseMoved(t *testing.T) {
 // and its ids answer as missing.
 func TestOtherTenantSeesNothing(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	a, b := s.NewTenant(t), s.NewTenant(t)
 	run := a.Enqueue("secret-subject", "batch")
 	cl, d := askDecision(t, a, "secret-decision")
@@ -377,7 +377,7 @@ func TestOtherTenantSeesNothing(t *testing.T) {
 // opens nothing any more, from the browser or replayed.
 func TestSignOutEndsSession(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	ctx := tab(t)
 	signIn(t, ctx, s, tn.Admin)
@@ -425,7 +425,7 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 
 // httpSession signs in with plain HTTP and returns a client holding the session cookie
 // and the CSRF token of the projects page.
-func httpSession(t *testing.T, s *opstest.Stack, key string) (*http.Client, string, string) {
+func httpSession(t *testing.T, s *apitest.Stack, key string) (*http.Client, string, string) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: noRedirect.CheckRedirect}
@@ -461,7 +461,7 @@ func httpSession(t *testing.T, s *opstest.Stack, key string) (*http.Client, stri
 // needs the token its form carries.
 func TestFormWithoutCSRFRefused(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	c, csrf, etag := httpSession(t, s, tn.Admin)
 	post := func(form url.Values) int {
@@ -512,7 +512,7 @@ func TestFormWithoutCSRFRefused(t *testing.T) {
 // free-text columns may end in an ellipsis. The decision page names what it decides on.
 func TestPagesFitLaptopAndPhone(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	long := strings.Repeat("project-with-a-long-name-", 3)[:64]
 	tn.Must(http.StatusCreated, "PUT", "/v1/projects/"+long, tn.Admin, map[string]any{})
@@ -589,7 +589,7 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 func TestBadSessionCookiesSpendTheAuthBudget(t *testing.T) {
 	t.Parallel()
 	const budget = 5
-	s := opstest.New(t, app.Config{Limits: tenancy.Limits{AuthFailures: budget, AuthFailureWindow: time.Hour}})
+	s := apitest.New(t, apitest.Config{App: app.Config{Limits: tenancy.Limits{AuthFailures: budget, AuthFailureWindow: time.Hour}}, Serve: true})
 	tn := s.NewTenant(t)
 	signedIn, _, _ := httpSession(t, s, tn.Admin)
 

@@ -14,15 +14,13 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
-	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/opstest"
 )
 
 // TestProjectCreatedAndPauseExplained: a project is created from the console (an existing
 // id is refused and left alone), and pausing one says what it does.
 func TestProjectCreatedAndPauseExplained(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	c, csrf, etag := httpSession(t, s, tn.Admin)
 	post := func(path string, form url.Values) *http.Response {
@@ -70,7 +68,7 @@ func TestProjectCreatedAndPauseExplained(t *testing.T) {
 // "1 attempt".
 func TestRunsListFixes(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	inter := tn.Enqueue("fix-1", "interactive")
 	tn.Enqueue("fix-2", "batch")
@@ -117,7 +115,7 @@ func TestRunsListFixes(t *testing.T) {
 // apart from that field; a decision without an expiry or an answer shows no empty rows.
 func TestDecisionPageLayout(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	_, d := askDecision(t, tn, "layout-1")
 	c, _, _ := httpSession(t, s, tn.Admin)
@@ -140,7 +138,7 @@ func TestDecisionPageLayout(t *testing.T) {
 // with how the attempt ended: released by its holder, or lost to the reaper.
 func TestAttemptTimelineEndsWithHowItEnded(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	c, _, _ := httpSession(t, s, tn.Admin)
 	rows := func(attempt string) [][]string {
@@ -203,11 +201,11 @@ func TestAttemptTimelineEndsWithHowItEnded(t *testing.T) {
 // them all.
 func TestRunPageReadsDelegationsAndChainOnce(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	c, _, _ := httpSession(t, s, tn.Admin)
 	review := map[string]any{"kinds": []string{"review"}}
-	claim := func() opstest.Claimed {
+	claim := func() apitest.Claimed {
 		t.Helper()
 		cl, ok, _ := tn.Claim(600, review)
 		if !ok {
@@ -215,7 +213,7 @@ func TestRunPageReadsDelegationsAndChainOnce(t *testing.T) {
 		}
 		return cl
 	}
-	complete := func(cl opstest.Claimed) {
+	complete := func(cl apitest.Claimed) {
 		tn.Must(http.StatusOK, "POST", cl.Path("/complete"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "state": "succeeded"})
 	}
 

@@ -14,13 +14,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/opstest"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/releases"
 )
 
 // get fetches path with c and returns the status and body.
-func get(t *testing.T, c *http.Client, s *opstest.Stack, path string) (int, string) {
+func get(t *testing.T, c *http.Client, s *apitest.Stack, path string) (int, string) {
 	t.Helper()
 	r, err := c.Get(s.URL + path)
 	if err != nil {
@@ -35,7 +34,7 @@ func get(t *testing.T, c *http.Client, s *opstest.Stack, path string) (int, stri
 // not a listing; the files themselves are served.
 func TestStaticDirectoriesNotListed(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	for _, p := range []string{"/ui/static/", "/ui/static/.", "/ui/static//", "/ui/static/./", "/ui/static/nope.css"} {
 		st, body := get(t, noRedirect, s, p)
 		if st != http.StatusNotFound || strings.Contains(body, `href="console.css"`) {
@@ -53,7 +52,7 @@ func TestStaticDirectoriesNotListed(t *testing.T) {
 // changes. The same form, in the body, from the console's own origin, works.
 func TestCSRFFromBodyOnlyAndSameOrigin(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	c, csrf, etag := httpSession(t, s, tn.Admin)
 	form := url.Values{"action": {"pause"}, "etag": {etag}, "csrf": {csrf}}
@@ -124,7 +123,7 @@ func TestCSRFFromBodyOnlyAndSameOrigin(t *testing.T) {
 // API: no row twice, none missed, the filter kept on every page.
 func TestPagingWalksEveryList(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	for i := 0; i < 60; i++ {
 		tn.Must(http.StatusCreated, "PUT", fmt.Sprintf("/v1/projects/pg-%02d", i), tn.Admin, map[string]any{})
@@ -227,7 +226,7 @@ func TestStoredJSONBoundedOnEveryPage(t *testing.T) {
 	t.Parallel()
 	const budget = 64 << 10
 	const depth = 9990
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	var deepRun, wideRun api.Run
 	spec := func(subject string, input json.RawMessage) map[string]any {
@@ -290,7 +289,7 @@ func TestStoredJSONBoundedOnEveryPage(t *testing.T) {
 // reason on the page, and nothing is stored; a plain word is still sent as a JSON string.
 func TestConsoleAnswerStrictDecoder(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	_, d := askDecision(t, tn, "strict-1")
 	c, csrf, _ := httpSession(t, s, tn.Admin)
@@ -367,7 +366,7 @@ func TestConsoleAnswerStrictDecoder(t *testing.T) {
 // its attempts and says when there are more.
 func TestRunPageChildrenBounded(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	run := tn.Enqueue("parent", "interactive")
 	cl, ok, _ := tn.Claim(3600, nil)

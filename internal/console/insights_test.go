@@ -10,12 +10,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ledger-dev/ledger/api"
-	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/opstest"
+	"github.com/ledger-dev/ledger/internal/apitest"
 )
 
 // endRuns leases n runs and ends each with the next state of states, an hour apart.
-func endRuns(t *testing.T, s *opstest.Stack, tn *opstest.Tenant, states ...string) {
+func endRuns(t *testing.T, s *apitest.Stack, tn *apitest.Tenant, states ...string) {
 	t.Helper()
 	for i, st := range states {
 		tn.Enqueue(fmt.Sprintf("ins-%d", i), "batch")
@@ -36,7 +35,7 @@ func endRuns(t *testing.T, s *opstest.Stack, tn *opstest.Tenant, states ...strin
 // sparkline table agrees with the API too.
 func TestInsightsPageMatchesAPI(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	endRuns(t, s, tn, "succeeded", "failed", "succeeded", "cancelled")
 

@@ -7,11 +7,10 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/delegations"
-	"github.com/ledger-dev/ledger/internal/runs"
 )
 
-// stack is the real HTTP stack over a fresh SQLite file with an injected clock, wired as
-// internal/app does, plus the delegation routes and hooks.
+// stack is the whole service over a fresh SQLite file with an injected clock, and a
+// delegation store over its database and run-lease core.
 type stack struct {
 	*apitest.Stack
 	store *delegations.Store
@@ -19,30 +18,27 @@ type stack struct {
 
 func newStack(t testing.TB) *stack {
 	t.Helper()
-	st := &stack{}
-	st.Stack = apitest.New(t, apitest.Config{Epoch: epoch, Hooks: []runs.Hooks{delegations.Hooks()}, Routes: func(s *apitest.Stack) {
-		st.store = delegations.NewStore(s.DB, s.Svc)
-		delegations.Routes(s.Server, st.store)
-	}})
-	return st
+	s := apitest.New(t, apitest.Config{Epoch: epoch})
+	return &stack{Stack: s, store: delegations.NewStore(s.DB, s.Svc)}
 }
 
 // client is one tenant seen through its keys.
 type client struct {
 	tenant, admin, runtime string
 	adminKeyID             string
+	release                string
 }
 
 func (s *stack) client(t testing.TB) client {
 	t.Helper()
 	c := s.Tenant(t)
-	return client{tenant: c.ID, admin: c.Admin, runtime: c.Runtime, adminKeyID: c.AdminKeyID}
+	return client{tenant: c.ID, admin: c.Admin, runtime: c.Runtime, adminKeyID: c.AdminKeyID, release: c.Release}
 }
 
 // claim claims the next run of agent over HTTP.
 func (s *stack) claim(t testing.TB, c client, agent string) apitest.WireClaim {
 	t.Helper()
-	return s.Claim(t, c.runtime, `{"holderId":"h","releaseId":"rel","adapterVersion":"1","modelProfileId":"m","agentIds":[`+strconv.Quote(agent)+`]}`)
+	return s.Claim(t, c.runtime, `{"holderId":"h","releaseId":`+strconv.Quote(c.release)+`,"adapterVersion":"1.0","modelProfileId":"m","agentIds":[`+strconv.Quote(agent)+`]}`)
 }
 
 // parent enqueues a parent run on subject over HTTP and claims it.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -15,33 +13,22 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/history"
-	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/tenancy"
-	"github.com/ledger-dev/ledger/internal/web"
 )
 
-// stack is the real HTTP service over the env's database, wired as internal/app wires it.
+// stack is the whole service over the env's database (and so its clock), serving what the
+// env's store-level writes made.
 type stack struct {
 	*env
-	srv            *httptest.Server
+	srv            *apitest.Stack
 	admin, runtime string
 }
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	e := newEnv(t, dbtest.SQLite())
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	s := web.New(web.Config{Logger: log})
-	keys := tenancy.NewStore(e.db)
-	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
-	projects.Routes(s, projects.NewStore(e.db))
-	runs.Routes(s, e.svc)
-	history.Routes(s, e.store)
-	srv := httptest.NewServer(apitest.Checked(t, s))
-	t.Cleanup(srv.Close)
-	st := &stack{env: e, srv: srv}
+	st := &stack{env: e, srv: apitest.New(t, apitest.Config{DB: e.db, Serve: true})}
 	st.admin = st.key(e.tenant, tenancy.RoleAdmin)
 	st.runtime = st.key(e.tenant, tenancy.RoleRuntime)
 	return st
@@ -71,7 +58,7 @@ func (s *stack) get(key, path string) resp {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	res, err := s.srv.Client().Do(req)
+	res, err := s.srv.HTTP.Client().Do(req)
 	if err != nil {
 		s.t.Fatal(err)
 	}

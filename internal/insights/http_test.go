@@ -9,14 +9,11 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
-	"github.com/ledger-dev/ledger/internal/insights"
 )
 
 func insightStack(t *testing.T) *apitest.Stack {
 	t.Helper()
-	return apitest.New(t, apitest.Config{Epoch: epoch, Routes: func(s *apitest.Stack) {
-		insights.Routes(s.Server, insights.NewStore(s.DB))
-	}})
+	return apitest.New(t, apitest.Config{Epoch: epoch})
 }
 
 // TestInsightRoutesAnswerTheWindow: every insight route answers an admin with its window,

@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/opstest"
 )
 
 // scrape reads /metrics into "name{labels}" -> value, labels in the exposition's order
 // (sorted by name).
-func scrape(t *testing.T, s *opstest.Stack) map[string]float64 {
+func scrape(t *testing.T, s *apitest.Stack) map[string]float64 {
 	t.Helper()
-	r := s.Do(t, "GET", "/metrics", "", nil)
+	r := s.Do(t, "GET", "/metrics", "", "", nil)
 	if r.Status != http.StatusOK {
 		t.Fatalf("/metrics: %d", r.Status)
 	}
@@ -57,7 +57,7 @@ func expect(t *testing.T, m map[string]float64, want map[string]float64) {
 
 // workload drives one tenant through every event the families count and returns the
 // fence code the lost attempt's late write got.
-func workload(t *testing.T, s *opstest.Stack, tn *opstest.Tenant) (lateCode string) {
+func workload(t *testing.T, s *apitest.Stack, tn *apitest.Tenant) (lateCode string) {
 	t.Helper()
 	if err := s.Keys.SetMaxLeased(context.Background(), tn.ID, 2); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func workload(t *testing.T, s *opstest.Stack, tn *opstest.Tenant) (lateCode stri
 // to the reaper and the late write of its holder, and a pending decision.
 func TestMetricsAfterWorkload(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{})
+	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	late := workload(t, s, tn)
 	m := scrape(t, s)
@@ -144,7 +144,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 // TestMetricsTenantLabels: with tenant labels on, each tenant's series are its own.
 func TestMetricsTenantLabels(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{MetricsTenantLabels: true})
+	s := apitest.New(t, apitest.Config{App: app.Config{MetricsTenantLabels: true}, Serve: true})
 	a, b := s.NewTenant(t), s.NewTenant(t)
 	workload(t, s, a)
 	b.Enqueue("b-1", "background")
@@ -172,7 +172,7 @@ func TestMetricsTenantLabels(t *testing.T) {
 // change made between them shows only after the period.
 func TestMetricsScrapeCache(t *testing.T) {
 	t.Parallel()
-	s := opstest.New(t, app.Config{MetricsCacheTTL: time.Hour})
+	s := apitest.New(t, apitest.Config{App: app.Config{MetricsCacheTTL: time.Hour}, Serve: true})
 	tn := s.NewTenant(t)
 	tn.Enqueue("c-1", "batch")
 	if got := scrape(t, s)[`ledger_runs{band="batch",state="queued"}`]; got != 1 {

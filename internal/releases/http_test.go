@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,16 +13,14 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
-	"github.com/ledger-dev/ledger/internal/web"
 )
 
-// stack is the real HTTP service over a fresh SQLite file, built as internal/app builds it,
-// with the release routes and hooks wired in.
+// stack is the whole service over a fresh SQLite file that keeps its own clock, served in
+// process.
 type stack struct {
 	db   *sqldb.DB
 	keys *tenancy.Store
@@ -32,18 +29,8 @@ type stack struct {
 
 func newStack(t testing.TB) *stack {
 	t.Helper()
-	db := dbtest.SQLite().Open(t, dbtest.Options{})
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	keys := tenancy.NewStore(db)
-	s := web.New(web.Config{Logger: log})
-	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
-	projects.Routes(s, projects.NewStore(db))
-	svc := runs.NewService(db, runs.DefaultConfig(), log)
-	runs.Routes(s, svc)
-	store := releases.NewStore(db)
-	svc.AddHooks(store.Hooks())
-	releases.Routes(s, store, svc)
-	return &stack{db: db, keys: keys, h: apitest.Checked(t, s)}
+	s := apitest.New(t, apitest.Config{DB: dbtest.SQLite().Open(t, dbtest.Options{})})
+	return &stack{db: s.DB, keys: s.Keys, h: s.Handler}
 }
 
 // tenantKeys makes a fresh tenant with an admin and a runtime key and an active project p1.

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +14,8 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/locks"
 	"github.com/ledger-dev/ledger/internal/projects"
-	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/tenancy"
-	"github.com/ledger-dev/ledger/internal/web"
 )
 
 type httpEnv struct {
@@ -33,17 +27,11 @@ type httpEnv struct {
 
 func newHTTPEnv(t testing.TB) *httpEnv {
 	t.Helper()
-	db := dbtest.SQLite().Open(t, dbtest.Options{})
-	keys := tenancy.NewStore(db)
-	s := web.New(web.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	s.SetAuth(tenancy.NewAuthenticator(keys).Require)
-	projects.Routes(s, projects.NewStore(db))
-	runs.Routes(s, runs.NewService(db, runs.DefaultConfig(), nil))
-	locks.Routes(s, locks.NewStore(db)) // the fuzz and bad-input cases send lock requests too
-	srv := httptest.NewServer(apitest.Checked(t, s))
-	t.Cleanup(srv.Close)
+	// The database keeps its own clock: the list filters are asked about the real time.
+	s := apitest.New(t, apitest.Config{DB: dbtest.SQLite().Open(t, dbtest.Options{}), Serve: true})
+	db, keys := s.DB, s.Keys
 	ctx := context.Background()
-	e := &httpEnv{t: t, url: srv.URL, db: db}
+	e := &httpEnv{t: t, url: s.URL, db: db}
 	var err error
 	mk := func(tenant, role string) string {
 		k, _, kerr := keys.CreateKey(ctx, tenant, role)
@@ -59,6 +47,7 @@ func newHTTPEnv(t testing.TB) *httpEnv {
 	if _, _, err := projects.NewStore(db).Put(ctx, "acme", "p1", projects.Change{}); err != nil {
 		t.Fatal(err)
 	}
+	s.ActivateRelease(t, e.runtime, "r1", "1.0") // the release claimBody names
 	return e
 }
 

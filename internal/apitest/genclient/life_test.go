@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apitest/genclient"
-	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -26,12 +24,9 @@ func TestGeneratedClientDrivesARun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	db := dbtest.SQLite().Open(t, dbtest.Options{})
-	a := app.New(db, app.Config{Logger: apitest.Quiet()})
-	srv := httptest.NewServer(apitest.Checked(t, a.Server))
-	t.Cleanup(srv.Close)
-	tenant := dbtest.NewTenant(t, db)
-	keys := tenancy.NewStore(db)
+	srv := apitest.New(t, apitest.Config{DB: dbtest.SQLite().Open(t, dbtest.Options{}), Serve: true})
+	tenant := dbtest.NewTenant(t, srv.DB)
+	keys := srv.Keys
 	client := func(role string) *genclient.ClientWithResponses {
 		key, _, err := keys.CreateKey(ctx, tenant, role)
 		if err != nil {

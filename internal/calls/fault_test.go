@@ -1,4 +1,4 @@
-package calls
+package calls_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -23,16 +24,16 @@ func TestRecordLosesASequenceRace(t *testing.T) {
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
 		t.Parallel()
 		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-		s := NewStore(e.DB, e.Svc)
+		s := calls.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
 		inject := func(id any, seq int32, hash string) *atomic.Bool {
 			var ran atomic.Bool
 			e.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
-				if st.Query != s.q.insert || ran.Swap(true) {
+				if st.Query != calls.InsertQuery(s) || ran.Swap(true) {
 					return nil
 				}
-				var c Call
-				return tx.GetContext(ctx, &c, s.q.insert, id, cl.Attempt.AttemptID, e.Tenant, seq, int32(api.CallHTTP),
+				var c calls.Call
+				return tx.GetContext(ctx, &c, calls.InsertQuery(s), id, cl.Attempt.AttemptID, e.Tenant, seq, int32(api.CallHTTP),
 					"https://example.test/", hash, nil, tx.Dialect.Time(e.Clock.Now()))
 			})
 			t.Cleanup(func() { e.DB.SetStatementHook(nil) })
@@ -40,7 +41,7 @@ func TestRecordLosesASequenceRace(t *testing.T) {
 		}
 		winner := ids.New()
 		ran := inject(winner, 7, "h")
-		n := Draft{Sequence: 7, Kind: api.CallHTTP, Target: "https://example.test/", RequestHash: "h"}
+		n := calls.Draft{Sequence: 7, Kind: api.CallHTTP, Target: "https://example.test/", RequestHash: "h"}
 		got, created, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, n)
 		if !ran.Load() || err != nil || created || got.CallID != winner || got.Version == 0 {
 			t.Fatalf("lost race, same hash: ran=%v created=%v err=%v got %+v, want the winner %s", ran.Load(), created, err, got, winner)
@@ -51,7 +52,7 @@ func TestRecordLosesASequenceRace(t *testing.T) {
 			t.Fatalf("lost race, other hash: ran=%v got %v, want sequence_conflict", ran.Load(), err)
 		}
 		e.DB.SetStatementHook(nil)
-		cs, err := s.List(e.Ctx, e.Tenant, cl.Attempt.AttemptID, Start, 10)
+		cs, err := s.List(e.Ctx, e.Tenant, cl.Attempt.AttemptID, calls.Start, 10)
 		if err != nil || len(cs) != 1 || cs[0].CallID != winner {
 			t.Fatalf("stored %+v %v, want the winner of sequence 7 only (the refused record rolled back its rival too)", cs, err)
 		}
@@ -66,28 +67,28 @@ func TestFinishLosesARace(t *testing.T) {
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
 		t.Parallel()
 		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-		s := NewStore(e.DB, e.Svc)
+		s := calls.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
-		c, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Draft{Sequence: 1, Kind: api.CallTool, Target: "t", RequestHash: "h"})
+		c, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, calls.Draft{Sequence: 1, Kind: api.CallTool, Target: "t", RequestHash: "h"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		receipt := "receipt://1"
-		var first Call
+		var first calls.Call
 		var ran atomic.Bool
 		e.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
-			if st.Query != s.q.finish || ran.Swap(true) {
+			if st.Query != calls.FinishQuery(s) || ran.Swap(true) {
 				return nil
 			}
-			return tx.GetContext(ctx, &first, s.q.finish, e.Tenant, cl.Attempt.AttemptID, c.CallID, Succeeded, &receipt,
+			return tx.GetContext(ctx, &first, calls.FinishQuery(s), e.Tenant, cl.Attempt.AttemptID, c.CallID, calls.Succeeded, &receipt,
 				tx.Dialect.Time(e.Clock.Now()), nil)
 		})
 		defer e.DB.SetStatementHook(nil)
-		got, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, Finish{Status: Succeeded, ReceiptRef: &receipt})
-		if !ran.Load() || err != nil || got.Version != first.Version || got.Status != Succeeded {
+		got, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded, ReceiptRef: &receipt})
+		if !ran.Load() || err != nil || got.Version != first.Version || got.Status != calls.Succeeded {
 			t.Fatalf("repeat after a concurrent finish: ran=%v %+v %v", ran.Load(), got, err)
 		}
-		if _, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, Finish{Status: Failed}); !apperr.Is(err, api.CodeIllegalTransition) {
+		if _, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Failed}); !apperr.Is(err, api.CodeIllegalTransition) {
 			t.Fatalf("another finish: got %v, want illegal_transition", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package delegations
+package delegations_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -27,13 +28,13 @@ func TestCreateLosesTheChildKeyToAConcurrentCreate(t *testing.T) {
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
 		t.Parallel()
 		e := apitest.NewEnvWith(t, tgt, apitest.EnvConfig{Epoch: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
-			Hooks: []runs.Hooks{Hooks()}})
-		s := NewStore(e.DB, e.Svc)
+			Hooks: []runs.Hooks{delegations.Hooks()}})
+		s := delegations.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
 		key := "child-once"
-		req := Request{Purpose: "p", Child: runs.Spec{ProjectID: "p1", Subject: "child", Kind: "k", AgentID: "sub",
+		req := delegations.Request{Purpose: "p", Child: runs.Spec{ProjectID: "p1", Subject: "child", Kind: "k", AgentID: "sub",
 			StepID: uuid.New(), SnapshotID: uuid.New(), Band: api.BandBatch, MaxAttempts: 3, MaxCorrections: 3, IdempotencyKey: &key}}
-		var winner Delegation
+		var winner delegations.Delegation
 		var ran atomic.Bool
 		e.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
 			if !strings.Contains(st.Query, "INSERT INTO Runs") && !strings.Contains(st.Query, "INSERT INTO dbo.Runs") || ran.Swap(true) {
@@ -46,8 +47,8 @@ func TestCreateLosesTheChildKeyToAConcurrentCreate(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return tx.GetContext(ctx, &winner, s.q.insert, ids.New(), cl.Attempt.AttemptID, e.Tenant, child.RunID, "sub", "p",
-				child.Depth, StatusOf(child), tx.Dialect.Time(e.Clock.Now()))
+			return tx.GetContext(ctx, &winner, delegations.InsertQuery(s), ids.New(), cl.Attempt.AttemptID, e.Tenant, child.RunID, "sub", "p",
+				child.Depth, delegations.StatusOf(child), tx.Dialect.Time(e.Clock.Now()))
 		})
 		defer e.DB.SetStatementHook(nil)
 		got, created, err := s.Create(e.Ctx, e.Caller, cl.Attempt.AttemptID, cl.Lease.FencingToken, req)
