@@ -62,9 +62,9 @@ func StatusOf(run runs.Run) string {
 		return StatusRunning
 	}
 	switch {
-	case run.Outcome != nil && *run.Outcome == runs.OutcomeSucceeded:
+	case run.Outcome != nil && *run.Outcome == api.OutcomeSucceeded:
 		return StatusSucceeded
-	case run.Outcome != nil && *run.Outcome == runs.OutcomeCancelled:
+	case run.Outcome != nil && *run.Outcome == api.OutcomeCancelled:
 		return StatusCancelled
 	}
 	return StatusFailed

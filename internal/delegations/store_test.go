@@ -146,7 +146,7 @@ var storeCases = []storeCase{
 			t.Fatal(err)
 		}
 		e.wantStatus(&d, delegations.StatusFailed)
-		if run, _ := e.Svc.Get(e.Ctx, e.Tenant, d.ChildRunID); run.Outcome == nil || *run.Outcome != runs.OutcomeExhausted {
+		if run, _ := e.Svc.Get(e.Ctx, e.Tenant, d.ChildRunID); run.Outcome == nil || *run.Outcome != api.OutcomeExhausted {
 			t.Fatalf("child run %+v, want ended exhausted", run)
 		}
 	}},

@@ -324,7 +324,7 @@ func TestConcurrentLeaseHistory(t *testing.T) {
 			if n != nil {
 				accepted = n.(*atomic.Int64).Load()
 			}
-			if accepted != 1 || r.Outcome == nil || *r.Outcome != runs.OutcomeSucceeded {
+			if accepted != 1 || r.Outcome == nil || *r.Outcome != api.OutcomeSucceeded {
 				t.Errorf("run %s: %d completions accepted, outcome %v; want exactly one", id, accepted, r.Outcome)
 			}
 		}

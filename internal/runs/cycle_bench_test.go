@@ -155,7 +155,7 @@ func BenchmarkCycle(b *testing.B) {
 		if err != nil {
 			b.Fatalf("run %s: %v", id, err)
 		}
-		if r.State != api.RunEnded || r.Outcome == nil || *r.Outcome != runs.OutcomeSucceeded || r.Epoch != 1 {
+		if r.State != api.RunEnded || r.Outcome == nil || *r.Outcome != api.OutcomeSucceeded || r.Epoch != 1 {
 			b.Fatalf("run %s: state %s outcome %v epoch %d, want ended, succeeded, under its first lease", id, r.State, r.Outcome, r.Epoch)
 		}
 	}

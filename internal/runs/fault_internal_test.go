@@ -218,7 +218,7 @@ var faultCases = []struct {
 		// is its head by then.
 		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
-			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, OutcomeCancelled, tx.Dialect.Time(now)); err != nil {
+			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, api.OutcomeCancelled, tx.Dialect.Time(now)); err != nil {
 				return err
 			}
 			_, err := e.svc.syncHead(ctx, tx, e.tenant, "s")
@@ -229,7 +229,7 @@ var faultCases = []struct {
 		if cl.Run.RunID != second.RunID {
 			t.Fatalf("claimed %v, want the subject's next run %v", cl.Run.RunID, second.RunID)
 		}
-		if got := e.get(t, head.RunID); got.State != api.RunEnded || *got.Outcome != OutcomeCancelled {
+		if got := e.get(t, head.RunID); got.State != api.RunEnded || *got.Outcome != api.OutcomeCancelled {
 			t.Fatalf("the cancelled head: %+v", got)
 		}
 		e.agree()
@@ -251,7 +251,7 @@ var faultCases = []struct {
 			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash); err != nil {
 				return err
 			}
-			_, _, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, OutcomeSucceeded,
+			_, _, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
 				tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
 			return err
 		})
@@ -303,7 +303,7 @@ var faultCases = []struct {
 				Run
 				SubjectQueued bool `db:"SubjectQueued"`
 			}
-			if err := tx.GetContext(ctx, &out, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, OutcomeSucceeded,
+			if err := tx.GetContext(ctx, &out, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
 				tx.Dialect.Time(f.Now), f.Run.Attempt, nil); err != nil {
 				return err
 			}

@@ -19,8 +19,8 @@ type Completion struct {
 	OutcomeHash *string
 }
 
-var completionOutcome = map[api.AttemptState]string{
-	api.AttemptSucceeded: OutcomeSucceeded, api.AttemptFailed: OutcomeFailed, api.AttemptCancelled: OutcomeCancelled,
+var completionOutcome = map[api.AttemptState]api.RunOutcome{
+	api.AttemptSucceeded: api.OutcomeSucceeded, api.AttemptFailed: api.OutcomeFailed, api.AttemptCancelled: api.OutcomeCancelled,
 }
 
 // Complete ends the attempt and its run. An exact repeat (same state and outcome hash,
@@ -175,7 +175,7 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query s
 // as leaveLease does for a leased run, recomputes its subject's head and tells the hooks.
 // The caller holds the subject lock and the run's. moved is syncHead's hint that the
 // subject's next queued run became its head, for the caller to wake claimers after commit.
-func (s *Service) endQueued(ctx context.Context, tx *sqldb.Tx, run Run, outcome string, now time.Time) (out Run, moved bool, err error) {
+func (s *Service) endQueued(ctx context.Context, tx *sqldb.Tx, run Run, outcome api.RunOutcome, now time.Time) (out Run, moved bool, err error) {
 	if out, err = s.getBy(ctx, tx, s.q.endQueued, run.RunID, outcome, tx.Dialect.Time(now)); err != nil {
 		return Run{}, false, err
 	}
@@ -186,14 +186,14 @@ func (s *Service) endQueued(ctx context.Context, tx *sqldb.Tx, run Run, outcome 
 }
 
 // endOutcome says how a run leaving its lease ends, or "" when it queues again.
-func endOutcome(run Run, spent int, now time.Time) string {
+func endOutcome(run Run, spent int, now time.Time) api.RunOutcome {
 	switch {
 	case run.CancelRequestedAt != nil:
-		return OutcomeCancelled
+		return api.OutcomeCancelled
 	case spent >= run.MaxAttempts:
-		return OutcomeExhausted
+		return api.OutcomeExhausted
 	case run.DeadlineAt != nil && !now.Before(*run.DeadlineAt):
-		return OutcomeDeadline
+		return api.OutcomeDeadline
 	}
 	return ""
 }

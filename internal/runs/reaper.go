@@ -169,7 +169,7 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 		if run.State != api.RunQueued || run.DeadlineAt == nil || !run.DeadlineAt.Before(now) {
 			return nil
 		}
-		if _, moved, err = s.endQueued(ctx, tx, run, OutcomeDeadline, now); err != nil {
+		if _, moved, err = s.endQueued(ctx, tx, run, api.OutcomeDeadline, now); err != nil {
 			return err
 		}
 		ended = true

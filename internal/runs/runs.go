@@ -25,15 +25,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// Outcomes of an ended run (stored as the wire string).
-const (
-	OutcomeSucceeded = string(api.OutcomeSucceeded)
-	OutcomeFailed    = string(api.OutcomeFailed)
-	OutcomeCancelled = string(api.OutcomeCancelled)
-	OutcomeExhausted = string(api.OutcomeExhausted)
-	OutcomeDeadline  = string(api.OutcomeDeadline)
-)
-
 // JSONText is a JSON document stored as text and sent as itself.
 type JSONText []byte
 
@@ -114,7 +105,7 @@ type Run struct {
 	DueAt              time.Time        `db:"DueAt"`
 	DeadlineAt         *time.Time       `db:"DeadlineAt"`
 	EndedAt            *time.Time       `db:"EndedAt"`
-	Outcome            *string          `db:"Outcome"`
+	Outcome            *api.RunOutcome  `db:"Outcome"`
 	ErrorCode          *string          `db:"ErrorCode"`
 	ErrorMessage       *string          `db:"ErrorMessage"`
 	CancelRequestedAt  *time.Time       `db:"CancelRequestedAt"`

@@ -440,7 +440,7 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 		case run.State != seen.State:
 			return errStateMoved
 		case run.State == api.RunQueued:
-			out, moved, err = s.endQueued(ctx, tx, run, OutcomeCancelled, now)
+			out, moved, err = s.endQueued(ctx, tx, run, api.OutcomeCancelled, now)
 		case run.CancelRequestedAt == nil:
 			out, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
 		default:

@@ -343,7 +343,7 @@ var leaseCases = []leaseCase{
 			t.Fatalf("complete: %+v %v", a, err)
 		}
 		r := e.get(cl.Run.RunID)
-		if r.State != api.RunEnded || r.Outcome == nil || *r.Outcome != runs.OutcomeFailed || r.EndedAt == nil {
+		if r.State != api.RunEnded || r.Outcome == nil || *r.Outcome != api.OutcomeFailed || r.EndedAt == nil {
 			t.Fatalf("run after complete: %+v", r)
 		}
 		again, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptFailed, OutcomeHash: &hash})
@@ -393,7 +393,7 @@ var leaseCases = []leaseCase{
 			t.Fatal(err)
 		}
 		got = e.get(r.RunID)
-		if got.State != api.RunEnded || *got.Outcome != runs.OutcomeExhausted || got.Attempt != 2 {
+		if got.State != api.RunEnded || *got.Outcome != api.OutcomeExhausted || got.Attempt != 2 {
 			t.Fatalf("release at the limit: %+v, want ended exhausted", got)
 		}
 		e.agree()
@@ -415,7 +415,7 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, 1, runs.Release{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(r.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeDeadline {
+		if got := e.get(r.RunID); got.State != api.RunEnded || *got.Outcome != api.OutcomeDeadline {
 			t.Fatalf("release past the deadline: %+v", got)
 		}
 	}},
@@ -470,10 +470,10 @@ var leaseCases = []leaseCase{
 		if _, err := e.svc.Reap(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(last.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeExhausted {
+		if got := e.get(last.RunID); got.State != api.RunEnded || *got.Outcome != api.OutcomeExhausted {
 			t.Fatalf("run at its limit: %+v", got)
 		}
-		if got := e.get(cancelled.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeCancelled {
+		if got := e.get(cancelled.RunID); got.State != api.RunEnded || *got.Outcome != api.OutcomeCancelled {
 			t.Fatalf("run with a cancel pending: %+v", got)
 		}
 		e.agree()
@@ -487,7 +487,7 @@ var leaseCases = []leaseCase{
 		if err != nil || res.Overdue != 1 {
 			t.Fatalf("reap: %+v %v", res, err)
 		}
-		if got := e.get(r.RunID); got.State != api.RunEnded || *got.Outcome != runs.OutcomeDeadline {
+		if got := e.get(r.RunID); got.State != api.RunEnded || *got.Outcome != api.OutcomeDeadline {
 			t.Fatalf("overdue run: %+v", got)
 		}
 	}},
@@ -495,7 +495,7 @@ var leaseCases = []leaseCase{
 		e := newEnv(t, tgt)
 		q := e.enqueue(spec("queued"))
 		got, err := e.svc.Cancel(e.ctx, e.tenant, q.RunID)
-		if err != nil || got.State != api.RunEnded || *got.Outcome != runs.OutcomeCancelled {
+		if err != nil || got.State != api.RunEnded || *got.Outcome != api.OutcomeCancelled {
 			t.Fatalf("cancel queued: %+v %v", got, err)
 		}
 		again, err := e.svc.Cancel(e.ctx, e.tenant, q.RunID)

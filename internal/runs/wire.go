@@ -10,22 +10,17 @@ import (
 
 // Wire returns the run as the API sends it.
 func (r Run) Wire() api.Run {
-	w := api.Run{
+	return api.Run{
 		RunID: r.RunID, ProjectID: r.ProjectID, EnvironmentID: r.EnvironmentID, Subject: r.Subject, Kind: r.Kind,
 		AgentID: r.AgentID, StepID: r.StepID, SnapshotID: r.SnapshotID, Input: json.RawMessage(r.Input),
 		Band: r.Band, State: r.State, Epoch: r.Epoch, HolderID: r.HolderID, LeaseSeconds: r.LeaseSeconds,
 		LeasedUntil: api.TimeOf(r.LeasedUntil), AttemptsSpent: r.Attempt, MaxAttempts: r.MaxAttempts,
 		MaxCorrections: r.MaxCorrections, QueuedAt: api.NewTime(r.QueuedAt), DueAt: api.NewTime(r.DueAt),
-		DeadlineAt: api.TimeOf(r.DeadlineAt), EndedAt: api.TimeOf(r.EndedAt), ErrorCode: r.ErrorCode,
-		ErrorMessage: r.ErrorMessage, CancelRequestedAt: api.TimeOf(r.CancelRequestedAt),
+		DeadlineAt: api.TimeOf(r.DeadlineAt), EndedAt: api.TimeOf(r.EndedAt), Outcome: r.Outcome,
+		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, CancelRequestedAt: api.TimeOf(r.CancelRequestedAt),
 		IdempotencyKey: r.IdempotencyKey, ParentRunID: ids.Ptr(r.ParentRunID), Depth: r.Depth,
 		ContinuedFromRunID: ids.Ptr(r.ContinuedFromRunID), CreatedBy: r.CreatedBy, Purged: r.Purged,
 	}
-	if r.Outcome != nil {
-		o := api.RunOutcome(*r.Outcome)
-		w.Outcome = &o
-	}
-	return w
 }
 
 // Wire returns the claim as the API sends it.
