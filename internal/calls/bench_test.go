@@ -62,7 +62,7 @@ func BenchmarkCallRecord(b *testing.B) {
 				return
 			}
 			if _, err := store.FinishCall(ctx, tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
-				calls.Finish{Status: calls.Succeeded, ReceiptRef: &receipt}); err != nil {
+				calls.Finish{Status: api.CallSucceeded, ReceiptRef: &receipt}); err != nil {
 				b.Errorf("finish %d: %v", seq, err)
 				return
 			}

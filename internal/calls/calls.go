@@ -22,22 +22,13 @@ import (
 	"github.com/ledger-dev/ledger/internal/validate"
 )
 
-// Call statuses, stored as the wire string (the seed's nvarchar(16)). A call starts
-// Started and finishes once, in Succeeded, Failed or Denied, or is Abandoned when its
-// attempt ends first.
-const (
-	Started   = string(api.CallStarted)
-	Succeeded = string(api.CallSucceeded)
-	Failed    = string(api.CallFailed)
-	Denied    = string(api.CallDenied)
-	Abandoned = string(api.CallAbandoned)
-)
-
 // Finished reports whether status is one a holder finishes a call in (Abandoned is not:
 // only the end of the attempt sets it).
-func Finished(status string) bool { return api.CallFinishStatus(status).Valid() }
+func Finished(status api.CallStatus) bool { return api.CallFinishStatus(status).Valid() }
 
-// Call is one call record of an attempt.
+// Call is one call record of an attempt. Its Status starts Started and finishes once, in
+// Succeeded, Failed or Denied, or is Abandoned when the attempt ends first (stored as the wire
+// string, the seed's nvarchar(16)).
 type Call struct {
 	CallID           uuid.UUID        `db:"CallId"`
 	AttemptID        uuid.UUID        `db:"AttemptId"`
@@ -48,7 +39,7 @@ type Call struct {
 	RequestHash      string           `db:"RequestHash"`
 	PolicyDecisionID uuid.NullUUID    `db:"PolicyDecisionId"`
 	ReceiptRef       *string          `db:"ReceiptRef"`
-	Status           string           `db:"Status"`
+	Status           api.CallStatus   `db:"Status"`
 	StartedAt        time.Time        `db:"StartedAt"`
 	EndedAt          *time.Time       `db:"EndedAt"`
 	Version          sqldb.RowVersion `db:"Version"`
@@ -58,7 +49,7 @@ type Call struct {
 func (c Call) Wire() api.Call {
 	return api.Call{CallID: c.CallID, AttemptID: c.AttemptID, Sequence: int32(c.Sequence), Kind: c.Kind,
 		Target: c.Target, RequestHash: c.RequestHash, PolicyDecisionID: ids.Ptr(c.PolicyDecisionID),
-		ReceiptRef: c.ReceiptRef, Status: api.CallStatus(c.Status), StartedAt: api.NewTime(c.StartedAt),
+		ReceiptRef: c.ReceiptRef, Status: c.Status, StartedAt: api.NewTime(c.StartedAt),
 		EndedAt: api.TimeOf(c.EndedAt)}
 }
 
@@ -95,7 +86,7 @@ func (n Draft) Validate() error {
 // Finish is how a call ended.
 type Finish struct {
 	// Status is Succeeded, Failed or Denied.
-	Status     string
+	Status     api.CallStatus
 	ReceiptRef *string
 	// IfMatch, when set, is the condition (If-Match) the current version must meet (412
 	// otherwise).

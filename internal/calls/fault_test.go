@@ -80,15 +80,15 @@ func TestFinishLosesARace(t *testing.T) {
 			if st.Query != calls.FinishQuery(s) || ran.Swap(true) {
 				return nil
 			}
-			return tx.GetContext(ctx, &first, calls.FinishQuery(s), e.Tenant, cl.Attempt.AttemptID, c.CallID, calls.Succeeded, &receipt,
+			return tx.GetContext(ctx, &first, calls.FinishQuery(s), e.Tenant, cl.Attempt.AttemptID, c.CallID, api.CallSucceeded, &receipt,
 				tx.Dialect.Time(e.Clock.Now()), nil)
 		})
 		defer e.DB.SetStatementHook(nil)
-		got, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded, ReceiptRef: &receipt})
-		if !ran.Load() || err != nil || got.Version != first.Version || got.Status != calls.Succeeded {
+		got, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: api.CallSucceeded, ReceiptRef: &receipt})
+		if !ran.Load() || err != nil || got.Version != first.Version || got.Status != api.CallSucceeded {
 			t.Fatalf("repeat after a concurrent finish: ran=%v %+v %v", ran.Load(), got, err)
 		}
-		if _, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Failed}); !apperr.Is(err, api.CodeIllegalTransition) {
+		if _, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: api.CallFailed}); !apperr.Is(err, api.CodeIllegalTransition) {
 			t.Fatalf("another finish: got %v, want illegal_transition", err)
 		}
 	})

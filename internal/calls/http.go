@@ -94,7 +94,7 @@ func (h handlers) finish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := Finish{Status: string(req.Status), ReceiptRef: req.ReceiptRef, IfMatch: ifMatch}
+	f := Finish{Status: api.CallStatus(req.Status), ReceiptRef: req.ReceiptRef, IfMatch: ifMatch}
 	call, err := h.store.FinishCall(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, callID, req.FencingToken, f)
 	if err != nil {
 		return err

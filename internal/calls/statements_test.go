@@ -27,7 +27,7 @@ func TestRecordAndFinishAreTwoStatements(t *testing.T) {
 			t.Fatalf("record: %v, %d statements %q, want at most 2", err, len(got), got)
 		}
 		stop = apitest.Statements(e.DB)
-		_, err = s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
+		_, err = s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: api.CallSucceeded})
 		if got := stop(); err != nil || len(got) > 2 {
 			t.Fatalf("finish: %v, %d statements %q, want at most 2", err, len(got), got)
 		}

@@ -63,7 +63,7 @@ var storeCases = []struct {
 			open := e.record(cl, call(0, "r0"))
 			done := e.record(cl, call(1, "r1"))
 			done, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, done.CallID, cl.Lease.FencingToken,
-				calls.Finish{Status: calls.Denied})
+				calls.Finish{Status: api.CallDenied})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,22 +80,22 @@ var storeCases = []struct {
 			endedAt := e.Clock.Now() // the clock moves only when the test says so
 
 			got := e.get(cl, open.CallID)
-			if got.Status != calls.Abandoned || got.EndedAt == nil || !got.EndedAt.Equal(endedAt) || got.Version <= open.Version ||
+			if got.Status != api.CallAbandoned || got.EndedAt == nil || !got.EndedAt.Equal(endedAt) || got.Version <= open.Version ||
 				got.Sequence != open.Sequence || got.RequestHash != open.RequestHash || !got.StartedAt.Equal(open.StartedAt) {
 				t.Fatalf("%s: open call after the attempt ended %+v, want abandoned at %s", end.name, got, endedAt)
 			}
-			if g := e.get(cl, done.CallID); g.Status != calls.Denied || g.Version != done.Version || !g.EndedAt.Equal(*done.EndedAt) {
+			if g := e.get(cl, done.CallID); g.Status != api.CallDenied || g.Version != done.Version || !g.EndedAt.Equal(*done.EndedAt) {
 				t.Fatalf("%s: finished call changed: %+v, was %+v", end.name, g, done)
 			}
-			if g := e.get(bystander, kept.CallID); g.Status != calls.Started || g.Version != kept.Version {
+			if g := e.get(bystander, kept.CallID); g.Status != api.CallStarted || g.Version != kept.Version {
 				t.Fatalf("%s: another attempt's call changed: %+v", end.name, g)
 			}
 			// The holder can no longer finish it: the fence refuses, and nothing changes.
 			if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, open.CallID, cl.Lease.FencingToken,
-				calls.Finish{Status: calls.Succeeded}); err == nil || apperr.CodeOf(err) == api.CodeInternal {
+				calls.Finish{Status: api.CallSucceeded}); err == nil || apperr.CodeOf(err) == api.CodeInternal {
 				t.Fatalf("%s: finishing an abandoned call: %v, want a fence refusal", end.name, err)
 			}
-			if g := e.get(cl, open.CallID); g.Status != calls.Abandoned || g.Version != got.Version {
+			if g := e.get(cl, open.CallID); g.Status != api.CallAbandoned || g.Version != got.Version {
 				t.Fatalf("%s: refused finish changed the call: %+v", end.name, g)
 			}
 			e.Complete(bystander)
@@ -107,7 +107,7 @@ var storeCases = []struct {
 		theirs := o.Lease()
 		o.record(theirs, call(0, "r0"))
 		o.Complete(theirs)
-		if g := e.get(mine, c.CallID); g.Status != calls.Started || g.Version != c.Version {
+		if g := e.get(mine, c.CallID); g.Status != api.CallStarted || g.Version != c.Version {
 			t.Fatalf("another tenant's ended attempt changed this tenant's call: %+v", g)
 		}
 	}},
@@ -118,7 +118,7 @@ var storeCases = []struct {
 		n.Kind, n.PolicyDecisionID = api.CallModel, &policy
 		c := e.record(cl, n)
 		if c.CallID == uuid.Nil || c.AttemptID != cl.Attempt.AttemptID || c.Sequence != 0 || c.Kind != api.CallModel ||
-			c.Target != n.Target || c.RequestHash != "r0" || c.Status != calls.Started || !c.StartedAt.Equal(epoch) ||
+			c.Target != n.Target || c.RequestHash != "r0" || c.Status != api.CallStarted || !c.StartedAt.Equal(epoch) ||
 			c.EndedAt != nil || c.ReceiptRef != nil || c.Version == 0 || !c.PolicyDecisionID.Valid || c.PolicyDecisionID.UUID != policy {
 			t.Fatalf("recorded %+v", c)
 		}
@@ -159,18 +159,18 @@ var storeCases = []struct {
 		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
 		done, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
-			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
+			calls.Finish{Status: api.CallSucceeded, ReceiptRef: ptr("receipt://1")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.Complete(cl)
 		// The record repeat answers the row as it now is (finished).
 		again, created, err := e.store.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, call(0, "r"))
-		if err != nil || created || again.CallID != c.CallID || again.Status != calls.Succeeded || again.Version != done.Version {
+		if err != nil || created || again.CallID != c.CallID || again.Status != api.CallSucceeded || again.Version != done.Version {
 			t.Fatalf("record repeat after complete: created=%v err=%v %+v", created, err, again)
 		}
 		fin, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
-			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
+			calls.Finish{Status: api.CallSucceeded, ReceiptRef: ptr("receipt://1")})
 		if err != nil || fin.Version != done.Version {
 			t.Fatalf("finish repeat after complete: %+v %v", fin, err)
 		}
@@ -180,7 +180,7 @@ var storeCases = []struct {
 			t.Fatalf("record repeat with another token: got %v, want stale_lease", err)
 		}
 		_, err = e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken+1,
-			calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("receipt://1")})
+			calls.Finish{Status: api.CallSucceeded, ReceiptRef: ptr("receipt://1")})
 		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("finish repeat with another token: got %v, want stale_lease", err)
 		}
@@ -207,11 +207,11 @@ var storeCases = []struct {
 		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("record on the new attempt with the old token: got %v, want stale_lease", err)
 		}
-		_, err = e.store.FinishCall(e.Ctx, e.Tenant, old.Attempt.AttemptID, c.CallID, old.Lease.FencingToken, calls.Finish{Status: calls.Failed})
+		_, err = e.store.FinishCall(e.Ctx, e.Tenant, old.Attempt.AttemptID, c.CallID, old.Lease.FencingToken, calls.Finish{Status: api.CallFailed})
 		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("finish on the old attempt: got %v, want stale_lease", err)
 		}
-		if got := e.get(old, c.CallID); got.Status != calls.Abandoned || got.Version != c.Version || !got.EndedAt.Equal(*c.EndedAt) {
+		if got := e.get(old, c.CallID); got.Status != api.CallAbandoned || got.Version != c.Version || !got.EndedAt.Equal(*c.EndedAt) {
 			t.Fatalf("refused finish changed the call: %+v, was %+v", got, c)
 		}
 		if cs := e.all(old.Attempt.AttemptID); len(cs) != 1 {
@@ -230,11 +230,11 @@ var storeCases = []struct {
 		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("record at the lease's end: got %v, want lease_expired", err)
 		}
-		_, err = e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
+		_, err = e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: api.CallSucceeded})
 		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("finish at the lease's end: got %v, want lease_expired", err)
 		}
-		if cs := e.all(cl.Attempt.AttemptID); len(cs) != 1 || cs[0].Status != calls.Started || cs[0].Version != c.Version {
+		if cs := e.all(cl.Attempt.AttemptID); len(cs) != 1 || cs[0].Status != api.CallStarted || cs[0].Version != c.Version {
 			t.Fatalf("stored %+v, want the started call alone, unchanged", cs)
 		}
 	}},
@@ -243,12 +243,12 @@ var storeCases = []struct {
 		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
 		e.Clock.Advance(2 * time.Second)
-		f := calls.Finish{Status: calls.Denied, ReceiptRef: ptr("receipt://denied/1")}
+		f := calls.Finish{Status: api.CallDenied, ReceiptRef: ptr("receipt://denied/1")}
 		done, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done.Status != calls.Denied || done.ReceiptRef == nil || *done.ReceiptRef != "receipt://denied/1" ||
+		if done.Status != api.CallDenied || done.ReceiptRef == nil || *done.ReceiptRef != "receipt://denied/1" ||
 			done.EndedAt == nil || !done.EndedAt.Equal(epoch.Add(2*time.Second)) || done.Version <= c.Version ||
 			!done.StartedAt.Equal(c.StartedAt) || done.RequestHash != c.RequestHash {
 			t.Fatalf("finished %+v", done)
@@ -259,22 +259,22 @@ var storeCases = []struct {
 			t.Fatalf("repeat finish: %+v %v, want the stored row unchanged", again, err)
 		}
 		for _, other := range []calls.Finish{
-			{Status: calls.Failed, ReceiptRef: ptr("receipt://denied/1")},
-			{Status: calls.Denied, ReceiptRef: ptr("receipt://other")},
-			{Status: calls.Denied},
+			{Status: api.CallFailed, ReceiptRef: ptr("receipt://denied/1")},
+			{Status: api.CallDenied, ReceiptRef: ptr("receipt://other")},
+			{Status: api.CallDenied},
 		} {
 			_, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other)
 			if !apperr.Is(err, api.CodeIllegalTransition) {
 				t.Fatalf("another finish %+v: got %v, want illegal_transition", other, err)
 			}
 		}
-		if got := e.get(cl, c.CallID); got.Version != done.Version || got.Status != calls.Denied {
+		if got := e.get(cl, c.CallID); got.Version != done.Version || got.Status != api.CallDenied {
 			t.Fatalf("refused finishes changed the call: %+v", got)
 		}
 		// A finish without a receipt stores none.
 		c2 := e.record(cl, call(1, "r"))
 		if d2, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c2.CallID, cl.Lease.FencingToken,
-			calls.Finish{Status: calls.Failed}); err != nil || d2.ReceiptRef != nil || d2.Status != calls.Failed {
+			calls.Finish{Status: api.CallFailed}); err != nil || d2.ReceiptRef != nil || d2.Status != api.CallFailed {
 			t.Fatalf("finish without receipt: %+v %v", d2, err)
 		}
 	}},
@@ -283,17 +283,17 @@ var storeCases = []struct {
 		cl := e.Lease()
 		c := e.record(cl, call(0, "r"))
 		stale := c.Version - 1
-		f := calls.Finish{Status: calls.Succeeded, IfMatch: &stale}
+		f := calls.Finish{Status: api.CallSucceeded, IfMatch: &stale}
 		if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, api.CodePreconditionFailed) {
 			t.Fatalf("stale If-Match: got %v, want precondition_failed", err)
 		}
-		if got := e.get(cl, c.CallID); got.Status != calls.Started || got.Version != c.Version {
+		if got := e.get(cl, c.CallID); got.Status != api.CallStarted || got.Version != c.Version {
 			t.Fatalf("refused finish changed the call: %+v", got)
 		}
 		v := c.Version
 		f.IfMatch = &v
 		done, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f)
-		if err != nil || done.Status != calls.Succeeded {
+		if err != nil || done.Status != api.CallSucceeded {
 			t.Fatalf("current If-Match: %+v %v", done, err)
 		}
 		// A retry of the same request (same, now old, If-Match) answers as the first did.
@@ -302,7 +302,7 @@ var storeCases = []struct {
 			t.Fatalf("retried finish: %+v %v, want the stored row", again, err)
 		}
 		// Another finish with the old ETag fails the precondition first.
-		other := calls.Finish{Status: calls.Failed, IfMatch: &v}
+		other := calls.Finish{Status: api.CallFailed, IfMatch: &v}
 		if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, other); !apperr.Is(err, api.CodePreconditionFailed) {
 			t.Fatalf("another finish with an old ETag: got %v, want precondition_failed", err)
 		}
@@ -317,12 +317,12 @@ var storeCases = []struct {
 			"call of another attempt":  {other.Attempt.AttemptID, c.CallID},
 			"missing attempt and call": {uuid.New(), uuid.New()},
 		} {
-			_, err := e.store.FinishCall(e.Ctx, e.Tenant, ids[0], ids[1], cl.Lease.FencingToken, calls.Finish{Status: calls.Succeeded})
+			_, err := e.store.FinishCall(e.Ctx, e.Tenant, ids[0], ids[1], cl.Lease.FencingToken, calls.Finish{Status: api.CallSucceeded})
 			if !apperr.Is(err, api.CodeNotFound) {
 				t.Fatalf("%s: got %v, want not_found", name, err)
 			}
 		}
-		if got := e.get(cl, c.CallID); got.Status != calls.Started {
+		if got := e.get(cl, c.CallID); got.Status != api.CallStarted {
 			t.Fatalf("call changed: %+v", got)
 		}
 	}},
@@ -337,7 +337,7 @@ var storeCases = []struct {
 				t.Fatalf("other tenant records sequence %d: got %v, want not_found", n.Sequence, err)
 			}
 		}
-		if _, err := o.store.FinishCall(o.Ctx, o.Tenant, id, mine.CallID, token, calls.Finish{Status: calls.Failed}); !apperr.Is(err, api.CodeNotFound) {
+		if _, err := o.store.FinishCall(o.Ctx, o.Tenant, id, mine.CallID, token, calls.Finish{Status: api.CallFailed}); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant finishes: got %v, want not_found", err)
 		}
 		if _, err := o.store.List(o.Ctx, o.Tenant, id, calls.Start, 10); !apperr.Is(err, api.CodeNotFound) {
@@ -346,7 +346,7 @@ var storeCases = []struct {
 		if _, err := o.store.Get(o.Ctx, o.Tenant, id, mine.CallID); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("other tenant reads: got %v, want not_found", err)
 		}
-		if cs := e.all(id); len(cs) != 1 || cs[0].Status != calls.Started || cs[0].Version != mine.Version {
+		if cs := e.all(id); len(cs) != 1 || cs[0].Status != api.CallStarted || cs[0].Version != mine.Version {
 			t.Fatalf("owner's calls changed: %+v", cs)
 		}
 	}},
@@ -403,7 +403,7 @@ var storeCases = []struct {
 		for i := range n {
 			wg.Go(func() {
 				d, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
-					calls.Finish{Status: calls.Succeeded, ReceiptRef: ptr("rc")})
+					calls.Finish{Status: api.CallSucceeded, ReceiptRef: ptr("rc")})
 				if err != nil {
 					t.Errorf("concurrent finish: %v", err)
 				}
@@ -442,12 +442,12 @@ var storeCases = []struct {
 			t.Fatalf("invalid records wrote %+v", cs)
 		}
 		c := e.record(cl, call(1<<31-1, "r"))
-		for _, f := range []calls.Finish{{Status: calls.Started}, {Status: "done"}, {Status: calls.Failed, ReceiptRef: ptr("")}} {
+		for _, f := range []calls.Finish{{Status: api.CallStarted}, {Status: "done"}, {Status: api.CallFailed, ReceiptRef: ptr("")}} {
 			if _, err := e.store.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, f); !apperr.Is(err, api.CodeInvalidRequest) {
 				t.Fatalf("finish %+v: got %v, want invalid_request", f, err)
 			}
 		}
-		if got := e.get(cl, c.CallID); got.Status != calls.Started || got.Version != c.Version {
+		if got := e.get(cl, c.CallID); got.Status != api.CallStarted || got.Version != c.Version {
 			t.Fatalf("invalid finishes changed the call: %+v", got)
 		}
 	}},

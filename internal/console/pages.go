@@ -382,7 +382,7 @@ func timelineRowOf(e history.TimelineEntry) timelineRow {
 		row.Status = "resumable"
 	case history.Call:
 		row.Summary = it.Kind.String() + " " + it.Target
-		row.Status = it.Status
+		row.Status = it.Status.String()
 		if it.EndedAt != nil {
 			row.Duration = fmtDuration(it.EndedAt.Sub(it.StartedAt))
 		} else {

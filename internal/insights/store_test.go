@@ -87,7 +87,7 @@ func (h *history) call(cl runs.Claimed, seq int, target string) calls.Call {
 	return c
 }
 
-func (h *history) finishCall(cl runs.Claimed, c calls.Call, status string) {
+func (h *history) finishCall(cl runs.Claimed, c calls.Call, status api.CallStatus) {
 	h.T.Helper()
 	if _, err := h.calls.FinishCall(h.Ctx, h.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken,
 		calls.Finish{Status: status}); err != nil {
@@ -119,11 +119,11 @@ func (h *history) script() {
 	h.at(12 * time.Second)
 	s1 := h.call(a1, 1, "search")
 	h.at(12*time.Second + 250*time.Millisecond)
-	h.finishCall(a1, s1, calls.Succeeded)
+	h.finishCall(a1, s1, api.CallSucceeded)
 	h.at(13 * time.Second)
 	s2 := h.call(a1, 2, "search")
 	h.at(14 * time.Second)
-	h.finishCall(a1, s2, calls.Failed)
+	h.finishCall(a1, s2, api.CallFailed)
 	h.at(20 * time.Second)
 	b1 := h.claim("rel-1", 3600, b)
 	h.at(30 * time.Second)
