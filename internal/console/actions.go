@@ -57,16 +57,17 @@ type decisionCursor struct {
 func (c *console) decisionsPage(ctx echo.Context) error {
 	status := ctx.QueryParam("status")
 	if status == "" {
-		status = decisions.StatusPending
+		status = string(api.DecisionPending)
 	}
 	project := strings.TrimSpace(ctx.QueryParam("project"))
 	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisionStatuses...), Project: project}
 	f := decisions.ListFilter{Limit: pageSize + 1, ProjectID: optional(project)}
 	if status != "all" {
-		if !api.DecisionStatus(status).Valid() {
+		st := api.DecisionStatus(status)
+		if !st.Valid() {
 			return c.notFound(ctx)
 		}
-		f.Status = &status
+		f.Status = &st
 	}
 	if cur, ok := decodeCursor[decisionCursor](ctx.QueryParam("cursor")); ok {
 		if at, err := parseTime(cur.At); err == nil && at != nil {

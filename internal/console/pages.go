@@ -393,7 +393,7 @@ func timelineRowOf(e history.TimelineEntry) timelineRow {
 		if it.Recommendation != nil {
 			row.Summary += " · recommends " + *it.Recommendation
 		}
-		row.Status = it.Status
+		row.Status = it.Status.String()
 		row.Link = "/ui/decisions/" + it.DecisionID.String()
 	case history.Delegation:
 		row.Summary = "delegated to " + it.ChildAgentID + ": " + it.Purpose

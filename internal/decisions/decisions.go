@@ -41,15 +41,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/waits"
 )
 
-// Decision statuses: the column holds the wire string.
-const (
-	StatusPending   = string(api.DecisionPending)
-	StatusApproved  = string(api.DecisionApproved)
-	StatusRejected  = string(api.DecisionRejected)
-	StatusExpired   = string(api.DecisionExpired)
-	StatusCancelled = string(api.DecisionCancelled)
-)
-
 // Decision is one decision request and, once closed, how it closed, with where it comes
 // from (the run, project, subject and agent of its attempt) so an inbox can show it.
 type Decision struct {
@@ -70,13 +61,13 @@ type Decision struct {
 	Recommendation *string          `db:"Recommendation"`
 	// Status is the effective status: a pending decision whose ExpiresAt has passed reads
 	// as expired before the background job marks it so.
-	Status      string           `db:"Status"`
-	RequestedAt time.Time        `db:"RequestedAt"`
-	AnsweredAt  *time.Time       `db:"AnsweredAt"`
-	Answer      json.RawMessage  `db:"-"`
-	AnsweredBy  *string          `db:"AnsweredBy"`
-	ExpiresAt   *time.Time       `db:"ExpiresAt"`
-	Version     sqldb.RowVersion `db:"Version"`
+	Status      api.DecisionStatus `db:"Status"`
+	RequestedAt time.Time          `db:"RequestedAt"`
+	AnsweredAt  *time.Time         `db:"AnsweredAt"`
+	Answer      json.RawMessage    `db:"-"`
+	AnsweredBy  *string            `db:"AnsweredBy"`
+	ExpiresAt   *time.Time         `db:"ExpiresAt"`
+	Version     sqldb.RowVersion   `db:"Version"`
 }
 
 // Item is the decision as a listing shows it: its wire form and its ETag.
@@ -87,7 +78,7 @@ func (d Decision) Item() api.DecisionItem {
 // Wire returns the decision as the API sends it.
 func (d Decision) Wire() api.Decision {
 	w := api.Decision{DecisionID: d.DecisionID, AttemptID: d.AttemptID, Kind: d.Kind, ProposalHash: d.ProposalHash,
-		Options: d.Options, Recommendation: d.Recommendation, Status: api.DecisionStatus(d.Status),
+		Options: d.Options, Recommendation: d.Recommendation, Status: d.Status,
 		RequestedAt: api.NewTime(d.RequestedAt), AnsweredAt: api.TimeOf(d.AnsweredAt), Answer: d.Answer,
 		AnsweredBy: d.AnsweredBy, ExpiresAt: api.TimeOf(d.ExpiresAt), ApprovalID: ids.Ptr(d.ApprovalID)}
 	// Every read joins the attempt (always there: a foreign key) and its run.
@@ -118,15 +109,15 @@ func (r row) decision(now time.Time) Decision {
 		d.Answer = json.RawMessage(r.AnswerJSON)
 	}
 	if expiredAt(d.Status, d.ExpiresAt, now) {
-		d.Status = StatusExpired
+		d.Status = api.DecisionExpired
 	}
 	return d
 }
 
 // expiredAt reports whether a decision stored with status is expired at now: pending, with
 // an ExpiresAt that is not after now. ExpirePending marks exactly these.
-func expiredAt(status string, expiresAt *time.Time, now time.Time) bool {
-	return status == StatusPending && expiresAt != nil && !expiresAt.After(now)
+func expiredAt(status api.DecisionStatus, expiresAt *time.Time, now time.Time) bool {
+	return status == api.DecisionPending && expiresAt != nil && !expiresAt.After(now)
 }
 
 // Request is what a holder asks.
@@ -141,8 +132,8 @@ type Request struct {
 
 // Answer is an admin's answer.
 type Answer struct {
-	// Status is StatusApproved or StatusRejected.
-	Status     string
+	// Status is Approved or Rejected.
+	Status     api.DecisionStatus
 	Answer     json.RawMessage // nil: none
 	ApprovalID *uuid.UUID
 	// KeyID is the answering key (AnsweredBy).
@@ -163,7 +154,7 @@ type Position struct {
 // ListFilter narrows the inbox.
 type ListFilter struct {
 	// Status, when set, matches the effective status.
-	Status *string
+	Status *api.DecisionStatus
 	// ProjectID, when set, keeps the decisions of that project's attempts.
 	ProjectID *string
 	// After continues a listing after this position (nil: from the start).
@@ -397,7 +388,7 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 // attempt's end in this process wakes it; another replica's is seen on the poll interval.
 func (s *Store) WaitClosed(ctx context.Context, tenantID string, id uuid.UUID, d time.Duration) (Decision, error) {
 	first, err := s.Get(ctx, tenantID, id)
-	if err != nil || d <= 0 || first.Status != StatusPending {
+	if err != nil || d <= 0 || first.Status != api.DecisionPending {
 		return first, err
 	}
 	return waits.Until(ctx, s.svc.Waits(), runs.AttemptKey(tenantID, first.AttemptID), d, s.svc.Config().PollInterval,
@@ -407,7 +398,7 @@ func (s *Store) WaitClosed(ctx context.Context, tenantID string, id uuid.UUID, d
 			if cur.ExpiresAt != nil {
 				expires = *cur.ExpiresAt // reads as expired from then on, with no write
 			}
-			return cur, cur.Status != StatusPending, expires, err
+			return cur, cur.Status != api.DecisionPending, expires, err
 		})
 }
 
@@ -420,7 +411,7 @@ const AnswerIfMatch = ifmatch.Required
 // whose current version does not meet the answer's If-Match (PreconditionRequired without
 // one, PreconditionFailed when stale).
 func answerable(d Decision, ifMatch sqldb.VersionMatcher) error {
-	if d.Status != StatusPending {
+	if d.Status != api.DecisionPending {
 		return apperr.New(api.CodeDecisionClosed, "the decision is %s, no longer pending", d.Status)
 	}
 	return ifmatch.Update(AnswerIfMatch, ifMatch, d.Version, "decision "+d.DecisionID.String())
@@ -495,7 +486,7 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Deci
 
 // Rank is d's group in the pending-first inbox: 0 pending, 1 any other status.
 func Rank(d Decision) int {
-	if d.Status == StatusPending {
+	if d.Status == api.DecisionPending {
 		return 0
 	}
 	return 1

@@ -46,10 +46,10 @@ func FuzzDecisionRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status != http.StatusOK && (got.Version != d.Version || got.Status != decisions.StatusPending) {
+		if r.Status != http.StatusOK && (got.Version != d.Version || got.Status != api.DecisionPending) {
 			t.Fatalf("answer: status %d but the decision changed: %+v", r.Status, got)
 		}
-		if r.Status == http.StatusOK && got.Status != decisions.StatusApproved && got.Status != decisions.StatusRejected {
+		if r.Status == http.StatusOK && got.Status != api.DecisionApproved && got.Status != api.DecisionRejected {
 			t.Fatalf("answer: 200 but the decision is %s", got.Status)
 		}
 	})

@@ -86,9 +86,9 @@ func (e *env) attempt(id uuid.UUID) attempts.Attempt {
 }
 
 // stored reads the Status column as stored, bypassing the read-time expiry.
-func (e *env) stored(id uuid.UUID) string {
+func (e *env) stored(id uuid.UUID) api.DecisionStatus {
 	e.T.Helper()
-	var s string
+	var s api.DecisionStatus
 	e.rawGet(&s, `SELECT Status FROM DecisionRequests WHERE DecisionId = ?`, id)
 	return s
 }

@@ -163,7 +163,7 @@ func AnswerOf(req api.AnswerDecisionRequest, keyID string, ifMatch sqldb.Version
 	if !ok {
 		return Answer{}, apperr.FieldsInvalid(api.FieldError{Field: "answer", Reason: "must be JSON in valid UTF-8"})
 	}
-	return Answer{Status: string(req.Status), Answer: answer, KeyID: keyID, IfMatch: ifMatch, ApprovalID: req.ApprovalID}, nil
+	return Answer{Status: api.DecisionStatus(req.Status), Answer: answer, KeyID: keyID, IfMatch: ifMatch, ApprovalID: req.ApprovalID}, nil
 }
 
 // cursor is a keyset position of a decision listing (Rank only in the pending-first inbox).
@@ -198,10 +198,7 @@ func (h handlers) list(c echo.Context) error {
 	}
 	limit := web.LimitOf(q.PageParams)
 	f := ListFilter{Limit: limit + 1}
-	if q.Status != nil {
-		st := string(*q.Status)
-		f.Status = &st
-	}
+	f.Status = q.Status
 	f.ProjectID = q.ProjectID
 	var err error
 	if f.After, err = after(c); err != nil {

@@ -43,7 +43,7 @@ func (e *env) phase(cl runs.Claimed) api.Phase {
 	return e.attempt(cl.Attempt.AttemptID).Phase
 }
 
-func (e *env) answer(d decisions.Decision, status string, answer string) (decisions.Decision, error) {
+func (e *env) answer(d decisions.Decision, status api.DecisionStatus, answer string) (decisions.Decision, error) {
 	a := decisions.Answer{Status: status, KeyID: "admin-key", IfMatch: e.get(d.DecisionID).Version}
 	if answer != "" {
 		a.Answer = json.RawMessage(answer)
@@ -51,7 +51,7 @@ func (e *env) answer(d decisions.Decision, status string, answer string) (decisi
 	return e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, a)
 }
 
-func (e *env) mustAnswer(d decisions.Decision, status string, answer string) decisions.Decision {
+func (e *env) mustAnswer(d decisions.Decision, status api.DecisionStatus, answer string) decisions.Decision {
 	e.T.Helper()
 	got, err := e.answer(d, status, answer)
 	if err != nil {
@@ -89,7 +89,7 @@ var ledgerCases = []struct {
 			t.Fatalf("phase after the request %s, want awaiting_decision", p)
 		}
 		before := e.attempt(cl.Attempt.AttemptID)
-		e.mustAnswer(d, decisions.StatusRejected, "")
+		e.mustAnswer(d, api.DecisionRejected, "")
 		after := e.attempt(cl.Attempt.AttemptID)
 		if after.Phase != api.PhaseActing || after.Version <= before.Version {
 			t.Fatalf("after the answer: phase %s version %d (was %d), want acting with a new version", after.Phase, after.Version, before.Version)
@@ -105,11 +105,11 @@ var ledgerCases = []struct {
 			if !firstAnswered {
 				a, b = d2, d1
 			}
-			e.mustAnswer(a, decisions.StatusApproved, `"x"`)
+			e.mustAnswer(a, api.DecisionApproved, `"x"`)
 			if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 				t.Fatalf("one of two answered: phase %s, want still awaiting_decision", p)
 			}
-			e.mustAnswer(b, decisions.StatusApproved, `"y"`)
+			e.mustAnswer(b, api.DecisionApproved, `"y"`)
 			if p := e.phase(cl); p != api.PhaseObserving {
 				t.Fatalf("both answered: phase %s, want observing (from before the wait)", p)
 			}
@@ -124,8 +124,8 @@ var ledgerCases = []struct {
 		e.Clock.Advance(time.Millisecond) // "last" is by RequestedAt (milliseconds)
 		e.setPhase(cl, api.PhaseActing)
 		d2 := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
-		e.mustAnswer(d2, decisions.StatusApproved, "")
-		e.mustAnswer(d1, decisions.StatusApproved, "")
+		e.mustAnswer(d2, api.DecisionApproved, "")
+		e.mustAnswer(d1, api.DecisionApproved, "")
 		if p := e.phase(cl); p != api.PhaseActing {
 			t.Fatalf("phase %s, want acting", p)
 		}
@@ -136,7 +136,7 @@ var ledgerCases = []struct {
 		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.setPhase(cl, api.PhaseCorrecting)
 		before := e.attempt(cl.Attempt.AttemptID)
-		e.mustAnswer(d, decisions.StatusApproved, "")
+		e.mustAnswer(d, api.DecisionApproved, "")
 		if after := e.attempt(cl.Attempt.AttemptID); after.Phase != api.PhaseCorrecting || after.Version != before.Version {
 			t.Fatalf("answer moved a phase the holder set: %s (version %d, was %d)", after.Phase, after.Version, before.Version)
 		}
@@ -153,7 +153,7 @@ var ledgerCases = []struct {
 		if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 			t.Fatalf("one expired, one pending: phase %s, want awaiting_decision", p)
 		}
-		e.mustAnswer(waits, decisions.StatusRejected, "")
+		e.mustAnswer(waits, api.DecisionRejected, "")
 		if p := e.phase(cl); p != api.PhaseActing {
 			t.Fatalf("the other answered: phase %s, want acting", p)
 		}
@@ -178,7 +178,7 @@ var ledgerCases = []struct {
 		e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: time.Second})
 		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(time.Second)
-		e.mustAnswer(d, decisions.StatusApproved, "")
+		e.mustAnswer(d, api.DecisionApproved, "")
 		if p := e.phase(cl); p != api.PhasePlanning {
 			t.Fatalf("phase %s, want planning", p)
 		}
@@ -189,7 +189,7 @@ var ledgerCases = []struct {
 		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: time.Minute})
 		e.Complete(cl)
 		ended := e.attempt(cl.Attempt.AttemptID)
-		if _, err := e.answer(d, decisions.StatusApproved, ""); !apperr.Is(err, api.CodeDecisionClosed) {
+		if _, err := e.answer(d, api.DecisionApproved, ""); !apperr.Is(err, api.CodeDecisionClosed) {
 			t.Fatalf("answer after the attempt ended: %v, want decision_closed", err)
 		}
 		e.Clock.Advance(time.Minute)
@@ -212,45 +212,45 @@ var ledgerCases = []struct {
 			}
 			for _, bad := range []string{`"merged"`, `"MERGE"`, `["merge"]`, `{"n": 2}`, `"label"`, `{"id": "merge"}`} {
 				d := ask()
-				_, err := e.answer(d, decisions.StatusApproved, bad)
+				_, err := e.answer(d, api.DecisionApproved, bad)
 				wantField(t, err, "answer")
-				if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version {
+				if got := e.get(d.DecisionID); got.Status != api.DecisionPending || got.Version != d.Version {
 					t.Fatalf("refused answer %s changed the decision: %+v", bad, got)
 				}
 				if p := e.phase(cl); p != api.PhaseAwaitingDecision {
 					t.Fatalf("refused answer moved the phase to %s", p)
 				}
-				e.mustAnswer(d, decisions.StatusRejected, "")
+				e.mustAnswer(d, api.DecisionRejected, "")
 			}
 			// Matched by canonical form: by value, by an option's id, or by the whole option.
 			for _, good := range []string{`"close"`, `"defer"`, `{"label": "Later", "id": "defer"}`, `{"n": 1}`, `{"n":1e0}`} {
-				got := e.mustAnswer(ask(), decisions.StatusApproved, good)
-				if got.Status != decisions.StatusApproved || got.Answer == nil {
+				got := e.mustAnswer(ask(), api.DecisionApproved, good)
+				if got.Status != api.DecisionApproved || got.Answer == nil {
 					t.Fatalf("answer %s: %+v", good, got)
 				}
 			}
-			_, err := e.answer(ask(), decisions.StatusApproved, "")
+			_, err := e.answer(ask(), api.DecisionApproved, "")
 			wantField(t, err, "answer") // approved needs the choice
-			e.mustAnswer(ask(), decisions.StatusRejected, "")
-			e.mustAnswer(ask(), decisions.StatusRejected, `"merge"`)
-			_, err = e.answer(ask(), decisions.StatusRejected, `"nope"`)
+			e.mustAnswer(ask(), api.DecisionRejected, "")
+			e.mustAnswer(ask(), api.DecisionRejected, `"merge"`)
+			_, err = e.answer(ask(), api.DecisionRejected, `"nope"`)
 			wantField(t, err, "answer")
 		}
 	}},
 	{"InputApprovedNeedsAnAnswerApprovalTakesAny", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		in := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
-		_, err := e.answer(in, decisions.StatusApproved, "")
+		_, err := e.answer(in, api.DecisionApproved, "")
 		wantField(t, err, "answer")
-		if got := e.get(in.DecisionID); got.Status != decisions.StatusPending || got.Version != in.Version {
+		if got := e.get(in.DecisionID); got.Status != api.DecisionPending || got.Version != in.Version {
 			t.Fatalf("refused answer changed the decision: %+v", got)
 		}
-		if got := e.mustAnswer(in, decisions.StatusApproved, `{"text":"ship it"}`); string(got.Answer) != `{"text":"ship it"}` {
+		if got := e.mustAnswer(in, api.DecisionApproved, `{"text":"ship it"}`); string(got.Answer) != `{"text":"ship it"}` {
 			t.Fatalf("answer stored as %s", got.Answer)
 		}
-		e.mustAnswer(e.ask(cl, decisions.Request{Kind: api.DecisionInput}), decisions.StatusRejected, "")
+		e.mustAnswer(e.ask(cl, decisions.Request{Kind: api.DecisionInput}), api.DecisionRejected, "")
 		for _, answer := range []string{"", `true`, `{"note":"fine"}`} {
-			for _, st := range []string{decisions.StatusApproved, decisions.StatusRejected} {
+			for _, st := range []api.DecisionStatus{api.DecisionApproved, api.DecisionRejected} {
 				e.mustAnswer(e.ask(cl, decisions.Request{Kind: api.DecisionApproval}), st, answer)
 			}
 		}
@@ -288,13 +288,16 @@ var ledgerCases = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, a := range []struct{ status, answer string }{
-			{decisions.StatusApproved, `"a"`}, {decisions.StatusApproved, ""}, {decisions.StatusRejected, `"a"`},
+		for _, a := range []struct {
+			status api.DecisionStatus
+			answer string
+		}{
+			{api.DecisionApproved, `"a"`}, {api.DecisionApproved, ""}, {api.DecisionRejected, `"a"`},
 		} {
 			_, err := e.answer(d, a.status, a.answer)
 			wantField(t, err, "answer")
 		}
-		if got := e.mustAnswer(d, decisions.StatusRejected, ""); got.Status != decisions.StatusRejected {
+		if got := e.mustAnswer(d, api.DecisionRejected, ""); got.Status != api.DecisionRejected {
 			t.Fatalf("rejected: %+v", got)
 		}
 	}},
@@ -337,10 +340,10 @@ var ledgerCases = []struct {
 		if got := list(decisions.ListFilter{ProjectID: ptr("p2")}); !sameIDs(got, d2) || got[0].ProjectID != "p2" {
 			t.Fatalf("project p2: %+v", got)
 		}
-		if got := list(decisions.ListFilter{ProjectID: ptr("p1"), Status: ptr(decisions.StatusPending)}); !sameIDs(got, d1) {
+		if got := list(decisions.ListFilter{ProjectID: ptr("p1"), Status: ptr(api.DecisionPending)}); !sameIDs(got, d1) {
 			t.Fatalf("project p1, pending: %v", ids(got))
 		}
-		if got := list(decisions.ListFilter{ProjectID: ptr("p2"), Status: ptr(decisions.StatusApproved)}); len(got) != 0 {
+		if got := list(decisions.ListFilter{ProjectID: ptr("p2"), Status: ptr(api.DecisionApproved)}); len(got) != 0 {
 			t.Fatalf("project p2, approved: %v", ids(got))
 		}
 		if got := list(decisions.ListFilter{ProjectID: ptr("nope")}); len(got) != 0 {

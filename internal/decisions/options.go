@@ -117,7 +117,7 @@ func checkAnswer(d Decision, a Answer) error {
 	bad := func(field, reason string) error {
 		return apperr.FieldsInvalid(api.FieldError{Field: field, Reason: reason})
 	}
-	approved, answered := a.Status == StatusApproved, len(a.Answer) > 0
+	approved, answered := a.Status == api.DecisionApproved, len(a.Answer) > 0
 	switch d.Kind {
 	case api.DecisionInput:
 		if approved && !answered {

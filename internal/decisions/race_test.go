@@ -58,7 +58,7 @@ WHERE DecisionId = ?1`
 			if !apperr.Is(err, api.CodeDecisionClosed) {
 				t.Fatalf("the losing answer: %v, want decision_closed", err)
 			}
-			if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version {
+			if got := e.get(d.DecisionID); got.Status != api.DecisionPending || got.Version != d.Version {
 				// The winner wrote in the loser's transaction: the refusal rolled both back.
 				t.Fatalf("the loser's refusal changed the decision: %+v", got)
 			}

@@ -34,7 +34,7 @@ type storeCase struct {
 }
 
 func approve(d decisions.Decision) decisions.Answer {
-	return decisions.Answer{Status: decisions.StatusApproved, KeyID: "admin-key", IfMatch: d.Version}
+	return decisions.Answer{Status: api.DecisionApproved, KeyID: "admin-key", IfMatch: d.Version}
 }
 
 var storeCases = []storeCase{
@@ -43,14 +43,14 @@ var storeCases = []storeCase{
 		hash, rec := "sha256:abc", "pick a\nbecause"
 		d := e.ask(cl, decisions.Request{Kind: api.DecisionChoice, ProposalHash: &hash, Options: json.RawMessage(`{"choices":["a","b"]}`),
 			Recommendation: &rec, ExpiresIn: time.Hour})
-		if d.Status != decisions.StatusPending || d.Kind != api.DecisionChoice || d.AttemptID != cl.Attempt.AttemptID ||
+		if d.Status != api.DecisionPending || d.Kind != api.DecisionChoice || d.AttemptID != cl.Attempt.AttemptID ||
 			!d.RequestedAt.Equal(epoch) || d.ExpiresAt == nil || !d.ExpiresAt.Equal(epoch.Add(time.Hour)) ||
 			d.ProposalHash == nil || *d.ProposalHash != hash || d.Recommendation == nil || *d.Recommendation != rec ||
 			string(d.Options) != `{"choices":["a","b"]}` || d.Answer != nil || d.AnsweredAt != nil || d.AnsweredBy != nil ||
 			d.ApprovalID.Valid || d.Version == 0 {
 			t.Fatalf("requested decision %+v", d)
 		}
-		if got := e.get(d.DecisionID); got.Version != d.Version || got.Status != decisions.StatusPending || string(got.Options) != string(d.Options) {
+		if got := e.get(d.DecisionID); got.Version != d.Version || got.Status != api.DecisionPending || string(got.Options) != string(d.Options) {
 			t.Fatalf("read back %+v, want %+v", got, d)
 		}
 		if a := e.attempt(cl.Attempt.AttemptID); a.Phase != api.PhaseAwaitingDecision {
@@ -107,18 +107,18 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != decisions.StatusApproved || got.AnsweredAt == nil || !got.AnsweredAt.Equal(epoch.Add(5*time.Second)) ||
+		if got.Status != api.DecisionApproved || got.AnsweredAt == nil || !got.AnsweredAt.Equal(epoch.Add(5*time.Second)) ||
 			got.AnsweredBy == nil || *got.AnsweredBy != "admin-key" || string(got.Answer) != `{"note":"ok"}` ||
 			!got.ApprovalID.Valid || got.ApprovalID.UUID != approval || got.Version <= d.Version {
 			t.Fatalf("answered decision %+v", got)
 		}
 		// The holder reads the answer back.
-		if read := e.get(d.DecisionID); read.Status != decisions.StatusApproved || read.Version != got.Version || string(read.Answer) != `{"note":"ok"}` {
+		if read := e.get(d.DecisionID); read.Status != api.DecisionApproved || read.Version != got.Version || string(read.Answer) != `{"note":"ok"}` {
 			t.Fatalf("holder reads %+v", read)
 		}
 		r := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
-		rej, err := e.store.Answer(e.Ctx, e.Tenant, r.DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "k2", IfMatch: r.Version})
-		if err != nil || rej.Status != decisions.StatusRejected || rej.Answer != nil || rej.ApprovalID.Valid {
+		rej, err := e.store.Answer(e.Ctx, e.Tenant, r.DecisionID, decisions.Answer{Status: api.DecisionRejected, KeyID: "k2", IfMatch: r.Version})
+		if err != nil || rej.Status != api.DecisionRejected || rej.Answer != nil || rej.ApprovalID.Valid {
 			t.Fatalf("reject: %+v %v", rej, err)
 		}
 	}},
@@ -127,12 +127,12 @@ var storeCases = []storeCase{
 		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		other := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		for _, v := range []decisions.Decision{{Version: d.Version - 1}, {Version: other.Version}, {Version: d.Version + 1000}} {
-			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusApproved, KeyID: "k", IfMatch: v.Version})
+			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: api.DecisionApproved, KeyID: "k", IfMatch: v.Version})
 			if !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("If-Match %d against version %d: got %v, want precondition_failed", v.Version, d.Version, err)
 			}
 		}
-		if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version || got.AnsweredAt != nil {
+		if got := e.get(d.DecisionID); got.Status != api.DecisionPending || got.Version != d.Version || got.AnsweredAt != nil {
 			t.Fatalf("a refused answer changed the decision: %+v", got)
 		}
 	}},
@@ -146,12 +146,12 @@ var storeCases = []storeCase{
 		// Both the ETag the first answer was made against and the new one: the decision is
 		// closed, which says more than a stale ETag would.
 		for _, v := range []decisions.Decision{d, first} {
-			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "late", IfMatch: v.Version})
+			_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: api.DecisionRejected, KeyID: "late", IfMatch: v.Version})
 			if !apperr.Is(err, api.CodeDecisionClosed) {
 				t.Fatalf("answer after close (If-Match %d): got %v, want decision_closed", v.Version, err)
 			}
 		}
-		if got := e.get(d.DecisionID); got.Status != decisions.StatusApproved || got.Version != first.Version || *got.AnsweredBy != "admin-key" {
+		if got := e.get(d.DecisionID); got.Status != api.DecisionApproved || got.Version != first.Version || *got.AnsweredBy != "admin-key" {
 			t.Fatalf("a refused answer changed the decision: %+v", got)
 		}
 	}},
@@ -165,7 +165,7 @@ var storeCases = []storeCase{
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				status := []string{decisions.StatusApproved, decisions.StatusRejected}[i%2]
+				status := []api.DecisionStatus{api.DecisionApproved, api.DecisionRejected}[i%2]
 				_, err := e.store.Answer(e.Ctx, e.Tenant, d.DecisionID, decisions.Answer{Status: status, KeyID: fmt.Sprint("k", i), IfMatch: d.Version})
 				errs <- err
 			}(i)
@@ -184,7 +184,7 @@ var storeCases = []storeCase{
 		if won != 1 {
 			t.Fatalf("%d answers won, want exactly 1", won)
 		}
-		if got := e.get(d.DecisionID); got.Status == decisions.StatusPending || got.AnsweredBy == nil {
+		if got := e.get(d.DecisionID); got.Status == api.DecisionPending || got.AnsweredBy == nil {
 			t.Fatalf("decision after the race: %+v", got)
 		}
 	}},
@@ -201,17 +201,17 @@ var storeCases = []storeCase{
 		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(pending.DecisionID); got.Status != decisions.StatusCancelled || got.Version <= pending.Version || got.AnsweredAt != nil {
+		if got := e.get(pending.DecisionID); got.Status != api.DecisionCancelled || got.Version <= pending.Version || got.AnsweredAt != nil {
 			t.Fatalf("pending decision after completion: %+v", got)
 		}
-		if e.stored(pending.DecisionID) != decisions.StatusCancelled {
+		if e.stored(pending.DecisionID) != api.DecisionCancelled {
 			t.Fatalf("cancelled status not stored")
 		}
 		// One that already read as expired stays expired.
-		if got, st := e.get(soon.DecisionID), e.stored(soon.DecisionID); got.Status != decisions.StatusExpired || st != decisions.StatusExpired {
+		if got, st := e.get(soon.DecisionID), e.stored(soon.DecisionID); got.Status != api.DecisionExpired || st != api.DecisionExpired {
 			t.Fatalf("expired-by-time decision after completion: read %s, stored %s", got.Status, st)
 		}
-		if got := e.get(answered.DecisionID); got.Status != decisions.StatusApproved || got.Version != answered.Version {
+		if got := e.get(answered.DecisionID); got.Status != api.DecisionApproved || got.Version != answered.Version {
 			t.Fatalf("answered decision changed by completion: %+v", got)
 		}
 		_, err = e.store.Answer(e.Ctx, e.Tenant, pending.DecisionID, approve(e.get(pending.DecisionID)))
@@ -225,7 +225,7 @@ var storeCases = []storeCase{
 		if _, err := e.Svc.Release(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Release{RetryAfter: ptr(time.Duration(0))}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(released.DecisionID); got.Status != decisions.StatusCancelled {
+		if got := e.get(released.DecisionID); got.Status != api.DecisionCancelled {
 			t.Fatalf("after release: %s, want cancelled", got.Status)
 		}
 		cl2, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "h2", ReleaseID: "rel", AdapterVersion: "1", ModelProfileID: "m"})
@@ -240,7 +240,7 @@ var storeCases = []storeCase{
 		if a := e.attempt(cl2.Attempt.AttemptID); a.State != api.AttemptLost {
 			t.Fatalf("attempt %s, want lost", a.State)
 		}
-		if got := e.get(lost.DecisionID); got.Status != decisions.StatusCancelled {
+		if got := e.get(lost.DecisionID); got.Status != api.DecisionCancelled {
 			t.Fatalf("after the reaper took the lease back: %s, want cancelled", got.Status)
 		}
 	}},
@@ -249,21 +249,21 @@ var storeCases = []storeCase{
 		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval, ExpiresIn: 20 * time.Second})
 		keep := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
 		e.Clock.Advance(19 * time.Second)
-		if got := e.get(d.DecisionID); got.Status != decisions.StatusPending {
+		if got := e.get(d.DecisionID); got.Status != api.DecisionPending {
 			t.Fatalf("before expiry: %s", got.Status)
 		}
 		e.Clock.Advance(time.Second) // exactly at ExpiresAt
 		got := e.get(d.DecisionID)
-		if got.Status != decisions.StatusExpired || got.Version != d.Version || e.stored(d.DecisionID) != decisions.StatusPending {
+		if got.Status != api.DecisionExpired || got.Version != d.Version || e.stored(d.DecisionID) != api.DecisionPending {
 			t.Fatalf("at expiry: read %s (version %d, was %d), stored %s; want expired on read, still pending in storage",
 				got.Status, got.Version, d.Version, e.stored(d.DecisionID))
 		}
-		pending, err := e.store.List(e.Ctx, e.Tenant, decisions.ListFilter{Status: ptr(decisions.StatusPending), Limit: 10})
+		pending, err := e.store.List(e.Ctx, e.Tenant, decisions.ListFilter{Status: ptr(api.DecisionPending), Limit: 10})
 		if err != nil || !sameIDs(pending, keep) {
 			t.Fatalf("pending inbox %v (%v), want only the unexpired decision", ids(pending), err)
 		}
-		expired, err := e.store.List(e.Ctx, e.Tenant, decisions.ListFilter{Status: ptr(decisions.StatusExpired), Limit: 10})
-		if err != nil || !sameIDs(expired, d) || expired[0].Status != decisions.StatusExpired {
+		expired, err := e.store.List(e.Ctx, e.Tenant, decisions.ListFilter{Status: ptr(api.DecisionExpired), Limit: 10})
+		if err != nil || !sameIDs(expired, d) || expired[0].Status != api.DecisionExpired {
 			t.Fatalf("expired inbox %v (%v), want the expired decision", ids(expired), err)
 		}
 		byAttempt, err := e.store.ListByAttempt(e.Ctx, e.Tenant, cl.Attempt.AttemptID, nil, 10)
@@ -271,7 +271,7 @@ var storeCases = []storeCase{
 			t.Fatalf("attempt's decisions %+v (%v)", byAttempt, err)
 		}
 		for _, b := range byAttempt {
-			if want := map[bool]string{true: decisions.StatusExpired, false: decisions.StatusPending}[b.DecisionID == d.DecisionID]; b.Status != want {
+			if want := map[bool]api.DecisionStatus{true: api.DecisionExpired, false: api.DecisionPending}[b.DecisionID == d.DecisionID]; b.Status != want {
 				t.Fatalf("attempt's decision %s lists as %s, want %s", b.DecisionID, b.Status, want)
 			}
 		}
@@ -284,11 +284,11 @@ var storeCases = []storeCase{
 			t.Fatalf("ExpirePending: %d %v", n, err)
 		}
 		marked := e.get(d.DecisionID)
-		if e.stored(d.DecisionID) != decisions.StatusExpired || marked.Status != decisions.StatusExpired || marked.Version <= d.Version ||
+		if e.stored(d.DecisionID) != api.DecisionExpired || marked.Status != api.DecisionExpired || marked.Version <= d.Version ||
 			marked.AnsweredAt != nil {
 			t.Fatalf("after ExpirePending: stored %s, read %+v", e.stored(d.DecisionID), marked)
 		}
-		if k := e.get(keep.DecisionID); k.Status != decisions.StatusPending || k.Version != keep.Version {
+		if k := e.get(keep.DecisionID); k.Status != api.DecisionPending || k.Version != keep.Version {
 			t.Fatalf("a decision without expiry was touched: %+v", k)
 		}
 		if _, err := decisions.ExpirePending(e.Ctx, e.DB); err != nil {
@@ -311,11 +311,11 @@ var storeCases = []storeCase{
 			t.Fatalf("ExpirePending in batches of 2: %d %v, want at least 5", n, err)
 		}
 		for _, d := range expiring {
-			if st := e.stored(d.DecisionID); st != decisions.StatusExpired {
+			if st := e.stored(d.DecisionID); st != api.DecisionExpired {
 				t.Fatalf("decision %s stored %s, want expired", d.DecisionID, st)
 			}
 		}
-		if st := e.stored(later.DecisionID); st != decisions.StatusPending {
+		if st := e.stored(later.DecisionID); st != api.DecisionPending {
 			t.Fatalf("unexpired decision stored %s", st)
 		}
 	}},
@@ -333,10 +333,10 @@ var storeCases = []storeCase{
 		if _, err := e.store.Answer(e.Ctx, e.Tenant, ds[1].DecisionID, approve(ds[1])); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.store.Answer(e.Ctx, e.Tenant, ds[2].DecisionID, decisions.Answer{Status: decisions.StatusRejected, KeyID: "k", IfMatch: ds[2].Version}); err != nil {
+		if _, err := e.store.Answer(e.Ctx, e.Tenant, ds[2].DecisionID, decisions.Answer{Status: api.DecisionRejected, KeyID: "k", IfMatch: ds[2].Version}); err != nil {
 			t.Fatal(err)
 		}
-		list := func(status *string, after *decisions.Position, limit int) []decisions.Decision {
+		list := func(status *api.DecisionStatus, after *decisions.Position, limit int) []decisions.Decision {
 			t.Helper()
 			got, err := e.store.List(e.Ctx, e.Tenant, decisions.ListFilter{Status: status, After: after, Limit: limit})
 			if err != nil {
@@ -367,28 +367,28 @@ var storeCases = []storeCase{
 				t.Fatalf("pages of %d: %v, want %v", size, ids(got), ids(order))
 			}
 		}
-		for status, want := range map[string][]decisions.Decision{
-			decisions.StatusPending:   {ds[0], ds[4]},
-			decisions.StatusApproved:  {ds[1]},
-			decisions.StatusRejected:  {ds[2]},
-			decisions.StatusExpired:   {ds[3]},
-			decisions.StatusCancelled: nil,
+		for status, want := range map[api.DecisionStatus][]decisions.Decision{
+			api.DecisionPending:   {ds[0], ds[4]},
+			api.DecisionApproved:  {ds[1]},
+			api.DecisionRejected:  {ds[2]},
+			api.DecisionExpired:   {ds[3]},
+			api.DecisionCancelled: nil,
 		} {
 			if got := list(ptr(status), nil, 10); !sameIDs(got, want...) {
 				t.Fatalf("status %s: %v, want %v", status, ids(got), ids(want))
 			}
 		}
-		pendingPage := list(ptr(decisions.StatusPending), &decisions.Position{RequestedAt: ds[0].RequestedAt, DecisionID: ds[0].DecisionID}, 10)
+		pendingPage := list(ptr(api.DecisionPending), &decisions.Position{RequestedAt: ds[0].RequestedAt, DecisionID: ds[0].DecisionID}, 10)
 		if !sameIDs(pendingPage, ds[4]) {
 			t.Fatalf("pending after the first: %v", ids(pendingPage))
 		}
 		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptFailed}); err != nil {
 			t.Fatal(err)
 		}
-		if got := list(ptr(decisions.StatusCancelled), nil, 10); !sameIDs(got, ds[0], ds[4]) {
+		if got := list(ptr(api.DecisionCancelled), nil, 10); !sameIDs(got, ds[0], ds[4]) {
 			t.Fatalf("cancelled after completion: %v", ids(got))
 		}
-		if got := list(ptr(decisions.StatusPending), nil, 10); len(got) != 0 {
+		if got := list(ptr(api.DecisionPending), nil, 10); len(got) != 0 {
 			t.Fatalf("pending after completion: %v", ids(got))
 		}
 	}},
@@ -434,7 +434,7 @@ var storeCases = []storeCase{
 		if _, err := o.store.Request(o.Ctx, o.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{}); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("request on other tenant's attempt: got %v, want not_found", err)
 		}
-		if got := e.get(d.DecisionID); got.Status != decisions.StatusPending || got.Version != d.Version {
+		if got := e.get(d.DecisionID); got.Status != api.DecisionPending || got.Version != d.Version {
 			t.Fatalf("owner's decision changed: %+v", got)
 		}
 		if e.count() != 1 {

@@ -384,8 +384,8 @@ func TestStore(t *testing.T) {
 			}
 			for _, step := range []struct {
 				advance time.Duration
-				want    string
-			}{{0, decisions.StatusPending}, {5 * time.Second, decisions.StatusExpired}} {
+				want    api.DecisionStatus
+			}{{0, api.DecisionPending}, {5 * time.Second, api.DecisionExpired}} {
 				e.clock.Advance(step.advance)
 				got, err := ds.Get(e.ctx, e.tenant, d.DecisionID)
 				if err != nil {

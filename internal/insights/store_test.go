@@ -157,7 +157,7 @@ func (h *history) script() {
 		h.T.Fatalf("expire decisions: %v", err)
 	}
 	h.at(171 * time.Second)
-	if _, err := h.dec.Answer(h.Ctx, h.Tenant, approval.DecisionID, decisions.Answer{Status: decisions.StatusApproved,
+	if _, err := h.dec.Answer(h.Ctx, h.Tenant, approval.DecisionID, decisions.Answer{Status: api.DecisionApproved,
 		KeyID: "admin", IfMatch: anyVersion{}}); err != nil {
 		h.T.Fatalf("answer: %v", err)
 	}
