@@ -397,7 +397,7 @@ func timelineRowOf(e history.TimelineEntry) timelineRow {
 		row.Link = "/ui/decisions/" + it.DecisionID.String()
 	case history.Delegation:
 		row.Summary = "delegated to " + it.ChildAgentID + ": " + it.Purpose
-		row.Status = it.Status
+		row.Status = it.Status.String()
 		row.Link = "/ui/runs/" + it.ChildRunID.String()
 	}
 	return row

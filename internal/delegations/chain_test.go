@@ -8,7 +8,6 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -115,9 +114,9 @@ func TestPlainChainBesideADelegatedOneLeavesTheDelegationAlone(t *testing.T) {
 
 		// The delegated child is the subject's oldest queued run: it runs first, and fails.
 		first := e.claim(childAgent)
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		e.complete(first, api.AttemptFailed)
-		e.wantStatus(&d, delegations.StatusFailed)
+		e.wantStatus(&d, api.DelegationFailed)
 
 		// Then the sibling chain's last run is leased and ends, and the delegation stays as
 		// its own chain left it.
@@ -129,13 +128,13 @@ func TestPlainChainBesideADelegatedOneLeavesTheDelegationAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&d, delegations.StatusPending)
+		e.wantStatus(&d, api.DelegationPending)
 		again := e.claim(childAgent)
 		if again.Run.RunID != next.RunID {
 			t.Fatalf("claimed %s, want the continuation %s", again.Run.RunID, next.RunID)
 		}
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		e.complete(again, api.AttemptSucceeded)
-		e.wantStatus(&d, delegations.StatusSucceeded)
+		e.wantStatus(&d, api.DelegationSucceeded)
 	})
 }

@@ -19,15 +19,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// Delegation statuses: the column holds the wire string.
-const (
-	StatusPending   = string(api.DelegationPending)
-	StatusRunning   = string(api.DelegationRunning)
-	StatusSucceeded = string(api.DelegationSucceeded)
-	StatusFailed    = string(api.DelegationFailed)
-	StatusCancelled = string(api.DelegationCancelled)
-)
-
 // Delegation is one delegation of an attempt to a sub-agent's child run.
 type Delegation struct {
 	DelegationID uuid.UUID `db:"DelegationId"`
@@ -39,35 +30,35 @@ type Delegation struct {
 	// Depth is the child run's depth (the parent run's depth + 1).
 	Depth int `db:"Depth"`
 	// Status follows the child run, or the newest continuation of it.
-	Status    string           `db:"Status"`
-	CreatedAt time.Time        `db:"CreatedAt"`
-	Version   sqldb.RowVersion `db:"Version"`
+	Status    api.DelegationStatus `db:"Status"`
+	CreatedAt time.Time            `db:"CreatedAt"`
+	Version   sqldb.RowVersion     `db:"Version"`
 }
 
 // Wire returns the delegation as the API sends it.
 func (d Delegation) Wire() api.Delegation {
 	return api.Delegation{DelegationID: d.DelegationID, AttemptID: d.AttemptID, ChildRunID: d.ChildRunID,
-		ChildAgentID: d.ChildAgentID, Purpose: d.Purpose, Depth: d.Depth, Status: api.DelegationStatus(d.Status),
+		ChildAgentID: d.ChildAgentID, Purpose: d.Purpose, Depth: d.Depth, Status: d.Status,
 		CreatedAt: api.NewTime(d.CreatedAt)}
 }
 
 // StatusOf is the delegation status of a child run in its current state: queued ->
 // pending, leased -> running, ended succeeded -> succeeded, ended cancelled -> cancelled,
 // any other end (failed, exhausted, deadline) -> failed.
-func StatusOf(run runs.Run) string {
+func StatusOf(run runs.Run) api.DelegationStatus {
 	switch run.State {
 	case api.RunQueued:
-		return StatusPending
+		return api.DelegationPending
 	case api.RunLeased:
-		return StatusRunning
+		return api.DelegationRunning
 	}
 	switch {
 	case run.Outcome != nil && *run.Outcome == api.OutcomeSucceeded:
-		return StatusSucceeded
+		return api.DelegationSucceeded
 	case run.Outcome != nil && *run.Outcome == api.OutcomeCancelled:
-		return StatusCancelled
+		return api.DelegationCancelled
 	}
-	return StatusFailed
+	return api.DelegationFailed
 }
 
 // Request is a holder's delegation: why, and the child run's spec, whose AgentID is the
@@ -299,9 +290,9 @@ func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
 		return setStatus(ctx, tx, q, d.TenantID, d.DelegationID, d.Status, status)
 	}
 	var cands []struct {
-		DelegationID uuid.UUID `db:"DelegationId"`
-		ChildRunID   uuid.UUID `db:"ChildRunId"`
-		Status       string    `db:"Status"`
+		DelegationID uuid.UUID            `db:"DelegationId"`
+		ChildRunID   uuid.UUID            `db:"ChildRunId"`
+		Status       api.DelegationStatus `db:"Status"`
 	}
 	if err := tx.SelectContext(ctx, &cands, q.delegatedSiblings, run.TenantID, run.ParentRunID.UUID, run.Subject); err != nil {
 		return fmt.Errorf("read the parent run's delegations: %w", err)
@@ -330,7 +321,7 @@ func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
 
 // setStatus moves a delegation to status unless it is there already (so a repeat stamps no
 // new version).
-func setStatus(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, id uuid.UUID, from, to string) error {
+func setStatus(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, id uuid.UUID, from, to api.DelegationStatus) error {
 	if from == to {
 		return nil
 	}
@@ -344,5 +335,5 @@ func setStatus(ctx context.Context, tx *sqldb.Tx, q *queries, tenantID string, i
 // goes as Dialect.Text: one declaration list (SQL Server's plan-cache key) for every length.
 func insertArgs(d sqldb.Dialect, id, attemptID uuid.UUID, child runs.Run, purpose string, now time.Time) []any {
 	return []any{id, attemptID, d.Text(child.TenantID), child.RunID, d.Text(child.AgentID), d.Text(purpose), child.Depth,
-		d.Text(StatusOf(child)), d.Time(now)}
+		d.Text(string(StatusOf(child))), d.Time(now)}
 }

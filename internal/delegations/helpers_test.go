@@ -106,7 +106,7 @@ func (e *env) get(id uuid.UUID) delegations.Delegation {
 }
 
 // wantStatus reads a delegation's status and checks its version grew past the last one seen.
-func (e *env) wantStatus(d *delegations.Delegation, want string) {
+func (e *env) wantStatus(d *delegations.Delegation, want api.DelegationStatus) {
 	e.T.Helper()
 	got := e.get(d.DelegationID)
 	if got.Status != want {

@@ -48,7 +48,7 @@ var storeCases = []storeCase{
 		e := newEnv(t, tgt)
 		cl := e.parent("review:1")
 		d := e.delegate(cl, request("review:1:security", func(s *runs.Spec) { s.Input = runs.JSONText(`{"file":"a.go"}`) }))
-		if d.Status != delegations.StatusPending || d.Depth != 1 || d.AttemptID != cl.Attempt.AttemptID ||
+		if d.Status != api.DelegationPending || d.Depth != 1 || d.AttemptID != cl.Attempt.AttemptID ||
 			d.ChildAgentID != childAgent || d.Purpose != "review the diff" || !d.CreatedAt.Equal(epoch) || d.Version == 0 {
 			t.Fatalf("delegation %+v", d)
 		}
@@ -76,17 +76,17 @@ var storeCases = []storeCase{
 		if child.Run.RunID != d.ChildRunID {
 			t.Fatalf("claimed %s, want the child %s", child.Run.RunID, d.ChildRunID)
 		}
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		e.complete(child, api.AttemptSucceeded)
-		e.wantStatus(&d, delegations.StatusSucceeded)
+		e.wantStatus(&d, api.DelegationSucceeded)
 	}},
 	{"StatusFollowsTheChildToFailure", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt)
 		d := e.delegate(e.parent("p"), request("c"))
 		child := e.claim(childAgent)
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		e.complete(child, api.AttemptFailed)
-		e.wantStatus(&d, delegations.StatusFailed)
+		e.wantStatus(&d, api.DelegationFailed)
 	}},
 	{"CancelledChildCancelsTheDelegation", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt)
@@ -95,19 +95,19 @@ var storeCases = []storeCase{
 		if _, err := e.Svc.Cancel(e.Ctx, e.Tenant, queued.ChildRunID); err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&queued, delegations.StatusCancelled)
+		e.wantStatus(&queued, api.DelegationCancelled)
 
 		leased := e.delegate(cl, request("c2"))
 		child := e.claim(childAgent)
-		e.wantStatus(&leased, delegations.StatusRunning)
+		e.wantStatus(&leased, api.DelegationRunning)
 		if _, err := e.Svc.Cancel(e.Ctx, e.Tenant, leased.ChildRunID); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(leased.DelegationID); got.Status != delegations.StatusRunning || got.Version != leased.Version {
+		if got := e.get(leased.DelegationID); got.Status != api.DelegationRunning || got.Version != leased.Version {
 			t.Fatalf("a cancel request alone moved the delegation: %+v", got)
 		}
 		e.complete(child, api.AttemptCancelled)
-		e.wantStatus(&leased, delegations.StatusCancelled)
+		e.wantStatus(&leased, api.DelegationCancelled)
 	}},
 	{"ReaperTakeBackAndReleaseRequeueTheDelegation", func(t *testing.T, tgt dbtest.Target) {
 		e := newEnv(t, tgt, func(c *runs.Config) { c.LeaseTTL = time.Hour })
@@ -117,35 +117,35 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		if _, err := e.Svc.Release(e.Ctx, e.Tenant, child.Attempt.AttemptID, child.Lease.FencingToken,
 			runs.Release{RetryAfter: ptr(time.Duration(0))}); err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&d, delegations.StatusPending)
+		e.wantStatus(&d, api.DelegationPending)
 		if _, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "rel", AdapterVersion: "1",
 			ModelProfileID: "m", AgentIDs: []string{childAgent}, LeaseSeconds: 10}); err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		// The lease lapses: the reaper takes the child back (a lost lease spends an attempt).
 		e.Clock.Advance(11 * time.Second)
 		if _, err := e.Svc.Reap(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&d, delegations.StatusPending)
+		e.wantStatus(&d, api.DelegationPending)
 		e.Clock.Advance(time.Hour) // past the backoff
 		if _, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "rel", AdapterVersion: "1",
 			ModelProfileID: "m", AgentIDs: []string{childAgent}, LeaseSeconds: 10}); err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		// Lost again at its attempt limit: the child ends exhausted, the delegation failed.
 		e.Clock.Advance(11 * time.Second)
 		if _, err := e.Svc.Reap(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&d, delegations.StatusFailed)
+		e.wantStatus(&d, api.DelegationFailed)
 		if run, _ := e.Svc.Get(e.Ctx, e.Tenant, d.ChildRunID); run.Outcome == nil || *run.Outcome != api.OutcomeExhausted {
 			t.Fatalf("child run %+v, want ended exhausted", run)
 		}
@@ -154,36 +154,36 @@ var storeCases = []storeCase{
 		e := newEnv(t, tgt)
 		d := e.delegate(e.parent("p"), request("c"))
 		first := e.claim(childAgent)
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		e.complete(first, api.AttemptFailed)
-		e.wantStatus(&d, delegations.StatusFailed)
+		e.wantStatus(&d, api.DelegationFailed)
 
 		second, created, err := e.Svc.Continue(e.Ctx, e.Caller, d.ChildRunID, runs.Continuation{})
 		if err != nil || !created {
 			t.Fatalf("continue: %v", err)
 		}
-		e.wantStatus(&d, delegations.StatusPending)
+		e.wantStatus(&d, api.DelegationPending)
 		cl := e.claim(childAgent)
 		if cl.Run.RunID != second.RunID {
 			t.Fatalf("claimed %s, want the continuation %s", cl.Run.RunID, second.RunID)
 		}
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		e.complete(cl, api.AttemptFailed)
-		e.wantStatus(&d, delegations.StatusFailed)
+		e.wantStatus(&d, api.DelegationFailed)
 
 		// Two links up: the continuation of the continuation still finds the delegation.
 		third, _, err := e.Svc.Continue(e.Ctx, e.Caller, second.RunID, runs.Continuation{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.wantStatus(&d, delegations.StatusPending)
+		e.wantStatus(&d, api.DelegationPending)
 		cl = e.claim(childAgent)
 		if cl.Run.RunID != third.RunID {
 			t.Fatalf("claimed %s, want the second continuation", cl.Run.RunID)
 		}
-		e.wantStatus(&d, delegations.StatusRunning)
+		e.wantStatus(&d, api.DelegationRunning)
 		e.complete(cl, api.AttemptSucceeded)
-		e.wantStatus(&d, delegations.StatusSucceeded)
+		e.wantStatus(&d, api.DelegationSucceeded)
 		if got := e.get(d.DelegationID); got.ChildRunID != second.ContinuedFromRunID.UUID {
 			t.Fatalf("the delegation's child run changed to %s", got.ChildRunID)
 		}
@@ -202,7 +202,7 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(d.DelegationID); got.Version != d.Version || got.Status != delegations.StatusPending {
+		if got := e.get(d.DelegationID); got.Version != d.Version || got.Status != api.DelegationPending {
 			t.Fatalf("a repeated run change restamped the delegation: %+v (was %+v)", got, d)
 		}
 		// Runs that are no delegated child pass through the hook untouched.
