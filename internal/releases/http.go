@@ -95,11 +95,8 @@ func (h handlers) put(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := Put{ManifestHash: body.ManifestHash, ContentRefs: refs, State: *body.State, IfMatch: ifMatch}
-	if body.InFlightPolicy != nil {
-		policy := string(*body.InFlightPolicy)
-		p.InFlightPolicy = &policy
-	}
+	p := Put{ManifestHash: body.ManifestHash, ContentRefs: refs, State: *body.State,
+		InFlightPolicy: body.InFlightPolicy, IfMatch: ifMatch}
 	r, created, err := h.store.Put(c.Request().Context(), h.canceller, tenancy.MustPrincipal(c).TenantID, rid, av, p)
 	if err != nil {
 		return err

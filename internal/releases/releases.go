@@ -25,13 +25,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/validate"
 )
 
-// In-flight policies: what draining or retiring a release does to the attempts still
-// running on it. A NULL policy is PolicyDrain.
-const (
-	PolicyDrain  = string(api.PolicyDrain)
-	PolicyCancel = string(api.PolicyCancel)
-)
-
 // transitions lists the states each state may move to (DESIGN.md section 5). Retired is
 // final.
 var transitions = map[api.ReleaseState][]api.ReleaseState{
@@ -61,12 +54,12 @@ type Release struct {
 	ContentRefs json.RawMessage  `db:"-"`
 	State       api.ReleaseState `db:"State"`
 	// InFlightPolicy is the policy in force: the stored one, or drain when none is stored.
-	InFlightPolicy string           `db:"-"`
-	VerifiedAt     time.Time        `db:"VerifiedAt"`
-	Version        sqldb.RowVersion `db:"Version"`
+	InFlightPolicy api.InFlightPolicy `db:"-"`
+	VerifiedAt     time.Time          `db:"VerifiedAt"`
+	Version        sqldb.RowVersion   `db:"Version"`
 
-	ContentRefsJSON string  `db:"ContentRefsJson"`
-	StoredPolicy    *string `db:"InFlightPolicy"`
+	ContentRefsJSON string              `db:"ContentRefsJson"`
+	StoredPolicy    *api.InFlightPolicy `db:"InFlightPolicy"`
 }
 
 // Item is the release adapter as a listing shows it: its wire form and its ETag.
@@ -77,7 +70,7 @@ func (r Release) Item() api.ReleaseItem {
 // Wire returns the release as the API sends it.
 func (r Release) Wire() api.Release {
 	w := api.Release{ReleaseID: r.ReleaseID, AdapterVersion: r.AdapterVersion, ManifestHash: r.ManifestHash,
-		State: r.State, InFlightPolicy: api.InFlightPolicy(r.InFlightPolicy), VerifiedAt: api.NewTime(r.VerifiedAt)}
+		State: r.State, InFlightPolicy: r.InFlightPolicy, VerifiedAt: api.NewTime(r.VerifiedAt)}
 	// The stored content is the canonical form of a JSON array (checked when it was put).
 	_ = json.Unmarshal(r.ContentRefs, &w.ContentRefs)
 	if w.ContentRefs == nil {
@@ -91,16 +84,18 @@ func (r *Release) fill() {
 	r.InFlightPolicy = effectivePolicy(r.StoredPolicy)
 }
 
-func nullString(p *string) any {
+// nullPolicy is a stored policy as a statement argument: NULL when none is stored.
+func nullPolicy(p *api.InFlightPolicy) any {
 	if p == nil {
 		return nil
 	}
-	return *p
+	return string(*p)
 }
 
-func effectivePolicy(p *string) string {
+// effectivePolicy is the policy in force: a NULL policy is drain.
+func effectivePolicy(p *api.InFlightPolicy) api.InFlightPolicy {
 	if p == nil || *p == "" {
-		return PolicyDrain
+		return api.PolicyDrain
 	}
 	return *p
 }
@@ -122,9 +117,9 @@ type Put struct {
 	// ContentRefs is the JSON array of the release's content, in any formatting.
 	ContentRefs []byte
 	State       api.ReleaseState
-	// InFlightPolicy is PolicyDrain or PolicyCancel; nil keeps the stored one (on create:
-	// none, which means drain).
-	InFlightPolicy *string
+	// InFlightPolicy is what draining or retiring the release does to the attempts still running
+	// on it, drain or cancel; nil keeps the stored one (on create: none, which means drain).
+	InFlightPolicy *api.InFlightPolicy
 	// IfMatch, when set, is the condition (If-Match) the current version must meet.
 	IfMatch sqldb.VersionMatcher
 }
@@ -176,8 +171,8 @@ func (s *Store) Put(ctx context.Context, c Canceller, tenantID, releaseID, adapt
 		return Release{}, false, apperr.New(api.CodeManifestMismatch,
 			"manifestHash is not the lowercase hex SHA-256 of the RFC 8785 canonical form of contentRefs")
 	}
-	if p.InFlightPolicy != nil && !api.InFlightPolicy(*p.InFlightPolicy).Valid() {
-		return Release{}, false, apperr.FieldsInvalid(validate.NotOneOf("inFlightPolicy", api.InFlightPolicy(*p.InFlightPolicy)))
+	if p.InFlightPolicy != nil && !p.InFlightPolicy.Valid() {
+		return Release{}, false, apperr.FieldsInvalid(validate.NotOneOf("inFlightPolicy", *p.InFlightPolicy))
 	}
 	if !p.State.Valid() {
 		return Release{}, false, apperr.FieldsInvalid(validate.NotOneOf("state", p.State))
@@ -232,7 +227,7 @@ func (s *Store) create(ctx context.Context, tx *sqldb.Tx, tenantID, releaseID, a
 		return Release{}, false, err
 	}
 	_, err = tx.ExecContext(ctx, s.q.insert, releaseID, adapterVersion, tenantID, p.ManifestHash, tx.Dialect.JSON(canonical),
-		int(p.State), tx.Dialect.Time(now), nullString(p.InFlightPolicy))
+		int(p.State), tx.Dialect.Time(now), nullPolicy(p.InFlightPolicy))
 	if sqldb.IsConflict(err, conflictMarkers...) {
 		// This tenant's concurrent create committed the pair first (visible now: the insert
 		// waited for that commit), or, from before release ids had owners, another tenant
@@ -315,14 +310,14 @@ func (s *Store) change(ctx context.Context, tx *sqldb.Tx, c Canceller, cur Relea
 		return Release{}, apperr.New(api.CodeIllegalTransition, "a %s release cannot become %s", cur.State, p.State)
 	}
 	res, err := tx.ExecContext(ctx, s.q.update, cur.TenantID, cur.ReleaseID, cur.AdapterVersion, int(p.State),
-		nullString(policy), tx.Dialect.Version(cur.Version))
+		nullPolicy(policy), tx.Dialect.Version(cur.Version))
 	if err != nil {
 		return Release{}, fmt.Errorf("update release: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return Release{}, ifmatch.Stale(what)
 	}
-	if (p.State == api.ReleaseDraining || p.State == api.ReleaseRetired) && effectivePolicy(policy) == PolicyCancel {
+	if (p.State == api.ReleaseDraining || p.State == api.ReleaseRetired) && effectivePolicy(policy) == api.PolicyCancel {
 		if err := s.cancelRunning(ctx, tx, c, cur); err != nil {
 			return Release{}, err
 		}

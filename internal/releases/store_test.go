@@ -75,7 +75,7 @@ func (w *world) put(t *testing.T, tenant, rid, av string, p releases.Put) (relea
 }
 
 // create registers rid/av for tenant and fails the test otherwise.
-func (w *world) create(t *testing.T, tenant, rid, av string, state api.ReleaseState, policy *string) releases.Release {
+func (w *world) create(t *testing.T, tenant, rid, av string, state api.ReleaseState, policy *api.InFlightPolicy) releases.Release {
 	t.Helper()
 	p := body(t, refsA, state)
 	p.InFlightPolicy = policy
@@ -87,7 +87,7 @@ func (w *world) create(t *testing.T, tenant, rid, av string, state api.ReleaseSt
 }
 
 // move changes the state of r with its ETag and fails the test otherwise.
-func (w *world) move(t *testing.T, tenant string, r releases.Release, to api.ReleaseState, policy *string) releases.Release {
+func (w *world) move(t *testing.T, tenant string, r releases.Release, to api.ReleaseState, policy *api.InFlightPolicy) releases.Release {
 	t.Helper()
 	p := body(t, refsA, to)
 	p.InFlightPolicy, p.IfMatch = policy, &r.Version
@@ -139,7 +139,7 @@ func TestStore(t *testing.T) {
 			if string(r.ContentRefs) != `[{"a":"é","z":1.5}]` || r.ManifestHash != p.ManifestHash {
 				t.Fatalf("content not stored canonical: %s %s", r.ContentRefs, r.ManifestHash)
 			}
-			if r.State != api.ReleaseVerified || r.InFlightPolicy != releases.PolicyDrain || r.StoredPolicy != nil {
+			if r.State != api.ReleaseVerified || r.InFlightPolicy != api.PolicyDrain || r.StoredPolicy != nil {
 				t.Fatalf("state or default policy wrong: %+v", r)
 			}
 			if !r.VerifiedAt.Equal(epoch) || r.Version == 0 {
@@ -149,8 +149,8 @@ func TestStore(t *testing.T) {
 			if err != nil || got.Version != r.Version || string(got.ContentRefs) != string(r.ContentRefs) {
 				t.Fatalf("read back: %+v %v", got, err)
 			}
-			a := w.create(t, tenant, rid(tenant, "rel-1"), "2.0", api.ReleaseActive, ptr(releases.PolicyCancel))
-			if a.State != api.ReleaseActive || a.InFlightPolicy != releases.PolicyCancel {
+			a := w.create(t, tenant, rid(tenant, "rel-1"), "2.0", api.ReleaseActive, ptr(api.PolicyCancel))
+			if a.State != api.ReleaseActive || a.InFlightPolicy != api.PolicyCancel {
 				t.Fatalf("active create with cancel policy: %+v", a)
 			}
 		})
@@ -211,7 +211,7 @@ func TestStore(t *testing.T) {
 			r := w.create(t, tenant, rel, "1", api.ReleaseActive, nil)
 			// Same content in another formatting, and drain spelled out where none is stored.
 			p := body(t, `[{"size":1.2e3,"uri":"oci://agents/reviewer@sha256:aa"},{"uri":"s3://prompts/v3.json"}]`, api.ReleaseActive)
-			p.InFlightPolicy = ptr(releases.PolicyDrain)
+			p.InFlightPolicy = ptr(api.PolicyDrain)
 			again, created, err := w.put(t, tenant, rel, "1", p)
 			if err != nil || created {
 				t.Fatalf("repeat: created=%v err=%v", created, err)
@@ -259,7 +259,7 @@ func TestStore(t *testing.T) {
 				t.Fatalf("state change without If-Match: got %v, want precondition_required", err)
 			}
 			pp := body(t, refsA, api.ReleaseVerified)
-			pp.InFlightPolicy = ptr(releases.PolicyCancel)
+			pp.InFlightPolicy = ptr(api.PolicyCancel)
 			if _, _, err := w.put(t, tenant, rel, "1", pp); !apperr.Is(err, api.CodePreconditionRequired) {
 				t.Fatalf("policy change without If-Match: got %v, want precondition_required", err)
 			}
@@ -268,8 +268,8 @@ func TestStore(t *testing.T) {
 			if _, _, err := w.put(t, tenant, rel, "1", p); !apperr.Is(err, api.CodePreconditionFailed) {
 				t.Fatalf("stale If-Match: got %v, want precondition_failed", err)
 			}
-			up := w.move(t, tenant, r, api.ReleaseActive, ptr(releases.PolicyCancel))
-			if up.State != api.ReleaseActive || up.InFlightPolicy != releases.PolicyCancel || up.Version <= r.Version {
+			up := w.move(t, tenant, r, api.ReleaseActive, ptr(api.PolicyCancel))
+			if up.State != api.ReleaseActive || up.InFlightPolicy != api.PolicyCancel || up.Version <= r.Version {
 				t.Fatalf("change not applied or version not grown: before %+v after %+v", r, up)
 			}
 			if !up.VerifiedAt.Equal(r.VerifiedAt) {
@@ -335,7 +335,7 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			a, b := w.tenant(t), w.tenant(t)
 			grel := rid(a, "global-rel")
-			ra := w.create(t, a, grel, "1", api.ReleaseActive, ptr(releases.PolicyCancel))
+			ra := w.create(t, a, grel, "1", api.ReleaseActive, ptr(api.PolicyCancel))
 			w.create(t, a, grel, "2", api.ReleaseVerified, nil)
 			var details []string
 			for _, av := range []string{"1", "2"} {
@@ -473,7 +473,7 @@ func TestStore(t *testing.T) {
 			rel := rid(tenant, "rel")
 			r := w.create(t, tenant, rel, "1", api.ReleaseActive, nil)
 			cl := w.running(t, tenant, "s1", rel, "1")
-			r = w.move(t, tenant, r, api.ReleaseDraining, ptr(releases.PolicyDrain))
+			r = w.move(t, tenant, r, api.ReleaseDraining, ptr(api.PolicyDrain))
 			if w.cancelRequested(t, tenant, cl) {
 				t.Fatal("drain asked a running attempt's run to cancel")
 			}
@@ -491,8 +491,8 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", api.ReleaseActive, ptr(releases.PolicyCancel))
-			other := w.create(t, tenant, rel, "2", api.ReleaseActive, ptr(releases.PolicyCancel))
+			r := w.create(t, tenant, rel, "1", api.ReleaseActive, ptr(api.PolicyCancel))
+			other := w.create(t, tenant, rel, "2", api.ReleaseActive, ptr(api.PolicyCancel))
 			cl1 := w.running(t, tenant, "s1", rel, "1")
 			cl2 := w.running(t, tenant, "s2", rel, "1")
 			keep := w.running(t, tenant, "s3", rel, "2")
@@ -522,7 +522,7 @@ func TestStore(t *testing.T) {
 			if w.cancelRequested(t, tenant, cl) {
 				t.Fatal("drain (the default) cancelled")
 			}
-			w.move(t, tenant, r, api.ReleaseDraining, ptr(releases.PolicyCancel))
+			w.move(t, tenant, r, api.ReleaseDraining, ptr(api.PolicyCancel))
 			if !w.cancelRequested(t, tenant, cl) {
 				t.Fatal("switching a draining release to cancel did not cancel its running attempts' runs")
 			}
@@ -545,7 +545,7 @@ func TestStore(t *testing.T) {
 			if w.cancelRequested(t, tenant, cl) {
 				t.Fatal("retiring under drain cancelled")
 			}
-			w.move(t, tenant, r, api.ReleaseRetired, ptr(releases.PolicyCancel))
+			w.move(t, tenant, r, api.ReleaseRetired, ptr(api.PolicyCancel))
 			if !w.cancelRequested(t, tenant, cl) {
 				t.Fatal("turning a retired release's policy to cancel did not cancel its running attempts' runs")
 			}
@@ -555,7 +555,7 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			oldID, newID := rid(tenant, "old"), rid(tenant, "new")
-			old := w.create(t, tenant, oldID, "1", api.ReleaseActive, ptr(releases.PolicyCancel))
+			old := w.create(t, tenant, oldID, "1", api.ReleaseActive, ptr(api.PolicyCancel))
 			w.create(t, tenant, newID, "1", api.ReleaseActive, nil)
 			c := runs.Caller{TenantID: tenant, KeyID: "k"}
 			cl := w.running(t, tenant, "s1", oldID, "1")
@@ -587,7 +587,7 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			tenant := w.tenant(t)
 			rel := rid(tenant, "rel")
-			r := w.create(t, tenant, rel, "1", api.ReleaseActive, ptr(releases.PolicyCancel))
+			r := w.create(t, tenant, rel, "1", api.ReleaseActive, ptr(api.PolicyCancel))
 			w.running(t, tenant, "first", rel, "1")
 			c := runs.Caller{TenantID: tenant, KeyID: "k"}
 			const claimers = 4
