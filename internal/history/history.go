@@ -159,14 +159,6 @@ func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (attempt
 	return a, err
 }
 
-// TimelineEntry kinds, in the order a timeline sorts entries that share a time.
-const (
-	KindCheckpoint = int(api.TimelineCheckpoint)
-	KindCall       = int(api.TimelineCall)
-	KindDecision   = int(api.TimelineDecision)
-	KindDelegation = int(api.TimelineDelegation)
-)
-
 // TimelineEntry is one line of an attempt's timeline. Item is the row itself: a Checkpoint, Call,
 // Decision or Delegation.
 type TimelineEntry struct {
@@ -206,11 +198,13 @@ func (e TimelineEntry) Cursor() TimelineCursor {
 	return c
 }
 
+// entryKey is one row of the timeline statement, whose Kind literals (0..3) follow
+// api.TimelineKind's order, the order a timeline sorts entries that share a time.
 type entryKey struct {
-	Kind int        `db:"Kind"`
-	At   sqldb.Time `db:"At"`
-	Seq  int        `db:"Seq"`
-	ID   uuid.UUID  `db:"Id"`
+	Kind api.TimelineKind `db:"Kind"`
+	At   sqldb.Time       `db:"At"`
+	Seq  int              `db:"Seq"`
+	ID   uuid.UUID        `db:"Id"`
 }
 
 // Timeline returns up to limit entries of an attempt's timeline after the cursor (nil: from
@@ -242,8 +236,8 @@ func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UU
 			if !ok {
 				continue // purged between the two reads
 			}
-			e := TimelineEntry{Kind: api.TimelineKind(k.Kind), At: k.At.Time, ID: k.ID, Item: item}
-			if k.Kind == KindCheckpoint || k.Kind == KindCall {
+			e := TimelineEntry{Kind: k.Kind, At: k.At.Time, ID: k.ID, Item: item}
+			if k.Kind == api.TimelineCheckpoint || k.Kind == api.TimelineCall {
 				seq := k.Seq
 				e.Sequence = &seq
 			}
@@ -264,16 +258,16 @@ func (s *Store) entryRows(ctx context.Context, tx *sqldb.Tx, tenantID string, ke
 		ids[k.Kind] = append(ids[k.Kind], k.ID.String())
 	}
 	out := make(map[uuid.UUID]wireItem, len(keys))
-	if err := fetch[Checkpoint](ctx, tx, s.q.checkpoints, tenantID, ids[KindCheckpoint], out, func(r Checkpoint) uuid.UUID { return r.CheckpointID }); err != nil {
+	if err := fetch[Checkpoint](ctx, tx, s.q.checkpoints, tenantID, ids[api.TimelineCheckpoint], out, func(r Checkpoint) uuid.UUID { return r.CheckpointID }); err != nil {
 		return nil, err
 	}
-	if err := fetch[Call](ctx, tx, s.q.calls, tenantID, ids[KindCall], out, func(r Call) uuid.UUID { return r.CallID }); err != nil {
+	if err := fetch[Call](ctx, tx, s.q.calls, tenantID, ids[api.TimelineCall], out, func(r Call) uuid.UUID { return r.CallID }); err != nil {
 		return nil, err
 	}
 	// Decisions are read by their own package, so the timeline and GET /v1/decisions/{id}
 	// share one read rule (a pending decision past its ExpiresAt is expired).
-	decisionIDs := make([]uuid.UUID, 0, len(ids[KindDecision]))
-	for _, id := range ids[KindDecision] {
+	decisionIDs := make([]uuid.UUID, 0, len(ids[api.TimelineDecision]))
+	for _, id := range ids[api.TimelineDecision] {
 		decisionIDs = append(decisionIDs, uuid.MustParse(id))
 	}
 	ds, err := decisions.ByIDs(ctx, tx, tenantID, decisionIDs)
@@ -283,7 +277,7 @@ func (s *Store) entryRows(ctx context.Context, tx *sqldb.Tx, tenantID string, ke
 	for _, d := range ds {
 		out[d.DecisionID] = Decision{d}
 	}
-	if err := fetch[Delegation](ctx, tx, s.q.delegations, tenantID, ids[KindDelegation], out, func(r Delegation) uuid.UUID { return r.DelegationID }); err != nil {
+	if err := fetch[Delegation](ctx, tx, s.q.delegations, tenantID, ids[api.TimelineDelegation], out, func(r Delegation) uuid.UUID { return r.DelegationID }); err != nil {
 		return nil, err
 	}
 	return out, nil

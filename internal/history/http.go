@@ -183,7 +183,7 @@ func (h handlers) timeline(c echo.Context) error {
 	}
 	var after *TimelineCursor
 	if has {
-		if cur.Kind < KindCheckpoint || cur.Kind > KindDelegation {
+		if !api.TimelineKind(cur.Kind).Valid() {
 			return badCursor()
 		}
 		after = &TimelineCursor{At: cur.At, Kind: cur.Kind, Sequence: cur.Seq, ID: cur.ID}
