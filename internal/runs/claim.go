@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,9 +135,9 @@ const maxSkips = 3
 // claim of the tenant queues there, and one past the budget leases nothing and takes no
 // epoch), the release check, then per effective band one seek of the subject heads
 // (fairness window, project load, age), the subject lock of the pick, the lease, the new
-// attempt and, last, the counters. Statements on SQLite: claimStart with the first seek
-// (claimStartSeek), the release hook's, lease, the attempt, two counters: 6 for a claim
-// whose first pick is leasable.
+// attempt and, last, the counters. Statements on SQLite: claimStart, the release hook's,
+// one seek per band tried, lease, the attempt, two counters: 7 for a claim of the first
+// band tried.
 func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Claimed, error) {
 	leaseSeconds := req.LeaseSeconds
 	if leaseSeconds <= 0 {
@@ -148,14 +147,12 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 	var out Claimed
 	// The scope travels with claimStart: one round trip on SQL Server.
 	err := s.db.Write(ctx, sqldb.TenantScopeInFirstRoundTrip(c.TenantID), func(tx *sqldb.Tx) error {
-		var skipped []string
-		seekArgs := func(now time.Time) []any {
-			return []any{c.TenantID, tx.Dialect.Time(now), tx.Dialect.Time(now.Add(-s.cfg.BandAging)),
-				s.cfg.FairnessWindow, kinds, agents, projects, s.jsonList(skipped)}
+		var b budget
+		if err := tx.GetContext(ctx, &b, s.q.claimStart, c.TenantID); err != nil {
+			return fmt.Errorf("lock tenant: %w", err)
 		}
-		b, first, err := s.claimStart(ctx, tx, c.TenantID, seekArgs)
-		if err != nil {
-			return err
+		if b.Now.Valid {
+			tx.SeedNow(b.Now.Time)
 		}
 		now, err := tx.Now(ctx)
 		if err != nil {
@@ -167,19 +164,13 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 		if err := s.checkClaim(ctx, tx, c.TenantID, req); err != nil {
 			return err
 		}
-		for i, query := range s.q.claimCandidates {
+		aged := now.Add(-s.cfg.BandAging)
+		var skipped []string
+		for _, query := range s.q.claimCandidates {
 			for try := 0; try <= maxSkips; try++ {
 				var cand candidate
-				var err error
-				if i == 0 && try == 0 && first != nil {
-					// The first seek travelled with claimStart.
-					if !first.RunID.Valid {
-						break
-					}
-					cand = candidate{RunID: first.RunID.UUID, Subject: first.Subject.String}
-				} else {
-					err = tx.GetContext(ctx, &cand, query, seekArgs(now)...)
-				}
+				err := tx.GetContext(ctx, &cand, query, c.TenantID, tx.Dialect.Time(now), tx.Dialect.Time(aged),
+					s.cfg.FairnessWindow, kinds, agents, projects, s.jsonList(skipped))
 				if errors.Is(err, sqldb.ErrNotFound) {
 					break
 				}
@@ -209,40 +200,6 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 		return ErrNothingToClaim
 	})
 	return out, err
-}
-
-// firstPick is the first seek's answer when it travelled with claimStart (claimStartSeek).
-type firstPick struct {
-	RunID   uuid.NullUUID  `db:"RunId"`
-	Subject sql.NullString `db:"Subject"`
-}
-
-// claimStart reads the tenant's budget (and, on SQL Server, locks the tenant row and reads
-// the database clock into tx). Where the dialect has claimStartSeek, the first seek travels
-// with it (one statement fewer per claim) and its pick is returned; otherwise first is nil.
-func (s *Service) claimStart(ctx context.Context, tx *sqldb.Tx, tenantID string, seekArgs func(time.Time) []any) (budget, *firstPick, error) {
-	if s.q.claimStartSeek == "" {
-		var b budget
-		if err := tx.GetContext(ctx, &b, s.q.claimStart, tenantID); err != nil {
-			return budget{}, nil, fmt.Errorf("lock tenant: %w", err)
-		}
-		if b.Now.Valid {
-			tx.SeedNow(b.Now.Time)
-		}
-		return b, nil, nil
-	}
-	now, err := tx.Now(ctx)
-	if err != nil {
-		return budget{}, nil, err
-	}
-	var row struct {
-		budget
-		firstPick
-	}
-	if err := tx.GetContext(ctx, &row, s.q.claimStartSeek, seekArgs(now)...); err != nil {
-		return budget{}, nil, fmt.Errorf("lock tenant: %w", err)
-	}
-	return row.budget, &row.firstPick, nil
 }
 
 // leaseArgs is the lease's arguments. HolderId is only stored, so it goes as Dialect.Text:

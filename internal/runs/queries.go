@@ -34,12 +34,6 @@ type queries struct {
 	// claimStart: 1 tenant -> Now (the database clock, or NULL where the dialect reads none),
 	// MaxLeasedRuns, LeasedCount; holds the tenant row until commit. No row: no tenant.
 	claimStart string
-	// claimStartSeek is claimStart and the first of claimCandidates in one statement, where
-	// the dialect can send them together (SQLite: its clock is this machine's, so the seek's
-	// times are known before the first statement); empty where it cannot (SQL Server reads
-	// its clock in claimStart). Arguments: the first candidate's; answers claimStart's columns
-	// and the pick's RunId and Subject (NULL: nothing to claim in that seek).
-	claimStartSeek string
 	// claimCandidates are the claim's seeks in band order (DESIGN.md section 4): the claim
 	// tries them in turn and takes the first pick. A dialect may fold the bands into one
 	// statement that answers the first band's pick.

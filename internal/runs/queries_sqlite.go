@@ -110,13 +110,6 @@ WHERE RunId IN (
 	claimStart: `SELECT NULL AS Now, t.MaxLeasedRuns,
     COALESCE((SELECT l.LeasedCount FROM TenantLeases l WHERE l.TenantId = ?1), 0) AS LeasedCount
 FROM Tenants t WHERE t.TenantId = ?1`,
-	// claimStartSeek: the tenant row is MATERIALIZED so that it is sought by its key
-	// (joined as it is, the planner scanned Tenants).
-	claimStartSeek: `WITH t AS MATERIALIZED (SELECT MaxLeasedRuns FROM Tenants WHERE TenantId = ?1)
-SELECT NULL AS Now, t.MaxLeasedRuns,
-    COALESCE((SELECT l.LeasedCount FROM TenantLeases l WHERE l.TenantId = ?1), 0) AS LeasedCount,
-    c.RunId, c.Subject
-FROM t LEFT JOIN (` + sqliteClaim + `) AS c ON 1`,
 	claimCandidates: []string{sqliteClaim},
 	lease: `UPDATE Runs SET State = 1, Epoch = Epoch + 1, HolderId = ?3, LeaseSeconds = ?4, LeasedUntil = ?5,
     SubjectHead = 0, Version = ` + sqliteStamp + `
