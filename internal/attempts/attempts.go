@@ -71,8 +71,8 @@ func insertArgs(d sqldb.Dialect, a Attempt) []any {
 
 // Insert writes a new attempt (the claim's) and returns it as stored. The statement answers
 // only the Version: the rest of the row is a as insertArgs sends it (the start truncated as
-// Dialect.Time stores it, no correction yet, the columns it does not set NULL), and reading
-// a whole row back cost a claim more than the insert's own indexes (BENCHMARKS.md).
+// Dialect.Time stores it, no correction yet, the columns it does not set NULL): reading the
+// whole row back cost a claim about 80 thousand instructions (docs/perf/issue-22.md).
 func Insert(ctx context.Context, tx *sqldb.Tx, a Attempt) (Attempt, error) {
 	q := queriesFor(tx.Dialect)
 	out := Attempt{

@@ -197,11 +197,11 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 
 // insertRun inserts r, a queued run as its caller built it, and answers it as stored. The
 // statement answers only what the database decides, the Version and whether r became its
-// subject's head; the rest is r with its times truncated as Dialect.Time stores them (reading
-// the whole row back was a third of the enqueue's cost: BENCHMARKS.md). hash is the request
-// hash an idempotency key is compared by (nil: none). Only text the insert stores without
-// comparing goes as Dialect.Text: the tenant, subject and idempotency key are sought
-// (go-mssqldb declares them by their length).
+// subject's head; the rest is r with its times truncated as Dialect.Time stores them
+// (reading the whole row back cost about 130 thousand instructions: docs/perf/issue-22.md).
+// hash is the request hash an idempotency key is compared by (nil: none). Only text the
+// insert stores without comparing goes as Dialect.Text: the tenant, subject and idempotency
+// key are sought (go-mssqldb declares them by their length).
 func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *string) (Run, error) {
 	d := tx.Dialect
 	var parent, continued, hashArg any

@@ -11,8 +11,8 @@ import (
 
 // scanPlans remembers, per statement text and destination type, which struct field each
 // result column goes to. sqlx's Get works that out again for every row (TraversalsByName
-// and fieldsByTraversal were 3.4 % of the server's CPU in a profile of the cycle workload,
-// BENCHMARKS.md); a statement's columns are fixed by its text, so the first scan decides.
+// and fieldsByTraversal were 3.4 % of the server's CPU in a profile of the cycle workload);
+// a statement's columns are fixed by its text, so the first scan decides.
 // A plan that no longer fits (another column count) fails the scan loudly, never silently.
 type scanPlans struct{ m sync.Map } // planKey -> [][]int
 
