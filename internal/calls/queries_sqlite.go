@@ -22,5 +22,5 @@ RETURNING ` + columns,
 	list: `SELECT ` + columns + ` FROM CallRecords WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
 ORDER BY Sequence LIMIT ?4`,
 	abandon: `UPDATE CallRecords SET Status = 'abandoned', EndedAt = ?3, Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE TenantId = ?1 AND AttemptId = ?2 AND Status = 'started'`,
+WHERE +TenantId = ?1 AND AttemptId = ?2 AND Status = 'started'`,
 }

@@ -16,13 +16,15 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
 ORDER BY Sequence LIMIT ?4`,
 	// SQLite has no CROSS APPLY: the correlated subquery picks each attempt's highest
 	// sequence from UX_Checkpoints_Attempt_Sequence (read backwards), attempts without a
-	// checkpoint drop out of the join, and the newest attempt wins.
+	// checkpoint drop out of the join, and the newest attempt wins. The run's attempts come
+	// from IX_Attempts_Run_Step: with "a.TenantId = ?" plain, the planner (no statistics)
+	// read every attempt of the tenant from IX_Attempts_Tenant_State_Ended.
 	lastOfRun: `SELECT ` + cColumns + `, a.RunId
 FROM ExecutionAttempts AS a
 JOIN Checkpoints AS c ON c.AttemptId = a.AttemptId AND c.TenantId = ?1
     AND c.Sequence = (SELECT k.Sequence FROM Checkpoints AS k
         WHERE k.AttemptId = a.AttemptId AND k.TenantId = ?1 ORDER BY k.Sequence DESC LIMIT 1)
-WHERE a.TenantId = ?1 AND a.RunId = ?2
+WHERE a.RunId = ?2 AND +a.TenantId = ?1
 ORDER BY a.FencingToken DESC LIMIT 1`,
 	runLink: `SELECT ContinuedFromRunId FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 }

@@ -51,6 +51,10 @@ func TestSQLitePlans(t *testing.T) {
 			[]string{"SEARCH DecisionRequests USING INDEX IX_Decisions_PendingExpiry (ExpiresAt>? AND ExpiresAt<?)"}, []string{"SCAN DecisionRequests"}},
 		{"expireForAttempt", sqliteQueries.expireForAttempt, []any{"t", id, now},
 			[]string{"SEARCH DecisionRequests USING INDEX IX_Decisions_Attempt (AttemptId=?)"}, []string{"IX_Decisions_Tenant_Status"}},
+		// Every attempt's end runs it: the tenant's status index would read every pending
+		// decision of the tenant (the planner has no statistics in production).
+		{"closeForAttempt", sqliteQueries.closeForAttempt, []any{"t", id, now},
+			[]string{"SEARCH DecisionRequests USING INDEX IX_Decisions_Attempt (AttemptId=?)"}, []string{"IX_Decisions_Tenant_Status"}},
 	}
 	for _, c := range cases {
 		plan := dbtest.SQLitePlan(t, db, c.query, c.args...)

@@ -68,10 +68,13 @@ WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.Exp
 WHERE TenantId = ?1 AND AttemptId = ?2 AND State = 0 AND Phase = 5
     AND NOT EXISTS (SELECT 1 FROM DecisionRequests AS d
         WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?4))`,
+	// closeForAttempt (every attempt's end) seeks IX_Decisions_Attempt: the unary plus keeps
+	// the planner, which has no statistics, off IX_Decisions_Tenant_Status (two equality
+	// columns), which read every pending decision of the tenant.
 	closeForAttempt: `UPDATE DecisionRequests
 SET Status = CASE WHEN ExpiresAt IS NOT NULL AND ExpiresAt <= ?3 THEN 'expired' ELSE 'cancelled' END,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE TenantId = ?1 AND AttemptId = ?2 AND Status = 'pending'`,
+WHERE AttemptId = ?2 AND +TenantId = ?1 AND +Status = 'pending'`,
 	// The filter repeats IX_Decisions_PendingExpiry's WHERE terms, so the partial index
 	// qualifies.
 	due: `SELECT DISTINCT TenantId, AttemptId FROM DecisionRequests

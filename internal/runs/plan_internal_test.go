@@ -76,3 +76,32 @@ func TestSQLitePlans(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLitePlansWithoutStatistics pins the plans production gets: nothing runs ANALYZE, so
+// SQLite's planner weighs indexes by their equality columns alone. The reaper's fence must
+// seek the run's attempts (IX_Attempts_Run_Step), not every running attempt of the tenant
+// (IX_Attempts_Tenant_State_Ended has two equality columns to Run_Step's one), and the
+// holder's fence both primary keys.
+func TestSQLitePlansWithoutStatistics(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite().Open(t, dbtest.Options{})
+	tenant := dbtest.NewTenant(t, db)
+	q := &sqliteQueries
+	for _, c := range []struct {
+		name, query string
+		args        []any
+		want        []string
+	}{
+		{"fenceRunning", q.fenceRunning, []any{tenant, uuid.New(), 1},
+			[]string{"SEARCH a USING INDEX IX_Attempts_Run_Step (RunId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}},
+		{"fence", q.fence, []any{tenant, uuid.New()},
+			[]string{"sqlite_autoindex_ExecutionAttempts_1 (AttemptId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}},
+	} {
+		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, c.args...), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", c.name, w, plan)
+			}
+		}
+	}
+}

@@ -124,8 +124,11 @@ ON CONFLICT (TenantId, ProjectId) DO UPDATE SET LeasedCount = LeasedCount + 1`,
 
 	fence: `SELECT ` + sqliteFenceColumns + `
 WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
+	// fenceRunning seeks IX_Attempts_Run_Step by the run (at most MaxAttempts rows): without
+	// statistics (nothing runs ANALYZE) the planner otherwise took IX_Attempts_Tenant_State_Ended
+	// for "TenantId = ? AND State = 0" and read every running attempt of the tenant.
 	fenceRunning: `SELECT ` + sqliteFenceColumns + `
-WHERE a.TenantId = ?1 AND a.RunId = ?2 AND a.FencingToken = ?3 AND a.State = 0 AND r.TenantId = ?1`,
+WHERE a.RunId = ?2 AND +a.TenantId = ?1 AND a.FencingToken = ?3 AND +a.State = 0 AND r.TenantId = ?1`,
 
 	heartbeat: `UPDATE Runs SET LeasedUntil = ?3, LeaseSeconds = ?4, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1`,
