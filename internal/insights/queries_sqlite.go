@@ -26,8 +26,10 @@ GROUP BY GroupKey, Bucket, Series`
 }
 
 const (
-	// A run's release is its latest attempt's (IX_Attempts_Run_Step seek, a run's few attempts).
-	sqliteRunRelease = `COALESCE((SELECT a.ReleaseId FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId
+	// A run's release is its latest attempt's (IX_Attempts_Run_Step seek, a run's few
+	// attempts). "+a.TenantId" here and below: without statistics the planner otherwise took
+	// IX_Attempts_Tenant_Started and read every attempt of the tenant for each run.
+	sqliteRunRelease = `COALESCE((SELECT a.ReleaseId FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND +a.TenantId = r.TenantId
     ORDER BY a.StartedAt DESC, a.AttemptId DESC LIMIT 1), '')`
 	sqliteRunGroup = `CASE ?5 WHEN 'project' THEN r.ProjectId WHEN 'agent' THEN r.AgentId WHEN 'kind' THEN r.Kind
     WHEN 'release' THEN ` + sqliteRunRelease + ` ELSE '' END`
@@ -66,7 +68,7 @@ WHERE r.TenantId = ?1 AND r.State = 2 AND r.EndedAt >= ?2 AND r.EndedAt < ?3 AND
 
 	// The same range, and per run an IX_Attempts_Run_Step seek counting its attempts.
 	attemptsPerRun: sqliteRanked(`SELECT ` + sqliteRunGroup + ` AS GroupKey,
-    min((SELECT COUNT(*) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId), 20) AS Bucket,
+    min((SELECT COUNT(*) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND +a.TenantId = r.TenantId), 20) AS Bucket,
     '' AS Series, 0 AS Value
 FROM Runs r INDEXED BY IX_Runs_Tenant_Ended
 WHERE r.TenantId = ?1 AND r.State = 2 AND r.EndedAt >= ?2 AND r.EndedAt < ?3 AND ` + sqliteRunFilters),
@@ -75,7 +77,7 @@ WHERE r.TenantId = ?1 AND r.State = 2 AND r.EndedAt >= ?2 AND r.EndedAt < ?3 AND
 	// an IX_Attempts_Run_Step seek for its first claim (none: never claimed, left out).
 	claimLatency: sqliteRanked(`SELECT GroupKey, ` + sqliteBin("Ms") + ` AS Bucket, '' AS Series, Ms AS Value FROM (
     SELECT ` + sqliteRunGroup + ` AS GroupKey,
-        ` + sqliteMs("r.QueuedAt", "(SELECT MIN(a.StartedAt) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId)") + ` AS Ms
+        ` + sqliteMs("r.QueuedAt", "(SELECT MIN(a.StartedAt) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND +a.TenantId = r.TenantId)") + ` AS Ms
     FROM Runs r INDEXED BY IX_Runs_Tenant_Queued
     WHERE r.TenantId = ?1 AND r.QueuedAt >= ?2 AND r.QueuedAt < ?3 AND ` + sqliteRunFilters + `
 ) AS m WHERE Ms IS NOT NULL`),

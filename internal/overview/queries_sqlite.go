@@ -11,7 +11,10 @@ var sqliteQueries = queries{
 	queued: `SELECT ProjectId, Band, COUNT(*) AS Runs, MIN(CASE WHEN DueAt <= ?2 THEN DueAt END) AS OldestDue
 FROM Runs INDEXED BY IX_Runs_SubjectQueue WHERE TenantId = ?1 AND State = 0 GROUP BY ProjectId, Band`,
 	// UX_Runs_LeasedSubject (TenantId, Subject) WHERE State = 1: the tenant's leased runs.
-	leased: `SELECT ProjectId, Band, COUNT(*) AS Runs FROM Runs WHERE TenantId = ?1 AND State = 1 GROUP BY ProjectId, Band`,
+	// Pinned as queued is: unpinned, the planner (no statistics) read IX_Runs_Tenant_Queued,
+	// every run of the tenant, history included.
+	leased: `SELECT ProjectId, Band, COUNT(*) AS Runs FROM Runs INDEXED BY UX_Runs_LeasedSubject
+WHERE TenantId = ?1 AND State = 1 GROUP BY ProjectId, Band`,
 	// IX_Attempts_Tenant_State_Ended (TenantId, State, EndedAt), migration 000018: the
 	// tenant's attempts lost in the last hour only, not every lost attempt it keeps.
 	lost: `SELECT ProjectId, COUNT(*) AS Runs FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_State_Ended
