@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ type Authenticator struct {
 	inFlight *counter // per tenant
 	polls    *counter // per tenant
 	waits    *counter // per tenant
+	heavy    *counter // per tenant
 	replica  *counter // all tenants, under one key
 	work     *gate
 	failures *addrBudget
@@ -58,6 +60,7 @@ func (a *Authenticator) SetLimits(l Limits) {
 	// Reads that wait (waitSeconds) have slots of their own, as many: a runtime waiting on
 	// its decisions must not take the slots its claims wait for work in.
 	a.waits = newCounter(l.LongPolls)
+	a.heavy = newCounter(l.HeavyReads)
 	a.work = newGate(l.ReplicaActive)
 	a.failures = newAddrBudget(l.AuthFailures, l.AuthFailureWindow)
 	a.limiters = nil
@@ -129,13 +132,23 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 			}
 			defer leave()
 			ctx = WithPrincipal(ctx, p)
-			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, waits: a.waits, tenant: p.TenantID, leave: leave})
+			heavyTimeout := a.limits.HeavyReadTimeout
+			if heavyTimeout <= 0 {
+				heavyTimeout = a.limits.ReadTimeout
+			}
+			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, waits: a.waits, heavy: a.heavy,
+				heavyTimeout: heavyTimeout, tenant: p.TenantID, leave: leave})
 			// On SQLite a write gives the place up as it goes to wait for the single writer,
 			// whose group commit shares it between tenants from there: a place held through
 			// that wait would cap how many writes share one commit.
 			ctx = sqldb.OnWriteWait(ctx, leave)
+			if a.limits.ReadTimeout > 0 && (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, a.limits.ReadTimeout)
+				defer cancel()
+			}
 			c.SetRequest(c.Request().WithContext(ctx))
-			return next(c)
+			return deadlineProblem(ctx, next(c))
 		}
 	}
 }
