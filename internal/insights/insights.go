@@ -125,6 +125,12 @@ type Filter struct {
 	ProjectID, AgentID, ReleaseID, Kind *string
 }
 
+// byGroup is each filter by the grouping of the same dimension.
+func (f Filter) byGroup() map[api.InsightGroup]*string {
+	return map[api.InsightGroup]*string{api.GroupProject: f.ProjectID, api.GroupAgent: f.AgentID,
+		api.GroupRelease: f.ReleaseID, api.GroupKind: f.Kind}
+}
+
 // FilterOf reads the filters of the request parameters.
 func FilterOf(p api.InsightParams) Filter {
 	return Filter{ProjectID: p.ProjectID, AgentID: p.AgentID, ReleaseID: p.ReleaseID, Kind: p.Kind}

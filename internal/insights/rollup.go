@@ -65,17 +65,77 @@ type dims struct {
 	Kind    string `json:"k"`
 }
 
-// dimension is one grouping of the insights: the api's name and the cell's value for it.
+// dimension is one grouping of the insights: the api's name, the cell's value for it, and
+// the cell's dimensions with only this one kept.
 type dimension struct {
 	group api.InsightGroup
 	value func(dims) string
+	only  func(dims) dims
 }
 
 var dimensions = []dimension{
-	{api.GroupProject, func(d dims) string { return d.Project }},
-	{api.GroupAgent, func(d dims) string { return d.Agent }},
-	{api.GroupRelease, func(d dims) string { return d.Release }},
-	{api.GroupKind, func(d dims) string { return d.Kind }},
+	{api.GroupProject, func(d dims) string { return d.Project }, func(d dims) dims { return dims{Project: d.Project} }},
+	{api.GroupAgent, func(d dims) string { return d.Agent }, func(d dims) dims { return dims{Agent: d.Agent} }},
+	{api.GroupRelease, func(d dims) string { return d.Release }, func(d dims) dims { return dims{Release: d.Release} }},
+	{api.GroupKind, func(d dims) string { return d.Kind }, func(d dims) dims { return dims{Kind: d.Kind} }},
+}
+
+// A dimension set says which dimensions a cell keeps: every fact is counted once in each
+// set, so a request reads the set with just the dimensions it groups or filters by, and a
+// 500-bucket answer grouped by one dimension reads at most buckets x that dimension's
+// groups x series x bins cells, whatever the other dimensions hold.
+const (
+	// dimsAll keeps every dimension: a request that groups or filters by two or more.
+	dimsAll int8 = 0
+	// dimsNone keeps none: a request that neither groups nor filters.
+	dimsNone int8 = 1
+	// dimsOne+i keeps dimensions[i] only.
+	dimsOne int8 = 2
+)
+
+// dimSets are the dimension sets every fact is counted in.
+var dimSets = func() []int8 {
+	out := []int8{dimsAll, dimsNone}
+	for i := range dimensions {
+		out = append(out, dimsOne+int8(i))
+	}
+	return out
+}()
+
+// keep is d with only the dimensions of set.
+func keep(set int8, d dims) dims {
+	switch {
+	case set == dimsAll:
+		return d
+	case set == dimsNone:
+		return dims{}
+	}
+	return dimensions[set-dimsOne].only(d)
+}
+
+// setFor is the smallest dimension set that answers a request grouping by g ("" for none)
+// and filtering by f.
+func setFor(g api.InsightGroup, f Filter) int8 {
+	used := map[api.InsightGroup]bool{}
+	if g != "" {
+		used[g] = true
+	}
+	for grp, v := range f.byGroup() {
+		if v != nil {
+			used[grp] = true
+		}
+	}
+	switch len(used) {
+	case 0:
+		return dimsNone
+	case 1:
+		for i, d := range dimensions {
+			if used[d.group] {
+				return dimsOne + int8(i)
+			}
+		}
+	}
+	return dimsAll
 }
 
 // groupValue is the cell's value of grouping g ("" when the insight is not grouped).
@@ -105,6 +165,7 @@ type fact struct {
 type cellKey struct {
 	tenant string
 	metric metric
+	set    int8
 	grain  int64
 	bucket int64
 	dims   dims
@@ -366,16 +427,18 @@ func (p *Projector) apply(ctx context.Context, tx *sqldb.Tx, r sourceRow, deltas
 func count(deltas map[cellKey]*cellDelta, tenant string, f fact, n int64) {
 	for _, g := range grains {
 		width := int64(g / time.Second)
-		k := cellKey{tenant: tenant, metric: f.Metric, grain: width, bucket: f.At - mod(f.At, width), dims: f.Dims,
-			subkey: f.Subkey, series: f.Series, bin: f.Bin}
-		d := deltas[k]
-		if d == nil {
-			d = &cellDelta{}
-			deltas[k] = d
-		}
-		d.n += n
-		if n > 0 {
-			d.peak = max(d.peak, f.Value)
+		for _, set := range dimSets {
+			k := cellKey{tenant: tenant, metric: f.Metric, set: set, grain: width, bucket: f.At - mod(f.At, width),
+				dims: keep(set, f.Dims), subkey: f.Subkey, series: f.Series, bin: f.Bin}
+			d := deltas[k]
+			if d == nil {
+				d = &cellDelta{}
+				deltas[k] = d
+			}
+			d.n += n
+			if n > 0 {
+				d.peak = max(d.peak, f.Value)
+			}
 		}
 	}
 }
@@ -410,6 +473,9 @@ func (p *Projector) write(ctx context.Context, tx *sqldb.Tx, deltas map[cellKey]
 		if a.metric != b.metric {
 			return a.metric < b.metric
 		}
+		if a.set != b.set {
+			return a.set < b.set
+		}
 		if a.grain != b.grain {
 			return a.grain < b.grain
 		}
@@ -421,7 +487,7 @@ func (p *Projector) write(ctx context.Context, tx *sqldb.Tx, deltas map[cellKey]
 	for _, it := range items {
 		k := it.k
 		if _, err := tx.ExecContext(ctx, p.q.upsertCell, k.tenant, int(k.metric), k.grain, k.bucket, it.hash,
-			k.dims.Project, k.dims.Agent, k.dims.Release, k.dims.Kind, k.subkey, k.series, k.bin, it.d.n, it.d.peak); err != nil {
+			k.dims.Project, k.dims.Agent, k.dims.Release, k.dims.Kind, k.subkey, k.series, k.bin, it.d.n, it.d.peak, int(k.set)); err != nil {
 			return fmt.Errorf("count a roll-up cell: %w", err)
 		}
 	}
@@ -465,8 +531,12 @@ func (s *Store) readCells(ctx context.Context, tx *sqldb.Tx, tenantID string, in
 	if in.series != "" {
 		series = &in.series
 	}
+	group := w.GroupBy
+	if in.subkeyGroups {
+		group = ""
+	}
 	if err := tx.SelectContext(ctx, &cells, s.rq.cells, tenantID, int(in.metric), width, w.From.Unix(), w.To.Unix(),
-		f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, series); err != nil {
+		f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, series, int(setFor(group, f))); err != nil {
 		return nil, err
 	}
 	type key struct {

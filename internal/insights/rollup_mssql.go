@@ -88,19 +88,19 @@ OPTION (MAXDOP 1);`,
 	// Reading check: a PK seek; the update-then-insert needs no lock hints because the
 	// projector is the only writer of cells and runs one step at a time (as insertFacts).
 	upsertCell: `UPDATE dbo.InsightCells SET N = N + @p13, Peak = CASE WHEN Peak < @p14 THEN @p14 ELSE Peak END
-WHERE TenantId = @p1 AND Metric = @p2 AND Grain = @p3 AND BucketStart = @p4 AND CellHash = @p5;
+WHERE TenantId = @p1 AND Metric = @p2 AND DimSet = @p15 AND Grain = @p3 AND BucketStart = @p4 AND CellHash = @p5;
 IF @@ROWCOUNT = 0
-    INSERT INTO dbo.InsightCells (TenantId, Metric, Grain, BucketStart, CellHash, ProjectId, AgentId, ReleaseId, Kind,
+    INSERT INTO dbo.InsightCells (TenantId, Metric, DimSet, Grain, BucketStart, CellHash, ProjectId, AgentId, ReleaseId, Kind,
         Subkey, Series, Bin, N, Peak)
-    VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p14);`,
+    VALUES (@p1, @p2, @p15, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p14);`,
 
-	// Reading check: PK_InsightCells seeks (TenantId, Metric, Grain, BucketStart range): the
+	// Reading check: PK_InsightCells seeks (TenantId, Metric, DimSet, Grain, BucketStart range): the
 	// window's cells only; the filters are catch-all residual predicates on the covered
 	// columns (the clustered index holds every column), one plan for every combination.
 	// Read in the tenant's scope; the security predicate adds TenantId, already sought.
 	cells: `SELECT BucketStart, ProjectId, AgentId, ReleaseId, Kind, Subkey, Series, Bin, N, Peak
 FROM dbo.InsightCells
-WHERE TenantId = @p1 AND Metric = @p2 AND Grain = @p3 AND BucketStart >= @p4 AND BucketStart < @p5 AND N <> 0
+WHERE TenantId = @p1 AND Metric = @p2 AND DimSet = @p11 AND Grain = @p3 AND BucketStart >= @p4 AND BucketStart < @p5 AND N <> 0
     AND (@p6 IS NULL OR ProjectId = @p6) AND (@p7 IS NULL OR AgentId = @p7) AND (@p8 IS NULL OR ReleaseId = @p8)
     AND (@p9 IS NULL OR Kind = @p9) AND (@p10 IS NULL OR Series = @p10)
 OPTION (MAXDOP 1);`,

@@ -53,15 +53,15 @@ ORDER BY d.Version LIMIT ?3`,
 
 	updateFacts: `UPDATE InsightFacts SET Facts = ?4 WHERE TenantId = ?1 AND Source = ?2 AND SourceId = ?3`,
 
-	upsertCell: `INSERT INTO InsightCells (TenantId, Metric, Grain, BucketStart, CellHash, ProjectId, AgentId, ReleaseId, Kind,
+	upsertCell: `INSERT INTO InsightCells (TenantId, Metric, DimSet, Grain, BucketStart, CellHash, ProjectId, AgentId, ReleaseId, Kind,
     Subkey, Series, Bin, N, Peak)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-ON CONFLICT (TenantId, Metric, Grain, BucketStart, CellHash) DO UPDATE SET N = N + excluded.N, Peak = max(Peak, excluded.Peak)`,
+VALUES (?1, ?2, ?15, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+ON CONFLICT (TenantId, Metric, DimSet, Grain, BucketStart, CellHash) DO UPDATE SET N = N + excluded.N, Peak = max(Peak, excluded.Peak)`,
 
-	// The primary key's range: (TenantId, Metric, Grain, BucketStart) seeks the window.
+	// The primary key's range: (TenantId, Metric, DimSet, Grain, BucketStart) seeks the window.
 	cells: `SELECT BucketStart, ProjectId, AgentId, ReleaseId, Kind, Subkey, Series, Bin, N, Peak
 FROM InsightCells
-WHERE TenantId = ?1 AND Metric = ?2 AND Grain = ?3 AND BucketStart >= ?4 AND BucketStart < ?5 AND N <> 0
+WHERE TenantId = ?1 AND Metric = ?2 AND DimSet = ?11 AND Grain = ?3 AND BucketStart >= ?4 AND BucketStart < ?5 AND N <> 0
     AND (?6 IS NULL OR ProjectId = ?6) AND (?7 IS NULL OR AgentId = ?7) AND (?8 IS NULL OR ReleaseId = ?8)
     AND (?9 IS NULL OR Kind = ?9) AND (?10 IS NULL OR Series = ?10)`,
 }

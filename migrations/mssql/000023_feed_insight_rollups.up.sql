@@ -23,10 +23,11 @@ CREATE TABLE [dbo].[FeedProjectors] (
 
 -- One cell of a roll-up (see migrations/sqlite 000023). CellHash (SHA-256 of the dimensions)
 -- keeps the clustered key far under 900 bytes whatever the identifiers' lengths; a window's
--- read is one seek of (TenantId, Metric, Grain, BucketStart range).
+-- read is one seek of (TenantId, Metric, DimSet, Grain, BucketStart range).
 CREATE TABLE [dbo].[InsightCells] (
     [TenantId] nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [Metric] tinyint NOT NULL,
+    [DimSet] tinyint NOT NULL,
     [Grain] int NOT NULL,
     [BucketStart] bigint NOT NULL,
     [CellHash] binary(32) NOT NULL,
@@ -39,7 +40,7 @@ CREATE TABLE [dbo].[InsightCells] (
     [Bin] smallint NOT NULL,
     [N] bigint NOT NULL,
     [Peak] bigint NOT NULL,
-    CONSTRAINT [PK_InsightCells] PRIMARY KEY CLUSTERED ([TenantId], [Metric], [Grain], [BucketStart], [CellHash]),
+    CONSTRAINT [PK_InsightCells] PRIMARY KEY CLUSTERED ([TenantId], [Metric], [DimSet], [Grain], [BucketStart], [CellHash]),
     CONSTRAINT [FK_InsightCells_Tenants] FOREIGN KEY ([TenantId]) REFERENCES [dbo].[Tenants] ([TenantId])
 );
 

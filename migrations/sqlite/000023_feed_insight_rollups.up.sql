@@ -17,11 +17,14 @@ CREATE TABLE FeedProjectors (
 
 -- One cell of a roll-up: the count N (and the largest value Peak) of the facts of one metric
 -- in one bucket of one grain (300, 3600 or 86400 seconds, every fact is counted in all
--- three) with one set of dimensions. CellHash is the SHA-256 of the dimensions, so the key
--- stays short whatever the identifiers' lengths.
+-- three) with one set of dimensions. DimSet says which dimensions the cell keeps (all of them,
+-- none, or one: each fact is counted in every view, so a request reads the view with just
+-- the dimensions it groups or filters by). CellHash is the SHA-256 of the dimensions, so
+-- the key stays short whatever the identifiers' lengths.
 CREATE TABLE InsightCells (
     TenantId TEXT NOT NULL REFERENCES Tenants (TenantId),
     Metric INTEGER NOT NULL,
+    DimSet INTEGER NOT NULL,
     Grain INTEGER NOT NULL,
     BucketStart INTEGER NOT NULL,
     CellHash BLOB NOT NULL,
@@ -34,7 +37,7 @@ CREATE TABLE InsightCells (
     Bin INTEGER NOT NULL,
     N INTEGER NOT NULL,
     Peak INTEGER NOT NULL,
-    PRIMARY KEY (TenantId, Metric, Grain, BucketStart, CellHash)
+    PRIMARY KEY (TenantId, Metric, DimSet, Grain, BucketStart, CellHash)
 ) WITHOUT ROWID;
 
 -- What each source row (a run, an attempt, a call, a decision) contributes to the cells,
