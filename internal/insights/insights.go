@@ -1,10 +1,13 @@
 // Package insights answers admins' questions about a tenant's history over a bounded window
 // (DESIGN.md section 5a): runs ended by outcome, attempts ended by state, attempts per
 // finished run, time from enqueue to first claim, calls per target, decisions and their
-// time to answer, leases lost. Each insight is one statement per dialect that seeks an index
-// on its window's time column and counts in the database; the answer is bounded by the
-// window's buckets (at most api.InsightMaxBuckets) and groups (at most
-// api.InsightMaxGroups, the rest summed as "other"), never by the history's size.
+// time to answer, leases lost. Each insight reads the roll-ups (rollup.go) that a projector
+// of the change feed (internal/feed) maintains off the write path: the cells of the
+// window's buckets only, so its work is bounded by the window's buckets (at most
+// api.InsightMaxBuckets), groups (at most api.InsightMaxGroups named, the rest summed as
+// "other"), series and histogram bins, never by the history's size. The direct statements
+// over the source tables (queries.go) stay as the reference the roll-ups are tested to
+// equal.
 //
 // Percentiles are computed in Go from fixed histogram buckets (api.DurationBoundsMs) that
 // the database counts: a percentile is the upper bound of the bin holding it, or the

@@ -16,6 +16,8 @@ import (
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/feed"
 	"github.com/ledger-dev/ledger/internal/insights"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/retention"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -533,6 +535,52 @@ func TestRollupsEqualTheDirectAnswers(t *testing.T) {
 		}
 		if compared != 3*5*7*5 {
 			t.Fatalf("compared %d answers", compared)
+		}
+	})
+}
+
+// TestPurgeKeepsPastAnswers: rows purged by retention never reach the change feed, so the
+// roll-ups keep counting them and an answer about the past does not change (the direct
+// statements over the source tables lose the purged runs).
+func TestPurgeKeepsPastAnswers(t *testing.T) {
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		h := newHistory(t, tgt)
+		h.script()
+		h.project()
+		st, ref := insights.NewStore(h.DB), insights.NewReferenceStore(h.DB)
+		w := window(t, api.GroupAgent)
+		before, err := st.RunsEnded(h.Ctx, h.Tenant, w, insights.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, err := st.Calls(h.Ctx, h.Tenant, w, insights.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		one := 1
+		if _, _, err := projects.NewStore(h.DB).Put(h.Ctx, h.Tenant, "p1", projects.Change{RetentionDays: &one,
+			IfMatch: anyVersion{}}); err != nil {
+			t.Fatal(err)
+		}
+		h.Clock.Advance(3 * 24 * time.Hour)
+		res, err := retention.Purge(h.Ctx, h.DB, retention.Options{Log: apitest.Quiet()})
+		if err != nil || res.Runs == 0 {
+			t.Fatalf("purge: %+v, %v", res, err)
+		}
+		h.project()
+		after, err := st.RunsEnded(h.Ctx, h.Tenant, w, insights.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(after, before) {
+			t.Errorf("runs ended after the purge %+v, before %+v", after, before)
+		}
+		if got, err := st.Calls(h.Ctx, h.Tenant, w, insights.Filter{}); err != nil || !reflect.DeepEqual(got, calls) {
+			t.Errorf("calls after the purge %+v (%v), before %+v", got, err, calls)
+		}
+		if direct, err := ref.RunsEnded(h.Ctx, h.Tenant, w, insights.Filter{}); err != nil || reflect.DeepEqual(direct, before) {
+			t.Errorf("the direct statement still counts the purged runs (%v): the purge purged nothing of the window", err)
 		}
 	})
 }
