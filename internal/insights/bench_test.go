@@ -120,12 +120,26 @@ func world(b *testing.B) *benchWorld {
 		seedHistory(b, db, w.a.ID, n)
 		seeded := time.Since(t0)
 		t0, c0 := time.Now(), cpuTime()
-		if err := feed.NewRunner(db, insights.NewProjector(db, 0), feed.Options{Holder: "bench"}).CatchUp(context.Background()); err != nil {
-			b.Fatal(err)
+		r := feed.NewRunner(db, insights.NewProjector(db, 0), feed.Options{Holder: "bench"})
+		var steps []time.Duration
+		for {
+			s0 := time.Now()
+			st, err := r.Step(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			steps = append(steps, time.Since(s0))
+			if st.CaughtUp {
+				break
+			}
 		}
-		b.Logf("%d runs, %d attempts, %d calls: seeded in %s; the projector caught up in %s (%s CPU, %.0f source rows/s)",
+		slices.Sort(steps)
+		b.Logf("%d runs, %d attempts, %d calls: seeded in %s; the projector caught up in %s (%s CPU, %.0f source rows/s), "+
+			"%d steps: median %s, p99 %s, max %s (each holds the writer)",
 			n, n, 3*n, seeded.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond),
-			(cpuTime() - c0).Round(time.Millisecond), float64(5*n)/time.Since(t0).Seconds())
+			(cpuTime() - c0).Round(time.Millisecond), float64(5*n)/time.Since(t0).Seconds(), len(steps),
+			steps[len(steps)/2].Round(time.Microsecond), steps[len(steps)*99/100].Round(time.Microsecond),
+			steps[len(steps)-1].Round(time.Microsecond))
 		from, to, bucket := api.NewTime(benchStart), api.NewTime(now), api.Bucket1d
 		w.w = mustResolve(b, now, api.InsightParams{From: &from, To: &to, Bucket: &bucket})
 		if w.w.Buckets() != benchDays {

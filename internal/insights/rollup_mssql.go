@@ -4,8 +4,10 @@ package insights
 // tenant's rows, feed.Runner's transaction, READ COMMITTED); the insights' read of cells in
 // the tenant's scope. Reading checks shared by the projector's four range reads:
 //   - Index: the table's Version index (migration 000023) seeks Version > @p1 AND Version <
-//     @p2 in order, TOP (@p3) stops it after a batch; a PK seek each for the attempt and the
-//     run a row hangs from. The range is below MIN_ACTIVE_ROWVERSION() (feed's ceiling), so
+//     @p2 in order, TOP (@p3) stops it after a batch; it INCLUDEs every column read of the
+//     row, so there is no key lookup (and no reader-lookup deadlock with a writer changing
+//     the row's Version); a clustered PK seek each for the attempt and the run a row hangs
+//     from. The range is below MIN_ACTIVE_ROWVERSION() (feed's ceiling), so
 //     every row it reads is committed and no later commit can land inside it.
 //   - Locks: short S locks released row by row (or none under READ_COMMITTED_SNAPSHOT): a
 //     writer waits for at most one row's read. A row changed after the ceiling was read is

@@ -48,7 +48,7 @@ const (
 	reasonStatus     = "DESIGN.md sections 3 and 7a: the column holds a lowercase wire string; BIN2 keeps 'Pending' from matching 'pending', as on SQLite"
 	reasonHash       = "DESIGN.md sections 3 and 5: a hash decides idempotent repeats and conflicts, so it must compare byte for byte, as on SQLite"
 	reasonRowversion = "DESIGN.md section 5: the table's rows change, so they carry a rowversion for ETags and If-Match"
-	reasonFeed       = "DESIGN.md sections 5a and 5b (issue 30 item 2, issue 35 item 1): the feed projector (internal/feed) reads the table's rows in rowversion order across tenants, past its position and below MIN_ACTIVE_ROWVERSION (migration 000023)"
+	reasonFeed       = "DESIGN.md sections 5a and 5b (issue 30 item 2, issue 35 item 1): the feed projector (internal/feed) reads the table's rows in rowversion order across tenants, past its position and below MIN_ACTIVE_ROWVERSION (migration 000023); covering, so a row changing while it is read is no reader-lookup deadlock (issue 26 item 5); SQLite has no INCLUDE"
 	reasonHistory    = "DESIGN.md section 5: an index that history queries need"
 )
 
@@ -122,7 +122,7 @@ var RunsAdditions = []Addition{
 	},
 	{
 		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Version",
-		Definition: "INDEX (Version)",
+		Definition: "INDEX (Version) INCLUDE (TenantId, State, Outcome, ProjectId, AgentId, Kind, QueuedAt, EndedAt)",
 		Reason:     reasonFeed,
 	},
 }
@@ -164,7 +164,7 @@ var DeclaredAdditions = []Addition{
 	},
 	{
 		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Version",
-		Definition: "INDEX (Version)",
+		Definition: "INDEX (Version) INCLUDE (TenantId, RunId, State, EndedAt, ProjectId, AgentId, ReleaseId)",
 		Reason:     reasonFeed,
 	},
 	{
@@ -195,7 +195,7 @@ var DeclaredAdditions = []Addition{
 	},
 	{
 		Table: "CallRecords", Kind: AddIndex, Item: "IX_Calls_Version",
-		Definition: "INDEX (Version)",
+		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Target, Status, StartedAt, EndedAt)",
 		Reason:     reasonFeed,
 	},
 
@@ -246,7 +246,7 @@ var DeclaredAdditions = []Addition{
 	},
 	{
 		Table: "DecisionRequests", Kind: AddIndex, Item: "IX_Decisions_Version",
-		Definition: "INDEX (Version)",
+		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Kind, Status, RequestedAt, AnsweredAt)",
 		Reason:     reasonFeed,
 	},
 

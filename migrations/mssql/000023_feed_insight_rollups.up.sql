@@ -54,10 +54,18 @@ CREATE TABLE [dbo].[InsightFacts] (
     CONSTRAINT [FK_InsightFacts_Tenants] FOREIGN KEY ([TenantId]) REFERENCES [dbo].[Tenants] ([TenantId])
 );
 
--- The projector reads each table's rows in rowversion order across tenants.
-CREATE INDEX [IX_Runs_Version] ON [dbo].[Runs] ([Version]);
-CREATE INDEX [IX_Attempts_Version] ON [dbo].[ExecutionAttempts] ([Version]);
-CREATE INDEX [IX_Calls_Version] ON [dbo].[CallRecords] ([Version]);
-CREATE INDEX [IX_Decisions_Version] ON [dbo].[DecisionRequests] ([Version]);
+-- The projector reads each table's rows in rowversion order across tenants. Each index
+-- carries what the projector reads of its row (INCLUDE), so the read never looks the row up:
+-- without it, a writer changing a row (and so its Version, this index's key) while the
+-- projector reads it would be the reader-lookup deadlock of issue 26's reading (S on the
+-- index row waiting for the clustered row, X on the clustered row waiting for the index).
+CREATE INDEX [IX_Runs_Version] ON [dbo].[Runs] ([Version])
+    INCLUDE ([TenantId], [State], [Outcome], [ProjectId], [AgentId], [Kind], [QueuedAt], [EndedAt]);
+CREATE INDEX [IX_Attempts_Version] ON [dbo].[ExecutionAttempts] ([Version])
+    INCLUDE ([TenantId], [RunId], [State], [EndedAt], [ProjectId], [AgentId], [ReleaseId]);
+CREATE INDEX [IX_Calls_Version] ON [dbo].[CallRecords] ([Version])
+    INCLUDE ([TenantId], [AttemptId], [Target], [Status], [StartedAt], [EndedAt]);
+CREATE INDEX [IX_Decisions_Version] ON [dbo].[DecisionRequests] ([Version])
+    INCLUDE ([TenantId], [AttemptId], [Kind], [Status], [RequestedAt], [AnsweredAt]);
 
 COMMIT TRANSACTION;
