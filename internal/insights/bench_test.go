@@ -2,6 +2,7 @@ package insights_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -44,14 +45,15 @@ var benchStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const benchDays = 500
 
-// seedHistory writes n runs of tenant over benchDays days from benchStart, as the package
-// comment says (multi-row INSERT ... SELECT over a recursive CTE, in chunks).
-func seedHistory(b *testing.B, db *sqldb.DB, tenant string, n int) {
+// seedHistory writes n runs of tenant over span from start, as the package comment says
+// (multi-row INSERT ... SELECT over a recursive CTE, in chunks; each row its own Version,
+// as rows written one by one get).
+func seedHistory(b *testing.B, db *sqldb.DB, tenant string, n int, start time.Time, span time.Duration) {
 	b.Helper()
 	ctx := context.Background()
-	step := float64(benchDays*86400) / float64(n)
+	step := span.Seconds() / float64(n)
 	at := func(offset string) string {
-		return `strftime('%Y-%m-%dT%H:%M:%fZ', ` + strconv.FormatInt(benchStart.Unix(), 10) + ` + i * ` +
+		return `strftime('%Y-%m-%dT%H:%M:%fZ', ` + strconv.FormatInt(start.Unix(), 10) + ` + i * ` +
 			strconv.FormatFloat(step, 'f', 3, 64) + ` + ` + offset + `, 'unixepoch')`
 	}
 	const chunk = 50_000
@@ -64,23 +66,28 @@ func seedHistory(b *testing.B, db *sqldb.DB, tenant string, n int) {
 SELECT printf('00000000-0000-4000-8000-%012x', i), ?1, 'p1', 'subject-' || i, 'kind-' || (i % 2), 'agent-' || (i % 7),
     '00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002', 1, 2, 1, 1, 3, 3,
     ` + at("0") + `, ` + at("0") + `, ` + at("(i % 60) + 30") + `,
-    CASE WHEN i % 4 = 0 THEN 'failed' ELSE 'succeeded' END, 0, 'bench', 'event-' || i, (SELECT Value + 1 FROM RowVersionCounter) FROM seq`,
+    CASE WHEN i % 4 = 0 THEN 'failed' ELSE 'succeeded' END, 0, 'bench', 'event-' || i,
+    ?4 + 1 + i - ?2 FROM seq ORDER BY i`,
 			seq + `INSERT INTO ExecutionAttempts (AttemptId, RunId, StepId, TenantId, ProjectId, LeaseId, FencingToken, SnapshotId,
     ReleaseId, AgentId, ModelProfileId, State, Phase, MaxCorrections, StartedAt, EndedAt, Version, AdapterVersion)
 SELECT printf('00000000-0001-4000-8000-%012x', i), printf('00000000-0000-4000-8000-%012x', i),
     '00000000-0000-4000-8000-000000000001', ?1, 'p1', printf('00000000-0002-4000-8000-%012x', i), 1,
     '00000000-0000-4000-8000-000000000002', 'rel-' || (i % 3), 'agent-' || (i % 7), 'm',
     CASE WHEN i % 4 = 0 THEN 2 ELSE 1 END, 6, 3, ` + at("(i % 60)") + `, ` + at("(i % 60) + 30") + `,
-    (SELECT Value + 1 FROM RowVersionCounter), '1'
-FROM seq`,
+    ?4 + 1 + i - ?2, '1'
+FROM seq ORDER BY i`,
 			seq + `INSERT INTO CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, Status, StartedAt, EndedAt, Version)
 SELECT printf('00000000-0003-4000-8000-%012x', i * 3 + s.n), printf('00000000-0001-4000-8000-%012x', i), ?1, s.n, 1,
     'tool-' || ((i + s.n) % 5), 'r', CASE WHEN (i + s.n) % 4 = 0 THEN 'failed' ELSE 'succeeded' END,
     ` + at("(i % 60) + 1 + s.n") + `, ` + at("(i % 60) + 1 + s.n + ((i * 7 + s.n) % 1000) / 100.0") + `,
-    (SELECT Value + 1 FROM RowVersionCounter)
-FROM seq, (SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2) AS s`,
+    ?4 + 1 + (i - ?2) * 3 + s.n
+FROM seq, (SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2) AS s ORDER BY i, s.n`,
 		} {
-			if _, err := db.Raw().ExecContext(ctx, q, tenant, lo, hi); err != nil {
+			var base int64
+			if err := db.Raw().GetContext(ctx, &base, `SELECT Value FROM RowVersionCounter`); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.Raw().ExecContext(ctx, q, tenant, lo, hi, base); err != nil {
 				b.Fatalf("seed %d..%d: %v", lo, hi, err)
 			}
 		}
@@ -106,6 +113,78 @@ type benchWorld struct {
 	w    insights.Window
 }
 
+// projection is what catching the insights projector up cost.
+type projection struct {
+	rows  int
+	wall  time.Duration
+	cpu   time.Duration
+	steps []time.Duration
+}
+
+func (p projection) String() string {
+	return fmt.Sprintf("the projector caught up in %s (%s CPU, %.1f µs CPU per source row), %d steps: median %s, p99 %s, "+
+		"max %s (each holds the writer)", p.wall.Round(time.Millisecond), p.cpu.Round(time.Millisecond),
+		float64(p.cpu.Microseconds())/float64(p.rows), len(p.steps), p.steps[len(p.steps)/2].Round(time.Microsecond),
+		p.steps[len(p.steps)*99/100].Round(time.Microsecond), p.steps[len(p.steps)-1].Round(time.Microsecond))
+}
+
+// project catches the insights projector up, step by step, and measures it.
+func project(b *testing.B, db *sqldb.DB) projection {
+	b.Helper()
+	var before, after sqldb.RowVersion
+	if err := db.Raw().Get(&after, `SELECT Value FROM RowVersionCounter`); err != nil {
+		b.Fatal(err)
+	}
+	if s, ok, err := feed.StatusOf(context.Background(), db, insights.ProjectorName); err != nil {
+		b.Fatal(err)
+	} else if ok {
+		before = s.Position
+	}
+	p := projection{rows: int(after - before)}
+	t0, c0 := time.Now(), cpuTime()
+	r := feed.NewRunner(db, insights.NewProjector(db, 0), feed.Options{Holder: "bench"})
+	for {
+		s0 := time.Now()
+		st, err := r.Step(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.steps = append(p.steps, time.Since(s0))
+		if st.CaughtUp {
+			break
+		}
+	}
+	p.wall, p.cpu = time.Since(t0), cpuTime()-c0
+	slices.Sort(p.steps)
+	return p
+}
+
+// BenchmarkProjector: the projector's cost per source row (a run, an attempt, a call), for
+// a backfill of history spread over 500 days (every row in buckets of its own) and for live
+// traffic (LEDGER_BENCH_RUNS/10 runs within 10 minutes, as a busy service writes them).
+func BenchmarkProjector(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		n    int
+		span time.Duration
+	}{{"backfill-500d", benchRuns() / 10, benchDays * 24 * time.Hour}, {"live-10m", benchRuns() / 10, 10 * time.Minute}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				db := dbtest.SQLite().Open(b, dbtest.Options{})
+				s := apitest.New(b, apitest.Config{DB: db})
+				tn := s.Tenant(b)
+				seedHistory(b, db, tn.ID, c.n, benchStart, c.span)
+				b.StartTimer()
+				p := project(b, db)
+				b.ReportMetric(float64(p.cpu.Nanoseconds())/float64(p.rows), "cpu-ns/row")
+				b.ReportMetric(float64(p.steps[len(p.steps)-1].Microseconds()), "max-step-µs")
+				b.Logf("%s: %d source rows; %s", c.name, p.rows, p)
+			}
+		})
+	}
+}
+
 // world builds the seeded service for one benchmark (its database is the benchmark's).
 func world(b *testing.B) *benchWorld {
 	b.Helper()
@@ -117,29 +196,11 @@ func world(b *testing.B) *benchWorld {
 		w := &benchWorld{s: s, a: s.Tenant(b), b: s.Tenant(b)}
 		n := benchRuns()
 		t0 := time.Now()
-		seedHistory(b, db, w.a.ID, n)
+		seedHistory(b, db, w.a.ID, n, benchStart, benchDays*24*time.Hour)
 		seeded := time.Since(t0)
-		t0, c0 := time.Now(), cpuTime()
-		r := feed.NewRunner(db, insights.NewProjector(db, 0), feed.Options{Holder: "bench"})
-		var steps []time.Duration
-		for {
-			s0 := time.Now()
-			st, err := r.Step(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			steps = append(steps, time.Since(s0))
-			if st.CaughtUp {
-				break
-			}
-		}
-		slices.Sort(steps)
-		b.Logf("%d runs, %d attempts, %d calls: seeded in %s; the projector caught up in %s (%s CPU, %.0f source rows/s), "+
-			"%d steps: median %s, p99 %s, max %s (each holds the writer)",
-			n, n, 3*n, seeded.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond),
-			(cpuTime() - c0).Round(time.Millisecond), float64(5*n)/time.Since(t0).Seconds(), len(steps),
-			steps[len(steps)/2].Round(time.Microsecond), steps[len(steps)*99/100].Round(time.Microsecond),
-			steps[len(steps)-1].Round(time.Microsecond))
+		st := project(b, db)
+		b.Logf("%d runs, %d attempts, %d calls over %d days: seeded in %s; %s", n, n, 3*n, benchDays,
+			seeded.Round(time.Millisecond), st)
 		from, to, bucket := api.NewTime(benchStart), api.NewTime(now), api.Bucket1d
 		w.w = mustResolve(b, now, api.InsightParams{From: &from, To: &to, Bucket: &bucket})
 		if w.w.Buckets() != benchDays {

@@ -309,7 +309,7 @@ func (r sourceRow) facts() []fact {
 const ProjectorName = "insights"
 
 // DefaultBatch is how many changed rows of each source table one projector step reads.
-const DefaultBatch = 256
+const DefaultBatch = 64
 
 // Projector maintains the roll-ups from the change feed; run it with feed.Runner.
 type Projector struct {
