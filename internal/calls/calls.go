@@ -208,6 +208,7 @@ type Store struct {
 	db   *sqldb.DB
 	runs *runs.Service
 	q    *queries
+	held func(ctx context.Context, tx *sqldb.Tx, h BudgetHeld) error
 }
 
 // NewStore returns the call store of db; svc fences the writes.
@@ -345,7 +346,7 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 			var done Call
 			err := tx.GetContext(ctx, &done, s.q.finish, finishArgs(tx.Dialect, tenantID, attemptID, callID, f, fenced.Now, ifMatch)...)
 			if err == nil {
-				return done, true, nil
+				return done, true, s.addCost(ctx, tx, fenced, done)
 			}
 			if !errors.Is(err, sqldb.ErrNotFound) {
 				return Call{}, false, fmt.Errorf("finish call: %w", err)
@@ -397,6 +398,40 @@ func sameFinish(c Call, f Finish) bool {
 func sameText(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 func sameCount(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// addCost adds a finished call's cost to its project's counter of the day (UTC), in the
+// transaction that finished it, so a claim reads the day's total from one row and a
+// rolled-back finish counts nothing. Reaching the budget holds the project's claims; the
+// moment it is reached is logged once (the finish that crossed it).
+func (s *Store) addCost(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, c Call) error {
+	if c.CostMicros == nil || *c.CostMicros == 0 {
+		return nil
+	}
+	day := f.Now.UTC().Format(time.DateOnly)
+	var total struct {
+		CostMicros            int64  `db:"CostMicros"`
+		DailyCostBudgetMicros *int64 `db:"DailyCostBudgetMicros"`
+	}
+	if err := tx.GetContext(ctx, &total, s.q.addCost, f.Attempt.TenantID, f.Attempt.ProjectID, day, *c.CostMicros); err != nil {
+		return fmt.Errorf("add the call's cost to its project's day: %w", err)
+	}
+	if b := total.DailyCostBudgetMicros; b != nil && total.CostMicros >= *b && total.CostMicros-*c.CostMicros < *b && s.held != nil {
+		return s.held(ctx, tx, BudgetHeld{TenantID: f.Attempt.TenantID, ProjectID: f.Attempt.ProjectID, Day: day,
+			CostMicros: total.CostMicros, BudgetMicros: *b})
+	}
+	return nil
+}
+
+// BudgetHeld is a project's daily cost budget reached by a call's finish.
+type BudgetHeld struct {
+	TenantID, ProjectID, Day string
+	CostMicros, BudgetMicros int64
+}
+
+// OnBudgetHeld calls fn inside the finishing transaction when a finish makes its project
+// reach its daily cost budget (once a day and budget: the finish that crosses it), so a
+// notification of it commits or rolls back with the cost; an error fails the finish.
+func (s *Store) OnBudgetHeld(fn func(ctx context.Context, tx *sqldb.Tx, h BudgetHeld) error) { s.held = fn }
 
 // Get reads one call of an attempt (NotFound when missing or another tenant's).
 func (s *Store) Get(ctx context.Context, tenantID string, attemptID, callID uuid.UUID) (Call, error) {

@@ -36,6 +36,10 @@ type queries struct {
 	// every attempt of the run; no row when the run is missing or another tenant's.
 	attemptUsage string
 	runUsage     string
+	// addCost: 1 tenant, 2 project, 3 day ('YYYY-MM-DD'), 4 cost micros: adds the cost to
+	// the project's counter of the day, making the row when missing -> CostMicros (the new
+	// total) and DailyCostBudgetMicros (the project's budget, or NULL).
+	addCost string
 }
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

@@ -70,4 +70,19 @@ LEFT JOIN dbo.CallRecords AS c ON c.AttemptId = a.AttemptId AND c.TenantId = @p1
 WHERE r.TenantId = @p1 AND r.RunId = @p2
 GROUP BY r.RunId
 OPTION (MAXDOP 1);`,
+
+	// addCost: under the fence (attempt, then run held), then PK_ProjectDailyCosts. Finishes
+	// of other attempts of the project are not serialised by the fence, so the UPDATE holds
+	// the key, or the gap where it would be, with UPDLOCK and SERIALIZABLE until commit: a
+	// second adder waits there instead of both inserting (no MERGE: TSQL.md). The day
+	// ('YYYY-MM-DD') converts to date. The SELECT reads the row this transaction holds and
+	// PK_Projects. 2627 cannot happen while the range lock is held.
+	addCost: `UPDATE dbo.ProjectDailyCosts WITH (UPDLOCK, SERIALIZABLE) SET CostMicros = CostMicros + @p4
+WHERE TenantId = @p1 AND ProjectId = @p2 AND Day = @p3;
+IF @@ROWCOUNT = 0
+    INSERT INTO dbo.ProjectDailyCosts (TenantId, ProjectId, Day, CostMicros) VALUES (@p1, @p2, @p3, @p4);
+SELECT c.CostMicros, p.DailyCostBudgetMicros
+FROM dbo.ProjectDailyCosts AS c
+INNER JOIN dbo.Projects AS p ON p.TenantId = c.TenantId AND p.ProjectId = c.ProjectId
+WHERE c.TenantId = @p1 AND c.ProjectId = @p2 AND c.Day = @p3;`,
 }

@@ -33,4 +33,8 @@ WHERE a.TenantId = ?1 AND a.AttemptId = ?2 GROUP BY a.AttemptId`,
 FROM Runs r LEFT JOIN ExecutionAttempts a ON a.RunId = r.RunId AND a.TenantId = ?1
     LEFT JOIN CallRecords c ON c.AttemptId = a.AttemptId AND c.TenantId = ?1
 WHERE r.TenantId = ?1 AND r.RunId = ?2 GROUP BY r.RunId`,
+	addCost: `INSERT INTO ProjectDailyCosts (TenantId, ProjectId, Day, CostMicros) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (TenantId, ProjectId, Day) DO UPDATE SET CostMicros = CostMicros + excluded.CostMicros
+RETURNING CostMicros,
+    (SELECT p.DailyCostBudgetMicros FROM Projects p WHERE p.TenantId = ?1 AND p.ProjectId = ?2) AS DailyCostBudgetMicros`,
 }

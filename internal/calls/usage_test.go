@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
@@ -93,4 +94,96 @@ func TestUsageIsRecordedRepeatedAndSummed(t *testing.T) {
 	_, otherAdmin, _ := s.TenantKeys(t)
 	apitest.WantProblem(t, s.Do(t, http.MethodGet, "/v1/runs/"+l.RunID+"/usage", otherAdmin, "", nil), http.StatusNotFound, "not_found")
 	apitest.WantProblem(t, s.Do(t, http.MethodGet, "/v1/attempts/"+l2.AttemptID+"/usage", otherAdmin, "", nil), http.StatusNotFound, "not_found")
+}
+
+// TestDailyCostBudgetHoldsClaimsAtTheCent: once the cost the project's calls recorded since
+// 00:00 UTC reaches its budget, claims of its runs answer 204 with Retry-After, the running
+// holder sees budgetHeld on its heartbeat, the project shows the day's cost; a higher budget
+// or the next day releases the hold; null removes the budget and an absent member keeps it.
+func TestDailyCostBudgetHoldsClaimsAtTheCent(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, 0)
+	_, admin, rt := s.TenantKeys(t)
+	putBudget := func(body string) api.Project {
+		t.Helper()
+		cur := s.Do(t, http.MethodGet, "/v1/projects/p1", admin, "", nil)
+		apitest.WantStatus(t, cur, http.StatusOK)
+		r := s.Do(t, http.MethodPut, "/v1/projects/p1", admin, body, map[string]string{"If-Match": cur.Header.Get("ETag")})
+		apitest.WantStatus(t, r, http.StatusOK)
+		return apitest.DecodeAs[api.Project](t, r)
+	}
+	if p := putBudget(`{"dailyCostBudgetMicros":10000}`); p.DailyCostBudgetMicros == nil || *p.DailyCostBudgetMicros != 10000 || p.CostHeld {
+		t.Fatalf("project after setting the budget: %+v", p)
+	}
+	enqueue := func(subject string) {
+		t.Helper()
+		b := fmt.Sprintf(`{"subject":%q,"kind":"review","projectId":"p1","agentId":"agent-1","stepId":"%s","snapshotId":"%s"}`,
+			subject, "0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e51", "0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e52")
+		apitest.WantStatus(t, s.Do(t, http.MethodPost, "/v1/runs", rt, b, nil), http.StatusCreated)
+	}
+	spend := func(l apitest.Lease, seq, cost int) {
+		t.Helper()
+		r := s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/calls", rt, fmt.Sprintf(
+			`{"fencingToken":%d,"sequence":%d,"kind":"model","target":"model://m","requestHash":"h%d"}`, l.Token, seq, seq), nil)
+		apitest.WantStatus(t, r, http.StatusCreated)
+		apitest.WantStatus(t, s.Do(t, http.MethodPatch, r.Header.Get("Location"), rt,
+			fmt.Sprintf(`{"fencingToken":%d,"status":"succeeded","costMicros":%d}`, l.Token, cost), nil), http.StatusOK)
+	}
+	heldOnHeartbeat := func(l apitest.Lease) bool {
+		t.Helper()
+		r := s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/heartbeat", rt, fmt.Sprintf(`{"fencingToken":%d}`, l.Token), nil)
+		apitest.WantStatus(t, r, http.StatusOK)
+		return apitest.DecodeAs[api.Heartbeat](t, r).BudgetHeld
+	}
+	claim := func() apitest.Response {
+		t.Helper()
+		return s.Do(t, http.MethodPost, "/v1/runs/claim", rt, s.ClaimBody(t, rt), nil)
+	}
+
+	a := s.Lease(t, rt) // subject of its own in p1
+	spend(a, 0, 9999)
+	if heldOnHeartbeat(a) {
+		t.Fatal("budgetHeld at 9,999 of 10,000")
+	}
+	enqueue("budget-b")
+	apitest.WantStatus(t, claim(), http.StatusOK) // one micro below the budget: granted
+	spend(a, 1, 1)
+	if !heldOnHeartbeat(a) {
+		t.Fatal("no budgetHeld at 10,000 of 10,000")
+	}
+	enqueue("budget-c")
+	held := claim()
+	apitest.WantStatus(t, held, http.StatusNoContent)
+	if held.Header.Get("Retry-After") == "" {
+		t.Fatal("a cost-held claim has no Retry-After")
+	}
+	p := apitest.DecodeAs[api.Project](t, s.Do(t, http.MethodGet, "/v1/projects/p1", admin, "", nil))
+	if p.CostTodayMicros != 10000 || !p.CostHeld {
+		t.Fatalf("project at the budget: %+v", p)
+	}
+
+	// A higher budget releases the hold at once; an absent member keeps it.
+	if p := putBudget(`{"dailyCostBudgetMicros":20000}`); p.CostHeld {
+		t.Fatalf("project with a higher budget: %+v", p)
+	}
+	apitest.WantStatus(t, claim(), http.StatusOK)
+	if p := putBudget(`{"retentionDays":30}`); p.DailyCostBudgetMicros == nil || *p.DailyCostBudgetMicros != 20000 {
+		t.Fatalf("an update without the member changed the budget: %+v", p)
+	}
+
+	// Back at the budget, then the next UTC day: the day's counter starts again.
+	putBudget(`{"dailyCostBudgetMicros":10000}`)
+	enqueue("budget-d")
+	apitest.WantStatus(t, claim(), http.StatusNoContent)
+	s.Clock.Advance(24 * time.Hour)
+	if p := apitest.DecodeAs[api.Project](t, s.Do(t, http.MethodGet, "/v1/projects/p1", admin, "", nil)); p.CostTodayMicros != 0 || p.CostHeld {
+		t.Fatalf("project the next day: %+v", p)
+	}
+	apitest.WantStatus(t, claim(), http.StatusOK)
+
+	if p := putBudget(`{"dailyCostBudgetMicros":null}`); p.DailyCostBudgetMicros != nil {
+		t.Fatalf("null did not remove the budget: %+v", p)
+	}
+	apitest.WantFields(t, s.Do(t, http.MethodPut, "/v1/projects/p1", admin, `{"dailyCostBudgetMicros":-1}`,
+		map[string]string{"If-Match": "*"}), "dailyCostBudgetMicros")
 }
