@@ -431,7 +431,9 @@ type BudgetHeld struct {
 // OnBudgetHeld calls fn inside the finishing transaction when a finish makes its project
 // reach its daily cost budget (once a day and budget: the finish that crosses it), so a
 // notification of it commits or rolls back with the cost; an error fails the finish.
-func (s *Store) OnBudgetHeld(fn func(ctx context.Context, tx *sqldb.Tx, h BudgetHeld) error) { s.held = fn }
+func (s *Store) OnBudgetHeld(fn func(ctx context.Context, tx *sqldb.Tx, h BudgetHeld) error) {
+	s.held = fn
+}
 
 // Get reads one call of an attempt (NotFound when missing or another tenant's).
 func (s *Store) Get(ctx context.Context, tenantID string, attemptID, callID uuid.UUID) (Call, error) {
