@@ -49,6 +49,7 @@ const (
 	reasonHash       = "DESIGN.md sections 3 and 5: a hash decides idempotent repeats and conflicts, so it must compare byte for byte, as on SQLite"
 	reasonRowversion = "DESIGN.md section 5: the table's rows change, so they carry a rowversion for ETags and If-Match"
 	reasonHistory    = "DESIGN.md section 5: an index that history queries need"
+	reasonUsage      = "DESIGN.md section 5b (What it cost, issue 31)"
 )
 
 func collation(table, column, reason string) Addition {
@@ -181,6 +182,62 @@ var DeclaredAdditions = []Addition{
 		Definition: "INDEX (TenantId, StartedAt) INCLUDE (AttemptId, Target, Status, EndedAt)",
 		Reason: "DESIGN.md section 5a (insights, issue 21): calls started in a window, per target, with their status and " +
 			"duration; the seed indexes calls by attempt only",
+	},
+
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "Model",
+		Definition: "nvarchar(128) COLLATE Latin1_General_100_BIN2 NULL",
+		Reason:     reasonUsage + ": the model a call names when it starts (gen_ai.request.model)",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "Provider",
+		Definition: "nvarchar(64) COLLATE Latin1_General_100_BIN2 NULL",
+		Reason:     reasonUsage + ": the provider a call names (gen_ai.provider.name)",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "Operation",
+		Definition: "nvarchar(32) COLLATE Latin1_General_100_BIN2 NULL",
+		Reason:     reasonUsage + ": the operation a call names (gen_ai.operation.name: chat, embeddings, execute_tool, …)",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "ResponseModel",
+		Definition: "nvarchar(128) COLLATE Latin1_General_100_BIN2 NULL",
+		Reason:     reasonUsage + ": the model that answered, reported at finish (gen_ai.response.model)",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "FinishReasons",
+		Definition: "nvarchar(400) NULL",
+		Reason:     reasonUsage + ": the finish reasons reported at finish, a JSON array of at most 8 short strings",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "InputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": input tokens reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "OutputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": output tokens reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "CacheReadInputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": input tokens read from the provider's cache, reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "CacheCreationInputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": input tokens written to the provider's cache, reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "ReasoningOutputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": reasoning output tokens reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "CostMicros",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": the call's cost in micro-units of the tenant's currency, reported at finish (daily project budgets count it)",
 	},
 
 	// DecisionRequests
