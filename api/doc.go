@@ -8,7 +8,8 @@
 //   - members are camelCase; a member that is always sent is a plain value, an optional one
 //     a pointer with omitempty (absent, never null, when it has no value); the few members
 //     that are always sent but may have no value (parentRunId, lastCheckpointId, ...) are
-//     pointers without omitempty and travel as null;
+//     pointers without omitempty and travel as null; a request member tagged
+//     `nullable:"true"` may be absent (keep) or null (remove), which differ;
 //   - enumerations travel as lowercase snake_case strings; decoding an unknown name is an
 //     error (a *ValueError listing the allowed names);
 //   - times travel as RFC 3339 UTC with exactly three fractional digits (Time);

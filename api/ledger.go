@@ -49,6 +49,21 @@ type CallRequest struct {
 	Target           string     `json:"target" validate:"required,ident=256"`
 	RequestHash      string     `json:"requestHash" validate:"required,ident=128"`
 	PolicyDecisionID *uuid.UUID `json:"policyDecisionId,omitempty"`
+	// Model, Provider and Operation name a model call (OpenTelemetry's gen_ai.request.model,
+	// gen_ai.provider.name and gen_ai.operation.name).
+	Model     *string `json:"model,omitempty" validate:"omitempty,ident=128" doc:"The model the call asks for (gen_ai.request.model)."`
+	Provider  *string `json:"provider,omitempty" validate:"omitempty,ident=64" doc:"The model's provider, e.g. openai, anthropic, aws.bedrock (gen_ai.provider.name)."`
+	Operation *string `json:"operation,omitempty" validate:"omitempty,ident=32" doc:"What the call does (gen_ai.operation.name): chat, text_completion, generate_content, embeddings, execute_tool, create_agent, invoke_agent, or a name of the runtime's own."`
+}
+
+// Usage is what one model call used, as its provider reported it. Every count is optional
+// and non-negative.
+type Usage struct {
+	InputTokens              *int64 `json:"inputTokens,omitempty" validate:"omitempty,min=0"`
+	OutputTokens             *int64 `json:"outputTokens,omitempty" validate:"omitempty,min=0"`
+	CacheReadInputTokens     *int64 `json:"cacheReadInputTokens,omitempty" validate:"omitempty,min=0" doc:"Input tokens served from the provider's cache."`
+	CacheCreationInputTokens *int64 `json:"cacheCreationInputTokens,omitempty" validate:"omitempty,min=0" doc:"Input tokens written to the provider's cache."`
+	ReasoningOutputTokens    *int64 `json:"reasoningOutputTokens,omitempty" validate:"omitempty,min=0"`
 }
 
 // FinishCallRequest is the body of PATCH /v1/attempts/{attemptId}/calls/{callId}.
@@ -56,6 +71,12 @@ type FinishCallRequest struct {
 	FencingToken int64            `json:"fencingToken" validate:"required,min=1"`
 	Status       CallFinishStatus `json:"status" validate:"required"`
 	ReceiptRef   *string          `json:"receiptRef,omitempty" validate:"omitempty,ident=512"`
+	// Usage, ResponseModel, FinishReasons and CostMicros are what a model call reports when
+	// it ends; a repeat of the finish must report the same (409 illegal_transition otherwise).
+	Usage         *Usage   `json:"usage,omitempty"`
+	ResponseModel *string  `json:"responseModel,omitempty" validate:"omitempty,ident=128" doc:"The model that answered (gen_ai.response.model)."`
+	FinishReasons []string `json:"finishReasons,omitempty" validate:"omitempty,max=8,dive,ident=32" doc:"Why the model stopped (gen_ai.response.finish_reasons), at most 8."`
+	CostMicros    *int64   `json:"costMicros,omitempty" validate:"omitempty,min=0" doc:"What the call cost, in millionths of the tenant's currency unit; counted against the project's dailyCostBudgetMicros."`
 }
 
 // Call is a model, tool or HTTP call an attempt made.
@@ -71,6 +92,27 @@ type Call struct {
 	Status           CallStatus `json:"status"`
 	StartedAt        Time       `json:"startedAt"`
 	EndedAt          *Time      `json:"endedAt,omitempty"`
+	Model            *string    `json:"model,omitempty"`
+	Provider         *string    `json:"provider,omitempty"`
+	Operation        *string    `json:"operation,omitempty"`
+	Usage            *Usage     `json:"usage,omitempty"`
+	ResponseModel    *string    `json:"responseModel,omitempty"`
+	FinishReasons    []string   `json:"finishReasons,omitempty"`
+	CostMicros       *int64     `json:"costMicros,omitempty"`
+}
+
+// UsageTotals is what the calls of an attempt, or of every attempt of a run, used and cost:
+// the sums of what their finishes reported (a count no call reported is 0).
+type UsageTotals struct {
+	// Calls counts the calls; Reported those whose finish reported usage or a cost.
+	Calls                    int64 `json:"calls"`
+	Reported                 int64 `json:"reported"`
+	InputTokens              int64 `json:"inputTokens"`
+	OutputTokens             int64 `json:"outputTokens"`
+	CacheReadInputTokens     int64 `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64 `json:"cacheCreationInputTokens"`
+	ReasoningOutputTokens    int64 `json:"reasoningOutputTokens"`
+	CostMicros               int64 `json:"costMicros"`
 }
 
 // DecisionRequest is the body of POST /v1/attempts/{attemptId}/decisions: a holder asks a

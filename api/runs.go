@@ -183,6 +183,9 @@ type Heartbeat struct {
 	LeasedUntil Time `json:"leasedUntil"`
 	// CancelRequested says the run should stop: complete it with state cancelled.
 	CancelRequested bool `json:"cancelRequested"`
+	// BudgetHeld says the run's project reached its daily cost budget: this attempt goes on,
+	// but no new claim of the project's runs is granted until 00:00 UTC or a higher budget.
+	BudgetHeld bool `json:"budgetHeld"`
 }
 
 // ReleaseAttemptRequest is the body of POST /v1/attempts/{attemptId}/release.

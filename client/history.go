@@ -65,3 +65,17 @@ func (c *Client) TimelineEntries(ctx context.Context, attemptID uuid.UUID) iter.
 		return c.Timeline(ctx, attemptID, api.PageParams{Cursor: cursor})
 	})
 }
+
+// AttemptUsage sums what the attempt's calls reported (GET /v1/attempts/{attemptId}/usage).
+func (c *Client) AttemptUsage(ctx context.Context, attemptID uuid.UUID) (api.UsageTotals, error) {
+	var out api.UsageTotals
+	_, err := c.do(ctx, call{method: http.MethodGet, path: attemptPath(attemptID, "/usage"), repeat: idempotent, out: &out})
+	return out, err
+}
+
+// RunUsage sums what the calls of every attempt of the run reported (GET /v1/runs/{runId}/usage).
+func (c *Client) RunUsage(ctx context.Context, runID uuid.UUID) (api.UsageTotals, error) {
+	var out api.UsageTotals
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/runs/" + runID.String() + "/usage", repeat: idempotent, out: &out})
+	return out, err
+}

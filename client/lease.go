@@ -284,6 +284,19 @@ type CallInput struct {
 	// RequestHash identifies the request (default: hex SHA-256 of Target).
 	RequestHash      string
 	PolicyDecisionID *uuid.UUID
+	// Model, Provider and Operation name a model call (gen_ai.request.model,
+	// gen_ai.provider.name, gen_ai.operation.name); empty means not sent.
+	Model, Provider, Operation string
+}
+
+// CallReport is what a model call reports when it finishes; every field is optional.
+type CallReport struct {
+	Usage         *api.Usage
+	ResponseModel string
+	FinishReasons []string
+	// CostMicros is the call's cost in millionths of the tenant's currency unit (nil: not
+	// reported); the project's daily cost budget counts it.
+	CostMicros *int64
 }
 
 // RecordCall records a started call (sequences count from 0 in each attempt) and returns
@@ -301,6 +314,7 @@ func (l *Lease) RecordCall(ctx context.Context, in CallInput) (api.Call, error) 
 		out, _, err = l.c.RecordCall(ctx, l.AttemptID(), api.CallRequest{
 			FencingToken: l.FencingToken(), Sequence: &seq, Kind: &in.Kind, Target: in.Target,
 			RequestHash: in.RequestHash, PolicyDecisionID: in.PolicyDecisionID,
+			Model: optional(in.Model), Provider: optional(in.Provider), Operation: optional(in.Operation),
 		})
 		return err
 	})
@@ -309,10 +323,18 @@ func (l *Lease) RecordCall(ctx context.Context, in CallInput) (api.Call, error) 
 
 // FinishCall finishes a recorded call with its status and an optional receipt reference.
 func (l *Lease) FinishCall(ctx context.Context, callID uuid.UUID, status api.CallFinishStatus, receiptRef *string) (api.Call, error) {
+	return l.FinishCallReport(ctx, callID, status, receiptRef, CallReport{})
+}
+
+// FinishCallReport finishes a call as FinishCall does, with what a model call reports:
+// its usage, the model that answered, why it stopped and what it cost. A repeat must
+// report the same (another report of a finished call is 409 illegal_transition).
+func (l *Lease) FinishCallReport(ctx context.Context, callID uuid.UUID, status api.CallFinishStatus, receiptRef *string, r CallReport) (api.Call, error) {
 	var out api.Call
 	err := l.write(func() (err error) {
 		out, err = l.c.FinishCall(ctx, l.AttemptID(), callID, api.FinishCallRequest{
-			FencingToken: l.FencingToken(), Status: status, ReceiptRef: receiptRef,
+			FencingToken: l.FencingToken(), Status: status, ReceiptRef: receiptRef, Usage: r.Usage,
+			ResponseModel: optional(r.ResponseModel), FinishReasons: r.FinishReasons, CostMicros: r.CostMicros,
 		}, "")
 		return err
 	})
@@ -579,4 +601,12 @@ func waitUntil[T any](ctx context.Context, c *Client, path string, done func(T) 
 			return cur, err
 		}
 	}
+}
+
+// optional is nil for an empty string: a field not sent.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

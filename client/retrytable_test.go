@@ -161,11 +161,13 @@ func goCalls() map[string][]variant {
 		"getAttemptTimeline": {{name: "Timeline", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.Timeline(ctx, id, api.PageParams{}))
 		}}},
-		"getCall":       one("GetCall", func(ctx context.Context, c *client.Client) error { return e3(c.GetCall(ctx, id, id)) }),
-		"getCheckpoint": one("GetCheckpoint", func(ctx context.Context, c *client.Client) error { return e(c.GetCheckpoint(ctx, id, id)) }),
-		"getDecision":   one("GetDecision", func(ctx context.Context, c *client.Client) error { return e3(c.GetDecision(ctx, id)) }),
-		"getDelegation": one("GetDelegation", func(ctx context.Context, c *client.Client) error { return e(c.GetDelegation(ctx, id)) }),
-		"getHealth":     {{name: "Healthz", noBody: true, call: func(ctx context.Context, c *client.Client) error { return c.Healthz(ctx) }}},
+		"getAttemptUsage": one("AttemptUsage", func(ctx context.Context, c *client.Client) error { return e(c.AttemptUsage(ctx, id)) }),
+		"getRunUsage":     one("RunUsage", func(ctx context.Context, c *client.Client) error { return e(c.RunUsage(ctx, id)) }),
+		"getCall":         one("GetCall", func(ctx context.Context, c *client.Client) error { return e3(c.GetCall(ctx, id, id)) }),
+		"getCheckpoint":   one("GetCheckpoint", func(ctx context.Context, c *client.Client) error { return e(c.GetCheckpoint(ctx, id, id)) }),
+		"getDecision":     one("GetDecision", func(ctx context.Context, c *client.Client) error { return e3(c.GetDecision(ctx, id)) }),
+		"getDelegation":   one("GetDelegation", func(ctx context.Context, c *client.Client) error { return e(c.GetDelegation(ctx, id)) }),
+		"getHealth":       {{name: "Healthz", noBody: true, call: func(ctx context.Context, c *client.Client) error { return c.Healthz(ctx) }}},
 		"getLastCheckpoint": one("LastCheckpoint", func(ctx context.Context, c *client.Client) error {
 			return e(c.LastCheckpoint(ctx, id))
 		}),

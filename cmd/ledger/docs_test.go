@@ -71,6 +71,9 @@ func docsScript(t *testing.T) (script string, invocations int) {
 // it is stopped, so only its flags are checked (serve … --help). It changes the working
 // directory (the docs use ./data), so it does not run in parallel.
 func TestDocsCommandsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the docs' commands (bash processes) are skipped")
+	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed: the docs' commands are not run")
 	}

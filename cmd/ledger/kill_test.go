@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 // child starts `ledger args…` in a process of its own.
 func child(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: tests that kill a child process are skipped")
+	}
 	a, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childArgs+"="+string(a))

@@ -23,6 +23,9 @@ import (
 // with `go run ./cmd/ledger keys create`, which would build the binary).
 func TestREADMECurlSession(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: the README's curl session (bash and curl processes) is skipped")
+	}
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed: the README's curl session is not run", tool)

@@ -143,6 +143,9 @@ func (s *server) keyLine(prefix string) (string, int) {
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: tests that build the binary and run it as a process are skipped")
+	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go is not on PATH: cannot build the binary for the two-process test")

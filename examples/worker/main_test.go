@@ -169,6 +169,9 @@ var (
 // build builds the example once for the package's tests.
 func build(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: tests that build the example and run it as a process are skipped")
+	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go is not on PATH: cannot build the example")

@@ -396,10 +396,17 @@ func (s *Stack) Lease(t testing.TB, runtime string) Lease {
 // tenant's release.
 func (s *Stack) ClaimLease(t testing.TB, runtime string) Lease {
 	t.Helper()
+	cl := s.Claim(t, runtime, s.ClaimBody(t, runtime))
+	return Lease{RunID: cl.Run.RunID, AttemptID: cl.Attempt.AttemptID, Token: cl.Lease.FencingToken}
+}
+
+// ClaimBody is the body of a claim under the tenant's release (holder h1, a 60 s lease),
+// for a test that sends the claim itself.
+func (s *Stack) ClaimBody(t testing.TB, runtime string) string {
+	t.Helper()
 	release, ok := s.releases.Load(runtime)
 	if !ok {
-		t.Fatal("ClaimLease: the runtime key is not of a tenant Tenant made")
+		t.Fatal("ClaimBody: the runtime key is not of a tenant Tenant made")
 	}
-	cl := s.Claim(t, runtime, `{"holderId":"h1","releaseId":`+strconv.Quote(release.(string))+`,"adapterVersion":"1.0","modelProfileId":"m","leaseSeconds":60}`)
-	return Lease{RunID: cl.Run.RunID, AttemptID: cl.Attempt.AttemptID, Token: cl.Lease.FencingToken}
+	return `{"holderId":"h1","releaseId":` + strconv.Quote(release.(string)) + `,"adapterVersion":"1.0","modelProfileId":"m","leaseSeconds":60}`
 }

@@ -390,6 +390,8 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		},
 		"GET /v1/attempts/:attemptId/calls":         {{admin: isoNotFound, rt: isoNotFound}},
 		"GET /v1/attempts/:attemptId/calls/:callId": {{admin: isoNotFound, rt: isoNotFound}},
+		"GET /v1/attempts/:attemptId/usage":         {{admin: isoNotFound, rt: isoNotFound}},
+		"GET /v1/runs/:runId/usage":                 {{admin: isoNotFound, rt: isoNotFound}},
 
 		"POST /v1/attempts/:attemptId/decisions": {{body: fence(`,"kind":"choice","options":[1,2]`), admin: isoForbidden, rt: isoNotFound}},
 		"GET /v1/attempts/:attemptId/decisions":  {{admin: isoNotFound, rt: isoNotFound}},

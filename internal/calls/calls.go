@@ -5,6 +5,7 @@ package calls
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -43,6 +44,46 @@ type Call struct {
 	StartedAt        time.Time        `db:"StartedAt"`
 	EndedAt          *time.Time       `db:"EndedAt"`
 	Version          sqldb.RowVersion `db:"Version"`
+	usage
+}
+
+// usage is what a model call names when it starts and reports when it finishes (declared
+// additions, DESIGN.md 5b). FinishReasons is stored as a JSON array.
+type usage struct {
+	Model                    *string `db:"Model"`
+	Provider                 *string `db:"Provider"`
+	Operation                *string `db:"Operation"`
+	ResponseModel            *string `db:"ResponseModel"`
+	FinishReasons            *string `db:"FinishReasons"`
+	InputTokens              *int64  `db:"InputTokens"`
+	OutputTokens             *int64  `db:"OutputTokens"`
+	CacheReadInputTokens     *int64  `db:"CacheReadInputTokens"`
+	CacheCreationInputTokens *int64  `db:"CacheCreationInputTokens"`
+	ReasoningOutputTokens    *int64  `db:"ReasoningOutputTokens"`
+	CostMicros               *int64  `db:"CostMicros"`
+}
+
+// counts are the stored usage counts as the wire's Usage, nil when the finish reported none.
+func (u usage) counts() *api.Usage {
+	w := api.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadInputTokens: u.CacheReadInputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens, ReasoningOutputTokens: u.ReasoningOutputTokens}
+	if w == (api.Usage{}) {
+		return nil
+	}
+	return &w
+}
+
+// reasons decodes the stored finish reasons (nil when none were reported; a value this
+// service did not write is dropped rather than failing the read).
+func (u usage) reasons() []string {
+	if u.FinishReasons == nil {
+		return nil
+	}
+	var rs []string
+	if json.Unmarshal([]byte(*u.FinishReasons), &rs) != nil {
+		return nil
+	}
+	return rs
 }
 
 // Wire returns the call as the API sends it.
@@ -50,7 +91,8 @@ func (c Call) Wire() api.Call {
 	return api.Call{CallID: c.CallID, AttemptID: c.AttemptID, Sequence: int32(c.Sequence), Kind: c.Kind,
 		Target: c.Target, RequestHash: c.RequestHash, PolicyDecisionID: ids.Ptr(c.PolicyDecisionID),
 		ReceiptRef: c.ReceiptRef, Status: c.Status, StartedAt: api.NewTime(c.StartedAt),
-		EndedAt: api.TimeOf(c.EndedAt)}
+		EndedAt: api.TimeOf(c.EndedAt), Model: c.Model, Provider: c.Provider, Operation: c.Operation, Usage: c.counts(),
+		ResponseModel: c.ResponseModel, FinishReasons: c.reasons(), CostMicros: c.CostMicros}
 }
 
 // Draft is a call a holder records as it starts it.
@@ -63,6 +105,8 @@ type Draft struct {
 	// is a repeat, with another hash a conflict.
 	RequestHash      string
 	PolicyDecisionID *uuid.UUID
+	// Model, Provider and Operation name a model call (optional).
+	Model, Provider, Operation *string
 }
 
 // Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
@@ -77,6 +121,9 @@ func (n Draft) Validate() error {
 	}
 	fields = validate.AppendTooLong(fields, "target", n.Target, 256)
 	fields = validate.AppendTooLong(fields, "requestHash", n.RequestHash, 128)
+	fields = appendTooLongPtr(fields, "model", n.Model, 128)
+	fields = appendTooLongPtr(fields, "provider", n.Provider, 64)
+	fields = appendTooLongPtr(fields, "operation", n.Operation, 32)
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
 	}
@@ -88,6 +135,12 @@ type Finish struct {
 	// Status is Succeeded, Failed or Denied.
 	Status     api.CallStatus
 	ReceiptRef *string
+	// Usage, ResponseModel, FinishReasons (at most 8) and CostMicros are what a model call
+	// reports (optional; counts non-negative).
+	Usage         *api.Usage
+	ResponseModel *string
+	FinishReasons []string
+	CostMicros    *int64
 	// IfMatch, when set, is the condition (If-Match) the current version must meet (412
 	// otherwise).
 	IfMatch sqldb.VersionMatcher
@@ -99,8 +152,24 @@ func (f Finish) Validate() error {
 	if !Finished(f.Status) {
 		fields = append(fields, validate.NotOneOf("status", api.CallFinishStatus(f.Status)))
 	}
-	if f.ReceiptRef != nil {
-		fields = validate.AppendTooLong(fields, "receiptRef", *f.ReceiptRef, 512)
+	fields = appendTooLongPtr(fields, "receiptRef", f.ReceiptRef, 512)
+	fields = appendTooLongPtr(fields, "responseModel", f.ResponseModel, 128)
+	if len(f.FinishReasons) > maxFinishReasons {
+		fields = append(fields, api.FieldError{Field: "finishReasons", Reason: fmt.Sprintf("must have at most %d items", maxFinishReasons)})
+	}
+	for i, r := range f.FinishReasons {
+		fields = validate.AppendTooLong(fields, fmt.Sprintf("finishReasons[%d]", i), r, 32)
+	}
+	u := f.reported()
+	for _, c := range []struct {
+		field string
+		n     *int64
+	}{{"usage.inputTokens", u.InputTokens}, {"usage.outputTokens", u.OutputTokens},
+		{"usage.cacheReadInputTokens", u.CacheReadInputTokens}, {"usage.cacheCreationInputTokens", u.CacheCreationInputTokens},
+		{"usage.reasoningOutputTokens", u.ReasoningOutputTokens}, {"costMicros", u.CostMicros}} {
+		if c.n != nil && *c.n < 0 {
+			fields = append(fields, api.FieldError{Field: c.field, Reason: "must be 0 or more"})
+		}
 	}
 	if len(fields) > 0 {
 		return apperr.FieldsInvalid(fields...)
@@ -108,11 +177,38 @@ func (f Finish) Validate() error {
 	return nil
 }
 
+// maxFinishReasons bounds a finish's reasons (the stored JSON fits nvarchar(400)).
+const maxFinishReasons = 8
+
+// reported is what the finish writes of its usage; the call's start columns stay as they are.
+func (f Finish) reported() usage {
+	u := usage{ResponseModel: f.ResponseModel, CostMicros: f.CostMicros}
+	if f.Usage != nil {
+		u.InputTokens, u.OutputTokens = f.Usage.InputTokens, f.Usage.OutputTokens
+		u.CacheReadInputTokens, u.CacheCreationInputTokens = f.Usage.CacheReadInputTokens, f.Usage.CacheCreationInputTokens
+		u.ReasoningOutputTokens = f.Usage.ReasoningOutputTokens
+	}
+	if f.FinishReasons != nil {
+		b, _ := json.Marshal(f.FinishReasons) // strings only: cannot fail
+		r := string(b)
+		u.FinishReasons = &r
+	}
+	return u
+}
+
+func appendTooLongPtr(fields []api.FieldError, name string, v *string, limit int) []api.FieldError {
+	if v == nil {
+		return fields
+	}
+	return validate.AppendTooLong(fields, name, *v, limit)
+}
+
 // Store keeps call records. Its writes pass the run-lease core's fence.
 type Store struct {
 	db   *sqldb.DB
 	runs *runs.Service
 	q    *queries
+	held func(ctx context.Context, tx *sqldb.Tx, h BudgetHeld) error
 }
 
 // NewStore returns the call store of db; svc fences the writes.
@@ -137,7 +233,15 @@ func insertArgs(d sqldb.Dialect, id uuid.UUID, f runs.Fenced, n Draft) []any {
 		policy = *n.PolicyDecisionID
 	}
 	return []any{id, f.Attempt.AttemptID, d.Text(f.Attempt.TenantID), int32(n.Sequence), int32(n.Kind), d.Text(n.Target),
-		d.Text(n.RequestHash), policy, d.Time(f.Now)}
+		d.Text(n.RequestHash), policy, d.Time(f.Now), textOrNil(d, n.Model), textOrNil(d, n.Provider), textOrNil(d, n.Operation)}
+}
+
+// textOrNil is an optional text argument: NULL, or the text as Dialect.Text.
+func textOrNil(d sqldb.Dialect, v *string) any {
+	if v == nil {
+		return nil
+	}
+	return d.Text(*v)
 }
 
 // Record writes a started call of the attempt under the lease at token. It reports
@@ -178,7 +282,8 @@ func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID
 }
 
 func repeatRecord(prev Call, n Draft) (Call, error) {
-	if prev.RequestHash != n.RequestHash {
+	if prev.RequestHash != n.RequestHash || !sameText(prev.Model, n.Model) || !sameText(prev.Provider, n.Provider) ||
+		!sameText(prev.Operation, n.Operation) {
 		return Call{}, apperr.New(api.CodeSequenceConflict,
 			"sequence %d of this attempt is already recorded with another request hash", n.Sequence)
 	}
@@ -239,10 +344,9 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 				ifMatch = tx.Dialect.Version(cur.Version)
 			}
 			var done Call
-			err := tx.GetContext(ctx, &done, s.q.finish, tenantID, attemptID, callID, f.Status, f.ReceiptRef,
-				tx.Dialect.Time(fenced.Now), ifMatch)
+			err := tx.GetContext(ctx, &done, s.q.finish, finishArgs(tx.Dialect, tenantID, attemptID, callID, f, fenced.Now, ifMatch)...)
 			if err == nil {
-				return done, true, nil
+				return done, true, s.addCost(ctx, tx, fenced, done)
 			}
 			if !errors.Is(err, sqldb.ErrNotFound) {
 				return Call{}, false, fmt.Errorf("finish call: %w", err)
@@ -272,14 +376,63 @@ func (s *Store) FinishCall(ctx context.Context, tenantID string, attemptID, call
 	return c, err
 }
 
+// sameFinish says whether the call was finished exactly as f asks: the same status, receipt
+// and usage (a different usage for the same call is a conflict, not a repeat).
+// finishArgs is the finish's arguments; ifMatch is the expected version (nil: any).
+func finishArgs(d sqldb.Dialect, tenantID string, attemptID, callID uuid.UUID, f Finish, now time.Time, ifMatch any) []any {
+	u := f.reported()
+	return []any{tenantID, attemptID, callID, f.Status, f.ReceiptRef, d.Time(now), ifMatch, textOrNil(d, u.ResponseModel),
+		textOrNil(d, u.FinishReasons), u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens,
+		u.ReasoningOutputTokens, u.CostMicros}
+}
+
 func sameFinish(c Call, f Finish) bool {
-	if c.Status != f.Status {
-		return false
+	u := f.reported()
+	return c.Status == f.Status && sameText(c.ReceiptRef, f.ReceiptRef) && sameText(c.ResponseModel, u.ResponseModel) &&
+		sameText(c.FinishReasons, u.FinishReasons) && sameCount(c.InputTokens, u.InputTokens) &&
+		sameCount(c.OutputTokens, u.OutputTokens) && sameCount(c.CacheReadInputTokens, u.CacheReadInputTokens) &&
+		sameCount(c.CacheCreationInputTokens, u.CacheCreationInputTokens) &&
+		sameCount(c.ReasoningOutputTokens, u.ReasoningOutputTokens) && sameCount(c.CostMicros, u.CostMicros)
+}
+
+func sameText(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func sameCount(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// addCost adds a finished call's cost to its project's counter of the day (UTC), in the
+// transaction that finished it, so a claim reads the day's total from one row and a
+// rolled-back finish counts nothing. Reaching the budget holds the project's claims; the
+// moment it is reached is logged once (the finish that crossed it).
+func (s *Store) addCost(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, c Call) error {
+	if c.CostMicros == nil || *c.CostMicros == 0 {
+		return nil
 	}
-	if c.ReceiptRef == nil || f.ReceiptRef == nil {
-		return c.ReceiptRef == nil && f.ReceiptRef == nil
+	day := f.Now.UTC().Format(time.DateOnly)
+	var total struct {
+		CostMicros            int64  `db:"CostMicros"`
+		DailyCostBudgetMicros *int64 `db:"DailyCostBudgetMicros"`
 	}
-	return *c.ReceiptRef == *f.ReceiptRef
+	if err := tx.GetContext(ctx, &total, s.q.addCost, f.Attempt.TenantID, f.Attempt.ProjectID, day, *c.CostMicros); err != nil {
+		return fmt.Errorf("add the call's cost to its project's day: %w", err)
+	}
+	if b := total.DailyCostBudgetMicros; b != nil && total.CostMicros >= *b && total.CostMicros-*c.CostMicros < *b && s.held != nil {
+		return s.held(ctx, tx, BudgetHeld{TenantID: f.Attempt.TenantID, ProjectID: f.Attempt.ProjectID, Day: day,
+			CostMicros: total.CostMicros, BudgetMicros: *b})
+	}
+	return nil
+}
+
+// BudgetHeld is a project's daily cost budget reached by a call's finish.
+type BudgetHeld struct {
+	TenantID, ProjectID, Day string
+	CostMicros, BudgetMicros int64
+}
+
+// OnBudgetHeld calls fn inside the finishing transaction when a finish makes its project
+// reach its daily cost budget (once a day and budget: the finish that crosses it), so a
+// notification of it commits or rolls back with the cost; an error fails the finish.
+func (s *Store) OnBudgetHeld(fn func(ctx context.Context, tx *sqldb.Tx, h BudgetHeld) error) {
+	s.held = fn
 }
 
 // Get reads one call of an attempt (NotFound when missing or another tenant's).
@@ -334,4 +487,45 @@ func abandonOpen(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID u
 		return fmt.Errorf("abandon open calls of ended attempt: %w", err)
 	}
 	return nil
+}
+
+// Totals is what a set of calls used and cost: the sums of what their finishes reported.
+type Totals struct {
+	Calls                    int64 `db:"Calls"`
+	Reported                 int64 `db:"Reported"`
+	InputTokens              int64 `db:"InputTokens"`
+	OutputTokens             int64 `db:"OutputTokens"`
+	CacheReadInputTokens     int64 `db:"CacheReadInputTokens"`
+	CacheCreationInputTokens int64 `db:"CacheCreationInputTokens"`
+	ReasoningOutputTokens    int64 `db:"ReasoningOutputTokens"`
+	CostMicros               int64 `db:"CostMicros"`
+}
+
+// Wire returns the totals as the API sends them.
+func (t Totals) Wire() api.UsageTotals { return api.UsageTotals(t) }
+
+// AttemptUsage sums the usage of the attempt's calls (NotFound when the attempt is missing
+// or another tenant's).
+func (s *Store) AttemptUsage(ctx context.Context, tenantID string, attemptID uuid.UUID) (Totals, error) {
+	return s.totals(ctx, s.q.attemptUsage, tenantID, attemptID, "attempt")
+}
+
+// RunUsage sums the usage of the calls of every attempt of the run (NotFound when the run
+// is missing or another tenant's). A continuation is a run of its own: its calls count there.
+func (s *Store) RunUsage(ctx context.Context, tenantID string, runID uuid.UUID) (Totals, error) {
+	return s.totals(ctx, s.q.runUsage, tenantID, runID, "run")
+}
+
+func (s *Store) totals(ctx context.Context, query, tenantID string, id uuid.UUID, what string) (Totals, error) {
+	var t Totals
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		return tx.GetContext(ctx, &t, query, tenantID, id)
+	})
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Totals{}, apperr.New(api.CodeNotFound, "no %s %s", what, id)
+	}
+	if err != nil {
+		return Totals{}, fmt.Errorf("sum %s usage: %w", what, err)
+	}
+	return t, nil
 }

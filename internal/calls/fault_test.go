@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/apperr"
@@ -26,15 +28,15 @@ func TestRecordLosesASequenceRace(t *testing.T) {
 		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 		s := calls.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
-		inject := func(id any, seq int32, hash string) *atomic.Bool {
+		inject := func(id uuid.UUID, seq int32, hash string) *atomic.Bool {
 			var ran atomic.Bool
 			e.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
 				if st.Query != calls.InsertQuery(s) || ran.Swap(true) {
 					return nil
 				}
 				var c calls.Call
-				return tx.GetContext(ctx, &c, calls.InsertQuery(s), id, cl.Attempt.AttemptID, e.Tenant, seq, int32(api.CallHTTP),
-					"https://example.test/", hash, nil, tx.Dialect.Time(e.Clock.Now()))
+				return tx.GetContext(ctx, &c, calls.InsertQuery(s), calls.InsertArgs(tx.Dialect, id, cl.Attempt.AttemptID, e.Tenant,
+					e.Clock.Now(), calls.Draft{Sequence: int(seq), Kind: api.CallHTTP, Target: "https://example.test/", RequestHash: hash})...)
 			})
 			t.Cleanup(func() { e.DB.SetStatementHook(nil) })
 			return &ran
@@ -80,8 +82,8 @@ func TestFinishLosesARace(t *testing.T) {
 			if st.Query != calls.FinishQuery(s) || ran.Swap(true) {
 				return nil
 			}
-			return tx.GetContext(ctx, &first, calls.FinishQuery(s), e.Tenant, cl.Attempt.AttemptID, c.CallID, api.CallSucceeded, &receipt,
-				tx.Dialect.Time(e.Clock.Now()), nil)
+			return tx.GetContext(ctx, &first, calls.FinishQuery(s), calls.FinishArgs(tx.Dialect, e.Tenant, cl.Attempt.AttemptID, c.CallID,
+				calls.Finish{Status: api.CallSucceeded, ReceiptRef: &receipt}, e.Clock.Now())...)
 		})
 		defer e.DB.SetStatementHook(nil)
 		got, err := s.FinishCall(e.Ctx, e.Tenant, cl.Attempt.AttemptID, c.CallID, cl.Lease.FencingToken, calls.Finish{Status: api.CallSucceeded, ReceiptRef: &receipt})

@@ -40,6 +40,17 @@ func Routes(s *web.Server, store *Store) {
 		Query:    api.PageParams{},
 		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.list)
+	s.Route(http.MethodGet, "/v1/attempts/:attemptId/usage", web.Op{
+		ID: "getAttemptUsage", Tag: "Calls", Summary: "What an attempt's calls used and cost",
+		Description: "Sums the usage (tokens by kind) and cost that the attempt's calls reported when they finished.",
+		Status:      http.StatusOK, Response: api.UsageTotals{}, Problems: []api.ProblemCode{api.CodeNotFound},
+	}, h.attemptUsage)
+	s.Route(http.MethodGet, "/v1/runs/:runId/usage", web.Op{
+		ID: "getRunUsage", Tag: "Calls", Summary: "What a run's calls used and cost",
+		Description: "Sums the usage (tokens by kind) and cost that the calls of every attempt of the run reported when " +
+			"they finished. A continuation is a run of its own.",
+		Status: http.StatusOK, Response: api.UsageTotals{}, Problems: []api.ProblemCode{api.CodeNotFound},
+	}, h.runUsage)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls/:callId", web.Op{
 		ID: "getCall", Tag: "Calls", Summary: "Read one call", Status: http.StatusOK, Response: api.Call{}, ETag: true,
 		Problems: []api.ProblemCode{api.CodeNotFound},
@@ -62,7 +73,7 @@ func (h handlers) record(c echo.Context) error {
 		return err
 	}
 	n := Draft{Sequence: int(*req.Sequence), Kind: *req.Kind, Target: req.Target, RequestHash: req.RequestHash,
-		PolicyDecisionID: req.PolicyDecisionID}
+		PolicyDecisionID: req.PolicyDecisionID, Model: req.Model, Provider: req.Provider, Operation: req.Operation}
 	call, created, err := h.store.Record(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, n)
 	if err != nil {
 		return err
@@ -94,7 +105,8 @@ func (h handlers) finish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := Finish{Status: api.CallStatus(req.Status), ReceiptRef: req.ReceiptRef, IfMatch: ifMatch}
+	f := Finish{Status: api.CallStatus(req.Status), ReceiptRef: req.ReceiptRef, IfMatch: ifMatch, Usage: req.Usage,
+		ResponseModel: req.ResponseModel, FinishReasons: req.FinishReasons, CostMicros: req.CostMicros}
 	call, err := h.store.FinishCall(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, callID, req.FencingToken, f)
 	if err != nil {
 		return err
@@ -119,4 +131,28 @@ func (h handlers) list(c echo.Context) error {
 		func(ctx context.Context, attemptID uuid.UUID, after, limit int) ([]Call, error) {
 			return h.store.List(ctx, tenancy.MustPrincipal(c).TenantID, attemptID, after, limit)
 		})
+}
+
+func (h handlers) attemptUsage(c echo.Context) error {
+	attemptID, err := web.PathUUID(c, "attemptId")
+	if err != nil {
+		return err
+	}
+	t, err := h.store.AttemptUsage(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t.Wire())
+}
+
+func (h handlers) runUsage(c echo.Context) error {
+	runID, err := web.PathUUID(c, "runId")
+	if err != nil {
+		return err
+	}
+	t, err := h.store.RunUsage(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, runID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t.Wire())
 }

@@ -1,6 +1,10 @@
 package calls
 
-import "github.com/ledger-dev/ledger/internal/sqldb"
+import (
+	"strings"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
 
 // queries is the statement set of the call store; each dialect fills every field with a
 // complete statement taking the numbered arguments listed here. Sequence and Kind
@@ -13,25 +17,64 @@ type queries struct {
 	// byID: 1 tenant, 2 attempt, 3 call -> the call's columns and AttemptToken.
 	byID string
 	// insert: 1 call, 2 attempt, 3 tenant, 4 sequence, 5 kind, 6 target, 7 request hash,
-	// 8 policy decision (or NULL), 9 started at; Status 'started', no receipt, no end ->
-	// the call's columns as stored.
+	// 8 policy decision (or NULL), 9 started at, 10 model, 11 provider, 12 operation (each or
+	// NULL); Status 'started', no receipt, no end -> the call's columns as stored.
 	insert string
 	// finish: 1 tenant, 2 attempt, 3 call, 4 status, 5 receipt ref (or NULL), 6 ended at,
-	// 7 expected version (or NULL: any); changes the row only while it is 'started' (at
-	// that version) -> the call's columns as stored; no row when it changed nothing.
+	// 7 expected version (or NULL: any), 8 response model, 9 finish reasons (JSON), 10 input,
+	// 11 output, 12 cache read, 13 cache creation, 14 reasoning tokens, 15 cost micros (each
+	// or NULL); changes the row only while it is 'started' (at that version) -> the call's
+	// columns as stored; no row when it changed nothing.
 	finish string
 	// list: 1 tenant, 2 attempt, 3 after sequence, 4 limit -> calls in sequence order.
 	list string
 	// abandon: 1 tenant, 2 attempt, 3 ended at: every 'started' call of the attempt becomes
 	// 'abandoned' with that EndedAt (the attempt has just ended, in this transaction).
 	abandon string
+	// attemptUsage: 1 tenant, 2 attempt -> usageTotals of the attempt's calls; no row when
+	// the attempt is missing or another tenant's. runUsage: 1 tenant, 2 run -> the same over
+	// every attempt of the run; no row when the run is missing or another tenant's.
+	attemptUsage string
+	runUsage     string
+	// addCost: 1 tenant, 2 project, 3 day ('YYYY-MM-DD'), 4 cost micros: adds the cost to
+	// the project's counter of the day, making the row when missing -> CostMicros (the new
+	// total) and DailyCostBudgetMicros (the project's budget, or NULL).
+	addCost string
 }
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
-const columns = `CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId, ReceiptRef, Status,
-StartedAt, EndedAt, Version`
+// columnNames are a call's columns, in the order every statement answers them.
+var columnNames = []string{"CallId", "AttemptId", "TenantId", "Sequence", "Kind", "Target", "RequestHash",
+	"PolicyDecisionId", "ReceiptRef", "Status", "StartedAt", "EndedAt", "Version", "Model", "Provider", "Operation",
+	"ResponseModel", "FinishReasons", "InputTokens", "OutputTokens", "CacheReadInputTokens", "CacheCreationInputTokens",
+	"ReasoningOutputTokens", "CostMicros"}
 
-// cColumns are columns for a statement where the table is aliased c.
-const cColumns = `c.CallId, c.AttemptId, c.TenantId, c.Sequence, c.Kind, c.Target, c.RequestHash, c.PolicyDecisionId,
-c.ReceiptRef, c.Status, c.StartedAt, c.EndedAt, c.Version`
+// columns, cColumns (the table aliased c) and insertedColumns (SQL Server's OUTPUT) list
+// columnNames.
+var (
+	columns         = prefixed("")
+	cColumns        = prefixed("c.")
+	insertedColumns = prefixed("inserted.")
+)
+
+func prefixed(p string) string {
+	var b strings.Builder
+	for i, c := range columnNames {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p + c)
+	}
+	return b.String()
+}
+
+// usageSums is the totals' select list over calls aliased c (both dialects: plain SQL).
+const usageSums = `COUNT(c.CallId) AS Calls,
+    COALESCE(SUM(CASE WHEN c.InputTokens IS NULL AND c.OutputTokens IS NULL AND c.CacheReadInputTokens IS NULL
+        AND c.CacheCreationInputTokens IS NULL AND c.ReasoningOutputTokens IS NULL AND c.CostMicros IS NULL
+        THEN 0 ELSE 1 END), 0) AS Reported,
+    COALESCE(SUM(c.InputTokens), 0) AS InputTokens, COALESCE(SUM(c.OutputTokens), 0) AS OutputTokens,
+    COALESCE(SUM(c.CacheReadInputTokens), 0) AS CacheReadInputTokens,
+    COALESCE(SUM(c.CacheCreationInputTokens), 0) AS CacheCreationInputTokens,
+    COALESCE(SUM(c.ReasoningOutputTokens), 0) AS ReasoningOutputTokens, COALESCE(SUM(c.CostMicros), 0) AS CostMicros`

@@ -13,15 +13,13 @@ package calls
 var mssqlQueries = queries{
 	// bySequence: the exact-repeat check after the insert's 2601 or a fence refusal (under the
 	// fence): UX_Calls_Attempt_Sequence seek, then the attempt's token. 0 rows: nothing to repeat.
-	bySequence: `SELECT c.CallId, c.AttemptId, c.TenantId, c.Sequence, c.Kind, c.Target, c.RequestHash, c.PolicyDecisionId,
-    c.ReceiptRef, c.Status, c.StartedAt, c.EndedAt, c.Version, a.FencingToken AS AttemptToken
+	bySequence: `SELECT ` + cColumns + `, a.FencingToken AS AttemptToken
 FROM dbo.CallRecords AS c
 INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = @p1
 WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.Sequence = @p3;`,
 
 	// byID: PK seek, AttemptId residual (a call of another attempt in the path is not found).
-	byID: `SELECT c.CallId, c.AttemptId, c.TenantId, c.Sequence, c.Kind, c.Target, c.RequestHash, c.PolicyDecisionId,
-    c.ReceiptRef, c.Status, c.StartedAt, c.EndedAt, c.Version, a.FencingToken AS AttemptToken
+	byID: `SELECT ` + cColumns + `, a.FencingToken AS AttemptToken
 FROM dbo.CallRecords AS c
 INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = @p1
 WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.CallId = @p3;`,
@@ -29,18 +27,16 @@ WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.CallId = @p3;`,
 	// insert: under the fence. 2601 on UX_Calls_Attempt_Sequence -> ConflictError (the
 	// transaction stays usable): Go reads the winner and answers repeat or sequence_conflict.
 	insert: `INSERT INTO dbo.CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
-    ReceiptRef, Status, StartedAt, EndedAt)
-OUTPUT inserted.CallId, inserted.AttemptId, inserted.TenantId, inserted.Sequence, inserted.Kind, inserted.Target,
-    inserted.RequestHash, inserted.PolicyDecisionId, inserted.ReceiptRef, inserted.Status, inserted.StartedAt,
-    inserted.EndedAt, inserted.Version
-VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, NULL, N'started', @p9, NULL);`,
+    ReceiptRef, Status, StartedAt, EndedAt, Model, Provider, Operation)
+OUTPUT ` + insertedColumns + `
+VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, NULL, N'started', @p9, NULL, @p10, @p11, @p12);`,
 
 	// finish: PK seek under the fence. @p7 (If-Match) is binary(8) or an nvarchar NULL, hence
 	// the CONVERT. 0 rows: missing, finished, or another version: Go reads why (byID).
-	finish: `UPDATE dbo.CallRecords SET Status = @p4, ReceiptRef = @p5, EndedAt = @p6
-OUTPUT inserted.CallId, inserted.AttemptId, inserted.TenantId, inserted.Sequence, inserted.Kind, inserted.Target,
-    inserted.RequestHash, inserted.PolicyDecisionId, inserted.ReceiptRef, inserted.Status, inserted.StartedAt,
-    inserted.EndedAt, inserted.Version
+	finish: `UPDATE dbo.CallRecords SET Status = @p4, ReceiptRef = @p5, EndedAt = @p6, ResponseModel = @p8,
+    FinishReasons = @p9, InputTokens = @p10, OutputTokens = @p11, CacheReadInputTokens = @p12,
+    CacheCreationInputTokens = @p13, ReasoningOutputTokens = @p14, CostMicros = @p15
+OUTPUT ` + insertedColumns + `
 WHERE TenantId = @p1 AND AttemptId = @p2 AND CallId = @p3 AND Status = N'started'
     AND (@p7 IS NULL OR Version = CONVERT(binary(8), @p7));`,
 
@@ -54,4 +50,39 @@ OPTION (MAXDOP 1);`,
 	// then run held): every open call of the attempt. 0 rows is normal.
 	abandon: `UPDATE dbo.CallRecords SET Status = N'abandoned', EndedAt = @p3
 WHERE TenantId = @p1 AND AttemptId = @p2 AND Status = N'started';`,
+
+	// attemptUsage: PK_ExecutionAttempts seek, then the attempt's calls by
+	// UX_Calls_Attempt_Sequence with a key lookup each for the usage columns (one attempt's
+	// calls: no window). No row when the attempt is missing or another tenant's (GROUP BY).
+	attemptUsage: `SELECT ` + usageSums + `
+FROM dbo.ExecutionAttempts AS a
+LEFT JOIN dbo.CallRecords AS c ON c.AttemptId = a.AttemptId AND c.TenantId = @p1
+WHERE a.TenantId = @p1 AND a.AttemptId = @p2
+GROUP BY a.AttemptId
+OPTION (MAXDOP 1);`,
+
+	// runUsage: PK_Runs seek, the run's attempts by IX_Attempts_Run_Step (at most MaxAttempts),
+	// their calls as attemptUsage's. No row when the run is missing or another tenant's.
+	runUsage: `SELECT ` + usageSums + `
+FROM dbo.Runs AS r
+LEFT JOIN dbo.ExecutionAttempts AS a ON a.RunId = r.RunId AND a.TenantId = @p1
+LEFT JOIN dbo.CallRecords AS c ON c.AttemptId = a.AttemptId AND c.TenantId = @p1
+WHERE r.TenantId = @p1 AND r.RunId = @p2
+GROUP BY r.RunId
+OPTION (MAXDOP 1);`,
+
+	// addCost: under the fence (attempt, then run held), then PK_ProjectDailyCosts. Finishes
+	// of other attempts of the project are not serialised by the fence, so the UPDATE holds
+	// the key, or the gap where it would be, with UPDLOCK and SERIALIZABLE until commit: a
+	// second adder waits there instead of both inserting (no MERGE: TSQL.md). The day
+	// ('YYYY-MM-DD') converts to date. The SELECT reads the row this transaction holds and
+	// PK_Projects. 2627 cannot happen while the range lock is held.
+	addCost: `UPDATE dbo.ProjectDailyCosts WITH (UPDLOCK, SERIALIZABLE) SET CostMicros = CostMicros + @p4
+WHERE TenantId = @p1 AND ProjectId = @p2 AND Day = @p3;
+IF @@ROWCOUNT = 0
+    INSERT INTO dbo.ProjectDailyCosts (TenantId, ProjectId, Day, CostMicros) VALUES (@p1, @p2, @p3, @p4);
+SELECT c.CostMicros, p.DailyCostBudgetMicros
+FROM dbo.ProjectDailyCosts AS c
+INNER JOIN dbo.Projects AS p ON p.TenantId = c.TenantId AND p.ProjectId = c.ProjectId
+WHERE c.TenantId = @p1 AND c.ProjectId = @p2 AND c.Day = @p3;`,
 }

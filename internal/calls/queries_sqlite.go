@@ -12,15 +12,29 @@ WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.Sequence = ?3`,
 FROM CallRecords AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = ?1
 WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.CallId = ?3`,
 	insert: `INSERT INTO CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
-    ReceiptRef, Status, StartedAt, EndedAt, Version)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'started', ?9, NULL, (SELECT Value + 1 FROM RowVersionCounter))
+    ReceiptRef, Status, StartedAt, EndedAt, Version, Model, Provider, Operation)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'started', ?9, NULL, (SELECT Value + 1 FROM RowVersionCounter), ?10, ?11, ?12)
 RETURNING ` + columns,
-	finish: `UPDATE CallRecords SET Status = ?4, ReceiptRef = ?5, EndedAt = ?6,
-    Version = (SELECT Value + 1 FROM RowVersionCounter)
+	finish: `UPDATE CallRecords SET Status = ?4, ReceiptRef = ?5, EndedAt = ?6, ResponseModel = ?8, FinishReasons = ?9,
+    InputTokens = ?10, OutputTokens = ?11, CacheReadInputTokens = ?12, CacheCreationInputTokens = ?13,
+    ReasoningOutputTokens = ?14, CostMicros = ?15, Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE TenantId = ?1 AND AttemptId = ?2 AND CallId = ?3 AND Status = 'started' AND (?7 IS NULL OR Version = ?7)
 RETURNING ` + columns,
 	list: `SELECT ` + columns + ` FROM CallRecords WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
 ORDER BY Sequence LIMIT ?4`,
 	abandon: `UPDATE CallRecords SET Status = 'abandoned', EndedAt = ?3, Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE +TenantId = ?1 AND AttemptId = ?2 AND Status = 'started'`,
+	// The attempt by its primary key, its calls by UX_Calls_Attempt_Sequence.
+	attemptUsage: `SELECT ` + usageSums + `
+FROM ExecutionAttempts a LEFT JOIN CallRecords c ON c.AttemptId = a.AttemptId AND c.TenantId = ?1
+WHERE a.TenantId = ?1 AND a.AttemptId = ?2 GROUP BY a.AttemptId`,
+	// The run by its primary key, its attempts by IX_Attempts_Run_Step, their calls as above.
+	runUsage: `SELECT ` + usageSums + `
+FROM Runs r LEFT JOIN ExecutionAttempts a ON a.RunId = r.RunId AND a.TenantId = ?1
+    LEFT JOIN CallRecords c ON c.AttemptId = a.AttemptId AND c.TenantId = ?1
+WHERE r.TenantId = ?1 AND r.RunId = ?2 GROUP BY r.RunId`,
+	addCost: `INSERT INTO ProjectDailyCosts (TenantId, ProjectId, Day, CostMicros) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (TenantId, ProjectId, Day) DO UPDATE SET CostMicros = CostMicros + excluded.CostMicros
+RETURNING CostMicros,
+    (SELECT p.DailyCostBudgetMicros FROM Projects p WHERE p.TenantId = ?1 AND p.ProjectId = ?2) AS DailyCostBudgetMicros`,
 }

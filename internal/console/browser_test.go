@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -78,7 +79,12 @@ func startBrowser(alloc, bound context.Context) (ctx context.Context, cancel con
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse() // testing.Short reads the parsed flags
 	code := func() int {
+		if testing.Short() {
+			skipWhy = "-short: browser tests skipped"
+			return m.Run()
+		}
 		path := chromiumPath()
 		if path == "" {
 			skipWhy = "no Chromium found (apt-get install -y chromium, or set LEDGER_CHROMIUM): browser tests skipped"

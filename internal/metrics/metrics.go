@@ -123,7 +123,7 @@ func New(store *overview.Store, o Options) *Metrics {
 	if !o.TenantLabels {
 		// Without tenants every series is known now: export zeros from the start, so a
 		// rate() over a fresh replica has a beginning.
-		for _, out := range []runs.ClaimOutcome{runs.ClaimLeased, runs.ClaimEmpty, runs.ClaimBudgetHold, runs.ClaimRefused, runs.ClaimError} {
+		for _, out := range []runs.ClaimOutcome{runs.ClaimLeased, runs.ClaimEmpty, runs.ClaimBudgetHold, runs.ClaimCostHold, runs.ClaimRefused, runs.ClaimError} {
 			m.claims.WithLabelValues(string(out))
 		}
 		for c := range fenceCodes {

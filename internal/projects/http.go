@@ -18,7 +18,7 @@ func Routes(s *web.Server, store *Store) {
 		Description: "Creates the project (201 with Location; no If-Match; absent members take their defaults) or updates it " +
 			"(200; If-Match required: 428 without it, 412 when stale; absent members keep their values). The body is optional.",
 		Roles: []string{tenancy.RoleAdmin}, Body: api.PutProjectRequest{}, BodyOptional: true,
-		Example: api.PutProjectRequest{Active: api.Ptr(true), RetentionDays: api.Ptr(90)},
+		Example: api.PutProjectRequest{Active: api.Ptr(true), RetentionDays: api.Ptr(90), DailyCostBudgetMicros: api.Ptr(int64(25_000_000))},
 		Status:  http.StatusOK, AlsoStatus: []int{http.StatusCreated}, Response: api.Project{}, ETag: true, IfMatch: PutIfMatch,
 	}, h.put)
 	s.Route(http.MethodGet, "/v1/projects", web.Op{
@@ -39,14 +39,16 @@ func (h handlers) put(c echo.Context) error {
 		return err
 	}
 	var req api.PutProjectRequest
-	if err := web.Bind(c, &req, true); err != nil {
+	present, err := web.BindPresent(c, &req, true)
+	if err != nil {
 		return err
 	}
 	ifMatch, err := web.IfMatch(c)
 	if err != nil {
 		return err
 	}
-	ch := Change{Active: req.Active, RetentionDays: req.RetentionDays, IfMatch: ifMatch}
+	ch := Change{Active: req.Active, RetentionDays: req.RetentionDays, IfMatch: ifMatch,
+		SetBudget: present["dailyCostBudgetMicros"], DailyCostBudgetMicros: req.DailyCostBudgetMicros}
 	p, created, err := h.store.Put(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, ch)
 	if err != nil {
 		return err

@@ -24,6 +24,15 @@ type Project struct {
 	CreatedAt     time.Time        `db:"CreatedAt"`
 	UpdatedAt     time.Time        `db:"UpdatedAt"`
 	Version       sqldb.RowVersion `db:"Version"`
+	// DailyCostBudgetMicros is the daily cost budget (nil: none); CostTodayMicros the cost
+	// recorded since 00:00 UTC of the reading transaction's day.
+	DailyCostBudgetMicros *int64 `db:"DailyCostBudgetMicros"`
+	CostTodayMicros       int64  `db:"CostTodayMicros"`
+}
+
+// CostHeld says the project's runs are held from claims for the rest of the day.
+func (p Project) CostHeld() bool {
+	return p.DailyCostBudgetMicros != nil && p.CostTodayMicros >= *p.DailyCostBudgetMicros
 }
 
 // Item is the project as a listing shows it: its wire form and its ETag.
@@ -34,13 +43,17 @@ func (p Project) Item() api.ProjectItem {
 // Wire returns the project as the API sends it.
 func (p Project) Wire() api.Project {
 	return api.Project{ProjectID: p.ProjectID, Active: p.Active, RetentionDays: p.RetentionDays,
-		LeasedCount: p.LeasedCount, CreatedAt: api.NewTime(p.CreatedAt), UpdatedAt: api.NewTime(p.UpdatedAt)}
+		LeasedCount: p.LeasedCount, CreatedAt: api.NewTime(p.CreatedAt), UpdatedAt: api.NewTime(p.UpdatedAt),
+		DailyCostBudgetMicros: p.DailyCostBudgetMicros, CostTodayMicros: p.CostTodayMicros, CostHeld: p.CostHeld()}
 }
 
 // Change is a create or an update. Nil fields keep their value (or take the default on create).
 type Change struct {
 	Active        *bool
 	RetentionDays *int
+	// SetBudget says the change sets DailyCostBudgetMicros (nil: removes the budget).
+	SetBudget             bool
+	DailyCostBudgetMicros *int64
 	// IfMatch, when set, is the condition (If-Match) the current version must meet.
 	IfMatch sqldb.VersionMatcher
 }
@@ -85,7 +98,7 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			if ch.RetentionDays != nil {
 				days = *ch.RetentionDays
 			}
-			_, err = tx.ExecContext(ctx, s.q.insert, tenantID, projectID, active, days, tx.Dialect.Time(now))
+			_, err = tx.ExecContext(ctx, s.q.insert, tenantID, projectID, active, days, tx.Dialect.Time(now), ch.DailyCostBudgetMicros)
 			if sqldb.IsConflict(err) {
 				// Another request created it first: this one is now an update without If-Match,
 				// which PutIfMatch refuses; a mode that allowed it runs the transaction again,
@@ -105,14 +118,17 @@ func (s *Store) Put(ctx context.Context, tenantID, projectID string, ch Change) 
 			if err := ifmatch.Update(PutIfMatch, ch.IfMatch, cur.Version, what); err != nil {
 				return err
 			}
-			active, days := cur.Active, cur.RetentionDays
+			active, days, budget := cur.Active, cur.RetentionDays, cur.DailyCostBudgetMicros
 			if ch.Active != nil {
 				active = *ch.Active
 			}
 			if ch.RetentionDays != nil {
 				days = *ch.RetentionDays
 			}
-			res, err := tx.ExecContext(ctx, s.q.update, tenantID, projectID, active, days, tx.Dialect.Time(now), tx.Dialect.Version(cur.Version))
+			if ch.SetBudget {
+				budget = ch.DailyCostBudgetMicros
+			}
+			res, err := tx.ExecContext(ctx, s.q.update, tenantID, projectID, active, days, tx.Dialect.Time(now), tx.Dialect.Version(cur.Version), budget)
 			if err != nil {
 				return err
 			}
@@ -141,8 +157,12 @@ func (s *Store) Get(ctx context.Context, tenantID, projectID string) (Project, e
 }
 
 func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID, projectID string) (Project, error) {
+	day, err := Today(ctx, tx)
+	if err != nil {
+		return Project{}, err
+	}
 	var p Project
-	err := tx.GetContext(ctx, &p, s.q.get, tenantID, projectID)
+	err = tx.GetContext(ctx, &p, s.q.get, tenantID, projectID, day)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Project{}, apperr.New(api.CodeNotFound, "no project %q", projectID)
 	}
@@ -153,10 +173,24 @@ func (s *Store) get(ctx context.Context, tx *sqldb.Tx, tenantID, projectID strin
 func (s *Store) List(ctx context.Context, tenantID, after string, limit int) ([]Project, error) {
 	var ps []Project
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		return tx.SelectContext(ctx, &ps, s.q.list, tenantID, after, limit)
+		day, err := Today(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return tx.SelectContext(ctx, &ps, s.q.list, tenantID, after, limit, day)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
 	}
 	return ps, nil
+}
+
+// Today is the transaction's UTC day as the cost counters key it ('YYYY-MM-DD': text on
+// SQLite, converted to date by SQL Server).
+func Today(ctx context.Context, tx *sqldb.Tx) (string, error) {
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return "", err
+	}
+	return now.UTC().Format(time.DateOnly), nil
 }

@@ -4,10 +4,10 @@ import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of the project store; each dialect fills every field.
 type queries struct {
-	get    string // 1 tenant, 2 project
-	insert string // 1 tenant, 2 project, 3 active, 4 retention days, 5 now
-	update string // 1 tenant, 2 project, 3 active, 4 retention days, 5 now, 6 expected version
-	list   string // 1 tenant, 2 after project id, 3 limit
+	get    string // 1 tenant, 2 project, 3 day (the cost counter's)
+	insert string // 1 tenant, 2 project, 3 active, 4 retention days, 5 now, 6 daily cost budget (or NULL)
+	update string // 1 tenant, 2 project, 3 active, 4 retention days, 5 now, 6 expected version, 7 daily cost budget (or NULL)
+	list   string // 1 tenant, 2 after project id, 3 limit, 4 day
 }
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

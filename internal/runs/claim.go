@@ -39,10 +39,19 @@ type Claimed struct {
 // ErrNothingToClaim says no run is due for this claim (HTTP 204).
 var ErrNothingToClaim = errors.New("nothing to claim")
 
-// BudgetHeldError says the tenant holds its MaxLeasedRuns already (HTTP 204 with Retry-After).
-type BudgetHeldError struct{ RetryAfter time.Duration }
+// BudgetHeldError says the tenant holds its MaxLeasedRuns already, or (Cost) that the due
+// runs wait only in projects whose daily cost budget is reached (HTTP 204 with Retry-After).
+type BudgetHeldError struct {
+	RetryAfter time.Duration
+	Cost       bool
+}
 
-func (e *BudgetHeldError) Error() string { return "the tenant's leased-run budget is used up" }
+func (e *BudgetHeldError) Error() string {
+	if e.Cost {
+		return "the due runs are in projects whose daily cost budget is reached"
+	}
+	return "the tenant's leased-run budget is used up"
+}
 
 // Claim leases one due run of the tenant, waiting up to req.Wait for one. It returns
 // ErrNothingToClaim or a *BudgetHeldError when it leases nothing.
@@ -197,9 +206,25 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 				return err
 			}
 		}
-		return ErrNothingToClaim
+		return s.nothingOrCostHeld(ctx, tx, c.TenantID, now, projects)
 	})
 	return out, err
+}
+
+// nothingOrCostHeld tells a claim that found nothing from one whose due runs wait in
+// projects held by their daily cost budget (eligibility leaves those out): the held claim
+// answers at once with Retry-After, as the tenant's budget hold does. One seek of the
+// tenant's cost counters of the day, so only projects that spent today are read.
+func (s *Service) nothingOrCostHeld(ctx context.Context, tx *sqldb.Tx, tenantID string, now time.Time, projects any) error {
+	var held int
+	err := tx.GetContext(ctx, &held, s.q.costHeld, tenantID, tx.Dialect.Time(now), projects)
+	switch {
+	case errors.Is(err, sqldb.ErrNotFound):
+		return ErrNothingToClaim
+	case err != nil:
+		return fmt.Errorf("look for cost-held projects: %w", err)
+	}
+	return &BudgetHeldError{RetryAfter: s.cfg.PollInterval, Cost: true}
 }
 
 // leaseArgs is the lease's arguments. HolderId is only stored, so it goes as Dialect.Text:

@@ -184,10 +184,13 @@ func WriteFenced[T any](ctx context.Context, s *Service, tenantID string, attemp
 type Heartbeat struct {
 	LeasedUntil     time.Time
 	CancelRequested bool
+	// BudgetHeld: the run's project reached its daily cost budget (new claims are held).
+	BudgetHeld bool
 }
 
 // Heartbeat renews the lease for leaseSeconds (0: the length stored at claim) and tells
-// the holder whether a cancel is pending. Two statements: the fence and the renewal.
+// the holder whether a cancel is pending and whether its project's cost budget holds new
+// claims. Three statements: the fence, the renewal and the budget probe.
 func (s *Service) Heartbeat(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, leaseSeconds int) (Heartbeat, error) {
 	hb, _, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[Heartbeat]{
 		What: "heartbeat",
@@ -203,7 +206,12 @@ func (s *Service) Heartbeat(ctx context.Context, tenantID string, attemptID uuid
 			if err := s.exec1(ctx, tx, "renew lease", s.q.heartbeat, f.Run.RunID, f.Run.Epoch, tx.Dialect.Time(until), secs); err != nil {
 				return Heartbeat{}, false, err
 			}
-			return Heartbeat{LeasedUntil: until, CancelRequested: f.Run.CancelRequestedAt != nil}, true, nil
+			var held int
+			err := tx.GetContext(ctx, &held, s.q.budgetHeld, tenantID, f.Run.ProjectID, f.Now.UTC().Format(time.DateOnly))
+			if err != nil && !errors.Is(err, sqldb.ErrNotFound) {
+				return Heartbeat{}, false, fmt.Errorf("read the project's cost budget: %w", err)
+			}
+			return Heartbeat{LeasedUntil: until, CancelRequested: f.Run.CancelRequestedAt != nil, BudgetHeld: err == nil}, true, nil
 		},
 	})
 	return hb, err

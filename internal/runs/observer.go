@@ -16,6 +16,9 @@ const (
 	ClaimLeased     ClaimOutcome = "leased"
 	ClaimEmpty      ClaimOutcome = "empty"
 	ClaimBudgetHold ClaimOutcome = "budget_hold"
+	// ClaimCostHold is a claim that found due runs only in projects whose daily cost budget
+	// is reached.
+	ClaimCostHold ClaimOutcome = "cost_hold"
 	// ClaimRefused is a claim refused for what it asks (a release that is not active, an
 	// unknown project): the runtime's configuration, not the service's health, so it is
 	// kept out of "error", the outcome operators page on.
@@ -49,6 +52,8 @@ func (s *Service) observeClaim(tenantID string, claim func() (Claimed, error)) (
 			outcome = ClaimLeased
 		case errors.Is(err, ErrNothingToClaim):
 			outcome = ClaimEmpty
+		case errors.As(err, &held) && held.Cost:
+			outcome = ClaimCostHold
 		case errors.As(err, &held):
 			outcome = ClaimBudgetHold
 		case refusedClaim(err):

@@ -56,6 +56,13 @@ type queries struct {
 	endQueued     string // 1 run, 2 outcome, 3 ended at -> run
 	requestCancel string // 1 run, 2 now -> run
 	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from, 11 band
+	// costHeld: 1 tenant, 2 now, 3 project ids (a JSON array; [] means any) -> 1 when a due
+	// head waits in an active project whose cost counter of the day (now's UTC date) reached
+	// its daily cost budget; no row otherwise.
+	costHeld string
+	// budgetHeld: 1 tenant, 2 project, 3 day ('YYYY-MM-DD') -> 1 when the project's cost
+	// counter of the day reached its daily cost budget; no row otherwise.
+	budgetHeld    string
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
 }

@@ -45,13 +45,17 @@ SELECT ` + runColumns + `, SubjectHead FROM @t;`
 
 // mssqlEligible: what makes a head claimable besides band and due time, as on SQLite. The
 // project probe is a PK_Projects seek without hints (under RCSI a project paused in flight
-// still looks active: one more lease, as a moment earlier). OPENJSON needs compatibility
+// still looks active: one more lease, as a moment earlier), and for a project with a daily
+// cost budget a PK_ProjectDailyCosts seek of the day (CAST of the UTC datetimeoffset). OPENJSON needs compatibility
 // level 130; [value] is pinned to BIN2 so matches are exact; the skip list compares as
 // uniqueidentifier (TRY_CAST: a malformed entry matches nothing).
 const mssqlEligible = `
         AND r.CancelRequestedAt IS NULL
         AND EXISTS (SELECT 1 FROM dbo.Projects AS pa
-            WHERE pa.TenantId = r.TenantId AND pa.ProjectId = r.ProjectId AND pa.Active = 1)
+            WHERE pa.TenantId = r.TenantId AND pa.ProjectId = r.ProjectId AND pa.Active = 1
+            AND (pa.DailyCostBudgetMicros IS NULL OR NOT EXISTS (SELECT 1 FROM dbo.ProjectDailyCosts AS pc
+                WHERE pc.TenantId = pa.TenantId AND pc.Day = CAST(@p2 AS date) AND pc.ProjectId = pa.ProjectId
+                AND pc.CostMicros >= pa.DailyCostBudgetMicros)))
         AND (@p5 = N'[]' OR r.Kind IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p5) AS j))
         AND (@p6 = N'[]' OR r.AgentId IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p6) AS j))
         AND (@p7 = N'[]' OR r.ProjectId IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p7) AS j))
@@ -271,6 +275,24 @@ WHERE RunId = @p1 AND State = 0;` + mssqlRunSelect,
 	// requestCancel: PK seek after lock; no queue change, no subject lock.
 	requestCancel: mssqlRunTable + `UPDATE dbo.Runs SET CancelRequestedAt = @p2` + mssqlRunOutput + `
 WHERE RunId = @p1 AND State = 1 AND CancelRequestedAt IS NULL;` + mssqlRunSelect,
+
+	// costHeld: the claim found nothing; PK_ProjectDailyCosts range on (TenantId, Day), a
+	// PK_Projects seek per row, then one IX_Runs_Claim probe per held project (a bounded
+	// TOP (1) answer). No hints: it only decides between 204 and 204 with Retry-After.
+	costHeld: `SELECT TOP (1) 1
+FROM dbo.ProjectDailyCosts AS c
+INNER JOIN dbo.Projects AS p ON p.TenantId = c.TenantId AND p.ProjectId = c.ProjectId
+WHERE c.TenantId = @p1 AND c.Day = CAST(@p2 AS date) AND p.Active = 1 AND c.CostMicros >= p.DailyCostBudgetMicros
+    AND (@p3 = N'[]' OR c.ProjectId IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p3) AS j))
+    AND EXISTS (SELECT 1 FROM dbo.Runs AS r WHERE r.TenantId = @p1 AND r.SubjectHead = 1 AND r.ProjectId = c.ProjectId
+        AND r.DueAt <= @p2 AND r.CancelRequestedAt IS NULL)
+OPTION (MAXDOP 1);`,
+
+	// budgetHeld: PK_Projects and PK_ProjectDailyCosts seeks (the day converts to date); no
+	// hints: a heartbeat only reports it. 0 rows: no budget, or not reached.
+	budgetHeld: `SELECT 1 FROM dbo.Projects AS p
+INNER JOIN dbo.ProjectDailyCosts AS c ON c.TenantId = p.TenantId AND c.Day = @p3 AND c.ProjectId = p.ProjectId
+WHERE p.TenantId = @p1 AND p.ProjectId = @p2 AND c.CostMicros >= p.DailyCostBudgetMicros;`,
 
 	// list: IX_Runs_Tenant_Queued read backwards from the cursor, PK lookups. RECOMPILE folds
 	// the catch-all filters so the cursor and a time window become seek bounds (agent and

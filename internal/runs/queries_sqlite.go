@@ -14,7 +14,10 @@ const sqliteStamp = `(SELECT Value + 1 FROM RowVersionCounter)`
 // is active, no cancel is pending, and it passes the claim's filters. The subject's order
 // (no older queued run, no leased run) is the head marker itself.
 const sqliteEligible = `r.CancelRequestedAt IS NULL
-    AND EXISTS (SELECT 1 FROM Projects p WHERE p.TenantId = r.TenantId AND p.ProjectId = r.ProjectId AND p.Active = 1)
+    AND EXISTS (SELECT 1 FROM Projects p WHERE p.TenantId = r.TenantId AND p.ProjectId = r.ProjectId AND p.Active = 1
+        AND (p.DailyCostBudgetMicros IS NULL OR NOT EXISTS (SELECT 1 FROM ProjectDailyCosts c
+            WHERE c.TenantId = p.TenantId AND c.Day = substr(?2, 1, 10) AND c.ProjectId = p.ProjectId
+            AND c.CostMicros >= p.DailyCostBudgetMicros)))
     AND (?5 = '[]' OR r.Kind IN (SELECT value FROM json_each(?5)))
     AND (?6 = '[]' OR r.AgentId IN (SELECT value FROM json_each(?6)))
     AND (?7 = '[]' OR r.ProjectId IN (SELECT value FROM json_each(?7)))
@@ -148,6 +151,18 @@ RETURNING ` + runColumns,
 	requestCancel: `UPDATE Runs SET CancelRequestedAt = ?2, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND State = 1 AND CancelRequestedAt IS NULL
 RETURNING ` + runColumns,
+	// costHeld: PK_ProjectDailyCosts range (TenantId, Day), each project by its key, then one
+	// IX_Runs_Claim probe per held project.
+	costHeld: `SELECT 1 FROM ProjectDailyCosts c
+    JOIN Projects p ON p.TenantId = c.TenantId AND p.ProjectId = c.ProjectId
+WHERE c.TenantId = ?1 AND c.Day = substr(?2, 1, 10) AND p.Active = 1 AND c.CostMicros >= p.DailyCostBudgetMicros
+    AND (?3 = '[]' OR c.ProjectId IN (SELECT value FROM json_each(?3)))
+    AND EXISTS (SELECT 1 FROM Runs r WHERE r.TenantId = ?1 AND r.SubjectHead = 1 AND r.ProjectId = c.ProjectId
+        AND r.DueAt <= ?2 AND r.CancelRequestedAt IS NULL)
+LIMIT 1`,
+	budgetHeld: `SELECT 1 FROM Projects p JOIN ProjectDailyCosts c
+    ON c.TenantId = p.TenantId AND c.Day = ?3 AND c.ProjectId = p.ProjectId
+WHERE p.TenantId = ?1 AND p.ProjectId = ?2 AND c.CostMicros >= p.DailyCostBudgetMicros`,
 	list: `SELECT ` + runColumns + ` FROM Runs
 WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND (?5 IS NULL OR Kind = ?5) AND (?9 IS NULL OR AgentId = ?9) AND (?10 IS NULL OR QueuedAt >= ?10)

@@ -32,7 +32,7 @@ func (c Claimed) Wire() api.Claim {
 
 // Wire returns the heartbeat's answer as the API sends it.
 func (h Heartbeat) Wire() api.Heartbeat {
-	return api.Heartbeat{LeasedUntil: api.NewTime(h.LeasedUntil), CancelRequested: h.CancelRequested}
+	return api.Heartbeat{LeasedUntil: api.NewTime(h.LeasedUntil), CancelRequested: h.CancelRequested, BudgetHeld: h.BudgetHeld}
 }
 
 // SpecOf converts a validated run spec of the API into the service's (without a parent),

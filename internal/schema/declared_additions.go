@@ -50,6 +50,7 @@ const (
 	reasonRowversion = "DESIGN.md section 5: the table's rows change, so they carry a rowversion for ETags and If-Match"
 	reasonFeed       = "DESIGN.md sections 5a and 5b (issue 30 item 2, issue 35 item 1): the feed projector (internal/feed) reads the table's rows in rowversion order across tenants, past its position and below MIN_ACTIVE_ROWVERSION (migration 000023); covering, so a row changing while it is read is no reader-lookup deadlock (issue 26 item 5); SQLite has no INCLUDE"
 	reasonHistory    = "DESIGN.md section 5: an index that history queries need"
+	reasonUsage      = "DESIGN.md section 5b (What it cost, issue 31)"
 )
 
 func collation(table, column, reason string) Addition {
@@ -197,6 +198,62 @@ var DeclaredAdditions = []Addition{
 		Table: "CallRecords", Kind: AddIndex, Item: "IX_Calls_Version",
 		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Target, Status, StartedAt, EndedAt)",
 		Reason:     reasonFeed,
+	},
+
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "Model",
+		Definition: "nvarchar(128) COLLATE Latin1_General_100_BIN2 NULL",
+		Reason:     reasonUsage + ": the model a call names when it starts (gen_ai.request.model)",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "Provider",
+		Definition: "nvarchar(64) COLLATE Latin1_General_100_BIN2 NULL",
+		Reason:     reasonUsage + ": the provider a call names (gen_ai.provider.name)",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "Operation",
+		Definition: "nvarchar(32) COLLATE Latin1_General_100_BIN2 NULL",
+		Reason:     reasonUsage + ": the operation a call names (gen_ai.operation.name: chat, embeddings, execute_tool, …)",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "ResponseModel",
+		Definition: "nvarchar(128) COLLATE Latin1_General_100_BIN2 NULL",
+		Reason:     reasonUsage + ": the model that answered, reported at finish (gen_ai.response.model)",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "FinishReasons",
+		Definition: "nvarchar(400) NULL",
+		Reason:     reasonUsage + ": the finish reasons reported at finish, a JSON array of at most 8 short strings",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "InputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": input tokens reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "OutputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": output tokens reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "CacheReadInputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": input tokens read from the provider's cache, reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "CacheCreationInputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": input tokens written to the provider's cache, reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "ReasoningOutputTokens",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": reasoning output tokens reported at finish",
+	},
+	{
+		Table: "CallRecords", Kind: AddColumn, Item: "CostMicros",
+		Definition: "bigint NULL",
+		Reason:     reasonUsage + ": the call's cost in micro-units of the tenant's currency, reported at finish (daily project budgets count it)",
 	},
 
 	// DecisionRequests

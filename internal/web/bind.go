@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,21 +149,52 @@ func reason(fe validator.FieldError) string {
 // every field that failed to decode or to validate. An empty body decodes as {} when
 // optional is true. (The route has already refused a body that is not JSON with 415.)
 func Bind(c echo.Context, dst any, optional bool) error {
+	body, err := readBody(c, optional)
+	if err != nil {
+		return err
+	}
+	return BindJSON(c, body, dst)
+}
+
+// BindPresent is Bind that also reports which top-level members the body gave, null ones
+// included: for the few members whose null means something other than their absence (a
+// budget removed, not kept).
+func BindPresent(c echo.Context, dst any, optional bool) (map[string]bool, error) {
+	body, err := readBody(c, optional)
+	if err != nil {
+		return nil, err
+	}
+	if err := BindJSON(c, body, dst); err != nil {
+		return nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return nil, apperr.New(api.CodeInvalidRequest, "the body is not a JSON object")
+	}
+	present := make(map[string]bool, len(members))
+	for m := range members {
+		present[m] = true
+	}
+	return present, nil
+}
+
+// readBody reads the request body within its size limit ("{}" for an empty optional one).
+func readBody(c echo.Context, optional bool) ([]byte, error) {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return apperr.New(api.CodeBodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
+			return nil, apperr.New(api.CodeBodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
 		}
-		return apperr.New(api.CodeInvalidRequest, "cannot read the request body")
+		return nil, apperr.New(api.CodeInvalidRequest, "cannot read the request body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !optional {
-			return apperr.New(api.CodeInvalidRequest, "a JSON body is required")
+			return nil, apperr.New(api.CodeInvalidRequest, "a JSON body is required")
 		}
 		body = []byte("{}")
 	}
-	return BindJSON(c, body, dst)
+	return body, nil
 }
 
 // BindJSON is Bind of a body already read: the one strict decoder and validation for JSON

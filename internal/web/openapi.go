@@ -621,8 +621,9 @@ func (b *docBuilder) members(t reflect.Type, props map[string]any, required *[]s
 			}
 			sch = map[string]any{"oneOf": refs}
 		}
-		// A pointer that is always sent may be null; a required request member may not.
-		if f.Type.Kind() == reflect.Pointer && !omitempty && !rules.required {
+		// A pointer that is always sent may be null; a required request member may not; an
+		// optional one tagged nullable may be absent or null, which mean different things.
+		if f.Type.Kind() == reflect.Pointer && (!omitempty && !rules.required || f.Tag.Get("nullable") == "true") {
 			sch = nullable(sch)
 		}
 		props[name] = sch

@@ -591,19 +591,26 @@ type Band string
 
 // Call defines model for Call.
 type Call struct {
-	AttemptId openapi_types.UUID `json:"attemptId"`
-	CallId    openapi_types.UUID `json:"callId"`
-	EndedAt   *time.Time         `json:"endedAt,omitempty"`
-	Kind      CallKind           `json:"kind"`
+	AttemptId     openapi_types.UUID `json:"attemptId"`
+	CallId        openapi_types.UUID `json:"callId"`
+	CostMicros    *int64             `json:"costMicros,omitempty"`
+	EndedAt       *time.Time         `json:"endedAt,omitempty"`
+	FinishReasons *[]string          `json:"finishReasons,omitempty"`
+	Kind          CallKind           `json:"kind"`
+	Model         *string            `json:"model,omitempty"`
+	Operation     *string            `json:"operation,omitempty"`
 
 	// PolicyDecisionId The policy decision that allowed the call, or null.
 	PolicyDecisionId *openapi_types.UUID `json:"policyDecisionId"`
+	Provider         *string             `json:"provider,omitempty"`
 	ReceiptRef       *string             `json:"receiptRef,omitempty"`
 	RequestHash      string              `json:"requestHash"`
+	ResponseModel    *string             `json:"responseModel,omitempty"`
 	Sequence         int32               `json:"sequence"`
 	StartedAt        time.Time           `json:"startedAt"`
 	Status           CallStatus          `json:"status"`
 	Target           string              `json:"target"`
+	Usage            *Usage              `json:"usage,omitempty"`
 }
 
 // CallFinishStatus defines model for CallFinishStatus.
@@ -614,12 +621,21 @@ type CallKind string
 
 // CallRequest defines model for CallRequest.
 type CallRequest struct {
-	FencingToken     int64               `json:"fencingToken"`
-	Kind             CallKind            `json:"kind"`
+	FencingToken int64    `json:"fencingToken"`
+	Kind         CallKind `json:"kind"`
+
+	// Model The model the call asks for (gen_ai.request.model).
+	Model *string `json:"model,omitempty"`
+
+	// Operation What the call does (gen_ai.operation.name): chat, text_completion, generate_content, embeddings, execute_tool, create_agent, invoke_agent, or a name of the runtime's own.
+	Operation        *string             `json:"operation,omitempty"`
 	PolicyDecisionId *openapi_types.UUID `json:"policyDecisionId,omitempty"`
-	RequestHash      string              `json:"requestHash"`
-	Sequence         int32               `json:"sequence"`
-	Target           string              `json:"target"`
+
+	// Provider The model's provider, e.g. openai, anthropic, aws.bedrock (gen_ai.provider.name).
+	Provider    *string `json:"provider,omitempty"`
+	RequestHash string  `json:"requestHash"`
+	Sequence    int32   `json:"sequence"`
+	Target      string  `json:"target"`
 }
 
 // CallStatus defines model for CallStatus.
@@ -821,13 +837,23 @@ type FieldError struct {
 
 // FinishCallRequest defines model for FinishCallRequest.
 type FinishCallRequest struct {
-	FencingToken int64            `json:"fencingToken"`
-	ReceiptRef   *string          `json:"receiptRef,omitempty"`
-	Status       CallFinishStatus `json:"status"`
+	// CostMicros What the call cost, in millionths of the tenant's currency unit; counted against the project's dailyCostBudgetMicros.
+	CostMicros   *int64 `json:"costMicros,omitempty"`
+	FencingToken int64  `json:"fencingToken"`
+
+	// FinishReasons Why the model stopped (gen_ai.response.finish_reasons), at most 8.
+	FinishReasons *[]string `json:"finishReasons,omitempty"`
+	ReceiptRef    *string   `json:"receiptRef,omitempty"`
+
+	// ResponseModel The model that answered (gen_ai.response.model).
+	ResponseModel *string          `json:"responseModel,omitempty"`
+	Status        CallFinishStatus `json:"status"`
+	Usage         *Usage           `json:"usage,omitempty"`
 }
 
 // Heartbeat defines model for Heartbeat.
 type Heartbeat struct {
+	BudgetHeld      bool      `json:"budgetHeld"`
 	CancelRequested bool      `json:"cancelRequested"`
 	LeasedUntil     time.Time `json:"leasedUntil"`
 }
@@ -873,17 +899,27 @@ type ProblemCode string
 
 // Project defines model for Project.
 type Project struct {
-	Active        bool      `json:"active"`
-	CreatedAt     time.Time `json:"createdAt"`
-	LeasedCount   int       `json:"leasedCount"`
-	ProjectId     string    `json:"projectId"`
-	RetentionDays int       `json:"retentionDays"`
-	UpdatedAt     time.Time `json:"updatedAt"`
+	Active   bool `json:"active"`
+	CostHeld bool `json:"costHeld"`
+
+	// CostTodayMicros The cost (costMicros) the project's calls recorded since 00:00 UTC.
+	CostTodayMicros int64     `json:"costTodayMicros"`
+	CreatedAt       time.Time `json:"createdAt"`
+
+	// DailyCostBudgetMicros The daily cost budget in micro-units, or null for none.
+	DailyCostBudgetMicros *int64    `json:"dailyCostBudgetMicros"`
+	LeasedCount           int       `json:"leasedCount"`
+	ProjectId             string    `json:"projectId"`
+	RetentionDays         int       `json:"retentionDays"`
+	UpdatedAt             time.Time `json:"updatedAt"`
 }
 
 // PutProjectRequest defines model for PutProjectRequest.
 type PutProjectRequest struct {
 	Active *bool `json:"active,omitempty"`
+
+	// DailyCostBudgetMicros Claims of the project's runs are held (204 with Retry-After) once the cost (costMicros) its calls recorded since 00:00 UTC reaches this, until the next day or a higher budget. Absent keeps the budget; null removes it.
+	DailyCostBudgetMicros *int64 `json:"dailyCostBudgetMicros,omitempty"`
 
 	// RetentionDays How long ended run chains are kept.
 	RetentionDays *int `json:"retentionDays,omitempty"`
@@ -983,6 +1019,18 @@ type TimelineEntryPage struct {
 
 // TimelineKind defines model for TimelineKind.
 type TimelineKind string
+
+// Usage defines model for Usage.
+type Usage struct {
+	// CacheCreationInputTokens Input tokens written to the provider's cache.
+	CacheCreationInputTokens *int64 `json:"cacheCreationInputTokens,omitempty"`
+
+	// CacheReadInputTokens Input tokens served from the provider's cache.
+	CacheReadInputTokens  *int64 `json:"cacheReadInputTokens,omitempty"`
+	InputTokens           *int64 `json:"inputTokens,omitempty"`
+	OutputTokens          *int64 `json:"outputTokens,omitempty"`
+	ReasoningOutputTokens *int64 `json:"reasoningOutputTokens,omitempty"`
+}
 
 // ListAttemptsParams defines parameters for ListAttempts.
 type ListAttemptsParams struct {

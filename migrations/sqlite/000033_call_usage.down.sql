@@ -1,0 +1,11 @@
+ALTER TABLE CallRecords DROP COLUMN CostMicros;
+ALTER TABLE CallRecords DROP COLUMN ReasoningOutputTokens;
+ALTER TABLE CallRecords DROP COLUMN CacheCreationInputTokens;
+ALTER TABLE CallRecords DROP COLUMN CacheReadInputTokens;
+ALTER TABLE CallRecords DROP COLUMN OutputTokens;
+ALTER TABLE CallRecords DROP COLUMN InputTokens;
+ALTER TABLE CallRecords DROP COLUMN FinishReasons;
+ALTER TABLE CallRecords DROP COLUMN ResponseModel;
+ALTER TABLE CallRecords DROP COLUMN Operation;
+ALTER TABLE CallRecords DROP COLUMN Provider;
+ALTER TABLE CallRecords DROP COLUMN Model;

@@ -1,0 +1,2 @@
+DROP TABLE ProjectDailyCosts;
+ALTER TABLE Projects DROP COLUMN DailyCostBudgetMicros;
