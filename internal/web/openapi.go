@@ -438,6 +438,7 @@ var pathParamRules = map[string]pathParam{
 	"adapterVersion": {max: 32},
 	"agentId":        {max: 128},
 	"taskId":         {max: 64},
+	"scheduleId":     {max: 128},
 }
 
 func uuidSchema() map[string]any { return map[string]any{"type": "string", "format": "uuid"} }

@@ -20,6 +20,7 @@ CREATE TABLE [dbo].[Schedules] (
     [Description] nvarchar(1000) NULL,
     [CreatedAt] datetimeoffset(3) NOT NULL,
     [UpdatedAt] datetimeoffset(3) NOT NULL,
+    [UpdatedBy] nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [Version] rowversion NOT NULL,
     CONSTRAINT [PK_Schedules] PRIMARY KEY CLUSTERED ([TenantId], [ScheduleId]),
     CONSTRAINT [FK_Schedules_Tenants] FOREIGN KEY ([TenantId]) REFERENCES [dbo].[Tenants] ([TenantId])

@@ -14,6 +14,7 @@ CREATE TABLE Schedules (
     Description TEXT NULL,
     CreatedAt DATETIME NOT NULL,
     UpdatedAt DATETIME NOT NULL,
+    UpdatedBy TEXT NOT NULL,
     Version INTEGER NOT NULL,
     PRIMARY KEY (TenantId, ScheduleId)
 );
