@@ -172,9 +172,6 @@ func (s *Store) Put(ctx context.Context, tenantID, id string, ch Change) (Schedu
 		if err != nil {
 			return err
 		}
-		if err := s.checkProject(ctx, tx, tenantID, ch.Run.ProjectID); err != nil {
-			return err
-		}
 		next := func() any {
 			if ch.Paused {
 				return nil
@@ -188,6 +185,9 @@ func (s *Store) Put(ctx context.Context, tenantID, id string, ch Change) (Schedu
 		switch {
 		case apperr.Is(err, api.CodeNotFound):
 			if err := ifmatch.Create(ch.IfMatch, what); err != nil {
+				return err
+			}
+			if err := s.checkProject(ctx, tx, tenantID, ch.Run.ProjectID); err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, s.q.insert, args...)
@@ -208,6 +208,9 @@ func (s *Store) Put(ctx context.Context, tenantID, id string, ch Change) (Schedu
 			return err
 		default:
 			if err := ifmatch.Update(PutIfMatch, ch.IfMatch, cur.Version, what); err != nil {
+				return err
+			}
+			if err := s.checkProject(ctx, tx, tenantID, ch.Run.ProjectID); err != nil {
 				return err
 			}
 			res, err := tx.ExecContext(ctx, s.q.update, append(args, tx.Dialect.Version(cur.Version))...)
