@@ -119,6 +119,8 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/projects", c.projectsPage)
 	a.POST("/projects", c.createProject)
 	a.POST("/projects/:projectId", c.changeProject)
+	a.GET("/schedules", c.schedulesPage)
+	a.POST("/schedules/:scheduleId", c.changeSchedule)
 }
 
 // staticFile serves the embedded files. A directory (the static root included) answers
