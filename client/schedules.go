@@ -55,18 +55,13 @@ func (c *Client) DeleteSchedule(ctx context.Context, scheduleID string) error {
 
 // EnqueueBatch enqueues every item or none (POST /v1/runs/batch, at most api.MaxBatchItems):
 // the answer has one item per request item, in order, an exact repeat of an earlier enqueue
-// marked Existing. A refusal is a *Problem naming items[i].field. The batch is retried only
-// when every item has an idempotency key (then a repeat answers the same runs).
+// marked Existing. A refusal is a *Problem naming items[i].field. Like an enqueue without an
+// idempotency key, a batch is not sent again once it may have reached the service (the
+// retry table has one class per operation); a caller whose items all carry keys may repeat
+// it, and gets the same runs back marked Existing.
 func (c *Client) EnqueueBatch(ctx context.Context, items []api.EnqueueRequest) ([]api.BatchItem, error) {
-	r := idempotent
-	for _, it := range items {
-		if it.IdempotencyKey == nil {
-			r = once
-			break
-		}
-	}
 	var out api.BatchEnqueueResponse
 	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/batch", body: api.BatchEnqueueRequest{Items: items},
-		repeat: r, out: &out})
+		repeat: once, out: &out})
 	return out.Items, err
 }
