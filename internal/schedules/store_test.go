@@ -2,6 +2,8 @@ package schedules_test
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,6 +247,63 @@ func TestBerlinTransitionsFireAsDocumented(t *testing.T) {
 					t.Fatalf("fired %d, skipped %d", sc.Fired, sc.SkippedCatchup)
 				}
 			})
+		}
+	})
+}
+
+// TestLostFiringChangesNothing makes the path a losing replica takes on SQL Server run on
+// SQLite (one writer: a second scheduler there never reads a stale NextFireAt): another
+// scheduler's firing lands just before this one's conditional write, which then matches no
+// row, and this firing enqueues nothing and counts nothing.
+func TestLostFiringChangesNothing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dbtest.SQLite(), "2026-01-01T12:00:30Z")
+	w.put("s", "* * * * *", "UTC", api.OverlapAllow, 60)
+	w.clock.Advance(time.Minute)
+	var fired atomic.Bool
+	w.db.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+		if !strings.HasPrefix(st.Query, "UPDATE ScheduleStates SET NextFireAt = ?4") || fired.Swap(true) {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE ScheduleStates SET NextFireAt = '2026-01-01T12:02:00.000Z', Fired = Fired + 1
+WHERE TenantId = ?1 AND ScheduleId = ?2`, w.tenant, "s")
+		return err
+	})
+	r := w.tick()
+	w.db.SetStatementHook(nil)
+	if !fired.Load() {
+		t.Fatal("the hook never met the conditional write")
+	}
+	if r.Fired != 0 || r.Lost != 1 || w.runCount() != 0 {
+		t.Fatalf("the loser fired: %+v, %d runs", r, w.runCount())
+	}
+	if sc := w.get("s"); sc.Fired != 1 || !sc.NextFireAt.Equal(at("2026-01-01T12:02:00Z")) {
+		t.Fatalf("the winner's write was changed: %+v", sc)
+	}
+}
+
+// TestRefusedFiringIsSpent: a firing whose run the enqueue refuses (its key already names a
+// run made by another request) enqueues nothing, is counted as skipped, and the schedule
+// moves on instead of retrying it at every pass.
+func TestRefusedFiringIsSpent(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		w := newWorld(t, tgt, "2026-01-01T12:00:30Z")
+		w.put("s", "* * * * *", "UTC", api.OverlapAllow, 60)
+		key := schedules.FiringKey("s", at("2026-01-01T12:01:00Z"))
+		if _, _, err := w.runs.Enqueue(w.ctx, runs.Caller{TenantID: w.tenant, KeyID: "k"}, runs.Spec{ProjectID: "p1", Subject: "squat",
+			Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), MaxAttempts: 3, MaxCorrections: 3, IdempotencyKey: &key}); err != nil {
+			t.Fatal(err)
+		}
+		w.clock.Advance(time.Minute)
+		w.tick()
+		sc := w.get("s")
+		if sc.Fired != 0 || sc.SkippedCatchup != 1 || !sc.NextFireAt.Equal(at("2026-01-01T12:02:00Z")) || w.runCount() != 1 {
+			t.Fatalf("after a refused firing: %+v, %d runs", sc, w.runCount())
+		}
+		w.clock.Advance(time.Minute)
+		if r := w.tick(); r.Fired != 1 {
+			t.Fatalf("the next firing: %+v", r)
 		}
 	})
 }
