@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
@@ -306,4 +307,48 @@ func TestRefusedFiringIsSpent(t *testing.T) {
 			t.Fatalf("the next firing: %+v", r)
 		}
 	})
+}
+
+// TestMetricsCountFiringsAndSkips: the scheduler's counters follow what it did.
+func TestMetricsCountFiringsAndSkips(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dbtest.SQLite(), "2026-01-01T12:00:30Z")
+	w.put("s", "* * * * *", "UTC", api.OverlapSkip, 60)
+	w.clock.Advance(time.Minute) // 12:01:30: fires 12:01, 30 s late
+	w.tick()
+	w.clock.Advance(time.Minute) // 12:02:30: the 12:01 run is live
+	w.tick()
+	w.clock.Advance(3 * time.Minute) // 12:05:30: 12:03 and 12:04 are too old, 12:05 overlaps
+	w.tick()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(w.sched.Collectors()...)
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				got[name] = m.Counter.GetValue()
+			case m.Histogram != nil:
+				got[name+"/count"] = float64(m.Histogram.GetSampleCount())
+				got[name+"/sum"] = m.Histogram.GetSampleSum()
+			}
+		}
+	}
+	want := map[string]float64{
+		"ledger_schedule_firings_total": 1, "ledger_schedule_skips_total/overlap": 2, "ledger_schedule_skips_total/catchup": 2,
+		"ledger_schedule_lateness_seconds/count": 1, "ledger_schedule_lateness_seconds/sum": 30,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
 }
