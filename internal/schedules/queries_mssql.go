@@ -21,12 +21,14 @@ VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p10, @p11);`,
 	// insertState: in the same transaction as insert (FK to it).
 	insertState: `INSERT INTO dbo.ScheduleStates (TenantId, ScheduleId, NextFireAt, Fired, SkippedOverlap, SkippedCatchup)
 VALUES (@p1, @p2, @p3, 0, 0, 0);`,
-	// update: PK seek, conditional on the version If-Match matched (0 rows: precondition_failed).
+	// update: PK seek, conditional on the version If-Match matched (0 rows: precondition_failed,
+	// and the reschedule before it rolls back with it).
 	update: `UPDATE dbo.Schedules SET Cron = @p3, Timezone = @p4, RunSpec = @p5, Overlap = @p6, CatchupSeconds = @p7, Paused = @p8,
     Description = @p9, UpdatedAt = @p10, UpdatedBy = @p11
 WHERE TenantId = @p1 AND ScheduleId = @p2 AND Version = @p12;`,
-	// reschedule: PK seek; after update, which holds the schedule row: a scheduler's advance
-	// of the same state row waits for this commit (then finds NextFireAt moved: 0 rows).
+	// reschedule: PK seek, before update (every writer takes the state row before the
+	// schedule's): a scheduler's advance of the same row waits for this commit, then finds
+	// NextFireAt moved (0 rows).
 	reschedule: `UPDATE dbo.ScheduleStates SET NextFireAt = @p3 WHERE TenantId = @p1 AND ScheduleId = @p2;`,
 	// list: PK range after @p2 in key order, TOP (@p3); the state by PK seek per row.
 	list: `SELECT TOP (@p3) ` + mssqlColumns + ` FROM dbo.Schedules AS s JOIN dbo.ScheduleStates AS st ON st.TenantId = s.TenantId AND st.ScheduleId = s.ScheduleId

@@ -179,8 +179,12 @@ func (s *Store) Put(ctx context.Context, tenantID, id string, ch Change) (Schedu
 			n := cr.Next(now)
 			return tx.Dialect.NullTime(&n)
 		}
+		var description any // free text, never compared
+		if ch.Description != nil {
+			description = tx.Dialect.Text(*ch.Description)
+		}
 		args := []any{tenantID, id, ch.Cron, ch.Timezone, tx.Dialect.Text(string(spec)), string(ch.Overlap), ch.CatchupSeconds,
-			ch.Paused, ch.Description, tx.Dialect.Time(now), ch.KeyID}
+			ch.Paused, description, tx.Dialect.Time(now), ch.KeyID}
 		cur, err := s.get(ctx, tx, tenantID, id)
 		switch {
 		case apperr.Is(err, api.CodeNotFound):
@@ -213,17 +217,20 @@ func (s *Store) Put(ctx context.Context, tenantID, id string, ch Change) (Schedu
 			if err := s.checkProject(ctx, tx, tenantID, ch.Run.ProjectID); err != nil {
 				return err
 			}
+			// The state row first, then the schedule's, as a firing (state only) and Delete
+			// (state, then schedule) take them; the conditional update below refuses a
+			// schedule changed since cur was read, and the whole write rolls back.
+			if ch.Paused != cur.Paused || ch.Cron != cur.Cron || ch.Timezone != cur.Timezone {
+				if _, err := tx.ExecContext(ctx, s.q.reschedule, tenantID, id, next()); err != nil {
+					return err
+				}
+			}
 			res, err := tx.ExecContext(ctx, s.q.update, append(args, tx.Dialect.Version(cur.Version))...)
 			if err != nil {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n != 1 {
 				return ifmatch.Stale(what)
-			}
-			if ch.Paused != cur.Paused || ch.Cron != cur.Cron || ch.Timezone != cur.Timezone {
-				if _, err := tx.ExecContext(ctx, s.q.reschedule, tenantID, id, next()); err != nil {
-					return err
-				}
 			}
 		}
 		out, err = s.get(ctx, tx, tenantID, id)

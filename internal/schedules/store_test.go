@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
@@ -350,5 +351,56 @@ func TestMetricsCountFiringsAndSkips(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
 		}
+	}
+}
+
+// TestPutRaces makes the paths a concurrent PUT takes on SQL Server run on SQLite: a create
+// that finds the schedule created meanwhile is an update without If-Match (428), and an
+// update whose version moved meanwhile is 412, with nothing of it kept (its reschedule of
+// the state row rolls back with it).
+func TestPutRaces(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, before, winner string
+		create               bool
+		want                 api.ProblemCode
+	}{
+		{"ConcurrentCreate", "INSERT INTO Schedules", `INSERT INTO Schedules (TenantId, ScheduleId, Cron, Timezone, RunSpec, Overlap,
+    CatchupSeconds, Paused, CreatedAt, UpdatedAt, UpdatedBy, Version)
+VALUES (?1, ?2, '@daily', 'UTC', '{}', 'skip', 60, 0, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'k',
+    (SELECT Value + 1 FROM RowVersionCounter))`, true, api.CodePreconditionRequired},
+		{"ConcurrentUpdate", "UPDATE Schedules", `UPDATE Schedules SET Cron = '@weekly', Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE TenantId = ?1 AND ScheduleId = ?2`, false, api.CodePreconditionFailed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, dbtest.SQLite(), "2026-01-01T12:00:30Z")
+			ch := schedules.Change{Cron: "* * * * *", Timezone: "UTC", Run: spec(), Overlap: api.OverlapSkip, CatchupSeconds: 60, KeyID: "k"}
+			if !c.create {
+				sc := w.put("s", "@hourly", "UTC", api.OverlapSkip, 60)
+				ch.IfMatch, ch.Paused = &sc.Version, true
+			}
+			var fired atomic.Bool
+			w.db.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+				if !strings.HasPrefix(st.Query, c.before) || fired.Swap(true) {
+					return nil
+				}
+				_, err := tx.ExecContext(ctx, c.winner, w.tenant, "s")
+				return err
+			})
+			_, created, err := w.store.Put(w.ctx, w.tenant, "s", ch)
+			w.db.SetStatementHook(nil)
+			if !fired.Load() {
+				t.Fatalf("the hook never met %q", c.before)
+			}
+			if created || !apperr.Is(err, c.want) {
+				t.Fatalf("loser: created=%v err=%v, want %s", created, err, c.want)
+			}
+			if !c.create {
+				if sc := w.get("s"); sc.Paused || sc.NextFireAt == nil {
+					t.Fatalf("the refused update's reschedule stayed: %+v", sc)
+				}
+			}
+		})
 	}
 }
