@@ -344,15 +344,17 @@ func TestOtherTenantSeesNothing(t *testing.T) {
 	a, b := s.NewTenant(t), s.NewTenant(t)
 	run := a.Enqueue("secret-subject", "batch")
 	cl, d := askDecision(t, a, "secret-decision")
+	a.Must(http.StatusCreated, "PUT", "/v1/schedules/secret-schedule", a.Admin, map[string]any{"cron": "@hourly",
+		"run": map[string]any{"subject": "secret-subject", "kind": "k", "projectId": "p1", "agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
 	ctx := tab(t)
 	signIn(t, ctx, s, b.Admin)
-	for _, p := range []string{"/ui/", "/ui/runs", "/ui/decisions?status=all", "/ui/releases", "/ui/projects"} {
+	for _, p := range []string{"/ui/", "/ui/runs", "/ui/decisions?status=all", "/ui/releases", "/ui/projects", "/ui/schedules"} {
 		do(t, ctx, chromedp.Navigate(s.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
 		html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, secret := range []string{a.ID, "secret-subject", "secret-decision", run.RunID.String(), d.DecisionID.String()} {
+		for _, secret := range []string{a.ID, "secret-subject", "secret-decision", "secret-schedule", run.RunID.String(), d.DecisionID.String()} {
 			if strings.Contains(html, secret) {
 				t.Errorf("%s shows tenant A's %q", p, secret)
 			}
