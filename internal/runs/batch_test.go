@@ -154,3 +154,40 @@ func TestHTTPBatch(t *testing.T) {
 		t.Fatalf("empty batch: %d %+v", code, p)
 	}
 }
+
+// BenchmarkEnqueue500 compares enqueueing 500 runs as one batch (one transaction) with 500
+// single enqueues (500 transactions), on the embedded database.
+func BenchmarkEnqueue500(b *testing.B) {
+	svc, c := benchEnv(b, 0)
+	ctx := context.Background()
+	specs := func() []runs.Spec {
+		out := make([]runs.Spec, 500)
+		for i := range out {
+			n := benchSubject.Add(1)
+			out[i] = spec(fmt.Sprintf("subject:%d", n), func(s *runs.Spec) { s.ProjectID = fmt.Sprintf("p%d", n%10) })
+		}
+		return out
+	}
+	b.Run("Batch", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			s := specs()
+			b.StartTimer()
+			if _, err := svc.EnqueueBatch(ctx, c, s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Singles", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			s := specs()
+			b.StartTimer()
+			for _, sp := range s {
+				if _, _, err := svc.Enqueue(ctx, c, sp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
