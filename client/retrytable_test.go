@@ -260,6 +260,24 @@ func goCalls() map[string][]variant {
 		"releaseTaskLock": {{name: "ReleaseLock", noBody: true, ok: answer(204, ""), call: func(ctx context.Context, c *client.Client) error {
 			return c.ReleaseLock(ctx, "a", "t", "h")
 		}}},
+		"putSchedule": {
+			{name: "PutSchedule", call: func(ctx context.Context, c *client.Client) error {
+				return e3(c.PutSchedule(ctx, "s", api.PutScheduleRequest{Cron: "@daily", Run: spec(nil)}, ""))
+			}},
+			{name: "PutScheduleIfMatch", ifMatch: true, call: func(ctx context.Context, c *client.Client) error {
+				return e3(c.PutSchedule(ctx, "s", api.PutScheduleRequest{Cron: "@daily", Run: spec(nil)}, `"1"`))
+			}},
+		},
+		"getSchedule": one("GetSchedule", func(ctx context.Context, c *client.Client) error { return e3(c.GetSchedule(ctx, "s")) }),
+		"listSchedules": {{name: "ListSchedules", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListSchedules(ctx, api.PageParams{}))
+		}}},
+		"deleteSchedule": {{name: "DeleteSchedule", noBody: true, ok: answer(204, ""), call: func(ctx context.Context, c *client.Client) error {
+			return c.DeleteSchedule(ctx, "s")
+		}}},
+		"enqueueRunBatch": one("EnqueueBatch", func(ctx context.Context, c *client.Client) error {
+			return e(c.EnqueueBatch(ctx, []api.EnqueueRequest{{RunSpec: spec(nil)}}))
+		}),
 		"requestDecision": one("RequestDecision", func(ctx context.Context, c *client.Client) error {
 			return e(c.RequestDecision(ctx, id, api.DecisionRequest{FencingToken: 1, Kind: api.Ptr(api.DecisionApproval)}))
 		}),

@@ -24,6 +24,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/retention"
 	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/schedules"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
@@ -58,6 +59,9 @@ type Config struct {
 	ConsoleSecureCookies string
 	// MaxPendingDecisions caps one attempt's pending decisions (0: decisions.DefaultMaxPending).
 	MaxPendingDecisions int
+	// ScheduleInterval is how often this replica's scheduler fires due schedules (0:
+	// schedules.DefaultInterval; negative: never, for tests that drive Scheduler.Tick).
+	ScheduleInterval time.Duration
 }
 
 // App is the assembled service.
@@ -66,8 +70,11 @@ type App struct {
 	DB     *sqldb.DB
 	Keys   *tenancy.Store
 	Runs   *runs.Service
-	log    *slog.Logger
-	purge  time.Duration
+	// Scheduler fires the tenants' schedules (Background runs it on this replica).
+	Scheduler *schedules.Scheduler
+	log       *slog.Logger
+	purge     time.Duration
+	schedule  time.Duration
 }
 
 // New assembles the service over an open, migrated database.
@@ -117,10 +124,15 @@ func New(db *sqldb.DB, cfg Config) *App {
 	history.Routes(s, hist)
 	ins := insights.NewStore(db)
 	insights.Routes(s, ins)
+	sched := schedules.NewStore(db, rs)
+	schedules.Routes(s, sched)
+	scheduler := schedules.NewScheduler(db, rs, cfg.ScheduleInterval, log)
+	s.Registry.MustRegister(scheduler.Collectors()...)
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Secure: cfg.ConsoleSecureCookies, Logger: log})
-	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log, purge: cfg.PurgeInterval}
+		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Secure: cfg.ConsoleSecureCookies, Logger: log})
+	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, log: log, purge: cfg.PurgeInterval,
+		schedule: cfg.ScheduleInterval}
 }
 
 // identify names the tenant and key of a request the authenticator admitted.
@@ -130,13 +142,17 @@ func identify(ctx context.Context) (string, string, bool) {
 }
 
 // Background runs the replica's background work until ctx ends: the reaper, the expiry of
-// pending decisions on the reaper's interval, and retention. Every replica runs them all;
+// pending decisions on the reaper's interval, the scheduler, and retention. Every replica runs them all;
 // they need no leader.
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
 	if a.purge >= 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); retention.RunJob(ctx, a.DB, a.purge, a.log) }()
+	}
+	if a.schedule >= 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.Scheduler.Run(ctx) }()
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); a.Runs.RunReaper(ctx) }()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/app"
 )
 
@@ -171,6 +172,11 @@ func TestTenantIsolationMatrix(t *testing.T) {
 	r = must(t, s.do(t, req{method: http.MethodPut, path: lockPath, key: rtA, body: fmt.Sprintf(`{"holderId":%q,"ttlSeconds":3600}`, holderA)}), http.StatusOK)
 	lockUntil := str(t, r, "heldUntil")
 
+	// A schedule (its firings are runs of A's too).
+	r = must(t, s.do(t, req{method: http.MethodPut, path: "/v1/schedules/iso-sched", key: adminA,
+		body: `{"cron":"@hourly","run":` + enqueue("iso-sched", "iso", projectA, "") + `}`}), http.StatusCreated)
+	scheduleETag := r.header.Get("ETag")
+
 	// An ended run, for continue.
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/runs", key: rtA, body: enqueue("iso-s2", "iso-end", projectA, "")}), http.StatusCreated)
 	run2 := str(t, r, "runId")
@@ -185,7 +191,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 	values := map[string]string{
 		"runId": run1, "attemptId": att1, "projectId": projectA, "decisionId": decision, "delegationId": delegation,
 		"releaseId": releaseA, "adapterVersion": adapterA, "callId": call, "checkpointId": checkpoint,
-		"agentId": agentA, "taskId": taskA,
+		"agentId": agentA, "taskId": taskA, "scheduleId": "iso-sched",
 	}
 	// aIDs are strings that name A's rows and may appear in no answer to B.
 	aIDs := []string{run1, run2, childRun, att1, att2, checkpoint, call, decision, delegation, releaseA}
@@ -312,6 +318,20 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		// covered by the matrix below.
 	})
 
+	// B's batch naming A's project: unknown_project, or B's own run when B has a project of
+	// that id (the projects probe may have made it first).
+	ownBatch := func(t *testing.T, r response) {
+		if r.status != http.StatusOK {
+			wantProblem(t, r, http.StatusUnprocessableEntity, "unknown_project")
+			return
+		}
+		b := decode[api.BatchEnqueueResponse](t, r)
+		if len(b.Items) != 1 {
+			t.Fatalf("B's batch answered %s", r.body)
+		}
+		wantProblem(t, s.do(t, req{method: http.MethodGet, path: "/v1/runs/" + b.Items[0].Run.RunID.String(), key: adminA}), http.StatusNotFound, "not_found")
+	}
+
 	// 3. The matrix: every route, with B's admin and runtime keys.
 	fence := func(extra string) string { return fmt.Sprintf(`{"fencingToken":%s%s}`, token, extra) }
 	table := map[string][]isoProbe{
@@ -348,8 +368,18 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{name: "ByProject", query: "?projectId=" + projectA, admin: list, rt: list},
 			{name: "Leased", query: "?state=leased", admin: list, rt: list},
 		},
-		"GET /v1/runs/:runId":         {{admin: isoNotFound, rt: isoNotFound}},
-		"POST /v1/runs/:runId/cancel": {{admin: isoNotFound, rt: isoForbidden}},
+		"GET /v1/runs/:runId": {{admin: isoNotFound, rt: isoNotFound}},
+		"POST /v1/runs/batch": {{body: `{"items":[` + enqueue("iso-b-batch", "iso", projectA, "") + `]}`,
+			admin: isoExpect{check: ownBatch}, rt: isoExpect{check: ownBatch}}},
+		// If-Match of A's schedule: B has no such schedule, so it is a precondition failure
+		// (as for any id B lacks), decided before the run's project is looked at.
+		"PUT /v1/schedules/:scheduleId": {{name: "IfMatchOfA", ifMatch: scheduleETag,
+			body:  `{"cron":"@daily","run":` + enqueue("iso-b-sched", "iso", projectA, "") + `}`,
+			admin: isoExpect{status: http.StatusPreconditionFailed, code: "precondition_failed"}, rt: isoForbidden}},
+		"GET /v1/schedules":                {{admin: list, rt: list}},
+		"GET /v1/schedules/:scheduleId":    {{admin: isoNotFound, rt: isoNotFound}},
+		"DELETE /v1/schedules/:scheduleId": {{admin: isoNotFound, rt: isoForbidden}},
+		"POST /v1/runs/:runId/cancel":      {{admin: isoNotFound, rt: isoForbidden}},
 		"POST /v1/runs/:runId/continue": {
 			{params: map[string]string{"runId": run2}, admin: isoNotFound, rt: isoNotFound},
 			{name: "WithBody", params: map[string]string{"runId": run2}, body: `{"snapshotId":"` + uuid.NewString() + `"}`, admin: isoNotFound, rt: isoNotFound},

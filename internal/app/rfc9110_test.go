@@ -142,9 +142,11 @@ func newWorld(t *testing.T, s *stack) world {
 	del := str(must(s.do(t, req{method: http.MethodPost, path: at + "/delegations", key: runtime,
 		body: fmt.Sprintf(`{"fencingToken":%s,"purpose":"p","child":%s}`, token, enq("w-child"))}), http.StatusCreated), "delegationId")
 	must(s.do(t, req{method: http.MethodPut, path: "/v1/locks/agents/w-agent/tasks/w-task", key: runtime, body: `{"holderId":"h","ttlSeconds":3600}`}), http.StatusOK)
+	must(s.do(t, req{method: http.MethodPut, path: "/v1/schedules/w-sched", key: admin, body: `{"cron":"@daily","run":` + enq("w-sched") + `}`}), http.StatusCreated)
 	return world{admin: admin, runtime: runtime, token: token, runID: run, values: map[string]string{
 		"projectId": "w-proj", "releaseId": "w-rel", "adapterVersion": "1.0", "runId": run, "attemptId": att,
 		"checkpointId": cp, "callId": call, "decisionId": dec, "delegationId": del, "agentId": "w-agent", "taskId": "w-task",
+		"scheduleId": "w-sched",
 	}}
 }
 
@@ -315,7 +317,7 @@ func TestEveryBodyRouteRefusesNonJSON(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, app.Config{})
 	_, admin, runtime := s.tenantKeys(t)
-	values := map[string]string{"projectId": "p", "releaseId": "r", "adapterVersion": "1", "agentId": "a", "taskId": "t"}
+	values := map[string]string{"projectId": "p", "releaseId": "r", "adapterVersion": "1", "agentId": "a", "taskId": "t", "scheduleId": "s"}
 	n := 0
 	for _, r := range routeTable(t, s) {
 		if r.op.RequestBody == nil {

@@ -47,9 +47,10 @@ var funcs = template.FuncMap{
 		}
 		return *p
 	},
-	"esc":  url.PathEscape,
-	"json": boundedJSON,
-	"add":  func(a, b int) int { return a + b },
+	"esc":   url.PathEscape,
+	"json":  boundedJSON,
+	"add":   func(a, b int) int { return a + b },
+	"add64": func(a, b int64) int64 { return a + b },
 	"ms": func(p *int64) string {
 		if p == nil {
 			return "—"

@@ -51,6 +51,17 @@ func Routes(s *web.Server, svc *Service) {
 		Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []api.ProblemCode{api.CodeUnknownProject, api.CodeLoopDepth, api.CodeIdempotencyKeyReused},
 	}, h.enqueue)
+	s.Route(http.MethodPost, "/v1/runs/batch", web.Op{
+		ID: "enqueueRunBatch", Tag: "Runs", Summary: "Enqueue runs all or nothing",
+		Description: "Enqueues every item (at most 500 enqueue bodies) in one transaction, or none: a refusal of any item " +
+			"stores nothing and names it (400 with fields items[i].field; 409 idempotency_key_reused and 422 unknown_project " +
+			"or loop_depth list items[i] with the field concerned). Each item keeps its own idempotency: an exact repeat " +
+			"answers its existing run marked existing. Answers the items in order.",
+		Roles: []string{rt, ad}, Body: api.BatchEnqueueRequest{},
+		Example: api.BatchEnqueueRequest{Items: []api.EnqueueRequest{{RunSpec: ExampleRunSpec}}},
+		Status:  http.StatusOK, Response: api.BatchEnqueueResponse{},
+		Problems: []api.ProblemCode{api.CodeUnknownProject, api.CodeLoopDepth, api.CodeIdempotencyKeyReused},
+	}, h.enqueueBatch)
 	s.Route(http.MethodPost, "/v1/runs/claim", web.Op{
 		ID: "claimRun", Tag: "Runs", Summary: "Lease one due run and start its attempt",
 		Description: "Leases the tenant's next due run (interactive first, then batch with aged background runs, then background; " +
@@ -159,6 +170,26 @@ func (h handlers) enqueue(c echo.Context) error {
 		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
+}
+
+func (h handlers) enqueueBatch(c echo.Context) error {
+	var req api.BatchEnqueueRequest
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	specs := make([]Spec, len(req.Items))
+	for i, it := range req.Items {
+		specs[i] = specOfEnqueue(it)
+	}
+	items, err := h.svc.EnqueueBatch(c.Request().Context(), caller(c), specs)
+	if err != nil {
+		return err
+	}
+	out := api.BatchEnqueueResponse{Items: make([]api.BatchItem, len(items))}
+	for i, it := range items {
+		out.Items[i] = api.BatchItem{Run: it.Run.Wire(), Existing: it.Existing}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (h handlers) claim(c echo.Context) error {
