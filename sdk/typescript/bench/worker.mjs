@@ -24,11 +24,9 @@ const client = new Client({
   baseUrl: a.url,
   key: a.key,
   userAgent: "ledger-bench-sdk-ts",
-  fetch: async (url, init) => {
+  onAnswer: (status) => {
     requests++;
-    const res = await fetch(url, init);
-    if (res.status >= 400) errors[`http_${res.status}`] = (errors[`http_${res.status}`] ?? 0) + 1;
-    return res;
+    if (status >= 400 || status === 0) errors[`http_${status}`] = (errors[`http_${status}`] ?? 0) + 1;
   },
 });
 const end = Date.now() + Number(a["duration-ms"]);
