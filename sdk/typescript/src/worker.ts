@@ -533,6 +533,16 @@ export class Worker {
     };
     this.leases.add(l);
     try {
+      if (l.fencingToken > 1) {
+        // Claimed before: a holder that died mid-run (SIGKILL) cost the run one of its attempts.
+        this.log.warn("resuming run", {
+          runId: l.runId,
+          attempt: l.run.attemptsSpent + 1,
+          maxAttempts: l.run.maxAttempts,
+          epoch: l.fencingToken,
+          note: "a run whose attempts are all spent ends exhausted",
+        });
+      }
       this.hook("claimed", l);
       const beat = new Beat();
       const beating = this.heartbeat(l, sent, ac, beat);
