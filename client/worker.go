@@ -216,20 +216,20 @@ func NewWorker(c *Client, cfg WorkerConfig, h Handler) (*Worker, error) {
 		cfg.Concurrency = 1
 	}
 	if cfg.LongPolls <= 0 {
-		cfg.LongPolls = 2
+		cfg.LongPolls = defaultLongPolls
 	}
 	cfg.LongPolls = min(cfg.LongPolls, cfg.Concurrency)
 	switch cfg.WaitSeconds {
 	case 0:
-		cfg.WaitSeconds = 5
+		cfg.WaitSeconds = defaultWaitSeconds
 	case -1:
 		cfg.WaitSeconds = 0
 	}
 	if cfg.IdleWait <= 0 {
-		cfg.IdleWait = time.Second
+		cfg.IdleWait = defaultIdleWait
 	}
 	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = 30 * time.Second
+		cfg.ShutdownGrace = defaultShutdownGrace
 	}
 	if cfg.OnError == nil {
 		cfg.OnError = defaultOnError
@@ -416,7 +416,7 @@ func (w *Worker) forceRelease(base context.Context) {
 // releaseUncharged gives a run back as it was, due at once, bypassing the lease's local
 // refusal (the lease was ended locally so that its handler sends nothing more).
 func (w *Worker) releaseUncharged(base context.Context, l *Lease, why string) {
-	ctx, cancel := context.WithTimeout(base, max(l.length, 5*time.Second))
+	ctx, cancel := context.WithTimeout(base, max(l.length, settleTimeoutMin))
 	defer cancel()
 	_, err := w.c.ReleaseAttempt(ctx, l.AttemptID(), api.ReleaseAttemptRequest{
 		FencingToken: l.FencingToken(), RetryAfterSeconds: api.Ptr(0),
@@ -516,7 +516,7 @@ func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.Claim
 				w.cfg.Hooks.Held(held.RetryAfter)
 			}
 			w.log.DebugContext(base, "claim held", "retry_after", held.RetryAfter)
-			_ = w.c.sleep(stopCtx, held.RetryAfter+fullJitter(held.RetryAfter/8+time.Millisecond, time.Minute, 1))
+			_ = w.c.sleep(stopCtx, held.RetryAfter+fullJitter(held.RetryAfter/heldJitterDivisor+time.Millisecond, heldJitterMax, 1))
 		case err != nil:
 			if stopCtx.Err() != nil && claimCtx.Err() != nil {
 				return nil, time.Time{}, nil
@@ -538,7 +538,7 @@ func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.Claim
 			}
 			failures.refused = 0
 			failures.failed++
-			wait := fullJitter(500*time.Millisecond, 30*time.Second, failures.failed)
+			wait := fullJitter(claimBackoffBase, claimBackoffMax, failures.failed)
 			if p := (*Problem)(nil); errors.As(err, &p) && p.RetryAfter > wait {
 				wait = p.RetryAfter
 			}
@@ -602,6 +602,12 @@ func (w *Worker) handle(base context.Context, l *Lease, sent time.Time) {
 	}
 	log.DebugContext(hctx, "claimed run", "subject", l.claim.Run.Subject, "kind", l.claim.Run.Kind,
 		"attempts_spent", l.claim.Run.AttemptsSpent, "leased_until", l.claim.Lease.LeasedUntil)
+	if l.FencingToken() > 1 {
+		// Claimed before: a holder that died mid-run (SIGKILL) cost the run one of its attempts.
+		log.WarnContext(hctx, "resuming run", "attempt", l.claim.Run.AttemptsSpent+1,
+			"max_attempts", l.claim.Run.MaxAttempts, "epoch", l.FencingToken(),
+			"note", "a run whose attempts are all spent ends exhausted")
+	}
 
 	hbCtx, stopHB := context.WithCancel(base)
 	hbDone := make(chan struct{})
@@ -644,9 +650,9 @@ func (w *Worker) call(ctx context.Context, l *Lease, log *slog.Logger) (err erro
 func (w *Worker) heartbeat(ctx context.Context, l *Lease, sent time.Time, cancel context.CancelCauseFunc, log *slog.Logger) {
 	every := w.cfg.HeartbeatEvery
 	if every <= 0 {
-		every = l.length / 3
+		every = l.length / heartbeatDivisor
 	}
-	every = max(every, 10*time.Millisecond)
+	every = max(every, heartbeatMin)
 	deadline := sent.Add(l.length)
 	acked := false
 	wait := every
@@ -711,7 +717,7 @@ func (w *Worker) settle(base context.Context, l *Lease, herr error, panicked boo
 		}
 		return r
 	}
-	ctx, cancel := context.WithTimeout(base, max(l.length, 5*time.Second))
+	ctx, cancel := context.WithTimeout(base, max(l.length, settleTimeoutMin))
 	defer cancel()
 	var (
 		perm *permanentError

@@ -560,3 +560,50 @@ func TestConfigurationRefusalBacksOffAndLogsOnce(t *testing.T) {
 		t.Errorf("ledger_claims_total{outcome=\"error\"} = %v, want 0", n)
 	}
 }
+
+// TestResumedRunIsLogged: a run claimed before (its first holder gone, the attempt charged)
+// is claimed again with a warning naming the attempt's number and the run's budget, since
+// each crash of a worker spends one of its attempts.
+func TestResumedRunIsLogged(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	ctx := context.Background()
+	kind := "resumed"
+	run := s.enqueue(t, kind)
+	cl, err := s.Runtime.ClaimRun(ctx, api.ClaimRequest{HolderID: "first", ReleaseID: testRelease, AdapterVersion: testAdapter,
+		ModelProfileID: testModel, Kinds: []string{kind}})
+	if err != nil || cl == nil {
+		t.Fatalf("claim: %v %v", cl, err)
+	}
+	if _, err := s.Runtime.ReleaseAttempt(ctx, cl.Attempt.AttemptID, api.ReleaseAttemptRequest{FencingToken: cl.Lease.FencingToken,
+		Charge: true, RetryAfterSeconds: api.Ptr(0)}); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncbuf.Buffer
+	cfg := workerConfig(kind)
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	results := finishedHook(&cfg)
+	stop := startWorker(t, s.Runtime, cfg, func(context.Context, *client.Lease) error { return nil })
+	r := recv(t, results, "result")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != client.Succeeded || r.Lease.FencingToken() != 2 {
+		t.Fatalf("result %+v", r)
+	}
+	var said struct {
+		Msg         string `json:"msg"`
+		Attempt     int    `json:"attempt"`
+		MaxAttempts int    `json:"max_attempts"`
+	}
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, `"resuming run"`) {
+			if err := json.Unmarshal([]byte(line), &said); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if said.Msg != "resuming run" || said.Attempt != 2 || said.MaxAttempts != run.MaxAttempts {
+		t.Fatalf("logged %+v, want attempt 2 of %d:\n%s", said, run.MaxAttempts, logs.String())
+	}
+}
