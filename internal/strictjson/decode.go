@@ -191,8 +191,8 @@ func (p *path) String() string {
 
 // decoder collects the field errors of one body, and the members it gave as zero values.
 type decoder struct {
-	at    path // where the walk is
-	errs  []api.FieldError
+	at   path // where the walk is
+	errs []api.FieldError
 	// errAt indexes errs by field once there are a few: a body of a hundred thousand
 	// unknown members compared each with every earlier error took half a minute of CPU.
 	errAt map[string]int
