@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/strictjson"
 )
@@ -175,4 +176,75 @@ func TestWorstBodiesStayBounded(t *testing.T) {
 		}
 	}
 	t.Logf("%d routes; the most one request allocated: %.1f MiB", len(routes), float64(peak)/(1<<20))
+}
+
+// TestStoredDeepValuesStillRead: a value stored nested past what encoding/json re-reads (a
+// row written before the depth cap, or put in the table by other means) does not make a
+// read fail: the run list, the pending inbox, an attempt's decisions and its timeline, and
+// the single reads, answer 200 with the value as a JSON string of its text.
+func TestStoredDeepValuesStillRead(t *testing.T) {
+	t.Parallel()
+	st := apitest.New(t, apitest.Config{})
+	tn := st.NewTenant(t)
+	run := tn.Enqueue("deep", "interactive")
+	cl, ok, _ := tn.Claim(60, nil)
+	if !ok {
+		t.Fatal("nothing claimed")
+	}
+	var d api.Decision
+	tn.Must(http.StatusCreated, http.MethodPost, cl.Path("/decisions"), tn.Runtime, map[string]any{
+		"fencingToken": cl.Lease.FencingToken, "kind": "choice", "options": []string{"a", "b"}}).Decode(t, &d)
+
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	input, options := deep(10000), deep(20000)
+	stamp := ", Version = (SELECT Value + 1 FROM RowVersionCounter)"
+	ctx := t.Context()
+	if _, err := st.DB.Raw().ExecContext(ctx, "UPDATE Runs SET Input = ?"+stamp+" WHERE RunId = ?", input, run.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB.Raw().ExecContext(ctx, "UPDATE DecisionRequests SET OptionsJson = ?"+stamp+" WHERE DecisionId = ?", options, d.DecisionID); err != nil {
+		t.Fatal(err)
+	}
+
+	asString := func(where string, raw json.RawMessage, want string) {
+		t.Helper()
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil || s != want {
+			t.Errorf("%s: %.60s, want the stored text as a string", where, raw)
+		}
+	}
+	var runs api.Page[api.Run]
+	tn.Must(http.StatusOK, http.MethodGet, "/v1/runs", tn.Admin, nil).Decode(t, &runs)
+	if len(runs.Items) != 1 {
+		t.Fatalf("runs: %d items", len(runs.Items))
+	}
+	asString("GET /v1/runs", runs.Items[0].Input, input)
+	var one api.Run
+	tn.Must(http.StatusOK, http.MethodGet, "/v1/runs/"+run.RunID.String(), tn.Admin, nil).Decode(t, &one)
+	asString("GET /v1/runs/{id}", one.Input, input)
+
+	for _, path := range []string{"/v1/decisions?status=pending", cl.Path("/decisions")} {
+		var page api.Page[api.Decision]
+		tn.Must(http.StatusOK, http.MethodGet, path, tn.Admin, nil).Decode(t, &page)
+		if len(page.Items) != 1 {
+			t.Fatalf("%s: %d items", path, len(page.Items))
+		}
+		asString(path, page.Items[0].Options, options)
+	}
+	var timeline api.Page[api.TimelineEntry]
+	tn.Must(http.StatusOK, http.MethodGet, cl.Path("/timeline"), tn.Admin, nil).Decode(t, &timeline)
+	found := false
+	for _, e := range timeline.Items {
+		if e.Kind == api.TimelineDecision {
+			var item api.Decision
+			if err := json.Unmarshal(e.Item, &item); err != nil {
+				t.Fatal(err)
+			}
+			asString("timeline", item.Options, options)
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the timeline has no decision: %+v", timeline.Items)
+	}
 }

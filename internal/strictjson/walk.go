@@ -219,3 +219,18 @@ func trimSpace(raw []byte) []byte {
 	}
 	return raw[i:j]
 }
+
+// Stored returns a JSON value read from the database (a run's input, a decision's options
+// or answer) as the API sends it: as stored when it is well-formed and nested at most
+// MaxDepth deep, which every value written since the cap is; otherwise (a value stored
+// before the cap, or written to the table by other means) a JSON string holding its text.
+// encoding/json re-reads every raw value it sends and fails past its own 10,000 levels, so
+// one such row made every list page holding it answer 500; as a string it travels whole,
+// its nesting no reader's concern. Nil stays nil (absent).
+func Stored(raw []byte) json.RawMessage {
+	if len(raw) == 0 || validShallow(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw)) // a string always marshals (bad UTF-8 becomes U+FFFD)
+	return b
+}
