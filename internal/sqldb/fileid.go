@@ -42,8 +42,8 @@ type sqliteFile struct {
 	opened os.FileInfo // the file as opened; its device and inode are compared
 	// wal is the write-ahead log as first seen (nil until it exists: SQLite makes it when
 	// the writer first connects, and keeps it while a connection is open).
-	wal atomic.Pointer[os.FileInfo]
-	gone   atomic.Bool // the last check found another file (or none): logged once per change
+	wal  atomic.Pointer[os.FileInfo]
+	gone atomic.Bool // the last check found another file (or none): logged once per change
 	// failedAt is when a write last failed as unavailable (UnixNano; 0: never).
 	failedAt atomic.Int64
 }
