@@ -154,7 +154,8 @@ func Bind(c echo.Context, dst any, optional bool) error {
 		if errors.As(err, &mbe) {
 			return apperr.New(api.CodeBodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
 		}
-		return apperr.New(api.CodeInvalidRequest, "cannot read the request body")
+		// Anything else is the connection failing under the body: the client went away.
+		return fmt.Errorf("%w: read the request body: %w", ErrClientGone, err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !optional {

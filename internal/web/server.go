@@ -195,7 +195,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		start := time.Now()
 		err := next(c)
 		var code api.ProblemCode
-		if err != nil {
+		gone := err != nil && clientGone(c, err)
+		if err != nil && !gone {
 			e, _ := problemOf(err)
 			code = e.Code
 			// Write the problem now so the status below is the one sent.
@@ -206,6 +207,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			route = "unmatched"
 		}
 		status := c.Response().Status
+		if gone {
+			status = StatusClientGone
+		}
 		d := time.Since(start)
 		s.requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Inc()
 		s.latency.WithLabelValues(c.Request().Method, route).Observe(d.Seconds())
@@ -227,7 +231,11 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if code != "" {
 			attrs = append(attrs, slog.String("code", string(code)))
 		}
-		s.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
+		msg := "request"
+		if gone {
+			msg = "client disconnected"
+		}
+		s.log.LogAttrs(c.Request().Context(), level, msg, attrs...)
 		if s.notify != nil {
 			s.notify(Request{Method: c.Request().Method, Route: route, Status: status, Code: code,
 				TenantID: tenant, KeyID: key, Duration: d, Header: c.Response().Header()})
