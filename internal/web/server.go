@@ -196,11 +196,13 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		err := next(c)
 		var code api.ProblemCode
 		gone := err != nil && clientGone(c, err)
-		if err != nil && !gone {
-			e, _ := problemOf(err)
-			code = e.Code
-			// Write the problem now so the status below is the one sent.
+		if err != nil {
+			// Write the problem now so the status below is the one sent (to a client that
+			// went away, a 400 nobody reads: what is logged and counted is the disconnect).
 			s.handleError(err, c)
+			if e, _ := problemOf(err); !gone {
+				code = e.Code
+			}
 		}
 		route := c.Path()
 		if route == "" {
