@@ -140,6 +140,13 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err := checkAtStart(ctx, db, sqldb.ForServe, log); err != nil {
 		return err
 	}
+	// A restored backup would otherwise hand out again the row versions (ETags, changedSince
+	// positions) handed out after it was taken.
+	if from, to, err := db.RaiseVersionFloor(ctx); err != nil {
+		return err
+	} else if to > from {
+		log.Info("row versions continue from the clock's floor", "from", uint64(from), "to", uint64(to))
+	}
 	rcfg := runs.DefaultConfig()
 	rcfg.LeaseTTL, rcfg.ReaperInterval, rcfg.BandAging = f.leaseTTL, f.reaper, f.aging
 	rcfg.MaxDepth, rcfg.FairnessWindow = f.maxDepth, f.fairness

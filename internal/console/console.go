@@ -12,11 +12,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
@@ -157,8 +159,43 @@ func (c *console) headers(next echo.HandlerFunc) echo.HandlerFunc {
 			return c.render(ctx, http.StatusForbidden, "error", page{Title: "Refused",
 				Data: errorView{Message: "This form was sent from another site, so it was refused. Open the console itself and try again."}})
 		}
-		return next(ctx)
+		// Go drops the pairs of a query string it cannot parse (a ';', a bad '%' escape),
+		// and with them a filter: a list would show more than was asked for. The API
+		// answers 400 for the same address.
+		if _, err := url.ParseQuery(ctx.Request().URL.RawQuery); err != nil {
+			return c.render(ctx, http.StatusBadRequest, "error", page{Title: "Bad address",
+				Data: errorView{Message: "This address has a query string that cannot be read (" + err.Error() + "), so nothing was shown. Fix the address and try again."}})
+		}
+		if err := next(ctx); err != nil && !ctx.Response().Committed {
+			return c.errorPage(ctx, err)
+		}
+		return nil
 	}
+}
+
+// errorPage answers a console request that failed with an error as a page, never with the
+// API's problem+json: a database that is unavailable (during a sign-in as on any page),
+// a refusal, or an internal error (logged).
+func (c *console) errorPage(ctx echo.Context, err error) error {
+	status := http.StatusInternalServerError
+	title, msg := "Something went wrong", "The server could not answer this page; the cause is logged. Try again in a moment."
+	e, coded := apperr.As(err)
+	var he *echo.HTTPError
+	switch {
+	case errors.Is(err, sqldb.ErrUnavailable):
+		status, title, msg = http.StatusServiceUnavailable, "Database unavailable",
+			"The database is unavailable right now, so this could not be done. Try again in a few seconds."
+		ctx.Response().Header().Set("Retry-After", "5")
+	case coded && e.Code.Status() < 500:
+		status, title, msg = e.Code.Status(), e.Code.Title(), e.Detail
+	case errors.As(err, &he) && he.Code < 500:
+		status, title, msg = he.Code, http.StatusText(he.Code), http.StatusText(he.Code)+"."
+	}
+	if status >= 500 {
+		c.Logger.ErrorContext(ctx.Request().Context(), "console request failed", "err", err,
+			"method", ctx.Request().Method, "path", ctx.Path())
+	}
+	return c.render(ctx, status, "error", page{Title: title, Data: errorView{Message: msg}})
 }
 
 // secure reports whether cookies get the Secure attribute. In auto mode: when the request

@@ -37,6 +37,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/waits"
 )
@@ -78,8 +79,8 @@ func (d Decision) Item() api.DecisionItem {
 // Wire returns the decision as the API sends it.
 func (d Decision) Wire() api.Decision {
 	w := api.Decision{DecisionID: d.DecisionID, AttemptID: d.AttemptID, Kind: d.Kind, ProposalHash: d.ProposalHash,
-		Options: d.Options, Recommendation: d.Recommendation, Status: d.Status,
-		RequestedAt: api.NewTime(d.RequestedAt), AnsweredAt: api.TimeOf(d.AnsweredAt), Answer: d.Answer,
+		Options: strictjson.Stored(d.Options), Recommendation: d.Recommendation, Status: d.Status,
+		RequestedAt: api.NewTime(d.RequestedAt), AnsweredAt: api.TimeOf(d.AnsweredAt), Answer: strictjson.Stored(d.Answer),
 		AnsweredBy: d.AnsweredBy, ExpiresAt: api.TimeOf(d.ExpiresAt), ApprovalID: ids.Ptr(d.ApprovalID)}
 	// Every read joins the attempt (always there: a foreign key) and its run.
 	w.RunID, w.ProjectID, w.Subject, w.AgentID = d.RunID, d.ProjectID, d.Subject, d.AgentID

@@ -1,18 +1,18 @@
 package runs
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 )
 
 // Wire returns the run as the API sends it.
 func (r Run) Wire() api.Run {
 	return api.Run{
 		RunID: r.RunID, ProjectID: r.ProjectID, EnvironmentID: r.EnvironmentID, Subject: r.Subject, Kind: r.Kind,
-		AgentID: r.AgentID, StepID: r.StepID, SnapshotID: r.SnapshotID, Input: json.RawMessage(r.Input),
+		AgentID: r.AgentID, StepID: r.StepID, SnapshotID: r.SnapshotID, Input: strictjson.Stored(r.Input),
 		Band: r.Band, State: r.State, Epoch: r.Epoch, HolderID: r.HolderID, LeaseSeconds: r.LeaseSeconds,
 		LeasedUntil: api.TimeOf(r.LeasedUntil), AttemptsSpent: r.Attempt, MaxAttempts: r.MaxAttempts,
 		MaxCorrections: r.MaxCorrections, QueuedAt: api.NewTime(r.QueuedAt), DueAt: api.NewTime(r.DueAt),

@@ -186,7 +186,8 @@ func readBody(c echo.Context, optional bool) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, apperr.New(api.CodeBodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
 		}
-		return nil, apperr.New(api.CodeInvalidRequest, "cannot read the request body")
+		// Anything else is the connection failing under the body: the client went away.
+		return nil, fmt.Errorf("%w: read the request body: %w", ErrClientGone, err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !optional {
