@@ -57,7 +57,9 @@ func fieldText(v reflect.Value) string {
 //     (TOP (@pN) / OFFSET … FETCH NEXT @pN on SQL Server, LIMIT ?N on SQLite): a lost TOP
 //     leaves answers right (pages are trimmed in Go) and the cost unbounded;
 //   - a SQL Server statement that is not a bounded key seek lacks OPTION (MAXDOP 1)
-//     (see NeedsMaxdop).
+//     (see NeedsMaxdop);
+//   - a table variable's string column without COLLATE is compared with a table's column
+//     (see CollationFindings).
 func ComparePair(mssql, sqlite string) []string {
 	var out []string
 	mt, err := Lex(mssql, true)
@@ -80,6 +82,11 @@ func ComparePair(mssql, sqlite string) []string {
 		out = append(out, fmt.Sprintf("SQL Server bounds the rows (%v), SQLite does not (no LIMIT)", keys(mb)))
 	case !sameSet(argBounds(mb), argBounds(sb)):
 		out = append(out, fmt.Sprintf("bounds differ: SQL Server %v, SQLite %v", keys(mb), keys(sb)))
+	}
+	// Go sources are linted constant by constant, so a statement built from pieces (a table
+	// variable declared in one, compared in another) is judged whole only here.
+	for _, f := range CollationFindings(mt) {
+		out = append(out, "SQL Server: "+f.Msg)
 	}
 	for _, stmt := range SplitStatements(mt) {
 		if why := NeedsMaxdop(stmt); why != "" && !hasMaxdop1(stmt) {
