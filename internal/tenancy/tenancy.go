@@ -20,6 +20,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Roles a key can have (DESIGN.md section 6).
@@ -87,13 +88,16 @@ func (n *sqlNullString) Scan(v any) error {
 // request.
 const LastUsedResolution = time.Minute
 
-// MaxLabelLen is the longest key label, in characters.
+// MaxLabelLen is the longest key label, in UTF-16 code units: the unit of the column's
+// nvarchar(100) on SQL Server, where a character outside the basic plane takes two (a
+// label counted in characters could pass and then overflow the column, Msg 2628).
 const MaxLabelLen = 100
 
-// ValidLabel reports whether label may name a key: 1 to MaxLabelLen printable characters,
-// no control or invisible (format) characters, no leading or trailing space.
+// ValidLabel reports whether label may name a key: 1 to MaxLabelLen UTF-16 code units of
+// printable characters, no control or invisible (format) characters, no leading or
+// trailing space.
 func ValidLabel(label string) bool {
-	if label == "" || utf8.RuneCountInString(label) > MaxLabelLen || !utf8.ValidString(label) ||
+	if label == "" || !utf8.ValidString(label) || validate.UTF16Len(label) > MaxLabelLen ||
 		strings.TrimSpace(label) != label {
 		return false
 	}
@@ -152,7 +156,7 @@ func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, K
 // CreateLabeledKey is CreateKey with an operator's label for the key ("" for none).
 func (s *Store) CreateLabeledKey(ctx context.Context, tenantID, role, label string) (string, Key, error) {
 	if label != "" && !ValidLabel(label) {
-		return "", Key{}, apperr.New(api.CodeInvalidRequest, "label must be 1 to %d printable characters without leading or trailing spaces", MaxLabelLen)
+		return "", Key{}, apperr.New(api.CodeInvalidRequest, "label must be 1 to %d printable characters (UTF-16 code units: a character outside the basic plane counts two) without leading or trailing spaces", MaxLabelLen)
 	}
 	if !ValidTenantID(tenantID) {
 		return "", Key{}, apperr.New(api.CodeInvalidRequest, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
