@@ -253,6 +253,9 @@ func (mg *Migrator) State() (SchemaState, error) {
 // Up applies every pending migration.
 func (mg *Migrator) Up() error { return mg.explainDirty(ignoreNoChange(mg.m.Up())) }
 
+// Goto applies or reverts migrations until the schema is at version v.
+func (mg *Migrator) Goto(v uint) error { return mg.explainDirty(ignoreNoChange(mg.m.Migrate(v))) }
+
 // Down reverts n migrations.
 func (mg *Migrator) Down(n int) error {
 	if n <= 0 {
