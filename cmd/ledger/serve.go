@@ -216,6 +216,9 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // lock, and a database that had no schema gets the bootstrap tenant and keys inside the same
 // lock, so two processes starting together bootstrap once. SQL Server migrates only when
 // asked (migrations are a deploy step) and otherwise refuses a schema that is behind or dirty.
+// A schema newer than this binary's is served when every newer migration is additive (a
+// rolling deploy: the new binary migrated first), with a log line saying so, and refused
+// naming the breaking one otherwise.
 func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstrapTenant string, stdout io.Writer) error {
 	if db.Dialect.Name() == "sqlserver" && !allowMigrate {
 		return requireCurrentSchema(ctx, db)
@@ -231,6 +234,9 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	}
 	if before.Dirty {
 		return fmt.Errorf("schema version %d is dirty: %s", before.Version, before.DirtyFix())
+	}
+	if before.Version > before.Latest {
+		return requireCurrentSchema(ctx, db)
 	}
 	if err := mg.Up(); err != nil {
 		return fmt.Errorf("migrate up: %w", err)
@@ -258,23 +264,29 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	return nil
 }
 
-// requireCurrentSchema refuses a schema that is behind, ahead or dirty.
+// requireCurrentSchema refuses a schema this binary cannot serve: behind, dirty, or newer by
+// a migration that is not additive (the error says what to run or deploy). It never
+// migrates: only `migrate up` and `serve` change the schema. A newer schema whose newer
+// migrations are all additive is accepted, and the database's logger says so.
 func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
-	if db.Dialect.Name() == "sqlite" {
-		// The embedded default needs no deploy step: bring it up to date under the lock.
-		return prepareSchema(ctx, db, true, "", io.Discard)
+	st, newer, err := db.Servable(ctx)
+	var se *sqldb.SchemaError
+	if errors.As(err, &se) && st.Version < st.Latest && !st.Dirty {
+		if db.Dialect.Name() == "sqlite" {
+			return fmt.Errorf("%w (or start `ledger serve`, which migrates the embedded database)", err)
+		}
+		return fmt.Errorf("%w (or start `ledger serve --migrate`)", err)
 	}
-	st, err := db.SchemaState(ctx)
 	if err != nil {
 		return err
 	}
-	switch {
-	case st.Dirty:
-		return fmt.Errorf("schema version %d is dirty: %s", st.Version, st.DirtyFix())
-	case st.Version < st.Latest:
-		return fmt.Errorf("schema is at version %d, this binary needs %d: run `ledger migrate up` or start with --migrate", st.Version, st.Latest)
-	case st.Version > st.Latest:
-		return fmt.Errorf("schema is at version %d, newer than this binary's %d: deploy the newer binary", st.Version, st.Latest)
+	if len(newer) > 0 {
+		versions := make([]string, len(newer))
+		for i, m := range newer {
+			versions[i] = fmt.Sprintf("%d %s", m.Version, m.Title)
+		}
+		db.Logger().Info("schema is newer than this binary's; every newer migration is additive, so this binary serves it",
+			"schema_version", st.Version, "binary_schema_version", st.Latest, "additive", strings.Join(versions, ", "))
 	}
 	return nil
 }

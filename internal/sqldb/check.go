@@ -234,15 +234,36 @@ var schemaCheck = probe{
 	required: true,
 	purposes: []Purpose{ForServe},
 	do: func(ctx context.Context, db *DB, _ Purpose) CheckResult {
-		st, err := db.SchemaState(ctx)
-		if err != nil {
+		st, newer, err := db.Servable(ctx)
+		if err != nil && !IsSchemaError(err) {
 			return cannotRead(err)
 		}
-		return evalSchema(st)
+		return evalSchema(st, newer, err)
 	},
 }
 
-func evalSchema(st SchemaState) CheckResult {
+// evalSchema judges where the schema stands. A schema newer than this binary's passes with a
+// warning when every newer migration is additive (a rolling deploy: this binary serves it);
+// servErr is Servable's verdict.
+func evalSchema(st SchemaState, newer []NewerMigration, servErr error) CheckResult {
+	var se *SchemaError
+	if st.Version > st.Latest && !st.Dirty {
+		if errors.As(servErr, &se) && se.Breaking != nil {
+			return CheckResult{Status: StatusFail,
+				Detail: fmt.Sprintf("version %d is newer than this binary's %d, and migration %d (%s) is not additive",
+					st.Version, st.Latest, se.Breaking.Version, se.Breaking.Title),
+				Fix: fmt.Sprintf("deploy a binary whose schema version (`ledger --version`) is at least %d", st.Version)}
+		}
+		if servErr == nil && len(newer) > 0 {
+			return CheckResult{Status: StatusWarn,
+				Detail: fmt.Sprintf("version %d is newer than this binary's %d; every newer migration is additive, so this binary serves it", st.Version, st.Latest),
+				Fix:    "finish the rolling deploy: replace this binary with the one that migrated"}
+		}
+	}
+	return evalSchemaState(st)
+}
+
+func evalSchemaState(st SchemaState) CheckResult {
 	switch {
 	case st.Dirty:
 		return CheckResult{Status: StatusFail,

@@ -590,11 +590,18 @@ func stripComments(sql string) string {
 }
 
 // servePermissionsQuery asks for the service's permissions on every ledger table, and
-// SELECT on golang-migrate's schema_migrations (serve reads the version at start).
+// SELECT on golang-migrate's schema_migrations (serve reads the version at start) and on
+// SchemaMigrationKinds.
 func servePermissionsQuery() string {
 	var values []string
 	for _, t := range ledgerTables() {
-		values = append(values, fmt.Sprintf("(N'%s', 1)", t))
+		// The service only reads the migration kinds (a binary older than the schema
+		// judging it); the migration commands write them.
+		need := 1
+		if t == "SchemaMigrationKinds" {
+			need = 0
+		}
+		values = append(values, fmt.Sprintf("(N'%s', %d)", t, need))
 	}
 	values = append(values, "(N'schema_migrations', 0)")
 	return `SELECT t.TableName, t.NeedWrite,

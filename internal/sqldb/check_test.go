@@ -187,10 +187,10 @@ func TestSchemaAndSQLiteCheckEvaluations(t *testing.T) {
 	dir := okFile
 	dir.regular = false
 	runEvalCases(t, []evalCase{
-		{"a current schema passes", evalSchema(SchemaState{Version: 13, Latest: 13}), StatusOK, "13 of 13"},
-		{"a schema behind fails", evalSchema(SchemaState{Version: 10, Latest: 13}), StatusFail, "ledger migrate up"},
-		{"a dirty schema fails", evalSchema(SchemaState{Version: 13, Latest: 13, Dirty: true}), StatusFail, "ledger migrate force 13"},
-		{"a schema ahead fails", evalSchema(SchemaState{Version: 14, Latest: 13}), StatusFail, "newer"},
+		{"a current schema passes", evalSchemaState(SchemaState{Version: 13, Latest: 13}), StatusOK, "13 of 13"},
+		{"a schema behind fails", evalSchemaState(SchemaState{Version: 10, Latest: 13}), StatusFail, "ledger migrate up"},
+		{"a dirty schema fails", evalSchemaState(SchemaState{Version: 13, Latest: 13, Dirty: true}), StatusFail, "ledger migrate force 13"},
+		{"a schema ahead fails", evalSchemaState(SchemaState{Version: 14, Latest: 13}), StatusFail, "newer"},
 
 		{"a writable file passes", sqliteFileCheck(okFile), StatusOK, "writable"},
 		{"no file fails", sqliteFileCheck(fileState{path: "/d/ledger.db"}), StatusFail, "no database file at /d/ledger.db"},

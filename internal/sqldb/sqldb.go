@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -128,6 +129,8 @@ type DB struct {
 	r       *sqlx.DB
 	clock   Clock
 	log     *slog.Logger
+	// migrations, when set, replaces the embedded migrations (Config.Migrations).
+	migrations fs.FS
 	// sqlitePath is the database file, used for the cross-process migration lock.
 	sqlitePath string
 	// file is the SQLite file as opened, checked by readiness and the writer (fileid.go).
@@ -159,6 +162,9 @@ type Config struct {
 	Clock Clock
 	// Logger receives retry and maintenance messages; nil means slog.Default().
 	Logger *slog.Logger
+	// Migrations replaces the embedded migrations of the dialect (tests: a binary built
+	// with fewer or more migrations than this one).
+	Migrations fs.FS
 }
 
 // Open opens the database named by cfg.DSN. It does not migrate.
@@ -185,6 +191,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	db.clock = cfg.Clock
 	db.log = log
+	db.migrations = cfg.Migrations
 	if db.Dialect.Name() == "sqlite" {
 		db.wcache, db.rcache = newStmtCache(db.w), newStmtCache(db.r)
 		db.ckpt = newCheckpointer(db.ck, log)

@@ -1,3 +1,4 @@
+-- migration: additive
 -- The delegated-siblings hook (internal/delegations, delegatedSiblings) finds the
 -- delegations of a continuation's chain: the parent's child runs of one subject. Through
 -- IX_Runs_Parent the subject was a residual after a PK_Runs lookup of every child run of

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Insights (DESIGN.md section 5a): the indexes the aggregate history reads seek, so each
 -- insight reads the rows of its window and never a tenant's whole history. Declared
 -- additions (internal/schema/declared_additions.go), with their reasons there. Creating an

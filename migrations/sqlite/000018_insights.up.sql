@@ -1,3 +1,4 @@
+-- migration: additive
 -- Insights (DESIGN.md section 5a): the indexes the aggregate history reads seek (see
 -- migrations/mssql 000018 for the reasons). SQLite has no INCLUDE: a row lookup each.
 -- IF NOT EXISTS: an index made by hand first, or a second run, is not an error (as the
