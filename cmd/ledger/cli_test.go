@@ -17,7 +17,7 @@ func TestFlagsFollowTheVerb(t *testing.T) {
 	t.Parallel()
 	n := latest(t)
 	path := tempDB(t)
-	if got := mustCLI(t, "migrate", "up", "--db", path); got != versionLine(n, n) {
+	if got := afterApplied(mustCLI(t, "migrate", "up", "--db", path)); got != versionLine(n, n) {
 		t.Fatalf("migrate up --db: %q", got)
 	}
 	if got := mustCLI(t, "migrate", "version", "--db", path); got != versionLine(n, n) {

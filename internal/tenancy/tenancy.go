@@ -231,7 +231,28 @@ func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]Key, error) {
 // RevokeKey revokes a key at once (api.CodeNotFound if there is no such key). Revoking a
 // revoked key is not an error.
 func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
-	return s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+	_, err := s.Revoke(ctx, keyID)
+	return err
+}
+
+// Revoke revokes a key by its id and returns when it was revoked before, or nil when this
+// call revoked it (a second revoke keeps the first time).
+func (s *Store) Revoke(ctx context.Context, keyID string) (*time.Time, error) {
+	var before *time.Time
+	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		var row struct {
+			Key
+			SecretHash []byte `db:"SecretHash"`
+		}
+		if err := tx.GetContext(ctx, &row, s.q.getKey, keyID); errors.Is(err, sqldb.ErrNotFound) {
+			return apperr.New(api.CodeNotFound, "no key %q", keyID)
+		} else if err != nil {
+			return err
+		}
+		before = row.RevokedAt
+		if before != nil {
+			return nil
+		}
 		now, err := tx.Now(ctx)
 		if err != nil {
 			return err
@@ -245,6 +266,7 @@ func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
 		}
 		return nil
 	})
+	return before, err
 }
 
 // SetMaxLeased sets a tenant's budget of leased runs, creating the tenant if needed.
@@ -349,6 +371,10 @@ func (s *Store) recordUse(ctx context.Context, keyID string, last *time.Time) {
 // errBadKey is the one answer for every bad key, so a caller learns nothing of which part
 // was wrong.
 var errBadKey = apperr.New(api.CodeUnauthorized, "missing, malformed, revoked or unknown API key")
+
+// KeyIDOf is the key id a whole key names (the part after "ldg_", before the secret), or
+// "" when token is not shaped like a key.
+func KeyIDOf(token string) string { return keyIDOf(token) }
 
 // keyIDOf is the key id a token names (the part after the prefix, before the secret), or ""
 // when the token is not shaped like a key.
