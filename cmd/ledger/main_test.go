@@ -761,3 +761,37 @@ func TestOperatorCommandsNeverMigrate(t *testing.T) {
 		}
 	}
 }
+
+// On a fresh SQLite path `check --for migrate` exits 0 when `migrate up` would create the
+// database, so a `set -e` pipeline following docs/operators.md goes on; it creates
+// nothing itself (issue 30 item 10).
+func TestCheckForMigrateOnAFreshPath(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "new", "ledger.db")
+	code, out, errOut := cli(t, "check", "--for", "migrate", "--db", path)
+	if code != 0 || !strings.Contains(out, "ledger migrate up` creates it") {
+		t.Fatalf("check --for migrate on a fresh path: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Fatalf("check created %s (%v)", filepath.Dir(path), err)
+	}
+	mustCLI(t, "migrate", "up", "--db", path)
+	// --for serve still wants the database.
+	if code, _, _ := cli(t, "check", "--db", filepath.Join(t.TempDir(), "other.db")); code == 0 {
+		t.Fatal("check --for serve passed on a path with no database")
+	}
+}
+
+// serve --db in a directory that does not exist refuses, naming --create-dir, and creates
+// nothing (it created the directories, a database and keys).
+func TestServeRefusesAMissingDirectory(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "typo", "dir")
+	code, stdout, stderr := cli(t, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "x.db"))
+	if code == 0 || !strings.Contains(stderr, "--create-dir") || strings.Contains(stdout, "key") {
+		t.Fatalf("serve in a missing directory: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
+		t.Fatalf("serve created %s (%v)", filepath.Dir(dir), err)
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,12 +23,14 @@ import (
 )
 
 type serveFlags struct {
-	db       dbFlags
-	addr     string
-	migrate  bool
-	maxBody  int64
-	grace    time.Duration
-	logLevel string
+	db      dbFlags
+	addr    string
+	migrate bool
+	// createDir lets serve create the directories of a --db path that do not exist.
+	createDir bool
+	maxBody   int64
+	grace     time.Duration
+	logLevel  string
 	// logFlush batches log lines into one write per interval (0: a write per line).
 	logFlush  time.Duration
 	leaseTTL  time.Duration
@@ -80,6 +85,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.db.register(fs)
 	fs.StringVar(&f.addr, "addr", ":8080", "address to listen on")
 	fs.BoolVar(&f.migrate, "migrate", false, "SQL Server: apply pending migrations at start instead of refusing (SQLite always migrates)")
+	fs.BoolVar(&f.createDir, "create-dir", false, "SQLite: create the directories of a --db path that do not exist (the default ./data is always created)")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "largest request body in bytes; larger ones get 413")
 	fs.DurationVar(&f.grace, "shutdown-grace", 20*time.Second, "how long shutdown waits for in-flight requests")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -122,6 +128,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}
 	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := refuseMissingDir(f.db.dsn, f.createDir); err != nil {
 		return err
 	}
 	db, err := openDB(ctx, f.db, log)
@@ -287,6 +296,24 @@ func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
 		}
 		db.Logger().Info("schema is newer than this binary's; every newer migration is additive, so this binary serves it",
 			"schema_version", st.Version, "binary_schema_version", st.Latest, "additive", strings.Join(versions, ", "))
+	}
+	return nil
+}
+
+// refuseMissingDir refuses a SQLite --db whose directory does not exist, unless createDir
+// or the path is the default (./data/ledger.db, created on a first run): a typo in a path
+// would otherwise create directories, a database and keys nobody reads.
+func refuseMissingDir(dsn string, createDir bool) error {
+	if createDir || dsn == defaultDB || sqldb.IsSQLServer(dsn) {
+		return nil
+	}
+	path, err := sqldb.SQLitePath(dsn)
+	if err != nil {
+		return fmt.Errorf("--db: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--db %s: the directory %s does not exist; create it, or start with --create-dir (LEDGER_CREATE_DIR=true) to have serve create it", path, dir)
 	}
 	return nil
 }
