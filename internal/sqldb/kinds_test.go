@@ -3,6 +3,7 @@ package sqldb_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,36 @@ func TestMigrationKindsAreRecorded(t *testing.T) {
 	var n int
 	if err := nb.Raw().Get(&n, `SELECT COUNT(*) FROM SchemaMigrationKinds WHERE Version = 900`); err != nil || n != 0 {
 		t.Fatalf("after down, %d rows for 900 (%v)", n, err)
+	}
+}
+
+// After a wrong `migrate force` below the real schema, `migrate up` fails on what already
+// exists; it says which version to force back to, read from the recorded kinds (issue 30
+// item 10).
+func TestMigrateUpAfterAWrongForceSaysHowToRecover(t *testing.T) {
+	t.Parallel()
+	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+	if err := mg.Up(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := mg.State()
+	if err := mg.Force(16); err != nil {
+		t.Fatal(err)
+	}
+	err = mg.Up()
+	want := fmt.Sprintf("run `ledger migrate force %d`, then `ledger migrate up`", st.Version)
+	if err == nil || !strings.Contains(err.Error(), "migration 17 creates what the database already has") || !strings.Contains(err.Error(), want) {
+		t.Fatalf("migrate up after force 16 = %v; want the way out, %q", err, want)
+	}
+	if err := mg.Force(int(st.Version)); err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.Up(); err != nil {
+		t.Fatalf("after following the advice: %v", err)
 	}
 }

@@ -277,7 +277,7 @@ func (mg *Migrator) UpApplied() ([]Migration, error) {
 		return nil, err
 	}
 	if err := mg.explainDirty(ignoreNoChange(mg.m.Up())); err != nil {
-		return nil, err
+		return nil, mg.explainExisting(ctx, before, err)
 	}
 	after, err := mg.State()
 	if err != nil {
@@ -297,6 +297,43 @@ func (mg *Migrator) UpApplied() ([]Migration, error) {
 		}
 	}
 	return applied, nil
+}
+
+// alreadyExists are the messages of a migration that creates what the database already
+// has: SQLite's, and SQL Server's 2714 (object), 2705 (column), 1913 (index), 15023 (role).
+var alreadyExists = []string{"already exists", "duplicate column name", "There is already an object named",
+	"Column names in each table must be unique", "an index or statistics with name", "User, group, or role"}
+
+// explainExisting adds the way out to a migration that failed because what it creates is
+// there already: the version was set below the schema (a wrong `migrate force`), and
+// `migrate up` cannot get past it. The recorded kinds still name the migrations applied.
+func (mg *Migrator) explainExisting(ctx context.Context, before SchemaState, err error) error {
+	found := false
+	for _, m := range alreadyExists {
+		found = found || strings.Contains(err.Error(), m)
+	}
+	if !found {
+		return err
+	}
+	next := before.Version + 1
+	if migs, rerr := ReadMigrations(mg.db.Migrations()); rerr == nil {
+		for _, m := range migs {
+			if m.Version > before.Version {
+				next = m.Version
+				break
+			}
+		}
+	}
+	var recorded *int64
+	_ = mg.db.w.GetContext(ctx, &recorded, `SELECT MAX(Version) FROM `+mg.db.kindsTable())
+	if recorded != nil && uint(*recorded) > before.Version {
+		return fmt.Errorf("%w; migration %d creates what the database already has: the version was set to %d (a `migrate force`?) "+
+			"but the database records migrations up to %d as applied: run `ledger migrate force %d`, then `ledger migrate up`",
+			err, next, before.Version, *recorded, *recorded)
+	}
+	return fmt.Errorf("%w; migration %d creates what the database already has, so the schema is past version %d (a `migrate force` "+
+		"to an older version?): find the newest migration whose changes are all in the database, run `ledger migrate force` "+
+		"with its number, then `ledger migrate up`", err, next, before.Version)
 }
 
 // Goto applies or reverts migrations until the schema is at version v.
@@ -328,13 +365,10 @@ func (mg *Migrator) explainDirty(err error) error {
 }
 
 // Force sets the version without running anything and clears the dirty flag. The kinds
-// recorded past v are dropped with the versions; none are added (nothing ran).
-func (mg *Migrator) Force(v int) error {
-	if err := mg.m.Force(v); err != nil {
-		return err
-	}
-	return mg.db.dropKindsPast(context.Background(), v)
-}
+// recorded are left as they are: after a force below the real schema they still say which
+// migrations were applied, which is how `migrate up` then says where to force back to.
+// The next successful migrate drops those past its version.
+func (mg *Migrator) Force(v int) error { return mg.m.Force(v) }
 
 func ignoreNoChange(err error) error {
 	if errors.Is(err, migrate.ErrNoChange) {
