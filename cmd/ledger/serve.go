@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,12 +23,14 @@ import (
 )
 
 type serveFlags struct {
-	db       dbFlags
-	addr     string
-	migrate  bool
-	maxBody  int64
-	grace    time.Duration
-	logLevel string
+	db      dbFlags
+	addr    string
+	migrate bool
+	// createDir lets serve create the directories of a --db path that do not exist.
+	createDir bool
+	maxBody   int64
+	grace     time.Duration
+	logLevel  string
 	// logFlush batches log lines into one write per interval (0: a write per line).
 	logFlush  time.Duration
 	leaseTTL  time.Duration
@@ -80,6 +85,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.db.register(fs)
 	fs.StringVar(&f.addr, "addr", ":8080", "address to listen on")
 	fs.BoolVar(&f.migrate, "migrate", false, "SQL Server: apply pending migrations at start instead of refusing (SQLite always migrates)")
+	fs.BoolVar(&f.createDir, "create-dir", false, "SQLite: create the directories of a --db path that do not exist (the default ./data is always created)")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "largest request body in bytes; larger ones get 413")
 	fs.DurationVar(&f.grace, "shutdown-grace", 20*time.Second, "how long shutdown waits for in-flight requests")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -122,6 +128,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}
 	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := refuseMissingDir(f.db.dsn, f.createDir); err != nil {
 		return err
 	}
 	db, err := openDB(ctx, f.db, log)
@@ -223,6 +232,9 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // lock, and a database that had no schema gets the bootstrap tenant and keys inside the same
 // lock, so two processes starting together bootstrap once. SQL Server migrates only when
 // asked (migrations are a deploy step) and otherwise refuses a schema that is behind or dirty.
+// A schema newer than this binary's is served when every newer migration is additive (a
+// rolling deploy: the new binary migrated first), with a log line saying so, and refused
+// naming the breaking one otherwise.
 func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstrapTenant string, stdout io.Writer) error {
 	if db.Dialect.Name() == "sqlserver" && !allowMigrate {
 		return requireCurrentSchema(ctx, db)
@@ -238,6 +250,9 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	}
 	if before.Dirty {
 		return fmt.Errorf("schema version %d is dirty: %s", before.Version, before.DirtyFix())
+	}
+	if before.Version > before.Latest {
+		return requireCurrentSchema(ctx, db)
 	}
 	if err := mg.Up(); err != nil {
 		return fmt.Errorf("migrate up: %w", err)
@@ -265,23 +280,47 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	return nil
 }
 
-// requireCurrentSchema refuses a schema that is behind, ahead or dirty.
+// requireCurrentSchema refuses a schema this binary cannot serve: behind, dirty, or newer by
+// a migration that is not additive (the error says what to run or deploy). It never
+// migrates: only `migrate up` and `serve` change the schema. A newer schema whose newer
+// migrations are all additive is accepted, and the database's logger says so.
 func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
-	if db.Dialect.Name() == "sqlite" {
-		// The embedded default needs no deploy step: bring it up to date under the lock.
-		return prepareSchema(ctx, db, true, "", io.Discard)
+	st, newer, err := db.Servable(ctx)
+	var se *sqldb.SchemaError
+	if errors.As(err, &se) && st.Version < st.Latest && !st.Dirty {
+		if db.Dialect.Name() == "sqlite" {
+			return fmt.Errorf("%w (or start `ledger serve`, which migrates the embedded database)", err)
+		}
+		return fmt.Errorf("%w (or start `ledger serve --migrate`)", err)
 	}
-	st, err := db.SchemaState(ctx)
 	if err != nil {
 		return err
 	}
-	switch {
-	case st.Dirty:
-		return fmt.Errorf("schema version %d is dirty: %s", st.Version, st.DirtyFix())
-	case st.Version < st.Latest:
-		return fmt.Errorf("schema is at version %d, this binary needs %d: run `ledger migrate up` or start with --migrate", st.Version, st.Latest)
-	case st.Version > st.Latest:
-		return fmt.Errorf("schema is at version %d, newer than this binary's %d: deploy the newer binary", st.Version, st.Latest)
+	if len(newer) > 0 {
+		versions := make([]string, len(newer))
+		for i, m := range newer {
+			versions[i] = fmt.Sprintf("%d %s", m.Version, m.Title)
+		}
+		db.Logger().Info("schema is newer than this binary's; every newer migration is additive, so this binary serves it",
+			"schema_version", st.Version, "binary_schema_version", st.Latest, "additive", strings.Join(versions, ", "))
+	}
+	return nil
+}
+
+// refuseMissingDir refuses a SQLite --db whose directory does not exist, unless createDir
+// or the path is the default (./data/ledger.db, created on a first run): a typo in a path
+// would otherwise create directories, a database and keys nobody reads.
+func refuseMissingDir(dsn string, createDir bool) error {
+	if createDir || dsn == defaultDB || sqldb.IsSQLServer(dsn) {
+		return nil
+	}
+	path, err := sqldb.SQLitePath(dsn)
+	if err != nil {
+		return fmt.Errorf("--db: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--db %s: the directory %s does not exist; create it, or start with --create-dir (LEDGER_CREATE_DIR=true) to have serve create it", path, dir)
 	}
 	return nil
 }

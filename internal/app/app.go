@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -183,17 +182,12 @@ func every(ctx context.Context, interval time.Duration, f func()) {
 	}
 }
 
-// Ready reports whether db answers and its schema is the one this binary embeds.
+// Ready reports whether db answers and this binary can serve its schema: the one it
+// embeds, or a newer one whose newer migrations are all additive (a rolling deploy).
 func Ready(ctx context.Context, db *sqldb.DB) error {
 	if err := db.Probe(ctx); err != nil {
 		return err
 	}
-	st, err := db.SchemaState(ctx)
-	if err != nil {
-		return err
-	}
-	if !st.Current() {
-		return fmt.Errorf("schema is at version %d (dirty %v), this binary needs %d", st.Version, st.Dirty, st.Latest)
-	}
-	return nil
+	_, _, err := db.Servable(ctx)
+	return err
 }

@@ -1,5 +1,7 @@
 package runs
 
+import "strings"
+
 // The SQL Server query set of the run-lease core. The rules every statement shares
 // (arguments, READ COMMITTED with or without RCSI, row-level security, filtered-index
 // literals, serial plans, bounds, the error table) are in docs/tsql-notes.md; a statement's
@@ -18,27 +20,62 @@ package runs
 // safe: only a run's own fenced writers and the reaper lock a leased run, and a subject-lock
 // holder reads the leased run through UX_Runs_LeasedSubject, whose key no fence holds.
 
-// mssqlRunTable is the table variable OUTPUT ... INTO fills (rowversion as binary(8)), and
-// mssqlRunOutput the OUTPUT list that fills it.
-const mssqlRunTable = `DECLARE @t TABLE (RunId uniqueidentifier, TenantId nvarchar(64), ProjectId nvarchar(64),
-    EnvironmentId nvarchar(64), Subject nvarchar(256), Kind nvarchar(64), AgentId nvarchar(128), StepId uniqueidentifier,
-    SnapshotId uniqueidentifier, Input nvarchar(max), Band int, State int, Epoch bigint, HolderId nvarchar(128),
-    LeaseSeconds int, LeasedUntil datetimeoffset(3), Attempt int, MaxAttempts int, MaxCorrections int,
-    QueuedAt datetimeoffset(3), DueAt datetimeoffset(3), DeadlineAt datetimeoffset(3), EndedAt datetimeoffset(3),
-    Outcome nvarchar(16), ErrorCode nvarchar(64), ErrorMessage nvarchar(2000), CancelRequestedAt datetimeoffset(3),
-    IdempotencyKey nvarchar(256), ParentRunId uniqueidentifier, Depth int, ContinuedFromRunId uniqueidentifier,
-    CreatedBy nvarchar(64), Version binary(8), SubjectHead bit);
-`
+// mssqlRunCols are the columns of dbo.Runs that a changed run answers with, each with the
+// type it has in the table (migrations/mssql 000003 and 000011; rowversion as binary(8)).
+// The @t declaration and the OUTPUT list are both built from it, so they cannot drift, and
+// every string column carries the collation of the column it mirrors: a table variable's
+// string column otherwise takes the database's default collation, and comparing it with a
+// BIN2 column of dbo.Runs is Msg 468 on every database whose default is not BIN2.
+// TestRunTableMirrorsRuns holds this list to the migrations.
+var mssqlRunCols = []struct{ name, typ string }{
+	{"RunId", "uniqueidentifier"},
+	{"TenantId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"ProjectId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"EnvironmentId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"Subject", "nvarchar(256) COLLATE Latin1_General_100_BIN2"},
+	{"Kind", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"AgentId", "nvarchar(128) COLLATE Latin1_General_100_BIN2"},
+	{"StepId", "uniqueidentifier"},
+	{"SnapshotId", "uniqueidentifier"},
+	{"Input", "nvarchar(max)"},
+	{"Band", "int"},
+	{"State", "int"},
+	{"Epoch", "bigint"},
+	{"HolderId", "nvarchar(128) COLLATE Latin1_General_100_BIN2"},
+	{"LeaseSeconds", "int"},
+	{"LeasedUntil", "datetimeoffset(3)"},
+	{"Attempt", "int"},
+	{"MaxAttempts", "int"},
+	{"MaxCorrections", "int"},
+	{"QueuedAt", "datetimeoffset(3)"},
+	{"DueAt", "datetimeoffset(3)"},
+	{"DeadlineAt", "datetimeoffset(3)"},
+	{"EndedAt", "datetimeoffset(3)"},
+	{"Outcome", "nvarchar(16) COLLATE Latin1_General_100_BIN2"},
+	{"ErrorCode", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"ErrorMessage", "nvarchar(2000)"},
+	{"CancelRequestedAt", "datetimeoffset(3)"},
+	{"IdempotencyKey", "nvarchar(256) COLLATE Latin1_General_100_BIN2"},
+	{"ParentRunId", "uniqueidentifier"},
+	{"Depth", "int"},
+	{"ContinuedFromRunId", "uniqueidentifier"},
+	{"CreatedBy", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"Version", "binary(8)"},
+	{"SubjectHead", "bit"},
+}
 
-const mssqlRunOutput = `
-OUTPUT inserted.RunId, inserted.TenantId, inserted.ProjectId, inserted.EnvironmentId, inserted.Subject,
-    inserted.Kind, inserted.AgentId, inserted.StepId, inserted.SnapshotId, inserted.Input, inserted.Band,
-    inserted.State, inserted.Epoch, inserted.HolderId, inserted.LeaseSeconds, inserted.LeasedUntil,
-    inserted.Attempt, inserted.MaxAttempts, inserted.MaxCorrections, inserted.QueuedAt, inserted.DueAt,
-    inserted.DeadlineAt, inserted.EndedAt, inserted.Outcome, inserted.ErrorCode, inserted.ErrorMessage,
-    inserted.CancelRequestedAt, inserted.IdempotencyKey, inserted.ParentRunId, inserted.Depth,
-    inserted.ContinuedFromRunId, inserted.CreatedBy, inserted.Version, inserted.SubjectHead
-INTO @t`
+// mssqlRunTable is the table variable OUTPUT ... INTO fills, and mssqlRunOutput the OUTPUT
+// list that fills it, column for column.
+var mssqlRunTable, mssqlRunOutput = func() (string, string) {
+	decl := make([]string, len(mssqlRunCols))
+	out := make([]string, len(mssqlRunCols))
+	for i, c := range mssqlRunCols {
+		decl[i] = c.name + " " + c.typ
+		out[i] = "inserted." + c.name
+	}
+	return "DECLARE @t TABLE (" + strings.Join(decl, ", ") + ");\n",
+		"\nOUTPUT " + strings.Join(out, ", ") + "\nINTO @t"
+}()
 
 const mssqlRunSelect = `
 SELECT ` + runColumns + `, SubjectHead FROM @t;`
