@@ -117,6 +117,7 @@ var tagDocs = map[string]string{
 	"Releases":    "Agent releases and adapter versions the runtimes verified; a claim names an active one.",
 	"Projects":    "The tenant's workspaces: whether their runs are offered, and how long their history is kept.",
 	"Locks":       "Task run locks: one holder per agent and task.",
+	"Webhooks":    "Signed notifications of the tenant's events (Standard Webhooks) to endpoints admins register, and their deliveries.",
 	"Insights":    "Aggregate history for admins over a bounded window: runs and attempts ended, attempts per run, time to first claim, calls per target, decisions, leases lost.",
 	"System":      "Health, readiness, metrics and this document; no key needed.",
 }
@@ -438,6 +439,8 @@ var pathParamRules = map[string]pathParam{
 	"adapterVersion": {max: 32},
 	"agentId":        {max: 128},
 	"taskId":         {max: 64},
+	"webhookName":    {max: 64},
+	"deliveryId":     {uuid: true},
 }
 
 func uuidSchema() map[string]any { return map[string]any{"type": "string", "format": "uuid"} }
