@@ -136,7 +136,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	insights.Routes(s, ins)
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Secure: cfg.ConsoleSecureCookies, Logger: log})
+		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Webhooks: wh, Secure: cfg.ConsoleSecureCookies, Logger: log})
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Webhooks: wh, Dispatcher: disp, log: log, purge: cfg.PurgeInterval}
 }
 

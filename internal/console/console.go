@@ -27,6 +27,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
 //go:embed templates/*.html
@@ -57,6 +58,7 @@ type Deps struct {
 	Projects    *projects.Store
 	Overview    *overview.Store
 	Insights    *insights.Store
+	Webhooks    *webhooks.Store
 	// Secure is SecureAuto (default), SecureAlways or SecureNever.
 	Secure string
 	// SessionTTL is how long a sign-in lasts (0: DefaultSessionTTL).
@@ -117,6 +119,8 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/projects", c.projectsPage)
 	a.POST("/projects", c.createProject)
 	a.POST("/projects/:projectId", c.changeProject)
+	a.GET("/webhooks", c.webhooksPage)
+	a.POST("/webhook-deliveries/:deliveryId/redeliver", c.redeliver)
 }
 
 // staticFile serves the embedded files. A directory (the static root included) answers
