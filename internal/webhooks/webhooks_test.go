@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/ledger-dev/ledger/client"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/webhooks"
@@ -543,5 +545,71 @@ func TestHangingTenantDoesNotDelayAnother(t *testing.T) {
 	}
 	if n := len(hang.all()); n != 1 {
 		t.Fatalf("the hanging tenant has %d tries in flight, its cap is 1", n)
+	}
+}
+
+// A decision closed by expiry (the background job) and one cancelled because its attempt
+// ended each send decision.closed once, with the status they closed with.
+func TestDecisionClosedByExpiryAndByAttemptEnd(t *testing.T) {
+	t.Parallel()
+	st := open(t, nil)
+	tn := st.NewTenant(t)
+	rc := newReceiver(t, nil)
+	subscribe(t, tn, "closed", rc.srv.URL, api.EventDecisionClosed)
+	tn.Enqueue("s1", "batch")
+	cl, _, _ := tn.Claim(600, nil)
+	tn.Must(http.StatusCreated, http.MethodPost, cl.Path("/decisions"), tn.Runtime,
+		map[string]any{"fencingToken": cl.Lease.FencingToken, "kind": "approval", "expiresInSeconds": 60})
+	tn.Must(http.StatusCreated, http.MethodPost, cl.Path("/decisions"), tn.Runtime,
+		map[string]any{"fencingToken": cl.Lease.FencingToken, "kind": "approval"})
+	st.Clock.Advance(2 * time.Minute)
+	if n, err := decisions.ExpirePendingNotify(context.Background(), st.DB, st.App.Webhooks); err != nil || n != 1 {
+		t.Fatalf("expired %d: %v", n, err)
+	}
+	complete(t, tn, cl) // cancels the other, still pending
+	deliver(t, st)
+	statuses := map[string]int{}
+	for _, g := range rc.all() {
+		var env struct {
+			Data struct {
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(g.Body, &env); err != nil {
+			t.Fatal(err)
+		}
+		statuses[env.Data.Status]++
+	}
+	if len(rc.all()) != 2 || statuses["expired"] != 1 || statuses["cancelled"] != 1 {
+		t.Fatalf("decision.closed statuses %v", statuses)
+	}
+}
+
+// SQL Server lets two replicas read the same due row; the one whose lease finds it taken
+// (0 rows) sends nothing. SQLite has one writer, so the fault is injected: just before
+// this replica's lease, the row is leased as another replica would have.
+func TestLeaseLostToAnotherReplicaSendsNothing(t *testing.T) {
+	t.Parallel()
+	st := open(t, nil)
+	tn := st.NewTenant(t)
+	rc := newReceiver(t, nil)
+	subscribe(t, tn, "a", rc.srv.URL, api.EventRunEnded)
+	tn.Enqueue("s1", "batch")
+	cl, _, _ := tn.Claim(60, nil)
+	complete(t, tn, cl)
+	var injected atomic.Bool
+	st.DB.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, s sqldb.Statement) error {
+		if strings.HasPrefix(s.Query, "UPDATE WebhookDeliveries SET Attempts = Attempts + 1") && injected.CompareAndSwap(false, true) {
+			_, err := tx.ExecContext(ctx, `UPDATE WebhookDeliveries SET Attempts = Attempts + 1, NextAttemptAt = '9999-01-01T00:00:00.000Z'
+WHERE TenantId = ?1`, tn.ID)
+			return err
+		}
+		return nil
+	})
+	if n, err := st.App.Dispatcher.DeliverDue(context.Background()); err != nil || n != 0 {
+		t.Fatalf("started %d tries of a delivery another replica holds: %v", n, err)
+	}
+	if !injected.Load() || len(rc.all()) != 0 {
+		t.Fatalf("injected %v, received %d", injected.Load(), len(rc.all()))
 	}
 }
