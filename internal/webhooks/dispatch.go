@@ -126,11 +126,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				d.log.WarnContext(ctx, "webhook dispatch failed", "err", err)
 			}
 			if n++; n%15 == 1 {
-				d.observeOldest(ctx)
+				_ = d.ObservePending(ctx)
 			}
 			if time.Since(purged) > time.Hour {
 				purged = time.Now()
-				if k, err := PurgeDelivered(ctx, d.s.db, time.Now().Add(-DeliveredRetention)); err != nil && ctx.Err() == nil {
+				if k, err := PurgeDelivered(ctx, d.s.db, DeliveredRetention); err != nil && ctx.Err() == nil {
 					d.log.WarnContext(ctx, "purging delivered webhook deliveries failed", "err", err)
 				} else if k > 0 {
 					d.log.InfoContext(ctx, "purged delivered webhook deliveries", "count", k)
@@ -290,6 +290,7 @@ type result struct {
 	err     string
 	gone    bool // 410: the endpoint asks to be disabled
 	success bool
+	final   bool // no later try can succeed (the endpoint was deleted)
 }
 
 // try sends the leased delivery once and records what happened.
@@ -297,7 +298,7 @@ func (d *Dispatcher) try(ctx context.Context, j job) {
 	var res result
 	switch {
 	case j.ep == nil:
-		res = result{err: "the webhook was deleted"}
+		res = result{err: "the webhook was deleted", final: true}
 	case !j.ep.Active:
 		res = result{err: "the webhook is inactive"}
 	default:
@@ -371,7 +372,7 @@ func (d *Dispatcher) record(ctx context.Context, j job, r result) error {
 		switch {
 		case r.success:
 			status, next, delivered = api.DeliveryDelivered, now, tx.Dialect.Time(now)
-		case r.gone || next.After(j.del.RetryUntil):
+		case r.gone || r.final || next.After(j.del.RetryUntil):
 			status, next = api.DeliveryFailed, now
 		}
 		var code any
@@ -410,8 +411,8 @@ func nilIfEmpty(s string) *string {
 	return &s
 }
 
-// observeOldest sets the oldest-pending gauge.
-func (d *Dispatcher) observeOldest(ctx context.Context) {
+// ObservePending sets the oldest-pending gauge from one read of the pending backlog.
+func (d *Dispatcher) ObservePending(ctx context.Context) error {
 	var oldest sqldb.NullTime
 	var now time.Time
 	err := d.s.db.Read(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
@@ -422,13 +423,14 @@ func (d *Dispatcher) observeOldest(ctx context.Context) {
 		return tx.GetContext(ctx, &oldest, d.s.q.oldestPending)
 	})
 	if err != nil {
-		return
+		return fmt.Errorf("read the oldest pending webhook delivery: %w", err)
 	}
 	if oldest.Valid {
 		d.oldest.Set(now.Sub(oldest.Time).Seconds())
 	} else {
 		d.oldest.Set(0)
 	}
+	return nil
 }
 
 // DeliveredRetention is how long a delivered row is kept (failed ones stay for a redeliver).
@@ -437,15 +439,19 @@ const DeliveredRetention = 72 * time.Hour
 // PurgeBatch bounds one purge statement.
 const PurgeBatch = 2000
 
-// PurgeDelivered deletes delivered rows delivered before cutoff, across tenants, in
-// bounded batches, and returns how many.
-func PurgeDelivered(ctx context.Context, db *sqldb.DB, cutoff time.Time) (int, error) {
+// PurgeDelivered deletes rows delivered more than keep ago (by the database clock), across
+// tenants, in bounded batches (one autocommit statement each), and returns how many.
+func PurgeDelivered(ctx context.Context, db *sqldb.DB, keep time.Duration) (int, error) {
 	q := queriesFor(db.Dialect)
 	total := 0
 	for {
 		var n int64
 		err := db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
-			res, err := tx.ExecContext(ctx, q.purge, tx.Dialect.Time(cutoff), PurgeBatch)
+			now, err := tx.Now(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, q.purge, tx.Dialect.Time(now.Add(-keep)), PurgeBatch)
 			if err != nil {
 				return err
 			}

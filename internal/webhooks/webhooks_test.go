@@ -613,3 +613,95 @@ WHERE TenantId = ?1`, tn.ID)
 		t.Fatalf("injected %v, received %d", injected.Load(), len(rc.all()))
 	}
 }
+
+// Operations: the metrics count tries by outcome and show the oldest pending delivery's
+// age; a deleted endpoint's pending delivery fails at its next try; retention purges
+// delivered rows past their 72 hours, and only those.
+func TestMetricsDeletedEndpointAndPurge(t *testing.T) {
+	t.Parallel()
+	st := open(t, nil)
+	tn := st.NewTenant(t)
+	rc := newReceiver(t, nil)
+	subscribe(t, tn, "ok", rc.srv.URL, api.EventRunEnded)
+	subscribe(t, tn, "doomed", rc.srv.URL, api.EventRunEnded)
+	tn.Enqueue("s1", "batch")
+	cl, _, _ := tn.Claim(60, nil)
+	complete(t, tn, cl)
+	st.Clock.Advance(90 * time.Second)
+	if err := st.App.Dispatcher.ObservePending(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	metrics := func() string {
+		return string(st.Do(t, http.MethodGet, "/metrics", "", "", nil).Body)
+	}
+	if m := metrics(); !strings.Contains(m, "ledger_webhook_oldest_pending_seconds 90") {
+		t.Fatalf("oldest pending age not 90 s:\n%s", grep(m, "ledger_webhook"))
+	}
+	tn.Must(http.StatusNoContent, http.MethodDelete, "/v1/webhooks/doomed", tn.Admin, nil)
+	deliver(t, st)
+	if m := metrics(); !strings.Contains(m, `ledger_webhook_deliveries_total{outcome="delivered"} 1`) ||
+		!strings.Contains(m, `ledger_webhook_deliveries_total{outcome="failed"} 1`) {
+		t.Fatalf("outcomes:\n%s", grep(m, "ledger_webhook"))
+	}
+	if ds := deliveries(t, st, tn, "?status=failed&webhook=doomed"); len(ds) != 1 || ds[0].Attempts != 1 {
+		t.Fatalf("the deleted endpoint's delivery: %+v", ds)
+	}
+	ctx := context.Background()
+	st.Clock.Advance(webhooks.DeliveredRetention - time.Minute)
+	if n, err := webhooks.PurgeDelivered(ctx, st.DB, webhooks.DeliveredRetention); err != nil || n != 0 {
+		t.Fatalf("purged %d before their time: %v", n, err)
+	}
+	st.Clock.Advance(2 * time.Minute)
+	if n, err := webhooks.PurgeDelivered(ctx, st.DB, webhooks.DeliveredRetention); err != nil || n != 1 {
+		t.Fatalf("purged %d, want the one delivered: %v", n, err)
+	}
+	if ds := deliveries(t, st, tn, ""); len(ds) != 1 || ds[0].Status != api.DeliveryFailed {
+		t.Fatalf("after the purge: %+v", ds)
+	}
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// A tenant without endpoints pays nothing on the write path once this replica has read its
+// (empty) subscriptions: a run's end sends no statement about webhooks, and the first end
+// in a TTL sends one read of the tenant's endpoints.
+func TestNoWebhooksNoStatements(t *testing.T) {
+	t.Parallel()
+	st := open(t, func(c *app.Config) { c.Webhooks.SubscriptionTTL = time.Hour })
+	tn := st.NewTenant(t)
+	cycle := func(subject string) []string {
+		tn.Enqueue(subject, "batch")
+		cl, _, _ := tn.Claim(60, nil)
+		var (
+			mu   sync.Mutex
+			hits []string
+		)
+		st.DB.SetStatementHook(func(_ context.Context, _ *sqldb.Tx, s sqldb.Statement) error {
+			if strings.Contains(s.Query, "Webhook") {
+				mu.Lock()
+				hits = append(hits, s.Query)
+				mu.Unlock()
+			}
+			return nil
+		})
+		complete(t, tn, cl)
+		st.DB.SetStatementHook(nil)
+		mu.Lock()
+		defer mu.Unlock()
+		return hits
+	}
+	if hits := cycle("s1"); len(hits) != 1 || !strings.Contains(hits[0], "FROM WebhookEndpoints") {
+		t.Fatalf("the first end read %d webhook statements: %q", len(hits), hits)
+	}
+	if hits := cycle("s2"); len(hits) != 0 {
+		t.Fatalf("a warm end sent webhook statements: %q", hits)
+	}
+}
