@@ -195,7 +195,7 @@ func (d *Dispatcher) Tick(ctx context.Context) (int, error) {
 		go func() {
 			defer d.wg.Done()
 			defer d.done(r.TenantID)
-			d.try(context.WithoutCancel(ctx), job)
+			d.try(ctx, job)
 		}()
 	}
 	return started, nil
@@ -303,6 +303,11 @@ func (d *Dispatcher) try(ctx context.Context, j job) {
 		res = result{err: "the webhook is inactive"}
 	default:
 		res = d.send(ctx, j)
+	}
+	if ctx.Err() != nil {
+		// Shutting down: the try is left unrecorded, and its lease runs out in LeaseFor for
+		// another replica (or this one restarted) to send it again with the same webhook-id.
+		return
 	}
 	if err := d.record(ctx, j, res); err != nil && ctx.Err() == nil {
 		d.log.WarnContext(ctx, "recording a webhook delivery failed", "delivery", j.del.DeliveryID, "err", err)
