@@ -243,6 +243,26 @@ func goCalls() map[string][]variant {
 				return e3(c.PutProject(ctx, "p", api.PutProjectRequest{}, `"1"`))
 			}},
 		},
+		"putWebhook": {
+			{name: "PutWebhook", call: func(ctx context.Context, c *client.Client) error {
+				return e3(c.PutWebhook(ctx, "w", api.PutWebhookRequest{}, ""))
+			}},
+			{name: "PutWebhookIfMatch", ifMatch: true, call: func(ctx context.Context, c *client.Client) error {
+				return e3(c.PutWebhook(ctx, "w", api.PutWebhookRequest{}, `"1"`))
+			}},
+		},
+		"getWebhook":          one("GetWebhook", func(ctx context.Context, c *client.Client) error { return e3(c.GetWebhook(ctx, "w")) }),
+		"rotateWebhookSecret": one("RotateWebhookSecret", func(ctx context.Context, c *client.Client) error { return e(c.RotateWebhookSecret(ctx, "w")) }),
+		"redeliverWebhook":    one("Redeliver", func(ctx context.Context, c *client.Client) error { return e(c.Redeliver(ctx, id)) }),
+		"deleteWebhook": {{name: "DeleteWebhook", noBody: true, ok: answer(204, ""), call: func(ctx context.Context, c *client.Client) error {
+			return c.DeleteWebhook(ctx, "w")
+		}}},
+		"listWebhooks": {{name: "ListWebhooks", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListWebhooks(ctx, api.PageParams{}))
+		}}},
+		"listWebhookDeliveries": {{name: "ListWebhookDeliveries", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListWebhookDeliveries(ctx, api.ListWebhookDeliveriesParams{}))
+		}}},
 		"putRelease": {
 			{name: "PutRelease", call: func(ctx context.Context, c *client.Client) error {
 				return e3(c.PutRelease(ctx, "r", "1", api.PutReleaseRequest{}, ""))

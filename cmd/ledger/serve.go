@@ -20,6 +20,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
 type serveFlags struct {
@@ -61,6 +62,10 @@ type serveFlags struct {
 	pprofAddr string
 	// maxPending caps one attempt's pending decisions.
 	maxPending int
+	// webhookAllowHTTP and webhookAllowPrivate relax the webhook URL rules; publicURL is the
+	// console's base URL for payload links.
+	webhookAllowHTTP, webhookAllowPrivate bool
+	publicURL                             string
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -110,6 +115,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.keyCacheTTL, "key-cache-ttl", tenancy.DefaultKeyCacheTTL, "how long a replica trusts an API key it has read; a revoked key may work that long on a replica that used it (0: read the key on every request)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For names the client address (empty: the TCP peer is the client)")
 	fs.BoolVar(&f.tenantLabels, "metrics-tenant-labels", false, "add a tenant label to the per-tenant metrics (one series per tenant: mind the cardinality)")
+	fs.BoolVar(&f.webhookAllowHTTP, "webhook-allow-http", false, "accept http:// webhook URLs (https:// only otherwise)")
+	fs.BoolVar(&f.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks reach private, loopback, link-local and unique-local addresses")
+	fs.StringVar(&f.publicURL, "public-url", "", "the service's external base URL (https://ledger.example.com), for the console links in webhook payloads")
 	fs.StringVar(&f.secureCookies, "console-secure-cookies", "auto", "console cookies carry Secure: auto (when the request is https, or X-Forwarded-Proto says https), always, or never")
 	fs.DurationVar(&f.purge, "purge-interval", time.Hour, "how often this replica deletes ended run chains past their project's retention (negative: never)")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "address of a separate listener serving Go's net/http/pprof profiles, unauthenticated: bind it to loopback (empty: off)")
@@ -164,7 +172,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		Conns: web.ConnLimits{Total: f.maxConns, PerAddr: f.maxConnsPerAddr},
 		Limits: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
 			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active},
-		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending})
+		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending,
+		Webhooks: webhooks.Config{AllowHTTP: f.webhookAllowHTTP, AllowPrivate: f.webhookAllowPrivate, ConsoleURL: strings.TrimSuffix(f.publicURL, "/")}})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	if f.pprofAddr != "" {
 		_, stopPprof, err := servePprof(f.pprofAddr, log)

@@ -27,6 +27,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
 // Version is the service version reported in the OpenAPI document.
@@ -61,6 +62,10 @@ type Config struct {
 	// ScheduleInterval is how often this replica's scheduler fires due schedules (0:
 	// schedules.DefaultInterval; negative: never, for tests that drive Scheduler.Tick).
 	ScheduleInterval time.Duration
+	// Webhooks says which endpoint URLs are allowed and where payloads link to.
+	Webhooks webhooks.Config
+	// WebhookDispatch tunes this replica's webhook dispatcher (zero: defaults).
+	WebhookDispatch webhooks.DispatcherConfig
 }
 
 // App is the assembled service.
@@ -71,9 +76,12 @@ type App struct {
 	Runs   *runs.Service
 	// Scheduler fires the tenants' schedules (Background runs it on this replica).
 	Scheduler *schedules.Scheduler
-	log       *slog.Logger
-	purge     time.Duration
-	schedule  time.Duration
+	// Webhooks is the webhook store and Dispatcher this replica's sender.
+	Webhooks   *webhooks.Store
+	Dispatcher *webhooks.Dispatcher
+	log        *slog.Logger
+	purge      time.Duration
+	schedule   time.Duration
 }
 
 // New assembles the service over an open, migrated database.
@@ -106,21 +114,30 @@ func New(db *sqldb.DB, cfg Config) *App {
 	projects.Routes(s, proj)
 	rs := runs.NewService(db, cfg.Runs, log)
 	rs.SetObserver(m)
-	rs.AddHooks(decisions.Hooks())   // an ending attempt closes its pending decisions
-	rs.AddHooks(calls.Hooks())       // and abandons its open calls
-	rs.AddHooks(delegations.Hooks()) // a delegation's status follows its child run
+	wh := webhooks.NewStore(db, cfg.Webhooks)
+	whCfg := cfg.WebhookDispatch
+	if whCfg.Logger == nil {
+		whCfg.Logger = log
+	}
+	disp := webhooks.NewDispatcher(wh, whCfg)
+	s.Registry.MustRegister(disp.Collectors()...)
+	rs.AddHooks(decisions.NotifyingHooks(wh)) // an ending attempt closes its pending decisions
+	rs.AddHooks(calls.Hooks())                // and abandons its open calls
+	rs.AddHooks(delegations.Hooks())          // a delegation's status follows its child run
 	rel := releases.NewStore(db)
-	rs.AddHooks(rel.Hooks()) // a claim needs an active release of the caller's tenant
+	rs.AddHooks(rel.Hooks())   // a claim needs an active release of the caller's tenant
+	rs.AddHooks(wh.RunHooks()) // run.ended and attempt.lost join the outbox in the same transaction
 	runs.Routes(s, rs)
 	s.OnShutdown(rs.StopWaits) // a read waiting for a change, and a claim waiting for work, answer at once
 	locks.Routes(s, locks.NewStore(db))
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
 	calls.Routes(s, calls.NewStore(db, rs))
-	dec, del, hist := decisions.NewStore(db, rs).WithMaxPending(cfg.MaxPendingDecisions), delegations.NewStore(db, rs), history.NewStore(db)
+	dec, del, hist := decisions.NewStore(db, rs).WithMaxPending(cfg.MaxPendingDecisions).WithNotifier(wh), delegations.NewStore(db, rs), history.NewStore(db)
 	decisions.Routes(s, dec)
 	delegations.Routes(s, del)
 	releases.Routes(s, rel, rs)
 	history.Routes(s, hist)
+	webhooks.Routes(s, wh)
 	ins := insights.NewStore(db)
 	insights.Routes(s, ins)
 	sched := schedules.NewStore(db, rs)
@@ -129,9 +146,10 @@ func New(db *sqldb.DB, cfg Config) *App {
 	s.Registry.MustRegister(scheduler.Collectors()...)
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Secure: cfg.ConsoleSecureCookies, Logger: log})
-	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, log: log, purge: cfg.PurgeInterval,
-		schedule: cfg.ScheduleInterval}
+		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
+		Logger: log})
+	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, log: log,
+		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval}
 }
 
 // identify names the tenant and key of a request the authenticator admitted.
@@ -153,12 +171,13 @@ func (a *App) Background(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.Scheduler.Run(ctx) }()
 	}
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); a.Runs.RunReaper(ctx) }()
+	go func() { defer wg.Done(); a.Dispatcher.Run(ctx) }()
 	go func() {
 		defer wg.Done()
 		every(ctx, a.Runs.Config().ReaperInterval, func() {
-			if n, err := decisions.ExpirePending(ctx, a.DB); err != nil && ctx.Err() == nil {
+			if n, err := decisions.ExpirePendingNotify(ctx, a.DB, a.Webhooks); err != nil && ctx.Err() == nil {
 				a.log.WarnContext(ctx, "expiring decisions failed", "err", err)
 			} else if n > 0 {
 				a.log.InfoContext(ctx, "expired pending decisions", "count", n)

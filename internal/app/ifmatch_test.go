@@ -42,6 +42,8 @@ func TestIfMatchModeIsEnforcedAsDocumented(t *testing.T) {
 		sum := sha256.Sum256([]byte(refs))
 		return fmt.Sprintf(`{"manifestHash":%q,"contentRefs":%s,"state":%q}`, hex.EncodeToString(sum[:]), refs, state)
 	}
+	// An address literal: nothing resolves it, and no dispatcher runs here to dial it.
+	const webhookBody = `{"url":"https://203.0.113.9/hook","events":["run.ended"]}`
 	at := "/v1/attempts/" + w.values["attemptId"]
 	scheduleBody := func(cron string) string {
 		return fmt.Sprintf(`{"cron":%q,"run":{"subject":"im","kind":"w","projectId":"w-proj","agentId":"w-agent","stepId":"%s","snapshotId":"%s"}}`,
@@ -66,6 +68,14 @@ func TestIfMatchModeIsEnforcedAsDocumented(t *testing.T) {
 			fresh: func(*testing.T) (string, string) {
 				return fmt.Sprintf("/v1/releases/w-rel/adapters/im-%d", next()), releaseBody("active")
 			},
+		},
+		"PUT /v1/webhooks/:webhookName": {key: w.admin,
+			existing: func(t *testing.T) (string, string, string) {
+				p := fmt.Sprintf("/v1/webhooks/im-%d", next())
+				wantStatus(t, s.do(t, req{method: http.MethodPut, path: p, key: w.admin, body: webhookBody}), http.StatusCreated)
+				return p, webhookBody, etagOf(t, p)
+			},
+			fresh: func(*testing.T) (string, string) { return fmt.Sprintf("/v1/webhooks/im-%d", next()), webhookBody },
 		},
 		"POST /v1/decisions/:decisionId/answer": {key: w.admin,
 			existing: func(t *testing.T) (string, string, string) {

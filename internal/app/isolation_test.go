@@ -46,7 +46,7 @@ var (
 
 // isoUUIDParams are the path parameters that are UUIDs (a missing one is a fresh UUID).
 var isoUUIDParams = map[string]bool{
-	"runId": true, "attemptId": true, "decisionId": true, "delegationId": true, "callId": true, "checkpointId": true,
+	"runId": true, "attemptId": true, "decisionId": true, "delegationId": true, "callId": true, "checkpointId": true, "deliveryId": true,
 }
 
 // fillPath replaces the ":name" segments of an Echo path with values.
@@ -162,12 +162,26 @@ func TestTenantIsolationMatrix(t *testing.T) {
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/attempts/" + att1 + "/calls", key: rtA,
 		body: fmt.Sprintf(`{"fencingToken":%s,"sequence":0,"kind":"tool","target":"t","requestHash":"rh0"}`, token)}), http.StatusCreated)
 	call, callETag := str(t, r, "callId"), r.header.Get("ETag")
+	// A's webhook, subscribed to decision.requested so the request below writes A a delivery.
+	// An address literal: nothing resolves it, and no dispatcher runs here to dial it.
+	must(t, s.do(t, req{method: http.MethodPut, path: "/v1/webhooks/iso-hook", key: adminA,
+		body: `{"url":"https://203.0.113.9/hook","events":["decision.requested"]}`}), http.StatusCreated)
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/attempts/" + att1 + "/decisions", key: rtA,
 		body: fmt.Sprintf(`{"fencingToken":%s,"kind":"approval","options":{"a":1},"expiresInSeconds":86400}`, token)}), http.StatusCreated)
 	decision, decisionETag := str(t, r, "decisionId"), r.header.Get("ETag")
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/attempts/" + att1 + "/delegations", key: rtA,
 		body: fmt.Sprintf(`{"fencingToken":%s,"purpose":"p","child":%s}`, token, enqueue("iso-s-child", "iso-child", projectA, ""))}), http.StatusCreated)
 	delegation, childRun := str(t, r, "delegationId"), str(t, r, "childRunId")
+	r = must(t, s.do(t, req{method: http.MethodGet, path: "/v1/webhook-deliveries", key: adminA}), http.StatusOK)
+	var deliveries struct {
+		Items []struct {
+			DeliveryID string `json:"deliveryId"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(r.body, &deliveries); err != nil || len(deliveries.Items) != 1 {
+		t.Fatalf("A's deliveries: %s", r.body)
+	}
+	delivery := deliveries.Items[0].DeliveryID
 	lockPath := "/v1/locks/agents/" + agentA + "/tasks/" + taskA
 	r = must(t, s.do(t, req{method: http.MethodPut, path: lockPath, key: rtA, body: fmt.Sprintf(`{"holderId":%q,"ttlSeconds":3600}`, holderA)}), http.StatusOK)
 	lockUntil := str(t, r, "heldUntil")
@@ -191,10 +205,10 @@ func TestTenantIsolationMatrix(t *testing.T) {
 	values := map[string]string{
 		"runId": run1, "attemptId": att1, "projectId": projectA, "decisionId": decision, "delegationId": delegation,
 		"releaseId": releaseA, "adapterVersion": adapterA, "callId": call, "checkpointId": checkpoint,
-		"agentId": agentA, "taskId": taskA, "scheduleId": "iso-sched",
+		"agentId": agentA, "taskId": taskA, "scheduleId": "iso-sched", "webhookName": "iso-hook", "deliveryId": delivery,
 	}
 	// aIDs are strings that name A's rows and may appear in no answer to B.
-	aIDs := []string{run1, run2, childRun, att1, att2, checkpoint, call, decision, delegation, releaseA}
+	aIDs := []string{run1, run2, childRun, att1, att2, checkpoint, call, decision, delegation, releaseA, delivery}
 
 	var ops []string
 	for _, op := range s.app.Server.Operations() {
@@ -465,8 +479,17 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{admin: list, rt: list},
 			{name: "ByRun", query: "?runId=" + run1, admin: list, rt: list},
 		},
-		"GET /v1/attempts/:attemptId":          {{admin: isoNotFound, rt: isoNotFound}},
-		"GET /v1/attempts/:attemptId/timeline": {{admin: isoNotFound, rt: isoNotFound}},
+		// Webhooks (internal/webhooks): admin only; B makes its own endpoint under another name.
+		"PUT /v1/webhooks/:webhookName": {{params: map[string]string{"webhookName": "iso-b-hook"},
+			body: `{"url":"https://203.0.113.9/b","events":["run.ended"]}`, admin: isoExpect{status: http.StatusCreated}, rt: isoForbidden}},
+		"GET /v1/webhooks":                                  {{admin: list, rt: isoForbidden}},
+		"GET /v1/webhooks/:webhookName":                     {{admin: isoNotFound, rt: isoForbidden}},
+		"DELETE /v1/webhooks/:webhookName":                  {{admin: isoNotFound, rt: isoForbidden}},
+		"POST /v1/webhooks/:webhookName/rotate-secret":      {{admin: isoNotFound, rt: isoForbidden}},
+		"GET /v1/webhook-deliveries":                        {{admin: list, rt: isoForbidden}},
+		"POST /v1/webhook-deliveries/:deliveryId/redeliver": {{admin: isoNotFound, rt: isoForbidden}},
+		"GET /v1/attempts/:attemptId":                       {{admin: isoNotFound, rt: isoNotFound}},
+		"GET /v1/attempts/:attemptId/timeline":              {{admin: isoNotFound, rt: isoNotFound}},
 	}
 
 	// Reads first, so that B's answers to them do not depend on B's own creates below.

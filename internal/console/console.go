@@ -30,6 +30,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/schedules"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
 //go:embed templates/*.html
@@ -61,6 +62,7 @@ type Deps struct {
 	Overview    *overview.Store
 	Insights    *insights.Store
 	Schedules   *schedules.Store
+	Webhooks    *webhooks.Store
 	// Secure is SecureAuto (default), SecureAlways or SecureNever.
 	Secure string
 	// SessionTTL is how long a sign-in lasts (0: DefaultSessionTTL).
@@ -123,6 +125,8 @@ func Routes(e *echo.Echo, d Deps) {
 	a.POST("/projects/:projectId", c.changeProject)
 	a.GET("/schedules", c.schedulesPage)
 	a.POST("/schedules/:scheduleId", c.changeSchedule)
+	a.GET("/webhooks", c.webhooksPage)
+	a.POST("/webhook-deliveries/:deliveryId/redeliver", c.redeliver)
 }
 
 // staticFile serves the embedded files. A directory (the static root included) answers

@@ -118,6 +118,7 @@ var tagDocs = map[string]string{
 	"Projects":    "The tenant's workspaces: whether their runs are offered, and how long their history is kept.",
 	"Locks":       "Task run locks: one holder per agent and task.",
 	"Schedules":   "Recurring work: a run enqueued at every firing of a cron expression in a time zone, once per firing across replicas.",
+	"Webhooks":    "Signed notifications of the tenant's events (Standard Webhooks) to endpoints admins register, and their deliveries.",
 	"Insights":    "Aggregate history for admins over a bounded window: runs and attempts ended, attempts per run, time to first claim, calls per target, decisions, leases lost.",
 	"System":      "Health, readiness, metrics and this document; no key needed.",
 }
@@ -440,6 +441,8 @@ var pathParamRules = map[string]pathParam{
 	"agentId":        {max: 128},
 	"taskId":         {max: 64},
 	"scheduleId":     {max: 128},
+	"webhookName":    {max: 64},
+	"deliveryId":     {uuid: true},
 }
 
 func uuidSchema() map[string]any { return map[string]any{"type": "string", "format": "uuid"} }

@@ -339,6 +339,8 @@ const (
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
 	ProblemCodeUnknownProject       ProblemCode = "unknown_project"
 	ProblemCodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
+	ProblemCodeWebhookLimit         ProblemCode = "webhook_limit"
+	ProblemCodeWebhookTargetRefused ProblemCode = "webhook_target_refused"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -405,6 +407,10 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnknownProject:
 		return true
 	case ProblemCodeUnsupportedMediaType:
+		return true
+	case ProblemCodeWebhookLimit:
+		return true
+	case ProblemCodeWebhookTargetRefused:
 		return true
 	default:
 		return false
