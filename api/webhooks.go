@@ -11,9 +11,10 @@ const (
 	EventDecisionClosed    WebhookEvent = "decision.closed"
 	EventRunEnded          WebhookEvent = "run.ended"
 	EventAttemptLost       WebhookEvent = "attempt.lost"
+	EventBudgetHeld        WebhookEvent = "budget.held"
 )
 
-var webhookEventNames = names{"decision.requested", "decision.closed", "run.ended", "attempt.lost"}
+var webhookEventNames = names{"decision.requested", "decision.closed", "run.ended", "attempt.lost", "budget.held"}
 
 func (v WebhookEvent) String() string     { return string(v) }
 func (v WebhookEvent) Valid() bool        { _, ok := webhookEventNames.index(string(v)); return ok }

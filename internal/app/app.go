@@ -131,7 +131,9 @@ func New(db *sqldb.DB, cfg Config) *App {
 	s.OnShutdown(rs.StopWaits) // a read waiting for a change, and a claim waiting for work, answer at once
 	locks.Routes(s, locks.NewStore(db))
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
-	calls.Routes(s, calls.NewStore(db, rs))
+	cs := calls.NewStore(db, rs)
+	cs.OnBudgetHeld(wh.BudgetHeld) // budget.held joins the outbox with the cost that reached the budget
+	calls.Routes(s, cs)
 	dec, del, hist := decisions.NewStore(db, rs).WithMaxPending(cfg.MaxPendingDecisions).WithNotifier(wh), delegations.NewStore(db, rs), history.NewStore(db)
 	decisions.Routes(s, dec)
 	delegations.Routes(s, del)

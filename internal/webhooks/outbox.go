@@ -13,6 +13,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -207,4 +208,21 @@ func (s *Store) RunHooks() runs.Hooks {
 				ConsoleURL: s.link("attempts", a.AttemptID.String())})
 		},
 	}
+}
+
+// BudgetEvent is the data of budget.held: a project's calls reached its daily cost budget,
+// so claims of its runs are held until 00:00 UTC (Day's end) or a higher budget.
+type BudgetEvent struct {
+	ProjectID    string `json:"projectId"`
+	Day          string `json:"day"`
+	CostMicros   int64  `json:"costMicros"`
+	BudgetMicros int64  `json:"budgetMicros"`
+	ConsoleURL   string `json:"consoleUrl"`
+}
+
+// BudgetHeld is the calls store's OnBudgetHeld hook: budget.held joins the outbox in the
+// transaction of the finish that reached the budget (once per project, day and budget).
+func (s *Store) BudgetHeld(ctx context.Context, tx *sqldb.Tx, h calls.BudgetHeld) error {
+	return s.Emit(ctx, tx, h.TenantID, api.EventBudgetHeld, BudgetEvent{ProjectID: h.ProjectID, Day: h.Day,
+		CostMicros: h.CostMicros, BudgetMicros: h.BudgetMicros, ConsoleURL: s.link("projects", h.ProjectID)})
 }
