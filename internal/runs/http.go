@@ -125,7 +125,7 @@ func Routes(s *web.Server, svc *Service) {
 		Example: api.CompleteAttemptRequest{FencingToken: 4, State: api.CompleteFailed, OutcomeHash: api.Ptr("sha256:9f2c"),
 			Error: &api.AttemptError{Code: "tool_timeout", Message: "search did not answer in 30 s",
 				Details: []byte(`{"stack":["search.go:42"]}`)}},
-		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
+		Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.complete)
 	s.Route(http.MethodPatch, "/v1/attempts/:attemptId", web.Op{
 		ID: "patchAttempt", Tag: "Attempts", Summary: "Change the attempt's phase, count a correction or record its context snapshot",

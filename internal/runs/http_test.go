@@ -23,6 +23,7 @@ type httpEnv struct {
 	db                    *sqldb.DB
 	url                   string
 	runtime, admin, other string
+	stack                 *apitest.Stack
 }
 
 func newHTTPEnv(t testing.TB) *httpEnv {
@@ -31,7 +32,7 @@ func newHTTPEnv(t testing.TB) *httpEnv {
 	s := apitest.New(t, apitest.Config{DB: dbtest.SQLite().Open(t, dbtest.Options{}), Serve: true})
 	db, keys := s.DB, s.Keys
 	ctx := context.Background()
-	e := &httpEnv{t: t, url: s.URL, db: db}
+	e := &httpEnv{t: t, url: s.URL, db: db, stack: s}
 	var err error
 	mk := func(tenant, role string) string {
 		k, _, kerr := keys.CreateKey(ctx, tenant, role)

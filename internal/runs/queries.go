@@ -50,7 +50,7 @@ type queries struct {
 	fence        string
 	fenceRunning string
 
-	heartbeat     string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
+	heartbeat string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
 	// requeue, endLeased and endQueued also write the run's error (code, message; NULL: none).
 	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any), 6 error code, 7 error message -> run
 	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any), 7 error code, 8 error message -> run

@@ -528,6 +528,7 @@ type Attempt struct {
 	CorrectionCount        int                `json:"correctionCount"`
 	EndedAt                *time.Time         `json:"endedAt,omitempty"`
 	EnvironmentId          *string            `json:"environmentId,omitempty"`
+	Error                  *AttemptError      `json:"error,omitempty"`
 	FencingToken           int64              `json:"fencingToken"`
 
 	// LastCheckpointId The checkpoint of the highest sequence, or null.
@@ -546,6 +547,15 @@ type Attempt struct {
 	StepId           openapi_types.UUID  `json:"stepId"`
 }
 
+// AttemptError defines model for AttemptError.
+type AttemptError struct {
+	Code string `json:"code"`
+
+	// Details Any JSON value, at most 16384 bytes compacted (else 400 naming error.details).
+	Details interface{} `json:"details,omitempty"`
+	Message *string     `json:"message,omitempty"`
+}
+
 // AttemptItem defines model for AttemptItem.
 type AttemptItem struct {
 	AdapterVersion         string             `json:"adapterVersion"`
@@ -556,6 +566,7 @@ type AttemptItem struct {
 	CorrectionCount        int                `json:"correctionCount"`
 	EndedAt                *time.Time         `json:"endedAt,omitempty"`
 	EnvironmentId          *string            `json:"environmentId,omitempty"`
+	Error                  *AttemptError      `json:"error,omitempty"`
 
 	// Etag The attempt's strong entity tag (as in its ETag header).
 	Etag         string `json:"etag"`
@@ -677,6 +688,7 @@ type ClaimRequest struct {
 
 // CompleteAttemptRequest defines model for CompleteAttemptRequest.
 type CompleteAttemptRequest struct {
+	Error        *AttemptError   `json:"error,omitempty"`
 	FencingToken int64           `json:"fencingToken"`
 	OutcomeHash  *string         `json:"outcomeHash,omitempty"`
 	State        CompletionState `json:"state"`
@@ -800,17 +812,21 @@ type EnqueueRequest struct {
 	IdempotencyKey *string    `json:"idempotencyKey,omitempty"`
 
 	// Input The run's input: any JSON value.
-	Input          interface{}         `json:"input,omitempty"`
-	Kind           string              `json:"kind"`
-	MaxAttempts    *int                `json:"maxAttempts,omitempty"`
-	MaxCorrections *int                `json:"maxCorrections,omitempty"`
-	ParentRunId    *openapi_types.UUID `json:"parentRunId,omitempty"`
+	Input          interface{} `json:"input,omitempty"`
+	Kind           string      `json:"kind"`
+	MaxAttempts    *int        `json:"maxAttempts,omitempty"`
+	MaxCorrections *int        `json:"maxCorrections,omitempty"`
+
+	// Metadata Any JSON value, at most 4096 bytes compacted (else 400 naming metadata).
+	Metadata    interface{}         `json:"metadata,omitempty"`
+	ParentRunId *openapi_types.UUID `json:"parentRunId,omitempty"`
 
 	// ProjectId An existing project of the tenant (else 422 unknown_project).
 	ProjectId  string             `json:"projectId"`
 	SnapshotId openapi_types.UUID `json:"snapshotId"`
 	StepId     openapi_types.UUID `json:"stepId"`
 	Subject    string             `json:"subject"`
+	Tags       *[]string          `json:"tags,omitempty"`
 }
 
 // FieldError defines model for FieldError.
@@ -941,7 +957,10 @@ type Run struct {
 	LeasedUntil    *time.Time  `json:"leasedUntil,omitempty"`
 	MaxAttempts    int         `json:"maxAttempts"`
 	MaxCorrections int         `json:"maxCorrections"`
-	Outcome        *RunOutcome `json:"outcome,omitempty"`
+
+	// Metadata The metadata given at enqueue (any JSON value).
+	Metadata interface{} `json:"metadata,omitempty"`
+	Outcome  *RunOutcome `json:"outcome,omitempty"`
 
 	// ParentRunId The parent run, or null for a root run.
 	ParentRunId *openapi_types.UUID `json:"parentRunId"`
@@ -953,6 +972,7 @@ type Run struct {
 	State       RunState            `json:"state"`
 	StepId      openapi_types.UUID  `json:"stepId"`
 	Subject     string              `json:"subject"`
+	Tags        *[]string           `json:"tags,omitempty"`
 }
 
 // RunOutcome defines model for RunOutcome.
@@ -1369,7 +1389,7 @@ type ClientInterface interface {
 
 	// CompleteAttemptWithBody End the attempt and its run
 	//
-	// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+	// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 	//
 	// Roles: runtime.
 	//
@@ -1380,7 +1400,7 @@ type ClientInterface interface {
 
 	// CompleteAttempt End the attempt and its run
 	//
-	// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+	// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 	//
 	// Roles: runtime.
 	//
@@ -1719,7 +1739,7 @@ func (c *Client) AppendCheckpoint(ctx context.Context, attemptId openapi_types.U
 
 // CompleteAttemptWithBody End the attempt and its run
 //
-// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 //
 // Roles: runtime.
 //
@@ -1740,7 +1760,7 @@ func (c *Client) CompleteAttemptWithBody(ctx context.Context, attemptId openapi_
 
 // CompleteAttempt End the attempt and its run
 //
-// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 //
 // Roles: runtime.
 //
@@ -3284,7 +3304,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteAttemptWithBodyWithResponse End the attempt and its run
 	//
-	// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+	// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 	//
 	// Roles: runtime.
 	//
@@ -3295,7 +3315,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteAttemptWithResponse End the attempt and its run
 	//
-	// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+	// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 	//
 	// Roles: runtime.
 	//
@@ -6632,7 +6652,7 @@ func (c *ClientWithResponses) AppendCheckpointWithResponse(ctx context.Context, 
 
 // CompleteAttemptWithBodyWithResponse End the attempt and its run
 //
-// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 //
 // Roles: runtime.
 //
@@ -6649,7 +6669,7 @@ func (c *ClientWithResponses) CompleteAttemptWithBodyWithResponse(ctx context.Co
 
 // CompleteAttemptWithResponse End the attempt and its run
 //
-// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 //
 // Roles: runtime.
 //
