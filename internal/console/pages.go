@@ -364,11 +364,12 @@ func (c *console) attemptPage(ctx echo.Context) error {
 		v.Next = pageLink("/ui/attempts/"+id.String(), url.Values{"cursor": {encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})}})
 	}
 	for _, e := range entries {
+		if e.Kind == api.TimelineEnd {
+			// The last entry says how the attempt ended, as the API's timeline does.
+			v.Timeline = append(v.Timeline, endRowOf(a))
+			continue
+		}
 		v.Timeline = append(v.Timeline, timelineRowOf(e))
-	}
-	// The last page ends with how the attempt ended (its row, not a ledger entry).
-	if v.Next == "" && a.EndedAt != nil {
-		v.Timeline = append(v.Timeline, endRowOf(a))
 	}
 	return c.render(ctx, http.StatusOK, "attempt", page{Title: "Attempt", Nav: "runs", Data: v})
 }
@@ -419,6 +420,12 @@ func endRowOf(a attempts.Attempt) timelineRow {
 		}
 	default:
 		row.Summary = "completed " + a.State.String() + " by the holder"
+	}
+	if f := a.Failure(); f != nil && a.State != api.AttemptLost {
+		row.Summary += " · " + f.Code
+		if f.Message != "" {
+			row.Summary += ": " + f.Message
+		}
 	}
 	return row
 }

@@ -489,6 +489,7 @@ const (
 	TimelineKindCheckpoint TimelineKind = "checkpoint"
 	TimelineKindDecision   TimelineKind = "decision"
 	TimelineKindDelegation TimelineKind = "delegation"
+	TimelineKindEnd        TimelineKind = "end"
 )
 
 // Valid indicates whether the value is a known member of the TimelineKind enum.
@@ -501,6 +502,8 @@ func (e TimelineKind) Valid() bool {
 	case TimelineKindDecision:
 		return true
 	case TimelineKindDelegation:
+		return true
+	case TimelineKindEnd:
 		return true
 	default:
 		return false
@@ -545,6 +548,17 @@ type Attempt struct {
 	StartedAt        time.Time           `json:"startedAt"`
 	State            AttemptState        `json:"state"`
 	StepId           openapi_types.UUID  `json:"stepId"`
+}
+
+// AttemptEnd defines model for AttemptEnd.
+type AttemptEnd struct {
+	CancellationObservedAt *time.Time         `json:"cancellationObservedAt,omitempty"`
+	EndedAt                time.Time          `json:"endedAt"`
+	Error                  *AttemptError      `json:"error,omitempty"`
+	FencingToken           int64              `json:"fencingToken"`
+	LeaseId                openapi_types.UUID `json:"leaseId"`
+	OutcomeHash            *string            `json:"outcomeHash,omitempty"`
+	State                  AttemptState       `json:"state"`
 }
 
 // AttemptError defines model for AttemptError.
@@ -1230,6 +1244,32 @@ func (t *TimelineEntry_Item) MergeDelegation(v Delegation) error {
 	return err
 }
 
+// AsAttemptEnd returns the union data inside the TimelineEntry_Item as a AttemptEnd
+func (t TimelineEntry_Item) AsAttemptEnd() (AttemptEnd, error) {
+	var body AttemptEnd
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAttemptEnd overwrites any union data inside the TimelineEntry_Item as the provided AttemptEnd
+func (t *TimelineEntry_Item) FromAttemptEnd(v AttemptEnd) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAttemptEnd performs a merge with any union data inside the TimelineEntry_Item, using the provided AttemptEnd
+func (t *TimelineEntry_Item) MergeAttemptEnd(v AttemptEnd) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t TimelineEntry_Item) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
@@ -1455,7 +1495,7 @@ type ClientInterface interface {
 
 	// GetAttemptTimeline An attempt's timeline
 	//
-	// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself.
+	// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.
 	//
 	// Corresponds with GET /v1/attempts/{attemptId}/timeline (the `GetAttemptTimeline` operationId).
 	GetAttemptTimeline(ctx context.Context, attemptId openapi_types.UUID, params *GetAttemptTimelineParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1865,7 +1905,7 @@ func (c *Client) HeartbeatAttempt(ctx context.Context, attemptId openapi_types.U
 
 // GetAttemptTimeline An attempt's timeline
 //
-// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself.
+// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.
 //
 // Corresponds with GET /v1/attempts/{attemptId}/timeline (the `GetAttemptTimeline` operationId).
 func (c *Client) GetAttemptTimeline(ctx context.Context, attemptId openapi_types.UUID, params *GetAttemptTimelineParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3370,7 +3410,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetAttemptTimelineWithResponse An attempt's timeline
 	//
-	// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself.
+	// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6754,7 +6794,7 @@ func (c *ClientWithResponses) HeartbeatAttemptWithResponse(ctx context.Context, 
 
 // GetAttemptTimelineWithResponse An attempt's timeline
 //
-// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself.
+// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.
 //
 // Returns a wrapper object for the known response body format(s).
 //
