@@ -280,7 +280,7 @@ type ListRunsParams struct {
 	QueuedTo   *Time       `query:"queuedTo" doc:"Runs queued before this time."`
 	Outcome    *RunOutcome `query:"outcome" doc:"Ended runs with this outcome."`
 	ErrorCode  *string     `query:"errorCode" validate:"omitempty,errcode" doc:"Runs whose last error has this code."`
-	ReleaseID  *string     `query:"releaseId" validate:"omitempty,segment=256" doc:"Runs with an attempt of this release."`
+	ReleaseID  *string     `query:"releaseId" validate:"omitempty,segment=256" doc:"Runs whose latest attempt ran this release (as insights group runs by release)."`
 	EndedFrom  *Time       `query:"endedFrom" doc:"Runs ended at or after this time."`
 	EndedTo    *Time       `query:"endedTo" doc:"Runs ended before this time."`
 	Tag        *string     `query:"tag" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`

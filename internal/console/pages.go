@@ -151,6 +151,9 @@ func (c *console) overviewLive(ctx echo.Context) error {
 // runsFilter is the Runs page's form, as typed.
 type runsFilter struct {
 	State, Band, Project, Subject, Kind, Agent, From, To string
+	// Outcome, ErrorCode, Release, Tag and the ended range narrow to what an insight counts
+	// (its links set them).
+	Outcome, ErrorCode, Release, Tag, EndedFrom, EndedTo string
 }
 
 type runsView struct {
@@ -189,13 +192,30 @@ func optional(s string) *string {
 }
 
 func (c *console) runsPage(ctx echo.Context) error {
+	var err error
 	q := ctx.QueryParams()
 	f := runsFilter{State: q.Get("state"), Band: q.Get("band"), Project: strings.TrimSpace(q.Get("project")), Subject: strings.TrimSpace(q.Get("subject")),
-		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to")}
+		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to"),
+		Outcome: q.Get("outcome"), ErrorCode: strings.TrimSpace(q.Get("errorCode")), Release: strings.TrimSpace(q.Get("release")),
+		Tag: strings.TrimSpace(q.Get("tag")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo")}
 	v := runsView{Filter: f}
 	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
-		Kind: optional(f.Kind), AgentID: optional(f.Agent)}
+		Kind: optional(f.Kind), AgentID: optional(f.Agent), ErrorCode: optional(f.ErrorCode), ReleaseID: optional(f.Release),
+		Tag: optional(f.Tag)}
 	var problems []string
+	if f.Outcome != "" {
+		o := api.RunOutcome(f.Outcome)
+		if !o.Valid() {
+			problems = append(problems, "outcome must be one of "+strings.Join(o.EnumValues(), ", "))
+		}
+		lf.Outcome = &o
+	}
+	if lf.EndedFrom, err = parseTime(f.EndedFrom); err != nil {
+		problems = append(problems, "“ended from” is not a time")
+	}
+	if lf.EndedTo, err = parseTime(f.EndedTo); err != nil {
+		problems = append(problems, "“ended before” is not a time")
+	}
 	if f.State != "" {
 		st, ok := parseEnum[api.RunState](f.State)
 		if !ok {

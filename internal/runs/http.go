@@ -68,7 +68,7 @@ func Routes(s *web.Server, svc *Service) {
 		ID: "listRuns", Tag: "Runs", Summary: "List runs, newest first",
 		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band, " +
 			"queued time (queuedFrom inclusive, queuedTo exclusive), outcome, errorCode (the run's last error), releaseId " +
-			"(a run with an attempt of that release), ended time (endedFrom inclusive, endedTo exclusive) and tag. Each " +
+			"(its latest attempt's release, as insights group runs), ended time (endedFrom inclusive, endedTo exclusive) and tag. Each " +
 			"item carries its etag. A cursor continues the listing it was made by: presented with other filters it is " +
 			"refused (400 naming cursor).",
 		Status: http.StatusOK, Response: api.Page[api.RunItem]{}, Query: api.ListRunsParams{},

@@ -58,7 +58,7 @@ type queries struct {
 	requestCancel string // 1 run, 2 now -> run
 	// list: 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor
 	// run, 8 limit, 9 agent, 10 queued from, 11 band, 12 outcome, 13 error code, 14 release
-	// (a run with an attempt of it), 15 ended from, 16 ended before, 17 tag; NULL: any.
+	// (its latest attempt's, as insights group runs), 15 ended from, 16 ended before, 17 tag; NULL: any.
 	list          string
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId

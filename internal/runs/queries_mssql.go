@@ -279,16 +279,17 @@ WHERE RunId = @p1 AND State = 1 AND CancelRequestedAt IS NULL;` + mssqlRunSelect
 
 	// list: IX_Runs_Tenant_Queued read backwards from the cursor, PK lookups. RECOMPILE folds
 	// the catch-all filters so the cursor and a time window become seek bounds (agent, band,
-	// outcome, error code, ended time and tag are residuals after the lookup; a release is an
-	// IX_Attempts_Run_Step seek per run that passed the others). The tag probe reads the
+	// outcome, error code, ended time and tag are residuals after the lookup; a run's release is
+	// its latest attempt's, as insights group it: an IX_Attempts_Run_Step seek per run that
+	// passed the others, a run's few attempts sorted). The tag probe reads the
 	// run's own Tags (at most 16 items); [value] is pinned to BIN2 so tags match exactly.
 	list: `SELECT TOP (@p8) ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subject = @p3)
     AND (@p4 IS NULL OR ProjectId = @p4) AND (@p5 IS NULL OR Kind = @p5)
     AND (@p9 IS NULL OR AgentId = @p9) AND (@p10 IS NULL OR QueuedAt >= @p10) AND (@p11 IS NULL OR Band = @p11)
     AND (@p12 IS NULL OR Outcome = @p12) AND (@p13 IS NULL OR ErrorCode = @p13)
-    AND (@p14 IS NULL OR EXISTS (SELECT 1 FROM dbo.ExecutionAttempts AS a
-        WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 AND a.ReleaseId = @p14))
+    AND (@p14 IS NULL OR (SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
+        WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt DESC, a.AttemptId DESC) = @p14)
     AND (@p15 IS NULL OR EndedAt >= @p15) AND (@p16 IS NULL OR EndedAt < @p16)
     AND (@p17 IS NULL OR EXISTS (SELECT 1 FROM OPENJSON(Runs.Tags) AS j
         WHERE j.[value] COLLATE Latin1_General_100_BIN2 = @p17))

@@ -155,8 +155,8 @@ RETURNING ` + runColumns,
 WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND (?5 IS NULL OR Kind = ?5) AND (?9 IS NULL OR AgentId = ?9) AND (?10 IS NULL OR QueuedAt >= ?10)
     AND (?11 IS NULL OR Band = ?11) AND (?12 IS NULL OR Outcome = ?12) AND (?13 IS NULL OR ErrorCode = ?13)
-    AND (?14 IS NULL OR EXISTS (SELECT 1 FROM ExecutionAttempts AS a
-        WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1 AND +a.ReleaseId = ?14))
+    AND (?14 IS NULL OR (SELECT a.ReleaseId FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1
+        ORDER BY a.StartedAt DESC, a.AttemptId DESC LIMIT 1) = ?14)
     AND (?15 IS NULL OR EndedAt >= ?15) AND (?16 IS NULL OR EndedAt < ?16)
     AND (?17 IS NULL OR EXISTS (SELECT 1 FROM json_each(Runs.Tags) AS j WHERE j.value = ?17))
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))

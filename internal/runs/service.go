@@ -405,7 +405,7 @@ type ListFilter struct {
 	AfterQueuedAt *time.Time
 	AfterRunID    uuid.UUID
 	Limit         int
-	// Outcome, ErrorCode, ReleaseID (a run with an attempt of that release), EndedFrom
+	// Outcome, ErrorCode, ReleaseID (its latest attempt's release, as insights group runs), EndedFrom
 	// (inclusive), EndedTo (exclusive) and Tag narrow to what an insight counts.
 	Outcome   *api.RunOutcome
 	ErrorCode *string
