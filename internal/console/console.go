@@ -107,6 +107,8 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/runs", c.runsPage)
 	a.GET("/insights", c.insightsPage)
 	a.GET("/runs/:runId", c.runPage)
+	a.POST("/runs/:runId/cancel", c.cancelRun)
+	a.POST("/runs/:runId/continue", c.continueRun)
 	a.GET("/attempts/:attemptId", c.attemptPage)
 	a.GET("/decisions", c.decisionsPage)
 	a.GET("/decisions/:decisionId", c.decisionPage)

@@ -285,6 +285,11 @@ type runView struct {
 	ChainTrimmed bool
 	// ChildrenTrimmed says the run has more delegated children than the page lists.
 	ChildrenTrimmed bool
+	// CanCancel and CanContinue say which action the page offers; Confirm is the one it
+	// asks to confirm ("cancel" or "continue"); Done the one just done; Message why one was
+	// refused.
+	CanCancel, CanContinue bool
+	Confirm, Done, Message string
 }
 
 // chainLimit bounds how far the run page follows a continuation chain each way.
@@ -302,7 +307,11 @@ func (c *console) pathUUID(ctx echo.Context, name string) (uuid.UUID, error) {
 	return id, nil
 }
 
-func (c *console) runPage(ctx echo.Context) error {
+func (c *console) runPage(ctx echo.Context) error { return c.renderRun(ctx, http.StatusOK, "") }
+
+// renderRun renders the run page of the path's run as it is now, with message (why an
+// action was refused) when not empty.
+func (c *console) renderRun(ctx echo.Context, status int, message string) error {
 	id, err := c.pathUUID(ctx, "runId")
 	if err != nil {
 		return c.notFound(ctx)
@@ -312,7 +321,10 @@ func (c *console) runPage(ctx echo.Context) error {
 	if err != nil {
 		return c.orNotFound(ctx, err)
 	}
-	v := runView{Run: run}
+	v := runView{Run: run, Message: message, CanCancel: run.State != api.RunEnded, CanContinue: run.State == api.RunEnded}
+	if message == "" && ctx.Request().Method == http.MethodGet {
+		v.Confirm, v.Done = runConfirm(ctx, run), ctx.QueryParam("done")
+	}
 	items, err := c.History.List(rctx, tenant, history.Filter{RunID: &id, Limit: 500})
 	if err != nil {
 		return err
@@ -330,7 +342,7 @@ func (c *console) runPage(ctx echo.Context) error {
 	if v.Chain, v.ChainTrimmed, err = c.Runs.Chain(rctx, tenant, id, chainLimit); err != nil {
 		return c.orNotFound(ctx, err)
 	}
-	return c.render(ctx, http.StatusOK, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
+	return c.render(ctx, status, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
 }
 
 type timelineRow struct {
