@@ -88,6 +88,18 @@ type Run struct {
 	Purged   bool            `json:"purged,omitempty"`
 	Tags     []string        `json:"tags,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty" doc:"The metadata given at enqueue (any JSON value)."`
+	// ForkedFromCheckpointID is the checkpoint of another run this run was forked from: its
+	// resume point (checkpoints/last) until it writes one of its own.
+	ForkedFromCheckpointID *uuid.UUID `json:"forkedFromCheckpointId,omitempty"`
+}
+
+// ForkRequest is the body of POST /v1/runs/{runId}/fork.
+type ForkRequest struct {
+	// CheckpointID is a checkpoint of one of the run's attempts: the new run resumes from it.
+	CheckpointID uuid.UUID `json:"checkpointId" validate:"required"`
+	DueAt        *Time     `json:"dueAt,omitempty" doc:"When the fork becomes due (default: now)."`
+	// IdempotencyKey names the fork once per tenant, as an enqueue's does.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty" validate:"omitempty,ident=256"`
 }
 
 // RunItem is a run in a listing, with its entity tag (as in the run's ETag header).

@@ -104,6 +104,19 @@ func (c *Client) ContinueRun(ctx context.Context, runID uuid.UUID, req *api.Cont
 	return out, err
 }
 
+// ForkRun starts a new run from a checkpoint of a run (POST /v1/runs/{runId}/fork): it has
+// the run's spec and resumes from that checkpoint (Lease.Resume) until it writes its own.
+// Retried only with an idempotency key, which makes a repeat answer the same fork.
+func (c *Client) ForkRun(ctx context.Context, runID uuid.UUID, req api.ForkRequest) (api.Run, error) {
+	var out api.Run
+	r := once
+	if req.IdempotencyKey != nil {
+		r = idempotent
+	}
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/" + runID.String() + "/fork", body: req, repeat: r, out: &out})
+	return out, err
+}
+
 func attemptPath(id uuid.UUID, rest string) string { return "/v1/attempts/" + id.String() + rest }
 
 // Heartbeat renews a lease (POST /v1/attempts/{attemptId}/heartbeat) and says whether a

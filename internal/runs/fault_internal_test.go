@@ -157,7 +157,7 @@ var faultCases = []struct {
 			now, _ := tx.Now(ctx)
 			_, err := tx.ExecContext(ctx, e.svc.q.insert, winner, e.tenant, old.ProjectID, nil, old.Subject, old.Kind, old.AgentID,
 				old.StepID, old.SnapshotID, nil, int(old.Band), 1, 1, old.MaxAttempts, old.MaxCorrections, tx.Dialect.Time(now),
-				tx.Dialect.Time(now), nil, nil, nil, 0, old.RunID, "k", nil, nil, nil)
+				tx.Dialect.Time(now), nil, nil, nil, 0, old.RunID, "k", nil, nil, nil, nil)
 			if err == nil {
 				_, err = e.svc.syncHead(ctx, tx, e.tenant, old.Subject)
 			}

@@ -97,6 +97,18 @@ func Routes(s *web.Server, svc *Service) {
 		Status:  http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeIllegalTransition, api.CodeAttemptsExhausted},
 	}, h.continueRun)
+	s.Route(http.MethodPost, "/v1/runs/:runId/fork", web.Op{
+		ID: "forkRun", Tag: "Runs", Summary: "Start a new run from a checkpoint of a run",
+		Description: "Queues a new run with the run's spec (201 with Location) whose resume point (checkpoints/last) is the " +
+			"checkpoint named, one of the run's attempts', until it writes a checkpoint of its own; the run forked and its " +
+			"chain are left as they are. The fork has its own epochs and attempts, the run's parent, depth, tags and " +
+			"metadata, and its deadline only while that is ahead. An idempotencyKey names one fork: an exact repeat " +
+			"answers 200 with it, another request under the key is 409 idempotency_key_reused.",
+		Roles: []string{rt, ad}, Body: api.ForkRequest{},
+		Example: api.ForkRequest{CheckpointID: exampleStep, IdempotencyKey: api.Ptr("retry-from-plan:42")},
+		Status:  http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeIdempotencyKeyReused},
+	}, h.fork)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/heartbeat", web.Op{
 		ID: "heartbeatAttempt", Tag: "Attempts", Summary: "Renew the lease",
 		Description: "Renews the lease for leaseSeconds (default: the length stored at claim) and answers whether a cancel is " +
@@ -303,6 +315,26 @@ func (h handlers) continueRun(c echo.Context) error {
 	}
 	run, created, err := h.svc.Continue(c.Request().Context(), caller(c), id,
 		Continuation{DueAt: timeOf(req.DueAt), SnapshotID: req.SnapshotID})
+	if err != nil {
+		return err
+	}
+	if created {
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
+	}
+	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
+}
+
+func (h handlers) fork(c echo.Context) error {
+	id, err := web.PathUUID(c, "runId")
+	if err != nil {
+		return err
+	}
+	var req api.ForkRequest
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	run, created, err := h.svc.Fork(c.Request().Context(), caller(c), id,
+		Fork{CheckpointID: req.CheckpointID, DueAt: timeOf(req.DueAt), IdempotencyKey: req.IdempotencyKey})
 	if err != nil {
 		return err
 	}

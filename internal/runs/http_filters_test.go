@@ -38,7 +38,10 @@ func (e *httpEnv) runIDs(query string) []string {
 // attempt id and the run id.
 func (e *httpEnv) claimAs(releaseID string) (attempt, run string) {
 	e.t.Helper()
-	e.stack.ActivateRelease(e.t, e.runtime, releaseID, "1.0")
+	if !e.active[releaseID] {
+		e.stack.ActivateRelease(e.t, e.runtime, releaseID, "1.0")
+		e.active[releaseID] = true
+	}
 	var claimed struct {
 		Run     map[string]any `json:"run"`
 		Attempt map[string]any `json:"attempt"`

@@ -27,7 +27,8 @@ const mssqlRunTable = `DECLARE @t TABLE (RunId uniqueidentifier, TenantId nvarch
     QueuedAt datetimeoffset(3), DueAt datetimeoffset(3), DeadlineAt datetimeoffset(3), EndedAt datetimeoffset(3),
     Outcome nvarchar(16), ErrorCode nvarchar(64), ErrorMessage nvarchar(2000), CancelRequestedAt datetimeoffset(3),
     IdempotencyKey nvarchar(256), ParentRunId uniqueidentifier, Depth int, ContinuedFromRunId uniqueidentifier,
-    CreatedBy nvarchar(64), Version binary(8), SubjectHead bit, Tags nvarchar(max), Metadata nvarchar(max));
+    CreatedBy nvarchar(64), Version binary(8), SubjectHead bit, Tags nvarchar(max), Metadata nvarchar(max),
+    ForkedFromCheckpointId uniqueidentifier);
 `
 
 const mssqlRunOutput = `
@@ -38,7 +39,7 @@ OUTPUT inserted.RunId, inserted.TenantId, inserted.ProjectId, inserted.Environme
     inserted.DeadlineAt, inserted.EndedAt, inserted.Outcome, inserted.ErrorCode, inserted.ErrorMessage,
     inserted.CancelRequestedAt, inserted.IdempotencyKey, inserted.ParentRunId, inserted.Depth,
     inserted.ContinuedFromRunId, inserted.CreatedBy, inserted.Version, inserted.SubjectHead, inserted.Tags,
-    inserted.Metadata
+    inserted.Metadata, inserted.ForkedFromCheckpointId
 INTO @t`
 
 const mssqlRunSelect = `
@@ -131,10 +132,11 @@ var mssqlQueries = queries{
 	insert: `DECLARE @h TABLE (Version binary(8), SubjectHead bit);
 INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId,
     SnapshotId, Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
-    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, SubjectHead)
+    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, ForkedFromCheckpointId,
+    SubjectHead)
 OUTPUT inserted.Version, inserted.SubjectHead INTO @h
 SELECT @p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, 0, @p12, @p13, @p14, @p15, @p16, @p17, @p18, @p19,
-    @p20, @p21, @p22, @p23, @p24, @p25, @p26,
+    @p20, @p21, @p22, @p23, @p24, @p25, @p26, @p27,
     CASE WHEN NOT EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = @p2 AND q.Subject = @p5 AND q.State = 0)
         AND NOT EXISTS (SELECT 1 FROM dbo.Runs AS l WHERE l.TenantId = @p2 AND l.Subject = @p5 AND l.State = 1)
         THEN 1 ELSE 0 END
@@ -175,6 +177,12 @@ OPTION (MAXRECURSION 100, MAXDOP 1);`,
 
 	continuation: `SELECT ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND ContinuedFromRunId = @p2 AND ContinuedFromRunId IS NOT NULL;`,
+
+	// forkPoint: PK_Checkpoints seek, then the attempt's PK seek to check its run. 0 rows: not a
+	// checkpoint of that run (or not the tenant's).
+	forkPoint: `SELECT k.CheckpointId FROM dbo.Checkpoints AS k
+INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = k.AttemptId
+WHERE k.CheckpointId = @p3 AND k.TenantId = @p1 AND a.RunId = @p2 AND a.TenantId = @p1;`,
 
 	// tombstone: PK seek, read when the insert found one.
 	tombstone: `SELECT RunId, PurgedAt FROM dbo.IdempotencyTombstones WHERE TenantId = @p1 AND IdempotencyKey = @p2;`,

@@ -61,9 +61,9 @@ FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId`
 var sqliteQueries = queries{
 	insert: `INSERT INTO Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input,
     Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey, ParentRunId,
-    Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, SubjectHead, Version)
+    Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, ForkedFromCheckpointId, SubjectHead, Version)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-    ?25, ?26,
+    ?25, ?26, ?27,
     NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 0)
         AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 1),
     ` + sqliteStamp + `
@@ -89,6 +89,8 @@ SELECT ` + runColumns + `, c.Pos AS Pos
 FROM (SELECT ChainRunId, Pos FROM back UNION SELECT ChainRunId, Pos FROM fwd) AS c JOIN Runs ON Runs.RunId = c.ChainRunId
 ORDER BY c.Pos`,
 	tombstone: `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
+	forkPoint: `SELECT k.CheckpointId FROM Checkpoints AS k JOIN ExecutionAttempts AS a ON a.AttemptId = k.AttemptId
+WHERE k.CheckpointId = ?3 AND k.TenantId = ?1 AND a.RunId = ?2 AND a.TenantId = ?1`,
 
 	lockSubject: "",
 	// The head is computed once (h) from IX_Runs_SubjectQueue and UX_Runs_LeasedSubject; the

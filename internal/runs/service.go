@@ -235,7 +235,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 // key are sought (go-mssqldb declares them by their length).
 func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *string) (Run, error) {
 	d := tx.Dialect
-	var parent, continued, hashArg any
+	var parent, continued, hashArg, forked any
 	if r.ParentRunID.Valid {
 		parent = r.ParentRunID.UUID
 	}
@@ -245,6 +245,9 @@ func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *stri
 	if hash != nil {
 		hashArg = d.Text(*hash)
 	}
+	if r.ForkedFromCheckpointID.Valid {
+		forked = r.ForkedFromCheckpointID.UUID
+	}
 	var got struct {
 		Version     sqldb.RowVersion `db:"Version"`
 		SubjectHead bool             `db:"SubjectHead"`
@@ -252,7 +255,7 @@ func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *stri
 	err := tx.GetContext(ctx, &got, s.q.insert, r.RunID, r.TenantID, d.Text(r.ProjectID), d.NullText(r.EnvironmentID),
 		r.Subject, d.Text(r.Kind), d.Text(r.AgentID), r.StepID, r.SnapshotID, r.Input.Arg(d), int(r.Band), r.Epoch,
 		r.Attempt, r.MaxAttempts, r.MaxCorrections, d.Time(r.QueuedAt), d.Time(r.DueAt), d.NullTime(r.DeadlineAt),
-		r.IdempotencyKey, parent, r.Depth, continued, d.Text(r.CreatedBy), hashArg, r.Tags.Arg(d), r.Metadata.Arg(d))
+		r.IdempotencyKey, parent, r.Depth, continued, d.Text(r.CreatedBy), hashArg, r.Tags.Arg(d), r.Metadata.Arg(d), forked)
 	if err != nil {
 		return Run{}, err
 	}

@@ -21,7 +21,7 @@ func (r Run) Wire() api.Run {
 		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, CancelRequestedAt: api.TimeOf(r.CancelRequestedAt),
 		IdempotencyKey: r.IdempotencyKey, ParentRunID: ids.Ptr(r.ParentRunID), Depth: r.Depth,
 		ContinuedFromRunID: ids.Ptr(r.ContinuedFromRunID), CreatedBy: r.CreatedBy, Purged: r.Purged,
-		Tags: r.tagList(), Metadata: json.RawMessage(r.Metadata),
+		Tags: r.tagList(), Metadata: json.RawMessage(r.Metadata), ForkedFromCheckpointID: ids.Ptr(r.ForkedFromCheckpointID),
 	}
 }
 

@@ -130,6 +130,12 @@ var RunsAdditions = []Addition{
 		Definition: "nvarchar(max) NULL",
 		Reason:     "DESIGN.md section 5b (Admins act, issue 29): the metadata an enqueue gives (JSON of at most 4 KiB) (migration 000027)",
 	},
+	{
+		Table: "Runs", Kind: AddColumn, Item: "ForkedFromCheckpointId",
+		Definition: "uniqueidentifier NULL",
+		Reason: "DESIGN.md section 5b (Admins act, issue 29): a run forked from a checkpoint of another run keeps it as its " +
+			"resume point (checkpoints/last) until it writes its own (migration 000028)",
+	},
 }
 
 // DeclaredAdditions lists every addition migrations/mssql makes to the seed's six tables:

@@ -951,18 +951,19 @@ type Run struct {
 	CancelRequestedAt *time.Time `json:"cancelRequestedAt,omitempty"`
 
 	// ContinuedFromRunId The ended run this one continues, or null.
-	ContinuedFromRunId *openapi_types.UUID `json:"continuedFromRunId"`
-	CreatedBy          string              `json:"createdBy"`
-	DeadlineAt         *time.Time          `json:"deadlineAt,omitempty"`
-	Depth              int                 `json:"depth"`
-	DueAt              time.Time           `json:"dueAt"`
-	EndedAt            *time.Time          `json:"endedAt,omitempty"`
-	EnvironmentId      *string             `json:"environmentId,omitempty"`
-	Epoch              int64               `json:"epoch"`
-	ErrorCode          *string             `json:"errorCode,omitempty"`
-	ErrorMessage       *string             `json:"errorMessage,omitempty"`
-	HolderId           *string             `json:"holderId,omitempty"`
-	IdempotencyKey     *string             `json:"idempotencyKey,omitempty"`
+	ContinuedFromRunId     *openapi_types.UUID `json:"continuedFromRunId"`
+	CreatedBy              string              `json:"createdBy"`
+	DeadlineAt             *time.Time          `json:"deadlineAt,omitempty"`
+	Depth                  int                 `json:"depth"`
+	DueAt                  time.Time           `json:"dueAt"`
+	EndedAt                *time.Time          `json:"endedAt,omitempty"`
+	EnvironmentId          *string             `json:"environmentId,omitempty"`
+	Epoch                  int64               `json:"epoch"`
+	ErrorCode              *string             `json:"errorCode,omitempty"`
+	ErrorMessage           *string             `json:"errorMessage,omitempty"`
+	ForkedFromCheckpointId *openapi_types.UUID `json:"forkedFromCheckpointId,omitempty"`
+	HolderId               *string             `json:"holderId,omitempty"`
+	IdempotencyKey         *string             `json:"idempotencyKey,omitempty"`
 
 	// Input The run's input (any JSON value; null when none was given).
 	Input          interface{} `json:"input"`
