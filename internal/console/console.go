@@ -109,6 +109,7 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/runs/:runId", c.runPage)
 	a.POST("/runs/:runId/cancel", c.cancelRun)
 	a.POST("/runs/:runId/continue", c.continueRun)
+	a.POST("/runs/:runId/fork", c.forkRun)
 	a.GET("/attempts/:attemptId", c.attemptPage)
 	a.GET("/decisions", c.decisionsPage)
 	a.GET("/decisions/:decisionId", c.decisionPage)

@@ -290,6 +290,8 @@ type runView struct {
 	// refused.
 	CanCancel, CanContinue bool
 	Confirm, Done, Message string
+	// ForkPoints are the checkpoints a fork may start from (none: no fork is offered).
+	ForkPoints []forkPoint
 }
 
 // chainLimit bounds how far the run page follows a continuation chain each way.
@@ -331,6 +333,10 @@ func (c *console) renderRun(ctx echo.Context, status int, message string) error 
 	}
 	for _, it := range items {
 		v.Attempts = append(v.Attempts, it.Attempt)
+	}
+	v.ForkPoints = forkPoints(v.Attempts)
+	if v.Confirm == "fork" && len(v.ForkPoints) == 0 {
+		v.Confirm = ""
 	}
 	// One read each, whatever the number of attempts or the length of the chain.
 	if v.Delegations, err = c.Delegations.ListByRun(rctx, tenant, id, childrenLimit+1); err != nil {

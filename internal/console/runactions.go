@@ -2,12 +2,14 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -28,8 +30,47 @@ func runConfirm(ctx echo.Context, run runs.Run) string {
 		if run.State == api.RunEnded {
 			return "continue"
 		}
+	case "fork":
+		return "fork"
 	}
 	return ""
+}
+
+// forkPoints are the checkpoints the run page offers to fork from: each attempt's last.
+func forkPoints(as []attempts.Attempt) []forkPoint {
+	var out []forkPoint
+	for i, a := range as {
+		if a.LastCheckpointID.Valid {
+			out = append(out, forkPoint{ID: a.LastCheckpointID.UUID.String(),
+				Label: fmt.Sprintf("the last checkpoint of attempt %d (epoch %d, %s)", len(as)-i, a.FencingToken, a.State)})
+		}
+	}
+	return out
+}
+
+type forkPoint struct{ ID, Label string }
+
+func (c *console) forkRun(ctx echo.Context) error {
+	id, err := c.pathUUID(ctx, "runId")
+	if err != nil {
+		return c.notFound(ctx)
+	}
+	s := sessionOf(ctx)
+	raw, _ := json.Marshal(map[string]any{"checkpointId": formValue(ctx, "checkpointId")})
+	var req api.ForkRequest
+	if err := web.BindJSON(ctx, raw, &req); err != nil {
+		return c.runRefused(ctx, http.StatusBadRequest, refusal("The fork was refused", err))
+	}
+	fork, _, err := c.Runs.Fork(ctx.Request().Context(), runs.Caller{TenantID: s.TenantID, KeyID: s.KeyID}, id,
+		runs.Fork{CheckpointID: req.CheckpointID})
+	switch {
+	case err == nil:
+		return ctx.Redirect(http.StatusSeeOther, "/ui/runs/"+fork.RunID.String()+"?done=fork")
+	case apperr.Is(err, api.CodeInvalidRequest):
+		return c.runRefused(ctx, http.StatusBadRequest, refusal("The fork was refused", err))
+	default:
+		return c.orNotFound(ctx, err)
+	}
 }
 
 func (c *console) cancelRun(ctx echo.Context) error {

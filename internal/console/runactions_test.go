@@ -106,3 +106,58 @@ func TestRunCancelAndContinueFromTheConsole(t *testing.T) {
 		t.Fatalf("continue of an exhausted run: %d, want 409 saying why", r.StatusCode)
 	}
 }
+
+// TestRunForkFromTheConsole (issue 29 item 3): the run page offers a fork from each
+// attempt's last checkpoint, confirmed first; the fork resumes from that checkpoint.
+func TestRunForkFromTheConsole(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	c, csrf, _ := httpSession(t, s, tn.Admin)
+	run := tn.Enqueue("fork-1", "batch")
+	path := "/ui/runs/" + run.RunID.String()
+	if _, page := get(t, c, s, path); strings.Contains(page, `id="fork-run"`) {
+		t.Fatal("a run without a checkpoint offers a fork")
+	}
+	cl, ok, _ := tn.Claim(600, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	var cp struct {
+		CheckpointID string `json:"checkpointId"`
+	}
+	tn.Must(http.StatusCreated, "POST", cl.Path("/checkpoints"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+		"sequence": 0, "phase": "acting", "adapterStateRef": "s3://s/0", "adapterVersion": "1.0", "hash": "h0"}).Decode(t, &cp)
+	if _, page := get(t, c, s, path+"?confirm=fork"); !strings.Contains(page, `id="confirm-fork"`) || !strings.Contains(page, cp.CheckpointID) {
+		t.Fatal("the fork's confirmation does not offer the attempt's checkpoint")
+	}
+	post := func(form url.Values) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", s.URL+path+"/fork", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r.StatusCode, r.Header.Get("Location")
+	}
+	if st, _ := post(url.Values{"checkpointId": {cp.CheckpointID}}); st != http.StatusForbidden {
+		t.Fatalf("fork without the CSRF token: %d", st)
+	}
+	if st, _ := post(url.Values{"csrf": {csrf}, "checkpointId": {"not-a-uuid"}}); st != http.StatusBadRequest {
+		t.Fatalf("fork from a malformed checkpoint: %d", st)
+	}
+	st, loc := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}})
+	if st != http.StatusSeeOther || !strings.HasSuffix(loc, "?done=fork") {
+		t.Fatalf("fork: %d %s", st, loc)
+	}
+	forkID := strings.TrimSuffix(strings.TrimPrefix(loc, "/ui/runs/"), "?done=fork")
+	var last struct {
+		CheckpointID string `json:"checkpointId"`
+	}
+	tn.Must(http.StatusOK, "GET", "/v1/runs/"+forkID+"/checkpoints/last", tn.Admin, nil).Decode(t, &last)
+	if last.CheckpointID != cp.CheckpointID || forkID == run.RunID.String() {
+		t.Fatalf("the fork %s resumes from %s, want %s", forkID, last.CheckpointID, cp.CheckpointID)
+	}
+}
