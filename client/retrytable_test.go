@@ -149,6 +149,14 @@ func goCalls() map[string][]variant {
 				return e(c.EnqueueRun(ctx, api.EnqueueRequest{RunSpec: spec(api.Ptr("k"))}))
 			}},
 		},
+		"forkRun": {
+			{name: "ForkRun", call: func(ctx context.Context, c *client.Client) error {
+				return e(c.ForkRun(ctx, id, api.ForkRequest{CheckpointID: id}))
+			}},
+			{name: "ForkRunWithKey", bodySet: true, call: func(ctx context.Context, c *client.Client) error {
+				return e(c.ForkRun(ctx, id, api.ForkRequest{CheckpointID: id, IdempotencyKey: api.Ptr("k")}))
+			}},
+		},
 		"finishCall": {
 			{name: "FinishCall", call: func(ctx context.Context, c *client.Client) error {
 				return e(c.FinishCall(ctx, id, id, api.FinishCallRequest{FencingToken: 1, Status: api.CallFinishStatus("succeeded")}, ""))

@@ -27,6 +27,10 @@ import (
 //   - any return after ErrCancelRequested: completed as cancelled;
 //   - a panic: released as an error is, logged and reported to Hooks.Panicked.
 //
+// The Worker tells the ledger why (ErrorOf): the error's type as its code (or its
+// ErrorCoder's code), its message and its chain, or a panic's value and stack, so the run
+// shows why it failed without the handler writing any of it.
+//
 // After the lease is lost nothing is sent, whatever the return. A handler may also end its
 // lease itself (Lease.Complete with an outcome hash, Lease.Release); the Worker then sends
 // nothing more.
@@ -627,12 +631,12 @@ func (w *Worker) handle(base context.Context, l *Lease, sent time.Time) {
 	w.finished(r)
 }
 
-// call runs the handler, turning a panic into an error.
+// call runs the handler, turning a panic into an error (a *handlerPanic).
 func (w *Worker) call(ctx context.Context, l *Lease, log *slog.Logger) (err error, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
-			err, panicked = fmt.Errorf("handler panicked: %v", v), true
+			err, panicked = &handlerPanic{value: v, stack: stack}, true
 			log.ErrorContext(ctx, "handler panicked", "panic", v, "stack", string(stack))
 			if w.cfg.Hooks.Panicked != nil {
 				w.cfg.Hooks.Panicked(l, v, stack)
@@ -699,6 +703,25 @@ func (w *Worker) heartbeat(ctx context.Context, l *Lease, sent time.Time, cancel
 	}
 }
 
+// handlerPanic is a handler's panic as the error the Worker settles it with: the ledger gets
+// its value and stack (PanicError).
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) Error() string { return fmt.Sprintf("handler panicked: %v", p.value) }
+
+// attemptError is what the ledger keeps of the handler's return: its error, or its panic
+// with the stack.
+func attemptError(herr error) *api.AttemptError {
+	var p *handlerPanic
+	if errors.As(herr, &p) {
+		return PanicError(p.value, p.stack)
+	}
+	return ErrorOf(herr)
+}
+
 // settle ends the attempt as the handler's return says, unless the lease is already
 // lost or ended, and says what became of it.
 func (w *Worker) settle(base context.Context, l *Lease, herr error, panicked bool, log *slog.Logger) Result {
@@ -726,17 +749,17 @@ func (w *Worker) settle(base context.Context, l *Lease, herr error, panicked boo
 	switch {
 	case l.CancelRequested():
 		r.Outcome = Cancelled
-		_, err = l.Complete(ctx, api.CompleteCancelled, nil)
+		_, err = l.CompleteWithError(ctx, api.CompleteCancelled, nil, attemptError(herr))
 	case herr == nil && !panicked:
 		r.Outcome = Succeeded
 		_, err = l.Complete(ctx, api.CompleteSucceeded, nil)
 	case errors.As(herr, &perm) && !panicked:
 		r.Outcome = Failed
-		_, err = l.Complete(ctx, api.CompleteFailed, nil)
+		_, err = l.CompleteWithError(ctx, api.CompleteFailed, nil, attemptError(herr))
 	default:
 		r.Outcome = Released
 		retry := w.cfg.OnError(l, herr)
-		_, err = l.Release(ctx, retry.Charge, retry.After)
+		_, err = l.ReleaseWithError(ctx, retry.Charge, retry.After, attemptError(herr))
 	}
 	switch {
 	case err == nil && herr == nil && r.Outcome != Cancelled:

@@ -398,6 +398,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{params: map[string]string{"runId": run2}, admin: isoNotFound, rt: isoNotFound},
 			{name: "WithBody", params: map[string]string{"runId": run2}, body: `{"snapshotId":"` + uuid.NewString() + `"}`, admin: isoNotFound, rt: isoNotFound},
 		},
+		"POST /v1/runs/:runId/fork":                 {{body: `{"checkpointId":"` + checkpoint + `"}`, admin: isoNotFound, rt: isoNotFound}},
 		"POST /v1/attempts/:attemptId/heartbeat":    {{body: fence(`,"leaseSeconds":60`), admin: isoForbidden, rt: isoNotFound}},
 		"POST /v1/attempts/:attemptId/release":      {{body: fence(`,"charge":true`), admin: isoForbidden, rt: isoNotFound}},
 		"POST /v1/attempts/:attemptId/complete":     {{body: fence(`,"state":"failed"`), admin: isoForbidden, rt: isoNotFound}},

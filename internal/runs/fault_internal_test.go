@@ -157,7 +157,7 @@ var faultCases = []struct {
 			now, _ := tx.Now(ctx)
 			_, err := tx.ExecContext(ctx, e.svc.q.insert, winner, e.tenant, old.ProjectID, nil, old.Subject, old.Kind, old.AgentID,
 				old.StepID, old.SnapshotID, nil, int(old.Band), 1, 1, old.MaxAttempts, old.MaxCorrections, tx.Dialect.Time(now),
-				tx.Dialect.Time(now), nil, nil, nil, 0, old.RunID, "k", nil)
+				tx.Dialect.Time(now), nil, nil, nil, 0, old.RunID, "k", nil, nil, nil, nil)
 			if err == nil {
 				_, err = e.svc.syncHead(ctx, tx, e.tenant, old.Subject)
 			}
@@ -218,7 +218,7 @@ var faultCases = []struct {
 		// is its head by then.
 		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
-			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, api.OutcomeCancelled, tx.Dialect.Time(now)); err != nil {
+			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, api.OutcomeCancelled, tx.Dialect.Time(now), nil, nil); err != nil {
 				return err
 			}
 			_, err := e.svc.syncHead(ctx, tx, e.tenant, "s")
@@ -248,11 +248,11 @@ var faultCases = []struct {
 			if err != nil {
 				return err
 			}
-			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash); err != nil {
+			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash, nil); err != nil {
 				return err
 			}
 			_, _, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
-				tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
+				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil)
 			return err
 		})
 		got, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done)
@@ -268,10 +268,10 @@ var faultCases = []struct {
 			if err != nil {
 				return err
 			}
-			if _, err = e.svc.endAttempt(ctx, tx, f, api.AttemptReleased, nil); err != nil {
+			if _, err = e.svc.endAttempt(ctx, tx, f, api.AttemptReleased, nil, nil); err != nil {
 				return err
 			}
-			_, err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil)
+			_, err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil, nil)
 			return err
 		})
 		a, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Release{})
@@ -296,7 +296,7 @@ var faultCases = []struct {
 			if err != nil {
 				return err
 			}
-			if _, err := e.svc.endAttempt(ctx, tx, f, api.AttemptSucceeded, nil); err != nil {
+			if _, err := e.svc.endAttempt(ctx, tx, f, api.AttemptSucceeded, nil, nil); err != nil {
 				return err
 			}
 			var out struct {
@@ -304,7 +304,7 @@ var faultCases = []struct {
 				SubjectQueued bool `db:"SubjectQueued"`
 			}
 			if err := tx.GetContext(ctx, &out, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
-				tx.Dialect.Time(f.Now), f.Run.Attempt, nil); err != nil {
+				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil); err != nil {
 				return err
 			}
 			return e.svc.countLease(ctx, tx, out.Run, -1) // no marker statement of its own

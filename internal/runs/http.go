@@ -77,10 +77,12 @@ func Routes(s *web.Server, svc *Service) {
 	}, h.claim)
 	s.Route(http.MethodGet, "/v1/runs", web.Op{
 		ID: "listRuns", Tag: "Runs", Summary: "List runs, newest first",
-		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band and " +
-			"queued time (queuedFrom inclusive, queuedTo exclusive). A cursor continues the listing it was made by: " +
-			"presented with other filters it is refused (400 naming cursor).",
-		Status: http.StatusOK, Response: api.Page[api.Run]{}, Query: api.ListRunsParams{},
+		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band, " +
+			"queued time (queuedFrom inclusive, queuedTo exclusive), outcome, errorCode (the run's last error), releaseId " +
+			"(its latest attempt's release, as insights group runs), ended time (endedFrom inclusive, endedTo exclusive) and tag. Each " +
+			"item carries its etag. A cursor continues the listing it was made by: presented with other filters it is " +
+			"refused (400 naming cursor).",
+		Status: http.StatusOK, Response: api.Page[api.RunItem]{}, Query: api.ListRunsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/runs/:runId", web.Op{
 		ID: "getRun", Tag: "Runs", Summary: "Read a run",
@@ -106,6 +108,18 @@ func Routes(s *web.Server, svc *Service) {
 		Status:  http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeIllegalTransition, api.CodeAttemptsExhausted},
 	}, h.continueRun)
+	s.Route(http.MethodPost, "/v1/runs/:runId/fork", web.Op{
+		ID: "forkRun", Tag: "Runs", Summary: "Start a new run from a checkpoint of a run",
+		Description: "Queues a new run with the run's spec (201 with Location) whose resume point (checkpoints/last) is the " +
+			"checkpoint named, one of the run's attempts', until it writes a checkpoint of its own; the run forked and its " +
+			"chain are left as they are. The fork has its own epochs and attempts, the run's parent, depth, tags and " +
+			"metadata, and its deadline only while that is ahead. An idempotencyKey names one fork: an exact repeat " +
+			"answers 200 with it, another request under the key is 409 idempotency_key_reused.",
+		Roles: []string{rt, ad}, Body: api.ForkRequest{},
+		Example: api.ForkRequest{CheckpointID: exampleStep, IdempotencyKey: api.Ptr("retry-from-plan:42")},
+		Status:  http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeIdempotencyKeyReused},
+	}, h.fork)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/heartbeat", web.Op{
 		ID: "heartbeatAttempt", Tag: "Attempts", Summary: "Renew the lease",
 		Description: "Renews the lease for leaseSeconds (default: the length stored at claim) and answers whether a cancel is " +
@@ -117,19 +131,24 @@ func Routes(s *web.Server, svc *Service) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/release", web.Op{
 		ID: "releaseAttempt", Tag: "Attempts", Summary: "Give the run back",
 		Description: "Ends the attempt released and queues the run again, due after retryAfterSeconds (default: the backoff); " +
-			"charge spends an attempt. At maxAttempts the run ends exhausted, past its deadline deadline, with a cancel pending " +
-			"cancelled. Fenced.",
+			"charge spends an attempt. At maxAttempts the run ends exhausted (keeping this error), past its deadline " +
+			"deadline, with a cancel pending cancelled (the run's error then says so). An optional error says why; the " +
+			"attempt keeps it and the run copies its code and message. Fenced.",
 		Roles: []string{rt}, Body: api.ReleaseAttemptRequest{},
 		Example: api.ReleaseAttemptRequest{FencingToken: 4, Charge: true, RetryAfterSeconds: api.Ptr(30)},
 		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.release)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/complete", web.Op{
 		ID: "completeAttempt", Tag: "Attempts", Summary: "End the attempt and its run",
-		Description: "Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers " +
-			"as the first did. Fenced.",
+		Description: "Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error " +
+			"(failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel " +
+			"pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as " +
+			"the first did. Fenced.",
 		Roles: []string{rt}, Body: api.CompleteAttemptRequest{},
-		Example: api.CompleteAttemptRequest{FencingToken: 4, State: api.CompleteSucceeded, OutcomeHash: api.Ptr("sha256:9f2c")},
-		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
+		Example: api.CompleteAttemptRequest{FencingToken: 4, State: api.CompleteFailed, OutcomeHash: api.Ptr("sha256:9f2c"),
+			Error: &api.AttemptError{Code: "tool_timeout", Message: "search did not answer in 30 s",
+				Details: []byte(`{"stack":["search.go:42"]}`)}},
+		Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.complete)
 	s.Route(http.MethodPatch, "/v1/attempts/:attemptId", web.Op{
 		ID: "patchAttempt", Tag: "Attempts", Summary: "Change the attempt's phase, count a correction or record its context snapshot",
@@ -249,7 +268,11 @@ func (h handlers) list(c echo.Context) error {
 	}
 	limit := web.LimitOf(q.PageParams)
 	f := ListFilter{Limit: limit + 1, State: q.State, Subject: q.Subject, ProjectID: q.ProjectID, Kind: q.Kind,
-		AgentID: q.AgentID, Band: q.Band}
+		AgentID: q.AgentID, Band: q.Band, Outcome: q.Outcome, ErrorCode: q.ErrorCode, ReleaseID: q.ReleaseID, Tag: q.Tag,
+		EndedFrom: timeOf(q.EndedFrom), EndedTo: timeOf(q.EndedTo)}
+	if q.EndedFrom != nil && q.EndedTo != nil && q.EndedTo.Before(q.EndedFrom.Time) {
+		return apperr.FieldsInvalid(api.FieldError{Field: "endedTo", Reason: "must not be before endedFrom"})
+	}
 	if q.QueuedFrom != nil {
 		f.QueuedFrom = &q.QueuedFrom.Time
 	}
@@ -278,7 +301,7 @@ func (h handlers) list(c echo.Context) error {
 	}
 	return web.WritePage(c, rs, limit, func(last Run) any {
 		return runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID, Filters: filters}
-	}, Run.Wire)
+	}, Run.Item)
 }
 
 func (h handlers) get(c echo.Context) error {
@@ -332,6 +355,26 @@ func (h handlers) continueRun(c echo.Context) error {
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
 
+func (h handlers) fork(c echo.Context) error {
+	id, err := web.PathUUID(c, "runId")
+	if err != nil {
+		return err
+	}
+	var req api.ForkRequest
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	run, created, err := h.svc.Fork(c.Request().Context(), caller(c), id,
+		Fork{CheckpointID: req.CheckpointID, DueAt: timeOf(req.DueAt), IdempotencyKey: req.IdempotencyKey})
+	if err != nil {
+		return err
+	}
+	if created {
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
+	}
+	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
+}
+
 func (h handlers) heartbeat(c echo.Context) error {
 	id, err := web.PathUUID(c, "attemptId")
 	if err != nil {
@@ -361,7 +404,7 @@ func (h handlers) release(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	r := Release{Charge: req.Charge}
+	r := Release{Charge: req.Charge, Error: FailureOf(req.Error)}
 	if req.RetryAfterSeconds != nil {
 		d := time.Duration(*req.RetryAfterSeconds) * time.Second
 		r.RetryAfter = &d
@@ -383,7 +426,7 @@ func (h handlers) complete(c echo.Context) error {
 		return err
 	}
 	a, err := h.svc.Complete(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, req.FencingToken,
-		Completion{State: req.State.AttemptState(), OutcomeHash: req.OutcomeHash})
+		Completion{State: req.State.AttemptState(), OutcomeHash: req.OutcomeHash, Error: FailureOf(req.Error)})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ type httpEnv struct {
 	db                    *sqldb.DB
 	url                   string
 	runtime, admin, other string
+	stack                 *apitest.Stack
+	// active are the releases activated (claimAs activates the others first).
+	active map[string]bool
 }
 
 func newHTTPEnv(t testing.TB) *httpEnv {
@@ -31,7 +34,7 @@ func newHTTPEnv(t testing.TB) *httpEnv {
 	s := apitest.New(t, apitest.Config{DB: dbtest.SQLite().Open(t, dbtest.Options{}), Serve: true})
 	db, keys := s.DB, s.Keys
 	ctx := context.Background()
-	e := &httpEnv{t: t, url: s.URL, db: db}
+	e := &httpEnv{t: t, url: s.URL, db: db, stack: s, active: map[string]bool{"r1": true}}
 	var err error
 	mk := func(tenant, role string) string {
 		k, _, kerr := keys.CreateKey(ctx, tenant, role)

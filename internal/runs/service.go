@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,33 @@ type Spec struct {
 	DeadlineAt     *time.Time
 	IdempotencyKey *string
 	ParentRunID    *uuid.UUID
+	// Tags (at most 16 identifiers) and Metadata (compact JSON, at most 4 KiB) are kept
+	// with the run and copied to its continuation.
+	Tags     []string
+	Metadata JSONText
+}
+
+// check refuses what the validator of the API cannot see: metadata past its bound.
+func (spec Spec) check() error {
+	if len(spec.Metadata) > api.MaxMetadataBytes {
+		return apperr.FieldsInvalid(api.FieldError{Field: "metadata",
+			Reason: fmt.Sprintf("must be at most %d bytes of compact JSON", api.MaxMetadataBytes)})
+	}
+	if len(spec.Tags) > maxTags {
+		return apperr.FieldsInvalid(api.FieldError{Field: "tags", Reason: fmt.Sprintf("must have at most %d items", maxTags)})
+	}
+	return nil
+}
+
+const maxTags = 16
+
+// tagsJSON is the stored form of tags: a JSON array, or empty (NULL) for none.
+func tagsJSON(tags []string) JSONText {
+	if len(tags) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(tags)
+	return b
 }
 
 // Caller is who asks: the tenant and the key (recorded as CreatedBy).
@@ -126,6 +154,9 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		return Run{}, false, err
 	}
 	hash := spec.requestHash()
+	if err := spec.check(); err != nil {
+		return Run{}, false, err
+	}
 	if err := checkDeadline(spec, now); err != nil {
 		// A repeat of a request accepted before its deadline came close still answers as the
 		// first did.
@@ -164,7 +195,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		Subject: spec.Subject, Kind: spec.Kind, AgentID: spec.AgentID, StepID: spec.StepID, SnapshotID: spec.SnapshotID,
 		Input: spec.Input, Band: spec.Band, MaxAttempts: spec.MaxAttempts, MaxCorrections: spec.MaxCorrections,
 		QueuedAt: now, DueAt: due, DeadlineAt: spec.DeadlineAt, IdempotencyKey: spec.IdempotencyKey, ParentRunID: parent,
-		Depth: depth, CreatedBy: c.KeyID,
+		Depth: depth, CreatedBy: c.KeyID, Tags: tagsJSON(spec.Tags), Metadata: spec.Metadata,
 	}, &hash)
 	switch {
 	case spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...):
@@ -204,7 +235,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 // key are sought (go-mssqldb declares them by their length).
 func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *string) (Run, error) {
 	d := tx.Dialect
-	var parent, continued, hashArg any
+	var parent, continued, hashArg, forked any
 	if r.ParentRunID.Valid {
 		parent = r.ParentRunID.UUID
 	}
@@ -214,6 +245,9 @@ func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *stri
 	if hash != nil {
 		hashArg = d.Text(*hash)
 	}
+	if r.ForkedFromCheckpointID.Valid {
+		forked = r.ForkedFromCheckpointID.UUID
+	}
 	var got struct {
 		Version     sqldb.RowVersion `db:"Version"`
 		SubjectHead bool             `db:"SubjectHead"`
@@ -221,7 +255,7 @@ func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *stri
 	err := tx.GetContext(ctx, &got, s.q.insert, r.RunID, r.TenantID, d.Text(r.ProjectID), d.NullText(r.EnvironmentID),
 		r.Subject, d.Text(r.Kind), d.Text(r.AgentID), r.StepID, r.SnapshotID, r.Input.Arg(d), int(r.Band), r.Epoch,
 		r.Attempt, r.MaxAttempts, r.MaxCorrections, d.Time(r.QueuedAt), d.Time(r.DueAt), d.NullTime(r.DeadlineAt),
-		r.IdempotencyKey, parent, r.Depth, continued, d.Text(r.CreatedBy), hashArg)
+		r.IdempotencyKey, parent, r.Depth, continued, d.Text(r.CreatedBy), hashArg, r.Tags.Arg(d), r.Metadata.Arg(d), forked)
 	if err != nil {
 		return Run{}, err
 	}
@@ -374,6 +408,14 @@ type ListFilter struct {
 	AfterQueuedAt *time.Time
 	AfterRunID    uuid.UUID
 	Limit         int
+	// Outcome, ErrorCode, ReleaseID (its latest attempt's release, as insights group runs), EndedFrom
+	// (inclusive), EndedTo (exclusive) and Tag narrow to what an insight counts.
+	Outcome   *api.RunOutcome
+	ErrorCode *string
+	ReleaseID *string
+	EndedFrom *time.Time
+	EndedTo   *time.Time
+	Tag       *string
 }
 
 // List lists the tenant's runs, newest first.
@@ -391,8 +433,13 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 		if f.Band != nil {
 			band = int(*f.Band)
 		}
+		var outcome any
+		if f.Outcome != nil {
+			outcome = string(*f.Outcome)
+		}
 		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
-			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom), band)
+			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom), band,
+			outcome, f.ErrorCode, f.ReleaseID, tx.Dialect.NullTime(f.EndedFrom), tx.Dialect.NullTime(f.EndedTo), f.Tag)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -527,7 +574,7 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			Subject: old.Subject, Kind: old.Kind, AgentID: old.AgentID, StepID: old.StepID, SnapshotID: snapshot,
 			Input: old.Input, Band: old.Band, Epoch: old.Epoch, Attempt: spent, MaxAttempts: old.MaxAttempts,
 			MaxCorrections: old.MaxCorrections, QueuedAt: now, DueAt: due, DeadlineAt: old.DeadlineAt,
-			ParentRunID: old.ParentRunID, Depth: old.Depth, CreatedBy: c.KeyID,
+			ParentRunID: old.ParentRunID, Depth: old.Depth, CreatedBy: c.KeyID, Tags: old.Tags, Metadata: old.Metadata,
 			ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true},
 		}, nil)
 		if sqldb.IsConflict(err, s.continuedFromMarkers()...) {

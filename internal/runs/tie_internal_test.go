@@ -35,7 +35,7 @@ func TestHeadMovesToAnOlderTie(t *testing.T) {
 				if _, err := tx.ExecContext(e.ctx, e.svc.q.insert, older, e.tenant, first.ProjectID, nil, subject, first.Kind,
 					first.AgentID, first.StepID, first.SnapshotID, nil, int(first.Band), 0, 0, first.MaxAttempts,
 					first.MaxCorrections, tx.Dialect.Time(first.QueuedAt), tx.Dialect.Time(first.DueAt), nil, nil, nil, 0, nil,
-					"k", nil); err != nil {
+					"k", nil, nil, nil, nil); err != nil {
 					return err
 				}
 				_, err := e.svc.syncHead(e.ctx, tx, e.tenant, subject)

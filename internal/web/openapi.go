@@ -709,6 +709,7 @@ type rules struct {
 	ident    *int
 	segment  bool
 	hex      bool
+	errcode  bool
 	// items are the rules after dive, for a slice's items.
 	items *rules
 }
@@ -743,6 +744,8 @@ func parseRules(tag string) rules {
 			r.ident, r.segment = num(), true
 		case "hexadecimal":
 			r.hex = true
+		case "errcode":
+			r.errcode = true
 		case "dive":
 			items := parseRules(strings.Join(parts[i+1:], ","))
 			r.items = &items
@@ -780,6 +783,9 @@ func (r rules) apply(sch map[string]any) {
 		}
 		if r.segment {
 			sch["pattern"] = "^[^/]*$"
+		}
+		if r.errcode {
+			sch["minLength"], sch["maxLength"], sch["pattern"] = 1, 64, "^[a-z0-9_.-]+$"
 		}
 	case "integer", "number":
 		if r.min != nil {
