@@ -48,6 +48,9 @@ type serveFlags struct {
 	active          int
 	tenantInflight  int
 	tenantLongPolls int
+	heavyReads      int
+	heavyTimeout    time.Duration
+	readTimeout     time.Duration
 	authFailures    int
 	maxConns        int
 	maxConnsPerAddr int
@@ -106,6 +109,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.active, "max-active", 8, "API requests this replica works on at once; the others wait, the tenants with requests waiting served in turn (0: no limit; raise it on SQL Server)")
 	fs.IntVar(&f.tenantInflight, "tenant-max-inflight", 256, "API requests one tenant may have served at once, below --max-inflight; more get 429 rate_limited (0: no cap)")
 	fs.IntVar(&f.tenantLongPolls, "tenant-max-long-polls", 64, "claims of one tenant that may wait for work at once; past it a claim answers 204 with Retry-After at once (0: no cap). Reads with waitSeconds (decisions, runs) have as many slots of their own; past them they answer at once")
+	fs.IntVar(&f.heavyReads, "tenant-max-heavy-reads", 2, "heavy reads (insights, the console's insights page) one tenant may have served at once; more get 429 rate_limited with Retry-After (0: no cap)")
+	fs.DurationVar(&f.heavyTimeout, "heavy-read-timeout", 15*time.Second, "deadline of one heavy read: past it its statements are cancelled and it answers 503 database_unavailable (0: --read-timeout's)")
+	fs.DurationVar(&f.readTimeout, "read-timeout", 45*time.Second, "deadline of every GET, above the longest wait a read may ask for (30 s): past it the read's statement is cancelled and it answers 503 database_unavailable (0: none; a client going away cancels it too)")
 	fs.Float64Var(&f.rateLimit, "rate-limit", 10000, "requests per second each tenant may make; more get 429 rate_limited (0: no limit)")
 	fs.IntVar(&f.rateBurst, "rate-burst", 20000, "requests a tenant may make at once above its rate")
 	fs.IntVar(&f.authFailures, "auth-failure-limit", 20, "failed authentications a client address may make per --auth-failure-window; past it, anything but a key whose id exists gets 429 rate_limited (0: no limit)")
@@ -171,7 +177,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		KeyCacheTTL: f.keyCacheTTL, TrustedProxies: proxies,
 		Conns: web.ConnLimits{Total: f.maxConns, PerAddr: f.maxConnsPerAddr},
 		Limits: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
-			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active},
+			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active,
+			HeavyReads: f.heavyReads, HeavyReadTimeout: f.heavyTimeout, ReadTimeout: f.readTimeout},
 		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending,
 		Webhooks: webhooks.Config{AllowHTTP: f.webhookAllowHTTP, AllowPrivate: f.webhookAllowPrivate, ConsoleURL: strings.TrimSuffix(f.publicURL, "/")}})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
@@ -217,6 +224,10 @@ func (f serveFlags) check() error {
 	case f.inflight > 0 && (f.tenantInflight == 0 || f.tenantInflight >= f.inflight):
 		return fmt.Errorf("--tenant-max-inflight (%d) must be between 1 and --max-inflight (%d) less one, or one tenant could fill the replica",
 			f.tenantInflight, f.inflight)
+	case f.heavyReads < 0 || f.heavyTimeout < 0 || f.readTimeout < 0:
+		return fmt.Errorf("--tenant-max-heavy-reads, --heavy-read-timeout and --read-timeout must not be negative")
+	case f.readTimeout > 0 && f.readTimeout <= 30*time.Second:
+		return fmt.Errorf("--read-timeout (%s) must be longer than the longest wait a read may ask for (30s)", f.readTimeout)
 	case f.authFailures > 0 && f.authWindow <= 0:
 		return fmt.Errorf("--auth-failure-window must be positive")
 	case f.keyCacheTTL < 0:

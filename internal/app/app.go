@@ -14,7 +14,9 @@ import (
 	"github.com/ledger-dev/ledger/internal/console"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
+	"github.com/ledger-dev/ledger/internal/feed"
 	"github.com/ledger-dev/ledger/internal/history"
+	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/insights"
 	"github.com/ledger-dev/ledger/internal/locks"
 	"github.com/ledger-dev/ledger/internal/metrics"
@@ -82,6 +84,9 @@ type App struct {
 	log        *slog.Logger
 	purge      time.Duration
 	schedule   time.Duration
+	// projectors maintain the projections of the change feed (DESIGN.md 5b): the insights
+	// roll-ups. Every replica runs them; each step's lease lets one replica at a time apply.
+	projectors []*feed.Runner
 }
 
 // New assembles the service over an open, migrated database.
@@ -146,12 +151,17 @@ func New(db *sqldb.DB, cfg Config) *App {
 	schedules.Routes(s, sched)
 	scheduler := schedules.NewScheduler(db, rs, cfg.ScheduleInterval, log)
 	s.Registry.MustRegister(scheduler.Collectors()...)
+	holder := ids.New().String()
+	projectors := []*feed.Runner{
+		feed.NewRunner(db, insights.NewProjector(db, 0), feed.Options{Holder: holder, Log: log}),
+	}
+	s.Registry.MustRegister(feed.NewCollector(db, log))
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
 		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
 		Logger: log})
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, log: log,
-		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval}
+		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval, projectors: projectors}
 }
 
 // identify names the tenant and key of a request the authenticator admitted.
@@ -161,10 +171,15 @@ func identify(ctx context.Context) (string, string, bool) {
 }
 
 // Background runs the replica's background work until ctx ends: the reaper, the expiry of
-// pending decisions on the reaper's interval, the scheduler, and retention. Every replica runs them all;
-// they need no leader.
+// pending decisions on the reaper's interval, the scheduler, the webhook dispatcher,
+// retention and the change feed's projectors. Every replica runs them all; they need no
+// leader (a projector's lease picks one replica per step).
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
+	for _, p := range a.projectors {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Run(ctx) }()
+	}
 	if a.purge >= 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); retention.RunJob(ctx, a.DB, a.purge, a.log) }()
@@ -187,6 +202,17 @@ func (a *App) Background(ctx context.Context) {
 		})
 	}()
 	wg.Wait()
+}
+
+// CatchUpFeed brings every projection of the change feed up to what has committed (tests
+// and tools; the service's projectors run in Background).
+func (a *App) CatchUpFeed(ctx context.Context) error {
+	for _, p := range a.projectors {
+		if err := p.CatchUp(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // every calls f each interval until ctx ends.

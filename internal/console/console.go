@@ -106,7 +106,9 @@ func Routes(e *echo.Echo, d Deps) {
 	g.GET("/signin", c.signinPage)
 	g.POST("/signin", c.signin)
 
-	a := e.Group("/ui", c.headers, c.requireSession)
+	// Signed-in pages pass the API's admission (the tenant's rate and in-flight limits, the
+	// replica's caps and --max-active, the read deadline) as the API's routes do.
+	a := e.Group("/ui", c.headers, c.requireSession, d.Auth.Admit)
 	a.POST("/signout", c.signout)
 	a.GET("/", c.overviewPage)
 	a.GET("/overview/live", c.overviewLive)

@@ -14,6 +14,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/insights"
+	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
 // insightsForm is the Insights page's form, as typed.
@@ -129,7 +130,10 @@ func (c *console) insightsPage(ctx echo.Context) error {
 		return c.render(ctx, http.StatusBadRequest, "insights", page{Title: "Insights", Nav: "insights", Data: v})
 	}
 	v.Window = w
-	if err := c.readInsights(rctx, tenant, w, insights.FilterOf(p), &v); err != nil {
+	// The page's reads are one heavy read: the tenant's heavy-read slot and deadline.
+	if err := tenancy.HeavyRead(rctx, func(rctx context.Context) error {
+		return c.readInsights(rctx, tenant, w, insights.FilterOf(p), &v)
+	}); err != nil {
 		return err
 	}
 	return c.render(ctx, http.StatusOK, "insights", page{Title: "Insights", Nav: "insights", Data: v})

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -38,6 +39,9 @@ func TestInsightsPageMatchesAPI(t *testing.T) {
 	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	endRuns(t, s, tn, "succeeded", "failed", "succeeded", "cancelled")
+	if err := s.App.CatchUpFeed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
 	var api24 api.InsightSeries
 	tn.Must(http.StatusOK, "GET", "/v1/insights/runs", tn.Admin, nil).Decode(t, &api24)

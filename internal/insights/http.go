@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -18,6 +19,22 @@ const windowDoc = " Over the window from..to (default: the last 24 hours; rounde
 	"(10 ms to 1 day): a percentile is the upper bound of the bucket that holds it, or the largest duration seen when " +
 	"that is smaller."
 
+// freshnessDoc is what every insight route says of the roll-ups it reads.
+const freshnessDoc = " Answers are read from roll-ups that a background projector maintains from the committed change " +
+	"feed, so they may lag the latest writes (usually by about a second; the ledger_feed_lag_seconds metric shows " +
+	"by how much): the " + WatermarkHeader + " header gives the time before which every committed change is " +
+	"counted (absent until the roll-ups have first caught up). Rows purged by retention stay counted: a purge " +
+	"does not change an answer about the past. A tenant has a few insight requests served at once; past that " +
+	"the answer is 429 rate_limited with Retry-After, and a request that runs past its deadline is cancelled " +
+	"with 503 database_unavailable and Retry-After."
+
+// WatermarkHeader carries the roll-ups' watermark on every insight answer.
+const WatermarkHeader = "Ledger-Insights-Through"
+
+var watermarkHeaders = map[string]string{WatermarkHeader: "The time (RFC 3339, UTC, milliseconds) before which every " +
+	"committed change is counted in this answer; later changes may not be yet. Absent until the roll-ups have first " +
+	"caught up."}
+
 const groupDoc = " groupBy names at most 50 groups, largest first; the rest are summed in one group marked other."
 
 // Routes registers the insight routes (admin role, the key's tenant).
@@ -25,8 +42,8 @@ func Routes(s *web.Server, store *Store) {
 	h := handlers{store: store}
 	ad := []string{tenancy.RoleAdmin}
 	grouped := func(id, path, summary, desc string, resp any, read groupedRead) {
-		s.Route(http.MethodGet, path, web.Op{ID: id, Tag: "Insights", Summary: summary, Description: desc + windowDoc + groupDoc,
-			Roles: ad, Query: api.InsightGroupedParams{}, Status: http.StatusOK, Response: resp}, h.grouped(read))
+		s.Route(http.MethodGet, path, web.Op{ID: id, Tag: "Insights", Summary: summary, Description: desc + windowDoc + groupDoc + freshnessDoc,
+			Roles: ad, Query: api.InsightGroupedParams{}, Status: http.StatusOK, Response: resp, Headers: watermarkHeaders}, h.grouped(read))
 	}
 	grouped("insightRunsEnded", "/v1/insights/runs", "Runs ended per bucket, by outcome",
 		"Counts the runs that ended in each bucket, one series per outcome.", api.InsightSeries{},
@@ -60,14 +77,14 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodGet, "/v1/insights/calls", web.Op{ID: "insightCalls", Tag: "Insights", Summary: "Calls per target",
 		Description: "The calls started in the window per target (at most 50 targets, most calls first, the rest " +
 			"summed as other): count, failures (failed, denied, abandoned) and their rate, duration p50 and p95 of the " +
-			"calls that ended." + windowDoc,
-		Roles: ad, Query: api.InsightParams{}, Status: http.StatusOK, Response: api.CallInsights{}},
+			"calls that ended." + windowDoc + freshnessDoc,
+		Roles: ad, Query: api.InsightParams{}, Status: http.StatusOK, Response: api.CallInsights{}, Headers: watermarkHeaders},
 		h.plain(func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.Calls(ctx, t, w, f) }))
 	s.Route(http.MethodGet, "/v1/insights/decisions", web.Op{ID: "insightDecisions", Tag: "Insights",
 		Summary: "Decisions requested, answered and expired, by kind",
 		Description: "The decisions requested in the window per decision kind: requested, answered (approved or " +
-			"rejected), expired, cancelled, still pending, and the time to answer p50 and p95." + windowDoc,
-		Roles: ad, Query: api.InsightParams{}, Status: http.StatusOK, Response: api.DecisionInsights{}},
+			"rejected), expired, cancelled, still pending, and the time to answer p50 and p95." + windowDoc + freshnessDoc,
+		Roles: ad, Query: api.InsightParams{}, Status: http.StatusOK, Response: api.DecisionInsights{}, Headers: watermarkHeaders},
 		h.plain(func(ctx context.Context, t string, w Window, f Filter) (any, error) {
 			return store.Decisions(ctx, t, w, f)
 		}))
@@ -98,16 +115,21 @@ func (h handlers) plain(read groupedRead) echo.HandlerFunc {
 }
 
 func (h handlers) answer(c echo.Context, q api.InsightParams, group *api.InsightGroup, read groupedRead) error {
-	ctx, tenant := c.Request().Context(), tenancy.MustPrincipal(c).TenantID
-	now, err := h.store.Now(ctx, tenant)
-	if err != nil {
-		return err
-	}
-	w, err := Resolve(now, q, group)
-	if err != nil {
-		return err
-	}
-	out, err := read(ctx, tenant, w, FilterOf(q))
+	tenant := tenancy.MustPrincipal(c).TenantID
+	var out any
+	err := tenancy.HeavyRead(c.Request().Context(), func(ctx context.Context) error {
+		var err error
+		out, err = h.store.Answer(ctx, tenant, q, group, read)
+		if err != nil {
+			return err
+		}
+		if at, ok, err := h.store.Watermark(ctx); err != nil {
+			return err
+		} else if ok {
+			c.Response().Header().Set(WatermarkHeader, at.UTC().Format(sqldb.TimeLayout))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 // Package insights answers admins' questions about a tenant's history over a bounded window
 // (DESIGN.md section 5a): runs ended by outcome, attempts ended by state, attempts per
 // finished run, time from enqueue to first claim, calls per target, decisions and their
-// time to answer, leases lost. Each insight is one statement per dialect that seeks an index
-// on its window's time column and counts in the database; the answer is bounded by the
-// window's buckets (at most api.InsightMaxBuckets) and groups (at most
-// api.InsightMaxGroups, the rest summed as "other"), never by the history's size.
+// time to answer, leases lost. Each insight reads the roll-ups (rollup.go) that a projector
+// of the change feed (internal/feed) maintains off the write path: the cells of the
+// window's buckets only, so its work is bounded by the window's buckets (at most
+// api.InsightMaxBuckets), groups (at most api.InsightMaxGroups named, the rest summed as
+// "other"), series and histogram bins, never by the history's size. The direct statements
+// over the source tables (queries.go) stay as the reference the roll-ups are tested to
+// equal.
 //
 // Percentiles are computed in Go from fixed histogram buckets (api.DurationBoundsMs) that
 // the database counts: a percentile is the upper bound of the bin holding it, or the
@@ -22,6 +25,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/feed"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -143,19 +147,41 @@ type Filter struct {
 	ProjectID, AgentID, ReleaseID, Kind *string
 }
 
+// byGroup is each filter by the grouping of the same dimension.
+func (f Filter) byGroup() map[api.InsightGroup]*string {
+	return map[api.InsightGroup]*string{api.GroupProject: f.ProjectID, api.GroupAgent: f.AgentID,
+		api.GroupRelease: f.ReleaseID, api.GroupKind: f.Kind}
+}
+
 // FilterOf reads the filters of the request parameters.
 func FilterOf(p api.InsightParams) Filter {
 	return Filter{ProjectID: p.ProjectID, AgentID: p.AgentID, ReleaseID: p.ReleaseID, Kind: p.Kind}
 }
 
-// Store reads the insights.
+// Store reads the insights from the roll-ups (rollup.go).
 type Store struct {
 	db *sqldb.DB
 	q  *queries
+	rq *rollupQueries
+	// direct: read the source tables with the direct statements (queries.go) instead of
+	// the roll-ups: the reference the roll-ups are tested against.
+	direct bool
 }
 
 // NewStore returns the insights reader of db.
-func NewStore(db *sqldb.DB) *Store { return &Store{db: db, q: queriesFor(db.Dialect)} }
+func NewStore(db *sqldb.DB) *Store {
+	return &Store{db: db, q: queriesFor(db.Dialect), rq: sqldb.QueriesFor(db.Dialect, &mssqlRollups, &sqliteRollups)}
+}
+
+// Watermark is the time before which every committed change is counted in the roll-ups
+// (the insights projector's last catch-up); ok is false while it has never caught up.
+func (s *Store) Watermark(ctx context.Context) (time.Time, bool, error) {
+	st, ok, err := feed.StatusOf(ctx, s.db, ProjectorName)
+	if err != nil || !ok || st.CaughtUpAt.IsZero() {
+		return time.Time{}, false, err
+	}
+	return st.CaughtUpAt, true, nil
+}
 
 // Now is the database's time (or the injected clock's), which a request's default window
 // ends at, read in the tenant's scope.
@@ -167,6 +193,21 @@ func (s *Store) Now(ctx context.Context, tenantID string) (time.Time, error) {
 		return err
 	})
 	return now, err
+}
+
+// Answer resolves the request's window at the database's time and reads it with read: what
+// the API route and the console share.
+func (s *Store) Answer(ctx context.Context, tenantID string, q api.InsightParams, group *api.InsightGroup,
+	read func(ctx context.Context, tenantID string, w Window, f Filter) (any, error)) (any, error) {
+	now, err := s.Now(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	w, err := Resolve(now, q, group)
+	if err != nil {
+		return nil, err
+	}
+	return read(ctx, tenantID, w, FilterOf(q))
 }
 
 // row is one (group, bucket, series) cell of a statement's answer.
@@ -186,29 +227,35 @@ var boundsJSON = func() string {
 	return string(b)
 }()
 
-// read runs one insight statement over the window in the tenant's scope.
-func (s *Store) read(ctx context.Context, tenantID, what, query string, w Window, f Filter) ([]row, error) {
+// read answers one insight over the window in the tenant's scope: from the roll-ups, or
+// with its direct statement when the store is the reference.
+func (s *Store) read(ctx context.Context, tenantID string, in insight, w Window, f Filter) ([]row, error) {
 	var rows []row
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		return tx.SelectContext(ctx, &rows, query, tenantID, tx.Dialect.Time(w.From), tx.Dialect.Time(w.To),
+		if !s.direct {
+			var err error
+			rows, err = s.readCells(ctx, tx, tenantID, in, w, f)
+			return err
+		}
+		return tx.SelectContext(ctx, &rows, in.direct, tenantID, tx.Dialect.Time(w.From), tx.Dialect.Time(w.To),
 			int64(w.Width()/time.Second), string(w.GroupBy), f.ProjectID, f.AgentID, f.ReleaseID, f.Kind,
 			int64(api.InsightMaxGroups), tx.Dialect.JSON(boundsJSON))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
+		return nil, fmt.Errorf("read %s: %w", in.name, err)
 	}
 	return rows, nil
 }
 
 // RunsEnded counts the runs ended in the window per bucket, group and outcome.
 func (s *Store) RunsEnded(ctx context.Context, tenantID string, w Window, f Filter) (api.InsightSeries, error) {
-	rows, err := s.read(ctx, tenantID, "runs ended", s.q.runsEnded, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "runs ended", direct: s.q.runsEnded, metric: metricRunsEnded}, w, f)
 	return series(w, rows, api.RunOutcome("").EnumValues()), err
 }
 
 // AttemptsEnded counts the attempts ended in the window per bucket, group and state.
 func (s *Store) AttemptsEnded(ctx context.Context, tenantID string, w Window, f Filter) (api.InsightSeries, error) {
-	rows, err := s.read(ctx, tenantID, "attempts ended", s.q.attemptsEnded, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "attempts ended", direct: s.q.attemptsEnded, metric: metricAttemptsEnded}, w, f)
 	return series(w, rows, endedStates), err
 }
 
@@ -217,13 +264,15 @@ var endedStates = api.AttemptState(0).EnumValues()[1:]
 
 // LeasesLost counts the attempts whose lease the reaper took back, per bucket and group.
 func (s *Store) LeasesLost(ctx context.Context, tenantID string, w Window, f Filter) (api.InsightSeries, error) {
-	rows, err := s.read(ctx, tenantID, "leases lost", s.q.leasesLost, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "leases lost", direct: s.q.leasesLost, metric: metricAttemptsEnded,
+		series: api.AttemptLost.String()}, w, f)
 	return series(w, rows, []string{api.AttemptLost.String()}), err
 }
 
 // AttemptsPerRun is the distribution of attempts per run ended in the window.
 func (s *Store) AttemptsPerRun(ctx context.Context, tenantID string, w Window, f Filter) (api.AttemptsPerRun, error) {
-	rows, err := s.read(ctx, tenantID, "attempts per run", s.q.attemptsPerRun, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "attempts per run", direct: s.q.attemptsPerRun, metric: metricAttemptsPerRun,
+		byBin: true}, w, f)
 	out := api.AttemptsPerRun{Window: w.Wire(), Groups: []api.AttemptsPerRunGroup{}}
 	for _, g := range groupRows(rows) {
 		grp := api.AttemptsPerRunGroup{InsightGroupKey: g.key, Counts: []api.AttemptsPerRunBin{}}
@@ -240,7 +289,8 @@ func (s *Store) AttemptsPerRun(ctx context.Context, tenantID string, w Window, f
 // ClaimLatency summarises the time from enqueue to first claim of the runs queued in the
 // window that have been claimed.
 func (s *Store) ClaimLatency(ctx context.Context, tenantID string, w Window, f Filter) (api.ClaimLatency, error) {
-	rows, err := s.read(ctx, tenantID, "claim latency", s.q.claimLatency, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "claim latency", direct: s.q.claimLatency, metric: metricClaimLatency,
+		byBin: true}, w, f)
 	out := api.ClaimLatency{Window: w.Wire(), Groups: []api.ClaimLatencyGroup{}}
 	for _, g := range groupRows(rows) {
 		var h histogram
@@ -260,7 +310,8 @@ var failedCall = map[string]bool{
 // Calls summarises the calls started in the window per target.
 func (s *Store) Calls(ctx context.Context, tenantID string, w Window, f Filter) (api.CallInsights, error) {
 	w.GroupBy = ""
-	rows, err := s.read(ctx, tenantID, "calls", s.q.calls, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "calls", direct: s.q.calls, metric: metricCalls, byBin: true,
+		subkeyGroups: true}, w, f)
 	out := api.CallInsights{Window: w.Wire(), Targets: []api.CallTargetInsight{}}
 	for _, g := range groupRows(rows) {
 		t := api.CallTargetInsight{InsightGroupKey: g.key}
@@ -284,7 +335,8 @@ func (s *Store) Calls(ctx context.Context, tenantID string, w Window, f Filter) 
 // Decisions summarises the decisions requested in the window per decision kind.
 func (s *Store) Decisions(ctx context.Context, tenantID string, w Window, f Filter) (api.DecisionInsights, error) {
 	w.GroupBy = ""
-	rows, err := s.read(ctx, tenantID, "decisions", s.q.decisions, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "decisions", direct: s.q.decisions, metric: metricDecisions, byBin: true,
+		subkeyGroups: true}, w, f)
 	out := api.DecisionInsights{Window: w.Wire(), Kinds: []api.DecisionKindInsight{}}
 	byKind := map[string]*api.DecisionKindInsight{}
 	hists := map[string]*histogram{}

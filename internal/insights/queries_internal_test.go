@@ -11,3 +11,9 @@ func TestQuerySetsAgree(t *testing.T) {
 	t.Parallel()
 	sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)
 }
+
+// TestRollupQuerySetsAgree compares the two dialects' roll-up statements name by name.
+func TestRollupQuerySetsAgree(t *testing.T) {
+	t.Parallel()
+	sqllint.CompareQuerySets(t, mssqlRollups, sqliteRollups)
+}

@@ -14,7 +14,10 @@ import (
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/decisions"
+	"github.com/ledger-dev/ledger/internal/feed"
 	"github.com/ledger-dev/ledger/internal/insights"
+	"github.com/ledger-dev/ledger/internal/projects"
+	"github.com/ledger-dev/ledger/internal/retention"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -28,6 +31,8 @@ type history struct {
 	*apitest.Env
 	calls *calls.Store
 	dec   *decisions.Store
+	// onStep, when set, runs before each step of the script moves the clock.
+	onStep func()
 }
 
 func newHistory(t *testing.T, tgt dbtest.Target) *history {
@@ -37,8 +42,20 @@ func newHistory(t *testing.T, tgt dbtest.Target) *history {
 	return &history{Env: e, calls: calls.NewStore(e.DB, e.Svc), dec: decisions.NewStore(e.DB, e.Svc)}
 }
 
+// project brings the roll-ups up to every committed change, as the service's projector
+// does in the background, in small batches so a script's rows span several steps.
+func (h *history) project() {
+	h.T.Helper()
+	if err := feed.NewRunner(h.DB, insights.NewProjector(h.DB, 3), feed.Options{Holder: "test"}).CatchUp(h.Ctx); err != nil {
+		h.T.Fatalf("project: %v", err)
+	}
+}
+
 func (h *history) at(d time.Duration) {
 	h.T.Helper()
+	if h.onStep != nil {
+		h.onStep()
+	}
 	now := h.Clock.Now()
 	if want := epoch.Add(d); want.After(now) {
 		h.Clock.Advance(want.Sub(now))
@@ -222,6 +239,7 @@ func TestInsightsOfAScriptedHistory(t *testing.T) {
 		t.Parallel()
 		h := newHistory(t, tgt)
 		h.script()
+		h.project()
 		st := insights.NewStore(h.DB)
 		ctx, tenant := h.Ctx, h.Tenant
 
@@ -395,6 +413,7 @@ func TestInsightsFoldGroupsPastTheLargest(t *testing.T) {
 				}
 			}
 		}
+		h.project()
 		got, err := insights.NewStore(h.DB).RunsEnded(h.Ctx, h.Tenant, window(t, api.GroupAgent), insights.Filter{})
 		if err != nil {
 			t.Fatal(err)
@@ -450,3 +469,134 @@ func TestResolveWindow(t *testing.T) {
 type anyVersion struct{}
 
 func (anyVersion) Matches(sqldb.RowVersion) bool { return true }
+
+// TestRollupsEqualTheDirectAnswers: every insight read from the roll-ups equals the answer
+// of the direct statements over the source tables (the reference, as the service answered
+// before the roll-ups), for every grouping, bucket and filter, with the projector run
+// between the script's steps (so rows are projected open and projected again when they
+// change: calls finishing, decisions answered, runs re-claimed and ended) and once more
+// at the end.
+func TestRollupsEqualTheDirectAnswers(t *testing.T) {
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		h := newHistory(t, tgt)
+		h.onStep = h.project
+		h.script()
+		// More than InsightMaxGroups agents, so the fold into "other" is compared too.
+		for i := range api.InsightMaxGroups + 3 {
+			r := h.enqueue(fmt.Sprintf("ag-%02d", i), "bulk")
+			if _, err := h.Svc.Cancel(h.Ctx, h.Tenant, r.RunID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.project()
+		rolled, direct := insights.NewStore(h.DB), insights.NewReferenceStore(h.DB)
+		type read func(st *insights.Store, w insights.Window, f insights.Filter) (any, error)
+		reads := map[string]read{
+			"runs": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+				return st.RunsEnded(h.Ctx, h.Tenant, w, f)
+			},
+			"attempts": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+				return st.AttemptsEnded(h.Ctx, h.Tenant, w, f)
+			},
+			"leases-lost": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+				return st.LeasesLost(h.Ctx, h.Tenant, w, f)
+			},
+			"attempts-per-run": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+				return st.AttemptsPerRun(h.Ctx, h.Tenant, w, f)
+			},
+			"claim-latency": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+				return st.ClaimLatency(h.Ctx, h.Tenant, w, f)
+			},
+			"calls": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+				return st.Calls(h.Ctx, h.Tenant, w, f)
+			},
+			"decisions": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+				return st.Decisions(h.Ctx, h.Tenant, w, f)
+			},
+		}
+		p1, agentA, rel1, review := "p1", "agent-a", "rel-1", "review"
+		filters := map[string]insights.Filter{"none": {}, "project": {ProjectID: &p1}, "agent": {AgentID: &agentA},
+			"release": {ReleaseID: &rel1}, "kind": {Kind: &review}}
+		groups := []api.InsightGroup{"", api.GroupProject, api.GroupAgent, api.GroupRelease, api.GroupKind}
+		compared := 0
+		for _, bucket := range []api.InsightBucket{api.Bucket5m, api.Bucket1h, api.Bucket1d} {
+			from, to := api.NewTime(epoch.Add(-time.Hour)), api.NewTime(epoch.Add(3*time.Hour))
+			for _, g := range groups {
+				var gp *api.InsightGroup
+				if g != "" {
+					gp = &g
+				}
+				w, err := insights.Resolve(epoch.Add(4*time.Hour), api.InsightParams{From: &from, To: &to, Bucket: &bucket}, gp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for name, rd := range reads {
+					for fname, f := range filters {
+						got, err := rd(rolled, w, f)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want, err := rd(direct, w, f)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if !reflect.DeepEqual(got, want) {
+							t.Errorf("%s by %q in %s buckets, filter %s:\nroll-ups %+v\ndirect   %+v", name, g, bucket, fname, got, want)
+						}
+						compared++
+					}
+				}
+			}
+		}
+		if compared != 3*5*7*5 {
+			t.Fatalf("compared %d answers", compared)
+		}
+	})
+}
+
+// TestPurgeKeepsPastAnswers: rows purged by retention never reach the change feed, so the
+// roll-ups keep counting them and an answer about the past does not change (the direct
+// statements over the source tables lose the purged runs).
+func TestPurgeKeepsPastAnswers(t *testing.T) {
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		h := newHistory(t, tgt)
+		h.script()
+		h.project()
+		st, ref := insights.NewStore(h.DB), insights.NewReferenceStore(h.DB)
+		w := window(t, api.GroupAgent)
+		before, err := st.RunsEnded(h.Ctx, h.Tenant, w, insights.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, err := st.Calls(h.Ctx, h.Tenant, w, insights.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		one := 1
+		if _, _, err := projects.NewStore(h.DB).Put(h.Ctx, h.Tenant, "p1", projects.Change{RetentionDays: &one,
+			IfMatch: anyVersion{}}); err != nil {
+			t.Fatal(err)
+		}
+		h.Clock.Advance(3 * 24 * time.Hour)
+		res, err := retention.Purge(h.Ctx, h.DB, retention.Options{Log: apitest.Quiet()})
+		if err != nil || res.Runs == 0 {
+			t.Fatalf("purge: %+v, %v", res, err)
+		}
+		h.project()
+		after, err := st.RunsEnded(h.Ctx, h.Tenant, w, insights.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(after, before) {
+			t.Errorf("runs ended after the purge %+v, before %+v", after, before)
+		}
+		if got, err := st.Calls(h.Ctx, h.Tenant, w, insights.Filter{}); err != nil || !reflect.DeepEqual(got, calls) {
+			t.Errorf("calls after the purge %+v (%v), before %+v", got, err, calls)
+		}
+		if direct, err := ref.RunsEnded(h.Ctx, h.Tenant, w, insights.Filter{}); err != nil || reflect.DeepEqual(direct, before) {
+			t.Errorf("the direct statement still counts the purged runs (%v): the purge purged nothing of the window", err)
+		}
+	})
+}

@@ -48,6 +48,7 @@ const (
 	reasonStatus     = "DESIGN.md sections 3 and 7a: the column holds a lowercase wire string; BIN2 keeps 'Pending' from matching 'pending', as on SQLite"
 	reasonHash       = "DESIGN.md sections 3 and 5: a hash decides idempotent repeats and conflicts, so it must compare byte for byte, as on SQLite"
 	reasonRowversion = "DESIGN.md section 5: the table's rows change, so they carry a rowversion for ETags and If-Match"
+	reasonFeed       = "DESIGN.md sections 5a and 5b (issue 30 item 2, issue 35 item 1): the feed projector (internal/feed) reads the table's rows in rowversion order across tenants, past its position and below MIN_ACTIVE_ROWVERSION (migration 000023); covering, so a row changing while it is read is no reader-lookup deadlock (issue 26 item 5); SQLite has no INCLUDE"
 	reasonHistory    = "DESIGN.md section 5: an index that history queries need"
 	reasonUsage      = "DESIGN.md section 5b (What it cost, issue 31)"
 )
@@ -137,6 +138,11 @@ var RunsAdditions = []Addition{
 		Reason: "DESIGN.md section 5b (Admins act, issue 29): a run forked from a checkpoint of another run keeps it as its " +
 			"resume point (checkpoints/last) until it writes its own (migration 000028)",
 	},
+	{
+		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Version",
+		Definition: "INDEX (Version) INCLUDE (TenantId, State, Outcome, ProjectId, AgentId, Kind, QueuedAt, EndedAt)",
+		Reason:     reasonFeed,
+	},
 }
 
 // DeclaredAdditions lists every addition migrations/mssql makes to the seed's six tables:
@@ -191,6 +197,11 @@ var DeclaredAdditions = []Addition{
 			"bounded to its window (IX_Attempts_Tenant_State reads every attempt of a state the tenant keeps)",
 	},
 	{
+		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Version",
+		Definition: "INDEX (Version) INCLUDE (TenantId, RunId, State, EndedAt, ProjectId, AgentId, ReleaseId)",
+		Reason:     reasonFeed,
+	},
+	{
 		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Release",
 		Definition: "INDEX (ReleaseId, AdapterVersion, State)",
 		Reason:     "DESIGN.md section 5: draining or retiring a release finds the running attempts of that release and adapter",
@@ -215,6 +226,11 @@ var DeclaredAdditions = []Addition{
 		Definition: "INDEX (TenantId, StartedAt) INCLUDE (AttemptId, Target, Status, EndedAt)",
 		Reason: "DESIGN.md section 5a (insights, issue 21): calls started in a window, per target, with their status and " +
 			"duration; the seed indexes calls by attempt only",
+	},
+	{
+		Table: "CallRecords", Kind: AddIndex, Item: "IX_Calls_Version",
+		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Target, Status, StartedAt, EndedAt)",
+		Reason:     reasonFeed,
 	},
 
 	{
@@ -317,6 +333,11 @@ var DeclaredAdditions = []Addition{
 		Table: "DecisionRequests", Kind: AddIndex, Item: "IX_Decisions_PendingExpiry",
 		Definition: "INDEX (ExpiresAt) WHERE Status = N'pending' AND ExpiresAt IS NOT NULL",
 		Reason:     "DESIGN.md section 4: the reaper seeks pending decisions past ExpiresAt across tenants",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddIndex, Item: "IX_Decisions_Version",
+		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Kind, Status, RequestedAt, AnsweredAt)",
+		Reason:     reasonFeed,
 	},
 
 	// SubAgentDelegations

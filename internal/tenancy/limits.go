@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -49,6 +50,17 @@ type Limits struct {
 	// group commit serves tenants in turn from there), and a claim waiting for work gives
 	// it up while it waits.
 	ReplicaActive int
+	// HeavyReads caps each tenant's heavy reads (insights: HeavyRead) being served at once;
+	// past it a heavy read is 429 rate_limited with Retry-After, so one tenant's aggregate
+	// questions never hold the read connections every tenant shares.
+	HeavyReads int
+	// HeavyReadTimeout is a heavy read's deadline (0: ReadTimeout's): past it its statement
+	// is cancelled and the request answers 503 database_unavailable with Retry-After.
+	HeavyReadTimeout time.Duration
+	// ReadTimeout is the deadline of every GET (0: none): a statement still running when it
+	// passes, or when the client goes away, is cancelled, so no read computes for nobody.
+	// It must exceed the longest wait a read may ask for (waitSeconds, 30 s).
+	ReadTimeout time.Duration
 }
 
 // Retry-After values of the limits whose wait cannot be computed: a slot is free when
@@ -191,10 +203,13 @@ type ticketKey struct{}
 // ticket is what a request admitted by Require carries in its context: its tenant's
 // long-poll slots, and the way to give its place among the requests being worked on up.
 type ticket struct {
-	polls  *counter
-	waits  *counter
-	tenant string
-	leave  func()
+	polls *counter
+	waits *counter
+	heavy *counter
+	// heavyTimeout is a heavy read's deadline (0: none of its own).
+	heavyTimeout time.Duration
+	tenant       string
+	leave        func()
 }
 
 // HoldLongPoll takes one of the request's tenant's long-poll slots for a claim about to wait
@@ -221,6 +236,43 @@ func HoldWait(ctx context.Context, d time.Duration) (wait time.Duration, release
 		return 0, func() {}
 	}
 	return d, release
+}
+
+// heavyRetryAfter is the Retry-After of a heavy read refused its slot or past its deadline.
+const heavyRetryAfter = 2 * time.Second
+
+// HeavyRead runs read, a read whose cost grows with the window or page it asks for
+// (insights), in one of the request's tenant's heavy-read slots and under the heavy-read
+// deadline. No slot free: 429 rate_limited with Retry-After, read not run. Past the
+// deadline: read's statements are cancelled (the context goes through every query) and the
+// answer is 503 database_unavailable with Retry-After. A context that did not pass the
+// authenticator has neither limit.
+func HeavyRead(ctx context.Context, read func(ctx context.Context) error) error {
+	t, found := ctx.Value(ticketKey{}).(ticket)
+	if !found {
+		return read(ctx)
+	}
+	if !t.heavy.take(t.tenant) {
+		return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: heavyRetryAfter,
+			Detail: "the tenant is at its limit of heavy reads (insights) in flight; retry later"}
+	}
+	defer t.heavy.give(t.tenant)
+	if t.heavyTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.heavyTimeout)
+		defer cancel()
+	}
+	return deadlineProblem(ctx, read(ctx))
+}
+
+// deadlineProblem turns err into 503 database_unavailable when it comes from ctx's own
+// deadline having passed (not from the client going away).
+func deadlineProblem(ctx context.Context, err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &apperr.Error{Code: api.CodeDatabaseUnavailable, RetryAfter: heavyRetryAfter,
+			Detail: "the read did not finish within its deadline and was cancelled; narrow it or retry later"}
+	}
+	return err
 }
 
 func hold(ctx context.Context, slots func(ticket) *counter) (release func(), ok bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ type Authenticator struct {
 	inFlight *counter // per tenant
 	polls    *counter // per tenant
 	waits    *counter // per tenant
+	heavy    *counter // per tenant
 	replica  *counter // all tenants, under one key
 	work     *gate
 	failures *addrBudget
@@ -58,6 +60,7 @@ func (a *Authenticator) SetLimits(l Limits) {
 	// Reads that wait (waitSeconds) have slots of their own, as many: a runtime waiting on
 	// its decisions must not take the slots its claims wait for work in.
 	a.waits = newCounter(l.LongPolls)
+	a.heavy = newCounter(l.HeavyReads)
 	a.work = newGate(l.ReplicaActive)
 	a.failures = newAddrBudget(l.AuthFailures, l.AuthFailureWindow)
 	a.limiters = nil
@@ -111,33 +114,63 @@ func (a *Authenticator) Require(roles ...string) echo.MiddlewareFunc {
 			if len(roles) > 0 && !hasRole(roles, p.Role) {
 				return apperr.New(api.CodeForbidden, "this route needs the %s role", strings.Join(roles, " or "))
 			}
-			if ok, wait := a.admit(p.TenantID); !ok {
-				return &apperr.Error{Code: api.CodeRateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
-			}
-			if !a.inFlight.take(p.TenantID) {
-				return errTenantInFlight()
-			}
-			defer a.inFlight.give(p.TenantID)
-			if !a.replica.take("") {
-				return errReplicaInFlight()
-			}
-			defer a.replica.give("")
-			ctx := c.Request().Context()
-			leave, err := a.work.enter(ctx, p.TenantID)
-			if err != nil {
-				return err // the client went away while waiting
-			}
-			defer leave()
-			ctx = WithPrincipal(ctx, p)
-			ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, waits: a.waits, tenant: p.TenantID, leave: leave})
-			// On SQLite a write gives the place up as it goes to wait for the single writer,
-			// whose group commit shares it between tenants from there: a place held through
-			// that wait would cap how many writes share one commit.
-			ctx = sqldb.OnWriteWait(ctx, leave)
-			c.SetRequest(c.Request().WithContext(ctx))
-			return next(c)
+			return a.serve(c, p, next)
 		}
 	}
+}
+
+// Admit applies to a request whose principal is already in its context (the admin
+// console's session, tenancy.WithPrincipal) the admission Require applies after the key:
+// the tenant's rate and in-flight limits, the replica's in-flight cap and its active-request
+// gate (--max-active), the heavy-read slots and the read deadline. A request without a
+// principal is refused as unauthenticated.
+func (a *Authenticator) Admit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, ok := From(c.Request().Context())
+		if !ok {
+			return apperr.New(api.CodeUnauthorized, "not signed in")
+		}
+		return a.serve(c, p, next)
+	}
+}
+
+// serve admits p's request and runs next with the admission's ticket in its context.
+func (a *Authenticator) serve(c echo.Context, p Principal, next echo.HandlerFunc) error {
+	if ok, wait := a.admit(p.TenantID); !ok {
+		return &apperr.Error{Code: api.CodeRateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
+	}
+	if !a.inFlight.take(p.TenantID) {
+		return errTenantInFlight()
+	}
+	defer a.inFlight.give(p.TenantID)
+	if !a.replica.take("") {
+		return errReplicaInFlight()
+	}
+	defer a.replica.give("")
+	ctx := c.Request().Context()
+	leave, err := a.work.enter(ctx, p.TenantID)
+	if err != nil {
+		return err // the client went away while waiting
+	}
+	defer leave()
+	ctx = WithPrincipal(ctx, p)
+	heavyTimeout := a.limits.HeavyReadTimeout
+	if heavyTimeout <= 0 {
+		heavyTimeout = a.limits.ReadTimeout
+	}
+	ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, waits: a.waits, heavy: a.heavy,
+		heavyTimeout: heavyTimeout, tenant: p.TenantID, leave: leave})
+	// On SQLite a write gives the place up as it goes to wait for the single writer,
+	// whose group commit shares it between tenants from there: a place held through
+	// that wait would cap how many writes share one commit.
+	ctx = sqldb.OnWriteWait(ctx, leave)
+	if a.limits.ReadTimeout > 0 && (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.limits.ReadTimeout)
+		defer cancel()
+	}
+	c.SetRequest(c.Request().WithContext(ctx))
+	return deadlineProblem(ctx, next(c))
 }
 
 func hasRole(roles []string, r string) bool {

@@ -1,0 +1,610 @@
+package insights
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+// The roll-ups (DESIGN.md 5a and 5b): the insights projector (a feed.Projector) turns each
+// committed run, attempt, call and decision into facts, and counts each fact in one cell per
+// grain (InsightCells: tenant, metric, grain, bucket, dimensions -> N and the largest value,
+// Peak). An insight then reads the cells of its window's buckets, at most buckets x
+// dimension combinations x series x histogram bins rows whatever the history holds, and
+// shapes them exactly as the direct statements' rows (queries.go) were shaped, so the
+// answers are the same numbers.
+//
+// What each source row contributes is kept in InsightFacts, so a row seen again (its Version
+// moved: a heartbeat, a call finished, a decision answered) moves its counts from the old
+// cells to the new ones instead of counting twice. Peak only grows: the facts a row can take
+// back are the open ones (a call not ended, a decision not answered: histogram bin -1, value
+// 0), and a fact with a duration never changes once written, so Peak stays the largest value
+// among the cell's facts.
+//
+// Retention: purged rows never appear in the change feed, so the roll-ups keep counting
+// them: a purge does not change an answer about the past (the direct statements would
+// forget the purged runs). A claim's latency is grouped and filtered by the release of the
+// first claim, the claim it measures (fixed once claimed); the direct statement took the
+// run's latest attempt's, which moved when a later claim ran another release.
+
+// metric names what a cell counts.
+type metric int8
+
+const (
+	metricRunsEnded metric = iota + 1
+	metricAttemptsPerRun
+	metricClaimLatency
+	metricAttemptsEnded
+	metricCalls
+	metricDecisions
+)
+
+// grains are the bucket widths every fact is counted in, so an answer of any bucket reads
+// its own buckets' cells only (a 500-day answer by day reads 500 buckets, not 144,000).
+var grains = []time.Duration{5 * time.Minute, time.Hour, 24 * time.Hour}
+
+// dims are the dimensions every cell carries: what an insight groups by and filters on.
+// dimensions below is the one list of them; a new grouping adds a field, a column of
+// InsightCells and an entry there.
+type dims struct {
+	Project string `json:"p"`
+	Agent   string `json:"a"`
+	Release string `json:"r"`
+	Kind    string `json:"k"`
+}
+
+// dimension is one grouping of the insights: the api's name, the cell's value for it, and
+// the cell's dimensions with only this one kept.
+type dimension struct {
+	group api.InsightGroup
+	value func(dims) string
+	only  func(dims) dims
+}
+
+var dimensions = []dimension{
+	{api.GroupProject, func(d dims) string { return d.Project }, func(d dims) dims { return dims{Project: d.Project} }},
+	{api.GroupAgent, func(d dims) string { return d.Agent }, func(d dims) dims { return dims{Agent: d.Agent} }},
+	{api.GroupRelease, func(d dims) string { return d.Release }, func(d dims) dims { return dims{Release: d.Release} }},
+	{api.GroupKind, func(d dims) string { return d.Kind }, func(d dims) dims { return dims{Kind: d.Kind} }},
+}
+
+// A dimension set says which dimensions a cell keeps: every fact is counted once in each
+// set, so a request reads the set with just the dimensions it groups or filters by, and a
+// 500-bucket answer grouped by one dimension reads at most buckets x that dimension's
+// groups x series x bins cells, whatever the other dimensions hold.
+const (
+	// dimsAll keeps every dimension: a request that groups or filters by two or more.
+	dimsAll int8 = 0
+	// dimsNone keeps none: a request that neither groups nor filters.
+	dimsNone int8 = 1
+	// dimsOne+i keeps dimensions[i] only.
+	dimsOne int8 = 2
+)
+
+// dimSets are the dimension sets every fact is counted in.
+var dimSets = func() []int8 {
+	out := []int8{dimsAll, dimsNone}
+	for i := range dimensions {
+		out = append(out, dimsOne+int8(i))
+	}
+	return out
+}()
+
+// keep is d with only the dimensions of set.
+func keep(set int8, d dims) dims {
+	switch {
+	case set == dimsAll:
+		return d
+	case set == dimsNone:
+		return dims{}
+	}
+	return dimensions[set-dimsOne].only(d)
+}
+
+// setFor is the smallest dimension set that answers a request grouping by g ("" for none)
+// and filtering by f.
+func setFor(g api.InsightGroup, f Filter) int8 {
+	used := map[api.InsightGroup]bool{}
+	if g != "" {
+		used[g] = true
+	}
+	for grp, v := range f.byGroup() {
+		if v != nil {
+			used[grp] = true
+		}
+	}
+	switch len(used) {
+	case 0:
+		return dimsNone
+	case 1:
+		for i, d := range dimensions {
+			if used[d.group] {
+				return dimsOne + int8(i)
+			}
+		}
+	}
+	return dimsAll
+}
+
+// groupValue is the cell's value of grouping g ("" when the insight is not grouped).
+func groupValue(g api.InsightGroup, d dims) string {
+	for _, dim := range dimensions {
+		if dim.group == g {
+			return dim.value(d)
+		}
+	}
+	return ""
+}
+
+// fact is one contribution of a source row to one cell of each grain.
+type fact struct {
+	Metric metric `json:"m"`
+	// At is the event's time in Unix seconds (whole seconds, as the direct statements'
+	// bucket arithmetic counts them).
+	At     int64  `json:"t"`
+	Dims   dims   `json:"d"`
+	Subkey string `json:"s,omitempty"` // a call's target, a decision's kind
+	Series string `json:"e,omitempty"`
+	Bin    int    `json:"b,omitempty"`
+	Value  int64  `json:"v,omitempty"`
+}
+
+// cellKey is a cell of one grain.
+type cellKey struct {
+	tenant string
+	metric metric
+	set    int8
+	grain  int64
+	bucket int64
+	dims   dims
+	subkey string
+	series string
+	bin    int
+}
+
+func (k cellKey) hash() []byte {
+	h := sha256.New()
+	for _, s := range []string{k.dims.Project, k.dims.Agent, k.dims.Release, k.dims.Kind, k.subkey, k.series, fmt.Sprint(k.bin)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return h.Sum(nil)
+}
+
+// bin is the histogram bin of a duration: the number of bounds below it.
+func bin(ms int64) int {
+	n := 0
+	for _, b := range api.DurationBoundsMs {
+		if b < ms {
+			n++
+		}
+	}
+	return n
+}
+
+// Sources of the facts (InsightFacts.Source).
+const (
+	sourceRun int8 = iota + 1
+	sourceAttempt
+	sourceCall
+	sourceDecision
+)
+
+// sourceRow is one changed row of any source table, as the projector's statements read it
+// (each fills what its table has).
+type sourceRow struct {
+	Source   int8             `db:"Source"`
+	ID       uuid.UUID        `db:"Id"`
+	TenantID string           `db:"TenantId"`
+	Version  sqldb.RowVersion `db:"Version"`
+	State    sql.NullInt64    `db:"State"`
+	Status   sql.NullString   `db:"Status"`
+	Project  sql.NullString   `db:"ProjectId"`
+	Agent    sql.NullString   `db:"AgentId"`
+	Release  sql.NullString   `db:"ReleaseId"`
+	Kind     sql.NullString   `db:"Kind"`
+	Subkey   sql.NullString   `db:"Subkey"`
+	// Start: a run's QueuedAt, a call's StartedAt, a decision's RequestedAt; End: EndedAt
+	// or AnsweredAt.
+	Start sqldb.NullTime `db:"StartAt"`
+	End   sqldb.NullTime `db:"EndAt"`
+	// A run's attempts: the first claim's time and release, the latest attempt's release,
+	// how many.
+	FirstClaim   sqldb.NullTime `db:"FirstClaimAt"`
+	FirstRelease sql.NullString `db:"FirstRelease"`
+	LastRelease  sql.NullString `db:"LastRelease"`
+	Attempts     sql.NullInt64  `db:"Attempts"`
+}
+
+func (r sourceRow) dims() dims {
+	return dims{Project: r.Project.String, Agent: r.Agent.String, Release: r.Release.String, Kind: r.Kind.String}
+}
+
+func ms(from, to time.Time) int64 { return to.Sub(from).Milliseconds() }
+
+// runEnded is the Runs.State of an ended run; attemptStates names ended attempt states
+// as the direct statement does.
+const runEnded = 2
+
+func attemptState(s int64) string {
+	switch s {
+	case 1:
+		return "succeeded"
+	case 2:
+		return "failed"
+	case 3:
+		return "cancelled"
+	case 4:
+		return "lost"
+	default:
+		return "released"
+	}
+}
+
+func decisionKind(k string) string {
+	switch k {
+	case "0":
+		return "approval"
+	case "1":
+		return "choice"
+	default:
+		return "input"
+	}
+}
+
+// facts are what r contributes now, in a fixed order (compared as their JSON).
+func (r sourceRow) facts() []fact {
+	var out []fact
+	switch r.Source {
+	case sourceRun:
+		d := r.dims()
+		if r.FirstClaim.Valid && r.Start.Valid {
+			cd := d
+			cd.Release = r.FirstRelease.String
+			v := ms(r.Start.Time, r.FirstClaim.Time)
+			out = append(out, fact{Metric: metricClaimLatency, At: r.Start.Time.Unix(), Dims: cd, Bin: bin(v), Value: v})
+		}
+		if r.State.Int64 == runEnded && r.End.Valid {
+			d.Release = r.LastRelease.String
+			out = append(out,
+				fact{Metric: metricRunsEnded, At: r.End.Time.Unix(), Dims: d, Series: r.Status.String},
+				fact{Metric: metricAttemptsPerRun, At: r.End.Time.Unix(), Dims: d, Bin: int(min(r.Attempts.Int64, api.AttemptsPerRunCap))})
+		}
+	case sourceAttempt:
+		if s := r.State.Int64; s >= 1 && s <= 5 && r.End.Valid {
+			out = append(out, fact{Metric: metricAttemptsEnded, At: r.End.Time.Unix(), Dims: r.dims(), Series: attemptState(s)})
+		}
+	case sourceCall:
+		f := fact{Metric: metricCalls, At: r.Start.Time.Unix(), Dims: r.dims(), Subkey: r.Subkey.String, Series: r.Status.String, Bin: -1}
+		if r.End.Valid {
+			f.Value = ms(r.Start.Time, r.End.Time)
+			f.Bin = bin(f.Value)
+		}
+		out = append(out, f)
+	case sourceDecision:
+		f := fact{Metric: metricDecisions, At: r.Start.Time.Unix(), Dims: r.dims(), Subkey: decisionKind(r.Subkey.String),
+			Series: r.Status.String, Bin: -1}
+		if (f.Series == string(api.DecisionApproved) || f.Series == string(api.DecisionRejected)) && r.End.Valid {
+			f.Value = ms(r.Start.Time, r.End.Time)
+			f.Bin = bin(f.Value)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// ProjectorName keys the insights projector's position and lease.
+const ProjectorName = "insights"
+
+// DefaultBatch is how many changed rows of each source table one projector step reads.
+const DefaultBatch = 64
+
+// Projector maintains the roll-ups from the change feed; run it with feed.Runner.
+type Projector struct {
+	q     *rollupQueries
+	batch int
+}
+
+// NewProjector returns the insights projector for db's dialect, reading at most batch
+// changed rows of each source table per step (0: DefaultBatch).
+func NewProjector(db *sqldb.DB, batch int) *Projector {
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	return &Projector{q: sqldb.QueriesFor(db.Dialect, &mssqlRollups, &sqliteRollups), batch: batch}
+}
+
+// Name implements feed.Projector.
+func (p *Projector) Name() string { return ProjectorName }
+
+// Project implements feed.Projector: it reads up to a batch of each source table's rows
+// changed after `after` and below ceiling, applies those up to the lowest last version of
+// a table whose batch was full (past it that table may have more rows not yet read), and
+// returns that version.
+func (p *Projector) Project(ctx context.Context, tx *sqldb.Tx, after, ceiling sqldb.RowVersion) (sqldb.RowVersion, error) {
+	sources := []string{p.q.runs, p.q.attempts, p.q.calls, p.q.decisions}
+	read := func(upTo sqldb.RowVersion, limit int) ([]sourceRow, sqldb.RowVersion, error) {
+		through := upTo - 1
+		var all []sourceRow
+		for _, q := range sources {
+			var rows []sourceRow
+			if err := tx.SelectContext(ctx, &rows, q, tx.Dialect.Version(after), tx.Dialect.Version(upTo), limit); err != nil {
+				return nil, 0, fmt.Errorf("read changed rows: %w", err)
+			}
+			if len(rows) == limit {
+				// The batch's last version may continue past it: apply only what is before.
+				through = min(through, rows[len(rows)-1].Version-1)
+			}
+			all = append(all, rows...)
+		}
+		return all, through, nil
+	}
+	rows, through, err := read(ceiling, p.batch)
+	if err != nil {
+		return 0, err
+	}
+	if through <= after {
+		// A full batch of one version: on SQLite one statement stamps all the rows it writes
+		// with one version. Read that version's rows whole (one statement's rows).
+		if rows, _, err = read(after+2, 1<<30); err != nil {
+			return 0, err
+		}
+		through = after + 1
+	}
+	deltas := map[cellKey]*cellDelta{}
+	for _, r := range rows {
+		if r.Version > through {
+			continue
+		}
+		if err := p.apply(ctx, tx, r, deltas); err != nil {
+			return 0, err
+		}
+	}
+	if err := p.write(ctx, tx, deltas); err != nil {
+		return 0, err
+	}
+	return through, nil
+}
+
+type cellDelta struct {
+	n    int64
+	peak int64
+}
+
+func (p *Projector) apply(ctx context.Context, tx *sqldb.Tx, r sourceRow, deltas map[cellKey]*cellDelta) error {
+	now := r.facts()
+	if len(now) == 0 && r.Source != sourceCall && r.Source != sourceDecision {
+		// A run never claimed nor ended, an attempt not ended: it has never contributed
+		// either (claims and ends are not undone), so there is nothing to read or move.
+		return nil
+	}
+	enc, err := json.Marshal(now)
+	if err != nil {
+		return err
+	}
+	var old []fact
+	var stored []string
+	if err := tx.SelectContext(ctx, &stored, p.q.factsOf, r.TenantID, r.Source, r.ID); err != nil {
+		return fmt.Errorf("read a row's facts: %w", err)
+	}
+	if len(stored) == 1 {
+		if stored[0] == string(enc) {
+			return nil // seen before, nothing changed that the roll-ups count
+		}
+		if err := json.Unmarshal([]byte(stored[0]), &old); err != nil {
+			return fmt.Errorf("stored facts of %s: %w", r.ID, err)
+		}
+	}
+	for _, f := range old {
+		count(deltas, r.TenantID, f, -1)
+	}
+	for _, f := range now {
+		count(deltas, r.TenantID, f, 1)
+	}
+	if len(stored) == 1 {
+		_, err = tx.ExecContext(ctx, p.q.updateFacts, r.TenantID, r.Source, r.ID, string(enc))
+	} else {
+		_, err = tx.ExecContext(ctx, p.q.insertFacts, r.TenantID, r.Source, r.ID, string(enc))
+	}
+	if err != nil {
+		return fmt.Errorf("store a row's facts: %w", err)
+	}
+	return nil
+}
+
+func count(deltas map[cellKey]*cellDelta, tenant string, f fact, n int64) {
+	for _, g := range grains {
+		width := int64(g / time.Second)
+		for _, set := range dimSets {
+			k := cellKey{tenant: tenant, metric: f.Metric, set: set, grain: width, bucket: f.At - mod(f.At, width),
+				dims: keep(set, f.Dims), subkey: f.Subkey, series: f.Series, bin: f.Bin}
+			d := deltas[k]
+			if d == nil {
+				d = &cellDelta{}
+				deltas[k] = d
+			}
+			d.n += n
+			if n > 0 {
+				d.peak = max(d.peak, f.Value)
+			}
+		}
+	}
+}
+
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// write upserts the batch's cells in key order.
+func (p *Projector) write(ctx context.Context, tx *sqldb.Tx, deltas map[cellKey]*cellDelta) error {
+	type item struct {
+		k    cellKey
+		hash []byte
+		d    *cellDelta
+	}
+	items := make([]item, 0, len(deltas))
+	for k, d := range deltas {
+		if d.n == 0 && d.peak == 0 {
+			continue // a fact that left and came back within the batch
+		}
+		items = append(items, item{k, k.hash(), d})
+	}
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i].k, items[j].k
+		if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+			return c < 0
+		}
+		if a.metric != b.metric {
+			return a.metric < b.metric
+		}
+		if a.set != b.set {
+			return a.set < b.set
+		}
+		if a.grain != b.grain {
+			return a.grain < b.grain
+		}
+		if a.bucket != b.bucket {
+			return a.bucket < b.bucket
+		}
+		return bytes.Compare(items[i].hash, items[j].hash) < 0
+	})
+	for _, it := range items {
+		k := it.k
+		if _, err := tx.ExecContext(ctx, p.q.upsertCell, k.tenant, int(k.metric), k.grain, k.bucket, it.hash,
+			k.dims.Project, k.dims.Agent, k.dims.Release, k.dims.Kind, k.subkey, k.series, k.bin, it.d.n, it.d.peak, int(k.set)); err != nil {
+			return fmt.Errorf("count a roll-up cell: %w", err)
+		}
+	}
+	return nil
+}
+
+// cellRow is one cell as an insight reads it.
+type cellRow struct {
+	BucketStart int64  `db:"BucketStart"`
+	Project     string `db:"ProjectId"`
+	Agent       string `db:"AgentId"`
+	Release     string `db:"ReleaseId"`
+	Kind        string `db:"Kind"`
+	Subkey      string `db:"Subkey"`
+	Series      string `db:"Series"`
+	Bin         int64  `db:"Bin"`
+	N           int64  `db:"N"`
+	Peak        int64  `db:"Peak"`
+}
+
+// insight says how one insight reads: its direct statement (the reference) and its cells.
+type insight struct {
+	name   string
+	direct string
+	metric metric
+	// series keeps only that series of the metric ("": all).
+	series string
+	// byBin: the row's Bucket is the cell's histogram or attempts bin, not its time bucket.
+	byBin bool
+	// subkeyGroups: the group is the cell's Subkey (a call's target, a decision's kind).
+	subkeyGroups bool
+}
+
+// readCells reads the window's cells of in and shapes them as the direct statement's rows:
+// (group, bucket, series) -> N and Peak, the groups past the largest InsightMaxGroups
+// folded into one NULL group (ranked by total, then key, as the statements rank them).
+func (s *Store) readCells(ctx context.Context, tx *sqldb.Tx, tenantID string, in insight, w Window, f Filter) ([]row, error) {
+	var cells []cellRow
+	width := int64(w.Width() / time.Second)
+	var series *string
+	if in.series != "" {
+		series = &in.series
+	}
+	group := w.GroupBy
+	if in.subkeyGroups {
+		group = ""
+	}
+	if err := tx.SelectContext(ctx, &cells, s.rq.cells, tenantID, int(in.metric), width, w.From.Unix(), w.To.Unix(),
+		f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, series, int(setFor(group, f))); err != nil {
+		return nil, err
+	}
+	type key struct {
+		group  string
+		bucket int64
+		series string
+	}
+	sums := map[key]*row{}
+	totals := map[string]int64{}
+	var order []key
+	for _, c := range cells {
+		d := dims{Project: c.Project, Agent: c.Agent, Release: c.Release, Kind: c.Kind}
+		k := key{group: groupValue(w.GroupBy, d), series: c.Series}
+		if in.subkeyGroups {
+			k.group = c.Subkey
+		}
+		if in.byBin {
+			k.bucket = c.Bin
+		} else {
+			k.bucket = (c.BucketStart - w.From.Unix()) / width
+		}
+		r := sums[k]
+		if r == nil {
+			r = &row{GroupKey: sql.NullString{String: k.group, Valid: true}, Bucket: k.bucket, Series: k.series}
+			sums[k] = r
+			order = append(order, k)
+		}
+		r.N += c.N
+		r.Peak = max(r.Peak, c.Peak)
+		totals[k.group] += c.N
+	}
+	groups := make([]string, 0, len(totals))
+	for g := range totals {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		if totals[groups[i]] != totals[groups[j]] {
+			return totals[groups[i]] > totals[groups[j]]
+		}
+		return groups[i] < groups[j]
+	})
+	named := map[string]bool{}
+	for i, g := range groups {
+		named[g] = i < api.InsightMaxGroups
+	}
+	folded := map[key]*row{}
+	var out []row
+	for _, k := range order {
+		r := sums[k]
+		if named[k.group] {
+			out = append(out, *r)
+			continue
+		}
+		ok := key{bucket: k.bucket, series: k.series}
+		o := folded[ok]
+		if o == nil {
+			o = &row{Bucket: k.bucket, Series: k.series}
+			folded[ok] = o
+		}
+		o.N += r.N
+		o.Peak = max(o.Peak, r.Peak)
+	}
+	others := slices.Collect(func(yield func(row) bool) {
+		for _, o := range folded {
+			if !yield(*o) {
+				return
+			}
+		}
+	})
+	return append(out, others...), nil
+}

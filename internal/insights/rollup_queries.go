@@ -1,0 +1,24 @@
+package insights
+
+// rollupQueries is the statement set of the roll-ups: the projector's reads of changed
+// source rows and its writes of facts and cells, and the insights' read of cells.
+type rollupQueries struct {
+	// runs, attempts, calls, decisions: the source table's rows with 1 < Version < 2, in
+	// Version order, at most 3, each as a sourceRow (the columns its table lacks NULL).
+	runs      string
+	attempts  string
+	calls     string
+	decisions string
+	// factsOf reads the facts of source row (1 tenant, 2 source, 3 id).
+	factsOf string
+	// insertFacts and updateFacts store its facts 4.
+	insertFacts string
+	updateFacts string
+	// upsertCell adds N 13 to the cell (1 tenant, 2 metric, 15 dimension set, 3 grain, 4 bucket start,
+	// 5 hash) and raises its Peak to 14, creating it with dimensions 6..12 when it is new.
+	upsertCell string
+	// cells reads the cells of 1 tenant, 2 metric, 11 dimension set, 3 grain with 4 <= bucket start
+	// < 5 whose N is not zero, filtered by 6 project, 7 agent, 8 release, 9 kind, 10 series
+	// (each NULL for any).
+	cells string
+}

@@ -1,0 +1,10 @@
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+DROP INDEX [IX_Decisions_Version] ON [dbo].[DecisionRequests];
+DROP INDEX [IX_Calls_Version] ON [dbo].[CallRecords];
+DROP INDEX [IX_Attempts_Version] ON [dbo].[ExecutionAttempts];
+DROP INDEX [IX_Runs_Version] ON [dbo].[Runs];
+DROP TABLE [dbo].[InsightFacts];
+DROP TABLE [dbo].[InsightCells];
+DROP TABLE [dbo].[FeedProjectors];
+COMMIT TRANSACTION;

@@ -1,0 +1,7 @@
+ALTER SECURITY POLICY [dbo].[TenantPolicy]
+    DROP FILTER PREDICATE ON [dbo].[InsightFacts],
+    DROP BLOCK PREDICATE ON [dbo].[InsightFacts] AFTER INSERT,
+    DROP BLOCK PREDICATE ON [dbo].[InsightFacts] AFTER UPDATE,
+    DROP FILTER PREDICATE ON [dbo].[InsightCells],
+    DROP BLOCK PREDICATE ON [dbo].[InsightCells] AFTER INSERT,
+    DROP BLOCK PREDICATE ON [dbo].[InsightCells] AFTER UPDATE;
