@@ -31,6 +31,10 @@ type RunSpec struct {
 	// Tags label the run for the runs list's tag filter (at most 16 identifiers, kept in
 	// the order given).
 	Tags []string `json:"tags,omitempty" validate:"omitempty,max=16,dive,ident=64"`
+	// TraceParent is the caller's W3C trace context (version 00): the run chain's exported
+	// trace joins it. A request's traceparent header is taken when the body has none. It is
+	// not part of what an idempotency key compares (a retry may carry a new one).
+	TraceParent *string `json:"traceparent,omitempty" validate:"omitempty,max=55" doc:"W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey."`
 	// Metadata is any JSON the enqueuer keeps with the run (at most 4 KiB compacted).
 	Metadata json.RawMessage `json:"metadata,omitempty" doc:"Any JSON value, at most 4096 bytes compacted (else 400 naming metadata)."`
 }
@@ -91,6 +95,8 @@ type Run struct {
 	// ForkedFromCheckpointID is the checkpoint of another run this run was forked from: its
 	// resume point (checkpoints/last) until it writes one of its own.
 	ForkedFromCheckpointID *uuid.UUID `json:"forkedFromCheckpointId,omitempty"`
+	// TraceParent is the W3C traceparent the enqueue carried, if any.
+	TraceParent *string `json:"traceparent,omitempty"`
 }
 
 // ForkRequest is the body of POST /v1/runs/{runId}/fork.

@@ -155,9 +155,11 @@ var faultCases = []struct {
 		winner := ids.New()
 		ran := e.before(e.svc.q.insert, func(args []any) bool { return args[21] == old.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
-			_, err := tx.ExecContext(ctx, e.svc.q.insert, winner, e.tenant, old.ProjectID, nil, old.Subject, old.Kind, old.AgentID,
-				old.StepID, old.SnapshotID, nil, int(old.Band), 1, 1, old.MaxAttempts, old.MaxCorrections, tx.Dialect.Time(now),
-				tx.Dialect.Time(now), nil, nil, nil, 0, old.RunID, "k", nil, nil, nil, nil)
+			_, err := tx.ExecContext(ctx, e.svc.q.insert, insertArgs(tx.Dialect, Run{RunID: winner, TenantID: e.tenant,
+				ProjectID: old.ProjectID, Subject: old.Subject, Kind: old.Kind, AgentID: old.AgentID, StepID: old.StepID,
+				SnapshotID: old.SnapshotID, Band: old.Band, Epoch: 1, Attempt: 1, MaxAttempts: old.MaxAttempts,
+				MaxCorrections: old.MaxCorrections, QueuedAt: now, DueAt: now,
+				ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true}, CreatedBy: "k"}, nil)...)
 			if err == nil {
 				_, err = e.svc.syncHead(ctx, tx, e.tenant, old.Subject)
 			}

@@ -50,6 +50,8 @@ func Routes(s *web.Server, svc *Service) {
 		Roles: []string{rt}, Body: api.EnqueueRequest{}, Example: api.EnqueueRequest{RunSpec: ExampleRunSpec},
 		Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []api.ProblemCode{api.CodeUnknownProject, api.CodeLoopDepth, api.CodeIdempotencyKeyReused},
+		RequestHeaders: map[string]string{"traceparent": "The caller's W3C Trace Context, taken as the body's traceparent when the body " +
+			"has none: the run's exported spans join that trace. A malformed header is ignored."},
 	}, h.enqueue)
 	s.Route(http.MethodPost, "/v1/runs/batch", web.Op{
 		ID: "enqueueRunBatch", Tag: "Runs", Summary: "Enqueue runs all or nothing",
@@ -181,7 +183,15 @@ func (h handlers) enqueue(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	run, created, err := h.svc.Enqueue(c.Request().Context(), caller(c), specOfEnqueue(req))
+	spec := specOfEnqueue(req)
+	if tp := c.Request().Header.Get("traceparent"); spec.TraceParent == nil && tp != "" {
+		// The caller's own trace context (W3C Trace Context): the run's trace joins it. A
+		// malformed header is ignored, as the specification says of an invalid traceparent.
+		if ValidTraceParent(tp) {
+			spec.TraceParent = &tp
+		}
+	}
+	run, created, err := h.svc.Enqueue(c.Request().Context(), caller(c), spec)
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,7 @@ var mssqlRunCols = []struct{ name, typ string }{
 	{"Tags", "nvarchar(max)"},
 	{"Metadata", "nvarchar(max)"},
 	{"ForkedFromCheckpointId", "uniqueidentifier"},
+	{"TraceParent", "nvarchar(55)"},
 }
 
 // mssqlRunTable is the table variable OUTPUT ... INTO fills, and mssqlRunOutput the OUTPUT
@@ -175,10 +176,10 @@ var mssqlQueries = queries{
 INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId,
     SnapshotId, Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
     IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, ForkedFromCheckpointId,
-    SubjectHead)
+    TraceParent, SubjectHead)
 OUTPUT inserted.Version, inserted.SubjectHead INTO @h
 SELECT @p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, 0, @p12, @p13, @p14, @p15, @p16, @p17, @p18, @p19,
-    @p20, @p21, @p22, @p23, @p24, @p25, @p26, @p27,
+    @p20, @p21, @p22, @p23, @p24, @p25, @p26, @p27, @p28,
     CASE WHEN NOT EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = @p2 AND q.Subject = @p5 AND q.State = 0)
         AND NOT EXISTS (SELECT 1 FROM dbo.Runs AS l WHERE l.TenantId = @p2 AND l.Subject = @p5 AND l.State = 1)
         THEN 1 ELSE 0 END

@@ -121,6 +121,8 @@ type Run struct {
 	// ForkedFromCheckpointID is the checkpoint of another run this run was forked from: its
 	// resume point until it writes a checkpoint of its own.
 	ForkedFromCheckpointID uuid.NullUUID `db:"ForkedFromCheckpointId"`
+	// TraceParent is the W3C traceparent of the enqueue (continuations keep it).
+	TraceParent *string `db:"TraceParent"`
 	// RequestHash is the hash of the enqueue request's defining fields (read only where an
 	// idempotency key is compared; see Spec.requestHash).
 	RequestHash *string `db:"RequestHash"`

@@ -133,6 +133,12 @@ var RunsAdditions = []Addition{
 		Reason:     "DESIGN.md section 5b (Admins act, issue 29): the metadata an enqueue gives (JSON of at most 4 KiB) (migration 000027)",
 	},
 	{
+		Table: "Runs", Kind: AddColumn, Item: "TraceParent",
+		Definition: "nvarchar(55) NULL",
+		Reason: "DESIGN.md section 5b (Traces where teams already look, issue 31): the W3C traceparent an enqueue carried, so " +
+			"the exported trace of the run chain joins the caller's (migration 000037)",
+	},
+	{
 		Table: "Runs", Kind: AddColumn, Item: "ForkedFromCheckpointId",
 		Definition: "uniqueidentifier NULL",
 		Reason: "DESIGN.md section 5b (Admins act, issue 29): a run forked from a checkpoint of another run keeps it as its " +

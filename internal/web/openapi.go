@@ -57,6 +57,8 @@ type Op struct {
 	RetryAfter bool
 	// Headers are further headers the success response may carry, by name, with what they say.
 	Headers map[string]string
+	// RequestHeaders are optional request headers the route reads, by name, with what they say.
+	RequestHeaders map[string]string
 	// Problems lists the codes this route can answer besides the ones every route of its
 	// kind can (413 on every route; 401, 403, 429, 500 and 503 with a key; 400 with
 	// parameters or a body; 412 and 428 as IfMatch says, never listed here).
@@ -224,6 +226,10 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	if op.IfMatch.Takes() {
 		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": op.IfMatch.Requires(),
 			"description": ifMatchDocs[op.IfMatch], "schema": map[string]any{"type": "string", "minLength": 1}})
+	}
+	for _, name := range slices.Sorted(maps.Keys(op.RequestHeaders)) {
+		params = append(params, map[string]any{"name": name, "in": "header", "required": false,
+			"description": op.RequestHeaders[name], "schema": map[string]any{"type": "string"}})
 	}
 	if o.method == http.MethodGet && op.ETag {
 		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
