@@ -20,7 +20,8 @@ func enums() []api.Enum {
 		new(api.RunState), new(api.Band), new(api.AttemptState), new(api.Phase), new(api.CallKind),
 		new(api.DecisionKind), new(api.ReleaseState), new(api.TimelineKind), new(api.RunOutcome),
 		new(api.CompletionState), new(api.CallStatus), new(api.CallFinishStatus), new(api.DecisionStatus),
-		new(api.AnswerStatus), new(api.DelegationStatus), new(api.InFlightPolicy),
+		new(api.AnswerStatus), new(api.DelegationStatus), new(api.InFlightPolicy), new(api.ScheduleOverlap),
+		new(api.WebhookEvent), new(api.DeliveryStatus),
 	}
 }
 

@@ -294,9 +294,11 @@ const (
 	TimelineCall
 	TimelineDecision
 	TimelineDelegation
+	// TimelineEnd is the last entry of an ended attempt's timeline: how it ended.
+	TimelineEnd
 )
 
-var timelineKindNames = names{"checkpoint", "call", "decision", "delegation"}
+var timelineKindNames = names{"checkpoint", "call", "decision", "delegation", "end"}
 
 func (v TimelineKind) String() string     { return timelineKindNames.name(int(v)) }
 func (v TimelineKind) Valid() bool        { return timelineKindNames.name(int(v)) != "" }

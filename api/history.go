@@ -22,21 +22,36 @@ type ListAttemptsParams struct {
 }
 
 // TimelineEntry is one line of an attempt's timeline: a checkpoint, call, decision or
-// delegation, which Item holds as its own JSON.
+// delegation, which Item holds as its own JSON; an ended attempt's timeline ends with an
+// `end` entry (an AttemptEnd) saying how it ended.
 type TimelineEntry struct {
 	Kind TimelineKind `json:"kind"`
 	At   Time         `json:"at"`
 	// Sequence is the checkpoint's or call's sequence; absent for the other kinds.
 	Sequence *int32    `json:"sequence,omitempty"`
 	ID       uuid.UUID `json:"id"`
-	// Item is the entry's row: a Checkpoint, Call, Decision or Delegation by Kind (Decode
-	// reads it).
+	// Item is the entry's row: a Checkpoint, Call, Decision, Delegation or AttemptEnd by
+	// Kind (Decode reads it).
 	Item json.RawMessage `json:"item"`
 }
 
 // OneOf says which types a member holding raw JSON is one of (the OpenAPI document reads it).
 func (TimelineEntry) OneOf() map[string][]any {
-	return map[string][]any{"item": {Checkpoint{}, Call{}, Decision{}, Delegation{}}}
+	return map[string][]any{"item": {Checkpoint{}, Call{}, Decision{}, Delegation{}, AttemptEnd{}}}
+}
+
+// AttemptEnd is the last entry of an ended attempt's timeline: how it ended (completed
+// with its state and error, released, lost with its lease and epoch, cancelled), as the
+// console's run page shows it.
+type AttemptEnd struct {
+	State   AttemptState `json:"state"`
+	EndedAt Time         `json:"endedAt"`
+	// LeaseID and FencingToken name the lease the attempt held (the epoch a lost lease had).
+	LeaseID                uuid.UUID     `json:"leaseId"`
+	FencingToken           int64         `json:"fencingToken"`
+	OutcomeHash            *string       `json:"outcomeHash,omitempty"`
+	Error                  *AttemptError `json:"error,omitempty"`
+	CancellationObservedAt *Time         `json:"cancellationObservedAt,omitempty"`
 }
 
 // Decode returns the entry's item as a *Checkpoint, *Call, *Decision or *Delegation.
@@ -51,6 +66,8 @@ func (e TimelineEntry) Decode() (any, error) {
 		v = new(Decision)
 	case TimelineDelegation:
 		v = new(Delegation)
+	case TimelineEnd:
+		v = new(AttemptEnd)
 	default:
 		return nil, fmt.Errorf("timeline entry of unknown kind %d", e.Kind)
 	}

@@ -34,7 +34,8 @@ func (v *InsightBucket) UnmarshalJSON(b []byte) error {
 }
 
 // InsightGroup is what an insight's numbers are grouped by. A run's release is the release
-// of its latest attempt; an attempt's (or call's, or decision's) kind is its run's kind.
+// of its latest attempt; an attempt's (or call's, or decision's) kind is its run's kind; a
+// run's error code is its last error's (an attempt's its own; "" when none).
 type InsightGroup string
 
 // Groupings.
@@ -43,9 +44,11 @@ const (
 	GroupAgent   InsightGroup = "agent"
 	GroupRelease InsightGroup = "release"
 	GroupKind    InsightGroup = "kind"
+	// GroupErrorCode groups by error code (DESIGN.md section 5b: why runs failed).
+	GroupErrorCode InsightGroup = "errorCode"
 )
 
-var insightGroupNames = names{"project", "agent", "release", "kind"}
+var insightGroupNames = names{"project", "agent", "release", "kind", "errorCode"}
 
 func (v InsightGroup) String() string     { return string(v) }
 func (v InsightGroup) Valid() bool        { _, ok := insightGroupNames.index(string(v)); return ok }

@@ -28,7 +28,19 @@ type RunSpec struct {
 	// IdempotencyKey names the run once per tenant: a repeat of the same request answers
 	// 200 with the run, another request under the key is 409 idempotency_key_reused.
 	IdempotencyKey *string `json:"idempotencyKey,omitempty" validate:"omitempty,ident=256"`
+	// Tags label the run for the runs list's tag filter (at most 16 identifiers, kept in
+	// the order given).
+	Tags []string `json:"tags,omitempty" validate:"omitempty,max=16,dive,ident=64"`
+	// TraceParent is the caller's W3C trace context (version 00): the run chain's exported
+	// trace joins it. A request's traceparent header is taken when the body has none. It is
+	// not part of what an idempotency key compares (a retry may carry a new one).
+	TraceParent *string `json:"traceparent,omitempty" validate:"omitempty,max=55" doc:"W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey."`
+	// Metadata is any JSON the enqueuer keeps with the run (at most 4 KiB compacted).
+	Metadata json.RawMessage `json:"metadata,omitempty" doc:"Any JSON value, at most 4096 bytes compacted (else 400 naming metadata)."`
 }
+
+// MaxMetadataBytes bounds a run's metadata (compacted JSON).
+const MaxMetadataBytes = 4096
 
 // EnqueueRequest is the body of POST /v1/runs.
 type EnqueueRequest struct {
@@ -77,8 +89,45 @@ type Run struct {
 	CreatedBy string `json:"createdBy"`
 	// Purged marks the stand-in for a run that retention deleted, answered to a repeat of
 	// its idempotency key.
-	Purged bool `json:"purged,omitempty"`
+	Purged   bool            `json:"purged,omitempty"`
+	Tags     []string        `json:"tags,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty" doc:"The metadata given at enqueue (any JSON value)."`
+	// ForkedFromCheckpointID is the checkpoint of another run this run was forked from: its
+	// resume point (checkpoints/last) until it writes one of its own.
+	ForkedFromCheckpointID *uuid.UUID `json:"forkedFromCheckpointId,omitempty"`
+	// TraceParent is the W3C traceparent the enqueue carried, if any.
+	TraceParent *string `json:"traceparent,omitempty"`
 }
+
+// ForkRequest is the body of POST /v1/runs/{runId}/fork.
+type ForkRequest struct {
+	// CheckpointID is a checkpoint of one of the run's attempts: the new run resumes from it.
+	CheckpointID uuid.UUID `json:"checkpointId" validate:"required"`
+	DueAt        *Time     `json:"dueAt,omitempty" doc:"When the fork becomes due (default: now)."`
+	// IdempotencyKey names the fork once per tenant, as an enqueue's does.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty" validate:"omitempty,ident=256"`
+}
+
+// RunItem is a run in a listing, with its entity tag (as in the run's ETag header).
+type RunItem struct {
+	Run
+	ETag string `json:"etag" doc:"The run's strong entity tag (as in its ETag header)."`
+}
+
+// AttemptError is the error an attempt ended with: what a complete or a release reported,
+// or lease_lost when the reaper took its lease back. The run's errorCode and errorMessage
+// take a copy when the attempt ends it.
+type AttemptError struct {
+	Code string `json:"code" validate:"required,errcode"`
+	// Message is for a person (at most 2,000 characters; no control characters other than
+	// tab and line breaks).
+	Message string `json:"message,omitempty" validate:"omitempty,max=2000"`
+	// Details is any JSON (a stack, the failing input), at most 16 KiB compacted.
+	Details json.RawMessage `json:"details,omitempty" doc:"Any JSON value, at most 16384 bytes compacted (else 400 naming error.details)."`
+}
+
+// MaxErrorDetailsBytes bounds an error's details (compacted JSON).
+const MaxErrorDetailsBytes = 16384
 
 // ClaimRequest is the body of POST /v1/runs/claim.
 type ClaimRequest struct {
@@ -138,6 +187,8 @@ type Attempt struct {
 	CancellationObservedAt *Time        `json:"cancellationObservedAt,omitempty"`
 	StartedAt              Time         `json:"startedAt"`
 	EndedAt                *Time        `json:"endedAt,omitempty"`
+	// Error is the error the attempt ended with, when one was reported.
+	Error *AttemptError `json:"error,omitempty"`
 }
 
 // AttemptItem is an attempt in a listing, with its entity tag: a change-feed client passes
@@ -194,6 +245,8 @@ type ReleaseAttemptRequest struct {
 	// Charge spends an attempt; an uncharged release gives the run back as it was.
 	Charge            bool `json:"charge,omitempty" default:"false"`
 	RetryAfterSeconds *int `json:"retryAfterSeconds,omitempty" validate:"omitempty,min=0,max=86400" doc:"When the run is due again (0: at once; default: the backoff)."`
+	// Error says why the holder gave the run back; the run keeps a copy of its code and message.
+	Error *AttemptError `json:"error,omitempty"`
 }
 
 // CompleteAttemptRequest is the body of POST /v1/attempts/{attemptId}/complete.
@@ -201,6 +254,9 @@ type CompleteAttemptRequest struct {
 	FencingToken int64           `json:"fencingToken" validate:"required,min=1"`
 	State        CompletionState `json:"state" validate:"required"`
 	OutcomeHash  *string         `json:"outcomeHash,omitempty" validate:"omitempty,ident=128"`
+	// Error says why the attempt failed (or was cancelled); the run keeps a copy of its
+	// code and message.
+	Error *AttemptError `json:"error,omitempty"`
 }
 
 // PatchAttemptRequest is the body of PATCH /v1/attempts/{attemptId}.
@@ -235,14 +291,20 @@ type ReleaseLockParams struct {
 
 // ListRunsParams are the query parameters of GET /v1/runs.
 type ListRunsParams struct {
-	State      *RunState `query:"state"`
-	Subject    *string   `query:"subject" validate:"omitempty,ident=256"`
-	ProjectID  *string   `query:"projectId" validate:"omitempty,segment=64"`
-	Kind       *string   `query:"kind" validate:"omitempty,ident=64"`
-	AgentID    *string   `query:"agentId" validate:"omitempty,segment=128"`
-	Band       *Band     `query:"band"`
-	QueuedFrom *Time     `query:"queuedFrom" doc:"Runs queued at or after this time."`
-	QueuedTo   *Time     `query:"queuedTo" doc:"Runs queued before this time."`
+	State      *RunState   `query:"state"`
+	Subject    *string     `query:"subject" validate:"omitempty,ident=256"`
+	ProjectID  *string     `query:"projectId" validate:"omitempty,segment=64"`
+	Kind       *string     `query:"kind" validate:"omitempty,ident=64"`
+	AgentID    *string     `query:"agentId" validate:"omitempty,segment=128"`
+	Band       *Band       `query:"band"`
+	QueuedFrom *Time       `query:"queuedFrom" doc:"Runs queued at or after this time."`
+	QueuedTo   *Time       `query:"queuedTo" doc:"Runs queued before this time."`
+	Outcome    *RunOutcome `query:"outcome" doc:"Ended runs with this outcome."`
+	ErrorCode  *string     `query:"errorCode" validate:"omitempty,errcode" doc:"Runs whose last error has this code."`
+	ReleaseID  *string     `query:"releaseId" validate:"omitempty,segment=256" doc:"Runs whose latest attempt ran this release (as insights group runs by release)."`
+	EndedFrom  *Time       `query:"endedFrom" doc:"Runs ended at or after this time."`
+	EndedTo    *Time       `query:"endedTo" doc:"Runs ended before this time."`
+	Tag        *string     `query:"tag" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`
 	PageParams
 }
 

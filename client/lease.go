@@ -496,10 +496,16 @@ func (l *Lease) ObserveCancellation(ctx context.Context) error {
 // run by a Worker may complete its lease itself (to give an outcome hash); the Worker then
 // sends nothing more.
 func (l *Lease) Complete(ctx context.Context, state api.CompletionState, outcomeHash *string) (api.Attempt, error) {
+	return l.CompleteWithError(ctx, state, outcomeHash, nil)
+}
+
+// CompleteWithError is Complete saying why the attempt failed or was cancelled: the attempt
+// keeps e and the run its code and message (ErrorOf builds one from a Go error).
+func (l *Lease) CompleteWithError(ctx context.Context, state api.CompletionState, outcomeHash *string, e *api.AttemptError) (api.Attempt, error) {
 	var out api.Attempt
 	err := l.send(true, leaseLossCodes, func() (err error) {
 		out, err = l.c.CompleteAttempt(ctx, l.AttemptID(), api.CompleteAttemptRequest{
-			FencingToken: l.FencingToken(), State: state, OutcomeHash: outcomeHash,
+			FencingToken: l.FencingToken(), State: state, OutcomeHash: outcomeHash, Error: e,
 		})
 		return err
 	})
@@ -513,7 +519,13 @@ func (l *Lease) Complete(ctx context.Context, state api.CompletionState, outcome
 // nil, is when it is due again (whole seconds, 0: at once; nil: the service's backoff).
 // Afterwards the lease refuses writes with ErrLeaseEnded.
 func (l *Lease) Release(ctx context.Context, charge bool, retryAfter *time.Duration) (api.Attempt, error) {
-	req := api.ReleaseAttemptRequest{FencingToken: l.FencingToken(), Charge: charge}
+	return l.ReleaseWithError(ctx, charge, retryAfter, nil)
+}
+
+// ReleaseWithError is Release saying why: the attempt keeps e and the run its code and
+// message (ErrorOf builds one from a Go error).
+func (l *Lease) ReleaseWithError(ctx context.Context, charge bool, retryAfter *time.Duration, e *api.AttemptError) (api.Attempt, error) {
+	req := api.ReleaseAttemptRequest{FencingToken: l.FencingToken(), Charge: charge, Error: e}
 	if retryAfter != nil {
 		req.RetryAfterSeconds = api.Ptr(int(max(0, min(*retryAfter, 86400*time.Second)).Round(time.Second) / time.Second))
 	}

@@ -95,6 +95,8 @@ var (
 	ErrManifestMismatch     error = sentinel(api.CodeManifestMismatch)     // 422
 	ErrSubjectConflict      error = sentinel(api.CodeSubjectConflict)      // 422
 	ErrUnknownProject       error = sentinel(api.CodeUnknownProject)       // 422
+	ErrWebhookTarget        error = sentinel(api.CodeWebhookTarget)        // 422
+	ErrWebhookLimit         error = sentinel(api.CodeWebhookLimit)         // 409
 	ErrPreconditionRequired error = sentinel(api.CodePreconditionRequired) // 428
 	ErrRateLimited          error = sentinel(api.CodeRateLimited)          // 429, with RetryAfter
 	ErrInternal             error = sentinel(api.CodeInternal)             // 500

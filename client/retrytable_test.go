@@ -149,6 +149,14 @@ func goCalls() map[string][]variant {
 				return e(c.EnqueueRun(ctx, api.EnqueueRequest{RunSpec: spec(api.Ptr("k"))}))
 			}},
 		},
+		"forkRun": {
+			{name: "ForkRun", call: func(ctx context.Context, c *client.Client) error {
+				return e(c.ForkRun(ctx, id, api.ForkRequest{CheckpointID: id}))
+			}},
+			{name: "ForkRunWithKey", bodySet: true, call: func(ctx context.Context, c *client.Client) error {
+				return e(c.ForkRun(ctx, id, api.ForkRequest{CheckpointID: id, IdempotencyKey: api.Ptr("k")}))
+			}},
+		},
 		"finishCall": {
 			{name: "FinishCall", call: func(ctx context.Context, c *client.Client) error {
 				return e(c.FinishCall(ctx, id, id, api.FinishCallRequest{FencingToken: 1, Status: api.CallFinishStatus("succeeded")}, ""))
@@ -243,6 +251,26 @@ func goCalls() map[string][]variant {
 				return e3(c.PutProject(ctx, "p", api.PutProjectRequest{}, `"1"`))
 			}},
 		},
+		"putWebhook": {
+			{name: "PutWebhook", call: func(ctx context.Context, c *client.Client) error {
+				return e3(c.PutWebhook(ctx, "w", api.PutWebhookRequest{}, ""))
+			}},
+			{name: "PutWebhookIfMatch", ifMatch: true, call: func(ctx context.Context, c *client.Client) error {
+				return e3(c.PutWebhook(ctx, "w", api.PutWebhookRequest{}, `"1"`))
+			}},
+		},
+		"getWebhook":          one("GetWebhook", func(ctx context.Context, c *client.Client) error { return e3(c.GetWebhook(ctx, "w")) }),
+		"rotateWebhookSecret": one("RotateWebhookSecret", func(ctx context.Context, c *client.Client) error { return e(c.RotateWebhookSecret(ctx, "w")) }),
+		"redeliverWebhook":    one("Redeliver", func(ctx context.Context, c *client.Client) error { return e(c.Redeliver(ctx, id)) }),
+		"deleteWebhook": {{name: "DeleteWebhook", noBody: true, ok: answer(204, ""), call: func(ctx context.Context, c *client.Client) error {
+			return c.DeleteWebhook(ctx, "w")
+		}}},
+		"listWebhooks": {{name: "ListWebhooks", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListWebhooks(ctx, api.PageParams{}))
+		}}},
+		"listWebhookDeliveries": {{name: "ListWebhookDeliveries", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListWebhookDeliveries(ctx, api.ListWebhookDeliveriesParams{}))
+		}}},
 		"putRelease": {
 			{name: "PutRelease", call: func(ctx context.Context, c *client.Client) error {
 				return e3(c.PutRelease(ctx, "r", "1", api.PutReleaseRequest{}, ""))
@@ -260,6 +288,24 @@ func goCalls() map[string][]variant {
 		"releaseTaskLock": {{name: "ReleaseLock", noBody: true, ok: answer(204, ""), call: func(ctx context.Context, c *client.Client) error {
 			return c.ReleaseLock(ctx, "a", "t", "h")
 		}}},
+		"putSchedule": {
+			{name: "PutSchedule", call: func(ctx context.Context, c *client.Client) error {
+				return e3(c.PutSchedule(ctx, "s", api.PutScheduleRequest{Cron: "@daily", Run: spec(nil)}, ""))
+			}},
+			{name: "PutScheduleIfMatch", ifMatch: true, call: func(ctx context.Context, c *client.Client) error {
+				return e3(c.PutSchedule(ctx, "s", api.PutScheduleRequest{Cron: "@daily", Run: spec(nil)}, `"1"`))
+			}},
+		},
+		"getSchedule": one("GetSchedule", func(ctx context.Context, c *client.Client) error { return e3(c.GetSchedule(ctx, "s")) }),
+		"listSchedules": {{name: "ListSchedules", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListSchedules(ctx, api.PageParams{}))
+		}}},
+		"deleteSchedule": {{name: "DeleteSchedule", noBody: true, ok: answer(204, ""), call: func(ctx context.Context, c *client.Client) error {
+			return c.DeleteSchedule(ctx, "s")
+		}}},
+		"enqueueRunBatch": one("EnqueueBatch", func(ctx context.Context, c *client.Client) error {
+			return e(c.EnqueueBatch(ctx, []api.EnqueueRequest{{RunSpec: spec(nil)}}))
+		}),
 		"requestDecision": one("RequestDecision", func(ctx context.Context, c *client.Client) error {
 			return e(c.RequestDecision(ctx, id, api.DecisionRequest{FencingToken: 1, Kind: api.Ptr(api.DecisionApproval)}))
 		}),

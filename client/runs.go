@@ -71,13 +71,13 @@ func (c *Client) GetRun(ctx context.Context, runID uuid.UUID) (api.Run, error) {
 }
 
 // ListRuns reads one page of the tenant's runs, newest first (GET /v1/runs).
-func (c *Client) ListRuns(ctx context.Context, params api.ListRunsParams) (api.Page[api.Run], error) {
-	return list[api.Run](ctx, c, "/v1/runs", params)
+func (c *Client) ListRuns(ctx context.Context, params api.ListRunsParams) (api.Page[api.RunItem], error) {
+	return list[api.RunItem](ctx, c, "/v1/runs", params)
 }
 
 // Runs iterates over the tenant's runs matching params, newest first, following the pages.
-func (c *Client) Runs(ctx context.Context, params api.ListRunsParams) iter.Seq2[api.Run, error] {
-	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.Run], error) {
+func (c *Client) Runs(ctx context.Context, params api.ListRunsParams) iter.Seq2[api.RunItem, error] {
+	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.RunItem], error) {
 		params.Cursor = cursor
 		return c.ListRuns(ctx, params)
 	})
@@ -101,6 +101,19 @@ func (c *Client) ContinueRun(ctx context.Context, runID uuid.UUID, req *api.Cont
 		cl.body = req
 	}
 	_, err := c.do(ctx, cl)
+	return out, err
+}
+
+// ForkRun starts a new run from a checkpoint of a run (POST /v1/runs/{runId}/fork): it has
+// the run's spec and resumes from that checkpoint (Lease.Resume) until it writes its own.
+// Retried only with an idempotency key, which makes a repeat answer the same fork.
+func (c *Client) ForkRun(ctx context.Context, runID uuid.UUID, req api.ForkRequest) (api.Run, error) {
+	var out api.Run
+	r := once
+	if req.IdempotencyKey != nil {
+		r = idempotent
+	}
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/" + runID.String() + "/fork", body: req, repeat: r, out: &out})
 	return out, err
 }
 

@@ -27,6 +27,10 @@ import (
 //   - any return after ErrCancelRequested: completed as cancelled;
 //   - a panic: released as an error is, logged and reported to Hooks.Panicked.
 //
+// The Worker tells the ledger why (ErrorOf): the error's type as its code (or its
+// ErrorCoder's code), its message and its chain, or a panic's value and stack, so the run
+// shows why it failed without the handler writing any of it.
+//
 // After the lease is lost nothing is sent, whatever the return. A handler may also end its
 // lease itself (Lease.Complete with an outcome hash, Lease.Release); the Worker then sends
 // nothing more.
@@ -216,20 +220,20 @@ func NewWorker(c *Client, cfg WorkerConfig, h Handler) (*Worker, error) {
 		cfg.Concurrency = 1
 	}
 	if cfg.LongPolls <= 0 {
-		cfg.LongPolls = 2
+		cfg.LongPolls = defaultLongPolls
 	}
 	cfg.LongPolls = min(cfg.LongPolls, cfg.Concurrency)
 	switch cfg.WaitSeconds {
 	case 0:
-		cfg.WaitSeconds = 5
+		cfg.WaitSeconds = defaultWaitSeconds
 	case -1:
 		cfg.WaitSeconds = 0
 	}
 	if cfg.IdleWait <= 0 {
-		cfg.IdleWait = time.Second
+		cfg.IdleWait = defaultIdleWait
 	}
 	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = 30 * time.Second
+		cfg.ShutdownGrace = defaultShutdownGrace
 	}
 	if cfg.OnError == nil {
 		cfg.OnError = defaultOnError
@@ -416,7 +420,7 @@ func (w *Worker) forceRelease(base context.Context) {
 // releaseUncharged gives a run back as it was, due at once, bypassing the lease's local
 // refusal (the lease was ended locally so that its handler sends nothing more).
 func (w *Worker) releaseUncharged(base context.Context, l *Lease, why string) {
-	ctx, cancel := context.WithTimeout(base, max(l.length, 5*time.Second))
+	ctx, cancel := context.WithTimeout(base, max(l.length, settleTimeoutMin))
 	defer cancel()
 	_, err := w.c.ReleaseAttempt(ctx, l.AttemptID(), api.ReleaseAttemptRequest{
 		FencingToken: l.FencingToken(), RetryAfterSeconds: api.Ptr(0),
@@ -516,7 +520,7 @@ func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.Claim
 				w.cfg.Hooks.Held(held.RetryAfter)
 			}
 			w.log.DebugContext(base, "claim held", "retry_after", held.RetryAfter)
-			_ = w.c.sleep(stopCtx, held.RetryAfter+fullJitter(held.RetryAfter/8+time.Millisecond, time.Minute, 1))
+			_ = w.c.sleep(stopCtx, held.RetryAfter+fullJitter(held.RetryAfter/heldJitterDivisor+time.Millisecond, heldJitterMax, 1))
 		case err != nil:
 			if stopCtx.Err() != nil && claimCtx.Err() != nil {
 				return nil, time.Time{}, nil
@@ -538,7 +542,7 @@ func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.Claim
 			}
 			failures.refused = 0
 			failures.failed++
-			wait := fullJitter(500*time.Millisecond, 30*time.Second, failures.failed)
+			wait := fullJitter(claimBackoffBase, claimBackoffMax, failures.failed)
 			if p := (*Problem)(nil); errors.As(err, &p) && p.RetryAfter > wait {
 				wait = p.RetryAfter
 			}
@@ -602,6 +606,12 @@ func (w *Worker) handle(base context.Context, l *Lease, sent time.Time) {
 	}
 	log.DebugContext(hctx, "claimed run", "subject", l.claim.Run.Subject, "kind", l.claim.Run.Kind,
 		"attempts_spent", l.claim.Run.AttemptsSpent, "leased_until", l.claim.Lease.LeasedUntil)
+	if l.FencingToken() > 1 {
+		// Claimed before: a holder that died mid-run (SIGKILL) cost the run one of its attempts.
+		log.WarnContext(hctx, "resuming run", "attempt", l.claim.Run.AttemptsSpent+1,
+			"max_attempts", l.claim.Run.MaxAttempts, "epoch", l.FencingToken(),
+			"note", "a run whose attempts are all spent ends exhausted")
+	}
 
 	hbCtx, stopHB := context.WithCancel(base)
 	hbDone := make(chan struct{})
@@ -621,12 +631,12 @@ func (w *Worker) handle(base context.Context, l *Lease, sent time.Time) {
 	w.finished(r)
 }
 
-// call runs the handler, turning a panic into an error.
+// call runs the handler, turning a panic into an error (a *handlerPanic).
 func (w *Worker) call(ctx context.Context, l *Lease, log *slog.Logger) (err error, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
-			err, panicked = fmt.Errorf("handler panicked: %v", v), true
+			err, panicked = &handlerPanic{value: v, stack: stack}, true
 			log.ErrorContext(ctx, "handler panicked", "panic", v, "stack", string(stack))
 			if w.cfg.Hooks.Panicked != nil {
 				w.cfg.Hooks.Panicked(l, v, stack)
@@ -644,9 +654,9 @@ func (w *Worker) call(ctx context.Context, l *Lease, log *slog.Logger) (err erro
 func (w *Worker) heartbeat(ctx context.Context, l *Lease, sent time.Time, cancel context.CancelCauseFunc, log *slog.Logger) {
 	every := w.cfg.HeartbeatEvery
 	if every <= 0 {
-		every = l.length / 3
+		every = l.length / heartbeatDivisor
 	}
-	every = max(every, 10*time.Millisecond)
+	every = max(every, heartbeatMin)
 	deadline := sent.Add(l.length)
 	acked := false
 	wait := every
@@ -693,6 +703,25 @@ func (w *Worker) heartbeat(ctx context.Context, l *Lease, sent time.Time, cancel
 	}
 }
 
+// handlerPanic is a handler's panic as the error the Worker settles it with: the ledger gets
+// its value and stack (PanicError).
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) Error() string { return fmt.Sprintf("handler panicked: %v", p.value) }
+
+// attemptError is what the ledger keeps of the handler's return: its error, or its panic
+// with the stack.
+func attemptError(herr error) *api.AttemptError {
+	var p *handlerPanic
+	if errors.As(herr, &p) {
+		return PanicError(p.value, p.stack)
+	}
+	return ErrorOf(herr)
+}
+
 // settle ends the attempt as the handler's return says, unless the lease is already
 // lost or ended, and says what became of it.
 func (w *Worker) settle(base context.Context, l *Lease, herr error, panicked bool, log *slog.Logger) Result {
@@ -711,7 +740,7 @@ func (w *Worker) settle(base context.Context, l *Lease, herr error, panicked boo
 		}
 		return r
 	}
-	ctx, cancel := context.WithTimeout(base, max(l.length, 5*time.Second))
+	ctx, cancel := context.WithTimeout(base, max(l.length, settleTimeoutMin))
 	defer cancel()
 	var (
 		perm *permanentError
@@ -720,17 +749,17 @@ func (w *Worker) settle(base context.Context, l *Lease, herr error, panicked boo
 	switch {
 	case l.CancelRequested():
 		r.Outcome = Cancelled
-		_, err = l.Complete(ctx, api.CompleteCancelled, nil)
+		_, err = l.CompleteWithError(ctx, api.CompleteCancelled, nil, attemptError(herr))
 	case herr == nil && !panicked:
 		r.Outcome = Succeeded
 		_, err = l.Complete(ctx, api.CompleteSucceeded, nil)
 	case errors.As(herr, &perm) && !panicked:
 		r.Outcome = Failed
-		_, err = l.Complete(ctx, api.CompleteFailed, nil)
+		_, err = l.CompleteWithError(ctx, api.CompleteFailed, nil, attemptError(herr))
 	default:
 		r.Outcome = Released
 		retry := w.cfg.OnError(l, herr)
-		_, err = l.Release(ctx, retry.Charge, retry.After)
+		_, err = l.ReleaseWithError(ctx, retry.Charge, retry.After, attemptError(herr))
 	}
 	switch {
 	case err == nil && herr == nil && r.Outcome != Cancelled:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/ledger-dev/ledger/internal/syncbuf"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -227,21 +228,29 @@ func TestHandlerReturnDecidesTheEnd(t *testing.T) {
 		runOutcome api.RunOutcome
 		spent      int
 		dueIn      time.Duration
+		// errCode and errMessage are the error the run shows (issue 29: the Worker sends it).
+		errCode, errMessage string
 	}{
 		{name: "NilCompletesSucceeded", handler: func(context.Context, *client.Lease) error { return nil },
 			outcome: client.Succeeded, state: api.RunEnded, runOutcome: api.OutcomeSucceeded},
 		{name: "PermanentCompletesFailed", handler: func(context.Context, *client.Lease) error { return client.Permanent(errors.New("bad input")) },
-			outcome: client.Failed, state: api.RunEnded, runOutcome: api.OutcomeFailed},
+			outcome: client.Failed, state: api.RunEnded, runOutcome: api.OutcomeFailed, errCode: "error", errMessage: "bad input"},
+		{name: "PermanentCarriesItsCausesType", handler: func(context.Context, *client.Lease) error {
+			return client.Permanent(fmt.Errorf("load config: %w", &fs.PathError{Op: "open", Path: "/etc/agent", Err: fs.ErrNotExist}))
+		}, outcome: client.Failed, state: api.RunEnded, runOutcome: api.OutcomeFailed, errCode: "fs.patherror",
+			errMessage: "load config: open /etc/agent: file does not exist"},
 		{name: "ErrorReleasesCharged", handler: func(context.Context, *client.Lease) error { return errors.New("flaky tool") },
-			outcome: client.Released, state: api.RunQueued, spent: 1},
+			outcome: client.Released, state: api.RunQueued, spent: 1, errCode: "error", errMessage: "flaky tool"},
+		{name: "ErrorCoderNamesItsCode", handler: func(context.Context, *client.Lease) error { return codedError{} },
+			outcome: client.Released, state: api.RunQueued, spent: 1, errCode: "tool_timeout", errMessage: "the search tool timed out"},
 		{name: "RetryAfterReleasesChargedWithItsDelay", handler: func(context.Context, *client.Lease) error {
 			return client.RetryAfter(errors.New("rate limited upstream"), time.Hour)
-		}, outcome: client.Released, state: api.RunQueued, spent: 1, dueIn: time.Hour},
+		}, outcome: client.Released, state: api.RunQueued, spent: 1, dueIn: time.Hour, errCode: "error", errMessage: "rate limited upstream"},
 		{name: "OnErrorMayReleaseUncharged", handler: func(context.Context, *client.Lease) error { return errors.New("not mine") },
 			onError: func(*client.Lease, error) client.Retry { return client.Retry{After: &hour} },
-			outcome: client.Released, state: api.RunQueued, spent: 0, dueIn: time.Hour},
+			outcome: client.Released, state: api.RunQueued, spent: 0, dueIn: time.Hour, errCode: "error", errMessage: "not mine"},
 		{name: "PanicReleasesCharged", handler: func(context.Context, *client.Lease) error { panic("boom") },
-			outcome: client.Released, state: api.RunQueued, spent: 1},
+			outcome: client.Released, state: api.RunQueued, spent: 1, errCode: "panic", errMessage: "boom"},
 		{name: "HandlerMayCompleteItself", handler: func(ctx context.Context, l *client.Lease) error {
 			_, err := l.Complete(ctx, api.CompleteSucceeded, api.Ptr("outcome-hash"))
 			return err
@@ -281,6 +290,19 @@ func TestHandlerReturnDecidesTheEnd(t *testing.T) {
 			}
 			if tc.state == api.RunEnded && (got.Outcome == nil || *got.Outcome != tc.runOutcome) {
 				t.Fatalf("run outcome %v, want %s", got.Outcome, tc.runOutcome)
+			}
+			if code, msg := deref(got.ErrorCode), deref(got.ErrorMessage); code != tc.errCode || msg != tc.errMessage {
+				t.Fatalf("run error %q %q, want %q %q", code, msg, tc.errCode, tc.errMessage)
+			}
+			a, _, err := s.Runtime.GetAttempt(context.Background(), r.Lease.AttemptID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.errCode == "" && a.Error != nil:
+				t.Fatalf("attempt error %+v, want none", a.Error)
+			case tc.errCode == "panic" && (a.Error == nil || !strings.Contains(string(a.Error.Details), "worker_test.go")):
+				t.Fatalf("a panic's details %s, want its stack", a.Error.Details)
 			}
 		})
 	}
@@ -559,4 +581,63 @@ func TestConfigurationRefusalBacksOffAndLogsOnce(t *testing.T) {
 	if n := metric(`ledger_claims_total{outcome="error"}`); n != 0 {
 		t.Errorf("ledger_claims_total{outcome=\"error\"} = %v, want 0", n)
 	}
+}
+
+// TestResumedRunIsLogged: a run claimed before (its first holder gone, the attempt charged)
+// is claimed again with a warning naming the attempt's number and the run's budget, since
+// each crash of a worker spends one of its attempts.
+func TestResumedRunIsLogged(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	ctx := context.Background()
+	kind := "resumed"
+	run := s.enqueue(t, kind)
+	cl, err := s.Runtime.ClaimRun(ctx, api.ClaimRequest{HolderID: "first", ReleaseID: testRelease, AdapterVersion: testAdapter,
+		ModelProfileID: testModel, Kinds: []string{kind}})
+	if err != nil || cl == nil {
+		t.Fatalf("claim: %v %v", cl, err)
+	}
+	if _, err := s.Runtime.ReleaseAttempt(ctx, cl.Attempt.AttemptID, api.ReleaseAttemptRequest{FencingToken: cl.Lease.FencingToken,
+		Charge: true, RetryAfterSeconds: api.Ptr(0)}); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncbuf.Buffer
+	cfg := workerConfig(kind)
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	results := finishedHook(&cfg)
+	stop := startWorker(t, s.Runtime, cfg, func(context.Context, *client.Lease) error { return nil })
+	r := recv(t, results, "result")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != client.Succeeded || r.Lease.FencingToken() != 2 {
+		t.Fatalf("result %+v", r)
+	}
+	var said struct {
+		Msg         string `json:"msg"`
+		Attempt     int    `json:"attempt"`
+		MaxAttempts int    `json:"max_attempts"`
+	}
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, `"resuming run"`) {
+			if err := json.Unmarshal([]byte(line), &said); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if said.Msg != "resuming run" || said.Attempt != 2 || said.MaxAttempts != run.MaxAttempts {
+		t.Fatalf("logged %+v, want attempt 2 of %d:\n%s", said, run.MaxAttempts, logs.String())
+	}
+}
+
+type codedError struct{}
+
+func (codedError) Error() string     { return "the search tool timed out" }
+func (codedError) ErrorCode() string { return "tool_timeout" }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -25,6 +25,10 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *out == "" {
 		return fmt.Errorf("say where the copy goes with --out FILE")
 	}
+	if sqldb.IsSQLServer(d.dsn) {
+		// Said before connecting: a backup of SQL Server is the server's own (BACKUP DATABASE).
+		return fmt.Errorf("backup copies the embedded SQLite database only; back a SQL Server database up with the server's own tools (BACKUP DATABASE, or Azure SQL's automated backups)")
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	db, err := openExisting(ctx, d, log)
 	if err != nil {

@@ -40,6 +40,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&cfg.NoReferences, "no-references", false, "skip the driver baseline and the HTTP ceiling")
 	fs.BoolVar(&cfg.JSON, "json", false, "write the report as JSON instead of a table")
 	fs.StringVar(&cfg.TSWorker, "ts-worker", "", "sdk: the TypeScript SDK's bench script (default sdk/typescript/bench/worker.mjs; run npm ci && npm run build in sdk/typescript first)")
+	fs.StringVar(&cfg.PyWorker, "py-worker", "", "sdk: the Python SDK's bench script (default sdk/python/bench/worker.py)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	if err := parse(fs, args); err != nil {
 		return err

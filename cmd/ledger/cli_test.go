@@ -17,7 +17,7 @@ func TestFlagsFollowTheVerb(t *testing.T) {
 	t.Parallel()
 	n := latest(t)
 	path := tempDB(t)
-	if got := mustCLI(t, "migrate", "up", "--db", path); got != versionLine(n, n) {
+	if got := afterApplied(mustCLI(t, "migrate", "up", "--db", path)); got != versionLine(n, n) {
 		t.Fatalf("migrate up --db: %q", got)
 	}
 	if got := mustCLI(t, "migrate", "version", "--db", path); got != versionLine(n, n) {
@@ -219,9 +219,38 @@ func TestVersion(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		code, stdout, stderr := cli(t, args...)
-		if code != 0 || stdout != "ledger "+app.Version+"\n" || stderr != "" {
-			t.Fatalf("ledger %v: exit %d, %q %q", args, code, stdout, stderr)
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		if code != 0 || stderr != "" || len(lines) != 4 || lines[0] != "ledger "+app.Version ||
+			!strings.HasPrefix(lines[1], "module github.com/ledger-dev/ledger ") || !strings.HasPrefix(lines[2], "commit ") ||
+			lines[3] != "schema version "+itoa(latest(t)) {
+			t.Fatalf("ledger %v: exit %d, %q %q; want the release, module version, commit and schema version", args, code, stdout, stderr)
 		}
+	}
+}
+
+// Flags before the command are the command's (`ledger --db X migrate version`); flags with
+// no command after them are one line, not the whole usage.
+func TestGlobalFlagsBeforeTheVerb(t *testing.T) {
+	t.Parallel()
+	path := migratedDB(t)
+	n := latest(t)
+	if got := mustCLI(t, "--db", path, "migrate", "version"); got != versionLine(n, n) {
+		t.Fatalf("ledger --db X migrate version: %q", got)
+	}
+	code, stdout, stderr := cli(t, "--db", path)
+	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no command follows it") {
+		t.Fatalf("ledger --db X: exit %d, stdout %q, stderr %q; want one line", code, stdout, stderr)
+	}
+}
+
+// backup says it copies the embedded database only before it tries to connect to a SQL
+// Server (the address below refuses connections, which would be the error otherwise).
+func TestBackupRefusesSQLServerBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := cli(t, "backup", "--db", "sqlserver://u:secret@127.0.0.1:1?database=ledger", "--out", filepath.Join(t.TempDir(), "b.db"))
+	wantOneLineError(t, "backup", code, stdout, stderr)
+	if !strings.Contains(stderr, "embedded SQLite database only") || strings.Contains(stderr, "secret") {
+		t.Fatalf("backup of a sqlserver:// URL: %q", stderr)
 	}
 }
 

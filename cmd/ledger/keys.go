@@ -125,15 +125,31 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if fs.NArg() != 1 {
 			return fmt.Errorf("revoke needs one key id (see ledger keys list)")
 		}
+		// The argument may be a whole key (its secret) pasted by mistake: it is never
+		// repeated, in an answer or an error; only its id is.
+		keyID, whole := fs.Arg(0), false
+		if id := tenancy.KeyIDOf(keyID); id != "" {
+			keyID, whole = id, true
+		} else if !validKeyID(keyID) {
+			return fmt.Errorf("revoke needs a key id: the 16 hex digits after \"ldg_\" (see ledger keys list); the argument is not repeated here, as it may be a secret")
+		}
 		store, closeDB, err := open()
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		if err := store.RevokeKey(ctx, fs.Arg(0)); err != nil {
+		before, err := store.Revoke(ctx, keyID)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
+		if whole {
+			fmt.Fprintf(stdout, "given a whole key, revoking it by its id %s (the secret is not shown)\n", keyID)
+		}
+		if before != nil {
+			fmt.Fprintf(stdout, "%s was already revoked at %s; nothing changed\n", keyID, before.UTC().Format(time.RFC3339))
+			return nil
+		}
+		fmt.Fprintf(stdout, "revoked %s\n", keyID)
 		return nil
 	}
 	return nil
@@ -206,4 +222,17 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "tenant %s may hold %d leased runs\n", *tenant, *maxLeased)
 	return nil
+}
+
+// validKeyID reports whether s is shaped like a key id (16 lower-case hex digits).
+func validKeyID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -10,11 +10,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
 )
 
 // defaultDB is the embedded default database.
@@ -55,8 +59,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "-version" || args[0] == "version" {
-		fmt.Fprintf(stdout, "ledger %s\n", app.Version)
+		printVersion(stdout)
 		return 0
+	}
+	if strings.HasPrefix(args[0], "-") {
+		// Global flags before the verb (`ledger --db X migrate version`): every flag belongs
+		// to a command, so move them after its name, where the command reads them.
+		moved, ok := commandFirst(args)
+		if !ok {
+			fmt.Fprintf(stderr, "ledger: %q is a flag, and no command follows it: flags go with a command (ledger <command> [flags]; ledger --help lists the commands)\n", args[0])
+			return 2
+		}
+		args = moved
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -106,6 +120,58 @@ func warnUnknownVariables(stderr io.Writer) {
 		}
 		log.Warn("unknown LEDGER_ variable ignored: only the service's settings are read from the environment (ledger serve --help)", attrs...)
 	}
+}
+
+// commandFirst moves the first argument that names a command to the front, the flags
+// before it after it, or reports that no command is named.
+func commandFirst(args []string) ([]string, bool) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		for _, c := range commands() {
+			if c.name == a {
+				out := append([]string{a}, args[:i]...)
+				return append(out, args[i+1:]...), true
+			}
+		}
+	}
+	return nil, false
+}
+
+// printVersion names the build: the release, the module version and VCS commit the Go
+// toolchain recorded (debug.ReadBuildInfo), and the schema version this binary needs (its
+// newest migration; a newer schema it serves when the newer migrations are additive).
+func printVersion(w io.Writer) {
+	module, commit := "unknown", "unknown (the build recorded no VCS information: -buildvcs=false, or no git)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		module = bi.Main.Path + " " + bi.Main.Version
+		var rev, when, modified string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				when = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if rev != "" {
+			commit = rev
+			if when != "" {
+				commit += " (" + when + ")"
+			}
+			if modified == "true" {
+				commit += " with local changes"
+			}
+		}
+	}
+	schema := "unknown"
+	if migs, err := sqldb.ReadMigrations(sqlitemigrations.FS); err == nil && len(migs) > 0 {
+		schema = strconv.FormatUint(uint64(migs[len(migs)-1].Version), 10)
+	}
+	fmt.Fprintf(w, "ledger %s\nmodule %s\ncommit %s\nschema version %s\n", app.Version, module, commit, schema)
 }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }

@@ -83,6 +83,17 @@ func latest(t *testing.T) int {
 	return top
 }
 
+// afterApplied is migrate's output without the "applied N title: kind" lines of migrate up.
+func afterApplied(out string) string {
+	var keep []string
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if !strings.HasPrefix(line, "applied ") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "")
+}
+
 func versionLine(v, of int) string { return fmt.Sprintf("version %d of %d, dirty false\n", v, of) }
 
 func tempDB(t *testing.T) string { return filepath.Join(t.TempDir(), "ledger.db") }
@@ -135,7 +146,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 	}
 	for _, s := range steps {
 		args := append([]string{"migrate", "--db", db}, s.args...)
-		if got := mustCLI(t, args...); got != s.want {
+		if got := afterApplied(mustCLI(t, args...)); got != s.want {
 			t.Fatalf("migrate %v printed %q, want %q", s.args, got, s.want)
 		}
 	}
@@ -195,7 +206,7 @@ func TestCommandsReadLEDGERVariables(t *testing.T) {
 	path := tempDB(t)
 	t.Setenv("LEDGER_DB", path)
 	n := latest(t)
-	if got := mustCLI(t, "migrate", "up"); got != versionLine(n, n) {
+	if got := afterApplied(mustCLI(t, "migrate", "up")); got != versionLine(n, n) {
 		t.Fatalf("migrate up with LEDGER_DB: %q", got)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -671,5 +682,116 @@ func TestServeRefusesLimitsOneTenantCouldFill(t *testing.T) {
 				t.Fatalf("serve opened the database before refusing its flags: %v", err)
 			}
 		})
+	}
+}
+
+// migrate up prints each migration it applies with its declared kind, and a breaking one
+// with why (issue 30 item 8).
+func TestMigrateUpPrintsEachKind(t *testing.T) {
+	t.Parallel()
+	path := tempDB(t)
+	db := openTestDB(t, path)
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = mg.Goto(10)
+	mg.Close()
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := mustCLI(t, "migrate", "up", "--db", path)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "applied 11 write_path: breaking (drops the Projects lease counters") ||
+		lines[2] != "applied 13 maintenance_role: additive" {
+		t.Fatalf("migrate up from 10 printed %q", out)
+	}
+}
+
+// keys revoke never repeats a whole key (a secret) pasted for an id, in its answer or its
+// errors, and says when a key was already revoked (issue 30 item 10).
+func TestKeysRevokeNeverEchoesASecret(t *testing.T) {
+	t.Parallel()
+	path := migratedDB(t)
+	token := lastLine(mustCLI(t, "keys", "create", "--db", path, "--tenant", "acme", "--role", "admin"))
+	secret := strings.SplitN(token, "_", 3)[2]
+	id := keyID(token)
+
+	code, out, errOut := cli(t, "keys", "revoke", "--db", path, token)
+	if code != 0 || strings.Contains(out+errOut, secret) || !strings.Contains(out, "revoked "+id) {
+		t.Fatalf("revoke <whole key>: exit %d, stdout %q, stderr %q; want it revoked by id, the secret never shown", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "keys", "revoke", "--db", path, id)
+	if code != 0 || !strings.Contains(out, id+" was already revoked at ") || strings.Contains(out, "\nrevoked ") {
+		t.Fatalf("second revoke: exit %d, stdout %q, stderr %q; want it to say already revoked", code, out, errOut)
+	}
+	// Not shaped like a key or an id: refused without repeating it.
+	code, out, errOut = cli(t, "keys", "revoke", "--db", path, "ldg_"+secret)
+	if code == 0 || strings.Contains(out+errOut, secret) {
+		t.Fatalf("revoke of a malformed key: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// Only migrate up and serve change the schema: keys, tenants and purge against a database
+// whose schema is behind refuse, naming how to migrate, and leave the version as it was
+// (issue 30 item 9).
+func TestOperatorCommandsNeverMigrate(t *testing.T) {
+	t.Parallel()
+	path := tempDB(t)
+	db := openTestDB(t, path)
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = mg.Goto(17)
+	mg.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"keys", "list"}, {"keys", "create", "--tenant", "acme", "--role", "admin"}, {"tenants", "list"}, {"purge", "--dry-run"},
+	} {
+		code, out, errOut := cli(t, append(args, "--db", path)...)
+		if code == 0 || !strings.Contains(errOut, "schema is at version 17") || !strings.Contains(errOut, "ledger migrate up") {
+			t.Errorf("%v on a schema behind: exit %d, stdout %q, stderr %q; want a refusal naming migrate up", args, code, out, errOut)
+		}
+		if st, err := db.SchemaState(context.Background()); err != nil || st.Version != 17 {
+			t.Fatalf("after %v the schema is at %+v (%v); want 17, untouched", args, st, err)
+		}
+	}
+}
+
+// On a fresh SQLite path `check --for migrate` exits 0 when `migrate up` would create the
+// database, so a `set -e` pipeline following docs/operators.md goes on; it creates
+// nothing itself (issue 30 item 10).
+func TestCheckForMigrateOnAFreshPath(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "new", "ledger.db")
+	code, out, errOut := cli(t, "check", "--for", "migrate", "--db", path)
+	if code != 0 || !strings.Contains(out, "ledger migrate up` creates it") {
+		t.Fatalf("check --for migrate on a fresh path: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Fatalf("check created %s (%v)", filepath.Dir(path), err)
+	}
+	mustCLI(t, "migrate", "up", "--db", path)
+	// --for serve still wants the database.
+	if code, _, _ := cli(t, "check", "--db", filepath.Join(t.TempDir(), "other.db")); code == 0 {
+		t.Fatal("check --for serve passed on a path with no database")
+	}
+}
+
+// serve --db in a directory that does not exist refuses, naming --create-dir, and creates
+// nothing (it created the directories, a database and keys).
+func TestServeRefusesAMissingDirectory(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "typo", "dir")
+	code, stdout, stderr := cli(t, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "x.db"))
+	if code == 0 || !strings.Contains(stderr, "--create-dir") || strings.Contains(stdout, "key") {
+		t.Fatalf("serve in a missing directory: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
+		t.Fatalf("serve created %s (%v)", filepath.Dir(dir), err)
 	}
 }

@@ -60,9 +60,23 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer mg.Close()
+	if verb == "down" {
+		// golang-migrate would only say it has no file for the version.
+		if st, err := mg.State(); err == nil && st.Version > st.Latest {
+			return fmt.Errorf("down: schema is at version %d, newer than this binary's %d: run `ledger migrate down` with the binary that migrated it", st.Version, st.Latest)
+		}
+	}
 	switch verb {
 	case "up":
-		err = mg.Up()
+		var applied []sqldb.Migration
+		applied, err = mg.UpApplied()
+		for _, m := range applied {
+			if m.Kind == sqldb.Breaking {
+				fmt.Fprintf(stdout, "applied %d %s: breaking (%s)\n", m.Version, m.Title, m.Reason)
+			} else {
+				fmt.Fprintf(stdout, "applied %d %s: %s\n", m.Version, m.Title, m.Kind)
+			}
+		}
 	case "down":
 		err = mg.Down(n)
 	case "force":
@@ -76,5 +90,12 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "version %d of %d, dirty %v\n", st.Version, st.Latest, st.Dirty)
+	if st.Version > st.Latest && !st.Dirty {
+		if _, _, err := db.Servable(ctx); err != nil {
+			fmt.Fprintln(stdout, err)
+		} else {
+			fmt.Fprintln(stdout, "the schema is newer than this binary's; every newer migration is additive, so this binary serves it")
+		}
+	}
 	return nil
 }

@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,15 +21,18 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
 type serveFlags struct {
-	db       dbFlags
-	addr     string
-	migrate  bool
-	maxBody  int64
-	grace    time.Duration
-	logLevel string
+	db      dbFlags
+	addr    string
+	migrate bool
+	// createDir lets serve create the directories of a --db path that do not exist.
+	createDir bool
+	maxBody   int64
+	grace     time.Duration
+	logLevel  string
 	// logFlush batches log lines into one write per interval (0: a write per line).
 	logFlush  time.Duration
 	leaseTTL  time.Duration
@@ -63,6 +69,10 @@ type serveFlags struct {
 	otlpHeaders  string
 	// maxPending caps one attempt's pending decisions.
 	maxPending int
+	// webhookAllowHTTP and webhookAllowPrivate relax the webhook URL rules; publicURL is the
+	// console's base URL for payload links.
+	webhookAllowHTTP, webhookAllowPrivate bool
+	publicURL                             string
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -87,6 +97,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.db.register(fs)
 	fs.StringVar(&f.addr, "addr", ":8080", "address to listen on")
 	fs.BoolVar(&f.migrate, "migrate", false, "SQL Server: apply pending migrations at start instead of refusing (SQLite always migrates)")
+	fs.BoolVar(&f.createDir, "create-dir", false, "SQLite: create the directories of a --db path that do not exist (the default ./data is always created)")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "largest request body in bytes; larger ones get 413")
 	fs.DurationVar(&f.grace, "shutdown-grace", 20*time.Second, "how long shutdown waits for in-flight requests")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -116,6 +127,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.keyCacheTTL, "key-cache-ttl", tenancy.DefaultKeyCacheTTL, "how long a replica trusts an API key it has read; a revoked key may work that long on a replica that used it (0: read the key on every request)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For names the client address (empty: the TCP peer is the client)")
 	fs.BoolVar(&f.tenantLabels, "metrics-tenant-labels", false, "add a tenant label to the per-tenant metrics (one series per tenant: mind the cardinality)")
+	fs.BoolVar(&f.webhookAllowHTTP, "webhook-allow-http", false, "accept http:// webhook URLs (https:// only otherwise)")
+	fs.BoolVar(&f.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks reach private, loopback, link-local and unique-local addresses")
+	fs.StringVar(&f.publicURL, "public-url", "", "the service's external base URL (https://ledger.example.com), for the console links in webhook payloads")
 	fs.StringVar(&f.secureCookies, "console-secure-cookies", "auto", "console cookies carry Secure: auto (when the request is https, or X-Forwarded-Proto says https), always, or never")
 	fs.DurationVar(&f.purge, "purge-interval", time.Hour, "how often this replica deletes ended run chains past their project's retention (negative: never)")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "address of a separate listener serving Go's net/http/pprof profiles, unauthenticated: bind it to loopback (empty: off)")
@@ -134,6 +148,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}
 	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := refuseMissingDir(f.db.dsn, f.createDir); err != nil {
 		return err
 	}
 	db, err := openDB(ctx, f.db, log)
@@ -156,6 +173,13 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A restored backup would otherwise hand out again the row versions (ETags, changedSince
+	// positions) handed out after it was taken.
+	if from, to, err := db.RaiseVersionFloor(ctx); err != nil {
+		return err
+	} else if to > from {
+		log.Info("row versions continue from the clock's floor", "from", uint64(from), "to", uint64(to))
+	}
 	rcfg := runs.DefaultConfig()
 	rcfg.LeaseTTL, rcfg.ReaperInterval, rcfg.BandAging = f.leaseTTL, f.reaper, f.aging
 	rcfg.MaxDepth, rcfg.FairnessWindow = f.maxDepth, f.fairness
@@ -166,7 +190,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active,
 			HeavyReads: f.heavyReads, HeavyReadTimeout: f.heavyTimeout, ReadTimeout: f.readTimeout},
 		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending,
-		OTLP: otlp})
+		Webhooks: webhooks.Config{AllowHTTP: f.webhookAllowHTTP, AllowPrivate: f.webhookAllowPrivate, ConsoleURL: strings.TrimSuffix(f.publicURL, "/")},
+		OTLP:     otlp})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	if f.pprofAddr != "" {
 		_, stopPprof, err := servePprof(f.pprofAddr, log)
@@ -267,6 +292,9 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // lock, and a database that had no schema gets the bootstrap tenant and keys inside the same
 // lock, so two processes starting together bootstrap once. SQL Server migrates only when
 // asked (migrations are a deploy step) and otherwise refuses a schema that is behind or dirty.
+// A schema newer than this binary's is served when every newer migration is additive (a
+// rolling deploy: the new binary migrated first), with a log line saying so, and refused
+// naming the breaking one otherwise.
 func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstrapTenant string, stdout io.Writer) error {
 	if db.Dialect.Name() == "sqlserver" && !allowMigrate {
 		return requireCurrentSchema(ctx, db)
@@ -282,6 +310,9 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	}
 	if before.Dirty {
 		return fmt.Errorf("schema version %d is dirty: %s", before.Version, before.DirtyFix())
+	}
+	if before.Version > before.Latest {
+		return requireCurrentSchema(ctx, db)
 	}
 	if err := mg.Up(); err != nil {
 		return fmt.Errorf("migrate up: %w", err)
@@ -309,23 +340,47 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	return nil
 }
 
-// requireCurrentSchema refuses a schema that is behind, ahead or dirty.
+// requireCurrentSchema refuses a schema this binary cannot serve: behind, dirty, or newer by
+// a migration that is not additive (the error says what to run or deploy). It never
+// migrates: only `migrate up` and `serve` change the schema. A newer schema whose newer
+// migrations are all additive is accepted, and the database's logger says so.
 func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
-	if db.Dialect.Name() == "sqlite" {
-		// The embedded default needs no deploy step: bring it up to date under the lock.
-		return prepareSchema(ctx, db, true, "", io.Discard)
+	st, newer, err := db.Servable(ctx)
+	var se *sqldb.SchemaError
+	if errors.As(err, &se) && st.Version < st.Latest && !st.Dirty {
+		if db.Dialect.Name() == "sqlite" {
+			return fmt.Errorf("%w (or start `ledger serve`, which migrates the embedded database)", err)
+		}
+		return fmt.Errorf("%w (or start `ledger serve --migrate`)", err)
 	}
-	st, err := db.SchemaState(ctx)
 	if err != nil {
 		return err
 	}
-	switch {
-	case st.Dirty:
-		return fmt.Errorf("schema version %d is dirty: %s", st.Version, st.DirtyFix())
-	case st.Version < st.Latest:
-		return fmt.Errorf("schema is at version %d, this binary needs %d: run `ledger migrate up` or start with --migrate", st.Version, st.Latest)
-	case st.Version > st.Latest:
-		return fmt.Errorf("schema is at version %d, newer than this binary's %d: deploy the newer binary", st.Version, st.Latest)
+	if len(newer) > 0 {
+		versions := make([]string, len(newer))
+		for i, m := range newer {
+			versions[i] = fmt.Sprintf("%d %s", m.Version, m.Title)
+		}
+		db.Logger().Info("schema is newer than this binary's; every newer migration is additive, so this binary serves it",
+			"schema_version", st.Version, "binary_schema_version", st.Latest, "additive", strings.Join(versions, ", "))
+	}
+	return nil
+}
+
+// refuseMissingDir refuses a SQLite --db whose directory does not exist, unless createDir
+// or the path is the default (./data/ledger.db, created on a first run): a typo in a path
+// would otherwise create directories, a database and keys nobody reads.
+func refuseMissingDir(dsn string, createDir bool) error {
+	if createDir || dsn == defaultDB || sqldb.IsSQLServer(dsn) {
+		return nil
+	}
+	path, err := sqldb.SQLitePath(dsn)
+	if err != nil {
+		return fmt.Errorf("--db: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--db %s: the directory %s does not exist; create it, or start with --create-dir (LEDGER_CREATE_DIR=true) to have serve create it", path, dir)
 	}
 	return nil
 }

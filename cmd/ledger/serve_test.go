@@ -194,6 +194,10 @@ func TestTwoServeProcessesShareAFreshDatabase(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "data", "ledger.db")
+	// serve creates the file, in a directory that exists (or with --create-dir).
+	if err := os.MkdirAll(filepath.Dir(db), 0o750); err != nil {
+		t.Fatal(err)
+	}
 
 	// Started back to back: both reach the migration lock while the file is new.
 	procs := [2]*server{startServe(t, bin, db), startServe(t, bin, db)}

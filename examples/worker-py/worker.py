@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import threading
 import uuid
@@ -27,6 +28,15 @@ import ledger_client as lc
 
 TOOL_STEP = 1  # the step that makes the tool call
 
+
+
+def _duration(v: str) -> float:
+    """A duration as examples/worker's flags take it ("250ms", "1.5s", "2m"; a bare number
+    is seconds), in seconds."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)?", v.strip())
+    if not m:
+        raise argparse.ArgumentTypeError("%r: want a duration such as 500ms, 2s or 1m" % v)
+    return float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[m.group(2) or "s"]
 
 def parse(argv: List[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="a toy agent runtime on the ledger Python SDK")
@@ -40,12 +50,12 @@ def parse(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--adapter", default="1.0", help="adapter version of the release")
     p.add_argument("--model", default="toy-model", help="model profile id")
     p.add_argument("--steps", type=int, default=3, help="steps per run, one checkpoint each")
-    p.add_argument("--step-time", type=float, default=0.5, help="seconds a step takes")
+    p.add_argument("--step-time", type=_duration, default=0.5, help="how long a step takes (500ms, 2s, 1m; a bare number is seconds)")
     p.add_argument("--decision", action="store_true", help="ask for an approval half way through each run")
     p.add_argument("--enqueue", type=int, default=0, help="runs to enqueue before working")
     p.add_argument("--runs", type=int, default=0, help="exit after this many runs are settled (0: until stopped)")
     p.add_argument("--concurrency", type=int, default=4, help="runs handled at once")
-    p.add_argument("--grace", type=float, default=10.0, help="seconds running steps may finish after SIGINT or SIGTERM")
+    p.add_argument("--grace", type=_duration, default=10.0, help="how long running steps may finish after SIGINT or SIGTERM (10s)")
     p.add_argument("--lease", type=int, default=0, help="lease length in seconds (0: the service's)")
     p.add_argument("-v", action="store_true", help="log the SDK's debug lines")
     a = p.parse_args(argv)

@@ -9,7 +9,7 @@
 //	  node dist/main.js --enqueue 2 --decision
 //
 // --enqueue N queues N runs first (creating the project with the admin key when one is
-// given). SIGINT or SIGTERM stops it gracefully: running steps get --grace seconds to
+// given). SIGINT or SIGTERM stops it gracefully: running steps get --grace to
 // finish, then their runs are given back uncharged. --runs N exits after N runs settle.
 import { parseArgs } from "node:util";
 import { randomUUID } from "node:crypto";
@@ -23,6 +23,13 @@ import {
   type Lease,
 } from "@ledger/client";
 
+/** durationMs reads a duration as examples/worker's flags take it ("250ms", "1.5s", "2m"; a bare number is seconds). */
+function durationMs(v: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
+  if (!m) throw new Error(`${flag} ${v}: want a duration such as 500ms, 2s or 1m`);
+  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000 }[(m[2] ?? "s") as "ms" | "s" | "m"];
+}
+
 const { values: flags } = parseArgs({
   options: {
     url: { type: "string", default: process.env.LEDGER_URL ?? "http://localhost:8080" },
@@ -34,12 +41,12 @@ const { values: flags } = parseArgs({
     adapter: { type: "string", default: "1.0" },
     model: { type: "string", default: "toy-model" },
     steps: { type: "string", default: "5" },
-    "step-ms": { type: "string", default: "1000" },
+    "step-time": { type: "string", default: "1s" },
     decision: { type: "boolean", default: false },
     enqueue: { type: "string", default: "0" },
     runs: { type: "string", default: "0" },
     concurrency: { type: "string", default: "4" },
-    grace: { type: "string", default: "10" },
+    grace: { type: "string", default: "10s" },
   },
 });
 
@@ -53,12 +60,12 @@ const cfg = {
   adapter: flags.adapter!,
   model: flags.model!,
   steps: Number(flags.steps),
-  stepMs: Number(flags["step-ms"]),
+  stepMs: durationMs(flags["step-time"]!, "--step-time"),
   decision: flags.decision!,
   enqueue: Number(flags.enqueue),
   runs: Number(flags.runs),
   concurrency: Number(flags.concurrency),
-  graceMs: Number(flags.grace) * 1000,
+  graceMs: durationMs(flags.grace!, "--grace"),
 };
 if (!cfg.key) throw new Error("no key: set LEDGER_KEY or --key to a runtime key");
 if (!(cfg.steps >= 2)) throw new Error("--steps must be at least 2");

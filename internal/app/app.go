@@ -29,10 +29,12 @@ import (
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/retention"
 	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/schedules"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/traces"
 	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
 // Version is the service version reported in the OpenAPI document.
@@ -64,6 +66,13 @@ type Config struct {
 	ConsoleSecureCookies string
 	// MaxPendingDecisions caps one attempt's pending decisions (0: decisions.DefaultMaxPending).
 	MaxPendingDecisions int
+	// ScheduleInterval is how often this replica's scheduler fires due schedules (0:
+	// schedules.DefaultInterval; negative: never, for tests that drive Scheduler.Tick).
+	ScheduleInterval time.Duration
+	// Webhooks says which endpoint URLs are allowed and where payloads link to.
+	Webhooks webhooks.Config
+	// WebhookDispatch tunes this replica's webhook dispatcher (zero: defaults).
+	WebhookDispatch webhooks.DispatcherConfig
 	// OTLP, when its Endpoint is set, exports the history as OpenTelemetry traces.
 	OTLP OTLPConfig
 }
@@ -81,8 +90,14 @@ type App struct {
 	DB     *sqldb.DB
 	Keys   *tenancy.Store
 	Runs   *runs.Service
-	log    *slog.Logger
-	purge  time.Duration
+	// Scheduler fires the tenants' schedules (Background runs it on this replica).
+	Scheduler *schedules.Scheduler
+	// Webhooks is the webhook store and Dispatcher this replica's sender.
+	Webhooks   *webhooks.Store
+	Dispatcher *webhooks.Dispatcher
+	log        *slog.Logger
+	purge      time.Duration
+	schedule   time.Duration
 	// projectors maintain the projections of the change feed (DESIGN.md 5b): the insights
 	// roll-ups. Every replica runs them; each step's lease lets one replica at a time apply.
 	projectors []*feed.Runner
@@ -120,23 +135,38 @@ func New(db *sqldb.DB, cfg Config) *App {
 	projects.Routes(s, proj)
 	rs := runs.NewService(db, cfg.Runs, log)
 	rs.SetObserver(m)
-	rs.AddHooks(decisions.Hooks())   // an ending attempt closes its pending decisions
-	rs.AddHooks(calls.Hooks())       // and abandons its open calls
-	rs.AddHooks(delegations.Hooks()) // a delegation's status follows its child run
+	wh := webhooks.NewStore(db, cfg.Webhooks)
+	whCfg := cfg.WebhookDispatch
+	if whCfg.Logger == nil {
+		whCfg.Logger = log
+	}
+	disp := webhooks.NewDispatcher(wh, whCfg)
+	s.Registry.MustRegister(disp.Collectors()...)
+	rs.AddHooks(decisions.NotifyingHooks(wh)) // an ending attempt closes its pending decisions
+	rs.AddHooks(calls.Hooks())                // and abandons its open calls
+	rs.AddHooks(delegations.Hooks())          // a delegation's status follows its child run
 	rel := releases.NewStore(db)
-	rs.AddHooks(rel.Hooks()) // a claim needs an active release of the caller's tenant
+	rs.AddHooks(rel.Hooks())   // a claim needs an active release of the caller's tenant
+	rs.AddHooks(wh.RunHooks()) // run.ended and attempt.lost join the outbox in the same transaction
 	runs.Routes(s, rs)
 	s.OnShutdown(rs.StopWaits) // a read waiting for a change, and a claim waiting for work, answer at once
 	locks.Routes(s, locks.NewStore(db))
 	checkpoints.Routes(s, checkpoints.NewStore(db, rs))
-	calls.Routes(s, calls.NewStore(db, rs))
-	dec, del, hist := decisions.NewStore(db, rs).WithMaxPending(cfg.MaxPendingDecisions), delegations.NewStore(db, rs), history.NewStore(db)
+	cs := calls.NewStore(db, rs)
+	cs.OnBudgetHeld(wh.BudgetHeld) // budget.held joins the outbox with the cost that reached the budget
+	calls.Routes(s, cs)
+	dec, del, hist := decisions.NewStore(db, rs).WithMaxPending(cfg.MaxPendingDecisions).WithNotifier(wh), delegations.NewStore(db, rs), history.NewStore(db)
 	decisions.Routes(s, dec)
 	delegations.Routes(s, del)
 	releases.Routes(s, rel, rs)
 	history.Routes(s, hist)
+	webhooks.Routes(s, wh)
 	ins := insights.NewStore(db)
 	insights.Routes(s, ins)
+	sched := schedules.NewStore(db, rs)
+	schedules.Routes(s, sched)
+	scheduler := schedules.NewScheduler(db, rs, cfg.ScheduleInterval, log)
+	s.Registry.MustRegister(scheduler.Collectors()...)
 	holder := ids.New().String()
 	projectors := []*feed.Runner{
 		feed.NewRunner(db, insights.NewProjector(db, 0), feed.Options{Holder: holder, Log: log}),
@@ -149,9 +179,10 @@ func New(db *sqldb.DB, cfg Config) *App {
 	s.Registry.MustRegister(feed.NewCollector(db, log))
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Secure: cfg.ConsoleSecureCookies, Logger: log})
-	return &App{Server: s, DB: db, Keys: keys, Runs: rs, log: log, purge: cfg.PurgeInterval, projectors: projectors,
-		exporters: exporters}
+		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
+		Logger: log})
+	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, log: log,
+		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval, projectors: projectors, exporters: exporters}
 }
 
 // identify names the tenant and key of a request the authenticator admitted.
@@ -161,9 +192,9 @@ func identify(ctx context.Context) (string, string, bool) {
 }
 
 // Background runs the replica's background work until ctx ends: the reaper, the expiry of
-// pending decisions on the reaper's interval, retention and the change feed's projectors.
-// Every replica runs them all; they need no leader (a projector's lease picks one replica
-// per step).
+// pending decisions on the reaper's interval, the scheduler, the webhook dispatcher,
+// retention and the change feed's projectors. Every replica runs them all; they need no
+// leader (a projector's lease picks one replica per step).
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, p := range a.projectors {
@@ -178,12 +209,17 @@ func (a *App) Background(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); retention.RunJob(ctx, a.DB, a.purge, a.log) }()
 	}
-	wg.Add(2)
+	if a.schedule >= 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.Scheduler.Run(ctx) }()
+	}
+	wg.Add(3)
 	go func() { defer wg.Done(); a.Runs.RunReaper(ctx) }()
+	go func() { defer wg.Done(); a.Dispatcher.Run(ctx) }()
 	go func() {
 		defer wg.Done()
 		every(ctx, a.Runs.Config().ReaperInterval, func() {
-			if n, err := decisions.ExpirePending(ctx, a.DB); err != nil && ctx.Err() == nil {
+			if n, err := decisions.ExpirePendingNotify(ctx, a.DB, a.Webhooks); err != nil && ctx.Err() == nil {
 				a.log.WarnContext(ctx, "expiring decisions failed", "err", err)
 			} else if n > 0 {
 				a.log.InfoContext(ctx, "expired pending decisions", "count", n)
@@ -238,17 +274,12 @@ func every(ctx context.Context, interval time.Duration, f func()) {
 	}
 }
 
-// Ready reports whether db answers and its schema is the one this binary embeds.
+// Ready reports whether db answers and this binary can serve its schema: the one it
+// embeds, or a newer one whose newer migrations are all additive (a rolling deploy).
 func Ready(ctx context.Context, db *sqldb.DB) error {
 	if err := db.Probe(ctx); err != nil {
 		return err
 	}
-	st, err := db.SchemaState(ctx)
-	if err != nil {
-		return err
-	}
-	if !st.Current() {
-		return fmt.Errorf("schema is at version %d (dirty %v), this binary needs %d", st.Version, st.Dirty, st.Latest)
-	}
-	return nil
+	_, _, err := db.Servable(ctx)
+	return err
 }

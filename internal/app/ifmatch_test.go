@@ -42,7 +42,13 @@ func TestIfMatchModeIsEnforcedAsDocumented(t *testing.T) {
 		sum := sha256.Sum256([]byte(refs))
 		return fmt.Sprintf(`{"manifestHash":%q,"contentRefs":%s,"state":%q}`, hex.EncodeToString(sum[:]), refs, state)
 	}
+	// An address literal: nothing resolves it, and no dispatcher runs here to dial it.
+	const webhookBody = `{"url":"https://203.0.113.9/hook","events":["run.ended"]}`
 	at := "/v1/attempts/" + w.values["attemptId"]
+	scheduleBody := func(cron string) string {
+		return fmt.Sprintf(`{"cron":%q,"run":{"subject":"im","kind":"w","projectId":"w-proj","agentId":"w-agent","stepId":"%s","snapshotId":"%s"}}`,
+			cron, "6f1c7c39-2b1e-4d8a-9c61-1d2f3b4a5c6d", "0b4e2d8c-7a61-4f3e-8d2c-5b6a7c8d9e0f")
+	}
 	calls := 0 // the world's call took sequence 0
 	targets := map[string]ifMatchTarget{
 		"PUT /v1/projects/:projectId": {key: w.admin,
@@ -63,6 +69,14 @@ func TestIfMatchModeIsEnforcedAsDocumented(t *testing.T) {
 				return fmt.Sprintf("/v1/releases/w-rel/adapters/im-%d", next()), releaseBody("active")
 			},
 		},
+		"PUT /v1/webhooks/:webhookName": {key: w.admin,
+			existing: func(t *testing.T) (string, string, string) {
+				p := fmt.Sprintf("/v1/webhooks/im-%d", next())
+				wantStatus(t, s.do(t, req{method: http.MethodPut, path: p, key: w.admin, body: webhookBody}), http.StatusCreated)
+				return p, webhookBody, etagOf(t, p)
+			},
+			fresh: func(*testing.T) (string, string) { return fmt.Sprintf("/v1/webhooks/im-%d", next()), webhookBody },
+		},
 		"POST /v1/decisions/:decisionId/answer": {key: w.admin,
 			existing: func(t *testing.T) (string, string, string) {
 				r := s.do(t, req{method: http.MethodPost, path: at + "/decisions", key: w.runtime,
@@ -70,6 +84,16 @@ func TestIfMatchModeIsEnforcedAsDocumented(t *testing.T) {
 				wantStatus(t, r, http.StatusCreated)
 				p := "/v1/decisions/" + decode[map[string]any](t, r)["decisionId"].(string)
 				return p + "/answer", `{"status":"approved"}`, etagOf(t, p)
+			},
+		},
+		"PUT /v1/schedules/:scheduleId": {key: w.admin,
+			existing: func(t *testing.T) (string, string, string) {
+				p := fmt.Sprintf("/v1/schedules/im-%d", next())
+				wantStatus(t, s.do(t, req{method: http.MethodPut, path: p, key: w.admin, body: scheduleBody("@daily")}), http.StatusCreated)
+				return p, scheduleBody("@hourly"), etagOf(t, p)
+			},
+			fresh: func(*testing.T) (string, string) {
+				return fmt.Sprintf("/v1/schedules/im-%d", next()), scheduleBody("@daily")
 			},
 		},
 		"PATCH /v1/attempts/:attemptId/calls/:callId": {key: w.runtime,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/app"
 )
 
@@ -46,7 +47,7 @@ var (
 
 // isoUUIDParams are the path parameters that are UUIDs (a missing one is a fresh UUID).
 var isoUUIDParams = map[string]bool{
-	"runId": true, "attemptId": true, "decisionId": true, "delegationId": true, "callId": true, "checkpointId": true,
+	"runId": true, "attemptId": true, "decisionId": true, "delegationId": true, "callId": true, "checkpointId": true, "deliveryId": true,
 }
 
 // fillPath replaces the ":name" segments of an Echo path with values.
@@ -162,15 +163,34 @@ func TestTenantIsolationMatrix(t *testing.T) {
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/attempts/" + att1 + "/calls", key: rtA,
 		body: fmt.Sprintf(`{"fencingToken":%s,"sequence":0,"kind":"tool","target":"t","requestHash":"rh0"}`, token)}), http.StatusCreated)
 	call, callETag := str(t, r, "callId"), r.header.Get("ETag")
+	// A's webhook, subscribed to decision.requested so the request below writes A a delivery.
+	// An address literal: nothing resolves it, and no dispatcher runs here to dial it.
+	must(t, s.do(t, req{method: http.MethodPut, path: "/v1/webhooks/iso-hook", key: adminA,
+		body: `{"url":"https://203.0.113.9/hook","events":["decision.requested"]}`}), http.StatusCreated)
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/attempts/" + att1 + "/decisions", key: rtA,
 		body: fmt.Sprintf(`{"fencingToken":%s,"kind":"approval","options":{"a":1},"expiresInSeconds":86400}`, token)}), http.StatusCreated)
 	decision, decisionETag := str(t, r, "decisionId"), r.header.Get("ETag")
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/attempts/" + att1 + "/delegations", key: rtA,
 		body: fmt.Sprintf(`{"fencingToken":%s,"purpose":"p","child":%s}`, token, enqueue("iso-s-child", "iso-child", projectA, ""))}), http.StatusCreated)
 	delegation, childRun := str(t, r, "delegationId"), str(t, r, "childRunId")
+	r = must(t, s.do(t, req{method: http.MethodGet, path: "/v1/webhook-deliveries", key: adminA}), http.StatusOK)
+	var deliveries struct {
+		Items []struct {
+			DeliveryID string `json:"deliveryId"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(r.body, &deliveries); err != nil || len(deliveries.Items) != 1 {
+		t.Fatalf("A's deliveries: %s", r.body)
+	}
+	delivery := deliveries.Items[0].DeliveryID
 	lockPath := "/v1/locks/agents/" + agentA + "/tasks/" + taskA
 	r = must(t, s.do(t, req{method: http.MethodPut, path: lockPath, key: rtA, body: fmt.Sprintf(`{"holderId":%q,"ttlSeconds":3600}`, holderA)}), http.StatusOK)
 	lockUntil := str(t, r, "heldUntil")
+
+	// A schedule (its firings are runs of A's too).
+	r = must(t, s.do(t, req{method: http.MethodPut, path: "/v1/schedules/iso-sched", key: adminA,
+		body: `{"cron":"@hourly","run":` + enqueue("iso-sched", "iso", projectA, "") + `}`}), http.StatusCreated)
+	scheduleETag := r.header.Get("ETag")
 
 	// An ended run, for continue.
 	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/runs", key: rtA, body: enqueue("iso-s2", "iso-end", projectA, "")}), http.StatusCreated)
@@ -191,10 +211,10 @@ func TestTenantIsolationMatrix(t *testing.T) {
 	values := map[string]string{
 		"runId": run1, "attemptId": att1, "projectId": projectA, "decisionId": decision, "delegationId": delegation,
 		"releaseId": releaseA, "adapterVersion": adapterA, "callId": call, "checkpointId": checkpoint,
-		"agentId": agentA, "taskId": taskA,
+		"agentId": agentA, "taskId": taskA, "scheduleId": "iso-sched", "webhookName": "iso-hook", "deliveryId": delivery,
 	}
 	// aIDs are strings that name A's rows and may appear in no answer to B.
-	aIDs := []string{run1, run2, childRun, att1, att2, checkpoint, call, decision, delegation, releaseA}
+	aIDs := []string{run1, run2, childRun, att1, att2, checkpoint, call, decision, delegation, releaseA, delivery}
 
 	var ops []string
 	for _, op := range s.app.Server.Operations() {
@@ -318,6 +338,20 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		// covered by the matrix below.
 	})
 
+	// B's batch naming A's project: unknown_project, or B's own run when B has a project of
+	// that id (the projects probe may have made it first).
+	ownBatch := func(t *testing.T, r response) {
+		if r.status != http.StatusOK {
+			wantProblem(t, r, http.StatusUnprocessableEntity, "unknown_project")
+			return
+		}
+		b := decode[api.BatchEnqueueResponse](t, r)
+		if len(b.Items) != 1 {
+			t.Fatalf("B's batch answered %s", r.body)
+		}
+		wantProblem(t, s.do(t, req{method: http.MethodGet, path: "/v1/runs/" + b.Items[0].Run.RunID.String(), key: adminA}), http.StatusNotFound, "not_found")
+	}
+
 	// 3. The matrix: every route, with B's admin and runtime keys.
 	fence := func(extra string) string { return fmt.Sprintf(`{"fencingToken":%s%s}`, token, extra) }
 	table := map[string][]isoProbe{
@@ -354,12 +388,23 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{name: "ByProject", query: "?projectId=" + projectA, admin: list, rt: list},
 			{name: "Leased", query: "?state=leased", admin: list, rt: list},
 		},
-		"GET /v1/runs/:runId":         {{admin: isoNotFound, rt: isoNotFound}},
-		"POST /v1/runs/:runId/cancel": {{admin: isoNotFound, rt: isoForbidden}},
+		"GET /v1/runs/:runId": {{admin: isoNotFound, rt: isoNotFound}},
+		"POST /v1/runs/batch": {{body: `{"items":[` + enqueue("iso-b-batch", "iso", projectA, "") + `]}`,
+			admin: isoExpect{check: ownBatch}, rt: isoExpect{check: ownBatch}}},
+		// If-Match of A's schedule: B has no such schedule, so it is a precondition failure
+		// (as for any id B lacks), decided before the run's project is looked at.
+		"PUT /v1/schedules/:scheduleId": {{name: "IfMatchOfA", ifMatch: scheduleETag,
+			body:  `{"cron":"@daily","run":` + enqueue("iso-b-sched", "iso", projectA, "") + `}`,
+			admin: isoExpect{status: http.StatusPreconditionFailed, code: "precondition_failed"}, rt: isoForbidden}},
+		"GET /v1/schedules":                {{admin: list, rt: list}},
+		"GET /v1/schedules/:scheduleId":    {{admin: isoNotFound, rt: isoNotFound}},
+		"DELETE /v1/schedules/:scheduleId": {{admin: isoNotFound, rt: isoForbidden}},
+		"POST /v1/runs/:runId/cancel":      {{admin: isoNotFound, rt: isoForbidden}},
 		"POST /v1/runs/:runId/continue": {
 			{params: map[string]string{"runId": run2}, admin: isoNotFound, rt: isoNotFound},
 			{name: "WithBody", params: map[string]string{"runId": run2}, body: `{"snapshotId":"` + uuid.NewString() + `"}`, admin: isoNotFound, rt: isoNotFound},
 		},
+		"POST /v1/runs/:runId/fork":                 {{body: `{"checkpointId":"` + checkpoint + `"}`, admin: isoNotFound, rt: isoNotFound}},
 		"POST /v1/attempts/:attemptId/heartbeat":    {{body: fence(`,"leaseSeconds":60`), admin: isoForbidden, rt: isoNotFound}},
 		"POST /v1/attempts/:attemptId/release":      {{body: fence(`,"charge":true`), admin: isoForbidden, rt: isoNotFound}},
 		"POST /v1/attempts/:attemptId/complete":     {{body: fence(`,"state":"failed"`), admin: isoForbidden, rt: isoNotFound}},
@@ -441,8 +486,17 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{admin: list, rt: list},
 			{name: "ByRun", query: "?runId=" + run1, admin: list, rt: list},
 		},
-		"GET /v1/attempts/:attemptId":          {{admin: isoNotFound, rt: isoNotFound}},
-		"GET /v1/attempts/:attemptId/timeline": {{admin: isoNotFound, rt: isoNotFound}},
+		// Webhooks (internal/webhooks): admin only; B makes its own endpoint under another name.
+		"PUT /v1/webhooks/:webhookName": {{params: map[string]string{"webhookName": "iso-b-hook"},
+			body: `{"url":"https://203.0.113.9/b","events":["run.ended"]}`, admin: isoExpect{status: http.StatusCreated}, rt: isoForbidden}},
+		"GET /v1/webhooks":                                  {{admin: list, rt: isoForbidden}},
+		"GET /v1/webhooks/:webhookName":                     {{admin: isoNotFound, rt: isoForbidden}},
+		"DELETE /v1/webhooks/:webhookName":                  {{admin: isoNotFound, rt: isoForbidden}},
+		"POST /v1/webhooks/:webhookName/rotate-secret":      {{admin: isoNotFound, rt: isoForbidden}},
+		"GET /v1/webhook-deliveries":                        {{admin: list, rt: isoForbidden}},
+		"POST /v1/webhook-deliveries/:deliveryId/redeliver": {{admin: isoNotFound, rt: isoForbidden}},
+		"GET /v1/attempts/:attemptId":                       {{admin: isoNotFound, rt: isoNotFound}},
+		"GET /v1/attempts/:attemptId/timeline":              {{admin: isoNotFound, rt: isoNotFound}},
 	}
 
 	// Reads first, so that B's answers to them do not depend on B's own creates below.

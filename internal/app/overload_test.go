@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
+	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,4 +135,33 @@ func TestInFlightCap(t *testing.T) {
 		t.Fatal("no request was refused while the claim held the only slot")
 	}
 	wantStatus(t, s.do(t, req{method: "GET", path: "/v1/projects", key: runtime}), 200)
+}
+
+// TestReadPastItsDeadlineIsCancelled: a GET whose statement is still running when the read
+// deadline passes has its statement's context cancelled and answers 503
+// database_unavailable with Retry-After; the next read is served.
+func TestReadPastItsDeadlineIsCancelled(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, app.Config{Limits: tenancy.Limits{ReadTimeout: 300 * time.Millisecond}})
+	_, admin, _ := s.tenantKeys(t)
+	var stuck atomic.Bool
+	stuck.Store(true)
+	var saw atomic.Value
+	s.db.SetStatementHook(func(ctx context.Context, _ *sqldb.Tx, st sqldb.Statement) error {
+		if !stuck.Load() || !strings.Contains(st.Query, "FROM Projects") {
+			return nil
+		}
+		<-ctx.Done()
+		saw.Store(ctx.Err())
+		return ctx.Err()
+	})
+	r := s.do(t, req{method: http.MethodGet, path: "/v1/projects", key: admin})
+	wantProblem(t, r, http.StatusServiceUnavailable, "database_unavailable")
+	if err, _ := saw.Load().(error); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the statement saw %v, want the deadline", err)
+	}
+	stuck.Store(false)
+	if r := s.do(t, req{method: http.MethodGet, path: "/v1/projects", key: admin}); r.status != http.StatusOK {
+		t.Fatalf("after the deadline a read answered %d", r.status)
+	}
 }

@@ -120,6 +120,10 @@ func newWorld(t *testing.T, s *stack) world {
 		return ""
 	}
 	must(s.do(t, req{method: http.MethodPut, path: "/v1/projects/w-proj", key: admin, body: `{}`}), http.StatusCreated)
+	// An address literal: no name is resolved, and no test here runs the dispatcher, so it
+	// is never dialled.
+	must(s.do(t, req{method: http.MethodPut, path: "/v1/webhooks/w-hook", key: admin,
+		body: `{"url":"https://203.0.113.9/hook","events":["decision.requested"]}`}), http.StatusCreated)
 	refs := `["x://w"]`
 	sum := sha256.Sum256([]byte(refs))
 	must(s.do(t, req{method: http.MethodPut, path: "/v1/releases/w-rel/adapters/1.0", key: runtime,
@@ -142,9 +146,13 @@ func newWorld(t *testing.T, s *stack) world {
 	del := str(must(s.do(t, req{method: http.MethodPost, path: at + "/delegations", key: runtime,
 		body: fmt.Sprintf(`{"fencingToken":%s,"purpose":"p","child":%s}`, token, enq("w-child"))}), http.StatusCreated), "delegationId")
 	must(s.do(t, req{method: http.MethodPut, path: "/v1/locks/agents/w-agent/tasks/w-task", key: runtime, body: `{"holderId":"h","ttlSeconds":3600}`}), http.StatusOK)
+	must(s.do(t, req{method: http.MethodPut, path: "/v1/schedules/w-sched", key: admin, body: `{"cron":"@daily","run":` + enq("w-sched") + `}`}), http.StatusCreated)
+	deliveries := must(s.do(t, req{method: http.MethodGet, path: "/v1/webhook-deliveries?limit=1", key: admin}), http.StatusOK)
+	delivery := deliveries["items"].([]any)[0].(map[string]any)["deliveryId"].(string)
 	return world{admin: admin, runtime: runtime, token: token, runID: run, values: map[string]string{
 		"projectId": "w-proj", "releaseId": "w-rel", "adapterVersion": "1.0", "runId": run, "attemptId": att,
 		"checkpointId": cp, "callId": call, "decisionId": dec, "delegationId": del, "agentId": "w-agent", "taskId": "w-task",
+		"scheduleId": "w-sched", "webhookName": "w-hook", "deliveryId": delivery,
 	}}
 }
 
@@ -315,7 +323,7 @@ func TestEveryBodyRouteRefusesNonJSON(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, app.Config{})
 	_, admin, runtime := s.tenantKeys(t)
-	values := map[string]string{"projectId": "p", "releaseId": "r", "adapterVersion": "1", "agentId": "a", "taskId": "t"}
+	values := map[string]string{"projectId": "p", "releaseId": "r", "adapterVersion": "1", "agentId": "a", "taskId": "t", "scheduleId": "s", "webhookName": "w"}
 	n := 0
 	for _, r := range routeTable(t, s) {
 		if r.op.RequestBody == nil {

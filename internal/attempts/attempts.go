@@ -5,6 +5,7 @@ package attempts
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -43,6 +44,54 @@ type Attempt struct {
 	StartedAt              time.Time        `db:"StartedAt"`
 	EndedAt                *time.Time       `db:"EndedAt"`
 	Version                sqldb.RowVersion `db:"Version"`
+	// ErrorCode, ErrorMessage and ErrorDetails are the error the attempt ended with (all
+	// NULL when none was reported).
+	ErrorCode    *string `db:"ErrorCode"`
+	ErrorMessage *string `db:"ErrorMessage"`
+	ErrorDetails *string `db:"ErrorDetails"`
+}
+
+// Failure is the error an attempt ends with: a complete's or a release's, or the reaper's.
+type Failure struct {
+	Code    string
+	Message string
+	// Details is compact JSON, or empty.
+	Details string
+}
+
+// Failure returns the error the attempt ended with, or nil.
+func (a Attempt) Failure() *Failure {
+	if a.ErrorCode == nil {
+		return nil
+	}
+	f := &Failure{Code: *a.ErrorCode}
+	if a.ErrorMessage != nil {
+		f.Message = *a.ErrorMessage
+	}
+	if a.ErrorDetails != nil {
+		f.Details = *a.ErrorDetails
+	}
+	return f
+}
+
+// Equal reports whether two failures (either nil) are the same error.
+func (f *Failure) Equal(g *Failure) bool {
+	if f == nil || g == nil {
+		return f == g
+	}
+	return *f == *g
+}
+
+// Wire returns the failure as the API sends it.
+func (f *Failure) Wire() *api.AttemptError {
+	if f == nil {
+		return nil
+	}
+	e := &api.AttemptError{Code: f.Code, Message: f.Message}
+	if f.Details != "" {
+		e.Details = json.RawMessage(f.Details)
+	}
+	return e
 }
 
 // Wire returns the attempt as the API sends it.
@@ -54,7 +103,7 @@ func (a Attempt) Wire() api.Attempt {
 		Phase: a.Phase, CorrectionCount: a.CorrectionCount, MaxCorrections: a.MaxCorrections,
 		ContextSnapshotRef: a.ContextSnapshotRef, OutcomeHash: a.OutcomeHash,
 		CancellationObservedAt: api.TimeOf(a.CancellationObservedAt), StartedAt: api.NewTime(a.StartedAt),
-		EndedAt: api.TimeOf(a.EndedAt), LastCheckpointID: ids.Ptr(a.LastCheckpointID),
+		EndedAt: api.TimeOf(a.EndedAt), LastCheckpointID: ids.Ptr(a.LastCheckpointID), Error: a.Failure().Wire(),
 	}
 }
 
@@ -132,8 +181,21 @@ func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID
 // End ends a running attempt in state at now, with an optional outcome hash, and returns
 // it as stored. api.CodeAttemptEnded when it was no longer running.
 func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state api.AttemptState, now time.Time, outcomeHash *string) (Attempt, error) {
+	return EndFailed(ctx, tx, id, state, now, outcomeHash, nil)
+}
+
+// EndFailed is End recording the error the attempt ended with (nil: none).
+func EndFailed(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, error) {
+	var code, message, details any
+	if f != nil {
+		code, message = tx.Dialect.Text(f.Code), tx.Dialect.Text(f.Message)
+		if f.Details != "" {
+			details = tx.Dialect.JSON(f.Details)
+		}
+	}
 	var a Attempt
-	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).end, id, int(state), tx.Dialect.Time(now), outcomeHash)
+	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).end, id, int(state), tx.Dialect.Time(now), outcomeHash,
+		code, message, details)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", id)
 	}

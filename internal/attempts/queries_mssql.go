@@ -11,7 +11,7 @@ inserted.EnvironmentId, inserted.LeaseId, inserted.FencingToken, inserted.Snapsh
 inserted.AdapterVersion, inserted.AgentId, inserted.ModelProfileId, inserted.State, inserted.Phase,
 inserted.CorrectionCount, inserted.MaxCorrections, inserted.LastCheckpointId, inserted.ContextSnapshotRef,
 inserted.OutcomeHash, inserted.CancellationObservedAt, inserted.StartedAt, inserted.EndedAt,
-inserted.Version`
+inserted.Version, inserted.ErrorCode, inserted.ErrorMessage, inserted.ErrorDetails`
 
 var mssqlQueries = queries{
 	// insert: the claim's new attempt (nobody else can know its ids).
@@ -29,8 +29,10 @@ VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p1
 WHERE TenantId = @p1 AND AttemptId = @p2;`,
 
 	// end: PK seek of a row the fence or the reaper U-locked; "State = 0" makes a second end
-	// find nothing (AttemptEnded). OutcomeHash keeps a stored hash when none is given.
-	end: `UPDATE dbo.ExecutionAttempts SET State = @p2, EndedAt = @p3, OutcomeHash = COALESCE(@p4, OutcomeHash)
+	// find nothing (AttemptEnded). OutcomeHash keeps a stored hash when none is given; the
+	// error is written as given (a running attempt has none).
+	end: `UPDATE dbo.ExecutionAttempts SET State = @p2, EndedAt = @p3, OutcomeHash = COALESCE(@p4, OutcomeHash),
+    ErrorCode = @p5, ErrorMessage = @p6, ErrorDetails = @p7
 OUTPUT ` + insertedColumns + `
 WHERE AttemptId = @p1 AND State = 0;`,
 

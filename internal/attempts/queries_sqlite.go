@@ -13,6 +13,7 @@ RETURNING Version`,
 	get:  `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	lock: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	end: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
+    ErrorCode = ?5, ErrorMessage = ?6, ErrorDetails = ?7,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND State = 0
 RETURNING ` + columns,

@@ -244,7 +244,9 @@ const maxChain = 1024
 
 // Last returns the last checkpoint of the run: the highest sequence of its newest attempt
 // that has one. When the run has none, it is the last checkpoint of the run it continues,
-// and so on back the chain, so a continued run resumes where its predecessor stopped.
+// and so on back the chain, so a continued run resumes where its predecessor stopped; a
+// fork (a run with no predecessor, started from a checkpoint of another run) resumes from
+// the checkpoint it was forked from.
 // NotFound when the run is not the tenant's, or when no run of the chain has a checkpoint
 // (the detail says which).
 func (s *Store) Last(ctx context.Context, tenantID string, runID uuid.UUID) (LastCheckpoint, error) {
@@ -252,8 +254,12 @@ func (s *Store) Last(ctx context.Context, tenantID string, runID uuid.UUID) (Las
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		id := runID
 		for range maxChain {
-			var prev uuid.NullUUID
-			err := tx.GetContext(ctx, &prev, s.q.runLink, tenantID, id)
+			var link struct {
+				Prev   uuid.NullUUID `db:"ContinuedFromRunId"`
+				Forked uuid.NullUUID `db:"ForkedFromCheckpointId"`
+			}
+			err := tx.GetContext(ctx, &link, s.q.runLink, tenantID, id)
+			prev := link.Prev
 			if errors.Is(err, sqldb.ErrNotFound) {
 				if id == runID {
 					return apperr.New(api.CodeNotFound, "no run %s", runID)
@@ -270,6 +276,16 @@ func (s *Store) Last(ctx context.Context, tenantID string, runID uuid.UUID) (Las
 			}
 			if !errors.Is(err, sqldb.ErrNotFound) {
 				return fmt.Errorf("read last checkpoint of run: %w", err)
+			}
+			if !prev.Valid && link.Forked.Valid {
+				err := tx.GetContext(ctx, &out, s.q.forkPoint, tenantID, link.Forked.UUID)
+				if err == nil {
+					return nil
+				}
+				if !errors.Is(err, sqldb.ErrNotFound) {
+					return fmt.Errorf("read the checkpoint the run was forked from: %w", err)
+				}
+				break
 			}
 			if !prev.Valid {
 				break

@@ -21,9 +21,13 @@ type queries struct {
 	// lastOfRun: 1 tenant, 2 run -> the checkpoint with the highest sequence of the run's
 	// newest attempt (highest FencingToken) that has any, with RunId; no row when none has.
 	lastOfRun string
-	// runLink: 1 tenant, 2 run -> ContinuedFromRunId (NULL for a run that continues none);
-	// no row when the run is missing or another tenant's.
+	// runLink: 1 tenant, 2 run -> ContinuedFromRunId (NULL for a run that continues none) and
+	// ForkedFromCheckpointId (NULL unless the run is a fork); no row when the run is missing
+	// or another tenant's.
 	runLink string
+	// forkPoint: 1 tenant, 2 checkpoint -> the checkpoint with its attempt's RunId; no row
+	// when it is gone (retention purged the run it belonged to).
+	forkPoint string
 }
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

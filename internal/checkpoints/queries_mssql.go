@@ -52,5 +52,10 @@ OPTION (MAXDOP 1);`,
 
 	// runLink: PK_Runs seek; ContinuedFromRunId never changes (TR_Runs_Guard). 0 rows: 404 for
 	// the run asked about, the end of the chain for a predecessor (purged).
-	runLink: `SELECT ContinuedFromRunId FROM dbo.Runs WHERE TenantId = @p1 AND RunId = @p2;`,
+	runLink: `SELECT ContinuedFromRunId, ForkedFromCheckpointId FROM dbo.Runs WHERE TenantId = @p1 AND RunId = @p2;`,
+
+	// forkPoint: PK_Checkpoints seek, then its attempt's PK seek (for RunId). 0 rows: purged.
+	forkPoint: `SELECT ` + cColumns + `, a.RunId FROM dbo.Checkpoints AS c
+INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = c.AttemptId
+WHERE c.CheckpointId = @p2 AND c.TenantId = @p1 AND a.TenantId = @p1;`,
 }

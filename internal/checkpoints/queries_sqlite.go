@@ -26,5 +26,7 @@ JOIN Checkpoints AS c ON c.AttemptId = a.AttemptId AND c.TenantId = ?1
         WHERE k.AttemptId = a.AttemptId AND k.TenantId = ?1 ORDER BY k.Sequence DESC LIMIT 1)
 WHERE a.RunId = ?2 AND +a.TenantId = ?1
 ORDER BY a.FencingToken DESC LIMIT 1`,
-	runLink: `SELECT ContinuedFromRunId FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
+	runLink: `SELECT ContinuedFromRunId, ForkedFromCheckpointId FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
+	forkPoint: `SELECT ` + cColumns + `, a.RunId FROM Checkpoints AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId
+WHERE c.CheckpointId = ?2 AND c.TenantId = ?1 AND a.TenantId = ?1`,
 }

@@ -452,7 +452,7 @@ func (c *console) changeProject(ctx echo.Context) error {
 	_, _, err := c.Projects.Put(ctx.Request().Context(), tenantOf(ctx), id, ch)
 	switch {
 	case err == nil:
-		return ctx.Redirect(http.StatusSeeOther, "/ui/projects?"+url.Values{"changed": {id}, "did": {ctx.FormValue("action")}}.Encode())
+		return ctx.Redirect(http.StatusSeeOther, "/ui/projects?"+url.Values{"changed": {id}, "did": {formValue(ctx, "action")}}.Encode())
 	case apperr.Is(err, api.CodePreconditionFailed):
 		return c.renderProjects(ctx, http.StatusPreconditionFailed, "", "",
 			"Project "+id+" changed since you opened this page; nothing was saved. The list below is current: try again.")
@@ -464,7 +464,7 @@ func (c *console) changeProject(ctx echo.Context) error {
 // createProject creates a project (active, default retention), as PUT /v1/projects/{id}
 // without If-Match does; an existing id is refused, never changed.
 func (c *console) createProject(ctx echo.Context) error {
-	id := ctx.FormValue("projectId")
+	id := formValue(ctx, "projectId") // the form's, never the query string's
 	if why := validate.IdentProblem(id, 64, true); why != "" {
 		return c.renderProjects(ctx, http.StatusBadRequest, "", "", "Project id "+why+".")
 	}

@@ -84,7 +84,7 @@ func columns(label string, bars []chartBar, firstLabel, lastLabel string) templa
 		for i, b := range bars {
 			x := float64(chartLeft) + float64(i)*w
 			y := 8 + plotH
-			fmt.Fprintf(&sb, `<a href="%s"><title>%s</title>`, template.HTMLEscapeString(b.Href), template.HTMLEscapeString(b.title()))
+			sb.WriteString(b.open())
 			// A transparent full-height target keeps even an empty bucket's link clickable.
 			fmt.Fprintf(&sb, `<rect class="hit" x="%.2f" y="8" width="%.2f" height="%.1f"/>`, x, w, plotH)
 			for _, p := range b.Parts {
@@ -96,7 +96,7 @@ func columns(label string, bars []chartBar, firstLabel, lastLabel string) templa
 				fmt.Fprintf(&sb, `<rect class="c-%s" x="%.2f" y="%.2f" width="%.2f" height="%.2f"/>`,
 					template.HTMLEscapeString(p.Name), x+w*0.08, y, w*0.84, h)
 			}
-			sb.WriteString(`</a>`)
+			sb.WriteString(b.close())
 		}
 	}
 	fmt.Fprintf(&sb, `<text class="tick" x="%d" y="%d">%s</text>`, chartLeft, chartH-4, template.HTMLEscapeString(firstLabel))
@@ -119,7 +119,7 @@ func rows(label string, bars []chartBar) template.HTML {
 	plotW := float64(rowsW - barLabelW - 50)
 	for i, b := range bars {
 		y := 4 + i*barRowH
-		fmt.Fprintf(&sb, `<a href="%s"><title>%s</title>`, template.HTMLEscapeString(b.Href), template.HTMLEscapeString(b.title()))
+		sb.WriteString(b.open())
 		fmt.Fprintf(&sb, `<rect class="hit" x="0" y="%d" width="%d" height="%d"/>`, y, rowsW, barRowH)
 		fmt.Fprintf(&sb, `<text class="tick" x="%d" y="%d" text-anchor="end">%s</text>`, barLabelW-6, y+15,
 			template.HTMLEscapeString(clip(b.Label, 18)))
@@ -134,7 +134,7 @@ func rows(label string, bars []chartBar) template.HTML {
 			x += w
 		}
 		fmt.Fprintf(&sb, `<text class="tick" x="%.2f" y="%d">%s</text>`, x+4, y+15, fmtNum(b.total()))
-		sb.WriteString(`</a>`)
+		sb.WriteString(b.close())
 	}
 	sb.WriteString(`</svg>`)
 	return template.HTML(sb.String())
@@ -188,4 +188,21 @@ func bucketLabel(t time.Time, daily, withDate bool) string {
 		return t.UTC().Format("01-02 15:04")
 	}
 	return t.UTC().Format("15:04")
+}
+
+// open starts a bar's element: a link to the rows it counts, or a plain group when no list
+// shows exactly those rows (the "other" group).
+func (b chartBar) open() string {
+	title := `<title>` + template.HTMLEscapeString(b.title()) + `</title>`
+	if b.Href == "" {
+		return `<g>` + title
+	}
+	return `<a href="` + template.HTMLEscapeString(b.Href) + `">` + title
+}
+
+func (b chartBar) close() string {
+	if b.Href == "" {
+		return `</g>`
+	}
+	return `</a>`
 }

@@ -12,11 +12,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
@@ -25,8 +27,10 @@ import (
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/schedules"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
 //go:embed templates/*.html
@@ -57,6 +61,8 @@ type Deps struct {
 	Projects    *projects.Store
 	Overview    *overview.Store
 	Insights    *insights.Store
+	Schedules   *schedules.Store
+	Webhooks    *webhooks.Store
 	// Secure is SecureAuto (default), SecureAlways or SecureNever.
 	Secure string
 	// SessionTTL is how long a sign-in lasts (0: DefaultSessionTTL).
@@ -109,6 +115,9 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/runs", c.runsPage)
 	a.GET("/insights", c.insightsPage)
 	a.GET("/runs/:runId", c.runPage)
+	a.POST("/runs/:runId/cancel", c.cancelRun)
+	a.POST("/runs/:runId/continue", c.continueRun)
+	a.POST("/runs/:runId/fork", c.forkRun)
 	a.GET("/attempts/:attemptId", c.attemptPage)
 	a.GET("/decisions", c.decisionsPage)
 	a.GET("/decisions/:decisionId", c.decisionPage)
@@ -119,6 +128,10 @@ func Routes(e *echo.Echo, d Deps) {
 	a.GET("/projects", c.projectsPage)
 	a.POST("/projects", c.createProject)
 	a.POST("/projects/:projectId", c.changeProject)
+	a.GET("/schedules", c.schedulesPage)
+	a.POST("/schedules/:scheduleId", c.changeSchedule)
+	a.GET("/webhooks", c.webhooksPage)
+	a.POST("/webhook-deliveries/:deliveryId/redeliver", c.redeliver)
 }
 
 // staticFile serves the embedded files. A directory (the static root included) answers
@@ -155,8 +168,43 @@ func (c *console) headers(next echo.HandlerFunc) echo.HandlerFunc {
 			return c.render(ctx, http.StatusForbidden, "error", page{Title: "Refused",
 				Data: errorView{Message: "This form was sent from another site, so it was refused. Open the console itself and try again."}})
 		}
-		return next(ctx)
+		// Go drops the pairs of a query string it cannot parse (a ';', a bad '%' escape),
+		// and with them a filter: a list would show more than was asked for. The API
+		// answers 400 for the same address.
+		if _, err := url.ParseQuery(ctx.Request().URL.RawQuery); err != nil {
+			return c.render(ctx, http.StatusBadRequest, "error", page{Title: "Bad address",
+				Data: errorView{Message: "This address has a query string that cannot be read (" + err.Error() + "), so nothing was shown. Fix the address and try again."}})
+		}
+		if err := next(ctx); err != nil && !ctx.Response().Committed {
+			return c.errorPage(ctx, err)
+		}
+		return nil
 	}
+}
+
+// errorPage answers a console request that failed with an error as a page, never with the
+// API's problem+json: a database that is unavailable (during a sign-in as on any page),
+// a refusal, or an internal error (logged).
+func (c *console) errorPage(ctx echo.Context, err error) error {
+	status := http.StatusInternalServerError
+	title, msg := "Something went wrong", "The server could not answer this page; the cause is logged. Try again in a moment."
+	e, coded := apperr.As(err)
+	var he *echo.HTTPError
+	switch {
+	case errors.Is(err, sqldb.ErrUnavailable):
+		status, title, msg = http.StatusServiceUnavailable, "Database unavailable",
+			"The database is unavailable right now, so this could not be done. Try again in a few seconds."
+		ctx.Response().Header().Set("Retry-After", "5")
+	case coded && e.Code.Status() < 500:
+		status, title, msg = e.Code.Status(), e.Code.Title(), e.Detail
+	case errors.As(err, &he) && he.Code < 500:
+		status, title, msg = he.Code, http.StatusText(he.Code), http.StatusText(he.Code)+"."
+	}
+	if status >= 500 {
+		c.Logger.ErrorContext(ctx.Request().Context(), "console request failed", "err", err,
+			"method", ctx.Request().Method, "path", ctx.Path())
+	}
+	return c.render(ctx, status, "error", page{Title: title, Data: errorView{Message: msg}})
 }
 
 // secure reports whether cookies get the Secure attribute. In auto mode: when the request

@@ -344,15 +344,17 @@ func TestOtherTenantSeesNothing(t *testing.T) {
 	a, b := s.NewTenant(t), s.NewTenant(t)
 	run := a.Enqueue("secret-subject", "batch")
 	cl, d := askDecision(t, a, "secret-decision")
+	a.Must(http.StatusCreated, "PUT", "/v1/schedules/secret-schedule", a.Admin, map[string]any{"cron": "@hourly",
+		"run": map[string]any{"subject": "secret-subject", "kind": "k", "projectId": "p1", "agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
 	ctx := tab(t)
 	signIn(t, ctx, s, b.Admin)
-	for _, p := range []string{"/ui/", "/ui/runs", "/ui/decisions?status=all", "/ui/releases", "/ui/projects"} {
+	for _, p := range []string{"/ui/", "/ui/runs", "/ui/decisions?status=all", "/ui/releases", "/ui/projects", "/ui/schedules"} {
 		do(t, ctx, chromedp.Navigate(s.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
 		html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, secret := range []string{a.ID, "secret-subject", "secret-decision", run.RunID.String(), d.DecisionID.String()} {
+		for _, secret := range []string{a.ID, "secret-subject", "secret-decision", "secret-schedule", run.RunID.String(), d.DecisionID.String()} {
 			if strings.Contains(html, secret) {
 				t.Errorf("%s shows tenant A's %q", p, secret)
 			}
@@ -536,8 +538,11 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 	tn.Must(http.StatusCreated, "POST", cl.Path("/decisions"), tn.Runtime, map[string]any{"fencingToken": tok,
 		"kind": "approval", "recommendation": strings.Repeat("ship it after the review ", 20), "expiresInSeconds": 86400}).Decode(t, &d)
 
+	tn.Must(http.StatusCreated, "PUT", "/v1/schedules/"+strings.Repeat("schedule-", 14), tn.Admin, map[string]any{
+		"cron": "0 2 * * MON-FRI", "timezone": "America/Argentina/ComodRivadavia", "description": strings.Repeat("nightly evaluation ", 20),
+		"run": map[string]any{"subject": "nightly", "kind": "eval", "projectId": long, "agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
 	pages := []string{"/ui/", "/ui/runs", "/ui/runs/" + run.RunID.String(), "/ui/attempts/" + cl.Attempt.AttemptID.String(),
-		"/ui/decisions?status=all", "/ui/decisions/" + d.DecisionID.String(), "/ui/releases", "/ui/insights", "/ui/projects"}
+		"/ui/decisions?status=all", "/ui/decisions/" + d.DecisionID.String(), "/ui/releases", "/ui/insights", "/ui/schedules", "/ui/projects"}
 	// cut lists what does not fit: the page's overflow, cut headers, and cut cells of
 	// fixed-width columns (a <col> with a class other than w-id or w-name).
 	const cut = `(() => {
@@ -628,4 +633,45 @@ func TestBadSessionCookiesSpendTheAuthBudget(t *testing.T) {
 	}
 	// A new sign-in from the address works: the key's id exists, so it is checked.
 	httpSession(t, s, tn.Admin)
+}
+
+// TestSchedulesPage: the page lists a schedule with its next firing and the run its last
+// firing enqueued; its pause and resume buttons change the schedule as the API reads it.
+func TestSchedulesPage(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true, Epoch: time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)})
+	tn := s.NewTenant(t)
+	tn.Must(http.StatusCreated, "PUT", "/v1/schedules/triage", tn.Admin, map[string]any{"cron": "* * * * *", "description": "triage new issues",
+		"run": map[string]any{"subject": "triage", "kind": "triage", "projectId": "p1", "agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
+	s.Clock.Advance(time.Minute)
+	if r, err := s.App.Scheduler.Tick(context.Background()); err != nil || r.Fired != 1 {
+		t.Fatalf("tick: %+v %v", r, err)
+	}
+	var sc api.Schedule
+	tn.Must(http.StatusOK, "GET", "/v1/schedules/triage", tn.Admin, nil).Decode(t, &sc)
+	ctx := tab(t)
+	signIn(t, ctx, s, tn.Admin)
+	do(t, ctx, chromedp.Navigate(s.URL+"/ui/schedules"), chromedp.WaitVisible(chromedp.CSS("#schedules")))
+	shot(t, ctx, "schedules")
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`tr[data-schedule="triage"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2026-01-01 12:02:00.000", "2026-01-01 12:01:00.000", sc.LastFirings[0].RunID.String()[:8], "active"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the row %q lacks %q", text, want)
+		}
+	}
+	clickNav(t, ctx, `tr[data-schedule="triage"] button[value="pause"]`, `tr[data-schedule="triage"] button[value="resume"]`)
+	sc = api.Schedule{}
+	tn.Must(http.StatusOK, "GET", "/v1/schedules/triage", tn.Admin, nil).Decode(t, &sc)
+	if !sc.Paused || sc.NextFireAt != nil || sc.Description == nil || sc.Run.Subject != "triage" {
+		t.Fatalf("after pause the API reads %+v", sc)
+	}
+	clickNav(t, ctx, `tr[data-schedule="triage"] button[value="resume"]`, `tr[data-schedule="triage"] button[value="pause"]`)
+	sc = api.Schedule{}
+	tn.Must(http.StatusOK, "GET", "/v1/schedules/triage", tn.Admin, nil).Decode(t, &sc)
+	if sc.Paused || sc.NextFireAt == nil {
+		t.Fatalf("after resume the API reads %+v", sc)
+	}
 }

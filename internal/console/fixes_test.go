@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -79,12 +80,25 @@ func TestRunsListFixes(t *testing.T) {
 		t.Errorf("the overview's interactive queued count does not link to the band's list")
 	}
 	_, list := get(t, c, s, "/ui/runs?state=queued&band=interactive")
-	short := inter.RunID.String()[:8]
+	short := inter.RunID.String()[28:]
 	if !strings.Contains(list, ">"+short+"</a>") {
 		t.Errorf("the list has no short run id %s", short)
 	}
 	if n := strings.Count(list, `<td class="mono"><a href="/ui/runs/`); n != 1 {
 		t.Errorf("the interactive list has %d runs, want 1", n)
+	}
+	// Runs enqueued together share their UUIDv7 time prefix; their short ids still differ
+	// (issue 29 item 5).
+	for i := range 30 {
+		tn.Enqueue(fmt.Sprintf("fix-many-%d", i), "background")
+	}
+	_, many := get(t, c, s, "/ui/runs?band=background")
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`title="[0-9a-f-]{36}">([0-9a-f-]+)</a>`).FindAllStringSubmatch(many, -1) {
+		seen[m[1]] = true
+	}
+	if len(seen) != 30 {
+		t.Errorf("30 runs enqueued together show %d distinct short ids", len(seen))
 	}
 	if strings.Contains(list, `id="newest"`) {
 		t.Error("the newest page links to itself")

@@ -160,6 +160,10 @@ func TestPagingWalksEveryList(t *testing.T) {
 		tn.Must(http.StatusCreated, "PUT", fmt.Sprintf("/v1/releases/pg-rel-%s-%02d/adapters/1.0", tn.ID, i), tn.Runtime,
 			map[string]any{"manifestHash": releases.ManifestHash(canon), "contentRefs": json.RawMessage(refs), "state": "verified"})
 	}
+	for i := 0; i < 55; i++ {
+		tn.Must(http.StatusCreated, "PUT", fmt.Sprintf("/v1/schedules/pg-%02d", i), tn.Admin, map[string]any{"cron": "@hourly",
+			"run": map[string]any{"subject": "pg-s", "kind": "k", "projectId": "pg", "agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}})
+	}
 	timeline := apiCount(t, tn, "/v1/attempts/"+cl.Attempt.AttemptID.String()+"/timeline?limit=500", nil)
 
 	lists := []struct {
@@ -172,6 +176,7 @@ func TestPagingWalksEveryList(t *testing.T) {
 		{"/ui/decisions?project=pg&status=pending", "#decisions tbody tr", "#f-project", "pg",
 			apiCount(t, tn, "/v1/decisions?projectId=pg&status=pending&limit=500", nil)},
 		{"/ui/projects", "#projects tbody tr", "", "", apiCount(t, tn, "/v1/projects?limit=500", nil)},
+		{"/ui/schedules", "#schedules tbody tr", "", "", apiCount(t, tn, "/v1/schedules?limit=500", nil)},
 		{"/ui/releases?state=verified", "#releases tbody tr", "#f-rstate", "verified", apiCount(t, tn, "/v1/releases?state=verified&limit=500", nil)},
 		{"/ui/attempts/" + cl.Attempt.AttemptID.String(), "#timeline tbody tr", "", "", timeline},
 	}

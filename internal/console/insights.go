@@ -79,7 +79,7 @@ func (c *console) insightsPage(ctx echo.Context) error {
 	f := insightsForm{From: q.Get("from"), To: q.Get("to"), Bucket: q.Get("bucket"), Group: q.Get("group"),
 		Project: strings.TrimSpace(q.Get("project")), Agent: strings.TrimSpace(q.Get("agent")), Kind: strings.TrimSpace(q.Get("kind"))}
 	v := insightsView{Form: f, Buckets: []api.InsightBucket{api.Bucket5m, api.Bucket1h, api.Bucket1d},
-		Groups: []api.InsightGroup{api.GroupProject, api.GroupAgent, api.GroupRelease, api.GroupKind}}
+		Groups: []api.InsightGroup{api.GroupProject, api.GroupAgent, api.GroupRelease, api.GroupKind, api.GroupErrorCode}}
 	var p api.InsightParams
 	var problems []string
 	if from, err := parseTime(f.From); err != nil {
@@ -103,7 +103,7 @@ func (c *console) insightsPage(ctx echo.Context) error {
 	if f.Group != "" {
 		var g api.InsightGroup
 		if g.UnmarshalText([]byte(f.Group)) != nil {
-			problems = append(problems, "group must be project, agent, release or kind")
+			problems = append(problems, "group must be project, agent, release, kind or errorCode")
 		}
 		group = &g
 	}
@@ -139,14 +139,20 @@ func (c *console) insightsPage(ctx echo.Context) error {
 	return c.render(ctx, http.StatusOK, "insights", page{Title: "Insights", Nav: "insights", Data: v})
 }
 
-// runsLink is the runs list filtered to a time range, the page's filters and a group.
+// runsLink is the runs list filtered to a time range, the page's filters and a group. For
+// ended runs (state "ended") the range is of their end, as the runs-ended insight counts
+// them; otherwise of their enqueue. A run's release is its latest attempt's on both sides.
 func runsLink(state string, from, to time.Time, filter insights.Filter, group api.InsightGroup, key string) string {
 	q := url.Values{}
+	fromName, toName := "from", "to"
 	if state != "" {
 		q.Set("state", state)
 	}
-	q.Set("from", from.UTC().Format("2006-01-02T15:04:05"))
-	q.Set("to", to.UTC().Format("2006-01-02T15:04:05"))
+	if state == "ended" {
+		fromName, toName = "endedFrom", "endedTo"
+	}
+	q.Set(fromName, from.UTC().Format("2006-01-02T15:04:05.000"))
+	q.Set(toName, to.UTC().Format("2006-01-02T15:04:05.000"))
 	set := func(name string, v *string) {
 		if v != nil {
 			q.Set(name, *v)
@@ -155,6 +161,7 @@ func runsLink(state string, from, to time.Time, filter insights.Filter, group ap
 	set("project", filter.ProjectID)
 	set("agent", filter.AgentID)
 	set("kind", filter.Kind)
+	set("release", filter.ReleaseID)
 	if key != "" {
 		switch group {
 		case api.GroupProject:
@@ -163,9 +170,19 @@ func runsLink(state string, from, to time.Time, filter insights.Filter, group ap
 			q.Set("agent", key)
 		case api.GroupKind:
 			q.Set("kind", key)
+		case api.GroupRelease:
+			q.Set("release", key)
+		case api.GroupErrorCode:
+			q.Set("errorCode", key)
 		}
 	}
 	return "/ui/runs?" + q.Encode()
+}
+
+// exactGroup says whether the runs list can show exactly a group's rows: not the "other"
+// group (every group past the largest 50) nor the runs without the grouped value.
+func exactGroup(group api.InsightGroup, k api.InsightGroupKey) bool {
+	return group == "" || (!k.Other && (k.Key != "" || group == api.GroupProject || group == api.GroupAgent || group == api.GroupKind))
 }
 
 func (c *console) readInsights(ctx context.Context, tenant string, w insights.Window, f insights.Filter, v *insightsView) error {
@@ -336,8 +353,10 @@ func seriesChartOf(id, title, state string, w insights.Window, f insights.Filter
 	if w.GroupBy != "" {
 		var gbars []chartBar
 		for _, g := range s.Groups {
-			row := seriesRow{Label: groupLabel(g.InsightGroupKey), Key: g.Key, Other: g.Other, Total: g.Total,
-				Href: runsLink(state, w.From, w.To, f, w.GroupBy, g.Key)}
+			row := seriesRow{Label: groupLabel(g.InsightGroupKey), Key: g.Key, Other: g.Other, Total: g.Total}
+			if exactGroup(w.GroupBy, g.InsightGroupKey) {
+				row.Href = runsLink(state, w.From, w.To, f, w.GroupBy, g.Key)
+			}
 			gb := chartBar{Label: row.Label, Href: row.Href}
 			for _, sr := range g.Series {
 				row.Counts = append(row.Counts, sr.Total)

@@ -151,6 +151,9 @@ func (c *console) overviewLive(ctx echo.Context) error {
 // runsFilter is the Runs page's form, as typed.
 type runsFilter struct {
 	State, Band, Project, Subject, Kind, Agent, From, To string
+	// Outcome, ErrorCode, Release, Tag and the ended range narrow to what an insight counts
+	// (its links set them).
+	Outcome, ErrorCode, Release, Tag, EndedFrom, EndedTo string
 }
 
 type runsView struct {
@@ -189,13 +192,30 @@ func optional(s string) *string {
 }
 
 func (c *console) runsPage(ctx echo.Context) error {
+	var err error
 	q := ctx.QueryParams()
 	f := runsFilter{State: q.Get("state"), Band: q.Get("band"), Project: strings.TrimSpace(q.Get("project")), Subject: strings.TrimSpace(q.Get("subject")),
-		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to")}
+		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to"),
+		Outcome: q.Get("outcome"), ErrorCode: strings.TrimSpace(q.Get("errorCode")), Release: strings.TrimSpace(q.Get("release")),
+		Tag: strings.TrimSpace(q.Get("tag")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo")}
 	v := runsView{Filter: f}
 	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
-		Kind: optional(f.Kind), AgentID: optional(f.Agent)}
+		Kind: optional(f.Kind), AgentID: optional(f.Agent), ErrorCode: optional(f.ErrorCode), ReleaseID: optional(f.Release),
+		Tag: optional(f.Tag)}
 	var problems []string
+	if f.Outcome != "" {
+		o := api.RunOutcome(f.Outcome)
+		if !o.Valid() {
+			problems = append(problems, "outcome must be one of "+strings.Join(o.EnumValues(), ", "))
+		}
+		lf.Outcome = &o
+	}
+	if lf.EndedFrom, err = parseTime(f.EndedFrom); err != nil {
+		problems = append(problems, "“ended from” is not a time")
+	}
+	if lf.EndedTo, err = parseTime(f.EndedTo); err != nil {
+		problems = append(problems, "“ended before” is not a time")
+	}
 	if f.State != "" {
 		st, ok := parseEnum[api.RunState](f.State)
 		if !ok {
@@ -265,6 +285,13 @@ type runView struct {
 	ChainTrimmed bool
 	// ChildrenTrimmed says the run has more delegated children than the page lists.
 	ChildrenTrimmed bool
+	// CanCancel and CanContinue say which action the page offers; Confirm is the one it
+	// asks to confirm ("cancel" or "continue"); Done the one just done; Message why one was
+	// refused.
+	CanCancel, CanContinue bool
+	Confirm, Done, Message string
+	// ForkPoints are the checkpoints a fork may start from (none: no fork is offered).
+	ForkPoints []forkPoint
 }
 
 // chainLimit bounds how far the run page follows a continuation chain each way.
@@ -282,7 +309,11 @@ func (c *console) pathUUID(ctx echo.Context, name string) (uuid.UUID, error) {
 	return id, nil
 }
 
-func (c *console) runPage(ctx echo.Context) error {
+func (c *console) runPage(ctx echo.Context) error { return c.renderRun(ctx, http.StatusOK, "") }
+
+// renderRun renders the run page of the path's run as it is now, with message (why an
+// action was refused) when not empty.
+func (c *console) renderRun(ctx echo.Context, status int, message string) error {
 	id, err := c.pathUUID(ctx, "runId")
 	if err != nil {
 		return c.notFound(ctx)
@@ -292,13 +323,20 @@ func (c *console) runPage(ctx echo.Context) error {
 	if err != nil {
 		return c.orNotFound(ctx, err)
 	}
-	v := runView{Run: run}
+	v := runView{Run: run, Message: message, CanCancel: run.State != api.RunEnded, CanContinue: run.State == api.RunEnded}
+	if message == "" && ctx.Request().Method == http.MethodGet {
+		v.Confirm, v.Done = runConfirm(ctx, run), ctx.QueryParam("done")
+	}
 	items, err := c.History.List(rctx, tenant, history.Filter{RunID: &id, Limit: 500})
 	if err != nil {
 		return err
 	}
 	for _, it := range items {
 		v.Attempts = append(v.Attempts, it.Attempt)
+	}
+	v.ForkPoints = forkPoints(v.Attempts)
+	if v.Confirm == "fork" && len(v.ForkPoints) == 0 {
+		v.Confirm = ""
 	}
 	// One read each, whatever the number of attempts or the length of the chain.
 	if v.Delegations, err = c.Delegations.ListByRun(rctx, tenant, id, childrenLimit+1); err != nil {
@@ -310,7 +348,7 @@ func (c *console) runPage(ctx echo.Context) error {
 	if v.Chain, v.ChainTrimmed, err = c.Runs.Chain(rctx, tenant, id, chainLimit); err != nil {
 		return c.orNotFound(ctx, err)
 	}
-	return c.render(ctx, http.StatusOK, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
+	return c.render(ctx, status, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
 }
 
 type timelineRow struct {
@@ -364,11 +402,12 @@ func (c *console) attemptPage(ctx echo.Context) error {
 		v.Next = pageLink("/ui/attempts/"+id.String(), url.Values{"cursor": {encodeCursor(timelineCursor{At: tc.At, Kind: tc.Kind, Seq: tc.Sequence, ID: tc.ID})}})
 	}
 	for _, e := range entries {
+		if e.Kind == api.TimelineEnd {
+			// The last entry says how the attempt ended, as the API's timeline does.
+			v.Timeline = append(v.Timeline, endRowOf(a))
+			continue
+		}
 		v.Timeline = append(v.Timeline, timelineRowOf(e))
-	}
-	// The last page ends with how the attempt ended (its row, not a ledger entry).
-	if v.Next == "" && a.EndedAt != nil {
-		v.Timeline = append(v.Timeline, endRowOf(a))
 	}
 	return c.render(ctx, http.StatusOK, "attempt", page{Title: "Attempt", Nav: "runs", Data: v})
 }
@@ -419,6 +458,12 @@ func endRowOf(a attempts.Attempt) timelineRow {
 		}
 	default:
 		row.Summary = "completed " + a.State.String() + " by the holder"
+	}
+	if f := a.Failure(); f != nil && a.State != api.AttemptLost {
+		row.Summary += " · " + f.Code
+		if f.Message != "" {
+			row.Summary += ": " + f.Message
+		}
 	}
 	return row
 }

@@ -47,9 +47,10 @@ var funcs = template.FuncMap{
 		}
 		return *p
 	},
-	"esc":  url.PathEscape,
-	"json": boundedJSON,
-	"add":  func(a, b int) int { return a + b },
+	"esc":   url.PathEscape,
+	"json":  boundedJSON,
+	"add":   func(a, b int) int { return a + b },
+	"add64": func(a, b int64) int64 { return a + b },
 	"ms": func(p *int64) string {
 		if p == nil {
 			return "—"
@@ -58,9 +59,10 @@ var funcs = template.FuncMap{
 	},
 	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	"list": func(s ...string) []string { return s },
-	// short is the first 8 characters of an id, enough to tell rows apart (the title and
-	// the link carry the whole id).
-	"short": func(v fmt.Stringer) string { s := v.String(); return s[:min(8, len(s))] },
+	// short is the last 8 characters of an id, enough to tell rows apart (the title and the
+	// link carry the whole id): a UUIDv7 starts with its time, so rows made in the same
+	// minutes share their first characters, while its tail is random.
+	"short": func(v fmt.Stringer) string { s := v.String(); return s[max(0, len(s)-8):] },
 	// plural is "1 attempt", "2 attempts".
 	"plural": func(n int, one, many string) string {
 		if n == 1 {

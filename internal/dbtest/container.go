@@ -59,7 +59,7 @@ func createDatabase(ctx context.Context, masterDSN string) error {
 		return err
 	}
 	defer db.Close()
-	_, err = db.ExecContext(ctx, `IF DB_ID(N'ledger_test') IS NULL CREATE DATABASE ledger_test;`)
+	_, err = db.ExecContext(ctx, `IF DB_ID(N'ledger_test') IS NULL CREATE DATABASE ledger_test COLLATE `+testCollation+`;`)
 	if err != nil {
 		return fmt.Errorf("create database: %w", err)
 	}

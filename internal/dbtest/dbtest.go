@@ -99,16 +99,30 @@ func mssqlTarget() Target {
 		if mssqlDSN == "" {
 			t.Skip("sqlserver: " + mssqlWhy)
 		}
-		// One shared database: cases isolate themselves by tenant (NewTenant).
+		// This process's own database (processDatabase): cases of the package isolate
+		// themselves by tenant (NewTenant), and other packages' reapers never reach it.
 		return open(t, sqldb.Config{DSN: mssqlDSN, Clock: o.Clock})
 	}}
 }
 
+// findMSSQL finds a SQL Server and returns the DSN of this test process's own database on
+// it (processDatabase), or why there is none.
 func findMSSQL() (dsn, why string) {
-	if dsn := os.Getenv("LEDGER_TEST_MSSQL_DSN"); dsn != "" {
-		return dsn, ""
+	dsn = os.Getenv("LEDGER_TEST_MSSQL_DSN")
+	if dsn == "" {
+		if dsn, why = startContainer(); dsn == "" {
+			return "", why
+		}
 	}
-	return startContainer()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	own, err := processDatabase(ctx, dsn)
+	if err != nil {
+		// A server that answers but cannot give this process a database is a failure of the
+		// setup, not a reason to skip: say it in the skip line all the same, loudly.
+		return "", "SQL Server answered but this test process could not have a database of its own (" + err.Error() + ")"
+	}
+	return own, ""
 }
 
 // NewTenant creates a fresh tenant with a random id, so parallel cases never see each

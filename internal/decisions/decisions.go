@@ -37,6 +37,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/waits"
 )
@@ -78,8 +79,8 @@ func (d Decision) Item() api.DecisionItem {
 // Wire returns the decision as the API sends it.
 func (d Decision) Wire() api.Decision {
 	w := api.Decision{DecisionID: d.DecisionID, AttemptID: d.AttemptID, Kind: d.Kind, ProposalHash: d.ProposalHash,
-		Options: d.Options, Recommendation: d.Recommendation, Status: d.Status,
-		RequestedAt: api.NewTime(d.RequestedAt), AnsweredAt: api.TimeOf(d.AnsweredAt), Answer: d.Answer,
+		Options: strictjson.Stored(d.Options), Recommendation: d.Recommendation, Status: d.Status,
+		RequestedAt: api.NewTime(d.RequestedAt), AnsweredAt: api.TimeOf(d.AnsweredAt), Answer: strictjson.Stored(d.Answer),
 		AnsweredBy: d.AnsweredBy, ExpiresAt: api.TimeOf(d.ExpiresAt), ApprovalID: ids.Ptr(d.ApprovalID)}
 	// Every read joins the attempt (always there: a foreign key) and its run.
 	w.RunID, w.ProjectID, w.Subject, w.AgentID = d.RunID, d.ProjectID, d.Subject, d.AgentID
@@ -174,6 +175,25 @@ type Store struct {
 	// maxPending caps an attempt's pending decisions: one attempt must not grow the inbox
 	// (and every page that lists it) without end.
 	maxPending int
+	// notify is told of decisions requested and closed, in their transactions (nil: nobody).
+	notify Notifier
+}
+
+// Notifier is told, inside the transaction that made the change, of each decision requested
+// and each decision closed (answered, expired, or cancelled with its attempt), so an outbox
+// row it writes commits or rolls back with the change. Wants lets a close that touches
+// several decisions skip reading them when nobody listens to the tenant's closes.
+type Notifier interface {
+	Wants(ctx context.Context, tx *sqldb.Tx, tenantID string, ev api.WebhookEvent) (bool, error)
+	DecisionRequested(ctx context.Context, tx *sqldb.Tx, d Decision) error
+	DecisionClosed(ctx context.Context, tx *sqldb.Tx, d Decision) error
+}
+
+// WithNotifier sets who is told of this store's requests and answers and returns s; call it
+// before the store serves.
+func (s *Store) WithNotifier(n Notifier) *Store {
+	s.notify = n
+	return s
 }
 
 // NewStore returns the decision store of db; svc fences holder writes. An attempt may
@@ -246,7 +266,11 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 	if err := attempts.SetPhase(ctx, tx, attemptID, api.PhaseAwaitingDecision); err != nil {
 		return Decision{}, err
 	}
-	return s.get(ctx, tx, s.q.get, tenantID, id, f.Now)
+	d, err := s.get(ctx, tx, s.q.get, tenantID, id, f.Now)
+	if err == nil && s.notify != nil {
+		err = s.notify.DecisionRequested(ctx, tx, d)
+	}
+	return d, err
 }
 
 // Get reads a decision of the tenant (NotFound when missing or another tenant's).
@@ -373,6 +397,9 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 			return err
 		}
 		out, err = s.get(ctx, tx, s.q.get, tenantID, id, now)
+		if err == nil && s.notify != nil {
+			err = s.notify.DecisionClosed(ctx, tx, out)
+		}
 		return err
 	})
 	if err != nil {
@@ -534,13 +561,67 @@ func decisionsOf(rows []row, now time.Time) []Decision {
 // (complete, release, lost), its pending decisions close in the same transaction, as
 // cancelled, or as expired when their ExpiresAt had already passed (they read as expired
 // already, and closing must not change what a reader saw).
-func Hooks() runs.Hooks {
-	return runs.Hooks{AttemptEnded: attemptEnded}
+func Hooks() runs.Hooks { return NotifyingHooks(nil) }
+
+// NotifyingHooks are Hooks that also tell n (nil: nobody) of each decision they close.
+func NotifyingHooks(n Notifier) runs.Hooks {
+	return runs.Hooks{AttemptEnded: func(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error {
+		return attemptEnded(ctx, tx, tenantID, attemptID, now, n)
+	}}
 }
 
-func attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error {
+func attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time, n Notifier) error {
+	closing, err := pendingToNotify(ctx, tx, tenantID, attemptID, n)
+	if err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).closeForAttempt, tenantID, attemptID, tx.Dialect.Time(now)); err != nil {
 		return fmt.Errorf("close decisions of ended attempt: %w", err)
+	}
+	return notifyClosed(ctx, tx, tenantID, closing, n)
+}
+
+// pendingToNotify reads, before a close of the attempt's pending decisions, the ones it
+// will close, when n listens to the tenant's closes (none otherwise: no statement). An
+// attempt has at most its cap of pending decisions (DefaultMaxPending unless configured),
+// and ExpireBatch bounds the read beyond that.
+func pendingToNotify(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, n Notifier) ([]uuid.UUID, error) {
+	if n == nil {
+		return nil, nil
+	}
+	if ok, err := n.Wants(ctx, tx, tenantID, api.EventDecisionClosed); err != nil || !ok {
+		return nil, err
+	}
+	var rows []row
+	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).listByAttempt, tenantID, attemptID, nil, nil, ExpireBatch); err != nil {
+		return nil, fmt.Errorf("read decisions of ending attempt: %w", err)
+	}
+	var out []uuid.UUID
+	for _, r := range rows {
+		// The stored status: a close changes only rows still stored pending.
+		if r.Status == api.DecisionPending {
+			out = append(out, r.DecisionID)
+		}
+	}
+	return out, nil
+}
+
+// notifyClosed tells n of each decision of ids, read as the close left it.
+func notifyClosed(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID, n Notifier) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ds, err := ByIDs(ctx, tx, tenantID, ids)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if d.Status == api.DecisionPending {
+			continue
+		}
+		if err := n.DecisionClosed(ctx, tx, d); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -564,10 +645,16 @@ type due struct {
 // lock and then finds nothing left. Reads never wait for it: a pending decision past its
 // ExpiresAt already reads as expired.
 func ExpirePending(ctx context.Context, db *sqldb.DB) (int, error) {
-	return expirePending(ctx, db, ExpireBatch)
+	return expirePending(ctx, db, ExpireBatch, nil)
 }
 
-func expirePending(ctx context.Context, db *sqldb.DB, batch int) (int, error) {
+// ExpirePendingNotify is ExpirePending that also tells n of each decision it marks expired,
+// in the transaction that marks it.
+func ExpirePendingNotify(ctx context.Context, db *sqldb.DB, n Notifier) (int, error) {
+	return expirePending(ctx, db, ExpireBatch, n)
+}
+
+func expirePending(ctx context.Context, db *sqldb.DB, batch int, notify Notifier) (int, error) {
 	total := 0
 	for {
 		var dues []due
@@ -582,7 +669,7 @@ func expirePending(ctx context.Context, db *sqldb.DB, batch int) (int, error) {
 			return total, fmt.Errorf("expire pending decisions: find them: %w", err)
 		}
 		for _, d := range dues {
-			n, err := expireAttempt(ctx, db, d)
+			n, err := expireAttempt(ctx, db, d, notify)
 			total += n
 			if err != nil {
 				return total, fmt.Errorf("expire pending decisions of attempt %s: %w", d.AttemptID, err)
@@ -596,7 +683,7 @@ func expirePending(ctx context.Context, db *sqldb.DB, batch int) (int, error) {
 
 // expireAttempt expires the attempt's pending decisions past their ExpiresAt and restores
 // its phase when it awaited only those.
-func expireAttempt(ctx context.Context, db *sqldb.DB, d due) (int, error) {
+func expireAttempt(ctx context.Context, db *sqldb.DB, d due, notify Notifier) (int, error) {
 	var n int64
 	err := db.Write(ctx, sqldb.TenantScope(d.TenantID), func(tx *sqldb.Tx) error {
 		n = 0
@@ -611,6 +698,10 @@ func expireAttempt(ctx context.Context, db *sqldb.DB, d due) (int, error) {
 		if err != nil {
 			return err
 		}
+		closing, err := pendingToNotify(ctx, tx, d.TenantID, d.AttemptID, notify)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).expireForAttempt, d.TenantID, d.AttemptID, tx.Dialect.Time(now))
 		if err != nil {
 			return err
@@ -618,7 +709,10 @@ func expireAttempt(ctx context.Context, db *sqldb.DB, d due) (int, error) {
 		if n, err = res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		return restorePhase(ctx, tx, d.TenantID, a, now)
+		if err := restorePhase(ctx, tx, d.TenantID, a, now); err != nil {
+			return err
+		}
+		return notifyClosed(ctx, tx, d.TenantID, closing, notify)
 	})
 	return int(n), err
 }

@@ -8,5 +8,5 @@ import (
 
 // ExpirePendingBatch is ExpirePending with a chosen batch size.
 func ExpirePendingBatch(ctx context.Context, db *sqldb.DB, batch int) (int, error) {
-	return expirePending(ctx, db, batch)
+	return expirePending(ctx, db, batch, nil)
 }

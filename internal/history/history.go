@@ -160,7 +160,7 @@ func (s *Store) Get(ctx context.Context, tenantID string, id uuid.UUID) (attempt
 }
 
 // TimelineEntry is one line of an attempt's timeline. Item is the row itself: a Checkpoint, Call,
-// Decision or Delegation.
+// Decision or Delegation, or how the attempt ended (the last entry of an ended attempt).
 type TimelineEntry struct {
 	Kind     api.TimelineKind
 	At       time.Time
@@ -218,7 +218,8 @@ func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UU
 	}
 	var out []TimelineEntry
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		if _, err := attempts.Get(ctx, tx, tenantID, attemptID); err != nil {
+		a, err := attempts.Get(ctx, tx, tenantID, attemptID)
+		if err != nil {
 			return err
 		}
 		var keys []entryKey
@@ -243,12 +244,36 @@ func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UU
 			}
 			out = append(out, e)
 		}
+		// Past the last row, an ended attempt's timeline ends with how it ended; a cursor at
+		// that entry has nothing after it. Its time is the attempt's end, or the last row's when
+		// a row carries a later clock (kept in order for the cursor).
+		if len(keys) < limit && a.EndedAt != nil && cur.Kind != int(api.TimelineEnd) {
+			at := *a.EndedAt
+			if n := len(out); n > 0 && out[n-1].At.After(at) {
+				at = out[n-1].At
+			}
+			if cur.At.After(at) {
+				at = cur.At
+			}
+			out = append(out, TimelineEntry{Kind: api.TimelineEnd, At: at, ID: a.AttemptID, Item: attemptEnd{a}})
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("attempt timeline: %w", err)
 	}
 	return out, nil
+}
+
+// attemptEnd is the end entry's item.
+type attemptEnd struct{ a attempts.Attempt }
+
+// WireJSON marshals the entry as the API sends it.
+func (e attemptEnd) WireJSON() ([]byte, error) {
+	a := e.a
+	return json.Marshal(api.AttemptEnd{State: a.State, EndedAt: api.NewTime(*a.EndedAt), LeaseID: a.LeaseID,
+		FencingToken: a.FencingToken, OutcomeHash: a.OutcomeHash, Error: a.Failure().Wire(),
+		CancellationObservedAt: api.TimeOf(a.CancellationObservedAt)})
 }
 
 // entryRows reads the rows behind a page of keys, at most one statement per kind.

@@ -34,7 +34,8 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/timeline", web.Op{
 		ID: "getAttemptTimeline", Tag: "Attempts", Summary: "An attempt's timeline",
 		Description: "The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, " +
-			"call, decision, delegation), then sequence or id; each entry's item is the row itself.",
+			"call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's " +
+			"timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.",
 		Status: http.StatusOK, Response: api.Page[api.TimelineEntry]{},
 		Query:    api.PageParams{},
 		Problems: []api.ProblemCode{api.CodeNotFound},

@@ -41,7 +41,8 @@ func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQue
 // attemptColumns are attempts.Attempt's columns (internal/attempts reads the same list).
 const attemptColumns = `AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId, FencingToken, SnapshotId,
 ReleaseId, AdapterVersion, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections, LastCheckpointId,
-ContextSnapshotRef, OutcomeHash, CancellationObservedAt, StartedAt, EndedAt, Version`
+ContextSnapshotRef, OutcomeHash, CancellationObservedAt, StartedAt, EndedAt, Version, ErrorCode, ErrorMessage,
+ErrorDetails`
 
 const checkpointColumns = `CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion,
 ContextSnapshotRef, Hash, CreatedAt`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/history"
@@ -367,6 +368,72 @@ func TestStore(t *testing.T) {
 			empty, err := e.store.Timeline(e.ctx, e.tenant, e.attempt().Attempt.AttemptID, nil, 10)
 			if err != nil || len(empty) != 0 {
 				t.Fatalf("timeline of an attempt with no entries: %v %v", empty, err)
+			}
+		})
+
+		t.Run("TimelineEndsWithHowTheAttemptEnded", func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, tgt)
+			a := e.attempt()
+			t0 := epoch.Add(10 * time.Second)
+			cp := e.checkpoint(a, 1, t0)
+			call := e.call(a, 1, t0)
+			running, err := e.store.Timeline(e.ctx, e.tenant, a.Attempt.AttemptID, nil, 10)
+			if err != nil || len(running) != 2 {
+				t.Fatalf("a running attempt's timeline has no end: %+v %v", running, err)
+			}
+			e.clock.Advance(20 * time.Second)
+			if _, err := e.svc.Complete(e.ctx, e.tenant, a.Attempt.AttemptID, a.Lease.FencingToken, runs.Completion{
+				State: api.AttemptFailed, Error: &attempts.Failure{Code: "tool_failed", Message: "no answer"}}); err != nil {
+				t.Fatal(err)
+			}
+			whole, err := e.store.Timeline(e.ctx, e.tenant, a.Attempt.AttemptID, nil, 10)
+			if err != nil || len(whole) != 3 || whole[0].ID != cp || whole[1].ID != call {
+				t.Fatalf("timeline %+v %v", whole, err)
+			}
+			end := whole[2].Wire()
+			got, err := end.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ae, ok := got.(*api.AttemptEnd)
+			if end.Kind != api.TimelineEnd || end.ID != a.Attempt.AttemptID || !ok || ae.State != api.AttemptFailed ||
+				ae.Error == nil || ae.Error.Code != "tool_failed" || ae.FencingToken != a.Lease.FencingToken ||
+				!end.At.Equal(epoch.Add(20*time.Second)) {
+				t.Fatalf("end entry %+v %+v", end, got)
+			}
+			// Walked one by one, the end comes once, last.
+			var walked []api.TimelineKind
+			var after *history.TimelineCursor
+			for range 10 {
+				page, err := e.store.Timeline(e.ctx, e.tenant, a.Attempt.AttemptID, after, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page) == 0 {
+					break
+				}
+				walked = append(walked, page[0].Kind)
+				c := page[0].Cursor()
+				after = &c
+			}
+			if want := []api.TimelineKind{api.TimelineCheckpoint, api.TimelineCall, api.TimelineEnd}; !slices.Equal(walked, want) {
+				t.Fatalf("walk %v, want %v", walked, want)
+			}
+			// A lost attempt's end names its lease and epoch.
+			lost := e.attempt()
+			e.clock.Advance(time.Hour)
+			if _, err := e.svc.Reap(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			tl, err := e.store.Timeline(e.ctx, e.tenant, lost.Attempt.AttemptID, nil, 10)
+			if err != nil || len(tl) != 1 {
+				t.Fatalf("lost timeline %+v %v", tl, err)
+			}
+			got, _ = tl[0].Wire().Decode()
+			if ae, ok := got.(*api.AttemptEnd); !ok || ae.State != api.AttemptLost || ae.LeaseID != lost.Lease.LeaseID ||
+				ae.FencingToken != lost.Lease.FencingToken || ae.Error == nil || ae.Error.Code != runs.ErrorLeaseLost {
+				t.Fatalf("lost end %+v", got)
 			}
 		})
 

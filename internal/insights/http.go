@@ -14,7 +14,7 @@ import (
 
 // windowDoc is what every insight route says of its window.
 const windowDoc = " Over the window from..to (default: the last 24 hours; rounded out to bucket boundaries in UTC; at " +
-	"most 500 buckets of 5m, 1h or 1d), filtered by projectId, agentId, releaseId (a run's release is its latest " +
+	"most 500 buckets of 5m, 1h or 1d; from and to within 1678-01-01..2262-01-01 UTC), filtered by projectId, agentId, releaseId (a run's release is its latest " +
 	"attempt's) and kind (the run's kind). Durations are summarised with percentiles from fixed histogram buckets " +
 	"(10 ms to 1 day): a percentile is the upper bound of the bucket that holds it, or the largest duration seen when " +
 	"that is smaller."

@@ -96,6 +96,16 @@ func Resolve(now time.Time, p api.InsightParams, group *api.InsightGroup) (Windo
 	if p.From != nil {
 		from = p.From.Time
 	}
+	// A window's ends are computed with as nanoseconds since 1970 (int64): outside
+	// 1678..2262 they wrapped, into a 500 or a window shifted by centuries.
+	for _, end := range []struct {
+		field string
+		t     time.Time
+	}{{"from", from}, {"to", to}} {
+		if end.t.Before(windowMin) || end.t.After(windowMax) {
+			return Window{}, apperr.FieldsInvalid(api.FieldError{Field: end.field, Reason: windowRange})
+		}
+	}
 	if !to.After(from) {
 		return Window{}, apperr.FieldsInvalid(api.FieldError{Field: "to", Reason: "must be after from"})
 	}
@@ -112,6 +122,15 @@ func Resolve(now time.Time, p api.InsightParams, group *api.InsightGroup) (Windo
 	}
 	return w, nil
 }
+
+// The times an insight window may span: those whose nanoseconds since 1970 (and a bucket
+// more) fit in an int64.
+var (
+	windowMin = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	windowMax = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+const windowRange = "must be within 1678-01-01..2262-01-01 UTC"
 
 // floor rounds t down to a multiple of d since the Unix epoch, in UTC.
 func floor(t time.Time, d time.Duration) time.Time {

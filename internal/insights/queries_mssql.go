@@ -55,13 +55,16 @@ const (
 	// lookup per attempt (TenantId, StartedAt), TOP (1) of a run's few attempts.
 	mssqlRunRelease = `COALESCE((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts a
     WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId ORDER BY a.StartedAt DESC, a.AttemptId DESC), N'')`
+	// errorCode: the run's last error (migration 000027), a row lookup past the window's
+	// index like the release's seek ("" for a run without one).
 	mssqlRunGroup = `CASE @p5 WHEN N'project' THEN r.ProjectId WHEN N'agent' THEN r.AgentId WHEN N'kind' THEN r.Kind
-    WHEN N'release' THEN ` + mssqlRunRelease + ` ELSE N'' END`
+    WHEN N'release' THEN ` + mssqlRunRelease + ` WHEN N'errorCode' THEN COALESCE(r.ErrorCode, N'') ELSE N'' END`
 	mssqlRunFilters = `(@p6 IS NULL OR r.ProjectId = @p6) AND (@p7 IS NULL OR r.AgentId = @p7) AND (@p9 IS NULL OR r.Kind = @p9)
     AND (@p8 IS NULL OR ` + mssqlRunRelease + ` = @p8)`
 	// An attempt's kind is its run's (PK_Runs seek when asked for).
 	mssqlAttemptGroup = `CASE @p5 WHEN N'project' THEN a.ProjectId WHEN N'agent' THEN a.AgentId WHEN N'release' THEN a.ReleaseId
-    WHEN N'kind' THEN (SELECT r.Kind FROM dbo.Runs r WHERE r.RunId = a.RunId) ELSE N'' END`
+    WHEN N'kind' THEN (SELECT r.Kind FROM dbo.Runs r WHERE r.RunId = a.RunId) WHEN N'errorCode' THEN COALESCE(a.ErrorCode, N'')
+    ELSE N'' END`
 	mssqlAttemptFilters = `(@p6 IS NULL OR a.ProjectId = @p6) AND (@p7 IS NULL OR a.AgentId = @p7) AND (@p8 IS NULL OR a.ReleaseId = @p8)
     AND (@p9 IS NULL OR EXISTS (SELECT 1 FROM dbo.Runs r WHERE r.RunId = a.RunId AND r.Kind = @p9))`
 	mssqlAttemptState = `CASE a.State WHEN 1 THEN N'succeeded' WHEN 2 THEN N'failed' WHEN 3 THEN N'cancelled' WHEN 4 THEN N'lost'

@@ -32,12 +32,13 @@ const (
 	sqliteRunRelease = `COALESCE((SELECT a.ReleaseId FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND +a.TenantId = r.TenantId
     ORDER BY a.StartedAt DESC, a.AttemptId DESC LIMIT 1), '')`
 	sqliteRunGroup = `CASE ?5 WHEN 'project' THEN r.ProjectId WHEN 'agent' THEN r.AgentId WHEN 'kind' THEN r.Kind
-    WHEN 'release' THEN ` + sqliteRunRelease + ` ELSE '' END`
+    WHEN 'release' THEN ` + sqliteRunRelease + ` WHEN 'errorCode' THEN COALESCE(r.ErrorCode, '') ELSE '' END`
 	sqliteRunFilters = `(?6 IS NULL OR r.ProjectId = ?6) AND (?7 IS NULL OR r.AgentId = ?7) AND (?9 IS NULL OR r.Kind = ?9)
     AND (?8 IS NULL OR ` + sqliteRunRelease + ` = ?8)`
 	// An attempt's kind is its run's (a PK_Runs seek when asked for).
 	sqliteAttemptGroup = `CASE ?5 WHEN 'project' THEN a.ProjectId WHEN 'agent' THEN a.AgentId WHEN 'release' THEN a.ReleaseId
-    WHEN 'kind' THEN (SELECT r.Kind FROM Runs r WHERE r.RunId = a.RunId) ELSE '' END`
+    WHEN 'kind' THEN (SELECT r.Kind FROM Runs r WHERE r.RunId = a.RunId) WHEN 'errorCode' THEN COALESCE(a.ErrorCode, '')
+    ELSE '' END`
 	sqliteAttemptFilters = `(?6 IS NULL OR a.ProjectId = ?6) AND (?7 IS NULL OR a.AgentId = ?7) AND (?8 IS NULL OR a.ReleaseId = ?8)
     AND (?9 IS NULL OR EXISTS (SELECT 1 FROM Runs r WHERE r.RunId = a.RunId AND r.Kind = ?9))`
 	sqliteAttemptState = `CASE a.State WHEN 1 THEN 'succeeded' WHEN 2 THEN 'failed' WHEN 3 THEN 'cancelled' WHEN 4 THEN 'lost'

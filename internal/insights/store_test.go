@@ -270,6 +270,22 @@ func TestInsightsOfAScriptedHistory(t *testing.T) {
 		if got := keys(byRelease.Groups); !reflect.DeepEqual(got, []string{"rel-1:2", ":1", "rel-2:1"}) {
 			t.Errorf("runs ended by release: %v", got)
 		}
+		// By error code (issue 29): B and D ended cancelled (a cancel writes cancelled), A and C
+		// without an error; the one lost lease (B's b2) is lease_lost.
+		byError, err := st.RunsEnded(ctx, tenant, window(t, api.GroupErrorCode), insights.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(byError.Groups); !reflect.DeepEqual(got, []string{":2", "cancelled:2"}) {
+			t.Errorf("runs ended by error code: %v", got)
+		}
+		lostByError, err := st.LeasesLost(ctx, tenant, window(t, api.GroupErrorCode), insights.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(lostByError.Groups); !reflect.DeepEqual(got, []string{"lease_lost:1"}) {
+			t.Errorf("leases lost by error code: %v", got)
+		}
 		rel2 := "rel-2"
 		onlyRel2, err := st.RunsEnded(ctx, tenant, window(t, ""), insights.Filter{ReleaseID: &rel2})
 		if err != nil {

@@ -155,9 +155,11 @@ var faultCases = []struct {
 		winner := ids.New()
 		ran := e.before(e.svc.q.insert, func(args []any) bool { return args[21] == old.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
-			_, err := tx.ExecContext(ctx, e.svc.q.insert, winner, e.tenant, old.ProjectID, nil, old.Subject, old.Kind, old.AgentID,
-				old.StepID, old.SnapshotID, nil, int(old.Band), 1, 1, old.MaxAttempts, old.MaxCorrections, tx.Dialect.Time(now),
-				tx.Dialect.Time(now), nil, nil, nil, 0, old.RunID, "k", nil)
+			_, err := tx.ExecContext(ctx, e.svc.q.insert, insertArgs(tx.Dialect, Run{RunID: winner, TenantID: e.tenant,
+				ProjectID: old.ProjectID, Subject: old.Subject, Kind: old.Kind, AgentID: old.AgentID, StepID: old.StepID,
+				SnapshotID: old.SnapshotID, Band: old.Band, Epoch: 1, Attempt: 1, MaxAttempts: old.MaxAttempts,
+				MaxCorrections: old.MaxCorrections, QueuedAt: now, DueAt: now,
+				ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true}, CreatedBy: "k"}, nil)...)
 			if err == nil {
 				_, err = e.svc.syncHead(ctx, tx, e.tenant, old.Subject)
 			}
@@ -218,7 +220,7 @@ var faultCases = []struct {
 		// is its head by then.
 		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
-			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, api.OutcomeCancelled, tx.Dialect.Time(now)); err != nil {
+			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, api.OutcomeCancelled, tx.Dialect.Time(now), nil, nil); err != nil {
 				return err
 			}
 			_, err := e.svc.syncHead(ctx, tx, e.tenant, "s")
@@ -248,11 +250,11 @@ var faultCases = []struct {
 			if err != nil {
 				return err
 			}
-			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash); err != nil {
+			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash, nil); err != nil {
 				return err
 			}
 			_, _, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
-				tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
+				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil)
 			return err
 		})
 		got, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done)
@@ -268,10 +270,10 @@ var faultCases = []struct {
 			if err != nil {
 				return err
 			}
-			if _, err = e.svc.endAttempt(ctx, tx, f, api.AttemptReleased, nil); err != nil {
+			if _, err = e.svc.endAttempt(ctx, tx, f, api.AttemptReleased, nil, nil); err != nil {
 				return err
 			}
-			_, err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil)
+			_, err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil, nil)
 			return err
 		})
 		a, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Release{})
@@ -296,7 +298,7 @@ var faultCases = []struct {
 			if err != nil {
 				return err
 			}
-			if _, err := e.svc.endAttempt(ctx, tx, f, api.AttemptSucceeded, nil); err != nil {
+			if _, err := e.svc.endAttempt(ctx, tx, f, api.AttemptSucceeded, nil, nil); err != nil {
 				return err
 			}
 			var out struct {
@@ -304,7 +306,7 @@ var faultCases = []struct {
 				SubjectQueued bool `db:"SubjectQueued"`
 			}
 			if err := tx.GetContext(ctx, &out, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
-				tx.Dialect.Time(f.Now), f.Run.Attempt, nil); err != nil {
+				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil); err != nil {
 				return err
 			}
 			return e.svc.countLease(ctx, tx, out.Run, -1) // no marker statement of its own

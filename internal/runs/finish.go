@@ -1,7 +1,9 @@
 package runs
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,25 +13,35 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Completion ends an attempt and its run together.
 type Completion struct {
 	State       api.AttemptState // Succeeded, Failed or Cancelled
 	OutcomeHash *string
+	// Error says why the attempt failed or was cancelled (nil: not said); the run keeps a
+	// copy of its code and message.
+	Error *attempts.Failure
 }
 
 var completionOutcome = map[api.AttemptState]api.RunOutcome{
 	api.AttemptSucceeded: api.OutcomeSucceeded, api.AttemptFailed: api.OutcomeFailed, api.AttemptCancelled: api.OutcomeCancelled,
 }
 
-// Complete ends the attempt and its run. An exact repeat (same state and outcome hash,
-// same token) of a completion that succeeded answers the stored attempt, also after the
-// lease ended (WriteFenced).
+// Complete ends the attempt and its run. An exact repeat (same state, outcome hash and
+// error, same token) of a completion that succeeded answers the stored attempt, also after
+// the lease ended (WriteFenced).
 func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, c Completion) (attempts.Attempt, error) {
 	outcome := completionOutcome[c.State]
 	if outcome == "" {
 		return attempts.Attempt{}, apperr.New(api.CodeInvalidRequest, "an attempt completes as succeeded, failed or cancelled")
+	}
+	if c.Error != nil && c.State == api.AttemptSucceeded {
+		return attempts.Attempt{}, apperr.FieldsInvalid(api.FieldError{Field: "error", Reason: "is only for a failed or cancelled attempt"})
+	}
+	if err := CheckFailure(c.Error); err != nil {
+		return attempts.Attempt{}, err
 	}
 	// promoted: the subject's next queued run became its head (work for waiting claimers).
 	promoted := false
@@ -40,18 +52,28 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
 				return attempts.Attempt{}, false, err
 			}
-			a, err := s.endAttempt(ctx, tx, f, c.State, c.OutcomeHash)
+			a, err := s.endAttempt(ctx, tx, f, c.State, c.OutcomeHash, c.Error)
 			if err != nil {
 				return attempts.Attempt{}, false, err
 			}
-			_, promoted, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome, tx.Dialect.Time(f.Now), f.Run.Attempt, nil)
+			code, message := runError(tx, outcome, c.Error, f.Run, f.Now)
+			_, promoted, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome,
+				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, code, message)
 			return a, true, err
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
-			if f.Attempt.State == c.State && equalPtr(f.Attempt.OutcomeHash, c.OutcomeHash) {
-				return attempts.Get(ctx, tx, tenantID, attemptID)
+			if f.Attempt.State != c.State || !equalPtr(f.Attempt.OutcomeHash, c.OutcomeHash) {
+				return attempts.Attempt{}, ErrNoRepeat
 			}
-			return attempts.Attempt{}, ErrNoRepeat
+			// The fence reads no error (the common path needs none): the stored attempt decides.
+			a, err := attempts.Get(ctx, tx, tenantID, attemptID)
+			if err != nil {
+				return attempts.Attempt{}, err
+			}
+			if !a.Failure().Equal(c.Error) {
+				return attempts.Attempt{}, ErrNoRepeat
+			}
+			return a, nil
 		},
 	})
 	if err == nil && created && promoted {
@@ -67,10 +89,10 @@ func equalPtr(a, b *string) bool {
 	return *a == *b
 }
 
-// endAttempt ends the fenced attempt and tells the hooks (its pending decisions and open
-// calls close in the same transaction).
-func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state api.AttemptState, outcomeHash *string) (attempts.Attempt, error) {
-	a, err := attempts.End(ctx, tx, f.Attempt.AttemptID, state, f.Now, outcomeHash)
+// endAttempt ends the fenced attempt with its error (nil: none) and tells the hooks (its
+// pending decisions and open calls close in the same transaction).
+func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state api.AttemptState, outcomeHash *string, failure *attempts.Failure) (attempts.Attempt, error) {
+	a, err := attempts.EndFailed(ctx, tx, f.Attempt.AttemptID, state, f.Now, outcomeHash, failure)
 	if err != nil {
 		return attempts.Attempt{}, err
 	}
@@ -83,19 +105,24 @@ type Release struct {
 	Charge bool
 	// RetryAfter, when set, is when the run is due again (0: at once); nil means the backoff.
 	RetryAfter *time.Duration
+	// Error says why the holder gave the run back (nil: not said).
+	Error *attempts.Failure
 }
 
 // Release gives the run back: queued again after the delay, or ended when the run is at
 // its attempt limit, past its deadline, or has a cancel pending. It returns the attempt. A
 // repeat with the same token answers the released attempt, also after the lease ended.
 func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Release) (attempts.Attempt, error) {
+	if err := CheckFailure(r.Error); err != nil {
+		return attempts.Attempt{}, err
+	}
 	a, created, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
 		What: "release attempt",
 		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
 			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
 				return attempts.Attempt{}, false, err
 			}
-			a, err := s.endAttempt(ctx, tx, f, api.AttemptReleased, nil)
+			a, err := s.endAttempt(ctx, tx, f, api.AttemptReleased, nil, r.Error)
 			if err != nil {
 				return attempts.Attempt{}, false, err
 			}
@@ -103,7 +130,7 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 			if r.Charge {
 				spent++
 			}
-			_, err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil)
+			_, err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil, r.Error)
 			return a, true, err
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
@@ -123,21 +150,109 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 // giveBack takes a leased run out of its lease: ended when a cancel is pending, when
 // spent reached MaxAttempts or past the deadline, else queued again. expiredBefore makes
 // the write conditional on the lease having passed (the reaper's take-back); it reports
-// sqldb.ErrNotFound when that condition no longer holds. The caller holds the subject lock.
-func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time) (Run, error) {
+// sqldb.ErrNotFound when that condition no longer holds. failure is the error the attempt
+// ended with, which the run keeps (see runError). The caller holds the subject lock.
+func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time, failure *attempts.Failure) (Run, error) {
 	// Its callers wake claimers whenever it took a lease back, whatever became the head.
 	if outcome := endOutcome(run, spent, now); outcome != "" {
+		code, message := runError(tx, outcome, failure, run, now)
 		out, _, err := s.leaveLease(ctx, tx, run, s.q.endLeased, run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent,
-			tx.Dialect.NullTime(expiredBefore))
+			tx.Dialect.NullTime(expiredBefore), code, message)
 		return out, err
 	}
 	delay := Backoff(spent, s.jitter())
 	if retryAfter != nil {
 		delay = *retryAfter
 	}
+	code, message := runError(tx, "", failure, run, now)
 	out, _, err := s.leaveLease(ctx, tx, run, s.q.requeue, run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent,
-		tx.Dialect.NullTime(expiredBefore))
+		tx.Dialect.NullTime(expiredBefore), code, message)
 	return out, err
+}
+
+// Error codes the server writes itself (DESIGN.md section 5b), besides the ones holders report.
+const (
+	ErrorLeaseLost = "lease_lost"
+	ErrorDeadline  = "deadline"
+	ErrorCancelled = "cancelled"
+)
+
+// runError is the error a run keeps when a lease ends (outcome "": it queues again), as
+// statement arguments (code, message; NULL when none): a cancel is `cancelled` and a
+// passed deadline `deadline`, whatever the attempt said; otherwise (an exhausted run, a
+// failure, a requeue) the attempt's own error, nil clearing an older one.
+func runError(tx *sqldb.Tx, outcome api.RunOutcome, failure *attempts.Failure, run Run, now time.Time) (code, message any) {
+	switch {
+	case outcome == api.OutcomeCancelled && (failure == nil || run.CancelRequestedAt != nil):
+		failure = cancelledFailure(run)
+	case outcome == api.OutcomeDeadline:
+		failure = deadlineFailure(run, now)
+	}
+	if failure == nil {
+		return nil, nil
+	}
+	return tx.Dialect.Text(failure.Code), tx.Dialect.Text(failure.Message)
+}
+
+func cancelledFailure(run Run) *attempts.Failure {
+	if run.CancelRequestedAt != nil {
+		return &attempts.Failure{Code: ErrorCancelled,
+			Message: "cancelled: a cancel was requested at " + run.CancelRequestedAt.UTC().Format(sqldb.TimeLayout)}
+	}
+	return &attempts.Failure{Code: ErrorCancelled, Message: "cancelled"}
+}
+
+func deadlineFailure(run Run, now time.Time) *attempts.Failure {
+	at := now
+	if run.DeadlineAt != nil {
+		at = *run.DeadlineAt
+	}
+	return &attempts.Failure{Code: ErrorDeadline, Message: "the run passed its deadline at " + at.UTC().Format(sqldb.TimeLayout)}
+}
+
+// CheckFailure refuses an error a holder reports that the store cannot keep as it is: its
+// code (the validator checks the API's; this checks every caller's), a message that is not
+// text of at most 2,000 UTF-16 code units, or details that are not compact JSON of at most
+// 16 KiB (the caller compacts them: FailureOf).
+func CheckFailure(f *attempts.Failure) error {
+	if f == nil {
+		return nil
+	}
+	var fields []api.FieldError
+	if !validate.ErrorCode(f.Code) {
+		fields = append(fields, api.FieldError{Field: "error.code", Reason: "must be 1 to 64 characters of a-z, 0-9, '_', '.' and '-'"})
+	}
+	if !validate.Text(f.Message, maxErrorMessage) {
+		fields = append(fields, api.FieldError{Field: "error.message",
+			Reason: fmt.Sprintf("must be text of at most %d UTF-16 code units without control characters but tab and line breaks", maxErrorMessage)})
+	}
+	if len(f.Details) > api.MaxErrorDetailsBytes || (f.Details != "" && !json.Valid([]byte(f.Details))) {
+		fields = append(fields, api.FieldError{Field: "error.details",
+			Reason: fmt.Sprintf("must be JSON of at most %d bytes compacted", api.MaxErrorDetailsBytes)})
+	}
+	if len(fields) > 0 {
+		return apperr.FieldsInvalid(fields...)
+	}
+	return nil
+}
+
+const maxErrorMessage = 2000
+
+// FailureOf converts the API's error into the service's, its details compacted (nil: none).
+func FailureOf(e *api.AttemptError) *attempts.Failure {
+	if e == nil {
+		return nil
+	}
+	f := &attempts.Failure{Code: e.Code, Message: e.Message}
+	if d := bytes.TrimSpace(e.Details); len(d) > 0 && string(d) != "null" {
+		var b bytes.Buffer
+		if json.Compact(&b, d) == nil {
+			f.Details = b.String()
+		} else {
+			f.Details = string(d)
+		}
+	}
+	return f
 }
 
 // leaveLease runs query (requeue or endLeased), which takes a leased run out of its lease
@@ -173,10 +288,12 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query s
 
 // endQueued ends a queued run with outcome (a cancel, or the reaper at its deadline), then,
 // as leaveLease does for a leased run, recomputes its subject's head and tells the hooks.
-// The caller holds the subject lock and the run's. moved is syncHead's hint that the
-// subject's next queued run became its head, for the caller to wake claimers after commit.
+// The run's error becomes `cancelled` or `deadline`. The caller holds the subject lock and
+// the run's. moved is syncHead's hint that the subject's next queued run became its head,
+// for the caller to wake claimers after commit.
 func (s *Service) endQueued(ctx context.Context, tx *sqldb.Tx, run Run, outcome api.RunOutcome, now time.Time) (out Run, moved bool, err error) {
-	if out, err = s.getBy(ctx, tx, s.q.endQueued, run.RunID, outcome, tx.Dialect.Time(now)); err != nil {
+	code, message := runError(tx, outcome, nil, run, now)
+	if out, err = s.getBy(ctx, tx, s.q.endQueued, run.RunID, outcome, tx.Dialect.Time(now), code, message); err != nil {
 		return Run{}, false, err
 	}
 	if moved, err = s.syncHead(ctx, tx, run.TenantID, run.Subject); err != nil {

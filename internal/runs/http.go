@@ -50,7 +50,20 @@ func Routes(s *web.Server, svc *Service) {
 		Roles: []string{rt}, Body: api.EnqueueRequest{}, Example: api.EnqueueRequest{RunSpec: ExampleRunSpec},
 		Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []api.ProblemCode{api.CodeUnknownProject, api.CodeLoopDepth, api.CodeIdempotencyKeyReused},
+		RequestHeaders: map[string]string{"traceparent": "The caller's W3C Trace Context, taken as the body's traceparent when the body " +
+			"has none: the run's exported spans join that trace. A malformed header is ignored."},
 	}, h.enqueue)
+	s.Route(http.MethodPost, "/v1/runs/batch", web.Op{
+		ID: "enqueueRunBatch", Tag: "Runs", Summary: "Enqueue runs all or nothing",
+		Description: "Enqueues every item (at most 500 enqueue bodies) in one transaction, or none: a refusal of any item " +
+			"stores nothing and names it (400 with fields items[i].field; 409 idempotency_key_reused and 422 unknown_project " +
+			"or loop_depth list items[i] with the field concerned). Each item keeps its own idempotency: an exact repeat " +
+			"answers its existing run marked existing. Answers the items in order.",
+		Roles: []string{rt, ad}, Body: api.BatchEnqueueRequest{},
+		Example: api.BatchEnqueueRequest{Items: []api.EnqueueRequest{{RunSpec: ExampleRunSpec}}},
+		Status:  http.StatusOK, Response: api.BatchEnqueueResponse{},
+		Problems: []api.ProblemCode{api.CodeUnknownProject, api.CodeLoopDepth, api.CodeIdempotencyKeyReused},
+	}, h.enqueueBatch)
 	s.Route(http.MethodPost, "/v1/runs/claim", web.Op{
 		ID: "claimRun", Tag: "Runs", Summary: "Lease one due run and start its attempt",
 		Description: "Leases the tenant's next due run (interactive first, then batch with aged background runs, then background; " +
@@ -66,10 +79,12 @@ func Routes(s *web.Server, svc *Service) {
 	}, h.claim)
 	s.Route(http.MethodGet, "/v1/runs", web.Op{
 		ID: "listRuns", Tag: "Runs", Summary: "List runs, newest first",
-		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band and " +
-			"queued time (queuedFrom inclusive, queuedTo exclusive). A cursor continues the listing it was made by: " +
-			"presented with other filters it is refused (400 naming cursor).",
-		Status: http.StatusOK, Response: api.Page[api.Run]{}, Query: api.ListRunsParams{},
+		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band, " +
+			"queued time (queuedFrom inclusive, queuedTo exclusive), outcome, errorCode (the run's last error), releaseId " +
+			"(its latest attempt's release, as insights group runs), ended time (endedFrom inclusive, endedTo exclusive) and tag. Each " +
+			"item carries its etag. A cursor continues the listing it was made by: presented with other filters it is " +
+			"refused (400 naming cursor).",
+		Status: http.StatusOK, Response: api.Page[api.RunItem]{}, Query: api.ListRunsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/runs/:runId", web.Op{
 		ID: "getRun", Tag: "Runs", Summary: "Read a run",
@@ -95,6 +110,18 @@ func Routes(s *web.Server, svc *Service) {
 		Status:  http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
 		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeIllegalTransition, api.CodeAttemptsExhausted},
 	}, h.continueRun)
+	s.Route(http.MethodPost, "/v1/runs/:runId/fork", web.Op{
+		ID: "forkRun", Tag: "Runs", Summary: "Start a new run from a checkpoint of a run",
+		Description: "Queues a new run with the run's spec (201 with Location) whose resume point (checkpoints/last) is the " +
+			"checkpoint named, one of the run's attempts', until it writes a checkpoint of its own; the run forked and its " +
+			"chain are left as they are. The fork has its own epochs and attempts, the run's parent, depth, tags and " +
+			"metadata, and its deadline only while that is ahead. An idempotencyKey names one fork: an exact repeat " +
+			"answers 200 with it, another request under the key is 409 idempotency_key_reused.",
+		Roles: []string{rt, ad}, Body: api.ForkRequest{},
+		Example: api.ForkRequest{CheckpointID: exampleStep, IdempotencyKey: api.Ptr("retry-from-plan:42")},
+		Status:  http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Run{}, ETag: true,
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeIdempotencyKeyReused},
+	}, h.fork)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/heartbeat", web.Op{
 		ID: "heartbeatAttempt", Tag: "Attempts", Summary: "Renew the lease",
 		Description: "Renews the lease for leaseSeconds (default: the length stored at claim) and answers whether a cancel is " +
@@ -106,19 +133,24 @@ func Routes(s *web.Server, svc *Service) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/release", web.Op{
 		ID: "releaseAttempt", Tag: "Attempts", Summary: "Give the run back",
 		Description: "Ends the attempt released and queues the run again, due after retryAfterSeconds (default: the backoff); " +
-			"charge spends an attempt. At maxAttempts the run ends exhausted, past its deadline deadline, with a cancel pending " +
-			"cancelled. Fenced.",
+			"charge spends an attempt. At maxAttempts the run ends exhausted (keeping this error), past its deadline " +
+			"deadline, with a cancel pending cancelled (the run's error then says so). An optional error says why; the " +
+			"attempt keeps it and the run copies its code and message. Fenced.",
 		Roles: []string{rt}, Body: api.ReleaseAttemptRequest{},
 		Example: api.ReleaseAttemptRequest{FencingToken: 4, Charge: true, RetryAfterSeconds: api.Ptr(30)},
 		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.release)
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/complete", web.Op{
 		ID: "completeAttempt", Tag: "Attempts", Summary: "End the attempt and its run",
-		Description: "Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers " +
-			"as the first did. Fenced.",
+		Description: "Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error " +
+			"(failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel " +
+			"pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as " +
+			"the first did. Fenced.",
 		Roles: []string{rt}, Body: api.CompleteAttemptRequest{},
-		Example: api.CompleteAttemptRequest{FencingToken: 4, State: api.CompleteSucceeded, OutcomeHash: api.Ptr("sha256:9f2c")},
-		Status:  http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
+		Example: api.CompleteAttemptRequest{FencingToken: 4, State: api.CompleteFailed, OutcomeHash: api.Ptr("sha256:9f2c"),
+			Error: &api.AttemptError{Code: "tool_timeout", Message: "search did not answer in 30 s",
+				Details: []byte(`{"stack":["search.go:42"]}`)}},
+		Status: http.StatusOK, Response: api.Attempt{}, ETag: true, Problems: fenced,
 	}, h.complete)
 	s.Route(http.MethodPatch, "/v1/attempts/:attemptId", web.Op{
 		ID: "patchAttempt", Tag: "Attempts", Summary: "Change the attempt's phase, count a correction or record its context snapshot",
@@ -151,7 +183,15 @@ func (h handlers) enqueue(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	run, created, err := h.svc.Enqueue(c.Request().Context(), caller(c), specOfEnqueue(req))
+	spec := specOfEnqueue(req)
+	if tp := c.Request().Header.Get("traceparent"); spec.TraceParent == nil && tp != "" {
+		// The caller's own trace context (W3C Trace Context): the run's trace joins it. A
+		// malformed header is ignored, as the specification says of an invalid traceparent.
+		if ValidTraceParent(tp) {
+			spec.TraceParent = &tp
+		}
+	}
+	run, created, err := h.svc.Enqueue(c.Request().Context(), caller(c), spec)
 	if err != nil {
 		return err
 	}
@@ -159,6 +199,26 @@ func (h handlers) enqueue(c echo.Context) error {
 		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
 	}
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
+}
+
+func (h handlers) enqueueBatch(c echo.Context) error {
+	var req api.BatchEnqueueRequest
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	specs := make([]Spec, len(req.Items))
+	for i, it := range req.Items {
+		specs[i] = specOfEnqueue(it)
+	}
+	items, err := h.svc.EnqueueBatch(c.Request().Context(), caller(c), specs)
+	if err != nil {
+		return err
+	}
+	out := api.BatchEnqueueResponse{Items: make([]api.BatchItem, len(items))}
+	for i, it := range items {
+		out.Items[i] = api.BatchItem{Run: it.Run.Wire(), Existing: it.Existing}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (h handlers) claim(c echo.Context) error {
@@ -218,7 +278,11 @@ func (h handlers) list(c echo.Context) error {
 	}
 	limit := web.LimitOf(q.PageParams)
 	f := ListFilter{Limit: limit + 1, State: q.State, Subject: q.Subject, ProjectID: q.ProjectID, Kind: q.Kind,
-		AgentID: q.AgentID, Band: q.Band}
+		AgentID: q.AgentID, Band: q.Band, Outcome: q.Outcome, ErrorCode: q.ErrorCode, ReleaseID: q.ReleaseID, Tag: q.Tag,
+		EndedFrom: timeOf(q.EndedFrom), EndedTo: timeOf(q.EndedTo)}
+	if q.EndedFrom != nil && q.EndedTo != nil && q.EndedTo.Before(q.EndedFrom.Time) {
+		return apperr.FieldsInvalid(api.FieldError{Field: "endedTo", Reason: "must not be before endedFrom"})
+	}
 	if q.QueuedFrom != nil {
 		f.QueuedFrom = &q.QueuedFrom.Time
 	}
@@ -247,7 +311,7 @@ func (h handlers) list(c echo.Context) error {
 	}
 	return web.WritePage(c, rs, limit, func(last Run) any {
 		return runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID, Filters: filters}
-	}, Run.Wire)
+	}, Run.Item)
 }
 
 func (h handlers) get(c echo.Context) error {
@@ -301,6 +365,26 @@ func (h handlers) continueRun(c echo.Context) error {
 	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
 }
 
+func (h handlers) fork(c echo.Context) error {
+	id, err := web.PathUUID(c, "runId")
+	if err != nil {
+		return err
+	}
+	var req api.ForkRequest
+	if err := web.Bind(c, &req, false); err != nil {
+		return err
+	}
+	run, created, err := h.svc.Fork(c.Request().Context(), caller(c), id,
+		Fork{CheckpointID: req.CheckpointID, DueAt: timeOf(req.DueAt), IdempotencyKey: req.IdempotencyKey})
+	if err != nil {
+		return err
+	}
+	if created {
+		return web.Created(c, web.Path("v1", "runs", run.RunID.String()), run.Version, run.Wire())
+	}
+	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
+}
+
 func (h handlers) heartbeat(c echo.Context) error {
 	id, err := web.PathUUID(c, "attemptId")
 	if err != nil {
@@ -330,7 +414,7 @@ func (h handlers) release(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	r := Release{Charge: req.Charge}
+	r := Release{Charge: req.Charge, Error: FailureOf(req.Error)}
 	if req.RetryAfterSeconds != nil {
 		d := time.Duration(*req.RetryAfterSeconds) * time.Second
 		r.RetryAfter = &d
@@ -352,7 +436,7 @@ func (h handlers) complete(c echo.Context) error {
 		return err
 	}
 	a, err := h.svc.Complete(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, req.FencingToken,
-		Completion{State: req.State.AttemptState(), OutcomeHash: req.OutcomeHash})
+		Completion{State: req.State.AttemptState(), OutcomeHash: req.OutcomeHash, Error: FailureOf(req.Error)})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/projects"
@@ -23,6 +24,9 @@ type httpEnv struct {
 	db                    *sqldb.DB
 	url                   string
 	runtime, admin, other string
+	stack                 *apitest.Stack
+	// active are the releases activated (claimAs activates the others first).
+	active map[string]bool
 }
 
 func newHTTPEnv(t testing.TB) *httpEnv {
@@ -31,7 +35,7 @@ func newHTTPEnv(t testing.TB) *httpEnv {
 	s := apitest.New(t, apitest.Config{DB: dbtest.SQLite().Open(t, dbtest.Options{}), Serve: true})
 	db, keys := s.DB, s.Keys
 	ctx := context.Background()
-	e := &httpEnv{t: t, url: s.URL, db: db}
+	e := &httpEnv{t: t, url: s.URL, db: db, stack: s, active: map[string]bool{"r1": true}}
 	var err error
 	mk := func(tenant, role string) string {
 		k, _, kerr := keys.CreateKey(ctx, tenant, role)
@@ -269,5 +273,41 @@ func TestHTTPListRunsFilters(t *testing.T) {
 	if code, _ := e.do("GET", "/v1/runs?limit=1&cursor="+cursor+"&agentId=a2", e.admin, ``, &page); code != 200 || len(page.Items) != 1 ||
 		page.Items[0]["agentId"] != "a2" || page.NextCursor != "" {
 		t.Errorf("the cursor with its own filters: %d %+v", code, page)
+	}
+}
+
+// TestEnqueueKeepsTheCallersTraceParent: a traceparent in the body, or else the request's
+// header, is kept with the run (and not compared by an idempotency key); a malformed one in
+// the body is 400 naming it, in the header ignored.
+func TestEnqueueKeepsTheCallersTraceParent(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{})
+	_, _, rt := s.TenantKeys(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	body := func(subject, extra string) string {
+		return `{"subject":"` + subject + `","kind":"k","projectId":"p1","agentId":"a","stepId":"0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e51",` +
+			`"snapshotId":"0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e52"` + extra + `}`
+	}
+	r := s.Do(t, http.MethodPost, "/v1/runs", rt, body("tp-1", `,"traceparent":"`+tp+`","idempotencyKey":"tp-1"`), nil)
+	apitest.WantStatus(t, r, http.StatusCreated)
+	if got := apitest.DecodeAs[api.Run](t, r); got.TraceParent == nil || *got.TraceParent != tp {
+		t.Fatalf("run %+v, want traceparent %s", got, tp)
+	}
+	// A retry with another trace context is the same request.
+	other := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+	apitest.WantStatus(t, s.Do(t, http.MethodPost, "/v1/runs", rt, body("tp-1", `,"traceparent":"`+other+`","idempotencyKey":"tp-1"`), nil), http.StatusOK)
+	r = s.Do(t, http.MethodPost, "/v1/runs", rt, body("tp-2", ""), map[string]string{"traceparent": other})
+	apitest.WantStatus(t, r, http.StatusCreated)
+	if got := apitest.DecodeAs[api.Run](t, r); got.TraceParent == nil || *got.TraceParent != other {
+		t.Fatalf("run from the header %+v", got)
+	}
+	r = s.Do(t, http.MethodPost, "/v1/runs", rt, body("tp-3", ""), map[string]string{"traceparent": "00-zz"})
+	apitest.WantStatus(t, r, http.StatusCreated)
+	if got := apitest.DecodeAs[api.Run](t, r); got.TraceParent != nil {
+		t.Fatalf("a malformed header was kept: %+v", got)
+	}
+	for _, bad := range []string{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"} {
+		apitest.WantFields(t, s.Do(t, http.MethodPost, "/v1/runs", rt, body("tp-bad", `,"traceparent":"`+bad+`"`), nil), "traceparent")
 	}
 }

@@ -50,8 +50,9 @@ func TestSQLitePlans(t *testing.T) {
 	}{
 		{"claim", q.claimCandidates[0], []any{tenant, d.Time(now), d.Time(now), 64, "[]", "[]", `["p1"]`, "[]"},
 			[]string{"IX_Runs_Claim (TenantId=? AND Band=? AND DueAt<?)", "sqlite_autoindex_Runs_1 (RunId=?)"}},
-		{"insert", q.insert, []any{uuid.New(), tenant, "p1", nil, "s1", "k", "a", uuid.New(), uuid.New(), nil, 1, 0, 0, 3, 3,
-			d.Time(now), d.Time(now), nil, "key", nil, 0, nil, "k", "h"},
+		{"insert", q.insert, insertArgs(d, Run{RunID: uuid.New(), TenantID: tenant, ProjectID: "p1", Subject: "s1", Kind: "k",
+			AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: 1, MaxAttempts: 3, MaxCorrections: 3, QueuedAt: now,
+			DueAt: now, IdempotencyKey: api.Ptr("key"), CreatedBy: "k"}, api.Ptr("h")),
 			[]string{"IX_Runs_SubjectQueue (TenantId=? AND Subject=?)", "UX_Runs_LeasedSubject (TenantId=? AND Subject=?)",
 				"sqlite_autoindex_IdempotencyTombstones_1 (TenantId=? AND IdempotencyKey=?)"}},
 		{"syncHead", q.syncHead, []any{tenant, "s1"},

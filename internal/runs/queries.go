@@ -9,7 +9,8 @@ type queries struct {
 	// insert: 1 run, 2 tenant, 3 project, 4 environment, 5 subject, 6 kind, 7 agent, 8 step,
 	// 9 snapshot, 10 input, 11 band, 12 epoch, 13 attempt, 14 max attempts, 15 max
 	// corrections, 16 now, 17 due, 18 deadline, 19 idempotency key, 20 parent, 21 depth, 22
-	// continued from, 23 created by, 24 request hash -> run and SubjectHead. The new run is
+	// continued from, 23 created by, 24 request hash, 25 tags, 26 metadata, 27 forked from
+	// checkpoint, 28 traceparent -> Version and SubjectHead. The new run is
 	// marked the head at once when its subject has no other queued or leased run (then no
 	// marker elsewhere can need a change); otherwise syncHead decides. Inserts nothing (no
 	// row) when the idempotency key has a tombstone.
@@ -18,6 +19,9 @@ type queries struct {
 	lock          string // 1 tenant, 2 run: get, holding the row until commit
 	byIdempotency string // 1 tenant, 2 key
 	continuation  string // 1 tenant, 2 continued-from run
+	// forkPoint: 1 tenant, 2 run, 3 checkpoint -> the checkpoint's id when it is a checkpoint
+	// of one of the run's attempts (no row otherwise).
+	forkPoint string
 	// chain: the continuation chain through a run in one read, up to 3 runs back (through
 	// ContinuedFromRunId) and 3 forward (through the runs continuing it): 1 tenant, 2 run,
 	// 3 limit each way -> runColumns and Pos (0 the run, negative before, positive after).
@@ -50,12 +54,16 @@ type queries struct {
 	fence        string
 	fenceRunning string
 
-	heartbeat     string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
-	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any) -> run
-	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any) -> run
-	endQueued     string // 1 run, 2 outcome, 3 ended at -> run
+	heartbeat string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
+	// requeue, endLeased and endQueued also write the run's error (code, message; NULL: none).
+	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any), 6 error code, 7 error message -> run
+	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any), 7 error code, 8 error message -> run
+	endQueued     string // 1 run, 2 outcome, 3 ended at, 4 error code, 5 error message -> run
 	requestCancel string // 1 run, 2 now -> run
-	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from, 11 band
+	// list: 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor
+	// run, 8 limit, 9 agent, 10 queued from, 11 band, 12 outcome, 13 error code, 14 release
+	// (its latest attempt's, as insights group runs), 15 ended from, 16 ended before, 17 tag; NULL: any.
+	list string
 	// costHeld: 1 tenant, 2 now, 3 project ids (a JSON array; [] means any) -> 1 when a due
 	// head waits in an active project whose cost counter of the day (now's UTC date) reached
 	// its daily cost budget; no row otherwise.
@@ -77,7 +85,7 @@ func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQue
 const runColumns = `RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input, Band,
 State, Epoch, HolderId, LeaseSeconds, LeasedUntil, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
 EndedAt, Outcome, ErrorCode, ErrorMessage, CancelRequestedAt, IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId,
-CreatedBy, Version`
+CreatedBy, Version, Tags, Metadata, ForkedFromCheckpointId, TraceParent`
 
 // fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
 // judges and what the writes under it use. Answers that return the whole attempt read it

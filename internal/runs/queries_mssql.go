@@ -1,5 +1,7 @@
 package runs
 
+import "strings"
+
 // The SQL Server query set of the run-lease core. The rules every statement shares
 // (arguments, READ COMMITTED with or without RCSI, row-level security, filtered-index
 // literals, serial plans, bounds, the error table) are in docs/tsql-notes.md; a statement's
@@ -18,27 +20,66 @@ package runs
 // safe: only a run's own fenced writers and the reaper lock a leased run, and a subject-lock
 // holder reads the leased run through UX_Runs_LeasedSubject, whose key no fence holds.
 
-// mssqlRunTable is the table variable OUTPUT ... INTO fills (rowversion as binary(8)), and
-// mssqlRunOutput the OUTPUT list that fills it.
-const mssqlRunTable = `DECLARE @t TABLE (RunId uniqueidentifier, TenantId nvarchar(64), ProjectId nvarchar(64),
-    EnvironmentId nvarchar(64), Subject nvarchar(256), Kind nvarchar(64), AgentId nvarchar(128), StepId uniqueidentifier,
-    SnapshotId uniqueidentifier, Input nvarchar(max), Band int, State int, Epoch bigint, HolderId nvarchar(128),
-    LeaseSeconds int, LeasedUntil datetimeoffset(3), Attempt int, MaxAttempts int, MaxCorrections int,
-    QueuedAt datetimeoffset(3), DueAt datetimeoffset(3), DeadlineAt datetimeoffset(3), EndedAt datetimeoffset(3),
-    Outcome nvarchar(16), ErrorCode nvarchar(64), ErrorMessage nvarchar(2000), CancelRequestedAt datetimeoffset(3),
-    IdempotencyKey nvarchar(256), ParentRunId uniqueidentifier, Depth int, ContinuedFromRunId uniqueidentifier,
-    CreatedBy nvarchar(64), Version binary(8), SubjectHead bit);
-`
+// mssqlRunCols are the columns of dbo.Runs that a changed run answers with, each with the
+// type it has in the table (migrations/mssql 000003 and 000011; rowversion as binary(8)).
+// The @t declaration and the OUTPUT list are both built from it, so they cannot drift, and
+// every string column carries the collation of the column it mirrors: a table variable's
+// string column otherwise takes the database's default collation, and comparing it with a
+// BIN2 column of dbo.Runs is Msg 468 on every database whose default is not BIN2.
+// TestRunTableMirrorsRuns holds this list to the migrations.
+var mssqlRunCols = []struct{ name, typ string }{
+	{"RunId", "uniqueidentifier"},
+	{"TenantId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"ProjectId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"EnvironmentId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"Subject", "nvarchar(256) COLLATE Latin1_General_100_BIN2"},
+	{"Kind", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"AgentId", "nvarchar(128) COLLATE Latin1_General_100_BIN2"},
+	{"StepId", "uniqueidentifier"},
+	{"SnapshotId", "uniqueidentifier"},
+	{"Input", "nvarchar(max)"},
+	{"Band", "int"},
+	{"State", "int"},
+	{"Epoch", "bigint"},
+	{"HolderId", "nvarchar(128) COLLATE Latin1_General_100_BIN2"},
+	{"LeaseSeconds", "int"},
+	{"LeasedUntil", "datetimeoffset(3)"},
+	{"Attempt", "int"},
+	{"MaxAttempts", "int"},
+	{"MaxCorrections", "int"},
+	{"QueuedAt", "datetimeoffset(3)"},
+	{"DueAt", "datetimeoffset(3)"},
+	{"DeadlineAt", "datetimeoffset(3)"},
+	{"EndedAt", "datetimeoffset(3)"},
+	{"Outcome", "nvarchar(16) COLLATE Latin1_General_100_BIN2"},
+	{"ErrorCode", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"ErrorMessage", "nvarchar(2000)"},
+	{"CancelRequestedAt", "datetimeoffset(3)"},
+	{"IdempotencyKey", "nvarchar(256) COLLATE Latin1_General_100_BIN2"},
+	{"ParentRunId", "uniqueidentifier"},
+	{"Depth", "int"},
+	{"ContinuedFromRunId", "uniqueidentifier"},
+	{"CreatedBy", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
+	{"Version", "binary(8)"},
+	{"SubjectHead", "bit"},
+	{"Tags", "nvarchar(max)"},
+	{"Metadata", "nvarchar(max)"},
+	{"ForkedFromCheckpointId", "uniqueidentifier"},
+	{"TraceParent", "nvarchar(55)"},
+}
 
-const mssqlRunOutput = `
-OUTPUT inserted.RunId, inserted.TenantId, inserted.ProjectId, inserted.EnvironmentId, inserted.Subject,
-    inserted.Kind, inserted.AgentId, inserted.StepId, inserted.SnapshotId, inserted.Input, inserted.Band,
-    inserted.State, inserted.Epoch, inserted.HolderId, inserted.LeaseSeconds, inserted.LeasedUntil,
-    inserted.Attempt, inserted.MaxAttempts, inserted.MaxCorrections, inserted.QueuedAt, inserted.DueAt,
-    inserted.DeadlineAt, inserted.EndedAt, inserted.Outcome, inserted.ErrorCode, inserted.ErrorMessage,
-    inserted.CancelRequestedAt, inserted.IdempotencyKey, inserted.ParentRunId, inserted.Depth,
-    inserted.ContinuedFromRunId, inserted.CreatedBy, inserted.Version, inserted.SubjectHead
-INTO @t`
+// mssqlRunTable is the table variable OUTPUT ... INTO fills, and mssqlRunOutput the OUTPUT
+// list that fills it, column for column.
+var mssqlRunTable, mssqlRunOutput = func() (string, string) {
+	decl := make([]string, len(mssqlRunCols))
+	out := make([]string, len(mssqlRunCols))
+	for i, c := range mssqlRunCols {
+		decl[i] = c.name + " " + c.typ
+		out[i] = "inserted." + c.name
+	}
+	return "DECLARE @t TABLE (" + strings.Join(decl, ", ") + ");\n",
+		"\nOUTPUT " + strings.Join(out, ", ") + "\nINTO @t"
+}()
 
 const mssqlRunSelect = `
 SELECT ` + runColumns + `, SubjectHead FROM @t;`
@@ -134,10 +175,11 @@ var mssqlQueries = queries{
 	insert: `DECLARE @h TABLE (Version binary(8), SubjectHead bit);
 INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId,
     SnapshotId, Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
-    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead)
+    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, ForkedFromCheckpointId,
+    TraceParent, SubjectHead)
 OUTPUT inserted.Version, inserted.SubjectHead INTO @h
 SELECT @p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, 0, @p12, @p13, @p14, @p15, @p16, @p17, @p18, @p19,
-    @p20, @p21, @p22, @p23, @p24,
+    @p20, @p21, @p22, @p23, @p24, @p25, @p26, @p27, @p28,
     CASE WHEN NOT EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = @p2 AND q.Subject = @p5 AND q.State = 0)
         AND NOT EXISTS (SELECT 1 FROM dbo.Runs AS l WHERE l.TenantId = @p2 AND l.Subject = @p5 AND l.State = 1)
         THEN 1 ELSE 0 END
@@ -178,6 +220,12 @@ OPTION (MAXRECURSION 100, MAXDOP 1);`,
 
 	continuation: `SELECT ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND ContinuedFromRunId = @p2 AND ContinuedFromRunId IS NOT NULL;`,
+
+	// forkPoint: PK_Checkpoints seek, then the attempt's PK seek to check its run. 0 rows: not a
+	// checkpoint of that run (or not the tenant's).
+	forkPoint: `SELECT k.CheckpointId FROM dbo.Checkpoints AS k
+INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = k.AttemptId
+WHERE k.CheckpointId = @p3 AND k.TenantId = @p1 AND a.RunId = @p2 AND a.TenantId = @p1;`,
 
 	// tombstone: PK seek, read when the insert found one.
 	tombstone: `SELECT RunId, PurgedAt FROM dbo.IdempotencyTombstones WHERE TenantId = @p1 AND IdempotencyKey = @p2;`,
@@ -257,11 +305,14 @@ OPTION (MAXDOP 1);`,
 	// when there is a head to mark: requeue's run is itself queued; endLeased probes
 	// IX_Runs_SubjectQueue after the update (OUTPUT may not hold a subquery), under the
 	// subject lock the caller holds, so no enqueue of the subject can slip in between.
-	requeue: mssqlRunTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL` + mssqlRunOutput + `
+	// The error (@p6/@p7, @p7/@p8, @p4/@p5) is written as given: NULL clears an older one.
+	requeue: mssqlRunTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL,
+    ErrorCode = @p6, ErrorMessage = @p7` + mssqlRunOutput + `
 WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p5 IS NULL OR LeasedUntil < @p5);
 SELECT ` + runColumns + `, SubjectHead, CAST(1 AS bit) AS SubjectQueued FROM @t;`,
 
-	endLeased: mssqlRunTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p3, EndedAt = @p4, Attempt = @p5, LeasedUntil = NULL` + mssqlRunOutput + `
+	endLeased: mssqlRunTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p3, EndedAt = @p4, Attempt = @p5, LeasedUntil = NULL,
+    ErrorCode = @p7, ErrorMessage = @p8` + mssqlRunOutput + `
 WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p6 IS NULL OR LeasedUntil < @p6);
 SELECT ` + runColumns + `, SubjectHead,
     CASE WHEN EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = t.TenantId AND q.Subject = t.Subject AND q.State = 0)
@@ -269,7 +320,8 @@ SELECT ` + runColumns + `, SubjectHead,
 FROM @t AS t;`,
 
 	// endQueued: cancel or the deadline end of a queued run, after the subject lock and lock.
-	endQueued: mssqlRunTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p2, EndedAt = @p3, SubjectHead = 0` + mssqlRunOutput + `
+	endQueued: mssqlRunTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p2, EndedAt = @p3, SubjectHead = 0,
+    ErrorCode = @p4, ErrorMessage = @p5` + mssqlRunOutput + `
 WHERE RunId = @p1 AND State = 0;` + mssqlRunSelect,
 
 	// requestCancel: PK seek after lock; no queue change, no subject lock.
@@ -295,12 +347,21 @@ INNER JOIN dbo.ProjectDailyCosts AS c ON c.TenantId = p.TenantId AND c.Day = @p3
 WHERE p.TenantId = @p1 AND p.ProjectId = @p2 AND c.CostMicros >= p.DailyCostBudgetMicros;`,
 
 	// list: IX_Runs_Tenant_Queued read backwards from the cursor, PK lookups. RECOMPILE folds
-	// the catch-all filters so the cursor and a time window become seek bounds (agent and
-	// band are residuals after the lookup).
+	// the catch-all filters so the cursor and a time window become seek bounds (agent, band,
+	// outcome, error code, ended time and tag are residuals after the lookup; a run's release is
+	// its latest attempt's, as insights group it: an IX_Attempts_Run_Step seek per run that
+	// passed the others, a run's few attempts sorted). The tag probe reads the
+	// run's own Tags (at most 16 items); [value] is pinned to BIN2 so tags match exactly.
 	list: `SELECT TOP (@p8) ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subject = @p3)
     AND (@p4 IS NULL OR ProjectId = @p4) AND (@p5 IS NULL OR Kind = @p5)
     AND (@p9 IS NULL OR AgentId = @p9) AND (@p10 IS NULL OR QueuedAt >= @p10) AND (@p11 IS NULL OR Band = @p11)
+    AND (@p12 IS NULL OR Outcome = @p12) AND (@p13 IS NULL OR ErrorCode = @p13)
+    AND (@p14 IS NULL OR (SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
+        WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt DESC, a.AttemptId DESC) = @p14)
+    AND (@p15 IS NULL OR EndedAt >= @p15) AND (@p16 IS NULL OR EndedAt < @p16)
+    AND (@p17 IS NULL OR EXISTS (SELECT 1 FROM OPENJSON(Runs.Tags) AS j
+        WHERE j.[value] COLLATE Latin1_General_100_BIN2 = @p17))
     AND (@p6 IS NULL OR QueuedAt < @p6 OR (QueuedAt = @p6 AND RunId < @p7))
 ORDER BY QueuedAt DESC, RunId DESC
 OPTION (RECOMPILE, MAXDOP 1);`,

@@ -64,8 +64,10 @@ FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId`
 var sqliteQueries = queries{
 	insert: `INSERT INTO Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input,
     Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey, ParentRunId,
-    Depth, ContinuedFromRunId, CreatedBy, RequestHash, SubjectHead, Version)
+    Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, ForkedFromCheckpointId, TraceParent, SubjectHead,
+    Version)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
+    ?25, ?26, ?27, ?28,
     NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 0)
         AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 1),
     ` + sqliteStamp + `
@@ -91,6 +93,8 @@ SELECT ` + runColumns + `, c.Pos AS Pos
 FROM (SELECT ChainRunId, Pos FROM back UNION SELECT ChainRunId, Pos FROM fwd) AS c JOIN Runs ON Runs.RunId = c.ChainRunId
 ORDER BY c.Pos`,
 	tombstone: `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
+	forkPoint: `SELECT k.CheckpointId FROM Checkpoints AS k JOIN ExecutionAttempts AS a ON a.AttemptId = k.AttemptId
+WHERE k.CheckpointId = ?3 AND k.TenantId = ?1 AND a.RunId = ?2 AND a.TenantId = ?1`,
 
 	lockSubject: "",
 	// The head is computed once (h) from IX_Runs_SubjectQueue and UX_Runs_LeasedSubject; the
@@ -135,17 +139,19 @@ WHERE a.RunId = ?2 AND +a.TenantId = ?1 AND a.FencingToken = ?3 AND +a.State = 0
 
 	heartbeat: `UPDATE Runs SET LeasedUntil = ?3, LeaseSeconds = ?4, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1`,
-	requeue: `UPDATE Runs SET State = 0, DueAt = ?3, Attempt = ?4, LeasedUntil = NULL, Version = ` + sqliteStamp + `
+	requeue: `UPDATE Runs SET State = 0, DueAt = ?3, Attempt = ?4, LeasedUntil = NULL, ErrorCode = ?6, ErrorMessage = ?7,
+    Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?5 IS NULL OR LeasedUntil < ?5)
 RETURNING ` + runColumns + `, 1 AS SubjectQueued`,
 	// SubjectQueued: an IX_Runs_SubjectQueue probe (the run itself is no longer leased, and
 	// is not queued), so that leaving the lease runs syncHead only when there is a head to mark.
 	endLeased: `UPDATE Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
-    Version = ` + sqliteStamp + `
+    ErrorCode = ?7, ErrorMessage = ?8, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)
 RETURNING ` + runColumns + `,
     EXISTS (SELECT 1 FROM Runs AS q WHERE q.TenantId = Runs.TenantId AND q.Subject = Runs.Subject AND q.State = 0) AS SubjectQueued`,
-	endQueued: `UPDATE Runs SET State = 2, Outcome = ?2, EndedAt = ?3, SubjectHead = 0, Version = ` + sqliteStamp + `
+	endQueued: `UPDATE Runs SET State = 2, Outcome = ?2, EndedAt = ?3, SubjectHead = 0, ErrorCode = ?4, ErrorMessage = ?5,
+    Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND State = 0
 RETURNING ` + runColumns,
 	requestCancel: `UPDATE Runs SET CancelRequestedAt = ?2, Version = ` + sqliteStamp + `
@@ -166,7 +172,11 @@ WHERE p.TenantId = ?1 AND p.ProjectId = ?2 AND c.CostMicros >= p.DailyCostBudget
 	list: `SELECT ` + runColumns + ` FROM Runs
 WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND (?5 IS NULL OR Kind = ?5) AND (?9 IS NULL OR AgentId = ?9) AND (?10 IS NULL OR QueuedAt >= ?10)
-    AND (?11 IS NULL OR Band = ?11)
+    AND (?11 IS NULL OR Band = ?11) AND (?12 IS NULL OR Outcome = ?12) AND (?13 IS NULL OR ErrorCode = ?13)
+    AND (?14 IS NULL OR (SELECT a.ReleaseId FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1
+        ORDER BY a.StartedAt DESC, a.AttemptId DESC LIMIT 1) = ?14)
+    AND (?15 IS NULL OR EndedAt >= ?15) AND (?16 IS NULL OR EndedAt < ?16)
+    AND (?17 IS NULL OR EXISTS (SELECT 1 FROM json_each(Runs.Tags) AS j WHERE j.value = ?17))
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
 	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 ORDER BY LeasedUntil LIMIT ?2`,

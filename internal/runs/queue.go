@@ -86,7 +86,8 @@ func (s *Service) countLease(ctx context.Context, tx *sqldb.Tx, run Run, delta i
 // so a reused idempotency key tells an exact repeat from another request: every field of
 // the request but the key itself, after defaults (band, maxAttempts, maxCorrections), with
 // times in UTC milliseconds (what is stored) and the input JSON compacted (white space does
-// not make another run; member order does, as the stored input would differ). dueAt is
+// not make another run; member order does, as the stored input would differ; metadata is
+// compacted before it gets here, and tags keep their order, as stored). dueAt is
 // hashed as given, so a request without it and one naming a time differ.
 func (spec Spec) requestHash() string {
 	input := json.RawMessage(nil)
@@ -120,8 +121,13 @@ func (spec Spec) requestHash() string {
 		DueAt          *string         `json:"dueAt"`
 		DeadlineAt     *string         `json:"deadlineAt"`
 		ParentRunID    *uuid.UUID      `json:"parentRunId"`
+		// Tags and metadata are left out when absent, so the hashes of requests made before
+		// they existed stay as they were (a repeat of such a request still answers 200).
+		Tags     []string        `json:"tags,omitempty"`
+		Metadata json.RawMessage `json:"metadata,omitempty"`
 	}{spec.ProjectID, spec.EnvironmentID, spec.Subject, spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, input,
-		int(spec.Band), spec.MaxAttempts, spec.MaxCorrections, ms(spec.DueAt), ms(spec.DeadlineAt), spec.ParentRunID})
+		int(spec.Band), spec.MaxAttempts, spec.MaxCorrections, ms(spec.DueAt), ms(spec.DeadlineAt), spec.ParentRunID,
+		spec.Tags, json.RawMessage(spec.Metadata)})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -129,11 +130,12 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 			return err
 		}
 		f := Fenced{Attempt: row.Attempt, Run: run, Now: now}
-		if _, err := s.endAttempt(ctx, tx, f, api.AttemptLost, nil); err != nil {
+		lost := leaseLost(run)
+		if _, err := s.endAttempt(ctx, tx, f, api.AttemptLost, nil, lost); err != nil {
 			return errors.Join(errLost, err)
 		}
 		// A lost lease spends an attempt (seed 003).
-		_, err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now)
+		_, err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now, lost)
 		if errors.Is(err, sqldb.ErrNotFound) {
 			return errLost
 		}
@@ -180,4 +182,14 @@ func (s *Service) endOverdue(ctx context.Context, o expiredLease) (bool, error) 
 		s.wake.notify(o.TenantID)
 	}
 	return ended, err
+}
+
+// leaseLost is the error of an attempt whose lease the reaper took back: when it expired
+// and at which epoch (the holder stopped renewing: it crashed, hung or lost the network).
+func leaseLost(run Run) *attempts.Failure {
+	msg := fmt.Sprintf("the lease at epoch %d expired", run.Epoch)
+	if run.LeasedUntil != nil {
+		msg += " at " + run.LeasedUntil.UTC().Format(sqldb.TimeLayout)
+	}
+	return &attempts.Failure{Code: ErrorLeaseLost, Message: msg + " without a renewal"}
 }

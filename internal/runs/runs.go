@@ -115,6 +115,14 @@ type Run struct {
 	ContinuedFromRunID uuid.NullUUID    `db:"ContinuedFromRunId"`
 	CreatedBy          string           `db:"CreatedBy"`
 	Version            sqldb.RowVersion `db:"Version"`
+	// Tags is the JSON array of the run's tags (empty: none); Metadata its enqueuer's JSON.
+	Tags     JSONText `db:"Tags"`
+	Metadata JSONText `db:"Metadata"`
+	// ForkedFromCheckpointID is the checkpoint of another run this run was forked from: its
+	// resume point until it writes a checkpoint of its own.
+	ForkedFromCheckpointID uuid.NullUUID `db:"ForkedFromCheckpointId"`
+	// TraceParent is the W3C traceparent of the enqueue (continuations keep it).
+	TraceParent *string `db:"TraceParent"`
 	// RequestHash is the hash of the enqueue request's defining fields (read only where an
 	// idempotency key is compared; see Spec.requestHash).
 	RequestHash *string `db:"RequestHash"`

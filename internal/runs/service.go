@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,63 @@ type Spec struct {
 	DeadlineAt     *time.Time
 	IdempotencyKey *string
 	ParentRunID    *uuid.UUID
+	// Tags (at most 16 identifiers) and Metadata (compact JSON, at most 4 KiB) are kept
+	// with the run and copied to its continuation.
+	Tags     []string
+	Metadata JSONText
+	// TraceParent is the caller's W3C traceparent (kept, exported with the run's spans; not
+	// part of the request hash).
+	TraceParent *string
+}
+
+// check refuses what the validator of the API cannot see: metadata past its bound.
+func (spec Spec) check() error {
+	if len(spec.Metadata) > api.MaxMetadataBytes {
+		return apperr.FieldsInvalid(api.FieldError{Field: "metadata",
+			Reason: fmt.Sprintf("must be at most %d bytes of compact JSON", api.MaxMetadataBytes)})
+	}
+	if len(spec.Tags) > maxTags {
+		return apperr.FieldsInvalid(api.FieldError{Field: "tags", Reason: fmt.Sprintf("must have at most %d items", maxTags)})
+	}
+	if spec.TraceParent != nil && !ValidTraceParent(*spec.TraceParent) {
+		return apperr.FieldsInvalid(api.FieldError{Field: "traceparent",
+			Reason: "must be a W3C traceparent: 00-<32 lowercase hex, not all zero>-<16 lowercase hex, not all zero>-<2 lowercase hex>"})
+	}
+	return nil
+}
+
+// ValidTraceParent reports whether s is a version-00 W3C traceparent whose trace and parent
+// ids are not all zeros (W3C Trace Context, section 3.2).
+func ValidTraceParent(s string) bool {
+	if len(s) != 55 || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
+		return false
+	}
+	hex := func(p string) bool {
+		zero := true
+		for _, c := range p {
+			switch {
+			case c == '0':
+			case c >= '1' && c <= '9', c >= 'a' && c <= 'f':
+				zero = false
+			default:
+				return false
+			}
+		}
+		return !zero
+	}
+	flags := s[53:]
+	return hex(s[3:35]) && hex(s[36:52]) && (hex(flags) || flags == "00")
+}
+
+const maxTags = 16
+
+// tagsJSON is the stored form of tags: a JSON array, or empty (NULL) for none.
+func tagsJSON(tags []string) JSONText {
+	if len(tags) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(tags)
+	return b
 }
 
 // Caller is who asks: the tenant and the key (recorded as CreatedBy).
@@ -126,6 +184,9 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		return Run{}, false, err
 	}
 	hash := spec.requestHash()
+	if err := spec.check(); err != nil {
+		return Run{}, false, err
+	}
 	if err := checkDeadline(spec, now); err != nil {
 		// A repeat of a request accepted before its deadline came close still answers as the
 		// first did.
@@ -164,7 +225,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		Subject: spec.Subject, Kind: spec.Kind, AgentID: spec.AgentID, StepID: spec.StepID, SnapshotID: spec.SnapshotID,
 		Input: spec.Input, Band: spec.Band, MaxAttempts: spec.MaxAttempts, MaxCorrections: spec.MaxCorrections,
 		QueuedAt: now, DueAt: due, DeadlineAt: spec.DeadlineAt, IdempotencyKey: spec.IdempotencyKey, ParentRunID: parent,
-		Depth: depth, CreatedBy: c.KeyID,
+		Depth: depth, CreatedBy: c.KeyID, Tags: tagsJSON(spec.Tags), Metadata: spec.Metadata, TraceParent: spec.TraceParent,
 	}, &hash)
 	switch {
 	case spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...):
@@ -203,26 +264,11 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 // insert stores without comparing goes as Dialect.Text: the tenant, subject and idempotency
 // key are sought (go-mssqldb declares them by their length).
 func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *string) (Run, error) {
-	d := tx.Dialect
-	var parent, continued, hashArg any
-	if r.ParentRunID.Valid {
-		parent = r.ParentRunID.UUID
-	}
-	if r.ContinuedFromRunID.Valid {
-		continued = r.ContinuedFromRunID.UUID
-	}
-	if hash != nil {
-		hashArg = d.Text(*hash)
-	}
 	var got struct {
 		Version     sqldb.RowVersion `db:"Version"`
 		SubjectHead bool             `db:"SubjectHead"`
 	}
-	err := tx.GetContext(ctx, &got, s.q.insert, r.RunID, r.TenantID, d.Text(r.ProjectID), d.NullText(r.EnvironmentID),
-		r.Subject, d.Text(r.Kind), d.Text(r.AgentID), r.StepID, r.SnapshotID, r.Input.Arg(d), int(r.Band), r.Epoch,
-		r.Attempt, r.MaxAttempts, r.MaxCorrections, d.Time(r.QueuedAt), d.Time(r.DueAt), d.NullTime(r.DeadlineAt),
-		r.IdempotencyKey, parent, r.Depth, continued, d.Text(r.CreatedBy), hashArg)
-	if err != nil {
+	if err := tx.GetContext(ctx, &got, s.q.insert, insertArgs(tx.Dialect, r, hash)...); err != nil {
 		return Run{}, err
 	}
 	r.State, r.QueuedAt, r.DueAt = api.RunQueued, sqldb.Truncate(r.QueuedAt), sqldb.Truncate(r.DueAt)
@@ -232,6 +278,29 @@ func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *stri
 	}
 	r.Version, r.SubjectHead = got.Version, got.SubjectHead
 	return r, nil
+}
+
+// insertArgs is the insert's arguments for r (queries.insert lists them); hash is the request
+// hash (nil: none). The one place they are built: the service and the tests that play a
+// concurrent enqueuer both use it.
+func insertArgs(d sqldb.Dialect, r Run, hash *string) []any {
+	var parent, continued, hashArg, forked any
+	if r.ParentRunID.Valid {
+		parent = r.ParentRunID.UUID
+	}
+	if r.ContinuedFromRunID.Valid {
+		continued = r.ContinuedFromRunID.UUID
+	}
+	if hash != nil {
+		hashArg = d.Text(*hash)
+	}
+	if r.ForkedFromCheckpointID.Valid {
+		forked = r.ForkedFromCheckpointID.UUID
+	}
+	return []any{r.RunID, r.TenantID, d.Text(r.ProjectID), d.NullText(r.EnvironmentID), r.Subject, d.Text(r.Kind),
+		d.Text(r.AgentID), r.StepID, r.SnapshotID, r.Input.Arg(d), int(r.Band), r.Epoch, r.Attempt, r.MaxAttempts,
+		r.MaxCorrections, d.Time(r.QueuedAt), d.Time(r.DueAt), d.NullTime(r.DeadlineAt), r.IdempotencyKey, parent, r.Depth,
+		continued, d.Text(r.CreatedBy), hashArg, r.Tags.Arg(d), r.Metadata.Arg(d), forked, d.NullText(r.TraceParent)}
 }
 
 // markHead completes the insert of r: a run that is the only one of its subject was
@@ -374,6 +443,14 @@ type ListFilter struct {
 	AfterQueuedAt *time.Time
 	AfterRunID    uuid.UUID
 	Limit         int
+	// Outcome, ErrorCode, ReleaseID (its latest attempt's release, as insights group runs), EndedFrom
+	// (inclusive), EndedTo (exclusive) and Tag narrow to what an insight counts.
+	Outcome   *api.RunOutcome
+	ErrorCode *string
+	ReleaseID *string
+	EndedFrom *time.Time
+	EndedTo   *time.Time
+	Tag       *string
 }
 
 // List lists the tenant's runs, newest first.
@@ -391,8 +468,13 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 		if f.Band != nil {
 			band = int(*f.Band)
 		}
+		var outcome any
+		if f.Outcome != nil {
+			outcome = string(*f.Outcome)
+		}
 		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
-			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom), band)
+			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom), band,
+			outcome, f.ErrorCode, f.ReleaseID, tx.Dialect.NullTime(f.EndedFrom), tx.Dialect.NullTime(f.EndedTo), f.Tag)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -527,8 +609,8 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 			Subject: old.Subject, Kind: old.Kind, AgentID: old.AgentID, StepID: old.StepID, SnapshotID: snapshot,
 			Input: old.Input, Band: old.Band, Epoch: old.Epoch, Attempt: spent, MaxAttempts: old.MaxAttempts,
 			MaxCorrections: old.MaxCorrections, QueuedAt: now, DueAt: due, DeadlineAt: old.DeadlineAt,
-			ParentRunID: old.ParentRunID, Depth: old.Depth, CreatedBy: c.KeyID,
-			ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true},
+			ParentRunID: old.ParentRunID, Depth: old.Depth, CreatedBy: c.KeyID, Tags: old.Tags, Metadata: old.Metadata,
+			ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true}, TraceParent: old.TraceParent,
 		}, nil)
 		if sqldb.IsConflict(err, s.continuedFromMarkers()...) {
 			// Continued already (by an earlier request, or a concurrent one that committed

@@ -32,10 +32,11 @@ func TestHeadMovesToAnOlderTie(t *testing.T) {
 				if err := e.svc.lockSubject(e.ctx, tx, e.tenant, subject); err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(e.ctx, e.svc.q.insert, older, e.tenant, first.ProjectID, nil, subject, first.Kind,
-					first.AgentID, first.StepID, first.SnapshotID, nil, int(first.Band), 0, 0, first.MaxAttempts,
-					first.MaxCorrections, tx.Dialect.Time(first.QueuedAt), tx.Dialect.Time(first.DueAt), nil, nil, nil, 0, nil,
-					"k", nil); err != nil {
+				tie := Run{RunID: older, TenantID: e.tenant, ProjectID: first.ProjectID, Subject: subject, Kind: first.Kind,
+					AgentID: first.AgentID, StepID: first.StepID, SnapshotID: first.SnapshotID, Band: first.Band,
+					MaxAttempts: first.MaxAttempts, MaxCorrections: first.MaxCorrections, QueuedAt: first.QueuedAt,
+					DueAt: first.DueAt, CreatedBy: "k"}
+				if _, err := tx.ExecContext(e.ctx, e.svc.q.insert, insertArgs(tx.Dialect, tie, nil)...); err != nil {
 					return err
 				}
 				_, err := e.svc.syncHead(e.ctx, tx, e.tenant, subject)

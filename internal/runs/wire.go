@@ -1,18 +1,20 @@
 package runs
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/ids"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 )
 
 // Wire returns the run as the API sends it.
 func (r Run) Wire() api.Run {
 	return api.Run{
 		RunID: r.RunID, ProjectID: r.ProjectID, EnvironmentID: r.EnvironmentID, Subject: r.Subject, Kind: r.Kind,
-		AgentID: r.AgentID, StepID: r.StepID, SnapshotID: r.SnapshotID, Input: json.RawMessage(r.Input),
+		AgentID: r.AgentID, StepID: r.StepID, SnapshotID: r.SnapshotID, Input: strictjson.Stored(r.Input),
 		Band: r.Band, State: r.State, Epoch: r.Epoch, HolderID: r.HolderID, LeaseSeconds: r.LeaseSeconds,
 		LeasedUntil: api.TimeOf(r.LeasedUntil), AttemptsSpent: r.Attempt, MaxAttempts: r.MaxAttempts,
 		MaxCorrections: r.MaxCorrections, QueuedAt: api.NewTime(r.QueuedAt), DueAt: api.NewTime(r.DueAt),
@@ -20,7 +22,26 @@ func (r Run) Wire() api.Run {
 		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, CancelRequestedAt: api.TimeOf(r.CancelRequestedAt),
 		IdempotencyKey: r.IdempotencyKey, ParentRunID: ids.Ptr(r.ParentRunID), Depth: r.Depth,
 		ContinuedFromRunID: ids.Ptr(r.ContinuedFromRunID), CreatedBy: r.CreatedBy, Purged: r.Purged,
+		Tags: r.tagList(), Metadata: json.RawMessage(r.Metadata), ForkedFromCheckpointID: ids.Ptr(r.ForkedFromCheckpointID),
+		TraceParent: r.TraceParent,
 	}
+}
+
+// tagList is the stored tags as a list (nil: none).
+func (r Run) tagList() []string {
+	if len(r.Tags) == 0 {
+		return nil
+	}
+	var tags []string
+	if json.Unmarshal(r.Tags, &tags) != nil {
+		return nil
+	}
+	return tags
+}
+
+// Item returns the run as a listing sends it, with its entity tag.
+func (r Run) Item() api.RunItem {
+	return api.RunItem{Run: r.Wire(), ETag: r.Version.ETag()}
 }
 
 // Wire returns the claim as the API sends it.
@@ -55,6 +76,16 @@ func SpecOf(r api.RunSpec) Spec {
 	}
 	if r.MaxCorrections != nil {
 		spec.MaxCorrections = *r.MaxCorrections
+	}
+	spec.Tags = r.Tags
+	spec.TraceParent = r.TraceParent
+	if d := bytes.TrimSpace(r.Metadata); len(d) > 0 && string(d) != "null" {
+		var b bytes.Buffer
+		if json.Compact(&b, d) == nil {
+			spec.Metadata = JSONText(b.Bytes())
+		} else {
+			spec.Metadata = JSONText(d)
+		}
 	}
 	return spec
 }

@@ -122,6 +122,29 @@ var RunsAdditions = []Addition{
 			"(migration 000018); SQLite has no INCLUDE",
 	},
 	{
+		Table: "Runs", Kind: AddColumn, Item: "Tags",
+		Definition: "nvarchar(max) NULL",
+		Reason: "DESIGN.md section 5b (Admins act, issue 29): the tags an enqueue gives (a JSON array of at most 16 " +
+			"identifiers), which the runs list filters by (migration 000027)",
+	},
+	{
+		Table: "Runs", Kind: AddColumn, Item: "Metadata",
+		Definition: "nvarchar(max) NULL",
+		Reason:     "DESIGN.md section 5b (Admins act, issue 29): the metadata an enqueue gives (JSON of at most 4 KiB) (migration 000027)",
+	},
+	{
+		Table: "Runs", Kind: AddColumn, Item: "TraceParent",
+		Definition: "nvarchar(55) NULL",
+		Reason: "DESIGN.md section 5b (Traces where teams already look, issue 31): the W3C traceparent an enqueue carried, so " +
+			"the exported trace of the run chain joins the caller's (migration 000037)",
+	},
+	{
+		Table: "Runs", Kind: AddColumn, Item: "ForkedFromCheckpointId",
+		Definition: "uniqueidentifier NULL",
+		Reason: "DESIGN.md section 5b (Admins act, issue 29): a run forked from a checkpoint of another run keeps it as its " +
+			"resume point (checkpoints/last) until it writes its own (migration 000028)",
+	},
+	{
 		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Version",
 		Definition: "INDEX (Version) INCLUDE (TenantId, State, Outcome, ProjectId, AgentId, Kind, QueuedAt, EndedAt)",
 		Reason:     reasonFeed,
@@ -145,6 +168,22 @@ var DeclaredAdditions = []Addition{
 		Table: "ExecutionAttempts", Kind: AddColumn, Item: "AdapterVersion",
 		Definition: "nvarchar(32) COLLATE " + BIN2 + " NOT NULL",
 		Reason:     "DESIGN.md section 5: records which adapter of the release the attempt runs (a claim names releaseId and adapterVersion); same type as Checkpoints.AdapterVersion",
+	},
+	{
+		Table: "ExecutionAttempts", Kind: AddColumn, Item: "ErrorCode",
+		Definition: "nvarchar(64) COLLATE " + BIN2 + " NULL",
+		Reason: "DESIGN.md section 5b (Why it failed, issue 29): the error code a complete or release reported, or the " +
+			"reaper's lease_lost (migration 000027); the runs list filters by the run's copy, so BIN2 like an identifier",
+	},
+	{
+		Table: "ExecutionAttempts", Kind: AddColumn, Item: "ErrorMessage",
+		Definition: "nvarchar(2000) NULL",
+		Reason:     "DESIGN.md section 5b (Why it failed, issue 29): the error's message, at most 2,000 characters like the run's seed ErrorMessage (migration 000027)",
+	},
+	{
+		Table: "ExecutionAttempts", Kind: AddColumn, Item: "ErrorDetails",
+		Definition: "nvarchar(max) NULL",
+		Reason:     "DESIGN.md section 5b (Why it failed, issue 29): the error's details, any JSON of at most 16 KiB (a bounded stack) (migration 000027)",
 	},
 	{
 		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Tenant_Started",

@@ -222,6 +222,9 @@ func parseDDL(src string, nestedComments bool) (*ddlSchema, error) {
 
 func (s *ddlSchema) statement(st []sqllint.Token) error {
 	w := func(i int, words ...string) bool { return sqllint.IsWord(sqllint.TokAt(st, i), words...) }
+	if g := unguarded(st); len(g) != len(st) {
+		return s.statement(g)
+	}
 	switch {
 	case w(0, "SET"), w(0, "COMMIT"), w(0, "BEGIN") && w(1, "TRAN", "TRANSACTION"):
 		return nil
@@ -958,6 +961,7 @@ func applyLaterAdditions(mig *ddlSchema, files [][2]string) error {
 			return fmt.Errorf("%s: %w", f[0], err)
 		}
 		for _, st := range sqllint.SplitStatements(toks) {
+			st = unguarded(st)
 			target := ""
 			switch {
 			case sqllint.IsWord(sqllint.TokAt(st, 0), "ALTER") && sqllint.IsWord(sqllint.TokAt(st, 1), "TABLE"):
@@ -985,6 +989,28 @@ func applyLaterAdditions(mig *ddlSchema, files [][2]string) error {
 		}
 	}
 	return nil
+}
+
+// unguarded returns the statement an IF NOT EXISTS (...) guard runs (a migration that
+// checks sys.indexes before building an index someone may have built by hand), or st.
+func unguarded(st []sqllint.Token) []sqllint.Token {
+	if !sqllint.IsWord(sqllint.TokAt(st, 0), "IF") || !sqllint.IsWord(sqllint.TokAt(st, 1), "NOT") ||
+		!sqllint.IsWord(sqllint.TokAt(st, 2), "EXISTS") || !sqllint.IsSym(sqllint.TokAt(st, 3), "(") {
+		return st
+	}
+	depth := 0
+	for i := 3; i < len(st); i++ {
+		switch {
+		case sqllint.IsSym(st[i], "("):
+			depth++
+		case sqllint.IsSym(st[i], ")"):
+			depth--
+			if depth == 0 {
+				return st[i+1:]
+			}
+		}
+	}
+	return st
 }
 
 func hasIndex(t *ddlTable, name string) bool {

@@ -366,3 +366,36 @@ func TestEveryQuerySetIsCompared(t *testing.T) {
 		}
 	}
 }
+
+// TestMSSQLIndexBuildsAreGuardedWhereHandBuildsAreAdvised: a migration that tells an
+// operator to create its indexes by hand first checks for each (Msg 1913 would leave its
+// version dirty), and builds each in a statement of its own, not in one transaction that
+// holds every table's locks until the last build ends (issue 26 item 4).
+func TestMSSQLIndexBuildsAreGuardedWhereHandBuildsAreAdvised(t *testing.T) {
+	guarded := regexp.MustCompile(`(?s)IF NOT EXISTS \(SELECT 1 FROM sys\.indexes WHERE object_id = OBJECT_ID\(N'([^']+)'\) AND name = N'([^']+)'\)\s+CREATE (?:UNIQUE )?INDEX \[([^\]]+)\] ON \[dbo\]\.\[([^\]]+)\]`)
+	checked := 0
+	for _, name := range sqlFiles(t, mssql.FS) {
+		text := readFS(t, mssql.FS, name)
+		if !strings.HasSuffix(name, ".up.sql") || !strings.Contains(strings.ToLower(text), "by hand") {
+			continue
+		}
+		checked++
+		text = regexp.MustCompile(`--[^\n]*`).ReplaceAllString(text, "")
+		builds := regexp.MustCompile(`CREATE (?:UNIQUE )?INDEX`).FindAllStringIndex(text, -1)
+		ok := guarded.FindAllStringSubmatch(text, -1)
+		if len(ok) != len(builds) {
+			t.Errorf("%s: %d of %d index builds are guarded by an existence check on sys.indexes", name, len(ok), len(builds))
+		}
+		for _, m := range ok {
+			if m[1] != "dbo."+m[4] || m[2] != m[3] {
+				t.Errorf("%s: the guard checks %s on %s, the build makes %s on dbo.%s", name, m[2], m[1], m[3], m[4])
+			}
+		}
+		if len(builds) > 1 && regexp.MustCompile(`(?i)BEGIN TRAN`).MatchString(text) {
+			t.Errorf("%s: %d index builds in one transaction: build each in its own statement", name, len(builds))
+		}
+	}
+	if checked < 2 {
+		t.Errorf("found %d migrations advising a hand build; want at least 16 and 18", checked)
+	}
+}

@@ -34,25 +34,32 @@ func (db *DB) Backup(ctx context.Context, out string) error {
 	if same, _ := sameFile(out, db.sqlitePath); same {
 		return errors.New("--out names the database itself")
 	}
+	if err := sideFileName(out, db.sqlitePath); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o750); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	tmp := out + ".partial"
-	_ = os.Remove(tmp) // a copy an earlier, interrupted backup left
+	// A backup killed while it wrote leaves its copy and the copy's rollback journal (as
+	// large as the database): remove them, and say so.
+	if left := removeCopy(tmp); len(left) > 0 {
+		db.log.Warn("removed what an interrupted backup left", "files", left)
+	}
 	if _, err := db.w.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
-		_ = os.Remove(tmp)
+		removeCopy(tmp)
 		return fmt.Errorf("backup: VACUUM INTO: %w", db.Dialect.MapError(err))
 	}
 	if err := verifyCopy(ctx, tmp); err != nil {
-		_ = os.Remove(tmp)
+		removeCopy(tmp)
 		return err
 	}
 	if err := syncFile(tmp); err != nil {
-		_ = os.Remove(tmp)
+		removeCopy(tmp)
 		return fmt.Errorf("backup: %w", err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		_ = os.Remove(tmp)
+		removeCopy(tmp)
 		return fmt.Errorf("backup: %w", err)
 	}
 	// The rename is durable once the directory is synced.
@@ -60,6 +67,40 @@ func (db *DB) Backup(ctx context.Context, out string) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return nil
+}
+
+// sideSuffixes are the names SQLite gives the files beside a database (its rollback
+// journal, write-ahead log and shared memory), and ledger's migration lock.
+var sideSuffixes = []string{"-journal", "-wal", "-shm", ".lock"}
+
+// sideFileName refuses a backup named as a side file: of the database (a copy written as
+// ledger.db-journal makes every open of the database fail with SQLITE_BUSY while it is
+// written, and the next start roll it back as a hot journal), or of any database (a name
+// ending in -journal, -wal or -shm is the side file of the name before it).
+func sideFileName(out, dbPath string) error {
+	absOut, err1 := filepath.Abs(out)
+	absDB, err2 := filepath.Abs(dbPath)
+	for _, suffix := range sideSuffixes {
+		if err1 == nil && err2 == nil && absOut == absDB+suffix {
+			return fmt.Errorf("--out names the database's %s file (%s): choose another name", suffix, out)
+		}
+		if suffix != ".lock" && strings.HasSuffix(out, suffix) {
+			return fmt.Errorf("--out ends in %s, the name SQLite gives a database's side file: choose another name", suffix)
+		}
+	}
+	return nil
+}
+
+// removeCopy removes a copy being written and its side files, and returns the ones that
+// were there.
+func removeCopy(tmp string) []string {
+	var removed []string
+	for _, name := range []string{tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"} {
+		if err := os.Remove(name); err == nil {
+			removed = append(removed, name)
+		}
+	}
+	return removed
 }
 
 // verifyCopy runs SQLite's integrity check on a copy, read only.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -214,7 +215,14 @@ func CheckDatabase(ctx context.Context, cfg Config, p Purpose) (CheckReport, err
 		if err != nil {
 			return CheckReport{}, fmt.Errorf("--db: %w", err)
 		}
-		if res := sqliteFileCheck(statFile(path)); res.Status == StatusFail {
+		st := statFile(path)
+		if !st.exists && st.err == nil && p == ForMigrate {
+			// `migrate up` creates the embedded database: ready to migrate when it can.
+			res := newFileCheck(path)
+			res.Name, res.Required = "database-file", true
+			return CheckReport{Dialect: "sqlite", Purpose: p.String(), Checks: []CheckResult{res}}, nil
+		}
+		if res := sqliteFileCheck(st); res.Status == StatusFail {
 			res.Name, res.Required = "database-file", true
 			return CheckReport{Dialect: "sqlite", Purpose: p.String(), Checks: []CheckResult{res}}, nil
 		}
@@ -234,15 +242,36 @@ var schemaCheck = probe{
 	required: true,
 	purposes: []Purpose{ForServe},
 	do: func(ctx context.Context, db *DB, _ Purpose) CheckResult {
-		st, err := db.SchemaState(ctx)
-		if err != nil {
+		st, newer, err := db.Servable(ctx)
+		if err != nil && !IsSchemaError(err) {
 			return cannotRead(err)
 		}
-		return evalSchema(st)
+		return evalSchema(st, newer, err)
 	},
 }
 
-func evalSchema(st SchemaState) CheckResult {
+// evalSchema judges where the schema stands. A schema newer than this binary's passes with a
+// warning when every newer migration is additive (a rolling deploy: this binary serves it);
+// servErr is Servable's verdict.
+func evalSchema(st SchemaState, newer []NewerMigration, servErr error) CheckResult {
+	var se *SchemaError
+	if st.Version > st.Latest && !st.Dirty {
+		if errors.As(servErr, &se) && se.Breaking != nil {
+			return CheckResult{Status: StatusFail,
+				Detail: fmt.Sprintf("version %d is newer than this binary's %d, and migration %d (%s) is not additive",
+					st.Version, st.Latest, se.Breaking.Version, se.Breaking.Title),
+				Fix: fmt.Sprintf("deploy a binary whose schema version (`ledger --version`) is at least %d", st.Version)}
+		}
+		if servErr == nil && len(newer) > 0 {
+			return CheckResult{Status: StatusWarn,
+				Detail: fmt.Sprintf("version %d is newer than this binary's %d; every newer migration is additive, so this binary serves it", st.Version, st.Latest),
+				Fix:    "finish the rolling deploy: replace this binary with the one that migrated"}
+		}
+	}
+	return evalSchemaState(st)
+}
+
+func evalSchemaState(st SchemaState) CheckResult {
 	switch {
 	case st.Dirty:
 		return CheckResult{Status: StatusFail,
@@ -297,4 +326,34 @@ func statFile(path string) fileState {
 		os.Remove(name)
 	}
 	return st
+}
+
+// newFileCheck judges a SQLite path where no database is yet, for `migrate up`, which
+// creates the file and any missing directory: it can when the nearest directory that
+// exists lets this user create a file in it.
+func newFileCheck(path string) CheckResult {
+	dir := filepath.Dir(path)
+	for {
+		if fi, err := os.Stat(dir); err == nil {
+			if !fi.IsDir() {
+				return CheckResult{Status: StatusFail, Detail: fmt.Sprintf("no database at %s, and %s is not a directory", path, dir),
+					Fix: "point --db / LEDGER_DB at a path in a directory"}
+			}
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	f, err := os.CreateTemp(dir, ".ledger-check-*")
+	if err != nil {
+		return CheckResult{Status: StatusFail, Detail: fmt.Sprintf("no database at %s, and %s does not let this user create one: %v", path, dir, err),
+			Fix: "give the user write access to the directory, or choose another --db"}
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name)
+	return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("no database at %s yet: `ledger migrate up` creates it", path)}
 }

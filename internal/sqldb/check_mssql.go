@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"io/fs"
@@ -125,24 +126,7 @@ ORDER BY o.name;`,
 		query: roleQuery,
 		eval:  oneRow("IS_MEMBER", evalMigrateMaintenanceRole),
 	},
-	check[migratePermRow]{
-		name: "migrate-permissions", required: true, purposes: []Purpose{ForMigrate},
-		query: `SELECT USER_NAME() AS UserName,
-    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'CREATE TABLE') AS int) AS CreateTable,
-    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'CREATE FUNCTION') AS int) AS CreateFunction,
-    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'ALTER ANY SECURITY POLICY') AS int) AS AlterSecurityPolicy,
-    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'CREATE ROLE') AS int) AS CreateRole,
-    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'ALTER') AS int) AS AlterSchema,
-    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'REFERENCES') AS int) AS ReferencesSchema,
-    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'SELECT') AS int) AS SelectSchema,
-    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'INSERT') AS int) AS InsertSchema,
-    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'UPDATE') AS int) AS UpdateSchema,
-    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'DELETE') AS int) AS DeleteSchema,
-    CASE WHEN DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL THEN 0 ELSE 1 END AS RoleExists,
-    CAST(IS_MEMBER(N'ledger_maintenance') AS int) AS InRole,
-    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'ALTER ANY ROLE') AS int) AS AlterAnyRole;`,
-		eval: oneRow("HAS_PERMS_BY_NAME", evalMigratePermissions),
-	},
+	migratePermCheck{},
 	check[policyRow]{
 		name: "security-policy", required: true, purposes: []Purpose{ForServe},
 		// The policy, whether it is on, and every dbo table with a TenantId column with
@@ -464,16 +448,101 @@ func evalMigrateMaintenanceRole(r roleRow) CheckResult {
 	return res
 }
 
+// migratePermQuery reads the rights `migrate up` may need (HAS_PERMS_BY_NAME evaluates
+// the effective permission: direct, through a role, or implied by a broader grant).
+const migratePermQuery = `SELECT USER_NAME() AS UserName,
+    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'CREATE TABLE') AS int) AS CreateTable,
+    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'CREATE FUNCTION') AS int) AS CreateFunction,
+    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'ALTER ANY SECURITY POLICY') AS int) AS AlterSecurityPolicy,
+    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'CREATE ROLE') AS int) AS CreateRole,
+    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'ALTER') AS int) AS AlterSchema,
+    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'REFERENCES') AS int) AS ReferencesSchema,
+    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'SELECT') AS int) AS SelectSchema,
+    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'INSERT') AS int) AS InsertSchema,
+    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'UPDATE') AS int) AS UpdateSchema,
+    CAST(HAS_PERMS_BY_NAME(N'dbo', N'SCHEMA', N'DELETE') AS int) AS DeleteSchema,
+    CASE WHEN DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL THEN 0 ELSE 1 END AS RoleExists,
+    CAST(IS_MEMBER(N'ledger_maintenance') AS int) AS InRole,
+    CAST(HAS_PERMS_BY_NAME(NULL, N'DATABASE', N'ALTER ANY ROLE') AS int) AS AlterAnyRole;`
+
+// migratePermCheck is the migrate-permissions check: the rights the pending migrations
+// need, judged against the schema version (issue 26 item 7: a least-privilege login was
+// refused `migrate up` for rights only migrations it had already applied needed).
+type migratePermCheck struct{}
+
+func (migratePermCheck) run(ctx context.Context, db *DB, p Purpose, memo map[string]any) (CheckResult, bool) {
+	if !runsFor([]Purpose{ForMigrate}, p) {
+		return CheckResult{}, false
+	}
+	var res CheckResult
+	rows, err := cachedRows[migratePermRow](ctx, db, migratePermQuery, false, memo)
+	switch {
+	case err != nil:
+		res = cannotRead(db.Dialect.MapError(err))
+	case len(rows) != 1:
+		res = noRow("HAS_PERMS_BY_NAME")
+	default:
+		var version uint
+		if st, err := db.SchemaState(ctx); err == nil && !st.Dirty {
+			version = st.Version // dirty or unreadable: judge every migration as pending
+		}
+		res = evalMigratePermissionsFor(rows[0], pendingNeeds(db.Migrations(), version))
+	}
+	res.Name, res.Required = "migrate-permissions", true
+	return res, true
+}
+
+// migrationNeeds is what the pending migrations do that needs a right of its own.
+type migrationNeeds struct {
+	createFunction, securityPolicy, role bool
+}
+
+// pendingNeeds reads the migrations past version (comments dropped) for what they do.
+func pendingNeeds(fsys fs.FS, version uint) migrationNeeds {
+	var n migrationNeeds
+	migs, err := ReadMigrations(fsys)
+	if err != nil {
+		return migrationNeeds{true, true, true}
+	}
+	for _, m := range migs {
+		if m.Version <= version {
+			continue
+		}
+		names, _ := fs.Glob(fsys, fmt.Sprintf("%06d_*.up.sql", m.Version))
+		for _, name := range names {
+			b, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				return migrationNeeds{true, true, true}
+			}
+			text := strings.ToUpper(stripComments(string(b)))
+			// ALTER FUNCTION needs ALTER on the schema, which is always asked.
+			n.createFunction = n.createFunction || strings.Contains(text, "CREATE FUNCTION") ||
+				strings.Contains(text, "CREATE OR ALTER FUNCTION")
+			n.securityPolicy = n.securityPolicy || strings.Contains(text, "SECURITY POLICY")
+			n.role = n.role || strings.Contains(text, "ROLE") || strings.Contains(text, "DATABASE_PRINCIPAL_ID")
+		}
+	}
+	return n
+}
+
+// evalMigratePermissions judges the rights for a database with every migration pending.
 func evalMigratePermissions(r migratePermRow) CheckResult {
+	return evalMigratePermissionsFor(r, migrationNeeds{true, true, true})
+}
+
+// evalMigratePermissionsFor judges the rights the pending migrations need: the schema
+// rights always (golang-migrate's version table, every migration's DDL), CREATE FUNCTION,
+// ALTER ANY SECURITY POLICY and the role's rights only when a pending migration uses them.
+func evalMigratePermissionsFor(r migratePermRow, n migrationNeeds) CheckResult {
 	need := []struct {
 		grant string
 		v     sql.NullInt64
 		skip  bool
 	}{
 		{"CREATE TABLE", r.CreateTable, false},
-		{"CREATE FUNCTION", r.CreateFunction, false},
-		{"ALTER ANY SECURITY POLICY", r.AlterSecurityPolicy, false},
-		{"CREATE ROLE", r.CreateRole, r.RoleExists == 1},
+		{"CREATE FUNCTION", r.CreateFunction, !n.createFunction},
+		{"ALTER ANY SECURITY POLICY", r.AlterSecurityPolicy, !n.securityPolicy},
+		{"CREATE ROLE", r.CreateRole, r.RoleExists == 1 || !n.role},
 		{"ALTER ON SCHEMA::dbo", r.AlterSchema, false},
 		{"REFERENCES ON SCHEMA::dbo", r.ReferencesSchema, false},
 		{"SELECT ON SCHEMA::dbo", r.SelectSchema, false},
@@ -490,14 +559,14 @@ func evalMigratePermissions(r migratePermRow) CheckResult {
 	// DATABASE_PRINCIPAL_ID (RoleExists, and migration 13's IF) sees a role only for its
 	// members and for holders of ALTER ANY ROLE (metadata visibility): for any other login a
 	// role a DBA made first looks missing.
-	if !allowed(r.InRole) && !allowed(r.AlterAnyRole) {
+	if n.role && !allowed(r.InRole) && !allowed(r.AlterAnyRole) {
 		return CheckResult{Status: StatusFail,
 			Detail: fmt.Sprintf("%s is not a member of %s and lacks ALTER ANY ROLE, so it cannot see whether the role exists", r.UserName, maintenanceRole),
 			Fix: fmt.Sprintf("CREATE ROLE [%s]; ALTER ROLE [%s] ADD MEMBER %s; (docs/operators.md: Least-privilege setup)",
 				maintenanceRole, maintenanceRole, quoteName(r.UserName))}
 	}
 	if len(lack) == 0 {
-		return CheckResult{Status: StatusOK, Detail: r.UserName + " can create and change the schema"}
+		return CheckResult{Status: StatusOK, Detail: r.UserName + " has the rights the pending migrations need"}
 	}
 	return CheckResult{Status: StatusFail,
 		Detail: fmt.Sprintf("%s cannot migrate: it lacks %s", r.UserName, strings.Join(lack, ", ")),
@@ -590,11 +659,18 @@ func stripComments(sql string) string {
 }
 
 // servePermissionsQuery asks for the service's permissions on every ledger table, and
-// SELECT on golang-migrate's schema_migrations (serve reads the version at start).
+// SELECT on golang-migrate's schema_migrations (serve reads the version at start) and on
+// SchemaMigrationKinds.
 func servePermissionsQuery() string {
 	var values []string
 	for _, t := range ledgerTables() {
-		values = append(values, fmt.Sprintf("(N'%s', 1)", t))
+		// The service only reads the migration kinds (a binary older than the schema
+		// judging it); the migration commands write them.
+		need := 1
+		if t == "SchemaMigrationKinds" {
+			need = 0
+		}
+		values = append(values, fmt.Sprintf("(N'%s', %d)", t, need))
 	}
 	values = append(values, "(N'schema_migrations', 0)")
 	return `SELECT t.TableName, t.NeedWrite,

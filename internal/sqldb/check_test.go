@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
+
+	mssqlmigrations "github.com/ledger-dev/ledger/migrations/mssql"
 )
 
 // Every check's evaluation is a pure function of its rows: these tables feed each one a
@@ -187,10 +190,10 @@ func TestSchemaAndSQLiteCheckEvaluations(t *testing.T) {
 	dir := okFile
 	dir.regular = false
 	runEvalCases(t, []evalCase{
-		{"a current schema passes", evalSchema(SchemaState{Version: 13, Latest: 13}), StatusOK, "13 of 13"},
-		{"a schema behind fails", evalSchema(SchemaState{Version: 10, Latest: 13}), StatusFail, "ledger migrate up"},
-		{"a dirty schema fails", evalSchema(SchemaState{Version: 13, Latest: 13, Dirty: true}), StatusFail, "ledger migrate force 13"},
-		{"a schema ahead fails", evalSchema(SchemaState{Version: 14, Latest: 13}), StatusFail, "newer"},
+		{"a current schema passes", evalSchemaState(SchemaState{Version: 13, Latest: 13}), StatusOK, "13 of 13"},
+		{"a schema behind fails", evalSchemaState(SchemaState{Version: 10, Latest: 13}), StatusFail, "ledger migrate up"},
+		{"a dirty schema fails", evalSchemaState(SchemaState{Version: 13, Latest: 13, Dirty: true}), StatusFail, "ledger migrate force 13"},
+		{"a schema ahead fails", evalSchemaState(SchemaState{Version: 14, Latest: 13}), StatusFail, "newer"},
 
 		{"a writable file passes", sqliteFileCheck(okFile), StatusOK, "writable"},
 		{"no file fails", sqliteFileCheck(fileState{path: "/d/ledger.db"}), StatusFail, "no database file at /d/ledger.db"},
@@ -270,5 +273,39 @@ func TestParsePurpose(t *testing.T) {
 	}
 	if _, err := ParsePurpose("deploy"); err == nil {
 		t.Fatal("ParsePurpose accepted deploy")
+	}
+}
+
+// A least-privilege migration login (schema rights, CREATE TABLE; no ALTER ANY SECURITY
+// POLICY, CREATE FUNCTION, role rights or membership) may migrate a database already past
+// migration 13: the check asks only what the pending migrations need (issue 26 item 7).
+func TestMigratePermissionsAskWhatThePendingMigrationsNeed(t *testing.T) {
+	t.Parallel()
+	yes := sql.NullInt64{Int64: 1, Valid: true}
+	no := sql.NullInt64{Int64: 0, Valid: true}
+	least := migratePermRow{UserName: "ledger_migrate", CreateTable: yes, CreateFunction: no, AlterSecurityPolicy: no, CreateRole: no,
+		AlterSchema: yes, ReferencesSchema: yes, SelectSchema: yes, InsertSchema: yes, UpdateSchema: yes, DeleteSchema: yes,
+		RoleExists: 0, InRole: no, AlterAnyRole: no}
+	if res := evalMigratePermissions(least); res.Status != StatusFail {
+		t.Fatalf("with every migration pending: %+v; want a failure", res)
+	}
+	migs := fstest.MapFS{
+		"000001_t.up.sql": {Data: []byte("-- migration: additive\nCREATE TABLE [dbo].[T] ([a] int);")},
+		"000002_f.up.sql": {Data: []byte("-- migration: additive\nCREATE FUNCTION [dbo].[f]() RETURNS int AS BEGIN RETURN 1 END;")},
+		"000003_p.up.sql": {Data: []byte("-- migration: breaking\n-- a policy.\nCREATE SECURITY POLICY [dbo].[P] ADD FILTER PREDICATE [dbo].[f]() ON [dbo].[T];")},
+		"000004_r.up.sql": {Data: []byte("-- migration: breaking\n-- a role.\nCREATE ROLE [r];")},
+		"000005_i.up.sql": {Data: []byte("-- migration: additive\n-- a function of the role, in a comment only\nCREATE INDEX [IX_T] ON [dbo].[T] ([a]);")},
+	}
+	for _, c := range []struct {
+		version uint
+		want    CheckStatus
+	}{{0, StatusFail}, {1, StatusFail}, {2, StatusFail}, {3, StatusFail}, {4, StatusOK}, {5, StatusOK}} {
+		res := evalMigratePermissionsFor(least, pendingNeeds(migs, c.version))
+		if res.Status != c.want {
+			t.Errorf("schema at %d: %s %s; want %s", c.version, res.Status, res.Detail, c.want)
+		}
+	}
+	if n := pendingNeeds(mssqlmigrations.FS, 12); !n.role || !n.securityPolicy || n.createFunction {
+		t.Errorf("past 12 the pending migrations need %+v; want the role and the policy, no function", n)
 	}
 }

@@ -43,19 +43,29 @@ const (
 	// name '%.*ls'.", e.g. OPENJSON below compatibility level 130, or a schema behind the
 	// binary), a missing column (207), wrong SET options for a filtered index (1934), or a
 	// missing permission (229 object, 230 column). `ledger check` says which.
-	mssqlInvalidColumn     = 207
-	mssqlInvalidObject     = 208
-	mssqlPermissionDenied  = 229
-	mssqlColumnDenied      = 230
-	mssqlWrongSetOptions   = 1934
-	mssqlAzureNotAvailable = 40613 // "Database '%.*ls' on server '%.*ls' is not currently available."
-	mssqlAzureBusy         = 40501 // "The service is currently busy. Retry the request after 10 seconds."
-	mssqlAzureServiceError = 40197 // "The service has encountered an error processing your request."
-	mssqlAzureNoResources  = 49918 // "Cannot process request. Not enough resources to process request."
-	mssqlAzureTooManyCU    = 49919 // "Too many create or update operations in progress"
-	mssqlAzureTooManyOps   = 49920 // "Too many operations in progress for subscription"
-	mssqlAzureLimitReached = 10928 // "Resource ID : %d. The %s limit for the database is %d and has been reached."
-	mssqlAzureMinGuarantee = 10929 // "Resource ID : %d. ... the server is currently too busy"
+	mssqlInvalidColumn    = 207
+	mssqlInvalidObject    = 208
+	mssqlPermissionDenied = 229
+	mssqlColumnDenied     = 230
+	mssqlWrongSetOptions  = 1934
+	// Collation conflicts the server cannot resolve: 468 "Cannot resolve the collation
+	// conflict between "%.*ls" and "%.*ls" in the %ls operation.", 446 "Cannot resolve
+	// collation conflict for %ls operation.", 451 "Cannot resolve collation conflict between
+	// "%.*ls" and "%.*ls" in %ls operator occurring in %ls statement column %d.", 457
+	// "Implicit conversion of %ls value to %ls cannot be performed because the collation of
+	// the value is unresolved due to a collation conflict ...".
+	mssqlCollationConflict    = 468
+	mssqlCollationConflictOp  = 446
+	mssqlCollationConflictCol = 451
+	mssqlCollationUnresolved  = 457
+	mssqlAzureNotAvailable    = 40613 // "Database '%.*ls' on server '%.*ls' is not currently available."
+	mssqlAzureBusy            = 40501 // "The service is currently busy. Retry the request after 10 seconds."
+	mssqlAzureServiceError    = 40197 // "The service has encountered an error processing your request."
+	mssqlAzureNoResources     = 49918 // "Cannot process request. Not enough resources to process request."
+	mssqlAzureTooManyCU       = 49919 // "Too many create or update operations in progress"
+	mssqlAzureTooManyOps      = 49920 // "Too many operations in progress for subscription"
+	mssqlAzureLimitReached    = 10928 // "Resource ID : %d. The %s limit for the database is %d and has been reached."
+	mssqlAzureMinGuarantee    = 10929 // "Resource ID : %d. ... the server is currently too busy"
 )
 
 // ErrMisconfigured says the database is not set up as this service needs (an object, column,
@@ -354,6 +364,9 @@ func mapMSSQLError(e mssql.Error, err error) error {
 		// second in all and would only add load to a throttled database. So: 503 with
 		// Retry-After, and the client comes back later.
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case n == mssqlCollationConflict || n == mssqlCollationConflictOp || n == mssqlCollationConflictCol ||
+		n == mssqlCollationUnresolved:
+		return fmt.Errorf("%w: %w", ErrCollationConflict, err)
 	case n == mssqlInvalidObject || n == mssqlInvalidColumn || n == mssqlWrongSetOptions ||
 		n == mssqlPermissionDenied || n == mssqlColumnDenied:
 		return fmt.Errorf("%w: %w", ErrMisconfigured, err)

@@ -78,6 +78,10 @@ func TestMSSQLMapError(t *testing.T) {
 		{"wrong SET options for a filtered index", serverErr(msg(1934, "INSERT failed because the following SET options have incorrect settings: 'QUOTED_IDENTIFIER'.")), ErrMisconfigured},
 		{"permission denied", serverErr(msg(229, "The INSERT permission was denied on the object 'Runs', database 'ledger', schema 'dbo'.")), ErrMisconfigured},
 		{"column permission denied", serverErr(msg(230, "The UPDATE permission was denied on the column 'State' of the object 'Runs'.")), ErrMisconfigured},
+		{"collation conflict of a comparison", serverErr(msg(468, `Cannot resolve the collation conflict between "SQL_Latin1_General_CP1_CI_AS" and "Latin1_General_100_BIN2" in the equal to operation.`)), ErrCollationConflict},
+		{"collation conflict of an operation", serverErr(msg(446, "Cannot resolve collation conflict for equal to operation.")), ErrCollationConflict},
+		{"collation conflict of a UNION column", serverErr(msg(451, `Cannot resolve collation conflict between "Latin1_General_100_BIN2" and "SQL_Latin1_General_CP1_CI_AS" in UNION operator occurring in SELECT statement column 1.`)), ErrCollationConflict},
+		{"collation unresolved", serverErr(msg(457, "Implicit conversion of nvarchar value to nvarchar cannot be performed because the collation of the value is unresolved due to a collation conflict.")), ErrCollationConflict},
 		{"unmapped server message", serverErr(msg(8152, "String or binary data would be truncated.")), nil},
 		{"network error", fmt.Errorf("read: %w", netErr), ErrUnavailable},
 		{"bad connection", driver.ErrBadConn, ErrUnavailable},
@@ -88,7 +92,7 @@ func TestMSSQLMapError(t *testing.T) {
 		{"canceled by the caller", context.Canceled, nil},
 		{"not the driver's", errors.New("decode: bad json"), nil},
 	}
-	sentinels := []error{ErrNotFound, ErrBadReference, ErrRefused, ErrRetryable, ErrUnavailable, ErrMisconfigured}
+	sentinels := []error{ErrNotFound, ErrBadReference, ErrRefused, ErrRetryable, ErrUnavailable, ErrMisconfigured, ErrCollationConflict}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := d.MapError(c.err)

@@ -13,11 +13,19 @@ import (
 // (a cleanup script, a restore copied over it). SQLite keeps writing to the file it has
 // open, which nothing will read again: acknowledged writes would be lost at the next
 // start. So readiness and the writer compare the path's device and inode with the file
-// opened, and refuse to go on when they differ.
+// opened, and the write-ahead log's (path-wal) with the log first seen, and refuse to go on
+// when either differs: SQLite appends commits to the log it has open, so a log deleted or
+// replaced loses every write since the last checkpoint the same way.
 
 // errFileReplaced is the writer's and readiness's answer once the path no longer names the
 // open file. It is an ErrUnavailable (503).
 var errFileReplaced = errors.New("the database file at the configured path is not the file this process opened (deleted, moved or replaced); restart the process")
+
+// errWALReplaced is errFileReplaced for the write-ahead log beside the file: SQLite keeps
+// appending commits to the log it has open, so with that log deleted or replaced every
+// write acknowledged since the last checkpoint is lost at the next start. It is an
+// ErrUnavailable (503).
+var errWALReplaced = errors.New("the database's write-ahead log (the -wal file) is not the one this process opened (deleted, moved or replaced); restart the process")
 
 // errStorage marks a SQLite error of the file itself (disk full, I/O error, read-only, cannot
 // open), as opposed to a lock another process holds.
@@ -32,7 +40,10 @@ const writeFailHold = 10 * time.Second
 type sqliteFile struct {
 	path   string
 	opened os.FileInfo // the file as opened; its device and inode are compared
-	gone   atomic.Bool // the last check found another file (or none): logged once per change
+	// wal is the write-ahead log as first seen (nil until it exists: SQLite makes it when
+	// the writer first connects, and keeps it while a connection is open).
+	wal  atomic.Pointer[os.FileInfo]
+	gone atomic.Bool // the last check found another file (or none): logged once per change
 	// failedAt is when a write last failed as unavailable (UnixNano; 0: never).
 	failedAt atomic.Int64
 }
@@ -45,7 +56,23 @@ func newSQLiteFile(dsn string) *sqliteFile {
 	if err != nil {
 		return nil
 	}
-	return &sqliteFile{path: path, opened: fi}
+	f := &sqliteFile{path: path, opened: fi}
+	f.walChanged()
+	return f
+}
+
+// walChanged reports whether the write-ahead log at the path is gone or another file
+// than the one first seen; the first one seen is recorded.
+func (f *sqliteFile) walChanged() (changed bool, statErr error) {
+	fi, err := os.Stat(f.path + "-wal")
+	known := f.wal.Load()
+	if known == nil {
+		if err == nil {
+			f.wal.CompareAndSwap(nil, &fi)
+		}
+		return false, nil
+	}
+	return err != nil || !os.SameFile(*known, fi), err
 }
 
 // checkFile reports errFileReplaced (logged as an error when first seen) when the path no
@@ -56,17 +83,25 @@ func (db *DB) checkFile() error {
 		return nil
 	}
 	fi, err := os.Stat(f.path)
-	if err == nil && os.SameFile(f.opened, fi) {
+	cause, what := errFileReplaced, "the database file"
+	ok := err == nil && os.SameFile(f.opened, fi)
+	if ok {
+		var walGone bool
+		if walGone, err = f.walChanged(); walGone {
+			ok, cause, what = false, errWALReplaced, "the database's write-ahead log (-wal)"
+		}
+	}
+	if ok {
 		if f.gone.Swap(false) {
-			db.log.Info("the database file is back at its path", "path", f.path)
+			db.log.Info("the database file and its write-ahead log are back at their path", "path", f.path)
 		}
 		return nil
 	}
 	if !f.gone.Swap(true) {
-		db.log.Error("the database file was deleted, moved or replaced while serving: writes and readiness fail until restart",
+		db.log.Error(what+" was deleted, moved or replaced while serving: writes and readiness fail until restart",
 			"path", f.path, "stat_err", fmt.Sprint(err))
 	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, errFileReplaced)
+	return fmt.Errorf("%w: %w", ErrUnavailable, cause)
 }
 
 // noteWrite records a write's outcome for readiness: one that failed for the file's sake

@@ -135,3 +135,71 @@ func TestReadinessFailsWhileWritesFail(t *testing.T) {
 		t.Fatalf("readiness after a good write: %v", err)
 	}
 }
+
+// TestWALReplacedWhileServing is issue 30 item 4: the -wal file alone deleted, or another
+// file renamed over it, while the process serves. SQLite went on appending commits to the
+// unlinked log and readiness stayed 200; a crash then lost the acknowledged writes. Now
+// the writer and readiness compare the log's device and inode as they do the database
+// file's: both fail as unavailable (503), the cause logged once as an error, and nothing
+// refused is written.
+func TestWALReplacedWhileServing(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		replace func(t *testing.T, wal string)
+	}{
+		{"Deleted", func(t *testing.T, wal string) {
+			if err := os.Remove(wal); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"RenamedOver", func(t *testing.T, wal string) {
+			b, err := os.ReadFile(wal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := wal + ".copy"
+			if err := os.WriteFile(other, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(other, wal); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			db, logs := openLogged(t, path)
+			ctx := context.Background()
+			if err := insertRow(db, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Probe(ctx); err != nil {
+				t.Fatalf("ready before: %v", err)
+			}
+			if _, err := os.Stat(path + "-wal"); err != nil {
+				t.Fatalf("setup: no write-ahead log: %v", err)
+			}
+			c.replace(t, path+"-wal")
+			if err := db.Probe(ctx); !errors.Is(err, ErrUnavailable) || !errors.Is(err, errWALReplaced) {
+				t.Fatalf("readiness with the log %s: %v, want unavailable", c.name, err)
+			}
+			for i := range 3 {
+				if err := insertRow(db, 10+i); !errors.Is(err, ErrUnavailable) {
+					t.Fatalf("write %d with the log %s: %v, want unavailable", i, c.name, err)
+				}
+			}
+			var n int
+			if err := db.Raw().Get(&n, "SELECT COUNT(*) FROM t"); err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 {
+				t.Fatalf("%d rows, want 1: refused writes were written", n)
+			}
+			if got := strings.Count(logs.String(), `"level":"ERROR"`); got != 1 || !strings.Contains(logs.String(), "write-ahead log") {
+				t.Fatalf("%d error lines, want one naming the write-ahead log:\n%s", got, logs.String())
+			}
+		})
+	}
+}

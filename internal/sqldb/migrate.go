@@ -59,6 +59,9 @@ func (s SchemaState) Current() bool { return !s.Dirty && s.Version == s.Latest }
 
 // Migrations returns the embedded migration files of the database's dialect.
 func (db *DB) Migrations() fs.FS {
+	if db.migrations != nil {
+		return db.migrations
+	}
 	if db.Dialect.Name() == "sqlserver" {
 		return mssqlmigrations.FS
 	}
@@ -67,6 +70,7 @@ func (db *DB) Migrations() fs.FS {
 
 // Migrator runs golang-migrate over the embedded files. Call Close when done.
 type Migrator struct {
+	db      *DB
 	m       *migrate.Migrate
 	latest  uint
 	dialect string
@@ -94,7 +98,7 @@ func (db *DB) NewMigrator() (*Migrator, error) {
 		unlock()
 		return nil, err
 	}
-	return &Migrator{m: m, latest: latest, dialect: db.Dialect.Name(), unlock: unlock, release: release}, nil
+	return &Migrator{db: db, m: m, latest: latest, dialect: db.Dialect.Name(), unlock: unlock, release: release}, nil
 }
 
 func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
@@ -251,14 +255,104 @@ func (mg *Migrator) State() (SchemaState, error) {
 }
 
 // Up applies every pending migration.
-func (mg *Migrator) Up() error { return mg.explainDirty(ignoreNoChange(mg.m.Up())) }
+func (mg *Migrator) Up() error {
+	_, err := mg.UpApplied()
+	return err
+}
+
+// UpApplied applies every pending migration and returns those it applied, with their
+// declared kinds. A schema newer than this binary's is left alone: nil when every newer
+// migration is recorded additive (this binary can serve it), else a *SchemaError naming
+// the breaking one and what to deploy (golang-migrate would only say that it has no file
+// for the version).
+func (mg *Migrator) UpApplied() ([]Migration, error) {
+	// golang-migrate's calls take no context; neither do these short reads and writes.
+	ctx := context.Background()
+	before, err := mg.State()
+	if err != nil {
+		return nil, err
+	}
+	if !before.Dirty && before.Version > before.Latest {
+		_, _, err := mg.db.Servable(ctx)
+		return nil, err
+	}
+	if err := mg.explainDirty(ignoreNoChange(mg.m.Up())); err != nil {
+		return nil, mg.explainExisting(ctx, before, err)
+	}
+	after, err := mg.State()
+	if err != nil {
+		return nil, err
+	}
+	if err := mg.db.RecordKinds(ctx); err != nil {
+		return nil, err
+	}
+	migs, err := ReadMigrations(mg.db.Migrations())
+	if err != nil {
+		return nil, err
+	}
+	var applied []Migration
+	for _, m := range migs {
+		if m.Version > before.Version && m.Version <= after.Version {
+			applied = append(applied, m)
+		}
+	}
+	return applied, nil
+}
+
+// alreadyExists are the messages of a migration that creates what the database already
+// has: SQLite's, and SQL Server's 2714 (object), 2705 (column), 1913 (index), 15023 (role).
+var alreadyExists = []string{"already exists", "duplicate column name", "There is already an object named",
+	"Column names in each table must be unique", "an index or statistics with name", "User, group, or role"}
+
+// explainExisting adds the way out to a migration that failed because what it creates is
+// there already: the version was set below the schema (a wrong `migrate force`), and
+// `migrate up` cannot get past it. The recorded kinds still name the migrations applied.
+func (mg *Migrator) explainExisting(ctx context.Context, before SchemaState, err error) error {
+	found := false
+	for _, m := range alreadyExists {
+		found = found || strings.Contains(err.Error(), m)
+	}
+	if !found {
+		return err
+	}
+	next := before.Version + 1
+	if migs, rerr := ReadMigrations(mg.db.Migrations()); rerr == nil {
+		for _, m := range migs {
+			if m.Version > before.Version {
+				next = m.Version
+				break
+			}
+		}
+	}
+	var recorded *int64
+	_ = mg.db.w.GetContext(ctx, &recorded, `SELECT MAX(Version) FROM `+mg.db.kindsTable())
+	if recorded != nil && uint(*recorded) > before.Version {
+		return fmt.Errorf("%w; migration %d creates what the database already has: the version was set to %d (a `migrate force`?) "+
+			"but the database records migrations up to %d as applied: run `ledger migrate force %d`, then `ledger migrate up`",
+			err, next, before.Version, *recorded, *recorded)
+	}
+	return fmt.Errorf("%w; migration %d creates what the database already has, so the schema is past version %d (a `migrate force` "+
+		"to an older version?): find the newest migration whose changes are all in the database, run `ledger migrate force` "+
+		"with its number, then `ledger migrate up`", err, next, before.Version)
+}
+
+// Goto applies or reverts migrations until the schema is at version v.
+func (mg *Migrator) Goto(v uint) error {
+	if err := mg.explainDirty(ignoreNoChange(mg.m.Migrate(v))); err != nil {
+		return err
+	}
+	return mg.db.RecordKinds(context.Background())
+}
 
 // Down reverts n migrations.
 func (mg *Migrator) Down(n int) error {
 	if n <= 0 {
 		return fmt.Errorf("migrate down: N must be positive, not %d", n)
 	}
-	return mg.explainDirty(ignoreNoChange(mg.m.Steps(-n)))
+	if err := mg.explainDirty(ignoreNoChange(mg.m.Steps(-n))); err != nil {
+		return err
+	}
+	return mg.db.RecordKinds(context.Background())
 }
 
 // explainDirty replaces golang-migrate's "Fix and force version." with the version to force.
@@ -270,7 +364,10 @@ func (mg *Migrator) explainDirty(err error) error {
 	return err
 }
 
-// Force sets the version without running anything and clears the dirty flag.
+// Force sets the version without running anything and clears the dirty flag. The kinds
+// recorded are left as they are: after a force below the real schema they still say which
+// migrations were applied, which is how `migrate up` then says where to force back to.
+// The next successful migrate drops those past its version.
 func (mg *Migrator) Force(v int) error { return mg.m.Force(v) }
 
 func ignoreNoChange(err error) error {

@@ -258,3 +258,51 @@ func latestOf(t *testing.T, mg *sqldb.Migrator) uint {
 	}
 	return st.Latest
 }
+
+// TestIndexMigrationsRunOverHandMadeIndexes: migrations 16 and 18 say an operator may build
+// their indexes by hand first (ONLINE, off-peak) with the same names; each build is guarded
+// (IF NOT EXISTS on SQLite, sys.indexes on SQL Server), so the migration then runs instead
+// of failing (SQLite: "index already exists"; SQL Server: 1913) and leaving the version
+// dirty. A second run of each (after `migrate force` to the version before it) takes the
+// same path.
+func TestIndexMigrationsRunOverHandMadeIndexes(t *testing.T) {
+	t.Parallel()
+	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	mg, err := db.NewMigrator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+	if err := mg.Goto(15); err != nil {
+		t.Fatal(err)
+	}
+	for _, ddl := range []string{
+		`CREATE INDEX IX_Runs_Parent_Subject ON Runs (TenantId, ParentRunId, Subject)`,
+		`CREATE INDEX IX_Calls_Tenant_Started ON CallRecords (TenantId, StartedAt)`,
+	} {
+		if _, err := db.Raw().Exec(ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mg.Goto(18); err != nil {
+		t.Fatalf("migrations 16 to 18 over indexes made by hand: %v", err)
+	}
+	// Each again, as after a failure part way and `migrate force` to the version before.
+	for _, v := range []uint{16, 18} {
+		if err := mg.Force(int(v) - 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := mg.Goto(v); err != nil {
+			t.Fatalf("migration %d run a second time: %v", v, err)
+		}
+	}
+	st, err := mg.State()
+	if err != nil || st.Version != 18 || st.Dirty {
+		t.Fatalf("state %+v (%v); want 18, clean", st, err)
+	}
+	var n int
+	if err := db.Raw().Get(&n, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN
+		('IX_Runs_Parent_Subject', 'IX_Runs_Tenant_Ended', 'IX_Attempts_Tenant_State_Ended', 'IX_Calls_Tenant_Started')`); err != nil || n != 4 {
+		t.Fatalf("%d of the 4 indexes of migrations 16 and 18 exist (%v)", n, err)
+	}
+}

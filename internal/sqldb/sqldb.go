@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -29,6 +30,12 @@ var (
 	ErrRetryable = errors.New("transient database conflict")
 	// ErrUnavailable: the database cannot be reached or stayed locked.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrCollationConflict: a statement compared strings of two collations the server
+	// cannot reconcile (SQL Server 468 and its kin), typically a table variable's string
+	// column, which takes the database's default collation, against a BIN2 column. It is a
+	// defect of the statement, not of the request or the database: no retry helps, the
+	// request answers a logged 500, and the error names the statement (Tx adds it).
+	ErrCollationConflict = errors.New("collation conflict in a statement (a table variable or comparison needs COLLATE)")
 )
 
 // ConflictError reports a unique-key violation. Constraint holds the index or constraint
@@ -46,7 +53,49 @@ func (e *ConflictError) Unwrap() error { return e.cause }
 func mapped(err error) bool {
 	var c *ConflictError
 	return errors.As(err, &c) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadReference) ||
-		errors.Is(err, ErrRefused) || errors.Is(err, ErrRetryable) || errors.Is(err, ErrUnavailable)
+		errors.Is(err, ErrRefused) || errors.Is(err, ErrRetryable) || errors.Is(err, ErrUnavailable) ||
+		errors.Is(err, ErrCollationConflict)
+}
+
+// StatementError names the statement an error came from, for errors that are the
+// statement's own defect (ErrCollationConflict): the log line of the 500 then says which
+// statement to fix.
+type StatementError struct {
+	Statement string // the statement's first line that is not a DECLARE, cut to 120 bytes
+	Err       error
+}
+
+func (e *StatementError) Error() string { return fmt.Sprintf("statement %q: %v", e.Statement, e.Err) }
+func (e *StatementError) Unwrap() error { return e.Err }
+
+// nameStatement wraps a mapped error with the statement it came from when the error is
+// a defect of the statement.
+func nameStatement(err error, query string) error {
+	var se *StatementError
+	if err == nil || !errors.Is(err, ErrCollationConflict) || errors.As(err, &se) {
+		return err
+	}
+	return &StatementError{Statement: statementName(query), Err: err}
+}
+
+// statementName is the statement's first line that does the work: table-variable
+// declarations and comments in front of it say nothing about which statement it is.
+func statementName(query string) string {
+	name := strings.TrimSpace(query)
+	for _, line := range strings.Split(query, "\n") {
+		line = strings.TrimSpace(line)
+		up := strings.ToUpper(line)
+		if line == "" || strings.HasPrefix(line, "--") || strings.HasPrefix(up, "DECLARE ") ||
+			strings.HasPrefix(up, "SET NOCOUNT") {
+			continue
+		}
+		name = line
+		break
+	}
+	if len(name) > 120 {
+		name = name[:120]
+	}
+	return name
 }
 
 // IsConflict reports whether err is a unique violation whose constraint text contains any
@@ -80,6 +129,8 @@ type DB struct {
 	r       *sqlx.DB
 	clock   Clock
 	log     *slog.Logger
+	// migrations, when set, replaces the embedded migrations (Config.Migrations).
+	migrations fs.FS
 	// sqlitePath is the database file, used for the cross-process migration lock.
 	sqlitePath string
 	// file is the SQLite file as opened, checked by readiness and the writer (fileid.go).
@@ -111,6 +162,9 @@ type Config struct {
 	Clock Clock
 	// Logger receives retry and maintenance messages; nil means slog.Default().
 	Logger *slog.Logger
+	// Migrations replaces the embedded migrations of the dialect (tests: a binary built
+	// with fewer or more migrations than this one).
+	Migrations fs.FS
 }
 
 // Open opens the database named by cfg.DSN. It does not migrate.
@@ -137,6 +191,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	db.clock = cfg.Clock
 	db.log = log
+	db.migrations = cfg.Migrations
 	if db.Dialect.Name() == "sqlite" {
 		db.wcache, db.rcache = newStmtCache(db.w), newStmtCache(db.r)
 		db.ckpt = newCheckpointer(db.ck, log)

@@ -93,7 +93,7 @@ func (tx *Tx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
 
 // GetContext is sqlx's, through the statement cache, with the error mapped.
 func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
-	return tx.Dialect.MapError(tx.get(ctx, dest, query, args...))
+	return nameStatement(tx.Dialect.MapError(tx.get(ctx, dest, query, args...)), query)
 }
 
 func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) error {
@@ -119,7 +119,7 @@ func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) erro
 
 // SelectContext is sqlx's, through the statement cache, with the error mapped.
 func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
-	return tx.Dialect.MapError(tx.selectRows(ctx, dest, query, args...))
+	return nameStatement(tx.Dialect.MapError(tx.selectRows(ctx, dest, query, args...)), query)
 }
 
 func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...any) error {
@@ -144,7 +144,7 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 // ExecContext is sqlx's, through the statement cache, with the error mapped.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	res, err := tx.exec(ctx, query, args...)
-	return res, tx.Dialect.MapError(err)
+	return res, nameStatement(tx.Dialect.MapError(err), query)
 }
 
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {

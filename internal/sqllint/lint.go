@@ -336,6 +336,8 @@ func LintTSQL(src string, triggerTables map[string]bool) []Finding {
 		}
 	}
 
+	out = append(out, CollationFindings(toks)...)
+
 	for _, stmt := range SplitStatements(toks) {
 		if IsWord(stmt[0], "EXEC", "EXECUTE") {
 			// EXEC(N'...') runs its text as a batch of its own: lint it as one.
@@ -572,3 +574,141 @@ func SQLInGoSource(filename string, src []byte) ([]GoSQL, error) {
 	})
 	return out, nil
 }
+
+// ---------------------------------------------------------------------------------------
+// Collation of table variables and temp tables
+
+// stringTypes are the T-SQL types whose columns carry a collation.
+var stringTypes = map[string]bool{"NVARCHAR": true, "VARCHAR": true, "NCHAR": true, "CHAR": true,
+	"NTEXT": true, "TEXT": true, "SYSNAME": true}
+
+// comparisonOps are the operators whose operands must agree on a collation.
+var comparisonOps = map[string]bool{"=": true, "<>": true, "!=": true, "<": true, ">": true, "<=": true, ">=": true,
+	"!<": true, "!>": true}
+
+// CollationFindings reports each comparison of a table variable's or temp table's string
+// column declared without COLLATE with a column of another table when neither operand has
+// an explicit COLLATE. The table variable's column takes the database's default collation
+// and the table's column its own (BIN2 for every identifier here): two implicit collations
+// that differ are a conflict SQL Server refuses (Msg 468) on every database whose default
+// collation is not the table's. Parameters and literals are coercible-default and take the
+// column's collation, so they never conflict. Only qualified references (alias.Column) are
+// judged: every statement here qualifies the columns of a join.
+func CollationFindings(toks []Token) []Finding {
+	uncollated := map[string]map[string]bool{} // table variable -> upper-cased string columns without COLLATE
+	for i := range toks {
+		name, open := "", -1
+		switch {
+		case IsWord(toks[i], "DECLARE") && strings.HasPrefix(TokAt(toks, i+1).Text, "@") &&
+			IsWord(TokAt(toks, i+2), "TABLE") && IsSym(TokAt(toks, i+3), "("):
+			name, open = toks[i+1].Text, i+3
+		case IsWord(toks[i], "CREATE") && IsWord(TokAt(toks, i+1), "TABLE") &&
+			strings.HasPrefix(TokAt(toks, i+2).Text, "#") && IsSym(TokAt(toks, i+3), "("):
+			name, open = toks[i+2].Text, i+3
+		default:
+			continue
+		}
+		cols := map[string]bool{}
+		element := func(el []Token) {
+			if len(el) > 1 && IsName(el[0]) && stringTypes[strings.ToUpper(el[1].Text)] {
+				for _, u := range el {
+					if IsWord(u, "COLLATE") {
+						return
+					}
+				}
+				cols[strings.ToUpper(el[0].Text)] = true
+			}
+		}
+		depth, start := 0, open+1
+	scan:
+		for j := open; j < len(toks); j++ {
+			switch {
+			case IsSym(toks[j], "("):
+				depth++
+			case IsSym(toks[j], ")"):
+				depth--
+				if depth == 0 {
+					element(toks[start:j])
+					break scan
+				}
+			case IsSym(toks[j], ",") && depth == 1:
+				element(toks[start:j])
+				start = j + 1
+			}
+		}
+		uncollated[strings.ToUpper(name)] = cols
+	}
+	if len(uncollated) == 0 {
+		return nil
+	}
+	// Aliases: "@t AS t", "@t t", "#x AS x"; a temp table is also its own qualifier.
+	alias := map[string]string{}
+	for i, t := range toks {
+		up := strings.ToUpper(t.Text)
+		if _, ok := uncollated[up]; !ok || t.Kind != TokWord {
+			continue
+		}
+		if strings.HasPrefix(up, "#") {
+			alias[up] = up
+		}
+		j := i + 1
+		if IsWord(TokAt(toks, j), "AS") {
+			j++
+		}
+		if a := TokAt(toks, j); IsName(a) && !strings.HasPrefix(a.Text, "@") && !sqlReserved[strings.ToUpper(a.Text)] {
+			alias[strings.ToUpper(a.Text)] = up
+		}
+	}
+	// ref reports the table variable of a qualified reference ending at toks[k] (the column)
+	// and whether that column is declared without COLLATE.
+	ref := func(k int) (string, bool) {
+		if !IsSym(TokAt(toks, k-1), ".") || !IsName(TokAt(toks, k)) {
+			return "", false
+		}
+		tv, ok := alias[strings.ToUpper(TokAt(toks, k-2).Text)]
+		if !ok {
+			return "", false
+		}
+		return tv, uncollated[tv][strings.ToUpper(toks[k].Text)]
+	}
+	isColumn := func(t Token) bool {
+		return IsName(t) && !strings.HasPrefix(t.Text, "@") && !sqlReserved[strings.ToUpper(t.Text)]
+	}
+	var out []Finding
+	for i, op := range toks {
+		if op.Kind != TokSymbol || !comparisonOps[op.Text] {
+			continue
+		}
+		// The operands next to the operator: a column reference, maybe qualified, with no
+		// COLLATE on either side.
+		l, r := i-1, i+1
+		if !isColumn(TokAt(toks, l)) || !isColumn(TokAt(toks, r)) || IsWord(TokAt(toks, l-1), "COLLATE") ||
+			IsWord(TokAt(toks, r+1), "COLLATE") ||
+			IsSym(TokAt(toks, r+1), ".") && IsWord(TokAt(toks, r+3), "COLLATE") {
+			continue
+		}
+		rEnd := r
+		if IsSym(TokAt(toks, r+1), ".") {
+			rEnd = r + 2
+		}
+		ltv, lbad := ref(l)
+		rtv, rbad := ref(rEnd)
+		switch {
+		case lbad && rtv == "":
+			out = append(out, Finding{op.Line, fmt.Sprintf("%s.%s of %s (declared without COLLATE) compared with a table's column: declare it with the collation of the column it mirrors or add COLLATE (Msg 468 where the database's default collation differs)",
+				toks[l-2].Text, toks[l].Text, ltv)})
+		case rbad && ltv == "":
+			out = append(out, Finding{op.Line, fmt.Sprintf("%s.%s of %s (declared without COLLATE) compared with a table's column: declare it with the collation of the column it mirrors or add COLLATE (Msg 468 where the database's default collation differs)",
+				toks[rEnd-2].Text, toks[rEnd].Text, rtv)})
+		}
+	}
+	return out
+}
+
+// sqlReserved are words that follow a table name without being its alias, and words that
+// are not column names next to an operator.
+var sqlReserved = map[string]bool{"WHERE": true, "ON": true, "JOIN": true, "INNER": true, "LEFT": true, "RIGHT": true,
+	"CROSS": true, "OUTER": true, "SET": true, "OUTPUT": true, "VALUES": true, "SELECT": true, "GROUP": true,
+	"ORDER": true, "UNION": true, "WITH": true, "OPTION": true, "TABLE": true, "FROM": true, "AND": true, "OR": true,
+	"NOT": true, "NULL": true, "CASE": true, "WHEN": true, "THEN": true, "ELSE": true, "END": true, "IS": true,
+	"EXISTS": true, "IN": true, "DEFAULT": true, "INSERT": true, "UPDATE": true, "DELETE": true, "APPLY": true}

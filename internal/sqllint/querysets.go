@@ -57,7 +57,9 @@ func fieldText(v reflect.Value) string {
 //     (TOP (@pN) / OFFSET … FETCH NEXT @pN on SQL Server, LIMIT ?N on SQLite): a lost TOP
 //     leaves answers right (pages are trimmed in Go) and the cost unbounded;
 //   - a SQL Server statement that is not a bounded key seek lacks OPTION (MAXDOP 1)
-//     (see NeedsMaxdop).
+//     (see NeedsMaxdop);
+//   - a table variable's string column without COLLATE is compared with a table's column
+//     (see CollationFindings).
 func ComparePair(mssql, sqlite string) []string {
 	var out []string
 	mt, err := Lex(mssql, true)
@@ -80,6 +82,11 @@ func ComparePair(mssql, sqlite string) []string {
 		out = append(out, fmt.Sprintf("SQL Server bounds the rows (%v), SQLite does not (no LIMIT)", keys(mb)))
 	case !sameSet(argBounds(mb), argBounds(sb)):
 		out = append(out, fmt.Sprintf("bounds differ: SQL Server %v, SQLite %v", keys(mb), keys(sb)))
+	}
+	// Go sources are linted constant by constant, so a statement built from pieces (a table
+	// variable declared in one, compared in another) is judged whole only here.
+	for _, f := range CollationFindings(mt) {
+		out = append(out, "SQL Server: "+f.Msg)
 	}
 	for _, stmt := range SplitStatements(mt) {
 		if why := NeedsMaxdop(stmt); why != "" && !hasMaxdop1(stmt) {
@@ -126,7 +133,61 @@ func NeedsMaxdop(stmt []Token) string {
 			return "ORDER BY without TOP (1) reads a range"
 		}
 	}
+	if why := selectScans(stmt, hasTopOne); why != "" {
+		return why
+	}
 	return ""
+}
+
+// selectScans says why a plain SELECT of a table reads a range though it has no TOP, ORDER
+// BY or aggregate: it has no WHERE, or its WHERE compares no column with an argument
+// (RevokedAt IS NULL, State = 1: a filter, not a key), so nothing bounds the rows it
+// reads. A WHERE with an equality on an argument is taken for a key seek; which columns
+// are keys the lint cannot know, so a seek on a tenant's whole range passes here and is
+// left to the statement's reading check.
+func selectScans(stmt []Token, hasTopOne bool) string {
+	if len(stmt) == 0 || !IsWord(stmt[0], "SELECT") || hasTopOne {
+		return ""
+	}
+	depth, from, where := 0, -1, -1
+	for i, t := range stmt {
+		switch {
+		case IsSym(t, "("):
+			depth++
+		case IsSym(t, ")"):
+			depth--
+		case depth == 0 && IsWord(t, "FROM") && from < 0:
+			from = i
+		case depth == 0 && IsWord(t, "WHERE") && where < 0:
+			where = i
+		}
+	}
+	if from < 0 || IsSym(TokAt(stmt, from+1), "(") || strings.HasPrefix(TokAt(stmt, from+1).Text, "@") {
+		return "" // no table, a derived table or a table variable: judged by what it reads
+	}
+	if where < 0 {
+		return "a SELECT of a table without WHERE reads it all"
+	}
+	depth = 0
+	for i := where + 1; i < len(stmt); i++ {
+		t := stmt[i]
+		switch {
+		case IsSym(t, "("):
+			depth++
+		case IsSym(t, ")"):
+			depth--
+		case depth == 0 && IsWord(t, "OPTION"):
+			i = len(stmt)
+		case depth == 0 && IsSym(t, "="):
+			if _, ok := mssqlArg(TokAt(stmt, i+1)); ok {
+				return ""
+			}
+			if _, ok := mssqlArg(TokAt(stmt, i-1)); ok {
+				return ""
+			}
+		}
+	}
+	return "a SELECT whose WHERE compares no column with an argument reads a range (a scan)"
 }
 
 // hasMaxdop1 reports whether the statement ends in OPTION (…, MAXDOP 1, …).

@@ -25,6 +25,12 @@ func TestComparePairFindsDrift(t *testing.T) {
 			"SELECT ProjectId, COUNT(*) AS n FROM Runs WHERE TenantId = ?1 GROUP BY ProjectId", "MAXDOP"},
 		{"fetch without maxdop", "SELECT Id FROM dbo.D WHERE TenantId = @p1 ORDER BY Id OFFSET 0 ROWS FETCH NEXT @p2 ROWS ONLY;",
 			"SELECT Id FROM D WHERE TenantId = ?1 ORDER BY Id LIMIT ?2", "MAXDOP"},
+		// tenancy's liveKeyIDs before issue 26 item 6: a plain WHERE with no argument scans.
+		{"filter scan without maxdop", "SELECT KeyId FROM dbo.ApiKeys WHERE RevokedAt IS NULL;",
+			"SELECT KeyId FROM ApiKeys WHERE RevokedAt IS NULL", "compares no column with an argument"},
+		{"literal filter without maxdop", "SELECT RunId FROM dbo.Runs WHERE State = 1 AND LeasedUntil IS NOT NULL;",
+			"SELECT RunId FROM Runs WHERE State = 1 AND LeasedUntil IS NOT NULL", "reads a range (a scan)"},
+		{"no where without maxdop", "SELECT KeyId FROM dbo.ApiKeys;", "SELECT KeyId FROM ApiKeys", "without WHERE reads it all"},
 	}
 	for _, c := range cases {
 		got := strings.Join(ComparePair(c.mssql, c.sqlite), "\n")
@@ -38,6 +44,10 @@ func TestComparePairFindsDrift(t *testing.T) {
 			"SELECT Phase FROM D WHERE AttemptId = ?2 AND TenantId = ?1 ORDER BY At DESC LIMIT 1"},
 		{"bounded list", "SELECT TOP (@p3) Id FROM dbo.D WHERE TenantId = @p1 AND Id > @p2 ORDER BY Id OPTION (RECOMPILE, MAXDOP 1);",
 			"SELECT Id FROM D WHERE TenantId = ?1 AND Id > ?2 ORDER BY Id LIMIT ?3"},
+		{"filter scan with maxdop", "SELECT KeyId FROM dbo.ApiKeys WHERE RevokedAt IS NULL OPTION (MAXDOP 1);",
+			"SELECT KeyId FROM ApiKeys WHERE RevokedAt IS NULL"},
+		{"argument on the left", "SELECT Id FROM dbo.D WHERE @p1 = TenantId AND Id = @p2;", "SELECT Id FROM D WHERE ?1 = TenantId AND Id = ?2"},
+		{"no table", "SELECT CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now;", "SELECT strftime('%Y') AS Now"},
 		{"placeholders in comments and strings do not count", "-- @p9\nSELECT N'@p8' AS x FROM dbo.D WHERE Id = @p1;", "SELECT '?8' AS x FROM D WHERE Id = ?1"},
 	}
 	for _, c := range good {

@@ -29,8 +29,11 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
-// MaxDepth bounds the nesting of a body, as encoding/json bounds its own.
-const MaxDepth = 10000
+// MaxDepth bounds the nesting of a body: the arrays and objects open at once, the body's own
+// object counting as the first. Real inputs nest a few levels; a cap far below encoding/json's
+// 10,000 keeps the work of one body (and of every later read of what it stored) in
+// proportion to its size.
+const MaxDepth = 64
 
 // Decode decodes body, one JSON value, into dst (a non-nil pointer). It returns an
 // invalid_request error: a syntax problem alone, or every member that failed to decode.
@@ -58,7 +61,7 @@ func DecodeZeros(body []byte, dst any) (map[string]string, error) {
 		panic("strictjson: decode target must be a non-nil pointer")
 	}
 	d := decoder{errs: dups, dups: len(dups) > 0}
-	d.value(bytes.TrimSpace(body), v.Elem(), "")
+	d.value(bytes.TrimSpace(body), v.Elem())
 	if len(d.errs) > 0 {
 		return d.zeros, apperr.FieldsInvalid(d.errs...)
 	}
@@ -71,7 +74,7 @@ func scanBody(body []byte) ([]api.FieldError, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var dups []api.FieldError
-	if err := scanValue(dec, "", 0, &dups); err != nil {
+	if err := scanValue(dec, &path{}, 0, &dups); err != nil {
 		return nil, syntaxProblem(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -82,13 +85,16 @@ func scanBody(body []byte) ([]api.FieldError, error) {
 
 var errTooDeep = errors.New("nested too deep")
 
-func scanValue(dec *json.Decoder, path string, depth int, dups *[]api.FieldError) error {
-	if depth > MaxDepth {
-		return errTooDeep
-	}
+// scanValue reads one value whose containers open at depth+1.
+func scanValue(dec *json.Decoder, at *path, depth int, dups *[]api.FieldError) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
+	}
+	if tok == json.Delim('{') || tok == json.Delim('[') {
+		if depth++; depth > MaxDepth {
+			return errTooDeep
+		}
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -99,21 +105,25 @@ func scanValue(dec *json.Decoder, path string, depth int, dups *[]api.FieldError
 				return err
 			}
 			k, _ := kt.(string) // the decoder yields a string in key position
+			at.member(k)
 			if seen[k] {
-				*dups = append(*dups, api.FieldError{Field: joinPath(path, k), Reason: "is given more than once"})
+				*dups = append(*dups, api.FieldError{Field: at.String(), Reason: "is given more than once"})
 			}
 			seen[k] = true
-			if err := scanValue(dec, joinPath(path, k), depth+1, dups); err != nil {
+			if err := scanValue(dec, at, depth, dups); err != nil {
 				return err
 			}
+			at.pop()
 		}
 		_, err = dec.Token() // '}'
 		return err
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
-			if err := scanValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1, dups); err != nil {
+			at.element(i)
+			if err := scanValue(dec, at, depth, dups); err != nil {
 				return err
 			}
+			at.pop()
 		}
 		_, err = dec.Token() // ']'
 		return err
@@ -134,34 +144,98 @@ func syntaxProblem(err error) error {
 	return apperr.New(api.CodeInvalidRequest, "malformed JSON body")
 }
 
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
+// path is a value's place in a body, kept as a stack of levels (at most MaxDepth of them,
+// reused for the whole body) and made into text only for a field error: every level's
+// whole path made as text cost memory that grew with the depth squared times the names'
+// length.
+type path struct {
+	levels []level
+}
+
+// level is one step of a path: a member by name (or by its name as written, resolved only
+// when printed), or an element by index.
+type level struct {
+	name   string
+	quoted []byte
+	index  int
+	elem   bool
+}
+
+func (p *path) member(name string)         { p.levels = append(p.levels, level{name: name}) }
+func (p *path) memberQuoted(quoted []byte) { p.levels = append(p.levels, level{quoted: quoted}) }
+func (p *path) element(i int)              { p.levels = append(p.levels, level{index: i, elem: true}) }
+func (p *path) pop()                       { p.levels = p.levels[:len(p.levels)-1] }
+
+// String is the path as field errors name it: a.b[2].c, "" for the body itself.
+func (p *path) String() string {
+	var b strings.Builder
+	for i, l := range p.levels {
+		switch {
+		case l.elem:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(l.index))
+			b.WriteByte(']')
+		default:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			if l.quoted != nil {
+				b.WriteString(memberName(l.quoted))
+			} else {
+				b.WriteString(l.name)
+			}
+		}
 	}
-	return path + "." + name
+	return b.String()
 }
 
 // decoder collects the field errors of one body, and the members it gave as zero values.
 type decoder struct {
-	errs  []api.FieldError
+	at   path // where the walk is
+	errs []api.FieldError
+	// errAt indexes errs by field once there are a few: a body of a hundred thousand
+	// unknown members compared each with every earlier error took half a minute of CPU.
+	errAt map[string]int
 	zeros map[string]string
 	// dups says the body repeats a member name somewhere: only then must a walk of its
 	// members pass each name on once.
 	dups bool
 }
 
-func (d *decoder) fail(path, reason string) {
+// fail records why the value at d.at failed.
+func (d *decoder) fail(reason string) {
+	path := d.at.String()
 	if path == "" {
 		path = "(body)"
 	}
-	for i := range d.errs {
-		if d.errs[i].Field == path {
-			// One entry per field, with every reason (a duplicate that is also unknown).
-			d.errs[i].Reason += "; " + reason
-			return
+	if d.errAt == nil && len(d.errs) >= 8 {
+		d.errAt = make(map[string]int, 2*len(d.errs))
+		for i, e := range d.errs {
+			if _, ok := d.errAt[e.Field]; !ok {
+				d.errAt[e.Field] = i
+			}
 		}
 	}
+	i, found := -1, false
+	if d.errAt != nil {
+		i, found = d.errAt[path]
+	} else {
+		for j := range d.errs {
+			if d.errs[j].Field == path {
+				i, found = j, true
+				break
+			}
+		}
+	}
+	if found {
+		// One entry per field, with every reason (a duplicate that is also unknown).
+		d.errs[i].Reason += "; " + reason
+		return
+	}
 	d.errs = append(d.errs, api.FieldError{Field: path, Reason: reason})
+	if d.errAt != nil {
+		d.errAt[path] = len(d.errs) - 1
+	}
 }
 
 var (
@@ -177,7 +251,7 @@ func decodesItself(t reflect.Type) bool {
 }
 
 // value decodes raw (one well-formed JSON value) into v at path.
-func (d *decoder) value(raw []byte, v reflect.Value, path string) {
+func (d *decoder) value(raw []byte, v reflect.Value) {
 	null := string(raw) == "null"
 	t := v.Type()
 	switch {
@@ -189,25 +263,25 @@ func (d *decoder) value(raw []byte, v reflect.Value, path string) {
 		if v.IsNil() {
 			v.Set(reflect.New(t.Elem()))
 		}
-		d.value(raw, v.Elem(), path)
+		d.value(raw, v.Elem())
 		return
 	case decodesItself(t), null:
 		// null leaves a non-pointer as it is, as encoding/json does.
-		d.leaf(raw, v, path)
+		d.leaf(raw, v)
 	case t.Kind() == reflect.Struct:
-		d.object(raw, v, path)
+		d.object(raw, v)
 	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
-		d.array(raw, v, path)
+		d.array(raw, v)
 	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && !decodesItself(t.Key()):
-		d.mapValue(raw, v, path)
+		d.mapValue(raw, v)
 	default:
-		d.leaf(raw, v, path)
+		d.leaf(raw, v)
 	}
 }
 
-func (d *decoder) object(raw []byte, v reflect.Value, path string) {
+func (d *decoder) object(raw []byte, v reflect.Value) {
 	if raw[0] != '{' {
-		d.fail(path, "must be an object")
+		d.fail("must be an object")
 		return
 	}
 	fields := fieldsOf(v.Type())
@@ -222,35 +296,40 @@ func (d *decoder) object(raw []byte, v reflect.Value, path string) {
 			fi, ok = fields[memberName(quoted)]
 		}
 		if !ok {
-			d.fail(joinPath(path, memberName(quoted)), "is not a known field")
+			d.at.memberQuoted(quoted)
+			d.fail("is not a known field")
+			d.at.pop()
 			return
 		}
-		f, ok := fieldByIndex(v, fi.index)
-		if !ok {
-			d.fail(joinPath(path, fi.name), "is not a known field")
-			return
+		d.at.member(fi.name)
+		if f, ok := fieldByIndex(v, fi.index); ok {
+			d.value(member, f)
+		} else {
+			d.fail("is not a known field")
 		}
-		d.value(member, f, joinPath(path, fi.name))
+		d.at.pop()
 	})
 }
 
-func (d *decoder) array(raw []byte, v reflect.Value, path string) {
+func (d *decoder) array(raw []byte, v reflect.Value) {
 	if raw[0] != '[' {
-		d.fail(path, "must be an array")
+		d.fail("must be an array")
 		return
 	}
 	var items [][]byte
 	eachElement(raw, func(item []byte) { items = append(items, item) })
 	out := reflect.MakeSlice(v.Type(), len(items), len(items))
 	for i, item := range items {
-		d.value(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		d.at.element(i)
+		d.value(item, out.Index(i))
+		d.at.pop()
 	}
 	v.Set(out)
 }
 
-func (d *decoder) mapValue(raw []byte, v reflect.Value, path string) {
+func (d *decoder) mapValue(raw []byte, v reflect.Value) {
 	if raw[0] != '{' {
-		d.fail(path, "must be an object")
+		d.fail("must be an object")
 		return
 	}
 	if v.IsNil() {
@@ -259,7 +338,9 @@ func (d *decoder) mapValue(raw []byte, v reflect.Value, path string) {
 	d.eachMember(raw, func(quoted, member []byte) {
 		name := memberName(quoted)
 		elem := reflect.New(v.Type().Elem()).Elem()
-		d.value(member, elem, joinPath(path, name))
+		d.at.member(name)
+		d.value(member, elem)
+		d.at.pop()
 		v.SetMapIndex(reflect.ValueOf(name).Convert(v.Type().Key()), elem)
 	})
 }
@@ -282,22 +363,22 @@ func (d *decoder) eachMember(raw []byte, f func(quoted, value []byte)) {
 }
 
 // leaf decodes a value with encoding/json and checks the ranges both databases keep.
-func (d *decoder) leaf(raw []byte, v reflect.Value, path string) {
+func (d *decoder) leaf(raw []byte, v reflect.Value) {
 	if !plainLeaf(raw, v) {
 		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
-			d.fail(path, leafReason(err, v.Type()))
+			d.fail(leafReason(err, v.Type()))
 			return
 		}
 	}
 	if why := rangeProblem(v); why != "" {
-		d.fail(path, why)
+		d.fail(why)
 		return
 	}
 	if string(raw) != "null" && v.IsZero() {
 		if d.zeros == nil {
 			d.zeros = map[string]string{}
 		}
-		d.zeros[path] = zeroReason(v.Type())
+		d.zeros[d.at.String()] = zeroReason(v.Type())
 	}
 }
 

@@ -1,10 +1,14 @@
 package strictjson
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
 )
 
 func TestParseTime(t *testing.T) {
@@ -25,5 +29,32 @@ func TestParseTime(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Reason != want {
 			t.Errorf("api.ParseTime(%q) = %v, want the reason %q", in, err, want)
 		}
+	}
+}
+
+// TestDepthCap: a body nests at most MaxDepth arrays and objects, its own object counted; a
+// deeper one is refused whole, as malformed JSON is, and a field error at the cap's depth
+// still names its whole path.
+func TestDepthCap(t *testing.T) {
+	t.Parallel()
+	type body struct {
+		Input json.RawMessage `json:"input"`
+		N     int             `json:"n"`
+	}
+	deep := func(levels int) string { // levels arrays, the body's object around them
+		return `{"input":` + strings.Repeat("[", levels) + strings.Repeat("]", levels) + `}`
+	}
+	if err := Decode([]byte(deep(MaxDepth-1)), new(body)); err != nil {
+		t.Fatalf("a body nested %d deep: %v", MaxDepth, err)
+	}
+	err := Decode([]byte(deep(MaxDepth)), new(body))
+	if e, ok := apperr.As(err); !ok || len(e.Fields) != 0 || !strings.Contains(e.Detail, fmt.Sprintf("more than %d levels", MaxDepth)) {
+		t.Fatalf("a body nested %d deep: %v, want the nesting refused", MaxDepth+1, err)
+	}
+	var m map[string]map[string][]body
+	err = Decode([]byte(`{"a":{"b":[{"n":1},{"n":"x","n":2}]}}`), &m)
+	e, ok := apperr.As(err)
+	if !ok || len(e.Fields) != 1 || e.Fields[0].Field != "a.b[1].n" {
+		t.Fatalf("got %v, want one error at a.b[1].n", err)
 	}
 }

@@ -3,7 +3,6 @@ package strictjson
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"unicode/utf8"
 
 	"github.com/ledger-dev/ledger/api"
@@ -17,7 +16,7 @@ import (
 
 // shallowDepth is how deep a body may nest for the quick check (json.Valid) to stand for
 // scanBody: deeper bodies go through scanBody, which words the nesting limit its own way.
-const shallowDepth = 64
+const shallowDepth = MaxDepth
 
 // validShallow reports whether body is one well-formed JSON value nested at most
 // shallowDepth deep: then scanBody would accept it, and dupMembers lists what scanBody
@@ -45,11 +44,11 @@ func validShallow(body []byte) bool {
 // the order and with the paths scanBody gives.
 func dupMembers(body []byte) []api.FieldError {
 	var dups []api.FieldError
-	dupsIn(trimSpace(body), "", &dups)
+	dupsIn(trimSpace(body), &path{}, &dups)
 	return dups
 }
 
-func dupsIn(raw []byte, path string, dups *[]api.FieldError) {
+func dupsIn(raw []byte, at *path, dups *[]api.FieldError) {
 	switch raw[0] {
 	case '{':
 		// The names so far, compared as written while they are few and plain (no string per
@@ -82,16 +81,19 @@ func dupsIn(raw []byte, path string, dups *[]api.FieldError) {
 			if !dup && value[0] != '{' && value[0] != '[' {
 				return // a scalar holds no object: no path to make
 			}
-			p := joinPath(path, memberName(quoted))
+			at.memberQuoted(quoted)
 			if dup {
-				*dups = append(*dups, api.FieldError{Field: p, Reason: "is given more than once"})
+				*dups = append(*dups, api.FieldError{Field: at.String(), Reason: "is given more than once"})
 			}
-			dupsIn(value, p, dups)
+			dupsIn(value, at, dups)
+			at.pop()
 		})
 	case '[':
 		i := 0
 		eachElement(raw, func(value []byte) {
-			dupsIn(value, fmt.Sprintf("%s[%d]", path, i), dups)
+			at.element(i)
+			dupsIn(value, at, dups)
+			at.pop()
 			i++
 		})
 	}
@@ -216,4 +218,19 @@ func trimSpace(raw []byte) []byte {
 		j--
 	}
 	return raw[i:j]
+}
+
+// Stored returns a JSON value read from the database (a run's input, a decision's options
+// or answer) as the API sends it: as stored when it is well-formed and nested at most
+// MaxDepth deep, which every value written since the cap is; otherwise (a value stored
+// before the cap, or written to the table by other means) a JSON string holding its text.
+// encoding/json re-reads every raw value it sends and fails past its own 10,000 levels, so
+// one such row made every list page holding it answer 500; as a string it travels whole,
+// its nesting no reader's concern. Nil stays nil (absent).
+func Stored(raw []byte) json.RawMessage {
+	if len(raw) == 0 || validShallow(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw)) // a string always marshals (bad UTF-8 becomes U+FFFD)
+	return b
 }

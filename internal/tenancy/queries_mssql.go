@@ -27,6 +27,8 @@ OPTION (MAXDOP 1);`,
 	// touchKey (authentication, maintenance scope, at most once a minute per key): a seek
 	// of PK_ApiKeys and a one-row update; the predicate on LastUsedAt makes two replicas
 	// recording the same minute write once. 0 rows: the key was recorded meanwhile.
-	touchKey:   `UPDATE dbo.ApiKeys SET LastUsedAt = @p2 WHERE KeyId = @p1 AND (LastUsedAt IS NULL OR LastUsedAt < @p3);`,
-	liveKeyIDs: `SELECT KeyId FROM dbo.ApiKeys WHERE RevokedAt IS NULL;`,
+	touchKey: `UPDATE dbo.ApiKeys SET LastUsedAt = @p2 WHERE KeyId = @p1 AND (LastUsedAt IS NULL OR LastUsedAt < @p3);`,
+	// liveKeyIDs (the key cache's refresh, maintenance scope): a scan of ApiKeys, every
+	// tenant's keys; a serial plan, as every range read (SESSION_CONTEXT, TSQL.md).
+	liveKeyIDs: `SELECT KeyId FROM dbo.ApiKeys WHERE RevokedAt IS NULL OPTION (MAXDOP 1);`,
 }

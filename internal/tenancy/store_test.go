@@ -2,14 +2,20 @@ package tenancy_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	mssqlmig "github.com/ledger-dev/ledger/migrations/mssql"
 )
 
 func TestStore(t *testing.T) {
@@ -333,5 +339,52 @@ func TestValidTenantID(t *testing.T) {
 		if got := tenancy.ValidTenantID(c.id); got != c.want {
 			t.Errorf("ValidTenantID(%q) = %v, want %v", c.id, got, c.want)
 		}
+	}
+}
+
+// A label is measured in UTF-16 code units, as SQL Server's nvarchar(100) counts it: 60
+// keys (U+1F511, outside the basic plane) are 60 characters and 120 units, and would pass
+// a count of characters and then overflow the column (Msg 2628, a 500) where SQLite
+// stores them. It is refused before the database sees it.
+func TestLabelLengthCountsUTF16Units(t *testing.T) {
+	t.Parallel()
+	store := tenancy.NewStore(dbtest.SQLite().Open(t, dbtest.Options{}))
+	ctx := context.Background()
+	cases := []struct {
+		label string
+		ok    bool
+	}{
+		{strings.Repeat("\U0001F511", 60), false},
+		{strings.Repeat("\U0001F511", 51), false},
+		{strings.Repeat("\U0001F511", 50), true},
+		{strings.Repeat("é", 100), true},
+		{strings.Repeat("x", 101), false},
+	}
+	for i, c := range cases {
+		_, k, err := store.CreateLabeledKey(ctx, "label-"+string(rune('a'+i)), tenancy.RoleAdmin, c.label)
+		if c.ok {
+			if err != nil || string(k.Label) != c.label {
+				t.Errorf("label of %d runes: key %+v, err %v; want it stored", len([]rune(c.label)), k, err)
+			}
+			continue
+		}
+		var ae *apperr.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeInvalidRequest || ae.Code.Status() != 400 {
+			t.Errorf("label of %d runes (%d UTF-16 units): err %v; want 400 invalid_request", len([]rune(c.label)), len(utf16.Encode([]rune(c.label))), err)
+		}
+	}
+}
+
+// MaxLabelLen is the declared width of ApiKeys.Label on SQL Server (SQLite's TEXT has
+// none): the validation and the column cannot drift apart.
+func TestMaxLabelLenIsTheColumnWidth(t *testing.T) {
+	t.Parallel()
+	b, err := fs.ReadFile(mssqlmig.FS, "000017_api_key_label.up.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\[Label\] nvarchar\((\d+)\)`).FindStringSubmatch(string(b))
+	if m == nil || m[1] != strconv.Itoa(tenancy.MaxLabelLen) {
+		t.Fatalf("ApiKeys.Label is declared %v on SQL Server; MaxLabelLen is %d", m, tenancy.MaxLabelLen)
 	}
 }

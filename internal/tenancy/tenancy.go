@@ -20,6 +20,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/validate"
 )
 
 // Roles a key can have (DESIGN.md section 6).
@@ -87,13 +88,16 @@ func (n *sqlNullString) Scan(v any) error {
 // request.
 const LastUsedResolution = time.Minute
 
-// MaxLabelLen is the longest key label, in characters.
+// MaxLabelLen is the longest key label, in UTF-16 code units: the unit of the column's
+// nvarchar(100) on SQL Server, where a character outside the basic plane takes two (a
+// label counted in characters could pass and then overflow the column, Msg 2628).
 const MaxLabelLen = 100
 
-// ValidLabel reports whether label may name a key: 1 to MaxLabelLen printable characters,
-// no control or invisible (format) characters, no leading or trailing space.
+// ValidLabel reports whether label may name a key: 1 to MaxLabelLen UTF-16 code units of
+// printable characters, no control or invisible (format) characters, no leading or
+// trailing space.
 func ValidLabel(label string) bool {
-	if label == "" || utf8.RuneCountInString(label) > MaxLabelLen || !utf8.ValidString(label) ||
+	if label == "" || !utf8.ValidString(label) || validate.UTF16Len(label) > MaxLabelLen ||
 		strings.TrimSpace(label) != label {
 		return false
 	}
@@ -152,7 +156,7 @@ func (s *Store) CreateKey(ctx context.Context, tenantID, role string) (string, K
 // CreateLabeledKey is CreateKey with an operator's label for the key ("" for none).
 func (s *Store) CreateLabeledKey(ctx context.Context, tenantID, role, label string) (string, Key, error) {
 	if label != "" && !ValidLabel(label) {
-		return "", Key{}, apperr.New(api.CodeInvalidRequest, "label must be 1 to %d printable characters without leading or trailing spaces", MaxLabelLen)
+		return "", Key{}, apperr.New(api.CodeInvalidRequest, "label must be 1 to %d printable characters (UTF-16 code units: a character outside the basic plane counts two) without leading or trailing spaces", MaxLabelLen)
 	}
 	if !ValidTenantID(tenantID) {
 		return "", Key{}, apperr.New(api.CodeInvalidRequest, "tenant must be 1 to 64 letters, digits, '-', '_' or '.'")
@@ -227,7 +231,28 @@ func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]Key, error) {
 // RevokeKey revokes a key at once (api.CodeNotFound if there is no such key). Revoking a
 // revoked key is not an error.
 func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
-	return s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+	_, err := s.Revoke(ctx, keyID)
+	return err
+}
+
+// Revoke revokes a key by its id and returns when it was revoked before, or nil when this
+// call revoked it (a second revoke keeps the first time).
+func (s *Store) Revoke(ctx context.Context, keyID string) (*time.Time, error) {
+	var before *time.Time
+	err := s.db.Write(ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		var row struct {
+			Key
+			SecretHash []byte `db:"SecretHash"`
+		}
+		if err := tx.GetContext(ctx, &row, s.q.getKey, keyID); errors.Is(err, sqldb.ErrNotFound) {
+			return apperr.New(api.CodeNotFound, "no key %q", keyID)
+		} else if err != nil {
+			return err
+		}
+		before = row.RevokedAt
+		if before != nil {
+			return nil
+		}
 		now, err := tx.Now(ctx)
 		if err != nil {
 			return err
@@ -241,6 +266,7 @@ func (s *Store) RevokeKey(ctx context.Context, keyID string) error {
 		}
 		return nil
 	})
+	return before, err
 }
 
 // SetMaxLeased sets a tenant's budget of leased runs, creating the tenant if needed.
@@ -345,6 +371,10 @@ func (s *Store) recordUse(ctx context.Context, keyID string, last *time.Time) {
 // errBadKey is the one answer for every bad key, so a caller learns nothing of which part
 // was wrong.
 var errBadKey = apperr.New(api.CodeUnauthorized, "missing, malformed, revoked or unknown API key")
+
+// KeyIDOf is the key id a whole key names (the part after "ldg_", before the secret), or
+// "" when token is not shaped like a key.
+func KeyIDOf(token string) string { return keyIDOf(token) }
 
 // keyIDOf is the key id a token names (the part after the prefix, before the secret), or ""
 // when the token is not shaped like a key.

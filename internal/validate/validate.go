@@ -119,3 +119,17 @@ func Text(s string, max int) bool {
 	}
 	return true
 }
+
+// ErrorCode reports whether s is an error code: 1 to 64 characters of [a-z0-9_.-] (a
+// handler's exception type, lowered, or the server's lease_lost, deadline, cancelled).
+func ErrorCode(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

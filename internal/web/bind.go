@@ -48,6 +48,7 @@ func NewValidator() *Validator {
 			return err == nil && validate.IdentProblem(fl.Field().String(), n, segment) == ""
 		})
 	}
+	_ = v.RegisterValidation("errcode", func(fl validator.FieldLevel) bool { return validate.ErrorCode(fl.Field().String()) })
 	return &Validator{v: v}
 }
 
@@ -129,6 +130,8 @@ func reason(fe validator.FieldError) string {
 		return "must be at most " + fe.Param()
 	case "uuid":
 		return "must be a UUID"
+	case "errcode":
+		return "must be 1 to 64 characters of a-z, 0-9, '_', '.' and '-'"
 	case "ident", "segment":
 		n, _ := strconv.Atoi(fe.Param())
 		if s, ok := fe.Value().(string); ok {
@@ -186,7 +189,8 @@ func readBody(c echo.Context, optional bool) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, apperr.New(api.CodeBodyTooLarge, "the request body is larger than %d bytes", mbe.Limit)
 		}
-		return nil, apperr.New(api.CodeInvalidRequest, "cannot read the request body")
+		// Anything else is the connection failing under the body: the client went away.
+		return nil, fmt.Errorf("%w: read the request body: %w", ErrClientGone, err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !optional {

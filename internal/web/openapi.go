@@ -57,6 +57,8 @@ type Op struct {
 	RetryAfter bool
 	// Headers are further headers the success response may carry, by name, with what they say.
 	Headers map[string]string
+	// RequestHeaders are optional request headers the route reads, by name, with what they say.
+	RequestHeaders map[string]string
 	// Problems lists the codes this route can answer besides the ones every route of its
 	// kind can (413 on every route; 401, 403, 429, 500 and 503 with a key; 400 with
 	// parameters or a body; 412 and 428 as IfMatch says, never listed here).
@@ -117,6 +119,8 @@ var tagDocs = map[string]string{
 	"Releases":    "Agent releases and adapter versions the runtimes verified; a claim names an active one.",
 	"Projects":    "The tenant's workspaces: whether their runs are offered, and how long their history is kept.",
 	"Locks":       "Task run locks: one holder per agent and task.",
+	"Schedules":   "Recurring work: a run enqueued at every firing of a cron expression in a time zone, once per firing across replicas.",
+	"Webhooks":    "Signed notifications of the tenant's events (Standard Webhooks) to endpoints admins register, and their deliveries.",
 	"Insights":    "Aggregate history for admins over a bounded window: runs and attempts ended, attempts per run, time to first claim, calls per target, decisions, leases lost.",
 	"System":      "Health, readiness, metrics and this document; no key needed.",
 }
@@ -133,7 +137,7 @@ Conventions:
 - Subjects serialise runs across all projects of a tenant: at most one run of a subject is leased at a time.
 - Release ids are one namespace across tenants: the first tenant to register an id owns it (use a tenant prefix or a content hash).
 - Mutable resources carry a strong ETag; admin updates need If-Match (428 without, 412 when stale); a GET with If-None-Match naming the current ETag answers 304. HEAD answers wherever GET does, without the body.
-- A path asked with a method none of its operations has answers 405 method_not_allowed (a problem) with Allow listing the methods it has. Request bodies must be application/json (or a +json type), else 415 unsupported_media_type; unknown query parameters are 400.
+- A path asked with a method none of its operations has answers 405 method_not_allowed (a problem) with Allow listing the methods it has. Request bodies must be application/json (or a +json type), else 415 unsupported_media_type; unknown query parameters are 400. A body nests at most 64 levels (the arrays and objects open at once, the body's own object counting as the first); a deeper one is 400 invalid_request.
 - Collections are {"items": [...], "nextCursor": "..."}: pass nextCursor as ?cursor= for the next page; it is absent on the last one.
 - Rows purged by retention no longer appear anywhere, the changedSince feed included.`
 
@@ -222,6 +226,10 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	if op.IfMatch.Takes() {
 		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": op.IfMatch.Requires(),
 			"description": ifMatchDocs[op.IfMatch], "schema": map[string]any{"type": "string", "minLength": 1}})
+	}
+	for _, name := range slices.Sorted(maps.Keys(op.RequestHeaders)) {
+		params = append(params, map[string]any{"name": name, "in": "header", "required": false,
+			"description": op.RequestHeaders[name], "schema": map[string]any{"type": "string"}})
 	}
 	if o.method == http.MethodGet && op.ETag {
 		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
@@ -438,6 +446,9 @@ var pathParamRules = map[string]pathParam{
 	"adapterVersion": {max: 32},
 	"agentId":        {max: 128},
 	"taskId":         {max: 64},
+	"scheduleId":     {max: 128},
+	"webhookName":    {max: 64},
+	"deliveryId":     {uuid: true},
 }
 
 func uuidSchema() map[string]any { return map[string]any{"type": "string", "format": "uuid"} }
@@ -704,6 +715,7 @@ type rules struct {
 	ident    *int
 	segment  bool
 	hex      bool
+	errcode  bool
 	// items are the rules after dive, for a slice's items.
 	items *rules
 }
@@ -738,6 +750,8 @@ func parseRules(tag string) rules {
 			r.ident, r.segment = num(), true
 		case "hexadecimal":
 			r.hex = true
+		case "errcode":
+			r.errcode = true
 		case "dive":
 			items := parseRules(strings.Join(parts[i+1:], ","))
 			r.items = &items
@@ -775,6 +789,9 @@ func (r rules) apply(sch map[string]any) {
 		}
 		if r.segment {
 			sch["pattern"] = "^[^/]*$"
+		}
+		if r.errcode {
+			sch["minLength"], sch["maxLength"], sch["pattern"] = 1, 64, "^[a-z0-9_.-]+$"
 		}
 	case "integer", "number":
 		if r.min != nil {

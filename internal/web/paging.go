@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -85,36 +86,54 @@ func Created(c echo.Context, location string, v sqldb.RowVersion, body any) erro
 	return JSONWithETag(c, http.StatusCreated, v, body)
 }
 
-// MaxPageBytes bounds a list page in bytes: the items of one page, as JSON, stop before the
-// one that would take them past it (a page always holds at least one item, so an item that
-// alone is larger still travels, one to a page). Items may each hold up to a request body
-// of free JSON (a run's input, a decision's options), so a page of MaxLimit of them could
-// otherwise reach hundreds of megabytes.
+// MaxPageBytes bounds a list page in bytes as sent: the items of one page stop before the
+// one that would take the page past it (a page always holds at least one item, so an item
+// that alone is larger still travels, one to a page). Items may each hold up to a request
+// body of free JSON (a run's input, a decision's options), so a page of MaxLimit of them
+// could otherwise reach hundreds of megabytes.
 const MaxPageBytes = 1 << 20
 
+// pageFrame is what a page holds besides its items: the braces, the member names, and a
+// cursor (EncodeCursor of a keyset position: well under a kilobyte).
+const pageFrame = 1 << 10
+
 // WritePage writes the page of a listing that fetched up to limit+1 rows: the wire forms
-// of at most limit of them, fewer when the next would take the items past MaxPageBytes,
+// of at most limit of them, fewer when the next would take the page past MaxPageBytes,
 // and, while rows remain, a nextCursor of the keyset position cursorOf gives for the last
 // row sent.
+//
+// The page is written as counted. Its JSON is not HTML-escaped (an API answer is not
+// embedded in HTML, and \u003c for every < made an item of a run's input six times the
+// size it was counted at and stored at).
 func WritePage[T, W any](c echo.Context, rows []T, limit int, cursorOf func(last T) any, wire func(T) W) error {
-	items := make([]json.RawMessage, 0, min(len(rows), limit))
-	size := 0
+	var page, item bytes.Buffer
+	enc := json.NewEncoder(&item)
+	enc.SetEscapeHTML(false)
+	page.WriteString(`{"items":[`)
+	n := 0
 	for _, row := range rows[:min(len(rows), limit)] {
-		b, err := json.Marshal(wire(row))
-		if err != nil {
+		item.Reset()
+		if err := enc.Encode(wire(row)); err != nil {
 			return err
 		}
-		if len(items) > 0 && size+len(b) > MaxPageBytes {
+		b := bytes.TrimSuffix(item.Bytes(), []byte("\n"))
+		if n > 0 && page.Len()+1+len(b)+pageFrame > MaxPageBytes {
 			break
 		}
-		items = append(items, b)
-		size += len(b) + 1 // and its comma
+		if n > 0 {
+			page.WriteByte(',')
+		}
+		page.Write(b)
+		n++
 	}
-	page := api.Page[json.RawMessage]{Items: items}
-	if len(items) < len(rows) {
-		page.NextCursor = EncodeCursor(cursorOf(rows[len(items)-1]))
+	page.WriteByte(']')
+	if n < len(rows) {
+		cursor, _ := json.Marshal(EncodeCursor(cursorOf(rows[n-1]))) // base64url: no escapes
+		page.WriteString(`,"nextCursor":`)
+		page.Write(cursor)
 	}
-	return c.JSON(http.StatusOK, page)
+	page.WriteString("}\n")
+	return c.JSONBlob(http.StatusOK, page.Bytes())
 }
 
 // sequenceCursor is the keyset position of a listing in sequence order: the last sequence

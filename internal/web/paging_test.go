@@ -63,3 +63,38 @@ func TestWritePageBoundedInBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestWritePageCountsBytesAsSent: characters that HTML escaping would send as six bytes
+// (<, >, &) count as what is sent. The page was counted before it was escaped, so one item
+// of a 900 KiB input of < reached 5.4 MB, and three of 300 KiB went one to a page.
+func TestWritePageCountsBytesAsSent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+		items int
+	}{
+		{"one large", []int{900 << 10}, 1},
+		{"three fit", []int{300 << 10, 300 << 10, 300 << 10, 300 << 10}, 3},
+	} {
+		c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/", nil), httptest.NewRecorder())
+		rec := c.Response().Writer.(*httptest.ResponseRecorder)
+		err := WritePage(c, tc.sizes, 10, func(last int) any { return last },
+			func(n int) map[string]any { return map[string]any{"input": strings.Repeat("<&>", n/3)} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Items []struct{ Input string } `json:"items"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != tc.items || rec.Body.Len() > MaxPageBytes {
+			t.Errorf("%s: %d items in %d bytes; want %d items in at most %d", tc.name, len(page.Items), rec.Body.Len(), tc.items, MaxPageBytes)
+		}
+		if page.Items[0].Input != strings.Repeat("<&>", tc.sizes[0]/3) {
+			t.Errorf("%s: the input did not travel whole", tc.name)
+		}
+	}
+}

@@ -15,6 +15,22 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
+// ErrClientGone is a request's failure because its client went away: its body stopped
+// arriving, or the request was cancelled as its connection closed. It is no fault of the
+// request, so it is logged and counted as a client disconnect (status 499, as proxies log
+// it), not as a 400 (the 400 still written goes to a connection that is gone).
+var ErrClientGone = errors.New("the client went away")
+
+// StatusClientGone is the status logged (and counted) for a request whose client went
+// away before its answer.
+const StatusClientGone = 499
+
+// clientGone reports whether err ended c's request because its client went away.
+func clientGone(c echo.Context, err error) bool {
+	return errors.Is(err, ErrClientGone) ||
+		errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil
+}
+
 // problemOf turns any error into the problem sent to the caller. Unknown errors become a
 // generic 500: their cause is logged, never sent.
 func problemOf(err error) (*apperr.Error, bool) {
@@ -53,7 +69,7 @@ func problemOf(err error) (*apperr.Error, bool) {
 	if errors.Is(err, sqldb.ErrRefused) {
 		return apperr.New(writeRefused, "the database refused the change"), false
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, ErrClientGone) {
 		return apperr.New(api.CodeInvalidRequest, "request canceled"), true
 	}
 	return &apperr.Error{Code: api.CodeInternal, Detail: "internal error"}, false

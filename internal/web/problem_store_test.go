@@ -25,9 +25,15 @@ func TestStoreSentinelsBecomeProblems(t *testing.T) {
 		{fmt.Errorf("insert call: %w", sqldb.ErrBadReference), api.CodeNotFound, http.StatusNotFound, 0},
 		{fmt.Errorf("end run: %w", sqldb.ErrRefused), api.CodeIllegalTransition, http.StatusConflict, 0},
 		{fmt.Errorf("claim: %w", sqldb.ErrUnavailable), api.CodeDatabaseUnavailable, http.StatusServiceUnavailable, 5 * time.Second},
+		// A collation conflict is a defect of the statement: a 500, logged (not known).
+		{fmt.Errorf("end run: %w", &sqldb.StatementError{Statement: "UPDATE dbo.Runs SET State = 2", Err: sqldb.ErrCollationConflict}),
+			api.CodeInternal, http.StatusInternalServerError, 0},
 	}
 	for _, c := range cases {
-		e, _ := problemOf(c.err)
+		e, known := problemOf(c.err)
+		if c.status >= 500 && c.code == api.CodeInternal && known {
+			t.Errorf("problemOf(%v) is known: the 500 would not be logged", c.err)
+		}
 		if e.Code != c.code || e.Code.Status() != c.status || e.RetryAfter != c.retry {
 			t.Errorf("problemOf(%v) = %s %d retry %v; want %s %d retry %v", c.err, e.Code, e.Code.Status(), e.RetryAfter, c.code, c.status, c.retry)
 		}

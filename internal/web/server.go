@@ -195,17 +195,23 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		start := time.Now()
 		err := next(c)
 		var code api.ProblemCode
+		gone := err != nil && clientGone(c, err)
 		if err != nil {
-			e, _ := problemOf(err)
-			code = e.Code
-			// Write the problem now so the status below is the one sent.
+			// Write the problem now so the status below is the one sent (to a client that
+			// went away, a 400 nobody reads: what is logged and counted is the disconnect).
 			s.handleError(err, c)
+			if e, _ := problemOf(err); !gone {
+				code = e.Code
+			}
 		}
 		route := c.Path()
 		if route == "" {
 			route = "unmatched"
 		}
 		status := c.Response().Status
+		if gone {
+			status = StatusClientGone
+		}
 		d := time.Since(start)
 		s.requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Inc()
 		s.latency.WithLabelValues(c.Request().Method, route).Observe(d.Seconds())
@@ -227,7 +233,11 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if code != "" {
 			attrs = append(attrs, slog.String("code", string(code)))
 		}
-		s.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
+		msg := "request"
+		if gone {
+			msg = "client disconnected"
+		}
+		s.log.LogAttrs(c.Request().Context(), level, msg, attrs...)
 		if s.notify != nil {
 			s.notify(Request{Method: c.Request().Method, Route: route, Status: status, Code: code,
 				TenantID: tenant, KeyID: key, Duration: d, Header: c.Response().Header()})

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Tenancy: tenants with their leased-run budget, and API keys.
 --
 -- SQL Server 2016 SP1 or later, or Azure SQL Database (THROW needs 2012; SESSION_CONTEXT

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Projects (the workspace of a run). Version is SQL Server's own rowversion: stamped on
 -- every insert and update, never written by the service; the ETag is its hex.
 -- SQLite's CHECK (Active IN (0, 1)) has no counterpart: a bit holds only 0 and 1.

@@ -1,3 +1,5 @@
+-- migration: breaking
+-- the guard trigger refuses run transitions and identity changes that a binary before it was free to write.
 -- Refuses every run transition DESIGN.md section 4 does not list, any change of a run's
 -- identity, and any change of Epoch other than the claim's +1. Mirror of the SQLite
 -- trigger, with the same messages and one error number each, for MapError:

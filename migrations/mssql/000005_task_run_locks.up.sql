@@ -1,3 +1,4 @@
+-- migration: additive
 -- Seed 000's task run lock, keyed by tenant. No agents table here, so no foreign key on AgentId.
 CREATE TABLE [dbo].[TaskRunLocks] (
     [TenantId] nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NULL,

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Seed 001's six tables (shared/seeds/001_*.txt), kept column for column: names, types
 -- (datetimeoffset without a precision, as the seed has it), nullability, defaults, key and
 -- index names. Everything else is a declared addition, listed with its reason in

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Row-level security predicate for every tenant table (the policy is in 000008).
 -- A row is visible and writable when its TenantId equals the session's TenantId key, which
 -- the service sets with sys.sp_set_session_context at the start of every tenant-scoped

@@ -1,3 +1,5 @@
+-- migration: breaking
+-- row-level security; a binary before it sets no tenant in SESSION_CONTEXT, so it reads no rows and every insert fails (33504).
 -- Row-level security on every table that has TenantId: a FILTER predicate hides other
 -- tenants' rows from SELECT, UPDATE and DELETE; BLOCK predicates AFTER INSERT and AFTER
 -- UPDATE refuse a write that would leave a row outside the session's tenant (Msg 33504).

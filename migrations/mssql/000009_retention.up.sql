@@ -1,3 +1,4 @@
+-- migration: additive
 -- Retention (DESIGN.md section 5): purging a run chain keeps a tombstone of each purged
 -- idempotency key, so an event still never runs twice. One CREATE TABLE: a single
 -- statement needs no explicit transaction. Row-level security for this table is added to

@@ -1,3 +1,5 @@
+-- migration: breaking
+-- ReleaseOwners is filled from LoadedReleases once; a binary before it registering releases would leave owners unrecorded.
 -- The ledger's records (issues 8 and 11, DESIGN.md section 5):
 --   - DecisionRequests.PriorPhase: the phase a decision request found its attempt in, so
 --     the answer (or the expiry) puts it back (a declared addition, listed with its reason

@@ -1,3 +1,5 @@
+-- migration: breaking
+-- the maintenance bypass then also needs membership of ledger_maintenance, which the login of a binary deployed before it may lack.
 -- The maintenance bypass of row-level security (000007) also requires membership of the
 -- ledger_maintenance database role, so a login that can set SESSION_CONTEXT (any login
 -- that can connect) sees every tenant's rows only when a DBA made it a member. The service's

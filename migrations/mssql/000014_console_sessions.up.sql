@@ -1,3 +1,4 @@
+-- migration: additive
 -- Console sessions (DESIGN.md section 6): the admin console signs in with an admin key and
 -- keeps a server-side session here, so every replica sees it and signing out ends it
 -- everywhere. The cookie holds the tenant and a random secret; only the secret's SHA-256 is

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Keys carry an optional operator label and when they were last used (DESIGN.md section 8;
 -- see migrations/sqlite 000017). Both columns are nullable, so adding them is a metadata
 -- change that rewrites no row.

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Nothing changes on SQL Server: migrations/sqlite 000019 drops IX_Attempts_Tenant_State,
 -- which SQL Server keeps (the seed's index). The number exists here so that both dialects
 -- carry the same versions (`ledger migrate` and `ledger check` compare them).

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Tenancy: tenants with their leased-run budget, API keys, and the emulated rowversion.
 -- Type mapping (SQL Server -> SQLite) for every migration in this folder:
 --   uniqueidentifier  -> TEXT, lowercase canonical UUID

@@ -1,3 +1,4 @@
+-- migration: additive
 CREATE TABLE Projects (
     TenantId TEXT NOT NULL REFERENCES Tenants (TenantId),
     ProjectId TEXT NOT NULL,

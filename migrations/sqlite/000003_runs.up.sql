@@ -1,3 +1,4 @@
+-- migration: additive
 -- The run-lease core (DESIGN.md section 4). State: 0 queued, 1 leased, 2 ended.
 -- Band: 0 interactive, 1 batch, 2 background. Outcome holds the wire string.
 CREATE TABLE Runs (

@@ -1,3 +1,4 @@
+-- migration: additive
 -- Seed 000's task run lock, keyed by tenant. No agents table here, so no foreign key.
 CREATE TABLE TaskRunLocks (
     TenantId TEXT NOT NULL REFERENCES Tenants (TenantId),

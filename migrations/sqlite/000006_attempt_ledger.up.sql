@@ -1,3 +1,4 @@
+-- migration: additive
 -- Seed 001's six tables with the declared additions of DESIGN.md section 5 (the list and
 -- reasons live beside the parity test in internal/schema). Enum ints as in DESIGN.md 7a.
 CREATE TABLE ExecutionAttempts (

@@ -1,2 +1,3 @@
+-- migration: additive
 -- SQL Server creates its row-level security policy here; see 000007.
 SELECT 1;

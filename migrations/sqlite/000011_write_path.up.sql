@@ -1,3 +1,5 @@
+-- migration: breaking
+-- drops the Projects lease counters and indexes a binary before it reads, and its triggers need SubjectHead kept, which such a binary does not do.
 -- The write path (DESIGN.md section 4; issues 11 and 12), mirrored in migrations/mssql 000011.
 --
 -- Runs gets two declared additions (internal/schema/declared_additions.go):

@@ -1,3 +1,5 @@
+-- migration: breaking
+-- ReleaseOwners is filled from LoadedReleases once; a binary before it registering releases would leave owners unrecorded.
 -- The ledger's records (see migrations/mssql 000012 for the reasons):
 -- DecisionRequests.PriorPhase (a declared addition), ReleaseOwners (one owner per global
 -- release id, backfilled from LoadedReleases) and PurgeBacklog (runs retention deleted whose

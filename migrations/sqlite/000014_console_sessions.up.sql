@@ -1,3 +1,4 @@
+-- migration: additive
 -- Console sessions (DESIGN.md section 6): server-side, so every process sees them and
 -- signing out ends them everywhere. Only the SHA-256 of the cookie's secret is stored.
 CREATE TABLE ConsoleSessions (

@@ -339,6 +339,8 @@ const (
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
 	ProblemCodeUnknownProject       ProblemCode = "unknown_project"
 	ProblemCodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
+	ProblemCodeWebhookLimit         ProblemCode = "webhook_limit"
+	ProblemCodeWebhookTargetRefused ProblemCode = "webhook_target_refused"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -405,6 +407,10 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnknownProject:
 		return true
 	case ProblemCodeUnsupportedMediaType:
+		return true
+	case ProblemCodeWebhookLimit:
+		return true
+	case ProblemCodeWebhookTargetRefused:
 		return true
 	default:
 		return false
@@ -489,6 +495,7 @@ const (
 	TimelineKindCheckpoint TimelineKind = "checkpoint"
 	TimelineKindDecision   TimelineKind = "decision"
 	TimelineKindDelegation TimelineKind = "delegation"
+	TimelineKindEnd        TimelineKind = "end"
 )
 
 // Valid indicates whether the value is a known member of the TimelineKind enum.
@@ -501,6 +508,8 @@ func (e TimelineKind) Valid() bool {
 	case TimelineKindDecision:
 		return true
 	case TimelineKindDelegation:
+		return true
+	case TimelineKindEnd:
 		return true
 	default:
 		return false
@@ -528,6 +537,7 @@ type Attempt struct {
 	CorrectionCount        int                `json:"correctionCount"`
 	EndedAt                *time.Time         `json:"endedAt,omitempty"`
 	EnvironmentId          *string            `json:"environmentId,omitempty"`
+	Error                  *AttemptError      `json:"error,omitempty"`
 	FencingToken           int64              `json:"fencingToken"`
 
 	// LastCheckpointId The checkpoint of the highest sequence, or null.
@@ -546,6 +556,26 @@ type Attempt struct {
 	StepId           openapi_types.UUID  `json:"stepId"`
 }
 
+// AttemptEnd defines model for AttemptEnd.
+type AttemptEnd struct {
+	CancellationObservedAt *time.Time         `json:"cancellationObservedAt,omitempty"`
+	EndedAt                time.Time          `json:"endedAt"`
+	Error                  *AttemptError      `json:"error,omitempty"`
+	FencingToken           int64              `json:"fencingToken"`
+	LeaseId                openapi_types.UUID `json:"leaseId"`
+	OutcomeHash            *string            `json:"outcomeHash,omitempty"`
+	State                  AttemptState       `json:"state"`
+}
+
+// AttemptError defines model for AttemptError.
+type AttemptError struct {
+	Code string `json:"code"`
+
+	// Details Any JSON value, at most 16384 bytes compacted (else 400 naming error.details).
+	Details interface{} `json:"details,omitempty"`
+	Message *string     `json:"message,omitempty"`
+}
+
 // AttemptItem defines model for AttemptItem.
 type AttemptItem struct {
 	AdapterVersion         string             `json:"adapterVersion"`
@@ -556,6 +586,7 @@ type AttemptItem struct {
 	CorrectionCount        int                `json:"correctionCount"`
 	EndedAt                *time.Time         `json:"endedAt,omitempty"`
 	EnvironmentId          *string            `json:"environmentId,omitempty"`
+	Error                  *AttemptError      `json:"error,omitempty"`
 
 	// Etag The attempt's strong entity tag (as in its ETag header).
 	Etag         string `json:"etag"`
@@ -693,6 +724,7 @@ type ClaimRequest struct {
 
 // CompleteAttemptRequest defines model for CompleteAttemptRequest.
 type CompleteAttemptRequest struct {
+	Error        *AttemptError   `json:"error,omitempty"`
 	FencingToken int64           `json:"fencingToken"`
 	OutcomeHash  *string         `json:"outcomeHash,omitempty"`
 	State        CompletionState `json:"state"`
@@ -816,17 +848,21 @@ type EnqueueRequest struct {
 	IdempotencyKey *string    `json:"idempotencyKey,omitempty"`
 
 	// Input The run's input: any JSON value.
-	Input          interface{}         `json:"input,omitempty"`
-	Kind           string              `json:"kind"`
-	MaxAttempts    *int                `json:"maxAttempts,omitempty"`
-	MaxCorrections *int                `json:"maxCorrections,omitempty"`
-	ParentRunId    *openapi_types.UUID `json:"parentRunId,omitempty"`
+	Input          interface{} `json:"input,omitempty"`
+	Kind           string      `json:"kind"`
+	MaxAttempts    *int        `json:"maxAttempts,omitempty"`
+	MaxCorrections *int        `json:"maxCorrections,omitempty"`
+
+	// Metadata Any JSON value, at most 4096 bytes compacted (else 400 naming metadata).
+	Metadata    interface{}         `json:"metadata,omitempty"`
+	ParentRunId *openapi_types.UUID `json:"parentRunId,omitempty"`
 
 	// ProjectId An existing project of the tenant (else 422 unknown_project).
 	ProjectId  string             `json:"projectId"`
 	SnapshotId openapi_types.UUID `json:"snapshotId"`
 	StepId     openapi_types.UUID `json:"stepId"`
 	Subject    string             `json:"subject"`
+	Tags       *[]string          `json:"tags,omitempty"`
 }
 
 // FieldError defines model for FieldError.
@@ -957,18 +993,19 @@ type Run struct {
 	CancelRequestedAt *time.Time `json:"cancelRequestedAt,omitempty"`
 
 	// ContinuedFromRunId The ended run this one continues, or null.
-	ContinuedFromRunId *openapi_types.UUID `json:"continuedFromRunId"`
-	CreatedBy          string              `json:"createdBy"`
-	DeadlineAt         *time.Time          `json:"deadlineAt,omitempty"`
-	Depth              int                 `json:"depth"`
-	DueAt              time.Time           `json:"dueAt"`
-	EndedAt            *time.Time          `json:"endedAt,omitempty"`
-	EnvironmentId      *string             `json:"environmentId,omitempty"`
-	Epoch              int64               `json:"epoch"`
-	ErrorCode          *string             `json:"errorCode,omitempty"`
-	ErrorMessage       *string             `json:"errorMessage,omitempty"`
-	HolderId           *string             `json:"holderId,omitempty"`
-	IdempotencyKey     *string             `json:"idempotencyKey,omitempty"`
+	ContinuedFromRunId     *openapi_types.UUID `json:"continuedFromRunId"`
+	CreatedBy              string              `json:"createdBy"`
+	DeadlineAt             *time.Time          `json:"deadlineAt,omitempty"`
+	Depth                  int                 `json:"depth"`
+	DueAt                  time.Time           `json:"dueAt"`
+	EndedAt                *time.Time          `json:"endedAt,omitempty"`
+	EnvironmentId          *string             `json:"environmentId,omitempty"`
+	Epoch                  int64               `json:"epoch"`
+	ErrorCode              *string             `json:"errorCode,omitempty"`
+	ErrorMessage           *string             `json:"errorMessage,omitempty"`
+	ForkedFromCheckpointId *openapi_types.UUID `json:"forkedFromCheckpointId,omitempty"`
+	HolderId               *string             `json:"holderId,omitempty"`
+	IdempotencyKey         *string             `json:"idempotencyKey,omitempty"`
 
 	// Input The run's input (any JSON value; null when none was given).
 	Input          interface{} `json:"input"`
@@ -977,7 +1014,10 @@ type Run struct {
 	LeasedUntil    *time.Time  `json:"leasedUntil,omitempty"`
 	MaxAttempts    int         `json:"maxAttempts"`
 	MaxCorrections int         `json:"maxCorrections"`
-	Outcome        *RunOutcome `json:"outcome,omitempty"`
+
+	// Metadata The metadata given at enqueue (any JSON value).
+	Metadata interface{} `json:"metadata,omitempty"`
+	Outcome  *RunOutcome `json:"outcome,omitempty"`
 
 	// ParentRunId The parent run, or null for a root run.
 	ParentRunId *openapi_types.UUID `json:"parentRunId"`
@@ -989,6 +1029,7 @@ type Run struct {
 	State       RunState            `json:"state"`
 	StepId      openapi_types.UUID  `json:"stepId"`
 	Subject     string              `json:"subject"`
+	Tags        *[]string           `json:"tags,omitempty"`
 }
 
 // RunOutcome defines model for RunOutcome.
@@ -1258,6 +1299,32 @@ func (t *TimelineEntry_Item) MergeDelegation(v Delegation) error {
 	return err
 }
 
+// AsAttemptEnd returns the union data inside the TimelineEntry_Item as a AttemptEnd
+func (t TimelineEntry_Item) AsAttemptEnd() (AttemptEnd, error) {
+	var body AttemptEnd
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAttemptEnd overwrites any union data inside the TimelineEntry_Item as the provided AttemptEnd
+func (t *TimelineEntry_Item) FromAttemptEnd(v AttemptEnd) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAttemptEnd performs a merge with any union data inside the TimelineEntry_Item, using the provided AttemptEnd
+func (t *TimelineEntry_Item) MergeAttemptEnd(v AttemptEnd) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t TimelineEntry_Item) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
@@ -1417,7 +1484,7 @@ type ClientInterface interface {
 
 	// CompleteAttemptWithBody End the attempt and its run
 	//
-	// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+	// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 	//
 	// Roles: runtime.
 	//
@@ -1428,7 +1495,7 @@ type ClientInterface interface {
 
 	// CompleteAttempt End the attempt and its run
 	//
-	// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+	// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 	//
 	// Roles: runtime.
 	//
@@ -1483,7 +1550,7 @@ type ClientInterface interface {
 
 	// GetAttemptTimeline An attempt's timeline
 	//
-	// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself.
+	// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.
 	//
 	// Corresponds with GET /v1/attempts/{attemptId}/timeline (the `GetAttemptTimeline` operationId).
 	GetAttemptTimeline(ctx context.Context, attemptId openapi_types.UUID, params *GetAttemptTimelineParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1767,7 +1834,7 @@ func (c *Client) AppendCheckpoint(ctx context.Context, attemptId openapi_types.U
 
 // CompleteAttemptWithBody End the attempt and its run
 //
-// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 //
 // Roles: runtime.
 //
@@ -1788,7 +1855,7 @@ func (c *Client) CompleteAttemptWithBody(ctx context.Context, attemptId openapi_
 
 // CompleteAttempt End the attempt and its run
 //
-// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 //
 // Roles: runtime.
 //
@@ -1893,7 +1960,7 @@ func (c *Client) HeartbeatAttempt(ctx context.Context, attemptId openapi_types.U
 
 // GetAttemptTimeline An attempt's timeline
 //
-// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself.
+// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.
 //
 // Corresponds with GET /v1/attempts/{attemptId}/timeline (the `GetAttemptTimeline` operationId).
 func (c *Client) GetAttemptTimeline(ctx context.Context, attemptId openapi_types.UUID, params *GetAttemptTimelineParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3332,7 +3399,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteAttemptWithBodyWithResponse End the attempt and its run
 	//
-	// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+	// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 	//
 	// Roles: runtime.
 	//
@@ -3343,7 +3410,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteAttemptWithResponse End the attempt and its run
 	//
-	// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+	// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 	//
 	// Roles: runtime.
 	//
@@ -3398,7 +3465,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetAttemptTimelineWithResponse An attempt's timeline
 	//
-	// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself.
+	// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6680,7 +6747,7 @@ func (c *ClientWithResponses) AppendCheckpointWithResponse(ctx context.Context, 
 
 // CompleteAttemptWithBodyWithResponse End the attempt and its run
 //
-// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 //
 // Roles: runtime.
 //
@@ -6697,7 +6764,7 @@ func (c *ClientWithResponses) CompleteAttemptWithBodyWithResponse(ctx context.Co
 
 // CompleteAttemptWithResponse End the attempt and its run
 //
-// Ends the attempt and its run together in state succeeded, failed or cancelled; an exact repeat answers as the first did. Fenced.
+// Ends the attempt and its run together in state succeeded, failed or cancelled, with an optional error (failed or cancelled only) that the attempt keeps and whose code and message the run copies (a cancel pending makes the run's error cancelled); an exact repeat (same state, outcome hash and error) answers as the first did. Fenced.
 //
 // Roles: runtime.
 //
@@ -6782,7 +6849,7 @@ func (c *ClientWithResponses) HeartbeatAttemptWithResponse(ctx context.Context, 
 
 // GetAttemptTimelineWithResponse An attempt's timeline
 //
-// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself.
+// The attempt's checkpoints, calls, decisions and delegations merged by time, then kind (checkpoint, call, decision, delegation), then sequence or id; each entry's item is the row itself. An ended attempt's timeline ends with an end entry (its id the attempt's) saying how it ended: its state, error, lease and epoch.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -161,11 +161,14 @@ func TestGeneratedClientDrivesARun(t *testing.T) {
 	}
 	timeline, err := admin.GetAttemptTimelineWithResponse(ctx, attempt, &genclient.GetAttemptTimelineParams{})
 	want("timeline", err, timeline.HTTPResponse, http.StatusOK, timeline.Body)
-	if n := len(timeline.JSON200.Items); n != 3 {
-		t.Fatalf("timeline has %d entries, want a checkpoint, a call and a decision: %s", n, timeline.Body)
+	if n := len(timeline.JSON200.Items); n != 4 || timeline.JSON200.Items[3].Kind != genclient.TimelineKindEnd {
+		t.Fatalf("timeline has %d entries, want a checkpoint, a call, a decision and the end: %s", n, timeline.Body)
 	}
 	if c, err := timeline.JSON200.Items[0].Item.AsCheckpoint(); err != nil || c.Hash != "h0" {
 		t.Fatalf("first timeline item %v %v", c, err)
+	}
+	if end, err := timeline.JSON200.Items[3].Item.AsAttemptEnd(); err != nil || end.State != genclient.AttemptStateSucceeded {
+		t.Fatalf("end of the timeline %v %v", end, err)
 	}
 
 	// A problem decodes as the document says.

@@ -20,6 +20,8 @@ from .problem_codes import *  # noqa: F401,F403 (one subclass of LedgerProblem p
 from .aio import AsyncHandler, AsyncLease, async_worker
 from .worker import (Handler, Outcome, Permanent, Result, Retry, RetryAfter, Worker,
                      default_holder_id)
+from .webhook import WebhookVerificationError, verify_webhook
+from ._behaviour import BEHAVIOUR
 
 from . import problem_codes as _problem_codes
 from . import wire as _wire
@@ -32,6 +34,7 @@ __all__ = [
     "Outcome", "Permanent", "Result", "Retry", "RetryAfter", "RetryPolicy", "TransportError",
     "WaitTimeout", "Worker", "WorkerShutdown", "canonicalize", "default_holder_id", "format_time",
     "hex_sha256", "manifest_hash", "manifest_of", "parse_retry_after", "parse_time",
+    "WebhookVerificationError", "verify_webhook", "BEHAVIOUR",
 ]
 __all__ += _wire.__all__
 __all__ += _problem_codes.__all__

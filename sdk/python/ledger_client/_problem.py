@@ -10,6 +10,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, ClassVar, List, Mapping, Optional, Type
 
+from ._deepjson import loads as _json_loads
 from ._codec import DecodeError, decode, parse_time
 from .wire import FieldError, ProblemCode
 
@@ -132,7 +133,7 @@ def problem_of(method: str, path: str, status: int, headers: Mapping[str, str],
     ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
     if ctype in ("application/problem+json", "application/json"):
         try:
-            doc = json.loads(body.decode("utf-8"))
+            doc = _json_loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             doc = None
     if not isinstance(doc, dict):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import math
+import socket
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optio
 
 from . import _retry
 from ._codec import DecodeError, encode, from_json
+from ._deepjson import loads as _json_loads
 from ._problem import (MAX_ERROR_BODY, ClaimHeld, LedgerProblem, TransportError, parse_retry_after,
                        problem_of)
 from .jcs import manifest_hash
@@ -38,6 +41,12 @@ FEED_START = "0000000000000000"
 MAX_WAIT_SECONDS = 30
 #: Bounds the read, change and write rounds of an update helper that keeps losing races.
 MAX_UPDATE_TRIES = 8
+#: The largest answer body a Client reads unless told otherwise: 8 times the service's
+#: largest page (1 MiB).
+MAX_RESPONSE_BYTES = 8 << 20
+#: How long one try may take, from connecting to the answer's last byte, unless told
+#: otherwise (a long poll's wait is added).
+DEFAULT_DEADLINE = 60.0
 
 _ENDED_DELEGATION = (DelegationStatus.SUCCEEDED, DelegationStatus.FAILED, DelegationStatus.CANCELLED)
 
@@ -53,6 +62,83 @@ class Answer(Generic[T]):
     @property
     def etag(self) -> Optional[str]:
         return self.headers.get("ETag")
+
+
+class _DeadlineSocket:
+    """A connected socket whose every send and receive ends by one deadline: an answer that
+    trickles in a byte at a time fails when the try's time is up, not when the server stops.
+    http.client reads through makefile(), so its chunked decoding goes through here too."""
+
+    def __init__(self, sock: socket.socket, deadline: float, per_op: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+        self._per_op = per_op
+        # As a socket's own: closed only once every file made of it is closed too
+        # (http.client closes the connection while the answer is still being read).
+        self._io_refs = 0
+        self._closed = False
+
+    def _arm(self) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("no whole answer within the try's deadline")
+        self._sock.settimeout(min(left, self._per_op))
+
+    def sendall(self, data: bytes) -> None:
+        self._arm()
+        self._sock.sendall(data)
+
+    def recv_into(self, buf: memoryview, n: int = 0) -> int:
+        self._arm()
+        try:
+            return self._sock.recv_into(buf, n)
+        except socket.timeout:
+            if time.monotonic() >= self._deadline:
+                raise socket.timeout("no whole answer within the try's deadline") from None
+            raise
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        self._io_refs += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"))  # type: ignore[arg-type]
+
+    def _decref_socketios(self) -> None:
+        self._io_refs -= 1
+        if self._closed and self._io_refs <= 0:
+            self._sock.close()
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def settimeout(self, t: Optional[float]) -> None:
+        self._sock.settimeout(t)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._io_refs <= 0:
+            self._sock.close()
+
+
+class _Secret:
+    """Holds a key where repr, vars() and JSON serialisation cannot reach it: in a closure,
+    on an object without a __dict__."""
+
+    __slots__ = ("_get",)
+
+    _get: Callable[[], str]
+
+    def __init__(self, value: str) -> None:
+        object.__setattr__(self, "_get", lambda: value)
+
+    def reveal(self) -> str:
+        return self._get()
+
+    def __repr__(self) -> str:
+        return "<redacted>"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a key is not pickled")
 
 
 class _Failed(Exception):
@@ -87,15 +173,19 @@ class Client:
     """Calls the ledger service. Safe to share between threads: make one per service and
     key.
 
-    ``timeout`` bounds each try's connect and each read in seconds (a long poll's wait is
-    added to it); ``retry`` says how failed calls are sent again (``RetryPolicy(max_attempts=1)``
-    turns retries off).
+    ``timeout`` bounds each try's connect and each read in seconds, ``deadline`` the whole
+    try from connecting to the answer's last byte (a long poll's wait is added to both);
+    ``max_response_bytes`` is the largest answer body read (a larger one fails the try);
+    ``retry`` says how failed calls are sent again (``RetryPolicy(max_attempts=1)`` turns
+    retries off). Redirects are never followed: a 3xx is a LedgerProblem like a 4xx. The key
+    is kept out of reach of repr, vars() and JSON.
     """
 
     def __init__(self, base_url: str = DEFAULT_BASE_URL, key: Optional[str] = None, *,
                  timeout: float = 30.0, retry: Optional[_retry.RetryPolicy] = None,
                  user_agent: str = DEFAULT_USER_AGENT, poll_min: float = 0.25,
-                 poll_max: float = 5.0) -> None:
+                 poll_max: float = 5.0, deadline: float = DEFAULT_DEADLINE,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError("base URL %r: want http(s)://host[:port][/prefix]" % base_url)
@@ -105,8 +195,10 @@ class Client:
         self._host = u.hostname
         self._port = u.port
         self._prefix = u.path.rstrip("/")
-        self.key = key
+        self._key = _Secret(key) if key else None
         self.timeout = timeout
+        self.deadline = deadline
+        self.max_response_bytes = max_response_bytes
         self.retry = retry or _retry.RetryPolicy()
         self.user_agent = user_agent
         self.poll_min, self.poll_max = poll_min, poll_max
@@ -119,6 +211,9 @@ class Client:
         port = ":%d" % self._port if self._port else ""
         return "%s://%s%s%s" % (self._scheme, host, port, self._prefix)
 
+    def __repr__(self) -> str:
+        return "Client(%r)" % self.base_url
+
     # ---- transport ----
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
@@ -128,15 +223,17 @@ class Client:
 
     def _try(self, method: str, path: str, target: str, body: Optional[bytes],
              headers: Dict[str, str], timeout: float,
-             decode: Callable[[bytes], T]) -> Answer[T]:
+             decode: Callable[[bytes], T], deadline: float = DEFAULT_DEADLINE) -> Answer[T]:
         """Sends one try on a connection of its own, so that a failure to connect certainly
-        sent nothing."""
+        sent nothing. Everything after the connect ends by the try's deadline."""
         conn = self._connection(timeout)
+        ends = time.monotonic() + deadline
         try:
             try:
                 conn.connect()
             except (OSError, http.client.HTTPException) as e:
                 raise _Failed("notSent", TransportError("not_sent", method, path, e), False)
+            conn.sock = _DeadlineSocket(conn.sock, ends, timeout)
             try:
                 conn.request(method, target, body=body, headers=headers)
                 resp = conn.getresponse()
@@ -149,7 +246,11 @@ class Client:
                 return Answer(status, hdrs, cast(T, None))
             if 200 <= status < 300:
                 try:
-                    raw = resp.read()
+                    raw = resp.read(self.max_response_bytes + 1)
+                    if len(raw) > self.max_response_bytes:
+                        raise ValueError("the answer's body exceeds %d bytes" % self.max_response_bytes)
+                    if resp.length:  # a read of a size stops short silently: an answer cut off
+                        raise http.client.IncompleteRead(raw, resp.length)
                     value = decode(raw)
                 except (OSError, http.client.HTTPException, ValueError, DecodeError) as e:
                     raise _Failed("unreadableAnswer",
@@ -171,7 +272,7 @@ class Client:
         value of its JSON (text: of its UTF-8 text)."""
         def raw_decode(raw: bytes) -> T:
             text_value = raw.decode("utf-8")
-            return decode(text_value if text else (json.loads(text_value) if raw else None))
+            return decode(text_value if text else (_json_loads(text_value) if raw else None))
         payload = None if body is None else encode(body)
         data = None if payload is None else json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         repeat = _retry.repeat_class(op, payload, if_match)
@@ -182,8 +283,8 @@ class Client:
         headers = {"Accept": "application/json, application/problem+json", "User-Agent": self.user_agent}
         if data is not None:
             headers["Content-Type"] = "application/json"
-        if self.key:
-            headers["Authorization"] = "Bearer " + self.key
+        if self._key is not None:
+            headers["Authorization"] = "Bearer " + self._key.reveal()
         if if_match:
             headers["If-Match"] = if_match
         rule = _retry.OPERATIONS[op]
@@ -192,7 +293,8 @@ class Client:
         while True:
             n += 1
             try:
-                return self._try(method, path, target, data, headers, self.timeout + wait, raw_decode)
+                return self._try(method, path, target, data, headers, self.timeout + wait, raw_decode,
+                                 self.deadline + wait)
             except _Failed as f:
                 err = f.error
                 retry_after = err.retry_after if isinstance(err, LedgerProblem) else None

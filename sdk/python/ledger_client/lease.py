@@ -7,6 +7,7 @@ import math
 import threading
 from typing import Any, Callable, Optional, Tuple, TypeVar
 
+from . import _behaviour
 from ._problem import LedgerProblem
 from .client import Client
 from .wire import (Attempt, Call, CallFinishStatus, CallKind, CallRequest, Checkpoint,
@@ -18,11 +19,11 @@ from .wire import (Attempt, Call, CallFinishStatus, CallKind, CallRequest, Check
 
 T = TypeVar("T")
 
-#: The refusals that mean the lease is gone for good.
-LEASE_LOSS_CODES = ("stale_lease", "lease_expired", "attempt_ended")
+#: The refusals that mean the lease is gone for good (api/worker.json's leaseLost).
+LEASE_LOSS_CODES = _behaviour.LEASE_LOST_CODES
 #: A heartbeat's not_found too (the attempt is gone), where another write's may name a
-#: missing record.
-HEARTBEAT_LOSS_CODES = LEASE_LOSS_CODES + ("not_found",)
+#: missing record (heartbeatLost).
+HEARTBEAT_LOSS_CODES = _behaviour.HEARTBEAT_LOST_CODES
 
 
 class LeaseStopped(Exception):

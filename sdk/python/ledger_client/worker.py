@@ -13,13 +13,13 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, cast
 
+from . import _behaviour as B
 from ._problem import ClaimHeld, LedgerProblem
 from ._retry import doubled
 from .client import Client
 from .lease import Lease, LeaseLost, LeaseStopped, WorkerShutdown
-from .problem_codes import Forbidden, InvalidRequest, Unauthorized
 from .wire import ClaimRequest, CompletionState, ReleaseAttemptRequest
 
 #: A handler does the work of one claimed run. How it ends decides how the attempt ends:
@@ -91,7 +91,59 @@ def default_on_error(lease: Lease, err: BaseException) -> Retry:
 
 def _fatal_claim(err: BaseException) -> bool:
     """A claim error that will not pass by trying again: the key, the role or the claim."""
-    return isinstance(err, (Unauthorized, Forbidden, InvalidRequest))
+    return isinstance(err, LedgerProblem) and err.code in B.FATAL_CODES
+
+
+def _refused_claim(err: BaseException) -> bool:
+    """The service refused a claim for what it asks (an inactive release, an unknown
+    project), which an operator may fix while the worker waits: it keeps trying, slowly."""
+    return isinstance(err, LedgerProblem) and B.refused_status(err.status)
+
+
+def _describe(e: BaseException) -> str:
+    try:
+        return "%s: %s" % (type(e).__name__, e)
+    except Exception:  # a __str__ that raises
+        return type(e).__name__
+
+
+class _Turns:
+    """The long-poll turns and the kick of a Worker's claim loops, on one condition: an idle
+    slot sleeps until a turn is free, a kick comes (another slot found a run: there may be
+    more) or the worker stops, with no polling."""
+
+    def __init__(self, long_polls: int) -> None:
+        self._cv = threading.Condition()
+        self._free = long_polls
+        self._kicked = False
+
+    def take(self, stop: threading.Event) -> Optional[bool]:
+        """True: a long-poll turn (give it back); False: a kick; None: the worker stops."""
+        with self._cv:
+            while True:
+                if stop.is_set():
+                    return None
+                if self._free > 0:
+                    self._free -= 1
+                    return True
+                if self._kicked:
+                    self._kicked = False
+                    return False
+                self._cv.wait()
+
+    def give(self) -> None:
+        with self._cv:
+            self._free += 1
+            self._cv.notify()
+
+    def kick(self) -> None:
+        with self._cv:
+            self._kicked = True
+            self._cv.notify()
+
+    def wake_all(self) -> None:
+        with self._cv:
+            self._cv.notify_all()
 
 
 class Worker:
@@ -105,9 +157,10 @@ class Worker:
     def __init__(self, client: Client, handler: Handler, *, release_id: str, adapter_version: str,
                  model_profile_id: str, holder_id: Optional[str] = None, lease_seconds: int = 0,
                  kinds: Optional[Sequence[str]] = None, agent_ids: Optional[Sequence[str]] = None,
-                 project_ids: Optional[Sequence[str]] = None, concurrency: int = 1, long_polls: int = 2,
-                 wait_seconds: int = 5, idle_wait: float = 1.0, heartbeat_every: Optional[float] = None,
-                 shutdown_grace: float = 30.0,
+                 project_ids: Optional[Sequence[str]] = None, concurrency: int = 1,
+                 long_polls: int = B.LONG_POLLS, wait_seconds: int = B.WAIT_SECONDS,
+                 idle_wait: float = B.IDLE_WAIT, heartbeat_every: Optional[float] = None,
+                 shutdown_grace: float = B.SHUTDOWN_GRACE,
                  on_error: Callable[[Lease, BaseException], Retry] = default_on_error,
                  on_claimed: Optional[Callable[[Lease], None]] = None,
                  on_held: Optional[Callable[[float], None]] = None,
@@ -129,7 +182,7 @@ class Worker:
         self.concurrency = max(1, concurrency)
         self.long_polls = max(1, min(long_polls, self.concurrency))
         self.wait_seconds = wait_seconds
-        self.idle_wait = idle_wait if idle_wait > 0 else 1.0
+        self.idle_wait = idle_wait if idle_wait > 0 else B.IDLE_WAIT
         self.heartbeat_every = heartbeat_every
         self.shutdown_grace = shutdown_grace
         self.on_error = on_error
@@ -141,8 +194,8 @@ class Worker:
         self._running: Set[Lease] = set()
         self._forced = False
         self._fatal: Optional[BaseException] = None
-        self._long = threading.BoundedSemaphore(self.long_polls)
-        self._kick = threading.Event()
+        self._turns = _Turns(self.long_polls)
+        self._refusals: Dict[str, Tuple[float, int]] = {}
 
     @property
     def running(self) -> int:
@@ -153,6 +206,17 @@ class Worker:
     def stop(self) -> None:
         """Starts the shutdown: safe from any thread and from a signal handler."""
         self._stop.set()
+        self._turns.wake_all()
+
+    def _hook(self, name: str, fn: Optional[Callable[..., None]], *args: object) -> None:
+        """Calls one of the user's hooks, containing whatever it raises (SystemExit and
+        KeyboardInterrupt included): logged once, and the run goes on as if it had returned."""
+        if fn is None:
+            return
+        try:
+            fn(*args)
+        except BaseException as e:  # noqa: B036 - a hook must not take the worker down
+            self.log.error("a hook failed: %s raised %s", name, _describe(e))
 
     def run_until_signal(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
         """run(), with SIGTERM and SIGINT starting the shutdown (call from the main thread)."""
@@ -199,13 +263,13 @@ class Worker:
 
     def _slot(self) -> None:
         """One slot: claims a run, handles it, and again, until the worker stops."""
-        failures = [0]
+        failures = [0, 0]  # failed claims in a row, refused claims in a row
         while not self._stop.is_set():
             try:
                 got = self._claim_one(failures)
             except BaseException as e:  # a fatal claim error
                 self._fatal = self._fatal or e
-                self._stop.set()
+                self.stop()
                 return
             if got is None:
                 return
@@ -225,32 +289,36 @@ class Worker:
         while not self._stop.is_set():
             wait, long = 0, False
             if waiting and self.wait_seconds > 0:
-                while not self._stop.is_set():
-                    if self._long.acquire(timeout=0.05):
-                        wait, long = self.wait_seconds, True
-                        break
-                    if self._kick.is_set():
-                        self._kick.clear()
-                        break
-                if self._stop.is_set():
+                turn = self._turns.take(self._stop)
+                if turn is None:
                     return None
+                if turn:
+                    wait, long = self.wait_seconds, True
             sent = time.monotonic()
             try:
                 claim = self.client.claim_run(self._claim_request(wait))
             except ClaimHeld as held:
-                failures[0] = 0
-                if self.on_held:
-                    self.on_held(held.retry_after)
-                self._stop.wait(held.retry_after * (1 + 0.125 * secrets.randbelow(1000) / 1000))
+                failures[0] = failures[1] = 0
+                self._hook("on_held", self.on_held, held.retry_after)
+                jitter = min(held.retry_after / B.HELD_JITTER_DIVISOR, B.HELD_JITTER_MAX)
+                self._stop.wait(held.retry_after + jitter * secrets.randbelow(1000) / 1000)
                 continue
             except Exception as e:
-                if self.on_claim_failed:
-                    self.on_claim_failed(e)
+                self._hook("on_claim_failed", self.on_claim_failed, e)
                 if _fatal_claim(e):
                     self.log.error("claim refused; the worker stops: %s", e)
                     raise
+                if _refused_claim(e):
+                    failures[0] = 0
+                    failures[1] += 1
+                    d = doubled(B.REFUSED_BASE, B.REFUSED_MAX, failures[1])
+                    pause = d / 2 + d / 2 * secrets.randbelow(1001) / 1000  # equal jitter
+                    self._log_refusal(cast(LedgerProblem, e), pause)
+                    self._stop.wait(pause)
+                    continue
+                failures[1] = 0
                 failures[0] += 1
-                pause = doubled(0.5, 30.0, failures[0]) * (secrets.randbelow(1000) + 1) / 1000
+                pause = doubled(B.FAILED_BASE, B.FAILED_MAX, failures[0]) * (secrets.randbelow(1000) + 1) / 1000
                 if isinstance(e, LedgerProblem) and e.retry_after and e.retry_after > pause:
                     pause = e.retry_after
                 self.log.warning("claim failed; trying again in %.2fs: %s", pause, e)
@@ -258,16 +326,31 @@ class Worker:
                 continue
             finally:
                 if long:
-                    self._long.release()
-            failures[0] = 0
+                    self._turns.give()
+            failures[0] = failures[1] = 0
             if claim is None:
                 waiting = True
                 if self.wait_seconds == 0:
                     self._stop.wait(self.idle_wait)
                 continue
-            self._kick.set()  # where there was a run there may be more
+            self._turns.kick()  # where there was a run there may be more
             return Lease(self.client, claim), sent
         return None
+
+    def _log_refusal(self, err: LedgerProblem, pause: float) -> None:
+        """Logs a refused claim unless its cause was logged less than a minute ago (the
+        table's refusalLogEveryMs): a worker refused for an hour says so once a minute."""
+        cause = "%d %s" % (err.status, err.code)
+        now = time.monotonic()
+        with self._mu:
+            last = self._refusals.get(cause)
+            if last is not None and now - last[0] < B.REFUSAL_LOG_EVERY:
+                self._refusals[cause] = (last[0], last[1] + 1)
+                return
+            self._refusals[cause] = (now, 0)
+        self.log.error("claim refused: check the worker's configuration (release, project, kinds); "
+                       "trying again in %.2fs (%d refusals unlogged since the last): %s",
+                       pause, last[1] if last else 0, err)
 
     # ---- handling ----
 
@@ -282,8 +365,8 @@ class Worker:
             self._finished(Result(lease, Outcome.SHUTDOWN_RELEASED))
             return
         try:
-            if self.on_claimed:
-                self.on_claimed(lease)
+            self._log_resumed(lease)
+            self._hook("on_claimed", self.on_claimed, lease)
             stop_hb = threading.Event()
             hb = threading.Thread(target=self._heartbeat, args=(lease, sent, stop_hb),
                                   name="ledger-heartbeat-" + lease.run_id[:8], daemon=True)
@@ -291,14 +374,17 @@ class Worker:
             start = time.monotonic()
             err: Optional[BaseException] = None
             try:
-                self.handler(lease)
-            except Exception as e:
-                err = e
-                if not isinstance(e, (LeaseStopped, Permanent, RetryAfter)):
-                    self.log.warning("handler raised: %s\n%s", e, traceback.format_exc())
+                try:
+                    self.handler(lease)
+                except BaseException as e:  # noqa: B036 - SystemExit and the like end the run, not the worker
+                    err = e
+                    if not isinstance(e, (LeaseStopped, Permanent, RetryAfter)):
+                        self.log.warning("handler raised %s\n%s", _describe(e), traceback.format_exc())
+            finally:
+                # Whatever the handler did, its lease is renewed no longer.
+                stop_hb.set()
+                hb.join()
             duration = time.monotonic() - start
-            stop_hb.set()
-            hb.join()
             r = self._settle(lease, err)
             r.duration = duration
             self._finished(r)
@@ -306,12 +392,22 @@ class Worker:
             with self._mu:
                 self._running.discard(lease)
 
+    def _log_resumed(self, lease: Lease) -> None:
+        """Says so when a run was claimed before (its epoch is past 1): a worker killed mid-run
+        costs the run one of its attempts, and a run out of attempts ends exhausted."""
+        run = lease.run
+        if lease.fencing_token <= 1:
+            return
+        self.log.warning("resuming run %s: attempt %d of %d (epoch %d; a run whose attempts are "
+                         "all spent ends exhausted)", lease.run_id, run.attempts_spent + 1,
+                         run.max_attempts, lease.fencing_token)
+
     def _heartbeat(self, lease: Lease, sent: float, stop: threading.Event) -> None:
         """Renews the lease every heartbeat_every (default a third of its length) until stop.
         A refusal that means the lease is gone ends it; so do renewals that keep failing until
         the lease has passed by this machine's clock, counted from when the claim or the last
         good renewal was sent. A pending cancel is acknowledged once."""
-        every = max(self.heartbeat_every or lease.length / 3, 0.01)
+        every = max(self.heartbeat_every or lease.length / B.HEARTBEAT_DIVISOR, B.HEARTBEAT_MIN)
         deadline = sent + lease.length
         acked = False
         wait = every
@@ -369,7 +465,11 @@ class Worker:
                 lease.complete(CompletionState.FAILED)
             else:
                 r.outcome = Outcome.RELEASED
-                retry = self.on_error(lease, herr)
+                try:
+                    retry = self.on_error(lease, herr)
+                except BaseException as e:  # noqa: B036 - contained like a hook
+                    self.log.error("a hook failed: on_error raised %s", _describe(e))
+                    retry = default_on_error(lease, herr)
                 lease.release(retry.charge, retry.after)
         except LeaseLost as e:
             r.outcome, r.settle_error = Outcome.LEASE_LOST, e
@@ -412,8 +512,4 @@ class Worker:
         self.log.info("released the lease uncharged: %s", why)
 
     def _finished(self, r: Result) -> None:
-        if self.on_finished:
-            try:
-                self.on_finished(r)
-            except Exception:
-                self.log.exception("on_finished raised")
+        self._hook("on_finished", self.on_finished, r)

@@ -5,6 +5,7 @@ SIGKILL whose run a second worker resumes with a greater epoch."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import signal
 import subprocess
@@ -346,13 +347,25 @@ class Crash(unittest.TestCase):
             resumed.append(lease.resume())
             lease.checkpoint(lc.Phase.FINALIZING, "step-2")
 
-        w = Running(rt, h, kind)
+        said: List[str] = []
+
+        class Said(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                said.append(record.getMessage())
+
+        log = logging.getLogger("test.crash." + kind)
+        log.propagate = False
+        log.addHandler(Said())
+        w = Running(rt, h, kind, logger=log)
         try:
             (r,) = w.wait_results(1, timeout=30)  # after the reaper takes the lease back
         finally:
             w.stop()
         self.assertEqual(r.outcome, lc.Outcome.SUCCEEDED)
         self.assertEqual(r.lease.run_id, run.run_id)
+        # The restarted worker says which attempt of how many it resumes (the kill spent one).
+        self.assertIn("resuming run %s: attempt 2 of %d" % (run.run_id, run.max_attempts),
+                      " | ".join(said))
         self.assertGreater(r.lease.fencing_token, int(first_token))
         last = resumed[0]
         assert last is not None

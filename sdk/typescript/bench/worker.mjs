@@ -24,11 +24,9 @@ const client = new Client({
   baseUrl: a.url,
   key: a.key,
   userAgent: "ledger-bench-sdk-ts",
-  fetch: async (url, init) => {
+  onAnswer: (status) => {
     requests++;
-    const res = await fetch(url, init);
-    if (res.status >= 400) errors[`http_${res.status}`] = (errors[`http_${res.status}`] ?? 0) + 1;
-    return res;
+    if (status >= 400 || status === 0) errors[`http_${status}`] = (errors[`http_${status}`] ?? 0) + 1;
   },
 });
 const end = Date.now() + Number(a["duration-ms"]);
@@ -68,4 +66,5 @@ const w = new Worker(
 );
 setTimeout(() => stop.abort(), Math.max(0, end - Date.now()));
 await w.run(stop.signal);
-process.stdout.write(JSON.stringify({ runs, requests, errors }) + "\n");
+const cpu = process.cpuUsage(); // this process's CPU, for CPU per run beside runs/s
+process.stdout.write(JSON.stringify({ runs, requests, errors, cpuMs: Math.round((cpu.user + cpu.system) / 1000) }) + "\n");

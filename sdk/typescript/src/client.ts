@@ -52,6 +52,7 @@ import {
   type TimelineEntry,
 } from "./generated.js";
 import { LedgerProblem, MaybeAppliedError, TransportError, codeOfStatus } from "./problem.js";
+import { fetchTransport, nodeTransport, TransportFailure, type Transport, type TransportAnswer } from "./transport.js";
 import {
   ambiguousCodes,
   backoffMs,
@@ -70,8 +71,20 @@ export interface ClientOptions {
   baseUrl: string;
   /** The API key sent as `Authorization: Bearer <key>`; it decides the tenant and the role. */
   key?: string;
-  /** The fetch calls go through (default: the platform's). */
+  /**
+   * A fetch for calls to go through (default: none; node:http with a keep-alive agent). Given
+   * one, redirects are still never followed and answers are still capped.
+   */
   fetch?: typeof fetch;
+  /**
+   * How long one try may take, from sending to the answer's last byte, ms (default 60000; a
+   * long poll's wait is added). A try past it fails as an answer that never came.
+   */
+  timeoutMs?: number;
+  /** The largest answer body read, bytes (default 8 MiB; the service's pages are at most 1 MiB). */
+  maxResponseBytes?: number;
+  /** Called after each try with its answer's status (0: none came), for metrics. */
+  onAnswer?: (status: number, method: string, path: string) => void;
   /** How calls are retried (default: api/retry.json's policy; maxAttempts 1 turns retries off). */
   retry?: Partial<RetryPolicy>;
   userAgent?: string;
@@ -85,6 +98,8 @@ export interface ClientOptions {
 /** Per-call options: an AbortSignal ends the call (and its retries) with its reason. */
 export interface CallOptions {
   signal?: AbortSignal;
+  /** How long each try of this call may take, ms (default: the client's timeoutMs). */
+  timeoutMs?: number;
 }
 
 /** A resource with the ETag it was read or written with (for If-Match). */
@@ -113,6 +128,7 @@ interface Request {
   ifMatch?: string;
   ifNoneMatch?: string;
   signal?: AbortSignal;
+  timeoutMs?: number;
   /** text: the answer is read as text (getMetrics). */
   text?: boolean;
 }
@@ -121,8 +137,13 @@ interface Answer<T> {
   status: number;
   body: T;
   etag: string;
-  headers: Headers;
+  headers: { get(name: string): string | null };
 }
+
+/** The deadline of one try unless told otherwise. */
+const defaultTimeoutMs = 60_000;
+/** The largest answer read unless told otherwise: 8 times the service's largest page. */
+const defaultMaxResponseBytes = 8 << 20;
 
 /** The greatest wait a waiting read asks the server for (its cap). */
 const waitSeconds = 30;
@@ -145,18 +166,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** notSent reports whether a fetch failure happened before the request could reach a server. */
-function notSent(err: unknown): boolean {
-  const codes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
-  for (let e: any = err; e; e = e.cause) {
-    if (typeof e.code === "string" && codes.has(e.code)) return true;
-    if (e.errors && Array.isArray(e.errors) && e.errors.some((x: any) => codes.has(x?.code))) return true;
-  }
-  return false;
+/** waitOf is a long poll's wait in seconds (a claim's body or a read's query), added to the try's deadline. */
+function waitOf(r: Request): number {
+  const w = (r.body as { waitSeconds?: unknown } | undefined)?.waitSeconds ?? (r.query as { waitSeconds?: unknown } | undefined)?.waitSeconds;
+  return typeof w === "number" && w > 0 ? w : 0;
 }
 
 /** retryAfterOf reads a Retry-After header (seconds or an HTTP date) in seconds. */
-function retryAfterOf(h: Headers): number | undefined {
+function retryAfterOf(h: { get(name: string): string | null }): number | undefined {
   const v = h.get("retry-after");
   if (!v) return undefined;
   if (/^\d+$/.test(v.trim())) return Number(v.trim());
@@ -172,8 +189,13 @@ function retryAfterOf(h: Headers): number | undefined {
  */
 export class Client {
   readonly baseUrl: string;
-  private readonly key?: string;
-  private readonly fetchFn: typeof fetch;
+  // A private field: console.log, util.inspect and JSON.stringify cannot reach it.
+  readonly #key?: string;
+  readonly #transport: Transport;
+  readonly #prefix: string;
+  readonly timeoutMs: number;
+  readonly maxResponseBytes: number;
+  readonly #onAnswer?: (status: number, method: string, path: string) => void;
   readonly retry: RetryPolicy;
   private readonly userAgent: string;
   private readonly polling: { leastMs: number; greatestMs: number };
@@ -186,8 +208,12 @@ export class Client {
       throw new TypeError(`ledger: base URL ${opts.baseUrl}: want http(s)://host[:port][/prefix]`);
     }
     this.baseUrl = `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, "")}`;
-    this.key = opts.key;
-    this.fetchFn = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#key = opts.key;
+    this.#transport = opts.fetch ? fetchTransport(opts.fetch, u) : nodeTransport(u);
+    this.#prefix = u.pathname.replace(/\/+$/, "");
+    this.timeoutMs = opts.timeoutMs ?? defaultTimeoutMs;
+    this.maxResponseBytes = opts.maxResponseBytes ?? defaultMaxResponseBytes;
+    this.#onAnswer = opts.onAnswer;
     this.retry = { ...defaultRetryPolicy, ...opts.retry };
     this.userAgent = opts.userAgent ?? "ledger-client-ts/0.1.0";
     this.polling = opts.polling ?? { leastMs: 250, greatestMs: 5000 };
@@ -206,7 +232,7 @@ export class Client {
       const v = (r.query as Record<string, unknown> | undefined)?.[name];
       if (v !== undefined && v !== null) qs.append(name, String(v));
     }
-    const url = this.baseUrl + path + (qs.size > 0 ? `?${qs}` : "");
+    const url = this.#prefix + path + (qs.size > 0 ? `?${qs}` : "");
     const body = r.body === undefined ? undefined : JSON.stringify(r.body);
     const cls = repeatClassOf(r.op, r.body, !!r.ifMatch);
     let mayHaveApplied = false; // an earlier try may have reached the server and applied
@@ -241,56 +267,68 @@ export class Client {
       "user-agent": this.userAgent,
     };
     if (body !== undefined) headers["content-type"] = "application/json";
-    if (this.key) headers.authorization = `Bearer ${this.key}`;
+    if (this.#key) headers.authorization = `Bearer ${this.#key}`;
     if (r.ifMatch) headers["if-match"] = r.ifMatch;
     if (r.ifNoneMatch) headers["if-none-match"] = r.ifNoneMatch;
-    let res: Response;
+    let res: TransportAnswer;
     try {
-      res = await this.fetchFn(url, { method, headers, body, signal: r.signal });
+      res = await this.#transport({
+        method,
+        path: url,
+        headers,
+        body,
+        signal: r.signal,
+        timeoutMs: (r.timeoutMs ?? this.timeoutMs) + waitOf(r) * 1000,
+        maxBytes: this.maxResponseBytes,
+      });
     } catch (err) {
+      this.#onAnswer?.((err as TransportFailure)?.status ?? 0, method, path);
       if (r.signal?.aborted) throw r.signal.reason;
-      throw new TransportError(method, path, !notSent(err), err);
+      if (!(err instanceof TransportFailure)) throw new TransportError(method, path, true, err);
+      if (err.status !== undefined && (err.status < 200 || err.status >= 300)) {
+        // A refusal whose body could not be read is still a refusal of that status.
+        throw this.problem(method, path, err.status, "", { get: () => null }, "", {});
+      }
+      throw new TransportError(method, path, err.sent, err, err.status);
     }
-    const etag = res.headers.get("etag") ?? "";
+    this.#onAnswer?.(res.status, method, path);
+    const h = { get: (name: string) => res.header(name) ?? null };
+    const etag = h.get("etag") ?? "";
     if (res.status === 204 || res.status === 304) {
-      await res.arrayBuffer().catch(() => undefined);
-      return { status: res.status, body: undefined as T, etag, headers: res.headers };
+      return { status: res.status, body: undefined as T, etag, headers: h };
     }
-    if (res.ok) {
-      let text: string;
+    if (res.status >= 200 && res.status < 300) {
+      if (r.text) return { status: res.status, body: res.text as T, etag, headers: h };
       try {
-        text = await res.text();
-      } catch (err) {
-        if (r.signal?.aborted) throw r.signal.reason;
-        throw new TransportError(method, path, true, err, res.status);
-      }
-      if (r.text) return { status: res.status, body: text as T, etag, headers: res.headers };
-      try {
-        return { status: res.status, body: (text === "" ? undefined : JSON.parse(text)) as T, etag, headers: res.headers };
+        return { status: res.status, body: (res.text === "" ? undefined : JSON.parse(res.text)) as T, etag, headers: h };
       } catch (err) {
         throw new TransportError(method, path, true, err, res.status);
       }
     }
-    const text = await res.text().catch(() => "");
     let doc: any = {};
-    if (/json/.test(res.headers.get("content-type") ?? "")) {
+    if (/json/.test(h.get("content-type") ?? "")) {
       try {
-        doc = JSON.parse(text) ?? {};
+        doc = JSON.parse(res.text) ?? {};
       } catch {
         doc = {}; // a partial document says no more than none
       }
     }
-    throw new LedgerProblem({
-      status: res.status,
-      code: (typeof doc.code === "string" ? doc.code : codeOfStatus(res.status)) as ProblemCode,
-      title: doc.title ?? res.statusText,
-      detail: doc.detail ?? (doc.code ? "" : text.slice(0, 512)),
+    throw this.problem(method, path, res.status, res.statusText, h, res.text, doc);
+  }
+
+  /** problem makes the LedgerProblem of an answer that is not 2xx (a redirect included: never followed). */
+  private problem(method: string, path: string, status: number, statusText: string, h: { get(name: string): string | null }, text: string, doc: any): LedgerProblem {
+    return new LedgerProblem({
+      status,
+      code: (typeof doc.code === "string" ? doc.code : codeOfStatus(status)) as ProblemCode,
+      title: doc.title ?? statusText,
+      detail: doc.detail ?? (doc.code ? "" : (status >= 300 && status < 400 ? `a redirect to ${h.get("location") ?? "nowhere"}, not followed: ` : "") + text.slice(0, 512)),
       type: doc.type,
       instance: doc.instance,
       fieldErrors: Array.isArray(doc.errors) ? doc.errors : [],
       moreFieldErrors: typeof doc.moreErrors === "number" ? doc.moreErrors : 0,
-      requestId: res.headers.get("x-request-id") ?? undefined,
-      retryAfter: retryAfterOf(res.headers),
+      requestId: h.get("x-request-id") ?? undefined,
+      retryAfter: retryAfterOf(h),
       method,
       path,
     });
@@ -320,12 +358,12 @@ export class Client {
 
   /** Queues a run (an exact repeat of an idempotencyKey answers the existing run). */
   enqueueRun(req: EnqueueRequest, o: CallOptions = {}): Promise<Run> {
-    return this.body({ op: "enqueueRun", body: req, signal: o.signal });
+    return this.body({ op: "enqueueRun", body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Leases one due run and starts its attempt; null when nothing is due. Throws HeldError when held back. */
   async claimRun(req: ClaimRequest, o: CallOptions = {}): Promise<Claim | null> {
-    const a = await this.send<Claim>({ op: "claimRun", body: req, signal: o.signal });
+    const a = await this.send<Claim>({ op: "claimRun", body: req, signal: o.signal, timeoutMs: o.timeoutMs });
     if (a.status === 204) {
       const ra = retryAfterOf(a.headers);
       if (ra !== undefined) throw new HeldError(ra);
@@ -336,46 +374,46 @@ export class Client {
 
   /** Reads a run; with waitSeconds the server answers when it has ended (or then). */
   getRun(runId: string, q: { waitSeconds?: number } = {}, o: CallOptions = {}): Promise<Run> {
-    return this.body({ op: "getRun", params: { runId }, query: q, signal: o.signal });
+    return this.body({ op: "getRun", params: { runId }, query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Runs ended per bucket by outcome (admin; GET /v1/insights/runs). */
   insightRunsEnded(q: InsightRunsEndedQuery = {}, o: CallOptions = {}): Promise<InsightSeries> {
-    return this.body({ op: "insightRunsEnded", query: q, signal: o.signal });
+    return this.body({ op: "insightRunsEnded", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Attempts ended per bucket by state (admin; GET /v1/insights/attempts). */
   insightAttemptsEnded(q: InsightAttemptsEndedQuery = {}, o: CallOptions = {}): Promise<InsightSeries> {
-    return this.body({ op: "insightAttemptsEnded", query: q, signal: o.signal });
+    return this.body({ op: "insightAttemptsEnded", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Leases lost per bucket (admin; GET /v1/insights/leases-lost). */
   insightLeasesLost(q: InsightLeasesLostQuery = {}, o: CallOptions = {}): Promise<InsightSeries> {
-    return this.body({ op: "insightLeasesLost", query: q, signal: o.signal });
+    return this.body({ op: "insightLeasesLost", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Attempts per finished run (admin; GET /v1/insights/attempts-per-run). */
   insightAttemptsPerRun(q: InsightAttemptsPerRunQuery = {}, o: CallOptions = {}): Promise<AttemptsPerRun> {
-    return this.body({ op: "insightAttemptsPerRun", query: q, signal: o.signal });
+    return this.body({ op: "insightAttemptsPerRun", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Time from enqueue to first claim, p50 and p95 (admin; GET /v1/insights/claim-latency). */
   insightClaimLatency(q: InsightClaimLatencyQuery = {}, o: CallOptions = {}): Promise<ClaimLatency> {
-    return this.body({ op: "insightClaimLatency", query: q, signal: o.signal });
+    return this.body({ op: "insightClaimLatency", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Calls per target (admin; GET /v1/insights/calls). */
   insightCalls(q: InsightCallsQuery = {}, o: CallOptions = {}): Promise<CallInsights> {
-    return this.body({ op: "insightCalls", query: q, signal: o.signal });
+    return this.body({ op: "insightCalls", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Decisions per kind (admin; GET /v1/insights/decisions). */
   insightDecisions(q: InsightDecisionsQuery = {}, o: CallOptions = {}): Promise<DecisionInsights> {
-    return this.body({ op: "insightDecisions", query: q, signal: o.signal });
+    return this.body({ op: "insightDecisions", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   listRuns(q: ListRunsQuery = {}, o: CallOptions = {}): Promise<Page<Run>> {
-    return this.body({ op: "listRuns", query: q, signal: o.signal });
+    return this.body({ op: "listRuns", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Every run of the listing, following nextCursor. */
@@ -384,17 +422,17 @@ export class Client {
   }
 
   cancelRun(runId: string, o: CallOptions = {}): Promise<Run> {
-    return this.body({ op: "cancelRun", params: { runId }, signal: o.signal });
+    return this.body({ op: "cancelRun", params: { runId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   continueRun(runId: string, req?: ContinueRequest, o: CallOptions = {}): Promise<Run> {
-    return this.body({ op: "continueRun", params: { runId }, body: req ?? {}, signal: o.signal });
+    return this.body({ op: "continueRun", params: { runId }, body: req ?? {}, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** The last checkpoint of a run's chain; null when it has none (404 only when the run does not exist). */
   async lastCheckpoint(runId: string, o: CallOptions & { runExists?: boolean } = {}): Promise<LastCheckpoint | null> {
     try {
-      return await this.body<LastCheckpoint>({ op: "getLastCheckpoint", params: { runId }, signal: o.signal });
+      return await this.body<LastCheckpoint>({ op: "getLastCheckpoint", params: { runId }, signal: o.signal, timeoutMs: o.timeoutMs });
     } catch (err) {
       if (!(err instanceof LedgerProblem) || err.code !== "not_found") throw err;
       if (o.runExists) return null;
@@ -410,31 +448,31 @@ export class Client {
   // Attempts.
 
   heartbeat(attemptId: string, req: HeartbeatRequest, o: CallOptions = {}): Promise<Heartbeat> {
-    return this.body({ op: "heartbeatAttempt", params: { attemptId }, body: req, signal: o.signal });
+    return this.body({ op: "heartbeatAttempt", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   completeAttempt(attemptId: string, req: CompleteAttemptRequest, o: CallOptions = {}): Promise<Attempt> {
-    return this.body({ op: "completeAttempt", params: { attemptId }, body: req, signal: o.signal });
+    return this.body({ op: "completeAttempt", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   releaseAttempt(attemptId: string, req: ReleaseAttemptRequest, o: CallOptions = {}): Promise<Attempt> {
-    return this.body({ op: "releaseAttempt", params: { attemptId }, body: req, signal: o.signal });
+    return this.body({ op: "releaseAttempt", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   patchAttempt(attemptId: string, req: PatchAttemptRequest, o: CallOptions = {}): Promise<Attempt> {
-    return this.body({ op: "patchAttempt", params: { attemptId }, body: req, signal: o.signal });
+    return this.body({ op: "patchAttempt", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   acknowledgeCancellation(attemptId: string, req: FencedRequest, o: CallOptions = {}): Promise<Attempt> {
-    return this.body({ op: "acknowledgeCancellation", params: { attemptId }, body: req, signal: o.signal });
+    return this.body({ op: "acknowledgeCancellation", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   getAttempt(attemptId: string, o: CallOptions = {}): Promise<Tagged<Attempt>> {
-    return this.tagged({ op: "getAttempt", params: { attemptId }, signal: o.signal });
+    return this.tagged({ op: "getAttempt", params: { attemptId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   listAttempts(q: ListAttemptsQuery = {}, o: CallOptions = {}): Promise<Page<AttemptItem>> {
-    return this.body({ op: "listAttempts", query: q, signal: o.signal });
+    return this.body({ op: "listAttempts", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   attempts(q: ListAttemptsQuery = {}, o: CallOptions = {}): AsyncGenerator<AttemptItem, void, undefined> {
@@ -442,7 +480,7 @@ export class Client {
   }
 
   getAttemptTimeline(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<TimelineEntry>> {
-    return this.body({ op: "getAttemptTimeline", params: { attemptId }, query: q, signal: o.signal });
+    return this.body({ op: "getAttemptTimeline", params: { attemptId }, query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   timeline(attemptId: string, o: CallOptions = {}): AsyncGenerator<TimelineEntry, void, undefined> {
@@ -452,15 +490,15 @@ export class Client {
   // Checkpoints and calls.
 
   appendCheckpoint(attemptId: string, req: CheckpointRequest, o: CallOptions = {}): Promise<Checkpoint> {
-    return this.body({ op: "appendCheckpoint", params: { attemptId }, body: req, signal: o.signal });
+    return this.body({ op: "appendCheckpoint", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   getCheckpoint(attemptId: string, checkpointId: string, o: CallOptions = {}): Promise<Checkpoint> {
-    return this.body({ op: "getCheckpoint", params: { attemptId, checkpointId }, signal: o.signal });
+    return this.body({ op: "getCheckpoint", params: { attemptId, checkpointId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   listCheckpoints(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Checkpoint>> {
-    return this.body({ op: "listCheckpoints", params: { attemptId }, query: q, signal: o.signal });
+    return this.body({ op: "listCheckpoints", params: { attemptId }, query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   checkpoints(attemptId: string, o: CallOptions = {}): AsyncGenerator<Checkpoint, void, undefined> {
@@ -468,20 +506,20 @@ export class Client {
   }
 
   recordCall(attemptId: string, req: CallRequest, o: CallOptions = {}): Promise<Tagged<Call>> {
-    return this.tagged({ op: "recordCall", params: { attemptId }, body: req, signal: o.signal });
+    return this.tagged({ op: "recordCall", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Finishes a call; ifMatch, when given, is sent as If-Match. */
   finishCall(attemptId: string, callId: string, req: FinishCallRequest, ifMatch?: string, o: CallOptions = {}): Promise<Call> {
-    return this.body({ op: "finishCall", params: { attemptId, callId }, body: req, ifMatch, signal: o.signal });
+    return this.body({ op: "finishCall", params: { attemptId, callId }, body: req, ifMatch, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   getCall(attemptId: string, callId: string, o: CallOptions = {}): Promise<Tagged<Call>> {
-    return this.tagged({ op: "getCall", params: { attemptId, callId }, signal: o.signal });
+    return this.tagged({ op: "getCall", params: { attemptId, callId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   listCalls(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Call>> {
-    return this.body({ op: "listCalls", params: { attemptId }, query: q, signal: o.signal });
+    return this.body({ op: "listCalls", params: { attemptId }, query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   calls(attemptId: string, o: CallOptions = {}): AsyncGenerator<Call, void, undefined> {
@@ -491,17 +529,17 @@ export class Client {
   // Decisions and delegations.
 
   requestDecision(attemptId: string, req: DecisionRequest, o: CallOptions = {}): Promise<Decision> {
-    return this.body({ op: "requestDecision", params: { attemptId }, body: req, signal: o.signal });
+    return this.body({ op: "requestDecision", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Reads a decision; with waitSeconds the server answers when it closes (or then). */
   getDecision(decisionId: string, q: { waitSeconds?: number } = {}, o: CallOptions = {}): Promise<Tagged<Decision>> {
-    return this.tagged({ op: "getDecision", params: { decisionId }, query: q, signal: o.signal });
+    return this.tagged({ op: "getDecision", params: { decisionId }, query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Answers a pending decision with the ETag it was read with (If-Match). */
   answerDecision(decisionId: string, etag: string, req: AnswerDecisionRequest, o: CallOptions = {}): Promise<Decision> {
-    return this.body({ op: "answerDecision", params: { decisionId }, body: req, ifMatch: etag, signal: o.signal });
+    return this.body({ op: "answerDecision", params: { decisionId }, body: req, ifMatch: etag, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Reads a decision and answers it with the ETag it read. */
@@ -511,7 +549,7 @@ export class Client {
   }
 
   listDecisions(q: ListDecisionsQuery = {}, o: CallOptions = {}): Promise<Page<Decision>> {
-    return this.body({ op: "listDecisions", query: q, signal: o.signal });
+    return this.body({ op: "listDecisions", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   decisions(q: ListDecisionsQuery = {}, o: CallOptions = {}): AsyncGenerator<Decision, void, undefined> {
@@ -519,7 +557,7 @@ export class Client {
   }
 
   listAttemptDecisions(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Decision>> {
-    return this.body({ op: "listAttemptDecisions", params: { attemptId }, query: q, signal: o.signal });
+    return this.body({ op: "listAttemptDecisions", params: { attemptId }, query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   attemptDecisions(attemptId: string, o: CallOptions = {}): AsyncGenerator<Decision, void, undefined> {
@@ -527,15 +565,15 @@ export class Client {
   }
 
   createDelegation(attemptId: string, req: DelegationRequest, o: CallOptions = {}): Promise<Delegation> {
-    return this.body({ op: "createDelegation", params: { attemptId }, body: req, signal: o.signal });
+    return this.body({ op: "createDelegation", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   getDelegation(delegationId: string, o: CallOptions = {}): Promise<Delegation> {
-    return this.body({ op: "getDelegation", params: { delegationId }, signal: o.signal });
+    return this.body({ op: "getDelegation", params: { delegationId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   listDelegations(attemptId: string, q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Delegation>> {
-    return this.body({ op: "listDelegations", params: { attemptId }, query: q, signal: o.signal });
+    return this.body({ op: "listDelegations", params: { attemptId }, query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   delegations(attemptId: string, o: CallOptions = {}): AsyncGenerator<Delegation, void, undefined> {
@@ -585,15 +623,15 @@ export class Client {
   // Projects, releases, locks.
 
   putProject(projectId: string, req: PutProjectRequest, ifMatch?: string, o: CallOptions = {}): Promise<Tagged<Project>> {
-    return this.tagged({ op: "putProject", params: { projectId }, body: req, ifMatch, signal: o.signal });
+    return this.tagged({ op: "putProject", params: { projectId }, body: req, ifMatch, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   getProject(projectId: string, o: CallOptions = {}): Promise<Tagged<Project>> {
-    return this.tagged({ op: "getProject", params: { projectId }, signal: o.signal });
+    return this.tagged({ op: "getProject", params: { projectId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   listProjects(q: PageQuery = {}, o: CallOptions = {}): Promise<Page<Project>> {
-    return this.body({ op: "listProjects", query: q, signal: o.signal });
+    return this.body({ op: "listProjects", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   projects(o: CallOptions = {}): AsyncGenerator<Project, void, undefined> {
@@ -615,15 +653,15 @@ export class Client {
   }
 
   putRelease(releaseId: string, adapterVersion: string, req: PutReleaseRequest, ifMatch?: string, o: CallOptions = {}): Promise<Tagged<Release>> {
-    return this.tagged({ op: "putRelease", params: { releaseId, adapterVersion }, body: req, ifMatch, signal: o.signal });
+    return this.tagged({ op: "putRelease", params: { releaseId, adapterVersion }, body: req, ifMatch, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   getRelease(releaseId: string, adapterVersion: string, o: CallOptions = {}): Promise<Tagged<Release>> {
-    return this.tagged({ op: "getRelease", params: { releaseId, adapterVersion }, signal: o.signal });
+    return this.tagged({ op: "getRelease", params: { releaseId, adapterVersion }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   listReleases(q: ListReleasesQuery = {}, o: CallOptions = {}): Promise<Page<Release>> {
-    return this.body({ op: "listReleases", query: q, signal: o.signal });
+    return this.body({ op: "listReleases", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   releases(q: ListReleasesQuery = {}, o: CallOptions = {}): AsyncGenerator<Release, void, undefined> {
@@ -664,29 +702,29 @@ export class Client {
   }
 
   acquireTaskLock(agentId: string, taskId: string, req: LockRequest, o: CallOptions = {}): Promise<TaskLock> {
-    return this.body({ op: "acquireTaskLock", params: { agentId, taskId }, body: req, signal: o.signal });
+    return this.body({ op: "acquireTaskLock", params: { agentId, taskId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   async releaseTaskLock(agentId: string, taskId: string, holderId: string, o: CallOptions = {}): Promise<void> {
-    await this.send({ op: "releaseTaskLock", params: { agentId, taskId }, query: { holderId }, signal: o.signal });
+    await this.send({ op: "releaseTaskLock", params: { agentId, taskId }, query: { holderId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   // Service.
 
   health(o: CallOptions = {}): Promise<Health> {
-    return this.body({ op: "getHealth", signal: o.signal });
+    return this.body({ op: "getHealth", signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   readiness(o: CallOptions = {}): Promise<Health> {
-    return this.body({ op: "getReadiness", signal: o.signal });
+    return this.body({ op: "getReadiness", signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   metrics(o: CallOptions = {}): Promise<string> {
-    return this.body({ op: "getMetrics", text: true, signal: o.signal });
+    return this.body({ op: "getMetrics", text: true, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   openAPI(o: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.body({ op: "getOpenAPI", signal: o.signal });
+    return this.body({ op: "getOpenAPI", signal: o.signal, timeoutMs: o.timeoutMs });
   }
 }
 

@@ -1,6 +1,8 @@
 export * from "./generated.js";
 export { LedgerProblem, TransportError, MaybeAppliedError, isMaybeApplied } from "./problem.js";
 export { Client, HeldError, sleep, type ClientOptions, type CallOptions, type Tagged, type Page, type PageQuery } from "./client.js";
+export { behaviour } from "./behaviour.js";
+export { verifyWebhook, WebhookVerificationError, type WebhookHeaders, type VerifyWebhookOptions } from "./webhook.js";
 export { canonicalJSON, manifestHash, sha256Hex } from "./jcs.js";
 export {
   defaultRetryPolicy,

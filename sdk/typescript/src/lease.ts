@@ -19,6 +19,7 @@ import type {
 } from "./generated.js";
 import { LedgerProblem } from "./problem.js";
 import { sha256Hex } from "./jcs.js";
+import { behaviour } from "./behaviour.js";
 
 /**
  * LeaseLostError is the reason a handler's signal aborts with when its lease is lost: a
@@ -62,8 +63,8 @@ export class ShutdownError extends Error {
 }
 
 /** The refusals that mean the lease is gone for good (a heartbeat's not_found too). */
-const leaseLossCodes: readonly ProblemCode[] = ["stale_lease", "lease_expired", "attempt_ended"];
-const heartbeatLossCodes: readonly ProblemCode[] = [...leaseLossCodes, "not_found"];
+const leaseLossCodes: readonly ProblemCode[] = behaviour.refusalClasses.leaseLost;
+const heartbeatLossCodes: readonly ProblemCode[] = behaviour.refusalClasses.heartbeatLost;
 
 /** A checkpoint to append; the Lease adds the token, the sequence and the adapter version. */
 export interface CheckpointInput {
@@ -103,7 +104,15 @@ export class Lease {
   /** The lease's length in milliseconds: how long each renewal extends it. */
   readonly lengthMs: number;
   private endedWith?: Error;
-  /** Called once when the lease ends (the Worker aborts the handler's signal). */
+  /**
+   * How this holder's own complete or release ended it: the LeaseEndedError a later write
+   * throws is made only then, so a run that settles normally makes no Error (and no stack).
+   */
+  private settledHow?: string;
+  /**
+   * Called once when the lease ends otherwise than by this holder's own complete or release
+   * (the Worker aborts the handler's signal).
+   */
   onEnd?: (cause: Error) => void;
   private leasedUntilAt: string;
   private cancelSeen = false;
@@ -154,21 +163,27 @@ export class Lease {
   }
   /** Undefined while the lease may be written under, else why not. */
   get err(): Error | undefined {
+    if (!this.endedWith && this.settledHow !== undefined) this.endedWith = new LeaseEndedError(this.settledHow);
     return this.endedWith;
   }
 
   /** end makes the lease refuse further writes with cause, once; it reports whether this call ended it. */
   end(cause: Error): boolean {
-    if (this.endedWith) return false;
+    if (this.endedWith || this.settledHow !== undefined) return false;
     this.endedWith = cause;
     this.onEnd?.(cause);
     return true;
   }
 
+  /** settled ends the lease by this holder's own complete or release. */
+  private settled(how: string): void {
+    if (!this.endedWith && this.settledHow === undefined) this.settledHow = how;
+  }
+
   /** lost ends the lease as lost because of err and returns the error a write reports. */
   lost(message: string, cause?: unknown): Error {
     const e = new LeaseLostError(message, { cause });
-    if (!this.end(e) && !(this.endedWith instanceof LeaseLostError)) return this.endedWith!;
+    if (!this.end(e) && !(this.err instanceof LeaseLostError)) return this.err!;
     return e;
   }
 
@@ -179,7 +194,8 @@ export class Lease {
    * that ending, seen by a request that lost the race to it.
    */
   private async send<T>(settle: boolean, lossCodes: readonly ProblemCode[], f: () => Promise<T>): Promise<T> {
-    if (this.endedWith) throw this.endedWith;
+    const ended = this.err;
+    if (ended) throw ended;
     let before = this.settles;
     if (settle) {
       this.settles++;
@@ -357,7 +373,7 @@ export class Lease {
     const a = await this.send(true, leaseLossCodes, () =>
       this.client.completeAttempt(this.attemptId, { fencingToken: this.fencingToken, state, outcomeHash }, o),
     );
-    this.end(new LeaseEndedError(`completed ${state}`));
+    this.settled(`completed ${state}`);
     return a;
   }
 
@@ -370,7 +386,7 @@ export class Lease {
     const a = await this.send(true, leaseLossCodes, () =>
       this.client.releaseAttempt(this.attemptId, { fencingToken: this.fencingToken, charge, retryAfterSeconds }, o),
     );
-    this.end(new LeaseEndedError("released"));
+    this.settled("released");
     return a;
   }
 }

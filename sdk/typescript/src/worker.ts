@@ -5,11 +5,12 @@ import type { ClaimRequest } from "./generated.js";
 import { CancelRequestedError, Lease, LeaseLostError, ShutdownError } from "./lease.js";
 import { LedgerProblem } from "./problem.js";
 import { equalJitter, fullJitter } from "./retry.js";
+import { behaviour } from "./behaviour.js";
 
 /** Refused claims back off from refusalBackoffMs, doubling to refusalBackoffMaxMs; each cause is logged at most once per refusalLogEveryMs. */
-export const refusalBackoffMs = 1000;
-export const refusalBackoffMaxMs = 60_000;
-export const refusalLogEveryMs = 60_000;
+export const refusalBackoffMs = behaviour.claimBackoff.refusedBaseMs;
+export const refusalBackoffMaxMs = behaviour.claimBackoff.refusedMaxMs;
+export const refusalLogEveryMs = behaviour.claimBackoff.refusalLogEveryMs;
 
 /**
  * refusedClaim: the service refused a claim for what it asks (a 4xx other than 408 and 429:
@@ -17,7 +18,8 @@ export const refusalLogEveryMs = 60_000;
  * worker waits: it keeps trying, slowly.
  */
 function refusedClaim(err: unknown): err is LedgerProblem {
-  return err instanceof LedgerProblem && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429;
+  const r = behaviour.refusalClasses.refused;
+  return err instanceof LedgerProblem && err.status >= r.statusFrom && err.status <= r.statusTo && !(r.except as readonly number[]).includes(err.status);
 }
 
 /**
@@ -143,9 +145,56 @@ export interface WorkerConfig {
   hooks?: Hooks;
 }
 
+/** describe is an error's text for a log line, whatever was thrown. */
+function describe(err: unknown): string {
+  try {
+    return err instanceof Error ? String(err) : `non-Error thrown: ${typeof err === "object" ? JSON.stringify(err) : String(err)}`;
+  } catch {
+    return "non-Error thrown (not printable)";
+  }
+}
+
 /** fatal: a claim error that trying again will not pass. */
 function fatal(err: unknown): boolean {
-  return err instanceof LedgerProblem && (err.code === "unauthorized" || err.code === "forbidden" || err.code === "invalid_request");
+  return err instanceof LedgerProblem && (behaviour.refusalClasses.fatal as readonly string[]).includes(err.code);
+}
+
+/**
+ * Beat paces one lease's renewals: a timer between them and, only while one is in flight,
+ * an AbortController that stop() aborts. A run that ends before its first renewal makes
+ * neither a controller nor a listener.
+ */
+class Beat {
+  stopped = false;
+  private timer?: NodeJS.Timeout;
+  private wake?: (more: boolean) => void;
+  private inflight?: AbortController;
+
+  /** sleep resolves true after ms, false once stopped. */
+  sleep(ms: number): Promise<boolean> {
+    if (this.stopped) return Promise.resolve(false);
+    this.inflight = undefined;
+    return new Promise((resolve) => {
+      this.wake = resolve;
+      this.timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve(true);
+      }, ms);
+    });
+  }
+
+  /** request is the signal of the renewal about to be sent. */
+  request(): AbortSignal {
+    this.inflight = new AbortController();
+    return this.inflight.signal;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.wake?.(false);
+    this.inflight?.abort();
+  }
 }
 
 /** A counting semaphore whose waits end with a signal. */
@@ -212,17 +261,35 @@ export class Worker {
       throw new RangeError(`ledger worker: waitSeconds ${cfg.waitSeconds} is outside -1..30`);
     }
     const concurrency = Math.max(1, cfg.concurrency ?? 1);
-    const wait = cfg.waitSeconds === undefined || cfg.waitSeconds === 0 ? 5 : cfg.waitSeconds === -1 ? 0 : cfg.waitSeconds;
+    const wait = cfg.waitSeconds === undefined || cfg.waitSeconds === 0 ? behaviour.claim.waitSeconds : cfg.waitSeconds === -1 ? 0 : cfg.waitSeconds;
     this.cfg = {
       ...cfg,
       concurrency,
-      longPolls: Math.min(Math.max(1, cfg.longPolls ?? 2), concurrency),
+      longPolls: Math.min(Math.max(1, cfg.longPolls ?? behaviour.claim.longPolls), concurrency),
       waitSeconds: wait,
-      idleWaitMs: cfg.idleWaitMs ?? 1000,
-      shutdownGraceMs: cfg.shutdownGraceMs ?? 30_000,
+      idleWaitMs: cfg.idleWaitMs ?? behaviour.claim.idleWaitMs,
+      shutdownGraceMs: cfg.shutdownGraceMs ?? behaviour.shutdown.graceMs,
     };
     this.holderId = cfg.holderId || `${hostname() || "worker"}-${process.pid}-${randomBytes(4).toString("hex")}`.slice(-128);
     this.log = cfg.logger ?? defaultLogger;
+  }
+
+  /**
+   * hook calls one of the user's hooks, containing what it throws: a sync throw, a
+   * rejected promise (an async hook) or a non-Error value is logged once and changes
+   * nothing else; the run goes on as if the hook had returned.
+   */
+  private hook<A>(name: keyof Hooks, arg: A): void {
+    const f = this.cfg.hooks?.[name] as ((a: A) => unknown) | undefined;
+    if (!f) return;
+    try {
+      const p = f.call(this.cfg.hooks, arg);
+      if (p && typeof (p as Promise<unknown>).then === "function") {
+        (p as Promise<unknown>).then(undefined, (err: unknown) => this.log.error("a hook failed", { hook: name, err: describe(err) }));
+      }
+    } catch (err) {
+      this.log.error("a hook failed", { hook: name, err: describe(err) });
+    }
   }
 
   /** How many handlers are running now. */
@@ -298,7 +365,7 @@ export class Worker {
       await this.client.releaseAttempt(
         l.attemptId,
         { fencingToken: l.fencingToken, retryAfterSeconds: 0 },
-        { signal: AbortSignal.timeout(Math.max(l.lengthMs, 5000)) },
+        { timeoutMs: Math.max(l.lengthMs, behaviour.shutdown.settleTimeoutMinMs) },
       );
       this.log.info("released the lease uncharged", { why, runId: l.runId });
     } catch (err) {
@@ -336,7 +403,7 @@ export class Worker {
       if (stop.aborted) {
         l.end(new ShutdownError("claimed while stopping"));
         await this.releaseUncharged(l, "claimed while stopping");
-        this.cfg.hooks?.finished?.({ lease: l, outcome: "shutdown_released", durationMs: 0 });
+        this.hook("finished", { lease: l, outcome: "shutdown_released", durationMs: 0 } as Result);
         slots.give();
         return;
       }
@@ -402,13 +469,14 @@ export class Worker {
         if (err instanceof HeldError) {
           state.failures = 0;
           state.refused = 0;
-          this.cfg.hooks?.held?.(err.retryAfter);
+          this.hook("held", err.retryAfter);
           const ms = err.retryAfter * 1000;
-          await sleep(ms + fullJitter(ms / 8 + 1, 60_000, 1), stop).catch(() => undefined);
+          const b = behaviour.claimBackoff;
+          await sleep(ms + fullJitter(ms / b.heldJitterDivisor + 1, b.heldJitterMaxMs, 1), stop).catch(() => undefined);
           continue;
         }
         if (claims.aborted) return undefined;
-        this.cfg.hooks?.claimFailed?.(err);
+        this.hook("claimFailed", err);
         if (fatal(err)) {
           this.log.error("claim refused; the worker stops", { err: String(err) });
           throw err;
@@ -416,14 +484,14 @@ export class Worker {
         if (refusedClaim(err)) {
           state.failures = 0;
           state.refused++;
-          const wait = equalJitter(refusalBackoffMs, refusalBackoffMaxMs, state.refused);
+          const wait = equalJitter(behaviour.claimBackoff.refusedBaseMs, behaviour.claimBackoff.refusedMaxMs, state.refused);
           this.logRefusal(err, wait);
           await sleep(wait, stop).catch(() => undefined);
           continue;
         }
         state.refused = 0;
         state.failures++;
-        let wait = fullJitter(500, 30_000, state.failures);
+        let wait = fullJitter(behaviour.claimBackoff.failedBaseMs, behaviour.claimBackoff.failedMaxMs, state.failures);
         if (err instanceof LedgerProblem && err.retryAfter && err.retryAfter * 1000 > wait) wait = err.retryAfter * 1000;
         this.log.warn("claim failed; trying again", { err: String(err), waitMs: wait });
         await sleep(wait, stop).catch(() => undefined);
@@ -437,7 +505,7 @@ export class Worker {
     const cause = `${err.status} ${err.code}`;
     const now = Date.now();
     const last = this.refusals.get(cause);
-    if (last && now - last.at < refusalLogEveryMs) {
+    if (last && now - last.at < behaviour.claimBackoff.refusalLogEveryMs) {
       last.suppressed++;
       return;
     }
@@ -453,68 +521,76 @@ export class Worker {
 
   /** handle runs the handler for one lease with its heartbeat, then settles the lease. */
   private async handle(l: Lease, sent: number): Promise<void> {
+    if (this.forced) {
+      l.end(new ShutdownError("the grace ran out"));
+      await this.releaseUncharged(l, "shutdown grace ran out");
+      this.hook("finished", { lease: l, outcome: "shutdown_released", durationMs: 0 } as Result);
+      return;
+    }
     const ac = new AbortController();
     l.onEnd = (cause) => {
       if (cause instanceof LeaseLostError || cause instanceof ShutdownError) ac.abort(cause);
     };
-    if (this.forced) {
-      l.end(new ShutdownError("the grace ran out"));
-      await this.releaseUncharged(l, "shutdown grace ran out");
-      this.cfg.hooks?.finished?.({ lease: l, outcome: "shutdown_released", durationMs: 0 });
-      return;
-    }
     this.leases.add(l);
     try {
-      this.cfg.hooks?.claimed?.(l);
-      const hb = new AbortController();
-      const beating = this.heartbeat(l, sent, ac, hb.signal);
+      if (l.fencingToken > 1) {
+        // Claimed before: a holder that died mid-run (SIGKILL) cost the run one of its attempts.
+        this.log.warn("resuming run", {
+          runId: l.runId,
+          attempt: l.run.attemptsSpent + 1,
+          maxAttempts: l.run.maxAttempts,
+          epoch: l.fencingToken,
+          note: "a run whose attempts are all spent ends exhausted",
+        });
+      }
+      this.hook("claimed", l);
+      const beat = new Beat();
+      const beating = this.heartbeat(l, sent, ac, beat);
       const start = Date.now();
       let herr: unknown;
       let failed = false;
       try {
+        // A sync throw, a rejected promise and a thrown non-Error all land here alike.
         await this.handler(l, ac.signal);
       } catch (err) {
         herr = err;
         failed = true;
       }
       const durationMs = Date.now() - start;
-      hb.abort();
+      beat.stop();
       await beating;
       const r = await this.settle(l, failed, herr);
       r.durationMs = durationMs;
-      this.cfg.hooks?.finished?.(r);
+      this.hook("finished", r);
     } finally {
       this.leases.delete(l);
     }
   }
 
   /**
-   * heartbeat renews the lease every heartbeatEveryMs until stop aborts. A refusal that
+   * heartbeat renews the lease every heartbeatEveryMs until beat stops. A refusal that
    * means the lease is gone ends it (which aborts the handler); so do renewals that keep
    * failing until the lease has passed by this machine's clock. A pending cancel is
    * acknowledged once and aborts the handler's signal with CancelRequestedError.
    */
-  private async heartbeat(l: Lease, sent: number, handler: AbortController, stop: AbortSignal): Promise<void> {
-    const every = Math.max(this.cfg.heartbeatEveryMs ?? l.lengthMs / 3, 10);
+  private async heartbeat(l: Lease, sent: number, handler: AbortController, beat: Beat): Promise<void> {
+    const every = Math.max(this.cfg.heartbeatEveryMs ?? l.lengthMs / behaviour.heartbeat.leaseDivisor, behaviour.heartbeat.minMs);
     let deadline = sent + l.lengthMs;
     let acked = false;
     let wait = every;
     for (;;) {
-      try {
-        await sleep(wait, stop);
-      } catch {
-        return;
-      }
+      if (!(await beat.sleep(wait))) return;
       if (l.err) return;
       const hbSent = Date.now();
+      const signal = beat.request(); // made only when a renewal is sent: most runs send none
       try {
-        const hb = await l.heartbeat({ signal: AbortSignal.any([stop, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]) });
+        const hb = await l.heartbeat({ signal, timeoutMs: Math.max(1, deadline - Date.now()) });
         deadline = hbSent + l.lengthMs;
         wait = every;
         if (hb.cancelRequested && !acked) {
           acked = true;
           try {
-            await l.acknowledgeCancellation({ signal: stop });
+            await l.acknowledgeCancellation({ signal });
           } catch (err) {
             if (!(err instanceof LeaseLostError)) this.log.warn("acknowledging the cancel request failed", { err: String(err) });
           }
@@ -527,7 +603,7 @@ export class Worker {
           if (ended instanceof LeaseLostError) this.log.warn("lease lost", { err: String(err), runId: l.runId });
           return;
         }
-        if (stop.aborted) return;
+        if (beat.stopped) return;
         if (Date.now() >= deadline) {
           const e = l.lost("renewals failed until the lease passed by this machine's clock", err);
           this.log.warn("lease lost", { err: String(e), runId: l.runId });
@@ -539,6 +615,18 @@ export class Worker {
     }
   }
 
+  /** retryOf is how a failed run is released: onError's answer, or the default when there is none or it throws. */
+  private retryOf(l: Lease, herr: unknown): Retry {
+    const dflt = { charge: true, afterMs: herr instanceof RetryAfterError ? herr.retryAfterMs : undefined };
+    if (!this.cfg.onError) return dflt;
+    try {
+      return this.cfg.onError(l, herr);
+    } catch (err) {
+      this.log.error("a hook failed", { hook: "onError", err: describe(err) });
+      return dflt;
+    }
+  }
+
   /** settle ends the attempt as the handler's outcome says, unless the lease has ended. */
   private async settle(l: Lease, failed: boolean, herr: unknown): Promise<Result> {
     const r: Result = { lease: l, outcome: "succeeded", error: failed ? herr : undefined, durationMs: 0 };
@@ -547,7 +635,7 @@ export class Worker {
       if (r.outcome === "lease_lost" && !failed) this.log.warn("handler returned after its lease was lost; nothing was recorded of its end", { runId: l.runId });
       return r;
     }
-    const o = { signal: AbortSignal.timeout(Math.max(l.lengthMs, 5000)) };
+    const o = { timeoutMs: Math.max(l.lengthMs, behaviour.shutdown.settleTimeoutMinMs) };
     try {
       if (l.cancelRequested) {
         r.outcome = "cancelled";
@@ -560,12 +648,10 @@ export class Worker {
         await l.complete("failed", undefined, o);
       } else {
         r.outcome = "released";
-        const retry = this.cfg.onError
-          ? this.cfg.onError(l, herr)
-          : { charge: true, afterMs: herr instanceof RetryAfterError ? herr.retryAfterMs : undefined };
+        const retry = this.retryOf(l, herr);
         await l.release(retry.charge, retry.afterMs, o);
       }
-      if (failed || r.outcome === "cancelled") this.log.warn("run settled", { outcome: r.outcome, err: String(herr) });
+      if (failed || r.outcome === "cancelled") this.log.warn("run settled", { outcome: r.outcome, err: describe(herr) });
     } catch (err) {
       r.settleError = err;
       if (err instanceof LeaseLostError) {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { Worker, LedgerProblem } from "../dist/index.js";
-import { spec, startServer, workerConfig } from "./server.mjs";
+import { quietLogger, spec, startServer, workerConfig } from "./server.mjs";
 
 test("a killed worker's run resumes after its last checkpoint", async (t) => {
   const s = await startServer(t);
@@ -32,10 +32,11 @@ test("a killed worker's run resumes after its last checkpoint", async (t) => {
   // The second worker claims the run once the reaper takes it back (2 s lease).
   let resumed;
   let second;
+  const warned = [];
   const settled = new Promise((resolve) => {
     const w = new Worker(
       s.runtime,
-      workerConfig("crash", { hooks: { finished: resolve } }),
+      workerConfig("crash", { hooks: { finished: resolve }, logger: { ...quietLogger, warn: (msg, f) => warned.push({ msg, ...f }) } }),
       async (lease) => {
         second = lease;
         resumed = await lease.resume();
@@ -50,6 +51,9 @@ test("a killed worker's run resumes after its last checkpoint", async (t) => {
   assert.equal(r.outcome, "succeeded", String(r.error ?? r.settleError ?? ""));
   assert.ok(second.fencingToken > first.fencingToken, `epoch ${second.fencingToken} after ${first.fencingToken}`);
   assert.equal(resumed.sequence, 1);
+  // The restarted worker says which attempt of how many it resumes (the kill spent one).
+  const said = warned.find((w) => w.msg === "resuming run");
+  assert.deepEqual(said && { runId: said.runId, attempt: said.attempt, maxAttempts: said.maxAttempts }, { runId: run.runId, attempt: 2, maxAttempts: 5 });
   const seqs = [];
   for await (const c of s.runtime.checkpoints(second.attemptId)) seqs.push(c.sequence);
   assert.deepEqual(seqs, [2], "the second attempt's checkpoints continue after the first's");

@@ -62,6 +62,9 @@ type Config struct {
 	// TSWorker is the TypeScript SDK's bench script of the sdk workload (default
 	// sdk/typescript/bench/worker.mjs, from the repository root; it needs the SDK built).
 	TSWorker string
+	// PyWorker is the Python SDK's bench script of the sdk workload (default
+	// sdk/python/bench/worker.py, from the repository root).
+	PyWorker string
 	// Duration is each workload's measured window (default 10s).
 	Duration time.Duration
 	// NoisyRate is tenant A's appends per second in the noisy workload, spread over its

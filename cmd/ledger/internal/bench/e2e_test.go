@@ -153,6 +153,7 @@ func TestLocalEndToEnd(t *testing.T) {
 		DepthSizes: []int{300, 600}, DepthClaims: 50,
 		// The TypeScript row runs when the SDK is built (.ci/run builds it first).
 		TSWorker: filepath.Join("..", "..", "..", "..", tsWorkerScript),
+		PyWorker: filepath.Join("..", "..", "..", "..", pyWorkerScript),
 	})
 	if rep.Mode != "local" {
 		t.Errorf("mode %q", rep.Mode)
@@ -173,6 +174,12 @@ func TestLocalEndToEnd(t *testing.T) {
 		for _, r := range rows {
 			if r.Label() == "sdk/worker-ts" {
 				checkTSRow(t, r)
+				continue
+			}
+			if r.Label() == "sdk/worker-py" {
+				if r.Status != StatusOK || r.RunsPerSec <= 0 || r.Ops == 0 || len(r.Errors) != 0 {
+					t.Errorf("sdk/worker-py: %+v", r)
+				}
 				continue
 			}
 			switch r.Status {

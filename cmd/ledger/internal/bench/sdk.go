@@ -39,7 +39,34 @@ func (b *bencher) sdkWorkload(ctx context.Context, t *target) []Result {
 	if plain.RunsPerSec > 0 && ts.Status == StatusOK {
 		ts.Note = joinNote(ts.Note, fmt.Sprintf("%.2fx the plain client's runs/s (target 0.7x)", ts.RunsPerSec/plain.RunsPerSec))
 	}
-	return []Result{plain, worker, ts}
+	py := b.sdkPyRow(ctx, t, n)
+	if plain.RunsPerSec > 0 && py.Status == StatusOK {
+		py.Note = joinNote(py.Note, fmt.Sprintf("%.2fx the plain client's runs/s", py.RunsPerSec/plain.RunsPerSec))
+	}
+	return []Result{plain, worker, ts, py}
+}
+
+// pyWorkerScript is the Python row's script, relative to the repository root.
+const pyWorkerScript = "sdk/python/bench/worker.py"
+
+// sdkPyRow runs the Python SDK's Worker (sdk/python/bench/worker.py, under python3, with the
+// SDK on PYTHONPATH) as sdkTSRow runs the TypeScript one. Without python3 or the script the
+// row is unavailable, saying why.
+func (b *bencher) sdkPyRow(ctx context.Context, t *target, n int) Result {
+	script := b.cfg.PyWorker
+	if script == "" {
+		script = pyWorkerScript
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return Result{Workload: SDK, Part: "worker-py", Sync: t.sync, Clients: n, Status: StatusUnavailable, Note: "python3 is not installed"}
+	}
+	if _, err := os.Stat(script); err != nil {
+		return Result{Workload: SDK, Part: "worker-py", Sync: t.sync, Clients: n, Status: StatusUnavailable,
+			Note: "no Python SDK bench script at " + script + " (run from the repository root or pass --py-worker)"}
+	}
+	env := append(os.Environ(), "PYTHONPATH="+filepath.Dir(filepath.Dir(script)))
+	return b.sdkScriptRow(ctx, t, n, "worker-py", py, script, env)
 }
 
 // tsWorkerScript is the TypeScript row's script, relative to the repository root.
@@ -65,7 +92,15 @@ func (b *bencher) sdkTSRow(ctx context.Context, t *target, n int) Result {
 			" (npm ci && npm run build there; run from the repository root or pass --ts-worker)"
 		return row
 	}
-	kind := "bench-sdk-ts-" + b.tag
+	return b.sdkScriptRow(ctx, t, n, "worker-ts", node, script, nil)
+}
+
+// sdkScriptRow runs one SDK's bench script (the interpreter and script given, env its
+// environment, nil: this process's) with n handlers for the window, on runs of a kind of
+// its own, and reads its {"runs","requests","errors"} line.
+func (b *bencher) sdkScriptRow(ctx context.Context, t *target, n int, part, interpreter, script string, env []string) Result {
+	row := Result{Workload: SDK, Part: part, Sync: t.sync, Clients: n}
+	kind := "bench-sdk-" + part + "-" + b.tag
 	spec := func() api.EnqueueRequest {
 		e := b.enqueueBody()
 		e.Kind, e.ProjectID = kind, "p0"
@@ -75,18 +110,19 @@ func (b *bencher) sdkTSRow(ctx context.Context, t *target, n int) Result {
 		row.Status, row.Note = StatusFailed, "seed the queue: "+err.Error()
 		return row
 	}
-	b.logf("[%s] sdk/worker-ts: a TypeScript Worker of %d handlers", t.sync, n)
+	b.logf("[%s] sdk/%s: %s %s, %d handlers", t.sync, part, filepath.Base(interpreter), script, n)
 	rec := NewRecorder()
-	stop := b.monitor(ctx, t, "sdk/worker-ts", rec)
-	cmd := exec.CommandContext(ctx, node, script, "--url", t.c.base, "--key", t.keys.runtime, "--kind", kind, "--project", "p0",
+	stop := b.monitor(ctx, t, "sdk/"+part, rec)
+	cmd := exec.CommandContext(ctx, interpreter, script, "--url", t.c.base, "--key", t.keys.runtime, "--kind", kind, "--project", "p0",
 		"--release", t.releaseID(), "--adapter", adapterVersion, "--model", modelProfile,
 		"--concurrency", strconv.Itoa(n), "--duration-ms", strconv.FormatInt(b.cfg.Duration.Milliseconds(), 10))
+	cmd.Env = env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	row.RSSMiB = stop()
 	if err != nil {
-		row.Status, row.Note = StatusFailed, fmt.Sprintf("node %s: %v: %s", script, err, strings.TrimSpace(stderr.String()))
+		row.Status, row.Note = StatusFailed, fmt.Sprintf("%s %s: %v: %s", filepath.Base(interpreter), script, err, strings.TrimSpace(stderr.String()))
 		return row
 	}
 	var res struct {

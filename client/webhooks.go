@@ -1,0 +1,102 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/ledger-dev/ledger/api"
+)
+
+// WebhookTolerance is how far a delivery's webhook-timestamp may be from now.
+const WebhookTolerance = 5 * time.Minute
+
+// ErrWebhookSignature is a delivery whose signature, headers or timestamp do not verify.
+var ErrWebhookSignature = errors.New("webhook does not verify")
+
+// VerifyWebhook checks a delivery the ledger sent, as the Standard Webhooks specification
+// says: one of the webhook-signature header's v1 signatures must be the HMAC-SHA256 of
+// "{webhook-id}.{webhook-timestamp}.{body}" under secret (whsec_…), compared in constant
+// time, and the timestamp within WebhookTolerance of now. Pass the request's headers and
+// its body exactly as received.
+func VerifyWebhook(secret string, header http.Header, body []byte) error {
+	return VerifyWebhookAt(secret, header, body, time.Now())
+}
+
+// VerifyWebhookAt is VerifyWebhook with the time to check the timestamp against.
+func VerifyWebhookAt(secret string, header http.Header, body []byte, now time.Time) error {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrWebhookSignature, err)
+	}
+	ts, err := strconv.ParseInt(header.Get("webhook-timestamp"), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: bad webhook-timestamp", ErrWebhookSignature)
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > WebhookTolerance || d < -WebhookTolerance {
+		return fmt.Errorf("%w: timestamp outside the tolerance", ErrWebhookSignature)
+	}
+	if err := wh.VerifyIgnoringTimestamp(body, header); err != nil {
+		return fmt.Errorf("%w: %v", ErrWebhookSignature, err)
+	}
+	return nil
+}
+
+func webhookPath(name string) string { return "/v1/webhooks/" + seg(name) }
+
+// PutWebhook creates the endpoint (ifMatch empty: the answer carries its secret, shown
+// once) or updates it with the ETag it was read with, and returns it with its new ETag.
+func (c *Client) PutWebhook(ctx context.Context, name string, req api.PutWebhookRequest, ifMatch string) (api.Webhook, string, error) {
+	var out api.Webhook
+	r := once // a repeated create would answer 428, and the secret would be lost
+	if ifMatch != "" {
+		r = conditional
+	}
+	res, err := c.do(ctx, call{method: http.MethodPut, path: webhookPath(name), body: req, ifMatch: ifMatch,
+		repeat: r, ambiguous: []api.ProblemCode{api.CodePreconditionFailed}, out: &out})
+	return out, res.etag(), err
+}
+
+// GetWebhook reads an endpoint (without its secret) and its ETag.
+func (c *Client) GetWebhook(ctx context.Context, name string) (api.Webhook, string, error) {
+	var out api.Webhook
+	res, err := c.do(ctx, call{method: http.MethodGet, path: webhookPath(name), repeat: idempotent, out: &out})
+	return out, res.etag(), err
+}
+
+// ListWebhooks reads one page of the tenant's endpoints.
+func (c *Client) ListWebhooks(ctx context.Context, params api.PageParams) (api.Page[api.WebhookItem], error) {
+	return list[api.WebhookItem](ctx, c, "/v1/webhooks", params)
+}
+
+// DeleteWebhook deletes an endpoint.
+func (c *Client) DeleteWebhook(ctx context.Context, name string) error {
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: webhookPath(name), repeat: once})
+	return err
+}
+
+// RotateWebhookSecret gives the endpoint a new secret (in the answer, shown once); the old
+// one keeps signing for 24 hours. Not repeated: a repeat would rotate again.
+func (c *Client) RotateWebhookSecret(ctx context.Context, name string) (api.Webhook, error) {
+	var out api.Webhook
+	_, err := c.do(ctx, call{method: http.MethodPost, path: webhookPath(name) + "/rotate-secret", repeat: once, out: &out})
+	return out, err
+}
+
+// ListWebhookDeliveries reads one page of deliveries, newest first.
+func (c *Client) ListWebhookDeliveries(ctx context.Context, params api.ListWebhookDeliveriesParams) (api.Page[api.WebhookDelivery], error) {
+	return list[api.WebhookDelivery](ctx, c, "/v1/webhook-deliveries", params)
+}
+
+// Redeliver sends a delivered or failed delivery again, with the same webhook-id.
+func (c *Client) Redeliver(ctx context.Context, id uuid.UUID) (api.WebhookDelivery, error) {
+	var out api.WebhookDelivery
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/webhook-deliveries/" + id.String() + "/redeliver", repeat: once, out: &out})
+	return out, err
+}

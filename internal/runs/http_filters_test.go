@@ -1,0 +1,156 @@
+package runs_test
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+type runPage struct {
+	Items []struct {
+		RunID        string         `json:"runId"`
+		ETag         string         `json:"etag"`
+		Outcome      string         `json:"outcome"`
+		ErrorCode    string         `json:"errorCode"`
+		ErrorMessage string         `json:"errorMessage"`
+		Tags         []string       `json:"tags"`
+		Metadata     map[string]any `json:"metadata"`
+	} `json:"items"`
+	NextCursor string `json:"nextCursor"`
+}
+
+func (e *httpEnv) runIDs(query string) []string {
+	e.t.Helper()
+	var page runPage
+	if code, _ := e.do("GET", "/v1/runs?"+query, e.admin, ``, &page); code != 200 {
+		e.t.Fatalf("list %s: %d", query, code)
+	}
+	var ids []string
+	for _, it := range page.Items {
+		ids = append(ids, it.RunID)
+	}
+	return ids
+}
+
+// claimAs leases the tenant's next run with releaseID (activated first) and answers the
+// attempt id and the run id.
+func (e *httpEnv) claimAs(releaseID string) (attempt, run string) {
+	e.t.Helper()
+	if !e.active[releaseID] {
+		e.stack.ActivateRelease(e.t, e.runtime, releaseID, "1.0")
+		e.active[releaseID] = true
+	}
+	var claimed struct {
+		Run     map[string]any `json:"run"`
+		Attempt map[string]any `json:"attempt"`
+	}
+	body := strings.Replace(claimBody, `"releaseId":"r1"`, fmt.Sprintf(`"releaseId":%q`, releaseID), 1)
+	if code, _ := e.do("POST", "/v1/runs/claim", e.runtime, body, &claimed); code != 200 {
+		e.t.Fatalf("claim with %s: %d", releaseID, code)
+	}
+	return claimed.Attempt["attemptId"].(string), claimed.Run["runId"].(string)
+}
+
+// TestHTTPWhyItFailedAndFilters (issue 29 items 1 and 2): complete and release take an
+// error that the run shows; the list filters by outcome, error code, release, ended time
+// and tag, and every item carries its etag; tags and metadata are part of the idempotent
+// request.
+func TestHTTPWhyItFailedAndFilters(t *testing.T) {
+	t.Parallel()
+	e := newHTTPEnv(t)
+	before := time.Now().UTC().Add(-time.Second)
+	var run map[string]any
+	body := enqueueBody("f:1", `,"idempotencyKey":"ev-f1","tags":["nightly","team-a"],"metadata":{"pr": 7}`)
+	if code, _ := e.do("POST", "/v1/runs", e.runtime, body, &run); code != 201 || fmt.Sprint(run["tags"]) != "[nightly team-a]" ||
+		fmt.Sprint(run["metadata"]) != "map[pr:7]" {
+		t.Fatalf("enqueue with tags: %d %v", code, run)
+	}
+	if code, _ := e.do("POST", "/v1/runs", e.runtime, body, nil); code != 200 {
+		t.Fatalf("exact repeat with tags: %d", code)
+	}
+	var p problem
+	for name, other := range map[string]string{
+		"tags":     strings.Replace(body, `"team-a"`, `"team-b"`, 1),
+		"metadata": strings.Replace(body, `{"pr": 7}`, `{"pr": 8}`, 1),
+	} {
+		if code, _ := e.do("POST", "/v1/runs", e.runtime, other, &p); code != 409 || p.Code != "idempotency_key_reused" {
+			t.Fatalf("key reused with other %s: %d %+v", name, code, p)
+		}
+	}
+	for name, c := range map[string]struct{ extra, field string }{
+		"TooManyTags": {`,"tags":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]`, "tags"},
+		"BadTag":      {`,"tags":[" padded"]`, "tags[0]"},
+		"BigMetadata": {`,"metadata":"` + strings.Repeat("m", 4100) + `"`, "metadata"},
+	} {
+		if code, _ := e.do("POST", "/v1/runs", e.runtime, enqueueBody("bad", c.extra), &p); code != 400 || len(p.Errors) == 0 || p.Errors[0].Field != c.field {
+			t.Fatalf("%s: %d %+v, want 400 naming %s", name, code, p, c.field)
+		}
+	}
+	if code, _ := e.do("POST", "/v1/runs", e.runtime, enqueueBody("f:2", ""), nil); code != 201 {
+		t.Fatal(code)
+	}
+	failed, failedRun := e.claimAs("rel-a")
+	if code, _ := e.do("POST", "/v1/attempts/"+failed+"/complete", e.runtime,
+		`{"fencingToken":1,"state":"failed","error":{"code":"BadCode"}}`, &p); code != 400 || p.Errors[0].Field != "error.code" {
+		t.Fatalf("bad error code: %d %+v", code, p)
+	}
+	var att map[string]any
+	done := `{"fencingToken":1,"state":"failed","error":{"code":"tool_timeout","message":"search hung","details":{"stack":["x.go:1"]}}}`
+	if code, _ := e.do("POST", "/v1/attempts/"+failed+"/complete", e.runtime, done, &att); code != 200 ||
+		fmt.Sprint(att["error"]) != "map[code:tool_timeout details:map[stack:[x.go:1]] message:search hung]" {
+		t.Fatalf("complete with error: %d %v", code, att)
+	}
+	if code, _ := e.do("POST", "/v1/attempts/"+failed+"/complete", e.runtime, done, nil); code != 200 {
+		t.Fatalf("exact repeat of the complete: %d", code)
+	}
+	ok, okRun := e.claimAs("rel-b")
+	if code, _ := e.do("POST", "/v1/attempts/"+ok+"/complete", e.runtime, `{"fencingToken":1,"state":"succeeded"}`, nil); code != 200 {
+		t.Fatal(code)
+	}
+	after := time.Now().UTC().Add(time.Second)
+	if failedRun != run["runId"] {
+		t.Fatalf("the tagged run was not claimed first")
+	}
+	var page runPage
+	if code, _ := e.do("GET", "/v1/runs", e.admin, ``, &page); code != 200 || len(page.Items) != 2 {
+		t.Fatalf("list: %d %+v", code, page)
+	}
+	for _, it := range page.Items {
+		var one map[string]any
+		_, h := e.do("GET", "/v1/runs/"+it.RunID, e.admin, ``, &one)
+		if it.ETag == "" || it.ETag != h.Get("ETag") {
+			t.Fatalf("item etag %q, the run's ETag %q", it.ETag, h.Get("ETag"))
+		}
+		if it.RunID == failedRun && (it.ErrorCode != "tool_timeout" || it.ErrorMessage != "search hung") {
+			t.Fatalf("failed run in the list: %+v", it)
+		}
+	}
+	ts := func(t time.Time) string { return url.QueryEscape(t.Format("2006-01-02T15:04:05.000Z")) }
+	for q, want := range map[string][]string{
+		"outcome=failed":               {failedRun},
+		"outcome=succeeded":            {okRun},
+		"errorCode=tool_timeout":       {failedRun},
+		"errorCode=other":              nil,
+		"releaseId=rel-b":              {okRun},
+		"releaseId=rel-c":              nil,
+		"tag=nightly":                  {failedRun},
+		"tag=Nightly":                  nil,
+		"endedFrom=" + ts(before):      {okRun, failedRun},
+		"endedFrom=" + ts(after):       nil,
+		"endedTo=" + ts(before):        nil,
+		"outcome=failed&tag=team-a":    {failedRun},
+		"outcome=succeeded&tag=team-a": nil,
+	} {
+		if got := e.runIDs(q); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: %v, want %v", q, got, want)
+		}
+	}
+	for q, field := range map[string]string{"errorCode=Bad": "errorCode", "outcome=lost": "outcome", "tag=%20x": "tag",
+		"endedFrom=" + ts(after) + "&endedTo=" + ts(before): "endedTo"} {
+		if code, _ := e.do("GET", "/v1/runs?"+q, e.admin, ``, &p); code != 400 || len(p.Errors) == 0 || p.Errors[0].Field != field {
+			t.Fatalf("%s: %d %+v, want 400 naming %s", q, code, p, field)
+		}
+	}
+}

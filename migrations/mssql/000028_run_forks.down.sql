@@ -1,0 +1,2 @@
+-- Reverses 000028.
+ALTER TABLE [dbo].[Runs] DROP COLUMN [ForkedFromCheckpointId];

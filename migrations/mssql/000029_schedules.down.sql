@@ -1,0 +1,5 @@
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+DROP TABLE [dbo].[ScheduleStates];
+DROP TABLE [dbo].[Schedules];
+COMMIT TRANSACTION;

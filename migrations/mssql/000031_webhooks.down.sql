@@ -1,0 +1,6 @@
+-- Reverses 000031 (000032's down removes the tables from the policy first).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+DROP TABLE [dbo].[WebhookDeliveries];
+DROP TABLE [dbo].[WebhookEndpoints];
+COMMIT TRANSACTION;

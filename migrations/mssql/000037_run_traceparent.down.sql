@@ -1,0 +1,1 @@
+ALTER TABLE [dbo].[Runs] DROP COLUMN [TraceParent];

@@ -1,0 +1,1 @@
+ALTER TABLE Runs DROP COLUMN ForkedFromCheckpointId;

@@ -1,0 +1,2 @@
+DROP TABLE ScheduleStates;
+DROP TABLE Schedules;

@@ -1,0 +1,3 @@
+-- migration: additive
+-- SQL Server adds the schedules to its row-level security policy here; SQLite has none.
+SELECT 1;

@@ -1,0 +1,2 @@
+DROP TABLE WebhookDeliveries;
+DROP TABLE WebhookEndpoints;
