@@ -15,8 +15,9 @@ type queries struct {
 	calls string
 	// decisions: closed decisions (any status but pending), with their attempt's run.
 	decisions string
-	// root: 1 run -> the RunId at the top of its chain (through ContinuedFromRunId, then
-	// ParentRunId), or the highest run still stored when retention purged the rest.
+	// root: 1 run -> RunId and TraceParent of the run at the top of its chain (through
+	// ContinuedFromRunId, then ParentRunId), or of the highest run still stored when
+	// retention purged the rest.
 	root string
 	// checkpoints: 1 attempt, 2 limit -> the attempt's checkpoints in sequence order.
 	checkpoints string

@@ -50,7 +50,7 @@ OPTION (MAXDOP 1);`,
     SELECT r.RunId, COALESCE(r.ContinuedFromRunId, r.ParentRunId), u.Hops + 1
     FROM up AS u INNER JOIN dbo.Runs AS r ON r.RunId = u.Up
 )
-SELECT TOP (1) RunId FROM up ORDER BY Hops DESC
+SELECT TOP (1) u.RunId, r.TraceParent FROM up AS u INNER JOIN dbo.Runs AS r ON r.RunId = u.RunId ORDER BY u.Hops DESC
 OPTION (MAXRECURSION 1000, MAXDOP 1);`,
 
 	// checkpoints: UX_Checkpoints_Attempt_Sequence range, TOP (@p2).

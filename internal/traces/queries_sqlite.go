@@ -39,7 +39,7 @@ ORDER BY d.Version LIMIT ?3`,
     SELECT r.RunId, COALESCE(r.ContinuedFromRunId, r.ParentRunId), u.Hops + 1 FROM up u JOIN Runs r ON r.RunId = u.Up
     WHERE u.Hops < 1000
 )
-SELECT RunId FROM up ORDER BY Hops DESC LIMIT 1`,
+SELECT u.RunId, r.TraceParent FROM up u JOIN Runs r ON r.RunId = u.RunId ORDER BY u.Hops DESC LIMIT 1`,
 
 	checkpoints: `SELECT Sequence, Phase, CreatedAt FROM Checkpoints WHERE AttemptId = ?1 ORDER BY Sequence LIMIT ?2`,
 }

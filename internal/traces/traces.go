@@ -204,7 +204,7 @@ func (e *Exporter) Read(ctx context.Context, tx *sqldb.Tx, after, ceiling sqldb.
 		}
 		through = after + 1
 	}
-	b := builder{e: e, tx: tx, q: q, ctx: ctx, roots: map[uuid.UUID]uuid.UUID{}}
+	b := builder{e: e, tx: tx, q: q, ctx: ctx, roots: map[uuid.UUID]root{}}
 	for _, r := range runs {
 		if r.Version <= through {
 			if err := b.run(r); err != nil {
@@ -249,8 +249,37 @@ type builder struct {
 	tx    *sqldb.Tx
 	q     *queries
 	ctx   context.Context
-	roots map[uuid.UUID]uuid.UUID
+	roots map[uuid.UUID]root
 	stubs tracetest.SpanStubs
+}
+
+// root is the top of a run's chain and the W3C traceparent its enqueue carried, if any.
+type root struct {
+	RunID       uuid.UUID `db:"RunId"`
+	TraceParent *string   `db:"TraceParent"`
+}
+
+// callerParent is the caller's span a root run's span hangs under (its traceparent's trace
+// and parent ids), or an invalid context when the enqueue carried none.
+func (r root) callerParent() trace.SpanContext {
+	if r.TraceParent == nil || len(*r.TraceParent) != 55 {
+		return trace.SpanContext{}
+	}
+	tid, err1 := trace.TraceIDFromHex((*r.TraceParent)[3:35])
+	sid, err2 := trace.SpanIDFromHex((*r.TraceParent)[36:52])
+	if err1 != nil || err2 != nil {
+		return trace.SpanContext{}
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
+}
+
+// trace is the chain's trace: the caller's when the root's enqueue carried a traceparent,
+// else one derived from the root run's id.
+func (r root) trace() trace.TraceID {
+	if p := r.callerParent(); p.IsValid() {
+		return p.TraceID()
+	}
+	return traceID(r.RunID)
 }
 
 // Span and trace ids are derived from row ids: the same row always makes the same span.
@@ -268,17 +297,23 @@ func traceID(root uuid.UUID) trace.TraceID {
 	return t
 }
 
-// traceOf is the trace of a run's rows: the one of the root of its chain (continuations
-// and delegated children share their root's trace).
-func (b *builder) traceOf(runID uuid.UUID) (trace.TraceID, error) {
-	root, ok := b.roots[runID]
+// rootOf is the root of a run's chain (continuations and delegated children share their
+// root's trace).
+func (b *builder) rootOf(runID uuid.UUID) (root, error) {
+	r, ok := b.roots[runID]
 	if !ok {
-		if err := b.tx.GetContext(b.ctx, &root, b.q.root, runID); err != nil {
-			return trace.TraceID{}, fmt.Errorf("find the root of run %s: %w", runID, err)
+		if err := b.tx.GetContext(b.ctx, &r, b.q.root, runID); err != nil {
+			return root{}, fmt.Errorf("find the root of run %s: %w", runID, err)
 		}
-		b.roots[runID] = root
+		b.roots[runID] = r
 	}
-	return traceID(root), nil
+	return r, nil
+}
+
+// traceOf is the trace of a run's rows.
+func (b *builder) traceOf(runID uuid.UUID) (trace.TraceID, error) {
+	r, err := b.rootOf(runID)
+	return r.trace(), err
 }
 
 func context3(tid trace.TraceID, sid trace.SpanID) trace.SpanContext {
@@ -304,16 +339,19 @@ func errorStatus(code string) sdktrace.Status {
 }
 
 func (b *builder) run(r runRow) error {
-	tid, err := b.traceOf(r.RunID)
+	top, err := b.rootOf(r.RunID)
 	if err != nil {
 		return err
 	}
+	tid := top.trace()
 	var parent trace.SpanContext
 	switch {
 	case r.DelegationID.Valid:
 		parent = context3(tid, spanID("delegation", r.DelegationID.UUID))
 	case r.ContinuedFromRunID.Valid:
 		parent = context3(tid, spanID("run", r.ContinuedFromRunID.UUID))
+	case top.RunID == r.RunID:
+		parent = top.callerParent() // the caller's span, when the enqueue carried a traceparent
 	}
 	outcome := deref(r.Outcome)
 	attrs := append(ledgerAttrs(r.TenantID, r.RunID), attribute.String("gen_ai.operation.name", "invoke_workflow"),

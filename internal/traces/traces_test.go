@@ -321,3 +321,32 @@ func keys(m map[string][]*tracepb.Span) []string {
 	}
 	return out
 }
+
+// TestRunJoinsTheCallersTrace: a run enqueued with a traceparent is exported in the caller's
+// trace, its span under the caller's span, and its attempts in the same trace.
+func TestRunJoinsTheCallersTrace(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Epoch: epoch})
+	_, _, rt := s.TenantKeys(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	apitest.WantStatus(t, s.Do(t, http.MethodPost, "/v1/runs", rt, `{"subject":"traced","kind":"review","projectId":"p1",`+
+		`"agentId":"agent-1","stepId":"0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e51","snapshotId":"0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e52"}`,
+		map[string]string{"traceparent": tp}), http.StatusCreated)
+	l := s.ClaimLease(t, rt)
+	apitest.WantStatus(t, s.Do(t, http.MethodPost, "/v1/attempts/"+l.AttemptID+"/complete", rt,
+		fmt.Sprintf(`{"fencingToken":%d,"state":"succeeded"}`, l.Token), nil), http.StatusOK)
+	c := newCollector(t)
+	if err := exporter(t, s, c, "replica-1").CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := c.byName()
+	run, att := spans["invoke_workflow review"], spans["invoke_agent agent-1"]
+	if len(run) != 1 || len(att) != 1 {
+		t.Fatalf("spans %v", keys(spans))
+	}
+	if hex.EncodeToString(run[0].TraceId) != tp[3:35] || hex.EncodeToString(run[0].ParentSpanId) != tp[36:52] ||
+		string(att[0].TraceId) != string(run[0].TraceId) || string(att[0].ParentSpanId) != string(run[0].SpanId) {
+		t.Fatalf("run %x parent %x, attempt %x under %x; want trace %s under %s", run[0].TraceId, run[0].ParentSpanId,
+			att[0].TraceId, att[0].ParentSpanId, tp[3:35], tp[36:52])
+	}
+}
