@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +64,9 @@ type serveFlags struct {
 	secureCookies string
 	// pprofAddr is where net/http/pprof listens ("": nowhere).
 	pprofAddr string
+	// otlpEndpoint and otlpHeaders say where the history goes as OpenTelemetry traces.
+	otlpEndpoint string
+	otlpHeaders  string
 	// maxPending caps one attempt's pending decisions.
 	maxPending int
 	// webhookAllowHTTP and webhookAllowPrivate relax the webhook URL rules; publicURL is the
@@ -103,6 +107,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.aging, "band-aging", 10*time.Minute, "how long a BACKGROUND run waits past its due time before it competes with BATCH")
 	fs.IntVar(&f.maxDepth, "max-depth", 8, "deepest chain of parent runs an enqueue may make (loop_depth past it)")
 	fs.IntVar(&f.maxPending, "max-pending-decisions", decisions.DefaultMaxPending, "pending decisions one attempt may have at once; past it a request gets 409 decision_limit")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "OTLP/HTTP (protobuf) URL the history is exported to as OpenTelemetry traces, e.g. http://collector:4318/v1/traces (empty: no export)")
+	fs.StringVar(&f.otlpHeaders, "otlp-headers", "", "headers each OTLP export sends, as name=value pairs separated by commas (e.g. authorization=Bearer%20T; values may be percent-encoded)")
 	fs.IntVar(&f.fairness, "claim-fairness-window", 64, "how many of the oldest due runs a claim weighs for project fairness")
 	fs.StringVar(&f.bootstrap, "bootstrap-tenant", "default", "tenant created, with one admin and one runtime key printed once, on an embedded database that has no tenant yet")
 	fs.IntVar(&f.inflight, "max-inflight", 1024, "API requests this replica serves at once, all tenants together; more get 429 rate_limited (0: no cap)")
@@ -163,6 +169,10 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err := checkAtStart(ctx, db, sqldb.ForServe, log); err != nil {
 		return err
 	}
+	otlp, err := f.otlp()
+	if err != nil {
+		return err
+	}
 	// A restored backup would otherwise hand out again the row versions (ETags, changedSince
 	// positions) handed out after it was taken.
 	if from, to, err := db.RaiseVersionFloor(ctx); err != nil {
@@ -180,7 +190,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active,
 			HeavyReads: f.heavyReads, HeavyReadTimeout: f.heavyTimeout, ReadTimeout: f.readTimeout},
 		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending,
-		Webhooks: webhooks.Config{AllowHTTP: f.webhookAllowHTTP, AllowPrivate: f.webhookAllowPrivate, ConsoleURL: strings.TrimSuffix(f.publicURL, "/")}})
+		Webhooks: webhooks.Config{AllowHTTP: f.webhookAllowHTTP, AllowPrivate: f.webhookAllowPrivate, ConsoleURL: strings.TrimSuffix(f.publicURL, "/")},
+		OTLP:     otlp})
 	log.Info("starting", "addr", f.addr, "dialect", db.Dialect.Name(), "version", app.Version)
 	if f.pprofAddr != "" {
 		_, stopPprof, err := servePprof(f.pprofAddr, log)
@@ -238,6 +249,35 @@ func (f serveFlags) check() error {
 		return fmt.Errorf("--max-pending-decisions must be at least 1")
 	}
 	return nil
+}
+
+// otlp parses --otlp-endpoint and --otlp-headers (the OpenTelemetry exporters' own form of
+// OTEL_EXPORTER_OTLP_HEADERS: name=value pairs, comma-separated, values percent-decoded).
+func (f serveFlags) otlp() (app.OTLPConfig, error) {
+	if f.otlpEndpoint == "" {
+		if f.otlpHeaders != "" {
+			return app.OTLPConfig{}, fmt.Errorf("--otlp-headers needs --otlp-endpoint")
+		}
+		return app.OTLPConfig{}, nil
+	}
+	u, err := url.Parse(f.otlpEndpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return app.OTLPConfig{}, fmt.Errorf("--otlp-endpoint must be an http:// or https:// URL, such as http://collector:4318/v1/traces")
+	}
+	c := app.OTLPConfig{Endpoint: f.otlpEndpoint, Headers: map[string]string{}}
+	for _, pair := range strings.Split(f.otlpHeaders, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(pair, "=")
+		v, err := url.PathUnescape(strings.TrimSpace(value))
+		if !ok || strings.TrimSpace(name) == "" || err != nil {
+			// The pair may hold a secret: name only its position.
+			return app.OTLPConfig{}, fmt.Errorf("--otlp-headers: each header is name=value (percent-encoded), separated by commas")
+		}
+		c.Headers[strings.TrimSpace(name)] = v
+	}
+	return c, nil
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {

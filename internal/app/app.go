@@ -4,10 +4,14 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
@@ -28,6 +32,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/schedules"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/traces"
 	"github.com/ledger-dev/ledger/internal/web"
 	"github.com/ledger-dev/ledger/internal/webhooks"
 )
@@ -68,6 +73,15 @@ type Config struct {
 	Webhooks webhooks.Config
 	// WebhookDispatch tunes this replica's webhook dispatcher (zero: defaults).
 	WebhookDispatch webhooks.DispatcherConfig
+	// OTLP, when its Endpoint is set, exports the history as OpenTelemetry traces.
+	OTLP OTLPConfig
+}
+
+// OTLPConfig says where the traces go: an OTLP/HTTP (protobuf) endpoint URL, such as
+// https://collector:4318/v1/traces, and the headers each export sends (authentication).
+type OTLPConfig struct {
+	Endpoint string
+	Headers  map[string]string
 }
 
 // App is the assembled service.
@@ -87,6 +101,8 @@ type App struct {
 	// projectors maintain the projections of the change feed (DESIGN.md 5b): the insights
 	// roll-ups. Every replica runs them; each step's lease lets one replica at a time apply.
 	projectors []*feed.Runner
+	// exporters send projections outside the database (the OTLP traces), off the write path.
+	exporters []*feed.ExportRunner
 }
 
 // New assembles the service over an open, migrated database.
@@ -155,13 +171,18 @@ func New(db *sqldb.DB, cfg Config) *App {
 	projectors := []*feed.Runner{
 		feed.NewRunner(db, insights.NewProjector(db, 0), feed.Options{Holder: holder, Log: log}),
 	}
+	var exporters []*feed.ExportRunner
+	if cfg.OTLP.Endpoint != "" {
+		exporters = append(exporters, feed.NewExportRunner(db, traces.New(otlpExporter(cfg.OTLP), 0, Version),
+			feed.Options{Holder: holder, Log: log}))
+	}
 	s.Registry.MustRegister(feed.NewCollector(db, log))
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
 		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
 		Logger: log})
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, log: log,
-		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval, projectors: projectors}
+		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval, projectors: projectors, exporters: exporters}
 }
 
 // identify names the tenant and key of a request the authenticator admitted.
@@ -179,6 +200,10 @@ func (a *App) Background(ctx context.Context) {
 	for _, p := range a.projectors {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.Run(ctx) }()
+	}
+	for _, e := range a.exporters {
+		wg.Add(1)
+		go func() { defer wg.Done(); e.Run(ctx) }()
 	}
 	if a.purge >= 0 {
 		wg.Add(1)
@@ -212,7 +237,27 @@ func (a *App) CatchUpFeed(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, e := range a.exporters {
+		if err := e.CatchUp(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// otlpExporter is the OpenTelemetry SDK's OTLP/HTTP span exporter. Its own retries are off:
+// a failed send leaves the feed's position where it was, and the export runner backs off
+// and sends the same spans again (the database is the backlog, bounded by nothing a
+// request waits on).
+func otlpExporter(c OTLPConfig) sdktrace.SpanExporter {
+	e, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(c.Endpoint),
+		otlptracehttp.WithHeaders(c.Headers), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),
+		otlptracehttp.WithTimeout(10*time.Second))
+	if err != nil {
+		// New fails only on options it cannot apply; serve checked the URL before.
+		panic(fmt.Sprintf("app: OTLP exporter: %v", err))
+	}
+	return e
 }
 
 // every calls f each interval until ctx ends.

@@ -106,21 +106,11 @@ func (r *Runner) Step(ctx context.Context) (Step, error) {
 			return err
 		}
 		d := tx.Dialect
-		if _, err := tx.ExecContext(ctx, r.q.ensure, r.p.Name(), d.Time(now)); err != nil {
-			return fmt.Errorf("create the projector's row: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, r.q.lease, r.p.Name(), r.opts.Holder, d.Time(now), d.Time(now.Add(r.opts.Lease)))
-		if err != nil {
-			return fmt.Errorf("take the lease: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		held, pos, err := takeLease(ctx, tx, r.q, r.p.Name(), r.opts, now)
+		if err != nil || !held {
 			return err // another replica holds it
 		}
 		st.Held = true
-		var pos sqldb.RowVersion
-		if err := tx.GetContext(ctx, &pos, r.q.position, r.p.Name()); err != nil {
-			return fmt.Errorf("read the position: %w", err)
-		}
 		var ceiling sqldb.RowVersion
 		if err := tx.GetContext(ctx, &ceiling, r.q.ceiling); err != nil {
 			return fmt.Errorf("read the committed end of the feed: %w", err)
@@ -147,6 +137,27 @@ func (r *Runner) Step(ctx context.Context) (Step, error) {
 		return nil
 	})
 	return st, err
+}
+
+// takeLease makes the projector's row when it has none, takes or renews its lease for
+// holder (held false: another replica's lease is live) and reads its position.
+func takeLease(ctx context.Context, tx *sqldb.Tx, q *queries, name string, o Options, now time.Time) (bool, sqldb.RowVersion, error) {
+	d := tx.Dialect
+	if _, err := tx.ExecContext(ctx, q.ensure, name, d.Time(now)); err != nil {
+		return false, 0, fmt.Errorf("create the projector's row: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, q.lease, name, o.Holder, d.Time(now), d.Time(now.Add(o.Lease)))
+	if err != nil {
+		return false, 0, fmt.Errorf("take the lease: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, 0, err
+	}
+	var pos sqldb.RowVersion
+	if err := tx.GetContext(ctx, &pos, q.position, name); err != nil {
+		return false, 0, fmt.Errorf("read the position: %w", err)
+	}
+	return true, pos, nil
 }
 
 // CatchUp runs steps until the projector has applied every change committed before the

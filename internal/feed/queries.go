@@ -18,6 +18,10 @@ type queries struct {
 	// advance stores position 2 of projector 1, the time 3 it caught up (NULL: it did not,
 	// keep the last) and 4 now.
 	advance string
+	// advanceFrom is advance for an exporter: it stores position 2 (caught up at 3, now 4)
+	// only while holder 6 holds the lease and the position is still 5, the one its batch
+	// was read from (0 rows: another replica took over meanwhile).
+	advanceFrom string
 	// statuses reads every projector's position and watermark.
 	statuses string
 }

@@ -29,6 +29,11 @@ WHERE Name = @p1 AND (Holder = @p2 OR Holder IS NULL OR LeaseUntil IS NULL OR Le
 	advance: `UPDATE dbo.FeedProjectors SET Position = @p2, CaughtUpAt = COALESCE(@p3, CaughtUpAt), UpdatedAt = @p4
 WHERE Name = @p1;`,
 
+	// Reading check: a PK seek; the position and holder conditions make a replica whose
+	// lease another took over store nothing (0 rows). @p5 is binary(8).
+	advanceFrom: `UPDATE dbo.FeedProjectors SET Position = @p2, CaughtUpAt = COALESCE(@p3, CaughtUpAt), UpdatedAt = @p4
+WHERE Name = @p1 AND Position = @p5 AND Holder = @p6;`,
+
 	// Reading check: one row per projector (a handful); the clustered index in order.
 	statuses: `SELECT Name, Position, CaughtUpAt FROM dbo.FeedProjectors ORDER BY Name OPTION (MAXDOP 1);`,
 }

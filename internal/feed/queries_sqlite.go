@@ -16,5 +16,8 @@ WHERE Name = ?1 AND (Holder = ?2 OR Holder IS NULL OR LeaseUntil IS NULL OR Leas
 
 	advance: `UPDATE FeedProjectors SET Position = ?2, CaughtUpAt = COALESCE(?3, CaughtUpAt), UpdatedAt = ?4 WHERE Name = ?1`,
 
+	advanceFrom: `UPDATE FeedProjectors SET Position = ?2, CaughtUpAt = COALESCE(?3, CaughtUpAt), UpdatedAt = ?4
+WHERE Name = ?1 AND Position = ?5 AND Holder = ?6`,
+
 	statuses: `SELECT Name, Position, CaughtUpAt FROM FeedProjectors ORDER BY Name`,
 }
