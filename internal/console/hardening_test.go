@@ -16,6 +16,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/releases"
+	"github.com/ledger-dev/ledger/internal/strictjson"
 )
 
 // get fetches path with c and returns the status and body.
@@ -223,14 +224,14 @@ func nested(depth int) json.RawMessage {
 }
 
 // TestStoredJSONBoundedOnEveryPage stores the worst values the API accepts (a run input and
-// decision options and answer nested almost 10,000 deep, a run input of most of a megabyte
+// decision options and answer nested as deep as the body's depth cap allows, a run input of most of a megabyte
 // of characters HTML escapes, a choice of a thousand long options) and renders every page
 // that shows stored JSON, and the listings around them: each page stays within a fixed byte
 // budget, shows the value compact and cut, and links to the API for the whole of it.
 func TestStoredJSONBoundedOnEveryPage(t *testing.T) {
 	t.Parallel()
 	const budget = 64 << 10
-	const depth = 9990
+	const depth = strictjson.MaxDepth - 1 // the body's object is the first level
 	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	var deepRun, wideRun api.Run
