@@ -21,7 +21,7 @@ func enums() []api.Enum {
 		new(api.DecisionKind), new(api.ReleaseState), new(api.TimelineKind), new(api.RunOutcome),
 		new(api.CompletionState), new(api.CallStatus), new(api.CallFinishStatus), new(api.DecisionStatus),
 		new(api.AnswerStatus), new(api.DelegationStatus), new(api.InFlightPolicy), new(api.ScheduleOverlap),
-		new(api.WebhookEvent), new(api.DeliveryStatus),
+		new(api.WebhookEvent), new(api.DeliveryStatus), new(api.UsageGroup),
 	}
 }
 

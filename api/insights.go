@@ -225,3 +225,47 @@ type DecisionKindInsight struct {
 	Pending      int64           `json:"pending"`
 	TimeToAnswer DurationSummary `json:"timeToAnswer"`
 }
+
+// UsageGroup is what GET /v1/insights/usage groups by: the calls' model, or the run's
+// agent, release (its attempt's) or project.
+type UsageGroup string
+
+// Usage groupings.
+const (
+	UsageByModel   UsageGroup = "model"
+	UsageByAgent   UsageGroup = "agent"
+	UsageByRelease UsageGroup = "release"
+	UsageByProject UsageGroup = "project"
+)
+
+var usageGroupNames = names{"model", "agent", "release", "project"}
+
+func (v UsageGroup) String() string     { return string(v) }
+func (v UsageGroup) Valid() bool        { _, ok := usageGroupNames.index(string(v)); return ok }
+func (UsageGroup) EnumValues() []string { return usageGroupNames.values() }
+func (v UsageGroup) MarshalText() ([]byte, error) {
+	return usageGroupNames.marshalString(string(v), "usage grouping")
+}
+func (v *UsageGroup) UnmarshalText(b []byte) error {
+	s, err := usageGroupNames.unmarshalString(b)
+	*v = UsageGroup(s)
+	return err
+}
+func (v *UsageGroup) UnmarshalJSON(b []byte) error {
+	s, err := usageGroupNames.jsonString(b)
+	if err != nil {
+		return err
+	}
+	return v.UnmarshalText(s)
+}
+
+// UsageSeries are the series of GET /v1/insights/usage, in their order: the calls that
+// reported usage or a cost, then each token count, then the cost in micro-units.
+var UsageSeries = []string{"calls", "inputTokens", "outputTokens", "cacheReadInputTokens", "cacheCreationInputTokens",
+	"reasoningOutputTokens", "costMicros"}
+
+// InsightUsageParams are InsightParams and a usage grouping.
+type InsightUsageParams struct {
+	InsightParams
+	GroupBy *UsageGroup `query:"groupBy" doc:"Group the numbers by this (at most 50 groups, largest first; the rest are summed as other)."`
+}

@@ -64,3 +64,10 @@ func (c *Client) InsightDecisions(ctx context.Context, params api.InsightParams)
 	var out api.DecisionInsights
 	return out, c.insight(ctx, "decisions", params, &out)
 }
+
+// InsightUsage sums the tokens and cost the calls reported, per bucket, grouped by model,
+// agent, release or project (GET /v1/insights/usage).
+func (c *Client) InsightUsage(ctx context.Context, params api.InsightUsageParams) (api.InsightSeries, error) {
+	var out api.InsightSeries
+	return out, c.insight(ctx, "usage", params, &out)
+}

@@ -214,6 +214,9 @@ func goCalls() map[string][]variant {
 		"insightAttemptsPerRun": one("InsightAttemptsPerRun", func(ctx context.Context, c *client.Client) error {
 			return e(c.InsightAttemptsPerRun(ctx, api.InsightGroupedParams{}))
 		}),
+		"insightUsage": one("InsightUsage", func(ctx context.Context, c *client.Client) error {
+			return e(c.InsightUsage(ctx, api.InsightUsageParams{}))
+		}),
 		"insightCalls": one("InsightCalls", func(ctx context.Context, c *client.Client) error {
 			return e(c.InsightCalls(ctx, api.InsightParams{}))
 		}),

@@ -479,6 +479,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		"GET /v1/insights/attempts-per-run": {{query: "?groupBy=project", admin: insight, rt: isoForbidden}},
 		"GET /v1/insights/claim-latency":    {{query: "?groupBy=kind", admin: insight, rt: isoForbidden}},
 		"GET /v1/insights/calls":            {{admin: insight, rt: isoForbidden}},
+		"GET /v1/insights/usage":            {{admin: insight, rt: isoForbidden}},
 		"GET /v1/insights/decisions":        {{admin: insight, rt: isoForbidden}},
 
 		// History (internal/history), once wired.

@@ -1,6 +1,7 @@
 package calls_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -89,6 +90,32 @@ func TestUsageIsRecordedRepeatedAndSummed(t *testing.T) {
 		ReasoningOutputTokens: 9, CostMicros: 8000}
 	if got := apitest.DecodeAs[api.UsageTotals](t, s.Do(t, http.MethodGet, "/v1/runs/"+l.RunID+"/usage", rt, "", nil)); got != want {
 		t.Fatalf("run usage %+v, want %+v", got, want)
+	}
+
+	// Insights sum the same calls, exactly, once the roll-ups have caught up.
+	if err := s.App.CatchUpFeed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, by := range []string{"model", "project"} {
+		r := s.Do(t, http.MethodGet, "/v1/insights/usage?bucket=1d&groupBy="+by+"&from=2026-01-01T00:00:00.000Z&to=2026-01-02T00:00:00.000Z",
+			admin, "", nil)
+		apitest.WantStatus(t, r, http.StatusOK)
+		ins := apitest.DecodeAs[api.InsightSeries](t, r)
+		if len(ins.Groups) != 1 || (by == "model" && ins.Groups[0].Key != "claude-sonnet-4") || (by == "project" && ins.Groups[0].Key != "p1") {
+			t.Fatalf("usage by %s: groups %+v", by, ins.Groups)
+		}
+		got := map[string]int64{}
+		for _, se := range ins.Groups[0].Series {
+			got[se.Name] = se.Total
+		}
+		wantSums := map[string]int64{"calls": want.Reported, "inputTokens": want.InputTokens, "outputTokens": want.OutputTokens,
+			"cacheReadInputTokens": want.CacheReadInputTokens, "cacheCreationInputTokens": 0,
+			"reasoningOutputTokens": want.ReasoningOutputTokens, "costMicros": want.CostMicros}
+		for k, v := range wantSums {
+			if got[k] != v {
+				t.Errorf("usage by %s: %s = %d, want %d (the calls' sum)", by, k, got[k], v)
+			}
+		}
 	}
 
 	_, otherAdmin, _ := s.TenantKeys(t)

@@ -80,6 +80,14 @@ func Routes(s *web.Server, store *Store) {
 			"calls that ended." + windowDoc + freshnessDoc,
 		Roles: ad, Query: api.InsightParams{}, Status: http.StatusOK, Response: api.CallInsights{}, Headers: watermarkHeaders},
 		h.plain(func(ctx context.Context, t string, w Window, f Filter) (any, error) { return store.Calls(ctx, t, w, f) }))
+	s.Route(http.MethodGet, "/v1/insights/usage", web.Op{ID: "insightUsage", Tag: "Insights",
+		Summary: "Tokens and cost per bucket, by model, agent, release or project",
+		Description: "Sums what the calls that finished in each bucket reported (usage and costMicros), one series each: " +
+			"calls (that reported any), inputTokens, outputTokens, cacheReadInputTokens, cacheCreationInputTokens, " +
+			"reasoningOutputTokens, costMicros. groupBy model groups by the model a call named when it started." +
+			windowDoc + groupDoc + freshnessDoc,
+		Roles: ad, Query: api.InsightUsageParams{}, Status: http.StatusOK, Response: api.InsightSeries{}, Headers: watermarkHeaders},
+		h.usage)
 	s.Route(http.MethodGet, "/v1/insights/decisions", web.Op{ID: "insightDecisions", Tag: "Insights",
 		Summary: "Decisions requested, answered and expired, by kind",
 		Description: "The decisions requested in the window per decision kind: requested, answered (approved or " +
@@ -102,6 +110,24 @@ func (h handlers) grouped(read groupedRead) echo.HandlerFunc {
 		}
 		return h.answer(c, q.InsightParams, q.GroupBy, read)
 	}
+}
+
+// usage answers GET /v1/insights/usage: grouped by model (the calls' Subkey) or by one of the
+// dimensions the other insights group by.
+func (h handlers) usage(c echo.Context) error {
+	var q api.InsightUsageParams
+	if err := web.BindQuery(c, &q); err != nil {
+		return err
+	}
+	var group *api.InsightGroup
+	byModel := q.GroupBy != nil && *q.GroupBy == api.UsageByModel
+	if q.GroupBy != nil && !byModel {
+		g := api.InsightGroup(*q.GroupBy) // agent, release and project are groupings of the other insights too
+		group = &g
+	}
+	return h.answer(c, q.InsightParams, group, func(ctx context.Context, t string, w Window, f Filter) (any, error) {
+		return h.store.Usage(ctx, t, w, f, byModel)
+	})
 }
 
 func (h handlers) plain(read groupedRead) echo.HandlerFunc {

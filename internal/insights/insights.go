@@ -232,7 +232,9 @@ var boundsJSON = func() string {
 func (s *Store) read(ctx context.Context, tenantID string, in insight, w Window, f Filter) ([]row, error) {
 	var rows []row
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		if !s.direct {
+		if !s.direct || in.direct == "" {
+			// The roll-ups, also for the reference store when an insight has no direct
+			// statement (usage: its test sums the scripted calls instead).
 			var err error
 			rows, err = s.readCells(ctx, tx, tenantID, in, w, f)
 			return err
@@ -330,6 +332,17 @@ func (s *Store) Calls(ctx context.Context, tenantID string, w Window, f Filter) 
 		out.Targets = append(out.Targets, t)
 	}
 	return out, err
+}
+
+// Usage sums the usage and cost that calls reported when they finished in the window, per
+// bucket, one series per api.UsageSeries, grouped by the window's group or, byModel, by the
+// calls' model (a call that named none is the model "").
+func (s *Store) Usage(ctx context.Context, tenantID string, w Window, f Filter, byModel bool) (api.InsightSeries, error) {
+	if byModel {
+		w.GroupBy = ""
+	}
+	rows, err := s.read(ctx, tenantID, insight{name: "usage", metric: metricUsage, subkeyGroups: byModel}, w, f)
+	return series(w, rows, api.UsageSeries), err
 }
 
 // Decisions summarises the decisions requested in the window per decision kind.

@@ -49,6 +49,9 @@ const (
 	metricAttemptsEnded
 	metricCalls
 	metricDecisions
+	// metricUsage sums what finished calls reported: N is the sum of a series (calls,
+	// inputTokens, …, costMicros), the Subkey the call's model.
+	metricUsage
 )
 
 // grains are the bucket widths every fact is counted in, so an answer of any bucket reads
@@ -63,6 +66,8 @@ type dims struct {
 	Agent   string `json:"a"`
 	Release string `json:"r"`
 	Kind    string `json:"k"`
+	// ErrorCode is a run's or an attempt's error code (calls and decisions have none).
+	ErrorCode string `json:"x,omitempty"`
 }
 
 // dimension is one grouping of the insights: the api's name, the cell's value for it, and
@@ -78,6 +83,7 @@ var dimensions = []dimension{
 	{api.GroupAgent, func(d dims) string { return d.Agent }, func(d dims) dims { return dims{Agent: d.Agent} }},
 	{api.GroupRelease, func(d dims) string { return d.Release }, func(d dims) dims { return dims{Release: d.Release} }},
 	{api.GroupKind, func(d dims) string { return d.Kind }, func(d dims) dims { return dims{Kind: d.Kind} }},
+	{api.GroupErrorCode, func(d dims) string { return d.ErrorCode }, func(d dims) dims { return dims{ErrorCode: d.ErrorCode} }},
 }
 
 // A dimension set says which dimensions a cell keeps: every fact is counted once in each
@@ -159,6 +165,9 @@ type fact struct {
 	Series string `json:"e,omitempty"`
 	Bin    int    `json:"b,omitempty"`
 	Value  int64  `json:"v,omitempty"`
+	// Weight is what the fact adds to its cell's N (0: 1, a count; a usage fact adds its
+	// tokens or cost).
+	Weight int64 `json:"w,omitempty"`
 }
 
 // cellKey is a cell of one grain.
@@ -176,7 +185,8 @@ type cellKey struct {
 
 func (k cellKey) hash() []byte {
 	h := sha256.New()
-	for _, s := range []string{k.dims.Project, k.dims.Agent, k.dims.Release, k.dims.Kind, k.subkey, k.series, fmt.Sprint(k.bin)} {
+	for _, s := range []string{k.dims.Project, k.dims.Agent, k.dims.Release, k.dims.Kind, k.dims.ErrorCode, k.subkey, k.series,
+		fmt.Sprint(k.bin)} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -226,10 +236,55 @@ type sourceRow struct {
 	FirstRelease sql.NullString `db:"FirstRelease"`
 	LastRelease  sql.NullString `db:"LastRelease"`
 	Attempts     sql.NullInt64  `db:"Attempts"`
+	// ErrorCode: a run's or an attempt's; the rest, what a finished call reported.
+	ErrorCode                sql.NullString `db:"ErrorCode"`
+	Model                    sql.NullString `db:"Model"`
+	InputTokens              sql.NullInt64  `db:"InputTokens"`
+	OutputTokens             sql.NullInt64  `db:"OutputTokens"`
+	CacheReadInputTokens     sql.NullInt64  `db:"CacheReadInputTokens"`
+	CacheCreationInputTokens sql.NullInt64  `db:"CacheCreationInputTokens"`
+	ReasoningOutputTokens    sql.NullInt64  `db:"ReasoningOutputTokens"`
+	CostMicros               sql.NullInt64  `db:"CostMicros"`
 }
 
 func (r sourceRow) dims() dims {
-	return dims{Project: r.Project.String, Agent: r.Agent.String, Release: r.Release.String, Kind: r.Kind.String}
+	return dims{Project: r.Project.String, Agent: r.Agent.String, Release: r.Release.String, Kind: r.Kind.String,
+		ErrorCode: r.ErrorCode.String}
+}
+
+// Usage series: what a usage cell's N sums.
+const (
+	usageCalls         = "calls"
+	usageInput         = "inputTokens"
+	usageOutput        = "outputTokens"
+	usageCacheRead     = "cacheReadInputTokens"
+	usageCacheCreation = "cacheCreationInputTokens"
+	usageReasoning     = "reasoningOutputTokens"
+	usageCost          = "costMicros"
+)
+
+// usageFacts are a finished call's usage facts, counted at its end: one per reported count
+// above zero, and one call (only when it reported any).
+func (r sourceRow) usageFacts() []fact {
+	if !r.End.Valid {
+		return nil
+	}
+	var out []fact
+	for _, c := range []struct {
+		series string
+		n      sql.NullInt64
+	}{{usageInput, r.InputTokens}, {usageOutput, r.OutputTokens}, {usageCacheRead, r.CacheReadInputTokens},
+		{usageCacheCreation, r.CacheCreationInputTokens}, {usageReasoning, r.ReasoningOutputTokens}, {usageCost, r.CostMicros}} {
+		if c.n.Valid && c.n.Int64 > 0 {
+			out = append(out, fact{Metric: metricUsage, At: r.End.Time.Unix(), Dims: r.dims(), Subkey: r.Model.String,
+				Series: c.series, Weight: c.n.Int64})
+		}
+	}
+	if len(out) > 0 {
+		out = append(out, fact{Metric: metricUsage, At: r.End.Time.Unix(), Dims: r.dims(), Subkey: r.Model.String,
+			Series: usageCalls})
+	}
+	return out
 }
 
 func ms(from, to time.Time) int64 { return to.Sub(from).Milliseconds() }
@@ -293,6 +348,7 @@ func (r sourceRow) facts() []fact {
 			f.Bin = bin(f.Value)
 		}
 		out = append(out, f)
+		out = append(out, r.usageFacts()...)
 	case sourceDecision:
 		f := fact{Metric: metricDecisions, At: r.Start.Time.Unix(), Dims: r.dims(), Subkey: decisionKind(r.Subkey.String),
 			Series: r.Status.String, Bin: -1}
@@ -435,7 +491,11 @@ func count(deltas map[cellKey]*cellDelta, tenant string, f fact, n int64) {
 				d = &cellDelta{}
 				deltas[k] = d
 			}
-			d.n += n
+			w := f.Weight
+			if w == 0 {
+				w = 1
+			}
+			d.n += n * w
 			if n > 0 {
 				d.peak = max(d.peak, f.Value)
 			}
@@ -487,7 +547,8 @@ func (p *Projector) write(ctx context.Context, tx *sqldb.Tx, deltas map[cellKey]
 	for _, it := range items {
 		k := it.k
 		if _, err := tx.ExecContext(ctx, p.q.upsertCell, k.tenant, int(k.metric), k.grain, k.bucket, it.hash,
-			k.dims.Project, k.dims.Agent, k.dims.Release, k.dims.Kind, k.subkey, k.series, k.bin, it.d.n, it.d.peak, int(k.set)); err != nil {
+			k.dims.Project, k.dims.Agent, k.dims.Release, k.dims.Kind, k.subkey, k.series, k.bin, it.d.n, it.d.peak, int(k.set),
+			k.dims.ErrorCode); err != nil {
 			return fmt.Errorf("count a roll-up cell: %w", err)
 		}
 	}
@@ -501,6 +562,7 @@ type cellRow struct {
 	Agent       string `db:"AgentId"`
 	Release     string `db:"ReleaseId"`
 	Kind        string `db:"Kind"`
+	ErrorCode   string `db:"ErrorCode"`
 	Subkey      string `db:"Subkey"`
 	Series      string `db:"Series"`
 	Bin         int64  `db:"Bin"`
@@ -548,7 +610,7 @@ func (s *Store) readCells(ctx context.Context, tx *sqldb.Tx, tenantID string, in
 	totals := map[string]int64{}
 	var order []key
 	for _, c := range cells {
-		d := dims{Project: c.Project, Agent: c.Agent, Release: c.Release, Kind: c.Kind}
+		d := dims{Project: c.Project, Agent: c.Agent, Release: c.Release, Kind: c.Kind, ErrorCode: c.ErrorCode}
 		k := key{group: groupValue(w.GroupBy, d), series: c.Series}
 		if in.subkeyGroups {
 			k.group = c.Subkey

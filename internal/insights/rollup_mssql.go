@@ -29,6 +29,12 @@ func mssqlRunAttempt(col, order string) string {
         ORDER BY a.StartedAt ` + order + `, a.AttemptId ` + order + `)`
 }
 
+// mssqlNoUsage: the usage columns of a source row that is not a call.
+const mssqlNoUsage = `CAST(NULL AS nvarchar(128)) AS Model, CAST(NULL AS bigint) AS InputTokens,
+    CAST(NULL AS bigint) AS OutputTokens, CAST(NULL AS bigint) AS CacheReadInputTokens,
+    CAST(NULL AS bigint) AS CacheCreationInputTokens, CAST(NULL AS bigint) AS ReasoningOutputTokens,
+    CAST(NULL AS bigint) AS CostMicros`
+
 var mssqlRollups = rollupQueries{
 	runs: `SELECT TOP (@p3) CAST(1 AS tinyint) AS Source, r.RunId AS Id, r.TenantId, r.Version, r.State, r.Outcome AS Status,
     r.ProjectId, r.AgentId, CAST(NULL AS nvarchar(256)) AS ReleaseId, r.Kind, CAST(NULL AS nvarchar(256)) AS Subkey,
@@ -36,7 +42,8 @@ var mssqlRollups = rollupQueries{
     ` + mssqlRunAttempt("StartedAt", "ASC") + ` AS FirstClaimAt,
     ` + mssqlRunAttempt("ReleaseId", "ASC") + ` AS FirstRelease,
     ` + mssqlRunAttempt("ReleaseId", "DESC") + ` AS LastRelease,
-    (SELECT COUNT_BIG(*) FROM dbo.ExecutionAttempts a WHERE a.RunId = r.RunId) AS Attempts
+    (SELECT COUNT_BIG(*) FROM dbo.ExecutionAttempts a WHERE a.RunId = r.RunId) AS Attempts,
+    r.ErrorCode, ` + mssqlNoUsage + `
 FROM dbo.Runs r WITH (INDEX (IX_Runs_Version))
 WHERE r.Version > @p1 AND r.Version < @p2
 ORDER BY r.Version
@@ -45,7 +52,8 @@ OPTION (MAXDOP 1);`,
 	attempts: `SELECT TOP (@p3) CAST(2 AS tinyint) AS Source, a.AttemptId AS Id, a.TenantId, a.Version, a.State,
     CAST(NULL AS nvarchar(32)) AS Status, a.ProjectId, a.AgentId, a.ReleaseId, r.Kind, CAST(NULL AS nvarchar(256)) AS Subkey,
     CAST(NULL AS datetimeoffset(3)) AS StartAt, a.EndedAt AS EndAt, CAST(NULL AS datetimeoffset(3)) AS FirstClaimAt,
-    CAST(NULL AS nvarchar(256)) AS FirstRelease, CAST(NULL AS nvarchar(256)) AS LastRelease, CAST(NULL AS bigint) AS Attempts
+    CAST(NULL AS nvarchar(256)) AS FirstRelease, CAST(NULL AS nvarchar(256)) AS LastRelease, CAST(NULL AS bigint) AS Attempts,
+    a.ErrorCode, ` + mssqlNoUsage + `
 FROM dbo.ExecutionAttempts a WITH (INDEX (IX_Attempts_Version))
 LEFT JOIN dbo.Runs r ON r.RunId = a.RunId
 WHERE a.Version > @p1 AND a.Version < @p2
@@ -57,7 +65,9 @@ OPTION (MAXDOP 1);`,
 	calls: `SELECT TOP (@p3) CAST(3 AS tinyint) AS Source, c.CallId AS Id, c.TenantId, c.Version, CAST(NULL AS int) AS State,
     c.Status, a.ProjectId, a.AgentId, a.ReleaseId, r.Kind, c.Target AS Subkey, c.StartedAt AS StartAt, c.EndedAt AS EndAt,
     CAST(NULL AS datetimeoffset(3)) AS FirstClaimAt, CAST(NULL AS nvarchar(256)) AS FirstRelease,
-    CAST(NULL AS nvarchar(256)) AS LastRelease, CAST(NULL AS bigint) AS Attempts
+    CAST(NULL AS nvarchar(256)) AS LastRelease, CAST(NULL AS bigint) AS Attempts, CAST(NULL AS nvarchar(64)) AS ErrorCode,
+    c.Model, c.InputTokens, c.OutputTokens, c.CacheReadInputTokens, c.CacheCreationInputTokens, c.ReasoningOutputTokens,
+    c.CostMicros
 FROM dbo.CallRecords c WITH (INDEX (IX_Calls_Version))
 LEFT JOIN dbo.ExecutionAttempts a ON a.AttemptId = c.AttemptId
 LEFT JOIN dbo.Runs r ON r.RunId = a.RunId
@@ -69,7 +79,8 @@ OPTION (MAXDOP 1);`,
     d.Status, a.ProjectId, a.AgentId, a.ReleaseId, r.Kind, CAST(d.Kind AS nvarchar(8)) AS Subkey,
     d.RequestedAt AS StartAt, d.AnsweredAt AS EndAt,
     CAST(NULL AS datetimeoffset(3)) AS FirstClaimAt, CAST(NULL AS nvarchar(256)) AS FirstRelease,
-    CAST(NULL AS nvarchar(256)) AS LastRelease, CAST(NULL AS bigint) AS Attempts
+    CAST(NULL AS nvarchar(256)) AS LastRelease, CAST(NULL AS bigint) AS Attempts, CAST(NULL AS nvarchar(64)) AS ErrorCode,
+    ` + mssqlNoUsage + `
 FROM dbo.DecisionRequests d WITH (INDEX (IX_Decisions_Version))
 LEFT JOIN dbo.ExecutionAttempts a ON a.AttemptId = d.AttemptId
 LEFT JOIN dbo.Runs r ON r.RunId = a.RunId
@@ -93,14 +104,14 @@ OPTION (MAXDOP 1);`,
 WHERE TenantId = @p1 AND Metric = @p2 AND DimSet = @p15 AND Grain = @p3 AND BucketStart = @p4 AND CellHash = @p5;
 IF @@ROWCOUNT = 0
     INSERT INTO dbo.InsightCells (TenantId, Metric, DimSet, Grain, BucketStart, CellHash, ProjectId, AgentId, ReleaseId, Kind,
-        Subkey, Series, Bin, N, Peak)
-    VALUES (@p1, @p2, @p15, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p14);`,
+        Subkey, Series, Bin, N, Peak, ErrorCode)
+    VALUES (@p1, @p2, @p15, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p14, @p16);`,
 
 	// Reading check: PK_InsightCells seeks (TenantId, Metric, DimSet, Grain, BucketStart range): the
 	// window's cells only; the filters are catch-all residual predicates on the covered
 	// columns (the clustered index holds every column), one plan for every combination.
 	// Read in the tenant's scope; the security predicate adds TenantId, already sought.
-	cells: `SELECT BucketStart, ProjectId, AgentId, ReleaseId, Kind, Subkey, Series, Bin, N, Peak
+	cells: `SELECT BucketStart, ProjectId, AgentId, ReleaseId, Kind, ErrorCode, Subkey, Series, Bin, N, Peak
 FROM dbo.InsightCells
 WHERE TenantId = @p1 AND Metric = @p2 AND DimSet = @p11 AND Grain = @p3 AND BucketStart >= @p4 AND BucketStart < @p5 AND N <> 0
     AND (@p6 IS NULL OR ProjectId = @p6) AND (@p7 IS NULL OR AgentId = @p7) AND (@p8 IS NULL OR ReleaseId = @p8)

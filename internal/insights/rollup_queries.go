@@ -15,7 +15,8 @@ type rollupQueries struct {
 	insertFacts string
 	updateFacts string
 	// upsertCell adds N 13 to the cell (1 tenant, 2 metric, 15 dimension set, 3 grain, 4 bucket start,
-	// 5 hash) and raises its Peak to 14, creating it with dimensions 6..12 when it is new.
+	// 5 hash) and raises its Peak to 14, creating it with dimensions 6..12 and 16 (error code)
+	// when it is new.
 	upsertCell string
 	// cells reads the cells of 1 tenant, 2 metric, 11 dimension set, 3 grain with 4 <= bucket start
 	// < 5 whose N is not zero, filtered by 6 project, 7 agent, 8 release, 9 kind, 10 series

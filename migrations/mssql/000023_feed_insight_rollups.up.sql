@@ -35,6 +35,7 @@ CREATE TABLE [dbo].[InsightCells] (
     [AgentId] nvarchar(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [ReleaseId] nvarchar(256) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [Kind] nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    [ErrorCode] nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [Subkey] nvarchar(256) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [Series] nvarchar(32) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [Bin] smallint NOT NULL,
@@ -60,11 +61,12 @@ CREATE TABLE [dbo].[InsightFacts] (
 -- projector reads it would be the reader-lookup deadlock of issue 26's reading (S on the
 -- index row waiting for the clustered row, X on the clustered row waiting for the index).
 CREATE INDEX [IX_Runs_Version] ON [dbo].[Runs] ([Version])
-    INCLUDE ([TenantId], [State], [Outcome], [ProjectId], [AgentId], [Kind], [QueuedAt], [EndedAt]);
+    INCLUDE ([TenantId], [State], [Outcome], [ProjectId], [AgentId], [Kind], [QueuedAt], [EndedAt], [ErrorCode]);
 CREATE INDEX [IX_Attempts_Version] ON [dbo].[ExecutionAttempts] ([Version])
-    INCLUDE ([TenantId], [RunId], [State], [EndedAt], [ProjectId], [AgentId], [ReleaseId]);
+    INCLUDE ([TenantId], [RunId], [State], [EndedAt], [ProjectId], [AgentId], [ReleaseId], [ErrorCode]);
 CREATE INDEX [IX_Calls_Version] ON [dbo].[CallRecords] ([Version])
-    INCLUDE ([TenantId], [AttemptId], [Target], [Status], [StartedAt], [EndedAt]);
+    INCLUDE ([TenantId], [AttemptId], [Target], [Status], [StartedAt], [EndedAt], [Model], [InputTokens], [OutputTokens],
+        [CacheReadInputTokens], [CacheCreationInputTokens], [ReasoningOutputTokens], [CostMicros]);
 CREATE INDEX [IX_Decisions_Version] ON [dbo].[DecisionRequests] ([Version])
     INCLUDE ([TenantId], [AttemptId], [Kind], [Status], [RequestedAt], [AnsweredAt]);
 

@@ -32,6 +32,7 @@ CREATE TABLE InsightCells (
     AgentId TEXT NOT NULL,
     ReleaseId TEXT NOT NULL,
     Kind TEXT NOT NULL,
+    ErrorCode TEXT NOT NULL,
     Subkey TEXT NOT NULL,
     Series TEXT NOT NULL,
     Bin INTEGER NOT NULL,
