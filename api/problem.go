@@ -36,6 +36,8 @@ const (
 	CodeManifestMismatch     ProblemCode = "manifest_mismatch"
 	CodeSubjectConflict      ProblemCode = "subject_conflict"
 	CodeUnknownProject       ProblemCode = "unknown_project"
+	CodeUnknownDecision      ProblemCode = "unknown_decision"
+	CodeUnknownRun           ProblemCode = "unknown_run"
 	CodePreconditionRequired ProblemCode = "precondition_required"
 	CodeRateLimited          ProblemCode = "rate_limited" // with Retry-After
 	CodeInternal             ProblemCode = "internal"
@@ -76,6 +78,8 @@ var problemTable = []struct {
 	{CodeManifestMismatch, http.StatusUnprocessableEntity},
 	{CodeSubjectConflict, http.StatusUnprocessableEntity},
 	{CodeUnknownProject, http.StatusUnprocessableEntity},
+	{CodeUnknownDecision, http.StatusUnprocessableEntity},
+	{CodeUnknownRun, http.StatusUnprocessableEntity},
 	{CodePreconditionRequired, http.StatusPreconditionRequired},
 	{CodeRateLimited, http.StatusTooManyRequests},
 	{CodeInternal, http.StatusInternalServerError},

@@ -56,6 +56,24 @@ type queries struct {
 	endQueued     string // 1 run, 2 outcome, 3 ended at -> run
 	requestCancel string // 1 run, 2 now -> run
 	list          string // 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor run, 8 limit, 9 agent, 10 queued from, 11 band
+	// Parking (park.go). parkDecisions: 1 tenant, 2 decision ids (JSON array), 3 run -> how
+	// many of them are decisions of the run's attempts. parkChildren: 1 tenant, 2 run ids, 3
+	// run -> how many of them are the run's children. clearWaits: 1 tenant, 2 run. waitDecisions,
+	// waitChildren: 1 tenant, 2 ids, 3 run, 4 now: a RunWaits row for each named decision still
+	// pending (not past its ExpiresAt) or child not ended, read with a lock so that a close
+	// committing meanwhile is waited for, not missed. closeWaits: 1 tenant, 2 kind, 3 ids, 4
+	// now -> RunId of each run waiting on them with no other wait, made due at now (see
+	// CloseWaits); dropTargets (1 tenant, 2 kind, 3 ids) then deletes the waits on them.
+	// waitsOf: 1 tenant, 2 run, 3 limit.
+	parkDecisions string
+	parkChildren  string
+	clearWaits    string
+	waitDecisions string
+	waitChildren  string
+	closeWaits    string
+	dropTargets   string
+	waitsOf       string
+
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
 }
