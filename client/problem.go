@@ -95,6 +95,8 @@ var (
 	ErrManifestMismatch     error = sentinel(api.CodeManifestMismatch)     // 422
 	ErrSubjectConflict      error = sentinel(api.CodeSubjectConflict)      // 422
 	ErrUnknownProject       error = sentinel(api.CodeUnknownProject)       // 422
+	ErrUnknownDecision      error = sentinel(api.CodeUnknownDecision)      // 422
+	ErrUnknownRun           error = sentinel(api.CodeUnknownRun)           // 422
 	ErrPreconditionRequired error = sentinel(api.CodePreconditionRequired) // 428
 	ErrRateLimited          error = sentinel(api.CodeRateLimited)          // 429, with RetryAfter
 	ErrInternal             error = sentinel(api.CodeInternal)             // 500

@@ -180,6 +180,9 @@ func goCalls() map[string][]variant {
 		"listAttemptDecisions": {{name: "ListAttemptDecisions", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.ListAttemptDecisions(ctx, id, api.PageParams{}))
 		}}},
+		"listRunDecisions": {{name: "ListRunDecisions", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListRunDecisions(ctx, id, api.PageParams{}))
+		}}},
 		"listAttempts": {{name: "ListAttempts", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.ListAttempts(ctx, api.ListAttemptsParams{}))
 		}}},
@@ -258,8 +261,17 @@ func goCalls() map[string][]variant {
 		"releaseTaskLock": {{name: "ReleaseLock", noBody: true, ok: answer(204, ""), call: func(ctx context.Context, c *client.Client) error {
 			return c.ReleaseLock(ctx, "a", "t", "h")
 		}}},
-		"requestDecision": one("RequestDecision", func(ctx context.Context, c *client.Client) error {
-			return e(c.RequestDecision(ctx, id, api.DecisionRequest{FencingToken: 1, Kind: api.Ptr(api.DecisionApproval)}))
+		"requestDecision": {
+			{name: "RequestDecision", call: func(ctx context.Context, c *client.Client) error {
+				return e(c.RequestDecision(ctx, id, api.DecisionRequest{FencingToken: 1, Kind: api.Ptr(api.DecisionApproval)}))
+			}},
+			{name: "RequestDecisionWithKey", bodySet: true, call: func(ctx context.Context, c *client.Client) error {
+				return e(c.RequestDecision(ctx, id, api.DecisionRequest{FencingToken: 1, Kind: api.Ptr(api.DecisionApproval),
+					IdempotencyKey: api.Ptr("k")}))
+			}},
+		},
+		"parkAttempt": one("ParkAttempt", func(ctx context.Context, c *client.Client) error {
+			return e(c.ParkAttempt(ctx, id, api.ParkAttemptRequest{FencingToken: 1, DecisionIDs: []uuid.UUID{id}}))
 		}),
 	}
 }

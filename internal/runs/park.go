@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -296,4 +297,32 @@ func (s *Service) WaitsOf(ctx context.Context, tenantID string, runID uuid.UUID)
 		return nil, fmt.Errorf("read the waits of run %s: %w", runID, err)
 	}
 	return out, nil
+}
+
+// parkLost parks, instead of giving back, the run of a lost attempt that was waiting for a
+// person (phase awaiting_decision with a decision still pending): the holder died while
+// waiting (SIGKILL, a crash), which is no failure of the work, so no attempt is spent and
+// the run waits on those decisions as if its holder had parked it; the answer makes it due.
+// A run with a cancel pending or past its deadline is left to giveBack, which ends it.
+// parked false (and nothing written) otherwise. The caller holds the reaper's locks.
+func (s *Service) parkLost(ctx context.Context, tx *sqldb.Tx, f Fenced) (bool, error) {
+	if f.Attempt.Phase != api.PhaseAwaitingDecision || parkOutcome(f.Run, f.Now) != "" {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, s.q.clearWaits, f.Run.TenantID, f.Run.RunID); err != nil {
+		return false, fmt.Errorf("clear the run's waits: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, s.q.waitLostDecisions, f.Run.TenantID, f.Attempt.AttemptID, f.Run.RunID, tx.Dialect.Time(f.Now))
+	if err != nil {
+		return false, fmt.Errorf("park the run of a lost attempt: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	_, _, err = s.leaveLease(ctx, tx, f.Run, s.q.requeue, f.Run.RunID, f.Run.Epoch, tx.Dialect.Time(WaitForever), f.Run.Attempt,
+		tx.Dialect.Time(f.Now))
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return false, errLost
+	}
+	return err == nil, err
 }

@@ -64,7 +64,9 @@ type queries struct {
 	// committing meanwhile is waited for, not missed. closeWaits: 1 tenant, 2 kind, 3 ids, 4
 	// now -> RunId of each run waiting on them with no other wait, made due at now (see
 	// CloseWaits); dropTargets (1 tenant, 2 kind, 3 ids) then deletes the waits on them.
-	// waitsOf: 1 tenant, 2 run, 3 limit.
+	// waitsOf: 1 tenant, 2 run, 3 limit. waitLostDecisions: 1 tenant, 2 attempt, 3 run, 4
+	// now: a RunWaits row for each decision of the attempt still pending (the reaper's park).
+	waitLostDecisions string
 	parkDecisions string
 	parkChildren  string
 	clearWaits    string

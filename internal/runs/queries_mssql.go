@@ -343,6 +343,13 @@ SELECT RunId FROM @d;`,
 WHERE TenantId = @p1 AND TargetKind = @p2
     AND TargetId IN (SELECT TRY_CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p3) AS j)
 OPTION (MAXDOP 1);`,
+	// waitLostDecisions: the reaper's park, under its U locks on the attempt and run:
+	// IX_Decisions_Attempt seek. No hint: every writer of an attempt's decisions (an answer,
+	// an expiry) locks the attempt first, so none is in flight here.
+	waitLostDecisions: `INSERT INTO dbo.RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
+SELECT @p1, @p3, 0, d.DecisionId, @p4 FROM dbo.DecisionRequests AS d
+WHERE d.AttemptId = @p2 AND d.TenantId = @p1 AND d.Status = N'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > @p4)
+OPTION (MAXDOP 1);`,
 	// waitsOf: PK_RunWaits range of one run, bounded.
 	waitsOf: `SELECT TOP (@p3) TargetKind, TargetId, CreatedAt FROM dbo.RunWaits
 WHERE TenantId = @p1 AND RunId = @p2

@@ -180,6 +180,11 @@ WHERE TenantId = ?1 AND RunId IN (SELECT RunId FROM gone) AND State = 0 AND DueA
         AND NOT (x.TargetKind = ?2 AND x.TargetId IN (SELECT value FROM json_each(?3))))
 RETURNING RunId`,
 	dropTargets: `DELETE FROM RunWaits WHERE TenantId = ?1 AND TargetKind = ?2 AND TargetId IN (SELECT value FROM json_each(?3))`,
+	// waitLostDecisions: IX_Decisions_Attempt (the unary plus keeps the planner off the
+	// tenant's status index, as in the decision store).
+	waitLostDecisions: `INSERT INTO RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
+SELECT ?1, ?3, 0, d.DecisionId, ?4 FROM DecisionRequests AS d INDEXED BY IX_Decisions_Attempt
+WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?4)`,
 	waitsOf: `SELECT TargetKind, TargetId, CreatedAt FROM RunWaits WHERE TenantId = ?1 AND RunId = ?2
 ORDER BY CreatedAt, TargetKind, TargetId LIMIT ?3`,
 

@@ -132,6 +132,9 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 		if _, err := s.endAttempt(ctx, tx, f, api.AttemptLost, nil); err != nil {
 			return errors.Join(errLost, err)
 		}
+		if parked, err := s.parkLost(ctx, tx, f); parked || err != nil {
+			return err
+		}
 		// A lost lease spends an attempt (seed 003).
 		_, err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now)
 		if errors.Is(err, sqldb.ErrNotFound) {
