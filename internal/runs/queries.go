@@ -67,14 +67,14 @@ type queries struct {
 	// waitsOf: 1 tenant, 2 run, 3 limit. waitLostDecisions: 1 tenant, 2 attempt, 3 run, 4
 	// now: a RunWaits row for each decision of the attempt still pending (the reaper's park).
 	waitLostDecisions string
-	parkDecisions string
-	parkChildren  string
-	clearWaits    string
-	waitDecisions string
-	waitChildren  string
-	closeWaits    string
-	dropTargets   string
-	waitsOf       string
+	parkDecisions     string
+	parkChildren      string
+	clearWaits        string
+	waitDecisions     string
+	waitChildren      string
+	closeWaits        string
+	dropTargets       string
+	waitsOf           string
 
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
