@@ -535,7 +535,7 @@ func (l *Lease) WaitChildren(ctx context.Context, childRunIDs ...uuid.UUID) ([]a
 	return waitOrPark(ctx, l, func(ctx context.Context) ([]api.Run, error) {
 		out := make([]api.Run, 0, len(childRunIDs))
 		for _, id := range childRunIDs {
-			r, err := waitUntil(ctx, l.c, "/v1/runs/"+id.String(), func(r api.Run) bool { return r.State == api.RunEnded })
+			r, err := l.c.WaitRun(ctx, id)
 			if err != nil {
 				return nil, err
 			}
@@ -660,6 +660,12 @@ func (c *Client) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.De
 	return waitUntil(ctx, c, "/v1/decisions/"+decisionID.String(), func(d api.Decision) bool {
 		return d.Status != api.DecisionPending
 	})
+}
+
+// WaitRun waits until a run has ended and returns it, until ctx ends (each read a GET with
+// waitSeconds, as WaitDecision's).
+func (c *Client) WaitRun(ctx context.Context, runID uuid.UUID) (api.Run, error) {
+	return waitUntil(ctx, c, "/v1/runs/"+runID.String(), func(r api.Run) bool { return r.State == api.RunEnded })
 }
 
 // WaitDelegation waits until a delegation's child run has ended and returns the

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
 	"github.com/ledger-dev/ledger/internal/app"
@@ -98,4 +100,80 @@ func TestDecideParksPastItsBound(t *testing.T) {
 	if err != nil || len(attempts.Items) != 1 || attempts.Items[0].State != api.AttemptParked {
 		t.Fatalf("attempts: %+v %v", attempts.Items, err)
 	}
+}
+
+// A parent that delegates with DelegateStep and waits with WaitChildren parks past the
+// bound; its child's end makes it due, and the resumed handler's DelegateStep repeats the
+// same request exactly (the same child, no second delegation) and WaitChildren answers at
+// once.
+func TestWaitChildrenParksAndTheResumedDelegationRepeatsExactly(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	sp := spec("park-parent")
+	parent, err := s.Runtime.EnqueueRun(context.Background(), api.EnqueueRequest{RunSpec: sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		child  uuid.UUID
+		parked bool
+		ended  []api.Run
+	}
+	// The same child request on every try (a resumed handler builds the same spec);
+	// DelegateStep derives its stepId and snapshotId.
+	child := spec("park-child")
+	child.StepID, child.SnapshotID = uuid.Nil, uuid.Nil
+	seens := make(chan seen, 4)
+	childMayEnd := make(chan struct{})
+	cfg := workerConfig("park-parent")
+	cfg.Kinds = []string{"park-parent", "park-child"}
+	cfg.Concurrency = 2
+	cfg.ParkAfter = 50 * time.Millisecond
+	startWorker(t, s.Runtime, cfg, func(ctx context.Context, l *client.Lease) error {
+		if l.Run().Kind == "park-child" {
+			select { // the child ends only once the parent has parked
+			case <-childMayEnd:
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		d, err := l.DelegateStep(ctx, "review", "look", child)
+		if err != nil {
+			return err
+		}
+		ended, err := l.WaitChildren(ctx, d.ChildRunID)
+		seens <- seen{child: d.ChildRunID, parked: errors.Is(err, client.ErrParked), ended: ended}
+		return err
+	})
+	first := recv(t, seens, "the parent's first wait")
+	if !first.parked {
+		t.Fatalf("the parent's wait past its bound did not park: %+v", first)
+	}
+	close(childMayEnd)
+	second := recv(t, seens, "the resumed parent")
+	if second.parked || len(second.ended) != 1 || second.ended[0].State != api.RunEnded || second.child != first.child {
+		t.Fatalf("first %+v, resumed %+v", first, second)
+	}
+	dels, err := s.Admin.ListDelegations(context.Background(), mustAttempt(t, s, parent.RunID), api.PageParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dels.Items) != 1 {
+		t.Fatalf("%d delegations from the first attempt, want 1", len(dels.Items))
+	}
+	r, err := s.Admin.WaitRun(context.Background(), parent.RunID)
+	if err != nil || r.Outcome == nil || *r.Outcome != api.OutcomeSucceeded || r.AttemptsSpent != 0 {
+		t.Fatalf("parent: %+v %v", r, err)
+	}
+}
+
+// mustAttempt is the run's first attempt.
+func mustAttempt(t *testing.T, s *server, runID uuid.UUID) uuid.UUID {
+	t.Helper()
+	page, err := s.Admin.ListAttempts(context.Background(), api.ListAttemptsParams{RunID: &runID})
+	if err != nil || len(page.Items) == 0 {
+		t.Fatalf("attempts of %s: %v", runID, err)
+	}
+	return page.Items[len(page.Items)-1].AttemptID
 }
