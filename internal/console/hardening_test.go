@@ -431,4 +431,7 @@ func TestRunPageSaysWhatAParkedRunWaitsFor(t *testing.T) {
 			t.Errorf("the parked run's page lacks %q", want)
 		}
 	}
+	if _, page := get(t, c, s, "/ui/attempts/"+cl.Attempt.AttemptID.String()); !strings.Contains(page, "parked: the holder parked the run") {
+		t.Error("the parked attempt's timeline does not end saying it parked")
+	}
 }

@@ -448,6 +448,8 @@ func endRowOf(a attempts.Attempt) timelineRow {
 	switch a.State {
 	case api.AttemptReleased:
 		row.Summary = "released: the holder gave the run back"
+	case api.AttemptParked:
+		row.Summary = "parked: the holder parked the run to wait for decisions, children or a time (no attempt spent)"
 	case api.AttemptLost:
 		row.Summary = fmt.Sprintf("lost: the lease (epoch %d, lease %s) expired and the reaper took the run back", a.FencingToken, a.LeaseID)
 	case api.AttemptCancelled:

@@ -230,7 +230,14 @@ func (s *Store) WithMaxPending(n int) *Store {
 // Errors: Invalid (a choice decision without a usable list of options, options.go),
 // NotFound (no such attempt for the tenant), StaleLease, LeaseExpired, DecisionLimit (the
 // attempt already has its most pending decisions); nothing is written when it fails.
-func (s *Store) Request(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Request) (d Decision, created bool, err error) {
+func (s *Store) Request(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Request) (Decision, error) {
+	d, _, err := s.Ask(ctx, tenantID, attemptID, token, r)
+	return d, err
+}
+
+// Ask is Request that also reports whether the decision is new (false: the run asked it
+// before under the same idempotency key).
+func (s *Store) Ask(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Request) (d Decision, created bool, err error) {
 	if err := checkOptions(r.Kind, r.Options); err != nil {
 		return Decision{}, false, err
 	}

@@ -33,7 +33,7 @@ func FuzzDecisionRequest(f *testing.F) {
 			t.Fatalf("request: status %d but %d decisions were written (body %q)", r.Status, after-before, body)
 		}
 
-		d, _, err := s.store.Request(context.Background(), c.tenant, attemptID, cl.Lease.FencingToken, decisions.Request{Kind: api.DecisionApproval})
+		d, err := s.store.Request(context.Background(), c.tenant, attemptID, cl.Lease.FencingToken, decisions.Request{Kind: api.DecisionApproval})
 		if err != nil {
 			t.Fatal(err)
 		}

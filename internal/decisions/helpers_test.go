@@ -55,7 +55,7 @@ func (e *env) claimed(subject string) runs.Claimed {
 // ask requests a decision under the claim's lease.
 func (e *env) ask(cl runs.Claimed, r decisions.Request) decisions.Decision {
 	e.T.Helper()
-	d, _, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, r)
+	d, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, r)
 	if err != nil {
 		e.T.Fatalf("request decision: %v", err)
 	}

@@ -97,7 +97,7 @@ func (h handlers) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, created, err := h.store.Request(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, r)
+	d, created, err := h.store.Ask(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, r)
 	if err != nil {
 		return err
 	}

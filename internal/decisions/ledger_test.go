@@ -261,7 +261,7 @@ var ledgerCases = []struct {
 		cl := e.claimed("s")
 		for _, bad := range []string{``, `[]`, `{"a": 1}`, `{"choices": {}}`, `"a"`, `["a", "a"]`, `[1, 1.0]`,
 			`["x", {"id": "x"}]`, `{"choices": []}`} {
-			_, _, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+			_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
 				decisions.Request{Kind: api.DecisionChoice, Options: json.RawMessage(bad)})
 			wantField(t, err, "options")
 		}

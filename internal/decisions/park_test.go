@@ -115,7 +115,7 @@ var parkCases = []storeCase{
 			t.Fatalf("resumed run: attempt %d token %d", next.Run.Attempt, next.Lease.FencingToken)
 		}
 		// The resumed handler asks the same step's decision again: the answer, at once.
-		again, created, err := e.store.Request(e.Ctx, e.Tenant, next.Attempt.AttemptID, next.Lease.FencingToken,
+		again, created, err := e.store.Ask(e.Ctx, e.Tenant, next.Attempt.AttemptID, next.Lease.FencingToken,
 			decisions.Request{Kind: api.DecisionApproval, IdempotencyKey: &key})
 		if err != nil || created || again.DecisionID != d.DecisionID || again.Status != api.DecisionApproved {
 			t.Fatalf("asked again: %+v created %v err %v", again, created, err)
@@ -125,7 +125,7 @@ var parkCases = []storeCase{
 		cl := e.claimed("s")
 		key := "k"
 		e.ask(cl, decisions.Request{Kind: api.DecisionApproval, IdempotencyKey: &key})
-		_, _, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+		_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
 			decisions.Request{Kind: api.DecisionChoice, Options: json.RawMessage(`["a","b"]`), IdempotencyKey: &key})
 		if !apperr.Is(err, api.CodeIdempotencyKeyReused) {
 			t.Fatalf("another request under the key: %v", err)

@@ -70,15 +70,15 @@ var storeCases = []storeCase{
 	{"RefusedRequestWritesNothing", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		id := cl.Attempt.AttemptID
-		_, _, err := e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken+1, decisions.Request{Kind: api.DecisionInput})
+		_, err := e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken+1, decisions.Request{Kind: api.DecisionInput})
 		if !apperr.Is(err, api.CodeStaleLease) {
 			t.Fatalf("stale token: got %v, want stale_lease", err)
 		}
-		if _, _, err := e.store.Request(e.Ctx, e.Tenant, uuid.New(), 1, decisions.Request{}); !apperr.Is(err, api.CodeNotFound) {
+		if _, err := e.store.Request(e.Ctx, e.Tenant, uuid.New(), 1, decisions.Request{}); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("missing attempt: got %v, want not_found", err)
 		}
 		e.Clock.Advance(31 * time.Second) // past the 30 s lease
-		_, _, err = e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken, decisions.Request{Kind: api.DecisionInput})
+		_, err = e.store.Request(e.Ctx, e.Tenant, id, cl.Lease.FencingToken, decisions.Request{Kind: api.DecisionInput})
 		if !apperr.Is(err, api.CodeLeaseExpired) {
 			t.Fatalf("expired lease: got %v, want lease_expired", err)
 		}
@@ -94,7 +94,7 @@ var storeCases = []storeCase{
 		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Completion{State: api.AttemptSucceeded}); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{})
+		_, err := e.store.Request(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{})
 		if !apperr.Is(err, api.CodeAttemptEnded) {
 			t.Fatalf("got %v, want attempt_ended", err)
 		}
@@ -451,7 +451,7 @@ var storeCases = []storeCase{
 		if got, err := o.store.List(o.Ctx, o.Tenant, decisions.ListFilter{Limit: 10}); err != nil || len(got) != 0 {
 			t.Fatalf("other tenant's inbox: %v %v", ids(got), err)
 		}
-		if _, _, err := o.store.Request(o.Ctx, o.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{}); !apperr.Is(err, api.CodeNotFound) {
+		if _, err := o.store.Request(o.Ctx, o.Tenant, cl.Attempt.AttemptID, 1, decisions.Request{}); !apperr.Is(err, api.CodeNotFound) {
 			t.Fatalf("request on other tenant's attempt: got %v, want not_found", err)
 		}
 		if got := e.get(d.DecisionID); got.Status != api.DecisionPending || got.Version != d.Version {
