@@ -234,24 +234,16 @@ func TestExampleWorkerWaitsForItsDecision(t *testing.T) {
 	bin := build(t)
 	sv := newService(t)
 	p := start(t, bin, sv.env, "--enqueue", "1", "--steps", "2", "--step-time", "10ms", "--decision", "--runs", "1")
+	runID := uuid.MustParse(p.await(t, regexp.MustCompile(`^run (\S+): enqueued$`))[1])
 	p.await(t, regexp.MustCompile(`^run \S+: waiting for approval`))
 	admin, err := client.New(client.WithBaseURL(sv.url), client.WithKey(sv.adminKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	answered := false
-	for d, err := range admin.Decisions(ctx, api.ListDecisionsParams{Status: api.Ptr(api.DecisionPending)}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.AnswerPending(ctx, d.DecisionID, api.AnswerDecisionRequest{Status: api.AnswerApproved}); err != nil {
-			t.Fatal(err)
-		}
-		answered = true
-	}
-	if !answered {
-		t.Fatal("no pending decision in the inbox")
+	// The line comes just before the decision is asked: wait for it in the run's decisions.
+	d := pendingDecision(t, admin, runID)
+	if _, err := admin.AnswerPending(context.Background(), d.DecisionID, api.AnswerDecisionRequest{Status: api.AnswerApproved}); err != nil {
+		t.Fatal(err)
 	}
 	p.await(t, regexp.MustCompile(`^run \S+: succeeded$`))
 	if err := p.cmd.Wait(); err != nil {
