@@ -149,9 +149,12 @@ const (
 	AttemptCancelled
 	AttemptLost
 	AttemptReleased
+	// AttemptParked: the holder parked the run to wait for decisions, children or a time
+	// (issue 28); no attempt was spent.
+	AttemptParked
 )
 
-var attemptStateNames = names{"running", "succeeded", "failed", "cancelled", "lost", "released"}
+var attemptStateNames = names{"running", "succeeded", "failed", "cancelled", "lost", "released", "parked"}
 
 func (v AttemptState) String() string     { return attemptStateNames.name(int(v)) }
 func (v AttemptState) Valid() bool        { return attemptStateNames.name(int(v)) != "" }

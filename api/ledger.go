@@ -126,6 +126,10 @@ type DecisionRequest struct {
 	Options          json.RawMessage `json:"options,omitempty" doc:"Any JSON value; for a choice, the array of options."`
 	Recommendation   *string         `json:"recommendation,omitempty" validate:"omitempty,max=2000"`
 	ExpiresInSeconds *int            `json:"expiresInSeconds,omitempty" validate:"omitempty,min=1,max=2592000" doc:"Closes the decision as expired that long after it is asked (default: never)."`
+	// IdempotencyKey names the decision once per run: asked again (by any attempt of the run)
+	// with the same request it answers the existing decision (200), pending or closed; with
+	// another request, 409 idempotency_key_reused.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty" validate:"omitempty,ident=256"`
 }
 
 // AnswerDecisionRequest is the body of POST /v1/decisions/{decisionId}/answer.

@@ -38,6 +38,8 @@ const (
 	CodeUnknownProject       ProblemCode = "unknown_project"
 	CodeWebhookTarget        ProblemCode = "webhook_target_refused"
 	CodeWebhookLimit         ProblemCode = "webhook_limit"
+	CodeUnknownDecision      ProblemCode = "unknown_decision"
+	CodeUnknownRun           ProblemCode = "unknown_run"
 	CodePreconditionRequired ProblemCode = "precondition_required"
 	CodeRateLimited          ProblemCode = "rate_limited" // with Retry-After
 	CodeInternal             ProblemCode = "internal"
@@ -80,6 +82,8 @@ var problemTable = []struct {
 	{CodeUnknownProject, http.StatusUnprocessableEntity},
 	{CodeWebhookTarget, http.StatusUnprocessableEntity},
 	{CodeWebhookLimit, http.StatusConflict},
+	{CodeUnknownDecision, http.StatusUnprocessableEntity},
+	{CodeUnknownRun, http.StatusUnprocessableEntity},
 	{CodePreconditionRequired, http.StatusPreconditionRequired},
 	{CodeRateLimited, http.StatusTooManyRequests},
 	{CodeInternal, http.StatusInternalServerError},

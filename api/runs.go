@@ -249,6 +249,19 @@ type ReleaseAttemptRequest struct {
 	Error *AttemptError `json:"error,omitempty"`
 }
 
+// ParkAttemptRequest is the body of POST /v1/attempts/{attemptId}/park: the holder ends its
+// attempt parked and its run waits, holding no lease, until every named decision is closed
+// and every named child run has ended, or until dueAt when only a time is named.
+type ParkAttemptRequest struct {
+	FencingToken int64 `json:"fencingToken" validate:"required,min=1"`
+	// DecisionIDs are decisions of this run to wait for (closed: answered, expired or cancelled).
+	DecisionIDs []uuid.UUID `json:"decisionIds,omitempty" validate:"omitempty,max=100" doc:"Decisions of this run to wait for (at most 100)."`
+	// ChildRunIDs are child runs of this run (delegations) to wait for until they end.
+	ChildRunIDs []uuid.UUID `json:"childRunIds,omitempty" validate:"omitempty,max=100" doc:"Children of this run to wait for (at most 100)."`
+	// DueAt is when the run is due again at the latest (with conditions: a timeout).
+	DueAt *Time `json:"dueAt,omitempty" doc:"When the run is due at the latest; with decisions or children, a timeout."`
+}
+
 // CompleteAttemptRequest is the body of POST /v1/attempts/{attemptId}/complete.
 type CompleteAttemptRequest struct {
 	FencingToken int64           `json:"fencingToken" validate:"required,min=1"`

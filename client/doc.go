@@ -63,6 +63,13 @@
 // run carries on where it stopped), RecordCall and FinishCall (or Call around the work),
 // SetPhase, Decide (ask a person and wait for the answer), Delegate and WaitDelegation.
 //
+// Waiting without a lease: Decide asks under an idempotency key derived from the run's
+// step and waits at most WorkerConfig.ParkAfter (default 30 s); past it, or as soon as the
+// Worker stops (SIGTERM), it parks the run on the decision (Lease.Park) and returns
+// ErrParked, which the handler returns: the run holds no lease, worker or budget while a
+// person decides, and is claimed again when the answer comes, when the same Decide call
+// returns it at once. DelegateStep and WaitChildren do the same for sub-agents.
+//
 // See the Worker example for a whole runtime, and examples/worker in the repository for a
 // runnable one.
 package client

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +67,12 @@ type Lease struct {
 	last            *api.LastCheckpoint
 	nextSeq         int32
 	nextCallSeq     int32
+	// parkAfter bounds Decide's and WaitChildren's wait before they park (0: the default);
+	// stopping, when a Worker runs the lease, closes as the Worker stops (they park at once).
+	parkAfter time.Duration
+	stopping  <-chan struct{}
+	// decides numbers Decide's calls without a Key.
+	decides int
 	// settles counts the completes and releases sent under the lease, settling those in
 	// flight: a refusal that races this holder's own ending is not a loss.
 	settles, settling int
@@ -401,6 +408,99 @@ type DecisionInput struct {
 	// ExpiresIn closes the decision as expired that long after it is asked (0: never;
 	// whole seconds).
 	ExpiresIn time.Duration
+	// Key names the decision within the run's step, so that a resumed handler asking it
+	// again gets the same decision (and its answer) instead of asking anew. Decide sends
+	// "decide:{stepId}:{Key}" as the idempotency key; when Key is empty it uses the call's
+	// order in the handler ("decide:{stepId}:#1", "#2", …), which holds when the handler
+	// asks its decisions in the same order every time it runs.
+	Key string
+}
+
+// ErrParked is what Decide and WaitChildren return when they parked the run instead of
+// waiting longer (past the lease's park bound, or because the Worker is stopping): the
+// handler should return it (or any error wrapping it) at once. The Worker then sends
+// nothing more; the run is claimed again when its conditions close, and the handler, run
+// again from its last checkpoint, gets the answer from the same Decide call at once.
+var ErrParked = errors.New("ledger: run parked")
+
+// DefaultParkAfter is how long Decide and WaitChildren wait in the handler before parking.
+const DefaultParkAfter = 30 * time.Second
+
+// SetParkAfter sets how long Decide and WaitChildren wait before they park the run (d <= 0:
+// DefaultParkAfter).
+func (l *Lease) SetParkAfter(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.parkAfter = d
+}
+
+func (l *Lease) parkBound() (time.Duration, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.parkAfter
+	if d <= 0 {
+		d = DefaultParkAfter
+	}
+	return d, l.stopping
+}
+
+// decisionKey is the idempotency key Decide sends for in.
+func (l *Lease) decisionKey(in DecisionInput) string {
+	k := in.Key
+	if k == "" {
+		l.mu.Lock()
+		l.decides++
+		k = fmt.Sprintf("#%d", l.decides)
+		l.mu.Unlock()
+	}
+	return "decide:" + l.claim.Run.StepID.String() + ":" + k
+}
+
+// Park ends the attempt parked and queues the run waiting (no attempt is spent) until every
+// named decision is closed and every named child run has ended, or until dueAt (nil: no
+// time). Afterwards the lease refuses writes with ErrLeaseEnded.
+func (l *Lease) Park(ctx context.Context, decisionIDs, childRunIDs []uuid.UUID, dueAt *time.Time) (api.Attempt, error) {
+	req := api.ParkAttemptRequest{FencingToken: l.FencingToken(), DecisionIDs: decisionIDs, ChildRunIDs: childRunIDs}
+	if dueAt != nil {
+		req.DueAt = api.Ptr(api.NewTime(*dueAt))
+	}
+	var out api.Attempt
+	err := l.send(true, leaseLossCodes, func() (err error) {
+		out, err = l.c.ParkAttempt(ctx, l.AttemptID(), req)
+		return err
+	})
+	if err == nil {
+		l.end(fmt.Errorf("%w: %w", ErrLeaseEnded, ErrParked))
+	}
+	return out, err
+}
+
+// waitOrPark waits for done (reading with read) up to the park bound; past it, or when
+// the Worker is stopping, it parks on the conditions and returns ErrParked.
+func waitOrPark[T any](ctx context.Context, l *Lease, read func(ctx context.Context) (T, error), park func(ctx context.Context) error) (T, error) {
+	bound, stopping := l.parkBound()
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	if stopping != nil {
+		go func() {
+			select {
+			case <-stopping:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	v, err := read(wctx)
+	if err == nil || ctx.Err() != nil || wctx.Err() == nil {
+		return v, err
+	}
+	// The bound passed or the Worker is stopping: park instead of holding the lease.
+	pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.length, 5*time.Second))
+	defer pcancel()
+	if perr := park(pctx); perr != nil {
+		return v, perr
+	}
+	return v, ErrParked
 }
 
 // RequestDecision asks a person to decide (the attempt's phase becomes awaiting_decision).
@@ -409,6 +509,9 @@ func (l *Lease) RequestDecision(ctx context.Context, in DecisionInput) (api.Deci
 	req := api.DecisionRequest{
 		FencingToken: l.FencingToken(), Kind: &in.Kind, ProposalHash: in.ProposalHash,
 		Options: in.Options, Recommendation: in.Recommendation,
+	}
+	if in.Key != "" {
+		req.IdempotencyKey = api.Ptr("decide:" + l.claim.Run.StepID.String() + ":" + in.Key)
 	}
 	if in.ExpiresIn > 0 {
 		req.ExpiresInSeconds = api.Ptr(int(max(time.Second, in.ExpiresIn.Round(time.Second)) / time.Second))
@@ -427,13 +530,56 @@ func (l *Lease) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.Dec
 	return l.c.WaitDecision(ctx, decisionID)
 }
 
-// Decide asks for a decision and waits for it to close.
+// Decide asks for a decision under an idempotency key derived from the run's step (see
+// DecisionInput.Key) and waits for it to close. A decision the run already asked under
+// that key is not asked again: a resumed handler gets its answer at once. Past the lease's
+// park bound (SetParkAfter, default 30 s), or when the Worker is stopping (SIGTERM), it
+// parks the run on the decision and returns ErrParked, which the handler returns.
 func (l *Lease) Decide(ctx context.Context, in DecisionInput) (api.Decision, error) {
+	in.Key = strings.TrimPrefix(l.decisionKey(in), "decide:"+l.claim.Run.StepID.String()+":")
 	d, err := l.RequestDecision(ctx, in)
-	if err != nil {
-		return api.Decision{}, err
+	if err != nil || d.Status != api.DecisionPending {
+		return d, err
 	}
-	return l.WaitDecision(ctx, d.DecisionID)
+	return waitOrPark(ctx, l, func(ctx context.Context) (api.Decision, error) {
+		return l.WaitDecision(ctx, d.DecisionID)
+	}, func(ctx context.Context) error {
+		_, err := l.Park(ctx, []uuid.UUID{d.DecisionID}, nil, nil)
+		return err
+	})
+}
+
+// WaitChildren waits until every child run has ended, and returns them as they then are;
+// past the park bound, or when the Worker is stopping, it parks the run on them and
+// returns ErrParked (as Decide does). A resumed handler that delegated with the same
+// idempotency keys (DelegateStep) finds the same children, already ended.
+func (l *Lease) WaitChildren(ctx context.Context, childRunIDs ...uuid.UUID) ([]api.Run, error) {
+	return waitOrPark(ctx, l, func(ctx context.Context) ([]api.Run, error) {
+		out := make([]api.Run, 0, len(childRunIDs))
+		for _, id := range childRunIDs {
+			r, err := l.c.WaitRun(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, nil
+	}, func(ctx context.Context) error {
+		_, err := l.Park(ctx, nil, childRunIDs, nil)
+		return err
+	})
+}
+
+// DelegateStep delegates as Delegate does, with the child's stepId, snapshotId and
+// idempotency key derived from the parent's lease (its run, step and key), so that a
+// resumed handler delegating again sends exactly the same request and finds the same
+// child: the fields that must match are every field of child and purpose.
+func (l *Lease) DelegateStep(ctx context.Context, key, purpose string, child api.RunSpec) (api.Delegation, error) {
+	run := l.claim.Run
+	child.StepID = uuid.NewSHA1(run.StepID, []byte("step:"+key))
+	child.SnapshotID = uuid.NewSHA1(run.RunID, []byte("snapshot:"+key))
+	child.IdempotencyKey = api.Ptr("delegate:" + run.RunID.String() + ":" + key)
+	return l.Delegate(ctx, purpose, child)
 }
 
 // Delegate enqueues a child run for a sub-agent and records the delegation. Give
@@ -548,6 +694,12 @@ func (c *Client) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.De
 	return waitUntil(ctx, c, "/v1/decisions/"+decisionID.String(), func(d api.Decision) bool {
 		return d.Status != api.DecisionPending
 	})
+}
+
+// WaitRun waits until a run has ended and returns it, until ctx ends (each read a GET with
+// waitSeconds, as WaitDecision's).
+func (c *Client) WaitRun(ctx context.Context, runID uuid.UUID) (api.Run, error) {
+	return waitUntil(ctx, c, "/v1/runs/"+runID.String(), func(r api.Run) bool { return r.State == api.RunEnded })
 }
 
 // WaitDelegation waits until a delegation's child run has ended and returns the

@@ -109,11 +109,16 @@ func (c *Client) GetCall(ctx context.Context, attemptID, callID uuid.UUID) (api.
 }
 
 // RequestDecision asks a person to decide, under the lease (POST
-// /v1/attempts/{attemptId}/decisions). Never sent again once it may have reached the
-// service: a repeat would ask twice.
+// /v1/attempts/{attemptId}/decisions). Without an idempotencyKey it is never sent again
+// once it may have reached the service (a repeat would ask twice); with one, a repeat
+// answers the same decision, so it is retried.
 func (c *Client) RequestDecision(ctx context.Context, attemptID uuid.UUID, req api.DecisionRequest) (api.Decision, error) {
 	var out api.Decision
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/decisions"), body: req, repeat: once, out: &out})
+	r := once
+	if req.IdempotencyKey != nil {
+		r = idempotent
+	}
+	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/decisions"), body: req, repeat: r, out: &out})
 	return out, err
 }
 
@@ -187,5 +192,20 @@ func (c *Client) ListDelegations(ctx context.Context, attemptID uuid.UUID, param
 func (c *Client) GetDelegation(ctx context.Context, delegationID uuid.UUID) (api.Delegation, error) {
 	var out api.Delegation
 	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/delegations/" + delegationID.String(), repeat: idempotent, out: &out})
+	return out, err
+}
+
+// ListRunDecisions reads one page of a run's decisions across its attempts and its
+// continuation chain, oldest first (GET /v1/runs/{runId}/decisions).
+func (c *Client) ListRunDecisions(ctx context.Context, runID uuid.UUID, params api.PageParams) (api.Page[api.DecisionItem], error) {
+	return list[api.DecisionItem](ctx, c, "/v1/runs/"+runID.String()+"/decisions", params)
+}
+
+// ParkAttempt ends the attempt parked and queues its run waiting for the named decisions
+// and children, or a time (POST /v1/attempts/{attemptId}/park). An exact repeat answers
+// the parked attempt, so it is sent again after a failure.
+func (c *Client) ParkAttempt(ctx context.Context, attemptID uuid.UUID, req api.ParkAttemptRequest) (api.Attempt, error) {
+	var out api.Attempt
+	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/park"), body: req, repeat: idempotent, out: &out})
 	return out, err
 }

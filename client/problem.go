@@ -97,6 +97,8 @@ var (
 	ErrUnknownProject       error = sentinel(api.CodeUnknownProject)       // 422
 	ErrWebhookTarget        error = sentinel(api.CodeWebhookTarget)        // 422
 	ErrWebhookLimit         error = sentinel(api.CodeWebhookLimit)         // 409
+	ErrUnknownDecision      error = sentinel(api.CodeUnknownDecision)      // 422
+	ErrUnknownRun           error = sentinel(api.CodeUnknownRun)           // 422
 	ErrPreconditionRequired error = sentinel(api.CodePreconditionRequired) // 428
 	ErrRateLimited          error = sentinel(api.CodeRateLimited)          // 429, with RetryAfter
 	ErrInternal             error = sentinel(api.CodeInternal)             // 500

@@ -190,6 +190,9 @@ func goCalls() map[string][]variant {
 		"listAttemptDecisions": {{name: "ListAttemptDecisions", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.ListAttemptDecisions(ctx, id, api.PageParams{}))
 		}}},
+		"listRunDecisions": {{name: "ListRunDecisions", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListRunDecisions(ctx, id, api.PageParams{}))
+		}}},
 		"listAttempts": {{name: "ListAttempts", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.ListAttempts(ctx, api.ListAttemptsParams{}))
 		}}},
@@ -309,8 +312,17 @@ func goCalls() map[string][]variant {
 		"enqueueRunBatch": one("EnqueueBatch", func(ctx context.Context, c *client.Client) error {
 			return e(c.EnqueueBatch(ctx, []api.EnqueueRequest{{RunSpec: spec(nil)}}))
 		}),
-		"requestDecision": one("RequestDecision", func(ctx context.Context, c *client.Client) error {
-			return e(c.RequestDecision(ctx, id, api.DecisionRequest{FencingToken: 1, Kind: api.Ptr(api.DecisionApproval)}))
+		"requestDecision": {
+			{name: "RequestDecision", call: func(ctx context.Context, c *client.Client) error {
+				return e(c.RequestDecision(ctx, id, api.DecisionRequest{FencingToken: 1, Kind: api.Ptr(api.DecisionApproval)}))
+			}},
+			{name: "RequestDecisionWithKey", bodySet: true, call: func(ctx context.Context, c *client.Client) error {
+				return e(c.RequestDecision(ctx, id, api.DecisionRequest{FencingToken: 1, Kind: api.Ptr(api.DecisionApproval),
+					IdempotencyKey: api.Ptr("k")}))
+			}},
+		},
+		"parkAttempt": one("ParkAttempt", func(ctx context.Context, c *client.Client) error {
+			return e(c.ParkAttempt(ctx, id, api.ParkAttemptRequest{FencingToken: 1, DecisionIDs: []uuid.UUID{id}}))
 		}),
 	}
 }

@@ -109,6 +109,9 @@ type WorkerConfig struct {
 	// (default 30s); then their contexts end with ErrShutdown and their leases are released
 	// uncharged.
 	ShutdownGrace time.Duration
+	// ParkAfter is how long a handler's Decide or WaitChildren waits before it parks the run
+	// (default 30s; Lease.SetParkAfter). While the Worker stops they park at once.
+	ParkAfter time.Duration
 	// OnError says how a run whose handler returned err is released (default: charged, due
 	// after RetryAfter's delay when err carries one, else the service's backoff).
 	OnError func(l *Lease, err error) Retry
@@ -157,9 +160,12 @@ const (
 	// Unsettled: the complete or release failed (see Result.SettleErr); the lease passes and
 	// the reaper takes the run back.
 	Unsettled
+	// Parked: the handler parked the run (Decide, WaitChildren or Lease.Park) to wait
+	// without a lease; it is claimed again when its conditions close.
+	Parked
 )
 
-var outcomeNames = [...]string{"succeeded", "failed", "cancelled", "released", "lease_lost", "shutdown_released", "settled_by_handler", "unsettled"}
+var outcomeNames = [...]string{"succeeded", "failed", "cancelled", "released", "lease_lost", "shutdown_released", "settled_by_handler", "unsettled", "parked"}
 
 // String is the outcome's name in logs: succeeded, lease_lost, ….
 func (o Outcome) String() string {
@@ -560,7 +566,9 @@ func (w *Worker) claimOne(stopCtx, claimCtx, base context.Context, req api.Claim
 			case turns.kick <- struct{}{}:
 			default:
 			}
-			return NewLease(w.c, *cl), sent, nil
+			l := NewLease(w.c, *cl)
+			l.parkAfter, l.stopping = w.cfg.ParkAfter, stopCtx.Done()
+			return l, sent, nil
 		}
 	}
 	return nil, time.Time{}, nil
@@ -735,6 +743,8 @@ func (w *Worker) settle(base context.Context, l *Lease, herr error, panicked boo
 			}
 		case errors.Is(lerr, ErrShutdown):
 			r.Outcome = ShutdownReleased
+		case errors.Is(lerr, ErrParked):
+			r.Outcome = Parked
 		default:
 			r.Outcome = SettledByHandler
 		}

@@ -9,7 +9,9 @@
 //
 // --enqueue N queues N runs first (creating the project with the admin key when one is
 // given). SIGINT or SIGTERM stops it gracefully: running steps get --grace to finish, then
-// their runs are given back uncharged. --runs N exits after N runs are settled.
+// their runs are given back uncharged; a run waiting for its decision parks at once (it is
+// claimed again when the decision is answered, and carries on with the answer). A run waits
+// --park-after for its decision before it parks. --runs N exits after N runs are settled.
 package main
 
 import (
@@ -46,6 +48,7 @@ type config struct {
 	steps, enqueue, runs   int
 	concurrency            int
 	stepTime, grace        time.Duration
+	parkAfter              time.Duration
 	decision, verbose      bool
 }
 
@@ -70,6 +73,7 @@ func parse(args []string) (config, error) {
 	fs.IntVar(&c.steps, "steps", 5, "steps per run, one checkpoint each")
 	fs.DurationVar(&c.stepTime, "step-time", time.Second, "how long a step takes")
 	fs.BoolVar(&c.decision, "decision", false, "ask for an approval half way through each run")
+	fs.DurationVar(&c.parkAfter, "park-after", client.DefaultParkAfter, "how long a run waits for its decision before it parks")
 	fs.IntVar(&c.enqueue, "enqueue", 0, "runs to enqueue before working")
 	fs.IntVar(&c.runs, "runs", 0, "exit after this many runs are settled (0: run until stopped)")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "runs handled at once")
@@ -118,7 +122,7 @@ func run(args []string) error {
 	defer cancel()
 	w, err := client.NewWorker(c, client.WorkerConfig{
 		ReleaseID: cfg.release, AdapterVersion: cfg.adapter, ModelProfileID: cfg.model,
-		Kinds: []string{cfg.kind}, Concurrency: cfg.concurrency, ShutdownGrace: cfg.grace, Logger: log,
+		Kinds: []string{cfg.kind}, Concurrency: cfg.concurrency, ShutdownGrace: cfg.grace, ParkAfter: cfg.parkAfter, Logger: log,
 		Hooks: client.Hooks{Finished: func(r client.Result) {
 			fmt.Printf("run %s: %s\n", r.Lease.RunID(), r.Outcome)
 			if n := settled.Add(1); cfg.runs > 0 && n >= int64(cfg.runs) {
@@ -221,14 +225,20 @@ func (a agent) handle(ctx context.Context, l *client.Lease) error {
 			}
 		}
 		if a.cfg.decision && step == a.cfg.steps/2 {
-			d, err := l.RequestDecision(ctx, client.DecisionInput{Kind: api.DecisionApproval, Recommendation: api.Ptr("carry on")})
+			// Decide asks under a key derived from the step, so a resumed run gets the same
+			// decision (and its answer) instead of asking again; it parks the run (returning
+			// ErrParked) past the park bound or when the worker is stopping.
+			fmt.Printf("run %s: waiting for approval at step %d (answer it in the decision inbox)\n", id, step)
+			d, err := l.Decide(ctx, client.DecisionInput{Kind: api.DecisionApproval, Recommendation: api.Ptr("carry on"),
+				Key: fmt.Sprintf("approve-step-%d", step)})
+			if errors.Is(err, client.ErrParked) {
+				fmt.Printf("run %s: parked until the decision is answered\n", id)
+				return err
+			}
 			if err != nil {
 				return err
 			}
-			fmt.Printf("run %s: waiting for approval of decision %s (answer it in the decision inbox)\n", id, d.DecisionID)
-			if d, err = l.WaitDecision(ctx, d.DecisionID); err != nil {
-				return err
-			}
+			fmt.Printf("run %s: decision %s %s\n", id, d.DecisionID, d.Status)
 			if d.Status != api.DecisionApproved {
 				return client.Permanent(fmt.Errorf("decision %s", d.Status))
 			}

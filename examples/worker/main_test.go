@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,27 +237,109 @@ func TestExampleWorkerWaitsForItsDecision(t *testing.T) {
 	bin := build(t)
 	sv := newService(t)
 	p := start(t, bin, sv.env, "--enqueue", "1", "--steps", "2", "--step-time", "10ms", "--decision", "--runs", "1")
+	runID := uuid.MustParse(p.await(t, regexp.MustCompile(`^run (\S+): enqueued$`))[1])
 	p.await(t, regexp.MustCompile(`^run \S+: waiting for approval`))
 	admin, err := client.New(client.WithBaseURL(sv.url), client.WithKey(sv.adminKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	answered := false
-	for d, err := range admin.Decisions(ctx, api.ListDecisionsParams{Status: api.Ptr(api.DecisionPending)}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.AnswerPending(ctx, d.DecisionID, api.AnswerDecisionRequest{Status: api.AnswerApproved}); err != nil {
-			t.Fatal(err)
-		}
-		answered = true
-	}
-	if !answered {
-		t.Fatal("no pending decision in the inbox")
+	// The line comes just before the decision is asked: wait for it in the run's decisions.
+	d := pendingDecision(t, admin, runID)
+	if _, err := admin.AnswerPending(context.Background(), d.DecisionID, api.AnswerDecisionRequest{Status: api.AnswerApproved}); err != nil {
+		t.Fatal(err)
 	}
 	p.await(t, regexp.MustCompile(`^run \S+: succeeded$`))
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("worker: %v\n%s", err, p.out.String())
+	}
+}
+
+// pendingDecision waits until the run has asked its decision and returns it.
+func pendingDecision(t *testing.T, admin *client.Client, runID uuid.UUID) api.Decision {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		page, err := admin.ListRunDecisions(context.Background(), runID, api.PageParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) > 0 {
+			return page.Items[0].Decision
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no decision asked within two minutes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The example worker killed with SIGTERM or SIGKILL while its run waits for a decision: the
+// decision stays pending and answerable, the run spends no attempt for the wait, the answer
+// makes it due at once, and the worker started again carries on with the answer (the same
+// decision: none asked twice).
+func TestExampleWorkerKilledWhileWaitingForItsDecision(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []string{"SIGTERM", "SIGKILL"} {
+		t.Run(sig, func(t *testing.T) {
+			t.Parallel()
+			bin := build(t)
+			sv := newService(t)
+			ctx := context.Background()
+			admin, err := client.New(client.WithBaseURL(sv.url), client.WithKey(sv.adminKey))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := start(t, bin, sv.env, "--enqueue", "1", "--steps", "2", "--step-time", "10ms", "--decision")
+			runID := uuid.MustParse(first.await(t, regexp.MustCompile(`^run (\S+): enqueued$`))[1])
+			first.await(t, regexp.MustCompile(`^run \S+: waiting for approval`))
+			d := pendingDecision(t, admin, runID)
+			if sig == "SIGTERM" {
+				if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+				first.await(t, regexp.MustCompile(`^run \S+: parked$`))
+				if err := first.cmd.Wait(); err != nil {
+					t.Fatalf("worker after SIGTERM: %v\n%s", err, first.out.String())
+				}
+			} else {
+				if err := first.cmd.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				_ = first.cmd.Wait()
+				// The dead worker's lease passes; the reaper parks the run on its decision.
+				sv.clock.Advance(time.Hour)
+				if res, err := sv.app.Runs.Reap(ctx); err != nil || res.TakenBack != 1 {
+					t.Fatalf("reap: %+v, %v", res, err)
+				}
+			}
+			got, _, err := admin.GetDecision(ctx, d.DecisionID)
+			if err != nil || got.Status != api.DecisionPending {
+				t.Fatalf("decision after %s: %s %v", sig, got.Status, err)
+			}
+			run, err := admin.GetRun(ctx, runID)
+			if err != nil || run.State != api.RunQueued || run.AttemptsSpent != 0 {
+				t.Fatalf("run after %s: %s, %d attempts spent (%v)", sig, run.State, run.AttemptsSpent, err)
+			}
+			if _, err := admin.AnswerPending(ctx, d.DecisionID, api.AnswerDecisionRequest{Status: api.AnswerApproved}); err != nil {
+				t.Fatal(err)
+			}
+			// Due at once: no clock advance is needed for the next claim.
+			second := start(t, bin, sv.env, "--runs", "1", "--steps", "2", "--step-time", "10ms", "--decision")
+			m := second.await(t, regexp.MustCompile(`^run \S+: decision (\S+) approved$`))
+			if m[1] != d.DecisionID.String() {
+				t.Fatalf("resumed with decision %s, want %s", m[1], d.DecisionID)
+			}
+			second.await(t, regexp.MustCompile(`^run \S+: succeeded$`))
+			if err := second.cmd.Wait(); err != nil {
+				t.Fatalf("second worker: %v\n%s", err, second.out.String())
+			}
+			page, err := admin.ListRunDecisions(ctx, runID, api.PageParams{})
+			if err != nil || len(page.Items) != 1 {
+				t.Fatalf("the run asked %d decisions (%v), want 1", len(page.Items), err)
+			}
+			if run, err = admin.GetRun(ctx, runID); err != nil || run.AttemptsSpent != 0 {
+				t.Fatalf("run at the end: %d attempts spent (%v), want 0", run.AttemptsSpent, err)
+			}
+		})
 	}
 }

@@ -410,6 +410,8 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		"POST /v1/attempts/:attemptId/complete":     {{body: fence(`,"state":"failed"`), admin: isoForbidden, rt: isoNotFound}},
 		"PATCH /v1/attempts/:attemptId":             {{body: fence(`,"phase":"finalizing","correction":true`), admin: isoForbidden, rt: isoNotFound}},
 		"POST /v1/attempts/:attemptId/cancellation": {{body: fence(""), admin: isoForbidden, rt: isoNotFound}},
+		"POST /v1/attempts/:attemptId/park": {{body: fence(`,"dueAt":"2099-01-01T00:00:00.000Z"`), admin: isoForbidden,
+			rt: isoNotFound}},
 		// Lock ids are B's own: B takes and lets go of its own lock of the same ids.
 		"PUT /v1/locks/agents/:agentId/tasks/:taskId": {{body: fmt.Sprintf(`{"holderId":%q,"ttlSeconds":60}`, holderA), admin: isoForbidden,
 			rt: isoExpect{check: func(t *testing.T, r response) {
@@ -440,6 +442,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 
 		"POST /v1/attempts/:attemptId/decisions": {{body: fence(`,"kind":"choice","options":[1,2]`), admin: isoForbidden, rt: isoNotFound}},
 		"GET /v1/attempts/:attemptId/decisions":  {{admin: isoNotFound, rt: isoNotFound}},
+		"GET /v1/runs/:runId/decisions":          {{admin: isoNotFound, rt: isoNotFound}},
 		"GET /v1/decisions": {
 			{admin: list, rt: isoForbidden},
 			{name: "Pending", query: "?status=pending", admin: list, rt: isoForbidden},

@@ -399,3 +399,45 @@ func TestRunPageChildrenBounded(t *testing.T) {
 		t.Fatalf("with 101 children the page lists %d (more: %v), want 100 and a note", n, more)
 	}
 }
+
+// A parked run's page says what it waits for, with links: its decision (pending since it
+// was asked) and its child.
+func TestRunPageSaysWhatAParkedRunWaitsFor(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	run := tn.Enqueue("parked", "interactive")
+	cl, ok, _ := tn.Claim(3600, nil)
+	if !ok || cl.Run.RunID != run.RunID {
+		t.Fatal("claim did not lease the run")
+	}
+	var d struct {
+		DecisionID  string `json:"decisionId"`
+		RequestedAt string `json:"requestedAt"`
+	}
+	apitest.Decode(t, tn.Must(http.StatusCreated, "POST", cl.Path("/decisions"), tn.Runtime,
+		map[string]any{"fencingToken": cl.Lease.FencingToken, "kind": "approval"}), &d)
+	var del struct {
+		ChildRunID string `json:"childRunId"`
+	}
+	apitest.Decode(t, tn.Must(http.StatusCreated, "POST", cl.Path("/delegations"), tn.Runtime, map[string]any{
+		"fencingToken": cl.Lease.FencingToken, "purpose": "look", "child": map[string]any{"subject": "child", "kind": "review",
+			"projectId": "p1", "agentId": "sub", "stepId": uuid.NewString(), "snapshotId": uuid.NewString()}}), &del)
+	c, _, _ := httpSession(t, s, tn.Admin)
+	if _, page := get(t, c, s, "/ui/runs/"+run.RunID.String()); strings.Contains(page, `id="waiting"`) {
+		t.Fatal("a leased run's page says it is waiting")
+	}
+	tn.Must(http.StatusOK, "POST", cl.Path("/park"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+		"decisionIds": []string{d.DecisionID}, "childRunIds": []string{del.ChildRunID}})
+	_, page := get(t, c, s, "/ui/runs/"+run.RunID.String())
+	for _, want := range []string{`id="waiting"`, `decision <a href="/ui/decisions/` + d.DecisionID + `">`,
+		"pending since " + strings.Replace(strings.TrimSuffix(d.RequestedAt, "Z"), "T", " ", 1),
+		`child run <a href="/ui/runs/` + del.ChildRunID + `">`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the parked run's page lacks %q", want)
+		}
+	}
+	if _, page := get(t, c, s, "/ui/attempts/"+cl.Attempt.AttemptID.String()); !strings.Contains(page, "parked: the holder parked the run") {
+		t.Error("the parked attempt's timeline does not end saying it parked")
+	}
+}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -292,6 +293,40 @@ type runView struct {
 	Confirm, Done, Message string
 	// ForkPoints are the checkpoints a fork may start from (none: no fork is offered).
 	ForkPoints []forkPoint
+	// Waiting lists what a parked run waits for (DESIGN.md section 5b): its open
+	// decisions and children.
+	Waiting []waitingRow
+}
+
+// waitingRow is one open condition of a parked run: a decision (with when it was asked)
+// or a child run.
+type waitingRow struct {
+	Decision bool
+	ID       uuid.UUID
+	// Since is when the decision was asked, or when the run parked on the child.
+	Since time.Time
+}
+
+// readWaiting reads a queued run's open conditions, each decision with when it was asked.
+func (c *console) readWaiting(ctx context.Context, tenant string, run runs.Run) ([]waitingRow, error) {
+	if run.State != api.RunQueued {
+		return nil, nil
+	}
+	ws, err := c.Runs.WaitsOf(ctx, tenant, run.RunID)
+	if err != nil || len(ws) == 0 {
+		return nil, err
+	}
+	out := make([]waitingRow, 0, len(ws))
+	for _, w := range ws {
+		row := waitingRow{Decision: w.Kind == runs.WaitDecision, ID: w.TargetID, Since: w.CreatedAt}
+		if row.Decision {
+			if d, err := c.Decisions.Get(ctx, tenant, w.TargetID); err == nil {
+				row.Since = d.RequestedAt
+			}
+		}
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 // chainLimit bounds how far the run page follows a continuation chain each way.
@@ -347,6 +382,9 @@ func (c *console) renderRun(ctx echo.Context, status int, message string) error 
 	}
 	if v.Chain, v.ChainTrimmed, err = c.Runs.Chain(rctx, tenant, id, chainLimit); err != nil {
 		return c.orNotFound(ctx, err)
+	}
+	if v.Waiting, err = c.readWaiting(rctx, tenant, run); err != nil {
+		return err
 	}
 	return c.render(ctx, status, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
 }
@@ -449,6 +487,8 @@ func endRowOf(a attempts.Attempt) timelineRow {
 	switch a.State {
 	case api.AttemptReleased:
 		row.Summary = "released: the holder gave the run back"
+	case api.AttemptParked:
+		row.Summary = "parked: the holder parked the run to wait for decisions, children or a time (no attempt spent)"
 	case api.AttemptLost:
 		row.Summary = fmt.Sprintf("lost: the lease (epoch %d, lease %s) expired and the reaper took the run back", a.FencingToken, a.LeaseID)
 	case api.AttemptCancelled:

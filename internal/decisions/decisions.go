@@ -22,7 +22,9 @@ package decisions
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +37,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/ifmatch"
+	"github.com/ledger-dev/ledger/internal/jcs"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/strictjson"
@@ -129,6 +132,34 @@ type Request struct {
 	Recommendation *string
 	// ExpiresIn, when positive, closes the decision as expired that long after it is asked.
 	ExpiresIn time.Duration
+	// IdempotencyKey, when set, names the decision once per run: asked again under any
+	// attempt of the run with the same request, it is the same decision.
+	IdempotencyKey *string
+}
+
+// hash is the hash of what defines the request, kept with an idempotency key: the same
+// key with another hash is idempotency_key_reused.
+func (r Request) hash() (string, error) {
+	doc := struct {
+		Kind           api.DecisionKind `json:"kind"`
+		ProposalHash   *string          `json:"proposalHash"`
+		Options        json.RawMessage  `json:"options"`
+		Recommendation *string          `json:"recommendation"`
+		ExpiresIn      int64            `json:"expiresInMs"`
+	}{r.Kind, r.ProposalHash, r.Options, r.Recommendation, r.ExpiresIn.Milliseconds()}
+	if len(doc.Options) == 0 {
+		doc.Options = json.RawMessage("null")
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	c, err := jcs.Canonicalize(b)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // Answer is an admin's answer.
@@ -213,28 +244,73 @@ func (s *Store) WithMaxPending(n int) *Store {
 }
 
 // Request records a pending decision under the holder's fence and moves the attempt to
-// awaiting_decision (see the package doc for the phase it returns to). Errors: Invalid (a
-// choice decision without a usable list of options, options.go), NotFound (no such attempt
-// for the tenant), StaleLease, LeaseExpired, DecisionLimit (the attempt already has its
-// most pending decisions); nothing is written when it fails.
+// awaiting_decision (see the package doc for the phase it returns to). With an idempotency
+// key that the run already used, it answers that decision (created false), pending or
+// closed, and writes nothing; with another request under that key, IdempotencyKeyReused.
+// Errors: Invalid (a choice decision without a usable list of options, options.go),
+// NotFound (no such attempt for the tenant), StaleLease, LeaseExpired, DecisionLimit (the
+// attempt already has its most pending decisions); nothing is written when it fails.
 func (s *Store) Request(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Request) (Decision, error) {
+	d, _, err := s.Ask(ctx, tenantID, attemptID, token, r)
+	return d, err
+}
+
+// Ask is Request that also reports whether the decision is new (false: the run asked it
+// before under the same idempotency key).
+func (s *Store) Ask(ctx context.Context, tenantID string, attemptID uuid.UUID, token int64, r Request) (d Decision, created bool, err error) {
 	if err := checkOptions(r.Kind, r.Options); err != nil {
-		return Decision{}, err
+		return Decision{}, false, err
 	}
-	// No exact repeat: a request has no key to recognise a retry by, so each one asks anew.
-	d, _, err := runs.WriteFenced(ctx, s.svc, tenantID, attemptID, token, runs.FencedWrite[Decision]{
+	var hash *string
+	if r.IdempotencyKey != nil {
+		h, err := r.hash()
+		if err != nil {
+			return Decision{}, false, fmt.Errorf("request decision: %w", err)
+		}
+		hash = &h
+	}
+	// Without a key there is no exact repeat: nothing recognises a retry, so each one asks anew.
+	d, _, err = runs.WriteFenced(ctx, s.svc, tenantID, attemptID, token, runs.FencedWrite[Decision]{
 		What: "request decision",
 		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Decision, bool, error) {
-			d, err := s.request(ctx, tx, f, r)
+			created = false
+			if r.IdempotencyKey != nil {
+				if d, found, err := s.byKey(ctx, tx, f, *r.IdempotencyKey, *hash); found || err != nil {
+					return d, false, err
+				}
+			}
+			created = true
+			d, err := s.request(ctx, tx, f, r, hash)
 			return d, true, err
 		},
 	})
-	return d, err
+	return d, created, err
+}
+
+// byKey finds the run's decision asked under key: found with the decision when the
+// request is the same (hash), IdempotencyKeyReused when it differs.
+func (s *Store) byKey(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, key, hash string) (Decision, bool, error) {
+	var r struct {
+		row
+		RequestHash *string `db:"RequestHash"`
+	}
+	err := tx.GetContext(ctx, &r, s.q.byKey, f.Run.TenantID, f.Run.RunID, tx.Dialect.Text(key))
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Decision{}, false, nil
+	}
+	if err != nil {
+		return Decision{}, false, fmt.Errorf("read decision by idempotency key: %w", err)
+	}
+	if r.RequestHash == nil || *r.RequestHash != hash {
+		return Decision{}, false, apperr.New(api.CodeIdempotencyKeyReused,
+			"the run asked another decision under idempotency key %q", key)
+	}
+	return r.row.decision(f.Now), true, nil
 }
 
 // request writes a fenced attempt's decision request and moves the attempt to
 // awaiting_decision.
-func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Request) (Decision, error) {
+func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Request, hash *string) (Decision, error) {
 	tenantID, attemptID := f.Attempt.TenantID, f.Attempt.AttemptID
 	var expires *time.Time
 	if r.ExpiresIn > 0 {
@@ -259,7 +335,9 @@ func (s *Store) request(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, r Requ
 		}
 	}
 	id := tx.Dialect.NewID()
-	_, err := tx.ExecContext(ctx, s.q.insert, insertArgs(tx.Dialect, id, attemptID, tenantID, r, f.Now, expires, prior)...)
+	args := append(insertArgs(tx.Dialect, id, attemptID, tenantID, r, f.Now, expires, prior),
+		f.Run.RunID, tx.Dialect.NullText(r.IdempotencyKey), tx.Dialect.NullText(hash))
+	_, err := tx.ExecContext(ctx, s.q.insert, args...)
 	if err != nil {
 		return Decision{}, fmt.Errorf("insert decision: %w", err)
 	}
@@ -396,6 +474,9 @@ func (s *Store) Answer(ctx context.Context, tenantID string, id uuid.UUID, a Ans
 		if err := restorePhase(ctx, tx, tenantID, att, now); err != nil {
 			return err
 		}
+		if err := s.svc.CloseWaits(ctx, tx, tenantID, runs.WaitDecision, []uuid.UUID{id}, now); err != nil {
+			return err
+		}
 		out, err = s.get(ctx, tx, s.q.get, tenantID, id, now)
 		if err == nil && s.notify != nil {
 			err = s.notify.DecisionClosed(ctx, tx, out)
@@ -527,6 +608,46 @@ func (s *Store) ListByAttempt(ctx context.Context, tenantID string, attemptID uu
 	})
 }
 
+// ChainReach is how far GET /v1/runs/{id}/decisions follows a run's continuation chain
+// each way (runs continued from it and continuing it).
+const ChainReach = 8
+
+// ListByRun lists the decisions of a run's attempts and of the runs of its continuation
+// chain (at most ChainReach each way), in RequestedAt, DecisionId order. NotFound when the
+// run is missing or another tenant's.
+func (s *Store) ListByRun(ctx context.Context, tenantID string, runID uuid.UUID, after *Position, limit int) ([]Decision, error) {
+	chain, _, err := s.svc.Chain(ctx, tenantID, runID, ChainReach)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]string, len(chain))
+	for i, r := range chain {
+		list[i] = r.RunID.String()
+	}
+	doc, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	var out []Decision
+	err = s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		var rows []row
+		afterAt, afterID := position(tx, after)
+		if err := tx.SelectContext(ctx, &rows, s.q.listByRun, tenantID, tx.Dialect.JSON(string(doc)), afterAt, afterID, limit); err != nil {
+			return err
+		}
+		out = decisionsOf(rows, now)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list decisions of run: %w", err)
+	}
+	return out, nil
+}
+
 // ForAttempt is ListByAttempt inside the caller's transaction (the attempt timeline), without
 // the check that the attempt exists.
 func ForAttempt(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, after *Position, limit int) ([]Decision, error) {
@@ -557,44 +678,55 @@ func decisionsOf(rows []row, now time.Time) []Decision {
 	return out
 }
 
-// Hooks keep decisions in step with the run-lease core: when an attempt ends in any way
-// (complete, release, lost), its pending decisions close in the same transaction, as
-// cancelled, or as expired when their ExpiresAt had already passed (they read as expired
-// already, and closing must not change what a reader saw).
+// Hooks keep decisions in step with the run-lease core. Decisions belong to the run
+// (DESIGN.md section 5b): a pending decision stays pending when the attempt that asked it
+// ends released, lost or parked, so a person is never asked twice and no answer is lost.
+// When the run ends in any way, its pending decisions (of every attempt) close in the same
+// transaction, as cancelled, or as expired when their ExpiresAt had already passed (they
+// read as expired already, and closing must not change what a reader saw).
 func Hooks() runs.Hooks { return NotifyingHooks(nil) }
 
 // NotifyingHooks are Hooks that also tell n (nil: nobody) of each decision they close.
 func NotifyingHooks(n Notifier) runs.Hooks {
-	return runs.Hooks{AttemptEnded: func(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error {
-		return attemptEnded(ctx, tx, tenantID, attemptID, now, n)
+	return runs.Hooks{RunChanged: func(ctx context.Context, tx *sqldb.Tx, run runs.Run) error {
+		return runChanged(ctx, tx, run, n)
 	}}
 }
 
-func attemptEnded(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time, n Notifier) error {
-	closing, err := pendingToNotify(ctx, tx, tenantID, attemptID, n)
+func runChanged(ctx context.Context, tx *sqldb.Tx, run runs.Run, n Notifier) error {
+	if run.State != api.RunEnded || run.EndedAt == nil {
+		return nil
+	}
+	closing, err := pendingToNotify(ctx, tx, run.TenantID, run.RunID, n)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).closeForAttempt, tenantID, attemptID, tx.Dialect.Time(now)); err != nil {
-		return fmt.Errorf("close decisions of ended attempt: %w", err)
+	q := queriesFor(tx.Dialect).closeForRun
+	if _, err := tx.ExecContext(ctx, q, run.TenantID, run.RunID, tx.Dialect.Time(*run.EndedAt)); err != nil {
+		return fmt.Errorf("close decisions of ended run: %w", err)
 	}
-	return notifyClosed(ctx, tx, tenantID, closing, n)
+	return notifyClosed(ctx, tx, run.TenantID, closing, n)
 }
 
-// pendingToNotify reads, before a close of the attempt's pending decisions, the ones it
-// will close, when n listens to the tenant's closes (none otherwise: no statement). An
-// attempt has at most its cap of pending decisions (DefaultMaxPending unless configured),
-// and ExpireBatch bounds the read beyond that.
-func pendingToNotify(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, n Notifier) ([]uuid.UUID, error) {
+// pendingToNotify reads, before a close of the run's pending decisions, the ones it will
+// close, when n listens to the tenant's closes (none otherwise: no statement). A run's
+// attempts have at most their cap of pending decisions each (DefaultMaxPending unless
+// configured), and ExpireBatch bounds the read beyond that.
+func pendingToNotify(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID, n Notifier) ([]uuid.UUID, error) {
 	if n == nil {
 		return nil, nil
 	}
 	if ok, err := n.Wants(ctx, tx, tenantID, api.EventDecisionClosed); err != nil || !ok {
 		return nil, err
 	}
+	doc, err := json.Marshal([]string{runID.String()})
+	if err != nil {
+		return nil, err
+	}
 	var rows []row
-	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).listByAttempt, tenantID, attemptID, nil, nil, ExpireBatch); err != nil {
-		return nil, fmt.Errorf("read decisions of ending attempt: %w", err)
+	if err := tx.SelectContext(ctx, &rows, queriesFor(tx.Dialect).listByRun, tenantID, tx.Dialect.JSON(string(doc)), nil, nil,
+		ExpireBatch); err != nil {
+		return nil, fmt.Errorf("read decisions of ending run: %w", err)
 	}
 	var out []uuid.UUID
 	for _, r := range rows {
@@ -698,21 +830,22 @@ func expireAttempt(ctx context.Context, db *sqldb.DB, d due, notify Notifier) (i
 		if err != nil {
 			return err
 		}
-		closing, err := pendingToNotify(ctx, tx, d.TenantID, d.AttemptID, notify)
-		if err != nil {
+		var expired []uuid.UUID
+		if err := tx.SelectContext(ctx, &expired, queriesFor(tx.Dialect).expireForAttempt, d.TenantID, d.AttemptID,
+			tx.Dialect.Time(now)); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, queriesFor(tx.Dialect).expireForAttempt, d.TenantID, d.AttemptID, tx.Dialect.Time(now))
-		if err != nil {
-			return err
-		}
-		if n, err = res.RowsAffected(); err != nil || n == 0 {
-			return err
+		if n = int64(len(expired)); n == 0 {
+			return nil
 		}
 		if err := restorePhase(ctx, tx, d.TenantID, a, now); err != nil {
 			return err
 		}
-		return notifyClosed(ctx, tx, d.TenantID, closing, notify)
+		// A run parked on them may be due now; claimers of other processes find it by polling.
+		if _, err := runs.CloseWaits(ctx, tx, d.TenantID, runs.WaitDecision, expired, now); err != nil {
+			return err
+		}
+		return notifyClosed(ctx, tx, d.TenantID, expired, notify)
 	})
 	return int(n), err
 }

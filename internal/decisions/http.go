@@ -28,18 +28,31 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{
 		ID: "requestDecision", Tag: "Decisions", Summary: "Ask for a decision under the lease",
 		Description: "Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the " +
-			"answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have " +
-			"at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.",
+			"answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the " +
+			"run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. " +
+			"idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers " +
+			"200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. " +
+			"Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.",
 		Roles: []string{rt}, Body: api.DecisionRequest{},
 		Example: api.DecisionRequest{FencingToken: 4, Kind: api.Ptr(api.DecisionChoice), Options: []byte(`["merge","request changes"]`),
-			Recommendation: api.Ptr("merge"), ExpiresInSeconds: api.Ptr(86400)}, Status: http.StatusCreated, Response: api.Decision{}, ETag: true,
-		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded, api.CodeDecisionLimit},
+			Recommendation: api.Ptr("merge"), ExpiresInSeconds: api.Ptr(86400), IdempotencyKey: api.Ptr("step:review:merge")},
+		Status: http.StatusCreated, AlsoStatus: []int{http.StatusOK}, Response: api.Decision{}, ETag: true,
+		Problems: []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLeaseExpired, api.CodeAttemptEnded, api.CodeDecisionLimit,
+			api.CodeIdempotencyKeyReused},
 	}, h.create)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/decisions", web.Op{
 		ID: "listAttemptDecisions", Tag: "Decisions", Summary: "List an attempt's decisions, oldest first", Status: http.StatusOK, Response: api.Page[api.DecisionItem]{},
 		Query:    api.PageParams{},
 		Problems: []api.ProblemCode{api.CodeNotFound},
 	}, h.listByAttempt)
+	s.Route(http.MethodGet, "/v1/runs/:runId/decisions", web.Op{
+		ID: "listRunDecisions", Tag: "Decisions", Summary: "List a run's decisions across its attempts and continuations, oldest first",
+		Description: "The decisions every attempt of the run asked, and those of the runs it continues and that continue it " +
+			"(up to 8 each way along the chain).",
+		Status: http.StatusOK, Response: api.Page[api.DecisionItem]{},
+		Query:    api.PageParams{},
+		Problems: []api.ProblemCode{api.CodeNotFound},
+	}, h.listByRun)
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
 		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox",
 		Description: "The tenant's decisions: pending ones first, then the others, each oldest request first (a pending " +
@@ -84,9 +97,12 @@ func (h handlers) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.store.Request(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, r)
+	d, created, err := h.store.Ask(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, req.FencingToken, r)
 	if err != nil {
 		return err
+	}
+	if !created {
+		return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
 	}
 	return web.Created(c, web.Path("v1", "decisions", d.DecisionID.String()), d.Version, d.Wire())
 }
@@ -105,7 +121,8 @@ func requestOf(req api.DecisionRequest) (Request, error) {
 	if len(bad) > 0 {
 		return Request{}, apperr.FieldsInvalid(bad...)
 	}
-	r := Request{Kind: *req.Kind, ProposalHash: req.ProposalHash, Options: options, Recommendation: req.Recommendation}
+	r := Request{Kind: *req.Kind, ProposalHash: req.ProposalHash, Options: options, Recommendation: req.Recommendation,
+		IdempotencyKey: req.IdempotencyKey}
 	if req.ExpiresInSeconds != nil {
 		r.ExpiresIn = time.Duration(*req.ExpiresInSeconds) * time.Second
 	}
@@ -226,6 +243,27 @@ func (h handlers) listByAttempt(c echo.Context) error {
 		return err
 	}
 	ds, err := h.store.ListByAttempt(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, pos, limit+1)
+	if err != nil {
+		return err
+	}
+	return page(c, limit, ds)
+}
+
+func (h handlers) listByRun(c echo.Context) error {
+	runID, err := web.PathUUID(c, "runId")
+	if err != nil {
+		return err
+	}
+	var q api.PageParams
+	if err := web.BindQuery(c, &q); err != nil {
+		return err
+	}
+	limit := web.LimitOf(q)
+	pos, err := after(c)
+	if err != nil {
+		return err
+	}
+	ds, err := h.store.ListByRun(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, runID, pos, limit+1)
 	if err != nil {
 		return err
 	}

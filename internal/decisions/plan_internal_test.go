@@ -51,10 +51,16 @@ func TestSQLitePlans(t *testing.T) {
 			[]string{"SEARCH DecisionRequests USING INDEX IX_Decisions_PendingExpiry (ExpiresAt>? AND ExpiresAt<?)"}, []string{"SCAN DecisionRequests"}},
 		{"expireForAttempt", sqliteQueries.expireForAttempt, []any{"t", id, now},
 			[]string{"SEARCH DecisionRequests USING INDEX IX_Decisions_Attempt (AttemptId=?)"}, []string{"IX_Decisions_Tenant_Status"}},
-		// Every attempt's end runs it: the tenant's status index would read every pending
+		// Every run's end runs it: the tenant's status index would read every pending
 		// decision of the tenant (the planner has no statistics in production).
-		{"closeForAttempt", sqliteQueries.closeForAttempt, []any{"t", id, now},
-			[]string{"SEARCH DecisionRequests USING INDEX IX_Decisions_Attempt (AttemptId=?)"}, []string{"IX_Decisions_Tenant_Status"}},
+		{"closeForRun", sqliteQueries.closeForRun, []any{"t", id, now},
+			[]string{"SEARCH a USING INDEX IX_Attempts_Run_Step (RunId=?)",
+				"SEARCH DecisionRequests USING INDEX IX_Decisions_Attempt (AttemptId=?)"}, []string{"IX_Decisions_Tenant_Status"}},
+		{"byKey", sqliteQueries.byKey, []any{"t", id, "k"},
+			append([]string{"SEARCH d USING INDEX UX_Decisions_Idempotency (TenantId=? AND RunId=? AND IdempotencyKey=?)"}, joins...), nil},
+		{"listByRun", sqliteQueries.listByRun, []any{"t", list, nil, nil, 50},
+			[]string{"SEARCH a USING INDEX IX_Attempts_Run_Step (RunId=?)", "SEARCH d USING INDEX IX_Decisions_Attempt (AttemptId=?)"},
+			[]string{"IX_Decisions_Tenant_Status", "SCAN d"}},
 	}
 	for _, c := range cases {
 		plan := dbtest.SQLitePlan(t, db, c.query, c.args...)

@@ -8,11 +8,19 @@ import "github.com/ledger-dev/ledger/internal/sqldb"
 // return decisions read the row's columns (columns) and, except lock, the attempt's run,
 // project and agent and the run's subject (sourceColumns).
 type queries struct {
-	insert string // 1 decision, 2 attempt, 3 tenant, 4 kind, 5 proposal hash, 6 options JSON, 7 recommendation, 8 requested at (now), 9 expires at (or NULL), 10 prior phase
-	get    string // 1 tenant, 2 decision
-	lock   string // 1 tenant, 2 decision: the decision's own columns, holding the row until commit
-	byIDs  string // 1 tenant, 2 JSON array of decision ids
-	answer string // 1 tenant, 2 decision, 3 status, 4 answer JSON, 5 approval id, 6 answered by, 7 now, 8 expected version
+	// insert: 1 decision, 2 attempt, 3 tenant, 4 kind, 5 proposal hash, 6 options JSON, 7
+	// recommendation, 8 requested at (now), 9 expires at (or NULL), 10 prior phase, 11 run,
+	// 12 idempotency key (or NULL), 13 request hash (or NULL).
+	insert string
+	// byKey: 1 tenant, 2 run, 3 idempotency key -> the decision (as get) and RequestHash.
+	byKey string
+	// listByRun: 1 tenant, 2 JSON array of run ids, 3 after requested at, 4 after decision, 5
+	// limit: the decisions of those runs' attempts in (RequestedAt, DecisionId) order.
+	listByRun string
+	get       string // 1 tenant, 2 decision
+	lock      string // 1 tenant, 2 decision: the decision's own columns, holding the row until commit
+	byIDs     string // 1 tenant, 2 JSON array of decision ids
+	answer    string // 1 tenant, 2 decision, 3 status, 4 answer JSON, 5 approval id, 6 answered by, 7 now, 8 expected version
 	// list: the inbox with an effective status: 1 tenant, 2 status (one of the five), 3 now,
 	// 4 project (NULL: any), 5 after requested at, 6 after decision, 7 limit; in
 	// (RequestedAt, DecisionId) order.
@@ -31,13 +39,13 @@ type queries struct {
 	countPending string
 	// restorePhase: 1 tenant, 2 attempt, 3 phase, 4 now: sets the phase of a running attempt
 	// in awaiting_decision (5) that has no pending decision not past its ExpiresAt at now.
-	restorePhase    string
-	closeForAttempt string // 1 tenant, 2 attempt, 3 now: pending -> cancelled (expired when past ExpiresAt)
+	restorePhase string
+	closeForRun  string // 1 tenant, 2 run, 3 now: pending decisions of the run's attempts -> cancelled (expired when past ExpiresAt)
 	// due: 1 now, 2 limit -> TenantId, AttemptId of attempts, of any tenant, that have a
 	// pending decision past its ExpiresAt (each once).
 	due string
 	// expireForAttempt: 1 tenant, 2 attempt, 3 now: the attempt's pending decisions past
-	// their ExpiresAt -> expired.
+	// their ExpiresAt -> expired; answers the DecisionId of each.
 	expireForAttempt string
 }
 

@@ -17,8 +17,26 @@ var mssqlQueries = queries{
 	// insert: a new pending decision; the FK check's S lock on the attempt is compatible with
 	// the U lock the fence holds. 547 FK -> ErrBadReference (not expected after the fence).
 	insert: `INSERT INTO dbo.DecisionRequests (DecisionId, AttemptId, TenantId, Kind, ApprovalId, ProposalHash, OptionsJson,
-    Recommendation, Status, RequestedAt, AnsweredAt, AnswerJson, AnsweredBy, ExpiresAt, PriorPhase)
-VALUES (@p1, @p2, @p3, @p4, NULL, @p5, @p6, @p7, N'pending', @p8, NULL, NULL, NULL, @p9, @p10);`,
+    Recommendation, Status, RequestedAt, AnsweredAt, AnswerJson, AnsweredBy, ExpiresAt, PriorPhase, RunId, IdempotencyKey,
+    RequestHash)
+VALUES (@p1, @p2, @p3, @p4, NULL, @p5, @p6, @p7, N'pending', @p8, NULL, NULL, NULL, @p9, @p10, @p11, @p12, @p13);`,
+
+	// byKey: UX_Decisions_Idempotency seek (the filter repeated), under the fence's attempt
+	// and run locks: two requests of one run under one key serialise on the run (every
+	// attempt of a run is fenced through it), so the insert after a miss meets no duplicate.
+	byKey: `SELECT ` + columns + `, ` + sourceColumns + `, d.RequestHash` + mssqlFrom + `
+WHERE d.TenantId = @p1 AND d.RunId = @p2 AND d.IdempotencyKey = @p3 AND d.IdempotencyKey IS NOT NULL;`,
+
+	// listByRun: the runs' attempts (IX_Attempts_Run_Step seeks), then each attempt's
+	// decisions (IX_Decisions_Attempt), a TOP (@p5) sort of those runs' decisions (bounded
+	// by their attempts and each attempt's decisions).
+	listByRun: `SELECT TOP (@p5) ` + columns + `, ` + sourceColumns + ` FROM dbo.ExecutionAttempts AS a
+INNER LOOP JOIN dbo.DecisionRequests AS d ON d.AttemptId = a.AttemptId AND d.TenantId = a.TenantId
+LEFT OUTER JOIN dbo.Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId
+WHERE a.RunId IN (SELECT CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j) AND a.TenantId = @p1
+    AND (@p3 IS NULL OR d.RequestedAt > @p3 OR (d.RequestedAt = @p3 AND d.DecisionId > @p4))
+ORDER BY d.RequestedAt, d.DecisionId
+OPTION (RECOMPILE, MAXDOP 1);`,
 
 	// get: PK seek and the attempt and run seeks. 0 rows: missing or another tenant's.
 	get: mssqlRead + ` WHERE d.TenantId = @p1 AND d.DecisionId = @p2;`,
@@ -99,11 +117,17 @@ WHERE TenantId = @p1 AND AttemptId = @p2 AND State = 0 AND Phase = 5
     AND NOT EXISTS (SELECT 1 FROM dbo.DecisionRequests AS d
         WHERE d.AttemptId = @p2 AND d.TenantId = @p1 AND d.Status = N'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > @p4));`,
 
-	// closeForAttempt: IX_Decisions_Attempt seek, in the attempt-ending transaction (attempt
-	// and run held). An answer that committed first is seen and left answered.
-	closeForAttempt: `UPDATE dbo.DecisionRequests
-SET Status = CASE WHEN ExpiresAt IS NOT NULL AND ExpiresAt <= @p3 THEN N'expired' ELSE N'cancelled' END
-WHERE TenantId = @p1 AND AttemptId = @p2 AND Status = N'pending';`,
+	// closeForRun: in the run-ending transaction (the run held, and the ending attempt when
+	// there is one): the run's attempts (IX_Attempts_Run_Step), each one's decisions
+	// (IX_Decisions_Attempt). An answer that committed first is seen and left answered. The
+	// decisions of the run's earlier attempts are written without their attempt's lock: an
+	// answer to one (attempt, decision, then the run in closeWaits) can deadlock with this
+	// (run, then decision); 1205 is retried, and the loser finds the other's result.
+	closeForRun: `UPDATE d
+SET Status = CASE WHEN d.ExpiresAt IS NOT NULL AND d.ExpiresAt <= @p3 THEN N'expired' ELSE N'cancelled' END
+FROM dbo.DecisionRequests AS d INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = d.AttemptId
+WHERE a.RunId = @p2 AND a.TenantId = @p1 AND d.TenantId = @p1 AND d.Status = N'pending'
+OPTION (MAXDOP 1);`,
 
 	// due: across tenants, IX_Decisions_PendingExpiry range (literals repeated), DISTINCT TOP
 	// (@p2) attempts, each expired afterwards in its own tenant-scoped transaction.
@@ -114,6 +138,7 @@ OPTION (MAXDOP 1);`,
 	// expireForAttempt: after attempts.Lock holds the attempt; a decision answered since due
 	// read it is left alone. 0 rows: another replica or an answer closed them first.
 	expireForAttempt: `UPDATE dbo.DecisionRequests SET Status = N'expired'
+OUTPUT inserted.DecisionId
 WHERE TenantId = @p1 AND AttemptId = @p2 AND Status = N'pending' AND ExpiresAt IS NOT NULL AND ExpiresAt <= @p3;`,
 }
 

@@ -25,8 +25,22 @@ const sqliteRead = `SELECT ` + columns + `, ` + sourceColumns + sqliteFrom
 
 var sqliteQueries = queries{
 	insert: `INSERT INTO DecisionRequests (DecisionId, AttemptId, TenantId, Kind, ApprovalId, ProposalHash, OptionsJson,
-    Recommendation, Status, RequestedAt, AnsweredAt, Version, AnswerJson, AnsweredBy, ExpiresAt, PriorPhase)
-VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, 'pending', ?8, NULL, (SELECT Value + 1 FROM RowVersionCounter), NULL, NULL, ?9, ?10)`,
+    Recommendation, Status, RequestedAt, AnsweredAt, Version, AnswerJson, AnsweredBy, ExpiresAt, PriorPhase, RunId,
+    IdempotencyKey, RequestHash)
+VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, 'pending', ?8, NULL, (SELECT Value + 1 FROM RowVersionCounter), NULL, NULL, ?9, ?10,
+    ?11, ?12, ?13)`,
+	// byKey: UX_Decisions_Idempotency seek.
+	byKey: `SELECT ` + columns + `, ` + sourceColumns + `, d.RequestHash` + sqliteFrom + `
+WHERE d.TenantId = ?1 AND d.RunId = ?2 AND d.IdempotencyKey = ?3`,
+	// listByRun: the runs' attempts first (IX_Attempts_Run_Step), then each attempt's
+	// decisions (IX_Decisions_Attempt); CROSS JOIN keeps that order. The sort reads the
+	// decisions of those runs, bounded by their attempts and each attempt's decisions.
+	listByRun: `SELECT ` + columns + `, ` + sourceColumns + ` FROM ExecutionAttempts AS a
+CROSS JOIN DecisionRequests AS d ON d.AttemptId = a.AttemptId AND d.TenantId = a.TenantId
+LEFT JOIN Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId
+WHERE a.RunId IN (SELECT value FROM json_each(?2)) AND +a.TenantId = ?1
+    AND (?3 IS NULL OR d.RequestedAt > ?3 OR (d.RequestedAt = ?3 AND d.DecisionId > ?4))
+ORDER BY d.RequestedAt, d.DecisionId LIMIT ?5`,
 	get:  sqliteRead + ` WHERE d.TenantId = ?1 AND d.DecisionId = ?2`,
 	lock: `SELECT ` + columns + ` FROM DecisionRequests AS d WHERE d.TenantId = ?1 AND d.DecisionId = ?2`,
 	byIDs: sqliteRead + `
@@ -68,17 +82,20 @@ WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.Exp
 WHERE TenantId = ?1 AND AttemptId = ?2 AND State = 0 AND Phase = 5
     AND NOT EXISTS (SELECT 1 FROM DecisionRequests AS d
         WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?4))`,
-	// closeForAttempt (every attempt's end) seeks IX_Decisions_Attempt: the unary plus keeps
-	// the planner, which has no statistics, off IX_Decisions_Tenant_Status (two equality
-	// columns), which read every pending decision of the tenant.
-	closeForAttempt: `UPDATE DecisionRequests
+	// closeForRun (every run's end) seeks the run's attempts (IX_Attempts_Run_Step), then
+	// each one's decisions (IX_Decisions_Attempt): the unary plus keeps the planner, which has
+	// no statistics, off IX_Decisions_Tenant_Status, which read every pending decision of
+	// the tenant.
+	closeForRun: `UPDATE DecisionRequests
 SET Status = CASE WHEN ExpiresAt IS NOT NULL AND ExpiresAt <= ?3 THEN 'expired' ELSE 'cancelled' END,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE AttemptId = ?2 AND +TenantId = ?1 AND +Status = 'pending'`,
+WHERE AttemptId IN (SELECT a.AttemptId FROM ExecutionAttempts AS a WHERE a.RunId = ?2 AND +a.TenantId = ?1)
+    AND +TenantId = ?1 AND +Status = 'pending'`,
 	// The filter repeats IX_Decisions_PendingExpiry's WHERE terms, so the partial index
 	// qualifies.
 	due: `SELECT DISTINCT TenantId, AttemptId FROM DecisionRequests
 WHERE Status = 'pending' AND ExpiresAt IS NOT NULL AND ExpiresAt <= ?1 LIMIT ?2`,
 	expireForAttempt: `UPDATE DecisionRequests SET Status = 'expired', Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE AttemptId = ?2 AND +TenantId = ?1 AND +Status = 'pending' AND ExpiresAt IS NOT NULL AND ExpiresAt <= ?3`,
+WHERE AttemptId = ?2 AND +TenantId = ?1 AND +Status = 'pending' AND ExpiresAt IS NOT NULL AND ExpiresAt <= ?3
+RETURNING DecisionId`,
 }

@@ -37,6 +37,12 @@ func approve(d decisions.Decision) decisions.Answer {
 	return decisions.Answer{Status: api.DecisionApproved, KeyID: "admin-key", IfMatch: d.Version}
 }
 
+func answerInput(d decisions.Decision) decisions.Answer {
+	a := approve(d)
+	a.Answer = json.RawMessage(`"yes"`)
+	return a
+}
+
 var storeCases = []storeCase{
 	{"RequestRecordsPendingDecisionAndAwaitsIt", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
@@ -219,14 +225,14 @@ var storeCases = []storeCase{
 			t.Fatalf("answer after cancel: got %v, want decision_closed", err)
 		}
 	}},
-	{"ReleaseAndLostLeaseCancelPendingDecisions", func(t *testing.T, e *env) {
+	{"PendingDecisionsOutliveReleasedAndLostAttemptsUntilTheRunEnds", func(t *testing.T, e *env) {
 		cl := e.claimed("s")
 		released := e.ask(cl, decisions.Request{Kind: api.DecisionInput})
 		if _, err := e.Svc.Release(e.Ctx, e.Tenant, cl.Attempt.AttemptID, 1, runs.Release{RetryAfter: ptr(time.Duration(0))}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.get(released.DecisionID); got.Status != api.DecisionCancelled {
-			t.Fatalf("after release: %s, want cancelled", got.Status)
+		if got := e.get(released.DecisionID); got.Status != api.DecisionPending {
+			t.Fatalf("after release: %s, want still pending", got.Status)
 		}
 		cl2, err := e.Svc.Claim(e.Ctx, e.Caller, runs.ClaimRequest{HolderID: "h2", ReleaseID: "rel", AdapterVersion: "1", ModelProfileID: "m"})
 		if err != nil {
@@ -240,8 +246,22 @@ var storeCases = []storeCase{
 		if a := e.attempt(cl2.Attempt.AttemptID); a.State != api.AttemptLost {
 			t.Fatalf("attempt %s, want lost", a.State)
 		}
+		if got := e.get(lost.DecisionID); got.Status != api.DecisionPending {
+			t.Fatalf("after the reaper took the lease back: %s, want still pending", got.Status)
+		}
+		// The first one is still answerable without a live lease.
+		if _, err := e.store.Answer(e.Ctx, e.Tenant, released.DecisionID, answerInput(e.get(released.DecisionID))); err != nil {
+			t.Fatalf("answer a decision of a released attempt: %v", err)
+		}
+		// The run ends (cancelled while queued): its pending decisions of every attempt close.
+		if _, err := e.Svc.Cancel(e.Ctx, e.Tenant, cl.Run.RunID); err != nil {
+			t.Fatal(err)
+		}
 		if got := e.get(lost.DecisionID); got.Status != api.DecisionCancelled {
-			t.Fatalf("after the reaper took the lease back: %s, want cancelled", got.Status)
+			t.Fatalf("after the run ended: %s, want cancelled", got.Status)
+		}
+		if got := e.get(released.DecisionID); got.Status != api.DecisionApproved {
+			t.Fatalf("answered decision after the run ended: %s, want approved", got.Status)
 		}
 	}},
 	{"PastExpiryReadsAsExpiredThenExpirePendingMarksIt", func(t *testing.T, e *env) {

@@ -197,7 +197,7 @@ type liveCollector struct {
 }
 
 func (l *liveCollector) describe(tl func(...string) []string) {
-	l.runs = prometheus.NewDesc("ledger_runs", "Live runs by state (queued, leased) and band. Ended runs are history: see the run listing.", tl("state", "band"), nil)
+	l.runs = prometheus.NewDesc("ledger_runs", "Live runs by state (queued, leased, waiting: parked on a decision or a child) and band. Ended runs are history: see the run listing.", tl("state", "band"), nil)
 	l.age = prometheus.NewDesc("ledger_oldest_due_queued_run_age_seconds", "How long the oldest due queued run has waited past its due time (claim lag; 0 when none is due).", tl(), nil)
 	l.pending = prometheus.NewDesc("ledger_decisions_pending", "Decisions waiting for an answer.", tl(), nil)
 }
@@ -238,7 +238,8 @@ func (l *liveCollector) build(all overview.All) []prometheus.Metric {
 			name := overview.BandName(band)
 			out = append(out,
 				prometheus.MustNewConstMetric(l.runs, prometheus.GaugeValue, float64(c.Queued[band]), append([]string{"queued", name}, tenant...)...),
-				prometheus.MustNewConstMetric(l.runs, prometheus.GaugeValue, float64(c.Leased[band]), append([]string{"leased", name}, tenant...)...))
+				prometheus.MustNewConstMetric(l.runs, prometheus.GaugeValue, float64(c.Leased[band]), append([]string{"leased", name}, tenant...)...),
+				prometheus.MustNewConstMetric(l.runs, prometheus.GaugeValue, float64(c.Waiting[band]), append([]string{"waiting", name}, tenant...)...))
 		}
 		out = append(out,
 			prometheus.MustNewConstMetric(l.age, prometheus.GaugeValue, c.ClaimLag(all.At).Seconds(), tenant...),

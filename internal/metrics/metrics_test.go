@@ -183,3 +183,30 @@ func TestMetricsScrapeCache(t *testing.T) {
 		t.Fatalf("a second scrape within the cache period read the database again: %v", got)
 	}
 }
+
+// TestMetricsCountWaitingRunsApart: a run parked on its decision is ledger_runs
+// {state="waiting"}, not queued, and holds no lease.
+func TestMetricsCountWaitingRunsApart(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	tn.Enqueue("s-parked", "batch")
+	cl, ok, _ := tn.Claim(60, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	d := tn.Must(http.StatusCreated, "POST", cl.Path("/decisions"), tn.Runtime, map[string]any{
+		"fencingToken": cl.Lease.FencingToken, "kind": "approval"})
+	var decision struct {
+		DecisionID string `json:"decisionId"`
+	}
+	apitest.Decode(t, d, &decision)
+	tn.Must(http.StatusOK, "POST", cl.Path("/park"), tn.Runtime, map[string]any{
+		"fencingToken": cl.Lease.FencingToken, "decisionIds": []string{decision.DecisionID}})
+	expect(t, scrape(t, s), map[string]float64{
+		`ledger_runs{band="batch",state="waiting"}`: 1,
+		`ledger_runs{band="batch",state="queued"}`:  0,
+		`ledger_runs{band="batch",state="leased"}`:  0,
+		`ledger_decisions_pending`:                  1,
+	})
+}

@@ -23,8 +23,11 @@ const LostWindow = time.Hour
 // Counts is the live work of a tenant or of one of its projects.
 type Counts struct {
 	// Queued and Leased count runs by band (api.BandInteractive, api.BandBatch, api.BandBackground).
-	Queued [3]int64
-	Leased [3]int64
+	// Queued leaves out the runs Waiting counts: parked runs waiting on a decision or a
+	// child (DESIGN.md section 5b), which no claim is offered until their conditions close.
+	Queued  [3]int64
+	Leased  [3]int64
+	Waiting [3]int64
 	// OldestDue is the due time of the oldest queued run that is due (nil: none is).
 	OldestDue *time.Time
 	// LostLastHour counts attempts whose lease the reaper took back in the last hour.
@@ -35,6 +38,9 @@ type Counts struct {
 
 // QueuedTotal is the number of queued runs in every band.
 func (c Counts) QueuedTotal() int64 { return c.Queued[0] + c.Queued[1] + c.Queued[2] }
+
+// WaitingTotal is the number of parked runs waiting on their conditions in every band.
+func (c Counts) WaitingTotal() int64 { return c.Waiting[0] + c.Waiting[1] + c.Waiting[2] }
 
 // LeasedTotal is the number of leased runs in every band.
 func (c Counts) LeasedTotal() int64 { return c.Leased[0] + c.Leased[1] + c.Leased[2] }
@@ -60,6 +66,7 @@ func (c *Counts) Add(o Counts) {
 	for b := range c.Queued {
 		c.Queued[b] += o.Queued[b]
 		c.Leased[b] += o.Leased[b]
+		c.Waiting[b] += o.Waiting[b]
 	}
 	c.LostLastHour += o.LostLastHour
 	c.PendingDecisions += o.PendingDecisions
@@ -125,10 +132,13 @@ func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 			}
 			return err
 		}
-		var queued, leased []bandRow
+		var queued, leased, waiting []bandRow
 		var lost, pending []countRow
 		if err := tx.SelectContext(ctx, &queued, s.q.queued, tenantID, tx.Dialect.Time(now)); err != nil {
 			return fmt.Errorf("count queued runs: %w", err)
+		}
+		if err := tx.SelectContext(ctx, &waiting, s.q.waiting, tenantID); err != nil {
+			return fmt.Errorf("count waiting runs: %w", err)
 		}
 		if err := tx.SelectContext(ctx, &leased, s.q.leased, tenantID); err != nil {
 			return fmt.Errorf("count leased runs: %w", err)
@@ -158,6 +168,13 @@ func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 		for _, r := range leased {
 			if knownBand(r.Band) {
 				project(r.Key).Leased[r.Band] += r.Runs
+			}
+		}
+		for _, r := range waiting {
+			if knownBand(r.Band) {
+				c := project(r.Key)
+				c.Waiting[r.Band] += r.Runs
+				c.Queued[r.Band] -= r.Runs
 			}
 		}
 		for _, r := range lost {
@@ -209,10 +226,13 @@ func (s *Store) AllTenants(ctx context.Context) (All, error) {
 			return err
 		}
 		out.At = now
-		var queued, leased []tenantBandRow
+		var queued, leased, waiting []tenantBandRow
 		var pending []tenantCountRow
 		if err := tx.SelectContext(ctx, &queued, s.q.allQueued, tx.Dialect.Time(now)); err != nil {
 			return fmt.Errorf("count queued runs: %w", err)
+		}
+		if err := tx.SelectContext(ctx, &waiting, s.q.allWaiting); err != nil {
+			return fmt.Errorf("count waiting runs: %w", err)
 		}
 		if err := tx.SelectContext(ctx, &leased, s.q.allLeased); err != nil {
 			return fmt.Errorf("count leased runs: %w", err)
@@ -238,6 +258,13 @@ func (s *Store) AllTenants(ctx context.Context) (All, error) {
 		for _, r := range leased {
 			if knownBand(r.Band) {
 				tenant(r.TenantID).Leased[r.Band] += r.Runs
+			}
+		}
+		for _, r := range waiting {
+			if knownBand(r.Band) {
+				c := tenant(r.TenantID)
+				c.Waiting[r.Band] += r.Runs
+				c.Queued[r.Band] -= r.Runs
 			}
 		}
 		for _, r := range pending {

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/overview"
@@ -74,6 +76,50 @@ func TestOverviewCounts(t *testing.T) {
 		}
 		if ov, err := store.Tenant(e.Ctx, other.Tenant); err != nil || ov.QueuedTotal() != 1 || ov.LostLastHour != 0 {
 			t.Errorf("the other tenant's overview: %+v %v", ov, err)
+		}
+	})
+}
+
+// TestOverviewCountsWaitingApart: a parked run waiting on its child is counted as waiting,
+// not queued, in the tenant's overview and in the all-tenant read; once the child ends it
+// is queued (due) again.
+func TestOverviewCountsWaitingApart(t *testing.T) {
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		e := apitest.NewEnvWith(t, tgt, apitest.EnvConfig{Epoch: epoch})
+		store := overview.NewStore(e.DB)
+		parent := e.Lease()
+		child, _, err := e.Svc.Enqueue(e.Ctx, e.Caller, runs.Spec{ProjectID: "p1", Subject: "child-of-" + parent.Run.RunID.String(),
+			Kind: "review", AgentID: "agent-1", StepID: parent.Run.StepID, SnapshotID: parent.Run.SnapshotID,
+			Band: parent.Run.Band, MaxAttempts: 3, MaxCorrections: 3, ParentRunID: &parent.Run.RunID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Svc.Park(e.Ctx, e.Tenant, parent.Attempt.AttemptID, parent.Lease.FencingToken,
+			runs.Park{ChildRunIDs: []uuid.UUID{child.RunID}}); err != nil {
+			t.Fatal(err)
+		}
+		ov, err := store.Tenant(e.Ctx, e.Tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ov.Queued != [3]int64{0, 1, 0} || ov.Waiting != [3]int64{0, 1, 0} || ov.LeasedTotal() != 0 {
+			t.Fatalf("queued %v waiting %v leased %v, want the child queued and the parent waiting", ov.Queued, ov.Waiting, ov.Leased)
+		}
+		if len(ov.Projects) != 1 || ov.Projects[0].WaitingTotal() != 1 {
+			t.Fatalf("projects %+v", ov.Projects)
+		}
+		all, err := store.AllTenants(e.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := all.Tenants[e.Tenant]; c == nil || c.Waiting != [3]int64{0, 1, 0} || c.QueuedTotal() != 1 {
+			t.Fatalf("all tenants: %+v", c)
+		}
+		cl := e.Claim()
+		e.Complete(cl)
+		if ov, err = store.Tenant(e.Ctx, e.Tenant); err != nil || ov.WaitingTotal() != 0 || ov.QueuedTotal() != 1 || ov.OldestDue == nil {
+			t.Fatalf("after the child ended: queued %v waiting %v due %v (%v)", ov.Queued, ov.Waiting, ov.OldestDue, err)
 		}
 	})
 }

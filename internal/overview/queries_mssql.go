@@ -29,8 +29,19 @@ GROUP BY a.ProjectId
 OPTION (MAXDOP 1);`,
 	// budget: PK_Tenants seek. 0 rows: no tenant.
 	budget: `SELECT MaxLeasedRuns FROM dbo.Tenants WHERE TenantId = @p1;`,
+	// waiting: PK_RunWaits range of the tenant (parked runs' open conditions only), then
+	// each run by PK_Runs.
+	waiting: `SELECT r.ProjectId, r.Band, COUNT_BIG(*) AS Runs FROM dbo.Runs AS r
+WHERE r.RunId IN (SELECT w.RunId FROM dbo.RunWaits AS w WHERE w.TenantId = @p1) AND r.TenantId = @p1 AND r.State = 0
+GROUP BY r.ProjectId, r.Band
+OPTION (MAXDOP 1);`,
 
 	// allQueued, allLeased (metrics): scans of the filtered indexes, queued or leased runs only.
+	// allWaiting (metrics): a scan of RunWaits (open conditions only), each run by PK_Runs.
+	allWaiting: `SELECT r.TenantId, r.Band, COUNT_BIG(*) AS Runs FROM dbo.Runs AS r
+WHERE r.RunId IN (SELECT w.RunId FROM dbo.RunWaits AS w) AND r.State = 0
+GROUP BY r.TenantId, r.Band
+OPTION (MAXDOP 1);`,
 	allQueued: `SELECT TenantId, Band, COUNT_BIG(*) AS Runs, MIN(CASE WHEN DueAt <= @p1 THEN DueAt END) AS OldestDue
 FROM dbo.Runs WHERE State = 0 GROUP BY TenantId, Band OPTION (MAXDOP 1);`,
 	allLeased: `SELECT TenantId, Band, COUNT_BIG(*) AS Runs FROM dbo.Runs

@@ -296,6 +296,9 @@ func (s *Service) endQueued(ctx context.Context, tx *sqldb.Tx, run Run, outcome 
 	if out, err = s.getBy(ctx, tx, s.q.endQueued, run.RunID, outcome, tx.Dialect.Time(now), code, message); err != nil {
 		return Run{}, false, err
 	}
+	if err := s.dropWaits(ctx, tx, out); err != nil { // it may have been parked
+		return Run{}, false, err
+	}
 	if moved, err = s.syncHead(ctx, tx, run.TenantID, run.Subject); err != nil {
 		return Run{}, false, err
 	}

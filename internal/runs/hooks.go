@@ -57,6 +57,9 @@ func (s *Service) notifyRun(ctx context.Context, tx *sqldb.Tx, run Run) error {
 	if run.State == api.RunEnded {
 		k := RunKey(run.TenantID, run.RunID)
 		tx.AfterCommit(func() { s.waits.Notify(k) })
+		if err := s.runEnded(ctx, tx, run); err != nil {
+			return err
+		}
 	}
 	for _, h := range s.hooks {
 		if h.RunChanged != nil {

@@ -41,6 +41,7 @@ var fenced = []api.ProblemCode{api.CodeNotFound, api.CodeStaleLease, api.CodeLea
 func Routes(s *web.Server, svc *Service) {
 	h := handlers{svc: svc}
 	rt, ad := tenancy.RoleRuntime, tenancy.RoleAdmin
+	parkRoutes(s, h)
 	s.Route(http.MethodPost, "/v1/runs", web.Op{
 		ID: "enqueueRun", Tag: "Runs", Summary: "Enqueue a run",
 		Description: "Queues a run (201 with Location). An idempotencyKey names one run per tenant: an exact repeat answers 200 " +

@@ -70,7 +70,27 @@ type queries struct {
 	costHeld string
 	// budgetHeld: 1 tenant, 2 project, 3 day ('YYYY-MM-DD') -> 1 when the project's cost
 	// counter of the day reached its daily cost budget; no row otherwise.
-	budgetHeld    string
+	budgetHeld string
+	// Parking (park.go). parkDecisions: 1 tenant, 2 decision ids (JSON array), 3 run -> how
+	// many of them are decisions of the run's attempts. parkChildren: 1 tenant, 2 run ids, 3
+	// run -> how many of them are the run's children. clearWaits: 1 tenant, 2 run. waitDecisions,
+	// waitChildren: 1 tenant, 2 ids, 3 run, 4 now: a RunWaits row for each named decision still
+	// pending (not past its ExpiresAt) or child not ended, read with a lock so that a close
+	// committing meanwhile is waited for, not missed. closeWaits: 1 tenant, 2 kind, 3 ids, 4
+	// now -> RunId of each run waiting on them with no other wait, made due at now (see
+	// CloseWaits); dropTargets (1 tenant, 2 kind, 3 ids) then deletes the waits on them.
+	// waitsOf: 1 tenant, 2 run, 3 limit. waitLostDecisions: 1 tenant, 2 attempt, 3 run, 4
+	// now: a RunWaits row for each decision of the attempt still pending (the reaper's park).
+	waitLostDecisions string
+	parkDecisions     string
+	parkChildren      string
+	clearWaits        string
+	waitDecisions     string
+	waitChildren      string
+	closeWaits        string
+	dropTargets       string
+	waitsOf           string
+
 	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
 	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
 }

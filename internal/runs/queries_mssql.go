@@ -366,6 +366,79 @@ WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subjec
 ORDER BY QueuedAt DESC, RunId DESC
 OPTION (RECOMPILE, MAXDOP 1);`,
 
+	// parkDecisions: PK_DecisionRequests seeks on the named ids, each attempt by PK. No lock:
+	// a decision's attempt and run never change. 0 when none is the run's.
+	parkDecisions: `SELECT COUNT(*) FROM dbo.DecisionRequests AS d
+INNER JOIN dbo.ExecutionAttempts AS a ON a.AttemptId = d.AttemptId
+WHERE d.DecisionId IN (SELECT TRY_CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j)
+    AND d.TenantId = @p1 AND a.TenantId = @p1 AND a.RunId = @p3
+OPTION (MAXDOP 1);`,
+	// parkChildren: PK_Runs seeks on the named ids; ParentRunId never changes.
+	parkChildren: `SELECT COUNT(*) FROM dbo.Runs
+WHERE RunId IN (SELECT TRY_CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j)
+    AND TenantId = @p1 AND ParentRunId = @p3
+OPTION (MAXDOP 1);`,
+	// clearWaits: PK_RunWaits range of one run (at most 2 x 100 rows), under the run's lock.
+	clearWaits: `DELETE FROM dbo.RunWaits WHERE TenantId = @p1 AND RunId = @p2;`,
+	// waitDecisions, waitChildren: under the fence's locks (attempt, run). The named rows are
+	// read with READCOMMITTEDLOCK: under RCSI a plain read would see a decision still pending
+	// (or a child still running) whose close is committing, and the run would wait on a
+	// condition already closed; with the lock the park waits for that commit and sees it
+	// closed. The closer never waits on the park here: its own wait-row read (closeWaits)
+	// seeks only its own targets, which the park has not inserted before reading them.
+	waitDecisions: `INSERT INTO dbo.RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
+SELECT @p1, @p3, 0, d.DecisionId, @p4 FROM dbo.DecisionRequests AS d WITH (READCOMMITTEDLOCK)
+WHERE d.DecisionId IN (SELECT TRY_CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j)
+    AND d.TenantId = @p1 AND d.Status = N'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > @p4)
+OPTION (MAXDOP 1);`,
+	waitChildren: `INSERT INTO dbo.RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
+SELECT @p1, @p3, 1, c.RunId, @p4 FROM dbo.Runs AS c WITH (READCOMMITTEDLOCK)
+WHERE c.RunId IN (SELECT TRY_CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p2) AS j)
+    AND c.TenantId = @p1 AND c.State <> 2
+OPTION (MAXDOP 1);`,
+	// closeWaits: the wake-up, in the transaction that closed the targets (after the
+	// attempt's lock where the closer holds one: an answer, an expiry; a child's end holds
+	// the child's). First each waiting run (IX_RunWaits_Target, READCOMMITTEDLOCK: a park
+	// committing a wait on these targets is waited for, not missed) is U-locked to commit
+	// (PK_Runs): two transactions closing one run's last two conditions queue here, and the
+	// second, once the first has committed its delete (dropTargets), sees no other wait.
+	// Then one UPDATE makes due each locked run that waits on nothing else (PK_RunWaits
+	// range per run). 0 rows: no run was made due.
+	closeWaits: `DECLARE @w TABLE (RunId uniqueidentifier PRIMARY KEY);
+DECLARE @d TABLE (RunId uniqueidentifier);
+INSERT INTO @w (RunId)
+SELECT r.RunId FROM dbo.Runs AS r WITH (UPDLOCK, ROWLOCK)
+WHERE r.TenantId = @p1 AND r.RunId IN (SELECT w.RunId FROM dbo.RunWaits AS w WITH (READCOMMITTEDLOCK)
+    WHERE w.TenantId = @p1 AND w.TargetKind = @p2
+        AND w.TargetId IN (SELECT TRY_CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p3) AS j))
+OPTION (MAXDOP 1);
+UPDATE r SET DueAt = @p4
+OUTPUT inserted.RunId INTO @d
+FROM dbo.Runs AS r INNER JOIN @w AS k ON k.RunId = r.RunId
+WHERE r.TenantId = @p1 AND r.State = 0 AND r.DueAt > @p4
+    AND NOT EXISTS (SELECT 1 FROM dbo.RunWaits AS x WITH (READCOMMITTEDLOCK) WHERE x.TenantId = @p1 AND x.RunId = r.RunId
+        AND NOT (x.TargetKind = @p2
+            AND x.TargetId IN (SELECT TRY_CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p3) AS j)))
+OPTION (MAXDOP 1);
+SELECT RunId FROM @d;`,
+	// dropTargets: IX_RunWaits_Target seeks, under the run locks closeWaits took.
+	dropTargets: `DELETE FROM dbo.RunWaits
+WHERE TenantId = @p1 AND TargetKind = @p2
+    AND TargetId IN (SELECT TRY_CAST(j.[value] AS uniqueidentifier) FROM OPENJSON(@p3) AS j)
+OPTION (MAXDOP 1);`,
+	// waitLostDecisions: the reaper's park, under its U locks on the attempt and run:
+	// IX_Decisions_Attempt seek. No hint: every writer of an attempt's decisions (an answer,
+	// an expiry) locks the attempt first, so none is in flight here.
+	waitLostDecisions: `INSERT INTO dbo.RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
+SELECT @p1, @p3, 0, d.DecisionId, @p4 FROM dbo.DecisionRequests AS d
+WHERE d.AttemptId = @p2 AND d.TenantId = @p1 AND d.Status = N'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > @p4)
+OPTION (MAXDOP 1);`,
+	// waitsOf: PK_RunWaits range of one run, bounded.
+	waitsOf: `SELECT TOP (@p3) TargetKind, TargetId, CreatedAt FROM dbo.RunWaits
+WHERE TenantId = @p1 AND RunId = @p2
+ORDER BY CreatedAt, TargetKind, TargetId
+OPTION (MAXDOP 1);`,
+
 	// expiredLeases, overdueQueued: across tenants, filtered-index range scans in index order;
 	// READPAST skips a run being renewed, claimed or cancelled (the next tick sees it).
 	expiredLeases: `SELECT TOP (@p2) RunId, TenantId, Epoch FROM dbo.Runs WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)

@@ -179,6 +179,40 @@ WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = 
     AND (?17 IS NULL OR EXISTS (SELECT 1 FROM json_each(Runs.Tags) AS j WHERE j.value = ?17))
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
+	// parkDecisions: each named decision by primary key, its attempt by primary key.
+	parkDecisions: `SELECT COUNT(*) FROM DecisionRequests AS d
+CROSS JOIN ExecutionAttempts AS a ON a.AttemptId = d.AttemptId
+WHERE d.DecisionId IN (SELECT value FROM json_each(?2)) AND d.TenantId = ?1 AND a.TenantId = ?1 AND a.RunId = ?3`,
+	parkChildren: `SELECT COUNT(*) FROM Runs
+WHERE RunId IN (SELECT value FROM json_each(?2)) AND TenantId = ?1 AND ParentRunId = ?3`,
+	clearWaits: `DELETE FROM RunWaits WHERE TenantId = ?1 AND RunId = ?2`,
+	waitDecisions: `INSERT INTO RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
+SELECT ?1, ?3, 0, d.DecisionId, ?4 FROM DecisionRequests AS d
+WHERE d.DecisionId IN (SELECT value FROM json_each(?2)) AND d.TenantId = ?1 AND d.Status = 'pending'
+    AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?4)`,
+	waitChildren: `INSERT INTO RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
+SELECT ?1, ?3, 1, c.RunId, ?4 FROM Runs AS c
+WHERE c.RunId IN (SELECT value FROM json_each(?2)) AND c.TenantId = ?1 AND c.State <> 2`,
+	// closeWaits: one writer at a time, so the check needs no lock; the update's RETURNING
+	// answers the runs made due (IX_RunWaits_Target, then PK_RunWaits). dropTargets follows.
+	closeWaits: `WITH gone AS (
+    SELECT w.RunId FROM RunWaits AS w
+    WHERE w.TenantId = ?1 AND w.TargetKind = ?2 AND w.TargetId IN (SELECT value FROM json_each(?3))
+)
+UPDATE Runs SET DueAt = ?4, Version = ` + sqliteStamp + `
+WHERE TenantId = ?1 AND RunId IN (SELECT RunId FROM gone) AND State = 0 AND DueAt > ?4
+    AND NOT EXISTS (SELECT 1 FROM RunWaits AS x WHERE x.TenantId = ?1 AND x.RunId = Runs.RunId
+        AND NOT (x.TargetKind = ?2 AND x.TargetId IN (SELECT value FROM json_each(?3))))
+RETURNING RunId`,
+	dropTargets: `DELETE FROM RunWaits WHERE TenantId = ?1 AND TargetKind = ?2 AND TargetId IN (SELECT value FROM json_each(?3))`,
+	// waitLostDecisions: IX_Decisions_Attempt (the unary plus keeps the planner off the
+	// tenant's status index, as in the decision store).
+	waitLostDecisions: `INSERT INTO RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
+SELECT ?1, ?3, 0, d.DecisionId, ?4 FROM DecisionRequests AS d INDEXED BY IX_Decisions_Attempt
+WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?4)`,
+	waitsOf: `SELECT TargetKind, TargetId, CreatedAt FROM RunWaits WHERE TenantId = ?1 AND RunId = ?2
+ORDER BY CreatedAt, TargetKind, TargetId LIMIT ?3`,
+
 	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 ORDER BY LeasedUntil LIMIT ?2`,
 	overdueQueued: `SELECT RunId, TenantId FROM Runs WHERE State = 0 AND DeadlineAt IS NOT NULL AND DeadlineAt < ?1
 ORDER BY DeadlineAt LIMIT ?2`,

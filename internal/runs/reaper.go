@@ -134,6 +134,9 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 		if _, err := s.endAttempt(ctx, tx, f, api.AttemptLost, nil, lost); err != nil {
 			return errors.Join(errLost, err)
 		}
+		if parked, err := s.parkLost(ctx, tx, f); parked || err != nil {
+			return err
+		}
 		// A lost lease spends an attempt (seed 003).
 		_, err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now, lost)
 		if errors.Is(err, sqldb.ErrNotFound) {

@@ -345,6 +345,27 @@ var DeclaredAdditions = []Addition{
 		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Kind, Status, RequestedAt, AnsweredAt)",
 		Reason:     reasonFeed,
 	},
+	{
+		Table: "DecisionRequests", Kind: AddColumn, Item: "RunId",
+		Definition: "uniqueidentifier NULL",
+		Reason: "DESIGN.md section 5b (issue 28): decisions belong to the run; the run an idempotency key is unique in " +
+			"(migration 000025; NULL on older rows, whose run is their attempt's)",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddColumn, Item: "IdempotencyKey",
+		Definition: "nvarchar(256) COLLATE " + BIN2 + " NULL",
+		Reason:     "DESIGN.md section 5b (issue 28): a decision asked again after a crash with the same key is the same decision",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddColumn, Item: "RequestHash",
+		Definition: "nvarchar(64) COLLATE " + BIN2 + " NULL",
+		Reason:     reasonHash + " (issue 28: the same key with another request is 409 idempotency_key_reused)",
+	},
+	{
+		Table: "DecisionRequests", Kind: AddIndex, Item: "UX_Decisions_Idempotency",
+		Definition: "UNIQUE INDEX (TenantId, RunId, IdempotencyKey) WHERE IdempotencyKey IS NOT NULL",
+		Reason:     "DESIGN.md section 5b (issue 28): a decision's idempotency key is unique per run (filtered: most have none)",
+	},
 
 	// SubAgentDelegations
 	collation("SubAgentDelegations", "TenantId", reasonIdentifier),

@@ -41,6 +41,7 @@ const (
 	AttemptStateCancelled AttemptState = "cancelled"
 	AttemptStateFailed    AttemptState = "failed"
 	AttemptStateLost      AttemptState = "lost"
+	AttemptStateParked    AttemptState = "parked"
 	AttemptStateReleased  AttemptState = "released"
 	AttemptStateRunning   AttemptState = "running"
 	AttemptStateSucceeded AttemptState = "succeeded"
@@ -54,6 +55,8 @@ func (e AttemptState) Valid() bool {
 	case AttemptStateFailed:
 		return true
 	case AttemptStateLost:
+		return true
+	case AttemptStateParked:
 		return true
 	case AttemptStateReleased:
 		return true
@@ -337,7 +340,9 @@ const (
 	ProblemCodeStaleLease           ProblemCode = "stale_lease"
 	ProblemCodeSubjectConflict      ProblemCode = "subject_conflict"
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
+	ProblemCodeUnknownDecision      ProblemCode = "unknown_decision"
 	ProblemCodeUnknownProject       ProblemCode = "unknown_project"
+	ProblemCodeUnknownRun           ProblemCode = "unknown_run"
 	ProblemCodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
 	ProblemCodeWebhookLimit         ProblemCode = "webhook_limit"
 	ProblemCodeWebhookTargetRefused ProblemCode = "webhook_target_refused"
@@ -404,7 +409,11 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeUnauthorized:
 		return true
+	case ProblemCodeUnknownDecision:
+		return true
 	case ProblemCodeUnknownProject:
+		return true
+	case ProblemCodeUnknownRun:
 		return true
 	case ProblemCodeUnsupportedMediaType:
 		return true
@@ -808,6 +817,7 @@ type DecisionRequest struct {
 	// ExpiresInSeconds Closes the decision as expired that long after it is asked (default: never).
 	ExpiresInSeconds *int         `json:"expiresInSeconds,omitempty"`
 	FencingToken     int64        `json:"fencingToken"`
+	IdempotencyKey   *string      `json:"idempotencyKey,omitempty"`
 	Kind             DecisionKind `json:"kind"`
 
 	// Options Any JSON value; for a choice, the array of options.
@@ -1506,7 +1516,7 @@ type ClientInterface interface {
 
 	// RequestDecisionWithBody Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers 200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -1517,7 +1527,7 @@ type ClientInterface interface {
 
 	// RequestDecision Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers 200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -1876,7 +1886,7 @@ func (c *Client) CompleteAttempt(ctx context.Context, attemptId openapi_types.UU
 
 // RequestDecisionWithBody Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers 200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -1897,7 +1907,7 @@ func (c *Client) RequestDecisionWithBody(ctx context.Context, attemptId openapi_
 
 // RequestDecision Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers 200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -3421,7 +3431,7 @@ type ClientWithResponsesInterface interface {
 
 	// RequestDecisionWithBodyWithResponse Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers 200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -3432,7 +3442,7 @@ type ClientWithResponsesInterface interface {
 
 	// RequestDecisionWithResponse Ask for a decision under the lease
 	//
-	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
+	// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers 200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 	//
 	// Roles: runtime.
 	//
@@ -4559,6 +4569,12 @@ func (r CompleteAttemptResponse) ContentType() string {
 	return ""
 }
 
+// RequestDecisionResponse200Headers the declared response headers of an HTTP 200 response for RequestDecision
+type RequestDecisionResponse200Headers struct {
+	ETag       string
+	XRequestId *string
+}
+
 // RequestDecisionResponse201Headers the declared response headers of an HTTP 201 response for RequestDecision
 type RequestDecisionResponse201Headers struct {
 	ETag       string
@@ -4622,6 +4638,8 @@ type RequestDecisionResponse503Headers struct {
 type RequestDecisionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Decision
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Decision
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -4644,6 +4662,8 @@ type RequestDecisionResponse struct {
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RequestDecisionResponse200Headers
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *RequestDecisionResponse201Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -4666,6 +4686,11 @@ type RequestDecisionResponse struct {
 	Headers500 *RequestDecisionResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RequestDecisionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RequestDecisionResponse) GetJSON200() *Decision {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -6781,7 +6806,7 @@ func (c *ClientWithResponses) CompleteAttemptWithResponse(ctx context.Context, a
 
 // RequestDecisionWithBodyWithResponse Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers 200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -6798,7 +6823,7 @@ func (c *ClientWithResponses) RequestDecisionWithBodyWithResponse(ctx context.Co
 
 // RequestDecisionWithResponse Ask for a decision under the lease
 //
-// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
+// Asks a person to decide (201 with Location); the attempt's phase becomes awaiting_decision until the answer (or expiry) restores it. expiresInSeconds closes it as expired that long after. The decision belongs to the run: it stays pending when the attempt ends released, lost or parked, and is cancelled when the run ends. idempotencyKey names it once per run: the same request under the same key (from any attempt of the run) answers 200 with the existing decision, pending or closed; another request under it is 409 idempotency_key_reused. Fenced. An attempt may have at most --max-pending-decisions (default 100) pending at once: past it 409 decision_limit.
 //
 // Roles: runtime.
 //
@@ -8268,6 +8293,13 @@ func ParseRequestDecisionResponse(rsp *http.Response) (*RequestDecisionResponse,
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Decision
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest Decision
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8348,6 +8380,23 @@ func ParseRequestDecisionResponse(rsp *http.Response) (*RequestDecisionResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers RequestDecisionResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers RequestDecisionResponse201Headers
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
