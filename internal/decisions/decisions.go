@@ -740,7 +740,7 @@ func pendingToNotify(ctx context.Context, tx *sqldb.Tx, tenantID string, runID u
 
 // notifyClosed tells n of each decision of ids, read as the close left it.
 func notifyClosed(ctx context.Context, tx *sqldb.Tx, tenantID string, ids []uuid.UUID, n Notifier) error {
-	if len(ids) == 0 {
+	if len(ids) == 0 || n == nil {
 		return nil
 	}
 	ds, err := ByIDs(ctx, tx, tenantID, ids)
