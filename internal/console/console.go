@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -197,6 +198,9 @@ func (c *console) errorPage(ctx echo.Context, err error) error {
 		ctx.Response().Header().Set("Retry-After", "5")
 	case coded && e.Code.Status() < 500:
 		status, title, msg = e.Code.Status(), e.Code.Title(), e.Detail
+		if e.RetryAfter > 0 { // a limit refused the page, as it refuses the API (429)
+			ctx.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+		}
 	case errors.As(err, &he) && he.Code < 500:
 		status, title, msg = he.Code, http.StatusText(he.Code), http.StatusText(he.Code)+"."
 	}
