@@ -55,7 +55,7 @@ const (
 	// lookup per attempt (TenantId, StartedAt), TOP (1) of a run's few attempts.
 	mssqlRunRelease = `COALESCE((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts a
     WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId ORDER BY a.StartedAt DESC, a.AttemptId DESC), N'')`
-	// errorCode: the run's last error (migration 000027), a row lookup past the window's
+	// errorCode: the run's last error (migration 000021), a row lookup past the window's
 	// index like the release's seek ("" for a run without one).
 	mssqlRunGroup = `CASE @p5 WHEN N'project' THEN r.ProjectId WHEN N'agent' THEN r.AgentId WHEN N'kind' THEN r.Kind
     WHEN N'release' THEN ` + mssqlRunRelease + ` WHEN N'errorCode' THEN COALESCE(r.ErrorCode, N'') ELSE N'' END`

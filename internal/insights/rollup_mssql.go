@@ -3,7 +3,7 @@ package insights
 // The SQL Server roll-up statements. The projector's run in maintenance scope (every
 // tenant's rows, feed.Runner's transaction, READ COMMITTED); the insights' read of cells in
 // the tenant's scope. Reading checks shared by the projector's four range reads:
-//   - Index: the table's Version index (migration 000023) seeks Version > @p1 AND Version <
+//   - Index: the table's Version index (migration 000026) seeks Version > @p1 AND Version <
 //     @p2 in order, TOP (@p3) stops it after a batch; it INCLUDEs every column read of the
 //     row, so there is no key lookup (and no reader-lookup deadlock with a writer changing
 //     the row's Version); a clustered PK seek each for the attempt and the run a row hangs

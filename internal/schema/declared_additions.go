@@ -48,7 +48,7 @@ const (
 	reasonStatus     = "DESIGN.md sections 3 and 7a: the column holds a lowercase wire string; BIN2 keeps 'Pending' from matching 'pending', as on SQLite"
 	reasonHash       = "DESIGN.md sections 3 and 5: a hash decides idempotent repeats and conflicts, so it must compare byte for byte, as on SQLite"
 	reasonRowversion = "DESIGN.md section 5: the table's rows change, so they carry a rowversion for ETags and If-Match"
-	reasonFeed       = "DESIGN.md sections 5a and 5b (issue 30 item 2, issue 35 item 1): the feed projector (internal/feed) reads the table's rows in rowversion order across tenants, past its position and below MIN_ACTIVE_ROWVERSION (migration 000023); covering, so a row changing while it is read is no reader-lookup deadlock (issue 26 item 5); SQLite has no INCLUDE"
+	reasonFeed       = "DESIGN.md sections 5a and 5b (issue 30 item 2, issue 35 item 1): the feed projector (internal/feed) reads the table's rows in rowversion order across tenants, past its position and below MIN_ACTIVE_ROWVERSION (migration 000026); covering, so a row changing while it is read is no reader-lookup deadlock (issue 26 item 5); SQLite has no INCLUDE"
 	reasonHistory    = "DESIGN.md section 5: an index that history queries need"
 	reasonUsage      = "DESIGN.md section 5b (What it cost, issue 31)"
 )
@@ -125,28 +125,28 @@ var RunsAdditions = []Addition{
 		Table: "Runs", Kind: AddColumn, Item: "Tags",
 		Definition: "nvarchar(max) NULL",
 		Reason: "DESIGN.md section 5b (Admins act, issue 29): the tags an enqueue gives (a JSON array of at most 16 " +
-			"identifiers), which the runs list filters by (migration 000027)",
+			"identifiers), which the runs list filters by (migration 000021)",
 	},
 	{
 		Table: "Runs", Kind: AddColumn, Item: "Metadata",
 		Definition: "nvarchar(max) NULL",
-		Reason:     "DESIGN.md section 5b (Admins act, issue 29): the metadata an enqueue gives (JSON of at most 4 KiB) (migration 000027)",
+		Reason:     "DESIGN.md section 5b (Admins act, issue 29): the metadata an enqueue gives (JSON of at most 4 KiB) (migration 000021)",
 	},
 	{
 		Table: "Runs", Kind: AddColumn, Item: "TraceParent",
 		Definition: "nvarchar(55) NULL",
 		Reason: "DESIGN.md section 5b (Traces where teams already look, issue 31): the W3C traceparent an enqueue carried, so " +
-			"the exported trace of the run chain joins the caller's (migration 000037)",
+			"the exported trace of the run chain joins the caller's (migration 000025)",
 	},
 	{
 		Table: "Runs", Kind: AddColumn, Item: "ForkedFromCheckpointId",
 		Definition: "uniqueidentifier NULL",
 		Reason: "DESIGN.md section 5b (Admins act, issue 29): a run forked from a checkpoint of another run keeps it as its " +
-			"resume point (checkpoints/last) until it writes its own (migration 000028)",
+			"resume point (checkpoints/last) until it writes its own (migration 000022)",
 	},
 	{
 		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Version",
-		Definition: "INDEX (Version) INCLUDE (TenantId, State, Outcome, ProjectId, AgentId, Kind, QueuedAt, EndedAt)",
+		Definition: "INDEX (Version) INCLUDE (TenantId, State, Outcome, ProjectId, AgentId, Kind, QueuedAt, EndedAt, ErrorCode)",
 		Reason:     reasonFeed,
 	},
 }
@@ -173,17 +173,17 @@ var DeclaredAdditions = []Addition{
 		Table: "ExecutionAttempts", Kind: AddColumn, Item: "ErrorCode",
 		Definition: "nvarchar(64) COLLATE " + BIN2 + " NULL",
 		Reason: "DESIGN.md section 5b (Why it failed, issue 29): the error code a complete or release reported, or the " +
-			"reaper's lease_lost (migration 000027); the runs list filters by the run's copy, so BIN2 like an identifier",
+			"reaper's lease_lost (migration 000021); the runs list filters by the run's copy, so BIN2 like an identifier",
 	},
 	{
 		Table: "ExecutionAttempts", Kind: AddColumn, Item: "ErrorMessage",
 		Definition: "nvarchar(2000) NULL",
-		Reason:     "DESIGN.md section 5b (Why it failed, issue 29): the error's message, at most 2,000 characters like the run's seed ErrorMessage (migration 000027)",
+		Reason:     "DESIGN.md section 5b (Why it failed, issue 29): the error's message, at most 2,000 characters like the run's seed ErrorMessage (migration 000021)",
 	},
 	{
 		Table: "ExecutionAttempts", Kind: AddColumn, Item: "ErrorDetails",
 		Definition: "nvarchar(max) NULL",
-		Reason:     "DESIGN.md section 5b (Why it failed, issue 29): the error's details, any JSON of at most 16 KiB (a bounded stack) (migration 000027)",
+		Reason:     "DESIGN.md section 5b (Why it failed, issue 29): the error's details, any JSON of at most 16 KiB (a bounded stack) (migration 000021)",
 	},
 	{
 		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Tenant_Started",
@@ -204,7 +204,7 @@ var DeclaredAdditions = []Addition{
 	},
 	{
 		Table: "ExecutionAttempts", Kind: AddIndex, Item: "IX_Attempts_Version",
-		Definition: "INDEX (Version) INCLUDE (TenantId, RunId, State, EndedAt, ProjectId, AgentId, ReleaseId)",
+		Definition: "INDEX (Version) INCLUDE (TenantId, RunId, State, EndedAt, ProjectId, AgentId, ReleaseId, ErrorCode)",
 		Reason:     reasonFeed,
 	},
 	{
@@ -235,8 +235,9 @@ var DeclaredAdditions = []Addition{
 	},
 	{
 		Table: "CallRecords", Kind: AddIndex, Item: "IX_Calls_Version",
-		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Target, Status, StartedAt, EndedAt)",
-		Reason:     reasonFeed,
+		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Target, Status, StartedAt, EndedAt, Model, InputTokens, OutputTokens, " +
+			"CacheReadInputTokens, CacheCreationInputTokens, ReasoningOutputTokens, CostMicros)",
+		Reason: reasonFeed,
 	},
 
 	{
@@ -349,7 +350,7 @@ var DeclaredAdditions = []Addition{
 		Table: "DecisionRequests", Kind: AddColumn, Item: "RunId",
 		Definition: "uniqueidentifier NULL",
 		Reason: "DESIGN.md section 5b (issue 28): decisions belong to the run; the run an idempotency key is unique in " +
-			"(migration 000025; NULL on older rows, whose run is their attempt's)",
+			"(migration 000028; NULL on older rows, whose run is their attempt's)",
 	},
 	{
 		Table: "DecisionRequests", Kind: AddColumn, Item: "IdempotencyKey",

@@ -2,7 +2,7 @@ package traces
 
 // The SQL Server query set. Shared rules: docs/tsql-notes.md. Every statement runs in
 // maintenance scope (the security policy's bypass) in a read transaction; the range reads
-// seek their table's Version index (migration 23) from @p1, TOP (@p3), then look up the
+// seek their table's Version index (migration 26) from @p1, TOP (@p3), then look up the
 // columns the index does not carry: a bounded batch, so OPTION (MAXDOP 1) and no hints.
 // Under READ_COMMITTED_SNAPSHOT they read the committed versions below the ceiling, which
 // the runner read first (MIN_ACTIVE_ROWVERSION): nothing below it can still change.

@@ -1,6 +1,6 @@
 package traces
 
-// The SQLite query set. Each range read walks its table's Version index (migration 23), so
+// The SQLite query set. Each range read walks its table's Version index (migration 26), so
 // a step reads at most the limit rows of each table past the position.
 var sqliteQueries = queries{
 	runs: `SELECT r.RunId, r.TenantId, r.Version, r.ProjectId, r.Kind, r.AgentId, r.QueuedAt, r.EndedAt, r.Outcome,

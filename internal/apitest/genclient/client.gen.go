@@ -873,6 +873,9 @@ type EnqueueRequest struct {
 	StepId     openapi_types.UUID `json:"stepId"`
 	Subject    string             `json:"subject"`
 	Tags       *[]string          `json:"tags,omitempty"`
+
+	// Traceparent W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey.
+	Traceparent *string `json:"traceparent,omitempty"`
 }
 
 // FieldError defines model for FieldError.
@@ -1040,6 +1043,7 @@ type Run struct {
 	StepId      openapi_types.UUID  `json:"stepId"`
 	Subject     string              `json:"subject"`
 	Tags        *[]string           `json:"tags,omitempty"`
+	Traceparent *string             `json:"traceparent,omitempty"`
 }
 
 // RunOutcome defines model for RunOutcome.
@@ -1161,6 +1165,12 @@ type PutProjectParams struct {
 type PutReleaseParams struct {
 	// IfMatch The ETag of the version being changed (a list matches when any tag is current; * matches any version; weak tags never match). Not sent to create (412 if it is: there is no current version); required to change an existing resource (428 without it).
 	IfMatch *string `json:"If-Match,omitempty"`
+}
+
+// EnqueueRunParams defines parameters for EnqueueRun.
+type EnqueueRunParams struct {
+	// Traceparent The caller's W3C Trace Context, taken as the body's traceparent when the body has none: the run's exported spans join that trace. A malformed header is ignored.
+	Traceparent *string `json:"traceparent,omitempty"`
 }
 
 // GetRunParams defines parameters for GetRun.
@@ -1656,7 +1666,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/runs (the `EnqueueRun` operationId).
-	EnqueueRunWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	EnqueueRunWithBody(ctx context.Context, params *EnqueueRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// EnqueueRun Enqueue a run
 	//
@@ -1667,7 +1677,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/runs (the `EnqueueRun` operationId).
-	EnqueueRun(ctx context.Context, body EnqueueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	EnqueueRun(ctx context.Context, params *EnqueueRunParams, body EnqueueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ClaimRunWithBody Lease one due run and start its attempt
 	//
@@ -2156,8 +2166,8 @@ func (c *Client) PutRelease(ctx context.Context, releaseId string, adapterVersio
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/runs (the `EnqueueRun` operationId).
-func (c *Client) EnqueueRunWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewEnqueueRunRequestWithBody(c.Server, contentType, body)
+func (c *Client) EnqueueRunWithBody(ctx context.Context, params *EnqueueRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnqueueRunRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2177,8 +2187,8 @@ func (c *Client) EnqueueRunWithBody(ctx context.Context, contentType string, bod
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/runs (the `EnqueueRun` operationId).
-func (c *Client) EnqueueRun(ctx context.Context, body EnqueueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewEnqueueRunRequest(c.Server, body)
+func (c *Client) EnqueueRun(ctx context.Context, params *EnqueueRunParams, body EnqueueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnqueueRunRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3133,18 +3143,18 @@ func NewPutReleaseRequestWithBody(server string, releaseId string, adapterVersio
 }
 
 // NewEnqueueRunRequest calls the generic EnqueueRun builder with application/json body
-func NewEnqueueRunRequest(server string, body EnqueueRunJSONRequestBody) (*http.Request, error) {
+func NewEnqueueRunRequest(server string, params *EnqueueRunParams, body EnqueueRunJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewEnqueueRunRequestWithBody(server, "application/json", bodyReader)
+	return NewEnqueueRunRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewEnqueueRunRequestWithBody constructs an http.Request for the EnqueueRun method, with any body, and a specified content type
-func NewEnqueueRunRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewEnqueueRunRequestWithBody(server string, params *EnqueueRunParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3168,6 +3178,21 @@ func NewEnqueueRunRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Traceparent != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3577,7 +3602,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs (the `EnqueueRun` operationId).
-	EnqueueRunWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnqueueRunResponse, error)
+	EnqueueRunWithBodyWithResponse(ctx context.Context, params *EnqueueRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnqueueRunResponse, error)
 
 	// EnqueueRunWithResponse Enqueue a run
 	//
@@ -3588,7 +3613,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs (the `EnqueueRun` operationId).
-	EnqueueRunWithResponse(ctx context.Context, body EnqueueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*EnqueueRunResponse, error)
+	EnqueueRunWithResponse(ctx context.Context, params *EnqueueRunParams, body EnqueueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*EnqueueRunResponse, error)
 
 	// ClaimRunWithBodyWithResponse Lease one due run and start its attempt
 	//
@@ -7030,8 +7055,8 @@ func (c *ClientWithResponses) PutReleaseWithResponse(ctx context.Context, releas
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs (the `EnqueueRun` operationId).
-func (c *ClientWithResponses) EnqueueRunWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnqueueRunResponse, error) {
-	rsp, err := c.EnqueueRunWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) EnqueueRunWithBodyWithResponse(ctx context.Context, params *EnqueueRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnqueueRunResponse, error) {
+	rsp, err := c.EnqueueRunWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7047,8 +7072,8 @@ func (c *ClientWithResponses) EnqueueRunWithBodyWithResponse(ctx context.Context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs (the `EnqueueRun` operationId).
-func (c *ClientWithResponses) EnqueueRunWithResponse(ctx context.Context, body EnqueueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*EnqueueRunResponse, error) {
-	rsp, err := c.EnqueueRun(ctx, body, reqEditors...)
+func (c *ClientWithResponses) EnqueueRunWithResponse(ctx context.Context, params *EnqueueRunParams, body EnqueueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*EnqueueRunResponse, error) {
+	rsp, err := c.EnqueueRun(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

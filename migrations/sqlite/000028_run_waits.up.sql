@@ -1,5 +1,5 @@
 -- migration: additive
--- Decisions belong to the run, and a run can park (issue 28; see migrations/mssql 000025).
+-- Decisions belong to the run, and a run can park (issue 28; see migrations/mssql 000028).
 CREATE TABLE RunWaits (
     TenantId TEXT NOT NULL,
     RunId TEXT NOT NULL,

@@ -10,7 +10,7 @@
 --   - DecisionRequests.RunId, IdempotencyKey, RequestHash (declared additions): a decision
 --     asked again with the same key under any attempt of the run is the same decision.
 --     RunId is NULL on rows written before this version (their run is their attempt's).
--- The indexes on the new columns are in 000026 (a batch must not use a column it adds).
+-- The indexes on the new columns are in 000029 (a batch must not use a column it adds).
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 

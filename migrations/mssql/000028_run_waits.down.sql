@@ -1,4 +1,4 @@
--- Undoes 000025: the policy's predicates first (the policy is schema-bound to the table).
+-- Undoes 000028: the policy's predicates first (the policy is schema-bound to the table).
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 

@@ -2,7 +2,7 @@
 -- Projections of the committed change feed (DESIGN.md 5a, 5b; internal/feed): the position
 -- and lease of each projector, and the insights roll-ups the first projector maintains.
 -- New tables and indexes only: an older binary never reads them. Row-level security for the
--- two tenant tables is added in 000024 (ALTER SECURITY POLICY first in its batch). The four
+-- two tenant tables is added in 000027 (ALTER SECURITY POLICY first in its batch). The four
 -- Version indexes are declared additions (internal/schema/declared_additions.go). Creating an
 -- index takes a schema-modification lock on its table while it builds: on a large ledger,
 -- run this migration off-peak.
@@ -21,7 +21,7 @@ CREATE TABLE [dbo].[FeedProjectors] (
     CONSTRAINT [PK_FeedProjectors] PRIMARY KEY CLUSTERED ([Name])
 );
 
--- One cell of a roll-up (see migrations/sqlite 000023). CellHash (SHA-256 of the dimensions)
+-- One cell of a roll-up (see migrations/sqlite 000026). CellHash (SHA-256 of the dimensions)
 -- keeps the clustered key far under 900 bytes whatever the identifiers' lengths; a window's
 -- read is one seek of (TenantId, Metric, DimSet, Grain, BucketStart range).
 CREATE TABLE [dbo].[InsightCells] (
@@ -45,7 +45,7 @@ CREATE TABLE [dbo].[InsightCells] (
     CONSTRAINT [FK_InsightCells_Tenants] FOREIGN KEY ([TenantId]) REFERENCES [dbo].[Tenants] ([TenantId])
 );
 
--- What each source row contributes to the cells (see migrations/sqlite 000023).
+-- What each source row contributes to the cells (see migrations/sqlite 000026).
 CREATE TABLE [dbo].[InsightFacts] (
     [TenantId] nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NULL,
     [Source] tinyint NOT NULL,

@@ -2,7 +2,7 @@
 -- Webhooks (DESIGN.md section 5b): a tenant's endpoints, and the outbox of deliveries the
 -- transactions that cause events write (internal/webhooks). New tables only. The secret is
 -- kept as written: signing needs it (a hash could not sign). Row-level security for both
--- tables is added to the policy in 000032 (ALTER SECURITY POLICY first in its batch).
+-- tables is added to the policy in 000033 (ALTER SECURITY POLICY first in its batch).
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 

@@ -1,3 +1,3 @@
 -- migration: additive
--- Forks (see migrations/mssql 000028).
+-- Forks (see migrations/mssql 000022).
 ALTER TABLE Runs ADD ForkedFromCheckpointId TEXT NULL;

@@ -3,7 +3,7 @@
 -- the ETag an update presents) apart from what the schedulers change at every firing
 -- (ScheduleStates), so a firing never moves the ETag an admin holds. ScheduleStates.NextFireAt
 -- is NULL while the schedule is paused; the filtered index is the schedulers' due scan across
--- tenants (like the reaper's), ordered by time. Row-level security is added in 000030
+-- tenants (like the reaper's), ordered by time. Row-level security is added in 000031
 -- (ALTER SECURITY POLICY first in its batch).
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;

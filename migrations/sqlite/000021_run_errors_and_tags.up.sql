@@ -1,5 +1,5 @@
 -- migration: additive
--- Why a run failed, and tags to find it by (see migrations/mssql 000027 for the reasons).
+-- Why a run failed, and tags to find it by (see migrations/mssql 000021 for the reasons).
 ALTER TABLE ExecutionAttempts ADD ErrorCode TEXT NULL;
 ALTER TABLE ExecutionAttempts ADD ErrorMessage TEXT NULL;
 ALTER TABLE ExecutionAttempts ADD ErrorDetails TEXT NULL;

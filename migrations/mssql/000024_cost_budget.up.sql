@@ -1,6 +1,6 @@
 -- migration: additive
 -- A project's daily cost budget and the cost counter per project and UTC day (DESIGN.md 5b,
--- issue 31; see migrations/sqlite 000034). The new column is nullable with no default (a
+-- issue 31; see migrations/sqlite 000024). The new column is nullable with no default (a
 -- metadata change); the counter table is new and empty. The security policy change goes
 -- through EXEC: the batch is compiled before the table exists.
 SET XACT_ABORT ON;

@@ -1,4 +1,4 @@
--- Reverses 000031 (000032's down removes the tables from the policy first).
+-- Reverses 000032 (000033's down removes the tables from the policy first).
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 DROP TABLE [dbo].[WebhookDeliveries];

@@ -1,6 +1,6 @@
 -- migration: additive
 -- A decision's idempotency key is unique per run, and the run guard allows the wake-up of a
--- parked run (see migrations/mssql 000026).
+-- parked run (see migrations/mssql 000029).
 CREATE UNIQUE INDEX UX_Decisions_Idempotency ON DecisionRequests (TenantId, RunId, IdempotencyKey)
     WHERE IdempotencyKey IS NOT NULL;
 

@@ -1,6 +1,6 @@
 -- migration: additive
 -- Webhooks (DESIGN.md section 5b): endpoints and the outbox of deliveries (see
--- migrations/mssql 000031 for the reasons of each column and index).
+-- migrations/mssql 000032 for the reasons of each column and index).
 CREATE TABLE WebhookEndpoints (
     TenantId TEXT NOT NULL REFERENCES Tenants (TenantId),
     Name TEXT NOT NULL,

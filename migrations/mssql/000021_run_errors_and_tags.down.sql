@@ -1,4 +1,4 @@
--- Reverses 000027.
+-- Reverses 000021.
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 ALTER TABLE [dbo].[Runs] DROP COLUMN [Metadata], [Tags];

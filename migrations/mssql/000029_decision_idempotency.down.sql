@@ -1,15 +1,8 @@
--- migration: additive
--- The indexes on 000025's DecisionRequests columns (declared additions): a decision's
--- idempotency key is unique per run (filtered: most decisions have none), and a run's
--- decisions are read across its attempts by RunId. And the run guard of 000011 with one more
--- transition: a queued run stays queued with an earlier DueAt and nothing else changed (a
--- parked run woken by its last condition, runs.CloseWaits); EXEC'd, as CREATE TRIGGER must
--- open its batch.
+-- Undoes 000029: the index, and the guard of 000011 again.
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 
-CREATE UNIQUE INDEX [UX_Decisions_Idempotency] ON [dbo].[DecisionRequests] ([TenantId], [RunId], [IdempotencyKey])
-    WHERE [IdempotencyKey] IS NOT NULL;
+DROP INDEX [UX_Decisions_Idempotency] ON [dbo].[DecisionRequests];
 
 EXEC(N'CREATE OR ALTER TRIGGER [dbo].[TR_Runs_Guard]
 ON [dbo].[Runs]
@@ -69,18 +62,6 @@ BEGIN
                     SELECT d.[EnvironmentId], d.[AgentId], d.[StepId], d.[SnapshotId], d.[Input], d.[Band],
                            d.[HolderId], d.[LeaseSeconds], d.[LeasedUntil], d.[Attempt], d.[MaxAttempts],
                            d.[MaxCorrections], d.[QueuedAt], d.[DueAt], d.[DeadlineAt], d.[EndedAt], d.[Outcome],
-                           d.[ErrorCode], d.[ErrorMessage], d.[CancelRequestedAt], d.[Depth], d.[CreatedBy]
-                ))
-            OR (d.[State] = 0 AND i.[State] = 0 AND i.[Epoch] = d.[Epoch] AND i.[DueAt] < d.[DueAt]
-                AND EXISTS (
-                    SELECT i.[SubjectHead], i.[EnvironmentId], i.[AgentId], i.[StepId], i.[SnapshotId], i.[Input], i.[Band],
-                           i.[HolderId], i.[LeaseSeconds], i.[LeasedUntil], i.[Attempt], i.[MaxAttempts],
-                           i.[MaxCorrections], i.[QueuedAt], i.[DeadlineAt], i.[EndedAt], i.[Outcome],
-                           i.[ErrorCode], i.[ErrorMessage], i.[CancelRequestedAt], i.[Depth], i.[CreatedBy]
-                    INTERSECT
-                    SELECT d.[SubjectHead], d.[EnvironmentId], d.[AgentId], d.[StepId], d.[SnapshotId], d.[Input], d.[Band],
-                           d.[HolderId], d.[LeaseSeconds], d.[LeasedUntil], d.[Attempt], d.[MaxAttempts],
-                           d.[MaxCorrections], d.[QueuedAt], d.[DeadlineAt], d.[EndedAt], d.[Outcome],
                            d.[ErrorCode], d.[ErrorMessage], d.[CancelRequestedAt], d.[Depth], d.[CreatedBy]
                 ))
         )

@@ -1,5 +1,5 @@
 -- migration: additive
--- What a model call used and cost (DESIGN.md 5b, issue 31; see migrations/sqlite 000033).
+-- What a model call used and cost (DESIGN.md 5b, issue 31; see migrations/sqlite 000023).
 -- Nullable columns without defaults: a metadata change that rewrites no row. The model,
 -- provider and operation are compared in insights' groups, so they are BIN2 like every
 -- identifier; FinishReasons is a JSON array of at most 8 short strings, only stored. No CHECK

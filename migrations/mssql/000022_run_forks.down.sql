@@ -1,2 +1,2 @@
--- Reverses 000028.
+-- Reverses 000022.
 ALTER TABLE [dbo].[Runs] DROP COLUMN [ForkedFromCheckpointId];
