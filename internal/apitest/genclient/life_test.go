@@ -73,7 +73,7 @@ func TestGeneratedClientDrivesARun(t *testing.T) {
 	}
 
 	band := genclient.BandInteractive
-	enq, err := runtime.EnqueueRunWithResponse(ctx, genclient.EnqueueRequest{
+	enq, err := runtime.EnqueueRunWithResponse(ctx, &genclient.EnqueueRunParams{Traceparent: ptr("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}, genclient.EnqueueRequest{
 		Subject: "review:42", Kind: "review", ProjectId: "web", AgentId: "reviewer", StepId: uuid.New(), SnapshotId: uuid.New(),
 		Band: &band, Input: map[string]any{"pr": 42}, IdempotencyKey: ptr("pr-42-opened"),
 	})
