@@ -37,8 +37,7 @@ type ExportRunner struct {
 
 // NewExportRunner returns the runner of e over db.
 func NewExportRunner(db *sqldb.DB, e Exporter, o Options) *ExportRunner {
-	r := NewRunner(db, nil, o)
-	return &ExportRunner{db: db, e: e, q: r.q, opts: r.opts}
+	return &ExportRunner{db: db, e: e, q: queriesFor(db.Dialect), opts: o.withDefaults()}
 }
 
 // Step takes (or renews) the lease, reads one batch past the position, sends it and moves
@@ -120,47 +119,11 @@ func (r *ExportRunner) Step(ctx context.Context) (Step, error) {
 
 // CatchUp runs steps until every change committed before the call has been sent (tests
 // and tools). It fails when a send fails or another replica holds the lease.
-func (r *ExportRunner) CatchUp(ctx context.Context) error {
-	for {
-		st, err := r.Step(ctx)
-		if err != nil {
-			return err
-		}
-		if !st.Held {
-			return fmt.Errorf("feed: %s is leased by another replica", r.e.Name())
-		}
-		if st.CaughtUp {
-			return nil
-		}
-	}
-}
+func (r *ExportRunner) CatchUp(ctx context.Context) error { return catchUp(ctx, r.e.Name(), r.Step) }
 
 // Run steps the exporter until ctx ends. A failed send (the collector down) backs off,
 // doubling from the interval to a minute, so a collector that is away costs a request a
 // minute and loses nothing: the position waits, and the database is the backlog.
 func (r *ExportRunner) Run(ctx context.Context) {
-	backoff := r.opts.Interval
-	for {
-		st, err := r.Step(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		wait := r.opts.Interval
-		switch {
-		case err != nil:
-			r.opts.Log.WarnContext(ctx, "feed exporter step failed", "exporter", r.e.Name(), "err", err, "retry_in", backoff)
-			wait, backoff = backoff, min(2*backoff, time.Minute)
-		case st.Held && !st.CaughtUp:
-			wait, backoff = 0, r.opts.Interval
-		default:
-			backoff = r.opts.Interval
-		}
-		if wait > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-		}
-	}
+	run(ctx, r.opts, "exporter", r.e.Name(), r.Step, time.Minute)
 }

@@ -68,6 +68,11 @@ type Runner struct {
 
 // NewRunner returns the runner of p over db.
 func NewRunner(db *sqldb.DB, p Projector, o Options) *Runner {
+	return &Runner{db: db, p: p, q: queriesFor(db.Dialect), opts: o.withDefaults()}
+}
+
+// withDefaults fills the options left zero.
+func (o Options) withDefaults() Options {
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
@@ -77,7 +82,7 @@ func NewRunner(db *sqldb.DB, p Projector, o Options) *Runner {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Runner{db: db, p: p, q: queriesFor(db.Dialect), opts: o}
+	return o
 }
 
 // Step is what one step did.
@@ -163,14 +168,23 @@ func takeLease(ctx context.Context, tx *sqldb.Tx, q *queries, name string, o Opt
 // CatchUp runs steps until the projector has applied every change committed before the
 // call (tests and tools; the service uses Run). It fails when another replica holds the
 // lease.
-func (r *Runner) CatchUp(ctx context.Context) error {
+func (r *Runner) CatchUp(ctx context.Context) error { return catchUp(ctx, r.p.Name(), r.Step) }
+
+// Run steps the projector until ctx ends: at once again after a step that did not catch
+// up, else after the interval. A failed step is logged and tried again after the interval.
+func (r *Runner) Run(ctx context.Context) {
+	run(ctx, r.opts, "projector", r.p.Name(), r.Step, r.opts.Interval)
+}
+
+// catchUp runs step until a step reaches the committed end of the feed.
+func catchUp(ctx context.Context, name string, step func(context.Context) (Step, error)) error {
 	for {
-		st, err := r.Step(ctx)
+		st, err := step(ctx)
 		if err != nil {
 			return err
 		}
 		if !st.Held {
-			return fmt.Errorf("feed: %s is leased by another replica", r.p.Name())
+			return fmt.Errorf("feed: %s is leased by another replica", name)
 		}
 		if st.CaughtUp {
 			return nil
@@ -178,20 +192,25 @@ func (r *Runner) CatchUp(ctx context.Context) error {
 	}
 }
 
-// Run steps the projector until ctx ends: at once again after a step that did not catch
-// up, else after the interval. A failed step is logged and tried again after the interval.
-func (r *Runner) Run(ctx context.Context) {
+// run steps until ctx ends: at once again after a step that did not catch up, else after
+// the interval. A failed step is logged and tried again after a wait that starts at the
+// interval and doubles, up to maxWait, while steps keep failing.
+func run(ctx context.Context, o Options, what, name string, step func(context.Context) (Step, error), maxWait time.Duration) {
+	backoff := o.Interval
 	for {
-		st, err := r.Step(ctx)
+		st, err := step(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		wait := r.opts.Interval
+		wait := o.Interval
 		switch {
 		case err != nil:
-			r.opts.Log.WarnContext(ctx, "feed projector step failed", "projector", r.p.Name(), "err", err)
+			o.Log.WarnContext(ctx, "feed "+what+" step failed", what, name, "err", err, "retry_in", backoff)
+			wait, backoff = backoff, min(2*backoff, max(maxWait, o.Interval))
 		case st.Held && !st.CaughtUp:
-			wait = 0
+			wait, backoff = 0, o.Interval
+		default:
+			backoff = o.Interval
 		}
 		if wait > 0 {
 			select {
