@@ -179,7 +179,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	s.Registry.MustRegister(feed.NewCollector(db, log))
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
+		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Calls: cs, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
 		Logger: log})
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, log: log,
 		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval, projectors: projectors, exporters: exporters}

@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/decisions"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
@@ -62,6 +63,7 @@ type Deps struct {
 	Projects    *projects.Store
 	Overview    *overview.Store
 	Insights    *insights.Store
+	Calls       *calls.Store
 	Schedules   *schedules.Store
 	Webhooks    *webhooks.Store
 	// Secure is SecureAuto (default), SecureAlways or SecureNever.

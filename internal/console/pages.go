@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/calls"
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
 	"github.com/ledger-dev/ledger/internal/overview"
@@ -296,6 +297,8 @@ type runView struct {
 	// Waiting lists what a parked run waits for (DESIGN.md section 5b): its open
 	// decisions and children.
 	Waiting []waitingRow
+	// Usage is what the calls of the run's attempts reported: tokens and cost.
+	Usage calls.Totals
 }
 
 // waitingRow is one open condition of a parked run: a decision (with when it was asked)
@@ -386,6 +389,9 @@ func (c *console) renderRun(ctx echo.Context, status int, message string) error 
 	if v.Waiting, err = c.readWaiting(rctx, tenant, run); err != nil {
 		return err
 	}
+	if v.Usage, err = c.Calls.RunUsage(rctx, tenant, id); err != nil {
+		return err
+	}
 	return c.render(ctx, status, "run", page{Title: "Run " + run.Subject, Nav: "runs", Data: v})
 }
 
@@ -403,6 +409,8 @@ type attemptView struct {
 	Attempt  attempts.Attempt
 	Timeline []timelineRow
 	Next     string
+	// Usage is what the attempt's calls reported: tokens and cost.
+	Usage calls.Totals
 }
 
 type timelineCursor struct {
@@ -434,6 +442,9 @@ func (c *console) attemptPage(ctx echo.Context) error {
 		return err
 	}
 	v := attemptView{Attempt: a}
+	if v.Usage, err = c.Calls.AttemptUsage(rctx, tenant, id); err != nil {
+		return err
+	}
 	if len(entries) > timelinePage {
 		entries = entries[:timelinePage]
 		tc := entries[len(entries)-1].Cursor()
