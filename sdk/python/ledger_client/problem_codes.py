@@ -170,6 +170,30 @@ class UnknownProject(LedgerProblem):
     code_value = ProblemCode.UNKNOWN_PROJECT
 
 
+class WebhookTargetRefused(LedgerProblem):
+    """The service answered the problem code webhook_target_refused."""
+
+    code_value = ProblemCode.WEBHOOK_TARGET_REFUSED
+
+
+class WebhookLimit(LedgerProblem):
+    """The service answered the problem code webhook_limit."""
+
+    code_value = ProblemCode.WEBHOOK_LIMIT
+
+
+class UnknownDecision(LedgerProblem):
+    """The service answered the problem code unknown_decision."""
+
+    code_value = ProblemCode.UNKNOWN_DECISION
+
+
+class UnknownRun(LedgerProblem):
+    """The service answered the problem code unknown_run."""
+
+    code_value = ProblemCode.UNKNOWN_RUN
+
+
 class PreconditionRequired(LedgerProblem):
     """The service answered the problem code precondition_required."""
 
@@ -223,6 +247,10 @@ BY_CODE: Dict[str, Type[LedgerProblem]] = {
     'manifest_mismatch': ManifestMismatch,
     'subject_conflict': SubjectConflict,
     'unknown_project': UnknownProject,
+    'webhook_target_refused': WebhookTargetRefused,
+    'webhook_limit': WebhookLimit,
+    'unknown_decision': UnknownDecision,
+    'unknown_run': UnknownRun,
     'precondition_required': PreconditionRequired,
     'rate_limited': RateLimited,
     'internal': Internal,
@@ -257,6 +285,10 @@ __all__ = [
     'ManifestMismatch',
     'SubjectConflict',
     'UnknownProject',
+    'WebhookTargetRefused',
+    'WebhookLimit',
+    'UnknownDecision',
+    'UnknownRun',
     'PreconditionRequired',
     'RateLimited',
     'Internal',
