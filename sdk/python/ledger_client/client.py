@@ -11,7 +11,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, Tuple,
-                    TypeVar, cast)
+                    TypeVar, Union, cast)
 
 from . import _retry
 from ._codec import DecodeError, encode, from_json
@@ -711,7 +711,8 @@ class Client:
         and changes again, so change must say what the project should become."""
         for _ in range(MAX_UPDATE_TRIES):
             cur, etag = self.get_project(project_id)
-            req = PutProjectRequest(active=cur.active, retention_days=cur.retention_days)
+            req = PutProjectRequest(active=cur.active, retention_days=cur.retention_days,
+                                    daily_cost_budget_micros=cur.daily_cost_budget_micros)
             change(req)
             try:
                 return self.put_project(project_id, req, etag or "*")[0]
@@ -914,7 +915,7 @@ def _wait_seconds(left: Optional[float]) -> int:
 
 def _newest_continuation(c: Client, run: Run) -> str:
     """The newest run of the chain that continues run (run itself when none does)."""
-    cur = run
+    cur: Union[Run, RunItem] = run
     for _ in range(64):  # a chain longer than this is followed by the next polls
         nxt = [r for r in c.runs(subject=cur.subject, kind=cur.kind) if r.continued_from_run_id == cur.run_id]
         if not nxt:

@@ -7,7 +7,7 @@ from dataclasses import dataclass as _dataclass, field as _field
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Union
 
-from ._codec import from_json, to_json
+from ._codec import Null, from_json, to_json
 
 __all__ = [
     'AnswerDecisionRequest',
@@ -1658,7 +1658,7 @@ class PutProjectRequest:
     """The wire object PutProjectRequest."""
 
     active: Optional[bool] = _field(default=None, metadata={'json': 'active'})
-    daily_cost_budget_micros: Optional[int] = _field(default=None, metadata={'json': 'dailyCostBudgetMicros'})
+    daily_cost_budget_micros: Optional[Union[int, Null]] = _field(default=None, metadata={'json': 'dailyCostBudgetMicros'})
     """Claims of the project's runs are held (204 with Retry-After) once the cost (costMicros) its calls recorded since 00:00 UTC reaches this, until the next day or a higher budget. Absent keeps the budget; null removes it."""
     retention_days: Optional[int] = _field(default=None, metadata={'json': 'retentionDays'})
     """How long ended run chains are kept."""

@@ -266,6 +266,20 @@ class ETags(unittest.TestCase):
                                                            state=lc.ReleaseState.RETIRED), if_match=retag)
 
 
+    def test_cost_budget_absent_keeps_and_null_removes(self) -> None:
+        admin = s.server().client(admin=True)
+        pid = s.unique("budget")
+        p, etag = admin.put_project(pid, lc.PutProjectRequest(daily_cost_budget_micros=5000))
+        self.assertEqual(p.daily_cost_budget_micros, 5000)
+        p, etag = admin.put_project(pid, lc.PutProjectRequest(retention_days=40), if_match=etag)
+        self.assertEqual((p.daily_cost_budget_micros, p.retention_days), (5000, 40))
+        self.assertEqual(lc.PutProjectRequest(daily_cost_budget_micros=lc.NULL).to_json(),
+                         {"dailyCostBudgetMicros": None})
+        p, _ = admin.put_project(pid, lc.PutProjectRequest(daily_cost_budget_micros=lc.NULL), if_match=etag)
+        self.assertIsNone(p.daily_cost_budget_micros)
+        self.assertEqual(admin.get_project(pid)[0].cost_today_micros, 0)
+
+
 class RateLimited(unittest.TestCase):
     def test_429_is_retried_after_retry_after(self) -> None:
         main = s.server()

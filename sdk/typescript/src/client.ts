@@ -665,7 +665,7 @@ export class Client {
   async updateProject(projectId: string, change: (req: PutProjectRequest, cur: Project) => void | Promise<void>, o: CallOptions = {}): Promise<Project> {
     return this.update(`project ${projectId}`, async () => {
       const cur = await this.getProject(projectId, o);
-      const req: PutProjectRequest = { active: cur.value.active, retentionDays: cur.value.retentionDays };
+      const req: PutProjectRequest = { active: cur.value.active, retentionDays: cur.value.retentionDays, dailyCostBudgetMicros: cur.value.dailyCostBudgetMicros };
       await change(req, cur.value);
       return (await this.putProject(projectId, req, cur.etag, o)).value;
     });
