@@ -1,5 +1,6 @@
 import type { Client, CallOptions } from "./client.js";
 import type {
+  AttemptError,
   Attempt,
   Call,
   CallFinishStatus,
@@ -370,8 +371,13 @@ export class Lease {
 
   /** Ends the attempt and its run in state; afterwards the lease refuses writes. */
   async complete(state: CompletionState, outcomeHash?: string, o: CallOptions = {}): Promise<Attempt> {
+    return this.completeWithError(state, undefined, outcomeHash, o);
+  }
+
+  /** complete, recording why the attempt failed or was cancelled (see errorOf). */
+  async completeWithError(state: CompletionState, error: AttemptError | undefined, outcomeHash?: string, o: CallOptions = {}): Promise<Attempt> {
     const a = await this.send(true, leaseLossCodes, () =>
-      this.client.completeAttempt(this.attemptId, { fencingToken: this.fencingToken, state, outcomeHash }, o),
+      this.client.completeAttempt(this.attemptId, { fencingToken: this.fencingToken, state, outcomeHash, ...(error ? { error } : {}) }, o),
     );
     this.settled(`completed ${state}`);
     return a;
@@ -382,9 +388,14 @@ export class Lease {
    * it is due again (whole seconds, up to a day; 0: at once; undefined: the service's backoff).
    */
   async release(charge: boolean, retryAfterMs?: number, o: CallOptions = {}): Promise<Attempt> {
+    return this.releaseWithError(charge, retryAfterMs, undefined, o);
+  }
+
+  /** release, recording why the attempt gave the run back (see errorOf). */
+  async releaseWithError(charge: boolean, retryAfterMs: number | undefined, error: AttemptError | undefined, o: CallOptions = {}): Promise<Attempt> {
     const retryAfterSeconds = retryAfterMs === undefined ? undefined : Math.round(Math.max(0, Math.min(retryAfterMs, 86_400_000)) / 1000);
     const a = await this.send(true, leaseLossCodes, () =>
-      this.client.releaseAttempt(this.attemptId, { fencingToken: this.fencingToken, charge, retryAfterSeconds }, o),
+      this.client.releaseAttempt(this.attemptId, { fencingToken: this.fencingToken, charge, retryAfterSeconds, ...(error ? { error } : {}) }, o),
     );
     this.settled("released");
     return a;

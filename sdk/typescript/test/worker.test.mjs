@@ -78,8 +78,8 @@ test("the Worker", { concurrency: true }, async (t) => {
   await t.test("every handler outcome", async () => {
     const cases = [
       { name: "resolves", handler: async () => {}, outcome: "succeeded", state: "ended", runOutcome: "succeeded" },
-      { name: "permanent", handler: async () => { throw permanent(new Error("bad input")); }, outcome: "failed", state: "ended", runOutcome: "failed" },
-      { name: "throws", handler: async () => { throw retryAfter(new Error("busy"), 3_600_000); }, outcome: "released", state: "queued", spent: 1 },
+      { name: "permanent", handler: async () => { throw permanent(new TypeError("bad input")); }, outcome: "failed", state: "ended", runOutcome: "failed", error: { code: "typeerror", message: "bad input" } },
+      { name: "throws", handler: async () => { throw retryAfter(Object.assign(new Error("busy"), { code: "upstream.busy" }), 3_600_000); }, outcome: "released", state: "queued", spent: 1, error: { code: "upstream.busy", message: "busy" } },
       { name: "settles itself", handler: async (l) => { await l.complete("succeeded", "outcome-hash"); }, outcome: "settled_by_handler", state: "ended", runOutcome: "succeeded" },
     ];
     await Promise.all(
@@ -92,6 +92,9 @@ test("the Worker", { concurrency: true }, async (t) => {
         const after = await s.runtime.getRun(run.runId);
         assert.equal(after.state, c.state, c.name);
         if (c.runOutcome) assert.equal(after.outcome, c.runOutcome, c.name);
+        const attempt = (await s.runtime.getAttempt(r.lease.attemptId)).value;
+        assert.deepEqual(attempt.error && { code: attempt.error.code, message: attempt.error.message }, c.error, c.name);
+        if (c.error) assert.ok(Array.isArray(attempt.error.details.stack), c.name);
         if (c.spent) {
           assert.equal(after.attemptsSpent, c.spent, c.name);
           assert.ok(Date.parse(after.dueAt) > Date.now() + 3_000_000, `${c.name}: due after retryAfter`);
