@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Tuple, TypeVar
 from . import _behaviour
 from ._problem import LedgerProblem
 from .client import Client
-from .wire import (Attempt, Call, CallFinishStatus, CallKind, CallRequest, Checkpoint,
+from .wire import (Attempt, AttemptError, Call, CallFinishStatus, CallKind, CallRequest, Checkpoint,
                    CheckpointRequest, Claim, CompleteAttemptRequest, CompletionState, Decision,
                    DecisionKind, DecisionRequest, Delegation, DelegationRequest,
                    FencedRequest, FinishCallRequest, Heartbeat, HeartbeatRequest,
@@ -368,19 +368,23 @@ class Lease:
         req = FencedRequest(fencing_token=self.fencing_token)
         return self._send(lambda: self.client.observe_cancellation(self.attempt_id, req))
 
-    def complete(self, state: CompletionState, outcome_hash: Optional[str] = None) -> Attempt:
-        """Ends the attempt and its run in state (succeeded, failed or cancelled). Afterwards
-        the lease refuses writes with LeaseEnded; a Worker then sends nothing more."""
-        req = CompleteAttemptRequest(fencing_token=self.fencing_token, state=state, outcome_hash=outcome_hash)
+    def complete(self, state: CompletionState, outcome_hash: Optional[str] = None, *,
+                 error: Optional[AttemptError] = None) -> Attempt:
+        """Ends the attempt and its run in state (succeeded, failed or cancelled), with error
+        saying why when it failed (see error_of). Afterwards the lease refuses writes with
+        LeaseEnded; a Worker then sends nothing more."""
+        req = CompleteAttemptRequest(fencing_token=self.fencing_token, state=state, outcome_hash=outcome_hash,
+                                     error=error)
         out = self._send(lambda: self.client.complete_attempt(self.attempt_id, req), settle=True)
         self._end(LeaseEnded("ledger: lease ended: completed %s" % state))
         return out
 
-    def release(self, charge: bool = False, retry_after: Optional[float] = None) -> Attempt:
+    def release(self, charge: bool = False, retry_after: Optional[float] = None, *,
+                error: Optional[AttemptError] = None) -> Attempt:
         """Gives the run back: charge spends one of its attempts; retry_after is when it is
-        due again in seconds (0: at once; None: the service's backoff). Afterwards the lease
-        refuses writes with LeaseEnded."""
-        req = ReleaseAttemptRequest(fencing_token=self.fencing_token, charge=charge)
+        due again in seconds (0: at once; None: the service's backoff); error says why (see
+        error_of). Afterwards the lease refuses writes with LeaseEnded."""
+        req = ReleaseAttemptRequest(fencing_token=self.fencing_token, charge=charge, error=error)
         if retry_after is not None:
             req.retry_after_seconds = int(round(max(0.0, min(retry_after, 86400.0))))
         out = self._send(lambda: self.client.release_attempt(self.attempt_id, req), settle=True)
