@@ -56,3 +56,35 @@ func TestRunAndAttemptPagesShowUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectsPageShowsTheDailyCostBudget: the projects page shows each project's cost
+// today, its budget and whether it holds claims.
+func TestProjectsPageShowsTheDailyCostBudget(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	etag := tn.Must(http.StatusOK, "GET", "/v1/projects/p1", tn.Admin, nil).Header.Get("ETag")
+	tn.Must(http.StatusOK, "PUT", "/v1/projects/p1", tn.Admin, map[string]any{"dailyCostBudgetMicros": 100}, "If-Match", etag)
+	tn.Enqueue("budget-page", "batch")
+	cl, ok, _ := tn.Claim(600, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	var call struct {
+		CallID string `json:"callId"`
+	}
+	tn.Must(http.StatusCreated, "POST", cl.Path("/calls"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+		"sequence": 0, "kind": "model", "target": "model://m", "requestHash": "h0"}).Decode(t, &call)
+	tn.Must(http.StatusOK, "PATCH", cl.Path("/calls/"+call.CallID), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+		"status": "succeeded", "costMicros": 150})
+	c, _, _ := httpSession(t, s, tn.Admin)
+	code, body := get(t, c, s, "/ui/projects")
+	i := strings.Index(body, `<tr data-project="p1">`)
+	if code != http.StatusOK || i < 0 {
+		t.Fatalf("projects page: %d", code)
+	}
+	row := body[i : i+strings.Index(body[i:], "</tr>")]
+	if !strings.Contains(row, "150 of 100") || !strings.Contains(row, ">held</span>") {
+		t.Fatalf("project row %q, want 150 of 100 and held", row)
+	}
+}
