@@ -72,6 +72,15 @@ type insightsView struct {
 	CallRows                   []api.CallTargetInsight
 	Decisions                  barChart
 	DecisionRows               []api.DecisionKindInsight
+	// Cost is the cost per model; CostRows each model's calls, tokens and cost.
+	Cost     barChart
+	CostRows []costRow
+}
+
+// costRow is one model's usage in the window (the sums of its series).
+type costRow struct {
+	api.InsightGroupKey
+	Calls, Input, Output, CostMicros int64
 }
 
 func (c *console) insightsPage(ctx echo.Context) error {
@@ -264,6 +273,31 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 			Href: runsLink("", w.From, w.To, f, "", "")})
 	}
 	v.Calls = barChart{ID: "calls", Title: "Calls per target", SVG: rows("Calls per target, failed in red", bars),
+		Href: runsLink("", w.From, w.To, f, "", "")}
+
+	usage, err := st.Usage(ctx, tenant, ungrouped, f, true)
+	if err != nil {
+		return err
+	}
+	v.CostRows, bars = nil, nil
+	for _, g := range usage.Groups {
+		r := costRow{InsightGroupKey: g.InsightGroupKey}
+		for _, se := range g.Series {
+			switch se.Name {
+			case "calls":
+				r.Calls = se.Total
+			case "inputTokens":
+				r.Input = se.Total
+			case "outputTokens":
+				r.Output = se.Total
+			case "costMicros":
+				r.CostMicros = se.Total
+			}
+		}
+		v.CostRows = append(v.CostRows, r)
+		bars = append(bars, chartBar{Label: groupLabel(g.InsightGroupKey), Parts: []chartPart{{Name: "cost", Value: float64(r.CostMicros)}}})
+	}
+	v.Cost = barChart{ID: "cost", Title: "Cost per model (micro-units)", SVG: rows("Cost of the calls per model, in micro-units", bars),
 		Href: runsLink("", w.From, w.To, f, "", "")}
 
 	ds, err := st.Decisions(ctx, tenant, w, f)

@@ -1,9 +1,11 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 )
@@ -15,6 +17,7 @@ func TestRunAndAttemptPagesShowUsage(t *testing.T) {
 	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	tn.Enqueue("usage-page", "batch")
+	s.Clock.Advance(time.Minute) // off the hour: a window's end (now, rounded up) excludes itself
 	cl, ok, _ := tn.Claim(600, nil)
 	if !ok {
 		t.Fatal("claim found nothing")
@@ -26,7 +29,16 @@ func TestRunAndAttemptPagesShowUsage(t *testing.T) {
 		"sequence": 0, "kind": "model", "target": "model://m", "requestHash": "h0", "model": "m-1"}).Decode(t, &call)
 	tn.Must(http.StatusOK, "PATCH", cl.Path("/calls/"+call.CallID), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
 		"status": "succeeded", "usage": map[string]any{"inputTokens": 1200, "outputTokens": 340}, "costMicros": 5100})
+	if err := s.App.CatchUpFeed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	c, _, _ := httpSession(t, s, tn.Admin)
+	// The insights page's cost table: one row for the model, with its sums.
+	code, body := get(t, c, s, "/ui/insights?bucket=1h")
+	if code != http.StatusOK || !strings.Contains(body, `<tr data-group="m-1"><th scope="row" title="m-1">m-1</th><td>1</td><td>1200</td><td>340</td><td>5100</td></tr>`) {
+		i := strings.Index(body, `id="t-cost"`)
+		t.Fatalf("insights: %d, cost table %q", code, body[max(i, 0):min(len(body), max(i, 0)+800)])
+	}
 	for _, path := range []string{"/ui/runs/" + cl.Run.RunID.String(), "/ui/attempts/" + cl.Attempt.AttemptID.String()} {
 		code, body := get(t, c, s, path)
 		if code != http.StatusOK {
@@ -42,5 +54,37 @@ func TestRunAndAttemptPagesShowUsage(t *testing.T) {
 				t.Errorf("%s: usage %q lacks %q", path, usage, want)
 			}
 		}
+	}
+}
+
+// TestProjectsPageShowsTheDailyCostBudget: the projects page shows each project's cost
+// today, its budget and whether it holds claims.
+func TestProjectsPageShowsTheDailyCostBudget(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	etag := tn.Must(http.StatusOK, "GET", "/v1/projects/p1", tn.Admin, nil).Header.Get("ETag")
+	tn.Must(http.StatusOK, "PUT", "/v1/projects/p1", tn.Admin, map[string]any{"dailyCostBudgetMicros": 100}, "If-Match", etag)
+	tn.Enqueue("budget-page", "batch")
+	cl, ok, _ := tn.Claim(600, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	var call struct {
+		CallID string `json:"callId"`
+	}
+	tn.Must(http.StatusCreated, "POST", cl.Path("/calls"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+		"sequence": 0, "kind": "model", "target": "model://m", "requestHash": "h0"}).Decode(t, &call)
+	tn.Must(http.StatusOK, "PATCH", cl.Path("/calls/"+call.CallID), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+		"status": "succeeded", "costMicros": 150})
+	c, _, _ := httpSession(t, s, tn.Admin)
+	code, body := get(t, c, s, "/ui/projects")
+	i := strings.Index(body, `<tr data-project="p1">`)
+	if code != http.StatusOK || i < 0 {
+		t.Fatalf("projects page: %d", code)
+	}
+	row := body[i : i+strings.Index(body[i:], "</tr>")]
+	if !strings.Contains(row, "150 of 100") || !strings.Contains(row, ">held</span>") {
+		t.Fatalf("project row %q, want 150 of 100 and held", row)
 	}
 }
