@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from typing import Any, Callable, Optional, Tuple, TypeVar
+from datetime import datetime
+from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
 from . import _behaviour
 from ._problem import LedgerProblem
@@ -14,8 +15,8 @@ from .wire import (Attempt, AttemptError, Call, CallFinishStatus, CallKind, Call
                    CheckpointRequest, Claim, CompleteAttemptRequest, CompletionState, Decision,
                    DecisionKind, DecisionRequest, Delegation, DelegationRequest,
                    FencedRequest, FinishCallRequest, Heartbeat, HeartbeatRequest,
-                   LastCheckpoint, PatchAttemptRequest, Phase, ReleaseAttemptRequest, Run,
-                   RunSpec)
+                   LastCheckpoint, ParkAttemptRequest, PatchAttemptRequest, Phase,
+                   ReleaseAttemptRequest, Run, RunSpec)
 
 T = TypeVar("T")
 
@@ -307,12 +308,15 @@ class Lease:
 
     def request_decision(self, kind: DecisionKind, *, options: Any = None,
                          recommendation: Optional[str] = None, proposal_hash: Optional[str] = None,
-                         expires_in: Optional[float] = None) -> Decision:
+                         expires_in: Optional[float] = None, key: Optional[str] = None) -> Decision:
         """Asks a person to decide (the attempt's phase becomes awaiting_decision);
-        expires_in closes it as expired that many seconds later. Not retried once it may have
-        reached the service: a repeat would ask twice."""
+        expires_in closes it as expired that many seconds later. Without key it is not
+        retried once it may have reached the service (a repeat would ask twice); with key it
+        is sent under the idempotency key "decide:{step_id}:{key}", as the Go Lease does, so a
+        retry or a resumed handler asking again gets the same decision (and its answer)."""
         req = DecisionRequest(fencing_token=self.fencing_token, kind=kind, options=options,
-                              recommendation=recommendation, proposal_hash=proposal_hash)
+                              recommendation=recommendation, proposal_hash=proposal_hash,
+                              idempotency_key=None if key is None else "decide:%s:%s" % (self.run.step_id, key))
         if expires_in:
             req.expires_in_seconds = max(1, int(round(expires_in)))
         return self._send(lambda: self.client.request_decision(self.attempt_id, req))
@@ -329,10 +333,25 @@ class Lease:
         return self.client.wait_decision(decision_id, timeout, check=self.check, chunk=self._poll_chunk())
 
     def decide(self, kind: DecisionKind, *, options: Any = None, recommendation: Optional[str] = None,
-               expires_in: Optional[float] = None, timeout: Optional[float] = None) -> Decision:
-        """Asks for a decision and waits for it to close."""
-        d = self.request_decision(kind, options=options, recommendation=recommendation, expires_in=expires_in)
+               expires_in: Optional[float] = None, timeout: Optional[float] = None,
+               key: Optional[str] = None) -> Decision:
+        """Asks for a decision and waits for it to close; key, when given, makes the request
+        repeatable (see request_decision)."""
+        d = self.request_decision(kind, options=options, recommendation=recommendation, expires_in=expires_in,
+                                  key=key)
         return self.wait_decision(d.decision_id, timeout)
+
+    def park(self, decision_ids: Optional[List[str]] = None, child_run_ids: Optional[List[str]] = None,
+             due_at: Optional[datetime] = None) -> Attempt:
+        """Ends the attempt parked: the run waits without a lease (no attempt spent) until
+        every named decision is closed and every named child run has ended, or until due_at.
+        The handler should return at once; afterwards the lease refuses writes with
+        LeaseEnded, and a Worker sends nothing more."""
+        req = ParkAttemptRequest(fencing_token=self.fencing_token, decision_ids=decision_ids,
+                                 child_run_ids=child_run_ids, due_at=due_at)
+        out = self._send(lambda: self.client.park_attempt(self.attempt_id, req), settle=True)
+        self._end(LeaseEnded("ledger: lease ended: parked"))
+        return out
 
     def delegate(self, purpose: str, child: RunSpec) -> Delegation:
         """Enqueues a child run for a sub-agent and records the delegation. Give

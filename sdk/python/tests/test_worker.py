@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import unittest
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import ledger_client as lc
 
@@ -122,6 +122,32 @@ class Outcomes(unittest.TestCase):
         self.assertEqual(run.attempts_spent, r.lease.run.attempts_spent + 1)
         due = (run.due_at - before).total_seconds()
         self.assertTrue(115 <= due <= 135, due)
+
+    def test_a_keyed_decision_is_asked_once_and_parking_waits_for_it(self) -> None:
+        seen: List[Tuple[str, str, str]] = []
+
+        def h(lease: lc.Lease) -> None:
+            d = lease.request_decision(lc.DecisionKind.APPROVAL, key="ship")
+            again = lease.request_decision(lc.DecisionKind.APPROVAL, key="ship")
+            seen.append((d.decision_id, again.decision_id, str(d.status)))
+            if d.status == lc.DecisionStatus.PENDING:
+                lease.park(decision_ids=[d.decision_id])
+
+        kind = s.unique("park")
+        run = self.rt.enqueue_run(s.spec(kind, max_attempts=3))
+        w = Running(self.rt, h, kind)
+        try:
+            parked = w.wait_results(1)[0]
+            self.assertEqual(parked.outcome, lc.Outcome.SETTLED_BY_HANDLER)
+            self.assertEqual(self.rt.get_attempt(parked.lease.attempt_id)[0].state, lc.AttemptState.PARKED)
+            self.assertEqual(seen[0][0], seen[0][1], "the same key answers the same decision")
+            self.assertEqual(self.rt.get_run(run.run_id).state, lc.RunState.QUEUED)
+            self.admin.answer_pending(seen[0][0], lc.AnswerDecisionRequest(status=lc.AnswerStatus.APPROVED))
+            resumed = w.wait_results(2)[1]
+        finally:
+            w.stop()
+        self.assertEqual(resumed.outcome, lc.Outcome.SUCCEEDED)
+        self.assertEqual(seen[1], (seen[0][0], seen[0][0], "approved"))
 
     def test_handler_may_settle_itself(self) -> None:
         def h(lease: lc.Lease) -> None:

@@ -95,6 +95,12 @@ export interface DecisionInput {
   recommendation?: string;
   /** Closes the decision as expired that long after it is asked (whole seconds). */
   expiresInSeconds?: number;
+  /**
+   * Names the decision within the run's step: it is sent under the idempotency key
+   * "decide:{stepId}:{key}", as the Go Lease does, so a retry or a resumed handler asking
+   * again gets the same decision (and its answer) instead of asking anew.
+   */
+  key?: string;
 }
 
 /**
@@ -311,7 +317,7 @@ export class Lease {
     return this.write(() => this.client.patchAttempt(this.attemptId, { fencingToken: this.fencingToken, contextSnapshotRef: ref }, o));
   }
 
-  /** Asks a person to decide; never repeated once it may have reached the service. */
+  /** Asks a person to decide; without input.key never repeated once it may have reached the service. */
   requestDecision(input: DecisionInput, o: CallOptions = {}): Promise<Decision> {
     return this.write(() =>
       this.client.requestDecision(
@@ -323,6 +329,7 @@ export class Lease {
           options: input.options,
           recommendation: input.recommendation,
           expiresInSeconds: input.expiresInSeconds,
+          ...(input.key !== undefined ? { idempotencyKey: `decide:${this.claim.run.stepId}:${input.key}` } : {}),
         },
         o,
       ),
@@ -367,6 +374,17 @@ export class Lease {
   /** Records that the holder saw the cancel request. */
   async acknowledgeCancellation(o: CallOptions = {}): Promise<void> {
     await this.write(() => this.client.acknowledgeCancellation(this.attemptId, { fencingToken: this.fencingToken }, o));
+  }
+
+  /**
+   * Ends the attempt parked: the run waits without a lease (no attempt spent) until every
+   * named decision is closed and every named child run has ended, or until dueAt. The
+   * handler should return at once; afterwards the lease refuses writes.
+   */
+  async park(wait: { decisionIds?: string[]; childRunIds?: string[]; dueAt?: string }, o: CallOptions = {}): Promise<Attempt> {
+    const a = await this.send(true, leaseLossCodes, () => this.client.parkAttempt(this.attemptId, { fencingToken: this.fencingToken, ...wait }, o));
+    this.settled("parked");
+    return a;
   }
 
   /** Ends the attempt and its run in state; afterwards the lease refuses writes. */

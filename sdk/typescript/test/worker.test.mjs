@@ -103,6 +103,27 @@ test("the Worker", { concurrency: true }, async (t) => {
     );
   });
 
+  await t.test("a keyed decision is asked once; parking waits for it without a lease", async () => {
+    const kind = "park-decide";
+    const run = await s.runtime.enqueueRun(spec(kind));
+    const seen = [];
+    const { next } = runWorker(t, s, kind, async (l) => {
+      const d = await l.requestDecision({ kind: "approval", key: "ship" });
+      const again = await l.requestDecision({ kind: "approval", key: "ship" });
+      seen.push([d.decisionId, again.decisionId, d.status]);
+      if (d.status === "pending") await l.park({ decisionIds: [d.decisionId] });
+    });
+    const parked = await next();
+    assert.equal(parked.outcome, "settled_by_handler");
+    assert.equal((await s.runtime.getAttempt(parked.lease.attemptId)).value.state, "parked");
+    assert.equal(seen[0][0], seen[0][1], "the same key answers the same decision");
+    assert.equal((await s.runtime.getRun(run.runId)).state, "queued");
+    await s.admin.answerPending(seen[0][0], { status: "approved" });
+    const resumed = await next(2);
+    assert.equal(resumed.outcome, "succeeded");
+    assert.deepEqual(seen[1], [seen[0][0], seen[0][0], "approved"], "the resumed handler gets the same decision, answered");
+  });
+
   await t.test("cancel: acknowledged once, the signal aborts, completed cancelled", async () => {
     const run = await s.runtime.enqueueRun(spec("cancel"));
     let reason;
