@@ -16,7 +16,7 @@ from .wire import (Attempt, AttemptError, Call, CallFinishStatus, CallKind, Call
                    DecisionKind, DecisionRequest, Delegation, DelegationRequest,
                    FencedRequest, FinishCallRequest, Heartbeat, HeartbeatRequest,
                    LastCheckpoint, ParkAttemptRequest, PatchAttemptRequest, Phase,
-                   ReleaseAttemptRequest, Run, RunSpec)
+                   ReleaseAttemptRequest, Run, RunSpec, Usage)
 
 T = TypeVar("T")
 
@@ -261,20 +261,29 @@ class Lease:
         return self._send(lambda: self.client.append_checkpoint(self.attempt_id, req))
 
     def record_call(self, kind: CallKind, target: str, *, request_hash: Optional[str] = None,
-                    policy_decision_id: Optional[str] = None) -> Call:
+                    policy_decision_id: Optional[str] = None, model: Optional[str] = None,
+                    provider: Optional[str] = None, operation: Optional[str] = None) -> Call:
         """Records a started call (sequences count from 0 in each attempt); finish it with
-        finish_call."""
+        finish_call. model, provider and operation name a model call (gen_ai.request.model,
+        gen_ai.provider.name, gen_ai.operation.name)."""
         with self._mu:
             seq = self._next_call_seq
             self._next_call_seq += 1
         req = CallRequest(fencing_token=self.fencing_token, sequence=seq, kind=kind, target=target,
                           request_hash=request_hash or hex_sha256(target.encode("utf-8")),
-                          policy_decision_id=policy_decision_id)
+                          policy_decision_id=policy_decision_id, model=model, provider=provider,
+                          operation=operation)
         return self._send(lambda: self.client.record_call(self.attempt_id, req)[0])
 
-    def finish_call(self, call_id: str, status: CallFinishStatus, receipt_ref: Optional[str] = None) -> Call:
-        """Finishes a recorded call with its status and an optional receipt reference."""
-        req = FinishCallRequest(fencing_token=self.fencing_token, status=status, receipt_ref=receipt_ref)
+    def finish_call(self, call_id: str, status: CallFinishStatus, receipt_ref: Optional[str] = None, *,
+                    usage: Optional[Usage] = None, response_model: Optional[str] = None,
+                    finish_reasons: Optional[List[str]] = None, cost_micros: Optional[int] = None) -> Call:
+        """Finishes a recorded call with its status and an optional receipt reference; a model
+        call reports its tokens (usage), the model that answered, why it stopped and its cost
+        (millionths of the tenant's currency unit, counted by the project's daily budget)."""
+        req = FinishCallRequest(fencing_token=self.fencing_token, status=status, receipt_ref=receipt_ref,
+                                usage=usage, response_model=response_model, finish_reasons=finish_reasons,
+                                cost_micros=cost_micros)
         return self._send(lambda: self.client.finish_call(self.attempt_id, call_id, req))
 
     def call(self, kind: CallKind, target: str, do: Callable[[], Optional[str]], *,

@@ -23,6 +23,7 @@ export {
   ShutdownError,
   type CheckpointInput,
   type CallInput,
+  type CallReport,
   type DecisionInput,
 } from "./lease.js";
 export {

@@ -1,6 +1,7 @@
 import type { Client, CallOptions } from "./client.js";
 import type {
   AttemptError,
+  Usage,
   Attempt,
   Call,
   CallFinishStatus,
@@ -84,6 +85,19 @@ export interface CallInput {
   /** Identifies the request (default: hex SHA-256 of target). */
   requestHash?: string;
   policyDecisionId?: string;
+  /** Model, provider and operation name a model call (gen_ai.request.model, gen_ai.provider.name, gen_ai.operation.name). */
+  model?: string;
+  provider?: string;
+  operation?: string;
+}
+
+/** What a model call reports when it finishes; every member is optional. */
+export interface CallReport {
+  usage?: Usage;
+  responseModel?: string;
+  finishReasons?: string[];
+  /** The call's cost in millionths of the tenant's currency unit; the project's daily cost budget counts it. */
+  costMicros?: number;
 }
 
 /** A decision to ask for; the Lease adds the token. */
@@ -278,6 +292,9 @@ export class Lease {
           target: input.target,
           requestHash: input.requestHash ?? sha256Hex(input.target),
           policyDecisionId: input.policyDecisionId,
+          model: input.model,
+          provider: input.provider,
+          operation: input.operation,
         },
         o,
       ),
@@ -286,7 +303,14 @@ export class Lease {
   }
 
   finishCall(callId: string, status: CallFinishStatus, receiptRef?: string, o: CallOptions = {}): Promise<Call> {
-    return this.write(() => this.client.finishCall(this.attemptId, callId, { fencingToken: this.fencingToken, status, receiptRef }, undefined, o));
+    return this.finishCallReport(callId, status, receiptRef, {}, o);
+  }
+
+  /** finishCall with what a model call reports: tokens, the model that answered, why it stopped, its cost. */
+  finishCallReport(callId: string, status: CallFinishStatus, receiptRef: string | undefined, report: CallReport, o: CallOptions = {}): Promise<Call> {
+    return this.write(() =>
+      this.client.finishCall(this.attemptId, callId, { fencingToken: this.fencingToken, status, receiptRef, ...report }, undefined, o),
+    );
   }
 
   /** Records a call, runs fn, and finishes the call: succeeded with fn's receipt, or failed when fn throws. */

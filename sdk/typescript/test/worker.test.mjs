@@ -124,6 +124,22 @@ test("the Worker", { concurrency: true }, async (t) => {
     assert.deepEqual(seen[1], [seen[0][0], seen[0][0], "approved"], "the resumed handler gets the same decision, answered");
   });
 
+  await t.test("a model call reports usage, summed by attempt and run", async () => {
+    const kind = "usage-report";
+    const run = await s.runtime.enqueueRun(spec(kind));
+    const calls = [];
+    const { next } = runWorker(t, s, kind, async (l) => {
+      const c = await l.recordCall({ kind: "model", target: "chat", model: "m-1", provider: "openai", operation: "chat" });
+      calls.push(c, await l.finishCallReport(c.callId, "succeeded", undefined, { usage: { inputTokens: 10, outputTokens: 4 }, responseModel: "m-1-2026", finishReasons: ["stop"], costMicros: 1500 }));
+    });
+    const r = await next();
+    assert.equal(r.outcome, "succeeded");
+    assert.deepEqual([calls[0].model, calls[0].provider, calls[0].operation, calls[1].responseModel, calls[1].costMicros], ["m-1", "openai", "chat", "m-1-2026", 1500]);
+    for (const u of [await s.runtime.getAttemptUsage(r.lease.attemptId), await s.runtime.getRunUsage(run.runId)]) {
+      assert.deepEqual([u.calls, u.inputTokens, u.outputTokens, u.costMicros], [1, 10, 4, 1500]);
+    }
+  });
+
   await t.test("cancel: acknowledged once, the signal aborts, completed cancelled", async () => {
     const run = await s.runtime.enqueueRun(spec("cancel"));
     let reason;
