@@ -134,8 +134,8 @@ func TestOverviewMatchesAPI(t *testing.T) {
 	if got := num(`#projects tr[data-project="p1"] td.q`); got != 4 {
 		t.Errorf("p1 queued %d, want 4", got)
 	}
-	if lag := text(t, ctx, "#claim-lag"); lag != "1m 30s" {
-		t.Errorf("claim lag %q, want 1m 30s", lag)
+	if lag := text(t, ctx, "#claim-lag"); lag != "1 min 30 s" {
+		t.Errorf("claim lag %q, want 1 min 30 s", lag)
 	}
 	// The live block refreshes in place (htmx): a run enqueued now appears without a reload.
 	tn.Enqueue("ov-late", "interactive")
@@ -190,7 +190,7 @@ func TestRunTimeline(t *testing.T) {
 	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#timeline tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()).join("|"))`)
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`^\S+ \S+\|checkpoint\|1\|phase planning · state state://plan-1\|resumable\|$`),
-		regexp.MustCompile(`^\S+ \S+\|call\|1\|model gpt-review\|succeeded\|2\.5s$`),
+		regexp.MustCompile(`^\S+ \S+\|call\|1\|model gpt-review\|succeeded\|2\.5 s$`),
 		regexp.MustCompile(`^\S+ \S+\|checkpoint\|2\|phase acting · state state://act-2\|resumable\|$`),
 	}
 	if len(rows) != len(want) {
