@@ -64,7 +64,7 @@ func fmtNum(v float64) string {
 const (
 	chartW      = 600
 	chartH      = 170
-	chartLeft   = 40
+	chartLeft   = 52
 	chartBottom = 20
 	barRowH     = 22
 	barLabelW   = 130
