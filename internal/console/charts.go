@@ -69,6 +69,9 @@ const (
 	barRowH     = 22
 	barLabelW   = 130
 	rowsW       = 420
+	// rowLabelRunes is as much of a row's label as fits left of its bar without running
+	// off the chart's left edge; the bar's tooltip and the table under it hold the whole.
+	rowLabelRunes = 15
 )
 
 // columns draws stacked vertical bars, one per bar, left to right (a time series): the
@@ -128,7 +131,7 @@ func rows(label string, bars []chartBar) template.HTML {
 		sb.WriteString(b.open())
 		fmt.Fprintf(&sb, `<rect class="hit" x="0" y="%d" width="%d" height="%d"/>`, y, rowsW, barRowH)
 		fmt.Fprintf(&sb, `<text class="tick" x="%d" y="%d" text-anchor="end">%s</text>`, barLabelW-6, y+15,
-			template.HTMLEscapeString(clip(b.Label, 18)))
+			template.HTMLEscapeString(clip(b.Label, rowLabelRunes)))
 		x := float64(barLabelW)
 		for _, p := range b.Parts {
 			if p.Value <= 0 || peak <= 0 {
@@ -172,7 +175,7 @@ func pairedRows(label string, bars []chartBar, format func(float64) string) temp
 		sb.WriteString(b.open())
 		fmt.Fprintf(&sb, `<rect class="hit" x="0" y="%d" width="%d" height="%d"/>`, y, rowsW, rowH)
 		fmt.Fprintf(&sb, `<text class="tick" x="%d" y="%d" text-anchor="end">%s</text>`, barLabelW-6, y+rowH/2+4,
-			template.HTMLEscapeString(clip(b.Label, 18)))
+			template.HTMLEscapeString(clip(b.Label, rowLabelRunes)))
 		for j, p := range b.Parts {
 			py := y + 4 + j*subH
 			w := 0.0
