@@ -25,6 +25,8 @@ type chartBar struct {
 	Label string
 	Parts []chartPart
 	Href  string
+	// Format writes a part's value in the tooltip (a duration); nil writes the number.
+	Format func(float64) string
 }
 
 func (b chartBar) total() float64 {
@@ -39,7 +41,11 @@ func (b chartBar) title() string {
 	var parts []string
 	for _, p := range b.Parts {
 		if p.Value != 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", fmtNum(p.Value), p.Name))
+			v := fmtNum(p.Value)
+			if b.Format != nil {
+				v = b.Format(p.Value)
+			}
+			parts = append(parts, fmt.Sprintf("%s %s", v, p.Name))
 		}
 	}
 	if len(parts) == 0 {
@@ -58,11 +64,14 @@ func fmtNum(v float64) string {
 const (
 	chartW      = 600
 	chartH      = 170
-	chartLeft   = 40
+	chartLeft   = 52
 	chartBottom = 20
 	barRowH     = 22
 	barLabelW   = 130
 	rowsW       = 420
+	// rowLabelRunes is as much of a row's label as fits left of its bar without running
+	// off the chart's left edge; the bar's tooltip and the table under it hold the whole.
+	rowLabelRunes = 15
 )
 
 // columns draws stacked vertical bars, one per bar, left to right (a time series): the
@@ -122,7 +131,7 @@ func rows(label string, bars []chartBar) template.HTML {
 		sb.WriteString(b.open())
 		fmt.Fprintf(&sb, `<rect class="hit" x="0" y="%d" width="%d" height="%d"/>`, y, rowsW, barRowH)
 		fmt.Fprintf(&sb, `<text class="tick" x="%d" y="%d" text-anchor="end">%s</text>`, barLabelW-6, y+15,
-			template.HTMLEscapeString(clip(b.Label, 18)))
+			template.HTMLEscapeString(clip(b.Label, rowLabelRunes)))
 		x := float64(barLabelW)
 		for _, p := range b.Parts {
 			if p.Value <= 0 || peak <= 0 {
@@ -134,6 +143,50 @@ func rows(label string, bars []chartBar) template.HTML {
 			x += w
 		}
 		fmt.Fprintf(&sb, `<text class="tick" x="%.2f" y="%d">%s</text>`, x+4, y+15, fmtNum(b.total()))
+		sb.WriteString(b.close())
+	}
+	sb.WriteString(`</svg>`)
+	return template.HTML(sb.String())
+}
+
+// pairedRows draws one row per bar with each of its parts as a bar of its own from zero,
+// one under the other, its value written after it by format. It is for series that are not
+// parts of a whole (p50 and p95 of one group): stacked, the second colour would show p95
+// minus p50 and change meaning along the bar; side by side each colour is one series,
+// named in the legend.
+func pairedRows(label string, bars []chartBar, format func(float64) string) template.HTML {
+	const subH = 16
+	var peak float64
+	series := 1
+	for _, b := range bars {
+		series = max(series, len(b.Parts))
+		for _, p := range b.Parts {
+			peak = max(peak, p.Value)
+		}
+	}
+	rowH := series*subH + 8
+	h := max(len(bars), 1)*rowH + 8
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `<svg class="chart rows paired" viewBox="0 0 %d %d" role="img" aria-label="%s" preserveAspectRatio="xMinYMid meet">`,
+		rowsW, h, template.HTMLEscapeString(label))
+	plotW := float64(rowsW - barLabelW - 70)
+	for i, b := range bars {
+		y := 4 + i*rowH
+		sb.WriteString(b.open())
+		fmt.Fprintf(&sb, `<rect class="hit" x="0" y="%d" width="%d" height="%d"/>`, y, rowsW, rowH)
+		fmt.Fprintf(&sb, `<text class="tick" x="%d" y="%d" text-anchor="end">%s</text>`, barLabelW-6, y+rowH/2+4,
+			template.HTMLEscapeString(clip(b.Label, rowLabelRunes)))
+		for j, p := range b.Parts {
+			py := y + 4 + j*subH
+			w := 0.0
+			if peak > 0 && p.Value > 0 {
+				w = p.Value / peak * plotW
+			}
+			fmt.Fprintf(&sb, `<rect class="c-%s" x="%d" y="%d" width="%.2f" height="%d"/>`,
+				template.HTMLEscapeString(p.Name), barLabelW, py, w, subH-2)
+			fmt.Fprintf(&sb, `<text class="tick val" x="%.2f" y="%d">%s</text>`, float64(barLabelW)+w+4, py+subH-3,
+				template.HTMLEscapeString(format(p.Value)))
+		}
 		sb.WriteString(b.close())
 	}
 	sb.WriteString(`</svg>`)

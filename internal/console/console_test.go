@@ -134,8 +134,8 @@ func TestOverviewMatchesAPI(t *testing.T) {
 	if got := num(`#projects tr[data-project="p1"] td.q`); got != 4 {
 		t.Errorf("p1 queued %d, want 4", got)
 	}
-	if lag := text(t, ctx, "#claim-lag"); lag != "1m 30s" {
-		t.Errorf("claim lag %q, want 1m 30s", lag)
+	if lag := text(t, ctx, "#claim-lag"); lag != "1 min 30 s" {
+		t.Errorf("claim lag %q, want 1 min 30 s", lag)
 	}
 	// The live block refreshes in place (htmx): a run enqueued now appears without a reload.
 	tn.Enqueue("ov-late", "interactive")
@@ -190,7 +190,7 @@ func TestRunTimeline(t *testing.T) {
 	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#timeline tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()).join("|"))`)
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`^\S+ \S+\|checkpoint\|1\|phase planning · state state://plan-1\|resumable\|$`),
-		regexp.MustCompile(`^\S+ \S+\|call\|1\|model gpt-review\|succeeded\|2\.5s$`),
+		regexp.MustCompile(`^\S+ \S+\|call\|1\|model gpt-review\|succeeded\|2\.5 s$`),
 		regexp.MustCompile(`^\S+ \S+\|checkpoint\|2\|phase acting · state state://act-2\|resumable\|$`),
 	}
 	if len(rows) != len(want) {
@@ -657,7 +657,9 @@ func TestSchedulesPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"2026-01-01 12:02:00.000", "2026-01-01 12:01:00.000", sc.LastFirings[0].RunID.String()[28:], "active"} {
+	// A firing's run shows its id's random tail, as the runs list does (issue 29 item 5).
+	fired := sc.LastFirings[0].RunID.String()
+	for _, want := range []string{"2026-01-01 12:02:00.000", "2026-01-01 12:01:00.000", fired[len(fired)-8:], "active"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the row %q lacks %q", text, want)
 		}

@@ -256,11 +256,11 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 			label = "all runs"
 		}
 		bars = append(bars, chartBar{Label: label, Parts: []chartPart{
-			{Name: "p50", Value: msOf(g.Latency.P50Ms)}, {Name: "p95", Value: msOf(g.Latency.P95Ms) - msOf(g.Latency.P50Ms)}},
-			Href: runsLink("", w.From, w.To, f, w.GroupBy, g.Key)})
+			{Name: "p50", Value: msOf(g.Latency.P50Ms)}, {Name: "p95", Value: msOf(g.Latency.P95Ms)}},
+			Href: runsLink("", w.From, w.To, f, w.GroupBy, g.Key), Format: msLabel})
 	}
-	v.Latency = barChart{ID: "claim-latency", Title: "Time from enqueue to first claim (ms, p50 and p95)",
-		SVG: rows("Time to first claim in milliseconds, p50 and p95", bars), Href: runsLink("", w.From, w.To, f, "", "")}
+	v.Latency = barChart{ID: "claim-latency", Title: "Time from enqueue to first claim (p50 and p95)",
+		SVG: pairedRows("Time to first claim, p50 and p95", bars, msLabel), Href: runsLink("", w.From, w.To, f, "", "")}
 
 	cs, err := st.Calls(ctx, tenant, w, f)
 	if err != nil {
@@ -307,13 +307,17 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 	v.DecisionRows, bars = ds.Kinds, nil
 	for _, k := range ds.Kinds {
 		bars = append(bars, chartBar{Label: k.Kind.String(), Parts: []chartPart{{Name: "answered", Value: float64(k.Answered)},
-			{Name: "expired", Value: float64(k.Expired)}, {Name: "other", Value: float64(k.Requested - k.Answered - k.Expired)}},
+			{Name: "pending", Value: float64(k.Pending)}, {Name: "expired", Value: float64(k.Expired)},
+			{Name: "cancelled", Value: float64(k.Cancelled)}},
 			Href: "/ui/decisions?status=all"})
 	}
-	v.Decisions = barChart{ID: "decisions", Title: "Decisions, by kind", SVG: rows("Decisions requested by kind: answered, expired, other", bars),
+	v.Decisions = barChart{ID: "decisions", Title: "Decisions, by kind", SVG: rows("Decisions requested by kind: answered, pending, expired, cancelled", bars),
 		Href: "/ui/decisions?status=all"}
 	return nil
 }
+
+// msLabel is how a millisecond value reads beside its bar.
+func msLabel(v float64) string { return fmtDuration(time.Duration(v) * time.Millisecond) }
 
 func msOf(p *int64) float64 {
 	if p == nil {

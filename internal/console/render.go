@@ -51,14 +51,9 @@ var funcs = template.FuncMap{
 	"json":  boundedJSON,
 	"add":   func(a, b int) int { return a + b },
 	"add64": func(a, b int64) int64 { return a + b },
-	"ms": func(p *int64) string {
-		if p == nil {
-			return "—"
-		}
-		return fmt.Sprintf("%d", *p)
-	},
-	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
-	"list": func(s ...string) []string { return s },
+	"ms":    fmtMs,
+	"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"list":  func(s ...string) []string { return s },
 	// short is the last 8 characters of an id, enough to tell rows apart (the title and the
 	// link carry the whole id): a UUIDv7 starts with its time, so rows made in the same
 	// minutes share their first characters, while its tail is random.
@@ -72,19 +67,56 @@ var funcs = template.FuncMap{
 	},
 }
 
+// fmtDuration is how every duration in the console reads: the two largest units a person
+// uses ("250 ms", "17.3 s", "2 min 5 s", "1 h 3 min", "2 d 4 h"), never raw milliseconds.
+// Seconds under a minute keep one decimal and drop it when it is zero ("10 s"); past a
+// minute the smaller unit is whole and left out when it is zero ("2 min", "1 h").
 func fmtDuration(d time.Duration) string {
+	two := func(n int64, big string, m int64, small string) string {
+		if m == 0 {
+			return fmt.Sprintf("%d %s", n, big)
+		}
+		return fmt.Sprintf("%d %s %d %s", n, big, m, small)
+	}
 	switch {
 	case d <= 0:
-		return "0s"
+		return "0 s"
 	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
+		return fmt.Sprintf("%d ms", d.Milliseconds())
 	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
+		// Tenths of a second, rounded; 59.96 s reads "1 min", not "60 s".
+		tenths := (d + 50*time.Millisecond) / (100 * time.Millisecond)
+		if tenths >= 600 {
+			return "1 min"
+		}
+		if tenths%10 == 0 {
+			return fmt.Sprintf("%d s", tenths/10)
+		}
+		return fmt.Sprintf("%d.%d s", tenths/10, tenths%10)
 	case d < time.Hour:
-		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
+		s := int64((d + time.Second/2) / time.Second)
+		if s >= 3600 {
+			return "1 h"
+		}
+		return two(s/60, "min", s%60, "s")
+	case d < 24*time.Hour:
+		m := int64((d + time.Minute/2) / time.Minute)
+		if m >= 24*60 {
+			return "1 d"
+		}
+		return two(m/60, "h", m%60, "min")
 	default:
-		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
+		h := int64((d + time.Hour/2) / time.Hour)
+		return two(h/24, "d", h%24, "h")
 	}
+}
+
+// fmtMs is fmtDuration for the API's millisecond figures (percentiles), "—" for none.
+func fmtMs(p *int64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmtDuration(time.Duration(*p) * time.Millisecond)
 }
 
 // A stored JSON value (a run's input, a decision's options or answer) is shown compact, at
