@@ -38,6 +38,7 @@ const (
 	CodeUnknownProject       ProblemCode = "unknown_project"
 	CodeWebhookTarget        ProblemCode = "webhook_target_refused"
 	CodeWebhookLimit         ProblemCode = "webhook_limit"
+	CodeBulkTooLarge         ProblemCode = "bulk_too_large"
 	CodePreconditionRequired ProblemCode = "precondition_required"
 	CodeRateLimited          ProblemCode = "rate_limited" // with Retry-After
 	CodeInternal             ProblemCode = "internal"
@@ -80,6 +81,7 @@ var problemTable = []struct {
 	{CodeUnknownProject, http.StatusUnprocessableEntity},
 	{CodeWebhookTarget, http.StatusUnprocessableEntity},
 	{CodeWebhookLimit, http.StatusConflict},
+	{CodeBulkTooLarge, http.StatusUnprocessableEntity},
 	{CodePreconditionRequired, http.StatusPreconditionRequired},
 	{CodeRateLimited, http.StatusTooManyRequests},
 	{CodeInternal, http.StatusInternalServerError},

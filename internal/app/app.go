@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/insights"
 	"github.com/ledger-dev/ledger/internal/locks"
 	"github.com/ledger-dev/ledger/internal/metrics"
+	"github.com/ledger-dev/ledger/internal/operations"
 	"github.com/ledger-dev/ledger/internal/overview"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -66,6 +67,8 @@ type Config struct {
 	Webhooks webhooks.Config
 	// WebhookDispatch tunes this replica's webhook dispatcher (zero: defaults).
 	WebhookDispatch webhooks.DispatcherConfig
+	// Operations tunes this replica's runner of bulk operations (zero: defaults).
+	Operations operations.RunnerConfig
 }
 
 // App is the assembled service.
@@ -79,6 +82,8 @@ type App struct {
 	// Webhooks is the webhook store and Dispatcher this replica's sender.
 	Webhooks   *webhooks.Store
 	Dispatcher *webhooks.Dispatcher
+	// Operations works through bulk operations (Background runs it on this replica).
+	Operations *operations.Runner
 	log        *slog.Logger
 	purge      time.Duration
 	schedule   time.Duration
@@ -144,13 +149,19 @@ func New(db *sqldb.DB, cfg Config) *App {
 	insights.Routes(s, ins)
 	sched := schedules.NewStore(db, rs)
 	schedules.Routes(s, sched)
+	operations.Routes(s, operations.NewStore(db, rs))
+	opCfg := cfg.Operations
+	if opCfg.Logger == nil {
+		opCfg.Logger = log
+	}
+	opRunner := operations.NewRunner(db, rs, opCfg)
 	scheduler := schedules.NewScheduler(db, rs, cfg.ScheduleInterval, log)
 	s.Registry.MustRegister(scheduler.Collectors()...)
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
 		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
 		Logger: log})
-	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, log: log,
+	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, Operations: opRunner, log: log,
 		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval}
 }
 
@@ -161,7 +172,7 @@ func identify(ctx context.Context) (string, string, bool) {
 }
 
 // Background runs the replica's background work until ctx ends: the reaper, the expiry of
-// pending decisions on the reaper's interval, the scheduler, and retention. Every replica runs them all;
+// pending decisions on the reaper's interval, the scheduler, the bulk operations' runner, and retention. Every replica runs them all;
 // they need no leader.
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -173,8 +184,9 @@ func (a *App) Background(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.Scheduler.Run(ctx) }()
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); a.Runs.RunReaper(ctx) }()
+	go func() { defer wg.Done(); a.Operations.Run(ctx) }()
 	go func() { defer wg.Done(); a.Dispatcher.Run(ctx) }()
 	go func() {
 		defer wg.Done()
