@@ -51,7 +51,6 @@ func (h handlers) bulk(c echo.Context) error {
 	if op.OperationID == nil {
 		return c.JSON(http.StatusOK, op) // a dry run
 	}
-	c.Response().Header().Set(echo.HeaderLocation, web.Path("v1", "operations", op.OperationID.String()))
 	if created {
 		return c.JSON(http.StatusAccepted, op)
 	}
@@ -69,4 +68,3 @@ func (h handlers) get(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, op)
 }
-

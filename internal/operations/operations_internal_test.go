@@ -45,7 +45,9 @@ func (w *world) newTenant() string {
 	return tenant
 }
 
-func (w *world) caller(tenant string) runs.Caller { return runs.Caller{TenantID: tenant, KeyID: "admin"} }
+func (w *world) caller(tenant string) runs.Caller {
+	return runs.Caller{TenantID: tenant, KeyID: "admin"}
+}
 
 func (w *world) runner(holder string, batch int) *Runner {
 	return NewRunner(w.db, w.runs, RunnerConfig{Holder: holder, Batch: batch, Lease: 30 * time.Second})
