@@ -97,6 +97,7 @@ var (
 	ErrUnknownProject       error = sentinel(api.CodeUnknownProject)       // 422
 	ErrWebhookTarget        error = sentinel(api.CodeWebhookTarget)        // 422
 	ErrWebhookLimit         error = sentinel(api.CodeWebhookLimit)         // 409
+	ErrBulkTooLarge         error = sentinel(api.CodeBulkTooLarge)         // 422
 	ErrPreconditionRequired error = sentinel(api.CodePreconditionRequired) // 428
 	ErrRateLimited          error = sentinel(api.CodeRateLimited)          // 429, with RetryAfter
 	ErrInternal             error = sentinel(api.CodeInternal)             // 500
