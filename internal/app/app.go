@@ -149,7 +149,8 @@ func New(db *sqldb.DB, cfg Config) *App {
 	insights.Routes(s, ins)
 	sched := schedules.NewStore(db, rs)
 	schedules.Routes(s, sched)
-	operations.Routes(s, operations.NewStore(db, rs))
+	ops := operations.NewStore(db, rs)
+	operations.Routes(s, ops)
 	opCfg := cfg.Operations
 	if opCfg.Logger == nil {
 		opCfg.Logger = log
@@ -159,7 +160,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 	s.Registry.MustRegister(scheduler.Collectors()...)
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
+		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Schedules: sched, Operations: ops, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
 		Logger: log})
 	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, Operations: opRunner, log: log,
 		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval}
