@@ -79,11 +79,13 @@ type Store struct {
 	db   *sqldb.DB
 	q    *queries
 	runs *runs.Service
+	// maxMatched is api.MaxBulkMatched (a test lowers it).
+	maxMatched int
 }
 
 // NewStore returns the operation store over db.
 func NewStore(db *sqldb.DB, rs *runs.Service) *Store {
-	return &Store{db: db, q: queriesFor(db.Dialect), runs: rs}
+	return &Store{db: db, q: queriesFor(db.Dialect), runs: rs, maxMatched: api.MaxBulkMatched}
 }
 
 // Caller is who asks for an operation.
@@ -214,7 +216,7 @@ func (s *Store) match(ctx context.Context, tenantID string, req api.BulkRunsRequ
 		return out, nil
 	}
 	f := req.Filter
-	lf := runs.ListFilter{Limit: matchPage, State: f.State, Subject: f.Subject, ProjectID: f.ProjectID, Kind: f.Kind,
+	lf := runs.ListFilter{Limit: min(matchPage, s.maxMatched+1), State: f.State, Subject: f.Subject, ProjectID: f.ProjectID, Kind: f.Kind,
 		AgentID: f.AgentID, Band: f.Band, Outcome: f.Outcome, ErrorCode: f.ErrorCode, ReleaseID: f.ReleaseID, Tag: f.Tag,
 		EndedFrom: timeOf(f.EndedFrom), EndedTo: timeOf(f.EndedTo), QueuedFrom: timeOf(f.QueuedFrom)}
 	if f.QueuedTo != nil {
@@ -229,10 +231,10 @@ func (s *Store) match(ctx context.Context, tenantID string, req api.BulkRunsRequ
 		for _, r := range page {
 			out = append(out, r.RunID)
 		}
-		if len(out) > api.MaxBulkMatched {
-			return nil, apperr.New(api.CodeBulkTooLarge, "more than %d runs match; narrow the filter", api.MaxBulkMatched)
+		if len(out) > s.maxMatched {
+			return nil, apperr.New(api.CodeBulkTooLarge, "more than %d runs match; narrow the filter", s.maxMatched)
 		}
-		if len(page) < matchPage {
+		if len(page) < lf.Limit {
 			return out, nil
 		}
 		last := page[len(page)-1]

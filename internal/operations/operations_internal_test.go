@@ -326,3 +326,21 @@ func TestOtherTenantNeverMatched(t *testing.T) {
 		t.Fatalf("another tenant read the operation: %v", err)
 	}
 }
+
+// More matching runs than the bound is bulk_too_large, and nothing is stored.
+func TestTooManyMatchedIsRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.store.maxMatched = 2
+	for range 3 {
+		w.enqueue(w.tenant, 3, "many")
+	}
+	req := api.BulkRunsRequest{Action: api.BulkCancel, Filter: &api.BulkFilter{Tag: api.Ptr("many")}}
+	if _, _, err := w.store.Create(w.ctx, w.caller(w.tenant), req); !apperr.Is(err, api.CodeBulkTooLarge) {
+		t.Fatalf("3 runs over a bound of 2: %v", err)
+	}
+	w.store.maxMatched = 3
+	if op := w.create(w.tenant, req); op.Matched != 3 {
+		t.Fatalf("at the bound: %+v", op)
+	}
+}
