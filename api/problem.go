@@ -40,6 +40,7 @@ const (
 	CodeWebhookLimit         ProblemCode = "webhook_limit"
 	CodeUnknownDecision      ProblemCode = "unknown_decision"
 	CodeUnknownRun           ProblemCode = "unknown_run"
+	CodeBulkTooLarge         ProblemCode = "bulk_too_large"
 	CodePreconditionRequired ProblemCode = "precondition_required"
 	CodeRateLimited          ProblemCode = "rate_limited" // with Retry-After
 	CodeInternal             ProblemCode = "internal"
@@ -84,6 +85,7 @@ var problemTable = []struct {
 	{CodeWebhookLimit, http.StatusConflict},
 	{CodeUnknownDecision, http.StatusUnprocessableEntity},
 	{CodeUnknownRun, http.StatusUnprocessableEntity},
+	{CodeBulkTooLarge, http.StatusUnprocessableEntity},
 	{CodePreconditionRequired, http.StatusPreconditionRequired},
 	{CodeRateLimited, http.StatusTooManyRequests},
 	{CodeInternal, http.StatusInternalServerError},

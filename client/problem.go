@@ -99,6 +99,7 @@ var (
 	ErrWebhookLimit         error = sentinel(api.CodeWebhookLimit)         // 409
 	ErrUnknownDecision      error = sentinel(api.CodeUnknownDecision)      // 422
 	ErrUnknownRun           error = sentinel(api.CodeUnknownRun)           // 422
+	ErrBulkTooLarge         error = sentinel(api.CodeBulkTooLarge)         // 422
 	ErrPreconditionRequired error = sentinel(api.CodePreconditionRequired) // 428
 	ErrRateLimited          error = sentinel(api.CodeRateLimited)          // 429, with RetryAfter
 	ErrInternal             error = sentinel(api.CodeInternal)             // 500

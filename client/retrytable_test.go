@@ -149,6 +149,15 @@ func goCalls() map[string][]variant {
 				return e(c.EnqueueRun(ctx, api.EnqueueRequest{RunSpec: spec(api.Ptr("k"))}))
 			}},
 		},
+		"bulkRuns": {
+			{name: "BulkRuns", call: func(ctx context.Context, c *client.Client) error {
+				return e(c.BulkRuns(ctx, api.BulkRunsRequest{Action: api.BulkCancel, RunIDs: []uuid.UUID{id}}))
+			}},
+			{name: "BulkRunsWithKey", bodySet: true, call: func(ctx context.Context, c *client.Client) error {
+				return e(c.BulkRuns(ctx, api.BulkRunsRequest{Action: api.BulkCancel, RunIDs: []uuid.UUID{id}, IdempotencyKey: api.Ptr("k")}))
+			}},
+		},
+		"getOperation": one("GetOperation", func(ctx context.Context, c *client.Client) error { return e(c.GetOperation(ctx, id)) }),
 		"forkRun": {
 			{name: "ForkRun", call: func(ctx context.Context, c *client.Client) error {
 				return e(c.ForkRun(ctx, id, api.ForkRequest{CheckpointID: id}))

@@ -117,6 +117,26 @@ func (c *Client) ForkRun(ctx context.Context, runID uuid.UUID, req api.ForkReque
 	return out, err
 }
 
+// BulkRuns cancels or continues many runs (POST /v1/runs/bulk, admin): it answers the
+// operation, which the service works through in batches (GetOperation shows its progress),
+// or with DryRun the number of runs matched. Retried only with an idempotency key.
+func (c *Client) BulkRuns(ctx context.Context, req api.BulkRunsRequest) (api.Operation, error) {
+	var out api.Operation
+	r := once
+	if req.IdempotencyKey != nil {
+		r = idempotent
+	}
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/bulk", body: req, repeat: r, out: &out})
+	return out, err
+}
+
+// GetOperation reads a bulk operation's progress (GET /v1/operations/{operationId}).
+func (c *Client) GetOperation(ctx context.Context, operationID uuid.UUID) (api.Operation, error) {
+	var out api.Operation
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/operations/" + operationID.String(), repeat: idempotent, out: &out})
+	return out, err
+}
+
 func attemptPath(id uuid.UUID, rest string) string { return "/v1/attempts/" + id.String() + rest }
 
 // Heartbeat renews a lease (POST /v1/attempts/{attemptId}/heartbeat) and says whether a

@@ -24,6 +24,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/insights"
 	"github.com/ledger-dev/ledger/internal/locks"
 	"github.com/ledger-dev/ledger/internal/metrics"
+	"github.com/ledger-dev/ledger/internal/operations"
 	"github.com/ledger-dev/ledger/internal/overview"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -73,6 +74,8 @@ type Config struct {
 	Webhooks webhooks.Config
 	// WebhookDispatch tunes this replica's webhook dispatcher (zero: defaults).
 	WebhookDispatch webhooks.DispatcherConfig
+	// Operations tunes this replica's runner of bulk operations (zero: defaults).
+	Operations operations.RunnerConfig
 	// OTLP, when its Endpoint is set, exports the history as OpenTelemetry traces.
 	OTLP OTLPConfig
 }
@@ -95,6 +98,8 @@ type App struct {
 	// Webhooks is the webhook store and Dispatcher this replica's sender.
 	Webhooks   *webhooks.Store
 	Dispatcher *webhooks.Dispatcher
+	// Operations works through bulk operations (Background runs it on this replica).
+	Operations *operations.Runner
 	log        *slog.Logger
 	purge      time.Duration
 	schedule   time.Duration
@@ -165,6 +170,13 @@ func New(db *sqldb.DB, cfg Config) *App {
 	insights.Routes(s, ins)
 	sched := schedules.NewStore(db, rs)
 	schedules.Routes(s, sched)
+	ops := operations.NewStore(db, rs)
+	operations.Routes(s, ops)
+	opCfg := cfg.Operations
+	if opCfg.Logger == nil {
+		opCfg.Logger = log
+	}
+	opRunner := operations.NewRunner(db, rs, opCfg)
 	scheduler := schedules.NewScheduler(db, rs, cfg.ScheduleInterval, log)
 	s.Registry.MustRegister(scheduler.Collectors()...)
 	holder := ids.New().String()
@@ -179,10 +191,10 @@ func New(db *sqldb.DB, cfg Config) *App {
 	s.Registry.MustRegister(feed.NewCollector(db, log))
 	// The admin console calls the same stores with the signed-in key's tenant.
 	console.Routes(s.Echo, console.Deps{DB: db, Auth: auth, Runs: rs, History: hist, Decisions: dec, Delegations: del,
-		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Calls: cs, Schedules: sched, Webhooks: wh, Secure: cfg.ConsoleSecureCookies,
-		Logger: log})
-	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, log: log,
-		purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval, projectors: projectors, exporters: exporters}
+		Releases: rel, Projects: proj, Overview: ov, Insights: ins, Calls: cs, Schedules: sched, Operations: ops, Webhooks: wh,
+		Secure: cfg.ConsoleSecureCookies, Logger: log})
+	return &App{Server: s, DB: db, Keys: keys, Runs: rs, Scheduler: scheduler, Webhooks: wh, Dispatcher: disp, Operations: opRunner,
+		log: log, purge: cfg.PurgeInterval, schedule: cfg.ScheduleInterval, projectors: projectors, exporters: exporters}
 }
 
 // identify names the tenant and key of a request the authenticator admitted.
@@ -192,9 +204,9 @@ func identify(ctx context.Context) (string, string, bool) {
 }
 
 // Background runs the replica's background work until ctx ends: the reaper, the expiry of
-// pending decisions on the reaper's interval, the scheduler, the webhook dispatcher,
-// retention and the change feed's projectors. Every replica runs them all; they need no
-// leader (a projector's lease picks one replica per step).
+// pending decisions on the reaper's interval, the scheduler, the webhook dispatcher, the
+// bulk operations' runner, retention and the change feed's projectors. Every replica runs
+// them all; they need no leader (a projector's lease picks one replica per step).
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, p := range a.projectors {
@@ -213,8 +225,9 @@ func (a *App) Background(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.Scheduler.Run(ctx) }()
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); a.Runs.RunReaper(ctx) }()
+	go func() { defer wg.Done(); a.Operations.Run(ctx) }()
 	go func() { defer wg.Done(); a.Dispatcher.Run(ctx) }()
 	go func() {
 		defer wg.Done()

@@ -48,6 +48,7 @@ var (
 // isoUUIDParams are the path parameters that are UUIDs (a missing one is a fresh UUID).
 var isoUUIDParams = map[string]bool{
 	"runId": true, "attemptId": true, "decisionId": true, "delegationId": true, "callId": true, "checkpointId": true, "deliveryId": true,
+	"operationId": true,
 }
 
 // fillPath replaces the ":name" segments of an Echo path with values.
@@ -203,18 +204,26 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		t.Fatalf("run2 is %s, want ended", st)
 	}
 
+	// A bulk operation of A's (over the ended run: it changes nothing the probes use).
+	r = must(t, s.do(t, req{method: http.MethodPost, path: "/v1/runs/bulk", key: adminA,
+		body: `{"action":"cancel","runIds":["` + run2 + `"]}`}), http.StatusAccepted)
+	operation := str(t, r, "operationId")
+	// Worked to its end now, so B's probes (whose runner pass sees every tenant) change nothing of A's.
+	if _, err := s.app.Operations.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	// A's history is in the insights roll-ups too, so B's insights are checked against it.
 	if err := s.app.CatchUpFeed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
 	values := map[string]string{
-		"runId": run1, "attemptId": att1, "projectId": projectA, "decisionId": decision, "delegationId": delegation,
+		"operationId": operation, "runId": run1, "attemptId": att1, "projectId": projectA, "decisionId": decision, "delegationId": delegation,
 		"releaseId": releaseA, "adapterVersion": adapterA, "callId": call, "checkpointId": checkpoint,
 		"agentId": agentA, "taskId": taskA, "scheduleId": "iso-sched", "webhookName": "iso-hook", "deliveryId": delivery,
 	}
 	// aIDs are strings that name A's rows and may appear in no answer to B.
-	aIDs := []string{run1, run2, childRun, att1, att2, checkpoint, call, decision, delegation, releaseA, delivery}
+	aIDs := []string{run1, run2, childRun, att1, att2, checkpoint, call, decision, delegation, releaseA, delivery, operation}
 
 	var ops []string
 	for _, op := range s.app.Server.Operations() {
@@ -396,7 +405,24 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		"PUT /v1/schedules/:scheduleId": {{name: "IfMatchOfA", ifMatch: scheduleETag,
 			body:  `{"cron":"@daily","run":` + enqueue("iso-b-sched", "iso", projectA, "") + `}`,
 			admin: isoExpect{status: http.StatusPreconditionFailed, code: "precondition_failed"}, rt: isoForbidden}},
-		"GET /v1/schedules":                {{admin: list, rt: list}},
+		"GET /v1/schedules":               {{admin: list, rt: list}},
+		"GET /v1/operations/:operationId": {{admin: isoNotFound, rt: isoForbidden}},
+		// B's bulk operation naming A's run: B's runner finds no such run of B's.
+		"POST /v1/runs/bulk": {{body: `{"action":"cancel","runIds":["` + run1 + `"]}`, rt: isoForbidden,
+			admin: isoExpect{check: func(t *testing.T, r response) {
+				t.Helper()
+				wantStatus(t, r, http.StatusAccepted)
+				if _, err := s.app.Operations.Tick(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				op := decode[api.Operation](t, s.do(t, req{method: http.MethodGet, path: "/v1/operations/" + str(t, r, "operationId"), key: adminB}))
+				if op.State != api.OperationSucceeded || op.Skips.NotFound != 1 || op.Done != 0 {
+					t.Fatalf("B's operation over A's run: %+v", op)
+				}
+				if st := str(t, s.do(t, req{method: http.MethodGet, path: "/v1/runs/" + run1, key: adminA}), "state"); st != "leased" {
+					t.Fatalf("A's run is %s", st)
+				}
+			}}}},
 		"GET /v1/schedules/:scheduleId":    {{admin: isoNotFound, rt: isoNotFound}},
 		"DELETE /v1/schedules/:scheduleId": {{admin: isoNotFound, rt: isoForbidden}},
 		"POST /v1/runs/:runId/cancel":      {{admin: isoNotFound, rt: isoForbidden}},

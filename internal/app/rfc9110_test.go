@@ -147,12 +147,13 @@ func newWorld(t *testing.T, s *stack) world {
 		body: fmt.Sprintf(`{"fencingToken":%s,"purpose":"p","child":%s}`, token, enq("w-child"))}), http.StatusCreated), "delegationId")
 	must(s.do(t, req{method: http.MethodPut, path: "/v1/locks/agents/w-agent/tasks/w-task", key: runtime, body: `{"holderId":"h","ttlSeconds":3600}`}), http.StatusOK)
 	must(s.do(t, req{method: http.MethodPut, path: "/v1/schedules/w-sched", key: admin, body: `{"cron":"@daily","run":` + enq("w-sched") + `}`}), http.StatusCreated)
+	op := str(must(s.do(t, req{method: http.MethodPost, path: "/v1/runs/bulk", key: admin, body: `{"action":"continue","runIds":["` + run + `"]}`}), http.StatusAccepted), "operationId")
 	deliveries := must(s.do(t, req{method: http.MethodGet, path: "/v1/webhook-deliveries?limit=1", key: admin}), http.StatusOK)
 	delivery := deliveries["items"].([]any)[0].(map[string]any)["deliveryId"].(string)
 	return world{admin: admin, runtime: runtime, token: token, runID: run, values: map[string]string{
 		"projectId": "w-proj", "releaseId": "w-rel", "adapterVersion": "1.0", "runId": run, "attemptId": att,
 		"checkpointId": cp, "callId": call, "decisionId": dec, "delegationId": del, "agentId": "w-agent", "taskId": "w-task",
-		"scheduleId": "w-sched", "webhookName": "w-hook", "deliveryId": delivery,
+		"scheduleId": "w-sched", "webhookName": "w-hook", "deliveryId": delivery, "operationId": op,
 	}}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/delegations"
 	"github.com/ledger-dev/ledger/internal/history"
 	"github.com/ledger-dev/ledger/internal/insights"
+	"github.com/ledger-dev/ledger/internal/operations"
 	"github.com/ledger-dev/ledger/internal/overview"
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/releases"
@@ -65,6 +66,7 @@ type Deps struct {
 	Insights    *insights.Store
 	Calls       *calls.Store
 	Schedules   *schedules.Store
+	Operations  *operations.Store
 	Webhooks    *webhooks.Store
 	// Secure is SecureAuto (default), SecureAlways or SecureNever.
 	Secure string
@@ -121,6 +123,8 @@ func Routes(e *echo.Echo, d Deps) {
 	a.POST("/runs/:runId/cancel", c.cancelRun)
 	a.POST("/runs/:runId/continue", c.continueRun)
 	a.POST("/runs/:runId/fork", c.forkRun)
+	a.POST("/runs/bulk", c.bulkRuns)
+	a.GET("/operations/:operationId", c.operationPage)
 	a.GET("/attempts/:attemptId", c.attemptPage)
 	a.GET("/decisions", c.decisionsPage)
 	a.GET("/decisions/:decisionId", c.decisionPage)

@@ -166,6 +166,8 @@ type runsView struct {
 	// Later says this is not the first page: only then does it link to the newest.
 	Later   bool
 	Problem string
+	// Query is the filters as a query string (the bulk form's "all matching this filter").
+	Query string
 }
 
 type runCursor struct {
@@ -267,6 +269,7 @@ func (c *console) runsPage(ctx echo.Context) error {
 		}
 	}
 	v.First = pageLink("/ui/runs", nq)
+	v.Query = nq.Encode()
 	if len(rs) > pageSize {
 		rs = rs[:pageSize]
 		last := rs[len(rs)-1]

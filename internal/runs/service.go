@@ -497,37 +497,8 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 	var out Run
 	moved := false // the subject's head moved: its next queued run is claimable now
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		moved = false
-		seen, err := s.getBy(ctx, tx, s.q.get, tenantID, runID)
-		if err != nil || seen.State == api.RunEnded {
-			out = seen
-			return err
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		if seen.State == api.RunQueued {
-			if err := s.lockSubject(ctx, tx, tenantID, seen.Subject); err != nil {
-				return err
-			}
-		}
-		run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
-		if err != nil {
-			return err
-		}
-		switch {
-		case run.State == api.RunEnded:
-			out = run
-		case run.State != seen.State:
-			return errStateMoved
-		case run.State == api.RunQueued:
-			out, moved, err = s.endQueued(ctx, tx, run, api.OutcomeCancelled, now)
-		case run.CancelRequestedAt == nil:
-			out, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
-		default:
-			out = run
-		}
+		var err error
+		out, _, moved, err = s.CancelTx(ctx, tx, tenantID, runID)
 		return err
 	})
 	if err != nil {
@@ -539,6 +510,57 @@ func (s *Service) Cancel(ctx context.Context, tenantID string, runID uuid.UUID) 
 	}
 	return out, nil
 }
+
+// CancelEffect is what a cancel did to a run.
+type CancelEffect int
+
+// The cancel effects.
+const (
+	CancelNone      CancelEffect = iota // ended already, or a cancel was pending
+	CancelEnded                         // a queued run ended cancelled
+	CancelRequested                     // a leased run's holder was asked to stop
+)
+
+// CancelTx is Cancel inside the caller's transaction (a bulk operation's batch), saying
+// what it did. wake reports that the subject's next queued run became its head: after the
+// commit, the caller calls Wake for the tenant.
+func (s *Service) CancelTx(ctx context.Context, tx *sqldb.Tx, tenantID string, runID uuid.UUID) (out Run, did CancelEffect, wake bool, err error) {
+	seen, err := s.getBy(ctx, tx, s.q.get, tenantID, runID)
+	if err != nil || seen.State == api.RunEnded {
+		return seen, CancelNone, false, err
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return Run{}, CancelNone, false, err
+	}
+	if seen.State == api.RunQueued {
+		if err := s.lockSubject(ctx, tx, tenantID, seen.Subject); err != nil {
+			return Run{}, CancelNone, false, err
+		}
+	}
+	run, err := s.getBy(ctx, tx, s.q.lock, tenantID, runID)
+	if err != nil {
+		return Run{}, CancelNone, false, err
+	}
+	switch {
+	case run.State == api.RunEnded:
+		return run, CancelNone, false, nil
+	case run.State != seen.State:
+		return Run{}, CancelNone, false, errStateMoved
+	case run.State == api.RunQueued:
+		out, wake, err = s.endQueued(ctx, tx, run, api.OutcomeCancelled, now)
+		return out, CancelEnded, wake, err
+	case run.CancelRequestedAt == nil:
+		out, err = s.getBy(ctx, tx, s.q.requestCancel, runID, tx.Dialect.Time(now))
+		return out, CancelRequested, false, err
+	default:
+		return run, CancelNone, false, nil
+	}
+}
+
+// Wake tells the tenant's waiting claims that work may be claimable (after a commit that
+// CancelTx or ContinueTx said moved a queue).
+func (s *Service) Wake(tenantID string) { s.wake.notify(tenantID) }
 
 // RequestCancelTx asks the holder of a leased run to stop, inside the caller's transaction
 // (a release draining under the cancel policy). A run that is not leased, or already has
@@ -577,55 +599,9 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		created bool
 	)
 	err := s.db.Write(ctx, sqldb.TenantScope(c.TenantID), func(tx *sqldb.Tx) error {
-		created = false
-		old, err := s.getBy(ctx, tx, s.q.lock, c.TenantID, runID)
-		if err != nil {
-			return err
-		}
-		if old.State != api.RunEnded {
-			return apperr.New(api.CodeIllegalTransition, "only an ended run can be continued; this one is %s", old.State)
-		}
-		spent := old.Attempt + 1
-		if spent > old.MaxAttempts {
-			return apperr.New(api.CodeAttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
-		}
-		now, err := tx.Now(ctx)
-		if err != nil {
-			return err
-		}
-		due := now
-		if cont.DueAt != nil {
-			due = sqldb.Truncate(*cont.DueAt)
-		}
-		snapshot := old.SnapshotID
-		if cont.SnapshotID != nil {
-			snapshot = *cont.SnapshotID
-		}
-		if err := s.lockSubject(ctx, tx, c.TenantID, old.Subject); err != nil {
-			return err
-		}
-		r, err := s.insertRun(ctx, tx, Run{
-			RunID: tx.Dialect.NewID(), TenantID: c.TenantID, ProjectID: old.ProjectID, EnvironmentID: old.EnvironmentID,
-			Subject: old.Subject, Kind: old.Kind, AgentID: old.AgentID, StepID: old.StepID, SnapshotID: snapshot,
-			Input: old.Input, Band: old.Band, Epoch: old.Epoch, Attempt: spent, MaxAttempts: old.MaxAttempts,
-			MaxCorrections: old.MaxCorrections, QueuedAt: now, DueAt: due, DeadlineAt: old.DeadlineAt,
-			ParentRunID: old.ParentRunID, Depth: old.Depth, CreatedBy: c.KeyID, Tags: old.Tags, Metadata: old.Metadata,
-			ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true}, TraceParent: old.TraceParent,
-		}, nil)
-		if sqldb.IsConflict(err, s.continuedFromMarkers()...) {
-			// Continued already (by an earlier request, or a concurrent one that committed
-			// first): answer with its run.
-			out, err = s.getBy(ctx, tx, s.q.continuation, c.TenantID, runID)
-			return err
-		}
-		if err != nil {
-			return fmt.Errorf("insert continuation: %w", err)
-		}
-		if out, err = s.markHead(ctx, tx, r); err != nil {
-			return err
-		}
-		created = true
-		return s.notifyRun(ctx, tx, out)
+		var err error
+		out, created, err = s.ContinueTx(ctx, tx, c, runID, cont)
+		return err
 	})
 	if err != nil {
 		return Run{}, false, fmt.Errorf("continue run: %w", err)
@@ -634,6 +610,60 @@ func (s *Service) Continue(ctx context.Context, c Caller, runID uuid.UUID, cont 
 		s.wake.notify(c.TenantID)
 	}
 	return out, created, nil
+}
+
+// ContinueTx is Continue inside the caller's transaction (a bulk operation's batch); when
+// created, the caller calls Wake for the tenant after the commit. Its errors
+// (IllegalTransition, AttemptsExhausted) come before it writes anything.
+func (s *Service) ContinueTx(ctx context.Context, tx *sqldb.Tx, c Caller, runID uuid.UUID, cont Continuation) (Run, bool, error) {
+	old, err := s.getBy(ctx, tx, s.q.lock, c.TenantID, runID)
+	if err != nil {
+		return Run{}, false, err
+	}
+	if old.State != api.RunEnded {
+		return Run{}, false, apperr.New(api.CodeIllegalTransition, "only an ended run can be continued; this one is %s", old.State)
+	}
+	spent := old.Attempt + 1
+	if spent > old.MaxAttempts {
+		return Run{}, false, apperr.New(api.CodeAttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return Run{}, false, err
+	}
+	due := now
+	if cont.DueAt != nil {
+		due = sqldb.Truncate(*cont.DueAt)
+	}
+	snapshot := old.SnapshotID
+	if cont.SnapshotID != nil {
+		snapshot = *cont.SnapshotID
+	}
+	if err := s.lockSubject(ctx, tx, c.TenantID, old.Subject); err != nil {
+		return Run{}, false, err
+	}
+	r, err := s.insertRun(ctx, tx, Run{
+		RunID: tx.Dialect.NewID(), TenantID: c.TenantID, ProjectID: old.ProjectID, EnvironmentID: old.EnvironmentID,
+		Subject: old.Subject, Kind: old.Kind, AgentID: old.AgentID, StepID: old.StepID, SnapshotID: snapshot,
+		Input: old.Input, Band: old.Band, Epoch: old.Epoch, Attempt: spent, MaxAttempts: old.MaxAttempts,
+		MaxCorrections: old.MaxCorrections, QueuedAt: now, DueAt: due, DeadlineAt: old.DeadlineAt,
+		ParentRunID: old.ParentRunID, Depth: old.Depth, CreatedBy: c.KeyID, Tags: old.Tags, Metadata: old.Metadata,
+		ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true}, TraceParent: old.TraceParent,
+	}, nil)
+	if sqldb.IsConflict(err, s.continuedFromMarkers()...) {
+		// Continued already (by an earlier request, or a concurrent one that committed
+		// first): answer with its run.
+		out, err := s.getBy(ctx, tx, s.q.continuation, c.TenantID, runID)
+		return out, false, err
+	}
+	if err != nil {
+		return Run{}, false, fmt.Errorf("insert continuation: %w", err)
+	}
+	out, err := s.markHead(ctx, tx, r)
+	if err != nil {
+		return Run{}, false, err
+	}
+	return out, true, s.notifyRun(ctx, tx, out)
 }
 
 // Disagreements counts what breaks the run-lease core's invariants, across tenants: a

@@ -441,6 +441,7 @@ var pathParamRules = map[string]pathParam{
 	"callId":         {uuid: true},
 	"decisionId":     {uuid: true},
 	"delegationId":   {uuid: true},
+	"operationId":    {uuid: true},
 	"projectId":      {max: 64},
 	"releaseId":      {max: 256},
 	"adapterVersion": {max: 32},

@@ -314,6 +314,7 @@ const (
 	ProblemCodeAttemptEnded         ProblemCode = "attempt_ended"
 	ProblemCodeAttemptsExhausted    ProblemCode = "attempts_exhausted"
 	ProblemCodeBodyTooLarge         ProblemCode = "body_too_large"
+	ProblemCodeBulkTooLarge         ProblemCode = "bulk_too_large"
 	ProblemCodeCorrectionLimit      ProblemCode = "correction_limit"
 	ProblemCodeDatabaseUnavailable  ProblemCode = "database_unavailable"
 	ProblemCodeDecisionClosed       ProblemCode = "decision_closed"
@@ -356,6 +357,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeAttemptsExhausted:
 		return true
 	case ProblemCodeBodyTooLarge:
+		return true
+	case ProblemCodeBulkTooLarge:
 		return true
 	case ProblemCodeCorrectionLimit:
 		return true

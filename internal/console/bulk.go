@@ -1,0 +1,113 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+// Bulk actions from the runs list (DESIGN.md 5b, "Admins act"): the rows ticked, or every
+// run matching the list's filters, are cancelled or continued by a bulk operation. The
+// first POST is a dry run that shows the count and asks to confirm; the confirmation's POST
+// creates the operation and leads to its progress page. Both are console writes, so the
+// session's CSRF token and the same-origin check guard them.
+
+type bulkView struct {
+	Action  string
+	All     bool
+	RunIDs  []string
+	Query   string // the runs list's filters, as its query string
+	Matched int64
+	Problem string
+}
+
+// bulkRequest reads the form: action, the ticked runId values or all=1 with the list's
+// query (filter), decoded by the API's strict decoder.
+func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
+	if err := ctx.Request().ParseForm(); err != nil {
+		return api.BulkRunsRequest{}, bulkView{}, err
+	}
+	form := ctx.Request().PostForm
+	v := bulkView{Action: form.Get("action"), All: form.Get("all") == "1", RunIDs: form["runId"], Query: form.Get("filter")}
+	body := map[string]any{"action": v.Action}
+	if v.All {
+		q, err := url.ParseQuery(v.Query)
+		if err != nil {
+			return api.BulkRunsRequest{}, v, apperr.FieldsInvalid(api.FieldError{Field: "filter", Reason: "is not a query"})
+		}
+		f := map[string]any{}
+		for form, member := range map[string]string{"state": "state", "band": "band", "project": "projectId",
+			"subject": "subject", "kind": "kind", "agent": "agentId", "outcome": "outcome", "errorCode": "errorCode",
+			"release": "releaseId", "tag": "tag"} {
+			if s := strings.TrimSpace(q.Get(form)); s != "" {
+				f[member] = s
+			}
+		}
+		for form, member := range map[string]string{"from": "queuedFrom", "to": "queuedTo", "endedFrom": "endedFrom", "endedTo": "endedTo"} {
+			t, err := parseTime(q.Get(form))
+			if err != nil {
+				return api.BulkRunsRequest{}, v, apperr.FieldsInvalid(api.FieldError{Field: "filter." + member, Reason: "is not a time"})
+			}
+			if t != nil {
+				f[member] = api.NewTime(*t)
+			}
+		}
+		body["filter"] = f
+	} else {
+		body["runIds"] = v.RunIDs
+	}
+	raw, _ := json.Marshal(body)
+	var req api.BulkRunsRequest
+	if err := web.BindJSON(ctx, raw, &req); err != nil {
+		return api.BulkRunsRequest{}, v, err
+	}
+	return req, v, nil
+}
+
+func (c *console) bulkRuns(ctx echo.Context) error {
+	req, v, err := bulkRequest(ctx)
+	if err == nil && len(v.RunIDs) == 0 && !v.All {
+		v.Problem = "Tick the runs to act on, or “all matching this filter”."
+		return c.render(ctx, http.StatusBadRequest, "bulk", page{Title: "Bulk action", Nav: "runs", Data: v})
+	}
+	if err != nil {
+		v.Problem = refusal("The bulk action was refused", err)
+		return c.render(ctx, http.StatusBadRequest, "bulk", page{Title: "Bulk action", Nav: "runs", Data: v})
+	}
+	s := sessionOf(ctx)
+	caller := runs.Caller{TenantID: s.TenantID, KeyID: s.KeyID}
+	req.DryRun = formValue(ctx, "confirmed") != "1"
+	op, _, err := c.Operations.Create(ctx.Request().Context(), caller, req)
+	switch {
+	case apperr.Is(err, api.CodeBulkTooLarge), apperr.Is(err, api.CodeInvalidRequest):
+		v.Problem = refusal("The bulk action was refused", err)
+		return c.render(ctx, http.StatusUnprocessableEntity, "bulk", page{Title: "Bulk action", Nav: "runs", Data: v})
+	case err != nil:
+		return err
+	case req.DryRun:
+		v.Matched = op.Matched
+		return c.render(ctx, http.StatusOK, "bulk", page{Title: "Bulk action", Nav: "runs", Data: v})
+	}
+	return ctx.Redirect(http.StatusSeeOther, "/ui/operations/"+op.OperationID.String())
+}
+
+func (c *console) operationPage(ctx echo.Context) error {
+	id, err := uuid.Parse(ctx.Param("operationId"))
+	if err != nil {
+		return c.notFound(ctx)
+	}
+	op, err := c.Operations.Get(ctx.Request().Context(), tenantOf(ctx), id)
+	if err != nil {
+		return c.orNotFound(ctx, err)
+	}
+	return c.render(ctx, http.StatusOK, "operation", page{Title: "Bulk " + string(op.Action), Nav: "runs", Data: op})
+}

@@ -1,0 +1,78 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
+)
+
+// TestBulkActionFromTheRunsList (issue 29 item 3): the runs list ticks rows or takes "all
+// matching this filter"; the first POST only counts (a dry run) and asks to confirm, the
+// confirmation creates the operation, and its page shows the progress. Both POSTs need the
+// session's CSRF token.
+func TestBulkActionFromTheRunsList(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	c, csrf, _ := httpSession(t, s, tn.Admin)
+	r1, r2 := tn.Enqueue("bulk-1", "batch"), tn.Enqueue("bulk-2", "batch")
+	state := func(r api.Run) api.RunState {
+		var got api.Run
+		tn.Must(http.StatusOK, "GET", "/v1/runs/"+r.RunID.String(), tn.Admin, nil).Decode(t, &got)
+		return got.State
+	}
+	_, page := get(t, c, s, "/ui/runs?state=queued")
+	if !strings.Contains(page, `id="bulk"`) || !strings.Contains(page, `name="runId" value="`+r1.RunID.String()+`"`) ||
+		!strings.Contains(page, `name="filter" value="state=queued"`) {
+		t.Fatal("the runs list has no bulk form with row checkboxes and its filter")
+	}
+	post := func(form url.Values) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", s.URL+"/ui/runs/bulk", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, r.Header.Get("Location"), string(b)
+	}
+	if st, _, _ := post(url.Values{"action": {"cancel"}, "runId": {r1.RunID.String()}, "confirmed": {"1"}}); st != http.StatusForbidden {
+		t.Fatalf("without the CSRF token: %d", st)
+	}
+	st, _, body := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "runId": {r1.RunID.String()}})
+	if st != http.StatusOK || !strings.Contains(body, `id="confirm-bulk"`) || !strings.Contains(body, "1 run matches") {
+		t.Fatalf("review: %d %s", st, body)
+	}
+	if state(r1) != api.RunQueued {
+		t.Fatal("the review acted")
+	}
+	st, _, body = post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {"state=queued"}})
+	if st != http.StatusOK || !strings.Contains(body, "2 runs match this filter") {
+		t.Fatalf("review of all matching: %d %s", st, body)
+	}
+	st, loc, _ := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {"state=queued"}, "confirmed": {"1"}})
+	if st != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/operations/") {
+		t.Fatalf("confirm: %d %s", st, loc)
+	}
+	if _, err := s.App.Operations.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if state(r1) != api.RunEnded || state(r2) != api.RunEnded {
+		t.Fatal("the operation did not cancel the runs")
+	}
+	_, page = get(t, c, s, loc)
+	if !strings.Contains(page, `<dd id="op-state">succeeded</dd>`) || !strings.Contains(page, `<dd id="op-matched">2</dd>`) {
+		t.Fatalf("operation page: %s", page)
+	}
+	if st, _, body := post(url.Values{"csrf": {csrf}, "action": {"cancel"}}); st != http.StatusBadRequest || !strings.Contains(body, "Tick the runs") {
+		t.Fatalf("nothing ticked: %d", st)
+	}
+}

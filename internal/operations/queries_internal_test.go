@@ -1,0 +1,13 @@
+package operations
+
+import (
+	"testing"
+
+	"github.com/ledger-dev/ledger/internal/sqllint"
+)
+
+// The two query sets agree statement by statement: placeholders, bounds, serial plans.
+func TestQuerySetsAgree(t *testing.T) {
+	t.Parallel()
+	sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)
+}

@@ -1,0 +1,5 @@
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+DROP TABLE [dbo].[OperationRuns];
+DROP TABLE [dbo].[Operations];
+COMMIT TRANSACTION;

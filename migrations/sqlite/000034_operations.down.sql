@@ -1,0 +1,2 @@
+DROP TABLE OperationRuns;
+DROP TABLE Operations;
