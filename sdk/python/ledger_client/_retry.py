@@ -109,6 +109,8 @@ OPERATIONS: Dict[str, OpRule] = {
     "rotateWebhookSecret": OpRule(ONCE),
     "listWebhookDeliveries": OpRule(IDEMPOTENT),
     "redeliverWebhook": OpRule(ONCE),
+    "bulkRuns": OpRule(ONCE, when_body={"idempotencyKey": IDEMPOTENT}),
+    "getOperation": OpRule(IDEMPOTENT),
 }
 
 

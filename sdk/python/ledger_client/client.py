@@ -29,7 +29,7 @@ from .wire import (AnswerDecisionRequest, Attempt, AttemptItem, AttemptItemPage,
                    LockRequest, PatchAttemptRequest, Project, ProjectItemPage, PutProjectRequest,
                    PutReleaseRequest, Release, ReleaseAttemptRequest, ReleaseItemPage, Run,
                    RunItem, RunItemPage, RunState, TaskLock, TimelineEntryPage, TimelineEntry)
-from .wire import (BatchEnqueueRequest, BatchEnqueueResponse, DecisionItem, ForkRequest,
+from .wire import (BatchEnqueueRequest, BatchEnqueueResponse, BulkRunsRequest, Operation, DecisionItem, ForkRequest,
                    ParkAttemptRequest, PutScheduleRequest, PutWebhookRequest, Schedule, ScheduleItem, ScheduleItemPage,
                    UsageTotals, Webhook, WebhookDelivery, WebhookDeliveryPage, WebhookItem,
                    WebhookItemPage)
@@ -775,6 +775,17 @@ class Client:
         own. Never sent again once it may have reached the service."""
         return self._call("enqueueRunBatch", "POST", "/v1/runs/batch", body=req,
                           decode=BatchEnqueueResponse.from_json).body
+
+    def bulk_runs(self, req: BulkRunsRequest) -> Operation:
+        """Applies an action to runs named or matched by a filter as a background operation
+        (admin; POST /v1/runs/bulk); retried only when req carries an idempotency_key.
+        Follow it with get_operation."""
+        return self._call("bulkRuns", "POST", "/v1/runs/bulk", body=req, decode=Operation.from_json).body
+
+    def get_operation(self, operation_id: str) -> Operation:
+        """A background operation's progress and result."""
+        return self._call("getOperation", "GET", "/v1/operations/" + _seg(operation_id),
+                          decode=Operation.from_json).body
 
     def fork_run(self, run_id: str, req: ForkRequest) -> Run:
         """Starts a new run from one of a run's checkpoints (POST /v1/runs/{runId}/fork);

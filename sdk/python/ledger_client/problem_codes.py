@@ -194,6 +194,12 @@ class UnknownRun(LedgerProblem):
     code_value = ProblemCode.UNKNOWN_RUN
 
 
+class BulkTooLarge(LedgerProblem):
+    """The service answered the problem code bulk_too_large."""
+
+    code_value = ProblemCode.BULK_TOO_LARGE
+
+
 class PreconditionRequired(LedgerProblem):
     """The service answered the problem code precondition_required."""
 
@@ -251,6 +257,7 @@ BY_CODE: Dict[str, Type[LedgerProblem]] = {
     'webhook_limit': WebhookLimit,
     'unknown_decision': UnknownDecision,
     'unknown_run': UnknownRun,
+    'bulk_too_large': BulkTooLarge,
     'precondition_required': PreconditionRequired,
     'rate_limited': RateLimited,
     'internal': Internal,
@@ -289,6 +296,7 @@ __all__ = [
     'WebhookLimit',
     'UnknownDecision',
     'UnknownRun',
+    'BulkTooLarge',
     'PreconditionRequired',
     'RateLimited',
     'Internal',

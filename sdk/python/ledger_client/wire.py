@@ -25,6 +25,9 @@ __all__ = [
     'BatchEnqueueRequest',
     'BatchEnqueueResponse',
     'BatchItem',
+    'BulkAction',
+    'BulkFilter',
+    'BulkRunsRequest',
     'Call',
     'CallFinishStatus',
     'CallInsights',
@@ -74,6 +77,9 @@ __all__ = [
     'InsightWindow',
     'LastCheckpoint',
     'LockRequest',
+    'Operation',
+    'OperationSkips',
+    'OperationState',
     'ParkAttemptRequest',
     'PatchAttemptRequest',
     'Phase',
@@ -149,6 +155,16 @@ class Band(str, enum.Enum):
     INTERACTIVE = 'interactive'
     BATCH = 'batch'
     BACKGROUND = 'background'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class BulkAction(str, enum.Enum):
+    """Every value of the wire enum BulkAction."""
+
+    CANCEL = 'cancel'
+    CONTINUE = 'continue'
 
     def __str__(self) -> str:
         return str(self.value)
@@ -283,6 +299,17 @@ class InsightGroup(str, enum.Enum):
         return str(self.value)
 
 
+class OperationState(str, enum.Enum):
+    """Every value of the wire enum OperationState."""
+
+    DRY_RUN = 'dry_run'
+    RUNNING = 'running'
+    SUCCEEDED = 'succeeded'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
 class Phase(str, enum.Enum):
     """Every value of the wire enum Phase."""
 
@@ -332,6 +359,7 @@ class ProblemCode(str, enum.Enum):
     WEBHOOK_LIMIT = 'webhook_limit'
     UNKNOWN_DECISION = 'unknown_decision'
     UNKNOWN_RUN = 'unknown_run'
+    BULK_TOO_LARGE = 'bulk_too_large'
     PRECONDITION_REQUIRED = 'precondition_required'
     RATE_LIMITED = 'rate_limited'
     INTERNAL = 'internal'
@@ -681,6 +709,68 @@ class BatchItem:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this BatchItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class BulkFilter:
+    """The wire object BulkFilter."""
+
+    agent_id: Optional[str] = _field(default=None, metadata={'json': 'agentId'})
+    band: Optional[Band] = _field(default=None, metadata={'json': 'band'})
+    ended_from: Optional[datetime] = _field(default=None, metadata={'json': 'endedFrom'})
+    """Runs ended at or after this time."""
+    ended_to: Optional[datetime] = _field(default=None, metadata={'json': 'endedTo'})
+    """Runs ended before this time."""
+    error_code: Optional[str] = _field(default=None, metadata={'json': 'errorCode'})
+    """Runs whose last error has this code."""
+    kind: Optional[str] = _field(default=None, metadata={'json': 'kind'})
+    outcome: Optional[RunOutcome] = _field(default=None, metadata={'json': 'outcome'})
+    """Ended runs with this outcome."""
+    project_id: Optional[str] = _field(default=None, metadata={'json': 'projectId'})
+    queued_from: Optional[datetime] = _field(default=None, metadata={'json': 'queuedFrom'})
+    """Runs queued at or after this time."""
+    queued_to: Optional[datetime] = _field(default=None, metadata={'json': 'queuedTo'})
+    """Runs queued before this time."""
+    release_id: Optional[str] = _field(default=None, metadata={'json': 'releaseId'})
+    """Runs whose latest attempt ran this release."""
+    state: Optional[RunState] = _field(default=None, metadata={'json': 'state'})
+    subject: Optional[str] = _field(default=None, metadata={'json': 'subject'})
+    tag: Optional[str] = _field(default=None, metadata={'json': 'tag'})
+    """Runs enqueued with this tag."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> BulkFilter:
+        """Decodes the JSON object of a BulkFilter."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this BulkFilter (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class BulkRunsRequest:
+    """The wire object BulkRunsRequest."""
+
+    action: BulkAction = _field(metadata={'json': 'action'})
+    dry_run: Optional[bool] = _field(default=None, metadata={'json': 'dryRun'})
+    """Answer how many runs match (200) without acting."""
+    filter: Optional[BulkFilter] = _field(default=None, metadata={'json': 'filter'})
+    """The runs to act on: those the runs list shows with these filters when the operation is created (at most 100000)."""
+    idempotency_key: Optional[str] = _field(default=None, metadata={'json': 'idempotencyKey'})
+    """A repeat with the key and the same body returns the same operation; another body is idempotency_key_reused."""
+    reason: Optional[str] = _field(default=None, metadata={'json': 'reason'})
+    run_ids: Optional[List[str]] = _field(default=None, metadata={'json': 'runIds'})
+    """The runs to act on (at most 1000)."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> BulkRunsRequest:
+        """Decodes the JSON object of a BulkRunsRequest."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this BulkRunsRequest (members that are None left out)."""
         return to_json(self)
 
 
@@ -1513,6 +1603,62 @@ class LockRequest:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this LockRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class Operation:
+    """The wire object Operation."""
+
+    action: BulkAction = _field(metadata={'json': 'action'})
+    cancel_requested: int = _field(metadata={'json': 'cancelRequested'})
+    """Leased runs whose holder was asked to stop."""
+    cancelled: int = _field(metadata={'json': 'cancelled'})
+    continued: int = _field(metadata={'json': 'continued'})
+    done: int = _field(metadata={'json': 'done'})
+    """Runs acted on: cancelled, asked to stop (leased) or continued."""
+    matched: int = _field(metadata={'json': 'matched'})
+    skipped: int = _field(metadata={'json': 'skipped'})
+    skips: OperationSkips = _field(metadata={'json': 'skips'})
+    state: OperationState = _field(metadata={'json': 'state'})
+    created_at: Optional[datetime] = _field(default=None, metadata={'json': 'createdAt'})
+    finished_at: Optional[datetime] = _field(default=None, metadata={'json': 'finishedAt'})
+    operation_id: Optional[str] = _field(default=None, metadata={'json': 'operationId'})
+    """Absent on a dry run."""
+    reason: Optional[str] = _field(default=None, metadata={'json': 'reason'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Operation:
+        """Decodes the JSON object of a Operation."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this Operation (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class OperationSkips:
+    """The wire object OperationSkips."""
+
+    attempts_exhausted: int = _field(metadata={'json': 'attemptsExhausted'})
+    """continue: the run had spent its attempts."""
+    continued_before: int = _field(metadata={'json': 'continuedBefore'})
+    """continue: the run had been continued already."""
+    ended: int = _field(metadata={'json': 'ended'})
+    """cancel: the run had ended."""
+    not_ended: int = _field(metadata={'json': 'notEnded'})
+    """continue: the run had not ended."""
+    not_found: int = _field(metadata={'json': 'notFound'})
+    """No run of the tenant has the id (or retention removed it)."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> OperationSkips:
+        """Decodes the JSON object of a OperationSkips."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this OperationSkips (members that are None left out)."""
         return to_json(self)
 
 

@@ -131,6 +131,10 @@ CALLS: Dict[Tuple[str, str], Callable[[lc.Client], Any]] = {
     ("rotateWebhookSecret", "base"): lambda c: c.rotate_webhook_secret("w"),
     ("listWebhookDeliveries", "base"): lambda c: c.list_webhook_deliveries(status="failed"),
     ("redeliverWebhook", "base"): lambda c: c.redeliver_webhook(ID),
+    ("bulkRuns", "base"): lambda c: c.bulk_runs(lc.BulkRunsRequest(action=lc.BulkAction.CANCEL, run_ids=[ID])),
+    ("bulkRuns", "idempotencyKey"): lambda c: c.bulk_runs(lc.BulkRunsRequest(
+        action=lc.BulkAction.CANCEL, run_ids=[ID], idempotency_key="k")),
+    ("getOperation", "base"): lambda c: c.get_operation(ID),
 }
 
 

@@ -5,6 +5,8 @@ import {
   type AttemptItem,
   type AttemptsPerRun,
   type BatchEnqueueRequest,
+  type BulkRunsRequest,
+  type Operation,
   type BatchEnqueueResponse,
   type DecisionItem,
   type ForkRequest,
@@ -733,6 +735,19 @@ export class Client {
   /** enqueueRunBatch enqueues many runs in one request; each item answers on its own. */
   enqueueRunBatch(req: BatchEnqueueRequest, o: CallOptions = {}): Promise<BatchEnqueueResponse> {
     return this.body({ op: "enqueueRunBatch", body: req, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /**
+   * bulkRuns applies an action (cancel, retry, ...) to runs named or matched by a filter, as a
+   * background operation (admin); repeatable with an idempotencyKey. Follow it with getOperation.
+   */
+  bulkRuns(req: BulkRunsRequest, o: CallOptions = {}): Promise<Operation> {
+    return this.body({ op: "bulkRuns", body: req, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /** getOperation reads a background operation's progress and result. */
+  getOperation(operationId: string, o: CallOptions = {}): Promise<Operation> {
+    return this.body({ op: "getOperation", params: { operationId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** forkRun starts a new run from a run's checkpoint (repeatable with an idempotencyKey). */

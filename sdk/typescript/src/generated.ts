@@ -126,6 +126,47 @@ export interface BatchItem {
   run: Run;
 }
 
+export type BulkAction = "cancel" | "continue";
+export const bulkActionValues: readonly BulkAction[] = ["cancel","continue"];
+
+export interface BulkFilter {
+  agentId?: string;
+  band?: Band;
+  /** Runs ended at or after this time. */
+  endedFrom?: string;
+  /** Runs ended before this time. */
+  endedTo?: string;
+  /** Runs whose last error has this code. */
+  errorCode?: string;
+  kind?: string;
+  /** Ended runs with this outcome. */
+  outcome?: RunOutcome;
+  projectId?: string;
+  /** Runs queued at or after this time. */
+  queuedFrom?: string;
+  /** Runs queued before this time. */
+  queuedTo?: string;
+  /** Runs whose latest attempt ran this release. */
+  releaseId?: string;
+  state?: RunState;
+  subject?: string;
+  /** Runs enqueued with this tag. */
+  tag?: string;
+}
+
+export interface BulkRunsRequest {
+  action: BulkAction;
+  /** Answer how many runs match (200) without acting. */
+  dryRun?: boolean;
+  /** The runs to act on: those the runs list shows with these filters when the operation is created (at most 100000). */
+  filter?: BulkFilter;
+  /** A repeat with the key and the same body returns the same operation; another body is idempotency_key_reused. */
+  idempotencyKey?: string;
+  reason?: string;
+  /** The runs to act on (at most 1000). */
+  runIds?: string[];
+}
+
 export interface Call {
   attemptId: string;
   callId: string;
@@ -523,6 +564,41 @@ export interface LockRequest {
   ttlSeconds: number;
 }
 
+export interface Operation {
+  action: BulkAction;
+  /** Leased runs whose holder was asked to stop. */
+  cancelRequested: number;
+  cancelled: number;
+  continued: number;
+  createdAt?: string;
+  /** Runs acted on: cancelled, asked to stop (leased) or continued. */
+  done: number;
+  finishedAt?: string;
+  matched: number;
+  /** Absent on a dry run. */
+  operationId?: string;
+  reason?: string;
+  skipped: number;
+  skips: OperationSkips;
+  state: OperationState;
+}
+
+export interface OperationSkips {
+  /** continue: the run had spent its attempts. */
+  attemptsExhausted: number;
+  /** continue: the run had been continued already. */
+  continuedBefore: number;
+  /** cancel: the run had ended. */
+  ended: number;
+  /** continue: the run had not ended. */
+  notEnded: number;
+  /** No run of the tenant has the id (or retention removed it). */
+  notFound: number;
+}
+
+export type OperationState = "dry_run" | "running" | "succeeded";
+export const operationStateValues: readonly OperationState[] = ["dry_run","running","succeeded"];
+
 export interface ParkAttemptRequest {
   /** Children of this run to wait for (at most 100). */
   childRunIds?: string[];
@@ -556,8 +632,8 @@ export interface Problem {
   type: string;
 }
 
-export type ProblemCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "stale_lease" | "lease_expired" | "attempt_ended" | "sequence_conflict" | "decision_closed" | "decision_limit" | "lock_held" | "release_conflict" | "release_immutable" | "illegal_transition" | "attempts_exhausted" | "idempotency_key_reused" | "no_cancel_requested" | "precondition_failed" | "body_too_large" | "unsupported_media_type" | "loop_depth" | "correction_limit" | "release_not_active" | "manifest_mismatch" | "subject_conflict" | "unknown_project" | "webhook_target_refused" | "webhook_limit" | "unknown_decision" | "unknown_run" | "precondition_required" | "rate_limited" | "internal" | "database_unavailable";
-export const problemCodeValues: readonly ProblemCode[] = ["invalid_request","unauthorized","forbidden","not_found","method_not_allowed","stale_lease","lease_expired","attempt_ended","sequence_conflict","decision_closed","decision_limit","lock_held","release_conflict","release_immutable","illegal_transition","attempts_exhausted","idempotency_key_reused","no_cancel_requested","precondition_failed","body_too_large","unsupported_media_type","loop_depth","correction_limit","release_not_active","manifest_mismatch","subject_conflict","unknown_project","webhook_target_refused","webhook_limit","unknown_decision","unknown_run","precondition_required","rate_limited","internal","database_unavailable"];
+export type ProblemCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "stale_lease" | "lease_expired" | "attempt_ended" | "sequence_conflict" | "decision_closed" | "decision_limit" | "lock_held" | "release_conflict" | "release_immutable" | "illegal_transition" | "attempts_exhausted" | "idempotency_key_reused" | "no_cancel_requested" | "precondition_failed" | "body_too_large" | "unsupported_media_type" | "loop_depth" | "correction_limit" | "release_not_active" | "manifest_mismatch" | "subject_conflict" | "unknown_project" | "webhook_target_refused" | "webhook_limit" | "unknown_decision" | "unknown_run" | "bulk_too_large" | "precondition_required" | "rate_limited" | "internal" | "database_unavailable";
+export const problemCodeValues: readonly ProblemCode[] = ["invalid_request","unauthorized","forbidden","not_found","method_not_allowed","stale_lease","lease_expired","attempt_ended","sequence_conflict","decision_closed","decision_limit","lock_held","release_conflict","release_immutable","illegal_transition","attempts_exhausted","idempotency_key_reused","no_cancel_requested","precondition_failed","body_too_large","unsupported_media_type","loop_depth","correction_limit","release_not_active","manifest_mismatch","subject_conflict","unknown_project","webhook_target_refused","webhook_limit","unknown_decision","unknown_run","bulk_too_large","precondition_required","rate_limited","internal","database_unavailable"];
 
 export interface Project {
   active: boolean;
@@ -1292,6 +1368,7 @@ export const operations = {
   acquireTaskLock: { method: "PUT", path: "/v1/locks/agents/{agentId}/tasks/{taskId}", query: [] },
   answerDecision: { method: "POST", path: "/v1/decisions/{decisionId}/answer", query: [] },
   appendCheckpoint: { method: "POST", path: "/v1/attempts/{attemptId}/checkpoints", query: [] },
+  bulkRuns: { method: "POST", path: "/v1/runs/bulk", query: [] },
   cancelRun: { method: "POST", path: "/v1/runs/{runId}/cancel", query: [] },
   claimRun: { method: "POST", path: "/v1/runs/claim", query: [] },
   completeAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/complete", query: [] },
@@ -1314,6 +1391,7 @@ export const operations = {
   getLastCheckpoint: { method: "GET", path: "/v1/runs/{runId}/checkpoints/last", query: [] },
   getMetrics: { method: "GET", path: "/metrics", query: [] },
   getOpenAPI: { method: "GET", path: "/openapi.json", query: [] },
+  getOperation: { method: "GET", path: "/v1/operations/{operationId}", query: [] },
   getProject: { method: "GET", path: "/v1/projects/{projectId}", query: [] },
   getReadiness: { method: "GET", path: "/readyz", query: [] },
   getRelease: { method: "GET", path: "/v1/releases/{releaseId}/adapters/{adapterVersion}", query: [] },
@@ -1515,6 +1593,11 @@ export function isUnknownRun(err: unknown): err is LedgerProblem & { code: "unkn
   return err instanceof LedgerProblem && err.code === "unknown_run";
 }
 
+/** isBulkTooLarge reports whether err is a problem answer with code bulk_too_large. */
+export function isBulkTooLarge(err: unknown): err is LedgerProblem & { code: "bulk_too_large" } {
+  return err instanceof LedgerProblem && err.code === "bulk_too_large";
+}
+
 /** isPreconditionRequired reports whether err is a problem answer with code precondition_required. */
 export function isPreconditionRequired(err: unknown): err is LedgerProblem & { code: "precondition_required" } {
   return err instanceof LedgerProblem && err.code === "precondition_required";
@@ -1592,6 +1675,12 @@ export const retryTable = {
     "appendCheckpoint": {
       "repeat": "idempotent"
     },
+    "bulkRuns": {
+      "repeat": "once",
+      "whenBody": {
+        "idempotencyKey": "idempotent"
+      }
+    },
     "cancelRun": {
       "repeat": "idempotent"
     },
@@ -1642,6 +1731,9 @@ export const retryTable = {
       }
     },
     "getAttempt": {
+      "repeat": "idempotent"
+    },
+    "getOperation": {
       "repeat": "idempotent"
     },
     "getAttemptTimeline": {

@@ -105,4 +105,9 @@ export const variants = {
   rotateWebhookSecret: [{ name: "rotateWebhookSecret", call: (c) => c.rotateWebhookSecret("w") }],
   listWebhookDeliveries: [{ name: "listWebhookDeliveries", ok: page, call: (c) => c.listWebhookDeliveries() }],
   redeliverWebhook: [{ name: "redeliverWebhook", call: (c) => c.redeliverWebhook(id) }],
+  bulkRuns: [
+    { name: "bulkRuns", call: (c) => c.bulkRuns({ action: "cancel", runIds: [id] }) },
+    { name: "bulkRunsWithKey", bodySet: true, call: (c) => c.bulkRuns({ action: "cancel", runIds: [id], idempotencyKey: "k" }) },
+  ],
+  getOperation: [{ name: "getOperation", call: (c) => c.getOperation(id) }],
 };
