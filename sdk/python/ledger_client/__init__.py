@@ -9,10 +9,11 @@ the OpenAPI document.
 """
 
 from .wire import *  # noqa: F401,F403 (the wire types but wire.Lease: Lease is the holder's, below)
-from ._codec import DecodeError, format_time, parse_time
+from ._codec import NULL, DecodeError, Null, format_time, parse_time
 from ._problem import ClaimHeld, LedgerProblem, TransportError, parse_retry_after
 from ._retry import RetryPolicy
 from .client import DEFAULT_BASE_URL, FEED_START, Answer, Client, WaitTimeout
+from .errors import error_of
 from .jcs import canonicalize, manifest_hash, manifest_of
 from .lease import (CancelRequested, Lease, LeaseEnded, LeaseLost, LeaseStopped, WorkerShutdown,
                     hex_sha256)
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Answer", "AsyncHandler", "AsyncLease", "async_worker", "CancelRequested", "ClaimHeld", "Client", "DEFAULT_BASE_URL", "DecodeError",
-    "FEED_START", "Handler", "Lease", "LeaseEnded", "LeaseLost", "LeaseStopped", "LedgerProblem",
+    "FEED_START", "NULL", "Null", "error_of", "Handler", "Lease", "LeaseEnded", "LeaseLost", "LeaseStopped", "LedgerProblem",
     "Outcome", "Permanent", "Result", "Retry", "RetryAfter", "RetryPolicy", "TransportError",
     "WaitTimeout", "Worker", "WorkerShutdown", "canonicalize", "default_holder_id", "format_time",
     "hex_sha256", "manifest_hash", "manifest_of", "parse_retry_after", "parse_time",

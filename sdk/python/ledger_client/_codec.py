@@ -15,7 +15,7 @@ import datetime as _dt
 import enum
 import types
 import typing
-from typing import Any, Dict, List, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -93,7 +93,7 @@ def decode(tp: Any, value: Any) -> Any:
     if tp is Any:
         return value
     if _is_union(tp):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        args = [a for a in typing.get_args(tp) if a is not type(None) and a is not Null]
         if value is None:
             return None
         if len(args) == 1:
@@ -173,8 +173,32 @@ def from_json(cls: Type[T], obj: Any) -> T:
     return cls(**kwargs)
 
 
+class Null:
+    """The JSON null of a request member whose null and absence differ (absent keeps a value,
+    null removes it: PutProjectRequest.daily_cost_budget_micros). None leaves a member out;
+    NULL, the one instance, sends null."""
+
+    _one: Optional["Null"] = None
+
+    def __new__(cls) -> "Null":
+        if cls._one is None:
+            cls._one = super().__new__(cls)
+        return cls._one
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NULL = Null()
+
+
 def encode(value: Any) -> Any:
     """Encodes a value as JSON: dataclasses by their wire names, leaving out None members."""
+    if value is NULL:
+        return None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_json(value)
     if isinstance(value, enum.Enum):
@@ -194,7 +218,9 @@ def to_json(obj: Any) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for name, wire, _, _ in _fields(type(obj)):
         v = getattr(obj, name)
-        if v is not None:
+        if v is NULL:
+            out[wire] = None
+        elif v is not None:
             out[wire] = encode(v)
     return out
 

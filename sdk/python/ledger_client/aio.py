@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable, Optional, TypeVar
+from datetime import datetime
+from typing import Any, Awaitable, Callable, List, Optional, TypeVar
 
 from .client import Client
 from .lease import Lease
-from .wire import (Attempt, Call, CallFinishStatus, CallKind, Checkpoint, CompletionState, Decision,
-                   DecisionKind, Delegation, LastCheckpoint, Phase, Run, RunSpec)
+from .wire import (Attempt, AttemptError, Call, CallFinishStatus, CallKind, Checkpoint, CompletionState, Decision,
+                   DecisionKind, Delegation, LastCheckpoint, Phase, Run, RunSpec, Usage)
 from .worker import Worker
 
 T = TypeVar("T")
@@ -70,18 +71,30 @@ class AsyncLease:
         return await self._call(self.lease.checkpoint, phase, state_ref, hash=hash,
                                 context_snapshot_ref=context_snapshot_ref)
 
-    async def record_call(self, kind: CallKind, target: str, *, request_hash: Optional[str] = None) -> Call:
-        return await self._call(self.lease.record_call, kind, target, request_hash=request_hash)
+    async def record_call(self, kind: CallKind, target: str, *, request_hash: Optional[str] = None,
+                          model: Optional[str] = None, provider: Optional[str] = None,
+                          operation: Optional[str] = None) -> Call:
+        return await self._call(self.lease.record_call, kind, target, request_hash=request_hash, model=model,
+                                provider=provider, operation=operation)
 
-    async def finish_call(self, call_id: str, status: CallFinishStatus, receipt_ref: Optional[str] = None) -> Call:
-        return await self._call(self.lease.finish_call, call_id, status, receipt_ref)
+    async def finish_call(self, call_id: str, status: CallFinishStatus, receipt_ref: Optional[str] = None, *,
+                          usage: Optional[Usage] = None, response_model: Optional[str] = None,
+                          finish_reasons: Optional[List[str]] = None, cost_micros: Optional[int] = None) -> Call:
+        return await self._call(self.lease.finish_call, call_id, status, receipt_ref, usage=usage,
+                                response_model=response_model, finish_reasons=finish_reasons,
+                                cost_micros=cost_micros)
 
     async def set_phase(self, phase: Phase) -> Attempt:
         return await self._call(self.lease.set_phase, phase)
 
     async def request_decision(self, kind: DecisionKind, *, options: Any = None,
-                               recommendation: Optional[str] = None) -> Decision:
-        return await self._call(self.lease.request_decision, kind, options=options, recommendation=recommendation)
+                               recommendation: Optional[str] = None, key: Optional[str] = None) -> Decision:
+        return await self._call(self.lease.request_decision, kind, options=options, recommendation=recommendation,
+                                key=key)
+
+    async def park(self, decision_ids: Optional[List[str]] = None, child_run_ids: Optional[List[str]] = None,
+                   due_at: Optional[datetime] = None) -> Attempt:
+        return await self._call(self.lease.park, decision_ids, child_run_ids, due_at)
 
     async def wait_decision(self, decision_id: str, timeout: Optional[float] = None) -> Decision:
         return await self._call(self.lease.wait_decision, decision_id, timeout)
@@ -92,11 +105,13 @@ class AsyncLease:
     async def wait_delegation(self, delegation_id: str, timeout: Optional[float] = None) -> Delegation:
         return await self._call(self.lease.wait_delegation, delegation_id, timeout)
 
-    async def complete(self, state: CompletionState, outcome_hash: Optional[str] = None) -> Attempt:
-        return await self._call(self.lease.complete, state, outcome_hash)
+    async def complete(self, state: CompletionState, outcome_hash: Optional[str] = None, *,
+                       error: Optional[AttemptError] = None) -> Attempt:
+        return await self._call(self.lease.complete, state, outcome_hash, error=error)
 
-    async def release(self, charge: bool = False, retry_after: Optional[float] = None) -> Attempt:
-        return await self._call(self.lease.release, charge, retry_after)
+    async def release(self, charge: bool = False, retry_after: Optional[float] = None, *,
+                      error: Optional[AttemptError] = None) -> Attempt:
+        return await self._call(self.lease.release, charge, retry_after, error=error)
 
 
 async def _run_handler(handler: AsyncHandler, lease: Lease) -> None:

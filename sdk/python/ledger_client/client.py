@@ -11,7 +11,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, Tuple,
-                    TypeVar, cast)
+                    TypeVar, Union, cast)
 
 from . import _retry
 from ._codec import DecodeError, encode, from_json
@@ -28,7 +28,11 @@ from .wire import (AnswerDecisionRequest, Attempt, AttemptItem, AttemptItemPage,
                    FinishCallRequest, Health, Heartbeat, HeartbeatRequest, LastCheckpoint,
                    LockRequest, PatchAttemptRequest, Project, ProjectItemPage, PutProjectRequest,
                    PutReleaseRequest, Release, ReleaseAttemptRequest, ReleaseItemPage, Run,
-                   RunPage, RunState, TaskLock, TimelineEntryPage, TimelineEntry)
+                   RunItem, RunItemPage, RunState, TaskLock, TimelineEntryPage, TimelineEntry)
+from .wire import (BatchEnqueueRequest, BatchEnqueueResponse, BulkRunsRequest, Operation, DecisionItem, ForkRequest,
+                   ParkAttemptRequest, PutScheduleRequest, PutWebhookRequest, Schedule, ScheduleItem, ScheduleItemPage,
+                   UsageTotals, Webhook, WebhookDelivery, WebhookDeliveryPage, WebhookItem,
+                   WebhookItemPage)
 
 T = TypeVar("T")
 
@@ -162,10 +166,14 @@ def _json_object(v: Any) -> Dict[str, Any]:
 
 
 # The insight routes by path name, with their operation ids (api/retry.json).
+#: The run listing's filters beyond list_runs' named ones, by wire name.
+_RUN_FILTERS = frozenset({"agentId", "band", "queuedFrom", "queuedTo", "outcome", "errorCode", "releaseId",
+                          "endedFrom", "endedTo", "tag"})
+
 _INSIGHT_OPS = {
     "runs": "insightRunsEnded", "attempts": "insightAttemptsEnded", "leases-lost": "insightLeasesLost",
     "attempts-per-run": "insightAttemptsPerRun", "claim-latency": "insightClaimLatency",
-    "calls": "insightCalls", "decisions": "insightDecisions",
+    "calls": "insightCalls", "decisions": "insightDecisions", "usage": "insightUsage",
 }
 
 
@@ -357,7 +365,7 @@ class Client:
                 kind: Optional[str] = None) -> Dict[str, Any]:
         """An insight of the tenant's history (admin; GET /v1/insights/{name}): name is one of
         runs, attempts, leases-lost, attempts-per-run, claim-latency (these take group_by),
-        calls or decisions. The answer is the insight's JSON object (see the OpenAPI document)."""
+        calls, decisions or usage (group_by model, agent, release or project). The answer is the insight's JSON object (see the OpenAPI document)."""
         op = _INSIGHT_OPS[name]
         return self._call(op, "GET", "/v1/insights/" + name, query={
             "from": from_, "to": to, "bucket": bucket, "groupBy": group_by, "projectId": project_id,
@@ -365,18 +373,24 @@ class Client:
 
     def list_runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
                   project_id: Optional[str] = None, kind: Optional[str] = None,
-                  limit: Optional[int] = None, cursor: Optional[str] = None) -> RunPage:
-        """One page of the tenant's runs, newest first (GET /v1/runs)."""
+                  limit: Optional[int] = None, cursor: Optional[str] = None,
+                  **filters: Optional[str]) -> RunItemPage:
+        """One page of the tenant's runs, newest first (GET /v1/runs). filters are the
+        listing's other query parameters by their wire names (agentId, band, queuedFrom,
+        queuedTo, outcome, errorCode, releaseId, endedFrom, endedTo, tag)."""
+        unknown = set(filters) - _RUN_FILTERS
+        if unknown:
+            raise TypeError("list_runs: no filter " + ", ".join(sorted(unknown)))
         return self._call("listRuns", "GET", "/v1/runs", query={
             "state": state, "subject": subject, "projectId": project_id, "kind": kind,
-            "limit": limit, "cursor": cursor}, decode=RunPage.from_json).body
+            "limit": limit, "cursor": cursor, **filters}, decode=RunItemPage.from_json).body
 
     def runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
              project_id: Optional[str] = None, kind: Optional[str] = None,
-             limit: Optional[int] = None) -> Iterator[Run]:
+             limit: Optional[int] = None, **filters: Optional[str]) -> Iterator[RunItem]:
         """Every run matching the filters, newest first, following nextCursor."""
         return _pages(lambda c: self.list_runs(state=state, subject=subject, project_id=project_id,
-                                               kind=kind, limit=limit, cursor=c))
+                                               kind=kind, limit=limit, cursor=c, **filters))
 
     def cancel_run(self, run_id: str) -> Run:
         """Cancels a run (admin; POST /v1/runs/{runId}/cancel): a queued run ends cancelled at
@@ -697,7 +711,8 @@ class Client:
         and changes again, so change must say what the project should become."""
         for _ in range(MAX_UPDATE_TRIES):
             cur, etag = self.get_project(project_id)
-            req = PutProjectRequest(active=cur.active, retention_days=cur.retention_days)
+            req = PutProjectRequest(active=cur.active, retention_days=cur.retention_days,
+                                    daily_cost_budget_micros=cur.daily_cost_budget_micros)
             change(req)
             try:
                 return self.put_project(project_id, req, etag or "*")[0]
@@ -753,6 +768,128 @@ class Client:
         """A release's manifestHash (see jcs.manifest_hash)."""
         return manifest_hash(content_refs)
 
+    # ---- batches, forks, parking and usage ----
+
+    def enqueue_run_batch(self, req: BatchEnqueueRequest) -> BatchEnqueueResponse:
+        """Queues many runs in one request (POST /v1/runs/batch); each item answers on its
+        own. Never sent again once it may have reached the service."""
+        return self._call("enqueueRunBatch", "POST", "/v1/runs/batch", body=req,
+                          decode=BatchEnqueueResponse.from_json).body
+
+    def bulk_runs(self, req: BulkRunsRequest) -> Operation:
+        """Applies an action to runs named or matched by a filter as a background operation
+        (admin; POST /v1/runs/bulk); retried only when req carries an idempotency_key.
+        Follow it with get_operation."""
+        return self._call("bulkRuns", "POST", "/v1/runs/bulk", body=req, decode=Operation.from_json).body
+
+    def get_operation(self, operation_id: str) -> Operation:
+        """A background operation's progress and result."""
+        return self._call("getOperation", "GET", "/v1/operations/" + _seg(operation_id),
+                          decode=Operation.from_json).body
+
+    def fork_run(self, run_id: str, req: ForkRequest) -> Run:
+        """Starts a new run from one of a run's checkpoints (POST /v1/runs/{runId}/fork);
+        retried only when req carries an idempotency_key."""
+        return self._call("forkRun", "POST", "/v1/runs/" + _seg(run_id) + "/fork", body=req,
+                          decode=Run.from_json).body
+
+    def park_attempt(self, attempt_id: str, req: ParkAttemptRequest) -> Attempt:
+        """Ends an attempt as parked under the lease: the run waits for its decisions,
+        children or due time without holding a lease."""
+        return self._call("parkAttempt", "POST", _attempt(attempt_id, "/park"), body=req,
+                          decode=Attempt.from_json).body
+
+    def list_run_decisions(self, run_id: str, *, limit: Optional[int] = None,
+                           cursor: Optional[str] = None) -> DecisionItemPage:
+        """One page of the decisions every attempt of a run asked for."""
+        return self._call("listRunDecisions", "GET", "/v1/runs/" + _seg(run_id) + "/decisions",
+                          query={"limit": limit, "cursor": cursor}, decode=DecisionItemPage.from_json).body
+
+    def run_decisions(self, run_id: str) -> Iterator[DecisionItem]:
+        return _pages(lambda c: self.list_run_decisions(run_id, cursor=c))
+
+    def attempt_usage(self, attempt_id: str) -> UsageTotals:
+        """The totals (tokens, cost) of the calls an attempt reported."""
+        return self._call("getAttemptUsage", "GET", _attempt(attempt_id, "/usage"),
+                          decode=UsageTotals.from_json).body
+
+    def run_usage(self, run_id: str) -> UsageTotals:
+        """The totals (tokens, cost) of the calls every attempt of a run reported."""
+        return self._call("getRunUsage", "GET", "/v1/runs/" + _seg(run_id) + "/usage",
+                          decode=UsageTotals.from_json).body
+
+    # ---- schedules ----
+
+    def put_schedule(self, schedule_id: str, req: PutScheduleRequest,
+                     if_match: Optional[str] = None) -> Tuple[Schedule, Optional[str]]:
+        """Creates a schedule (if_match None, not retried once it may have arrived) or
+        replaces it with the ETag it was read with (admin); returns it with its new ETag."""
+        a = self._call("putSchedule", "PUT", "/v1/schedules/" + _seg(schedule_id), body=req,
+                       if_match=if_match, decode=Schedule.from_json)
+        return a.body, a.etag
+
+    def get_schedule(self, schedule_id: str) -> Tuple[Schedule, Optional[str]]:
+        a = self._call("getSchedule", "GET", "/v1/schedules/" + _seg(schedule_id), decode=Schedule.from_json)
+        return a.body, a.etag
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """Deletes a schedule; a NotFound after a retried try may mean the first try deleted it
+        (LedgerProblem.maybe_applied)."""
+        self._call("deleteSchedule", "DELETE", "/v1/schedules/" + _seg(schedule_id), decode=_nothing)
+
+    def list_schedules(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> ScheduleItemPage:
+        return self._call("listSchedules", "GET", "/v1/schedules", query={"limit": limit, "cursor": cursor},
+                          decode=ScheduleItemPage.from_json).body
+
+    def schedules(self) -> Iterator[ScheduleItem]:
+        return _pages(lambda c: self.list_schedules(cursor=c))
+
+    # ---- webhooks ----
+
+    def put_webhook(self, name: str, req: PutWebhookRequest,
+                    if_match: Optional[str] = None) -> Tuple[Webhook, Optional[str]]:
+        """Creates a webhook (if_match None; the answer carries its signing secret once) or
+        updates it with the ETag it was read with (admin)."""
+        a = self._call("putWebhook", "PUT", "/v1/webhooks/" + _seg(name), body=req, if_match=if_match,
+                       decode=Webhook.from_json)
+        return a.body, a.etag
+
+    def get_webhook(self, name: str) -> Tuple[Webhook, Optional[str]]:
+        a = self._call("getWebhook", "GET", "/v1/webhooks/" + _seg(name), decode=Webhook.from_json)
+        return a.body, a.etag
+
+    def delete_webhook(self, name: str) -> None:
+        self._call("deleteWebhook", "DELETE", "/v1/webhooks/" + _seg(name), decode=_nothing)
+
+    def list_webhooks(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> WebhookItemPage:
+        return self._call("listWebhooks", "GET", "/v1/webhooks", query={"limit": limit, "cursor": cursor},
+                          decode=WebhookItemPage.from_json).body
+
+    def webhooks(self) -> Iterator[WebhookItem]:
+        return _pages(lambda c: self.list_webhooks(cursor=c))
+
+    def rotate_webhook_secret(self, name: str) -> Webhook:
+        """Makes a new signing secret (the answer carries it once); not retried."""
+        return self._call("rotateWebhookSecret", "POST", "/v1/webhooks/" + _seg(name) + "/rotate-secret",
+                          decode=Webhook.from_json).body
+
+    def list_webhook_deliveries(self, *, status: Optional[str] = None, event: Optional[str] = None,
+                                webhook: Optional[str] = None, limit: Optional[int] = None,
+                                cursor: Optional[str] = None) -> WebhookDeliveryPage:
+        return self._call("listWebhookDeliveries", "GET", "/v1/webhook-deliveries", query={
+            "status": status, "event": event, "webhook": webhook, "limit": limit, "cursor": cursor},
+            decode=WebhookDeliveryPage.from_json).body
+
+    def webhook_deliveries(self, *, status: Optional[str] = None, event: Optional[str] = None,
+                           webhook: Optional[str] = None) -> Iterator[WebhookDelivery]:
+        return _pages(lambda c: self.list_webhook_deliveries(status=status, event=event, webhook=webhook,
+                                                             cursor=c))
+
+    def redeliver_webhook(self, delivery_id: str) -> WebhookDelivery:
+        """Sends a delivery again as a new delivery; not retried."""
+        return self._call("redeliverWebhook", "POST", "/v1/webhook-deliveries/" + _seg(delivery_id) + "/redeliver",
+                          decode=WebhookDelivery.from_json).body
+
     # ---- service ----
 
     def healthz(self) -> Health:
@@ -789,7 +926,7 @@ def _wait_seconds(left: Optional[float]) -> int:
 
 def _newest_continuation(c: Client, run: Run) -> str:
     """The newest run of the chain that continues run (run itself when none does)."""
-    cur = run
+    cur: Union[Run, RunItem] = run
     for _ in range(64):  # a chain longer than this is followed by the next polls
         nxt = [r for r in c.runs(subject=cur.subject, kind=cur.kind) if r.continued_from_run_id == cur.run_id]
         if not nxt:

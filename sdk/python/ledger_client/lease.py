@@ -5,17 +5,18 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from typing import Any, Callable, Optional, Tuple, TypeVar
+from datetime import datetime
+from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
 from . import _behaviour
 from ._problem import LedgerProblem
 from .client import Client
-from .wire import (Attempt, Call, CallFinishStatus, CallKind, CallRequest, Checkpoint,
+from .wire import (Attempt, AttemptError, Call, CallFinishStatus, CallKind, CallRequest, Checkpoint,
                    CheckpointRequest, Claim, CompleteAttemptRequest, CompletionState, Decision,
                    DecisionKind, DecisionRequest, Delegation, DelegationRequest,
                    FencedRequest, FinishCallRequest, Heartbeat, HeartbeatRequest,
-                   LastCheckpoint, PatchAttemptRequest, Phase, ReleaseAttemptRequest, Run,
-                   RunSpec)
+                   LastCheckpoint, ParkAttemptRequest, PatchAttemptRequest, Phase,
+                   ReleaseAttemptRequest, Run, RunSpec, Usage)
 
 T = TypeVar("T")
 
@@ -260,20 +261,29 @@ class Lease:
         return self._send(lambda: self.client.append_checkpoint(self.attempt_id, req))
 
     def record_call(self, kind: CallKind, target: str, *, request_hash: Optional[str] = None,
-                    policy_decision_id: Optional[str] = None) -> Call:
+                    policy_decision_id: Optional[str] = None, model: Optional[str] = None,
+                    provider: Optional[str] = None, operation: Optional[str] = None) -> Call:
         """Records a started call (sequences count from 0 in each attempt); finish it with
-        finish_call."""
+        finish_call. model, provider and operation name a model call (gen_ai.request.model,
+        gen_ai.provider.name, gen_ai.operation.name)."""
         with self._mu:
             seq = self._next_call_seq
             self._next_call_seq += 1
         req = CallRequest(fencing_token=self.fencing_token, sequence=seq, kind=kind, target=target,
                           request_hash=request_hash or hex_sha256(target.encode("utf-8")),
-                          policy_decision_id=policy_decision_id)
+                          policy_decision_id=policy_decision_id, model=model, provider=provider,
+                          operation=operation)
         return self._send(lambda: self.client.record_call(self.attempt_id, req)[0])
 
-    def finish_call(self, call_id: str, status: CallFinishStatus, receipt_ref: Optional[str] = None) -> Call:
-        """Finishes a recorded call with its status and an optional receipt reference."""
-        req = FinishCallRequest(fencing_token=self.fencing_token, status=status, receipt_ref=receipt_ref)
+    def finish_call(self, call_id: str, status: CallFinishStatus, receipt_ref: Optional[str] = None, *,
+                    usage: Optional[Usage] = None, response_model: Optional[str] = None,
+                    finish_reasons: Optional[List[str]] = None, cost_micros: Optional[int] = None) -> Call:
+        """Finishes a recorded call with its status and an optional receipt reference; a model
+        call reports its tokens (usage), the model that answered, why it stopped and its cost
+        (millionths of the tenant's currency unit, counted by the project's daily budget)."""
+        req = FinishCallRequest(fencing_token=self.fencing_token, status=status, receipt_ref=receipt_ref,
+                                usage=usage, response_model=response_model, finish_reasons=finish_reasons,
+                                cost_micros=cost_micros)
         return self._send(lambda: self.client.finish_call(self.attempt_id, call_id, req))
 
     def call(self, kind: CallKind, target: str, do: Callable[[], Optional[str]], *,
@@ -307,12 +317,15 @@ class Lease:
 
     def request_decision(self, kind: DecisionKind, *, options: Any = None,
                          recommendation: Optional[str] = None, proposal_hash: Optional[str] = None,
-                         expires_in: Optional[float] = None) -> Decision:
+                         expires_in: Optional[float] = None, key: Optional[str] = None) -> Decision:
         """Asks a person to decide (the attempt's phase becomes awaiting_decision);
-        expires_in closes it as expired that many seconds later. Not retried once it may have
-        reached the service: a repeat would ask twice."""
+        expires_in closes it as expired that many seconds later. Without key it is not
+        retried once it may have reached the service (a repeat would ask twice); with key it
+        is sent under the idempotency key "decide:{step_id}:{key}", as the Go Lease does, so a
+        retry or a resumed handler asking again gets the same decision (and its answer)."""
         req = DecisionRequest(fencing_token=self.fencing_token, kind=kind, options=options,
-                              recommendation=recommendation, proposal_hash=proposal_hash)
+                              recommendation=recommendation, proposal_hash=proposal_hash,
+                              idempotency_key=None if key is None else "decide:%s:%s" % (self.run.step_id, key))
         if expires_in:
             req.expires_in_seconds = max(1, int(round(expires_in)))
         return self._send(lambda: self.client.request_decision(self.attempt_id, req))
@@ -329,10 +342,25 @@ class Lease:
         return self.client.wait_decision(decision_id, timeout, check=self.check, chunk=self._poll_chunk())
 
     def decide(self, kind: DecisionKind, *, options: Any = None, recommendation: Optional[str] = None,
-               expires_in: Optional[float] = None, timeout: Optional[float] = None) -> Decision:
-        """Asks for a decision and waits for it to close."""
-        d = self.request_decision(kind, options=options, recommendation=recommendation, expires_in=expires_in)
+               expires_in: Optional[float] = None, timeout: Optional[float] = None,
+               key: Optional[str] = None) -> Decision:
+        """Asks for a decision and waits for it to close; key, when given, makes the request
+        repeatable (see request_decision)."""
+        d = self.request_decision(kind, options=options, recommendation=recommendation, expires_in=expires_in,
+                                  key=key)
         return self.wait_decision(d.decision_id, timeout)
+
+    def park(self, decision_ids: Optional[List[str]] = None, child_run_ids: Optional[List[str]] = None,
+             due_at: Optional[datetime] = None) -> Attempt:
+        """Ends the attempt parked: the run waits without a lease (no attempt spent) until
+        every named decision is closed and every named child run has ended, or until due_at.
+        The handler should return at once; afterwards the lease refuses writes with
+        LeaseEnded, and a Worker sends nothing more."""
+        req = ParkAttemptRequest(fencing_token=self.fencing_token, decision_ids=decision_ids,
+                                 child_run_ids=child_run_ids, due_at=due_at)
+        out = self._send(lambda: self.client.park_attempt(self.attempt_id, req), settle=True)
+        self._end(LeaseEnded("ledger: lease ended: parked"))
+        return out
 
     def delegate(self, purpose: str, child: RunSpec) -> Delegation:
         """Enqueues a child run for a sub-agent and records the delegation. Give
@@ -368,19 +396,23 @@ class Lease:
         req = FencedRequest(fencing_token=self.fencing_token)
         return self._send(lambda: self.client.observe_cancellation(self.attempt_id, req))
 
-    def complete(self, state: CompletionState, outcome_hash: Optional[str] = None) -> Attempt:
-        """Ends the attempt and its run in state (succeeded, failed or cancelled). Afterwards
-        the lease refuses writes with LeaseEnded; a Worker then sends nothing more."""
-        req = CompleteAttemptRequest(fencing_token=self.fencing_token, state=state, outcome_hash=outcome_hash)
+    def complete(self, state: CompletionState, outcome_hash: Optional[str] = None, *,
+                 error: Optional[AttemptError] = None) -> Attempt:
+        """Ends the attempt and its run in state (succeeded, failed or cancelled), with error
+        saying why when it failed (see error_of). Afterwards the lease refuses writes with
+        LeaseEnded; a Worker then sends nothing more."""
+        req = CompleteAttemptRequest(fencing_token=self.fencing_token, state=state, outcome_hash=outcome_hash,
+                                     error=error)
         out = self._send(lambda: self.client.complete_attempt(self.attempt_id, req), settle=True)
         self._end(LeaseEnded("ledger: lease ended: completed %s" % state))
         return out
 
-    def release(self, charge: bool = False, retry_after: Optional[float] = None) -> Attempt:
+    def release(self, charge: bool = False, retry_after: Optional[float] = None, *,
+                error: Optional[AttemptError] = None) -> Attempt:
         """Gives the run back: charge spends one of its attempts; retry_after is when it is
-        due again in seconds (0: at once; None: the service's backoff). Afterwards the lease
-        refuses writes with LeaseEnded."""
-        req = ReleaseAttemptRequest(fencing_token=self.fencing_token, charge=charge)
+        due again in seconds (0: at once; None: the service's backoff); error says why (see
+        error_of). Afterwards the lease refuses writes with LeaseEnded."""
+        req = ReleaseAttemptRequest(fencing_token=self.fencing_token, charge=charge, error=error)
         if retry_after is not None:
             req.retry_after_seconds = int(round(max(0.0, min(retry_after, 86400.0))))
         out = self._send(lambda: self.client.release_attempt(self.attempt_id, req), settle=True)

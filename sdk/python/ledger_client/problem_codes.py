@@ -170,6 +170,36 @@ class UnknownProject(LedgerProblem):
     code_value = ProblemCode.UNKNOWN_PROJECT
 
 
+class WebhookTargetRefused(LedgerProblem):
+    """The service answered the problem code webhook_target_refused."""
+
+    code_value = ProblemCode.WEBHOOK_TARGET_REFUSED
+
+
+class WebhookLimit(LedgerProblem):
+    """The service answered the problem code webhook_limit."""
+
+    code_value = ProblemCode.WEBHOOK_LIMIT
+
+
+class UnknownDecision(LedgerProblem):
+    """The service answered the problem code unknown_decision."""
+
+    code_value = ProblemCode.UNKNOWN_DECISION
+
+
+class UnknownRun(LedgerProblem):
+    """The service answered the problem code unknown_run."""
+
+    code_value = ProblemCode.UNKNOWN_RUN
+
+
+class BulkTooLarge(LedgerProblem):
+    """The service answered the problem code bulk_too_large."""
+
+    code_value = ProblemCode.BULK_TOO_LARGE
+
+
 class PreconditionRequired(LedgerProblem):
     """The service answered the problem code precondition_required."""
 
@@ -223,6 +253,11 @@ BY_CODE: Dict[str, Type[LedgerProblem]] = {
     'manifest_mismatch': ManifestMismatch,
     'subject_conflict': SubjectConflict,
     'unknown_project': UnknownProject,
+    'webhook_target_refused': WebhookTargetRefused,
+    'webhook_limit': WebhookLimit,
+    'unknown_decision': UnknownDecision,
+    'unknown_run': UnknownRun,
+    'bulk_too_large': BulkTooLarge,
     'precondition_required': PreconditionRequired,
     'rate_limited': RateLimited,
     'internal': Internal,
@@ -257,6 +292,11 @@ __all__ = [
     'ManifestMismatch',
     'SubjectConflict',
     'UnknownProject',
+    'WebhookTargetRefused',
+    'WebhookLimit',
+    'UnknownDecision',
+    'UnknownRun',
+    'BulkTooLarge',
     'PreconditionRequired',
     'RateLimited',
     'Internal',

@@ -7,12 +7,14 @@ from dataclasses import dataclass as _dataclass, field as _field
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Union
 
-from ._codec import from_json, to_json
+from ._codec import Null, from_json, to_json
 
 __all__ = [
     'AnswerDecisionRequest',
     'AnswerStatus',
     'Attempt',
+    'AttemptEnd',
+    'AttemptError',
     'AttemptItem',
     'AttemptItemPage',
     'AttemptState',
@@ -20,6 +22,12 @@ __all__ = [
     'AttemptsPerRunBin',
     'AttemptsPerRunGroup',
     'Band',
+    'BatchEnqueueRequest',
+    'BatchEnqueueResponse',
+    'BatchItem',
+    'BulkAction',
+    'BulkFilter',
+    'BulkRunsRequest',
     'Call',
     'CallFinishStatus',
     'CallInsights',
@@ -50,11 +58,13 @@ __all__ = [
     'DelegationPage',
     'DelegationRequest',
     'DelegationStatus',
+    'DeliveryStatus',
     'DurationSummary',
     'EnqueueRequest',
     'FencedRequest',
     'FieldError',
     'FinishCallRequest',
+    'ForkRequest',
     'Health',
     'Heartbeat',
     'HeartbeatRequest',
@@ -67,6 +77,10 @@ __all__ = [
     'InsightWindow',
     'LastCheckpoint',
     'LockRequest',
+    'Operation',
+    'OperationSkips',
+    'OperationState',
+    'ParkAttemptRequest',
     'PatchAttemptRequest',
     'Phase',
     'Problem',
@@ -76,20 +90,37 @@ __all__ = [
     'ProjectItemPage',
     'PutProjectRequest',
     'PutReleaseRequest',
+    'PutScheduleRequest',
+    'PutWebhookRequest',
     'Release',
     'ReleaseAttemptRequest',
     'ReleaseItem',
     'ReleaseItemPage',
     'ReleaseState',
     'Run',
+    'RunItem',
+    'RunItemPage',
     'RunOutcome',
-    'RunPage',
     'RunSpec',
     'RunState',
+    'Schedule',
+    'ScheduleFiring',
+    'ScheduleItem',
+    'ScheduleItemPage',
+    'ScheduleOverlap',
     'TaskLock',
     'TimelineEntry',
     'TimelineEntryPage',
     'TimelineKind',
+    'Usage',
+    'UsageGroup',
+    'UsageTotals',
+    'Webhook',
+    'WebhookDelivery',
+    'WebhookDeliveryPage',
+    'WebhookEvent',
+    'WebhookItem',
+    'WebhookItemPage',
 ]
 
 
@@ -112,6 +143,7 @@ class AttemptState(str, enum.Enum):
     CANCELLED = 'cancelled'
     LOST = 'lost'
     RELEASED = 'released'
+    PARKED = 'parked'
 
     def __str__(self) -> str:
         return str(self.value)
@@ -123,6 +155,16 @@ class Band(str, enum.Enum):
     INTERACTIVE = 'interactive'
     BATCH = 'batch'
     BACKGROUND = 'background'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class BulkAction(str, enum.Enum):
+    """Every value of the wire enum BulkAction."""
+
+    CANCEL = 'cancel'
+    CONTINUE = 'continue'
 
     def __str__(self) -> str:
         return str(self.value)
@@ -212,6 +254,17 @@ class DelegationStatus(str, enum.Enum):
         return str(self.value)
 
 
+class DeliveryStatus(str, enum.Enum):
+    """Every value of the wire enum DeliveryStatus."""
+
+    PENDING = 'pending'
+    DELIVERED = 'delivered'
+    FAILED = 'failed'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
 class InFlightPolicy(str, enum.Enum):
     """Every value of the wire enum InFlightPolicy."""
 
@@ -240,6 +293,18 @@ class InsightGroup(str, enum.Enum):
     AGENT = 'agent'
     RELEASE = 'release'
     KIND = 'kind'
+    ERRORCODE = 'errorCode'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class OperationState(str, enum.Enum):
+    """Every value of the wire enum OperationState."""
+
+    DRY_RUN = 'dry_run'
+    RUNNING = 'running'
+    SUCCEEDED = 'succeeded'
 
     def __str__(self) -> str:
         return str(self.value)
@@ -290,6 +355,11 @@ class ProblemCode(str, enum.Enum):
     MANIFEST_MISMATCH = 'manifest_mismatch'
     SUBJECT_CONFLICT = 'subject_conflict'
     UNKNOWN_PROJECT = 'unknown_project'
+    WEBHOOK_TARGET_REFUSED = 'webhook_target_refused'
+    WEBHOOK_LIMIT = 'webhook_limit'
+    UNKNOWN_DECISION = 'unknown_decision'
+    UNKNOWN_RUN = 'unknown_run'
+    BULK_TOO_LARGE = 'bulk_too_large'
     PRECONDITION_REQUIRED = 'precondition_required'
     RATE_LIMITED = 'rate_limited'
     INTERNAL = 'internal'
@@ -335,6 +405,16 @@ class RunState(str, enum.Enum):
         return str(self.value)
 
 
+class ScheduleOverlap(str, enum.Enum):
+    """Every value of the wire enum ScheduleOverlap."""
+
+    SKIP = 'skip'
+    ALLOW = 'allow'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
 class TimelineKind(str, enum.Enum):
     """Every value of the wire enum TimelineKind."""
 
@@ -342,6 +422,32 @@ class TimelineKind(str, enum.Enum):
     CALL = 'call'
     DECISION = 'decision'
     DELEGATION = 'delegation'
+    END = 'end'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class UsageGroup(str, enum.Enum):
+    """Every value of the wire enum UsageGroup."""
+
+    MODEL = 'model'
+    AGENT = 'agent'
+    RELEASE = 'release'
+    PROJECT = 'project'
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class WebhookEvent(str, enum.Enum):
+    """Every value of the wire enum WebhookEvent."""
+
+    DECISION_REQUESTED = 'decision.requested'
+    DECISION_CLOSED = 'decision.closed'
+    RUN_ENDED = 'run.ended'
+    ATTEMPT_LOST = 'attempt.lost'
+    BUDGET_HELD = 'budget.held'
 
     def __str__(self) -> str:
         return str(self.value)
@@ -392,6 +498,7 @@ class Attempt:
     context_snapshot_ref: Optional[str] = _field(default=None, metadata={'json': 'contextSnapshotRef'})
     ended_at: Optional[datetime] = _field(default=None, metadata={'json': 'endedAt'})
     environment_id: Optional[str] = _field(default=None, metadata={'json': 'environmentId'})
+    error: Optional[AttemptError] = _field(default=None, metadata={'json': 'error'})
     outcome_hash: Optional[str] = _field(default=None, metadata={'json': 'outcomeHash'})
 
     @classmethod
@@ -401,6 +508,47 @@ class Attempt:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this Attempt (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class AttemptEnd:
+    """The wire object AttemptEnd."""
+
+    ended_at: datetime = _field(metadata={'json': 'endedAt'})
+    fencing_token: int = _field(metadata={'json': 'fencingToken'})
+    lease_id: str = _field(metadata={'json': 'leaseId'})
+    state: AttemptState = _field(metadata={'json': 'state'})
+    cancellation_observed_at: Optional[datetime] = _field(default=None, metadata={'json': 'cancellationObservedAt'})
+    error: Optional[AttemptError] = _field(default=None, metadata={'json': 'error'})
+    outcome_hash: Optional[str] = _field(default=None, metadata={'json': 'outcomeHash'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> AttemptEnd:
+        """Decodes the JSON object of a AttemptEnd."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this AttemptEnd (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class AttemptError:
+    """The wire object AttemptError."""
+
+    code: str = _field(metadata={'json': 'code'})
+    details: Any = _field(default=None, metadata={'json': 'details'})
+    """Any JSON value, at most 16384 bytes compacted (else 400 naming error.details)."""
+    message: Optional[str] = _field(default=None, metadata={'json': 'message'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> AttemptError:
+        """Decodes the JSON object of a AttemptError."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this AttemptError (members that are None left out)."""
         return to_json(self)
 
 
@@ -432,6 +580,7 @@ class AttemptItem:
     context_snapshot_ref: Optional[str] = _field(default=None, metadata={'json': 'contextSnapshotRef'})
     ended_at: Optional[datetime] = _field(default=None, metadata={'json': 'endedAt'})
     environment_id: Optional[str] = _field(default=None, metadata={'json': 'environmentId'})
+    error: Optional[AttemptError] = _field(default=None, metadata={'json': 'error'})
     outcome_hash: Optional[str] = _field(default=None, metadata={'json': 'outcomeHash'})
 
     @classmethod
@@ -515,6 +664,117 @@ class AttemptsPerRunGroup:
 
 
 @_dataclass
+class BatchEnqueueRequest:
+    """The wire object BatchEnqueueRequest."""
+
+    items: List[EnqueueRequest] = _field(metadata={'json': 'items'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> BatchEnqueueRequest:
+        """Decodes the JSON object of a BatchEnqueueRequest."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this BatchEnqueueRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class BatchEnqueueResponse:
+    """The wire object BatchEnqueueResponse."""
+
+    items: List[BatchItem] = _field(metadata={'json': 'items'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> BatchEnqueueResponse:
+        """Decodes the JSON object of a BatchEnqueueResponse."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this BatchEnqueueResponse (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class BatchItem:
+    """The wire object BatchItem."""
+
+    existing: bool = _field(metadata={'json': 'existing'})
+    run: Run = _field(metadata={'json': 'run'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> BatchItem:
+        """Decodes the JSON object of a BatchItem."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this BatchItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class BulkFilter:
+    """The wire object BulkFilter."""
+
+    agent_id: Optional[str] = _field(default=None, metadata={'json': 'agentId'})
+    band: Optional[Band] = _field(default=None, metadata={'json': 'band'})
+    ended_from: Optional[datetime] = _field(default=None, metadata={'json': 'endedFrom'})
+    """Runs ended at or after this time."""
+    ended_to: Optional[datetime] = _field(default=None, metadata={'json': 'endedTo'})
+    """Runs ended before this time."""
+    error_code: Optional[str] = _field(default=None, metadata={'json': 'errorCode'})
+    """Runs whose last error has this code."""
+    kind: Optional[str] = _field(default=None, metadata={'json': 'kind'})
+    outcome: Optional[RunOutcome] = _field(default=None, metadata={'json': 'outcome'})
+    """Ended runs with this outcome."""
+    project_id: Optional[str] = _field(default=None, metadata={'json': 'projectId'})
+    queued_from: Optional[datetime] = _field(default=None, metadata={'json': 'queuedFrom'})
+    """Runs queued at or after this time."""
+    queued_to: Optional[datetime] = _field(default=None, metadata={'json': 'queuedTo'})
+    """Runs queued before this time."""
+    release_id: Optional[str] = _field(default=None, metadata={'json': 'releaseId'})
+    """Runs whose latest attempt ran this release."""
+    state: Optional[RunState] = _field(default=None, metadata={'json': 'state'})
+    subject: Optional[str] = _field(default=None, metadata={'json': 'subject'})
+    tag: Optional[str] = _field(default=None, metadata={'json': 'tag'})
+    """Runs enqueued with this tag."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> BulkFilter:
+        """Decodes the JSON object of a BulkFilter."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this BulkFilter (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class BulkRunsRequest:
+    """The wire object BulkRunsRequest."""
+
+    action: BulkAction = _field(metadata={'json': 'action'})
+    dry_run: Optional[bool] = _field(default=None, metadata={'json': 'dryRun'})
+    """Answer how many runs match (200) without acting."""
+    filter: Optional[BulkFilter] = _field(default=None, metadata={'json': 'filter'})
+    """The runs to act on: those the runs list shows with these filters when the operation is created (at most 100000)."""
+    idempotency_key: Optional[str] = _field(default=None, metadata={'json': 'idempotencyKey'})
+    """A repeat with the key and the same body returns the same operation; another body is idempotency_key_reused."""
+    reason: Optional[str] = _field(default=None, metadata={'json': 'reason'})
+    run_ids: Optional[List[str]] = _field(default=None, metadata={'json': 'runIds'})
+    """The runs to act on (at most 1000)."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> BulkRunsRequest:
+        """Decodes the JSON object of a BulkRunsRequest."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this BulkRunsRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
 class Call:
     """The wire object Call."""
 
@@ -528,8 +788,15 @@ class Call:
     started_at: datetime = _field(metadata={'json': 'startedAt'})
     status: CallStatus = _field(metadata={'json': 'status'})
     target: str = _field(metadata={'json': 'target'})
+    cost_micros: Optional[int] = _field(default=None, metadata={'json': 'costMicros'})
     ended_at: Optional[datetime] = _field(default=None, metadata={'json': 'endedAt'})
+    finish_reasons: Optional[List[str]] = _field(default=None, metadata={'json': 'finishReasons'})
+    model: Optional[str] = _field(default=None, metadata={'json': 'model'})
+    operation: Optional[str] = _field(default=None, metadata={'json': 'operation'})
+    provider: Optional[str] = _field(default=None, metadata={'json': 'provider'})
     receipt_ref: Optional[str] = _field(default=None, metadata={'json': 'receiptRef'})
+    response_model: Optional[str] = _field(default=None, metadata={'json': 'responseModel'})
+    usage: Optional[Usage] = _field(default=None, metadata={'json': 'usage'})
 
     @classmethod
     def from_json(cls, obj: Any) -> Call:
@@ -584,7 +851,13 @@ class CallRequest:
     request_hash: str = _field(metadata={'json': 'requestHash'})
     sequence: int = _field(metadata={'json': 'sequence'})
     target: str = _field(metadata={'json': 'target'})
+    model: Optional[str] = _field(default=None, metadata={'json': 'model'})
+    """The model the call asks for (gen_ai.request.model)."""
+    operation: Optional[str] = _field(default=None, metadata={'json': 'operation'})
+    """What the call does (gen_ai.operation.name): chat, text_completion, generate_content, embeddings, execute_tool, create_agent, invoke_agent, or a name of the runtime's own."""
     policy_decision_id: Optional[str] = _field(default=None, metadata={'json': 'policyDecisionId'})
+    provider: Optional[str] = _field(default=None, metadata={'json': 'provider'})
+    """The model's provider, e.g. openai, anthropic, aws.bedrock (gen_ai.provider.name)."""
 
     @classmethod
     def from_json(cls, obj: Any) -> CallRequest:
@@ -766,6 +1039,7 @@ class CompleteAttemptRequest:
 
     fencing_token: int = _field(metadata={'json': 'fencingToken'})
     state: CompletionState = _field(metadata={'json': 'state'})
+    error: Optional[AttemptError] = _field(default=None, metadata={'json': 'error'})
     outcome_hash: Optional[str] = _field(default=None, metadata={'json': 'outcomeHash'})
 
     @classmethod
@@ -935,6 +1209,7 @@ class DecisionRequest:
     kind: DecisionKind = _field(metadata={'json': 'kind'})
     expires_in_seconds: Optional[int] = _field(default=None, metadata={'json': 'expiresInSeconds'})
     """Closes the decision as expired that long after it is asked (default: never)."""
+    idempotency_key: Optional[str] = _field(default=None, metadata={'json': 'idempotencyKey'})
     options: Any = _field(default=None, metadata={'json': 'options'})
     """Any JSON value; for a choice, the array of options."""
     proposal_hash: Optional[str] = _field(default=None, metadata={'json': 'proposalHash'})
@@ -1049,7 +1324,12 @@ class EnqueueRequest:
     """The run's input: any JSON value."""
     max_attempts: Optional[int] = _field(default=None, metadata={'json': 'maxAttempts'})
     max_corrections: Optional[int] = _field(default=None, metadata={'json': 'maxCorrections'})
+    metadata: Any = _field(default=None, metadata={'json': 'metadata'})
+    """Any JSON value, at most 4096 bytes compacted (else 400 naming metadata)."""
     parent_run_id: Optional[str] = _field(default=None, metadata={'json': 'parentRunId'})
+    tags: Optional[List[str]] = _field(default=None, metadata={'json': 'tags'})
+    traceparent: Optional[str] = _field(default=None, metadata={'json': 'traceparent'})
+    """W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey."""
 
     @classmethod
     def from_json(cls, obj: Any) -> EnqueueRequest:
@@ -1100,7 +1380,14 @@ class FinishCallRequest:
 
     fencing_token: int = _field(metadata={'json': 'fencingToken'})
     status: CallFinishStatus = _field(metadata={'json': 'status'})
+    cost_micros: Optional[int] = _field(default=None, metadata={'json': 'costMicros'})
+    """What the call cost, in millionths of the tenant's currency unit; counted against the project's dailyCostBudgetMicros."""
+    finish_reasons: Optional[List[str]] = _field(default=None, metadata={'json': 'finishReasons'})
+    """Why the model stopped (gen_ai.response.finish_reasons), at most 8."""
     receipt_ref: Optional[str] = _field(default=None, metadata={'json': 'receiptRef'})
+    response_model: Optional[str] = _field(default=None, metadata={'json': 'responseModel'})
+    """The model that answered (gen_ai.response.model)."""
+    usage: Optional[Usage] = _field(default=None, metadata={'json': 'usage'})
 
     @classmethod
     def from_json(cls, obj: Any) -> FinishCallRequest:
@@ -1109,6 +1396,25 @@ class FinishCallRequest:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this FinishCallRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ForkRequest:
+    """The wire object ForkRequest."""
+
+    checkpoint_id: str = _field(metadata={'json': 'checkpointId'})
+    due_at: Optional[datetime] = _field(default=None, metadata={'json': 'dueAt'})
+    """When the fork becomes due (default: now)."""
+    idempotency_key: Optional[str] = _field(default=None, metadata={'json': 'idempotencyKey'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ForkRequest:
+        """Decodes the JSON object of a ForkRequest."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ForkRequest (members that are None left out)."""
         return to_json(self)
 
 
@@ -1134,6 +1440,7 @@ class Health:
 class Heartbeat:
     """The wire object Heartbeat."""
 
+    budget_held: bool = _field(metadata={'json': 'budgetHeld'})
     cancel_requested: bool = _field(metadata={'json': 'cancelRequested'})
     leased_until: datetime = _field(metadata={'json': 'leasedUntil'})
 
@@ -1300,6 +1607,84 @@ class LockRequest:
 
 
 @_dataclass
+class Operation:
+    """The wire object Operation."""
+
+    action: BulkAction = _field(metadata={'json': 'action'})
+    cancel_requested: int = _field(metadata={'json': 'cancelRequested'})
+    """Leased runs whose holder was asked to stop."""
+    cancelled: int = _field(metadata={'json': 'cancelled'})
+    continued: int = _field(metadata={'json': 'continued'})
+    done: int = _field(metadata={'json': 'done'})
+    """Runs acted on: cancelled, asked to stop (leased) or continued."""
+    matched: int = _field(metadata={'json': 'matched'})
+    skipped: int = _field(metadata={'json': 'skipped'})
+    skips: OperationSkips = _field(metadata={'json': 'skips'})
+    state: OperationState = _field(metadata={'json': 'state'})
+    created_at: Optional[datetime] = _field(default=None, metadata={'json': 'createdAt'})
+    finished_at: Optional[datetime] = _field(default=None, metadata={'json': 'finishedAt'})
+    operation_id: Optional[str] = _field(default=None, metadata={'json': 'operationId'})
+    """Absent on a dry run."""
+    reason: Optional[str] = _field(default=None, metadata={'json': 'reason'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Operation:
+        """Decodes the JSON object of a Operation."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this Operation (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class OperationSkips:
+    """The wire object OperationSkips."""
+
+    attempts_exhausted: int = _field(metadata={'json': 'attemptsExhausted'})
+    """continue: the run had spent its attempts."""
+    continued_before: int = _field(metadata={'json': 'continuedBefore'})
+    """continue: the run had been continued already."""
+    ended: int = _field(metadata={'json': 'ended'})
+    """cancel: the run had ended."""
+    not_ended: int = _field(metadata={'json': 'notEnded'})
+    """continue: the run had not ended."""
+    not_found: int = _field(metadata={'json': 'notFound'})
+    """No run of the tenant has the id (or retention removed it)."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> OperationSkips:
+        """Decodes the JSON object of a OperationSkips."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this OperationSkips (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ParkAttemptRequest:
+    """The wire object ParkAttemptRequest."""
+
+    fencing_token: int = _field(metadata={'json': 'fencingToken'})
+    child_run_ids: Optional[List[str]] = _field(default=None, metadata={'json': 'childRunIds'})
+    """Children of this run to wait for (at most 100)."""
+    decision_ids: Optional[List[str]] = _field(default=None, metadata={'json': 'decisionIds'})
+    """Decisions of this run to wait for (at most 100)."""
+    due_at: Optional[datetime] = _field(default=None, metadata={'json': 'dueAt'})
+    """When the run is due at the latest; with decisions or children, a timeout."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ParkAttemptRequest:
+        """Decodes the JSON object of a ParkAttemptRequest."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ParkAttemptRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
 class PatchAttemptRequest:
     """The wire object PatchAttemptRequest."""
 
@@ -1348,7 +1733,12 @@ class Project:
     """The wire object Project."""
 
     active: bool = _field(metadata={'json': 'active'})
+    cost_held: bool = _field(metadata={'json': 'costHeld'})
+    cost_today_micros: int = _field(metadata={'json': 'costTodayMicros'})
+    """The cost (costMicros) the project's calls recorded since 00:00 UTC."""
     created_at: datetime = _field(metadata={'json': 'createdAt'})
+    daily_cost_budget_micros: Optional[int] = _field(metadata={'json': 'dailyCostBudgetMicros'})
+    """The daily cost budget in micro-units, or null for none."""
     leased_count: int = _field(metadata={'json': 'leasedCount'})
     project_id: str = _field(metadata={'json': 'projectId'})
     retention_days: int = _field(metadata={'json': 'retentionDays'})
@@ -1369,7 +1759,12 @@ class ProjectItem:
     """The wire object ProjectItem."""
 
     active: bool = _field(metadata={'json': 'active'})
+    cost_held: bool = _field(metadata={'json': 'costHeld'})
+    cost_today_micros: int = _field(metadata={'json': 'costTodayMicros'})
+    """The cost (costMicros) the project's calls recorded since 00:00 UTC."""
     created_at: datetime = _field(metadata={'json': 'createdAt'})
+    daily_cost_budget_micros: Optional[int] = _field(metadata={'json': 'dailyCostBudgetMicros'})
+    """The daily cost budget in micro-units, or null for none."""
     etag: str = _field(metadata={'json': 'etag'})
     """The project's strong entity tag (as in its ETag header)."""
     leased_count: int = _field(metadata={'json': 'leasedCount'})
@@ -1409,6 +1804,8 @@ class PutProjectRequest:
     """The wire object PutProjectRequest."""
 
     active: Optional[bool] = _field(default=None, metadata={'json': 'active'})
+    daily_cost_budget_micros: Optional[Union[int, Null]] = _field(default=None, metadata={'json': 'dailyCostBudgetMicros'})
+    """Claims of the project's runs are held (204 with Retry-After) once the cost (costMicros) its calls recorded since 00:00 UTC reaches this, until the next day or a higher budget. Absent keeps the budget; null removes it."""
     retention_days: Optional[int] = _field(default=None, metadata={'json': 'retentionDays'})
     """How long ended run chains are kept."""
 
@@ -1443,6 +1840,52 @@ class PutReleaseRequest:
 
 
 @_dataclass
+class PutScheduleRequest:
+    """The wire object PutScheduleRequest."""
+
+    cron: str = _field(metadata={'json': 'cron'})
+    """Five fields (minute hour day-of-month month day-of-week) with ranges, steps, lists and names; or a descriptor such as @hourly."""
+    run: RunSpec = _field(metadata={'json': 'run'})
+    catchup_seconds: Optional[int] = _field(default=None, metadata={'json': 'catchupSeconds'})
+    """After downtime (or a late scheduler), firings older than this are skipped and counted, not fired."""
+    description: Optional[str] = _field(default=None, metadata={'json': 'description'})
+    overlap: Optional[ScheduleOverlap] = _field(default=None, metadata={'json': 'overlap'})
+    paused: Optional[bool] = _field(default=None, metadata={'json': 'paused'})
+    """A paused schedule fires nothing; resuming does not fire what was missed."""
+    timezone: Optional[str] = _field(default=None, metadata={'json': 'timezone'})
+    """An IANA time zone name. A time that does not exist on a day (a daylight-saving gap) fires at the first instant after the gap; a time that occurs twice fires once, at its first occurrence."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> PutScheduleRequest:
+        """Decodes the JSON object of a PutScheduleRequest."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this PutScheduleRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class PutWebhookRequest:
+    """The wire object PutWebhookRequest."""
+
+    events: List[WebhookEvent] = _field(metadata={'json': 'events'})
+    url: str = _field(metadata={'json': 'url'})
+    """https:// (http:// only where the server allows it); private, loopback, link-local and unique-local targets are refused unless the server allows them."""
+    active: Optional[bool] = _field(default=None, metadata={'json': 'active'})
+    description: Optional[str] = _field(default=None, metadata={'json': 'description'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> PutWebhookRequest:
+        """Decodes the JSON object of a PutWebhookRequest."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this PutWebhookRequest (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
 class Release:
     """The wire object Release."""
 
@@ -1470,6 +1913,7 @@ class ReleaseAttemptRequest:
 
     fencing_token: int = _field(metadata={'json': 'fencingToken'})
     charge: Optional[bool] = _field(default=None, metadata={'json': 'charge'})
+    error: Optional[AttemptError] = _field(default=None, metadata={'json': 'error'})
     retry_after_seconds: Optional[int] = _field(default=None, metadata={'json': 'retryAfterSeconds'})
     """When the run is due again (0: at once; default: the backoff)."""
 
@@ -1557,12 +2001,17 @@ class Run:
     environment_id: Optional[str] = _field(default=None, metadata={'json': 'environmentId'})
     error_code: Optional[str] = _field(default=None, metadata={'json': 'errorCode'})
     error_message: Optional[str] = _field(default=None, metadata={'json': 'errorMessage'})
+    forked_from_checkpoint_id: Optional[str] = _field(default=None, metadata={'json': 'forkedFromCheckpointId'})
     holder_id: Optional[str] = _field(default=None, metadata={'json': 'holderId'})
     idempotency_key: Optional[str] = _field(default=None, metadata={'json': 'idempotencyKey'})
     lease_seconds: Optional[int] = _field(default=None, metadata={'json': 'leaseSeconds'})
     leased_until: Optional[datetime] = _field(default=None, metadata={'json': 'leasedUntil'})
+    metadata: Any = _field(default=None, metadata={'json': 'metadata'})
+    """The metadata given at enqueue (any JSON value)."""
     outcome: Optional[RunOutcome] = _field(default=None, metadata={'json': 'outcome'})
     purged: Optional[bool] = _field(default=None, metadata={'json': 'purged'})
+    tags: Optional[List[str]] = _field(default=None, metadata={'json': 'tags'})
+    traceparent: Optional[str] = _field(default=None, metadata={'json': 'traceparent'})
 
     @classmethod
     def from_json(cls, obj: Any) -> Run:
@@ -1575,19 +2024,76 @@ class Run:
 
 
 @_dataclass
-class RunPage:
-    """The wire object RunPage."""
+class RunItem:
+    """The wire object RunItem."""
 
-    items: List[Run] = _field(metadata={'json': 'items'})
-    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+    agent_id: str = _field(metadata={'json': 'agentId'})
+    attempts_spent: int = _field(metadata={'json': 'attemptsSpent'})
+    band: Band = _field(metadata={'json': 'band'})
+    continued_from_run_id: Optional[str] = _field(metadata={'json': 'continuedFromRunId'})
+    """The ended run this one continues, or null."""
+    created_by: str = _field(metadata={'json': 'createdBy'})
+    depth: int = _field(metadata={'json': 'depth'})
+    due_at: datetime = _field(metadata={'json': 'dueAt'})
+    epoch: int = _field(metadata={'json': 'epoch'})
+    etag: str = _field(metadata={'json': 'etag'})
+    """The run's strong entity tag (as in its ETag header)."""
+    input: Any = _field(metadata={'json': 'input'})
+    """The run's input (any JSON value; null when none was given)."""
+    kind: str = _field(metadata={'json': 'kind'})
+    max_attempts: int = _field(metadata={'json': 'maxAttempts'})
+    max_corrections: int = _field(metadata={'json': 'maxCorrections'})
+    parent_run_id: Optional[str] = _field(metadata={'json': 'parentRunId'})
+    """The parent run, or null for a root run."""
+    project_id: str = _field(metadata={'json': 'projectId'})
+    queued_at: datetime = _field(metadata={'json': 'queuedAt'})
+    run_id: str = _field(metadata={'json': 'runId'})
+    snapshot_id: str = _field(metadata={'json': 'snapshotId'})
+    state: RunState = _field(metadata={'json': 'state'})
+    step_id: str = _field(metadata={'json': 'stepId'})
+    subject: str = _field(metadata={'json': 'subject'})
+    cancel_requested_at: Optional[datetime] = _field(default=None, metadata={'json': 'cancelRequestedAt'})
+    deadline_at: Optional[datetime] = _field(default=None, metadata={'json': 'deadlineAt'})
+    ended_at: Optional[datetime] = _field(default=None, metadata={'json': 'endedAt'})
+    environment_id: Optional[str] = _field(default=None, metadata={'json': 'environmentId'})
+    error_code: Optional[str] = _field(default=None, metadata={'json': 'errorCode'})
+    error_message: Optional[str] = _field(default=None, metadata={'json': 'errorMessage'})
+    forked_from_checkpoint_id: Optional[str] = _field(default=None, metadata={'json': 'forkedFromCheckpointId'})
+    holder_id: Optional[str] = _field(default=None, metadata={'json': 'holderId'})
+    idempotency_key: Optional[str] = _field(default=None, metadata={'json': 'idempotencyKey'})
+    lease_seconds: Optional[int] = _field(default=None, metadata={'json': 'leaseSeconds'})
+    leased_until: Optional[datetime] = _field(default=None, metadata={'json': 'leasedUntil'})
+    metadata: Any = _field(default=None, metadata={'json': 'metadata'})
+    """The metadata given at enqueue (any JSON value)."""
+    outcome: Optional[RunOutcome] = _field(default=None, metadata={'json': 'outcome'})
+    purged: Optional[bool] = _field(default=None, metadata={'json': 'purged'})
+    tags: Optional[List[str]] = _field(default=None, metadata={'json': 'tags'})
+    traceparent: Optional[str] = _field(default=None, metadata={'json': 'traceparent'})
 
     @classmethod
-    def from_json(cls, obj: Any) -> RunPage:
-        """Decodes the JSON object of a RunPage."""
+    def from_json(cls, obj: Any) -> RunItem:
+        """Decodes the JSON object of a RunItem."""
         return from_json(cls, obj)
 
     def to_json(self) -> Dict[str, Any]:
-        """The JSON object of this RunPage (members that are None left out)."""
+        """The JSON object of this RunItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class RunItemPage:
+    """The wire object RunItemPage."""
+
+    items: List[RunItem] = _field(metadata={'json': 'items'})
+    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> RunItemPage:
+        """Decodes the JSON object of a RunItemPage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this RunItemPage (members that are None left out)."""
         return to_json(self)
 
 
@@ -1613,6 +2119,11 @@ class RunSpec:
     """The run's input: any JSON value."""
     max_attempts: Optional[int] = _field(default=None, metadata={'json': 'maxAttempts'})
     max_corrections: Optional[int] = _field(default=None, metadata={'json': 'maxCorrections'})
+    metadata: Any = _field(default=None, metadata={'json': 'metadata'})
+    """Any JSON value, at most 4096 bytes compacted (else 400 naming metadata)."""
+    tags: Optional[List[str]] = _field(default=None, metadata={'json': 'tags'})
+    traceparent: Optional[str] = _field(default=None, metadata={'json': 'traceparent'})
+    """W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey."""
 
     @classmethod
     def from_json(cls, obj: Any) -> RunSpec:
@@ -1621,6 +2132,110 @@ class RunSpec:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this RunSpec (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class Schedule:
+    """The wire object Schedule."""
+
+    catchup_seconds: int = _field(metadata={'json': 'catchupSeconds'})
+    created_at: datetime = _field(metadata={'json': 'createdAt'})
+    cron: str = _field(metadata={'json': 'cron'})
+    fired: int = _field(metadata={'json': 'fired'})
+    """Firings that enqueued a run."""
+    last_firings: List[ScheduleFiring] = _field(metadata={'json': 'lastFirings'})
+    overlap: ScheduleOverlap = _field(metadata={'json': 'overlap'})
+    paused: bool = _field(metadata={'json': 'paused'})
+    run: RunSpec = _field(metadata={'json': 'run'})
+    schedule_id: str = _field(metadata={'json': 'scheduleId'})
+    skipped_catchup: int = _field(metadata={'json': 'skippedCatchup'})
+    """Firings skipped because they were older than catchupSeconds when a scheduler reached them."""
+    skipped_overlap: int = _field(metadata={'json': 'skippedOverlap'})
+    """Firings skipped because the previous run was live (overlap skip)."""
+    timezone: str = _field(metadata={'json': 'timezone'})
+    updated_at: datetime = _field(metadata={'json': 'updatedAt'})
+    description: Optional[str] = _field(default=None, metadata={'json': 'description'})
+    next_fire_at: Optional[datetime] = _field(default=None, metadata={'json': 'nextFireAt'})
+    """The next firing; absent while paused."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Schedule:
+        """Decodes the JSON object of a Schedule."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this Schedule (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ScheduleFiring:
+    """The wire object ScheduleFiring."""
+
+    fire_at: datetime = _field(metadata={'json': 'fireAt'})
+    run_id: str = _field(metadata={'json': 'runId'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ScheduleFiring:
+        """Decodes the JSON object of a ScheduleFiring."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ScheduleFiring (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ScheduleItem:
+    """The wire object ScheduleItem."""
+
+    catchup_seconds: int = _field(metadata={'json': 'catchupSeconds'})
+    created_at: datetime = _field(metadata={'json': 'createdAt'})
+    cron: str = _field(metadata={'json': 'cron'})
+    etag: str = _field(metadata={'json': 'etag'})
+    """The schedule's strong entity tag (as in its ETag header)."""
+    fired: int = _field(metadata={'json': 'fired'})
+    """Firings that enqueued a run."""
+    last_firings: List[ScheduleFiring] = _field(metadata={'json': 'lastFirings'})
+    overlap: ScheduleOverlap = _field(metadata={'json': 'overlap'})
+    paused: bool = _field(metadata={'json': 'paused'})
+    run: RunSpec = _field(metadata={'json': 'run'})
+    schedule_id: str = _field(metadata={'json': 'scheduleId'})
+    skipped_catchup: int = _field(metadata={'json': 'skippedCatchup'})
+    """Firings skipped because they were older than catchupSeconds when a scheduler reached them."""
+    skipped_overlap: int = _field(metadata={'json': 'skippedOverlap'})
+    """Firings skipped because the previous run was live (overlap skip)."""
+    timezone: str = _field(metadata={'json': 'timezone'})
+    updated_at: datetime = _field(metadata={'json': 'updatedAt'})
+    description: Optional[str] = _field(default=None, metadata={'json': 'description'})
+    next_fire_at: Optional[datetime] = _field(default=None, metadata={'json': 'nextFireAt'})
+    """The next firing; absent while paused."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ScheduleItem:
+        """Decodes the JSON object of a ScheduleItem."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ScheduleItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class ScheduleItemPage:
+    """The wire object ScheduleItemPage."""
+
+    items: List[ScheduleItem] = _field(metadata={'json': 'items'})
+    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ScheduleItemPage:
+        """Decodes the JSON object of a ScheduleItemPage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this ScheduleItemPage (members that are None left out)."""
         return to_json(self)
 
 
@@ -1651,7 +2266,7 @@ class TimelineEntry:
 
     at: datetime = _field(metadata={'json': 'at'})
     id: str = _field(metadata={'json': 'id'})
-    item: Union[Checkpoint, Call, Decision, Delegation] = _field(metadata={'json': 'item'})
+    item: Union[Checkpoint, Call, Decision, Delegation, AttemptEnd] = _field(metadata={'json': 'item'})
     kind: TimelineKind = _field(metadata={'json': 'kind'})
     sequence: Optional[int] = _field(default=None, metadata={'json': 'sequence'})
 
@@ -1679,4 +2294,162 @@ class TimelineEntryPage:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this TimelineEntryPage (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class Usage:
+    """The wire object Usage."""
+
+    cache_creation_input_tokens: Optional[int] = _field(default=None, metadata={'json': 'cacheCreationInputTokens'})
+    """Input tokens written to the provider's cache."""
+    cache_read_input_tokens: Optional[int] = _field(default=None, metadata={'json': 'cacheReadInputTokens'})
+    """Input tokens served from the provider's cache."""
+    input_tokens: Optional[int] = _field(default=None, metadata={'json': 'inputTokens'})
+    output_tokens: Optional[int] = _field(default=None, metadata={'json': 'outputTokens'})
+    reasoning_output_tokens: Optional[int] = _field(default=None, metadata={'json': 'reasoningOutputTokens'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Usage:
+        """Decodes the JSON object of a Usage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this Usage (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class UsageTotals:
+    """The wire object UsageTotals."""
+
+    cache_creation_input_tokens: int = _field(metadata={'json': 'cacheCreationInputTokens'})
+    cache_read_input_tokens: int = _field(metadata={'json': 'cacheReadInputTokens'})
+    calls: int = _field(metadata={'json': 'calls'})
+    cost_micros: int = _field(metadata={'json': 'costMicros'})
+    input_tokens: int = _field(metadata={'json': 'inputTokens'})
+    output_tokens: int = _field(metadata={'json': 'outputTokens'})
+    reasoning_output_tokens: int = _field(metadata={'json': 'reasoningOutputTokens'})
+    reported: int = _field(metadata={'json': 'reported'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> UsageTotals:
+        """Decodes the JSON object of a UsageTotals."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this UsageTotals (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class Webhook:
+    """The wire object Webhook."""
+
+    active: bool = _field(metadata={'json': 'active'})
+    created_at: datetime = _field(metadata={'json': 'createdAt'})
+    events: List[WebhookEvent] = _field(metadata={'json': 'events'})
+    name: str = _field(metadata={'json': 'name'})
+    updated_at: datetime = _field(metadata={'json': 'updatedAt'})
+    url: str = _field(metadata={'json': 'url'})
+    description: Optional[str] = _field(default=None, metadata={'json': 'description'})
+    disabled_at: Optional[datetime] = _field(default=None, metadata={'json': 'disabledAt'})
+    secret: Optional[str] = _field(default=None, metadata={'json': 'secret'})
+    """The signing secret (whsec_ and base64), shown only when created or rotated."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Webhook:
+        """Decodes the JSON object of a Webhook."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this Webhook (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class WebhookDelivery:
+    """The wire object WebhookDelivery."""
+
+    attempts: int = _field(metadata={'json': 'attempts'})
+    created_at: datetime = _field(metadata={'json': 'createdAt'})
+    delivery_id: str = _field(metadata={'json': 'deliveryId'})
+    event: WebhookEvent = _field(metadata={'json': 'event'})
+    status: DeliveryStatus = _field(metadata={'json': 'status'})
+    webhook: str = _field(metadata={'json': 'webhook'})
+    delivered_at: Optional[datetime] = _field(default=None, metadata={'json': 'deliveredAt'})
+    last_attempt_at: Optional[datetime] = _field(default=None, metadata={'json': 'lastAttemptAt'})
+    last_error: Optional[str] = _field(default=None, metadata={'json': 'lastError'})
+    last_status_code: Optional[int] = _field(default=None, metadata={'json': 'lastStatusCode'})
+    """The HTTP status of the last try (absent when it got none)."""
+    next_attempt_at: Optional[datetime] = _field(default=None, metadata={'json': 'nextAttemptAt'})
+    """When a pending delivery is tried next."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> WebhookDelivery:
+        """Decodes the JSON object of a WebhookDelivery."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this WebhookDelivery (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class WebhookDeliveryPage:
+    """The wire object WebhookDeliveryPage."""
+
+    items: List[WebhookDelivery] = _field(metadata={'json': 'items'})
+    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> WebhookDeliveryPage:
+        """Decodes the JSON object of a WebhookDeliveryPage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this WebhookDeliveryPage (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class WebhookItem:
+    """The wire object WebhookItem."""
+
+    active: bool = _field(metadata={'json': 'active'})
+    created_at: datetime = _field(metadata={'json': 'createdAt'})
+    etag: str = _field(metadata={'json': 'etag'})
+    events: List[WebhookEvent] = _field(metadata={'json': 'events'})
+    name: str = _field(metadata={'json': 'name'})
+    updated_at: datetime = _field(metadata={'json': 'updatedAt'})
+    url: str = _field(metadata={'json': 'url'})
+    description: Optional[str] = _field(default=None, metadata={'json': 'description'})
+    disabled_at: Optional[datetime] = _field(default=None, metadata={'json': 'disabledAt'})
+    secret: Optional[str] = _field(default=None, metadata={'json': 'secret'})
+    """The signing secret (whsec_ and base64), shown only when created or rotated."""
+
+    @classmethod
+    def from_json(cls, obj: Any) -> WebhookItem:
+        """Decodes the JSON object of a WebhookItem."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this WebhookItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class WebhookItemPage:
+    """The wire object WebhookItemPage."""
+
+    items: List[WebhookItem] = _field(metadata={'json': 'items'})
+    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> WebhookItemPage:
+        """Decodes the JSON object of a WebhookItemPage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this WebhookItemPage (members that are None left out)."""
         return to_json(self)

@@ -19,6 +19,7 @@ from . import _behaviour as B
 from ._problem import ClaimHeld, LedgerProblem
 from ._retry import doubled
 from .client import Client
+from .errors import error_of
 from .lease import Lease, LeaseLost, LeaseStopped, WorkerShutdown
 from .wire import ClaimRequest, CompletionState, ReleaseAttemptRequest
 
@@ -456,13 +457,13 @@ class Worker:
         try:
             if lease.cancel_requested:
                 r.outcome = Outcome.CANCELLED
-                lease.complete(CompletionState.CANCELLED)
+                lease.complete(CompletionState.CANCELLED, error=None if herr is None else error_of(herr))
             elif herr is None:
                 r.outcome = Outcome.SUCCEEDED
                 lease.complete(CompletionState.SUCCEEDED)
             elif isinstance(herr, Permanent):
                 r.outcome = Outcome.FAILED
-                lease.complete(CompletionState.FAILED)
+                lease.complete(CompletionState.FAILED, error=error_of(herr))
             else:
                 r.outcome = Outcome.RELEASED
                 try:
@@ -470,7 +471,7 @@ class Worker:
                 except BaseException as e:  # noqa: B036 - contained like a hook
                     self.log.error("a hook failed: on_error raised %s", _describe(e))
                     retry = default_on_error(lease, herr)
-                lease.release(retry.charge, retry.after)
+                lease.release(retry.charge, retry.after, error=error_of(herr))
         except LeaseLost as e:
             r.outcome, r.settle_error = Outcome.LEASE_LOST, e
             self.log.warning("lease lost before it was settled: %s", e)

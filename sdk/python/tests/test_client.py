@@ -266,6 +266,37 @@ class ETags(unittest.TestCase):
                                                            state=lc.ReleaseState.RETIRED), if_match=retag)
 
 
+    def test_cost_budget_absent_keeps_and_null_removes(self) -> None:
+        admin = s.server().client(admin=True)
+        pid = s.unique("budget")
+        p, etag = admin.put_project(pid, lc.PutProjectRequest(daily_cost_budget_micros=5000))
+        self.assertEqual(p.daily_cost_budget_micros, 5000)
+        p, etag = admin.put_project(pid, lc.PutProjectRequest(retention_days=40), if_match=etag)
+        self.assertEqual((p.daily_cost_budget_micros, p.retention_days), (5000, 40))
+        self.assertEqual(lc.PutProjectRequest(daily_cost_budget_micros=lc.NULL).to_json(),
+                         {"dailyCostBudgetMicros": None})
+        p, _ = admin.put_project(pid, lc.PutProjectRequest(daily_cost_budget_micros=lc.NULL), if_match=etag)
+        self.assertIsNone(p.daily_cost_budget_micros)
+        self.assertEqual(admin.get_project(pid)[0].cost_today_micros, 0)
+
+
+class Usage(unittest.TestCase):
+    def test_a_model_call_reports_usage_summed_by_attempt_and_run(self) -> None:
+        rt = s.server().client()
+        kind = s.unique("usage")
+        run = rt.enqueue_run(s.spec(kind))
+        lease = lc.Lease(rt, s.claim(rt, kind, lease_seconds=30))
+        c = lease.record_call(lc.CallKind.MODEL, "chat", model="m-1", provider="openai", operation="chat")
+        self.assertEqual((c.model, c.provider, c.operation), ("m-1", "openai", "chat"))
+        done = lease.finish_call(c.call_id, lc.CallFinishStatus.SUCCEEDED, usage=lc.Usage(
+            input_tokens=10, output_tokens=4), response_model="m-1-2026", finish_reasons=["stop"], cost_micros=1500)
+        self.assertEqual((done.response_model, done.cost_micros), ("m-1-2026", 1500))
+        for totals in (rt.attempt_usage(lease.attempt_id), rt.run_usage(run.run_id)):
+            self.assertEqual((totals.calls, totals.input_tokens, totals.output_tokens, totals.cost_micros),
+                             (1, 10, 4, 1500))
+        lease.complete(lc.CompletionState.SUCCEEDED)
+
+
 class RateLimited(unittest.TestCase):
     def test_429_is_retried_after_retry_after(self) -> None:
         main = s.server()

@@ -33,6 +33,8 @@ def _enqueue(**kw: Any) -> lc.EnqueueRequest:
 
 
 _REFS, _HASH = lc.manifest_of("x")
+_SCHEDULE = lc.PutScheduleRequest(cron="@hourly", run=_spec())
+_WEBHOOK = lc.PutWebhookRequest(url="https://example.com/h", events=[lc.WebhookEvent.RUN_ENDED])
 _CLAIM = lc.ClaimRequest(holder_id="h", release_id="r", adapter_version="v", model_profile_id="m")
 
 #: One call of each operation through the Client, by operationId; each variant of an
@@ -106,6 +108,33 @@ CALLS: Dict[Tuple[str, str], Callable[[lc.Client], Any]] = {
     ("releaseTaskLock", "base"): lambda c: c.release_lock("a", "t", "h"),
     ("requestDecision", "base"): lambda c: c.request_decision(ID, lc.DecisionRequest(
         fencing_token=1, kind=lc.DecisionKind.APPROVAL)),
+    ("requestDecision", "idempotencyKey"): lambda c: c.request_decision(ID, lc.DecisionRequest(
+        fencing_token=1, kind=lc.DecisionKind.APPROVAL, idempotency_key="k")),
+    ("enqueueRunBatch", "base"): lambda c: c.enqueue_run_batch(lc.BatchEnqueueRequest(items=[_enqueue()])),
+    ("forkRun", "base"): lambda c: c.fork_run(ID, lc.ForkRequest(checkpoint_id=ID)),
+    ("forkRun", "idempotencyKey"): lambda c: c.fork_run(ID, lc.ForkRequest(checkpoint_id=ID, idempotency_key="k")),
+    ("parkAttempt", "base"): lambda c: c.park_attempt(ID, lc.ParkAttemptRequest(fencing_token=1, decision_ids=[ID])),
+    ("listRunDecisions", "base"): lambda c: c.list_run_decisions(ID),
+    ("getAttemptUsage", "base"): lambda c: c.attempt_usage(ID),
+    ("getRunUsage", "base"): lambda c: c.run_usage(ID),
+    ("insightUsage", "base"): lambda c: c.insight("usage", group_by="model"),
+    ("putSchedule", "base"): lambda c: c.put_schedule("s", _SCHEDULE),
+    ("putSchedule", "ifMatch"): lambda c: c.put_schedule("s", _SCHEDULE, if_match='"1"'),
+    ("getSchedule", "base"): lambda c: c.get_schedule("s"),
+    ("deleteSchedule", "base"): lambda c: c.delete_schedule("s"),
+    ("listSchedules", "base"): lambda c: c.list_schedules(),
+    ("putWebhook", "base"): lambda c: c.put_webhook("w", _WEBHOOK),
+    ("putWebhook", "ifMatch"): lambda c: c.put_webhook("w", _WEBHOOK, if_match='"1"'),
+    ("getWebhook", "base"): lambda c: c.get_webhook("w"),
+    ("deleteWebhook", "base"): lambda c: c.delete_webhook("w"),
+    ("listWebhooks", "base"): lambda c: c.list_webhooks(),
+    ("rotateWebhookSecret", "base"): lambda c: c.rotate_webhook_secret("w"),
+    ("listWebhookDeliveries", "base"): lambda c: c.list_webhook_deliveries(status="failed"),
+    ("redeliverWebhook", "base"): lambda c: c.redeliver_webhook(ID),
+    ("bulkRuns", "base"): lambda c: c.bulk_runs(lc.BulkRunsRequest(action=lc.BulkAction.CANCEL, run_ids=[ID])),
+    ("bulkRuns", "idempotencyKey"): lambda c: c.bulk_runs(lc.BulkRunsRequest(
+        action=lc.BulkAction.CANCEL, run_ids=[ID], idempotency_key="k")),
+    ("getOperation", "base"): lambda c: c.get_operation(ID),
 }
 
 

@@ -78,10 +78,12 @@ class Schemas(unittest.TestCase):
             self.assertIs(getattr(lc, cls.__name__), cls)
 
     def test_round_trip_and_unknown_values(self) -> None:
-        raw = {"leasedUntil": "2026-12-01T08:26:03.9Z", "cancelRequested": True, "newMember": 1}
+        raw = {"leasedUntil": "2026-12-01T08:26:03.9Z", "cancelRequested": True, "budgetHeld": False,
+               "newMember": 1}
         hb = lc.Heartbeat.from_json(raw)
         self.assertEqual(hb.leased_until, dt.datetime(2026, 12, 1, 8, 26, 3, 900000, tzinfo=dt.timezone.utc))
-        self.assertEqual(hb.to_json(), {"leasedUntil": "2026-12-01T08:26:03.900Z", "cancelRequested": True})
+        self.assertEqual(hb.to_json(), {"leasedUntil": "2026-12-01T08:26:03.900Z", "cancelRequested": True,
+                                        "budgetHeld": False})
         with self.assertRaises(lc.DecodeError):
             lc.Heartbeat.from_json({"cancelRequested": True})
         # A value a newer server added stays a plain str instead of failing the answer.

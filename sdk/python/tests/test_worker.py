@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import unittest
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import ledger_client as lc
 
@@ -82,12 +82,20 @@ class Outcomes(unittest.TestCase):
 
     def test_permanent_completes_failed(self) -> None:
         def h(lease: lc.Lease) -> None:
-            raise lc.Permanent("bad input")
+            try:
+                int("x")
+            except ValueError as e:
+                raise lc.Permanent("bad input") from e
 
         r = self.run_one(h)
         self.assertEqual(r.outcome, lc.Outcome.FAILED)
         self.assertIsInstance(r.error, lc.Permanent)
         self.assertEqual(self.rt.get_run(r.lease.run_id).outcome, lc.RunOutcome.FAILED)
+        # The ledger keeps the cause under the marker, with its traceback.
+        a, _ = self.rt.get_attempt(r.lease.attempt_id)
+        assert a.error is not None
+        self.assertEqual((a.error.code, a.error.message), ("valueerror", "invalid literal for int() with base 10: 'x'"))
+        self.assertTrue(a.error.details["stack"])
 
     def test_other_errors_release_charged(self) -> None:
         def h(lease: lc.Lease) -> None:
@@ -100,6 +108,8 @@ class Outcomes(unittest.TestCase):
         self.assertEqual(run.attempts_spent, r.lease.run.attempts_spent + 1)
         a, _ = self.rt.get_attempt(r.lease.attempt_id)
         self.assertEqual(a.state, lc.AttemptState.RELEASED)
+        assert a.error is not None
+        self.assertEqual((a.error.code, a.error.message), ("runtimeerror", "flaky tool"))
 
     def test_retry_after_releases_charged_due_then(self) -> None:
         def h(lease: lc.Lease) -> None:
@@ -112,6 +122,32 @@ class Outcomes(unittest.TestCase):
         self.assertEqual(run.attempts_spent, r.lease.run.attempts_spent + 1)
         due = (run.due_at - before).total_seconds()
         self.assertTrue(115 <= due <= 135, due)
+
+    def test_a_keyed_decision_is_asked_once_and_parking_waits_for_it(self) -> None:
+        seen: List[Tuple[str, str, str]] = []
+
+        def h(lease: lc.Lease) -> None:
+            d = lease.request_decision(lc.DecisionKind.APPROVAL, key="ship")
+            again = lease.request_decision(lc.DecisionKind.APPROVAL, key="ship")
+            seen.append((d.decision_id, again.decision_id, str(d.status)))
+            if d.status == lc.DecisionStatus.PENDING:
+                lease.park(decision_ids=[d.decision_id])
+
+        kind = s.unique("park")
+        run = self.rt.enqueue_run(s.spec(kind, max_attempts=3))
+        w = Running(self.rt, h, kind)
+        try:
+            parked = w.wait_results(1)[0]
+            self.assertEqual(parked.outcome, lc.Outcome.SETTLED_BY_HANDLER)
+            self.assertEqual(self.rt.get_attempt(parked.lease.attempt_id)[0].state, lc.AttemptState.PARKED)
+            self.assertEqual(seen[0][0], seen[0][1], "the same key answers the same decision")
+            self.assertEqual(self.rt.get_run(run.run_id).state, lc.RunState.QUEUED)
+            self.admin.answer_pending(seen[0][0], lc.AnswerDecisionRequest(status=lc.AnswerStatus.APPROVED))
+            resumed = w.wait_results(2)[1]
+        finally:
+            w.stop()
+        self.assertEqual(resumed.outcome, lc.Outcome.SUCCEEDED)
+        self.assertEqual(seen[1], (seen[0][0], seen[0][0], "approved"))
 
     def test_handler_may_settle_itself(self) -> None:
         def h(lease: lc.Lease) -> None:
@@ -405,3 +441,31 @@ def read_until(p: "subprocess.Popen[str]", prefix: str, timeout: float = 30) -> 
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ErrorOf(unittest.TestCase):
+    """What error_of makes of an exception, without a server."""
+
+    def test_codes_messages_and_bounds(self) -> None:
+        class Busy(Exception):
+            error_code = "upstream.busy"
+
+        class Bad(Exception):
+            error_code = "Not A Code"
+
+        cases = [
+            (Busy("try later"), "upstream.busy", "try later"),
+            (Bad("x"), "tests.test_worker.bad", "x"),
+            (lc.RetryAfter(5), "ledger_client.worker.retryafter", "retry after 5s"),
+            (KeyError(), "keyerror", "KeyError"),
+            (ValueError("a\x00b" + "\U0001F600" * 1500), "valueerror", None),
+        ]
+        for exc, code, message in cases:
+            with self.subTest(exc=type(exc).__name__):
+                e = lc.error_of(exc)
+                self.assertEqual(e.code, code)
+                if message is not None:
+                    self.assertEqual(e.message, message)
+        long = lc.error_of(cases[-1][0]).message or ""
+        self.assertTrue(long.startswith("a b") and long.endswith("\u2026"))
+        self.assertEqual(sum(2 if ord(c) > 0xFFFF else 1 for c in long), 2000)

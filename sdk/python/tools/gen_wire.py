@@ -94,7 +94,7 @@ def gen_wire(doc: Dict[str, Any]) -> str:
     out: List[str] = [HEADER, "from __future__ import annotations", "",
                       "import enum", "from dataclasses import dataclass as _dataclass, field as _field",
                       "from datetime import datetime", "from typing import Any, Dict, List, Optional, Union", "",
-                      "from ._codec import from_json, to_json", ""]
+                      "from ._codec import Null, from_json, to_json", ""]
     names = sorted(schemas)
     enums = [n for n in names if is_enum(schemas[n])]
     objects = [n for n in names if not is_enum(schemas[n])]
@@ -126,8 +126,13 @@ def gen_wire(doc: Dict[str, Any]) -> str:
             meta = "metadata={%r: %r}" % ("json", k)
             if k in required:
                 out.append("    %s: %s = _field(%s)" % (attr, t, meta))
+            elif t.startswith("Optional["):
+                # Absent and null differ here (absent keeps, null removes): None leaves the
+                # member out, NULL sends null.
+                t = "Optional[Union[%s, Null]]" % t[len("Optional["):-1]
+                out.append("    %s: %s = _field(default=None, %s)" % (attr, t, meta))
             else:
-                if not t.startswith("Optional[") and t != "Any":
+                if t != "Any":
                     t = "Optional[%s]" % t
                 out.append("    %s: %s = _field(default=None, %s)" % (attr, t, meta))
             desc = p.get("description")

@@ -4,6 +4,26 @@ import {
   type Attempt,
   type AttemptItem,
   type AttemptsPerRun,
+  type BatchEnqueueRequest,
+  type BulkRunsRequest,
+  type Operation,
+  type BatchEnqueueResponse,
+  type DecisionItem,
+  type ForkRequest,
+  type InsightUsageQuery,
+  type ListRunDecisionsQuery,
+  type ListSchedulesQuery,
+  type ListWebhookDeliveriesQuery,
+  type ListWebhooksQuery,
+  type ParkAttemptRequest,
+  type PutScheduleRequest,
+  type PutWebhookRequest,
+  type Schedule,
+  type ScheduleItem,
+  type UsageTotals,
+  type Webhook,
+  type WebhookDelivery,
+  type WebhookItem,
   type CallInsights,
   type ClaimLatency,
   type DecisionInsights,
@@ -48,6 +68,7 @@ import {
   type Release,
   type ReleaseAttemptRequest,
   type Run,
+  type RunItem,
   type TaskLock,
   type TimelineEntry,
 } from "./generated.js";
@@ -412,12 +433,12 @@ export class Client {
     return this.body({ op: "insightDecisions", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
-  listRuns(q: ListRunsQuery = {}, o: CallOptions = {}): Promise<Page<Run>> {
+  listRuns(q: ListRunsQuery = {}, o: CallOptions = {}): Promise<Page<RunItem>> {
     return this.body({ op: "listRuns", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** Every run of the listing, following nextCursor. */
-  runs(q: ListRunsQuery = {}, o: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
+  runs(q: ListRunsQuery = {}, o: CallOptions = {}): AsyncGenerator<RunItem, void, undefined> {
     return this.pages(q, (p) => this.listRuns({ ...q, ...p }, o));
   }
 
@@ -646,7 +667,7 @@ export class Client {
   async updateProject(projectId: string, change: (req: PutProjectRequest, cur: Project) => void | Promise<void>, o: CallOptions = {}): Promise<Project> {
     return this.update(`project ${projectId}`, async () => {
       const cur = await this.getProject(projectId, o);
-      const req: PutProjectRequest = { active: cur.value.active, retentionDays: cur.value.retentionDays };
+      const req: PutProjectRequest = { active: cur.value.active, retentionDays: cur.value.retentionDays, dailyCostBudgetMicros: cur.value.dailyCostBudgetMicros };
       await change(req, cur.value);
       return (await this.putProject(projectId, req, cur.etag, o)).value;
     });
@@ -707,6 +728,121 @@ export class Client {
 
   async releaseTaskLock(agentId: string, taskId: string, holderId: string, o: CallOptions = {}): Promise<void> {
     await this.send({ op: "releaseTaskLock", params: { agentId, taskId }, query: { holderId }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  // Batches and forks.
+
+  /** enqueueRunBatch enqueues many runs in one request; each item answers on its own. */
+  enqueueRunBatch(req: BatchEnqueueRequest, o: CallOptions = {}): Promise<BatchEnqueueResponse> {
+    return this.body({ op: "enqueueRunBatch", body: req, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /**
+   * bulkRuns applies an action (cancel, retry, ...) to runs named or matched by a filter, as a
+   * background operation (admin); repeatable with an idempotencyKey. Follow it with getOperation.
+   */
+  bulkRuns(req: BulkRunsRequest, o: CallOptions = {}): Promise<Operation> {
+    return this.body({ op: "bulkRuns", body: req, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /** getOperation reads a background operation's progress and result. */
+  getOperation(operationId: string, o: CallOptions = {}): Promise<Operation> {
+    return this.body({ op: "getOperation", params: { operationId }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /** forkRun starts a new run from a run's checkpoint (repeatable with an idempotencyKey). */
+  forkRun(runId: string, req: ForkRequest, o: CallOptions = {}): Promise<Run> {
+    return this.body({ op: "forkRun", params: { runId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /** parkAttempt ends an attempt as parked: the run waits (for a decision) without holding a lease. */
+  parkAttempt(attemptId: string, req: ParkAttemptRequest, o: CallOptions = {}): Promise<Attempt> {
+    return this.body({ op: "parkAttempt", params: { attemptId }, body: req, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  listRunDecisions(runId: string, q: ListRunDecisionsQuery = {}, o: CallOptions = {}): Promise<Page<DecisionItem>> {
+    return this.body({ op: "listRunDecisions", params: { runId }, query: q, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  runDecisions(runId: string, o: CallOptions = {}): AsyncGenerator<DecisionItem, void, undefined> {
+    return this.pages({}, (p) => this.listRunDecisions(runId, p, o));
+  }
+
+  // Usage.
+
+  /** getAttemptUsage: the totals of the calls an attempt reported (tokens, cost). */
+  getAttemptUsage(attemptId: string, o: CallOptions = {}): Promise<UsageTotals> {
+    return this.body({ op: "getAttemptUsage", params: { attemptId }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /** getRunUsage: the totals of the calls every attempt of a run reported. */
+  getRunUsage(runId: string, o: CallOptions = {}): Promise<UsageTotals> {
+    return this.body({ op: "getRunUsage", params: { runId }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  insightUsage(q: InsightUsageQuery = {}, o: CallOptions = {}): Promise<InsightSeries> {
+    return this.body({ op: "insightUsage", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  // Schedules.
+
+  putSchedule(scheduleId: string, req: PutScheduleRequest, ifMatch?: string, o: CallOptions = {}): Promise<Tagged<Schedule>> {
+    return this.tagged({ op: "putSchedule", params: { scheduleId }, body: req, ifMatch, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  getSchedule(scheduleId: string, o: CallOptions = {}): Promise<Tagged<Schedule>> {
+    return this.tagged({ op: "getSchedule", params: { scheduleId }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  async deleteSchedule(scheduleId: string, o: CallOptions = {}): Promise<void> {
+    await this.send({ op: "deleteSchedule", params: { scheduleId }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  listSchedules(q: ListSchedulesQuery = {}, o: CallOptions = {}): Promise<Page<ScheduleItem>> {
+    return this.body({ op: "listSchedules", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  schedules(q: ListSchedulesQuery = {}, o: CallOptions = {}): AsyncGenerator<ScheduleItem, void, undefined> {
+    return this.pages(q, (p) => this.listSchedules({ ...q, ...p }, o));
+  }
+
+  // Webhooks.
+
+  putWebhook(webhookName: string, req: PutWebhookRequest, ifMatch?: string, o: CallOptions = {}): Promise<Tagged<Webhook>> {
+    return this.tagged({ op: "putWebhook", params: { webhookName }, body: req, ifMatch, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  getWebhook(webhookName: string, o: CallOptions = {}): Promise<Tagged<Webhook>> {
+    return this.tagged({ op: "getWebhook", params: { webhookName }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  async deleteWebhook(webhookName: string, o: CallOptions = {}): Promise<void> {
+    await this.send({ op: "deleteWebhook", params: { webhookName }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  listWebhooks(q: ListWebhooksQuery = {}, o: CallOptions = {}): Promise<Page<WebhookItem>> {
+    return this.body({ op: "listWebhooks", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  webhooks(q: ListWebhooksQuery = {}, o: CallOptions = {}): AsyncGenerator<WebhookItem, void, undefined> {
+    return this.pages(q, (p) => this.listWebhooks({ ...q, ...p }, o));
+  }
+
+  /** rotateWebhookSecret makes a new signing secret; the answer carries it once. */
+  rotateWebhookSecret(webhookName: string, o: CallOptions = {}): Promise<Webhook> {
+    return this.body({ op: "rotateWebhookSecret", params: { webhookName }, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  listWebhookDeliveries(q: ListWebhookDeliveriesQuery = {}, o: CallOptions = {}): Promise<Page<WebhookDelivery>> {
+    return this.body({ op: "listWebhookDeliveries", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  webhookDeliveries(q: ListWebhookDeliveriesQuery = {}, o: CallOptions = {}): AsyncGenerator<WebhookDelivery, void, undefined> {
+    return this.pages(q, (p) => this.listWebhookDeliveries({ ...q, ...p }, o));
+  }
+
+  redeliverWebhook(deliveryId: string, o: CallOptions = {}): Promise<WebhookDelivery> {
+    return this.body({ op: "redeliverWebhook", params: { deliveryId }, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   // Service.

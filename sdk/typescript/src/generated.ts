@@ -21,6 +21,7 @@ export interface Attempt {
   correctionCount: number;
   endedAt?: string;
   environmentId?: string;
+  error?: AttemptError;
   fencingToken: number;
   /** The checkpoint of the highest sequence, or null. */
   lastCheckpointId: string | null;
@@ -38,6 +39,23 @@ export interface Attempt {
   stepId: string;
 }
 
+export interface AttemptEnd {
+  cancellationObservedAt?: string;
+  endedAt: string;
+  error?: AttemptError;
+  fencingToken: number;
+  leaseId: string;
+  outcomeHash?: string;
+  state: AttemptState;
+}
+
+export interface AttemptError {
+  code: string;
+  /** Any JSON value, at most 16384 bytes compacted (else 400 naming error.details). */
+  details?: unknown;
+  message?: string;
+}
+
 export interface AttemptItem {
   adapterVersion: string;
   agentId: string;
@@ -47,6 +65,7 @@ export interface AttemptItem {
   correctionCount: number;
   endedAt?: string;
   environmentId?: string;
+  error?: AttemptError;
   /** The attempt's strong entity tag (as in its ETag header). */
   etag: string;
   fencingToken: number;
@@ -71,8 +90,8 @@ export interface AttemptItemPage {
   nextCursor?: string;
 }
 
-export type AttemptState = "running" | "succeeded" | "failed" | "cancelled" | "lost" | "released";
-export const attemptStateValues: readonly AttemptState[] = ["running","succeeded","failed","cancelled","lost","released"];
+export type AttemptState = "running" | "succeeded" | "failed" | "cancelled" | "lost" | "released" | "parked";
+export const attemptStateValues: readonly AttemptState[] = ["running","succeeded","failed","cancelled","lost","released","parked"];
 
 export interface AttemptsPerRun {
   groups: AttemptsPerRunGroup[];
@@ -94,19 +113,80 @@ export interface AttemptsPerRunGroup {
 export type Band = "interactive" | "batch" | "background";
 export const bandValues: readonly Band[] = ["interactive","batch","background"];
 
+export interface BatchEnqueueRequest {
+  items: EnqueueRequest[];
+}
+
+export interface BatchEnqueueResponse {
+  items: BatchItem[];
+}
+
+export interface BatchItem {
+  existing: boolean;
+  run: Run;
+}
+
+export type BulkAction = "cancel" | "continue";
+export const bulkActionValues: readonly BulkAction[] = ["cancel","continue"];
+
+export interface BulkFilter {
+  agentId?: string;
+  band?: Band;
+  /** Runs ended at or after this time. */
+  endedFrom?: string;
+  /** Runs ended before this time. */
+  endedTo?: string;
+  /** Runs whose last error has this code. */
+  errorCode?: string;
+  kind?: string;
+  /** Ended runs with this outcome. */
+  outcome?: RunOutcome;
+  projectId?: string;
+  /** Runs queued at or after this time. */
+  queuedFrom?: string;
+  /** Runs queued before this time. */
+  queuedTo?: string;
+  /** Runs whose latest attempt ran this release. */
+  releaseId?: string;
+  state?: RunState;
+  subject?: string;
+  /** Runs enqueued with this tag. */
+  tag?: string;
+}
+
+export interface BulkRunsRequest {
+  action: BulkAction;
+  /** Answer how many runs match (200) without acting. */
+  dryRun?: boolean;
+  /** The runs to act on: those the runs list shows with these filters when the operation is created (at most 100000). */
+  filter?: BulkFilter;
+  /** A repeat with the key and the same body returns the same operation; another body is idempotency_key_reused. */
+  idempotencyKey?: string;
+  reason?: string;
+  /** The runs to act on (at most 1000). */
+  runIds?: string[];
+}
+
 export interface Call {
   attemptId: string;
   callId: string;
+  costMicros?: number;
   endedAt?: string;
+  finishReasons?: string[];
   kind: CallKind;
+  model?: string;
+  operation?: string;
   /** The policy decision that allowed the call, or null. */
   policyDecisionId: string | null;
+  provider?: string;
   receiptRef?: string;
   requestHash: string;
+  responseModel?: string;
   sequence: number;
   startedAt: string;
   status: CallStatus;
   target: string;
+  usage?: Usage;
 }
 
 export type CallFinishStatus = "succeeded" | "failed" | "denied";
@@ -128,7 +208,13 @@ export interface CallPage {
 export interface CallRequest {
   fencingToken: number;
   kind: CallKind;
+  /** The model the call asks for (gen_ai.request.model). */
+  model?: string;
+  /** What the call does (gen_ai.operation.name): chat, text_completion, generate_content, embeddings, execute_tool, create_agent, invoke_agent, or a name of the runtime's own. */
+  operation?: string;
   policyDecisionId?: string;
+  /** The model's provider, e.g. openai, anthropic, aws.bedrock (gen_ai.provider.name). */
+  provider?: string;
   requestHash: string;
   sequence: number;
   target: string;
@@ -206,6 +292,7 @@ export interface ClaimRequest {
 }
 
 export interface CompleteAttemptRequest {
+  error?: AttemptError;
   fencingToken: number;
   outcomeHash?: string;
   state: CompletionState;
@@ -298,6 +385,7 @@ export interface DecisionRequest {
   /** Closes the decision as expired that long after it is asked (default: never). */
   expiresInSeconds?: number;
   fencingToken: number;
+  idempotencyKey?: string;
   kind: DecisionKind;
   /** Any JSON value; for a choice, the array of options. */
   options?: unknown;
@@ -333,6 +421,9 @@ export interface DelegationRequest {
 export type DelegationStatus = "pending" | "running" | "succeeded" | "failed" | "cancelled";
 export const delegationStatusValues: readonly DelegationStatus[] = ["pending","running","succeeded","failed","cancelled"];
 
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+export const deliveryStatusValues: readonly DeliveryStatus[] = ["pending","delivered","failed"];
+
 export interface DurationSummary {
   count: number;
   maxMs?: number;
@@ -354,12 +445,17 @@ export interface EnqueueRequest {
   kind: string;
   maxAttempts?: number;
   maxCorrections?: number;
+  /** Any JSON value, at most 4096 bytes compacted (else 400 naming metadata). */
+  metadata?: unknown;
   parentRunId?: string;
   /** An existing project of the tenant (else 422 unknown_project). */
   projectId: string;
   snapshotId: string;
   stepId: string;
   subject: string;
+  tags?: string[];
+  /** W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey. */
+  traceparent?: string;
 }
 
 export interface FencedRequest {
@@ -372,9 +468,23 @@ export interface FieldError {
 }
 
 export interface FinishCallRequest {
+  /** What the call cost, in millionths of the tenant's currency unit; counted against the project's dailyCostBudgetMicros. */
+  costMicros?: number;
   fencingToken: number;
+  /** Why the model stopped (gen_ai.response.finish_reasons), at most 8. */
+  finishReasons?: string[];
   receiptRef?: string;
+  /** The model that answered (gen_ai.response.model). */
+  responseModel?: string;
   status: CallFinishStatus;
+  usage?: Usage;
+}
+
+export interface ForkRequest {
+  checkpointId: string;
+  /** When the fork becomes due (default: now). */
+  dueAt?: string;
+  idempotencyKey?: string;
 }
 
 export interface Health {
@@ -384,6 +494,7 @@ export interface Health {
 }
 
 export interface Heartbeat {
+  budgetHeld: boolean;
   cancelRequested: boolean;
   leasedUntil: string;
 }
@@ -406,8 +517,8 @@ export interface InsightCounts {
   total: number;
 }
 
-export type InsightGroup = "project" | "agent" | "release" | "kind";
-export const insightGroupValues: readonly InsightGroup[] = ["project","agent","release","kind"];
+export type InsightGroup = "project" | "agent" | "release" | "kind" | "errorCode";
+export const insightGroupValues: readonly InsightGroup[] = ["project","agent","release","kind","errorCode"];
 
 export interface InsightSeries {
   buckets: string[];
@@ -453,6 +564,51 @@ export interface LockRequest {
   ttlSeconds: number;
 }
 
+export interface Operation {
+  action: BulkAction;
+  /** Leased runs whose holder was asked to stop. */
+  cancelRequested: number;
+  cancelled: number;
+  continued: number;
+  createdAt?: string;
+  /** Runs acted on: cancelled, asked to stop (leased) or continued. */
+  done: number;
+  finishedAt?: string;
+  matched: number;
+  /** Absent on a dry run. */
+  operationId?: string;
+  reason?: string;
+  skipped: number;
+  skips: OperationSkips;
+  state: OperationState;
+}
+
+export interface OperationSkips {
+  /** continue: the run had spent its attempts. */
+  attemptsExhausted: number;
+  /** continue: the run had been continued already. */
+  continuedBefore: number;
+  /** cancel: the run had ended. */
+  ended: number;
+  /** continue: the run had not ended. */
+  notEnded: number;
+  /** No run of the tenant has the id (or retention removed it). */
+  notFound: number;
+}
+
+export type OperationState = "dry_run" | "running" | "succeeded";
+export const operationStateValues: readonly OperationState[] = ["dry_run","running","succeeded"];
+
+export interface ParkAttemptRequest {
+  /** Children of this run to wait for (at most 100). */
+  childRunIds?: string[];
+  /** Decisions of this run to wait for (at most 100). */
+  decisionIds?: string[];
+  /** When the run is due at the latest; with decisions or children, a timeout. */
+  dueAt?: string;
+  fencingToken: number;
+}
+
 export interface PatchAttemptRequest {
   contextSnapshotRef?: string;
   correction?: boolean;
@@ -476,12 +632,17 @@ export interface Problem {
   type: string;
 }
 
-export type ProblemCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "stale_lease" | "lease_expired" | "attempt_ended" | "sequence_conflict" | "decision_closed" | "decision_limit" | "lock_held" | "release_conflict" | "release_immutable" | "illegal_transition" | "attempts_exhausted" | "idempotency_key_reused" | "no_cancel_requested" | "precondition_failed" | "body_too_large" | "unsupported_media_type" | "loop_depth" | "correction_limit" | "release_not_active" | "manifest_mismatch" | "subject_conflict" | "unknown_project" | "precondition_required" | "rate_limited" | "internal" | "database_unavailable";
-export const problemCodeValues: readonly ProblemCode[] = ["invalid_request","unauthorized","forbidden","not_found","method_not_allowed","stale_lease","lease_expired","attempt_ended","sequence_conflict","decision_closed","decision_limit","lock_held","release_conflict","release_immutable","illegal_transition","attempts_exhausted","idempotency_key_reused","no_cancel_requested","precondition_failed","body_too_large","unsupported_media_type","loop_depth","correction_limit","release_not_active","manifest_mismatch","subject_conflict","unknown_project","precondition_required","rate_limited","internal","database_unavailable"];
+export type ProblemCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "stale_lease" | "lease_expired" | "attempt_ended" | "sequence_conflict" | "decision_closed" | "decision_limit" | "lock_held" | "release_conflict" | "release_immutable" | "illegal_transition" | "attempts_exhausted" | "idempotency_key_reused" | "no_cancel_requested" | "precondition_failed" | "body_too_large" | "unsupported_media_type" | "loop_depth" | "correction_limit" | "release_not_active" | "manifest_mismatch" | "subject_conflict" | "unknown_project" | "webhook_target_refused" | "webhook_limit" | "unknown_decision" | "unknown_run" | "bulk_too_large" | "precondition_required" | "rate_limited" | "internal" | "database_unavailable";
+export const problemCodeValues: readonly ProblemCode[] = ["invalid_request","unauthorized","forbidden","not_found","method_not_allowed","stale_lease","lease_expired","attempt_ended","sequence_conflict","decision_closed","decision_limit","lock_held","release_conflict","release_immutable","illegal_transition","attempts_exhausted","idempotency_key_reused","no_cancel_requested","precondition_failed","body_too_large","unsupported_media_type","loop_depth","correction_limit","release_not_active","manifest_mismatch","subject_conflict","unknown_project","webhook_target_refused","webhook_limit","unknown_decision","unknown_run","bulk_too_large","precondition_required","rate_limited","internal","database_unavailable"];
 
 export interface Project {
   active: boolean;
+  costHeld: boolean;
+  /** The cost (costMicros) the project's calls recorded since 00:00 UTC. */
+  costTodayMicros: number;
   createdAt: string;
+  /** The daily cost budget in micro-units, or null for none. */
+  dailyCostBudgetMicros: number | null;
   leasedCount: number;
   projectId: string;
   retentionDays: number;
@@ -490,7 +651,12 @@ export interface Project {
 
 export interface ProjectItem {
   active: boolean;
+  costHeld: boolean;
+  /** The cost (costMicros) the project's calls recorded since 00:00 UTC. */
+  costTodayMicros: number;
   createdAt: string;
+  /** The daily cost budget in micro-units, or null for none. */
+  dailyCostBudgetMicros: number | null;
   /** The project's strong entity tag (as in its ETag header). */
   etag: string;
   leasedCount: number;
@@ -506,6 +672,8 @@ export interface ProjectItemPage {
 
 export interface PutProjectRequest {
   active?: boolean;
+  /** Claims of the project's runs are held (204 with Retry-After) once the cost (costMicros) its calls recorded since 00:00 UTC reaches this, until the next day or a higher budget. Absent keeps the budget; null removes it. */
+  dailyCostBudgetMicros?: number | null;
   /** How long ended run chains are kept. */
   retentionDays?: number;
 }
@@ -516,6 +684,28 @@ export interface PutReleaseRequest {
   inFlightPolicy?: InFlightPolicy;
   manifestHash: string;
   state: ReleaseState;
+}
+
+export interface PutScheduleRequest {
+  /** After downtime (or a late scheduler), firings older than this are skipped and counted, not fired. */
+  catchupSeconds?: number;
+  /** Five fields (minute hour day-of-month month day-of-week) with ranges, steps, lists and names; or a descriptor such as @hourly. */
+  cron: string;
+  description?: string;
+  overlap?: ScheduleOverlap;
+  /** A paused schedule fires nothing; resuming does not fire what was missed. */
+  paused?: boolean;
+  run: RunSpec;
+  /** An IANA time zone name. A time that does not exist on a day (a daylight-saving gap) fires at the first instant after the gap; a time that occurs twice fires once, at its first occurrence. */
+  timezone?: string;
+}
+
+export interface PutWebhookRequest {
+  active?: boolean;
+  description?: string;
+  events: WebhookEvent[];
+  /** https:// (http:// only where the server allows it); private, loopback, link-local and unique-local targets are refused unless the server allows them. */
+  url: string;
 }
 
 export interface Release {
@@ -530,6 +720,7 @@ export interface Release {
 
 export interface ReleaseAttemptRequest {
   charge?: boolean;
+  error?: AttemptError;
   fencingToken: number;
   /** When the run is due again (0: at once; default: the backoff). */
   retryAfterSeconds?: number;
@@ -571,6 +762,7 @@ export interface Run {
   epoch: number;
   errorCode?: string;
   errorMessage?: string;
+  forkedFromCheckpointId?: string;
   holderId?: string;
   idempotencyKey?: string;
   /** The run's input (any JSON value; null when none was given). */
@@ -580,6 +772,8 @@ export interface Run {
   leasedUntil?: string;
   maxAttempts: number;
   maxCorrections: number;
+  /** The metadata given at enqueue (any JSON value). */
+  metadata?: unknown;
   outcome?: RunOutcome;
   /** The parent run, or null for a root run. */
   parentRunId: string | null;
@@ -591,15 +785,62 @@ export interface Run {
   state: RunState;
   stepId: string;
   subject: string;
+  tags?: string[];
+  traceparent?: string;
+}
+
+export interface RunItem {
+  agentId: string;
+  attemptsSpent: number;
+  band: Band;
+  cancelRequestedAt?: string;
+  /** The ended run this one continues, or null. */
+  continuedFromRunId: string | null;
+  createdBy: string;
+  deadlineAt?: string;
+  depth: number;
+  dueAt: string;
+  endedAt?: string;
+  environmentId?: string;
+  epoch: number;
+  errorCode?: string;
+  errorMessage?: string;
+  /** The run's strong entity tag (as in its ETag header). */
+  etag: string;
+  forkedFromCheckpointId?: string;
+  holderId?: string;
+  idempotencyKey?: string;
+  /** The run's input (any JSON value; null when none was given). */
+  input: unknown;
+  kind: string;
+  leaseSeconds?: number;
+  leasedUntil?: string;
+  maxAttempts: number;
+  maxCorrections: number;
+  /** The metadata given at enqueue (any JSON value). */
+  metadata?: unknown;
+  outcome?: RunOutcome;
+  /** The parent run, or null for a root run. */
+  parentRunId: string | null;
+  projectId: string;
+  purged?: boolean;
+  queuedAt: string;
+  runId: string;
+  snapshotId: string;
+  state: RunState;
+  stepId: string;
+  subject: string;
+  tags?: string[];
+  traceparent?: string;
+}
+
+export interface RunItemPage {
+  items: RunItem[];
+  nextCursor?: string;
 }
 
 export type RunOutcome = "succeeded" | "failed" | "cancelled" | "exhausted" | "deadline";
 export const runOutcomeValues: readonly RunOutcome[] = ["succeeded","failed","cancelled","exhausted","deadline"];
-
-export interface RunPage {
-  items: Run[];
-  nextCursor?: string;
-}
 
 export interface RunSpec {
   agentId: string;
@@ -615,15 +856,79 @@ export interface RunSpec {
   kind: string;
   maxAttempts?: number;
   maxCorrections?: number;
+  /** Any JSON value, at most 4096 bytes compacted (else 400 naming metadata). */
+  metadata?: unknown;
   /** An existing project of the tenant (else 422 unknown_project). */
   projectId: string;
   snapshotId: string;
   stepId: string;
   subject: string;
+  tags?: string[];
+  /** W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey. */
+  traceparent?: string;
 }
 
 export type RunState = "queued" | "leased" | "ended";
 export const runStateValues: readonly RunState[] = ["queued","leased","ended"];
+
+export interface Schedule {
+  catchupSeconds: number;
+  createdAt: string;
+  cron: string;
+  description?: string;
+  /** Firings that enqueued a run. */
+  fired: number;
+  lastFirings: ScheduleFiring[];
+  /** The next firing; absent while paused. */
+  nextFireAt?: string;
+  overlap: ScheduleOverlap;
+  paused: boolean;
+  run: RunSpec;
+  scheduleId: string;
+  /** Firings skipped because they were older than catchupSeconds when a scheduler reached them. */
+  skippedCatchup: number;
+  /** Firings skipped because the previous run was live (overlap skip). */
+  skippedOverlap: number;
+  timezone: string;
+  updatedAt: string;
+}
+
+export interface ScheduleFiring {
+  fireAt: string;
+  runId: string;
+}
+
+export interface ScheduleItem {
+  catchupSeconds: number;
+  createdAt: string;
+  cron: string;
+  description?: string;
+  /** The schedule's strong entity tag (as in its ETag header). */
+  etag: string;
+  /** Firings that enqueued a run. */
+  fired: number;
+  lastFirings: ScheduleFiring[];
+  /** The next firing; absent while paused. */
+  nextFireAt?: string;
+  overlap: ScheduleOverlap;
+  paused: boolean;
+  run: RunSpec;
+  scheduleId: string;
+  /** Firings skipped because they were older than catchupSeconds when a scheduler reached them. */
+  skippedCatchup: number;
+  /** Firings skipped because the previous run was live (overlap skip). */
+  skippedOverlap: number;
+  timezone: string;
+  updatedAt: string;
+}
+
+export interface ScheduleItemPage {
+  items: ScheduleItem[];
+  nextCursor?: string;
+}
+
+export type ScheduleOverlap = "skip" | "allow";
+export const scheduleOverlapValues: readonly ScheduleOverlap[] = ["skip","allow"];
 
 export interface TaskLock {
   agentId: string;
@@ -637,7 +942,7 @@ export interface TaskLock {
 export interface TimelineEntry {
   at: string;
   id: string;
-  item: Checkpoint | Call | Decision | Delegation;
+  item: Checkpoint | Call | Decision | Delegation | AttemptEnd;
   kind: TimelineKind;
   sequence?: number;
 }
@@ -647,8 +952,88 @@ export interface TimelineEntryPage {
   nextCursor?: string;
 }
 
-export type TimelineKind = "checkpoint" | "call" | "decision" | "delegation";
-export const timelineKindValues: readonly TimelineKind[] = ["checkpoint","call","decision","delegation"];
+export type TimelineKind = "checkpoint" | "call" | "decision" | "delegation" | "end";
+export const timelineKindValues: readonly TimelineKind[] = ["checkpoint","call","decision","delegation","end"];
+
+export interface Usage {
+  /** Input tokens written to the provider's cache. */
+  cacheCreationInputTokens?: number;
+  /** Input tokens served from the provider's cache. */
+  cacheReadInputTokens?: number;
+  inputTokens?: number;
+  outputTokens?: number;
+  reasoningOutputTokens?: number;
+}
+
+export type UsageGroup = "model" | "agent" | "release" | "project";
+export const usageGroupValues: readonly UsageGroup[] = ["model","agent","release","project"];
+
+export interface UsageTotals {
+  cacheCreationInputTokens: number;
+  cacheReadInputTokens: number;
+  calls: number;
+  costMicros: number;
+  inputTokens: number;
+  outputTokens: number;
+  reasoningOutputTokens: number;
+  reported: number;
+}
+
+export interface Webhook {
+  active: boolean;
+  createdAt: string;
+  description?: string;
+  disabledAt?: string;
+  events: WebhookEvent[];
+  name: string;
+  /** The signing secret (whsec_ and base64), shown only when created or rotated. */
+  secret?: string;
+  updatedAt: string;
+  url: string;
+}
+
+export interface WebhookDelivery {
+  attempts: number;
+  createdAt: string;
+  deliveredAt?: string;
+  deliveryId: string;
+  event: WebhookEvent;
+  lastAttemptAt?: string;
+  lastError?: string;
+  /** The HTTP status of the last try (absent when it got none). */
+  lastStatusCode?: number;
+  /** When a pending delivery is tried next. */
+  nextAttemptAt?: string;
+  status: DeliveryStatus;
+  webhook: string;
+}
+
+export interface WebhookDeliveryPage {
+  items: WebhookDelivery[];
+  nextCursor?: string;
+}
+
+export type WebhookEvent = "decision.requested" | "decision.closed" | "run.ended" | "attempt.lost" | "budget.held";
+export const webhookEventValues: readonly WebhookEvent[] = ["decision.requested","decision.closed","run.ended","attempt.lost","budget.held"];
+
+export interface WebhookItem {
+  active: boolean;
+  createdAt: string;
+  description?: string;
+  disabledAt?: string;
+  etag: string;
+  events: WebhookEvent[];
+  name: string;
+  /** The signing secret (whsec_ and base64), shown only when created or rotated. */
+  secret?: string;
+  updatedAt: string;
+  url: string;
+}
+
+export interface WebhookItemPage {
+  items: WebhookItem[];
+  nextCursor?: string;
+}
 
 /** The query parameters of getAttemptTimeline (GET /v1/attempts/{attemptId}/timeline). */
 export interface GetAttemptTimelineQuery {
@@ -806,6 +1191,26 @@ export interface InsightRunsEndedQuery {
   groupBy?: InsightGroup;
 }
 
+/** The query parameters of insightUsage (GET /v1/insights/usage). */
+export interface InsightUsageQuery {
+  /** Start of the window (inclusive), rounded down to a bucket boundary (UTC). Default: to minus 24 hours. */
+  from?: string;
+  /** End of the window (exclusive), rounded up to a bucket boundary (UTC). Default: now. */
+  to?: string;
+  /** The width of a bucket; a window holds at most 500 buckets. */
+  bucket?: InsightBucket;
+  /** Only this project's. */
+  projectId?: string;
+  /** Only this agent's. */
+  agentId?: string;
+  /** Only this release's (a run's release is its latest attempt's). */
+  releaseId?: string;
+  /** Only runs of this kind (and their attempts, calls and decisions). */
+  kind?: string;
+  /** Group the numbers by this (at most 50 groups, largest first; the rest are summed as other). */
+  groupBy?: UsageGroup;
+}
+
 /** The query parameters of listAttemptDecisions (GET /v1/attempts/{attemptId}/decisions). */
 export interface ListAttemptDecisionsQuery {
   /** The page size. */
@@ -885,6 +1290,14 @@ export interface ListReleasesQuery {
   cursor?: string;
 }
 
+/** The query parameters of listRunDecisions (GET /v1/runs/{runId}/decisions). */
+export interface ListRunDecisionsQuery {
+  /** The page size. */
+  limit?: number;
+  /** The nextCursor of the previous page (opaque, URL-safe). */
+  cursor?: string;
+}
+
 /** The query parameters of listRuns (GET /v1/runs). */
 export interface ListRunsQuery {
   state?: RunState;
@@ -897,6 +1310,46 @@ export interface ListRunsQuery {
   queuedFrom?: string;
   /** Runs queued before this time. */
   queuedTo?: string;
+  /** Ended runs with this outcome. */
+  outcome?: RunOutcome;
+  /** Runs whose last error has this code. */
+  errorCode?: string;
+  /** Runs whose latest attempt ran this release (as insights group runs by release). */
+  releaseId?: string;
+  /** Runs ended at or after this time. */
+  endedFrom?: string;
+  /** Runs ended before this time. */
+  endedTo?: string;
+  /** Runs enqueued with this tag. */
+  tag?: string;
+  /** The page size. */
+  limit?: number;
+  /** The nextCursor of the previous page (opaque, URL-safe). */
+  cursor?: string;
+}
+
+/** The query parameters of listSchedules (GET /v1/schedules). */
+export interface ListSchedulesQuery {
+  /** The page size. */
+  limit?: number;
+  /** The nextCursor of the previous page (opaque, URL-safe). */
+  cursor?: string;
+}
+
+/** The query parameters of listWebhookDeliveries (GET /v1/webhook-deliveries). */
+export interface ListWebhookDeliveriesQuery {
+  status?: DeliveryStatus;
+  event?: WebhookEvent;
+  /** Only this endpoint's deliveries. */
+  webhook?: string;
+  /** The page size. */
+  limit?: number;
+  /** The nextCursor of the previous page (opaque, URL-safe). */
+  cursor?: string;
+}
+
+/** The query parameters of listWebhooks (GET /v1/webhooks). */
+export interface ListWebhooksQuery {
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -915,15 +1368,21 @@ export const operations = {
   acquireTaskLock: { method: "PUT", path: "/v1/locks/agents/{agentId}/tasks/{taskId}", query: [] },
   answerDecision: { method: "POST", path: "/v1/decisions/{decisionId}/answer", query: [] },
   appendCheckpoint: { method: "POST", path: "/v1/attempts/{attemptId}/checkpoints", query: [] },
+  bulkRuns: { method: "POST", path: "/v1/runs/bulk", query: [] },
   cancelRun: { method: "POST", path: "/v1/runs/{runId}/cancel", query: [] },
   claimRun: { method: "POST", path: "/v1/runs/claim", query: [] },
   completeAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/complete", query: [] },
   continueRun: { method: "POST", path: "/v1/runs/{runId}/continue", query: [] },
   createDelegation: { method: "POST", path: "/v1/attempts/{attemptId}/delegations", query: [] },
+  deleteSchedule: { method: "DELETE", path: "/v1/schedules/{scheduleId}", query: [] },
+  deleteWebhook: { method: "DELETE", path: "/v1/webhooks/{webhookName}", query: [] },
   enqueueRun: { method: "POST", path: "/v1/runs", query: [] },
+  enqueueRunBatch: { method: "POST", path: "/v1/runs/batch", query: [] },
   finishCall: { method: "PATCH", path: "/v1/attempts/{attemptId}/calls/{callId}", query: [] },
+  forkRun: { method: "POST", path: "/v1/runs/{runId}/fork", query: [] },
   getAttempt: { method: "GET", path: "/v1/attempts/{attemptId}", query: [] },
   getAttemptTimeline: { method: "GET", path: "/v1/attempts/{attemptId}/timeline", query: ["limit","cursor"] },
+  getAttemptUsage: { method: "GET", path: "/v1/attempts/{attemptId}/usage", query: [] },
   getCall: { method: "GET", path: "/v1/attempts/{attemptId}/calls/{callId}", query: [] },
   getCheckpoint: { method: "GET", path: "/v1/attempts/{attemptId}/checkpoints/{checkpointId}", query: [] },
   getDecision: { method: "GET", path: "/v1/decisions/{decisionId}", query: ["waitSeconds"] },
@@ -932,10 +1391,14 @@ export const operations = {
   getLastCheckpoint: { method: "GET", path: "/v1/runs/{runId}/checkpoints/last", query: [] },
   getMetrics: { method: "GET", path: "/metrics", query: [] },
   getOpenAPI: { method: "GET", path: "/openapi.json", query: [] },
+  getOperation: { method: "GET", path: "/v1/operations/{operationId}", query: [] },
   getProject: { method: "GET", path: "/v1/projects/{projectId}", query: [] },
   getReadiness: { method: "GET", path: "/readyz", query: [] },
   getRelease: { method: "GET", path: "/v1/releases/{releaseId}/adapters/{adapterVersion}", query: [] },
   getRun: { method: "GET", path: "/v1/runs/{runId}", query: ["waitSeconds"] },
+  getRunUsage: { method: "GET", path: "/v1/runs/{runId}/usage", query: [] },
+  getSchedule: { method: "GET", path: "/v1/schedules/{scheduleId}", query: [] },
+  getWebhook: { method: "GET", path: "/v1/webhooks/{webhookName}", query: [] },
   heartbeatAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/heartbeat", query: [] },
   insightAttemptsEnded: { method: "GET", path: "/v1/insights/attempts", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   insightAttemptsPerRun: { method: "GET", path: "/v1/insights/attempts-per-run", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
@@ -944,6 +1407,7 @@ export const operations = {
   insightDecisions: { method: "GET", path: "/v1/insights/decisions", query: ["from","to","bucket","projectId","agentId","releaseId","kind"] },
   insightLeasesLost: { method: "GET", path: "/v1/insights/leases-lost", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   insightRunsEnded: { method: "GET", path: "/v1/insights/runs", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
+  insightUsage: { method: "GET", path: "/v1/insights/usage", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   listAttemptDecisions: { method: "GET", path: "/v1/attempts/{attemptId}/decisions", query: ["limit","cursor"] },
   listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","changedSince","limit","cursor"] },
   listCalls: { method: "GET", path: "/v1/attempts/{attemptId}/calls", query: ["limit","cursor"] },
@@ -952,14 +1416,23 @@ export const operations = {
   listDelegations: { method: "GET", path: "/v1/attempts/{attemptId}/delegations", query: ["limit","cursor"] },
   listProjects: { method: "GET", path: "/v1/projects", query: ["limit","cursor"] },
   listReleases: { method: "GET", path: "/v1/releases", query: ["state","limit","cursor"] },
-  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","limit","cursor"] },
+  listRunDecisions: { method: "GET", path: "/v1/runs/{runId}/decisions", query: ["limit","cursor"] },
+  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","limit","cursor"] },
+  listSchedules: { method: "GET", path: "/v1/schedules", query: ["limit","cursor"] },
+  listWebhookDeliveries: { method: "GET", path: "/v1/webhook-deliveries", query: ["status","event","webhook","limit","cursor"] },
+  listWebhooks: { method: "GET", path: "/v1/webhooks", query: ["limit","cursor"] },
+  parkAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/park", query: [] },
   patchAttempt: { method: "PATCH", path: "/v1/attempts/{attemptId}", query: [] },
   putProject: { method: "PUT", path: "/v1/projects/{projectId}", query: [] },
   putRelease: { method: "PUT", path: "/v1/releases/{releaseId}/adapters/{adapterVersion}", query: [] },
+  putSchedule: { method: "PUT", path: "/v1/schedules/{scheduleId}", query: [] },
+  putWebhook: { method: "PUT", path: "/v1/webhooks/{webhookName}", query: [] },
   recordCall: { method: "POST", path: "/v1/attempts/{attemptId}/calls", query: [] },
+  redeliverWebhook: { method: "POST", path: "/v1/webhook-deliveries/{deliveryId}/redeliver", query: [] },
   releaseAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/release", query: [] },
   releaseTaskLock: { method: "DELETE", path: "/v1/locks/agents/{agentId}/tasks/{taskId}", query: ["holderId"] },
   requestDecision: { method: "POST", path: "/v1/attempts/{attemptId}/decisions", query: [] },
+  rotateWebhookSecret: { method: "POST", path: "/v1/webhooks/{webhookName}/rotate-secret", query: [] },
 } as const;
 
 /** The id of an operation. */
@@ -1100,6 +1573,31 @@ export function isUnknownProject(err: unknown): err is LedgerProblem & { code: "
   return err instanceof LedgerProblem && err.code === "unknown_project";
 }
 
+/** isWebhookTargetRefused reports whether err is a problem answer with code webhook_target_refused. */
+export function isWebhookTargetRefused(err: unknown): err is LedgerProblem & { code: "webhook_target_refused" } {
+  return err instanceof LedgerProblem && err.code === "webhook_target_refused";
+}
+
+/** isWebhookLimit reports whether err is a problem answer with code webhook_limit. */
+export function isWebhookLimit(err: unknown): err is LedgerProblem & { code: "webhook_limit" } {
+  return err instanceof LedgerProblem && err.code === "webhook_limit";
+}
+
+/** isUnknownDecision reports whether err is a problem answer with code unknown_decision. */
+export function isUnknownDecision(err: unknown): err is LedgerProblem & { code: "unknown_decision" } {
+  return err instanceof LedgerProblem && err.code === "unknown_decision";
+}
+
+/** isUnknownRun reports whether err is a problem answer with code unknown_run. */
+export function isUnknownRun(err: unknown): err is LedgerProblem & { code: "unknown_run" } {
+  return err instanceof LedgerProblem && err.code === "unknown_run";
+}
+
+/** isBulkTooLarge reports whether err is a problem answer with code bulk_too_large. */
+export function isBulkTooLarge(err: unknown): err is LedgerProblem & { code: "bulk_too_large" } {
+  return err instanceof LedgerProblem && err.code === "bulk_too_large";
+}
+
 /** isPreconditionRequired reports whether err is a problem answer with code precondition_required. */
 export function isPreconditionRequired(err: unknown): err is LedgerProblem & { code: "precondition_required" } {
   return err instanceof LedgerProblem && err.code === "precondition_required";
@@ -1177,6 +1675,12 @@ export const retryTable = {
     "appendCheckpoint": {
       "repeat": "idempotent"
     },
+    "bulkRuns": {
+      "repeat": "once",
+      "whenBody": {
+        "idempotencyKey": "idempotent"
+      }
+    },
     "cancelRun": {
       "repeat": "idempotent"
     },
@@ -1195,11 +1699,23 @@ export const retryTable = {
         "child.idempotencyKey": "idempotent"
       }
     },
+    "deleteSchedule": {
+      "repeat": "conditional",
+      "ambiguous": [
+        "not_found"
+      ]
+    },
+    "deleteWebhook": {
+      "repeat": "once"
+    },
     "enqueueRun": {
       "repeat": "once",
       "whenBody": {
         "idempotencyKey": "idempotent"
       }
+    },
+    "enqueueRunBatch": {
+      "repeat": "once"
     },
     "finishCall": {
       "repeat": "idempotent",
@@ -1208,10 +1724,22 @@ export const retryTable = {
         "precondition_failed"
       ]
     },
+    "forkRun": {
+      "repeat": "once",
+      "whenBody": {
+        "idempotencyKey": "idempotent"
+      }
+    },
     "getAttempt": {
       "repeat": "idempotent"
     },
+    "getOperation": {
+      "repeat": "idempotent"
+    },
     "getAttemptTimeline": {
+      "repeat": "idempotent"
+    },
+    "getAttemptUsage": {
       "repeat": "idempotent"
     },
     "getCall": {
@@ -1250,6 +1778,15 @@ export const retryTable = {
     "getRun": {
       "repeat": "idempotent"
     },
+    "getRunUsage": {
+      "repeat": "idempotent"
+    },
+    "getSchedule": {
+      "repeat": "idempotent"
+    },
+    "getWebhook": {
+      "repeat": "idempotent"
+    },
     "heartbeatAttempt": {
       "repeat": "idempotent"
     },
@@ -1272,6 +1809,9 @@ export const retryTable = {
       "repeat": "idempotent"
     },
     "insightRunsEnded": {
+      "repeat": "idempotent"
+    },
+    "insightUsage": {
       "repeat": "idempotent"
     },
     "listAttemptDecisions": {
@@ -1298,7 +1838,22 @@ export const retryTable = {
     "listReleases": {
       "repeat": "idempotent"
     },
+    "listRunDecisions": {
+      "repeat": "idempotent"
+    },
     "listRuns": {
+      "repeat": "idempotent"
+    },
+    "listSchedules": {
+      "repeat": "idempotent"
+    },
+    "listWebhookDeliveries": {
+      "repeat": "idempotent"
+    },
+    "listWebhooks": {
+      "repeat": "idempotent"
+    },
+    "parkAttempt": {
       "repeat": "idempotent"
     },
     "patchAttempt": {
@@ -1321,8 +1876,25 @@ export const retryTable = {
         "precondition_failed"
       ]
     },
+    "putSchedule": {
+      "repeat": "once",
+      "whenIfMatch": "conditional",
+      "ambiguous": [
+        "precondition_failed"
+      ]
+    },
+    "putWebhook": {
+      "repeat": "once",
+      "whenIfMatch": "conditional",
+      "ambiguous": [
+        "precondition_failed"
+      ]
+    },
     "recordCall": {
       "repeat": "idempotent"
+    },
+    "redeliverWebhook": {
+      "repeat": "once"
     },
     "releaseAttempt": {
       "repeat": "idempotent"
@@ -1331,6 +1903,12 @@ export const retryTable = {
       "repeat": "idempotent"
     },
     "requestDecision": {
+      "repeat": "once",
+      "whenBody": {
+        "idempotencyKey": "idempotent"
+      }
+    },
+    "rotateWebhookSecret": {
       "repeat": "once"
     }
   }

@@ -3,6 +3,7 @@ export { LedgerProblem, TransportError, MaybeAppliedError, isMaybeApplied } from
 export { Client, HeldError, sleep, type ClientOptions, type CallOptions, type Tagged, type Page, type PageQuery } from "./client.js";
 export { behaviour } from "./behaviour.js";
 export { verifyWebhook, WebhookVerificationError, type WebhookHeaders, type VerifyWebhookOptions } from "./webhook.js";
+export { errorOf } from "./errors.js";
 export { canonicalJSON, manifestHash, sha256Hex } from "./jcs.js";
 export {
   defaultRetryPolicy,
@@ -22,6 +23,7 @@ export {
   ShutdownError,
   type CheckpointInput,
   type CallInput,
+  type CallReport,
   type DecisionInput,
 } from "./lease.js";
 export {

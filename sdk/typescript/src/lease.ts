@@ -1,5 +1,7 @@
 import type { Client, CallOptions } from "./client.js";
 import type {
+  AttemptError,
+  Usage,
   Attempt,
   Call,
   CallFinishStatus,
@@ -83,6 +85,19 @@ export interface CallInput {
   /** Identifies the request (default: hex SHA-256 of target). */
   requestHash?: string;
   policyDecisionId?: string;
+  /** Model, provider and operation name a model call (gen_ai.request.model, gen_ai.provider.name, gen_ai.operation.name). */
+  model?: string;
+  provider?: string;
+  operation?: string;
+}
+
+/** What a model call reports when it finishes; every member is optional. */
+export interface CallReport {
+  usage?: Usage;
+  responseModel?: string;
+  finishReasons?: string[];
+  /** The call's cost in millionths of the tenant's currency unit; the project's daily cost budget counts it. */
+  costMicros?: number;
 }
 
 /** A decision to ask for; the Lease adds the token. */
@@ -94,6 +109,12 @@ export interface DecisionInput {
   recommendation?: string;
   /** Closes the decision as expired that long after it is asked (whole seconds). */
   expiresInSeconds?: number;
+  /**
+   * Names the decision within the run's step: it is sent under the idempotency key
+   * "decide:{stepId}:{key}", as the Go Lease does, so a retry or a resumed handler asking
+   * again gets the same decision (and its answer) instead of asking anew.
+   */
+  key?: string;
 }
 
 /**
@@ -271,6 +292,9 @@ export class Lease {
           target: input.target,
           requestHash: input.requestHash ?? sha256Hex(input.target),
           policyDecisionId: input.policyDecisionId,
+          model: input.model,
+          provider: input.provider,
+          operation: input.operation,
         },
         o,
       ),
@@ -279,7 +303,14 @@ export class Lease {
   }
 
   finishCall(callId: string, status: CallFinishStatus, receiptRef?: string, o: CallOptions = {}): Promise<Call> {
-    return this.write(() => this.client.finishCall(this.attemptId, callId, { fencingToken: this.fencingToken, status, receiptRef }, undefined, o));
+    return this.finishCallReport(callId, status, receiptRef, {}, o);
+  }
+
+  /** finishCall with what a model call reports: tokens, the model that answered, why it stopped, its cost. */
+  finishCallReport(callId: string, status: CallFinishStatus, receiptRef: string | undefined, report: CallReport, o: CallOptions = {}): Promise<Call> {
+    return this.write(() =>
+      this.client.finishCall(this.attemptId, callId, { fencingToken: this.fencingToken, status, receiptRef, ...report }, undefined, o),
+    );
   }
 
   /** Records a call, runs fn, and finishes the call: succeeded with fn's receipt, or failed when fn throws. */
@@ -310,7 +341,7 @@ export class Lease {
     return this.write(() => this.client.patchAttempt(this.attemptId, { fencingToken: this.fencingToken, contextSnapshotRef: ref }, o));
   }
 
-  /** Asks a person to decide; never repeated once it may have reached the service. */
+  /** Asks a person to decide; without input.key never repeated once it may have reached the service. */
   requestDecision(input: DecisionInput, o: CallOptions = {}): Promise<Decision> {
     return this.write(() =>
       this.client.requestDecision(
@@ -322,6 +353,7 @@ export class Lease {
           options: input.options,
           recommendation: input.recommendation,
           expiresInSeconds: input.expiresInSeconds,
+          ...(input.key !== undefined ? { idempotencyKey: `decide:${this.claim.run.stepId}:${input.key}` } : {}),
         },
         o,
       ),
@@ -368,10 +400,26 @@ export class Lease {
     await this.write(() => this.client.acknowledgeCancellation(this.attemptId, { fencingToken: this.fencingToken }, o));
   }
 
+  /**
+   * Ends the attempt parked: the run waits without a lease (no attempt spent) until every
+   * named decision is closed and every named child run has ended, or until dueAt. The
+   * handler should return at once; afterwards the lease refuses writes.
+   */
+  async park(wait: { decisionIds?: string[]; childRunIds?: string[]; dueAt?: string }, o: CallOptions = {}): Promise<Attempt> {
+    const a = await this.send(true, leaseLossCodes, () => this.client.parkAttempt(this.attemptId, { fencingToken: this.fencingToken, ...wait }, o));
+    this.settled("parked");
+    return a;
+  }
+
   /** Ends the attempt and its run in state; afterwards the lease refuses writes. */
   async complete(state: CompletionState, outcomeHash?: string, o: CallOptions = {}): Promise<Attempt> {
+    return this.completeWithError(state, undefined, outcomeHash, o);
+  }
+
+  /** complete, recording why the attempt failed or was cancelled (see errorOf). */
+  async completeWithError(state: CompletionState, error: AttemptError | undefined, outcomeHash?: string, o: CallOptions = {}): Promise<Attempt> {
     const a = await this.send(true, leaseLossCodes, () =>
-      this.client.completeAttempt(this.attemptId, { fencingToken: this.fencingToken, state, outcomeHash }, o),
+      this.client.completeAttempt(this.attemptId, { fencingToken: this.fencingToken, state, outcomeHash, ...(error ? { error } : {}) }, o),
     );
     this.settled(`completed ${state}`);
     return a;
@@ -382,9 +430,14 @@ export class Lease {
    * it is due again (whole seconds, up to a day; 0: at once; undefined: the service's backoff).
    */
   async release(charge: boolean, retryAfterMs?: number, o: CallOptions = {}): Promise<Attempt> {
+    return this.releaseWithError(charge, retryAfterMs, undefined, o);
+  }
+
+  /** release, recording why the attempt gave the run back (see errorOf). */
+  async releaseWithError(charge: boolean, retryAfterMs: number | undefined, error: AttemptError | undefined, o: CallOptions = {}): Promise<Attempt> {
     const retryAfterSeconds = retryAfterMs === undefined ? undefined : Math.round(Math.max(0, Math.min(retryAfterMs, 86_400_000)) / 1000);
     const a = await this.send(true, leaseLossCodes, () =>
-      this.client.releaseAttempt(this.attemptId, { fencingToken: this.fencingToken, charge, retryAfterSeconds }, o),
+      this.client.releaseAttempt(this.attemptId, { fencingToken: this.fencingToken, charge, retryAfterSeconds, ...(error ? { error } : {}) }, o),
     );
     this.settled("released");
     return a;

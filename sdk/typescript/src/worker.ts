@@ -6,6 +6,7 @@ import { CancelRequestedError, Lease, LeaseLostError, ShutdownError } from "./le
 import { LedgerProblem } from "./problem.js";
 import { equalJitter, fullJitter } from "./retry.js";
 import { behaviour } from "./behaviour.js";
+import { errorOf } from "./errors.js";
 
 /** Refused claims back off from refusalBackoffMs, doubling to refusalBackoffMaxMs; each cause is logged at most once per refusalLogEveryMs. */
 export const refusalBackoffMs = behaviour.claimBackoff.refusedBaseMs;
@@ -639,17 +640,17 @@ export class Worker {
     try {
       if (l.cancelRequested) {
         r.outcome = "cancelled";
-        await l.complete("cancelled", undefined, o);
+        await l.completeWithError("cancelled", failed ? errorOf(herr) : undefined, undefined, o);
       } else if (!failed) {
         r.outcome = "succeeded";
         await l.complete("succeeded", undefined, o);
       } else if (herr instanceof PermanentError) {
         r.outcome = "failed";
-        await l.complete("failed", undefined, o);
+        await l.completeWithError("failed", errorOf(herr), undefined, o);
       } else {
         r.outcome = "released";
         const retry = this.retryOf(l, herr);
-        await l.release(retry.charge, retry.afterMs, o);
+        await l.releaseWithError(retry.charge, retry.afterMs, errorOf(herr), o);
       }
       if (failed || r.outcome === "cancelled") this.log.warn("run settled", { outcome: r.outcome, err: describe(herr) });
     } catch (err) {

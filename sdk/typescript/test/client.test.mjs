@@ -104,6 +104,31 @@ test("the Client against the server", { concurrency: true }, async (t) => {
     assert.ok(isPreconditionFailed(stale) && stale.status === 412);
   });
 
+  await t.test("a cost budget: absent keeps it, null removes it", async () => {
+    const id = `budget-${randomUUID().slice(0, 8)}`;
+    const made = await s.admin.putProject(id, { dailyCostBudgetMicros: 5000 });
+    assert.equal(made.value.dailyCostBudgetMicros, 5000);
+    const kept = await s.admin.putProject(id, { retentionDays: 40 }, made.etag);
+    assert.equal(kept.value.dailyCostBudgetMicros, 5000);
+    const removed = await s.admin.putProject(id, { dailyCostBudgetMicros: null }, kept.etag);
+    assert.equal(removed.value.dailyCostBudgetMicros, null);
+    assert.equal(removed.value.costTodayMicros, 0);
+    assert.equal(removed.value.costHeld, false);
+  });
+
+  await t.test("a schedule put, read, listed and deleted", async () => {
+    const id = `sch-${randomUUID().slice(0, 8)}`;
+    const made = await s.admin.putSchedule(id, { cron: "@daily", paused: true, run: spec("sched") });
+    assert.equal(made.value.cron, "@daily");
+    const read = await s.admin.getSchedule(id);
+    assert.equal(read.etag, made.etag);
+    const listed = [];
+    for await (const x of s.admin.schedules()) listed.push(x.scheduleId);
+    assert.ok(listed.includes(id), JSON.stringify(listed));
+    await s.admin.deleteSchedule(id);
+    assert.ok(isNotFound(await s.admin.getSchedule(id).catch((e) => e)));
+  });
+
   await t.test("an AbortSignal ends a call", async () => {
     const run = await s.runtime.enqueueRun(spec("abort"));
     const ac = new AbortController();

@@ -78,8 +78,8 @@ test("the Worker", { concurrency: true }, async (t) => {
   await t.test("every handler outcome", async () => {
     const cases = [
       { name: "resolves", handler: async () => {}, outcome: "succeeded", state: "ended", runOutcome: "succeeded" },
-      { name: "permanent", handler: async () => { throw permanent(new Error("bad input")); }, outcome: "failed", state: "ended", runOutcome: "failed" },
-      { name: "throws", handler: async () => { throw retryAfter(new Error("busy"), 3_600_000); }, outcome: "released", state: "queued", spent: 1 },
+      { name: "permanent", handler: async () => { throw permanent(new TypeError("bad input")); }, outcome: "failed", state: "ended", runOutcome: "failed", error: { code: "typeerror", message: "bad input" } },
+      { name: "throws", handler: async () => { throw retryAfter(Object.assign(new Error("busy"), { code: "upstream.busy" }), 3_600_000); }, outcome: "released", state: "queued", spent: 1, error: { code: "upstream.busy", message: "busy" } },
       { name: "settles itself", handler: async (l) => { await l.complete("succeeded", "outcome-hash"); }, outcome: "settled_by_handler", state: "ended", runOutcome: "succeeded" },
     ];
     await Promise.all(
@@ -92,12 +92,52 @@ test("the Worker", { concurrency: true }, async (t) => {
         const after = await s.runtime.getRun(run.runId);
         assert.equal(after.state, c.state, c.name);
         if (c.runOutcome) assert.equal(after.outcome, c.runOutcome, c.name);
+        const attempt = (await s.runtime.getAttempt(r.lease.attemptId)).value;
+        assert.deepEqual(attempt.error && { code: attempt.error.code, message: attempt.error.message }, c.error, c.name);
+        if (c.error) assert.ok(Array.isArray(attempt.error.details.stack), c.name);
         if (c.spent) {
           assert.equal(after.attemptsSpent, c.spent, c.name);
           assert.ok(Date.parse(after.dueAt) > Date.now() + 3_000_000, `${c.name}: due after retryAfter`);
         }
       }),
     );
+  });
+
+  await t.test("a keyed decision is asked once; parking waits for it without a lease", async () => {
+    const kind = "park-decide";
+    const run = await s.runtime.enqueueRun(spec(kind));
+    const seen = [];
+    const { next } = runWorker(t, s, kind, async (l) => {
+      const d = await l.requestDecision({ kind: "approval", key: "ship" });
+      const again = await l.requestDecision({ kind: "approval", key: "ship" });
+      seen.push([d.decisionId, again.decisionId, d.status]);
+      if (d.status === "pending") await l.park({ decisionIds: [d.decisionId] });
+    });
+    const parked = await next();
+    assert.equal(parked.outcome, "settled_by_handler");
+    assert.equal((await s.runtime.getAttempt(parked.lease.attemptId)).value.state, "parked");
+    assert.equal(seen[0][0], seen[0][1], "the same key answers the same decision");
+    assert.equal((await s.runtime.getRun(run.runId)).state, "queued");
+    await s.admin.answerPending(seen[0][0], { status: "approved" });
+    const resumed = await next(2);
+    assert.equal(resumed.outcome, "succeeded");
+    assert.deepEqual(seen[1], [seen[0][0], seen[0][0], "approved"], "the resumed handler gets the same decision, answered");
+  });
+
+  await t.test("a model call reports usage, summed by attempt and run", async () => {
+    const kind = "usage-report";
+    const run = await s.runtime.enqueueRun(spec(kind));
+    const calls = [];
+    const { next } = runWorker(t, s, kind, async (l) => {
+      const c = await l.recordCall({ kind: "model", target: "chat", model: "m-1", provider: "openai", operation: "chat" });
+      calls.push(c, await l.finishCallReport(c.callId, "succeeded", undefined, { usage: { inputTokens: 10, outputTokens: 4 }, responseModel: "m-1-2026", finishReasons: ["stop"], costMicros: 1500 }));
+    });
+    const r = await next();
+    assert.equal(r.outcome, "succeeded");
+    assert.deepEqual([calls[0].model, calls[0].provider, calls[0].operation, calls[1].responseModel, calls[1].costMicros], ["m-1", "openai", "chat", "m-1-2026", 1500]);
+    for (const u of [await s.runtime.getAttemptUsage(r.lease.attemptId), await s.runtime.getRunUsage(run.runId)]) {
+      assert.deepEqual([u.calls, u.inputTokens, u.outputTokens, u.costMicros], [1, 10, 4, 1500]);
+    }
   });
 
   await t.test("cancel: acknowledged once, the signal aborts, completed cancelled", async () => {
