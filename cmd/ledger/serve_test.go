@@ -42,9 +42,9 @@ func (s *server) lines(stdout bool) []string {
 
 // startServe starts `ledger serve` on db at a free port. The process is killed at the end of
 // the test if it is still running.
-func startServe(t *testing.T, bin, db string) *server {
+func startServe(t *testing.T, bin, db string, extra ...string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0", "--shutdown-grace", "10s")
+	cmd := exec.Command(bin, append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--shutdown-grace", "10s"}, extra...)...)
 	// Only the flags above configure it: no LEDGER_* variable of the test's environment.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LEDGER_") {
