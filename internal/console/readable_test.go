@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -57,6 +58,10 @@ func TestReadableAtAGlance(t *testing.T) {
 		t.Fatal("claim found nothing")
 	}
 	ask(b, map[string]any{"kind": "approval", "recommendation": strings.Repeat("ship it after the review ", 10)})
+	// Insights read the roll-ups: bring them up to what has committed.
+	if err := s.App.CatchUpFeed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, width := range []int64{1280, 390} {
 		ctx := tab(t)
