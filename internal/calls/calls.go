@@ -282,8 +282,8 @@ func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID
 }
 
 func repeatRecord(prev Call, n Draft) (Call, error) {
-	if prev.RequestHash != n.RequestHash || !sameText(prev.Model, n.Model) || !sameText(prev.Provider, n.Provider) ||
-		!sameText(prev.Operation, n.Operation) {
+	if prev.RequestHash != n.RequestHash || !same(prev.Model, n.Model) || !same(prev.Provider, n.Provider) ||
+		!same(prev.Operation, n.Operation) {
 		return Call{}, apperr.New(api.CodeSequenceConflict,
 			"sequence %d of this attempt is already recorded with another request hash", n.Sequence)
 	}
@@ -388,16 +388,15 @@ func finishArgs(d sqldb.Dialect, tenantID string, attemptID, callID uuid.UUID, f
 
 func sameFinish(c Call, f Finish) bool {
 	u := f.reported()
-	return c.Status == f.Status && sameText(c.ReceiptRef, f.ReceiptRef) && sameText(c.ResponseModel, u.ResponseModel) &&
-		sameText(c.FinishReasons, u.FinishReasons) && sameCount(c.InputTokens, u.InputTokens) &&
-		sameCount(c.OutputTokens, u.OutputTokens) && sameCount(c.CacheReadInputTokens, u.CacheReadInputTokens) &&
-		sameCount(c.CacheCreationInputTokens, u.CacheCreationInputTokens) &&
-		sameCount(c.ReasoningOutputTokens, u.ReasoningOutputTokens) && sameCount(c.CostMicros, u.CostMicros)
+	return c.Status == f.Status && same(c.ReceiptRef, f.ReceiptRef) && same(c.ResponseModel, u.ResponseModel) &&
+		same(c.FinishReasons, u.FinishReasons) && same(c.InputTokens, u.InputTokens) &&
+		same(c.OutputTokens, u.OutputTokens) && same(c.CacheReadInputTokens, u.CacheReadInputTokens) &&
+		same(c.CacheCreationInputTokens, u.CacheCreationInputTokens) &&
+		same(c.ReasoningOutputTokens, u.ReasoningOutputTokens) && same(c.CostMicros, u.CostMicros)
 }
 
-func sameText(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-
-func sameCount(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+// same says two optional values are both absent or equal.
+func same[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // addCost adds a finished call's cost to its project's counter of the day (UTC), in the
 // transaction that finished it, so a claim reads the day's total from one row and a

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/schedules"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
 	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
@@ -205,7 +205,7 @@ func (c *console) errorPage(ctx echo.Context, err error) error {
 	case coded && e.Code.Status() < 500:
 		status, title, msg = e.Code.Status(), e.Code.Title(), e.Detail
 		if e.RetryAfter > 0 { // a limit refused the page, as it refuses the API (429)
-			ctx.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+			web.SetRetryAfter(ctx.Response().Header(), e.RetryAfter)
 		}
 	case errors.As(err, &he) && he.Code < 500:
 		status, title, msg = he.Code, http.StatusText(he.Code), http.StatusText(he.Code)+"."

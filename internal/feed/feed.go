@@ -303,3 +303,21 @@ func StatusOf(ctx context.Context, db *sqldb.DB, name string) (Status, bool, err
 	}
 	return Status{}, false, nil
 }
+
+// ReadBatch reads a bounded batch of the changes committed after `after`, for a projector
+// or an exporter. read(upTo, limit) reads, afresh on every call, every source's rows v
+// with after < v < upTo, at most limit of each, and returns upTo-1 cut to before the last
+// version of any source that came back full (that version may go on past the batch).
+// When the cut leaves nothing (a full batch of one version: on SQLite one statement stamps
+// all the rows it writes alike), ReadBatch reads that version whole. It returns the last
+// version the batch read covers completely.
+func ReadBatch(after, ceiling sqldb.RowVersion, limit int, read func(upTo sqldb.RowVersion, limit int) (sqldb.RowVersion, error)) (sqldb.RowVersion, error) {
+	through, err := read(ceiling, limit)
+	if err != nil || through > after {
+		return through, err
+	}
+	if _, err := read(after+2, 1<<30); err != nil {
+		return 0, err
+	}
+	return after + 1, nil
+}

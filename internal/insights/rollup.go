@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/feed"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -391,33 +392,25 @@ func (p *Projector) Name() string { return ProjectorName }
 // returns that version.
 func (p *Projector) Project(ctx context.Context, tx *sqldb.Tx, after, ceiling sqldb.RowVersion) (sqldb.RowVersion, error) {
 	sources := []string{p.q.runs, p.q.attempts, p.q.calls, p.q.decisions}
-	read := func(upTo sqldb.RowVersion, limit int) ([]sourceRow, sqldb.RowVersion, error) {
-		through := upTo - 1
-		var all []sourceRow
+	var rows []sourceRow
+	through, err := feed.ReadBatch(after, ceiling, p.batch, func(upTo sqldb.RowVersion, limit int) (sqldb.RowVersion, error) {
+		cut := upTo - 1
+		rows = nil
 		for _, q := range sources {
-			var rows []sourceRow
-			if err := tx.SelectContext(ctx, &rows, q, tx.Dialect.Version(after), tx.Dialect.Version(upTo), limit); err != nil {
-				return nil, 0, fmt.Errorf("read changed rows: %w", err)
+			var got []sourceRow
+			if err := tx.SelectContext(ctx, &got, q, tx.Dialect.Version(after), tx.Dialect.Version(upTo), limit); err != nil {
+				return 0, fmt.Errorf("read changed rows: %w", err)
 			}
-			if len(rows) == limit {
+			if len(got) == limit {
 				// The batch's last version may continue past it: apply only what is before.
-				through = min(through, rows[len(rows)-1].Version-1)
+				cut = min(cut, got[len(got)-1].Version-1)
 			}
-			all = append(all, rows...)
+			rows = append(rows, got...)
 		}
-		return all, through, nil
-	}
-	rows, through, err := read(ceiling, p.batch)
+		return cut, nil
+	})
 	if err != nil {
 		return 0, err
-	}
-	if through <= after {
-		// A full batch of one version: on SQLite one statement stamps all the rows it writes
-		// with one version. Read that version's rows whole (one statement's rows).
-		if rows, _, err = read(after+2, 1<<30); err != nil {
-			return 0, err
-		}
-		through = after + 1
 	}
 	deltas := map[cellKey]*cellDelta{}
 	for _, r := range rows {

@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/feed"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -162,6 +163,7 @@ func (e *Exporter) Read(ctx context.Context, tx *sqldb.Tx, after, ceiling sqldb.
 	)
 	read := func(upTo sqldb.RowVersion, limit int) (sqldb.RowVersion, error) {
 		through := upTo - 1
+		runs, attempts, calls, decisions = nil, nil, nil, nil
 		args := []any{tx.Dialect.Version(after), tx.Dialect.Version(upTo), limit}
 		for _, src := range []struct {
 			query string
@@ -191,18 +193,9 @@ func (e *Exporter) Read(ctx context.Context, tx *sqldb.Tx, after, ceiling sqldb.
 		}
 		return through, nil
 	}
-	through, err := read(ceiling, e.batch)
+	through, err := feed.ReadBatch(after, ceiling, e.batch, read)
 	if err != nil {
 		return nil, 0, err
-	}
-	if through <= after {
-		// A full batch of one version (on SQLite one statement stamps all the rows it
-		// writes alike): read that version's rows whole.
-		runs, attempts, calls, decisions = nil, nil, nil, nil
-		if _, err = read(after+2, 1<<30); err != nil {
-			return nil, 0, err
-		}
-		through = after + 1
 	}
 	b := builder{e: e, tx: tx, q: q, ctx: ctx, roots: map[uuid.UUID]root{}}
 	for _, r := range runs {

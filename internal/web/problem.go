@@ -98,6 +98,12 @@ func insertsOrUpdates(method string) bool {
 // reconfiguration, throttling) ask clients to wait at least 5 s before retrying.
 const retryUnavailable = 5 * time.Second
 
+// SetRetryAfter says when to come back, in whole seconds rounded up: the API's problems
+// and the console's error pages both tell a refused client this way.
+func SetRetryAfter(h http.Header, d time.Duration) {
+	h.Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
+}
+
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -121,8 +127,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		p.HeldUntil = api.NewTime(e.HeldUntil).Ptr()
 	}
 	if e.RetryAfter > 0 {
-		secs := int((e.RetryAfter + 999999999) / 1e9)
-		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		SetRetryAfter(c.Response().Header(), e.RetryAfter)
 	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(status)
