@@ -16,6 +16,7 @@ import (
 	"github.com/ledger-dev/ledger/client"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
@@ -31,7 +32,7 @@ func exampleService() (url, adminKey, runtimeKey string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		log.Fatal(err)
 	}

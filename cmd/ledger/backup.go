@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/check"
 )
 
 // runBackup copies the embedded database, serving or not, to --out, then runs the checks
@@ -38,8 +39,8 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := db.Backup(ctx, *out); err != nil {
 		return err
 	}
-	report, err := sqldb.CheckDatabase(ctx, sqldb.Config{DSN: *out, SQLiteSync: d.sync, BusyTimeout: d.busy,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, sqldb.ForServe)
+	report, err := check.Database(ctx, sqldb.Config{DSN: *out, SQLiteSync: d.sync, BusyTimeout: d.busy,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, check.ForServe)
 	if err != nil {
 		return fmt.Errorf("check the copy: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/check"
 )
 
 // Exit codes of `ledger check` (README: Deploying on SQL Server).
@@ -44,11 +45,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return &exitCode{checkExitCannotRun, fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
-	p, err := sqldb.ParsePurpose(*purpose)
+	p, err := check.ParsePurpose(*purpose)
 	if err != nil {
 		return &exitCode{checkExitCannotRun, err}
 	}
-	report, err := sqldb.CheckDatabase(ctx, sqldb.Config{DSN: d.dsn, SQLiteSync: d.sync, BusyTimeout: d.busy,
+	report, err := check.Database(ctx, sqldb.Config{DSN: d.dsn, SQLiteSync: d.sync, BusyTimeout: d.busy,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, p)
 	if err != nil {
 		return &exitCode{checkExitCannotRun, fmt.Errorf("cannot check: %w", err)}
@@ -56,7 +57,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(jsonReport{CheckReport: report, OK: report.OK()}); err != nil {
+		if err := enc.Encode(jsonReport{Report: report, OK: report.OK()}); err != nil {
 			return err
 		}
 	} else {
@@ -70,23 +71,23 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // jsonReport is the --json form: the report and its verdict.
 type jsonReport struct {
-	sqldb.CheckReport
+	check.Report
 	OK bool `json:"ok"`
 }
 
 // printReport writes one line per check, with its fix, then the verdict.
-func printReport(w io.Writer, r sqldb.CheckReport) {
+func printReport(w io.Writer, r check.Report) {
 	failed := 0
 	for _, c := range r.Checks {
 		status := string(c.Status)
 		if c.Failed() {
 			status = "FAIL"
 			failed++
-		} else if c.Status == sqldb.StatusFail {
+		} else if c.Status == check.StatusFail {
 			status = "fail" // not required: reported, never fatal
 		}
 		line := fmt.Sprintf("%-7s %-24s %s", status, c.Name, c.Detail)
-		if c.Fix != "" && c.Status != sqldb.StatusOK {
+		if c.Fix != "" && c.Status != check.StatusOK {
 			line += "; fix: " + c.Fix
 		}
 		fmt.Fprintln(w, line)
@@ -101,13 +102,13 @@ func printReport(w io.Writer, r sqldb.CheckReport) {
 // checkAtStart runs the checks before `serve` or `migrate` touches a SQL Server database:
 // warnings and what it could not read are logged, a required failure refuses to start.
 // The embedded SQLite database is made and set up by ledger itself, so it is not checked.
-func checkAtStart(ctx context.Context, db *sqldb.DB, p sqldb.Purpose, log *slog.Logger) error {
+func checkAtStart(ctx context.Context, db *sqldb.DB, p check.Purpose, log *slog.Logger) error {
 	if db.Dialect.Name() != "sqlserver" {
 		return nil
 	}
-	report := db.Check(ctx, p)
+	report := check.Run(ctx, db, p)
 	for _, c := range report.Checks {
-		if c.Status == sqldb.StatusOK {
+		if c.Status == check.StatusOK {
 			continue
 		}
 		log.WarnContext(ctx, "database check", "check", c.Name, "status", string(c.Status),

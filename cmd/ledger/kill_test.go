@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 // childArgs is the variable that makes the test binary run `ledger` with these arguments
@@ -108,7 +110,7 @@ func TestKilledMigrationLeavesACleanVersion(t *testing.T) {
 		if _, err := os.Stat(path); err != nil {
 			return // killed before it created the file
 		}
-		st, err := openTestDB(t, path).SchemaState(context.Background())
+		st, err := migrate.ReadState(context.Background(), openTestDB(t, path))
 		if err != nil {
 			t.Fatalf("%s: read the version: %v", what, err)
 		}
@@ -144,7 +146,7 @@ func TestKilledMigrationLeavesACleanVersion(t *testing.T) {
 		check(path, what)
 		// What the operator does next finishes the job.
 		mustCLI(t, "migrate", "up", "--db", path)
-		st, err := openTestDB(t, path).SchemaState(context.Background())
+		st, err := migrate.ReadState(context.Background(), openTestDB(t, path))
 		if err != nil || !st.Current() {
 			t.Fatalf("%s, then migrate up: %+v %v", what, st, err)
 		}

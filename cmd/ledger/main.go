@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
 )
 
@@ -168,7 +168,7 @@ func printVersion(w io.Writer) {
 		}
 	}
 	schema := "unknown"
-	if migs, err := sqldb.ReadMigrations(sqlitemigrations.FS); err == nil && len(migs) > 0 {
+	if migs, err := migrate.ReadMigrations(sqlitemigrations.FS); err == nil && len(migs) > 0 {
 		schema = strconv.FormatUint(uint64(migs[len(migs)-1].Version), 10)
 	}
 	fmt.Fprintf(w, "ledger %s\nmodule %s\ncommit %s\nschema version %s\n", app.Version, module, commit, schema)

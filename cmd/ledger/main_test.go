@@ -21,6 +21,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
 )
@@ -150,7 +151,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 			t.Fatalf("migrate %v printed %q, want %q", s.args, got, s.want)
 		}
 	}
-	st, err := openTestDB(t, db).SchemaState(context.Background())
+	st, err := migrate.ReadState(context.Background(), openTestDB(t, db))
 	if err != nil || !st.Current() {
 		t.Fatalf("schema after the round trip: %+v %v", st, err)
 	}
@@ -691,7 +692,7 @@ func TestMigrateUpPrintsEachKind(t *testing.T) {
 	t.Parallel()
 	path := tempDB(t)
 	db := openTestDB(t, path)
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -740,7 +741,7 @@ func TestOperatorCommandsNeverMigrate(t *testing.T) {
 	t.Parallel()
 	path := tempDB(t)
 	db := openTestDB(t, path)
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -756,7 +757,7 @@ func TestOperatorCommandsNeverMigrate(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, "schema is at version 17") || !strings.Contains(errOut, "ledger migrate up") {
 			t.Errorf("%v on a schema behind: exit %d, stdout %q, stderr %q; want a refusal naming migrate up", args, code, out, errOut)
 		}
-		if st, err := db.SchemaState(context.Background()); err != nil || st.Version != 17 {
+		if st, err := migrate.ReadState(context.Background(), db); err != nil || st.Version != 17 {
 			t.Fatalf("after %v the schema is at %+v (%v); want 17, untouched", args, st, err)
 		}
 	}

@@ -7,7 +7,8 @@ import (
 	"log/slog"
 	"strconv"
 
-	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/check"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -51,11 +52,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer db.Close()
 	if verb == "up" || verb == "down" {
 		// version only reads, and force is the way out of a failed migration.
-		if err := checkAtStart(ctx, db, sqldb.ForMigrate, log); err != nil {
+		if err := checkAtStart(ctx, db, check.ForMigrate, log); err != nil {
 			return err
 		}
 	}
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		return err
 	}
@@ -68,10 +69,10 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	switch verb {
 	case "up":
-		var applied []sqldb.Migration
+		var applied []migrate.Migration
 		applied, err = mg.UpApplied()
 		for _, m := range applied {
-			if m.Kind == sqldb.Breaking {
+			if m.Kind == migrate.Breaking {
 				fmt.Fprintf(stdout, "applied %d %s: breaking (%s)\n", m.Version, m.Title, m.Reason)
 			} else {
 				fmt.Fprintf(stdout, "applied %d %s: %s\n", m.Version, m.Title, m.Kind)
@@ -91,7 +92,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "version %d of %d, dirty %v\n", st.Version, st.Latest, st.Dirty)
 	if st.Version > st.Latest && !st.Dirty {
-		if _, _, err := db.Servable(ctx); err != nil {
+		if _, _, err := migrate.Servable(ctx, db); err != nil {
 			fmt.Fprintln(stdout, err)
 		} else {
 			fmt.Fprintln(stdout, "the schema is newer than this binary's; every newer migration is additive, so this binary serves it")

@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
 )
 
@@ -43,7 +44,7 @@ func TestServeOfAnOlderBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		mg, err := db.NewMigrator()
+		mg, err := migrate.New(db)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,8 @@ import (
 	"github.com/ledger-dev/ledger/internal/logbuf"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/check"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/web"
 	"github.com/ledger-dev/ledger/internal/webhooks"
@@ -159,14 +161,14 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}
 	defer db.Close()
 	if f.migrate {
-		if err := checkAtStart(ctx, db, sqldb.ForMigrate, log); err != nil {
+		if err := checkAtStart(ctx, db, check.ForMigrate, log); err != nil {
 			return err
 		}
 	}
 	if err := prepareSchema(ctx, db, f.migrate, f.bootstrap, stdout); err != nil {
 		return err
 	}
-	if err := checkAtStart(ctx, db, sqldb.ForServe, log); err != nil {
+	if err := checkAtStart(ctx, db, check.ForServe, log); err != nil {
 		return err
 	}
 	otlp, err := f.otlp()
@@ -299,7 +301,7 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	if db.Dialect.Name() == "sqlserver" && !allowMigrate {
 		return requireCurrentSchema(ctx, db)
 	}
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		return err
 	}
@@ -345,8 +347,8 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 // migrates: only `migrate up` and `serve` change the schema. A newer schema whose newer
 // migrations are all additive is accepted, and the database's logger says so.
 func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
-	st, newer, err := db.Servable(ctx)
-	var se *sqldb.SchemaError
+	st, newer, err := migrate.Servable(ctx, db)
+	var se *migrate.SchemaError
 	if errors.As(err, &se) && st.Version < st.Latest && !st.Dirty {
 		if db.Dialect.Name() == "sqlite" {
 			return fmt.Errorf("%w (or start `ledger serve`, which migrates the embedded database)", err)

@@ -32,6 +32,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/schedules"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/traces"
 	"github.com/ledger-dev/ledger/internal/web"
@@ -293,6 +294,6 @@ func Ready(ctx context.Context, db *sqldb.DB) error {
 	if err := db.Probe(ctx); err != nil {
 		return err
 	}
-	_, _, err := db.Servable(ctx)
+	_, _, err := migrate.Servable(ctx, db)
 	return err
 }

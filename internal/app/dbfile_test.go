@@ -16,6 +16,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/syncbuf"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
@@ -35,7 +36,7 @@ func TestDatabaseFileReplacedAnswers503(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		mg, err := db.NewMigrator()
+		mg, err := migrate.New(db)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestWALDeletedAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}

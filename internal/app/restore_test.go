@@ -13,6 +13,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 // openFile opens and migrates the SQLite file at path, and raises its version floor as
@@ -24,7 +25,7 @@ func openFile(t *testing.T, path string) *sqldb.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	sqlitemig "github.com/ledger-dev/ledger/migrations/sqlite"
 )
@@ -59,7 +60,7 @@ func openAs(t *testing.T, path string, migs fs.FS, up bool) *sqldb.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	if up {
-		mg, err := db.NewMigrator()
+		mg, err := migrate.New(db)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +83,7 @@ func TestOlderBinaryServesAdditiveNewerSchema(t *testing.T) {
 
 	// This binary, built without its newest migration, against a database this binary
 	// migrated: the old replica of the deploy that adds that migration.
-	all, err := sqldb.ReadMigrations(sqlitemig.FS)
+	all, err := migrate.ReadMigrations(sqlitemig.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestOlderBinaryServesAdditiveNewerSchema(t *testing.T) {
 	openAs(t, path, nil, true).Close()
 	old := openAs(t, path, migrationsWith(t, newest.Version, nil), false)
 	s := served(apitest.New(t, apitest.Config{DB: old, Serve: true}))
-	if newest.Kind == sqldb.Additive {
+	if newest.Kind == migrate.Additive {
 		wantStatus(t, s.do(t, req{method: http.MethodGet, path: "/readyz"}), http.StatusOK)
 		tenant := dbtest.NewTenant(t, old)
 		admin, runtime := s.key(t, tenant, tenancy.RoleAdmin), s.key(t, tenant, tenancy.RoleRuntime)
@@ -114,8 +115,8 @@ func TestOlderBinaryServesAdditiveNewerSchema(t *testing.T) {
 	db := openAs(t, path, nil, false)
 	s = served(apitest.New(t, apitest.Config{DB: db, Serve: true}))
 	wantStatus(t, s.do(t, req{method: http.MethodGet, path: "/readyz"}), http.StatusOK)
-	st, newer, err := db.Servable(context.Background())
-	if err != nil || st.Version != 900 || len(newer) != 1 || newer[0].Version != 900 || newer[0].Kind != sqldb.Additive {
+	st, newer, err := migrate.Servable(context.Background(), db)
+	if err != nil || st.Version != 900 || len(newer) != 1 || newer[0].Version != 900 || newer[0].Kind != migrate.Additive {
 		t.Fatalf("Servable over an additive newer migration = %+v, %+v, %v", st, newer, err)
 	}
 
@@ -129,7 +130,7 @@ func TestOlderBinaryServesAdditiveNewerSchema(t *testing.T) {
 	openAs(t, path, migrationsWith(t, 0, breaking), true).Close()
 	wantProblem(t, s.do(t, req{method: http.MethodGet, path: "/readyz"}), http.StatusServiceUnavailable, "database_unavailable")
 	err = app.Ready(context.Background(), db)
-	var se *sqldb.SchemaError
+	var se *migrate.SchemaError
 	if !errors.As(err, &se) || se.Breaking == nil || se.Breaking.Version != 901 || se.Breaking.Reason != "Drops RollingProbe's Id, which older binaries read." {
 		t.Fatalf("Ready over a breaking newer migration = %v; want a SchemaError naming 901 and why", err)
 	}

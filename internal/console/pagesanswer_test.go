@@ -14,6 +14,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 // TestConsoleRefusesUnreadableQueryStrings is issue 30 item 7: /ui/runs?project=zz;x=1
@@ -73,7 +74,7 @@ func TestConsoleSignInDuringDatabaseFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}

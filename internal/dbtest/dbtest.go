@@ -16,6 +16,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
@@ -73,7 +74,7 @@ func open(t testing.TB, cfg sqldb.Config) *sqldb.DB {
 		t.Fatalf("open %s: %v", cfg.DSN, err)
 	}
 	t.Cleanup(func() { db.Close() })
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatalf("migrator: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/releases"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 // TestReleaseIDsAreOwned: a release id belongs to the tenant that registered its first
@@ -174,7 +175,7 @@ func TestMigrationGivesExistingIDsTheirFirstOwner(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, dbtest.SQLite())
 	first, later := w.tenant(t), w.tenant(t)
-	mg, err := w.db.NewMigrator()
+	mg, err := migrate.New(w.db)
 	if err != nil {
 		t.Fatal(err)
 	}

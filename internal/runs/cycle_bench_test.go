@@ -19,6 +19,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
@@ -189,7 +190,7 @@ func cycleEnv(b *testing.B, syncMode string) (*runs.Service, runs.Caller) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		b.Fatal(err)
 	}

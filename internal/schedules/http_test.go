@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 // openFile opens (and migrates) the SQLite file path with its own connection pool, as a
@@ -30,7 +31,7 @@ func openFile(t *testing.T, path string, clock *dbtest.Clock) *sqldb.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/check"
 )
 
 // The maintenance bypass of row-level security, on a real SQL Server (LEDGER_TEST_MSSQL_DSN).
@@ -97,13 +98,13 @@ func TestMaintenanceBypass(t *testing.T) {
 
 		t.Run("TheCheckPassesOnTheTestDatabase", func(t *testing.T) {
 			db := tgt.Open(t, dbtest.Options{})
-			r := db.Check(ctx, sqldb.ForServe)
+			r := check.Run(ctx, db, check.ForServe)
 			if !r.OK() {
 				t.Fatalf("ledger check on the conformance database: %v", r.Err())
 			}
 			for _, c := range r.Checks {
 				if c.Name == "xact-abort" || c.Name == "session-options" {
-					if c.Status != sqldb.StatusOK {
+					if c.Status != check.StatusOK {
 						t.Fatalf("%s: %s", c.Name, c.Detail)
 					}
 				}

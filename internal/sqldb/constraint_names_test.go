@@ -32,7 +32,7 @@ var (
 
 // lintConstraintNames returns one finding per unnamed or misnamed constraint in sql.
 func lintConstraintNames(sql string) []string {
-	text := stripComments(sql)
+	text := StripComments(sql)
 	var findings []string
 	named := map[int]bool{} // offsets of keywords that a CONSTRAINT [name] introduces
 	for _, m := range namedConstraint.FindAllStringSubmatchIndex(text, -1) {
@@ -92,7 +92,7 @@ func TestMSSQLConstraintsAreNamedByKind(t *testing.T) {
 	constraints := 0
 	for _, name := range upFiles(t) {
 		text := readMigration(t, name)
-		constraints += len(namedConstraint.FindAllString(stripComments(text), -1))
+		constraints += len(namedConstraint.FindAllString(StripComments(text), -1))
 		for _, f := range lintConstraintNames(text) {
 			t.Errorf("migrations/mssql/%s: %s", name, f)
 		}

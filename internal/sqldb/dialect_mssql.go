@@ -21,7 +21,7 @@ import (
 )
 
 // SQL Server error numbers that MapError reads. Messages are quoted from sys.messages
-// (us_english, which every connection selects: see mssqlSessionInit).
+// (us_english, which every connection selects: see MSSQLSessionInit).
 const (
 	mssqlDeadlock         = 1205 // "Transaction (Process ID %d) was deadlocked ... Rerun the transaction."
 	mssqlLockTimeout      = 1222 // "Lock request time out period exceeded."
@@ -74,7 +74,7 @@ const (
 // unexpected error (a logged 500), so the log line carries the hint.
 var ErrMisconfigured = errors.New("the database is not set up as this service needs (run `ledger check`)")
 
-// mssqlSessionInit runs on every connection when it opens and again after every reset of
+// MSSQLSessionInit runs on every connection when it opens and again after every reset of
 // a pooled session (go-mssqldb's Connector.SessionInitSQL: Connect calls ResetSession, and
 // database/sql calls ResetSession before it reuses a connection; the text is sent as a
 // plain batch, not through sp_executesql, so the SETs stay). The server's defaults are
@@ -95,7 +95,7 @@ var ErrMisconfigured = errors.New("the database is not set up as this service ne
 //     English ones whatever the login's default language.
 //
 // `ledger check` reads @@OPTIONS on a pooled connection to prove these took effect.
-const mssqlSessionInit = `SET XACT_ABORT OFF;
+const MSSQLSessionInit = `SET XACT_ABORT OFF;
 SET IMPLICIT_TRANSACTIONS OFF;
 SET NOCOUNT OFF;
 SET ANSI_NULLS ON;
@@ -113,7 +113,7 @@ SET LANGUAGE us_english;`
 const mssqlAppName = "ledger"
 
 type mssqlDialect struct {
-	// connector opens connections with mssqlSessionInit; migrations open their own pool
+	// connector opens connections with MSSQLSessionInit; migrations open their own pool
 	// from it (see newMigrationPool). Nil only in tests that need no connection.
 	connector *mssql.Connector
 }
@@ -148,7 +148,7 @@ func newMSSQLConnector(dsn string) (*mssql.Connector, msdsn.Config, error) {
 		return nil, cfg, err
 	}
 	c := mssql.NewConnectorConfig(cfg)
-	c.SessionInitSQL = mssqlSessionInit
+	c.SessionInitSQL = MSSQLSessionInit
 	return c, cfg, nil
 }
 
@@ -397,4 +397,17 @@ func quotedName(msg string, q byte, n int) string {
 		return before
 	}
 	return msg
+}
+
+// StripComments drops -- comments from T-SQL text (a migration's, a check's), which quote statements in prose.
+func StripComments(sql string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(sql, "\n") {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i]
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -31,7 +31,7 @@ func predicateKey(kind, table, op string) string {
 // replayPolicy applies the policy statements of sql to st, in order.
 func replayPolicy(t *testing.T, st policyState, sql string) policyState {
 	t.Helper()
-	text := strings.ReplaceAll(stripComments(sql), "''", "'")
+	text := strings.ReplaceAll(StripComments(sql), "''", "'")
 	stmts := policyStmt.FindAllStringSubmatchIndex(text, -1)
 	for i, m := range stmts {
 		end := len(text)
@@ -91,7 +91,7 @@ func TestTenantPolicyCoversEveryTenantTable(t *testing.T) {
 		if strings.HasPrefix(name, "000013_") {
 			before13 = st.keys()
 		}
-		for _, m := range tableDef.FindAllStringSubmatch(stripComments(text), -1) {
+		for _, m := range tableDef.FindAllStringSubmatch(StripComments(text), -1) {
 			tables[m[1]] = true
 			if strings.Contains(m[2], "[TenantId]") {
 				tenantTables = append(tenantTables, m[1])
@@ -177,7 +177,7 @@ func TestMaintenanceRoleMigrationDownRestoresThePolicy(t *testing.T) {
 			t.Errorf("000013's function lacks %s", want)
 		}
 	}
-	if !strings.Contains(up, "IF DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL") || strings.Contains(stripComments(down), "DROP ROLE") {
+	if !strings.Contains(up, "IF DATABASE_PRINCIPAL_ID(N'ledger_maintenance') IS NULL") || strings.Contains(StripComments(down), "DROP ROLE") {
 		t.Error("the up must create the role only when missing, and the down must keep it")
 	}
 	for _, f := range []string{up, down} {
@@ -191,7 +191,7 @@ func TestMaintenanceRoleMigrationDownRestoresThePolicy(t *testing.T) {
 // end, unwrapped from EXEC and with white space normalised.
 func functionBody(t *testing.T, sql string) string {
 	t.Helper()
-	text := strings.ReplaceAll(stripComments(sql), "''", "'")
+	text := strings.ReplaceAll(StripComments(sql), "''", "'")
 	// It ends at the ';' that closes its EXEC string, or the file.
 	re := regexp.MustCompile(`(?is)(?:CREATE|ALTER)\s+FUNCTION\s+\[dbo\]\.\[fn_TenantAccess\](.*?);\s*(?:'\);|$)`)
 	m := re.FindStringSubmatch(text)

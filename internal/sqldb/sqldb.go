@@ -1,6 +1,6 @@
-// Package sqldb opens the service's database (SQL Server or the embedded SQLite), runs its
-// migrations, and runs transactions with the tenant set, the clock read once, and
-// retryable failures retried. Everything dialect-specific below the stores lives here.
+// Package sqldb opens the service's database (SQL Server or the embedded SQLite) and runs
+// transactions with the tenant set, the clock read once, and retryable failures retried.
+// Everything dialect-specific below the stores lives here.
 package sqldb
 
 import (

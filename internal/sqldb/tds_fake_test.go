@@ -49,21 +49,21 @@ func TestMSSQLSessionInitRunsOnEveryConnectionAndReuse(t *testing.T) {
 		}
 	}
 	log := f.Log()
-	if len(log) == 0 || log[0].Text != mssqlSessionInit || !log[0].Reset {
+	if len(log) == 0 || log[0].Text != MSSQLSessionInit || !log[0].Reset {
 		t.Fatalf("the first batch of a new connection is not the session init with the reset flag: %+v", log)
 	}
 	// Every statement runs on a session that the init (sent with the reset flag, so after
 	// sp_reset_connection restored the login's defaults) has just set up.
 	inits := 0
 	for i, b := range log {
-		if b.Text == mssqlSessionInit {
+		if b.Text == MSSQLSessionInit {
 			inits++
 			if !b.Reset {
 				t.Fatalf("batch %d: the session init went without the reset flag", i)
 			}
 			continue
 		}
-		if i == 0 || log[i-1].Text != mssqlSessionInit || log[i-1].Conn != b.Conn {
+		if i == 0 || log[i-1].Text != MSSQLSessionInit || log[i-1].Conn != b.Conn {
 			t.Fatalf("batch %d %q did not follow a session init on its connection: %+v", i, b.Text, log)
 		}
 	}
@@ -106,50 +106,6 @@ func TestMSSQLReadsAnIDInTheRightByteOrder(t *testing.T) {
 	}
 }
 
-func TestMSSQLMigratorEndsItsOwnSession(t *testing.T) {
-	t.Parallel()
-	f := tdsfake.Start(t)
-	ctx, db := openFake(t, f)
-	service := f.Log()[0].Conn
-	mg, err := db.NewMigrator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var migration int
-	for _, b := range f.Log() {
-		if b.Text == "SELECT DB_NAME()" {
-			migration = b.Conn
-		}
-	}
-	if migration == 0 || migration == service {
-		t.Fatalf("golang-migrate ran on connection %d, the service's is %d: %+v", migration, service, f.Log())
-	}
-	for _, b := range f.Log() {
-		if b.Conn == migration && b.Text == mssqlSessionInit && !b.Reset {
-			t.Fatal("the migration session was not set up by the session init")
-		}
-	}
-	select {
-	case <-f.Ended(migration):
-		t.Fatal("the migration session ended before the migrator closed")
-	default:
-	}
-	mg.Close()
-	select {
-	case <-f.Ended(migration):
-	case <-ctx.Done():
-		t.Fatal("closing the migrator left its session open")
-	}
-	select {
-	case <-f.Ended(service):
-		t.Fatal("closing the migrator closed the service's connection")
-	default:
-	}
-	if _, err := db.Raw().ExecContext(ctx, "SELECT 1"); err != nil {
-		t.Fatalf("the service's pool after the migrator closed: %v", err)
-	}
-}
-
 func TestMSSQLDeclaresJSONArgumentsAsNVarCharMax(t *testing.T) {
 	t.Parallel()
 	f := tdsfake.Start(t)
@@ -182,34 +138,6 @@ func TestMSSQLDeclaresJSONArgumentsAsNVarCharMax(t *testing.T) {
 	}
 }
 
-func TestMSSQLMigrationTableIsDboWhateverTheDefaultSchema(t *testing.T) {
-	t.Parallel()
-	f := tdsfake.Start(t)
-	ctx, db := openFake(t, f)
-	mg, err := db.NewMigrator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mg.Close()
-	if _, err := db.SchemaState(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var created, read bool
-	for _, b := range f.Log() {
-		switch {
-		case b.Text == "SELECT SCHEMA_NAME()":
-			t.Error("golang-migrate asked for the login's default schema: its table would follow it")
-		case strings.Contains(b.Text, "[dbo].[schema_migrations]"):
-			created = true
-		case b.Text == "SELECT version, dirty FROM "+mssqlMigrationsTable:
-			read = true
-		}
-	}
-	if !created || !read {
-		t.Errorf("golang-migrate's table in dbo: created %v, read by SchemaState %v; log %+v", created, read, f.Log())
-	}
-}
-
 func TestMSSQLTransactionReadsTheClockWithItsScope(t *testing.T) {
 	t.Parallel()
 	f := tdsfake.Start(t)
@@ -229,7 +157,7 @@ func TestMSSQLTransactionReadsTheClockWithItsScope(t *testing.T) {
 	}
 	var statements []string
 	for _, b := range f.Log()[start:] {
-		if b.Text != "transaction" && b.Text != mssqlSessionInit {
+		if b.Text != "transaction" && b.Text != MSSQLSessionInit {
 			statements = append(statements, b.Text)
 		}
 	}

@@ -1,4 +1,4 @@
-package sqldb
+package check
 
 import (
 	"database/sql"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	mssqlmigrations "github.com/ledger-dev/ledger/migrations/mssql"
 )
 
@@ -44,8 +46,8 @@ func optionBit(t *testing.T, name string) int {
 
 type evalCase struct {
 	name   string
-	got    CheckResult
-	want   CheckStatus
+	got    Result
+	want   Status
 	saying string // the detail or the fix says this
 }
 
@@ -190,10 +192,10 @@ func TestSchemaAndSQLiteCheckEvaluations(t *testing.T) {
 	dir := okFile
 	dir.regular = false
 	runEvalCases(t, []evalCase{
-		{"a current schema passes", evalSchemaState(SchemaState{Version: 13, Latest: 13}), StatusOK, "13 of 13"},
-		{"a schema behind fails", evalSchemaState(SchemaState{Version: 10, Latest: 13}), StatusFail, "ledger migrate up"},
-		{"a dirty schema fails", evalSchemaState(SchemaState{Version: 13, Latest: 13, Dirty: true}), StatusFail, "ledger migrate force 13"},
-		{"a schema ahead fails", evalSchemaState(SchemaState{Version: 14, Latest: 13}), StatusFail, "newer"},
+		{"a current schema passes", evalSchemaState(migrate.SchemaState{Version: 13, Latest: 13}), StatusOK, "13 of 13"},
+		{"a schema behind fails", evalSchemaState(migrate.SchemaState{Version: 10, Latest: 13}), StatusFail, "ledger migrate up"},
+		{"a dirty schema fails", evalSchemaState(migrate.SchemaState{Version: 13, Latest: 13, Dirty: true}), StatusFail, "ledger migrate force 13"},
+		{"a schema ahead fails", evalSchemaState(migrate.SchemaState{Version: 14, Latest: 13}), StatusFail, "newer"},
 
 		{"a writable file passes", sqliteFileCheck(okFile), StatusOK, "writable"},
 		{"no file fails", sqliteFileCheck(fileState{path: "/d/ledger.db"}), StatusFail, "no database file at /d/ledger.db"},
@@ -214,7 +216,7 @@ func TestSchemaAndSQLiteCheckEvaluations(t *testing.T) {
 
 func TestCheckReportFailsOnlyOnRequiredFailures(t *testing.T) {
 	t.Parallel()
-	r := CheckReport{Checks: []CheckResult{
+	r := Report{Checks: []Result{
 		{Name: "a", Required: true, Status: StatusOK, Detail: "fine"},
 		{Name: "b", Required: true, Status: StatusWarn, Detail: "meh", Fix: "tune"},
 		{Name: "c", Required: true, Status: StatusUnknown, Detail: "hidden", Fix: "grant"},
@@ -223,7 +225,7 @@ func TestCheckReportFailsOnlyOnRequiredFailures(t *testing.T) {
 	if !r.OK() || r.Err() != nil {
 		t.Fatalf("warnings, unknowns and optional failures stopped the service: %v", r.Err())
 	}
-	r.Checks = append(r.Checks, CheckResult{Name: "e", Required: true, Status: StatusFail, Detail: "level 120", Fix: "ALTER DATABASE"})
+	r.Checks = append(r.Checks, Result{Name: "e", Required: true, Status: StatusFail, Detail: "level 120", Fix: "ALTER DATABASE"})
 	if r.OK() {
 		t.Fatal("a required failure passed")
 	}
@@ -298,7 +300,7 @@ func TestMigratePermissionsAskWhatThePendingMigrationsNeed(t *testing.T) {
 	}
 	for _, c := range []struct {
 		version uint
-		want    CheckStatus
+		want    Status
 	}{{0, StatusFail}, {1, StatusFail}, {2, StatusFail}, {3, StatusFail}, {4, StatusOK}, {5, StatusOK}} {
 		res := evalMigratePermissionsFor(least, pendingNeeds(migs, c.version))
 		if res.Status != c.want {
@@ -307,5 +309,28 @@ func TestMigratePermissionsAskWhatThePendingMigrationsNeed(t *testing.T) {
 	}
 	if n := pendingNeeds(mssqlmigrations.FS, 12); !n.role || !n.securityPolicy || n.createFunction {
 		t.Errorf("past 12 the pending migrations need %+v; want the role and the policy, no function", n)
+	}
+}
+
+func TestSessionInitSetsWhatTheChecksRequire(t *testing.T) {
+	t.Parallel()
+	// Every option `ledger check` requires is set by the init, to the value it requires,
+	// so a check failure means the server overrode it, never that ledger forgot it.
+	set := map[string]string{}
+	for _, line := range strings.Split(sqldb.MSSQLSessionInit, "\n") {
+		f := strings.Fields(strings.TrimSuffix(line, ";"))
+		if len(f) != 3 || f[0] != "SET" {
+			t.Fatalf("unexpected session init line %q", line)
+		}
+		set[f[1]] = f[2]
+	}
+	for _, o := range sessionOptions {
+		want := "OFF"
+		if o.on {
+			want = "ON"
+		}
+		if set[o.name] != want {
+			t.Errorf("the session init sets %s %q, the check requires %s", o.name, set[o.name], want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package sqldb
+package migrate
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // Rolling deploys (DESIGN.md section 8): every migration declares on its first line whether
@@ -99,7 +101,7 @@ func ReadMigrations(fsys fs.FS) ([]Migration, error) {
 const kindsSince = 20
 
 // kindsTable is where the kinds are kept, in the dialect's spelling.
-func (db *DB) kindsTable() string {
+func kindsTable(db *sqldb.DB) string {
 	if db.Dialect.Name() == "sqlserver" {
 		return "dbo.SchemaMigrationKinds"
 	}
@@ -111,8 +113,8 @@ func (db *DB) kindsTable() string {
 // The migration commands call it after they change the version; it is idempotent, so a
 // run killed before it is mended by the next `migrate up`. Rows past this binary's own
 // migrations, which a newer binary wrote, are kept while they are applied.
-func (db *DB) RecordKinds(ctx context.Context) error {
-	st, err := db.SchemaState(ctx)
+func RecordKinds(ctx context.Context, db *sqldb.DB) error {
+	st, err := ReadState(ctx, db)
 	if err != nil || st.Dirty || st.Version < kindsSince {
 		return err
 	}
@@ -120,12 +122,12 @@ func (db *DB) RecordKinds(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	table := db.kindsTable()
-	if err := db.dropKindsPast(ctx, int(st.Version)); err != nil {
+	table := kindsTable(db)
+	if err := dropKindsPast(ctx, db, int(st.Version)); err != nil {
 		return err
 	}
 	var have []int64
-	if err := db.w.SelectContext(ctx, &have, `SELECT Version FROM `+table); err != nil {
+	if err := db.Raw().SelectContext(ctx, &have, `SELECT Version FROM `+table); err != nil {
 		return fmt.Errorf("record migration kinds: %w", db.Dialect.MapError(err))
 	}
 	recorded := map[int64]bool{}
@@ -143,9 +145,9 @@ func (db *DB) RecordKinds(ctx context.Context) error {
 		}
 		// Each row alone: a second migrate runner writing the same row at once gets a
 		// duplicate key, which is the row this one wanted.
-		_, err := db.w.ExecContext(ctx, db.w.Rebind(`INSERT INTO `+table+` (Version, Kind, Title, Reason, RecordedAt) VALUES (?, ?, ?, ?, ?)`),
+		_, err := db.Raw().ExecContext(ctx, db.Raw().Rebind(`INSERT INTO `+table+` (Version, Kind, Title, Reason, RecordedAt) VALUES (?, ?, ?, ?, ?)`),
 			int64(m.Version), string(m.Kind), m.Title, reason, now)
-		if err = db.Dialect.MapError(err); err != nil && !IsConflict(err) {
+		if err = db.Dialect.MapError(err); err != nil && !sqldb.IsConflict(err) {
 			return fmt.Errorf("record migration kinds: %w", err)
 		}
 	}
@@ -153,8 +155,8 @@ func (db *DB) RecordKinds(ctx context.Context) error {
 }
 
 // dropKindsPast deletes the kinds recorded for versions past v.
-func (db *DB) dropKindsPast(ctx context.Context, v int) error {
-	_, err := db.w.ExecContext(ctx, db.w.Rebind(`DELETE FROM `+db.kindsTable()+` WHERE Version > ?`), int64(v))
+func dropKindsPast(ctx context.Context, db *sqldb.DB, v int) error {
+	_, err := db.Raw().ExecContext(ctx, db.Raw().Rebind(`DELETE FROM `+kindsTable(db)+` WHERE Version > ?`), int64(v))
 	if err != nil && !isNoSuchTable(err) {
 		return fmt.Errorf("record migration kinds: %w", db.Dialect.MapError(err))
 	}
@@ -186,8 +188,8 @@ func (e *SchemaError) Error() string { return e.msg }
 // schema is exactly its own, or newer by migrations that are all recorded additive: then
 // newer lists them (for the log line that says so). Otherwise the error is a *SchemaError
 // that says what to run or deploy.
-func (db *DB) Servable(ctx context.Context) (st SchemaState, newer []NewerMigration, err error) {
-	st, err = db.SchemaState(ctx)
+func Servable(ctx context.Context, db *sqldb.DB) (st SchemaState, newer []NewerMigration, err error) {
+	st, err = ReadState(ctx, db)
 	if err != nil {
 		return st, nil, err
 	}
@@ -199,7 +201,7 @@ func (db *DB) Servable(ctx context.Context) (st SchemaState, newer []NewerMigrat
 	case st.Version == st.Latest:
 		return st, nil, nil
 	}
-	newer, err = db.newerMigrations(ctx, st)
+	newer, err = newerMigrations(ctx, db, st)
 	if err != nil {
 		return st, nil, err
 	}
@@ -228,14 +230,14 @@ func newerSchemaMessage(st SchemaState, m NewerMigration) string {
 }
 
 // newerMigrations reads the recorded kinds of the applied migrations past this binary's.
-func (db *DB) newerMigrations(ctx context.Context, st SchemaState) ([]NewerMigration, error) {
+func newerMigrations(ctx context.Context, db *sqldb.DB, st SchemaState) ([]NewerMigration, error) {
 	var rows []struct {
 		Version int64   `db:"Version"`
 		Kind    string  `db:"Kind"`
 		Title   string  `db:"Title"`
 		Reason  *string `db:"Reason"`
 	}
-	err := db.r.SelectContext(ctx, &rows, db.r.Rebind(`SELECT Version, Kind, Title, Reason FROM `+db.kindsTable()+
+	err := db.RawReader().SelectContext(ctx, &rows, db.RawReader().Rebind(`SELECT Version, Kind, Title, Reason FROM `+kindsTable(db)+
 		` WHERE Version > ? AND Version <= ? ORDER BY Version`), int64(st.Latest), int64(st.Version))
 	if err != nil && !isNoSuchTable(err) {
 		return nil, fmt.Errorf("read migration kinds: %w", db.Dialect.MapError(err))

@@ -1,4 +1,4 @@
-package sqldb_test
+package check_test
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/check"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 // The SQLite checks run for real, on files made here.
 
-func checkNames(r sqldb.CheckReport) []string {
+func checkNames(r check.Report) []string {
 	var names []string
 	for _, c := range r.Checks {
 		names = append(names, c.Name)
@@ -21,7 +23,7 @@ func checkNames(r sqldb.CheckReport) []string {
 	return names
 }
 
-func findCheck(t *testing.T, r sqldb.CheckReport, name string) sqldb.CheckResult {
+func findCheck(t *testing.T, r check.Report, name string) check.Result {
 	t.Helper()
 	for _, c := range r.Checks {
 		if c.Name == name {
@@ -29,7 +31,7 @@ func findCheck(t *testing.T, r sqldb.CheckReport, name string) sqldb.CheckResult
 		}
 	}
 	t.Fatalf("no %s check in %v", name, checkNames(r))
-	return sqldb.CheckResult{}
+	return check.Result{}
 }
 
 func migratedFile(t *testing.T, sync string) string {
@@ -40,7 +42,7 @@ func migratedFile(t *testing.T, sync string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestSQLiteChecksPassOnAMigratedFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := migratedFile(t, "")
-	r, err := sqldb.CheckDatabase(ctx, sqldb.Config{DSN: path}, sqldb.ForServe)
+	r, err := check.Database(ctx, sqldb.Config{DSN: path}, check.ForServe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestSQLiteChecksPassOnAMigratedFile(t *testing.T) {
 		t.Fatalf("checks %v, want %s", checkNames(r), want)
 	}
 	for _, c := range r.Checks {
-		if c.Status != sqldb.StatusOK || !c.Required {
+		if c.Status != check.StatusOK || !c.Required {
 			t.Errorf("%s: %s %s (%s)", c.Name, c.Status, c.Detail, c.Fix)
 		}
 	}
@@ -81,7 +83,7 @@ func TestSQLiteChecksPassOnAMigratedFile(t *testing.T) {
 func TestSQLiteCheckReportsFullDurability(t *testing.T) {
 	t.Parallel()
 	path := migratedFile(t, "full")
-	r, err := sqldb.CheckDatabase(context.Background(), sqldb.Config{DSN: path, SQLiteSync: "full"}, sqldb.ForServe)
+	r, err := check.Database(context.Background(), sqldb.Config{DSN: path, SQLiteSync: "full"}, check.ForServe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,17 +96,21 @@ func TestSQLiteCheckFailsOnASchemaBehind(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	db := openFile(t, path) // opened, never migrated
-	r := db.Check(ctx, sqldb.ForServe)
+	db, err := sqldb.Open(ctx, sqldb.Config{DSN: path}) // opened, never migrated
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := check.Run(ctx, db, check.ForServe)
 	schema := findCheck(t, r, "schema")
-	if schema.Status != sqldb.StatusFail || !strings.Contains(schema.Fix, "ledger migrate up") {
+	if schema.Status != check.StatusFail || !strings.Contains(schema.Fix, "ledger migrate up") {
 		t.Fatalf("schema check on an empty file: %+v", schema)
 	}
 	if r.OK() || r.Err() == nil {
 		t.Fatal("a database with no schema passed")
 	}
 	// Checking for a migration leaves the schema to the migration.
-	m := db.Check(ctx, sqldb.ForMigrate)
+	m := check.Run(ctx, db, check.ForMigrate)
 	if !m.OK() || strings.Contains(strings.Join(checkNames(m), " "), "schema") {
 		t.Fatalf("the migrate checks: %+v", m)
 	}
@@ -113,7 +119,7 @@ func TestSQLiteCheckFailsOnASchemaBehind(t *testing.T) {
 func TestSQLiteCheckDoesNotCreateAMissingFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "nothing-here", "ledger.db")
-	r, err := sqldb.CheckDatabase(context.Background(), sqldb.Config{DSN: path}, sqldb.ForServe)
+	r, err := check.Database(context.Background(), sqldb.Config{DSN: path}, check.ForServe)
 	if err != nil {
 		t.Fatal(err)
 	}

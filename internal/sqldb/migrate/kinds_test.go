@@ -1,4 +1,4 @@
-package sqldb_test
+package migrate_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	mssqlmig "github.com/ledger-dev/ledger/migrations/mssql"
 	sqlitemig "github.com/ledger-dev/ledger/migrations/sqlite"
 )
@@ -19,11 +20,11 @@ import (
 // folders hold the same versions and titles.
 func TestEveryMigrationDeclaresItsKind(t *testing.T) {
 	t.Parallel()
-	ms, err := sqldb.ReadMigrations(mssqlmig.FS)
+	ms, err := migrate.ReadMigrations(mssqlmig.FS)
 	if err != nil {
 		t.Fatalf("migrations/mssql: %v", err)
 	}
-	lite, err := sqldb.ReadMigrations(sqlitemig.FS)
+	lite, err := migrate.ReadMigrations(sqlitemig.FS)
 	if err != nil {
 		t.Fatalf("migrations/sqlite: %v", err)
 	}
@@ -47,16 +48,16 @@ func TestReadMigrationsRefusesAnUndeclaredKind(t *testing.T) {
 		"kind on the second line": "-- A table.\n-- migration: additive\nCREATE TABLE T (a int);\n",
 	}
 	for name, text := range cases {
-		_, err := sqldb.ReadMigrations(fstest.MapFS{"000001_t.up.sql": {Data: []byte(text)}, "000001_t.down.sql": {Data: []byte("x")}})
+		_, err := migrate.ReadMigrations(fstest.MapFS{"000001_t.up.sql": {Data: []byte(text)}, "000001_t.down.sql": {Data: []byte("x")}})
 		if err == nil || !strings.Contains(err.Error(), "000001_t.up.sql") {
 			t.Errorf("%s: ReadMigrations = %v; want an error naming the file", name, err)
 		}
 	}
-	got, err := sqldb.ReadMigrations(fstest.MapFS{
+	got, err := migrate.ReadMigrations(fstest.MapFS{
 		"000002_b.up.sql": {Data: []byte("-- migration: breaking\r\n-- Drops T.\r\nDROP TABLE T;\r\n")},
 		"000001_a.up.sql": {Data: []byte("-- migration: additive\nCREATE TABLE T (a int);\n")},
 	})
-	if err != nil || len(got) != 2 || got[0].Kind != sqldb.Additive || got[1].Kind != sqldb.Breaking || got[1].Reason != "Drops T." {
+	if err != nil || len(got) != 2 || got[0].Kind != migrate.Additive || got[1].Kind != migrate.Breaking || got[1].Reason != "Drops T." {
 		t.Fatalf("ReadMigrations = %+v, %v", got, err)
 	}
 }
@@ -95,13 +96,13 @@ func TestMigrationKindsAreRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nb.Close()
-	mg, err := nb.NewMigrator()
+	mg, err := migrate.New(nb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	applied, err := mg.UpApplied()
 	mg.Close() // its file lock would hold off the older binary's migrator
-	if err != nil || len(applied) < 21 || applied[len(applied)-1].Version != 900 || applied[10].Kind != sqldb.Breaking {
+	if err != nil || len(applied) < 21 || applied[len(applied)-1].Version != 900 || applied[10].Kind != migrate.Breaking {
 		t.Fatalf("UpApplied = %d migrations (%v); want every one to 900, 11 breaking", len(applied), err)
 	}
 	var kinds []string
@@ -113,7 +114,7 @@ func TestMigrationKindsAreRecorded(t *testing.T) {
 	}
 
 	old := openFile(t, path) // this binary: no 900
-	omg, err := old.NewMigrator()
+	omg, err := migrate.New(old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,20 +127,20 @@ func TestMigrationKindsAreRecorded(t *testing.T) {
 	if _, err := nb.Raw().Exec(`DELETE FROM SchemaMigrationKinds WHERE Version = 900`); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = old.Servable(ctx)
-	var se *sqldb.SchemaError
+	_, _, err = migrate.Servable(ctx, old)
+	var se *migrate.SchemaError
 	if !errors.As(err, &se) || se.Breaking == nil || se.Breaking.Version != 900 || !strings.Contains(err.Error(), "no record") {
 		t.Fatalf("Servable with 900 unrecorded = %v; want it refused as unrecorded", err)
 	}
 	// The newer binary's next migrate up mends the record.
-	if mg, err = nb.NewMigrator(); err != nil {
+	if mg, err = migrate.New(nb); err != nil {
 		t.Fatal(err)
 	}
 	defer mg.Close()
 	if err := mg.Up(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := old.Servable(ctx); err != nil {
+	if _, _, err := migrate.Servable(ctx, old); err != nil {
 		t.Fatalf("after the record was mended: %v", err)
 	}
 
@@ -159,7 +160,7 @@ func TestMigrationKindsAreRecorded(t *testing.T) {
 func TestMigrateUpAfterAWrongForceSaysHowToRecover(t *testing.T) {
 	t.Parallel()
 	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}

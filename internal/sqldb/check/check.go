@@ -1,4 +1,7 @@
-package sqldb
+// Package check is `ledger check`: what an operator's database must be for the service to
+// serve it or migrate it (server version, options, rights, the schema version; the file,
+// WAL and durability on SQLite), each a query and a pure evaluation with the fix to apply.
+package check
 
 import (
 	"context"
@@ -10,6 +13,9 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 // Purpose says what the database is being checked for: serving needs data rights and a
@@ -42,28 +48,28 @@ func ParsePurpose(s string) (Purpose, error) {
 	return ForServe, fmt.Errorf("check for %q: say serve or migrate", s)
 }
 
-// CheckStatus is a check's outcome.
-type CheckStatus string
+// Status is a check's outcome.
+type Status string
 
 const (
 	// StatusOK: as the service needs it.
-	StatusOK CheckStatus = "ok"
+	StatusOK Status = "ok"
 	// StatusWarn: supported, but not what is recommended (the fix says how).
-	StatusWarn CheckStatus = "warn"
+	StatusWarn Status = "warn"
 	// StatusFail: the service cannot work correctly; a required check that fails stops it.
-	StatusFail CheckStatus = "fail"
+	StatusFail Status = "fail"
 	// StatusUnknown: the login cannot read what the check needs; the fix names the grant.
 	// It never stops the service on its own.
-	StatusUnknown CheckStatus = "unknown"
+	StatusUnknown Status = "unknown"
 )
 
-// CheckResult is one check: one line of `ledger check`.
-type CheckResult struct {
+// Result is one check: one line of `ledger check`.
+type Result struct {
 	// Name is stable, for pipelines (e.g. "compatibility-level").
 	Name string `json:"name"`
 	// Required: a failure stops `serve` and `migrate` and makes `ledger check` exit 1.
-	Required bool        `json:"required"`
-	Status   CheckStatus `json:"status"`
+	Required bool   `json:"required"`
+	Status   Status `json:"status"`
 	// Detail says what was found.
 	Detail string `json:"detail"`
 	// Fix says what to do; empty when there is nothing to do.
@@ -71,17 +77,17 @@ type CheckResult struct {
 }
 
 // Failed reports whether the result stops the service.
-func (r CheckResult) Failed() bool { return r.Required && r.Status == StatusFail }
+func (r Result) Failed() bool { return r.Required && r.Status == StatusFail }
 
-// CheckReport is the outcome of every check of one database.
-type CheckReport struct {
-	Dialect string        `json:"dialect"`
-	Purpose string        `json:"purpose"`
-	Checks  []CheckResult `json:"checks"`
+// Report is the outcome of every check of one database.
+type Report struct {
+	Dialect string   `json:"dialect"`
+	Purpose string   `json:"purpose"`
+	Checks  []Result `json:"checks"`
 }
 
 // OK reports whether no required check failed.
-func (r CheckReport) OK() bool {
+func (r Report) OK() bool {
 	for _, c := range r.Checks {
 		if c.Failed() {
 			return false
@@ -92,7 +98,7 @@ func (r CheckReport) OK() bool {
 
 // Err is nil when the report is OK, and otherwise names every failed check with its fix,
 // on one line, for `serve` and `migrate` to refuse with.
-func (r CheckReport) Err() error {
+func (r Report) Err() error {
 	var parts []string
 	for _, c := range r.Checks {
 		if c.Failed() {
@@ -107,7 +113,7 @@ func (r CheckReport) Err() error {
 
 // checker is one check that can run against an open database.
 type checker interface {
-	run(ctx context.Context, db *DB, p Purpose, memo map[string]any) (CheckResult, bool)
+	run(ctx context.Context, db *sqldb.DB, p Purpose, memo map[string]any) (Result, bool)
 }
 
 // check is a check made of one query and a pure evaluation of its rows, so each evaluation
@@ -120,14 +126,14 @@ type check[T any] struct {
 	query    string
 	// writer runs the query on the writer pool (SQLite pragmas that differ per pool).
 	writer bool
-	eval   func(rows []T, p Purpose) CheckResult
+	eval   func(rows []T, p Purpose) Result
 }
 
-func (c check[T]) run(ctx context.Context, db *DB, p Purpose, memo map[string]any) (CheckResult, bool) {
+func (c check[T]) run(ctx context.Context, db *sqldb.DB, p Purpose, memo map[string]any) (Result, bool) {
 	if !runsFor(c.purposes, p) {
-		return CheckResult{}, false
+		return Result{}, false
 	}
-	var res CheckResult
+	var res Result
 	rows, err := cachedRows[T](ctx, db, c.query, c.writer, memo)
 	if err != nil {
 		res = cannotRead(db.Dialect.MapError(err))
@@ -139,13 +145,13 @@ func (c check[T]) run(ctx context.Context, db *DB, p Purpose, memo map[string]an
 }
 
 // cachedRows runs query once per check run: several checks read the same row.
-func cachedRows[T any](ctx context.Context, db *DB, query string, writer bool, memo map[string]any) ([]T, error) {
+func cachedRows[T any](ctx context.Context, db *sqldb.DB, query string, writer bool, memo map[string]any) ([]T, error) {
 	if rows, ok := memo[query].([]T); ok {
 		return rows, nil
 	}
-	pool := db.r
+	pool := db.RawReader()
 	if writer {
-		pool = db.w
+		pool = db.Raw()
 	}
 	var rows []T
 	// No arguments: the text goes to SQL Server as a plain batch, not through
@@ -163,12 +169,12 @@ type probe struct {
 	name     string
 	required bool
 	purposes []Purpose
-	do       func(ctx context.Context, db *DB, p Purpose) CheckResult
+	do       func(ctx context.Context, db *sqldb.DB, p Purpose) Result
 }
 
-func (c probe) run(ctx context.Context, db *DB, p Purpose, _ map[string]any) (CheckResult, bool) {
+func (c probe) run(ctx context.Context, db *sqldb.DB, p Purpose, _ map[string]any) (Result, bool) {
 	if !runsFor(c.purposes, p) {
-		return CheckResult{}, false
+		return Result{}, false
 	}
 	res := c.do(ctx, db, p)
 	res.Name, res.Required = c.name, c.required
@@ -180,23 +186,23 @@ func runsFor(purposes []Purpose, p Purpose) bool {
 }
 
 // cannotRead reports a check whose query failed: it says so instead of failing obscurely.
-func cannotRead(err error) CheckResult {
+func cannotRead(err error) Result {
 	fix := "run `ledger check` as a login that can read the catalog views named in the check, or grant VIEW DEFINITION ON SCHEMA::dbo to this one"
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, sqldb.ErrUnavailable) {
 		fix = "make sure the database answers, then run the check again"
 	}
-	return CheckResult{Status: StatusUnknown, Detail: "could not read: " + oneLine(err.Error()), Fix: fix}
+	return Result{Status: StatusUnknown, Detail: "could not read: " + oneLine(err.Error()), Fix: fix}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// Check runs every check of the database's dialect for purpose p.
-func (db *DB) Check(ctx context.Context, p Purpose) CheckReport {
+// Run runs every check of the database's dialect for purpose p.
+func Run(ctx context.Context, db *sqldb.DB, p Purpose) Report {
 	checks := sqliteChecks
 	if db.Dialect.Name() == "sqlserver" {
 		checks = mssqlChecks
 	}
-	report := CheckReport{Dialect: db.Dialect.Name(), Purpose: p.String()}
+	report := Report{Dialect: db.Dialect.Name(), Purpose: p.String()}
 	memo := map[string]any{}
 	for _, c := range checks {
 		if res, ran := c.run(ctx, db, p, memo); ran {
@@ -206,33 +212,33 @@ func (db *DB) Check(ctx context.Context, p Purpose) CheckReport {
 	return report
 }
 
-// CheckDatabase opens the database named by cfg and checks it for purpose p. A SQLite
+// Database opens the database named by cfg and checks it for purpose p. A SQLite
 // file that does not exist is reported, not created. The error is for a database that
 // cannot be opened at all.
-func CheckDatabase(ctx context.Context, cfg Config, p Purpose) (CheckReport, error) {
-	if !IsSQLServer(cfg.DSN) {
-		path, err := SQLitePath(cfg.DSN)
+func Database(ctx context.Context, cfg sqldb.Config, p Purpose) (Report, error) {
+	if !sqldb.IsSQLServer(cfg.DSN) {
+		path, err := sqldb.SQLitePath(cfg.DSN)
 		if err != nil {
-			return CheckReport{}, fmt.Errorf("--db: %w", err)
+			return Report{}, fmt.Errorf("--db: %w", err)
 		}
 		st := statFile(path)
 		if !st.exists && st.err == nil && p == ForMigrate {
 			// `migrate up` creates the embedded database: ready to migrate when it can.
 			res := newFileCheck(path)
 			res.Name, res.Required = "database-file", true
-			return CheckReport{Dialect: "sqlite", Purpose: p.String(), Checks: []CheckResult{res}}, nil
+			return Report{Dialect: "sqlite", Purpose: p.String(), Checks: []Result{res}}, nil
 		}
 		if res := sqliteFileCheck(st); res.Status == StatusFail {
 			res.Name, res.Required = "database-file", true
-			return CheckReport{Dialect: "sqlite", Purpose: p.String(), Checks: []CheckResult{res}}, nil
+			return Report{Dialect: "sqlite", Purpose: p.String(), Checks: []Result{res}}, nil
 		}
 	}
-	db, err := Open(ctx, cfg)
+	db, err := sqldb.Open(ctx, cfg)
 	if err != nil {
-		return CheckReport{}, err
+		return Report{}, err
 	}
 	defer db.Close()
-	return db.Check(ctx, p), nil
+	return Run(ctx, db, p), nil
 }
 
 // schemaCheck reads the schema version (golang-migrate's schema_migrations) when serving:
@@ -241,9 +247,9 @@ var schemaCheck = probe{
 	name:     "schema",
 	required: true,
 	purposes: []Purpose{ForServe},
-	do: func(ctx context.Context, db *DB, _ Purpose) CheckResult {
-		st, newer, err := db.Servable(ctx)
-		if err != nil && !IsSchemaError(err) {
+	do: func(ctx context.Context, db *sqldb.DB, _ Purpose) Result {
+		st, newer, err := migrate.Servable(ctx, db)
+		if err != nil && !migrate.IsSchemaError(err) {
 			return cannotRead(err)
 		}
 		return evalSchema(st, newer, err)
@@ -253,17 +259,17 @@ var schemaCheck = probe{
 // evalSchema judges where the schema stands. A schema newer than this binary's passes with a
 // warning when every newer migration is additive (a rolling deploy: this binary serves it);
 // servErr is Servable's verdict.
-func evalSchema(st SchemaState, newer []NewerMigration, servErr error) CheckResult {
-	var se *SchemaError
+func evalSchema(st migrate.SchemaState, newer []migrate.NewerMigration, servErr error) Result {
+	var se *migrate.SchemaError
 	if st.Version > st.Latest && !st.Dirty {
 		if errors.As(servErr, &se) && se.Breaking != nil {
-			return CheckResult{Status: StatusFail,
+			return Result{Status: StatusFail,
 				Detail: fmt.Sprintf("version %d is newer than this binary's %d, and migration %d (%s) is not additive",
 					st.Version, st.Latest, se.Breaking.Version, se.Breaking.Title),
 				Fix: fmt.Sprintf("deploy a binary whose schema version (`ledger --version`) is at least %d", st.Version)}
 		}
 		if servErr == nil && len(newer) > 0 {
-			return CheckResult{Status: StatusWarn,
+			return Result{Status: StatusWarn,
 				Detail: fmt.Sprintf("version %d is newer than this binary's %d; every newer migration is additive, so this binary serves it", st.Version, st.Latest),
 				Fix:    "finish the rolling deploy: replace this binary with the one that migrated"}
 		}
@@ -271,22 +277,22 @@ func evalSchema(st SchemaState, newer []NewerMigration, servErr error) CheckResu
 	return evalSchemaState(st)
 }
 
-func evalSchemaState(st SchemaState) CheckResult {
+func evalSchemaState(st migrate.SchemaState) Result {
 	switch {
 	case st.Dirty:
-		return CheckResult{Status: StatusFail,
+		return Result{Status: StatusFail,
 			Detail: fmt.Sprintf("version %d is dirty: a migration failed part way", st.Version),
 			Fix:    st.DirtyFix()}
 	case st.Version < st.Latest:
-		return CheckResult{Status: StatusFail,
+		return Result{Status: StatusFail,
 			Detail: fmt.Sprintf("version %d, this binary needs %d", st.Version, st.Latest),
 			Fix:    "run `ledger migrate up` (or start `ledger serve --migrate`)"}
 	case st.Version > st.Latest:
-		return CheckResult{Status: StatusFail,
+		return Result{Status: StatusFail,
 			Detail: fmt.Sprintf("version %d is newer than this binary's %d", st.Version, st.Latest),
 			Fix:    "deploy the binary that migrated it"}
 	}
-	return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("version %d of %d, not dirty", st.Version, st.Latest)}
+	return Result{Status: StatusOK, Detail: fmt.Sprintf("version %d of %d, not dirty", st.Version, st.Latest)}
 }
 
 // fileState is what sqliteFileCheck looks at, so its evaluation needs no file system.
@@ -331,12 +337,12 @@ func statFile(path string) fileState {
 // newFileCheck judges a SQLite path where no database is yet, for `migrate up`, which
 // creates the file and any missing directory: it can when the nearest directory that
 // exists lets this user create a file in it.
-func newFileCheck(path string) CheckResult {
+func newFileCheck(path string) Result {
 	dir := filepath.Dir(path)
 	for {
 		if fi, err := os.Stat(dir); err == nil {
 			if !fi.IsDir() {
-				return CheckResult{Status: StatusFail, Detail: fmt.Sprintf("no database at %s, and %s is not a directory", path, dir),
+				return Result{Status: StatusFail, Detail: fmt.Sprintf("no database at %s, and %s is not a directory", path, dir),
 					Fix: "point --db / LEDGER_DB at a path in a directory"}
 			}
 			break
@@ -349,11 +355,11 @@ func newFileCheck(path string) CheckResult {
 	}
 	f, err := os.CreateTemp(dir, ".ledger-check-*")
 	if err != nil {
-		return CheckResult{Status: StatusFail, Detail: fmt.Sprintf("no database at %s, and %s does not let this user create one: %v", path, dir, err),
+		return Result{Status: StatusFail, Detail: fmt.Sprintf("no database at %s, and %s does not let this user create one: %v", path, dir, err),
 			Fix: "give the user write access to the directory, or choose another --db"}
 	}
 	name := f.Name()
 	f.Close()
 	os.Remove(name)
-	return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("no database at %s yet: `ledger migrate up` creates it", path)}
+	return Result{Status: StatusOK, Detail: fmt.Sprintf("no database at %s yet: `ledger migrate up` creates it", path)}
 }

@@ -1,4 +1,4 @@
-package sqldb_test
+package migrate_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 )
 
 func openFile(t *testing.T, path string) *sqldb.DB {
@@ -34,7 +35,7 @@ func tables(t *testing.T, db *sqldb.DB) []string {
 	return names
 }
 
-func wantState(t *testing.T, db *sqldb.DB, mg *sqldb.Migrator, version uint) {
+func wantState(t *testing.T, db *sqldb.DB, mg *migrate.Migrator, version uint) {
 	t.Helper()
 	st, err := mg.State()
 	if err != nil {
@@ -44,7 +45,7 @@ func wantState(t *testing.T, db *sqldb.DB, mg *sqldb.Migrator, version uint) {
 		t.Fatalf("migrator state %+v, want version %d, clean", st, version)
 	}
 	// SchemaState reads the same row without the lock.
-	if st2, err := db.SchemaState(context.Background()); err != nil || st2 != st {
+	if st2, err := migrate.ReadState(context.Background(), db); err != nil || st2 != st {
 		t.Fatalf("SchemaState %+v (%v) disagrees with the migrator's %+v", st2, err, st)
 	}
 	if st.Current() != (version == st.Latest) {
@@ -55,7 +56,7 @@ func wantState(t *testing.T, db *sqldb.DB, mg *sqldb.Migrator, version uint) {
 func TestMigratorUpDownAllUp(t *testing.T) {
 	t.Parallel()
 	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestMigratorsOnOneFileSerialise(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	db1, db2 := openFile(t, path), openFile(t, path)
 
-	first, err := db1.NewMigrator()
+	first, err := migrate.New(db1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,14 +131,14 @@ func TestMigratorsOnOneFileSerialise(t *testing.T) {
 
 	var released atomic.Bool
 	type result struct {
-		mg                *sqldb.Migrator
+		mg                *migrate.Migrator
 		err               error
 		sawFirstReleased  bool
 		sawFirstMigration bool
 	}
 	got := make(chan result, 1)
 	go func() {
-		mg, err := db2.NewMigrator()
+		mg, err := migrate.New(db2)
 		r := result{mg: mg, err: err, sawFirstReleased: released.Load()}
 		if err == nil {
 			st, _ := mg.State()
@@ -185,7 +186,7 @@ func TestFailedSQLiteMigrationLeavesTheVersionBefore(t *testing.T) {
 	if _, err := db.Raw().Exec(`CREATE TABLE TaskRunLocks (x INTEGER)`); err != nil {
 		t.Fatal(err)
 	}
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,11 +215,11 @@ func TestFailedSQLiteMigrationLeavesTheVersionBefore(t *testing.T) {
 // why, never a bare "fix and force version".
 func TestDirtyVersionNamesTheVersionToForce(t *testing.T) {
 	t.Parallel()
-	sqlite := sqldb.SchemaState{Version: 5, Latest: 15, Dirty: true, Dialect: "sqlite"}.DirtyFix()
+	sqlite := migrate.SchemaState{Version: 5, Latest: 15, Dirty: true, Dialect: "sqlite"}.DirtyFix()
 	if !strings.Contains(sqlite, "rolled migration 5 back") || !strings.Contains(sqlite, "`ledger migrate force 4`") {
 		t.Errorf("SQLite advice %q does not say the migration rolled back and to force 4", sqlite)
 	}
-	mssql := sqldb.SchemaState{Version: 5, Latest: 15, Dirty: true, Dialect: "sqlserver"}.DirtyFix()
+	mssql := migrate.SchemaState{Version: 5, Latest: 15, Dirty: true, Dialect: "sqlserver"}.DirtyFix()
 	for _, want := range []string{"part way", "`ledger migrate force 4`", "`ledger migrate force 5`", "nothing applied", "by hand"} {
 		if !strings.Contains(mssql, want) {
 			t.Errorf("SQL Server advice %q does not say %q", mssql, want)
@@ -227,7 +228,7 @@ func TestDirtyVersionNamesTheVersionToForce(t *testing.T) {
 
 	// A SQLite file an older binary left dirty at 5: Up refuses with the version to force.
 	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,12 +246,12 @@ func TestDirtyVersionNamesTheVersionToForce(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "schema version 5 is dirty") || !strings.Contains(err.Error(), "force 4") {
 		t.Fatalf("up on a dirty version: %v", err)
 	}
-	if st, _ := db.SchemaState(context.Background()); !st.Dirty || st.Version != 5 || st.Dialect != "sqlite" {
+	if st, _ := migrate.ReadState(context.Background(), db); !st.Dirty || st.Version != 5 || st.Dialect != "sqlite" {
 		t.Fatalf("SchemaState %+v", st)
 	}
 }
 
-func latestOf(t *testing.T, mg *sqldb.Migrator) uint {
+func latestOf(t *testing.T, mg *migrate.Migrator) uint {
 	t.Helper()
 	st, err := mg.State()
 	if err != nil {
@@ -268,7 +269,7 @@ func latestOf(t *testing.T, mg *sqldb.Migrator) uint {
 func TestIndexMigrationsRunOverHandMadeIndexes(t *testing.T) {
 	t.Parallel()
 	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mg, err := db.NewMigrator()
+	mg, err := migrate.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package sqldb
+// Package migrate runs the embedded golang-migrate files on an open database, records each
+// applied migration's declared kind, and says whether this binary may serve the schema it
+// finds (rolling deploys, DESIGN.md section 8).
+package migrate
 
 import (
 	"context"
@@ -11,14 +14,13 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/golang-migrate/migrate/v4"
+	gomigrate "github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
 	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
 	migratesqlserver "github.com/golang-migrate/migrate/v4/database/sqlserver"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
-	mssqlmigrations "github.com/ledger-dev/ledger/migrations/mssql"
-	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // SchemaState is where a database's schema stands against the embedded migrations.
@@ -57,43 +59,32 @@ func (s SchemaState) dirtyError() error {
 // Current reports whether the schema is exactly the embedded one.
 func (s SchemaState) Current() bool { return !s.Dirty && s.Version == s.Latest }
 
-// Migrations returns the embedded migration files of the database's dialect.
-func (db *DB) Migrations() fs.FS {
-	if db.migrations != nil {
-		return db.migrations
-	}
-	if db.Dialect.Name() == "sqlserver" {
-		return mssqlmigrations.FS
-	}
-	return sqlitemigrations.FS
-}
-
 // Migrator runs golang-migrate over the embedded files. Call Close when done.
 type Migrator struct {
-	db      *DB
-	m       *migrate.Migrate
+	db      *sqldb.DB
+	m       *gomigrate.Migrate
 	latest  uint
 	dialect string
 	unlock  func()
 	// release ends what golang-migrate holds: on SQL Server its own pool and the session
-	// it pinned (see mssqlDialect.newMigrationPool); nothing on SQLite, whose migrate
+	// it pinned (see sqldb.DB.OwnPool); nothing on SQLite, whose migrate
 	// driver would close the service's writer pool with it.
 	release func()
 }
 
-// NewMigrator prepares migrations. On SQLite it first takes an exclusive lock on a file
+// New prepares migrations on db. On SQLite it first takes an exclusive lock on a file
 // beside the database, held until Close: golang-migrate's SQLite lock only works inside one
 // process, and two `serve` processes may start together. SQL Server serialises runners
 // itself with sp_getapplock.
-func (db *DB) NewMigrator() (*Migrator, error) {
+func New(db *sqldb.DB) (*Migrator, error) {
 	unlock := func() {}
-	if db.sqlitePath != "" {
+	if db.File() != "" {
 		var err error
-		if unlock, err = lockFile(db.sqlitePath + ".lock"); err != nil {
+		if unlock, err = lockFile(db.File() + ".lock"); err != nil {
 			return nil, err
 		}
 	}
-	m, latest, release, err := db.newMigrate()
+	m, latest, release, err := newMigrate(db)
 	if err != nil {
 		unlock()
 		return nil, err
@@ -101,7 +92,7 @@ func (db *DB) NewMigrator() (*Migrator, error) {
 	return &Migrator{db: db, m: m, latest: latest, dialect: db.Dialect.Name(), unlock: unlock, release: release}, nil
 }
 
-func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
+func newMigrate(db *sqldb.DB) (*gomigrate.Migrate, uint, func(), error) {
 	src, err := iofs.New(db.Migrations(), ".")
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("read embedded migrations: %w", err)
@@ -114,8 +105,8 @@ func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
 		drv     database.Driver
 		release = func() {}
 	)
-	if d, ok := db.Dialect.(mssqlDialect); ok {
-		pool, perr := d.newMigrationPool()
+	if db.Dialect.Name() == "sqlserver" {
+		pool, perr := db.OwnPool()
 		if perr != nil {
 			return nil, 0, nil, perr
 		}
@@ -126,15 +117,15 @@ func (db *DB) newMigrate() (*migrate.Migrate, uint, func(), error) {
 			release = func() { _ = drv.Close() }
 		}
 	} else {
-		drv, err = migratesqlite.WithInstance(db.w.DB, &migratesqlite.Config{})
+		drv, err = migratesqlite.WithInstance(db.Raw().DB, &migratesqlite.Config{})
 		if err == nil {
-			drv = &atomicSQLite{Driver: drv, db: db.w.DB}
+			drv = &atomicSQLite{Driver: drv, db: db.Raw().DB}
 		}
 	}
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("prepare migrations: %w", err)
 	}
-	m, err := migrate.NewWithInstance("iofs", src, db.Dialect.Name(), drv)
+	m, err := gomigrate.NewWithInstance("iofs", src, db.Dialect.Name(), drv)
 	if err != nil {
 		release()
 		return nil, 0, nil, fmt.Errorf("prepare migrations: %w", err)
@@ -245,7 +236,7 @@ func (mg *Migrator) Close() {
 // State reads the schema version.
 func (mg *Migrator) State() (SchemaState, error) {
 	v, dirty, err := mg.m.Version()
-	if errors.Is(err, migrate.ErrNilVersion) {
+	if errors.Is(err, gomigrate.ErrNilVersion) {
 		return SchemaState{Latest: mg.latest, Dialect: mg.dialect}, nil
 	}
 	if err != nil {
@@ -273,7 +264,7 @@ func (mg *Migrator) UpApplied() ([]Migration, error) {
 		return nil, err
 	}
 	if !before.Dirty && before.Version > before.Latest {
-		_, _, err := mg.db.Servable(ctx)
+		_, _, err := Servable(ctx, mg.db)
 		return nil, err
 	}
 	if err := mg.explainDirty(ignoreNoChange(mg.m.Up())); err != nil {
@@ -283,7 +274,7 @@ func (mg *Migrator) UpApplied() ([]Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mg.db.RecordKinds(ctx); err != nil {
+	if err := RecordKinds(ctx, mg.db); err != nil {
 		return nil, err
 	}
 	migs, err := ReadMigrations(mg.db.Migrations())
@@ -325,7 +316,7 @@ func (mg *Migrator) explainExisting(ctx context.Context, before SchemaState, err
 		}
 	}
 	var recorded *int64
-	_ = mg.db.w.GetContext(ctx, &recorded, `SELECT MAX(Version) FROM `+mg.db.kindsTable())
+	_ = mg.db.Raw().GetContext(ctx, &recorded, `SELECT MAX(Version) FROM `+kindsTable(mg.db))
 	if recorded != nil && uint(*recorded) > before.Version {
 		return fmt.Errorf("%w; migration %d creates what the database already has: the version was set to %d (a `migrate force`?) "+
 			"but the database records migrations up to %d as applied: run `ledger migrate force %d`, then `ledger migrate up`",
@@ -341,7 +332,7 @@ func (mg *Migrator) Goto(v uint) error {
 	if err := mg.explainDirty(ignoreNoChange(mg.m.Migrate(v))); err != nil {
 		return err
 	}
-	return mg.db.RecordKinds(context.Background())
+	return RecordKinds(context.Background(), mg.db)
 }
 
 // Down reverts n migrations.
@@ -352,12 +343,12 @@ func (mg *Migrator) Down(n int) error {
 	if err := mg.explainDirty(ignoreNoChange(mg.m.Steps(-n))); err != nil {
 		return err
 	}
-	return mg.db.RecordKinds(context.Background())
+	return RecordKinds(context.Background(), mg.db)
 }
 
 // explainDirty replaces golang-migrate's "Fix and force version." with the version to force.
 func (mg *Migrator) explainDirty(err error) error {
-	var d migrate.ErrDirty
+	var d gomigrate.ErrDirty
 	if errors.As(err, &d) && d.Version >= 0 {
 		return SchemaState{Version: uint(d.Version), Latest: mg.latest, Dirty: true, Dialect: mg.dialect}.dirtyError()
 	}
@@ -371,15 +362,15 @@ func (mg *Migrator) explainDirty(err error) error {
 func (mg *Migrator) Force(v int) error { return mg.m.Force(v) }
 
 func ignoreNoChange(err error) error {
-	if errors.Is(err, migrate.ErrNoChange) {
+	if errors.Is(err, gomigrate.ErrNoChange) {
 		return nil
 	}
 	return err
 }
 
-// SchemaState reads where the schema stands, without the migration lock and without
+// ReadState reads where the schema stands, without the migration lock and without
 // writing: golang-migrate keeps one row in schema_migrations.
-func (db *DB) SchemaState(ctx context.Context) (SchemaState, error) {
+func ReadState(ctx context.Context, db *sqldb.DB) (SchemaState, error) {
 	src, err := iofs.New(db.Migrations(), ".")
 	if err != nil {
 		return SchemaState{}, fmt.Errorf("read embedded migrations: %w", err)
@@ -394,10 +385,10 @@ func (db *DB) SchemaState(ctx context.Context) (SchemaState, error) {
 		Dirty   bool  `db:"dirty"`
 	}
 	table := "schema_migrations"
-	if _, ok := db.Dialect.(mssqlDialect); ok {
+	if db.Dialect.Name() == "sqlserver" {
 		table = mssqlMigrationsTable
 	}
-	err = db.r.GetContext(ctx, &row, `SELECT version, dirty FROM `+table)
+	err = db.RawReader().GetContext(ctx, &row, `SELECT version, dirty FROM `+table)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return st, nil

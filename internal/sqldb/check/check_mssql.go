@@ -1,4 +1,4 @@
-package sqldb
+package check
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	mssqlmigrations "github.com/ledger-dev/ledger/migrations/mssql"
 )
 
@@ -39,7 +41,7 @@ type sessionOption struct {
 	on   bool // the value the service needs
 }
 
-// sessionOptions are the options mssqlSessionInit sets, with the values it sets them to.
+// sessionOptions are the options MSSQLSessionInit sets, with the values it sets them to.
 var sessionOptions = []sessionOption{
 	{"IMPLICIT_TRANSACTIONS", 2, false},
 	{"ANSI_WARNINGS", 8, true},
@@ -80,12 +82,12 @@ var mssqlChecks = []checker{
 		// @@OPTIONS of this pooled connection: the same connector, hence the same
 		// SessionInitSQL, opens every connection of the service.
 		query: optionsQuery,
-		eval:  oneRow("@@OPTIONS", func(r optionsRow) CheckResult { return evalSessionOptions(r.Options) }),
+		eval:  oneRow("@@OPTIONS", func(r optionsRow) Result { return evalSessionOptions(r.Options) }),
 	},
 	check[optionsRow]{
 		name: "xact-abort", required: true,
 		query: optionsQuery,
-		eval:  oneRow("@@OPTIONS", func(r optionsRow) CheckResult { return evalXactAbort(r.Options) }),
+		eval:  oneRow("@@OPTIONS", func(r optionsRow) Result { return evalXactAbort(r.Options) }),
 	},
 	check[moduleRow]{
 		name: "module-options", required: true,
@@ -107,7 +109,7 @@ ORDER BY o.name;`,
 		// HAS_PERMS_BY_NAME evaluates the effective permission (direct, through a role, or
 		// implied by a schema or database grant); NULL means no such object.
 		query: servePermissionsQuery(),
-		eval:  func(rows []tablePermRow, _ Purpose) CheckResult { return evalServePermissions(rows) },
+		eval:  func(rows []tablePermRow, _ Purpose) Result { return evalServePermissions(rows) },
 	},
 	check[roleRow]{
 		name: "maintenance-role", required: true, purposes: []Purpose{ForServe},
@@ -230,8 +232,8 @@ type policyRow struct {
 }
 
 // oneRow evaluates a query that answers exactly one row; no row (or several) is unknown.
-func oneRow[T any](what string, eval func(T) CheckResult) func([]T, Purpose) CheckResult {
-	return func(rows []T, _ Purpose) CheckResult {
+func oneRow[T any](what string, eval func(T) Result) func([]T, Purpose) Result {
+	return func(rows []T, _ Purpose) Result {
 		if len(rows) != 1 {
 			return noRow(what)
 		}
@@ -239,31 +241,31 @@ func oneRow[T any](what string, eval func(T) CheckResult) func([]T, Purpose) Che
 	}
 }
 
-func noRow(what string) CheckResult {
-	return CheckResult{Status: StatusUnknown, Detail: what + " returned no row", Fix: "run `ledger check` again; report it if it persists"}
+func noRow(what string) Result {
+	return Result{Status: StatusUnknown, Detail: what + " returned no row", Fix: "run `ledger check` again; report it if it persists"}
 }
 
 // minVersion is SQL Server 2016 SP1, the floor DESIGN.md sets.
 var minVersion = [3]int{13, 0, 4001}
 
-func evalVersion(r versionRow) CheckResult {
+func evalVersion(r versionRow) Result {
 	switch r.EngineEdition.Int64 {
 	case 5:
-		return CheckResult{Status: StatusOK, Detail: "Azure SQL Database: always the current engine"}
+		return Result{Status: StatusOK, Detail: "Azure SQL Database: always the current engine"}
 	case 8:
-		return CheckResult{Status: StatusOK, Detail: "Azure SQL Managed Instance: always the current engine"}
+		return Result{Status: StatusOK, Detail: "Azure SQL Managed Instance: always the current engine"}
 	}
 	v := r.ProductVersion.String
 	var got [3]int
 	parts := strings.Split(v, ".")
 	for i := 0; i < 3; i++ {
 		if i >= len(parts) {
-			return CheckResult{Status: StatusUnknown, Detail: fmt.Sprintf("cannot read the server version %q", v),
+			return Result{Status: StatusUnknown, Detail: fmt.Sprintf("cannot read the server version %q", v),
 				Fix: "check by hand that the server is SQL Server 2016 SP1 (13.0.4001) or later"}
 		}
 		n, err := strconv.Atoi(parts[i])
 		if err != nil {
-			return CheckResult{Status: StatusUnknown, Detail: fmt.Sprintf("cannot read the server version %q", v),
+			return Result{Status: StatusUnknown, Detail: fmt.Sprintf("cannot read the server version %q", v),
 				Fix: "check by hand that the server is SQL Server 2016 SP1 (13.0.4001) or later"}
 		}
 		got[i] = n
@@ -271,33 +273,33 @@ func evalVersion(r versionRow) CheckResult {
 	for i := range got {
 		if got[i] != minVersion[i] {
 			if got[i] < minVersion[i] {
-				return CheckResult{Status: StatusFail,
+				return Result{Status: StatusFail,
 					Detail: fmt.Sprintf("SQL Server %s is older than 2016 SP1 (13.0.4001), which SESSION_CONTEXT, row-level security and OPENJSON as used here need", v),
 					Fix:    "upgrade the server to SQL Server 2016 SP1 or later (or use Azure SQL)"}
 			}
 			break
 		}
 	}
-	return CheckResult{Status: StatusOK, Detail: "SQL Server " + v}
+	return Result{Status: StatusOK, Detail: "SQL Server " + v}
 }
 
 // quoteName quotes a database name for the fix text as QUOTENAME does.
 func quoteName(name string) string { return "[" + strings.ReplaceAll(name, "]", "]]") + "]" }
 
-func evalCompatibility(r databaseRow) CheckResult {
+func evalCompatibility(r databaseRow) Result {
 	if r.CompatibilityLevel >= 130 {
-		return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("%d (OPENJSON needs 130)", r.CompatibilityLevel)}
+		return Result{Status: StatusOK, Detail: fmt.Sprintf("%d (OPENJSON needs 130)", r.CompatibilityLevel)}
 	}
-	return CheckResult{Status: StatusFail,
+	return Result{Status: StatusFail,
 		Detail: fmt.Sprintf("database %s is at compatibility level %d: OPENJSON needs 130, so every claim, timeline and purge fails with Msg 208 (a database restored from an older server keeps its old level)", r.DatabaseName, r.CompatibilityLevel),
 		Fix:    fmt.Sprintf("ALTER DATABASE %s SET COMPATIBILITY_LEVEL = 130; (or the server's own level, e.g. 160 on SQL Server 2022)", quoteName(r.DatabaseName))}
 }
 
-func evalRCSI(r databaseRow) CheckResult {
+func evalRCSI(r databaseRow) Result {
 	if r.ReadCommittedSnapshot == 1 {
-		return CheckResult{Status: StatusOK, Detail: "on (recommended): reads see the last committed version and never wait for writers; the claim still locks what it takes (READCOMMITTEDLOCK)"}
+		return Result{Status: StatusOK, Detail: "on (recommended): reads see the last committed version and never wait for writers; the claim still locks what it takes (READCOMMITTEDLOCK)"}
 	}
-	return CheckResult{Status: StatusWarn,
+	return Result{Status: StatusWarn,
 		Detail: "off (supported): reads take shared locks, so history reads and polls wait for writers and can deadlock with them (retried, but slower under load)",
 		Fix:    fmt.Sprintf("ALTER DATABASE %s SET READ_COMMITTED_SNAPSHOT ON WITH ROLLBACK IMMEDIATE; (in a quiet moment: it ends other sessions' transactions; Azure SQL has it on by default)", quoteName(r.DatabaseName))}
 }
@@ -321,26 +323,26 @@ func wrongOptions(opts int, include func(sessionOption) bool) []string {
 	return wrong
 }
 
-func evalSessionOptions(opts int) CheckResult {
+func evalSessionOptions(opts int) Result {
 	wrong := wrongOptions(opts, func(o sessionOption) bool { return o.name != "XACT_ABORT" })
 	if len(wrong) == 0 {
-		return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("@@OPTIONS %d: the seven options filtered indexes need, NOCOUNT OFF and IMPLICIT_TRANSACTIONS OFF", opts)}
+		return Result{Status: StatusOK, Detail: fmt.Sprintf("@@OPTIONS %d: the seven options filtered indexes need, NOCOUNT OFF and IMPLICIT_TRANSACTIONS OFF", opts)}
 	}
-	return CheckResult{Status: StatusFail,
+	return Result{Status: StatusFail,
 		Detail: fmt.Sprintf("the service's sessions have %s (@@OPTIONS %d): filtered-index writes fail with Msg 1934, or row counts and autocommit break", strings.Join(wrong, ", "), opts),
 		Fix:    "ledger sets these on every connection it opens, so something changes them afterwards (a logon trigger, a proxy or a pooler in between): remove it"}
 }
 
-func evalXactAbort(opts int) CheckResult {
+func evalXactAbort(opts int) Result {
 	if opts&16384 == 0 {
-		return CheckResult{Status: StatusOK, Detail: "OFF on the service's sessions (ledger sets it OFF on every connection, whatever 'user options' says)"}
+		return Result{Status: StatusOK, Detail: "OFF on the service's sessions (ledger sets it OFF on every connection, whatever 'user options' says)"}
 	}
-	return CheckResult{Status: StatusFail,
+	return Result{Status: StatusFail,
 		Detail: "XACT_ABORT is ON on the service's sessions: the first duplicate key would roll back the whole transaction instead of being recovered",
 		Fix:    "ledger sets it OFF on every connection it opens, so something sets it ON afterwards (a logon trigger, a proxy or a pooler in between): remove it"}
 }
 
-func evalModules(rows []moduleRow, _ Purpose) CheckResult {
+func evalModules(rows []moduleRow, _ Purpose) Result {
 	var names, bad []string
 	canView := false
 	for _, r := range rows {
@@ -362,18 +364,18 @@ func evalModules(rows []moduleRow, _ Purpose) CheckResult {
 	}
 	switch {
 	case len(bad) > 0:
-		return CheckResult{Status: StatusFail,
+		return Result{Status: StatusFail,
 			Detail: "created with the wrong SET options, which they keep for life: " + strings.Join(bad, ", "),
 			Fix:    "recreate each through a connection with ANSI_NULLS and QUOTED_IDENTIFIER ON: `ledger migrate down N` and `ledger migrate up` over the migration that made it (ledger's connections set both)"}
 	case !canView:
-		return CheckResult{Status: StatusUnknown,
+		return Result{Status: StatusUnknown,
 			Detail: fmt.Sprintf("this login cannot see the definitions of dbo's triggers and functions (%d visible)", len(names)),
 			Fix:    "GRANT VIEW DEFINITION ON SCHEMA::dbo TO <this user>; or run `ledger check` as the migration login"}
 	case len(names) == 0:
-		return CheckResult{Status: StatusFail, Detail: "dbo has no triggers or functions: the schema is not migrated",
+		return Result{Status: StatusFail, Detail: "dbo has no triggers or functions: the schema is not migrated",
 			Fix: "run `ledger migrate up`"}
 	}
-	return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("ANSI_NULLS and QUOTED_IDENTIFIER ON: %s", strings.Join(names, ", "))}
+	return Result{Status: StatusOK, Detail: fmt.Sprintf("ANSI_NULLS and QUOTED_IDENTIFIER ON: %s", strings.Join(names, ", "))}
 }
 
 func allowed(v sql.NullInt64) bool { return v.Valid && v.Int64 == 1 }
@@ -384,7 +386,7 @@ type grantState struct {
 	v    sql.NullInt64
 }
 
-func evalServePermissions(rows []tablePermRow) CheckResult {
+func evalServePermissions(rows []tablePermRow) Result {
 	var missing []string
 	for _, r := range rows {
 		if !r.CanSelect.Valid {
@@ -409,36 +411,36 @@ func evalServePermissions(rows []tablePermRow) CheckResult {
 		return noRow("HAS_PERMS_BY_NAME")
 	}
 	if len(missing) == 0 {
-		return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("SELECT, INSERT, UPDATE and DELETE on the %d ledger tables", len(rows)-1)}
+		return Result{Status: StatusOK, Detail: fmt.Sprintf("SELECT, INSERT, UPDATE and DELETE on the %d ledger tables", len(rows)-1)}
 	}
-	return CheckResult{Status: StatusFail,
+	return Result{Status: StatusFail,
 		Detail: "the login lacks: " + strings.Join(missing, "; "),
 		Fix:    "GRANT SELECT, INSERT, UPDATE, DELETE ON SCHEMA::dbo TO <service user>; (a table marked missing: run `ledger migrate up`)"}
 }
 
-func evalMaintenanceRole(r roleRow) CheckResult {
+func evalMaintenanceRole(r roleRow) Result {
 	switch {
 	case r.InRole.Int64 == 1:
-		return CheckResult{Status: StatusOK, Detail: fmt.Sprintf("%s is a member of %s", r.UserName, maintenanceRole)}
+		return Result{Status: StatusOK, Detail: fmt.Sprintf("%s is a member of %s", r.UserName, maintenanceRole)}
 	case r.DBOwner.Int64 == 1 || r.UserName == "dbo":
-		return CheckResult{Status: StatusWarn,
+		return Result{Status: StatusWarn,
 			Detail: fmt.Sprintf("%s passes the maintenance bypass as a database owner: the service runs with more rights than it needs", r.UserName),
 			Fix:    "serve with a login that has data rights and the ledger_maintenance role only (README: Deploying on SQL Server)"}
 	case !r.RoleID.Valid:
-		return CheckResult{Status: StatusFail,
+		return Result{Status: StatusFail,
 			Detail: "the ledger_maintenance role does not exist: the maintenance bypass (API key lookup, reaper, purge) sees no rows",
 			Fix:    "run `ledger migrate up` (migration 13 creates the role), then ALTER ROLE [ledger_maintenance] ADD MEMBER <service user>;"}
 	}
-	return CheckResult{Status: StatusFail,
+	return Result{Status: StatusFail,
 		Detail: fmt.Sprintf("%s is not a member of ledger_maintenance: API keys cannot be looked up, and the reaper and purge see no rows", r.UserName),
 		Fix:    fmt.Sprintf("ALTER ROLE [ledger_maintenance] ADD MEMBER %s; then restart the service (open sessions keep their old membership)", quoteName(r.UserName))}
 }
 
 // evalMigrateMaintenanceRole judges the role for a migration: its absence is a warning, and
 // a deploy login may well be the database owner.
-func evalMigrateMaintenanceRole(r roleRow) CheckResult {
+func evalMigrateMaintenanceRole(r roleRow) Result {
 	if r.DBOwner.Int64 == 1 || r.UserName == "dbo" {
-		return CheckResult{Status: StatusOK, Detail: r.UserName + " passes the maintenance bypass as a database owner"}
+		return Result{Status: StatusOK, Detail: r.UserName + " passes the maintenance bypass as a database owner"}
 	}
 	res := evalMaintenanceRole(r)
 	if res.Status == StatusFail {
@@ -470,11 +472,11 @@ const migratePermQuery = `SELECT USER_NAME() AS UserName,
 // refused `migrate up` for rights only migrations it had already applied needed).
 type migratePermCheck struct{}
 
-func (migratePermCheck) run(ctx context.Context, db *DB, p Purpose, memo map[string]any) (CheckResult, bool) {
+func (migratePermCheck) run(ctx context.Context, db *sqldb.DB, p Purpose, memo map[string]any) (Result, bool) {
 	if !runsFor([]Purpose{ForMigrate}, p) {
-		return CheckResult{}, false
+		return Result{}, false
 	}
-	var res CheckResult
+	var res Result
 	rows, err := cachedRows[migratePermRow](ctx, db, migratePermQuery, false, memo)
 	switch {
 	case err != nil:
@@ -483,7 +485,7 @@ func (migratePermCheck) run(ctx context.Context, db *DB, p Purpose, memo map[str
 		res = noRow("HAS_PERMS_BY_NAME")
 	default:
 		var version uint
-		if st, err := db.SchemaState(ctx); err == nil && !st.Dirty {
+		if st, err := migrate.ReadState(ctx, db); err == nil && !st.Dirty {
 			version = st.Version // dirty or unreadable: judge every migration as pending
 		}
 		res = evalMigratePermissionsFor(rows[0], pendingNeeds(db.Migrations(), version))
@@ -500,7 +502,7 @@ type migrationNeeds struct {
 // pendingNeeds reads the migrations past version (comments dropped) for what they do.
 func pendingNeeds(fsys fs.FS, version uint) migrationNeeds {
 	var n migrationNeeds
-	migs, err := ReadMigrations(fsys)
+	migs, err := migrate.ReadMigrations(fsys)
 	if err != nil {
 		return migrationNeeds{true, true, true}
 	}
@@ -514,7 +516,7 @@ func pendingNeeds(fsys fs.FS, version uint) migrationNeeds {
 			if err != nil {
 				return migrationNeeds{true, true, true}
 			}
-			text := strings.ToUpper(stripComments(string(b)))
+			text := strings.ToUpper(sqldb.StripComments(string(b)))
 			// ALTER FUNCTION needs ALTER on the schema, which is always asked.
 			n.createFunction = n.createFunction || strings.Contains(text, "CREATE FUNCTION") ||
 				strings.Contains(text, "CREATE OR ALTER FUNCTION")
@@ -526,14 +528,14 @@ func pendingNeeds(fsys fs.FS, version uint) migrationNeeds {
 }
 
 // evalMigratePermissions judges the rights for a database with every migration pending.
-func evalMigratePermissions(r migratePermRow) CheckResult {
+func evalMigratePermissions(r migratePermRow) Result {
 	return evalMigratePermissionsFor(r, migrationNeeds{true, true, true})
 }
 
 // evalMigratePermissionsFor judges the rights the pending migrations need: the schema
 // rights always (golang-migrate's version table, every migration's DDL), CREATE FUNCTION,
 // ALTER ANY SECURITY POLICY and the role's rights only when a pending migration uses them.
-func evalMigratePermissionsFor(r migratePermRow, n migrationNeeds) CheckResult {
+func evalMigratePermissionsFor(r migratePermRow, n migrationNeeds) Result {
 	need := []struct {
 		grant string
 		v     sql.NullInt64
@@ -560,35 +562,35 @@ func evalMigratePermissionsFor(r migratePermRow, n migrationNeeds) CheckResult {
 	// members and for holders of ALTER ANY ROLE (metadata visibility): for any other login a
 	// role a DBA made first looks missing.
 	if n.role && !allowed(r.InRole) && !allowed(r.AlterAnyRole) {
-		return CheckResult{Status: StatusFail,
+		return Result{Status: StatusFail,
 			Detail: fmt.Sprintf("%s is not a member of %s and lacks ALTER ANY ROLE, so it cannot see whether the role exists", r.UserName, maintenanceRole),
 			Fix: fmt.Sprintf("CREATE ROLE [%s]; ALTER ROLE [%s] ADD MEMBER %s; (docs/operators.md: Least-privilege setup)",
 				maintenanceRole, maintenanceRole, quoteName(r.UserName))}
 	}
 	if len(lack) == 0 {
-		return CheckResult{Status: StatusOK, Detail: r.UserName + " has the rights the pending migrations need"}
+		return Result{Status: StatusOK, Detail: r.UserName + " has the rights the pending migrations need"}
 	}
-	return CheckResult{Status: StatusFail,
+	return Result{Status: StatusFail,
 		Detail: fmt.Sprintf("%s cannot migrate: it lacks %s", r.UserName, strings.Join(lack, ", ")),
 		Fix:    fmt.Sprintf("GRANT %s TO %s; (README: Deploying on SQL Server has the whole script)", strings.Join(lack, ", "), quoteName(r.UserName))}
 }
 
-func evalPolicy(rows []policyRow, _ Purpose) CheckResult {
+func evalPolicy(rows []policyRow, _ Purpose) Result {
 	if len(rows) == 0 {
 		return noRow("sys.security_policies")
 	}
 	head := rows[0]
 	if head.PolicyExists == 0 {
 		if head.CanViewDefinition.Int64 != 1 {
-			return CheckResult{Status: StatusUnknown,
+			return Result{Status: StatusUnknown,
 				Detail: "this login cannot see security policies",
 				Fix:    "GRANT VIEW DEFINITION ON SCHEMA::dbo TO <this user>; or run `ledger check` as the migration login"}
 		}
-		return CheckResult{Status: StatusFail, Detail: "dbo.TenantPolicy does not exist: nothing backs up the TenantId filters",
+		return Result{Status: StatusFail, Detail: "dbo.TenantPolicy does not exist: nothing backs up the TenantId filters",
 			Fix: "run `ledger migrate up`"}
 	}
 	if head.Enabled.Int64 != 1 {
-		return CheckResult{Status: StatusFail, Detail: "dbo.TenantPolicy exists but is off",
+		return Result{Status: StatusFail, Detail: "dbo.TenantPolicy exists but is off",
 			Fix: "ALTER SECURITY POLICY [dbo].[TenantPolicy] WITH (STATE = ON);"}
 	}
 	var outside, blockedOnly []string
@@ -606,7 +608,7 @@ func evalPolicy(rows []policyRow, _ Purpose) CheckResult {
 		}
 	}
 	if len(outside) > 0 {
-		return CheckResult{Status: StatusFail,
+		return Result{Status: StatusFail,
 			Detail: "dbo.TenantPolicy neither filters nor blocks these tables that have TenantId: " + strings.Join(outside, ", "),
 			Fix:    "run `ledger migrate up`; if it is current, a migration forgot to add them to the policy: report it"}
 	}
@@ -614,7 +616,7 @@ func evalPolicy(rows []policyRow, _ Purpose) CheckResult {
 	if len(blockedOnly) > 0 {
 		detail += " (writes only, by design: " + strings.Join(blockedOnly, ", ") + ")"
 	}
-	return CheckResult{Status: StatusOK, Detail: detail}
+	return Result{Status: StatusOK, Detail: detail}
 }
 
 // ledgerTables lists the tables the migrations create (and do not drop again), in order
@@ -630,7 +632,7 @@ var ledgerTables = sync.OnceValue(func() []string {
 		if err != nil {
 			continue
 		}
-		text := stripComments(string(b))
+		text := sqldb.StripComments(string(b))
 		for _, m := range drop.FindAllStringSubmatch(text, -1) {
 			tables = removeString(tables, m[1])
 		}
@@ -643,19 +645,6 @@ var ledgerTables = sync.OnceValue(func() []string {
 
 func removeString(list []string, s string) []string {
 	return slices.DeleteFunc(list, func(v string) bool { return v == s })
-}
-
-// stripComments drops -- comments, which quote statements in prose.
-func stripComments(sql string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(sql, "\n") {
-		if i := strings.Index(line, "--"); i >= 0 {
-			line = line[:i]
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // servePermissionsQuery asks for the service's permissions on every ledger table, and
