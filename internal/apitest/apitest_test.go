@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
+	"github.com/ledger-dev/ledger/internal/web/openapi"
 )
 
 // TestStackIsTheServedService: the stack every HTTP test drives is the service `ledger
@@ -23,7 +24,7 @@ func TestStackIsTheServedService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := json.MarshalIndent(s.Server.OpenAPI(), "", "  ")
+	got, err := json.MarshalIndent(openapi.Document(s.Server), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/helpers"
 
 	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/web/openapi"
 )
 
 // Contract checks exchanges against a server's own OpenAPI document (DESIGN.md section 7:
@@ -50,7 +51,7 @@ type contractOnce struct {
 
 // ContractOf returns the checker of a server's document (built once per document).
 func ContractOf(s *web.Server) (*Contract, error) {
-	doc, err := json.Marshal(s.OpenAPI())
+	doc, err := json.Marshal(openapi.Document(s))
 	if err != nil {
 		return nil, err
 	}

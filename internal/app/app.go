@@ -36,6 +36,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/traces"
 	"github.com/ledger-dev/ledger/internal/web"
+	"github.com/ledger-dev/ledger/internal/web/openapi"
 	"github.com/ledger-dev/ledger/internal/webhooks"
 )
 
@@ -132,6 +133,7 @@ func New(db *sqldb.DB, cfg Config) *App {
 		Identify:       identify,
 		Observe:        m.ObserveRequest,
 	})
+	openapi.Route(s)
 	s.Registry.MustRegister(m.Collectors()...)
 	auth := tenancy.NewAuthenticator(keys)
 	auth.SetKeyCacheTTL(cfg.KeyCacheTTL)

@@ -18,6 +18,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/strictjson"
+	"github.com/ledger-dev/ledger/internal/web/openapi"
 )
 
 // bodyRoute is one operation of the document that takes a JSON body.
@@ -30,7 +31,7 @@ type bodyRoute struct {
 // bodyRoutes walks the served OpenAPI document for every operation with a request body.
 func bodyRoutes(t *testing.T, st *apitest.Stack) []bodyRoute {
 	t.Helper()
-	raw, err := json.Marshal(st.Server.OpenAPI())
+	raw, err := json.Marshal(openapi.Document(st.Server))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/web/openapi"
 )
 
 // Document returns the OpenAPI document the service serves at /openapi.json, without a
@@ -28,7 +29,7 @@ func Document(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("build the OpenAPI document: %w", err)
 	}
 	defer db.Close()
-	doc, err := json.MarshalIndent(New(db, Config{Logger: quiet}).Server.OpenAPI(), "", "  ")
+	doc, err := json.MarshalIndent(openapi.Document(New(db, Config{Logger: quiet}).Server), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("build the OpenAPI document: %w", err)
 	}

@@ -2,7 +2,6 @@ package web
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -173,13 +172,5 @@ func TestPath(t *testing.T) {
 	t.Parallel()
 	if got := Path("v1", "projects", "c d?x=1#y%"); got != "/v1/projects/c%20d%3Fx=1%23y%25" {
 		t.Fatalf("Path = %q", got)
-	}
-}
-
-// TestDocumentStatesTheNestingCap: the document's conventions name the decoder's cap.
-func TestDocumentStatesTheNestingCap(t *testing.T) {
-	t.Parallel()
-	if want := fmt.Sprintf("A body nests at most %d levels", strictjson.MaxDepth); !strings.Contains(infoDescription, want) {
-		t.Fatalf("the document's introduction does not say %q", want)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // pathParamRules; one that breaks the identifier rule is 400 naming the parameter.
 func PathIdent(c echo.Context, name string) (string, error) {
 	rule, ok := pathParamRules[name]
-	if !ok || rule.uuid {
+	if !ok || rule.UUID {
 		panic("web: " + name + " is not an identifier path parameter")
 	}
 	// Echo routes on URL.RawPath when the path holds an escape that decoding would change
@@ -27,7 +27,7 @@ func PathIdent(c echo.Context, name string) (string, error) {
 			return "", apperr.FieldsInvalid(api.FieldError{Field: name, Reason: "is not a well-formed path segment"})
 		}
 	}
-	if why := validate.IdentProblem(raw, rule.max, true); why != "" {
+	if why := validate.IdentProblem(raw, rule.Max, true); why != "" {
 		return "", apperr.FieldsInvalid(api.FieldError{Field: name, Reason: why})
 	}
 	return raw, nil
@@ -49,7 +49,7 @@ func Path(segments ...string) string {
 func checkPath(c echo.Context, names []string) error {
 	for _, name := range names {
 		var err error
-		if pathParamRules[name].uuid {
+		if pathParamRules[name].UUID {
 			_, err = PathUUID(c, name)
 		} else {
 			_, err = PathIdent(c, name)

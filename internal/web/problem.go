@@ -76,7 +76,7 @@ func problemOf(err error) (*apperr.Error, bool) {
 }
 
 // The codes of the database's refusals that reach problemOf. The document lists them
-// where they can occur (docBuilder.operation): writeRefused on every route that inserts or
+// where they can occur (package openapi, through RefusedWrite): writeRefused on every route that inserts or
 // updates, since every tenant table is guarded on INSERT and UPDATE (CHECK constraints,
 // the run guard and rowversion triggers, SQL Server's tenant BLOCK predicates);
 // referenceGone only where a route lists not_found itself: the rows a write references
@@ -92,6 +92,12 @@ const (
 // refuse (every POST, PUT and PATCH does; DELETE only removes a task lock).
 func insertsOrUpdates(method string) bool {
 	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
+}
+
+// RefusedWrite is the code a route of this method answers when the database refuses its
+// write, and whether the route can answer it at all.
+func RefusedWrite(method string) (api.ProblemCode, bool) {
+	return writeRefused, insertsOrUpdates(method)
 }
 
 // retryUnavailable is the Retry-After of a 503: Azure SQL's transient errors (a failover,

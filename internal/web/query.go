@@ -6,12 +6,15 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/strictjson"
 )
+
+var uuidType = reflect.TypeFor[uuid.UUID]()
 
 // BindQuery reads the query parameters into dst, a pointer to one of the api package's
 // parameter structs (fields tagged `query:"name"`, embedded structs included), and validates

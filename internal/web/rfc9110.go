@@ -36,7 +36,7 @@ func (s *Server) add(method, path string, op Op, h echo.HandlerFunc, mw []echo.M
 	// A parameter without a rule is refused when the document is built (every HTTP test
 	// builds it), not here: routes outside the API may be registered before their rule.
 	var names []string
-	for _, name := range pathParams(path) {
+	for _, name := range PathParams(path) {
 		if _, ok := pathParamRules[name]; ok {
 			names = append(names, name)
 		}

@@ -1,6 +1,7 @@
 // Package web is the HTTP base every resource shares: Echo set up with strict JSON binding,
 // validation, RFC 9457 problems, request ids, JSON access logs, Prometheus metrics, the
-// health routes and the OpenAPI document of the routes registered through it.
+// health routes and the catalogue of the routes registered through it (which package
+// openapi documents).
 package web
 
 import (
@@ -12,9 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -66,7 +65,7 @@ type Server struct {
 	Echo     *echo.Echo
 	Registry *prometheus.Registry
 	log      *slog.Logger
-	ops      []operation
+	ops      []Operation
 	routes   []routeMethods
 	auth     Authenticator
 	version  string
@@ -77,17 +76,12 @@ type Server struct {
 	// onShutdown are called as Start begins to drain (OnShutdown).
 	onShutdown []func()
 
-	// doc is the encoded OpenAPI document, built on the first GET of /openapi.json after the
-	// last Route (the routes are all registered at start-up, so in practice once).
-	docMu     sync.Mutex
-	doc       []byte
-	docBuilds int // how many times doc was built (tests)
-
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 }
 
-// New builds the server and registers /healthz, /readyz, /metrics and /openapi.json.
+// New builds the server and registers /healthz, /readyz and /metrics (openapi.Route adds
+// /openapi.json).
 func New(cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
@@ -143,34 +137,7 @@ func New(cfg Config) *Server {
 		Description: "The metrics in the Prometheus text exposition format (prefix ledger_).", Public: true,
 		Headers: map[string]string{"Content-Encoding": "gzip when the request accepts it", "Vary": "Accept-Encoding"}, Status: http.StatusOK, RawResponse: "text/plain"},
 		echo.WrapHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
-	s.Route(http.MethodGet, "/openapi.json", Op{ID: "getOpenAPI", Tag: "System", Summary: "This OpenAPI 3.1 document",
-		Description: "The exact wire of this service: every route, body, parameter, header and problem code.", Public: true, Status: http.StatusOK, RawResponse: "application/json"},
-		s.serveOpenAPI)
 	return s
-}
-
-// serveOpenAPI answers the document from the cache, as c.JSON encodes it (a query string,
-// ?pretty included, is refused before this runs).
-func (s *Server) serveOpenAPI(c echo.Context) error {
-	b, err := s.openAPIJSON()
-	if err != nil {
-		return err
-	}
-	return c.JSONBlob(http.StatusOK, append(b, '\n'))
-}
-
-// openAPIJSON is the encoded document, built once per set of routes.
-func (s *Server) openAPIJSON() ([]byte, error) {
-	s.docMu.Lock()
-	defer s.docMu.Unlock()
-	if s.doc == nil {
-		b, err := json.Marshal(s.OpenAPI())
-		if err != nil {
-			return nil, fmt.Errorf("encode the OpenAPI document: %w", err)
-		}
-		s.doc, s.docBuilds = b, s.docBuilds+1
-	}
-	return slices.Clip(s.doc), nil
 }
 
 // limitBody refuses bodies larger than max: at once when Content-Length says so, and while

@@ -1,4 +1,6 @@
-package web
+// Package openapi builds the OpenAPI 3.1 document of the routes a web.Server registered
+// (their web.Op: types, roles, problems, preconditions) and serves it at /openapi.json.
+package openapi
 
 import (
 	"encoding/json"
@@ -12,101 +14,11 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/ifmatch"
+	"github.com/ledger-dev/ledger/internal/web"
 )
-
-// Op documents a route, and its Roles are also what the route enforces: the document and
-// the authorisation cannot drift apart. Its types are the api package's, the same the
-// handler binds and sends, so the document describes what the handler does.
-type Op struct {
-	// ID is the operationId, read as a method name (enqueueRun, claimRun, …).
-	ID string
-	// Tag is the resource the route belongs to (Runs, Attempts, …).
-	Tag         string
-	Summary     string
-	Description string
-	// Public routes need no key. Otherwise Roles lists the roles allowed (empty: any role).
-	Public bool
-	Roles  []string
-	// Body is the request body's type (an api struct value), nil for none; Example a value
-	// of it shown in the document.
-	Body    any
-	Example any
-	// BodyOptional allows an empty body.
-	BodyOptional bool
-	// Query is the query parameters' struct (an api …Params value), nil for none.
-	Query any
-	// Status is the success status; Response its body's type (nil for none).
-	Status int
-	// AlsoStatus lists further success statuses answered with the same body, such as the
-	// 201 of a PUT that creates (with Location) beside the 200 of one that updates; a 204
-	// in it has no body.
-	AlsoStatus []int
-	Response   any
-	// RawResponse is the content type of a body the schema does not describe.
-	RawResponse string
-	// ETag says the success responses with a body carry an ETag; IfMatch whether the
-	// request takes one and when it must (web.IfMatch, the document and the store's
-	// ifmatch.Update all read this one declaration).
-	ETag    bool
-	IfMatch ifmatch.Mode
-	// RetryAfter says a 204 of this route may carry Retry-After (the claim's budget hold).
-	RetryAfter bool
-	// Headers are further headers the success response may carry, by name, with what they say.
-	Headers map[string]string
-	// RequestHeaders are optional request headers the route reads, by name, with what they say.
-	RequestHeaders map[string]string
-	// Problems lists the codes this route can answer besides the ones every route of its
-	// kind can (413 on every route; 401, 403, 429, 500 and 503 with a key; 400 with
-	// parameters or a body; 412 and 428 as IfMatch says, never listed here).
-	Problems []api.ProblemCode
-}
-
-type operation struct {
-	method, path string
-	op           Op
-}
-
-// Authenticator returns the middleware that admits a request to a route with these roles.
-type Authenticator func(roles ...string) echo.MiddlewareFunc
-
-// SetAuth is called by the wiring code before routes with roles are added.
-func (s *Server) SetAuth(a Authenticator) { s.auth = a }
-
-// Route registers a handler and its documentation. Non-public routes get the authenticator;
-// a GET also answers HEAD.
-func (s *Server) Route(method, path string, op Op, h echo.HandlerFunc) {
-	if op.ID == "" || op.Tag == "" || op.Summary == "" {
-		panic("web: route " + method + " " + path + " needs an ID, a Tag and a Summary")
-	}
-	if slices.Contains(op.Problems, api.CodePreconditionFailed) || slices.Contains(op.Problems, api.CodePreconditionRequired) {
-		panic("web: route " + method + " " + path + " lists 412 or 428 in Problems: its IfMatch mode says when they occur")
-	}
-	var mw []echo.MiddlewareFunc
-	if !op.Public {
-		if s.auth == nil {
-			panic("web: route " + path + " needs authentication but no authenticator is set")
-		}
-		mw = append(mw, s.auth(op.Roles...))
-	}
-	s.add(method, path, op, h, mw)
-	s.ops = append(s.ops, operation{method: method, path: path, op: op})
-	s.docMu.Lock()
-	s.doc = nil // the next GET of /openapi.json documents this route too
-	s.docMu.Unlock()
-}
-
-// Operations lists the documented routes as "METHOD path" in Echo's path syntax.
-func (s *Server) Operations() []string {
-	out := make([]string, 0, len(s.ops))
-	for _, o := range s.ops {
-		out = append(out, o.method+" "+o.path)
-	}
-	return out
-}
 
 // tagDocs describes each resource tag.
 var tagDocs = map[string]string{
@@ -141,22 +53,22 @@ Conventions:
 - Collections are {"items": [...], "nextCursor": "..."}: pass nextCursor as ?cursor= for the next page; it is absent on the last one.
 - Rows purged by retention no longer appear anywhere, the changedSince feed included.`
 
-// OpenAPI builds the OpenAPI 3.1 document of every route registered through Route.
-func (s *Server) OpenAPI() map[string]any {
+// Document builds the OpenAPI 3.1 document of every route registered through s.Route.
+func Document(s *web.Server) map[string]any {
 	b := &docBuilder{schemas: map[string]any{}, types: map[string]reflect.Type{}}
 	b.ref(reflect.TypeOf(api.Problem{}))
 	paths := map[string]map[string]any{}
 	tags := map[string]bool{}
-	for _, o := range s.ops {
-		p := openAPIPath(o.path)
+	for _, o := range s.Documented() {
+		p := openAPIPath(o.Path)
 		if paths[p] == nil {
 			paths[p] = map[string]any{}
 		}
-		paths[p][strings.ToLower(o.method)] = b.operation(o)
-		if o.method == http.MethodGet {
+		paths[p][strings.ToLower(o.Method)] = b.operation(o)
+		if o.Method == http.MethodGet {
 			paths[p]["head"] = headDoc(paths[p]["get"].(map[string]any))
 		}
-		tags[o.op.Tag] = true
+		tags[o.Op.Tag] = true
 	}
 	var tagList []any
 	for _, name := range slices.Sorted(maps.Keys(tags)) {
@@ -166,7 +78,7 @@ func (s *Server) OpenAPI() map[string]any {
 		"openapi": "3.1.0",
 		"info": map[string]any{
 			"title":       "ledger",
-			"version":     s.version,
+			"version":     s.Version(),
 			"summary":     "The attempt ledger: leases agent work and records every execution attempt.",
 			"description": infoDescription,
 			// The repository carries no licence grant: all rights are reserved.
@@ -201,8 +113,8 @@ type docBuilder struct {
 	types   map[string]reflect.Type
 }
 
-func (b *docBuilder) operation(o operation) map[string]any {
-	op := o.op
+func (b *docBuilder) operation(o web.Operation) map[string]any {
+	op := o.Op
 	doc := map[string]any{"operationId": op.ID, "summary": op.Summary, "tags": []any{op.Tag}}
 	desc := op.Description
 	if len(op.Roles) > 0 {
@@ -213,12 +125,12 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	}
 	doc["description"] = desc
 	var params []any
-	for _, name := range pathParams(o.path) {
-		rule, ok := pathParamRules[name]
+	for _, name := range web.PathParams(o.Path) {
+		rule, ok := web.PathParamRule(name)
 		if !ok {
-			panic("web: path parameter " + name + " of " + o.path + " has no rule in pathParamRules")
+			panic("web: path parameter " + name + " of " + o.Path + " has no rule in pathParamRules")
 		}
-		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": rule.schema()})
+		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": pathParamSchema(rule)})
 	}
 	if op.Query != nil {
 		params = append(params, b.queryParams(reflect.TypeOf(op.Query))...)
@@ -231,7 +143,7 @@ func (b *docBuilder) operation(o operation) map[string]any {
 		params = append(params, map[string]any{"name": name, "in": "header", "required": false,
 			"description": op.RequestHeaders[name], "schema": map[string]any{"type": "string"}})
 	}
-	if o.method == http.MethodGet && op.ETag {
+	if o.Method == http.MethodGet && op.ETag {
 		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
 			"description": "ETags the caller holds (a list, or *): 304 without a body when one is current.",
 			"schema":      map[string]any{"type": "string", "minLength": 1}})
@@ -267,13 +179,13 @@ func (b *docBuilder) operation(o operation) map[string]any {
 	// Every route refuses unknown query parameters; any request whose Content-Length
 	// passes the server's body limit is refused before routing, whatever its route.
 	codes = append(codes, api.CodeInvalidRequest, api.CodeBodyTooLarge)
-	if insertsOrUpdates(o.method) {
-		codes = append(codes, writeRefused)
+	if code, ok := web.RefusedWrite(o.Method); ok {
+		codes = append(codes, code)
 	}
 	if op.Body != nil {
 		codes = append(codes, api.CodeUnsupportedMediaType)
 	}
-	if o.method == http.MethodGet && op.ETag {
+	if o.Method == http.MethodGet && op.ETag {
 		responses["304"] = map[string]any{
 			"description": "Not Modified: If-None-Match names the current ETag.",
 			"headers": map[string]any{"X-Request-Id": requestIDHeader, "ETag": map[string]any{"required": true,
@@ -318,7 +230,7 @@ func restricted(roles []string) bool {
 
 var requestIDHeader = map[string]any{"$ref": "#/components/headers/X-Request-Id"}
 
-func (b *docBuilder) success(op Op, st int) map[string]any {
+func (b *docBuilder) success(op web.Op, st int) map[string]any {
 	r := map[string]any{"description": http.StatusText(st)}
 	headers := map[string]any{"X-Request-Id": requestIDHeader}
 	if st != http.StatusNoContent {
@@ -425,42 +337,15 @@ func problemExampleDetail(code string) string {
 	return strings.ReplaceAll(code, "_", " ")
 }
 
-// pathParam is the rule of one path parameter: a UUID, or an identifier that is a path
-// segment of at most max UTF-16 code units. The rule is both what the document says and
-// what every route with the parameter enforces (Route checks it before the handler runs).
-type pathParam struct {
-	uuid bool
-	max  int
-}
-
-// pathParamRules is the rule of every path parameter a route may use.
-var pathParamRules = map[string]pathParam{
-	"runId":          {uuid: true},
-	"attemptId":      {uuid: true},
-	"checkpointId":   {uuid: true},
-	"callId":         {uuid: true},
-	"decisionId":     {uuid: true},
-	"delegationId":   {uuid: true},
-	"operationId":    {uuid: true},
-	"projectId":      {max: 64},
-	"releaseId":      {max: 256},
-	"adapterVersion": {max: 32},
-	"agentId":        {max: 128},
-	"taskId":         {max: 64},
-	"scheduleId":     {max: 128},
-	"webhookName":    {max: 64},
-	"deliveryId":     {uuid: true},
-}
-
 func uuidSchema() map[string]any { return map[string]any{"type": "string", "format": "uuid"} }
 
-// schema is the parameter's schema in the document.
-func (p pathParam) schema() map[string]any {
-	if p.uuid {
+// pathParamSchema is a path parameter's schema in the document.
+func pathParamSchema(p web.PathParam) map[string]any {
+	if p.UUID {
 		return uuidSchema()
 	}
 	// An identifier of 1..max characters that is also a path segment (no "/").
-	return map[string]any{"type": "string", "minLength": 1, "maxLength": p.max, "pattern": "^[^/]*$"}
+	return map[string]any{"type": "string", "minLength": 1, "maxLength": p.Max, "pattern": "^[^/]*$"}
 }
 
 func openAPIPath(p string) string {
@@ -471,16 +356,6 @@ func openAPIPath(p string) string {
 		}
 	}
 	return strings.Join(parts, "/")
-}
-
-func pathParams(p string) []string {
-	var out []string
-	for _, s := range strings.Split(p, "/") {
-		if strings.HasPrefix(s, ":") {
-			out = append(out, s[1:])
-		}
-	}
-	return out
 }
 
 // queryParams documents the query parameters of a parameter struct.
