@@ -62,16 +62,13 @@ const sqliteFenceColumns = `NULL AS Now, ` + fenceAttemptColumns + `,
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId`
 
 var sqliteQueries = queries{
-	insert: `INSERT INTO Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input,
-    Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey, ParentRunId,
-    Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, ForkedFromCheckpointId, TraceParent, SubjectHead,
-    Version)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-    ?25, ?26, ?27, ?28,
+	insert: `INSERT INTO Runs (` + runInsertColumns + `,
+    State, SubjectHead, Version)
+SELECT ` + insertValues("?") + `, 0,
     NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 0)
         AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 1),
     ` + sqliteStamp + `
-WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ?19)
+WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ` + insertArg("?", "IdempotencyKey") + `)
 RETURNING Version, SubjectHead`,
 	get:           `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
