@@ -22,8 +22,9 @@ type runColumn struct {
 	mssql string
 	// sqlite is the column's declared type in SQLite's Runs.
 	sqlite string
-	// in says where the column is answered: in every read of a run (answered: runColumns) and
-	// in SQL Server's @t (mirrored: what OUTPUT ... INTO fills).
+	// in says where the column is answered: in every read of a run (answered: runColumns), in
+	// SQL Server's @t (mirrored: what OUTPUT ... INTO fills), and by a run leaving its lease
+	// (left: leftColumns).
 	in columnUse
 	// arg is the column's value in the insert (queries.insert takes the columns that have one,
 	// in this order, as its numbered arguments); nil: the insert writes a literal, the
@@ -36,6 +37,10 @@ type columnUse uint8
 const (
 	answered columnUse = 1 << iota // in runColumns
 	mirrored                       // in @t
+	// left: in what requeue and endLeased answer, which is all that leaveLease, the run's
+	// end (runEnded) and the hooks' RunChanged read of a run leaving its lease (Hooks says
+	// so). A complete answered its 37 columns before; these cost about a third.
+	left
 )
 
 // runTable is the columns of Runs in the order every column list is built in: runColumns,
@@ -44,37 +49,37 @@ const (
 // api.RunExtras, and the migrations); new columns go last, so that the insert's argument
 // numbers stay as they were.
 var runTable = []runColumn{
-	{"RunId", "uniqueidentifier", "TEXT", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.RunID }},
-	{"TenantId", id64, "TEXT", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.TenantID }},
-	{"ProjectId", id64, "TEXT", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return d.Text(r.ProjectID) }},
+	{"RunId", "uniqueidentifier", "TEXT", answered | mirrored | left, func(_ sqldb.Dialect, r *Run) any { return r.RunID }},
+	{"TenantId", id64, "TEXT", answered | mirrored | left, func(_ sqldb.Dialect, r *Run) any { return r.TenantID }},
+	{"ProjectId", id64, "TEXT", answered | mirrored | left, func(d sqldb.Dialect, r *Run) any { return d.Text(r.ProjectID) }},
 	{"EnvironmentId", id64, "TEXT", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return d.NullText(r.EnvironmentID) }},
-	{"Subject", "nvarchar(256)" + bin2, "TEXT", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.Subject }},
-	{"Kind", id64, "TEXT", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return d.Text(r.Kind) }},
-	{"AgentId", "nvarchar(128)" + bin2, "TEXT", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return d.Text(r.AgentID) }},
+	{"Subject", "nvarchar(256)" + bin2, "TEXT", answered | mirrored | left, func(_ sqldb.Dialect, r *Run) any { return r.Subject }},
+	{"Kind", id64, "TEXT", answered | mirrored | left, func(d sqldb.Dialect, r *Run) any { return d.Text(r.Kind) }},
+	{"AgentId", "nvarchar(128)" + bin2, "TEXT", answered | mirrored | left, func(d sqldb.Dialect, r *Run) any { return d.Text(r.AgentID) }},
 	{"StepId", "uniqueidentifier", "TEXT", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.StepID }},
 	{"SnapshotId", "uniqueidentifier", "TEXT", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.SnapshotID }},
 	{"Input", "nvarchar(max)", "TEXT", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return r.Input.Arg(d) }},
 	{"Band", "int", "INTEGER", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return int(r.Band) }},
-	{"State", "int", "INTEGER", answered | mirrored, nil}, // the insert's literal 0: queued
+	{"State", "int", "INTEGER", answered | mirrored | left, nil}, // the insert's literal 0: queued
 	{"Epoch", "bigint", "INTEGER", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.Epoch }},
 	{"HolderId", "nvarchar(128)" + bin2, "TEXT", answered | mirrored, nil},
 	{"LeaseSeconds", "int", "INTEGER", answered | mirrored, nil},
 	{"LeasedUntil", "datetimeoffset(3)", "DATETIME", answered | mirrored, nil},
-	{"Attempt", "int", "INTEGER", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.Attempt }},
+	{"Attempt", "int", "INTEGER", answered | mirrored | left, func(_ sqldb.Dialect, r *Run) any { return r.Attempt }},
 	{"MaxAttempts", "int", "INTEGER", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.MaxAttempts }},
 	{"MaxCorrections", "int", "INTEGER", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.MaxCorrections }},
 	{"QueuedAt", "datetimeoffset(3)", "DATETIME", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return d.Time(r.QueuedAt) }},
 	{"DueAt", "datetimeoffset(3)", "DATETIME", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return d.Time(r.DueAt) }},
 	{"DeadlineAt", "datetimeoffset(3)", "DATETIME", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return d.NullTime(r.DeadlineAt) }},
-	{"EndedAt", "datetimeoffset(3)", "DATETIME", answered | mirrored, nil},
-	{"Outcome", "nvarchar(16)" + bin2, "TEXT", answered | mirrored, nil},
-	{"ErrorCode", id64, "TEXT", answered | mirrored, nil},
+	{"EndedAt", "datetimeoffset(3)", "DATETIME", answered | mirrored | left, nil},
+	{"Outcome", "nvarchar(16)" + bin2, "TEXT", answered | mirrored | left, nil},
+	{"ErrorCode", id64, "TEXT", answered | mirrored | left, nil},
 	{"ErrorMessage", "nvarchar(2000)", "TEXT", answered | mirrored, nil},
 	{"CancelRequestedAt", "datetimeoffset(3)", "DATETIME", answered | mirrored, nil},
 	{"IdempotencyKey", "nvarchar(256)" + bin2, "TEXT", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.IdempotencyKey }},
-	{"ParentRunId", "uniqueidentifier", "TEXT", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return nullID(r.ParentRunID) }},
+	{"ParentRunId", "uniqueidentifier", "TEXT", answered | mirrored | left, func(_ sqldb.Dialect, r *Run) any { return nullID(r.ParentRunID) }},
 	{"Depth", "int", "INTEGER", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return r.Depth }},
-	{"ContinuedFromRunId", "uniqueidentifier", "TEXT", answered | mirrored, func(_ sqldb.Dialect, r *Run) any { return nullID(r.ContinuedFromRunID) }},
+	{"ContinuedFromRunId", "uniqueidentifier", "TEXT", answered | mirrored | left, func(_ sqldb.Dialect, r *Run) any { return nullID(r.ContinuedFromRunID) }},
 	{"CreatedBy", id64, "TEXT", answered | mirrored, func(d sqldb.Dialect, r *Run) any { return d.Text(r.CreatedBy) }},
 	// RequestHash is read only where an idempotency key is compared (byIdempotency).
 	{"RequestHash", "nvarchar(64)" + bin2, "TEXT", 0, func(d sqldb.Dialect, r *Run) any { return d.NullText(r.RequestHash) }},
@@ -93,8 +98,9 @@ const (
 	id64 = "nvarchar(64)" + bin2
 )
 
-// runColumns is the columns every read of a whole run answers (the answered ones, in order).
-var runColumns = columnList(answered, "")
+// runColumns is the columns every read of a whole run answers (the answered ones, in order),
+// and leftColumns those a run leaving its lease answers.
+var runColumns, leftColumns = columnList(answered, ""), columnList(left, "")
 
 // runInsertColumns is the columns the insert takes from its arguments, in argument order.
 var runInsertColumns = func() string {
@@ -174,16 +180,23 @@ func insertArgs(d sqldb.Dialect, r Run, hash *string) []any {
 
 // mssqlRunTable is the table variable OUTPUT ... INTO fills, and mssqlRunOutput the OUTPUT
 // list that fills it, column for column: both built from runTable, so they cannot drift.
-var mssqlRunTable, mssqlRunOutput = func() (string, string) {
-	var decl []string
+// mssqlLeftTable and mssqlLeftOutput are the same for the columns a run leaving its lease
+// answers.
+var (
+	mssqlRunTable, mssqlRunOutput   = mssqlTableOf(mirrored)
+	mssqlLeftTable, mssqlLeftOutput = mssqlTableOf(left)
+)
+
+func mssqlTableOf(in columnUse) (decl, output string) {
+	var cols []string
 	for _, c := range runTable {
-		if c.in&mirrored != 0 {
-			decl = append(decl, c.name+" "+c.mssql)
+		if c.in&in != 0 {
+			cols = append(cols, c.name+" "+c.mssql)
 		}
 	}
-	return "DECLARE @t TABLE (" + strings.Join(decl, ", ") + ");\n",
-		"\nOUTPUT " + columnList(mirrored, "inserted.") + "\nINTO @t"
-}()
+	return "DECLARE @t TABLE (" + strings.Join(cols, ", ") + ");\n",
+		"\nOUTPUT " + columnList(in, "inserted.") + "\nINTO @t"
+}
 
 // nullID is an optional id as a statement argument (nil: NULL).
 func nullID(id uuid.NullUUID) any {

@@ -240,15 +240,16 @@ OPTION (MAXDOP 1);`,
 	// IX_Runs_SubjectQueue after the update (OUTPUT may not hold a subquery), under the
 	// subject lock the caller holds, so no enqueue of the subject can slip in between.
 	// The error (@p6/@p7, @p7/@p8, @p4/@p5) is written as given: NULL clears an older one.
-	requeue: mssqlRunTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL,
-    ErrorCode = @p6, ErrorMessage = @p7` + mssqlRunOutput + `
+	// Both answer only leftColumns (@t declared for them alone), what their callers read.
+	requeue: mssqlLeftTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL,
+    ErrorCode = @p6, ErrorMessage = @p7` + mssqlLeftOutput + `
 WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p5 IS NULL OR LeasedUntil < @p5);
-SELECT ` + runColumns + `, SubjectHead, CAST(1 AS bit) AS SubjectQueued FROM @t;`,
+SELECT ` + leftColumns + `, CAST(1 AS bit) AS SubjectQueued FROM @t;`,
 
-	endLeased: mssqlRunTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p3, EndedAt = @p4, Attempt = @p5, LeasedUntil = NULL,
-    ErrorCode = @p7, ErrorMessage = @p8` + mssqlRunOutput + `
+	endLeased: mssqlLeftTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p3, EndedAt = @p4, Attempt = @p5, LeasedUntil = NULL,
+    ErrorCode = @p7, ErrorMessage = @p8` + mssqlLeftOutput + `
 WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p6 IS NULL OR LeasedUntil < @p6);
-SELECT ` + runColumns + `, SubjectHead,
+SELECT ` + leftColumns + `,
     CASE WHEN EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = t.TenantId AND q.Subject = t.Subject AND q.State = 0)
         THEN CAST(1 AS bit) ELSE CAST(0 AS bit) END AS SubjectQueued
 FROM @t AS t;`,

@@ -139,13 +139,13 @@ WHERE RunId = ?1 AND Epoch = ?2 AND State = 1`,
 	requeue: `UPDATE Runs SET State = 0, DueAt = ?3, Attempt = ?4, LeasedUntil = NULL, ErrorCode = ?6, ErrorMessage = ?7,
     Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?5 IS NULL OR LeasedUntil < ?5)
-RETURNING ` + runColumns + `, 1 AS SubjectQueued`,
+RETURNING ` + leftColumns + `, 1 AS SubjectQueued`,
 	// SubjectQueued: an IX_Runs_SubjectQueue probe (the run itself is no longer leased, and
 	// is not queued), so that leaving the lease runs syncHead only when there is a head to mark.
 	endLeased: `UPDATE Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
     ErrorCode = ?7, ErrorMessage = ?8, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)
-RETURNING ` + runColumns + `,
+RETURNING ` + leftColumns + `,
     EXISTS (SELECT 1 FROM Runs AS q WHERE q.TenantId = Runs.TenantId AND q.Subject = Runs.Subject AND q.State = 0) AS SubjectQueued`,
 	endQueued: `UPDATE Runs SET State = 2, Outcome = ?2, EndedAt = ?3, SubjectHead = 0, ErrorCode = ?4, ErrorMessage = ?5,
     Version = ` + sqliteStamp + `
