@@ -222,9 +222,9 @@ func CheckFailure(f *attempts.Failure) error {
 	if !validate.ErrorCode(f.Code) {
 		fields = append(fields, api.FieldError{Field: "error.code", Reason: "must be 1 to 64 characters of a-z, 0-9, '_', '.' and '-'"})
 	}
-	if !validate.Text(f.Message, maxErrorMessage) {
+	if !validate.Text(f.Message, api.MaxErrorMessage) {
 		fields = append(fields, api.FieldError{Field: "error.message",
-			Reason: fmt.Sprintf("must be text of at most %d UTF-16 code units without control characters but tab and line breaks", maxErrorMessage)})
+			Reason: fmt.Sprintf("must be text of at most %d UTF-16 code units without control characters but tab and line breaks", api.MaxErrorMessage)})
 	}
 	if len(f.Details) > api.MaxErrorDetailsBytes || (f.Details != "" && !json.Valid([]byte(f.Details))) {
 		fields = append(fields, api.FieldError{Field: "error.details",
@@ -235,8 +235,6 @@ func CheckFailure(f *attempts.Failure) error {
 	}
 	return nil
 }
-
-const maxErrorMessage = 2000
 
 // FailureOf converts the API's error into the service's, its details compacted (nil: none).
 func FailureOf(e *api.AttemptError) *attempts.Failure {
