@@ -1,6 +1,9 @@
 package schema
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -105,6 +108,24 @@ func TestLimitsMatchColumns(t *testing.T) {
 			if n, _ := strconv.Atoi(w[1]); n != limit {
 				t.Errorf("%s is %s; api.%s.%s allows %d", col, c.Type, typ.Name(), m.field, limit)
 			}
+		}
+	}
+}
+
+// docs/runtimes.md's table of limits states api's: a runtime author reads the numbers there.
+func TestLimitsInRuntimesDoc(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "runtimes.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, want := range []string{
+		fmt.Sprintf("| `purpose` / `recommendation` (free text) | %d / %d |", api.MaxPurpose, api.MaxRecommendation),
+		fmt.Sprintf("`message` at most %d UTF-16 code units", api.MaxErrorMessage),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/runtimes.md does not say %q", want)
 		}
 	}
 }
