@@ -1,10 +1,6 @@
 package calls
 
-import (
-	"strings"
-
-	"github.com/ledger-dev/ledger/internal/sqldb"
-)
+import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of the call store; each dialect fills every field with a
 // complete statement taking the numbered arguments listed here. Sequence and Kind
@@ -48,21 +44,10 @@ func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQue
 // columns, cColumns (the table aliased c) and insertedColumns (SQL Server's OUTPUT) list
 // table's columns, in the order every statement answers them.
 var (
-	columns         = prefixed("")
-	cColumns        = prefixed("c.")
-	insertedColumns = prefixed("inserted.")
+	columns         = sqldb.ColumnList(table, "", nil)
+	cColumns        = sqldb.ColumnList(table, "c.", nil)
+	insertedColumns = sqldb.ColumnList(table, "inserted.", nil)
 )
-
-func prefixed(p string) string {
-	var b strings.Builder
-	for i, c := range table {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(p + c.name)
-	}
-	return b.String()
-}
 
 // usageSums is the totals' select list over calls aliased c (both dialects: plain SQL).
 const usageSums = `COUNT(c.CallId) AS Calls,

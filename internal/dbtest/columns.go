@@ -3,10 +3,12 @@ package dbtest
 import (
 	"context"
 	"io/fs"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/sqllint"
 	mssqlmig "github.com/ledger-dev/ledger/migrations/mssql"
 )
@@ -111,4 +113,44 @@ func MSSQLColumnTypes(t testing.TB, table string) map[string]string {
 		t.Fatalf("read no column of dbo.%s from migrations/mssql", table)
 	}
 	return out
+}
+
+// MirrorsTable holds a store's column table to its table in both dialects' migrations: each
+// column has the type (and on SQL Server the collation) the migrations give it (a rowversion
+// may be declared binary(8), what OUTPUT gives of it), every column of the table is in cols,
+// and so is every column a db tag of row (a struct, its embedded structs included) names.
+func MirrorsTable[T any](t *testing.T, table string, cols []sqldb.Column[T]) {
+	t.Helper()
+	ms, lite := MSSQLColumnTypes(t, table), SQLiteColumnTypes(t, table)
+	declared := map[string]bool{}
+	for _, c := range cols {
+		declared[c.Name] = true
+		typ, ok := ms[c.Name]
+		if typ == "rowversion" && strings.EqualFold(c.MSSQL, "binary(8)") {
+			typ = c.MSSQL
+		}
+		if !ok || !strings.EqualFold(typ, c.MSSQL) {
+			t.Errorf("the column table declares %s %s for SQL Server; dbo.%s has %q (found %v)", c.Name, c.MSSQL, table, typ, ok)
+		}
+		if typ, ok := lite[c.Name]; !ok || !strings.EqualFold(typ, c.SQLite) {
+			t.Errorf("the column table declares %s %s for SQLite; %s has %q (found %v)", c.Name, c.SQLite, table, typ, ok)
+		}
+	}
+	for name := range ms {
+		if !declared[name] {
+			t.Errorf("dbo.%s has %s, which the column table does not declare", table, name)
+		}
+	}
+	var walk func(reflect.Type)
+	walk = func(rt reflect.Type) {
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+			} else if name := f.Tag.Get("db"); name != "" && name != "-" && !declared[name] {
+				t.Errorf("%s.%s maps column %s, which the column table does not declare", rt.Name(), f.Name, name)
+			}
+		}
+	}
+	walk(reflect.TypeFor[T]())
 }

@@ -105,3 +105,23 @@ func goldenSpecs() []Spec {
 	bad.Input = JSONText(`{not json`)
 	return []Spec{base, full, bad}
 }
+
+// structFields yields the fields of struct type t, those of embedded structs in their place.
+func structFields(t reflect.Type) func(func(reflect.StructField) bool) {
+	return func(yield func(reflect.StructField) bool) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				for g := range structFields(f.Type) {
+					if !yield(g) {
+						return
+					}
+				}
+				continue
+			}
+			if !yield(f) {
+				return
+			}
+		}
+	}
+}
