@@ -31,12 +31,22 @@ type RunSpec struct {
 	// Tags label the run for the runs list's tag filter (at most 16 identifiers, kept in
 	// the order given).
 	Tags []string `json:"tags,omitempty" validate:"omitempty,max=16,dive,ident=64"`
+	// Metadata is any JSON the enqueuer keeps with the run (at most 4 KiB compacted).
+	Metadata json.RawMessage `json:"metadata,omitempty" doc:"Any JSON value, at most 4096 bytes compacted (else 400 naming metadata)."`
+	RunExtras
+}
+
+// RunExtras are the optional members an enqueue gives that the run keeps as given, answers
+// with, and hands on to its continuation. Such a member is declared once, here: RunSpec and
+// Run embed it, internal/runs' Spec and Run embed it, and the column of Runs that keeps it
+// (named by the db tag) is one entry of internal/runs' column table (columns.go). Each must
+// be omitempty: an absent member leaves the request hash of an idempotency key as it was
+// before the member existed. docs/contributors.md, "Adding a field to a run", has the recipe.
+type RunExtras struct {
 	// TraceParent is the caller's W3C trace context (version 00): the run chain's exported
 	// trace joins it. A request's traceparent header is taken when the body has none. It is
 	// not part of what an idempotency key compares (a retry may carry a new one).
-	TraceParent *string `json:"traceparent,omitempty" validate:"omitempty,max=55" doc:"W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey."`
-	// Metadata is any JSON the enqueuer keeps with the run (at most 4 KiB compacted).
-	Metadata json.RawMessage `json:"metadata,omitempty" doc:"Any JSON value, at most 4096 bytes compacted (else 400 naming metadata)."`
+	TraceParent *string `json:"traceparent,omitempty" db:"TraceParent" validate:"omitempty,max=55" doc:"W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey."`
 }
 
 // MaxMetadataBytes bounds a run's metadata (compacted JSON).
@@ -95,8 +105,7 @@ type Run struct {
 	// ForkedFromCheckpointID is the checkpoint of another run this run was forked from: its
 	// resume point (checkpoints/last) until it writes one of its own.
 	ForkedFromCheckpointID *uuid.UUID `json:"forkedFromCheckpointId,omitempty"`
-	// TraceParent is the W3C traceparent the enqueue carried, if any.
-	TraceParent *string `json:"traceparent,omitempty"`
+	RunExtras
 }
 
 // ForkRequest is the body of POST /v1/runs/{runId}/fork.

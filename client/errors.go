@@ -21,7 +21,7 @@ type ErrorCoder interface {
 // UTF-16 code units) or larger details (16 KiB compacted); stacks and chains are cut well
 // inside that.
 const (
-	maxErrorMessage = 2000
+	maxErrorMessage = api.MaxErrorMessage
 	maxStackLines   = 64
 	maxStackBytes   = 8 << 10
 	maxChain        = 8

@@ -110,16 +110,8 @@ func (a Attempt) Wire() api.Attempt {
 // Ended reports whether the attempt is over.
 func (a *Attempt) Ended() bool { return a.State != api.AttemptRunning }
 
-// insertArgs is the insert's arguments. The statement only stores its text, so all of it
-// goes as Dialect.Text: one declaration list (SQL Server's plan-cache key) for every length.
-func insertArgs(d sqldb.Dialect, a Attempt) []any {
-	return []any{a.AttemptID, a.RunID, a.StepID, d.Text(a.TenantID), d.Text(a.ProjectID), d.NullText(a.EnvironmentID), a.LeaseID,
-		a.FencingToken, a.SnapshotID, d.Text(a.ReleaseID), d.Text(a.AgentID), d.Text(a.ModelProfileID), int(a.State),
-		int(a.Phase), a.MaxCorrections, d.Time(a.StartedAt), d.Text(a.AdapterVersion)}
-}
-
 // Insert writes a new attempt (the claim's) and returns it as stored. The statement answers
-// only the Version: the rest of the row is a as insertArgs sends it (the start truncated as
+// only the Version: the rest of the row is a as insertArgs (columns.go) sends it (the start truncated as
 // Dialect.Time stores it, no correction yet, the columns it does not set NULL): reading the
 // whole row back cost a claim about 80 thousand instructions (docs/perf/issue-22.md).
 func Insert(ctx context.Context, tx *sqldb.Tx, a Attempt) (Attempt, error) {

@@ -4,7 +4,7 @@ import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of attempt rows; each dialect fills every field.
 type queries struct {
-	insert        string // 17 columns, see Insert -> the attempt's columns
+	insert        string // the columns of table that have an insert argument, in order (insertArgs) -> Version
 	get           string // 1 tenant, 2 attempt
 	lock          string // 1 tenant, 2 attempt
 	end           string // 1 attempt, 2 state, 3 now, 4 outcome hash, 5 error code, 6 error message, 7 error details (5-7 NULL: none) -> the attempt's columns; no row when not running
@@ -14,7 +14,3 @@ type queries struct {
 }
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
-
-const columns = `AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId, FencingToken, SnapshotId,
-ReleaseId, AdapterVersion, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections, LastCheckpointId,
-ContextSnapshotRef, OutcomeHash, CancellationObservedAt, StartedAt, EndedAt, Version, ErrorCode, ErrorMessage, ErrorDetails`

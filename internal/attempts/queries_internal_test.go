@@ -3,6 +3,7 @@ package attempts
 import (
 	"testing"
 
+	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/sqllint"
 )
 
@@ -10,4 +11,11 @@ import (
 func TestQuerySetsAgree(t *testing.T) {
 	t.Parallel()
 	sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)
+}
+
+// table mirrors ExecutionAttempts in both dialects, column for column (the type and, on SQL Server,
+// the collation the migrations give it), and holds every column a field of the row maps.
+func TestColumnTableMirrorsAttempts(t *testing.T) {
+	t.Parallel()
+	dbtest.MirrorsTable(t, "ExecutionAttempts", table)
 }

@@ -5,21 +5,12 @@ package attempts
 // so OUTPUT needs no INTO. Lock order: the attempt row before its run; the writes below run
 // under the fence, which holds U locks on both.
 
-// insertedColumns is columns as OUTPUT inserted.* spells them.
-const insertedColumns = `inserted.AttemptId, inserted.RunId, inserted.StepId, inserted.TenantId, inserted.ProjectId,
-inserted.EnvironmentId, inserted.LeaseId, inserted.FencingToken, inserted.SnapshotId, inserted.ReleaseId,
-inserted.AdapterVersion, inserted.AgentId, inserted.ModelProfileId, inserted.State, inserted.Phase,
-inserted.CorrectionCount, inserted.MaxCorrections, inserted.LastCheckpointId, inserted.ContextSnapshotRef,
-inserted.OutcomeHash, inserted.CancellationObservedAt, inserted.StartedAt, inserted.EndedAt,
-inserted.Version, inserted.ErrorCode, inserted.ErrorMessage, inserted.ErrorDetails`
-
 var mssqlQueries = queries{
 	// insert: the claim's new attempt (nobody else can know its ids).
-	insert: `INSERT INTO dbo.ExecutionAttempts (AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId,
-    FencingToken, SnapshotId, ReleaseId, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections,
-    StartedAt, AdapterVersion)
+	insert: `INSERT INTO dbo.ExecutionAttempts (` + insertColumns + `,
+    CorrectionCount)
 OUTPUT inserted.Version
-VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p14, 0, @p15, @p16, @p17);`,
+VALUES (` + insertValues("@p") + `, 0);`,
 
 	// get: PK seek. 0 rows: missing or another tenant's.
 	get: `SELECT ` + columns + ` FROM dbo.ExecutionAttempts WHERE TenantId = @p1 AND AttemptId = @p2;`,

@@ -4,11 +4,9 @@ package attempts
 // transaction already holds the row as SQL Server's UPDLOCK does. Writes that answer with
 // the row return it (RETURNING sees the Version the statement itself stamps).
 var sqliteQueries = queries{
-	insert: `INSERT INTO ExecutionAttempts (AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId,
-    FencingToken, SnapshotId, ReleaseId, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections,
-    StartedAt, AdapterVersion, Version)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, ?15, ?16, ?17,
-    (SELECT Value + 1 FROM RowVersionCounter))
+	insert: `INSERT INTO ExecutionAttempts (` + insertColumns + `,
+    CorrectionCount, Version)
+VALUES (` + insertValues("?") + `, 0, (SELECT Value + 1 FROM RowVersionCounter))
 RETURNING Version`,
 	get:  `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	lock: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,

@@ -225,17 +225,6 @@ type stored struct {
 	AttemptToken int64 `db:"AttemptToken"`
 }
 
-// insertArgs is the insert's arguments. The statement only stores its text, so all of it
-// goes as Dialect.Text: one declaration list (SQL Server's plan-cache key) for every length.
-func insertArgs(d sqldb.Dialect, id uuid.UUID, f runs.Fenced, n Draft) []any {
-	var policy any
-	if n.PolicyDecisionID != nil {
-		policy = *n.PolicyDecisionID
-	}
-	return []any{id, f.Attempt.AttemptID, d.Text(f.Attempt.TenantID), int32(n.Sequence), int32(n.Kind), d.Text(n.Target),
-		d.Text(n.RequestHash), policy, d.Time(f.Now), textOrNil(d, n.Model), textOrNil(d, n.Provider), textOrNil(d, n.Operation)}
-}
-
 // textOrNil is an optional text argument: NULL, or the text as Dialect.Text.
 func textOrNil(d sqldb.Dialect, v *string) any {
 	if v == nil {

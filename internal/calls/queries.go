@@ -1,10 +1,6 @@
 package calls
 
-import (
-	"strings"
-
-	"github.com/ledger-dev/ledger/internal/sqldb"
-)
+import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of the call store; each dialect fills every field with a
 // complete statement taking the numbered arguments listed here. Sequence and Kind
@@ -16,9 +12,10 @@ type queries struct {
 	bySequence string
 	// byID: 1 tenant, 2 attempt, 3 call -> the call's columns and AttemptToken.
 	byID string
-	// insert: 1 call, 2 attempt, 3 tenant, 4 sequence, 5 kind, 6 target, 7 request hash,
-	// 8 policy decision (or NULL), 9 started at, 10 model, 11 provider, 12 operation (each or
-	// NULL); Status 'started', no receipt, no end -> the call's columns as stored.
+	// insert: the columns of table that have an insert argument, in order (insertArgs: today
+	// 1 call, 2 attempt, 3 tenant, 4 sequence, 5 kind, 6 target, 7 request hash, 8 policy
+	// decision, 9 started at, 10 model, 11 provider, 12 operation); Status 'started', no
+	// receipt, no end -> the call's columns as stored.
 	insert string
 	// finish: 1 tenant, 2 attempt, 3 call, 4 status, 5 receipt ref (or NULL), 6 ended at,
 	// 7 expected version (or NULL: any), 8 response model, 9 finish reasons (JSON), 10 input,
@@ -44,30 +41,13 @@ type queries struct {
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
 
-// columnNames are a call's columns, in the order every statement answers them.
-var columnNames = []string{"CallId", "AttemptId", "TenantId", "Sequence", "Kind", "Target", "RequestHash",
-	"PolicyDecisionId", "ReceiptRef", "Status", "StartedAt", "EndedAt", "Version", "Model", "Provider", "Operation",
-	"ResponseModel", "FinishReasons", "InputTokens", "OutputTokens", "CacheReadInputTokens", "CacheCreationInputTokens",
-	"ReasoningOutputTokens", "CostMicros"}
-
 // columns, cColumns (the table aliased c) and insertedColumns (SQL Server's OUTPUT) list
-// columnNames.
+// table's columns, in the order every statement answers them.
 var (
-	columns         = prefixed("")
-	cColumns        = prefixed("c.")
-	insertedColumns = prefixed("inserted.")
+	columns         = sqldb.ColumnList(table, "", nil)
+	cColumns        = sqldb.ColumnList(table, "c.", nil)
+	insertedColumns = sqldb.ColumnList(table, "inserted.", nil)
 )
-
-func prefixed(p string) string {
-	var b strings.Builder
-	for i, c := range columnNames {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(p + c)
-	}
-	return b.String()
-}
 
 // usageSums is the totals' select list over calls aliased c (both dialects: plain SQL).
 const usageSums = `COUNT(c.CallId) AS Calls,

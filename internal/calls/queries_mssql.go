@@ -26,10 +26,10 @@ WHERE c.TenantId = @p1 AND c.AttemptId = @p2 AND c.CallId = @p3;`,
 
 	// insert: under the fence. 2601 on UX_Calls_Attempt_Sequence -> ConflictError (the
 	// transaction stays usable): Go reads the winner and answers repeat or sequence_conflict.
-	insert: `INSERT INTO dbo.CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
-    ReceiptRef, Status, StartedAt, EndedAt, Model, Provider, Operation)
+	insert: `INSERT INTO dbo.CallRecords (` + insertColumns + `,
+    Status)
 OUTPUT ` + insertedColumns + `
-VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, NULL, N'started', @p9, NULL, @p10, @p11, @p12);`,
+VALUES (` + insertValues("@p") + `, N'started');`,
 
 	// finish: PK seek under the fence. @p7 (If-Match) is binary(8) or an nvarchar NULL, hence
 	// the CONVERT. 0 rows: missing, finished, or another version: Go reads why (byID).

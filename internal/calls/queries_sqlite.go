@@ -11,9 +11,9 @@ WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.Sequence = ?3`,
 	byID: `SELECT ` + cColumns + `, a.FencingToken AS AttemptToken
 FROM CallRecords AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = ?1
 WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.CallId = ?3`,
-	insert: `INSERT INTO CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, PolicyDecisionId,
-    ReceiptRef, Status, StartedAt, EndedAt, Version, Model, Provider, Operation)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'started', ?9, NULL, (SELECT Value + 1 FROM RowVersionCounter), ?10, ?11, ?12)
+	insert: `INSERT INTO CallRecords (` + insertColumns + `,
+    Status, Version)
+VALUES (` + insertValues("?") + `, 'started', (SELECT Value + 1 FROM RowVersionCounter))
 RETURNING ` + columns,
 	finish: `UPDATE CallRecords SET Status = ?4, ReceiptRef = ?5, EndedAt = ?6, ResponseModel = ?8, FinishReasons = ?9,
     InputTokens = ?10, OutputTokens = ?11, CacheReadInputTokens = ?12, CacheCreationInputTokens = ?13,

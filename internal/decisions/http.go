@@ -3,6 +3,7 @@ package decisions
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -17,9 +18,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
 )
-
-// maxRecommend is the recommendation column's length (nvarchar(2000): UTF-16 code units).
-const maxRecommend = 2000
 
 // Routes registers the decision routes.
 func Routes(s *web.Server, store *Store) {
@@ -111,8 +109,9 @@ func (h handlers) create(c echo.Context) error {
 // characters, JSON) and converts. The proposal hash's bound is its ident tag's.
 func requestOf(req api.DecisionRequest) (Request, error) {
 	var bad []api.FieldError
-	if req.Recommendation != nil && !validate.Text(*req.Recommendation, maxRecommend) {
-		bad = append(bad, api.FieldError{Field: "recommendation", Reason: "must be at most 2000 characters of text (no control characters but tab and line breaks)"})
+	if req.Recommendation != nil && !validate.Text(*req.Recommendation, api.MaxRecommendation) {
+		bad = append(bad, api.FieldError{Field: "recommendation", Reason: fmt.Sprintf(
+			"must be at most %d characters of text (no control characters but tab and line breaks)", api.MaxRecommendation)})
 	}
 	options, ok := compactJSON(req.Options)
 	if !ok {

@@ -1,6 +1,7 @@
 package delegations
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -14,9 +15,6 @@ import (
 	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
 )
-
-// maxPurpose is the Purpose column's length (nvarchar counts UTF-16 units).
-const maxPurpose = 1024
 
 // childExample is the example delegation's child run.
 var childExample = func() api.RunSpec {
@@ -61,9 +59,9 @@ func (h handlers) create(c echo.Context) error {
 	if err := web.Bind(c, &req, false); err != nil {
 		return err
 	}
-	if req.Purpose == "" || !validate.Text(req.Purpose, maxPurpose) {
+	if req.Purpose == "" || !validate.Text(req.Purpose, api.MaxPurpose) {
 		return apperr.FieldsInvalid(api.FieldError{Field: "purpose",
-			Reason: "must be 1 to 1024 characters of text (no control characters but tab and line breaks)"})
+			Reason: fmt.Sprintf("must be 1 to %d characters of text (no control characters but tab and line breaks)", api.MaxPurpose)})
 	}
 	p := tenancy.MustPrincipal(c)
 	d, created, err := h.store.Create(c.Request().Context(), runs.Caller{TenantID: p.TenantID, KeyID: p.KeyID}, attemptID,

@@ -253,7 +253,7 @@ var faultCases = []struct {
 			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash, nil); err != nil {
 				return err
 			}
-			_, _, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
+			_, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
 				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil)
 			return err
 		})
@@ -273,7 +273,7 @@ var faultCases = []struct {
 			if _, err = e.svc.endAttempt(ctx, tx, f, api.AttemptReleased, nil, nil); err != nil {
 				return err
 			}
-			_, err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil, nil)
+			err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil, nil)
 			return err
 		})
 		a, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Release{})

@@ -57,7 +57,7 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 				return attempts.Attempt{}, false, err
 			}
 			code, message := runError(tx, outcome, c.Error, f.Run, f.Now)
-			_, promoted, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome,
+			promoted, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome,
 				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, code, message)
 			return a, true, err
 		},
@@ -130,7 +130,7 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 			if r.Charge {
 				spent++
 			}
-			_, err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil, r.Error)
+			err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil, r.Error)
 			return a, true, err
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
@@ -152,22 +152,22 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 // the write conditional on the lease having passed (the reaper's take-back); it reports
 // sqldb.ErrNotFound when that condition no longer holds. failure is the error the attempt
 // ended with, which the run keeps (see runError). The caller holds the subject lock.
-func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time, failure *attempts.Failure) (Run, error) {
+func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time, failure *attempts.Failure) error {
 	// Its callers wake claimers whenever it took a lease back, whatever became the head.
 	if outcome := endOutcome(run, spent, now); outcome != "" {
 		code, message := runError(tx, outcome, failure, run, now)
-		out, _, err := s.leaveLease(ctx, tx, run, s.q.endLeased, run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent,
+		_, err := s.leaveLease(ctx, tx, run, s.q.endLeased, run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent,
 			tx.Dialect.NullTime(expiredBefore), code, message)
-		return out, err
+		return err
 	}
 	delay := Backoff(spent, s.jitter())
 	if retryAfter != nil {
 		delay = *retryAfter
 	}
 	code, message := runError(tx, "", failure, run, now)
-	out, _, err := s.leaveLease(ctx, tx, run, s.q.requeue, run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent,
+	_, err := s.leaveLease(ctx, tx, run, s.q.requeue, run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent,
 		tx.Dialect.NullTime(expiredBefore), code, message)
-	return out, err
+	return err
 }
 
 // Error codes the server writes itself (DESIGN.md section 5b), besides the ones holders report.
@@ -222,9 +222,9 @@ func CheckFailure(f *attempts.Failure) error {
 	if !validate.ErrorCode(f.Code) {
 		fields = append(fields, api.FieldError{Field: "error.code", Reason: "must be 1 to 64 characters of a-z, 0-9, '_', '.' and '-'"})
 	}
-	if !validate.Text(f.Message, maxErrorMessage) {
+	if !validate.Text(f.Message, api.MaxErrorMessage) {
 		fields = append(fields, api.FieldError{Field: "error.message",
-			Reason: fmt.Sprintf("must be text of at most %d UTF-16 code units without control characters but tab and line breaks", maxErrorMessage)})
+			Reason: fmt.Sprintf("must be text of at most %d UTF-16 code units without control characters but tab and line breaks", api.MaxErrorMessage)})
 	}
 	if len(f.Details) > api.MaxErrorDetailsBytes || (f.Details != "" && !json.Valid([]byte(f.Details))) {
 		fields = append(fields, api.FieldError{Field: "error.details",
@@ -235,8 +235,6 @@ func CheckFailure(f *attempts.Failure) error {
 	}
 	return nil
 }
-
-const maxErrorMessage = 2000
 
 // FailureOf converts the API's error into the service's, its details compacted (nil: none).
 func FailureOf(e *api.AttemptError) *attempts.Failure {
@@ -256,14 +254,14 @@ func FailureOf(e *api.AttemptError) *attempts.Failure {
 }
 
 // leaveLease runs query (requeue or endLeased), which takes a leased run out of its lease
-// and answers the run, then keeps in step what depends on a lease, in the same
+// and answers the run's leftColumns (all that is read of it here and by the hooks), then keeps in step what depends on a lease, in the same
 // transaction: the subject's head (promoted or given back), the hooks, and last the
 // tenant's and the project's leased counts (queries_mssql.go, lock order: a hook may wait
 // on another run's attempt, whose transaction may be waiting for the counters). The
 // caller holds the subject lock. sqldb.ErrNotFound when query changed nothing (the reaper
 // lost a race). headMoved says the subject's head marker moved (syncHead): a queued run
 // became claimable, which the caller tells waiting claimers after commit.
-func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query string, args ...any) (out Run, headMoved bool, err error) {
+func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query string, args ...any) (headMoved bool, err error) {
 	var row struct {
 		Run
 		// SubjectQueued: the subject has a queued run (this one, requeued, or another), so
@@ -272,18 +270,18 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query s
 		SubjectQueued bool `db:"SubjectQueued"`
 	}
 	if err := tx.GetContext(ctx, &row, query, args...); err != nil {
-		return Run{}, false, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
+		return false, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
 	}
-	out = row.Run
+	out := row.Run
 	if row.SubjectQueued {
 		if headMoved, err = s.syncHead(ctx, tx, out.TenantID, out.Subject); err != nil {
-			return Run{}, false, err
+			return false, err
 		}
 	}
 	if err := s.notifyRun(ctx, tx, out); err != nil {
-		return Run{}, false, err
+		return false, err
 	}
-	return out, headMoved, s.countLease(ctx, tx, out, -1)
+	return headMoved, s.countLease(ctx, tx, out, -1)
 }
 
 // endQueued ends a queued run with outcome (a cancel, or the reaper at its deadline), then,

@@ -82,7 +82,7 @@ func (s *Service) Park(ctx context.Context, tenantID string, attemptID uuid.UUID
 			}
 			if outcome := parkOutcome(f.Run, f.Now); outcome != "" {
 				code, message := runError(tx, outcome, nil, f.Run, f.Now)
-				_, _, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome,
+				_, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome,
 					tx.Dialect.Time(f.Now), f.Run.Attempt, nil, code, message)
 				return a, true, err
 			}
@@ -91,7 +91,7 @@ func (s *Service) Park(ctx context.Context, tenantID string, attemptID uuid.UUID
 				return attempts.Attempt{}, false, err
 			}
 			// A parked run has no error of its own: waiting is no failure (nil clears an older one).
-			_, _, err = s.leaveLease(ctx, tx, f.Run, s.q.requeue, f.Run.RunID, f.Run.Epoch,
+			_, err = s.leaveLease(ctx, tx, f.Run, s.q.requeue, f.Run.RunID, f.Run.Epoch,
 				tx.Dialect.Time(p.due(open, f.Now)), f.Run.Attempt, nil, nil, nil)
 			return a, true, err
 		},
@@ -321,7 +321,7 @@ func (s *Service) parkLost(ctx context.Context, tx *sqldb.Tx, f Fenced) (bool, e
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, err
 	}
-	_, _, err = s.leaveLease(ctx, tx, f.Run, s.q.requeue, f.Run.RunID, f.Run.Epoch, tx.Dialect.Time(WaitForever), f.Run.Attempt,
+	_, err = s.leaveLease(ctx, tx, f.Run, s.q.requeue, f.Run.RunID, f.Run.Epoch, tx.Dialect.Time(WaitForever), f.Run.Attempt,
 		tx.Dialect.Time(f.Now), nil, nil)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return false, errLost

@@ -6,11 +6,9 @@ import "github.com/ledger-dev/ledger/internal/sqldb"
 // complete statements taking the numbered arguments listed here. "-> run" means the
 // statement answers with runColumns of the row it changed (no row: sqldb.ErrNotFound).
 type queries struct {
-	// insert: 1 run, 2 tenant, 3 project, 4 environment, 5 subject, 6 kind, 7 agent, 8 step,
-	// 9 snapshot, 10 input, 11 band, 12 epoch, 13 attempt, 14 max attempts, 15 max
-	// corrections, 16 now, 17 due, 18 deadline, 19 idempotency key, 20 parent, 21 depth, 22
-	// continued from, 23 created by, 24 request hash, 25 tags, 26 metadata, 27 forked from
-	// checkpoint, 28 traceparent -> Version and SubjectHead. The new run is
+	// insert: the columns of runTable that have an insert argument, in its order (insertArgs
+	// builds them; today 1 run, 2 tenant, 5 subject, 19 idempotency key among them) -> Version
+	// and SubjectHead. The new run is
 	// marked the head at once when its subject has no other queued or leased run (then no
 	// marker elsewhere can need a change); otherwise syncHead decides. Inserts nothing (no
 	// row) when the idempotency key has a tombstone.
@@ -56,8 +54,9 @@ type queries struct {
 
 	heartbeat string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
 	// requeue, endLeased and endQueued also write the run's error (code, message; NULL: none).
-	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any), 6 error code, 7 error message -> run
-	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any), 7 error code, 8 error message -> run
+	// requeue and endLeased answer leftColumns (not the whole run) and SubjectQueued.
+	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any), 6 error code, 7 error message
+	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any), 7 error code, 8 error message
 	endQueued     string // 1 run, 2 outcome, 3 ended at, 4 error code, 5 error message -> run
 	requestCancel string // 1 run, 2 now -> run
 	// list: 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor
@@ -101,11 +100,6 @@ type queries struct {
 // Subject.
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
-
-const runColumns = `RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input, Band,
-State, Epoch, HolderId, LeaseSeconds, LeasedUntil, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
-EndedAt, Outcome, ErrorCode, ErrorMessage, CancelRequestedAt, IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId,
-CreatedBy, Version, Tags, Metadata, ForkedFromCheckpointId, TraceParent`
 
 // fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
 // judges and what the writes under it use. Answers that return the whole attempt read it

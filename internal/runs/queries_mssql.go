@@ -1,7 +1,5 @@
 package runs
 
-import "strings"
-
 // The SQL Server query set of the run-lease core. The rules every statement shares
 // (arguments, READ COMMITTED with or without RCSI, row-level security, filtered-index
 // literals, serial plans, bounds, the error table) are in docs/tsql-notes.md; a statement's
@@ -20,68 +18,7 @@ import "strings"
 // safe: only a run's own fenced writers and the reaper lock a leased run, and a subject-lock
 // holder reads the leased run through UX_Runs_LeasedSubject, whose key no fence holds.
 
-// mssqlRunCols are the columns of dbo.Runs that a changed run answers with, each with the
-// type it has in the table (migrations/mssql 000003 and 000011; rowversion as binary(8)).
-// The @t declaration and the OUTPUT list are both built from it, so they cannot drift, and
-// every string column carries the collation of the column it mirrors: a table variable's
-// string column otherwise takes the database's default collation, and comparing it with a
-// BIN2 column of dbo.Runs is Msg 468 on every database whose default is not BIN2.
-// TestRunTableMirrorsRuns holds this list to the migrations.
-var mssqlRunCols = []struct{ name, typ string }{
-	{"RunId", "uniqueidentifier"},
-	{"TenantId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
-	{"ProjectId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
-	{"EnvironmentId", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
-	{"Subject", "nvarchar(256) COLLATE Latin1_General_100_BIN2"},
-	{"Kind", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
-	{"AgentId", "nvarchar(128) COLLATE Latin1_General_100_BIN2"},
-	{"StepId", "uniqueidentifier"},
-	{"SnapshotId", "uniqueidentifier"},
-	{"Input", "nvarchar(max)"},
-	{"Band", "int"},
-	{"State", "int"},
-	{"Epoch", "bigint"},
-	{"HolderId", "nvarchar(128) COLLATE Latin1_General_100_BIN2"},
-	{"LeaseSeconds", "int"},
-	{"LeasedUntil", "datetimeoffset(3)"},
-	{"Attempt", "int"},
-	{"MaxAttempts", "int"},
-	{"MaxCorrections", "int"},
-	{"QueuedAt", "datetimeoffset(3)"},
-	{"DueAt", "datetimeoffset(3)"},
-	{"DeadlineAt", "datetimeoffset(3)"},
-	{"EndedAt", "datetimeoffset(3)"},
-	{"Outcome", "nvarchar(16) COLLATE Latin1_General_100_BIN2"},
-	{"ErrorCode", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
-	{"ErrorMessage", "nvarchar(2000)"},
-	{"CancelRequestedAt", "datetimeoffset(3)"},
-	{"IdempotencyKey", "nvarchar(256) COLLATE Latin1_General_100_BIN2"},
-	{"ParentRunId", "uniqueidentifier"},
-	{"Depth", "int"},
-	{"ContinuedFromRunId", "uniqueidentifier"},
-	{"CreatedBy", "nvarchar(64) COLLATE Latin1_General_100_BIN2"},
-	{"Version", "binary(8)"},
-	{"SubjectHead", "bit"},
-	{"Tags", "nvarchar(max)"},
-	{"Metadata", "nvarchar(max)"},
-	{"ForkedFromCheckpointId", "uniqueidentifier"},
-	{"TraceParent", "nvarchar(55)"},
-}
-
-// mssqlRunTable is the table variable OUTPUT ... INTO fills, and mssqlRunOutput the OUTPUT
-// list that fills it, column for column.
-var mssqlRunTable, mssqlRunOutput = func() (string, string) {
-	decl := make([]string, len(mssqlRunCols))
-	out := make([]string, len(mssqlRunCols))
-	for i, c := range mssqlRunCols {
-		decl[i] = c.name + " " + c.typ
-		out[i] = "inserted." + c.name
-	}
-	return "DECLARE @t TABLE (" + strings.Join(decl, ", ") + ");\n",
-		"\nOUTPUT " + strings.Join(out, ", ") + "\nINTO @t"
-}()
-
-const mssqlRunSelect = `
+var mssqlRunSelect = `
 SELECT ` + runColumns + `, SubjectHead FROM @t;`
 
 // mssqlEligible: what makes a head claimable besides band and due time, as on SQLite. The
@@ -173,18 +110,15 @@ var mssqlQueries = queries{
 	// 2601 on UX_Runs_Idempotency or UX_Runs_ContinuedFrom (the caller answers the stored run);
 	// 547 FK (unknown project) -> unknown_project.
 	insert: `DECLARE @h TABLE (Version binary(8), SubjectHead bit);
-INSERT INTO dbo.Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId,
-    SnapshotId, Input, Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt,
-    IdempotencyKey, ParentRunId, Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, ForkedFromCheckpointId,
-    TraceParent, SubjectHead)
+INSERT INTO dbo.Runs (` + runInsertColumns + `,
+    State, SubjectHead)
 OUTPUT inserted.Version, inserted.SubjectHead INTO @h
-SELECT @p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, 0, @p12, @p13, @p14, @p15, @p16, @p17, @p18, @p19,
-    @p20, @p21, @p22, @p23, @p24, @p25, @p26, @p27, @p28,
+SELECT ` + insertValues("@p") + `, 0,
     CASE WHEN NOT EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = @p2 AND q.Subject = @p5 AND q.State = 0)
         AND NOT EXISTS (SELECT 1 FROM dbo.Runs AS l WHERE l.TenantId = @p2 AND l.Subject = @p5 AND l.State = 1)
         THEN 1 ELSE 0 END
 WHERE NOT EXISTS (SELECT 1 FROM dbo.IdempotencyTombstones AS ts WITH (READCOMMITTEDLOCK)
-    WHERE ts.TenantId = @p2 AND ts.IdempotencyKey = @p19);
+    WHERE ts.TenantId = @p2 AND ts.IdempotencyKey = ` + insertArg("@p", "IdempotencyKey") + `);
 SELECT Version, SubjectHead FROM @h;`,
 
 	// get: PK_Runs seek. 0 rows: missing or another tenant's.
@@ -306,15 +240,16 @@ OPTION (MAXDOP 1);`,
 	// IX_Runs_SubjectQueue after the update (OUTPUT may not hold a subquery), under the
 	// subject lock the caller holds, so no enqueue of the subject can slip in between.
 	// The error (@p6/@p7, @p7/@p8, @p4/@p5) is written as given: NULL clears an older one.
-	requeue: mssqlRunTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL,
-    ErrorCode = @p6, ErrorMessage = @p7` + mssqlRunOutput + `
+	// Both answer only leftColumns (@t declared for them alone), what their callers read.
+	requeue: mssqlLeftTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL,
+    ErrorCode = @p6, ErrorMessage = @p7` + mssqlLeftOutput + `
 WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p5 IS NULL OR LeasedUntil < @p5);
-SELECT ` + runColumns + `, SubjectHead, CAST(1 AS bit) AS SubjectQueued FROM @t;`,
+SELECT ` + leftColumns + `, CAST(1 AS bit) AS SubjectQueued FROM @t;`,
 
-	endLeased: mssqlRunTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p3, EndedAt = @p4, Attempt = @p5, LeasedUntil = NULL,
-    ErrorCode = @p7, ErrorMessage = @p8` + mssqlRunOutput + `
+	endLeased: mssqlLeftTable + `UPDATE dbo.Runs SET State = 2, Outcome = @p3, EndedAt = @p4, Attempt = @p5, LeasedUntil = NULL,
+    ErrorCode = @p7, ErrorMessage = @p8` + mssqlLeftOutput + `
 WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p6 IS NULL OR LeasedUntil < @p6);
-SELECT ` + runColumns + `, SubjectHead,
+SELECT ` + leftColumns + `,
     CASE WHEN EXISTS (SELECT 1 FROM dbo.Runs AS q WHERE q.TenantId = t.TenantId AND q.Subject = t.Subject AND q.State = 0)
         THEN CAST(1 AS bit) ELSE CAST(0 AS bit) END AS SubjectQueued
 FROM @t AS t;`,

@@ -62,16 +62,13 @@ const sqliteFenceColumns = `NULL AS Now, ` + fenceAttemptColumns + `,
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId`
 
 var sqliteQueries = queries{
-	insert: `INSERT INTO Runs (RunId, TenantId, ProjectId, EnvironmentId, Subject, Kind, AgentId, StepId, SnapshotId, Input,
-    Band, State, Epoch, Attempt, MaxAttempts, MaxCorrections, QueuedAt, DueAt, DeadlineAt, IdempotencyKey, ParentRunId,
-    Depth, ContinuedFromRunId, CreatedBy, RequestHash, Tags, Metadata, ForkedFromCheckpointId, TraceParent, SubjectHead,
-    Version)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-    ?25, ?26, ?27, ?28,
+	insert: `INSERT INTO Runs (` + runInsertColumns + `,
+    State, SubjectHead, Version)
+SELECT ` + insertValues("?") + `, 0,
     NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 0)
         AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 1),
     ` + sqliteStamp + `
-WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ?19)
+WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ` + insertArg("?", "IdempotencyKey") + `)
 RETURNING Version, SubjectHead`,
 	get:           `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
@@ -142,13 +139,13 @@ WHERE RunId = ?1 AND Epoch = ?2 AND State = 1`,
 	requeue: `UPDATE Runs SET State = 0, DueAt = ?3, Attempt = ?4, LeasedUntil = NULL, ErrorCode = ?6, ErrorMessage = ?7,
     Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?5 IS NULL OR LeasedUntil < ?5)
-RETURNING ` + runColumns + `, 1 AS SubjectQueued`,
+RETURNING ` + leftColumns + `, 1 AS SubjectQueued`,
 	// SubjectQueued: an IX_Runs_SubjectQueue probe (the run itself is no longer leased, and
 	// is not queued), so that leaving the lease runs syncHead only when there is a head to mark.
 	endLeased: `UPDATE Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
     ErrorCode = ?7, ErrorMessage = ?8, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)
-RETURNING ` + runColumns + `,
+RETURNING ` + leftColumns + `,
     EXISTS (SELECT 1 FROM Runs AS q WHERE q.TenantId = Runs.TenantId AND q.Subject = Runs.Subject AND q.State = 0) AS SubjectQueued`,
 	endQueued: `UPDATE Runs SET State = 2, Outcome = ?2, EndedAt = ?3, SubjectHead = 0, ErrorCode = ?4, ErrorMessage = ?5,
     Version = ` + sqliteStamp + `

@@ -7,10 +7,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -83,51 +86,112 @@ func (s *Service) countLease(ctx context.Context, tx *sqldb.Tx, run Run, delta i
 }
 
 // requestHash is the SHA-256 (hex) of the fields that define the run an enqueue asks for,
-// so a reused idempotency key tells an exact repeat from another request: every field of
-// the request but the key itself, after defaults (band, maxAttempts, maxCorrections), with
-// times in UTC milliseconds (what is stored) and the input JSON compacted (white space does
-// not make another run; member order does, as the stored input would differ; metadata is
-// compacted before it gets here, and tags keep their order, as stored). dueAt is
-// hashed as given, so a request without it and one naming a time differ.
+// so a reused idempotency key tells an exact repeat from another request. It is computed
+// from Spec itself: every field, in declaration order under its json name, except the few
+// unhashed lists with the reason (TestRequestHashCoversEverySpecField fails for a field
+// that changes no hash and is not listed there). Values are taken after defaults (band,
+// maxAttempts, maxCorrections), times in UTC milliseconds (what is stored), JSON documents
+// compacted (white space does not make another run; member order does, as the stored
+// document would differ), tags in their order, as stored. A field tagged omitempty is left
+// out when empty, so the hashes of requests made before it existed stay as they were (a
+// repeat of such a request still answers 200): a field added later must be omitempty.
+// dueAt is hashed as given, so a request without it and one naming a time differ.
 func (spec Spec) requestHash() string {
-	input := json.RawMessage(nil)
-	if len(spec.Input) > 0 {
-		var b bytes.Buffer
-		if json.Compact(&b, spec.Input) == nil {
-			input = b.Bytes()
-		} else {
-			input = json.RawMessage(fmt.Sprintf("%q", string(spec.Input)))
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
+	v := reflect.ValueOf(spec)
+	for _, f := range specHashPlan {
+		fv := v.FieldByIndex(f.index)
+		if f.omitEmpty && isEmpty(fv) {
+			continue
 		}
-	}
-	ms := func(t *time.Time) *string {
-		if t == nil {
-			return nil
+		if len(b) > 1 {
+			b = append(b, ',')
 		}
-		s := sqldb.Truncate(*t).Format(sqldb.TimeLayout)
-		return &s
+		b = strconv.AppendQuote(b, f.name)
+		b = append(b, ':')
+		m, err := json.Marshal(hashValue(fv))
+		if err != nil {
+			// Only a type json cannot encode gets here, and the plan refuses those.
+			panic(fmt.Sprintf("request hash of %s: %v", f.name, err))
+		}
+		b = append(b, m...)
 	}
-	b, _ := json.Marshal(struct {
-		ProjectID      string          `json:"projectId"`
-		EnvironmentID  *string         `json:"environmentId"`
-		Subject        string          `json:"subject"`
-		Kind           string          `json:"kind"`
-		AgentID        string          `json:"agentId"`
-		StepID         uuid.UUID       `json:"stepId"`
-		SnapshotID     uuid.UUID       `json:"snapshotId"`
-		Input          json.RawMessage `json:"input"`
-		Band           int             `json:"band"`
-		MaxAttempts    int             `json:"maxAttempts"`
-		MaxCorrections int             `json:"maxCorrections"`
-		DueAt          *string         `json:"dueAt"`
-		DeadlineAt     *string         `json:"deadlineAt"`
-		ParentRunID    *uuid.UUID      `json:"parentRunId"`
-		// Tags and metadata are left out when absent, so the hashes of requests made before
-		// they existed stay as they were (a repeat of such a request still answers 200).
-		Tags     []string        `json:"tags,omitempty"`
-		Metadata json.RawMessage `json:"metadata,omitempty"`
-	}{spec.ProjectID, spec.EnvironmentID, spec.Subject, spec.Kind, spec.AgentID, spec.StepID, spec.SnapshotID, input,
-		int(spec.Band), spec.MaxAttempts, spec.MaxCorrections, ms(spec.DueAt), ms(spec.DeadlineAt), spec.ParentRunID,
-		spec.Tags, json.RawMessage(spec.Metadata)})
+	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// unhashed are the fields of Spec outside the request hash, each with the reason.
+var unhashed = map[string]string{
+	"IdempotencyKey": "the key itself: what the hash is compared under",
+	"TraceParent":    "the caller's trace context, not the run's definition: a retry may carry a new one",
+}
+
+// hashedField is one field of Spec in the request hash.
+type hashedField struct {
+	index     []int
+	name      string
+	omitEmpty bool
+}
+
+// specHashPlan is the hashed fields of Spec, in order, worked out once.
+var specHashPlan = func() []hashedField {
+	var plan []hashedField
+	var walk func(t reflect.Type, index []int)
+	walk = func(t reflect.Type, index []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			idx := append(append([]int(nil), index...), i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(f.Type, idx)
+				continue
+			}
+			if _, out := unhashed[f.Name]; out {
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				panic("runs.Spec." + f.Name + " has no json name: give it one, or list it in unhashed with the reason")
+			}
+			plan = append(plan, hashedField{index: idx, name: name, omitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty")})
+		}
+	}
+	walk(reflect.TypeFor[Spec](), nil)
+	return plan
+}()
+
+// hashValue is what the hash records of a field's value: times as stored, bands by number,
+// JSON documents compacted (a document that does not parse as its quoted text).
+func hashValue(v reflect.Value) any {
+	switch x := v.Interface().(type) {
+	case *time.Time:
+		if x == nil {
+			return nil
+		}
+		return sqldb.Truncate(*x).Format(sqldb.TimeLayout)
+	case api.Band:
+		return int(x)
+	case JSONText:
+		if len(x) == 0 {
+			return json.RawMessage(nil)
+		}
+		var b bytes.Buffer
+		if json.Compact(&b, x) != nil {
+			return json.RawMessage(fmt.Sprintf("%q", string(x)))
+		}
+		return json.RawMessage(b.Bytes())
+	default:
+		return x
+	}
+}
+
+// isEmpty is encoding/json's omitempty test.
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map, reflect.String, reflect.Array:
+		return v.Len() == 0
+	default:
+		return v.IsZero()
+	}
 }

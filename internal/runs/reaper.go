@@ -138,7 +138,7 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 			return err
 		}
 		// A lost lease spends an attempt (seed 003).
-		_, err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now, lost)
+		err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now, lost)
 		if errors.Is(err, sqldb.ErrNotFound) {
 			return errLost
 		}

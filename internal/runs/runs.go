@@ -121,8 +121,8 @@ type Run struct {
 	// ForkedFromCheckpointID is the checkpoint of another run this run was forked from: its
 	// resume point until it writes a checkpoint of its own.
 	ForkedFromCheckpointID uuid.NullUUID `db:"ForkedFromCheckpointId"`
-	// TraceParent is the W3C traceparent of the enqueue (continuations keep it).
-	TraceParent *string `db:"TraceParent"`
+	// RunExtras are what the enqueue gave that the run keeps as given (continuations keep them).
+	api.RunExtras
 	// RequestHash is the hash of the enqueue request's defining fields (read only where an
 	// idempotency key is compared; see Spec.requestHash).
 	RequestHash *string `db:"RequestHash"`

@@ -67,29 +67,31 @@ func (s *Service) Config() Config { return s.cfg }
 
 // Spec is what an enqueue asks for. Times are optional; zero values take defaults.
 type Spec struct {
-	ProjectID      string
-	EnvironmentID  *string
-	Subject        string
-	Kind           string
-	AgentID        string
-	StepID         uuid.UUID
-	SnapshotID     uuid.UUID
-	Input          JSONText
-	Band           api.Band
-	MaxAttempts    int
-	MaxCorrections int
-	DueAt          *time.Time
-	DeadlineAt     *time.Time
-	IdempotencyKey *string
-	ParentRunID    *uuid.UUID
+	ProjectID      string     `json:"projectId"`
+	EnvironmentID  *string    `json:"environmentId"`
+	Subject        string     `json:"subject"`
+	Kind           string     `json:"kind"`
+	AgentID        string     `json:"agentId"`
+	StepID         uuid.UUID  `json:"stepId"`
+	SnapshotID     uuid.UUID  `json:"snapshotId"`
+	Input          JSONText   `json:"input"`
+	Band           api.Band   `json:"band"`
+	MaxAttempts    int        `json:"maxAttempts"`
+	MaxCorrections int        `json:"maxCorrections"`
+	DueAt          *time.Time `json:"dueAt"`
+	DeadlineAt     *time.Time `json:"deadlineAt"`
+	IdempotencyKey *string    `json:"idempotencyKey"`
+	ParentRunID    *uuid.UUID `json:"parentRunId"`
 	// Tags (at most 16 identifiers) and Metadata (compact JSON, at most 4 KiB) are kept
 	// with the run and copied to its continuation.
-	Tags     []string
-	Metadata JSONText
-	// TraceParent is the caller's W3C traceparent (kept, exported with the run's spans; not
-	// part of the request hash).
-	TraceParent *string
+	Tags     []string `json:"tags,omitempty"`
+	Metadata JSONText `json:"metadata,omitempty"`
+	// RunExtras are kept with the run as given and copied to its continuation (TraceParent,
+	// the caller's W3C traceparent, is exported with the run's spans).
+	api.RunExtras
 }
+
+// The json names of Spec are the names its fields have in the request hash (queue.go).
 
 // check refuses what the validator of the API cannot see: metadata past its bound.
 func (spec Spec) check() error {
@@ -225,7 +227,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		Subject: spec.Subject, Kind: spec.Kind, AgentID: spec.AgentID, StepID: spec.StepID, SnapshotID: spec.SnapshotID,
 		Input: spec.Input, Band: spec.Band, MaxAttempts: spec.MaxAttempts, MaxCorrections: spec.MaxCorrections,
 		QueuedAt: now, DueAt: due, DeadlineAt: spec.DeadlineAt, IdempotencyKey: spec.IdempotencyKey, ParentRunID: parent,
-		Depth: depth, CreatedBy: c.KeyID, Tags: tagsJSON(spec.Tags), Metadata: spec.Metadata, TraceParent: spec.TraceParent,
+		Depth: depth, CreatedBy: c.KeyID, Tags: tagsJSON(spec.Tags), Metadata: spec.Metadata, RunExtras: spec.RunExtras,
 	}, &hash)
 	switch {
 	case spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...):
@@ -278,29 +280,6 @@ func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *stri
 	}
 	r.Version, r.SubjectHead = got.Version, got.SubjectHead
 	return r, nil
-}
-
-// insertArgs is the insert's arguments for r (queries.insert lists them); hash is the request
-// hash (nil: none). The one place they are built: the service and the tests that play a
-// concurrent enqueuer both use it.
-func insertArgs(d sqldb.Dialect, r Run, hash *string) []any {
-	var parent, continued, hashArg, forked any
-	if r.ParentRunID.Valid {
-		parent = r.ParentRunID.UUID
-	}
-	if r.ContinuedFromRunID.Valid {
-		continued = r.ContinuedFromRunID.UUID
-	}
-	if hash != nil {
-		hashArg = d.Text(*hash)
-	}
-	if r.ForkedFromCheckpointID.Valid {
-		forked = r.ForkedFromCheckpointID.UUID
-	}
-	return []any{r.RunID, r.TenantID, d.Text(r.ProjectID), d.NullText(r.EnvironmentID), r.Subject, d.Text(r.Kind),
-		d.Text(r.AgentID), r.StepID, r.SnapshotID, r.Input.Arg(d), int(r.Band), r.Epoch, r.Attempt, r.MaxAttempts,
-		r.MaxCorrections, d.Time(r.QueuedAt), d.Time(r.DueAt), d.NullTime(r.DeadlineAt), r.IdempotencyKey, parent, r.Depth,
-		continued, d.Text(r.CreatedBy), hashArg, r.Tags.Arg(d), r.Metadata.Arg(d), forked, d.NullText(r.TraceParent)}
 }
 
 // markHead completes the insert of r: a run that is the only one of its subject was
@@ -648,7 +627,7 @@ func (s *Service) ContinueTx(ctx context.Context, tx *sqldb.Tx, c Caller, runID 
 		Input: old.Input, Band: old.Band, Epoch: old.Epoch, Attempt: spent, MaxAttempts: old.MaxAttempts,
 		MaxCorrections: old.MaxCorrections, QueuedAt: now, DueAt: due, DeadlineAt: old.DeadlineAt,
 		ParentRunID: old.ParentRunID, Depth: old.Depth, CreatedBy: c.KeyID, Tags: old.Tags, Metadata: old.Metadata,
-		ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true}, TraceParent: old.TraceParent,
+		ContinuedFromRunID: uuid.NullUUID{UUID: old.RunID, Valid: true}, RunExtras: old.RunExtras,
 	}, nil)
 	if sqldb.IsConflict(err, s.continuedFromMarkers()...) {
 		// Continued already (by an earlier request, or a concurrent one that committed

@@ -23,7 +23,7 @@ func (r Run) Wire() api.Run {
 		IdempotencyKey: r.IdempotencyKey, ParentRunID: ids.Ptr(r.ParentRunID), Depth: r.Depth,
 		ContinuedFromRunID: ids.Ptr(r.ContinuedFromRunID), CreatedBy: r.CreatedBy, Purged: r.Purged,
 		Tags: r.tagList(), Metadata: json.RawMessage(r.Metadata), ForkedFromCheckpointID: ids.Ptr(r.ForkedFromCheckpointID),
-		TraceParent: r.TraceParent,
+		RunExtras: r.RunExtras,
 	}
 }
 
@@ -78,7 +78,7 @@ func SpecOf(r api.RunSpec) Spec {
 		spec.MaxCorrections = *r.MaxCorrections
 	}
 	spec.Tags = r.Tags
-	spec.TraceParent = r.TraceParent
+	spec.RunExtras = r.RunExtras
 	if d := bytes.TrimSpace(r.Metadata); len(d) > 0 && string(d) != "null" {
 		var b bytes.Buffer
 		if json.Compact(&b, d) == nil {

@@ -877,7 +877,7 @@ type EnqueueRequest struct {
 	Subject    string             `json:"subject"`
 	Tags       *[]string          `json:"tags,omitempty"`
 
-	// Traceparent W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey.
+	// Traceparent W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey.
 	Traceparent *string `json:"traceparent,omitempty"`
 }
 
@@ -1046,7 +1046,9 @@ type Run struct {
 	StepId      openapi_types.UUID  `json:"stepId"`
 	Subject     string              `json:"subject"`
 	Tags        *[]string           `json:"tags,omitempty"`
-	Traceparent *string             `json:"traceparent,omitempty"`
+
+	// Traceparent W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey.
+	Traceparent *string `json:"traceparent,omitempty"`
 }
 
 // RunOutcome defines model for RunOutcome.

@@ -1329,7 +1329,7 @@ class EnqueueRequest:
     parent_run_id: Optional[str] = _field(default=None, metadata={'json': 'parentRunId'})
     tags: Optional[List[str]] = _field(default=None, metadata={'json': 'tags'})
     traceparent: Optional[str] = _field(default=None, metadata={'json': 'traceparent'})
-    """W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey."""
+    """W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey."""
 
     @classmethod
     def from_json(cls, obj: Any) -> EnqueueRequest:
@@ -2012,6 +2012,7 @@ class Run:
     purged: Optional[bool] = _field(default=None, metadata={'json': 'purged'})
     tags: Optional[List[str]] = _field(default=None, metadata={'json': 'tags'})
     traceparent: Optional[str] = _field(default=None, metadata={'json': 'traceparent'})
+    """W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey."""
 
     @classmethod
     def from_json(cls, obj: Any) -> Run:
@@ -2069,6 +2070,7 @@ class RunItem:
     purged: Optional[bool] = _field(default=None, metadata={'json': 'purged'})
     tags: Optional[List[str]] = _field(default=None, metadata={'json': 'tags'})
     traceparent: Optional[str] = _field(default=None, metadata={'json': 'traceparent'})
+    """W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey."""
 
     @classmethod
     def from_json(cls, obj: Any) -> RunItem:
@@ -2123,7 +2125,7 @@ class RunSpec:
     """Any JSON value, at most 4096 bytes compacted (else 400 naming metadata)."""
     tags: Optional[List[str]] = _field(default=None, metadata={'json': 'tags'})
     traceparent: Optional[str] = _field(default=None, metadata={'json': 'traceparent'})
-    """W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey."""
+    """W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey."""
 
     @classmethod
     def from_json(cls, obj: Any) -> RunSpec:

@@ -454,7 +454,7 @@ export interface EnqueueRequest {
   stepId: string;
   subject: string;
   tags?: string[];
-  /** W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey. */
+  /** W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey. */
   traceparent?: string;
 }
 
@@ -786,6 +786,7 @@ export interface Run {
   stepId: string;
   subject: string;
   tags?: string[];
+  /** W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey. */
   traceparent?: string;
 }
 
@@ -831,6 +832,7 @@ export interface RunItem {
   stepId: string;
   subject: string;
   tags?: string[];
+  /** W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey. */
   traceparent?: string;
 }
 
@@ -864,7 +866,7 @@ export interface RunSpec {
   stepId: string;
   subject: string;
   tags?: string[];
-  /** W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. Default: the request's traceparent header. Not compared by idempotencyKey. */
+  /** W3C Trace Context traceparent (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>): the run's exported spans join this trace. An enqueue without one takes the request's traceparent header. Not compared by idempotencyKey. */
   traceparent?: string;
 }
 

@@ -1,0 +1,66 @@
+package attempts
+
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+// column is one column of ExecutionAttempts that Attempt maps (sqldb.Column; col makes one);
+// the insert writes a literal for CorrectionCount (0), the database's Version, and NULL for
+// the columns without an argument.
+type column = sqldb.Column[Attempt]
+
+func col(name, mssql, sqlite string, arg func(sqldb.Dialect, *Attempt) any) column {
+	return column{Name: name, MSSQL: mssql, SQLite: sqlite, Arg: arg}
+}
+
+// table is the columns of ExecutionAttempts in the order every list of them is built in:
+// columns, insertedColumns, and the insert's column and argument lists. A column added for
+// a field of Attempt is one entry here (and the migrations); new columns go last.
+var table = []column{
+	col("AttemptId", "uniqueidentifier", "TEXT", func(_ sqldb.Dialect, a *Attempt) any { return a.AttemptID }),
+	col("RunId", "uniqueidentifier", "TEXT", func(_ sqldb.Dialect, a *Attempt) any { return a.RunID }),
+	col("StepId", "uniqueidentifier", "TEXT", func(_ sqldb.Dialect, a *Attempt) any { return a.StepID }),
+	col("TenantId", id64, "TEXT", func(d sqldb.Dialect, a *Attempt) any { return d.Text(a.TenantID) }),
+	col("ProjectId", id64, "TEXT", func(d sqldb.Dialect, a *Attempt) any { return d.Text(a.ProjectID) }),
+	col("EnvironmentId", id64, "TEXT", func(d sqldb.Dialect, a *Attempt) any { return d.NullText(a.EnvironmentID) }),
+	col("LeaseId", "uniqueidentifier", "TEXT", func(_ sqldb.Dialect, a *Attempt) any { return a.LeaseID }),
+	col("FencingToken", "bigint", "INTEGER", func(_ sqldb.Dialect, a *Attempt) any { return a.FencingToken }),
+	col("SnapshotId", "uniqueidentifier", "TEXT", func(_ sqldb.Dialect, a *Attempt) any { return a.SnapshotID }),
+	col("ReleaseId", "nvarchar(256)"+bin2, "TEXT", func(d sqldb.Dialect, a *Attempt) any { return d.Text(a.ReleaseID) }),
+	col("AdapterVersion", "nvarchar(32)"+bin2, "TEXT", func(d sqldb.Dialect, a *Attempt) any { return d.Text(a.AdapterVersion) }),
+	col("AgentId", "nvarchar(128)"+bin2, "TEXT", func(d sqldb.Dialect, a *Attempt) any { return d.Text(a.AgentID) }),
+	col("ModelProfileId", "nvarchar(128)"+bin2, "TEXT", func(d sqldb.Dialect, a *Attempt) any { return d.Text(a.ModelProfileID) }),
+	col("State", "int", "INTEGER", func(_ sqldb.Dialect, a *Attempt) any { return int(a.State) }),
+	col("Phase", "int", "INTEGER", func(_ sqldb.Dialect, a *Attempt) any { return int(a.Phase) }),
+	col("CorrectionCount", "int", "INTEGER", nil),
+	col("MaxCorrections", "int", "INTEGER", func(_ sqldb.Dialect, a *Attempt) any { return a.MaxCorrections }),
+	col("LastCheckpointId", "uniqueidentifier", "TEXT", nil),
+	col("ContextSnapshotRef", "nvarchar(512)", "TEXT", nil),
+	col("OutcomeHash", "nvarchar(128)"+bin2, "TEXT", nil),
+	col("CancellationObservedAt", "datetimeoffset", "DATETIME", nil),
+	col("StartedAt", "datetimeoffset", "DATETIME", func(d sqldb.Dialect, a *Attempt) any { return d.Time(a.StartedAt) }),
+	col("EndedAt", "datetimeoffset", "DATETIME", nil),
+	col("Version", "rowversion", "INTEGER", nil),
+	col("ErrorCode", id64, "TEXT", nil),
+	col("ErrorMessage", "nvarchar(2000)", "TEXT", nil),
+	col("ErrorDetails", "nvarchar(max)", "TEXT", nil),
+}
+
+const (
+	bin2 = " COLLATE Latin1_General_100_BIN2"
+	id64 = "nvarchar(64)" + bin2
+)
+
+// columns is every column, as a statement that answers the attempt lists them,
+// insertedColumns the same as SQL Server's OUTPUT spells them, and insertColumns the columns
+// the insert takes from its arguments, in argument order.
+var (
+	columns, insertedColumns = sqldb.ColumnList(table, "", nil), sqldb.ColumnList(table, "inserted.", nil)
+	insertColumns            = sqldb.InsertColumns(table)
+)
+
+// insertValues is the insert's placeholders in order ("?1, ?2, ..." or "@p1, ...").
+func insertValues(placeholder string) string { return sqldb.InsertValues(table, placeholder) }
+
+// insertArgs is the insert's arguments (table's columns that have one, in order). The
+// statement only stores its text, so all of it goes as Dialect.Text: one declaration list
+// (SQL Server's plan-cache key) for every length.
+func insertArgs(d sqldb.Dialect, a Attempt) []any { return sqldb.InsertArgs(d, table, &a) }
