@@ -22,6 +22,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb/check"
 	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 	"github.com/ledger-dev/ledger/internal/web"
 	"github.com/ledger-dev/ledger/internal/webhooks"
 )
@@ -188,7 +189,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg, PurgeInterval: f.purge,
 		KeyCacheTTL: f.keyCacheTTL, TrustedProxies: proxies,
 		Conns: web.ConnLimits{Total: f.maxConns, PerAddr: f.maxConnsPerAddr},
-		Limits: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
+		Limits: admission.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
 			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active,
 			HeavyReads: f.heavyReads, HeavyReadTimeout: f.heavyTimeout, ReadTimeout: f.readTimeout},
 		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending,
