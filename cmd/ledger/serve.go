@@ -299,7 +299,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // rolling deploy: the new binary migrated first), with a log line saying so, and refused
 // naming the breaking one otherwise.
 func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstrapTenant string, stdout io.Writer) error {
-	if db.Dialect.Name() == "sqlserver" && !allowMigrate {
+	if !db.Dialect.Embedded() && !allowMigrate {
 		return requireCurrentSchema(ctx, db)
 	}
 	mg, err := migrate.New(db)
@@ -323,7 +323,7 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	// A database without a tenant bootstraps, not only one this call created: a first serve
 	// killed between its migrations and the bootstrap would otherwise leave a database no
 	// key opens and nothing to say so.
-	if db.Dialect.Name() != "sqlite" || bootstrapTenant == "" {
+	if !db.Dialect.Embedded() || bootstrapTenant == "" {
 		return nil
 	}
 	store := tenancy.NewStore(db)
@@ -351,7 +351,7 @@ func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
 	st, newer, err := migrate.Servable(ctx, db)
 	var se *migrate.SchemaError
 	if errors.As(err, &se) && st.Version < st.Latest && !st.Dirty {
-		if db.Dialect.Name() == "sqlite" {
+		if db.Dialect.Embedded() {
 			return fmt.Errorf("%w (or start `ledger serve`, which migrates the embedded database)", err)
 		}
 		return fmt.Errorf("%w (or start `ledger serve --migrate`)", err)
