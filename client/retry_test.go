@@ -17,7 +17,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/client"
 	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 // script is a test server that answers each request with the next of its steps, and counts
@@ -266,7 +266,7 @@ func TestRetriedConditionalUpdateReportsMaybeApplied(t *testing.T) {
 // A 429 from the real service's per-tenant rate limit is waited out and the call succeeds.
 func TestRateLimitedCallsAreRetriedAfterRetryAfter(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, app.Config{Limits: tenancy.Limits{Rate: 1, Burst: 1}})
+	s := newServer(t, app.Config{Limits: admission.Limits{Rate: 1, Burst: 1}})
 	c := s.client(t, s.RuntimeKey)
 	var (
 		mu    sync.Mutex

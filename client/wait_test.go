@@ -14,6 +14,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 	"github.com/ledger-dev/ledger/internal/waits"
 )
 
@@ -195,7 +196,7 @@ func TestRunWaitAnswersAtTheEndOrTheTimeout(t *testing.T) {
 // once with the current state, while the claims' own slots stay free.
 func TestWaitsAreCappedPerTenant(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, app.Config{Limits: tenancy.Limits{LongPolls: 1}})
+	s := newServer(t, app.Config{Limits: admission.Limits{LongPolls: 1}})
 	r := s.enqueue(t, "capped")
 	holder := make(chan struct{})
 	go func() {

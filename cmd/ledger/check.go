@@ -103,7 +103,7 @@ func printReport(w io.Writer, r check.Report) {
 // warnings and what it could not read are logged, a required failure refuses to start.
 // The embedded SQLite database is made and set up by ledger itself, so it is not checked.
 func checkAtStart(ctx context.Context, db *sqldb.DB, p check.Purpose, log *slog.Logger) error {
-	if db.Dialect.Name() != "sqlserver" {
+	if db.Dialect.Embedded() {
 		return nil
 	}
 	report := check.Run(ctx, db, p)

@@ -22,6 +22,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb/check"
 	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 	"github.com/ledger-dev/ledger/internal/web"
 	"github.com/ledger-dev/ledger/internal/webhooks"
 )
@@ -188,7 +189,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	a := app.New(db, app.Config{MaxBody: f.maxBody, Logger: log, Runs: rcfg, PurgeInterval: f.purge,
 		KeyCacheTTL: f.keyCacheTTL, TrustedProxies: proxies,
 		Conns: web.ConnLimits{Total: f.maxConns, PerAddr: f.maxConnsPerAddr},
-		Limits: tenancy.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
+		Limits: admission.Limits{Rate: f.rateLimit, Burst: f.rateBurst, InFlight: f.tenantInflight, LongPolls: f.tenantLongPolls,
 			AuthFailures: f.authFailures, AuthFailureWindow: f.authWindow, ReplicaInFlight: f.inflight, ReplicaActive: f.active,
 			HeavyReads: f.heavyReads, HeavyReadTimeout: f.heavyTimeout, ReadTimeout: f.readTimeout},
 		MetricsTenantLabels: f.tenantLabels, ConsoleSecureCookies: f.secureCookies, MaxPendingDecisions: f.maxPending,
@@ -298,7 +299,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // rolling deploy: the new binary migrated first), with a log line saying so, and refused
 // naming the breaking one otherwise.
 func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstrapTenant string, stdout io.Writer) error {
-	if db.Dialect.Name() == "sqlserver" && !allowMigrate {
+	if !db.Dialect.Embedded() && !allowMigrate {
 		return requireCurrentSchema(ctx, db)
 	}
 	mg, err := migrate.New(db)
@@ -322,7 +323,7 @@ func prepareSchema(ctx context.Context, db *sqldb.DB, allowMigrate bool, bootstr
 	// A database without a tenant bootstraps, not only one this call created: a first serve
 	// killed between its migrations and the bootstrap would otherwise leave a database no
 	// key opens and nothing to say so.
-	if db.Dialect.Name() != "sqlite" || bootstrapTenant == "" {
+	if !db.Dialect.Embedded() || bootstrapTenant == "" {
 		return nil
 	}
 	store := tenancy.NewStore(db)
@@ -350,7 +351,7 @@ func requireCurrentSchema(ctx context.Context, db *sqldb.DB) error {
 	st, newer, err := migrate.Servable(ctx, db)
 	var se *migrate.SchemaError
 	if errors.As(err, &se) && st.Version < st.Latest && !st.Dirty {
-		if db.Dialect.Name() == "sqlite" {
+		if db.Dialect.Embedded() {
 			return fmt.Errorf("%w (or start `ledger serve`, which migrates the embedded database)", err)
 		}
 		return fmt.Errorf("%w (or start `ledger serve --migrate`)", err)

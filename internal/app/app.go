@@ -34,6 +34,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 	"github.com/ledger-dev/ledger/internal/traces"
 	"github.com/ledger-dev/ledger/internal/web"
 	"github.com/ledger-dev/ledger/internal/web/openapi"
@@ -53,7 +54,7 @@ type Config struct {
 	PurgeInterval time.Duration
 	// Limits is what one tenant, one client address, and all tenants together may take of
 	// the replica (zero fields: no limit).
-	Limits tenancy.Limits
+	Limits admission.Limits
 	// KeyCacheTTL is how long a key read from the database is trusted (0: not cached; use
 	// tenancy.DefaultKeyCacheTTL for the default).
 	KeyCacheTTL time.Duration

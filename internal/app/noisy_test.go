@@ -17,6 +17,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 // tenantClient speaks for one tenant from any goroutine: it reports failures as values,
@@ -118,7 +119,7 @@ func checkpointBody(token, seq int64) string {
 func TestNoisyNeighbourLeavesOtherTenantAlone(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, app.Config{KeyCacheTTL: tenancy.DefaultKeyCacheTTL,
-		Limits: tenancy.Limits{ReplicaInFlight: 12, ReplicaActive: 3, InFlight: 6, LongPolls: 3}})
+		Limits: admission.Limits{ReplicaInFlight: 12, ReplicaActive: 3, InFlight: 6, LongPolls: 3}})
 	_, adminA, rtA := s.tenantKeys(t)
 	_, adminB, rtB := s.tenantKeys(t)
 	a := &tenantClient{s: s, admin: adminA, runtime: rtA, project: "pa", release: "ra"}

@@ -19,6 +19,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 // TestDatabaseLockedIsUnavailableThenRecovers holds SQLite's write lock from another
@@ -77,7 +78,7 @@ func TestDatabaseLockedIsUnavailableThenRecovers(t *testing.T) {
 
 func TestTenantRateLimit(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, app.Config{Limits: tenancy.Limits{Rate: 1, Burst: 2}})
+	s := newStack(t, app.Config{Limits: admission.Limits{Rate: 1, Burst: 2}})
 	_, admin, _ := s.tenantKeys(t)
 	_, otherAdmin, _ := s.tenantKeys(t)
 	for range 2 {
@@ -96,7 +97,7 @@ func TestTenantRateLimit(t *testing.T) {
 
 func TestInFlightCap(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, app.Config{Limits: tenancy.Limits{ReplicaInFlight: 1}})
+	s := newStack(t, app.Config{Limits: admission.Limits{ReplicaInFlight: 1}})
 	_, _, runtime := s.tenantKeys(t)
 	refs := `["bench://x"]`
 	sum := sha256.Sum256([]byte(refs))
@@ -143,7 +144,7 @@ func TestInFlightCap(t *testing.T) {
 // database_unavailable with Retry-After; the next read is served.
 func TestReadPastItsDeadlineIsCancelled(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, app.Config{Limits: tenancy.Limits{ReadTimeout: 300 * time.Millisecond}})
+	s := newStack(t, app.Config{Limits: admission.Limits{ReadTimeout: 300 * time.Millisecond}})
 	_, admin, _ := s.tenantKeys(t)
 	var stuck atomic.Bool
 	stuck.Store(true)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
-	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 // TestConsolePassesTheAPIAdmission: signed-in console pages spend the tenant's request
@@ -14,7 +14,7 @@ import (
 // console used to be served outside the admission: every page while the API refused).
 func TestConsolePassesTheAPIAdmission(t *testing.T) {
 	t.Parallel()
-	s := apitest.New(t, apitest.Config{Serve: true, App: app.Config{Limits: tenancy.Limits{Rate: 0.001, Burst: 8}}})
+	s := apitest.New(t, apitest.Config{Serve: true, App: app.Config{Limits: admission.Limits{Rate: 0.001, Burst: 8}}})
 	tn := s.NewTenant(t)
 	c, _, _ := httpSession(t, s, tn.Admin)
 	served, refused := 0, 0

@@ -24,7 +24,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 // TestSignIn: a bad key and a runtime key are refused with a message that says why; an
@@ -594,7 +594,7 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 func TestBadSessionCookiesSpendTheAuthBudget(t *testing.T) {
 	t.Parallel()
 	const budget = 5
-	s := apitest.New(t, apitest.Config{App: app.Config{Limits: tenancy.Limits{AuthFailures: budget, AuthFailureWindow: time.Hour}}, Serve: true})
+	s := apitest.New(t, apitest.Config{App: app.Config{Limits: admission.Limits{AuthFailures: budget, AuthFailureWindow: time.Hour}}, Serve: true})
 	tn := s.NewTenant(t)
 	signedIn, _, _ := httpSession(t, s, tn.Admin)
 

@@ -14,7 +14,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/insights"
-	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 // insightsForm is the Insights page's form, as typed.
@@ -140,7 +140,7 @@ func (c *console) insightsPage(ctx echo.Context) error {
 	}
 	v.Window = w
 	// The page's reads are one heavy read: the tenant's heavy-read slot and deadline.
-	if err := tenancy.HeavyRead(rctx, func(rctx context.Context) error {
+	if err := admission.HeavyRead(rctx, func(rctx context.Context) error {
 		return c.readInsights(rctx, tenant, w, insights.FilterOf(p), &v)
 	}); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 	"github.com/ledger-dev/ledger/internal/validate"
 	"github.com/ledger-dev/ledger/internal/web"
 )
@@ -138,7 +139,7 @@ func (h handlers) get(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	wait, release := tenancy.HoldWait(ctx, q.Wait())
+	wait, release := admission.HoldWait(ctx, q.Wait())
 	defer release()
 	d, err := h.store.WaitClosed(ctx, tenancy.MustPrincipal(c).TenantID, id, wait)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -143,7 +144,7 @@ func (h handlers) plain(read groupedRead) echo.HandlerFunc {
 func (h handlers) answer(c echo.Context, q api.InsightParams, group *api.InsightGroup, read groupedRead) error {
 	tenant := tenancy.MustPrincipal(c).TenantID
 	var out any
-	err := tenancy.HeavyRead(c.Request().Context(), func(ctx context.Context) error {
+	err := admission.HeavyRead(c.Request().Context(), func(ctx context.Context) error {
 		var err error
 		out, err = h.store.Answer(ctx, tenant, q, group, read)
 		if err != nil {

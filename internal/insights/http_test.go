@@ -15,7 +15,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/app"
 	"github.com/ledger-dev/ledger/internal/insights"
 	"github.com/ledger-dev/ledger/internal/sqldb"
-	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 func insightStack(t *testing.T) *apitest.Stack {
@@ -95,7 +95,7 @@ func TestInsightRoutesRefuse(t *testing.T) {
 // database_unavailable with Retry-After.
 func TestHeavyReadsAreCapped(t *testing.T) {
 	t.Parallel()
-	s := apitest.New(t, apitest.Config{Epoch: epoch, App: app.Config{Limits: tenancy.Limits{HeavyReads: 1,
+	s := apitest.New(t, apitest.Config{Epoch: epoch, App: app.Config{Limits: admission.Limits{HeavyReads: 1,
 		HeavyReadTimeout: 300 * time.Millisecond}}})
 	a, b := s.Tenant(t), s.Tenant(t)
 	entered, release := make(chan struct{}, 1), make(chan struct{})

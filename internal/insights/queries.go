@@ -44,9 +44,4 @@ type queries struct {
 	decisions string
 }
 
-func queriesFor(d sqldb.Dialect) *queries {
-	if d.Name() == "sqlserver" {
-		return &mssqlQueries
-	}
-	return &sqliteQueries
-}
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

@@ -12,6 +12,7 @@ import (
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -240,9 +241,9 @@ func (h handlers) claim(c echo.Context) error {
 	if cr.Wait > 0 {
 		// A claim that would wait holds one of its tenant's long-poll slots meanwhile; with
 		// none free it answers at once, holding nothing (DESIGN.md section 6).
-		release, ok := tenancy.HoldLongPoll(c.Request().Context())
+		release, ok := admission.HoldLongPoll(c.Request().Context())
 		if !ok {
-			c.Response().Header().Set("Retry-After", strconv.Itoa(int(tenancy.LongPollRetryAfter/time.Second)))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(int(admission.LongPollRetryAfter/time.Second)))
 			return c.NoContent(http.StatusNoContent)
 		}
 		defer release()
@@ -325,7 +326,7 @@ func (h handlers) get(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	wait, release := tenancy.HoldWait(ctx, q.Wait())
+	wait, release := admission.HoldWait(ctx, q.Wait())
 	defer release()
 	run, err := h.svc.WaitEnded(ctx, tenancy.MustPrincipal(c).TenantID, id, wait)
 	if err != nil {

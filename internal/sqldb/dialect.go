@@ -3,6 +3,8 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,16 +46,36 @@ type Dialect interface {
 	// NewID makes a new row's id, laid out so that later ids sort last in this database's
 	// order of uniqueidentifier or text: new rows append to their key indexes.
 	NewID() uuid.UUID
+
+	// What a caller asks of the database's kind, named for the question so that no code
+	// outside the dialect files compares names (a third dialect answers each).
+
+	// Embedded reports a database that is a file in this process's hands (SQLite): ledger
+	// creates, migrates and sets it up itself when it serves, it has one writer (the group
+	// commit and the prepared-statement caches), and no operator check applies to it.
+	Embedded() bool
+	// EmulatesRowVersion reports row versions kept by ledger's own counter rather than by
+	// the engine: a restored copy must have its floor raised (RaiseVersionFloor).
+	EmulatesRowVersion() bool
+	// QualifyTable names a table of ledger's schema as the migration tooling must spell it
+	// whatever the login's default schema (dbo.name on SQL Server).
+	QualifyTable(name string) string
+	// Migrations are the dialect's embedded migration files.
+	Migrations() fs.FS
 }
 
 // TimeLayout is the fixed-width text form of a time in SQLite: it sorts as time.
 const TimeLayout = "2006-01-02T15:04:05.000Z"
 
-// QueriesFor picks a store's statement set for d: mssql on SQL Server, sqlite otherwise.
-// Every store chooses its query set through it, so the choice is written once.
+// QueriesFor picks a store's statement set for d: mssql on SQL Server, sqlite on SQLite.
+// Every store chooses its query set through it, so the choice is written once. A dialect
+// with no set is a defect found at the store's construction, never SQLite's statements
+// sent to another engine.
 func QueriesFor[Q any](d Dialect, mssql, sqlite *Q) *Q {
-	if d.Name() == "sqlserver" {
-		return mssql
+	sets := map[string]*Q{mssqlDialect{}.Name(): mssql, sqliteDialect{}.Name(): sqlite}
+	q, ok := sets[d.Name()]
+	if !ok {
+		panic(fmt.Sprintf("sqldb: no %T statement set for the %q dialect", q, d.Name()))
 	}
-	return sqlite
+	return q
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/microsoft/go-mssqldb/msdsn"
 
 	"github.com/ledger-dev/ledger/internal/ids"
+	mssqlmigrations "github.com/ledger-dev/ledger/migrations/mssql"
 )
 
 // SQL Server error numbers that MapError reads. Messages are quoted from sys.messages
@@ -201,6 +203,17 @@ func (d mssqlDialect) newMigrationPool() (*sql.DB, error) {
 }
 
 func (mssqlDialect) Name() string { return "sqlserver" }
+
+func (mssqlDialect) Embedded() bool { return false }
+
+// EmulatesRowVersion: the engine keeps rowversion; a restore continues from the backup's.
+func (mssqlDialect) EmulatesRowVersion() bool { return false }
+
+// QualifyTable: dbo, since a login created WITH DEFAULT_SCHEMA (or an Entra group's user)
+// would otherwise get its own copy of golang-migrate's table.
+func (mssqlDialect) QualifyTable(name string) string { return "dbo." + name }
+
+func (mssqlDialect) Migrations() fs.FS { return mssqlmigrations.FS }
 
 func (mssqlDialect) Time(t time.Time) any { return Truncate(t) }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/ledger-dev/ledger/internal/ids"
+	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
 )
 
 // SQLite's result codes that MapError reads (https://sqlite.org/rescode.html).
@@ -117,6 +119,15 @@ func pingWriter(ctx context.Context, w *sqlx.DB, busyTimeout time.Duration) erro
 }
 
 func (sqliteDialect) Name() string { return "sqlite" }
+
+func (sqliteDialect) Embedded() bool { return true }
+
+// EmulatesRowVersion: the RowVersionCounter table and its triggers stamp rows.
+func (sqliteDialect) EmulatesRowVersion() bool { return true }
+
+func (sqliteDialect) QualifyTable(name string) string { return name }
+
+func (sqliteDialect) Migrations() fs.FS { return sqlitemigrations.FS }
 
 func (sqliteDialect) Time(t time.Time) any { return Truncate(t).Format(TimeLayout) }
 

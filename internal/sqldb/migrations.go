@@ -6,9 +6,6 @@ import (
 	"io/fs"
 
 	"github.com/jmoiron/sqlx"
-
-	mssqlmigrations "github.com/ledger-dev/ledger/migrations/mssql"
-	sqlitemigrations "github.com/ledger-dev/ledger/migrations/sqlite"
 )
 
 // What the migration runner (package migrate) and the operator checks (package check) need
@@ -21,10 +18,7 @@ func (db *DB) Migrations() fs.FS {
 	if db.migrations != nil {
 		return db.migrations
 	}
-	if db.Dialect.Name() == "sqlserver" {
-		return mssqlmigrations.FS
-	}
-	return sqlitemigrations.FS
+	return db.Dialect.Migrations()
 }
 
 // RawReader returns the reader pool (the writer pool on SQL Server), for the schema

@@ -192,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db.clock = cfg.Clock
 	db.log = log
 	db.migrations = cfg.Migrations
-	if db.Dialect.Name() == "sqlite" {
+	if db.Dialect.Embedded() {
 		db.wcache, db.rcache = newStmtCache(db.w), newStmtCache(db.r)
 		db.ckpt = newCheckpointer(db.ck, log)
 		db.group = newCommitter(db)

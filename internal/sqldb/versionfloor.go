@@ -27,7 +27,7 @@ const VersionsPerMilli = 1024
 // Server database continues from the backup's value (docs/operators.md says what a
 // consumer does then). There this does nothing.
 func (db *DB) RaiseVersionFloor(ctx context.Context) (from, to RowVersion, err error) {
-	if db.Dialect.Name() != "sqlite" {
+	if !db.Dialect.EmulatesRowVersion() {
 		return 0, 0, nil
 	}
 	err = db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {

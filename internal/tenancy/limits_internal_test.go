@@ -19,6 +19,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/sqldb/migrate"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 // These tests drive the authenticator's clock, so they live inside the package; dbtest
@@ -142,7 +143,7 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 	known, _ := newKey(t, store, "addr", RoleRuntime)
 	fresh, _ := newKey(t, store, "addr", RoleRuntime)
 	a := NewAuthenticator(store)
-	a.SetLimits(Limits{AuthFailures: 3, AuthFailureWindow: 3 * time.Second})
+	a.SetLimits(admission.Limits{AuthFailures: 3, AuthFailureWindow: 3 * time.Second})
 	clock := withClock(a)
 	const attacker, neighbour = "198.51.100.7", "203.0.113.9"
 	bad := "ldg_ffffffffffffffff_nope"
@@ -227,7 +228,7 @@ func TestAttackerCannotLockOutAValidKey(t *testing.T) {
 	valid, validKey := newKey(t, store, "lockout", RoleAdmin)
 	other, _ := newKey(t, store, "lockout", RoleRuntime)
 	const shared = "198.51.100.20" // the attacker and the operator behind one NAT
-	limits := Limits{AuthFailures: 25, AuthFailureWindow: 50 * time.Second}
+	limits := admission.Limits{AuthFailures: 25, AuthFailureWindow: 50 * time.Second}
 
 	attack := func(a *Authenticator, clock *fakeClock) {
 		t.Helper()
@@ -293,104 +294,6 @@ func TestAttackerCannotLockOutAValidKey(t *testing.T) {
 	clock.Advance(keyIDsRefresh)
 	if err := call(b, late, shared, nil); err != nil {
 		t.Fatalf("a key created during the attack: %v", err)
-	}
-}
-
-// TestTenantInFlightCapLeavesOtherTenantsAlone holds a tenant's every slot in flight: its
-// next request is 429 with Retry-After, another tenant's is served, and a slot given back
-// serves the first tenant again.
-func TestTenantInFlightCapLeavesOtherTenantsAlone(t *testing.T) {
-	t.Parallel()
-	store := openStore(t)
-	b, _ := newKey(t, store, "busy", RoleRuntime)
-	other, _ := newKey(t, store, "quiet", RoleRuntime)
-	a := NewAuthenticator(store)
-	a.SetLimits(Limits{InFlight: 2})
-
-	entered, leave := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 2)
-	for range 2 {
-		go func() {
-			done <- call(a, b, "192.0.2.1", func(echo.Context) error { entered <- struct{}{}; <-leave; return nil })
-		}()
-		<-entered
-	}
-	err := call(a, b, "192.0.2.1", nil)
-	if e, ok := apperr.As(err); !ok || e.Code != api.CodeRateLimited || e.RetryAfter <= 0 {
-		t.Fatalf("the busy tenant's third request: %v, want rate_limited with Retry-After", err)
-	}
-	if err := call(a, other, "192.0.2.1", nil); err != nil {
-		t.Fatalf("another tenant while the first is at its cap: %v", err)
-	}
-	leave <- struct{}{}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if err := call(a, b, "192.0.2.1", nil); err != nil {
-		t.Fatalf("the busy tenant once a slot is back: %v", err)
-	}
-	close(leave)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := a.inFlight.held("busy"); n != 0 {
-		t.Fatalf("%d slots still held after every request ended", n)
-	}
-}
-
-// TestLongPollSlotsPerTenant: a tenant's long polls are capped apart from its other
-// requests and from other tenants'; a released slot serves again, once.
-func TestLongPollSlotsPerTenant(t *testing.T) {
-	t.Parallel()
-	store := openStore(t)
-	b, _ := newKey(t, store, "polls", RoleRuntime)
-	other, _ := newKey(t, store, "polls-other", RoleRuntime)
-	a := NewAuthenticator(store)
-	a.SetLimits(Limits{LongPolls: 1})
-
-	var release func()
-	if err := call(a, b, "192.0.2.1", func(c echo.Context) error {
-		var ok bool
-		release, ok = HoldLongPoll(c.Request().Context())
-		if !ok {
-			t.Fatal("the first long poll was refused")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	hold := func(token string) bool {
-		var ok bool
-		if err := call(a, token, "192.0.2.1", func(c echo.Context) error {
-			var r func()
-			if r, ok = HoldLongPoll(c.Request().Context()); ok {
-				r()
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
-	if hold(b) {
-		t.Fatal("a second long poll of the tenant was let wait past its cap of 1")
-	}
-	if !hold(other) {
-		t.Fatal("another tenant's long poll was refused")
-	}
-	release()
-	release() // a second release gives back nothing more
-	if !hold(b) {
-		t.Fatal("the tenant's long poll after the slot was given back was refused")
-	}
-	if n := a.polls.held("polls"); n != 0 {
-		t.Fatalf("%d long-poll slots held after release", n)
-	}
-	// Without the authenticator (a service called directly) there is no cap.
-	if r, ok := HoldLongPoll(context.Background()); !ok {
-		t.Fatal("a context without a tenant was refused a long poll")
-	} else {
-		r()
 	}
 }
 

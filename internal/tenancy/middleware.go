@@ -4,17 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 )
 
 // Authenticator checks bearer keys, remembering good ones briefly so that a busy runtime
@@ -26,24 +23,15 @@ type Authenticator struct {
 	keys  *keyCache
 	ids   *keyIDs
 
-	limits   Limits
-	inFlight *counter // per tenant
-	polls    *counter // per tenant
-	waits    *counter // per tenant
-	heavy    *counter // per tenant
-	replica  *counter // all tenants, under one key
-	work     *gate
-	failures *addrBudget
-
-	limitMu  sync.Mutex
-	limiters map[string]*rate.Limiter // per tenant; nil: no rate limit
+	admission *admission.Controller
+	failures  *addrBudget
 }
 
 // NewAuthenticator returns an authenticator over store that caches keys for
 // DefaultKeyCacheTTL and applies no limits until SetLimits.
 func NewAuthenticator(store *Store) *Authenticator {
 	a := &Authenticator{store: store, now: time.Now, keys: newKeyCache(DefaultKeyCacheTTL), ids: newKeyIDs()}
-	a.SetLimits(Limits{})
+	a.SetLimits(admission.Limits{})
 	return a
 }
 
@@ -54,43 +42,9 @@ func (a *Authenticator) SetKeyCacheTTL(ttl time.Duration) { a.keys = newKeyCache
 
 // SetLimits sets the per-tenant and per-address limits. Call it while wiring, before
 // serving.
-func (a *Authenticator) SetLimits(l Limits) {
-	a.limits = l
-	a.inFlight, a.polls, a.replica = newCounter(l.InFlight), newCounter(l.LongPolls), newCounter(l.ReplicaInFlight)
-	// Reads that wait (waitSeconds) have slots of their own, as many: a runtime waiting on
-	// its decisions must not take the slots its claims wait for work in.
-	a.waits = newCounter(l.LongPolls)
-	a.heavy = newCounter(l.HeavyReads)
-	a.work = newGate(l.ReplicaActive)
+func (a *Authenticator) SetLimits(l admission.Limits) {
+	a.admission = admission.New(l)
 	a.failures = newAddrBudget(l.AuthFailures, l.AuthFailureWindow)
-	a.limiters = nil
-	if l.Rate > 0 {
-		a.limiters = map[string]*rate.Limiter{}
-	}
-}
-
-// admit spends one request of the tenant's rate, or says how long until one is free.
-func (a *Authenticator) admit(tenantID string) (bool, time.Duration) {
-	if a.limiters == nil {
-		return true, 0
-	}
-	a.limitMu.Lock()
-	l, ok := a.limiters[tenantID]
-	if !ok {
-		burst := a.limits.Burst
-		if burst < 1 {
-			burst = max(int(a.limits.Rate), 1)
-		}
-		l = rate.NewLimiter(rate.Limit(a.limits.Rate), burst)
-		a.limiters[tenantID] = l
-	}
-	a.limitMu.Unlock()
-	r := l.Reserve()
-	if d := r.Delay(); d > 0 {
-		r.Cancel()
-		return false, d
-	}
-	return true, 0
 }
 
 // Require returns middleware admitting requests whose key has one of roles (any role when
@@ -134,43 +88,12 @@ func (a *Authenticator) Admit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// serve admits p's request and runs next with the admission's ticket in its context.
+// serve admits p's request and runs next with p in its context.
 func (a *Authenticator) serve(c echo.Context, p Principal, next echo.HandlerFunc) error {
-	if ok, wait := a.admit(p.TenantID); !ok {
-		return &apperr.Error{Code: api.CodeRateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
-	}
-	if !a.inFlight.take(p.TenantID) {
-		return errTenantInFlight()
-	}
-	defer a.inFlight.give(p.TenantID)
-	if !a.replica.take("") {
-		return errReplicaInFlight()
-	}
-	defer a.replica.give("")
-	ctx := c.Request().Context()
-	leave, err := a.work.enter(ctx, p.TenantID)
-	if err != nil {
-		return err // the client went away while waiting
-	}
-	defer leave()
-	ctx = WithPrincipal(ctx, p)
-	heavyTimeout := a.limits.HeavyReadTimeout
-	if heavyTimeout <= 0 {
-		heavyTimeout = a.limits.ReadTimeout
-	}
-	ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: a.polls, waits: a.waits, heavy: a.heavy,
-		heavyTimeout: heavyTimeout, tenant: p.TenantID, leave: leave})
-	// On SQLite a write gives the place up as it goes to wait for the single writer,
-	// whose group commit shares it between tenants from there: a place held through
-	// that wait would cap how many writes share one commit.
-	ctx = sqldb.OnWriteWait(ctx, leave)
-	if a.limits.ReadTimeout > 0 && (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.limits.ReadTimeout)
-		defer cancel()
-	}
-	c.SetRequest(c.Request().WithContext(ctx))
-	return deadlineProblem(ctx, next(c))
+	return a.admission.Serve(c, p.TenantID, func(c echo.Context) error {
+		c.SetRequest(c.Request().WithContext(WithPrincipal(c.Request().Context(), p)))
+		return next(c)
+	})
 }
 
 func hasRole(roles []string, r string) bool {

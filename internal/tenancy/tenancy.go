@@ -1,5 +1,6 @@
 // Package tenancy turns API keys into a tenant and a role, keeps the tenants and their keys,
-// and guards routes by role. The tenant of a request comes only from its key.
+// and guards routes by role. The tenant of a request comes only from its key; what the
+// tenant's request may then take of the replica is package admission's to say.
 package tenancy
 
 import (

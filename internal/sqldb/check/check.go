@@ -196,12 +196,15 @@ func cannotRead(err error) Result {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// checksOf are each dialect's checks, by its name.
+var checksOf = map[string][]checker{
+	"sqlserver": mssqlChecks,
+	"sqlite":    sqliteChecks,
+}
+
 // Run runs every check of the database's dialect for purpose p.
 func Run(ctx context.Context, db *sqldb.DB, p Purpose) Report {
-	checks := sqliteChecks
-	if db.Dialect.Name() == "sqlserver" {
-		checks = mssqlChecks
-	}
+	checks := checksOf[db.Dialect.Name()] // none for a dialect that has no checks
 	report := Report{Dialect: db.Dialect.Name(), Purpose: p.String()}
 	memo := map[string]any{}
 	for _, c := range checks {

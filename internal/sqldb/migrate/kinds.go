@@ -102,10 +102,7 @@ const kindsSince = 20
 
 // kindsTable is where the kinds are kept, in the dialect's spelling.
 func kindsTable(db *sqldb.DB) string {
-	if db.Dialect.Name() == "sqlserver" {
-		return "dbo.SchemaMigrationKinds"
-	}
-	return "SchemaMigrationKinds"
+	return db.Dialect.QualifyTable("SchemaMigrationKinds")
 }
 
 // RecordKinds makes SchemaMigrationKinds hold the kind of every applied migration this

@@ -101,27 +101,11 @@ func newMigrate(db *sqldb.DB) (*gomigrate.Migrate, uint, func(), error) {
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	var (
-		drv     database.Driver
-		release = func() {}
-	)
-	if db.Dialect.Name() == "sqlserver" {
-		pool, perr := db.OwnPool()
-		if perr != nil {
-			return nil, 0, nil, perr
-		}
-		if drv, err = migratesqlserver.WithInstance(pool, mssqlMigrateConfig()); err != nil {
-			pool.Close()
-		} else {
-			// The driver's Close closes the connection it pinned, then the pool.
-			release = func() { _ = drv.Close() }
-		}
-	} else {
-		drv, err = migratesqlite.WithInstance(db.Raw().DB, &migratesqlite.Config{})
-		if err == nil {
-			drv = &atomicSQLite{Driver: drv, db: db.Raw().DB}
-		}
+	open, ok := drivers[db.Dialect.Name()]
+	if !ok {
+		return nil, 0, nil, fmt.Errorf("prepare migrations: no migration driver for the %q dialect", db.Dialect.Name())
 	}
+	drv, release, err := open(db)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("prepare migrations: %w", err)
 	}
@@ -133,11 +117,42 @@ func newMigrate(db *sqldb.DB) (*gomigrate.Migrate, uint, func(), error) {
 	return m, latest, release, nil
 }
 
-// mssqlMigrationsTable is golang-migrate's version table on SQL Server, in dbo whatever
-// the migration login's default schema: a user created WITH DEFAULT_SCHEMA (or an Entra
-// group's user) would otherwise get its own copy, and serve, reading through the service
-// login's default schema, would see version 0.
-const mssqlMigrationsTable = "dbo.schema_migrations"
+// drivers open golang-migrate's driver on each dialect, by its name, with what closes it.
+var drivers = map[string]func(db *sqldb.DB) (database.Driver, func(), error){
+	"sqlserver": sqlserverDriver,
+	"sqlite":    sqliteDriver,
+}
+
+// sqlserverDriver runs on a pool of the migrator's own (sqldb.DB.OwnPool); the driver's
+// Close closes the connection it pinned, then the pool.
+func sqlserverDriver(db *sqldb.DB) (database.Driver, func(), error) {
+	pool, err := db.OwnPool()
+	if err != nil {
+		return nil, nil, err
+	}
+	drv, err := migratesqlserver.WithInstance(pool, mssqlMigrateConfig())
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return drv, func() { _ = drv.Close() }, nil
+}
+
+// sqliteDriver runs on the service's writer, which its Close would close with it: nothing
+// to release.
+func sqliteDriver(db *sqldb.DB) (database.Driver, func(), error) {
+	drv, err := migratesqlite.WithInstance(db.Raw().DB, &migratesqlite.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &atomicSQLite{Driver: drv, db: db.Raw().DB}, func() {}, nil
+}
+
+// migrationsTable is golang-migrate's version table, which QualifyTable puts in dbo on SQL
+// Server whatever the migration login's default schema: a user created WITH DEFAULT_SCHEMA
+// (or an Entra group's user) would otherwise get its own copy, and serve, reading through
+// the service login's default schema, would see version 0.
+const migrationsTable = "schema_migrations"
 
 // mssqlMigrateConfig is golang-migrate's SQL Server configuration: the version table in dbo.
 func mssqlMigrateConfig() *migratesqlserver.Config {
@@ -384,11 +399,7 @@ func ReadState(ctx context.Context, db *sqldb.DB) (SchemaState, error) {
 		Version int64 `db:"version"`
 		Dirty   bool  `db:"dirty"`
 	}
-	table := "schema_migrations"
-	if db.Dialect.Name() == "sqlserver" {
-		table = mssqlMigrationsTable
-	}
-	err = db.RawReader().GetContext(ctx, &row, `SELECT version, dirty FROM `+table)
+	err = db.RawReader().GetContext(ctx, &row, `SELECT version, dirty FROM `+db.Dialect.QualifyTable(migrationsTable))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return st, nil

@@ -307,3 +307,25 @@ func TestIndexMigrationsRunOverHandMadeIndexes(t *testing.T) {
 		t.Fatalf("%d of the 4 indexes of migrations 16 and 18 exist (%v)", n, err)
 	}
 }
+
+// third is a dialect with no migration driver registered: SQLite's behaviour under a name of
+// its own.
+type third struct{ sqldb.Dialect }
+
+func (third) Name() string { return "third" }
+
+// TestMigratorRefusesADialectWithoutADriver: a dialect added without its golang-migrate
+// driver is refused by name, not migrated with another dialect's.
+func TestMigratorRefusesADialectWithoutADriver(t *testing.T) {
+	t.Parallel()
+	db := openFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	db.Dialect = third{db.Dialect}
+	mg, err := migrate.New(db)
+	if err == nil {
+		mg.Close()
+		t.Fatal("a dialect with no driver was migrated")
+	}
+	if !strings.Contains(err.Error(), `"third"`) {
+		t.Fatalf("error %q does not name the dialect", err)
+	}
+}

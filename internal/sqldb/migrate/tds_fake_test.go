@@ -87,7 +87,7 @@ func TestMSSQLMigrationTableIsDboWhateverTheDefaultSchema(t *testing.T) {
 			t.Error("golang-migrate asked for the login's default schema: its table would follow it")
 		case strings.Contains(b.Text, "[dbo].[schema_migrations]"):
 			created = true
-		case b.Text == "SELECT version, dirty FROM "+mssqlMigrationsTable:
+		case b.Text == "SELECT version, dirty FROM dbo."+migrationsTable:
 			read = true
 		}
 	}

@@ -1,10 +1,11 @@
-package tenancy
+package admission
 
 import (
 	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -148,19 +151,38 @@ func TestGateGrantedAsTheCallerLeft(t *testing.T) {
 	}
 }
 
+// serveAs sends one request of tenant through the controller; inside runs in the handler.
+func serveAs(c *Controller, tenant string, inside echo.HandlerFunc) error {
+	if inside == nil {
+		inside = func(echo.Context) error { return nil }
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	return c.Serve(echo.New().NewContext(req, httptest.NewRecorder()), tenant, inside)
+}
+
+// openDB is a SQLite database, whose writes wait for the single writer; the writes here
+// touch no table, so it needs no schema.
+func openDB(t *testing.T) *sqldb.DB {
+	t.Helper()
+	db, err := sqldb.Open(t.Context(), sqldb.Config{DSN: filepath.Join(t.TempDir(), "ledger.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestLongPollGivesUpItsTurn: with one slot, a claim that holds a long poll gives the slot
 // up while it waits, so another tenant's request is served meanwhile.
 func TestLongPollGivesUpItsTurn(t *testing.T) {
 	t.Parallel()
-	store := openStore(t)
-	b, _ := newKey(t, store, "poller", RoleRuntime)
-	other, _ := newKey(t, store, "other", RoleRuntime)
-	a := NewAuthenticator(store)
-	a.SetLimits(Limits{ReplicaActive: 1})
+	b := "poller"
+	other := "other"
+	a := New(Limits{ReplicaActive: 1})
 	polling, done := make(chan struct{}), make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		errc <- call(a, b, "192.0.2.1", func(c echo.Context) error {
+		errc <- serveAs(a, b, func(c echo.Context) error {
 			release, ok := HoldLongPoll(c.Request().Context())
 			if !ok {
 				return errors.New("long poll refused without a cap")
@@ -172,7 +194,7 @@ func TestLongPollGivesUpItsTurn(t *testing.T) {
 		})
 	}()
 	<-polling
-	if err := call(a, other, "192.0.2.1", nil); err != nil {
+	if err := serveAs(a, other, nil); err != nil {
 		t.Fatalf("another tenant while the only slot's holder long-polls: %v", err)
 	}
 	close(done)
@@ -189,18 +211,17 @@ func TestLongPollGivesUpItsTurn(t *testing.T) {
 // another request is worked on meanwhile, and its write joins the database's queue.
 func TestWriteWaitGivesUpItsTurn(t *testing.T) {
 	t.Parallel()
-	store := openStore(t)
-	key, _ := newKey(t, store, "writer", RoleRuntime)
-	other, _ := newKey(t, store, "other", RoleRuntime)
-	a := NewAuthenticator(store)
-	a.SetLimits(Limits{ReplicaActive: 1})
+	key := "writer"
+	other := "other"
+	a := New(Limits{ReplicaActive: 1})
+	db := openDB(t)
 	ctx := context.Background()
 	holding, hold := make(chan struct{}), make(chan struct{})
 	letGo := sync.OnceFunc(func() { close(hold) })
 	defer letGo() // on failure too: the database cannot close while the held write runs
 	held := make(chan error, 1)
 	go func() {
-		held <- store.db.Write(ctx, sqldb.MaintenanceScope(), func(*sqldb.Tx) error {
+		held <- db.Write(ctx, sqldb.MaintenanceScope(), func(*sqldb.Tx) error {
 			close(holding)
 			<-hold
 			return nil
@@ -210,21 +231,19 @@ func TestWriteWaitGivesUpItsTurn(t *testing.T) {
 	errc := make(chan error, 1)
 	entered := make(chan struct{})
 	go func() {
-		errc <- call(a, key, "192.0.2.1", func(c echo.Context) error {
+		errc <- serveAs(a, key, func(c echo.Context) error {
 			close(entered) // it holds the only slot
-			return store.db.Write(c.Request().Context(), sqldb.TenantScope("writer"), func(*sqldb.Tx) error { return nil })
+			return db.Write(c.Request().Context(), sqldb.TenantScope("writer"), func(*sqldb.Tx) error { return nil })
 		})
 	}()
 	<-entered
 	// Were the slot held through the write's wait, this request would wait for it until the
 	// held write ends, which only happens after it: the bound turns that deadlock into a
 	// failure.
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	req.Header.Set("Authorization", "Bearer "+other)
 	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req = req.WithContext(bounded)
-	if err := a.Require()(func(echo.Context) error { return nil })(echo.New().NewContext(req, httptest.NewRecorder())); err != nil {
+	req := httptest.NewRequestWithContext(bounded, http.MethodGet, "/", nil)
+	if err := a.Serve(echo.New().NewContext(req, httptest.NewRecorder()), other, func(echo.Context) error { return nil }); err != nil {
 		t.Fatalf("another request while the only slot's holder waits for its write: %v", err)
 	}
 	letGo()
@@ -236,5 +255,99 @@ func TestWriteWaitGivesUpItsTurn(t *testing.T) {
 	}
 	if a.work.free != 1 {
 		t.Fatalf("free %d after both requests, want 1", a.work.free)
+	}
+}
+
+// TestTenantInFlightCapLeavesOtherTenantsAlone holds a tenant's every slot in flight: its
+// next request is 429 with Retry-After, another tenant's is served, and a slot given back
+// serves the first tenant again.
+func TestTenantInFlightCapLeavesOtherTenantsAlone(t *testing.T) {
+	t.Parallel()
+	b := "busy"
+	other := "quiet"
+	a := New(Limits{InFlight: 2})
+
+	entered, leave := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			done <- serveAs(a, b, func(echo.Context) error { entered <- struct{}{}; <-leave; return nil })
+		}()
+		<-entered
+	}
+	err := serveAs(a, b, nil)
+	if e, ok := apperr.As(err); !ok || e.Code != api.CodeRateLimited || e.RetryAfter <= 0 {
+		t.Fatalf("the busy tenant's third request: %v, want rate_limited with Retry-After", err)
+	}
+	if err := serveAs(a, other, nil); err != nil {
+		t.Fatalf("another tenant while the first is at its cap: %v", err)
+	}
+	leave <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := serveAs(a, b, nil); err != nil {
+		t.Fatalf("the busy tenant once a slot is back: %v", err)
+	}
+	close(leave)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := a.inFlight.held("busy"); n != 0 {
+		t.Fatalf("%d slots still held after every request ended", n)
+	}
+}
+
+// TestLongPollSlotsPerTenant: a tenant's long polls are capped apart from its other
+// requests and from other tenants'; a released slot serves again, once.
+func TestLongPollSlotsPerTenant(t *testing.T) {
+	t.Parallel()
+	b := "polls"
+	other := "polls-other"
+	a := New(Limits{LongPolls: 1})
+
+	var release func()
+	if err := serveAs(a, b, func(c echo.Context) error {
+		var ok bool
+		release, ok = HoldLongPoll(c.Request().Context())
+		if !ok {
+			t.Fatal("the first long poll was refused")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hold := func(token string) bool {
+		var ok bool
+		if err := serveAs(a, token, func(c echo.Context) error {
+			var r func()
+			if r, ok = HoldLongPoll(c.Request().Context()); ok {
+				r()
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if hold(b) {
+		t.Fatal("a second long poll of the tenant was let wait past its cap of 1")
+	}
+	if !hold(other) {
+		t.Fatal("another tenant's long poll was refused")
+	}
+	release()
+	release() // a second release gives back nothing more
+	if !hold(b) {
+		t.Fatal("the tenant's long poll after the slot was given back was refused")
+	}
+	if n := a.polls.held("polls"); n != 0 {
+		t.Fatalf("%d long-poll slots held after release", n)
+	}
+	// Without the authenticator (a service called directly) there is no cap.
+	if r, ok := HoldLongPoll(context.Background()); !ok {
+		t.Fatal("a context without a tenant was refused a long poll")
+	} else {
+		r()
 	}
 }

@@ -1,16 +1,22 @@
-package tenancy
+// Package admission decides what each tenant's requests may take of a replica (DESIGN.md
+// section 6): a rate, slots in flight, long-poll and heavy-read slots, a turn among the
+// tenants' requests to be worked on, and the read deadline. A request is admitted for the
+// tenant its key authenticated (package tenancy) before it takes anything.
+package admission
 
 import (
 	"context"
 	"errors"
-	"net"
+	"net/http"
 	"sync"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // Limits bounds what one tenant, or one client address, may take of a replica, and what
@@ -61,6 +67,96 @@ type Limits struct {
 	// passes, or when the client goes away, is cancelled, so no read computes for nobody.
 	// It must exceed the longest wait a read may ask for (waitSeconds, 30 s).
 	ReadTimeout time.Duration
+}
+
+// Controller admits requests by Limits. Its zero Limits admit everything.
+type Controller struct {
+	limits   Limits
+	inFlight *counter // per tenant
+	polls    *counter // per tenant
+	waits    *counter // per tenant
+	heavy    *counter // per tenant
+	replica  *counter // all tenants, under one key
+	work     *gate
+
+	limitMu  sync.Mutex
+	limiters map[string]*rate.Limiter // per tenant; nil: no rate limit
+}
+
+// New returns a controller applying l.
+func New(l Limits) *Controller {
+	c := &Controller{limits: l, inFlight: newCounter(l.InFlight), polls: newCounter(l.LongPolls), replica: newCounter(l.ReplicaInFlight),
+		// Reads that wait (waitSeconds) have slots of their own, as many: a runtime waiting on
+		// its decisions must not take the slots its claims wait for work in.
+		waits: newCounter(l.LongPolls), heavy: newCounter(l.HeavyReads), work: newGate(l.ReplicaActive)}
+	if l.Rate > 0 {
+		c.limiters = map[string]*rate.Limiter{}
+	}
+	return c
+}
+
+// admit spends one request of the tenant's rate, or says how long until one is free.
+func (c *Controller) admit(tenantID string) (bool, time.Duration) {
+	if c.limiters == nil {
+		return true, 0
+	}
+	c.limitMu.Lock()
+	l, ok := c.limiters[tenantID]
+	if !ok {
+		burst := c.limits.Burst
+		if burst < 1 {
+			burst = max(int(c.limits.Rate), 1)
+		}
+		l = rate.NewLimiter(rate.Limit(c.limits.Rate), burst)
+		c.limiters[tenantID] = l
+	}
+	c.limitMu.Unlock()
+	r := l.Reserve()
+	if d := r.Delay(); d > 0 {
+		r.Cancel()
+		return false, d
+	}
+	return true, 0
+}
+
+// Serve admits a request of tenant and runs next with the admission's ticket in its
+// context, holding what it took until next returns. A request refused at a step holds
+// nothing of the steps before: 429 rate_limited past the tenant's rate or a cap in flight.
+func (c *Controller) Serve(ec echo.Context, tenant string, next echo.HandlerFunc) error {
+	if ok, wait := c.admit(tenant); !ok {
+		return &apperr.Error{Code: api.CodeRateLimited, Detail: "the tenant's request rate is over its limit", RetryAfter: wait}
+	}
+	if !c.inFlight.take(tenant) {
+		return errTenantInFlight()
+	}
+	defer c.inFlight.give(tenant)
+	if !c.replica.take("") {
+		return errReplicaInFlight()
+	}
+	defer c.replica.give("")
+	ctx := ec.Request().Context()
+	leave, err := c.work.enter(ctx, tenant)
+	if err != nil {
+		return err // the client went away while waiting
+	}
+	defer leave()
+	heavyTimeout := c.limits.HeavyReadTimeout
+	if heavyTimeout <= 0 {
+		heavyTimeout = c.limits.ReadTimeout
+	}
+	ctx = context.WithValue(ctx, ticketKey{}, ticket{polls: c.polls, waits: c.waits, heavy: c.heavy,
+		heavyTimeout: heavyTimeout, tenant: tenant, leave: leave})
+	// On SQLite a write gives the place up as it goes to wait for the single writer,
+	// whose group commit shares it between tenants from there: a place held through
+	// that wait would cap how many writes share one commit.
+	ctx = sqldb.OnWriteWait(ctx, leave)
+	if c.limits.ReadTimeout > 0 && (ec.Request().Method == http.MethodGet || ec.Request().Method == http.MethodHead) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.limits.ReadTimeout)
+		defer cancel()
+	}
+	ec.SetRequest(ec.Request().WithContext(ctx))
+	return deadlineProblem(ctx, next(ec))
 }
 
 // Retry-After values of the limits whose wait cannot be computed: a slot is free when
@@ -114,88 +210,6 @@ func (c *counter) held(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[key]
-}
-
-// maxAddresses bounds the failure budgets remembered at once. Budgets that are full again
-// are forgotten first; past that (a spread-out attack), all are.
-const maxAddresses = 100_000
-
-// addrBudget is the failed-authentication budget of each client address.
-type addrBudget struct {
-	rate  rate.Limit
-	burst int
-	mu    sync.Mutex
-	m     map[string]*rate.Limiter
-}
-
-func newAddrBudget(failures int, window time.Duration) *addrBudget {
-	if failures <= 0 || window <= 0 {
-		return nil
-	}
-	return &addrBudget{rate: rate.Limit(float64(failures) / window.Seconds()), burst: failures, m: map[string]*rate.Limiter{}}
-}
-
-// spent reports how long until addr may fail once more (0: it may now).
-func (b *addrBudget) spent(addr string, now time.Time) time.Duration {
-	if b == nil {
-		return 0
-	}
-	b.mu.Lock()
-	l := b.m[addr]
-	b.mu.Unlock()
-	if l == nil {
-		return 0
-	}
-	tokens := l.TokensAt(now)
-	if tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1 - tokens) / float64(b.rate) * float64(time.Second))
-}
-
-// fail spends one failure of addr's budget.
-func (b *addrBudget) fail(addr string, now time.Time) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	l := b.m[addr]
-	if l == nil {
-		if len(b.m) >= maxAddresses {
-			b.sweep(now)
-		}
-		l = rate.NewLimiter(b.rate, b.burst)
-		b.m[addr] = l
-	}
-	b.mu.Unlock()
-	l.AllowN(now, 1)
-}
-
-// sweep forgets the budgets that are full again, or every budget when none is. b.mu is held.
-func (b *addrBudget) sweep(now time.Time) {
-	for a, l := range b.m {
-		if l.TokensAt(now) >= float64(b.burst) {
-			delete(b.m, a)
-		}
-	}
-	if len(b.m) >= maxAddresses {
-		clear(b.m)
-	}
-}
-
-// clientAddress is the key of a client's failure budget: its IP address, and for IPv6 its
-// /64 network, which one client usually holds whole. The address is what the HTTP layer's
-// IP extractor says: the TCP peer, or behind trusted proxies the nearest untrusted address
-// of X-Forwarded-For.
-func clientAddress(ip string) string {
-	parsed := net.ParseIP(ip)
-	if parsed == nil {
-		return ip
-	}
-	if parsed.To4() != nil {
-		return parsed.String()
-	}
-	return parsed.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 type ticketKey struct{}
@@ -297,9 +311,4 @@ func errReplicaInFlight() error {
 func errTenantInFlight() error {
 	return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: inFlightRetryAfter,
 		Detail: "the tenant is at its limit of requests in flight; retry later"}
-}
-
-func errAuthFailures(wait time.Duration) error {
-	return &apperr.Error{Code: api.CodeRateLimited, RetryAfter: max(wait, time.Second),
-		Detail: "too many failed authentications from this address; retry later"}
 }
