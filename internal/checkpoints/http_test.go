@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -173,25 +172,8 @@ var httpCases = []struct {
 			apitest.WantStatus(t, s.Do(t, http.MethodPost, path, rt, body(l.Token, seq, "h"), nil), http.StatusCreated)
 		}
 		var got []int
-		next := path + "?limit=2"
-		for pages := 0; next != ""; pages++ {
-			if pages > 3 {
-				t.Fatalf("more pages than items")
-			}
-			r := s.Do(t, http.MethodGet, next, rt, "", nil)
-			apitest.WantStatus(t, r, http.StatusOK)
-			var page struct {
-				Items      []wireCheckpoint `json:"items"`
-				NextCursor string           `json:"nextCursor"`
-			}
-			apitest.Decode(t, r, &page)
-			for _, c := range page.Items {
-				got = append(got, c.Sequence)
-			}
-			next = ""
-			if page.NextCursor != "" {
-				next = path + "?limit=2&cursor=" + url.QueryEscape(page.NextCursor)
-			}
+		for _, c := range apitest.Pages[wireCheckpoint](t, s.Stack, path, rt, 2, 4) {
+			got = append(got, c.Sequence)
 		}
 		if fmt.Sprint(got) != "[0 1 2 3 4]" {
 			t.Fatalf("paged sequences %v", got)
