@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,10 +111,7 @@ type Draft struct {
 // Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
 // filled it: the API's decoder checks the same bounds first for HTTP callers.
 func (n Draft) Validate() error {
-	var fields []api.FieldError
-	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
-		fields = append(fields, api.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
-	}
+	fields := seqlog.SequenceFields(n.Sequence)
 	if !n.Kind.Valid() {
 		fields = append(fields, validate.NotOneOf("kind", n.Kind))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
@@ -21,6 +22,15 @@ import (
 
 // Start is the keyset position before the first record (sequences start at 0).
 const Start = -1
+
+// SequenceFields refuses a sequence the column cannot hold (the seed's int, from 0): one
+// field error naming sequence, or none.
+func SequenceFields(seq int) []api.FieldError {
+	if seq < 0 || seq > math.MaxInt32 {
+		return []api.FieldError{{Field: "sequence", Reason: "must be from 0 to 2147483647"}}
+	}
+	return nil
+}
 
 // Append is one fenced append of a record at a sequence.
 type Append[T any] struct {
