@@ -1,14 +1,12 @@
 package checkpoints_test
 
 import (
-	"bytes"
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -54,30 +52,6 @@ func FuzzCheckpointRequest(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, body []byte) {
-		beforeN, beforeV := state(t)
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+rt)
-		rec := httptest.NewRecorder()
-		s.Handler.ServeHTTP(rec, req)
-		afterN, afterV := state(t)
-		t.Logf("status %d", rec.Code)
-		switch rec.Code {
-		case http.StatusCreated:
-			if afterN != beforeN+1 {
-				t.Fatalf("201 but %d checkpoints before, %d after", beforeN, afterN)
-			}
-		case http.StatusOK:
-			if afterN != beforeN || afterV != beforeV {
-				t.Fatalf("a repeat (200) wrote: %d -> %d checkpoints, version %d -> %d", beforeN, afterN, beforeV, afterV)
-			}
-		case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge:
-			if afterN != beforeN || afterV != beforeV {
-				t.Fatalf("refused with %d but wrote: %d -> %d checkpoints, version %d -> %d; body %q",
-					rec.Code, beforeN, afterN, beforeV, afterV, body)
-			}
-		default:
-			t.Fatalf("status %d for body %q: %s", rec.Code, body, rec.Body.Bytes())
-		}
+		apitest.CheckAppend(t, s.Stack, path, rt, body, "checkpoints", state)
 	})
 }
