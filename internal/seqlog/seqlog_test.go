@@ -7,6 +7,7 @@ import (
 
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/seqlog"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 func TestSequenceFields(t *testing.T) {
@@ -31,5 +32,17 @@ func TestInsertedWrapsWhatIsNotAConflict(t *testing.T) {
 	err := seqlog.Inserted(base, "insert x", "UX_X")
 	if !errors.Is(err, base) || errors.Is(err, runs.ErrTaken) || err.Error() != "insert x: disk full" {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestInsertedMapsTheSequenceIndexToTaken(t *testing.T) {
+	t.Parallel()
+	taken := &sqldb.ConflictError{Constraint: "UX_X_Attempt_Sequence"}
+	if err := seqlog.Inserted(taken, "insert x", "UX_X_Attempt_Sequence"); !errors.Is(err, runs.ErrTaken) {
+		t.Fatalf("the sequence index's refusal: %v, want runs.ErrTaken", err)
+	}
+	other := &sqldb.ConflictError{Constraint: "UX_Other"}
+	if err := seqlog.Inserted(other, "insert x", "UX_X_Attempt_Sequence"); errors.Is(err, runs.ErrTaken) || !errors.Is(err, other) {
+		t.Fatalf("another index's refusal: %v, want it wrapped, not taken", err)
 	}
 }
