@@ -6,15 +6,33 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// CheckAppend posts body as key to path, an append of a record (calls, checkpoints), through
-// s.Handler and fails t unless the answer is one a client is promised (never a 500): 201
-// wrote one record more, 200 (a repeat) and a refusal (400, 404, 409, 413) wrote nothing.
-// state reads what a write changes (the records' count and a version); noun names the
-// records in failures.
-func CheckAppend(t *testing.T, s *Stack, path, key string, body []byte, noun string, state func(t *testing.T) (int, sqldb.RowVersion)) {
+// FuzzAppend fuzzes the append of an attempt's records (calls, checkpoints): arbitrary
+// bytes go as the body of POST /v1/attempts/{id}/<records> through s's real handler stack
+// (auth, body limit, strict binding, validation, the fenced store), and the answer must be
+// one a client is promised (never a 500): 201 wrote one record more, 200 (a repeat) and a
+// refusal (400, 404, 409, 413) wrote nothing. The attempt's lease is held at fencing token
+// 1 on a clock that never moves, so the valid bodies of the seed corpus are accepted,
+// repeated or conflict. state reads what a write changes (the records' count and a
+// version) for the tenant's attempt.
+func FuzzAppend(f *testing.F, s *Stack, records string, state func(t *testing.T, tenant string, attemptID uuid.UUID) (int, sqldb.RowVersion)) {
+	tenant, _, rt := s.TenantKeys(f)
+	l := s.Lease(f, rt)
+	if l.Token != 1 {
+		f.Fatalf("first claim of a fresh tenant has token %d; the seed corpus assumes 1", l.Token)
+	}
+	attemptID := uuid.MustParse(l.AttemptID)
+	path := "/v1/attempts/" + l.AttemptID + "/" + records
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkAppend(t, s, path, rt, body, records, func(t *testing.T) (int, sqldb.RowVersion) { return state(t, tenant, attemptID) })
+	})
+}
+
+func checkAppend(t *testing.T, s *Stack, path, key string, body []byte, noun string, state func(t *testing.T) (int, sqldb.RowVersion)) {
 	t.Helper()
 	beforeN, beforeV := state(t)
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
