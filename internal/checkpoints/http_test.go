@@ -1,7 +1,6 @@
 package checkpoints_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -220,37 +219,10 @@ var httpCases = []struct {
 	}},
 
 	{"OpenAPIDocumentsTheRoutes", func(t *testing.T, s *stack) {
-		r := s.Do(t, http.MethodGet, "/openapi.json", "", "", nil)
-		apitest.WantStatus(t, r, http.StatusOK)
-		var doc struct {
-			Paths      map[string]map[string]json.RawMessage `json:"paths"`
-			Components struct {
-				Schemas map[string]struct {
-					Type       any      `json:"type"`
-					Enum       []string `json:"enum"`
-					Properties map[string]struct {
-						Ref string `json:"$ref"`
-					} `json:"properties"`
-				} `json:"schemas"`
-			} `json:"components"`
-		}
-		if err := json.Unmarshal(r.Body, &doc); err != nil {
-			t.Fatalf("decode /openapi.json: %v", err)
-		}
-		for _, want := range []struct {
-			path    string
-			methods []string
-		}{{"/v1/attempts/{attemptId}/checkpoints", []string{"post", "get"}}, {"/v1/attempts/{attemptId}/checkpoints/{checkpointId}", []string{"get"}}, {"/v1/runs/{runId}/checkpoints/last", []string{"get"}}} {
-			for _, m := range want.methods {
-				if _, ok := doc.Paths[want.path][m]; !ok {
-					t.Errorf("/openapi.json lacks %s %s", m, want.path)
-				}
-			}
-		}
-		// The stored int travels as its wire name, and the document says so.
-		ref := doc.Components.Schemas["Checkpoint"].Properties["phase"].Ref
-		if p := doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")]; p.Type != "string" || len(p.Enum) != 7 {
-			t.Errorf("Checkpoint.phase is documented as %s: %+v, want a string enum of 7", ref, p)
-		}
+		doc := apitest.Served(t, s.Stack)
+		doc.WantOperations(t, "/v1/attempts/{attemptId}/checkpoints", "post", "get")
+		doc.WantOperations(t, "/v1/attempts/{attemptId}/checkpoints/{checkpointId}", "get")
+		doc.WantOperations(t, "/v1/runs/{runId}/checkpoints/last", "get")
+		doc.WantStringEnum(t, "Checkpoint", "phase", 7)
 	}},
 }
