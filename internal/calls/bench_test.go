@@ -2,17 +2,12 @@ package calls_test
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"testing"
 
-	"github.com/google/uuid"
-
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/calls"
-	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/projects"
-	"github.com/ledger-dev/ledger/internal/runs"
 )
 
 // holders is how many concurrent lease holders the benchmark runs.
@@ -25,28 +20,10 @@ const holders = 16
 //	go test ./internal/calls -run '^$' -bench CallRecord -benchtime 3s
 func BenchmarkCallRecord(b *testing.B) {
 	ctx := context.Background()
-	db := dbtest.SQLite().Open(b, dbtest.Options{})
-	tenant := dbtest.NewTenant(b, db)
-	if _, _, err := projects.NewStore(db).Put(ctx, tenant, "p1", projects.Change{}); err != nil {
-		b.Fatal(err)
-	}
-	svc := runs.NewService(db, runs.DefaultConfig(), nil)
-	store := calls.NewStore(db, svc)
-	caller := runs.Caller{TenantID: tenant, KeyID: "bench"}
 	par := max(1, holders/runtime.GOMAXPROCS(0))
 	n := par * runtime.GOMAXPROCS(0)
-	leases := make(chan runs.Claimed, n)
-	for i := range n {
-		if _, _, err := svc.Enqueue(ctx, caller, runs.Spec{ProjectID: "p1", Subject: fmt.Sprintf("bench-%d", i), Kind: "k",
-			AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), MaxAttempts: 3}); err != nil {
-			b.Fatal(err)
-		}
-		cl, err := svc.Claim(ctx, caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m", LeaseSeconds: 3600})
-		if err != nil {
-			b.Fatal(err)
-		}
-		leases <- cl
-	}
+	db, svc, tenant, leases := apitest.BenchLeases(b, n)
+	store := calls.NewStore(db, svc)
 	receipt := "receipt://ok"
 	b.SetParallelism(par)
 	b.ReportAllocs()

@@ -8,17 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
-	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/ids"
 	"github.com/ledger-dev/ledger/internal/ifmatch"
 	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/seqlog"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/validate"
 )
@@ -112,10 +111,7 @@ type Draft struct {
 // Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
 // filled it: the API's decoder checks the same bounds first for HTTP callers.
 func (n Draft) Validate() error {
-	var fields []api.FieldError
-	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
-		fields = append(fields, api.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
-	}
+	fields := seqlog.SequenceFields(n.Sequence)
 	if !n.Kind.Valid() {
 		fields = append(fields, validate.NotOneOf("kind", n.Kind))
 	}
@@ -244,29 +240,21 @@ func (s *Store) Record(ctx context.Context, tenantID string, attemptID uuid.UUID
 	if err := n.Validate(); err != nil {
 		return Call{}, false, err
 	}
-	return runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Call]{
+	return seqlog.Write(ctx, s.runs, tenantID, attemptID, token, seqlog.Append[Call]{
 		What: "record call",
-		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Call, bool, error) {
+		Insert: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Call, error) {
 			var c Call
 			err := tx.GetContext(ctx, &c, s.q.insert, insertArgs(tx.Dialect, tx.Dialect.NewID(), f, n)...)
-			if sqldb.IsConflict(err, conflictMarkers...) {
-				return Call{}, false, runs.ErrTaken
-			}
-			if err != nil {
-				return Call{}, false, fmt.Errorf("insert call: %w", err)
-			}
-			return c, true, nil
-		},
-		Repeat: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Call, error) {
-			prev, err := s.read(ctx, tx, s.q.bySequence, tenantID, attemptID, int32(n.Sequence))
-			if errors.Is(err, sqldb.ErrNotFound) {
-				return Call{}, runs.ErrNoRepeat
-			}
-			if err != nil {
+			if err := seqlog.Inserted(err, "insert call", conflictMarkers...); err != nil {
 				return Call{}, err
 			}
-			return repeatRecord(prev.Call, n)
+			return c, nil
 		},
+		AtSequence: func(ctx context.Context, tx *sqldb.Tx) (Call, error) {
+			prev, err := s.read(ctx, tx, s.q.bySequence, tenantID, attemptID, int32(n.Sequence))
+			return prev.Call, err
+		},
+		Repeat: func(prev Call) (Call, error) { return repeatRecord(prev, n) },
 	})
 }
 
@@ -425,41 +413,25 @@ func (s *Store) OnBudgetHeld(fn func(ctx context.Context, tx *sqldb.Tx, h Budget
 
 // Get reads one call of an attempt (NotFound when missing or another tenant's).
 func (s *Store) Get(ctx context.Context, tenantID string, attemptID, callID uuid.UUID) (Call, error) {
-	var c Call
-	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+	return seqlog.Get(ctx, s.db, tenantID, "get call", func(tx *sqldb.Tx) (Call, error) {
 		st, err := s.byID(ctx, tx, tenantID, attemptID, callID)
-		c = st.Call
-		return err
+		return st.Call, err
 	})
-	if err != nil {
-		return Call{}, fmt.Errorf("get call: %w", err)
-	}
-	return c, nil
 }
 
 // Start is the keyset position before the first call (sequences start at 0).
-const Start = -1
+const Start = seqlog.Start
 
 // List returns up to limit calls of the attempt in sequence order, after the sequence
 // `after` (Start for the first page). NotFound when the attempt is not the tenant's.
 func (s *Store) List(ctx context.Context, tenantID string, attemptID uuid.UUID, after, limit int) ([]Call, error) {
-	return attempts.ListOf(ctx, s.db, tenantID, attemptID, "list calls", func(tx *sqldb.Tx) ([]Call, error) {
-		return ListTx(ctx, tx, tenantID, attemptID, after, limit)
-	})
+	return seqlog.List[Call](ctx, s.db, s.q.list, "list calls", tenantID, attemptID, after, limit)
 }
 
 // ListTx is List inside the caller's transaction, without the attempt check (an attempt's
 // timeline merges it with the other child collections).
 func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, after, limit int) ([]Call, error) {
-	after = max(after, Start)
-	if after > math.MaxInt32 {
-		return nil, nil
-	}
-	var cs []Call
-	if err := tx.SelectContext(ctx, &cs, queriesFor(tx.Dialect).list, tenantID, attemptID, int32(after), limit); err != nil {
-		return nil, fmt.Errorf("list calls: %w", err)
-	}
-	return cs, nil
+	return seqlog.ListTx[Call](ctx, tx, queriesFor(tx.Dialect).list, "list calls", tenantID, attemptID, after, limit)
 }
 
 // Hooks keep call records in step with the run-lease core: when an attempt ends in any way

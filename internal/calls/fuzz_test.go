@@ -1,37 +1,23 @@
 package calls_test
 
 import (
-	"bytes"
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// FuzzCallRequest feeds arbitrary bytes as the body of POST …/calls through the real
-// handler stack (auth, body limit, strict binding, validation, the fenced store) and checks
-// that the answer is one a client is promised (2xx, 400, 404, 409, 413: never a 500), and
-// that a refused body (400, 409, 413) wrote nothing. The attempt's lease is held at fencing
-// token 1 on a clock that never moves, so valid bodies (see the seed corpus in
-// testdata/fuzz/FuzzCallRequest) are accepted, repeated or conflict.
+// FuzzCallRequest is apitest.FuzzAppend on POST …/calls; the seed corpus is in
+// testdata/fuzz/FuzzCallRequest.
 //
 //	go test ./internal/calls -run '^$' -fuzz FuzzCallRequest -fuzztime 60s
 func FuzzCallRequest(f *testing.F) {
 	s := newStack(f, 4096) // a small body limit, so that 413 is reachable
-	tenant, _, rt := s.TenantKeys(f)
-	l := s.Lease(f, rt)
-	if l.Token != 1 {
-		f.Fatalf("first claim of a fresh tenant has token %d; the seed corpus assumes 1", l.Token)
-	}
-	attemptID := uuid.MustParse(l.AttemptID)
-	path := "/v1/attempts/" + l.AttemptID + "/calls"
-
 	// state is what a write changes: the attempt's call count and their highest version.
-	state := func(t *testing.T) (int, sqldb.RowVersion) {
+	state := func(t *testing.T, tenant string, attemptID uuid.UUID) (int, sqldb.RowVersion) {
 		var st struct {
 			N int              `db:"N"`
 			V sqldb.RowVersion `db:"V"`
@@ -47,31 +33,5 @@ func FuzzCallRequest(f *testing.F) {
 		return st.N, st.V
 	}
 
-	f.Fuzz(func(t *testing.T, body []byte) {
-		beforeN, beforeV := state(t)
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+rt)
-		rec := httptest.NewRecorder()
-		s.Handler.ServeHTTP(rec, req)
-		afterN, afterV := state(t)
-		t.Logf("status %d", rec.Code)
-		switch rec.Code {
-		case http.StatusCreated:
-			if afterN != beforeN+1 {
-				t.Fatalf("201 but %d calls before, %d after", beforeN, afterN)
-			}
-		case http.StatusOK:
-			if afterN != beforeN || afterV != beforeV {
-				t.Fatalf("a repeat (200) wrote: %d -> %d calls, version %d -> %d", beforeN, afterN, beforeV, afterV)
-			}
-		case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge:
-			if afterN != beforeN || afterV != beforeV {
-				t.Fatalf("refused with %d but wrote: %d -> %d calls, version %d -> %d; body %q",
-					rec.Code, beforeN, afterN, beforeV, afterV, body)
-			}
-		default:
-			t.Fatalf("status %d for body %q: %s", rec.Code, body, rec.Body.Bytes())
-		}
-	})
+	apitest.FuzzAppend(f, s.Stack, "calls", state)
 }

@@ -1,10 +1,8 @@
 package calls_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -246,25 +244,8 @@ var httpCases = []struct {
 			apitest.WantStatus(t, s.Do(t, http.MethodPost, path, rt, recordBody(l.Token, seq, "r"), nil), http.StatusCreated)
 		}
 		var got []int
-		next := path + "?limit=2"
-		for pages := 0; next != ""; pages++ {
-			if pages > 3 {
-				t.Fatal("more pages than items")
-			}
-			r := s.Do(t, http.MethodGet, next, rt, "", nil)
-			apitest.WantStatus(t, r, http.StatusOK)
-			var page struct {
-				Items      []wireCall `json:"items"`
-				NextCursor string     `json:"nextCursor"`
-			}
-			apitest.Decode(t, r, &page)
-			for _, c := range page.Items {
-				got = append(got, c.Sequence)
-			}
-			next = ""
-			if page.NextCursor != "" {
-				next = path + "?limit=2&cursor=" + url.QueryEscape(page.NextCursor)
-			}
+		for _, c := range apitest.Pages[wireCall](t, s.Stack, path, rt, 2, 4) {
+			got = append(got, c.Sequence)
 		}
 		if fmt.Sprint(got) != "[0 1 2 3 4]" {
 			t.Fatalf("paged sequences %v", got)
@@ -274,37 +255,9 @@ var httpCases = []struct {
 	}},
 
 	{"OpenAPIDocumentsTheRoutes", func(t *testing.T, s *stack) {
-		r := s.Do(t, http.MethodGet, "/openapi.json", "", "", nil)
-		apitest.WantStatus(t, r, http.StatusOK)
-		var doc struct {
-			Paths      map[string]map[string]json.RawMessage `json:"paths"`
-			Components struct {
-				Schemas map[string]struct {
-					Type       any      `json:"type"`
-					Enum       []string `json:"enum"`
-					Properties map[string]struct {
-						Ref string `json:"$ref"`
-					} `json:"properties"`
-				} `json:"schemas"`
-			} `json:"components"`
-		}
-		if err := json.Unmarshal(r.Body, &doc); err != nil {
-			t.Fatalf("decode /openapi.json: %v", err)
-		}
-		for _, want := range []struct {
-			path    string
-			methods []string
-		}{{"/v1/attempts/{attemptId}/calls", []string{"post", "get"}}, {"/v1/attempts/{attemptId}/calls/{callId}", []string{"get", "patch"}}} {
-			for _, m := range want.methods {
-				if _, ok := doc.Paths[want.path][m]; !ok {
-					t.Errorf("/openapi.json lacks %s %s", m, want.path)
-				}
-			}
-		}
-		// The stored int travels as its wire name, and the document says so.
-		ref := doc.Components.Schemas["Call"].Properties["kind"].Ref
-		if k := doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")]; k.Type != "string" || len(k.Enum) != 4 {
-			t.Errorf("Call.kind is documented as %s: %+v, want a string enum of 4", ref, k)
-		}
+		doc := apitest.Served(t, s.Stack)
+		doc.WantOperations(t, "/v1/attempts/{attemptId}/calls", "post", "get")
+		doc.WantOperations(t, "/v1/attempts/{attemptId}/calls/{callId}", "get", "patch")
+		doc.WantStringEnum(t, "Call", "kind", 4)
 	}},
 }

@@ -2,46 +2,23 @@ package checkpoints_test
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"testing"
 
-	"github.com/google/uuid"
-
 	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/checkpoints"
-	"github.com/ledger-dev/ledger/internal/dbtest"
-	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 )
 
 // holders is how many concurrent lease holders the benchmarks run.
 const holders = 16
 
-// benchLeases opens a fresh embedded database (the database clock, as in production) and
-// returns n holders' leases, one run each, leased for an hour.
+// benchLeases returns a store on a fresh embedded database, its tenant and n holders'
+// leases (apitest.BenchLeases).
 func benchLeases(b *testing.B, n int) (*checkpoints.Store, string, chan runs.Claimed) {
 	b.Helper()
-	ctx := context.Background()
-	db := dbtest.SQLite().Open(b, dbtest.Options{})
-	tenant := dbtest.NewTenant(b, db)
-	if _, _, err := projects.NewStore(db).Put(ctx, tenant, "p1", projects.Change{}); err != nil {
-		b.Fatal(err)
-	}
-	svc := runs.NewService(db, runs.DefaultConfig(), nil)
-	caller := runs.Caller{TenantID: tenant, KeyID: "bench"}
-	leases := make(chan runs.Claimed, n)
-	for i := range n {
-		if _, _, err := svc.Enqueue(ctx, caller, runs.Spec{ProjectID: "p1", Subject: fmt.Sprintf("bench-%d", i), Kind: "k",
-			AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), MaxAttempts: 3}); err != nil {
-			b.Fatal(err)
-		}
-		cl, err := svc.Claim(ctx, caller, runs.ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m", LeaseSeconds: 3600})
-		if err != nil {
-			b.Fatal(err)
-		}
-		leases <- cl
-	}
+	db, svc, tenant, leases := apitest.BenchLeases(b, n)
 	return checkpoints.NewStore(db, svc), tenant, leases
 }
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +17,7 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/runs"
+	"github.com/ledger-dev/ledger/internal/seqlog"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/validate"
 )
@@ -72,10 +72,7 @@ type Draft struct {
 // Validate refuses a draft the columns cannot hold (Invalid naming each field), whoever
 // filled it: the API's decoder checks the same bounds first for HTTP callers.
 func (n Draft) Validate() error {
-	var fields []api.FieldError
-	if n.Sequence < 0 || n.Sequence > math.MaxInt32 {
-		fields = append(fields, api.FieldError{Field: "sequence", Reason: "must be from 0 to 2147483647"})
-	}
+	fields := seqlog.SequenceFields(n.Sequence)
 	if !n.Phase.Valid() {
 		fields = append(fields, validate.NotOneOf("phase", n.Phase))
 	}
@@ -119,22 +116,16 @@ func (s *Store) Append(ctx context.Context, tenantID string, attemptID uuid.UUID
 	if err := n.Validate(); err != nil {
 		return Checkpoint{}, false, err
 	}
-	return runs.WriteFenced(ctx, s.runs, tenantID, attemptID, token, runs.FencedWrite[Checkpoint]{
+	return seqlog.Write(ctx, s.runs, tenantID, attemptID, token, seqlog.Append[Checkpoint]{
 		What: "append checkpoint",
-		Do: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Checkpoint, bool, error) {
-			c, err := s.insert(ctx, tx, f, n)
-			return c, true, err
+		Insert: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Checkpoint, error) {
+			return s.insert(ctx, tx, f, n)
 		},
-		Repeat: func(ctx context.Context, tx *sqldb.Tx, f runs.Fenced) (Checkpoint, error) {
+		AtSequence: func(ctx context.Context, tx *sqldb.Tx) (Checkpoint, error) {
 			prev, err := s.bySequence(ctx, tx, tenantID, attemptID, n.Sequence)
-			if errors.Is(err, sqldb.ErrNotFound) {
-				return Checkpoint{}, runs.ErrNoRepeat
-			}
-			if err != nil {
-				return Checkpoint{}, err
-			}
-			return repeat(prev.Checkpoint, n)
+			return prev.Checkpoint, err
 		},
+		Repeat: func(prev Checkpoint) (Checkpoint, error) { return repeat(prev, n) },
 	})
 }
 
@@ -156,11 +147,8 @@ func (s *Store) insert(ctx context.Context, tx *sqldb.Tx, f runs.Fenced, n Draft
 		ContextSnapshotRef: n.ContextSnapshotRef, Hash: n.Hash, CreatedAt: f.Now,
 	}
 	_, err := tx.ExecContext(ctx, s.q.insert, insertArgs(tx.Dialect, c)...)
-	if sqldb.IsConflict(err, conflictMarkers...) {
-		return Checkpoint{}, runs.ErrTaken
-	}
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("insert checkpoint: %w", err)
+	if err := seqlog.Inserted(err, "insert checkpoint", conflictMarkers...); err != nil {
+		return Checkpoint{}, err
 	}
 	// Every append of the attempt holds the attempt row (the fence), so no other append
 	// can interleave between the insert and this update.
@@ -198,44 +186,30 @@ func (s *Store) bySequence(ctx context.Context, tx *sqldb.Tx, tenantID string, a
 
 // Get reads one checkpoint of an attempt (NotFound when missing or another tenant's).
 func (s *Store) Get(ctx context.Context, tenantID string, attemptID, checkpointID uuid.UUID) (Checkpoint, error) {
-	var c Checkpoint
-	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+	return seqlog.Get(ctx, s.db, tenantID, "get checkpoint", func(tx *sqldb.Tx) (Checkpoint, error) {
+		var c Checkpoint
 		err := tx.GetContext(ctx, &c, s.q.get, tenantID, attemptID, checkpointID)
 		if errors.Is(err, sqldb.ErrNotFound) {
-			return apperr.New(api.CodeNotFound, "no checkpoint %s of attempt %s", checkpointID, attemptID)
+			return Checkpoint{}, apperr.New(api.CodeNotFound, "no checkpoint %s of attempt %s", checkpointID, attemptID)
 		}
-		return err
+		return c, err
 	})
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("get checkpoint: %w", err)
-	}
-	return c, nil
 }
 
 // Start is the keyset position before the first checkpoint (sequences start at 0).
-const Start = -1
+const Start = seqlog.Start
 
 // List returns up to limit checkpoints of the attempt in sequence order, after the
 // sequence `after` (Start for the first page). NotFound when the attempt is not the
 // tenant's.
 func (s *Store) List(ctx context.Context, tenantID string, attemptID uuid.UUID, after, limit int) ([]Checkpoint, error) {
-	return attempts.ListOf(ctx, s.db, tenantID, attemptID, "list checkpoints", func(tx *sqldb.Tx) ([]Checkpoint, error) {
-		return ListTx(ctx, tx, tenantID, attemptID, after, limit)
-	})
+	return seqlog.List[Checkpoint](ctx, s.db, s.q.list, "list checkpoints", tenantID, attemptID, after, limit)
 }
 
 // ListTx is List inside the caller's transaction, without the attempt check (an attempt's
 // timeline merges it with the other child collections).
 func ListTx(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, after, limit int) ([]Checkpoint, error) {
-	after = max(after, Start)
-	if after > math.MaxInt32 {
-		return nil, nil
-	}
-	var cs []Checkpoint
-	if err := tx.SelectContext(ctx, &cs, queriesFor(tx.Dialect).list, tenantID, attemptID, int32(after), limit); err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	return cs, nil
+	return seqlog.ListTx[Checkpoint](ctx, tx, queriesFor(tx.Dialect).list, "list checkpoints", tenantID, attemptID, after, limit)
 }
 
 // maxChain bounds the walk back through continued runs. Each continuation spends one

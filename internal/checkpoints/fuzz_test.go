@@ -1,39 +1,25 @@
 package checkpoints_test
 
 import (
-	"bytes"
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/ledger-dev/ledger/internal/apitest"
 	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
-// FuzzCheckpointRequest feeds arbitrary bytes as the body of POST …/checkpoints through the
-// real handler stack (auth, body limit, strict binding, validation, the fenced store) and
-// checks that the answer is one a client is promised (2xx, 400, 404, 409, 413: never a
-// 500), and that a refused body (400, 409, 413) wrote nothing. The attempt's lease is held
-// at fencing token 1 on a clock that never moves, so valid bodies (see the seed corpus in
-// testdata/fuzz/FuzzCheckpointRequest) are accepted, repeated or conflict.
+// FuzzCheckpointRequest is apitest.FuzzAppend on POST …/checkpoints; the seed corpus is in
+// testdata/fuzz/FuzzCheckpointRequest.
 //
 //	go test ./internal/checkpoints -run '^$' -fuzz FuzzCheckpointRequest -fuzztime 60s
 func FuzzCheckpointRequest(f *testing.F) {
 	s := newStack(f, 4096) // a small body limit, so that 413 is reachable
-	tenant, _, rt := s.TenantKeys(f)
-	l := s.Lease(f, rt)
-	if l.Token != 1 {
-		f.Fatalf("first claim of a fresh tenant has token %d; the seed corpus assumes 1", l.Token)
-	}
-	attemptID := uuid.MustParse(l.AttemptID)
-	path := "/v1/attempts/" + l.AttemptID + "/checkpoints"
-
 	// state is what a write changes: the checkpoint count and the attempt's version (which
 	// SetLastCheckpoint stamps).
-	state := func(t *testing.T) (int, sqldb.RowVersion) {
+	state := func(t *testing.T, tenant string, attemptID uuid.UUID) (int, sqldb.RowVersion) {
 		var (
 			n int
 			a attempts.Attempt
@@ -53,31 +39,5 @@ func FuzzCheckpointRequest(f *testing.F) {
 		return n, a.Version
 	}
 
-	f.Fuzz(func(t *testing.T, body []byte) {
-		beforeN, beforeV := state(t)
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+rt)
-		rec := httptest.NewRecorder()
-		s.Handler.ServeHTTP(rec, req)
-		afterN, afterV := state(t)
-		t.Logf("status %d", rec.Code)
-		switch rec.Code {
-		case http.StatusCreated:
-			if afterN != beforeN+1 {
-				t.Fatalf("201 but %d checkpoints before, %d after", beforeN, afterN)
-			}
-		case http.StatusOK:
-			if afterN != beforeN || afterV != beforeV {
-				t.Fatalf("a repeat (200) wrote: %d -> %d checkpoints, version %d -> %d", beforeN, afterN, beforeV, afterV)
-			}
-		case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge:
-			if afterN != beforeN || afterV != beforeV {
-				t.Fatalf("refused with %d but wrote: %d -> %d checkpoints, version %d -> %d; body %q",
-					rec.Code, beforeN, afterN, beforeV, afterV, body)
-			}
-		default:
-			t.Fatalf("status %d for body %q: %s", rec.Code, body, rec.Body.Bytes())
-		}
-	})
+	apitest.FuzzAppend(f, s.Stack, "checkpoints", state)
 }

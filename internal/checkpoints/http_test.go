@@ -1,10 +1,8 @@
 package checkpoints_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -173,25 +171,8 @@ var httpCases = []struct {
 			apitest.WantStatus(t, s.Do(t, http.MethodPost, path, rt, body(l.Token, seq, "h"), nil), http.StatusCreated)
 		}
 		var got []int
-		next := path + "?limit=2"
-		for pages := 0; next != ""; pages++ {
-			if pages > 3 {
-				t.Fatalf("more pages than items")
-			}
-			r := s.Do(t, http.MethodGet, next, rt, "", nil)
-			apitest.WantStatus(t, r, http.StatusOK)
-			var page struct {
-				Items      []wireCheckpoint `json:"items"`
-				NextCursor string           `json:"nextCursor"`
-			}
-			apitest.Decode(t, r, &page)
-			for _, c := range page.Items {
-				got = append(got, c.Sequence)
-			}
-			next = ""
-			if page.NextCursor != "" {
-				next = path + "?limit=2&cursor=" + url.QueryEscape(page.NextCursor)
-			}
+		for _, c := range apitest.Pages[wireCheckpoint](t, s.Stack, path, rt, 2, 4) {
+			got = append(got, c.Sequence)
 		}
 		if fmt.Sprint(got) != "[0 1 2 3 4]" {
 			t.Fatalf("paged sequences %v", got)
@@ -238,37 +219,10 @@ var httpCases = []struct {
 	}},
 
 	{"OpenAPIDocumentsTheRoutes", func(t *testing.T, s *stack) {
-		r := s.Do(t, http.MethodGet, "/openapi.json", "", "", nil)
-		apitest.WantStatus(t, r, http.StatusOK)
-		var doc struct {
-			Paths      map[string]map[string]json.RawMessage `json:"paths"`
-			Components struct {
-				Schemas map[string]struct {
-					Type       any      `json:"type"`
-					Enum       []string `json:"enum"`
-					Properties map[string]struct {
-						Ref string `json:"$ref"`
-					} `json:"properties"`
-				} `json:"schemas"`
-			} `json:"components"`
-		}
-		if err := json.Unmarshal(r.Body, &doc); err != nil {
-			t.Fatalf("decode /openapi.json: %v", err)
-		}
-		for _, want := range []struct {
-			path    string
-			methods []string
-		}{{"/v1/attempts/{attemptId}/checkpoints", []string{"post", "get"}}, {"/v1/attempts/{attemptId}/checkpoints/{checkpointId}", []string{"get"}}, {"/v1/runs/{runId}/checkpoints/last", []string{"get"}}} {
-			for _, m := range want.methods {
-				if _, ok := doc.Paths[want.path][m]; !ok {
-					t.Errorf("/openapi.json lacks %s %s", m, want.path)
-				}
-			}
-		}
-		// The stored int travels as its wire name, and the document says so.
-		ref := doc.Components.Schemas["Checkpoint"].Properties["phase"].Ref
-		if p := doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")]; p.Type != "string" || len(p.Enum) != 7 {
-			t.Errorf("Checkpoint.phase is documented as %s: %+v, want a string enum of 7", ref, p)
-		}
+		doc := apitest.Served(t, s.Stack)
+		doc.WantOperations(t, "/v1/attempts/{attemptId}/checkpoints", "post", "get")
+		doc.WantOperations(t, "/v1/attempts/{attemptId}/checkpoints/{checkpointId}", "get")
+		doc.WantOperations(t, "/v1/runs/{runId}/checkpoints/last", "get")
+		doc.WantStringEnum(t, "Checkpoint", "phase", 7)
 	}},
 }

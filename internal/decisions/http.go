@@ -15,8 +15,8 @@ import (
 	"github.com/ledger-dev/ledger/internal/apperr"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
-	"github.com/ledger-dev/ledger/internal/tenancy/admission"
 	"github.com/ledger-dev/ledger/internal/validate"
+	"github.com/ledger-dev/ledger/internal/waits"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -130,22 +130,7 @@ func requestOf(req api.DecisionRequest) (Request, error) {
 }
 
 func (h handlers) get(c echo.Context) error {
-	id, err := web.PathUUID(c, "decisionId")
-	if err != nil {
-		return err
-	}
-	var q api.WaitParams
-	if err := web.BindQuery(c, &q); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	wait, release := admission.HoldWait(ctx, q.Wait())
-	defer release()
-	d, err := h.store.WaitClosed(ctx, tenancy.MustPrincipal(c).TenantID, id, wait)
-	if err != nil {
-		return err
-	}
-	return web.JSONWithETag(c, http.StatusOK, d.Version, d.Wire())
+	return waits.Get(c, "decisionId", h.store.WaitClosed, func(d Decision) (sqldb.RowVersion, any) { return d.Version, d.Wire() })
 }
 
 func (h handlers) answer(c echo.Context) error {

@@ -11,8 +11,10 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/tenancy"
 	"github.com/ledger-dev/ledger/internal/tenancy/admission"
+	"github.com/ledger-dev/ledger/internal/waits"
 	"github.com/ledger-dev/ledger/internal/web"
 )
 
@@ -317,22 +319,7 @@ func (h handlers) list(c echo.Context) error {
 }
 
 func (h handlers) get(c echo.Context) error {
-	id, err := web.PathUUID(c, "runId")
-	if err != nil {
-		return err
-	}
-	var q api.WaitParams
-	if err := web.BindQuery(c, &q); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	wait, release := admission.HoldWait(ctx, q.Wait())
-	defer release()
-	run, err := h.svc.WaitEnded(ctx, tenancy.MustPrincipal(c).TenantID, id, wait)
-	if err != nil {
-		return err
-	}
-	return web.JSONWithETag(c, http.StatusOK, run.Version, run.Wire())
+	return waits.Get(c, "runId", h.svc.WaitEnded, func(r Run) (sqldb.RowVersion, any) { return r.Version, r.Wire() })
 }
 
 func (h handlers) cancel(c echo.Context) error {
