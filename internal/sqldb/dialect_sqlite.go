@@ -65,9 +65,10 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 	// timeout instead of failing when it upgrades from a read.
 	// A larger page cache for the one writer keeps the hot index pages of a deep queue in
 	// memory (the default is 2 MiB); readers share the OS page cache and keep the default.
-	w, err := sqlx.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=cache_size(-32768)&_txlock=immediate"+
-		"&_pragma=wal_autocheckpoint("+fmt.Sprint(walRestartPages)+")"+
-		"&_pragma=journal_size_limit("+fmt.Sprint(walSizeLimit)+")")
+	writerDSN := base + "&_pragma=journal_mode(WAL)&_pragma=cache_size(-32768)&_txlock=immediate" +
+		"&_pragma=wal_autocheckpoint(" + fmt.Sprint(walRestartPages) + ")" +
+		"&_pragma=journal_size_limit(" + fmt.Sprint(walSizeLimit) + ")"
+	w, err := sqlx.Open("sqlite", writerDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
@@ -92,7 +93,18 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	ck.SetMaxOpenConns(1)
-	return &DB{Dialect: sqliteDialect{}, w: w, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
+	// The committer's own connection (writerconn.go), opened at its first group: the file
+	// is in WAL mode by then (pingWriter).
+	gw, err := sqlx.Open("sqlite", writerDSN)
+	if err != nil {
+		w.Close()
+		r.Close()
+		ck.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	gw.SetMaxOpenConns(1)
+	gw.SetConnMaxIdleTime(0)
+	return &DB{Dialect: sqliteDialect{}, w: w, gw: gw, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
 }
 
 // pingWriter opens the writer's connection, which switches a new file to WAL. That switch
