@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -114,5 +115,59 @@ func TestWriterConnectionNeverKeepsATransaction(t *testing.T) {
 	var xs []int
 	if err := db.Raw().SelectContext(ctx, &xs, "SELECT x FROM t ORDER BY x"); err != nil || len(xs) != 1 || xs[0] != 2 {
 		t.Fatalf("rows %v (%v), want [2]", xs, err)
+	}
+}
+
+// TestNewFilesTakeThePageSize: a file ledger creates has pageSize pages and is in WAL mode
+// (the page size is set before WAL fixes it); a file made earlier with SQLite's default
+// keeps its page size, and ledger writes to it as before.
+func TestNewFilesTakeThePageSize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	pageAndMode := func(db *DB) (int, string) {
+		t.Helper()
+		var size int
+		var mode string
+		if err := db.Raw().GetContext(ctx, &size, "PRAGMA page_size"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Raw().GetContext(ctx, &mode, "PRAGMA journal_mode"); err != nil {
+			t.Fatal(err)
+		}
+		return size, mode
+	}
+
+	fresh, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if size, mode := pageAndMode(fresh); size != pageSize || mode != "wal" {
+		t.Fatalf("a new file: page size %d, journal mode %q; want %d, wal", size, mode, pageSize)
+	}
+
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=page_size(4096)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	db, err := Open(ctx, Config{DSN: path, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (1)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if size, mode := pageAndMode(db); size != 4096 || mode != "wal" {
+		t.Fatalf("a file made with 4096-byte pages: page size %d, journal mode %q; want 4096, wal", size, mode)
 	}
 }
