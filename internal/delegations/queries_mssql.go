@@ -62,8 +62,10 @@ WHERE TenantId = @p1 AND DelegationId = @p2 AND Status <> @p3;`,
 	// another subject's child run: a claim of one continuation no longer waits on a sibling a
 	// complete holds (the deadlock of issue 18 item 7). Other writers of these keys change this
 	// subject's queue and so hold the subject lock this transaction holds. 0 rows: not delegated.
+	// The literal `c.ParentRunId IS NOT NULL` matches the index's filter (migration 36): a
+	// filtered index is matched by the statement's literals, not derived from a parameter.
 	delegatedSiblings: `SELECT d.DelegationId, d.ChildRunId, d.Status
 FROM dbo.Runs AS c
 INNER LOOP JOIN dbo.SubAgentDelegations AS d ON d.ChildRunId = c.RunId
-WHERE c.TenantId = @p1 AND c.ParentRunId = @p2 AND c.Subject = @p3 AND d.TenantId = @p1;`,
+WHERE c.TenantId = @p1 AND c.ParentRunId = @p2 AND c.ParentRunId IS NOT NULL AND c.Subject = @p3 AND d.TenantId = @p1;`,
 }

@@ -24,9 +24,10 @@ WHERE TenantId = ?1 AND DelegationId = ?2 AND Status <> ?3`,
 	runByIdempotencyKey: `SELECT RunId FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 	continuedFrom:       `SELECT ContinuedFromRunId FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	// IX_Runs_Parent_Subject finds the chain's runs, UX_Delegations_ChildRun their
-	// delegations (CROSS JOIN keeps that order).
+	// delegations (CROSS JOIN keeps that order). The index is partial (ParentRunId IS NOT
+	// NULL, migration 36); the equality implies it, the literal says so as on SQL Server.
 	delegatedSiblings: `SELECT d.DelegationId, d.ChildRunId, d.Status
 FROM Runs AS c INDEXED BY IX_Runs_Parent_Subject
 CROSS JOIN SubAgentDelegations AS d ON d.ChildRunId = c.RunId
-WHERE c.TenantId = ?1 AND c.ParentRunId = ?2 AND c.Subject = ?3 AND d.TenantId = ?1`,
+WHERE c.TenantId = ?1 AND c.ParentRunId = ?2 AND c.ParentRunId IS NOT NULL AND c.Subject = ?3 AND d.TenantId = ?1`,
 }

@@ -37,7 +37,7 @@ const mssqlEligible = `
         AND (@p5 = N'[]' OR r.Kind IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p5) AS j))
         AND (@p6 = N'[]' OR r.AgentId IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p6) AS j))
         AND (@p7 = N'[]' OR r.ProjectId IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p7) AS j))
-        AND NOT EXISTS (SELECT 1 FROM OPENJSON(@p8) AS s WHERE TRY_CAST(s.[value] AS uniqueidentifier) = r.RunId)`
+        AND (@p8 = N'[]' OR NOT EXISTS (SELECT 1 FROM OPENJSON(@p8) AS s WHERE TRY_CAST(s.[value] AS uniqueidentifier) = r.RunId))`
 
 // mssqlSeekBand: one band's TOP (@p4) oldest eligible heads, a range seek of IX_Runs_Claim
 // in its key order (its INCLUDE list covers r: no lookup, no sort). READPAST skips heads

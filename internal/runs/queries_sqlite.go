@@ -21,7 +21,7 @@ const sqliteEligible = `r.CancelRequestedAt IS NULL
     AND (?5 = '[]' OR r.Kind IN (SELECT value FROM json_each(?5)))
     AND (?6 = '[]' OR r.AgentId IN (SELECT value FROM json_each(?6)))
     AND (?7 = '[]' OR r.ProjectId IN (SELECT value FROM json_each(?7)))
-    AND r.RunId NOT IN (SELECT value FROM json_each(?8))`
+    AND (?8 = '[]' OR r.RunId NOT IN (SELECT value FROM json_each(?8)))`
 
 // sqliteSeek is one seek of IX_Runs_Claim (heads only): a band's oldest eligible heads.
 func sqliteSeek(band, dueBy string) string {

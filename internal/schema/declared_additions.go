@@ -109,7 +109,7 @@ var RunsAdditions = []Addition{
 	},
 	{
 		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Parent_Subject",
-		Definition: "INDEX (TenantId, ParentRunId, Subject)",
+		Definition: "INDEX (TenantId, ParentRunId, Subject) WHERE ParentRunId IS NOT NULL",
 		Reason: "issue 18 item 7: the delegated-siblings hook seeks a parent's child runs of one subject; through " +
 			"IX_Runs_Parent the subject was a residual after a lookup (and, without READ_COMMITTED_SNAPSHOT, an S lock) " +
 			"of every child run, so a claim of one continuation could deadlock with the complete of another subject's sibling",

@@ -67,9 +67,15 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 	// timeout instead of failing when it upgrades from a read.
 	// A larger page cache for the one writer keeps the hot index pages of a deep queue in
 	// memory (the default is 2 MiB); readers share the OS page cache and keep the default.
-	w, err := sqlx.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=cache_size(-32768)&_txlock=immediate"+
-		"&_pragma=wal_autocheckpoint("+fmt.Sprint(walRestartPages)+")"+
-		"&_pragma=journal_size_limit("+fmt.Sprint(walSizeLimit)+")")
+	// page_size takes effect only on a file that has no pages yet: the driver applies the
+	// _pragma list (sorted by name) before _journal_mode, so a new file gets its page size
+	// before WAL fixes it. An existing file keeps the page size it was made with (a VACUUM
+	// after leaving WAL mode would change it); the pragma is then a no-op.
+	writerDSN := base + "&_pragma=page_size(" + fmt.Sprint(pageSize) + ")&_journal_mode=WAL" +
+		"&_pragma=cache_size(-32768)&_txlock=immediate" +
+		"&_pragma=wal_autocheckpoint(" + fmt.Sprint(walRestartPages) + ")" +
+		"&_pragma=journal_size_limit(" + fmt.Sprint(walSizeLimit) + ")"
+	w, err := sqlx.Open("sqlite", writerDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
@@ -94,8 +100,25 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	ck.SetMaxOpenConns(1)
-	return &DB{Dialect: sqliteDialect{}, w: w, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
+	// The committer's own connection (writerconn.go), opened at its first group: the file
+	// is in WAL mode by then (pingWriter).
+	gw, err := sqlx.Open("sqlite", writerDSN)
+	if err != nil {
+		w.Close()
+		r.Close()
+		ck.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	gw.SetMaxOpenConns(1)
+	gw.SetConnMaxIdleTime(0)
+	return &DB{Dialect: sqliteDialect{}, w: w, gw: gw, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
 }
+
+// pageSize is a new file's page size. 2048 bytes rather than SQLite's 4096: a cycle
+// rewrites a few rows and their index entries, and every page it dirties goes to the WAL
+// whole at each commit, so smaller pages halve the bytes written per cycle (measured in
+// docs/perf/issue-35.md, with what it costs reads).
+const pageSize = 2048
 
 // pingWriter opens the writer's connection, which switches a new file to WAL. That switch
 // needs the file to itself and SQLite answers SQLITE_BUSY at once, without the busy

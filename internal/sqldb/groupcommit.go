@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // committer runs SQLite write transactions in groups: one goroutine owns the single writer
@@ -40,8 +38,12 @@ type committer struct {
 	closed bool
 	broken error // set when the writer gave up (see panicked); every submit fails with it
 
-	// begin starts a group's transaction (the writer's BeginTxx; tests inject faults).
-	begin func(context.Context) (*sqlx.Tx, error)
+	// begin starts a group's transaction on the writer's connection, taking the connection
+	// first if the committer holds none (tests inject faults).
+	begin func(context.Context) (*writerConn, error)
+	// wc is the writer's connection (writerconn.go), owned by the loop's goroutine; nil
+	// until the first group, and again after the connection went bad.
+	wc *writerConn
 	// panics counts the groups in a row that panicked outside their jobs.
 	panics int
 	// fatal is closed when the writer gave up.
@@ -86,7 +88,7 @@ const (
 func newCommitter(db *DB) *committer {
 	c := &committer{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		queues: map[string][]*job{}, fatal: make(chan struct{})}
-	c.begin = func(ctx context.Context) (*sqlx.Tx, error) { return db.w.BeginTxx(ctx, nil) }
+	c.begin = c.beginGroup
 	go c.loop()
 	return c
 }
@@ -94,6 +96,31 @@ func newCommitter(db *DB) *committer {
 func (c *committer) close() {
 	c.once.Do(func() { close(c.stop) })
 	<-c.done
+	if c.wc != nil {
+		c.wc.close()
+		c.wc = nil
+	}
+}
+
+// beginGroup takes the writer's connection if the committer holds none, and begins a
+// transaction on it. A connection that failed as unusable is given up, so the next group
+// takes a new one.
+func (c *committer) beginGroup(ctx context.Context) (*writerConn, error) {
+	if c.wc == nil {
+		wc, err := openWriterConn(ctx, c.db.gw)
+		if err != nil {
+			return nil, err
+		}
+		c.wc = wc
+	}
+	if err := c.wc.begin(ctx); err != nil {
+		if !usable(err) {
+			c.wc.close()
+			c.wc = nil
+		}
+		return nil, err
+	}
+	return c.wc, nil
 }
 
 // submit runs fn in a coming group, in tenant's turn (tenant is "" for maintenance), and
@@ -263,7 +290,7 @@ func (c *committer) group(batch []*job) (broken bool) {
 // groupState is how far a group got: its transaction once begun, and whether it ended
 // (committed or rolled back: the jobs' outcomes are decided).
 type groupState struct {
-	tx    *sqlx.Tx
+	wc    *writerConn
 	ended bool
 }
 
@@ -273,8 +300,8 @@ func (c *committer) panicked(batch []*job, g *groupState, r any) bool {
 	c.db.log.Error("database writer: a write group panicked outside its transactions; its writes failed",
 		"panic", fmt.Sprint(r), "stack", string(debug.Stack()), "group", len(batch))
 	if !g.ended {
-		if g.tx != nil {
-			_ = g.tx.Rollback()
+		if g.wc != nil {
+			g.wc.rollback(context.Background())
 		}
 		for _, j := range batch {
 			if j.err == nil && j.panic == nil {
@@ -323,9 +350,8 @@ func (c *committer) run(batch []*job, g *groupState) {
 		}
 		return
 	}
-	c.db.wcache.preparePending(ctx)
-	sqlTx, err := c.begin(ctx)
-	g.tx = sqlTx
+	wc, err := c.begin(ctx)
+	g.wc = wc
 	if err != nil {
 		g.ended = true
 		err = fmt.Errorf("begin transaction: %w", d.MapError(err))
@@ -335,7 +361,7 @@ func (c *committer) run(batch []*job, g *groupState) {
 		return
 	}
 	newTx := func() *Tx {
-		return &Tx{tx: sqlTx, Dialect: d, clock: c.db.clock, cache: c.db.wcache, plans: &c.db.plans, grouped: true, hook: c.db.statementHook()}
+		return &Tx{wc: wc, Dialect: d, clock: c.db.clock, plans: &c.db.plans, grouped: true, hook: c.db.statementHook()}
 	}
 	if len(batch) == 1 {
 		// A group of one needs no savepoint: the transaction is the job's alone, so a
@@ -343,18 +369,18 @@ func (c *committer) run(batch []*job, g *groupState) {
 		j := batch[0]
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
-			_ = sqlTx.Rollback()
+			wc.rollback(ctx)
 			g.ended = true
 			return
 		}
 		j.panic, j.err = runGuarded(j.fn, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
-			_ = sqlTx.Rollback()
+			wc.rollback(ctx)
 			g.ended = true
 			return
 		}
-		err := sqlTx.Commit()
+		err := wc.commit(ctx)
 		g.ended = true
 		if err != nil {
 			j.err = fmt.Errorf("commit: %w", d.MapError(err))
@@ -368,8 +394,8 @@ func (c *committer) run(batch []*job, g *groupState) {
 			j.err = err // the caller left before its turn: nothing was written
 			continue
 		}
-		if err := c.savepoint(ctx, sqlTx, savepointSQL); err != nil {
-			c.abort(sqlTx, batch, fmt.Errorf("savepoint: %w", d.MapError(err)))
+		if err := c.savepoint(ctx, wc, savepointSQL); err != nil {
+			c.abort(ctx, wc, batch, fmt.Errorf("savepoint: %w", d.MapError(err)))
 			g.ended = true
 			return
 		}
@@ -378,20 +404,20 @@ func (c *committer) run(batch []*job, g *groupState) {
 			j.err = d.MapError(j.err)
 			// A failed statement can have ended the whole transaction (an I/O error, say);
 			// then the savepoint is gone and the group must fail as one.
-			if err := c.savepoint(ctx, sqlTx, rollbackToSQL); err != nil {
-				c.abort(sqlTx, batch, fmt.Errorf("roll back to savepoint: %w", d.MapError(err)))
+			if err := c.savepoint(ctx, wc, rollbackToSQL); err != nil {
+				c.abort(ctx, wc, batch, fmt.Errorf("roll back to savepoint: %w", d.MapError(err)))
 				g.ended = true
 				return
 			}
 		}
-		if err := c.savepoint(ctx, sqlTx, releaseSQL); err != nil {
-			c.abort(sqlTx, batch, fmt.Errorf("release savepoint: %w", d.MapError(err)))
+		if err := c.savepoint(ctx, wc, releaseSQL); err != nil {
+			c.abort(ctx, wc, batch, fmt.Errorf("release savepoint: %w", d.MapError(err)))
 			g.ended = true
 			return
 		}
 		ran = append(ran, j)
 	}
-	err = sqlTx.Commit()
+	err = wc.commit(ctx)
 	g.ended = true
 	if err != nil {
 		err = fmt.Errorf("commit: %w", d.MapError(err))
@@ -404,8 +430,8 @@ func (c *committer) run(batch []*job, g *groupState) {
 	c.db.ckpt.committed()
 }
 
-// The savepoint statements of a group, prepared once through the writer's statement cache
-// (parsing them for every job showed in profiles).
+// The savepoint statements of a group, prepared once on the writer's connection (parsing
+// them for every job showed in profiles).
 const (
 	savepointSQL  = "SAVEPOINT job"
 	rollbackToSQL = "ROLLBACK TO job"
@@ -413,20 +439,13 @@ const (
 )
 
 // savepoint runs one of the savepoint statements on the group's transaction.
-func (c *committer) savepoint(ctx context.Context, sqlTx *sqlx.Tx, query string) error {
-	if s := c.db.wcache.lookup(query); s != nil {
-		st := sqlTx.StmtxContext(ctx, s)
-		defer st.Close()
-		_, err := st.ExecContext(ctx)
-		return err
-	}
-	_, err := sqlTx.ExecContext(ctx, query)
-	return err
+func (c *committer) savepoint(ctx context.Context, wc *writerConn, query string) error {
+	return wc.exec(ctx, query)
 }
 
 // abort rolls the group back and fails every job that had not failed on its own.
-func (c *committer) abort(sqlTx interface{ Rollback() error }, batch []*job, err error) {
-	_ = sqlTx.Rollback()
+func (c *committer) abort(ctx context.Context, wc *writerConn, batch []*job, err error) {
+	wc.rollback(ctx)
 	for _, j := range batch {
 		if j.err == nil && j.panic == nil {
 			j.err = err

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // queued returns a committer that runs nothing, with jobs waiting per tenant in the order
@@ -226,7 +224,7 @@ func TestWriterSurvivesAPanicOutsideItsJobs(t *testing.T) {
 	c := db.group
 	begin := c.begin
 	var failBegins atomic.Int32
-	c.begin = func(ctx context.Context) (*sqlx.Tx, error) {
+	c.begin = func(ctx context.Context) (*writerConn, error) {
 		if failBegins.Add(-1) >= 0 {
 			panic("injected: begin")
 		}

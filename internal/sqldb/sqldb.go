@@ -135,8 +135,12 @@ type DB struct {
 	sqlitePath string
 	// file is the SQLite file as opened, checked by readiness and the writer (fileid.go).
 	file *sqliteFile
-	// wcache and rcache hold prepared statements per pool (SQLite only).
-	wcache, rcache *stmtCache
+	// gw is the pool of the SQLite writer's own connection, which the committer holds
+	// (writerconn.go); w stays for maintenance and tests (Raw).
+	gw *sqlx.DB
+	// rcache holds the SQLite readers' prepared statements (the writer's are prepared on
+	// its connection, writerConn).
+	rcache *stmtCache
 	// plans are the scan plans of every statement's answers (scan.go).
 	plans scanPlans
 	// group runs SQLite write transactions in groups (see committer).
@@ -193,7 +197,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db.log = log
 	db.migrations = cfg.Migrations
 	if db.Dialect.Embedded() {
-		db.wcache, db.rcache = newStmtCache(db.w), newStmtCache(db.r)
+		db.rcache = newStmtCache(db.r)
 		db.ckpt = newCheckpointer(db.ck, log)
 		db.group = newCommitter(db)
 	}
@@ -208,11 +212,13 @@ func (db *DB) Close() error {
 	if db.ckpt != nil {
 		db.ckpt.close()
 	}
-	if db.wcache != nil {
-		db.wcache.close()
+	if db.rcache != nil {
 		db.rcache.close()
 	}
 	err := db.w.Close()
+	if db.gw != nil {
+		err = errors.Join(err, db.gw.Close())
+	}
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
 	}
@@ -272,7 +278,10 @@ func (db *DB) Logger() *slog.Logger { return db.log }
 // tenant scope (TenantScopeInFirstRoundTrip), which a statement sent on the sqlx
 // transaction itself would skip. Commit and rollback belong to Write and Read.
 type Tx struct {
-	tx      *sqlx.Tx
+	tx *sqlx.Tx
+	// wc, when set, is the SQLite writer's connection, on which the committer's group runs
+	// (tx is nil then).
+	wc      *writerConn
 	Dialect Dialect
 	clock   Clock
 	now     time.Time
@@ -303,7 +312,12 @@ func (tx *Tx) AfterCommit(f func()) {
 }
 
 // Rebind turns a statement's ? placeholders into the dialect's (@p1… on SQL Server).
-func (tx *Tx) Rebind(query string) string { return tx.tx.Rebind(query) }
+func (tx *Tx) Rebind(query string) string {
+	if tx.wc != nil {
+		return query // SQLite takes ? as written
+	}
+	return tx.tx.Rebind(query)
+}
 
 // withScope puts the pending scope, if any, in front of the statement about to be sent.
 func (tx *Tx) withScope(query string, args []any) (string, []any) {
@@ -426,7 +440,7 @@ func (db *DB) write(ctx context.Context, s Scope, fn func(*Tx) error) error {
 		// SQLite has no row-level security to scope, and one writer: group the commit.
 		return db.retry(ctx, func() error { return db.group.submit(ctx, s.tenant, fn) })
 	}
-	return db.run(ctx, db.w, db.wcache, s, fn)
+	return db.run(ctx, db.w, nil, s, fn)
 }
 
 // Read runs fn in a read-only transaction in scope.

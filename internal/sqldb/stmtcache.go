@@ -104,6 +104,18 @@ func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) erro
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
+	if tx.wc != nil {
+		s, err := tx.wc.stmt(ctx, query)
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			rows, err := tx.wc.conn.QueryContext(ctx, query, args...)
+			return tx.plans.getRow(rows, err, query, dest, tx.wc.conn.Mapper)
+		}
+		rows, err := s.QueryContext(ctx, args...)
+		return tx.plans.getRow(rows, err, query, dest, s.Mapper)
+	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		return err
@@ -130,6 +142,16 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
 	}
+	if tx.wc != nil {
+		s, err := tx.wc.stmt(ctx, query)
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			return tx.wc.conn.SelectContext(ctx, dest, query, args...)
+		}
+		return s.SelectContext(ctx, dest, args...)
+	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		return err
@@ -154,6 +176,16 @@ func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 	query, args = tx.withScope(query, args)
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
+	}
+	if tx.wc != nil {
+		s, err := tx.wc.stmt(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		if s == nil {
+			return tx.wc.conn.ExecContext(ctx, query, args...)
+		}
+		return s.ExecContext(ctx, args...)
 	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {

@@ -1,0 +1,173 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// TestCommitterOwnsTheWriterConnection is issue 35 item 2: every group runs on the one
+// connection the committer holds, with BEGIN IMMEDIATE, COMMIT and the savepoint statements
+// prepared once on it and kept from group to group (the same prepared statement, never a
+// database/sql transaction's wrapper), while maintenance through the writer pool (Raw) still
+// writes beside it.
+func TestCommitterOwnsTheWriterConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(x int) error {
+		return db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
+			return err
+		})
+	}
+	if err := insert(1); err != nil {
+		t.Fatal(err)
+	}
+	// Read on the committer's goroutine's state only between groups: Write has returned.
+	wc := db.group.wc
+	if wc == nil {
+		t.Fatal("the committer holds no connection after a group")
+	}
+	begin, commit := wc.stmts[beginSQL], wc.stmts[commitSQL]
+	if begin == nil || commit == nil {
+		t.Fatalf("BEGIN prepared: %v, COMMIT prepared: %v; want both", begin != nil, commit != nil)
+	}
+	// Groups of several jobs use the savepoints.
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- insert(100 + i)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if db.group.wc != wc || wc.stmts[beginSQL] != begin || wc.stmts[commitSQL] != commit {
+		t.Fatal("the writer's connection or its BEGIN and COMMIT were prepared again")
+	}
+	if n := db.gw.Stats().OpenConnections; n != 1 {
+		t.Fatalf("the committer's pool has %d connections open, want its one", n)
+	}
+	// Maintenance through the writer pool does not wait for the committer's connection.
+	if _, err := db.Raw().ExecContext(ctx, "INSERT INTO t (x) VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := insert(3); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil || n != 67 {
+		t.Fatalf("%d rows (%v), want 67", n, err)
+	}
+}
+
+// TestWriterConnectionNeverKeepsATransaction: a job that ends the group's transaction
+// itself (here a ROLLBACK; in production an I/O error does) makes the commit fail and that
+// write fail, and the next group begins on the same connection as if nothing happened: the
+// committer never carries an open transaction, or the lack of one, into the next group.
+func TestWriterConnectionNeverKeepsATransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	err = db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (1)"); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "ROLLBACK")
+		return err
+	})
+	if err == nil {
+		t.Fatal("a write whose transaction was ended under it reported success")
+	}
+	if err := db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (2)")
+		return err
+	}); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+	// The second write is committed: another connection sees it (and not the first).
+	var xs []int
+	if err := db.Raw().SelectContext(ctx, &xs, "SELECT x FROM t ORDER BY x"); err != nil || len(xs) != 1 || xs[0] != 2 {
+		t.Fatalf("rows %v (%v), want [2]", xs, err)
+	}
+}
+
+// TestNewFilesTakeThePageSize: a file ledger creates has pageSize pages and is in WAL mode
+// (the page size is set before WAL fixes it); a file made earlier with SQLite's default
+// keeps its page size, and ledger writes to it as before.
+func TestNewFilesTakeThePageSize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	pageAndMode := func(db *DB) (int, string) {
+		t.Helper()
+		var size int
+		var mode string
+		if err := db.Raw().GetContext(ctx, &size, "PRAGMA page_size"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Raw().GetContext(ctx, &mode, "PRAGMA journal_mode"); err != nil {
+			t.Fatal(err)
+		}
+		return size, mode
+	}
+
+	fresh, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if size, mode := pageAndMode(fresh); size != pageSize || mode != "wal" {
+		t.Fatalf("a new file: page size %d, journal mode %q; want %d, wal", size, mode, pageSize)
+	}
+
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=page_size(4096)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	db, err := Open(ctx, Config{DSN: path, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (1)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if size, mode := pageAndMode(db); size != 4096 || mode != "wal" {
+		t.Fatalf("a file made with 4096-byte pages: page size %d, journal mode %q; want 4096, wal", size, mode)
+	}
+}
