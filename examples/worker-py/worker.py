@@ -125,10 +125,13 @@ def agent(a: argparse.Namespace) -> lc.Handler:
                     return "toy-receipt-" + rid[:8]
                 lease.call(lc.CallKind.TOOL, "toy.search", tool)
             if a.decision and step == a.steps // 2:
-                d = lease.request_decision(lc.DecisionKind.APPROVAL, recommendation="carry on")
-                print("run %s: waiting for approval of decision %s (answer it in the decision inbox)"
-                      % (rid, d.decision_id), flush=True)
-                d = lease.wait_decision(d.decision_id)
+                # decide asks under a key derived from the step, so a run resumed after SIGTERM
+                # or SIGKILL gets the same decision (and its answer) instead of asking again.
+                # Past the Worker's park_after, or on SIGTERM, it parks the run (no lease, no
+                # attempt spent) and raises lc.Parked, which the Worker counts as parked.
+                print("run %s: waiting for approval at step %d (answer it in the decision inbox)"
+                      % (rid, step), flush=True)
+                d = lease.decide(lc.DecisionKind.APPROVAL, recommendation="carry on", key="approve-step-%d" % step)
                 if d.status != lc.DecisionStatus.APPROVED:
                     raise lc.Permanent("decision %s" % d.status)
             lease.sleep(a.step_time)  # the step's work; raises once the lease is lost or the run cancelled

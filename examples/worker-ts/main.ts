@@ -104,9 +104,12 @@ async function handle(lease: Lease, signal: AbortSignal): Promise<void> {
       });
     }
     if (cfg.decision && step === Math.floor(cfg.steps / 2)) {
-      const d = await lease.requestDecision({ kind: "approval", recommendation: "carry on" });
-      console.log(`run ${id}: waiting for approval of decision ${d.decisionId} (answer it in the decision inbox)`);
-      const closed = await lease.waitDecision(d.decisionId, { signal });
+      // decide asks under a key derived from the step, so a run resumed after SIGTERM or
+      // SIGKILL gets the same decision (and its answer) instead of asking again. Past the
+      // Worker's parkAfterMs, or on SIGTERM, it parks the run (no lease, no attempt spent)
+      // and throws ParkedError, which the Worker counts as "parked", not as a failure.
+      console.log(`run ${id}: waiting for approval at step ${step} (answer it in the decision inbox)`);
+      const closed = await lease.decide({ kind: "approval", recommendation: "carry on", key: `approve-step-${step}` }, { signal });
       if (closed.status !== "approved") throw permanent(new Error(`decision ${closed.status}`));
     }
     await sleep(cfg.stepMs, signal);

@@ -84,6 +84,19 @@ func (e *env) approveNow(id uuid.UUID) {
 	}
 }
 
+// waits counts the RunWaits rows of a run (its open conditions).
+func (e *env) waits(runID uuid.UUID) int {
+	e.T.Helper()
+	var n int
+	err := e.DB.Read(e.Ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+		return tx.GetContext(e.Ctx, &n, tx.Rebind(`SELECT COUNT(*) FROM RunWaits WHERE RunId = ?`), runID)
+	})
+	if err != nil {
+		e.T.Fatalf("count waits: %v", err)
+	}
+	return n
+}
+
 func (e *env) wantNothingToClaim(why string) {
 	e.T.Helper()
 	if cl, ok := e.tryClaim(); ok {
@@ -205,6 +218,45 @@ var parkCases = []storeCase{
 		e.Clock.Advance(time.Minute)
 		if _, ok := e.tryClaim(); !ok {
 			t.Fatal("nothing to claim at dueAt")
+		}
+	}},
+	{"ARunWokenByTimeLeavesNoWaitsAndALaterAnswerMovesItNot", func(t *testing.T, e *env) {
+		cl := e.claimed("s")
+		d := e.ask(cl, decisions.Request{Kind: api.DecisionApproval})
+		at := e.Clock.Now().Add(time.Minute)
+		e.park(cl, runs.Park{DecisionIDs: []uuid.UUID{d.DecisionID}, DueAt: &at})
+		if n := e.waits(cl.Run.RunID); n != 1 {
+			t.Fatalf("%d waits while parked, want 1", n)
+		}
+		e.Clock.Advance(time.Minute)
+		woken, ok := e.tryClaim()
+		if !ok || woken.Run.RunID != cl.Run.RunID {
+			t.Fatalf("at dueAt: claimed %v %v, want the parked run", ok, woken.Run.RunID)
+		}
+		// Woken by time, the run waits on nothing: its decision, still pending, is no longer
+		// a condition of it (else the overview would count it waiting once it is queued again,
+		// and the answer would make it due before its retry).
+		if n := e.waits(cl.Run.RunID); n != 0 {
+			t.Fatalf("%d waits after the run was woken by time and claimed, want none", n)
+		}
+		hour := time.Hour
+		if _, err := e.Svc.Release(e.Ctx, e.Tenant, woken.Attempt.AttemptID, woken.Lease.FencingToken,
+			runs.Release{RetryAfter: &hour}); err != nil {
+			t.Fatal(err)
+		}
+		e.approveNow(d.DecisionID)
+		e.wantNothingToClaim("answered after the run was woken by time: its retry is an hour away")
+		e.Clock.Advance(time.Hour)
+		again, ok := e.tryClaim()
+		if !ok || again.Run.RunID != cl.Run.RunID {
+			t.Fatalf("after the retry delay: claimed %v %v", ok, again.Run.RunID)
+		}
+		if _, err := e.Svc.Complete(e.Ctx, e.Tenant, again.Attempt.AttemptID, again.Lease.FencingToken,
+			runs.Completion{State: api.AttemptSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.waits(cl.Run.RunID); n != 0 {
+			t.Fatalf("%d waits after the run ended, want none", n)
 		}
 	}},
 	{"AnExpiryClosesTheCondition", func(t *testing.T, e *env) {

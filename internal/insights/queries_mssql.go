@@ -67,8 +67,9 @@ const (
     ELSE N'' END`
 	mssqlAttemptFilters = `(@p6 IS NULL OR a.ProjectId = @p6) AND (@p7 IS NULL OR a.AgentId = @p7) AND (@p8 IS NULL OR a.ReleaseId = @p8)
     AND (@p9 IS NULL OR EXISTS (SELECT 1 FROM dbo.Runs r WHERE r.RunId = a.RunId AND r.Kind = @p9))`
+	// A parked attempt (6) is its own series: the run waits without a lease, no attempt spent.
 	mssqlAttemptState = `CASE a.State WHEN 1 THEN N'succeeded' WHEN 2 THEN N'failed' WHEN 3 THEN N'cancelled' WHEN 4 THEN N'lost'
-    ELSE N'released' END`
+    WHEN 6 THEN N'parked' ELSE N'released' END`
 	// The histogram bin of the duration column Ms of the row source before it.
 	mssqlBin = `CROSS APPLY (SELECT COUNT_BIG(*) AS Bin FROM OPENJSON(@p11) AS j WHERE CAST(j.[value] AS bigint) < d.Ms) AS b`
 )
@@ -109,11 +110,11 @@ WHERE r.TenantId = @p1 AND r.State = 2 AND r.EndedAt >= @p2 AND r.EndedAt < @p3 
 ` + mssqlBin),
 
 	// IX_Attempts_Tenant_State_Ended (TenantId, State, EndedAt) INCLUDE (ProjectId, AgentId,
-	// ReleaseId, RunId): five seek ranges, one per ended state; covered.
+	// ReleaseId, RunId): six seek ranges, one per ended state (parked too); covered.
 	attemptsEnded: mssqlRanked(`SELECT ` + mssqlAttemptGroup + ` AS GroupKey,
     DATEDIFF(second, @p2, a.EndedAt) / @p4 AS Bucket, ` + mssqlAttemptState + ` AS Series, 0 AS Value
 FROM dbo.ExecutionAttempts a WITH (INDEX (IX_Attempts_Tenant_State_Ended))
-WHERE a.TenantId = @p1 AND a.State IN (1, 2, 3, 4, 5) AND a.EndedAt >= @p2 AND a.EndedAt < @p3 AND ` + mssqlAttemptFilters),
+WHERE a.TenantId = @p1 AND a.State IN (1, 2, 3, 4, 5, 6) AND a.EndedAt >= @p2 AND a.EndedAt < @p3 AND ` + mssqlAttemptFilters),
 
 	// The same index, the lost state's range only.
 	leasesLost: mssqlRanked(`SELECT ` + mssqlAttemptGroup + ` AS GroupKey,

@@ -41,8 +41,9 @@ const (
     ELSE '' END`
 	sqliteAttemptFilters = `(?6 IS NULL OR a.ProjectId = ?6) AND (?7 IS NULL OR a.AgentId = ?7) AND (?8 IS NULL OR a.ReleaseId = ?8)
     AND (?9 IS NULL OR EXISTS (SELECT 1 FROM Runs r WHERE r.RunId = a.RunId AND r.Kind = ?9))`
+	// A parked attempt (6) is its own series: the run waits without a lease, no attempt spent.
 	sqliteAttemptState = `CASE a.State WHEN 1 THEN 'succeeded' WHEN 2 THEN 'failed' WHEN 3 THEN 'cancelled' WHEN 4 THEN 'lost'
-    ELSE 'released' END`
+    WHEN 6 THEN 'parked' ELSE 'released' END`
 )
 
 func sqliteMs(from, to string) string {
@@ -87,7 +88,7 @@ WHERE r.TenantId = ?1 AND r.State = 2 AND r.EndedAt >= ?2 AND r.EndedAt < ?3 AND
 	attemptsEnded: sqliteRanked(`SELECT ` + sqliteAttemptGroup + ` AS GroupKey,
     (unixepoch(a.EndedAt) - unixepoch(?2)) / ?4 AS Bucket, ` + sqliteAttemptState + ` AS Series, 0 AS Value
 FROM ExecutionAttempts a INDEXED BY IX_Attempts_Tenant_State_Ended
-WHERE a.TenantId = ?1 AND a.State IN (1, 2, 3, 4, 5) AND a.EndedAt >= ?2 AND a.EndedAt < ?3 AND ` + sqliteAttemptFilters),
+WHERE a.TenantId = ?1 AND a.State IN (1, 2, 3, 4, 5, 6) AND a.EndedAt >= ?2 AND a.EndedAt < ?3 AND ` + sqliteAttemptFilters),
 
 	// The same index, the lost state's range only.
 	leasesLost: sqliteRanked(`SELECT ` + sqliteAttemptGroup + ` AS GroupKey,

@@ -304,6 +304,8 @@ func attemptState(s int64) string {
 		return "cancelled"
 	case 4:
 		return "lost"
+	case 6:
+		return "parked"
 	default:
 		return "released"
 	}
@@ -339,7 +341,7 @@ func (r sourceRow) facts() []fact {
 				fact{Metric: metricAttemptsPerRun, At: r.End.Time.Unix(), Dims: d, Bin: int(min(r.Attempts.Int64, api.AttemptsPerRunCap))})
 		}
 	case sourceAttempt:
-		if s := r.State.Int64; s >= 1 && s <= 5 && r.End.Valid {
+		if s := r.State.Int64; s >= 1 && s <= 6 && r.End.Valid {
 			out = append(out, fact{Metric: metricAttemptsEnded, At: r.End.Time.Unix(), Dims: r.dims(), Series: attemptState(s)})
 		}
 	case sourceCall:

@@ -600,3 +600,44 @@ func TestPurgeKeepsPastAnswers(t *testing.T) {
 		}
 	})
 }
+
+// TestParkedAttemptsAreTheirOwnSeries: an attempt that parked its run (issue 28) is counted
+// as parked, not released, by the direct statements and by the roll-ups alike; its run,
+// resumed and ended, counts once.
+func TestParkedAttemptsAreTheirOwnSeries(t *testing.T) {
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		h := newHistory(t, tgt)
+		h.onStep = h.project
+		r := h.enqueue("agent-a", "review")
+		h.at(time.Second)
+		cl := h.claim("rel-1", 60, r)
+		d, err := h.dec.Request(h.Ctx, h.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, decisions.Request{Kind: api.DecisionApproval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.at(2 * time.Second)
+		if _, err := h.Svc.Park(h.Ctx, h.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+			runs.Park{DecisionIDs: []uuid.UUID{d.DecisionID}}); err != nil {
+			t.Fatal(err)
+		}
+		h.at(3 * time.Second)
+		if _, err := h.dec.Answer(h.Ctx, h.Tenant, d.DecisionID, decisions.Answer{Status: api.DecisionApproved,
+			KeyID: "admin", IfMatch: anyVersion{}}); err != nil {
+			t.Fatal(err)
+		}
+		h.at(4 * time.Second)
+		h.complete(h.claim("rel-1", 60, r), api.AttemptSucceeded)
+		h.project()
+		want := map[string][]int64{"parked": {1, 0, 0}, "succeeded": {1, 0, 0}}
+		for name, st := range map[string]*insights.Store{"roll-ups": insights.NewStore(h.DB), "direct": insights.NewReferenceStore(h.DB)} {
+			got, err := st.AttemptsEnded(h.Ctx, h.Tenant, window(t, ""), insights.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Groups) != 1 || !reflect.DeepEqual(counts(got.Groups[0]), want) {
+				t.Errorf("%s: attempts ended %+v, want %v", name, got.Groups, want)
+			}
+		}
+	})
+}

@@ -137,7 +137,7 @@ func (s *Store) Tenant(ctx context.Context, tenantID string) (Tenant, error) {
 		if err := tx.SelectContext(ctx, &queued, s.q.queued, tenantID, tx.Dialect.Time(now)); err != nil {
 			return fmt.Errorf("count queued runs: %w", err)
 		}
-		if err := tx.SelectContext(ctx, &waiting, s.q.waiting, tenantID); err != nil {
+		if err := tx.SelectContext(ctx, &waiting, s.q.waiting, tenantID, tx.Dialect.Time(now)); err != nil {
 			return fmt.Errorf("count waiting runs: %w", err)
 		}
 		if err := tx.SelectContext(ctx, &leased, s.q.leased, tenantID); err != nil {
@@ -231,7 +231,7 @@ func (s *Store) AllTenants(ctx context.Context) (All, error) {
 		if err := tx.SelectContext(ctx, &queued, s.q.allQueued, tx.Dialect.Time(now)); err != nil {
 			return fmt.Errorf("count queued runs: %w", err)
 		}
-		if err := tx.SelectContext(ctx, &waiting, s.q.allWaiting); err != nil {
+		if err := tx.SelectContext(ctx, &waiting, s.q.allWaiting, tx.Dialect.Time(now)); err != nil {
 			return fmt.Errorf("count waiting runs: %w", err)
 		}
 		if err := tx.SelectContext(ctx, &leased, s.q.allLeased); err != nil {

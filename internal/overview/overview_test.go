@@ -123,3 +123,46 @@ func TestOverviewCountsWaitingApart(t *testing.T) {
 		}
 	})
 }
+
+// TestOverviewCountsARunDueByItsParkQueued: a run parked on a child with a dueAt waits until
+// then, and from then on is due (a claim may take it) and so counted queued, not waiting,
+// though its child has not ended.
+func TestOverviewCountsARunDueByItsParkQueued(t *testing.T) {
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		t.Parallel()
+		e := apitest.NewEnvWith(t, tgt, apitest.EnvConfig{Epoch: epoch})
+		store := overview.NewStore(e.DB)
+		parent := e.Lease()
+		child, _, err := e.Svc.Enqueue(e.Ctx, e.Caller, runs.Spec{ProjectID: "p1", Subject: "child-of-" + parent.Run.RunID.String(),
+			Kind: "review", AgentID: "agent-1", StepID: parent.Run.StepID, SnapshotID: parent.Run.SnapshotID,
+			Band: parent.Run.Band, MaxAttempts: 3, MaxCorrections: 3, ParentRunID: &parent.Run.RunID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := e.Clock.Now().Add(time.Minute)
+		if _, err := e.Svc.Park(e.Ctx, e.Tenant, parent.Attempt.AttemptID, parent.Lease.FencingToken,
+			runs.Park{ChildRunIDs: []uuid.UUID{child.RunID}, DueAt: &at}); err != nil {
+			t.Fatal(err)
+		}
+		counts := func(when string) (overview.Tenant, overview.Counts) {
+			t.Helper()
+			ov, err := store.Tenant(e.Ctx, e.Tenant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := store.AllTenants(e.Ctx)
+			if err != nil || all.Tenants[e.Tenant] == nil {
+				t.Fatalf("%s: all tenants: %v", when, err)
+			}
+			return ov, *all.Tenants[e.Tenant]
+		}
+		if ov, all := counts("before dueAt"); ov.WaitingTotal() != 1 || ov.QueuedTotal() != 1 || all.WaitingTotal() != 1 || all.QueuedTotal() != 1 {
+			t.Fatalf("before dueAt: queued %v waiting %v (all tenants: %v %v), want the child queued and the parent waiting",
+				ov.Queued, ov.Waiting, all.Queued, all.Waiting)
+		}
+		e.Clock.Advance(time.Minute + time.Second)
+		if ov, all := counts("past dueAt"); ov.WaitingTotal() != 0 || ov.QueuedTotal() != 2 || all.WaitingTotal() != 0 || all.QueuedTotal() != 2 {
+			t.Fatalf("past dueAt: queued %v waiting %v (all tenants: %v %v), want both queued", ov.Queued, ov.Waiting, all.Queued, all.Waiting)
+		}
+	})
+}

@@ -13,15 +13,16 @@ type queries struct {
 	lost    string // 1 tenant, 2 since -> ProjectId, Runs
 	pending string // 1 tenant, 2 now -> ProjectId, Runs
 	budget  string // 1 tenant -> MaxLeasedRuns
-	// waiting: 1 tenant -> ProjectId, Band, Runs of the queued runs parked on a condition
-	// (a RunWaits row); counted in queued too, which the reader subtracts.
+	// waiting: 1 tenant, 2 now -> ProjectId, Band, Runs of the queued runs parked on a
+	// condition (a RunWaits row) and not yet due by their park's dueAt; counted in queued
+	// too, which the reader subtracts.
 	waiting string
 
 	// Every tenant (the metrics' gauges; maintenance scope).
 	allQueued  string // 1 now -> TenantId, Band, Runs, OldestDue
 	allLeased  string // -> TenantId, Band, Runs
 	allPending string // 1 now -> TenantId, Runs
-	allWaiting string // -> TenantId, Band, Runs
+	allWaiting string // 1 now -> TenantId, Band, Runs
 }
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }

@@ -30,16 +30,18 @@ OPTION (MAXDOP 1);`,
 	// budget: PK_Tenants seek. 0 rows: no tenant.
 	budget: `SELECT MaxLeasedRuns FROM dbo.Tenants WHERE TenantId = @p1;`,
 	// waiting: PK_RunWaits range of the tenant (parked runs' open conditions only), then
-	// each run by PK_Runs.
+	// each run by PK_Runs; one past its dueAt is due, so queued, not waiting (residual
+	// predicate on the looked-up row).
 	waiting: `SELECT r.ProjectId, r.Band, COUNT_BIG(*) AS Runs FROM dbo.Runs AS r
 WHERE r.RunId IN (SELECT w.RunId FROM dbo.RunWaits AS w WHERE w.TenantId = @p1) AND r.TenantId = @p1 AND r.State = 0
+    AND r.DueAt > @p2
 GROUP BY r.ProjectId, r.Band
 OPTION (MAXDOP 1);`,
 
 	// allQueued, allLeased (metrics): scans of the filtered indexes, queued or leased runs only.
 	// allWaiting (metrics): a scan of RunWaits (open conditions only), each run by PK_Runs.
 	allWaiting: `SELECT r.TenantId, r.Band, COUNT_BIG(*) AS Runs FROM dbo.Runs AS r
-WHERE r.RunId IN (SELECT w.RunId FROM dbo.RunWaits AS w) AND r.State = 0
+WHERE r.RunId IN (SELECT w.RunId FROM dbo.RunWaits AS w) AND r.State = 0 AND r.DueAt > @p1
 GROUP BY r.TenantId, r.Band
 OPTION (MAXDOP 1);`,
 	allQueued: `SELECT TenantId, Band, COUNT_BIG(*) AS Runs, MIN(CASE WHEN DueAt <= @p1 THEN DueAt END) AS OldestDue

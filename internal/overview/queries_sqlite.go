@@ -26,9 +26,11 @@ JOIN ExecutionAttempts a ON a.AttemptId = d.AttemptId AND a.TenantId = d.TenantI
 WHERE d.TenantId = ?1 AND d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?2)
 GROUP BY a.ProjectId`,
 	budget: `SELECT MaxLeasedRuns FROM Tenants WHERE TenantId = ?1`,
-	// PK_RunWaits prefix (the tenant's waits: parked runs only), each run by primary key.
+	// PK_RunWaits prefix (the tenant's waits: parked runs only), each run by primary key. A
+	// parked run whose dueAt has passed is due (claimable), so queued, not waiting.
 	waiting: `SELECT r.ProjectId, r.Band, COUNT(*) AS Runs FROM Runs AS r
 WHERE r.RunId IN (SELECT w.RunId FROM RunWaits AS w WHERE w.TenantId = ?1) AND r.TenantId = ?1 AND r.State = 0
+    AND r.DueAt > ?2
 GROUP BY r.ProjectId, r.Band`,
 
 	// A scan of IX_Runs_SubjectQueue (queued runs only), a row lookup each.
@@ -37,7 +39,7 @@ FROM Runs WHERE State = 0 GROUP BY TenantId, Band`,
 	allLeased: `SELECT TenantId, Band, COUNT(*) AS Runs FROM Runs WHERE State = 1 GROUP BY TenantId, Band`,
 	// A scan of RunWaits (parked runs' open conditions only), each run by primary key.
 	allWaiting: `SELECT r.TenantId, r.Band, COUNT(*) AS Runs FROM Runs AS r
-WHERE r.RunId IN (SELECT w.RunId FROM RunWaits AS w) AND r.State = 0
+WHERE r.RunId IN (SELECT w.RunId FROM RunWaits AS w) AND r.State = 0 AND r.DueAt > ?1
 GROUP BY r.TenantId, r.Band`,
 	// One seek of IX_Decisions_Tenant_Status per tenant, instead of reading every
 	// decision ever asked.

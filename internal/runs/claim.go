@@ -145,8 +145,8 @@ const maxSkips = 3
 // epoch), the release check, then per effective band one seek of the subject heads
 // (fairness window, project load, age), the subject lock of the pick, the lease, the new
 // attempt and, last, the counters. Statements on SQLite: claimStart, the release hook's,
-// one seek per band tried, lease, the attempt, two counters: 7 for a claim of the first
-// band tried.
+// one seek per band tried, lease, clearWaits, the attempt, two counters: 8 for a claim of
+// the first band tried.
 func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Claimed, error) {
 	leaseSeconds := req.LeaseSeconds
 	if leaseSeconds <= 0 {
@@ -251,6 +251,15 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	}
 	// The leased run was its subject's head, and its subject now has a leased run: no head,
 	// which the lease itself wrote (SubjectHead = 0). No marker to move.
+	// A leased run waits on nothing. A parked run is leased only once its conditions closed
+	// (their rows went with them) or its dueAt passed: then the conditions still open are
+	// no longer its, and rows left behind would count it waiting when it is queued again, make
+	// a later answer move its retry's due time, and outlive its end. One PK_RunWaits range
+	// of this run, empty for a run never parked, under the run's lock (run, then its waits:
+	// the order closeWaits takes).
+	if _, err := tx.ExecContext(ctx, s.q.clearWaits, c.TenantID, run.RunID); err != nil {
+		return Claimed{}, fmt.Errorf("clear the waits of a run woken by time: %w", err)
+	}
 	a, err := attempts.Insert(ctx, tx, attempts.Attempt{
 		AttemptID: tx.Dialect.NewID(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
 		EnvironmentID: run.EnvironmentID, LeaseID: tx.Dialect.NewID(), FencingToken: run.Epoch, SnapshotID: run.SnapshotID,

@@ -15,8 +15,8 @@ from ._retry import RetryPolicy
 from .client import DEFAULT_BASE_URL, FEED_START, Answer, Client, WaitTimeout
 from .errors import error_of
 from .jcs import canonicalize, manifest_hash, manifest_of
-from .lease import (CancelRequested, Lease, LeaseEnded, LeaseLost, LeaseStopped, WorkerShutdown,
-                    hex_sha256)
+from .lease import (DEFAULT_PARK_AFTER, CancelRequested, Lease, LeaseEnded, LeaseLost, LeaseStopped, Parked,
+                    WorkerShutdown, hex_sha256)
 from .problem_codes import *  # noqa: F401,F403 (one subclass of LedgerProblem per problem code)
 from .aio import AsyncHandler, AsyncLease, async_worker
 from .worker import (Handler, Outcome, Permanent, Result, Retry, RetryAfter, Worker,
@@ -32,6 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Answer", "AsyncHandler", "AsyncLease", "async_worker", "CancelRequested", "ClaimHeld", "Client", "DEFAULT_BASE_URL", "DecodeError",
     "FEED_START", "NULL", "Null", "error_of", "Handler", "Lease", "LeaseEnded", "LeaseLost", "LeaseStopped", "LedgerProblem",
+    "DEFAULT_PARK_AFTER", "Parked",
     "Outcome", "Permanent", "Result", "Retry", "RetryAfter", "RetryPolicy", "TransportError",
     "WaitTimeout", "Worker", "WorkerShutdown", "canonicalize", "default_holder_id", "format_time",
     "hex_sha256", "manifest_hash", "manifest_of", "parse_retry_after", "parse_time",

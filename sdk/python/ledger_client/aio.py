@@ -105,6 +105,20 @@ class AsyncLease:
     async def wait_delegation(self, delegation_id: str, timeout: Optional[float] = None) -> Delegation:
         return await self._call(self.lease.wait_delegation, delegation_id, timeout)
 
+    async def decide(self, kind: DecisionKind, *, options: Any = None, recommendation: Optional[str] = None,
+                     expires_in: Optional[float] = None, key: Optional[str] = None) -> Decision:
+        """Lease.decide: keyed by the call's order when key is None; raises Parked when it parked."""
+        return await self._call(self.lease.decide, kind, options=options, recommendation=recommendation,
+                                expires_in=expires_in, key=key)
+
+    async def wait_children(self, child_run_ids: List[str]) -> List[Run]:
+        """Lease.wait_children: raises Parked when it parked."""
+        return await self._call(self.lease.wait_children, child_run_ids)
+
+    async def delegate_step(self, key: str, purpose: str, child: RunSpec) -> Delegation:
+        """Lease.delegate_step: the child's ids derived from the parent's lease."""
+        return await self._call(self.lease.delegate_step, key, purpose, child)
+
     async def complete(self, state: CompletionState, outcome_hash: Optional[str] = None, *,
                        error: Optional[AttemptError] = None) -> Attempt:
         return await self._call(self.lease.complete, state, outcome_hash, error=error)

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import threading
+import time
+import uuid
 from datetime import datetime
 from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
 from . import _behaviour
 from ._problem import LedgerProblem
-from .client import Client
+from .client import Client, WaitTimeout
 from .wire import (Attempt, AttemptError, Call, CallFinishStatus, CallKind, CallRequest, Checkpoint,
                    CheckpointRequest, Claim, CompleteAttemptRequest, CompletionState, Decision,
-                   DecisionKind, DecisionRequest, Delegation, DelegationRequest,
+                   DecisionKind, DecisionStatus, DecisionRequest, Delegation, DelegationRequest,
                    FencedRequest, FinishCallRequest, Heartbeat, HeartbeatRequest,
                    LastCheckpoint, ParkAttemptRequest, PatchAttemptRequest, Phase,
                    ReleaseAttemptRequest, Run, RunSpec, Usage)
@@ -46,6 +49,25 @@ class LeaseLost(LeaseStopped):
 class LeaseEnded(LeaseStopped):
     """The lease ended by this holder's own complete or release: nothing more may be written
     under it."""
+
+
+class Parked(LeaseEnded):
+    """What decide and wait_children raise when they parked the run instead of waiting longer
+    (past the park bound, or because the Worker is stopping); lease.park ends the lease with
+    it too. The handler lets it through (or returns): the Worker sends nothing more and counts
+    no failure. The run is claimed again when its conditions close, and the handler, run again
+    from its last checkpoint, gets the answer from the same decide call at once."""
+
+
+#: How long decide and wait_children wait in the handler before they park the run, seconds.
+DEFAULT_PARK_AFTER = 30.0
+#: The longest long poll while decide or wait_children waits: a stopping Worker's handler
+#: parks within it.
+PARK_POLL_MAX = 2
+
+
+class _ParkNow(Exception):
+    """The Worker is stopping: the wait ends and parks."""
 
 
 class WorkerShutdown(LeaseStopped):
@@ -107,6 +129,12 @@ class Lease:
         self._settles = 0
         self._settling = 0
         self._on_end: Optional[Callable[[LeaseStopped], None]] = None
+        # decide calls without a key so far: their keys are "#1", "#2", ... in call order.
+        self._decides = 0
+        #: How long decide and wait_children wait before they park, seconds (a Worker sets it).
+        self.park_after = DEFAULT_PARK_AFTER
+        #: Set when the Worker running this lease stops: decide and wait_children park at once.
+        self.worker_stopping: Optional[threading.Event] = None
 
     # ---- what the claim said ----
 
@@ -342,25 +370,83 @@ class Lease:
         return self.client.wait_decision(decision_id, timeout, check=self.check, chunk=self._poll_chunk())
 
     def decide(self, kind: DecisionKind, *, options: Any = None, recommendation: Optional[str] = None,
-               expires_in: Optional[float] = None, timeout: Optional[float] = None,
-               key: Optional[str] = None) -> Decision:
-        """Asks for a decision and waits for it to close; key, when given, makes the request
-        repeatable (see request_decision)."""
+               expires_in: Optional[float] = None, key: Optional[str] = None) -> Decision:
+        """Asks for a decision under an idempotency key derived from the run's step (key, or
+        the call's order in the handler: "#1", "#2", ..., which holds when the handler asks its
+        decisions in the same order every time it runs) and waits for it to close. A decision
+        the run already asked under that key is not asked again: a resumed handler gets its
+        answer at once. Past park_after (the Worker's, default 30 s), or when the Worker is
+        stopping (SIGTERM), it parks the run on the decision and raises Parked, which the
+        handler lets through."""
+        if key is None:
+            with self._mu:
+                self._decides += 1
+                key = "#%d" % self._decides
         d = self.request_decision(kind, options=options, recommendation=recommendation, expires_in=expires_in,
                                   key=key)
-        return self.wait_decision(d.decision_id, timeout)
+        if d.status != DecisionStatus.PENDING:
+            return d
+        return self._wait_or_park(
+            lambda timeout, check, chunk: self.client.wait_decision(d.decision_id, timeout, check=check, chunk=chunk),
+            decision_ids=[d.decision_id])
+
+    def wait_children(self, child_run_ids: List[str]) -> List[Run]:
+        """Waits until every child run has ended and returns them as they then are; past
+        park_after, or when the Worker is stopping, it parks the run on them and raises Parked
+        (as decide does). A resumed handler that delegated with delegate_step finds the same
+        children, already ended."""
+        def wait(timeout: float, check: Callable[[], None], chunk: int) -> List[Run]:
+            deadline = time.monotonic() + timeout
+            return [self.client.wait_run(r, max(0.0, deadline - time.monotonic()), check=check, chunk=chunk)
+                    for r in child_run_ids]
+        return self._wait_or_park(wait, child_run_ids=list(child_run_ids))
+
+    def _wait_or_park(self, wait: Callable[[float, Callable[[], None], int], T], *,
+                      decision_ids: Optional[List[str]] = None, child_run_ids: Optional[List[str]] = None) -> T:
+        """Runs wait(timeout, check, chunk) up to park_after, checking the lease and the Worker
+        between long polls; past the bound, or once the Worker stops, it parks the run on the
+        conditions and raises Parked."""
+        stopping = self.worker_stopping
+
+        def check() -> None:
+            self.check()
+            if stopping is not None and stopping.is_set():
+                raise _ParkNow()
+
+        why = "waited %gs" % self.park_after
+        try:
+            return wait(self.park_after, check, min(self._poll_chunk(), PARK_POLL_MAX))
+        except WaitTimeout:
+            pass
+        except _ParkNow:
+            why = "the worker is stopping"
+        self.park(decision_ids, child_run_ids, why=why)
+        raise Parked("ledger: run parked: " + why)
 
     def park(self, decision_ids: Optional[List[str]] = None, child_run_ids: Optional[List[str]] = None,
-             due_at: Optional[datetime] = None) -> Attempt:
+             due_at: Optional[datetime] = None, *, why: str = "parked") -> Attempt:
         """Ends the attempt parked: the run waits without a lease (no attempt spent) until
         every named decision is closed and every named child run has ended, or until due_at.
-        The handler should return at once; afterwards the lease refuses writes with
-        LeaseEnded, and a Worker sends nothing more."""
+        The handler should return at once; afterwards the lease refuses writes with Parked
+        (a LeaseEnded), and a Worker sends nothing more."""
         req = ParkAttemptRequest(fencing_token=self.fencing_token, decision_ids=decision_ids,
                                  child_run_ids=child_run_ids, due_at=due_at)
         out = self._send(lambda: self.client.park_attempt(self.attempt_id, req), settle=True)
-        self._end(LeaseEnded("ledger: lease ended: parked"))
+        self._end(Parked("ledger: lease ended: run parked: " + why))
         return out
+
+    def delegate_step(self, key: str, purpose: str, child: RunSpec) -> Delegation:
+        """Delegates as delegate does, with the child's step_id, snapshot_id and idempotency
+        key derived from the parent's lease (its run, step and key), so that a resumed handler
+        delegating again sends exactly the same request and finds the same child: every other
+        field of child, and purpose, must be the same as well."""
+        run = self.run
+        child = dataclasses.replace(
+            child,
+            step_id=str(uuid.uuid5(uuid.UUID(run.step_id), "step:" + key)),
+            snapshot_id=str(uuid.uuid5(uuid.UUID(run.run_id), "snapshot:" + key)),
+            idempotency_key="delegate:%s:%s" % (run.run_id, key))
+        return self.delegate(purpose, child)
 
     def delegate(self, purpose: str, child: RunSpec) -> Delegation:
         """Enqueues a child run for a sub-agent and records the delegation. Give

@@ -20,7 +20,7 @@ from ._problem import ClaimHeld, LedgerProblem
 from ._retry import doubled
 from .client import Client
 from .errors import error_of
-from .lease import Lease, LeaseLost, LeaseStopped, WorkerShutdown
+from .lease import DEFAULT_PARK_AFTER, Lease, LeaseLost, LeaseStopped, Parked, WorkerShutdown
 from .wire import ClaimRequest, CompletionState, ReleaseAttemptRequest
 
 #: A handler does the work of one claimed run. How it ends decides how the attempt ends:
@@ -66,6 +66,7 @@ class Outcome(str, enum.Enum):
     SHUTDOWN_RELEASED = "shutdown_released"  #: released uncharged at shutdown
     SETTLED_BY_HANDLER = "settled_by_handler"
     UNSETTLED = "unsettled"  #: the complete or release failed; the reaper takes the run back
+    PARKED = "parked"  #: the handler parked the run (decide, wait_children, lease.park) to wait without a lease
 
 
 @dataclass
@@ -161,7 +162,7 @@ class Worker:
                  project_ids: Optional[Sequence[str]] = None, concurrency: int = 1,
                  long_polls: int = B.LONG_POLLS, wait_seconds: int = B.WAIT_SECONDS,
                  idle_wait: float = B.IDLE_WAIT, heartbeat_every: Optional[float] = None,
-                 shutdown_grace: float = B.SHUTDOWN_GRACE,
+                 shutdown_grace: float = B.SHUTDOWN_GRACE, park_after: float = DEFAULT_PARK_AFTER,
                  on_error: Callable[[Lease, BaseException], Retry] = default_on_error,
                  on_claimed: Optional[Callable[[Lease], None]] = None,
                  on_held: Optional[Callable[[float], None]] = None,
@@ -186,6 +187,9 @@ class Worker:
         self.idle_wait = idle_wait if idle_wait > 0 else B.IDLE_WAIT
         self.heartbeat_every = heartbeat_every
         self.shutdown_grace = shutdown_grace
+        #: How long a handler's decide or wait_children waits before it parks the run, seconds
+        #: (while the worker stops they park at once).
+        self.park_after = park_after if park_after > 0 else DEFAULT_PARK_AFTER
         self.on_error = on_error
         self.on_claimed, self.on_held = on_claimed, on_held
         self.on_claim_failed, self.on_finished = on_claim_failed, on_finished
@@ -365,6 +369,7 @@ class Worker:
             self._release_uncharged(lease, "shutdown grace ran out")
             self._finished(Result(lease, Outcome.SHUTDOWN_RELEASED))
             return
+        lease.park_after, lease.worker_stopping = self.park_after, self._stop
         try:
             self._log_resumed(lease)
             self._hook("on_claimed", self.on_claimed, lease)
@@ -444,10 +449,13 @@ class Worker:
 
     def _settle(self, lease: Lease, herr: Optional[BaseException]) -> Result:
         """Ends the attempt as the handler's end says, unless the lease already ended."""
-        r = Result(lease, Outcome.UNSETTLED, error=herr)
+        r = Result(lease, Outcome.UNSETTLED, error=None if isinstance(herr, Parked) else herr)
         ended = lease.err
         if ended is not None:
-            if isinstance(ended, LeaseLost):
+            if isinstance(ended, Parked):
+                r.outcome = Outcome.PARKED
+                self.log.info("run %s parked: %s", lease.run_id, ended)
+            elif isinstance(ended, LeaseLost):
                 r.outcome = Outcome.LEASE_LOST
             elif isinstance(ended, WorkerShutdown):
                 r.outcome = Outcome.SHUTDOWN_RELEASED

@@ -138,7 +138,7 @@ class Outcomes(unittest.TestCase):
         w = Running(self.rt, h, kind)
         try:
             parked = w.wait_results(1)[0]
-            self.assertEqual(parked.outcome, lc.Outcome.SETTLED_BY_HANDLER)
+            self.assertEqual(parked.outcome, lc.Outcome.PARKED)
             self.assertEqual(self.rt.get_attempt(parked.lease.attempt_id)[0].state, lc.AttemptState.PARKED)
             self.assertEqual(seen[0][0], seen[0][1], "the same key answers the same decision")
             self.assertEqual(self.rt.get_run(run.run_id).state, lc.RunState.QUEUED)

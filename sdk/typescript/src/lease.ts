@@ -21,6 +21,7 @@ import type {
 } from "./generated.js";
 import { LedgerProblem } from "./problem.js";
 import { sha256Hex } from "./jcs.js";
+import { createHash } from "node:crypto";
 import { behaviour } from "./behaviour.js";
 
 /**
@@ -62,6 +63,33 @@ export class ShutdownError extends Error {
   constructor(why: string) {
     super(`ledger: worker shutting down: ${why}`);
   }
+}
+
+/**
+ * ParkedError is what decide and waitChildren throw when they parked the run instead of
+ * waiting longer (past the park bound, or because the Worker is stopping): the handler
+ * lets it through (or returns). The Worker then sends nothing more and counts no failure;
+ * the run is claimed again when its conditions close, and the handler, run again from its
+ * last checkpoint, gets the answer from the same decide call at once.
+ */
+export class ParkedError extends Error {
+  override name = "ParkedError";
+  constructor(why: string) {
+    super(`ledger: run parked: ${why}`);
+  }
+}
+
+/** How long decide and waitChildren wait in the handler before they park the run, ms. */
+export const defaultParkAfterMs = 30_000;
+
+/** uuidV5 is the name-based (SHA-1) UUID of name in namespace, as Go's uuid.NewSHA1 and Python's uuid5 make it. */
+export function uuidV5(namespace: string, name: string): string {
+  const ns = Buffer.from(namespace.replace(/-/g, ""), "hex");
+  const b = createHash("sha1").update(ns).update(name, "utf8").digest().subarray(0, 16);
+  b[6] = (b[6]! & 0x0f) | 0x50;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 /** The refusals that mean the lease is gone for good (a heartbeat's not_found too). */
@@ -112,7 +140,9 @@ export interface DecisionInput {
   /**
    * Names the decision within the run's step: it is sent under the idempotency key
    * "decide:{stepId}:{key}", as the Go Lease does, so a retry or a resumed handler asking
-   * again gets the same decision (and its answer) instead of asking anew.
+   * again gets the same decision (and its answer) instead of asking anew. decide, given no
+   * key, uses the call's order in the handler ("#1", "#2", …), which holds when the handler
+   * asks its decisions in the same order every time it runs.
    */
   key?: string;
 }
@@ -142,6 +172,14 @@ export class Lease {
   private nextCallSeq = 0;
   private settles = 0;
   private settling = 0;
+  /** How many decide calls without a key this lease has made (their keys are "#1", "#2", …). */
+  private decides = 0;
+  /** How long decide and waitChildren wait before they park, ms (the Worker sets it). */
+  parkAfterMs = defaultParkAfterMs;
+  /** Aborts when the Worker running this lease stops: decide and waitChildren then park at once. */
+  stopping?: AbortSignal;
+  /** Whether this holder parked the run (park, decide or waitChildren). */
+  parked = false;
 
   constructor(
     readonly client: Client,
@@ -365,10 +403,94 @@ export class Lease {
     return this.client.waitDecision(decisionId, o);
   }
 
-  /** Asks for a decision and waits for it to close. */
+  /**
+   * Asks for a decision under an idempotency key derived from the run's step (input.key, or
+   * the call's order in the handler) and waits for it to close. A decision the run already
+   * asked under that key is not asked again: a resumed handler gets its answer at once.
+   * Past parkAfterMs, or when the Worker is stopping (SIGTERM), it parks the run on the
+   * decision and throws ParkedError, which the handler lets through.
+   */
   async decide(input: DecisionInput, o: CallOptions = {}): Promise<Decision> {
-    const d = await this.requestDecision(input, o);
-    return this.waitDecision(d.decisionId, o);
+    const key = input.key ?? `#${++this.decides}`;
+    const d = await this.requestDecision({ ...input, key }, o);
+    if (d.status !== "pending") return d;
+    return this.waitOrPark((signal) => this.waitDecision(d.decisionId, { ...o, signal }), { decisionIds: [d.decisionId] }, o);
+  }
+
+  /**
+   * Waits until every child run has ended and returns them as they then are; past
+   * parkAfterMs, or when the Worker is stopping, it parks the run on them and throws
+   * ParkedError (as decide does). A resumed handler that delegated with delegateStep finds
+   * the same children, already ended.
+   */
+  waitChildren(childRunIds: string[], o: CallOptions = {}): Promise<Run[]> {
+    return this.waitOrPark(
+      async (signal) => {
+        const out: Run[] = [];
+        for (const id of childRunIds) {
+          let r = await this.client.getRun(id, { waitSeconds: 30 }, { ...o, signal });
+          while (r.state !== "ended") r = await this.client.getRun(id, { waitSeconds: 30 }, { ...o, signal });
+          out.push(r);
+        }
+        return out;
+      },
+      { childRunIds },
+      o,
+    );
+  }
+
+  /**
+   * waitOrPark runs read until it resolves, parkAfterMs passes or the Worker stops; in the
+   * last two cases it parks the run on wait and throws ParkedError. The caller's own signal
+   * aborting is the caller's: it is thrown, not parked on.
+   */
+  private async waitOrPark<T>(read: (signal: AbortSignal) => Promise<T>, wait: { decisionIds?: string[]; childRunIds?: string[] }, o: CallOptions): Promise<T> {
+    const ac = new AbortController();
+    let why: string | undefined;
+    const timer = setTimeout(() => {
+      why = `waited ${this.parkAfterMs}ms`;
+      ac.abort(new ParkedError(why));
+    }, this.parkAfterMs);
+    const onStop = () => {
+      why = "the worker is stopping";
+      ac.abort(new ParkedError(why));
+    };
+    const onCaller = () => ac.abort(o.signal?.reason);
+    if (this.stopping?.aborted) onStop();
+    else this.stopping?.addEventListener("abort", onStop, { once: true });
+    if (o.signal?.aborted) onCaller();
+    else o.signal?.addEventListener("abort", onCaller, { once: true });
+    try {
+      return await read(ac.signal);
+    } catch (err) {
+      if (why === undefined || o.signal?.aborted) throw err;
+    } finally {
+      clearTimeout(timer);
+      this.stopping?.removeEventListener("abort", onStop);
+      o.signal?.removeEventListener("abort", onCaller);
+    }
+    await this.park(wait, { timeoutMs: Math.max(this.lengthMs, 5_000) });
+    throw new ParkedError(why);
+  }
+
+  /**
+   * delegateStep delegates as delegate does, with the child's stepId, snapshotId and
+   * idempotency key derived from the parent's lease (its run, step and key), so that a
+   * resumed handler delegating again sends exactly the same request and finds the same
+   * child: every other field of child, and purpose, must be the same as well.
+   */
+  delegateStep(key: string, purpose: string, child: Omit<RunSpec, "stepId" | "snapshotId" | "idempotencyKey">, o: CallOptions = {}): Promise<Delegation> {
+    const run = this.claim.run;
+    return this.delegate(
+      purpose,
+      {
+        ...child,
+        stepId: uuidV5(run.stepId, `step:${key}`),
+        snapshotId: uuidV5(run.runId, `snapshot:${key}`),
+        idempotencyKey: `delegate:${run.runId}:${key}`,
+      } as RunSpec,
+      o,
+    );
   }
 
   /**
@@ -407,6 +529,7 @@ export class Lease {
    */
   async park(wait: { decisionIds?: string[]; childRunIds?: string[]; dueAt?: string }, o: CallOptions = {}): Promise<Attempt> {
     const a = await this.send(true, leaseLossCodes, () => this.client.parkAttempt(this.attemptId, { fencingToken: this.fencingToken, ...wait }, o));
+    this.parked = true;
     this.settled("parked");
     return a;
   }

@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Client, HeldError, sleep } from "./client.js";
 import type { ClaimRequest } from "./generated.js";
-import { CancelRequestedError, Lease, LeaseLostError, ShutdownError } from "./lease.js";
+import { CancelRequestedError, Lease, LeaseLostError, ParkedError, ShutdownError, defaultParkAfterMs } from "./lease.js";
 import { LedgerProblem } from "./problem.js";
 import { equalJitter, fullJitter } from "./retry.js";
 import { behaviour } from "./behaviour.js";
@@ -79,7 +79,9 @@ export type Outcome =
   | "lease_lost"
   | "shutdown_released"
   | "settled_by_handler"
-  | "unsettled";
+  | "unsettled"
+  /** The handler parked the run (decide, waitChildren or lease.park) to wait without a lease. */
+  | "parked";
 
 /** What became of one claimed run. */
 export interface Result {
@@ -140,6 +142,8 @@ export interface WorkerConfig {
   heartbeatEveryMs?: number;
   /** How long running handlers may finish after the stop signal (default 30000). */
   shutdownGraceMs?: number;
+  /** How long a handler's decide or waitChildren waits before it parks the run, ms (default 30000). While the Worker stops they park at once. */
+  parkAfterMs?: number;
   /** How a run whose handler failed is released (default: charged, due after retryAfter's delay if any). */
   onError?(lease: Lease, err: unknown): Retry;
   logger?: Logger;
@@ -408,7 +412,7 @@ export class Worker {
         slots.give();
         return;
       }
-      const h = this.handle(l, sent).finally(() => {
+      const h = this.handle(l, sent, stop).finally(() => {
         handlers.delete(h);
         slots.give();
       });
@@ -521,7 +525,7 @@ export class Worker {
   }
 
   /** handle runs the handler for one lease with its heartbeat, then settles the lease. */
-  private async handle(l: Lease, sent: number): Promise<void> {
+  private async handle(l: Lease, sent: number, stopping: AbortSignal): Promise<void> {
     if (this.forced) {
       l.end(new ShutdownError("the grace ran out"));
       await this.releaseUncharged(l, "shutdown grace ran out");
@@ -532,6 +536,8 @@ export class Worker {
     l.onEnd = (cause) => {
       if (cause instanceof LeaseLostError || cause instanceof ShutdownError) ac.abort(cause);
     };
+    l.parkAfterMs = this.cfg.parkAfterMs && this.cfg.parkAfterMs > 0 ? this.cfg.parkAfterMs : defaultParkAfterMs;
+    l.stopping = stopping;
     this.leases.add(l);
     try {
       if (l.fencingToken > 1) {
@@ -630,9 +636,10 @@ export class Worker {
 
   /** settle ends the attempt as the handler's outcome says, unless the lease has ended. */
   private async settle(l: Lease, failed: boolean, herr: unknown): Promise<Result> {
-    const r: Result = { lease: l, outcome: "succeeded", error: failed ? herr : undefined, durationMs: 0 };
+    const r: Result = { lease: l, outcome: "succeeded", error: failed && !(herr instanceof ParkedError) ? herr : undefined, durationMs: 0 };
     if (l.err) {
-      r.outcome = l.err instanceof LeaseLostError ? "lease_lost" : l.err instanceof ShutdownError ? "shutdown_released" : "settled_by_handler";
+      r.outcome = l.err instanceof LeaseLostError ? "lease_lost" : l.err instanceof ShutdownError ? "shutdown_released" : l.parked ? "parked" : "settled_by_handler";
+      if (r.outcome === "parked") this.log.info("run parked", { runId: l.runId });
       if (r.outcome === "lease_lost" && !failed) this.log.warn("handler returned after its lease was lost; nothing was recorded of its end", { runId: l.runId });
       return r;
     }

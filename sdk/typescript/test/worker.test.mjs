@@ -114,7 +114,7 @@ test("the Worker", { concurrency: true }, async (t) => {
       if (d.status === "pending") await l.park({ decisionIds: [d.decisionId] });
     });
     const parked = await next();
-    assert.equal(parked.outcome, "settled_by_handler");
+    assert.equal(parked.outcome, "parked");
     assert.equal((await s.runtime.getAttempt(parked.lease.attemptId)).value.state, "parked");
     assert.equal(seen[0][0], seen[0][1], "the same key answers the same decision");
     assert.equal((await s.runtime.getRun(run.runId)).state, "queued");
