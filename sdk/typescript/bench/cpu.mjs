@@ -36,13 +36,17 @@ const transports = {
   fetch: { fetch: (url, init) => fetch(url, init) },
 };
 
+/** The requests a cycle scenario's client sent (answered or not), counted by its onAnswer. */
+const sent = { n: 0 };
+
 /** cpuOf runs f and answers the process's CPU microseconds it took (user + system). */
 async function cpuOf(f) {
+  sent.n = 0;
   const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   await f();
   const c = process.cpuUsage(c0);
-  return { cpuUs: c.user + c.system, wallMs: Number(process.hrtime.bigint() - t0) / 1e6 };
+  return { requests: sent.n, cpuUs: c.user + c.system, wallMs: Number(process.hrtime.bigint() - t0) / 1e6 };
 }
 
 async function requestLoop(opts) {
@@ -61,7 +65,7 @@ function claimRequest(kind) {
 
 /** plainCycles: loops of claim, three checkpoints, enqueue of the next run, complete. */
 async function plainCycles(opts) {
-  const c = s.client(s.runtimeKey, opts);
+  const c = s.client(s.runtimeKey, { ...opts, onAnswer: () => sent.n++ });
   const kind = `plain-${randomUUID()}`;
   const req = claimRequest(kind);
   let left = 0;
@@ -93,12 +97,13 @@ async function plainCycles(opts) {
   };
   await many(100); // warm-up
   const m = await cpuOf(() => many(cycles));
+  perCycle.set("plain", m.requests / cycles);
   return m.cpuUs / cycles;
 }
 
 /** workerCycles: a Worker doing plainCycles' requests; measured from its start to the cycles-th finished run. */
 async function workerCycles(opts) {
-  const c = s.client(s.runtimeKey, opts);
+  const c = s.client(s.runtimeKey, { ...opts, onAnswer: () => sent.n++ });
   const kind = `worker-${randomUUID()}`;
   for (let i = 0; i < concurrency; i++) await c.enqueueRun(spec(kind));
   const one = async (n) => {
@@ -149,9 +154,12 @@ async function workerCycles(opts) {
   };
   await one(100); // warm-up
   const m = await one(cycles);
+  perCycle.set("worker", m.requests / cycles);
   return m.cpuUs / cycles;
 }
 
+/** Requests a cycle sent in the last measured round of each kind of cycle (6, plus empty claims). */
+const perCycle = new Map();
 const scenarios = [];
 for (const [name, opts] of Object.entries(transports)) {
   scenarios.push([`request/${name}`, () => requestLoop(opts)]);
@@ -174,9 +182,10 @@ try {
 }
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 console.log(`node ${process.version}, ${requests} requests, ${cycles} cycles of 6 requests, concurrency ${concurrency}; CPU µs of this process`);
-console.log("| scenario | median | range | per request |");
+console.log("| scenario | median | range | per request (÷ 6) |");
 console.log("|---|---|---|---|");
 for (const [name, xs] of results) {
   const per = name.startsWith("cycle/") ? (median(xs) / 6).toFixed(0) : median(xs).toFixed(0);
   console.log(`| ${name} | ${median(xs).toFixed(0)} | ${Math.min(...xs).toFixed(0)} to ${Math.max(...xs).toFixed(0)} | ${per} |`);
 }
+for (const [kind, n] of perCycle) console.log(`requests sent per ${kind} cycle (last round): ${n.toFixed(2)}`);
