@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Client, HeldError, sleep } from "./client.js";
@@ -318,6 +319,11 @@ export class Worker {
     else stop.addEventListener("abort", onStop, { once: true });
     // Claims outlive the stop signal: they end by the grace, not by the caller.
     const claims = new AbortController();
+    // Each poller listens on both while it waits or claims (a claim's transport on claims, a
+    // wait on stopping): up to two per handler, all removed when each ends, so more than ten
+    // handlers are no leak for Node to warn of.
+    const listeners = 2 * this.cfg.concurrency + 8;
+    setMaxListeners(listeners, stopping.signal, claims.signal);
     let fatalErr: unknown;
     const slots = new Slots(this.cfg.concurrency);
     const turns = { long: new Slots(this.cfg.longPolls), kick: new Slots(0) };
