@@ -177,6 +177,8 @@ WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = 
         ORDER BY a.StartedAt DESC, a.AttemptId DESC LIMIT 1) = ?14)
     AND (?15 IS NULL OR EndedAt >= ?15) AND (?16 IS NULL OR EndedAt < ?16)
     AND (?17 IS NULL OR EXISTS (SELECT 1 FROM json_each(Runs.Tags) AS j WHERE j.value = ?17))
+    AND ((?18 IS NULL AND ?19 IS NULL) OR (SELECT COUNT(*) FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1)
+        BETWEEN COALESCE(?18, 0) AND COALESCE(?19, 2147483647))
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
 	// parkDecisions: each named decision by primary key, its attempt by primary key.

@@ -1230,6 +1230,16 @@ export interface ListAttemptsQuery {
   startedFrom?: string;
   /** Attempts started before this time. */
   startedTo?: string;
+  /** Attempts ended at or after this time, newest end first (with endedTo: as the attempts-ended insight counts them; without state, the succeeded, failed, cancelled, lost and released ones). */
+  endedFrom?: string;
+  /** Attempts ended before this time, newest end first. */
+  endedTo?: string;
+  /** Attempts that ran this release. */
+  releaseId?: string;
+  /** Attempts of runs of this kind. */
+  kind?: string;
+  /** Attempts that ended with an error of this code. */
+  errorCode?: string;
   /** An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only. */
   changedSince?: string;
   /** The page size. */
@@ -1322,6 +1332,10 @@ export interface ListRunsQuery {
   endedTo?: string;
   /** Runs enqueued with this tag. */
   tag?: string;
+  /** Runs with at least this many attempts (1: claimed at least once, as claim latency counts). */
+  attemptsMin?: number;
+  /** Runs with at most this many attempts. */
+  attemptsMax?: number;
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -1409,7 +1423,7 @@ export const operations = {
   insightRunsEnded: { method: "GET", path: "/v1/insights/runs", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   insightUsage: { method: "GET", path: "/v1/insights/usage", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   listAttemptDecisions: { method: "GET", path: "/v1/attempts/{attemptId}/decisions", query: ["limit","cursor"] },
-  listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","changedSince","limit","cursor"] },
+  listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","changedSince","limit","cursor"] },
   listCalls: { method: "GET", path: "/v1/attempts/{attemptId}/calls", query: ["limit","cursor"] },
   listCheckpoints: { method: "GET", path: "/v1/attempts/{attemptId}/checkpoints", query: ["limit","cursor"] },
   listDecisions: { method: "GET", path: "/v1/decisions", query: ["status","projectId","limit","cursor"] },
@@ -1417,7 +1431,7 @@ export const operations = {
   listProjects: { method: "GET", path: "/v1/projects", query: ["limit","cursor"] },
   listReleases: { method: "GET", path: "/v1/releases", query: ["state","limit","cursor"] },
   listRunDecisions: { method: "GET", path: "/v1/runs/{runId}/decisions", query: ["limit","cursor"] },
-  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","limit","cursor"] },
+  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","limit","cursor"] },
   listSchedules: { method: "GET", path: "/v1/schedules", query: ["limit","cursor"] },
   listWebhookDeliveries: { method: "GET", path: "/v1/webhook-deliveries", query: ["status","event","webhook","limit","cursor"] },
   listWebhooks: { method: "GET", path: "/v1/webhooks", query: ["limit","cursor"] },
