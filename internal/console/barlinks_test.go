@@ -28,7 +28,8 @@ type barLink struct {
 // list that holds exactly as many rows as the bar counts, walked to its last page: runs
 // ended, attempts ended (their own list, by end time and state), leases lost by agent and
 // by release (lost attempts), attempts per finished run (runs with that many attempts) and
-// time to first claim (the claimed runs queued in the window).
+// time to first claim (the claimed runs queued in the window), calls per target (the calls
+// started in the window) and cost per model (the calls that reported usage, by their end).
 func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	t.Parallel()
 	s := apitest.New(t, apitest.Config{Serve: true})
@@ -69,8 +70,31 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		enqueue(fmt.Sprintf("mixed-%d", i), "agent-2")
 	}
 	s.Clock.Advance(10 * time.Second)
-	for range 2 {
-		complete(claim("rel-b", 600), "failed", "tool_timeout")
+	// Each failing attempt makes a model call that reports usage and a tool call that does
+	// not; one model call names no model.
+	for i := range 2 {
+		cl := claim("rel-b", 600)
+		for seq, c := range []struct{ target, model, usage string }{
+			{"model://claude", []string{"claude-sonnet-4", ""}[i], `,"usage":{"inputTokens":100},"costMicros":25`},
+			{"tool://search", "", ""},
+		} {
+			body := map[string]any{"fencingToken": cl.Lease.FencingToken, "sequence": seq, "kind": "model", "target": c.target,
+				"requestHash": fmt.Sprintf("h%d", seq)}
+			if c.model != "" {
+				body["model"] = c.model
+			}
+			var call struct {
+				CallID string `json:"callId"`
+			}
+			tn.Must(http.StatusCreated, "POST", cl.Path("/calls"), tn.Runtime, body).Decode(t, &call)
+			finish := map[string]any{"fencingToken": cl.Lease.FencingToken, "status": "succeeded"}
+			if c.usage != "" {
+				finish["usage"] = map[string]any{"inputTokens": 100}
+				finish["costMicros"] = 25
+			}
+			tn.Must(http.StatusOK, "PATCH", cl.Path("/calls/"+call.CallID), tn.Runtime, finish)
+		}
+		complete(cl, "failed", "tool_timeout")
 	}
 	for range 2 {
 		cl := claim("rel-b", 600)
@@ -119,7 +143,7 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		bars := eval[[]barLink](t, ctx, readBars)
 		for _, b := range bars {
 			// A bar of counts says them in its tooltip: they sum to what its link lists.
-			if b.Chart != "h-latency" {
+			if b.Chart != "h-latency" && b.Chart != "h-cost" {
 				title := b.Title[len(b.Title)-len(b.Title[indexColon(b.Title):]):]
 				var sum int64
 				for _, m := range number.FindAllStringSubmatch(title, -1) {
@@ -141,7 +165,7 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range []string{"h-runs-ended", "h-attempts-ended", "h-lost-agent", "h-lost-release", "h-per-run", "h-latency"} {
+	for _, c := range []string{"h-runs-ended", "h-attempts-ended", "h-lost-agent", "h-lost-release", "h-per-run", "h-latency", "h-calls", "h-cost"} {
 		if charts[c] == 0 {
 			t.Errorf("no linked bar in chart %s (charts seen: %v)", c, charts)
 		}

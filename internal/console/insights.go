@@ -70,7 +70,7 @@ type insightsView struct {
 	Latency                    barChart
 	LatencyRows                []linked[api.ClaimLatencyGroup]
 	Calls                      barChart
-	CallRows                   []api.CallTargetInsight
+	CallRows                   []linked[api.CallTargetInsight]
 	Decisions                  barChart
 	DecisionRows               []api.DecisionKindInsight
 	// Cost is the cost per model; CostRows each model's calls, tokens and cost.
@@ -89,6 +89,8 @@ type linked[T any] struct {
 type costRow struct {
 	api.InsightGroupKey
 	Calls, Input, Output, CostMicros int64
+	// Href lists the calls the row counts ("" for other and for the calls without a model).
+	Href string
 }
 
 func (c *console) insightsPage(ctx echo.Context) error {
@@ -221,6 +223,33 @@ func attemptsLink(state string, from, to time.Time, filter insights.Filter, grou
 	return "/ui/attempts?" + q.Encode()
 }
 
+// callsLink is the list of the calls started in a time range (byEnd: finished in it and
+// reported usage, as the usage insight counts them) with the page's filters and one more
+// filter (name, value) when name is not "".
+func callsLink(byEnd bool, from, to time.Time, filter insights.Filter, name, value string) string {
+	q := url.Values{}
+	fromName, toName := "startedFrom", "startedTo"
+	if byEnd {
+		fromName, toName = "endedFrom", "endedTo"
+		q.Set("reportedUsage", "true")
+	}
+	q.Set(fromName, from.UTC().Format("2006-01-02T15:04:05.000"))
+	q.Set(toName, to.UTC().Format("2006-01-02T15:04:05.000"))
+	set := func(name string, v *string) {
+		if v != nil {
+			q.Set(name, *v)
+		}
+	}
+	set("project", filter.ProjectID)
+	set("agent", filter.AgentID)
+	set("kind", filter.Kind)
+	set("release", filter.ReleaseID)
+	if name != "" {
+		q.Set(name, value)
+	}
+	return "/ui/calls?" + q.Encode()
+}
+
 // groupParam is the list filter of each grouping.
 var groupParam = map[api.InsightGroup]string{api.GroupProject: "project", api.GroupAgent: "agent", api.GroupKind: "kind",
 	api.GroupRelease: "release", api.GroupErrorCode: "errorCode"}
@@ -342,14 +371,19 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 	if err != nil {
 		return err
 	}
-	v.CallRows, bars = cs.Targets, nil
+	v.CallRows, bars = nil, nil
 	for _, t := range cs.Targets {
+		var href string
+		if !t.Other {
+			href = callsLink(false, w.From, w.To, f, "target", t.Key)
+		}
+		v.CallRows = append(v.CallRows, linked[api.CallTargetInsight]{Row: t, Href: href})
 		bars = append(bars, chartBar{Label: groupLabel(t.InsightGroupKey), Parts: []chartPart{
 			{Name: "ok", Value: float64(t.Calls - t.Failed)}, {Name: "failed", Value: float64(t.Failed)}},
-			Href: runsLink("", w.From, w.To, f, "", "")})
+			Href: href, Rows: t.Calls})
 	}
 	v.Calls = barChart{ID: "calls", Title: "Calls per target", SVG: rows("Calls per target, failed in red", bars),
-		Href: runsLink("", w.From, w.To, f, "", "")}
+		Href: callsLink(false, w.From, w.To, f, "", "")}
 
 	usage, err := st.Usage(ctx, tenant, ungrouped, f, true)
 	if err != nil {
@@ -370,11 +404,17 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 				r.CostMicros = se.Total
 			}
 		}
+		// The calls that reported usage, by their end; a call without a model has no
+		// filter that names it.
+		if !g.Other && g.Key != "" {
+			r.Href = callsLink(true, w.From, w.To, f, "model", g.Key)
+		}
 		v.CostRows = append(v.CostRows, r)
-		bars = append(bars, chartBar{Label: groupLabel(g.InsightGroupKey), Parts: []chartPart{{Name: "cost", Value: float64(r.CostMicros)}}})
+		bars = append(bars, chartBar{Label: groupLabel(g.InsightGroupKey), Parts: []chartPart{{Name: "cost", Value: float64(r.CostMicros)}},
+			Href: r.Href, Rows: r.Calls})
 	}
 	v.Cost = barChart{ID: "cost", Title: "Cost per model (micro-units)", SVG: rows("Cost of the calls per model, in micro-units", bars),
-		Href: runsLink("", w.From, w.To, f, "", "")}
+		Href: callsLink(true, w.From, w.To, f, "", "")}
 
 	ds, err := st.Decisions(ctx, tenant, w, f)
 	if err != nil {

@@ -197,6 +197,35 @@ export interface CallInsights {
   window: InsightWindow;
 }
 
+export interface CallItem {
+  attemptId: string;
+  callId: string;
+  costMicros?: number;
+  endedAt?: string;
+  /** The call's strong entity tag (as in its ETag header). */
+  etag: string;
+  finishReasons?: string[];
+  kind: CallKind;
+  model?: string;
+  operation?: string;
+  /** The policy decision that allowed the call, or null. */
+  policyDecisionId: string | null;
+  provider?: string;
+  receiptRef?: string;
+  requestHash: string;
+  responseModel?: string;
+  sequence: number;
+  startedAt: string;
+  status: CallStatus;
+  target: string;
+  usage?: Usage;
+}
+
+export interface CallItemPage {
+  items: CallItem[];
+  nextCursor?: string;
+}
+
 export type CallKind = "model" | "tool" | "http" | "other";
 export const callKindValues: readonly CallKind[] = ["model","tool","http","other"];
 
@@ -1350,6 +1379,35 @@ export interface ListSchedulesQuery {
   cursor?: string;
 }
 
+/** The query parameters of listTenantCalls (GET /v1/calls). */
+export interface ListTenantCallsQuery {
+  /** Calls started at or after this time (as the calls insight counts them). */
+  startedFrom?: string;
+  /** Calls started before this time. */
+  startedTo?: string;
+  /** Calls finished at or after this time, newest end first (as the usage insight counts them); not with startedFrom or startedTo. */
+  endedFrom?: string;
+  /** Calls finished before this time, newest end first. */
+  endedTo?: string;
+  target?: string;
+  /** Calls that named this model. */
+  model?: string;
+  /** true: only calls whose finish reported tokens or a cost above zero. */
+  reportedUsage?: boolean;
+  /** Calls of attempts in this project. */
+  projectId?: string;
+  /** Calls of attempts of this agent. */
+  agentId?: string;
+  /** Calls of attempts that ran this release. */
+  releaseId?: string;
+  /** Calls of runs of this kind. */
+  kind?: string;
+  /** The page size. */
+  limit?: number;
+  /** The nextCursor of the previous page (opaque, URL-safe). */
+  cursor?: string;
+}
+
 /** The query parameters of listWebhookDeliveries (GET /v1/webhook-deliveries). */
 export interface ListWebhookDeliveriesQuery {
   status?: DeliveryStatus;
@@ -1433,6 +1491,7 @@ export const operations = {
   listRunDecisions: { method: "GET", path: "/v1/runs/{runId}/decisions", query: ["limit","cursor"] },
   listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","limit","cursor"] },
   listSchedules: { method: "GET", path: "/v1/schedules", query: ["limit","cursor"] },
+  listTenantCalls: { method: "GET", path: "/v1/calls", query: ["startedFrom","startedTo","endedFrom","endedTo","target","model","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"] },
   listWebhookDeliveries: { method: "GET", path: "/v1/webhook-deliveries", query: ["status","event","webhook","limit","cursor"] },
   listWebhooks: { method: "GET", path: "/v1/webhooks", query: ["limit","cursor"] },
   parkAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/park", query: [] },
@@ -1859,6 +1918,9 @@ export const retryTable = {
       "repeat": "idempotent"
     },
     "listSchedules": {
+      "repeat": "idempotent"
+    },
+    "listTenantCalls": {
       "repeat": "idempotent"
     },
     "listWebhookDeliveries": {
