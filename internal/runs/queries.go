@@ -93,8 +93,11 @@ type queries struct {
 	dropTargets       string
 	waitsOf           string
 
-	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
-	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
+	// expiredLeases and overdueQueued read from 3, the database's clock floor (the year 1
+	// without one): a test process's reaper leaves alone the rows of another whose clock
+	// runs in an earlier range (sqldb.Config.ClockFloor).
+	expiredLeases string // 1 now, 2 limit, 3 floor -> RunId, TenantId, Epoch
+	overdueQueued string // 1 now, 2 limit, 3 floor -> RunId, TenantId
 }
 
 // Claim candidate arguments, the same for the three band groups: 1 tenant, 2 now, 3 aged

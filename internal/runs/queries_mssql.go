@@ -442,15 +442,16 @@ WHERE TenantId = @p1 AND RunId = @p2
 ORDER BY CreatedAt, TargetKind, TargetId
 OPTION (MAXDOP 1);`,
 
-	// expiredLeases, overdueQueued: across tenants, filtered-index range scans in index order;
-	// READPAST skips a run being renewed, claimed or cancelled (the next tick sees it).
+	// expiredLeases, overdueQueued: across tenants, filtered-index range scans in index order
+	// between the floor (@p3, the year 1 outside tests) and now; READPAST skips a run being
+	// renewed, claimed or cancelled (the next tick sees it).
 	expiredLeases: `SELECT TOP (@p2) RunId, TenantId, Epoch FROM dbo.Runs WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
-WHERE State = 1 AND LeasedUntil < @p1
+WHERE State = 1 AND LeasedUntil < @p1 AND LeasedUntil >= @p3
 ORDER BY LeasedUntil
 OPTION (MAXDOP 1);`,
 
 	overdueQueued: `SELECT TOP (@p2) RunId, TenantId FROM dbo.Runs WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
-WHERE State = 0 AND DeadlineAt IS NOT NULL AND DeadlineAt < @p1
+WHERE State = 0 AND DeadlineAt IS NOT NULL AND DeadlineAt < @p1 AND DeadlineAt >= @p3
 ORDER BY DeadlineAt
 OPTION (MAXDOP 1);`,
 }

@@ -215,7 +215,9 @@ WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.Exp
 	waitsOf: `SELECT TargetKind, TargetId, CreatedAt FROM RunWaits WHERE TenantId = ?1 AND RunId = ?2
 ORDER BY CreatedAt, TargetKind, TargetId LIMIT ?3`,
 
-	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 ORDER BY LeasedUntil LIMIT ?2`,
+	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 AND LeasedUntil >= ?3
+ORDER BY LeasedUntil LIMIT ?2`,
 	overdueQueued: `SELECT RunId, TenantId FROM Runs WHERE State = 0 AND DeadlineAt IS NOT NULL AND DeadlineAt < ?1
+    AND DeadlineAt >= ?3
 ORDER BY DeadlineAt LIMIT ?2`,
 }
