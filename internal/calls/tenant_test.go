@@ -60,23 +60,24 @@ func TestListTenantCalls(t *testing.T) {
 		}
 		return ids, p.NextCursor
 	}
-	window := "startedFrom=2026-01-01T12:00:00Z&startedTo=2026-01-01T13:00:00Z"
-	ended := "endedFrom=2026-01-01T12:00:00Z&endedTo=2026-01-01T13:00:00Z"
+	at := func(d time.Duration) string { return wireTime(epoch.Add(d)) }
+	window := "startedFrom=" + at(0) + "&startedTo=" + at(time.Hour)
+	ended := "endedFrom=" + at(0) + "&endedTo=" + at(time.Hour)
 	for q, want := range map[string][]string{
-		window:                                    {c, b, a},
-		"startedFrom=2026-01-01T12:00:01Z":        {c, b},
-		"startedTo=2026-01-01T12:00:01Z":          {a},
-		window + "&target=model://claude":         {c, a},
-		window + "&model=claude-sonnet-4":         {c, a},
-		window + "&agentId=agent-1&kind=review":   {c, b, a},
-		window + "&agentId=agent-2":               nil,
-		window + "&kind=triage":                   nil,
-		ended:                                     {c, b, a},
-		ended + "&reportedUsage=true":             {a},
-		ended + "&reportedUsage=false":            {c, b, a},
-		ended + "&model=claude-sonnet-4":          {c, a},
-		"endedFrom=2026-01-01T12:00:04Z":          {c},
-		"endedTo=2026-01-01T12:00:03Z&target=x/y": nil,
+		window:                                         {c, b, a},
+		"startedFrom=" + at(time.Second):               {c, b},
+		"startedTo=" + at(time.Second):                 {a},
+		window + "&target=model://claude":              {c, a},
+		window + "&model=claude-sonnet-4":              {c, a},
+		window + "&agentId=agent-1&kind=review":        {c, b, a},
+		window + "&agentId=agent-2":                    nil,
+		window + "&kind=triage":                        nil,
+		ended:                                          {c, b, a},
+		ended + "&reportedUsage=true":                  {a},
+		ended + "&reportedUsage=false":                 {c, b, a},
+		ended + "&model=claude-sonnet-4":               {c, a},
+		"endedFrom=" + at(4*time.Second):               {c},
+		"endedTo=" + at(3*time.Second) + "&target=x/y": nil,
 	} {
 		if got, _ := list(q); !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", q, got, want)
@@ -106,7 +107,7 @@ func TestListTenantCalls(t *testing.T) {
 	for _, bad := range []struct{ q, field string }{
 		{ended + "&cursor=" + byStart, "cursor"},
 		{window + "&cursor=" + byEnd, "cursor"},
-		{ended + "&startedFrom=2026-01-01T12:00:00Z", "startedFrom"},
+		{ended + "&startedFrom=" + at(0), "startedFrom"},
 		{"startedFrom=2026-01-02T00:00:00Z&startedTo=2026-01-01T00:00:00Z", "startedTo"},
 		{"endedFrom=2026-01-02T00:00:00Z&endedTo=2026-01-01T00:00:00Z", "endedTo"},
 		{"reportedUsage=maybe", "reportedUsage"},
