@@ -322,6 +322,9 @@ type ListRunsParams struct {
 	// insight counts them (every claim's attempt, parked ones included).
 	AttemptsMin *int `query:"attemptsMin" validate:"omitempty,min=0,max=1000000" doc:"Runs with at least this many attempts (1: claimed at least once, as claim latency counts)."`
 	AttemptsMax *int `query:"attemptsMax" validate:"omitempty,min=0,max=1000000" doc:"Runs with at most this many attempts."`
+	// FirstReleaseID narrows to runs first claimed under a release, as claim latency groups
+	// runs by release.
+	FirstReleaseID *string `query:"firstReleaseId" validate:"omitempty,segment=256" doc:"Runs whose first attempt ran this release (as claim latency groups runs by release)."`
 	PageParams
 }
 

@@ -46,10 +46,10 @@ func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
 		}
 		// The bulk filter has no attempt count: widening the action past the list shown
 		// would act on runs the admin did not see.
-		for _, name := range []string{"attemptsMin", "attemptsMax"} {
+		for _, name := range []string{"attemptsMin", "attemptsMax", "firstRelease"} {
 			if strings.TrimSpace(q.Get(name)) != "" {
 				return api.BulkRunsRequest{}, v, apperr.FieldsInvalid(api.FieldError{Field: "filter." + name,
-					Reason: "a bulk action cannot select by the number of attempts; tick the runs instead"})
+					Reason: "a bulk action cannot select by the run's attempts; tick the runs instead"})
 			}
 		}
 		f := map[string]any{}

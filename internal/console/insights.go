@@ -269,6 +269,23 @@ func attemptsLinker(state string, f insights.Filter) linker {
 	}
 }
 
+// latencyLink is the runs list of what claim latency counts: the runs queued in the range
+// and claimed (at least one attempt), with the page's filters and a group. Claim latency
+// takes a run's release from its first claim, the runs list's release filter from its
+// latest attempt: the release, filtered or grouped, goes as firstRelease.
+func latencyLink(from, to time.Time, f insights.Filter, group api.InsightGroup, key string) string {
+	release := f.ReleaseID
+	f.ReleaseID = nil
+	if group == api.GroupRelease {
+		group, release = "", &key
+	}
+	link := attemptCountLink(runsLink("", from, to, f, group, key), 1, true)
+	if release != nil {
+		link += "&firstRelease=" + url.QueryEscape(*release)
+	}
+	return link
+}
+
 // attemptCountLink narrows a runs list link to the runs with n attempts (orMore: at least n).
 func attemptCountLink(link string, n int, orMore bool) string {
 	link += "&attemptsMin=" + strconv.Itoa(n)
@@ -353,11 +370,11 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 			label = "all runs"
 		}
 		// The runs queued in the window that were claimed (at least one attempt). Grouped by
-		// release, claim latency counts a run under its first claim's release, which no
-		// list filter names (the runs list's release is the latest attempt's).
+		// release, claim latency counts a run under its first claim's release (the runs
+		// list's release is the latest attempt's, so the link names the first).
 		var href string
-		if exactGroup(w.GroupBy, g.InsightGroupKey) && w.GroupBy != api.GroupRelease {
-			href = attemptCountLink(runsLink("", w.From, w.To, f, w.GroupBy, g.Key), 1, true)
+		if exactGroup(w.GroupBy, g.InsightGroupKey) {
+			href = latencyLink(w.From, w.To, f, w.GroupBy, g.Key)
 		}
 		v.LatencyRows = append(v.LatencyRows, linked[api.ClaimLatencyGroup]{Row: g, Href: href})
 		bars = append(bars, chartBar{Label: label, Parts: []chartPart{
@@ -365,7 +382,7 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 			Href: href, Rows: g.Latency.Count, Format: msLabel})
 	}
 	v.Latency = barChart{ID: "claim-latency", Title: "Time from enqueue to first claim (p50 and p95)",
-		SVG: pairedRows("Time to first claim, p50 and p95", bars, msLabel), Href: attemptCountLink(runsLink("", w.From, w.To, f, "", ""), 1, true)}
+		SVG: pairedRows("Time to first claim, p50 and p95", bars, msLabel), Href: latencyLink(w.From, w.To, f, "", "")}
 
 	cs, err := st.Calls(ctx, tenant, w, f)
 	if err != nil {

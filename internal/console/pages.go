@@ -160,6 +160,9 @@ type runsFilter struct {
 	// AttemptsMin and AttemptsMax narrow by the run's attempts (the attempts-per-run and
 	// claim-latency insights link with them).
 	AttemptsMin, AttemptsMax string
+	// FirstRelease is the release of the run's first claim (claim latency by release links
+	// with it).
+	FirstRelease string
 }
 
 type runsView struct {
@@ -206,11 +209,12 @@ func (c *console) runsPage(ctx echo.Context) error {
 		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to"),
 		Outcome: q.Get("outcome"), ErrorCode: strings.TrimSpace(q.Get("errorCode")), Release: strings.TrimSpace(q.Get("release")),
 		Tag: strings.TrimSpace(q.Get("tag")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo"),
-		AttemptsMin: strings.TrimSpace(q.Get("attemptsMin")), AttemptsMax: strings.TrimSpace(q.Get("attemptsMax"))}
+		AttemptsMin: strings.TrimSpace(q.Get("attemptsMin")), AttemptsMax: strings.TrimSpace(q.Get("attemptsMax")),
+		FirstRelease: strings.TrimSpace(q.Get("firstRelease"))}
 	v := runsView{Filter: f}
 	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
 		Kind: optional(f.Kind), AgentID: optional(f.Agent), ErrorCode: optional(f.ErrorCode), ReleaseID: optional(f.Release),
-		Tag: optional(f.Tag)}
+		Tag: optional(f.Tag), FirstReleaseID: optional(f.FirstRelease)}
 	var problems []string
 	if f.Outcome != "" {
 		o := api.RunOutcome(f.Outcome)

@@ -138,6 +138,8 @@ func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 		"attemptsMin=1&attemptsMax=1":  {okRun, failedRun},
 		"attemptsMin=2":                nil,
 		"attemptsMax=0":                {queuedRun},
+		"firstReleaseId=rel-a":         {failedRun},
+		"firstReleaseId=rel-c":         nil,
 		"outcome=failed":               {failedRun},
 		"outcome=succeeded":            {okRun},
 		"errorCode=tool_timeout":       {failedRun},

@@ -63,8 +63,8 @@ type queries struct {
 	// list: 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor
 	// run, 8 limit, 9 agent, 10 queued from, 11 band, 12 outcome, 13 error code, 14 release
 	// (its latest attempt's, as insights group runs), 15 ended from, 16 ended before, 17 tag,
-	// 18 at least and 19 at most this many attempts (as the attempts-per-run insight counts);
-	// NULL: any.
+	// 18 at least and 19 at most this many attempts (as the attempts-per-run insight counts),
+	// 20 first claim's release (its first attempt's, as claim latency groups runs); NULL: any.
 	list string
 	// costHeld: 1 tenant, 2 now, 3 project ids (a JSON array; [] means any) -> 1 when a due
 	// head waits in an active project whose cost counter of the day (now's UTC date) reached

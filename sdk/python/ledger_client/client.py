@@ -168,7 +168,8 @@ def _json_object(v: Any) -> Dict[str, Any]:
 # The insight routes by path name, with their operation ids (api/retry.json).
 #: The run listing's filters beyond list_runs' named ones, by wire name.
 _RUN_FILTERS = frozenset({"agentId", "band", "queuedFrom", "queuedTo", "outcome", "errorCode", "releaseId",
-                          "endedFrom", "endedTo", "tag", "attemptsMin", "attemptsMax"})
+                          "endedFrom", "endedTo", "tag", "attemptsMin", "attemptsMax",
+                          "firstReleaseId"})
 
 _INSIGHT_OPS = {
     "runs": "insightRunsEnded", "attempts": "insightAttemptsEnded", "leases-lost": "insightLeasesLost",
@@ -378,7 +379,7 @@ class Client:
         """One page of the tenant's runs, newest first (GET /v1/runs). filters are the
         listing's other query parameters by their wire names (agentId, band, queuedFrom,
         queuedTo, outcome, errorCode, releaseId, endedFrom, endedTo, tag, attemptsMin,
-        attemptsMax)."""
+        attemptsMax, firstReleaseId)."""
         unknown = set(filters) - _RUN_FILTERS
         if unknown:
             raise TypeError("list_runs: no filter " + ", ".join(sorted(unknown)))

@@ -1365,6 +1365,8 @@ export interface ListRunsQuery {
   attemptsMin?: number;
   /** Runs with at most this many attempts. */
   attemptsMax?: number;
+  /** Runs whose first attempt ran this release (as claim latency groups runs by release). */
+  firstReleaseId?: string;
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -1489,7 +1491,7 @@ export const operations = {
   listProjects: { method: "GET", path: "/v1/projects", query: ["limit","cursor"] },
   listReleases: { method: "GET", path: "/v1/releases", query: ["state","limit","cursor"] },
   listRunDecisions: { method: "GET", path: "/v1/runs/{runId}/decisions", query: ["limit","cursor"] },
-  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","limit","cursor"] },
+  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","limit","cursor"] },
   listSchedules: { method: "GET", path: "/v1/schedules", query: ["limit","cursor"] },
   listTenantCalls: { method: "GET", path: "/v1/calls", query: ["startedFrom","startedTo","endedFrom","endedTo","target","model","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"] },
   listWebhookDeliveries: { method: "GET", path: "/v1/webhook-deliveries", query: ["status","event","webhook","limit","cursor"] },
