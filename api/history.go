@@ -16,6 +16,13 @@ type ListAttemptsParams struct {
 	State       *AttemptState `query:"state"`
 	StartedFrom *Time         `query:"startedFrom" doc:"Attempts started at or after this time."`
 	StartedTo   *Time         `query:"startedTo" doc:"Attempts started before this time."`
+	// EndedFrom and EndedTo list the attempts that ended in a window, newest end first (as
+	// the attempt insights count them).
+	EndedFrom *Time   `query:"endedFrom" doc:"Attempts ended at or after this time, newest end first (with endedTo: as the attempts-ended insight counts them; without state, the succeeded, failed, cancelled, lost and released ones)."`
+	EndedTo   *Time   `query:"endedTo" doc:"Attempts ended before this time, newest end first."`
+	ReleaseID *string `query:"releaseId" validate:"omitempty,segment=256" doc:"Attempts that ran this release."`
+	Kind      *string `query:"kind" validate:"omitempty,ident=64" doc:"Attempts of runs of this kind."`
+	ErrorCode *string `query:"errorCode" validate:"omitempty,errcode" doc:"Attempts that ended with an error of this code."`
 	// ChangedSince is an attempt's ETag, quoted or not: the change feed after it.
 	ChangedSince *string `query:"changedSince" validate:"omitempty,max=64" doc:"An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only."`
 	PageParams

@@ -196,3 +196,29 @@ type Delegation struct {
 	Status    DelegationStatus `json:"status"`
 	CreatedAt Time             `json:"createdAt"`
 }
+
+// CallItem is a call in the tenant's listing (GET /v1/calls), with its entity tag.
+type CallItem struct {
+	Call
+	ETag string `json:"etag" doc:"The call's strong entity tag (as in its ETag header)."`
+}
+
+// ListTenantCallsParams are the query parameters of GET /v1/calls: the tenant's calls
+// started in a window, newest start first, or, with endedFrom/endedTo, finished in one,
+// newest end first; the filters are those the calls and usage insights group and narrow by.
+type ListTenantCallsParams struct {
+	StartedFrom *Time   `query:"startedFrom" doc:"Calls started at or after this time (as the calls insight counts them)."`
+	StartedTo   *Time   `query:"startedTo" doc:"Calls started before this time."`
+	EndedFrom   *Time   `query:"endedFrom" doc:"Calls finished at or after this time, newest end first (as the usage insight counts them); not with startedFrom or startedTo."`
+	EndedTo     *Time   `query:"endedTo" doc:"Calls finished before this time, newest end first."`
+	Target      *string `query:"target" validate:"omitempty,ident=256"`
+	Model       *string `query:"model" validate:"omitempty,ident=128" doc:"Calls that named this model."`
+	// ReportedUsage keeps the calls whose finish reported a count or a cost above zero: the
+	// calls the usage insight counts.
+	ReportedUsage *bool   `query:"reportedUsage" doc:"true: only calls whose finish reported tokens or a cost above zero."`
+	ProjectID     *string `query:"projectId" validate:"omitempty,segment=64" doc:"Calls of attempts in this project."`
+	AgentID       *string `query:"agentId" validate:"omitempty,segment=128" doc:"Calls of attempts of this agent."`
+	ReleaseID     *string `query:"releaseId" validate:"omitempty,segment=256" doc:"Calls of attempts that ran this release."`
+	Kind          *string `query:"kind" validate:"omitempty,ident=64" doc:"Calls of runs of this kind."`
+	PageParams
+}

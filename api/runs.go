@@ -327,6 +327,13 @@ type ListRunsParams struct {
 	EndedFrom  *Time       `query:"endedFrom" doc:"Runs ended at or after this time."`
 	EndedTo    *Time       `query:"endedTo" doc:"Runs ended before this time."`
 	Tag        *string     `query:"tag" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`
+	// AttemptsMin and AttemptsMax narrow by the run's attempts as the attempts-per-run
+	// insight counts them (every claim's attempt, parked ones included).
+	AttemptsMin *int `query:"attemptsMin" validate:"omitempty,min=0,max=1000000" doc:"Runs with at least this many attempts (1: claimed at least once, as claim latency counts)."`
+	AttemptsMax *int `query:"attemptsMax" validate:"omitempty,min=0,max=1000000" doc:"Runs with at most this many attempts."`
+	// FirstReleaseID narrows to runs first claimed under a release, as claim latency groups
+	// runs by release.
+	FirstReleaseID *string `query:"firstReleaseId" validate:"omitempty,segment=256" doc:"Runs whose first attempt ran this release (as claim latency groups runs by release)."`
 	PageParams
 }
 

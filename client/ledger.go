@@ -101,6 +101,21 @@ func (c *Client) Calls(ctx context.Context, attemptID uuid.UUID) iter.Seq2[api.C
 	})
 }
 
+// ListTenantCalls reads one page of the tenant's calls (GET /v1/calls): started in a
+// window, newest start first, or with EndedFrom/EndedTo finished in one, newest end first
+// (the rows the calls and usage insights count).
+func (c *Client) ListTenantCalls(ctx context.Context, params api.ListTenantCallsParams) (api.Page[api.CallItem], error) {
+	return list[api.CallItem](ctx, c, "/v1/calls", params)
+}
+
+// TenantCalls iterates over the tenant's calls matching params, newest first.
+func (c *Client) TenantCalls(ctx context.Context, params api.ListTenantCallsParams) iter.Seq2[api.CallItem, error] {
+	return pages(ctx, func(ctx context.Context, cursor *string) (api.Page[api.CallItem], error) {
+		params.Cursor = cursor
+		return c.ListTenantCalls(ctx, params)
+	})
+}
+
 // GetCall reads one call and its ETag.
 func (c *Client) GetCall(ctx context.Context, attemptID, callID uuid.UUID) (api.Call, string, error) {
 	var out api.Call

@@ -208,6 +208,9 @@ func goCalls() map[string][]variant {
 		"listCalls": {{name: "ListCalls", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.ListCalls(ctx, id, api.PageParams{}))
 		}}},
+		"listTenantCalls": {{name: "ListTenantCalls", ok: page, call: func(ctx context.Context, c *client.Client) error {
+			return e(c.ListTenantCalls(ctx, api.ListTenantCallsParams{}))
+		}}},
 		"listCheckpoints": {{name: "ListCheckpoints", ok: page, call: func(ctx context.Context, c *client.Client) error {
 			return e(c.ListCheckpoints(ctx, id, api.PageParams{}))
 		}}},

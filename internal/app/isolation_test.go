@@ -396,6 +396,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{admin: list, rt: list},
 			{name: "ByProject", query: "?projectId=" + projectA, admin: list, rt: list},
 			{name: "Leased", query: "?state=leased", admin: list, rt: list},
+			{name: "Claimed", query: "?attemptsMin=1", admin: list, rt: list},
 		},
 		"GET /v1/runs/:runId": {{admin: isoNotFound, rt: isoNotFound}},
 		"POST /v1/runs/batch": {{body: `{"items":[` + enqueue("iso-b-batch", "iso", projectA, "") + `]}`,
@@ -461,7 +462,11 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{name: "IfMatchOfA", ifMatch: callETag, body: fence(`,"status":"succeeded","receiptRef":"x://r"`), admin: isoForbidden, rt: isoNotFound},
 			{name: "NoIfMatch", body: fence(`,"status":"denied"`), admin: isoForbidden, rt: isoNotFound},
 		},
-		"GET /v1/attempts/:attemptId/calls":         {{admin: isoNotFound, rt: isoNotFound}},
+		"GET /v1/attempts/:attemptId/calls": {{admin: isoNotFound, rt: isoNotFound}},
+		"GET /v1/calls": {
+			{admin: list, rt: list},
+			{name: "Ended", query: "?endedFrom=2000-01-01T00:00:00Z&reportedUsage=false", admin: list, rt: list},
+		},
 		"GET /v1/attempts/:attemptId/calls/:callId": {{admin: isoNotFound, rt: isoNotFound}},
 		"GET /v1/attempts/:attemptId/usage":         {{admin: isoNotFound, rt: isoNotFound}},
 		"GET /v1/runs/:runId/usage":                 {{admin: isoNotFound, rt: isoNotFound}},
@@ -515,6 +520,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		"GET /v1/attempts": {
 			{admin: list, rt: list},
 			{name: "ByRun", query: "?runId=" + run1, admin: list, rt: list},
+			{name: "Ended", query: "?endedFrom=2000-01-01T00:00:00Z", admin: list, rt: list},
 		},
 		// Webhooks (internal/webhooks): admin only; B makes its own endpoint under another name.
 		"PUT /v1/webhooks/:webhookName": {{params: map[string]string{"webhookName": "iso-b-hook"},

@@ -807,6 +807,13 @@ func TestRangesOfFeedsCursorsAndTimeFilters(t *testing.T) {
 		{"StartedFromPast9999", "/v1/attempts?startedFrom=9999-12-31T23:59:59-05:00", "startedFrom"},
 		{"StartedToNotATime", "/v1/attempts?startedTo=yesterday", "startedTo"},
 		{"StartedFromWithoutZone", "/v1/attempts?startedFrom=2026-01-01T00:00:00", "startedFrom"},
+		{"EndedCursorTimeAfter9999", "/v1/attempts?endedFrom=2026-01-01T00:00:00Z&cursor=" + cursor(map[string]any{"e": "9999-12-31T23:59:59-05:00", "i": uuid.NewString()}), "cursor"},
+		{"EndedFromPast9999", "/v1/attempts?endedFrom=9999-12-31T23:59:59-05:00", "endedFrom"},
+		{"EndedToWithoutZone", "/v1/attempts?endedTo=2026-01-01T00:00:00", "endedTo"},
+		{"RunAttemptsMinNegative", "/v1/runs?attemptsMin=-1", "attemptsMin"},
+		{"CallsCursorTimeAfter9999", "/v1/calls?cursor=" + cursor(map[string]any{"t": "9999-12-31T23:59:59-05:00", "i": uuid.NewString()}), "cursor"},
+		{"CallsEndedFromPast9999", "/v1/calls?endedFrom=9999-12-31T23:59:59-05:00", "endedFrom"},
+		{"CallsStartedToWithoutZone", "/v1/calls?startedTo=2026-01-01T00:00:00", "startedTo"},
 	}
 	for _, c := range cases {
 		p := wantProblem(t, s.do(t, req{method: http.MethodGet, path: c.path, key: w.admin}), http.StatusBadRequest, "invalid_request")

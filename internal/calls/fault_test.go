@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -25,7 +24,7 @@ func TestRecordLosesASequenceRace(t *testing.T) {
 	t.Parallel()
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
 		t.Parallel()
-		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		e := apitest.NewEnv(t, tgt, epoch)
 		s := calls.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
 		inject := func(id uuid.UUID, seq int32, hash string) *atomic.Bool {
@@ -68,7 +67,7 @@ func TestFinishLosesARace(t *testing.T) {
 	t.Parallel()
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
 		t.Parallel()
-		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		e := apitest.NewEnv(t, tgt, epoch)
 		s := calls.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
 		c, _, err := s.Record(e.Ctx, e.Tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, calls.Draft{Sequence: 1, Kind: api.CallTool, Target: "t", RequestHash: "h"})

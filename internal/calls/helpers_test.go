@@ -14,7 +14,12 @@ import (
 	"github.com/ledger-dev/ledger/internal/runs"
 )
 
-var epoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+// epoch is in this package's own clock range (dbtest.PackageEpoch), so its reapers and
+// another package's never take each other's leases on a shared database.
+var epoch = dbtest.PackageEpoch(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+
+// wireTime is t as the API writes it.
+func wireTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // env is one case's world: a database with an injected clock, the run-lease core, the
 // call store and a fresh tenant with a project.

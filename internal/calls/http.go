@@ -35,6 +35,15 @@ func Routes(s *web.Server, store *Store) {
 		Example: api.FinishCallRequest{FencingToken: 4, Status: api.FinishSucceeded, ReceiptRef: api.Ptr("s3://acme-receipts/42/0")}, Status: http.StatusOK, Response: api.Call{}, ETag: true, IfMatch: ifmatch.Optional,
 		Problems: append([]api.ProblemCode{api.CodeIllegalTransition}, fenced...),
 	}, h.finish)
+	s.Route(http.MethodGet, "/v1/calls", web.Op{
+		ID: "listTenantCalls", Tag: "Calls", Summary: "List the tenant's calls, newest first",
+		Description: "The tenant's calls started in a window (startedFrom inclusive, startedTo exclusive), newest start " +
+			"first, as the calls insight counts them; or, with endedFrom/endedTo, the calls finished in one, newest end " +
+			"first, as the usage insight counts them (with reportedUsage=true). Filters: target, model, reportedUsage, and " +
+			"the attempt's projectId, agentId, releaseId and its run's kind. Each item carries its etag. A cursor " +
+			"continues only a listing by the same time.",
+		Status: http.StatusOK, Response: api.Page[api.CallItem]{}, Query: api.ListTenantCallsParams{},
+	}, h.listTenant)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId/calls", web.Op{
 		ID: "listCalls", Tag: "Calls", Summary: "List an attempt's calls in sequence order", Status: http.StatusOK, Response: api.Page[api.Call]{},
 		Query:    api.PageParams{},

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ledger-dev/ledger/internal/apitest"
 )
@@ -61,7 +62,7 @@ var httpCases = []struct {
 			fmt.Sprintf(`{"fencingToken":%d,"state":"failed"}`, l.Token), nil)
 		apitest.WantStatus(t, done, http.StatusOK)
 		got := apitest.DecodeAs[wireCall](t, s.Do(t, http.MethodGet, loc, rt, "", nil))
-		if got.Status != "abandoned" || got.EndedAt == nil || *got.EndedAt != "2026-01-01T12:00:02.000Z" {
+		if got.Status != "abandoned" || got.EndedAt == nil || *got.EndedAt != wireTime(epoch.Add(2*time.Second)) {
 			t.Fatalf("call after its attempt completed: %+v, want abandoned at 12:00:02", got)
 		}
 	}},
@@ -77,7 +78,7 @@ var httpCases = []struct {
 		apitest.Decode(t, r, &c)
 		if c.AttemptID != l.AttemptID || c.Kind != "model" || c.Status != "started" || c.RequestHash != "r0" ||
 			c.PolicyDecisionID == nil || *c.PolicyDecisionID != "0b7e7dd0-3a53-4c5a-9a8e-2f1b2d3c4e5f" ||
-			c.EndedAt != nil || c.ReceiptRef != nil || c.StartedAt != "2026-01-01T12:00:00.000Z" {
+			c.EndedAt != nil || c.ReceiptRef != nil || c.StartedAt != wireTime(epoch) {
 			t.Fatalf("created %s", r.Body)
 		}
 		if loc := r.Header.Get("Location"); loc != path+"/"+c.CallID {
@@ -118,7 +119,7 @@ var httpCases = []struct {
 		var c wireCall
 		apitest.Decode(t, fin, &c)
 		if c.Status != "succeeded" || c.ReceiptRef == nil || *c.ReceiptRef != "receipt://1" || c.EndedAt == nil ||
-			*c.EndedAt != "2026-01-01T12:00:01.500Z" {
+			*c.EndedAt != wireTime(epoch.Add(1500*time.Millisecond)) {
 			t.Fatalf("finished %s", fin.Body)
 		}
 		newTag := fin.Header.Get("ETag")

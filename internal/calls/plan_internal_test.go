@@ -35,3 +35,22 @@ func TestSQLitePlansSeekTheAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLitePlansOfTheTenantListings: a page of the tenant's calls is a range of its time
+// index read from the bound (no scan of the table), by start or by end.
+func TestSQLitePlansOfTheTenantListings(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite().Open(t, dbtest.Options{})
+	d := db.Dialect
+	for name, c := range map[string]struct{ query, want string }{
+		"listByStarted": {sqliteQueries.listByStarted, "IX_Calls_Tenant_Started (TenantId=? AND StartedAt>? AND StartedAt<?)"},
+		"listByEnded":   {sqliteQueries.listByEnded, "IX_Calls_Tenant_Ended (TenantId=? AND EndedAt>? AND EndedAt<?)"},
+	} {
+		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, "t", d.Time(minTime), d.Time(maxTime), maxID, 50,
+			nil, nil, 1, nil, "agent-1", nil, "review"), "\n")
+		t.Logf("%s:\n%s", name, plan)
+		if !strings.Contains(plan, c.want) || strings.Contains(plan, "SCAN CallRecords") {
+			t.Errorf("%s does not read a range of its index:\n%s", name, plan)
+		}
+	}
+}

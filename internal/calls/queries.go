@@ -37,6 +37,14 @@ type queries struct {
 	// the project's counter of the day, making the row when missing -> CostMicros (the new
 	// total) and DailyCostBudgetMicros (the project's budget, or NULL).
 	addCost string
+	// listByStarted: the tenant's calls newest start first, (StartedAt, CallId) descending,
+	// from StartedAt >= 2 and strictly below the bound (3, 4), seeking
+	// IX_Calls_Tenant_Started; listByEnded: the same by EndedAt, seeking
+	// IX_Calls_Tenant_Ended. 1 tenant, 2 from, 3 bound time, 4 bound id, 5 limit, 6 target,
+	// 7 model, 8 reported usage (1: only calls with a count or cost above zero, 0: any),
+	// 9 project, 10 agent, 11 release (the attempt's), 12 run kind; NULL: any.
+	listByStarted string
+	listByEnded   string
 }
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
@@ -48,6 +56,11 @@ var (
 	cColumns        = sqldb.ColumnList(table, "c.", nil)
 	insertedColumns = sqldb.ColumnList(table, "inserted.", nil)
 )
+
+// reportedUsage holds for a call whose finish reported a count or a cost above zero: the
+// calls the usage insight counts (both dialects: plain SQL).
+const reportedUsage = `(COALESCE(InputTokens, 0) > 0 OR COALESCE(OutputTokens, 0) > 0 OR COALESCE(CacheReadInputTokens, 0) > 0
+        OR COALESCE(CacheCreationInputTokens, 0) > 0 OR COALESCE(ReasoningOutputTokens, 0) > 0 OR COALESCE(CostMicros, 0) > 0)`
 
 // usageSums is the totals' select list over calls aliased c (both dialects: plain SQL).
 const usageSums = `COUNT(c.CallId) AS Calls,

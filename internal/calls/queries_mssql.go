@@ -85,4 +85,25 @@ SELECT c.CostMicros, p.DailyCostBudgetMicros
 FROM dbo.ProjectDailyCosts AS c
 INNER JOIN dbo.Projects AS p ON p.TenantId = c.TenantId AND p.ProjectId = c.ProjectId
 WHERE c.TenantId = @p1 AND c.ProjectId = @p2 AND c.Day = @p3;`,
+
+	// listByStarted, listByEnded: IX_Calls_Tenant_Started / IX_Calls_Tenant_Ended pinned (the
+	// clustered key CallId follows the time, so (time, CallId) is index order): a backward
+	// range seek from the bound, TOP stops after a page, a key lookup per row for the
+	// columns; the catch-all filters are residuals (the attempt and its run by PK seek only
+	// when one of their filters is set), one cached plan for every combination.
+	listByStarted: mssqlTenantList("StartedAt", "IX_Calls_Tenant_Started"),
+	listByEnded:   mssqlTenantList("EndedAt", "IX_Calls_Tenant_Ended"),
+}
+
+func mssqlTenantList(at, index string) string {
+	return `SELECT TOP (@p5) ` + columns + ` FROM dbo.CallRecords WITH (INDEX (` + index + `))
+WHERE TenantId = @p1 AND ` + at + ` >= @p2 AND ` + at + ` <= @p3 AND (` + at + ` < @p3 OR CallId < @p4)
+    AND (@p6 IS NULL OR Target = @p6) AND (@p7 IS NULL OR Model = @p7)
+    AND (@p8 = 0 OR ` + reportedUsage + `)
+    AND ((@p9 IS NULL AND @p10 IS NULL AND @p11 IS NULL AND @p12 IS NULL) OR EXISTS (SELECT 1 FROM dbo.ExecutionAttempts AS a
+        WHERE a.AttemptId = CallRecords.AttemptId AND a.TenantId = @p1 AND (@p9 IS NULL OR a.ProjectId = @p9)
+        AND (@p10 IS NULL OR a.AgentId = @p10) AND (@p11 IS NULL OR a.ReleaseId = @p11)
+        AND (@p12 IS NULL OR EXISTS (SELECT 1 FROM dbo.Runs AS r WHERE r.RunId = a.RunId AND r.TenantId = @p1 AND r.Kind = @p12))))
+ORDER BY ` + at + ` DESC, CallId DESC
+OPTION (MAXDOP 1);`
 }

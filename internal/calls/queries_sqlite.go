@@ -37,4 +37,22 @@ WHERE r.TenantId = ?1 AND r.RunId = ?2 GROUP BY r.RunId`,
 ON CONFLICT (TenantId, ProjectId, Day) DO UPDATE SET CostMicros = CostMicros + excluded.CostMicros
 RETURNING CostMicros,
     (SELECT p.DailyCostBudgetMicros FROM Projects p WHERE p.TenantId = ?1 AND p.ProjectId = ?2) AS DailyCostBudgetMicros`,
+
+	// listByStarted, listByEnded: the index's range read backwards from the bound (rows of
+	// one time sorted by id, a few); the filters are residuals, the attempt (and its run)
+	// read by primary key only when one of its filters is set, as the insights filter calls.
+	listByStarted: sqliteTenantList("StartedAt", "IX_Calls_Tenant_Started"),
+	listByEnded:   sqliteTenantList("EndedAt", "IX_Calls_Tenant_Ended"),
+}
+
+func sqliteTenantList(at, index string) string {
+	return `SELECT ` + columns + ` FROM CallRecords INDEXED BY ` + index + `
+WHERE TenantId = ?1 AND ` + at + ` >= ?2 AND (` + at + `, CallId) < (?3, ?4)
+    AND (?6 IS NULL OR Target = ?6) AND (?7 IS NULL OR Model = ?7)
+    AND (?8 = 0 OR ` + reportedUsage + `)
+    AND ((?9 IS NULL AND ?10 IS NULL AND ?11 IS NULL AND ?12 IS NULL) OR EXISTS (SELECT 1 FROM ExecutionAttempts AS a
+        WHERE a.AttemptId = CallRecords.AttemptId AND +a.TenantId = ?1 AND (?9 IS NULL OR a.ProjectId = ?9)
+        AND (?10 IS NULL OR a.AgentId = ?10) AND (?11 IS NULL OR a.ReleaseId = ?11)
+        AND (?12 IS NULL OR EXISTS (SELECT 1 FROM Runs AS r WHERE r.RunId = a.RunId AND +r.TenantId = ?1 AND r.Kind = ?12))))
+ORDER BY ` + at + ` DESC, CallId DESC LIMIT ?5`
 }

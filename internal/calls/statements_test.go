@@ -2,7 +2,6 @@ package calls_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
@@ -17,7 +16,7 @@ func TestRecordAndFinishAreTwoStatements(t *testing.T) {
 	t.Parallel()
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
 		t.Parallel()
-		e := apitest.NewEnv(t, tgt, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		e := apitest.NewEnv(t, tgt, epoch)
 		s := calls.NewStore(e.DB, e.Svc)
 		cl := e.Lease()
 		stop := apitest.Statements(e.DB)

@@ -97,7 +97,7 @@ func TestUsageIsRecordedRepeatedAndSummed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, by := range []string{"model", "project"} {
-		r := s.Do(t, http.MethodGet, "/v1/insights/usage?bucket=1d&groupBy="+by+"&from=2026-01-01T00:00:00.000Z&to=2026-01-02T00:00:00.000Z",
+		r := s.Do(t, http.MethodGet, "/v1/insights/usage?bucket=1d&groupBy="+by+"&from="+wireTime(epoch.Truncate(24*time.Hour))+"&to="+wireTime(epoch.Truncate(24*time.Hour).Add(24*time.Hour)),
 			admin, "", nil)
 		apitest.WantStatus(t, r, http.StatusOK)
 		ins := apitest.DecodeAs[api.InsightSeries](t, r)

@@ -44,6 +44,14 @@ func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
 		if err != nil {
 			return api.BulkRunsRequest{}, v, apperr.FieldsInvalid(api.FieldError{Field: "filter", Reason: "is not a query"})
 		}
+		// The bulk filter has no attempt count: widening the action past the list shown
+		// would act on runs the admin did not see.
+		for _, name := range []string{"attemptsMin", "attemptsMax", "firstRelease"} {
+			if strings.TrimSpace(q.Get(name)) != "" {
+				return api.BulkRunsRequest{}, v, apperr.FieldsInvalid(api.FieldError{Field: "filter." + name,
+					Reason: "a bulk action cannot select by the run's attempts; tick the runs instead"})
+			}
+		}
 		f := map[string]any{}
 		for form, member := range map[string]string{"state": "state", "band": "band", "project": "projectId",
 			"subject": "subject", "kind": "kind", "agent": "agentId", "outcome": "outcome", "errorCode": "errorCode",

@@ -25,6 +25,9 @@ type chartBar struct {
 	Label string
 	Parts []chartPart
 	Href  string
+	// Rows is how many rows the link lists (its data-rows, which the browser test compares
+	// with the list); a bar whose parts are counts lists their total.
+	Rows int64
 	// Format writes a part's value in the tooltip (a duration); nil writes the number.
 	Format func(float64) string
 }
@@ -250,7 +253,7 @@ func (b chartBar) open() string {
 	if b.Href == "" {
 		return `<g>` + title
 	}
-	return `<a href="` + template.HTMLEscapeString(b.Href) + `">` + title
+	return fmt.Sprintf(`<a href="%s" data-rows="%d">`, template.HTMLEscapeString(b.Href), b.Rows) + title
 }
 
 func (b chartBar) close() string {

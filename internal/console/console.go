@@ -125,6 +125,8 @@ func Routes(e *echo.Echo, d Deps) {
 	a.POST("/runs/:runId/fork", c.forkRun)
 	a.POST("/runs/bulk", c.bulkRuns)
 	a.GET("/operations/:operationId", c.operationPage)
+	a.GET("/attempts", c.attemptsPage)
+	a.GET("/calls", c.callsPage)
 	a.GET("/attempts/:attemptId", c.attemptPage)
 	a.GET("/decisions", c.decisionsPage)
 	a.GET("/decisions/:decisionId", c.decisionPage)

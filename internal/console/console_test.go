@@ -561,19 +561,22 @@ func TestPagesFitLaptopAndPhone(t *testing.T) {
 	  return out;
 	})()`
 	for _, width := range []int64{1280, 390} {
-		ctx := tab(t)
-		do(t, ctx, chromedp.EmulateViewport(width, 900))
-		signIn(t, ctx, s, tn.Admin)
-		for _, p := range pages {
-			do(t, ctx, chromedp.Navigate(s.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
-			if bad := eval[[]string](t, ctx, cut); len(bad) > 0 {
-				t.Errorf("%d px, %s: %q", width, p, bad)
+		t.Run(fmt.Sprintf("%dpx", width), func(t *testing.T) {
+			t.Parallel() // each width in a tab of its own, beside the other
+			ctx := tab(t)
+			do(t, ctx, chromedp.EmulateViewport(width, 900))
+			signIn(t, ctx, s, tn.Admin)
+			for _, p := range pages {
+				do(t, ctx, chromedp.Navigate(s.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
+				if bad := eval[[]string](t, ctx, cut); len(bad) > 0 {
+					t.Errorf("%d px, %s: %q", width, p, bad)
+				}
 			}
-		}
-		// Pausing is what the projects page is for: its button shows without scrolling.
-		if right := eval[float64](t, ctx, `document.querySelector('#projects button[value="pause"]').getBoundingClientRect().right`); right > float64(width) {
-			t.Errorf("%d px: the Pause button ends at %.0f px, off the screen", width, right)
-		}
+			// Pausing is what the projects page is for: its button shows without scrolling.
+			if right := eval[float64](t, ctx, `document.querySelector('#projects button[value="pause"]').getBoundingClientRect().right`); right > float64(width) {
+				t.Errorf("%d px: the Pause button ends at %.0f px, off the screen", width, right)
+			}
+		})
 	}
 
 	ctx := tab(t)

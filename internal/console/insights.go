@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,13 +64,13 @@ type insightsView struct {
 	Attempts  seriesChart
 	// LostByAgent and LostByRelease are the leases lost per agent and per release.
 	LostByAgent, LostByRelease barChart
-	LostAgents, LostReleases   []api.InsightSeriesGroup
+	LostAgents, LostReleases   []linked[api.InsightSeriesGroup]
 	PerRun                     barChart
-	PerRunRows                 []api.AttemptsPerRunBin
+	PerRunRows                 []linked[api.AttemptsPerRunBin]
 	Latency                    barChart
-	LatencyRows                []api.ClaimLatencyGroup
+	LatencyRows                []linked[api.ClaimLatencyGroup]
 	Calls                      barChart
-	CallRows                   []api.CallTargetInsight
+	CallRows                   []linked[api.CallTargetInsight]
 	Decisions                  barChart
 	DecisionRows               []api.DecisionKindInsight
 	// Cost is the cost per model; CostRows each model's calls, tokens and cost.
@@ -77,10 +78,19 @@ type insightsView struct {
 	CostRows []costRow
 }
 
+// linked is a table row of an insight with the list of exactly the rows it counts ("" when
+// no list can show them: the "other" group, or a group no list filter names).
+type linked[T any] struct {
+	Row  T
+	Href string
+}
+
 // costRow is one model's usage in the window (the sums of its series).
 type costRow struct {
 	api.InsightGroupKey
 	Calls, Input, Output, CostMicros int64
+	// Href lists the calls the row counts ("" for other and for the calls without a model).
+	Href string
 }
 
 func (c *console) insightsPage(ctx echo.Context) error {
@@ -188,6 +198,103 @@ func runsLink(state string, from, to time.Time, filter insights.Filter, group ap
 	return "/ui/runs?" + q.Encode()
 }
 
+// attemptsLink is the list of the attempts ended in a time range (in state, "" for the five
+// the attempts-ended insight counts) with the page's filters and a group: exactly the rows
+// an attempt insight's bar or row counts. An attempt's release is its own.
+func attemptsLink(state string, from, to time.Time, filter insights.Filter, group api.InsightGroup, key string) string {
+	q := url.Values{}
+	if state != "" {
+		q.Set("state", state)
+	}
+	q.Set("endedFrom", from.UTC().Format("2006-01-02T15:04:05.000"))
+	q.Set("endedTo", to.UTC().Format("2006-01-02T15:04:05.000"))
+	set := func(name string, v *string) {
+		if v != nil {
+			q.Set(name, *v)
+		}
+	}
+	set("project", filter.ProjectID)
+	set("agent", filter.AgentID)
+	set("kind", filter.Kind)
+	set("release", filter.ReleaseID)
+	if name := groupParam[group]; name != "" && key != "" {
+		q.Set(name, key)
+	}
+	return "/ui/attempts?" + q.Encode()
+}
+
+// callsLink is the list of the calls started in a time range (byEnd: finished in it and
+// reported usage, as the usage insight counts them) with the page's filters and one more
+// filter (name, value) when name is not "".
+func callsLink(byEnd bool, from, to time.Time, filter insights.Filter, name, value string) string {
+	q := url.Values{}
+	fromName, toName := "startedFrom", "startedTo"
+	if byEnd {
+		fromName, toName = "endedFrom", "endedTo"
+		q.Set("reportedUsage", "true")
+	}
+	q.Set(fromName, from.UTC().Format("2006-01-02T15:04:05.000"))
+	q.Set(toName, to.UTC().Format("2006-01-02T15:04:05.000"))
+	set := func(name string, v *string) {
+		if v != nil {
+			q.Set(name, *v)
+		}
+	}
+	set("project", filter.ProjectID)
+	set("agent", filter.AgentID)
+	set("kind", filter.Kind)
+	set("release", filter.ReleaseID)
+	if name != "" {
+		q.Set(name, value)
+	}
+	return "/ui/calls?" + q.Encode()
+}
+
+// groupParam is the list filter of each grouping.
+var groupParam = map[api.InsightGroup]string{api.GroupProject: "project", api.GroupAgent: "agent", api.GroupKind: "kind",
+	api.GroupRelease: "release", api.GroupErrorCode: "errorCode"}
+
+// linker is the list of what a chart counts in a time range and group.
+type linker func(from, to time.Time, group api.InsightGroup, key string) string
+
+func runsLinker(state string, f insights.Filter) linker {
+	return func(from, to time.Time, group api.InsightGroup, key string) string {
+		return runsLink(state, from, to, f, group, key)
+	}
+}
+
+func attemptsLinker(state string, f insights.Filter) linker {
+	return func(from, to time.Time, group api.InsightGroup, key string) string {
+		return attemptsLink(state, from, to, f, group, key)
+	}
+}
+
+// latencyLink is the runs list of what claim latency counts: the runs queued in the range
+// and claimed (at least one attempt), with the page's filters and a group. Claim latency
+// takes a run's release from its first claim, the runs list's release filter from its
+// latest attempt: the release, filtered or grouped, goes as firstRelease.
+func latencyLink(from, to time.Time, f insights.Filter, group api.InsightGroup, key string) string {
+	release := f.ReleaseID
+	f.ReleaseID = nil
+	if group == api.GroupRelease {
+		group, release = "", &key
+	}
+	link := attemptCountLink(runsLink("", from, to, f, group, key), 1, true)
+	if release != nil {
+		link += "&firstRelease=" + url.QueryEscape(*release)
+	}
+	return link
+}
+
+// attemptCountLink narrows a runs list link to the runs with n attempts (orMore: at least n).
+func attemptCountLink(link string, n int, orMore bool) string {
+	link += "&attemptsMin=" + strconv.Itoa(n)
+	if !orMore {
+		link += "&attemptsMax=" + strconv.Itoa(n)
+	}
+	return link
+}
+
 // exactGroup says whether the runs list can show exactly a group's rows: not the "other"
 // group (every group past the largest 50) nor the runs without the grouped value.
 func exactGroup(group api.InsightGroup, k api.InsightGroupKey) bool {
@@ -200,14 +307,14 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 	if err != nil {
 		return err
 	}
-	v.RunsEnded = seriesChartOf("runs-ended", "Runs ended, by outcome", "ended", w, f, runsEnded)
+	v.RunsEnded = seriesChartOf("runs-ended", "Runs ended, by outcome", api.RunOutcome("").EnumValues(), runsLinker("ended", f), w, runsEnded)
 	ungrouped := w
 	ungrouped.GroupBy = ""
 	att, err := st.AttemptsEnded(ctx, tenant, w, f)
 	if err != nil {
 		return err
 	}
-	v.Attempts = seriesChartOf("attempts-ended", "Attempts ended, by state", "", w, f, att)
+	v.Attempts = seriesChartOf("attempts-ended", "Attempts ended, by state", api.AttemptState(0).EnumValues()[1:], attemptsLinker("", f), w, att)
 
 	for _, g := range []api.InsightGroup{api.GroupAgent, api.GroupRelease} {
 		gw := ungrouped
@@ -217,16 +324,22 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 			return err
 		}
 		var bars []chartBar
+		var table []linked[api.InsightSeriesGroup]
+		lostLink := attemptsLinker(api.AttemptLost.String(), f)
 		for _, grp := range lost.Groups {
-			bars = append(bars, chartBar{Label: groupLabel(grp.InsightGroupKey), Parts: []chartPart{{Name: "lost", Value: float64(grp.Total)}},
-				Href: runsLink("", w.From, w.To, f, g, grp.Key)})
+			b := chartBar{Label: groupLabel(grp.InsightGroupKey), Parts: []chartPart{{Name: "lost", Value: float64(grp.Total)}}, Rows: grp.Total}
+			if exactGroup(g, grp.InsightGroupKey) {
+				b.Href = lostLink(w.From, w.To, g, grp.Key)
+			}
+			bars = append(bars, b)
+			table = append(table, linked[api.InsightSeriesGroup]{Row: grp, Href: b.Href})
 		}
 		chart := barChart{ID: "lost-by-" + string(g), Title: "Leases lost, by " + string(g),
-			SVG: rows("Leases lost by "+string(g), bars), Href: runsLink("", w.From, w.To, f, "", "")}
+			SVG: rows("Leases lost by "+string(g), bars), Href: lostLink(w.From, w.To, "", "")}
 		if g == api.GroupAgent {
-			v.LostByAgent, v.LostAgents = chart, lost.Groups
+			v.LostByAgent, v.LostAgents = chart, table
 		} else {
-			v.LostByRelease, v.LostReleases = chart, lost.Groups
+			v.LostByRelease, v.LostReleases = chart, table
 		}
 	}
 
@@ -236,10 +349,11 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 	}
 	var bars []chartBar
 	if len(per.Groups) > 0 {
-		v.PerRunRows = per.Groups[0].Counts
-		for _, b := range v.PerRunRows {
+		for _, b := range per.Groups[0].Counts {
+			href := attemptCountLink(runsLink("ended", w.From, w.To, f, "", ""), b.Attempts, b.Attempts == api.AttemptsPerRunCap)
+			v.PerRunRows = append(v.PerRunRows, linked[api.AttemptsPerRunBin]{Row: b, Href: href})
 			bars = append(bars, chartBar{Label: attemptsLabel(b.Attempts), Parts: []chartPart{{Name: "runs", Value: float64(b.Runs)}},
-				Href: runsLink("ended", w.From, w.To, f, "", "")})
+				Href: href, Rows: b.Runs})
 		}
 	}
 	v.PerRun = barChart{ID: "per-run", Title: "Attempts per finished run", SVG: rows("Runs by the attempts they took", bars),
@@ -249,31 +363,44 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 	if err != nil {
 		return err
 	}
-	v.LatencyRows, bars = lat.Groups, nil
+	v.LatencyRows, bars = nil, nil
 	for _, g := range lat.Groups {
 		label := groupLabel(g.InsightGroupKey)
 		if w.GroupBy == "" {
 			label = "all runs"
 		}
+		// The runs queued in the window that were claimed (at least one attempt). Grouped by
+		// release, claim latency counts a run under its first claim's release (the runs
+		// list's release is the latest attempt's, so the link names the first).
+		var href string
+		if exactGroup(w.GroupBy, g.InsightGroupKey) {
+			href = latencyLink(w.From, w.To, f, w.GroupBy, g.Key)
+		}
+		v.LatencyRows = append(v.LatencyRows, linked[api.ClaimLatencyGroup]{Row: g, Href: href})
 		bars = append(bars, chartBar{Label: label, Parts: []chartPart{
 			{Name: "p50", Value: msOf(g.Latency.P50Ms)}, {Name: "p95", Value: msOf(g.Latency.P95Ms)}},
-			Href: runsLink("", w.From, w.To, f, w.GroupBy, g.Key), Format: msLabel})
+			Href: href, Rows: g.Latency.Count, Format: msLabel})
 	}
 	v.Latency = barChart{ID: "claim-latency", Title: "Time from enqueue to first claim (p50 and p95)",
-		SVG: pairedRows("Time to first claim, p50 and p95", bars, msLabel), Href: runsLink("", w.From, w.To, f, "", "")}
+		SVG: pairedRows("Time to first claim, p50 and p95", bars, msLabel), Href: latencyLink(w.From, w.To, f, "", "")}
 
 	cs, err := st.Calls(ctx, tenant, w, f)
 	if err != nil {
 		return err
 	}
-	v.CallRows, bars = cs.Targets, nil
+	v.CallRows, bars = nil, nil
 	for _, t := range cs.Targets {
+		var href string
+		if !t.Other {
+			href = callsLink(false, w.From, w.To, f, "target", t.Key)
+		}
+		v.CallRows = append(v.CallRows, linked[api.CallTargetInsight]{Row: t, Href: href})
 		bars = append(bars, chartBar{Label: groupLabel(t.InsightGroupKey), Parts: []chartPart{
 			{Name: "ok", Value: float64(t.Calls - t.Failed)}, {Name: "failed", Value: float64(t.Failed)}},
-			Href: runsLink("", w.From, w.To, f, "", "")})
+			Href: href, Rows: t.Calls})
 	}
 	v.Calls = barChart{ID: "calls", Title: "Calls per target", SVG: rows("Calls per target, failed in red", bars),
-		Href: runsLink("", w.From, w.To, f, "", "")}
+		Href: callsLink(false, w.From, w.To, f, "", "")}
 
 	usage, err := st.Usage(ctx, tenant, ungrouped, f, true)
 	if err != nil {
@@ -294,11 +421,17 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 				r.CostMicros = se.Total
 			}
 		}
+		// The calls that reported usage, by their end; a call without a model has no
+		// filter that names it.
+		if !g.Other && g.Key != "" {
+			r.Href = callsLink(true, w.From, w.To, f, "model", g.Key)
+		}
 		v.CostRows = append(v.CostRows, r)
-		bars = append(bars, chartBar{Label: groupLabel(g.InsightGroupKey), Parts: []chartPart{{Name: "cost", Value: float64(r.CostMicros)}}})
+		bars = append(bars, chartBar{Label: groupLabel(g.InsightGroupKey), Parts: []chartPart{{Name: "cost", Value: float64(r.CostMicros)}},
+			Href: r.Href, Rows: r.Calls})
 	}
 	v.Cost = barChart{ID: "cost", Title: "Cost per model (micro-units)", SVG: rows("Cost of the calls per model, in micro-units", bars),
-		Href: runsLink("", w.From, w.To, f, "", "")}
+		Href: callsLink(true, w.From, w.To, f, "", "")}
 
 	ds, err := st.Decisions(ctx, tenant, w, f)
 	if err != nil {
@@ -348,17 +481,16 @@ func groupLabel(k api.InsightGroupKey) string {
 
 // seriesChartOf draws a series insight: the buckets' totals across groups, stacked by
 // series, and, when grouped, each group's totals.
-func seriesChartOf(id, title, state string, w insights.Window, f insights.Filter, s api.InsightSeries) seriesChart {
-	ch := seriesChart{ID: id, Title: title, Href: runsLink(state, w.From, w.To, f, "", "")}
+// names are the series when no group counted anything; link lists what a bar or row counts.
+func seriesChartOf(id, title string, names []string, link linker, w insights.Window, s api.InsightSeries) seriesChart {
+	ch := seriesChart{ID: id, Title: title, Href: link(w.From, w.To, "", "")}
 	// Every group has every series, in one order; with no group, the insight's own names.
 	if len(s.Groups) > 0 {
 		for _, sr := range s.Groups[0].Series {
 			ch.Names = append(ch.Names, sr.Name)
 		}
-	} else if state == "ended" {
-		ch.Names = api.RunOutcome("").EnumValues()
 	} else {
-		ch.Names = api.AttemptState(0).EnumValues()[1:]
+		ch.Names = names
 	}
 	daily := w.Bucket == api.Bucket1d
 	withDate := w.To.Sub(w.From) > 24*time.Hour || w.From.YearDay() != w.To.Add(-time.Millisecond).YearDay()
@@ -366,14 +498,14 @@ func seriesChartOf(id, title, state string, w insights.Window, f insights.Filter
 	for i, start := range s.Buckets {
 		end := start.Add(w.Width())
 		row := seriesRow{Label: bucketLabel(start.Time, daily, withDate), Key: start.String(), Counts: make([]int64, len(ch.Names)),
-			Href: runsLink(state, start.Time, end, f, "", "")}
+			Href: link(start.Time, end, "", "")}
 		for _, g := range s.Groups {
 			for j, sr := range g.Series {
 				row.Counts[j] += sr.Counts[i]
 				row.Total += sr.Counts[i]
 			}
 		}
-		bars[i] = chartBar{Label: row.Label, Href: row.Href}
+		bars[i] = chartBar{Label: row.Label, Href: row.Href, Rows: row.Total}
 		for j, name := range ch.Names {
 			bars[i].Parts = append(bars[i].Parts, chartPart{Name: name, Value: float64(row.Counts[j])})
 		}
@@ -393,9 +525,9 @@ func seriesChartOf(id, title, state string, w insights.Window, f insights.Filter
 		for _, g := range s.Groups {
 			row := seriesRow{Label: groupLabel(g.InsightGroupKey), Key: g.Key, Other: g.Other, Total: g.Total}
 			if exactGroup(w.GroupBy, g.InsightGroupKey) {
-				row.Href = runsLink(state, w.From, w.To, f, w.GroupBy, g.Key)
+				row.Href = link(w.From, w.To, w.GroupBy, g.Key)
 			}
-			gb := chartBar{Label: row.Label, Href: row.Href}
+			gb := chartBar{Label: row.Label, Href: row.Href, Rows: g.Total}
 			for _, sr := range g.Series {
 				row.Counts = append(row.Counts, sr.Total)
 				gb.Parts = append(gb.Parts, chartPart{Name: sr.Name, Value: float64(sr.Total)})
@@ -428,7 +560,7 @@ func (c *console) readSparkline(ctx context.Context, tenant string) (sparkView, 
 	if err != nil {
 		return sparkView{}, err
 	}
-	ch := seriesChartOf("spark", "Runs ended in the last 24 hours", "ended", w, insights.Filter{}, s)
+	ch := seriesChartOf("spark", "Runs ended in the last 24 hours", api.RunOutcome("").EnumValues(), runsLinker("ended", insights.Filter{}), w, s)
 	var bars []chartBar
 	for i, start := range s.Buckets {
 		b := chartBar{Label: bucketLabel(start.Time, false, false)}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -156,6 +157,12 @@ type runsFilter struct {
 	// Outcome, ErrorCode, Release, Tag and the ended range narrow to what an insight counts
 	// (its links set them).
 	Outcome, ErrorCode, Release, Tag, EndedFrom, EndedTo string
+	// AttemptsMin and AttemptsMax narrow by the run's attempts (the attempts-per-run and
+	// claim-latency insights link with them).
+	AttemptsMin, AttemptsMax string
+	// FirstRelease is the release of the run's first claim (claim latency by release links
+	// with it).
+	FirstRelease string
 }
 
 type runsView struct {
@@ -201,11 +208,13 @@ func (c *console) runsPage(ctx echo.Context) error {
 	f := runsFilter{State: q.Get("state"), Band: q.Get("band"), Project: strings.TrimSpace(q.Get("project")), Subject: strings.TrimSpace(q.Get("subject")),
 		Kind: strings.TrimSpace(q.Get("kind")), Agent: strings.TrimSpace(q.Get("agent")), From: q.Get("from"), To: q.Get("to"),
 		Outcome: q.Get("outcome"), ErrorCode: strings.TrimSpace(q.Get("errorCode")), Release: strings.TrimSpace(q.Get("release")),
-		Tag: strings.TrimSpace(q.Get("tag")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo")}
+		Tag: strings.TrimSpace(q.Get("tag")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo"),
+		AttemptsMin: strings.TrimSpace(q.Get("attemptsMin")), AttemptsMax: strings.TrimSpace(q.Get("attemptsMax")),
+		FirstRelease: strings.TrimSpace(q.Get("firstRelease"))}
 	v := runsView{Filter: f}
 	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
 		Kind: optional(f.Kind), AgentID: optional(f.Agent), ErrorCode: optional(f.ErrorCode), ReleaseID: optional(f.Release),
-		Tag: optional(f.Tag)}
+		Tag: optional(f.Tag), FirstReleaseID: optional(f.FirstRelease)}
 	var problems []string
 	if f.Outcome != "" {
 		o := api.RunOutcome(f.Outcome)
@@ -216,6 +225,19 @@ func (c *console) runsPage(ctx echo.Context) error {
 	}
 	if lf.EndedFrom, err = parseTime(f.EndedFrom); err != nil {
 		problems = append(problems, "“ended from” is not a time")
+	}
+	for _, n := range []struct {
+		typed, name string
+		into        **int
+	}{{f.AttemptsMin, "at least", &lf.AttemptsMin}, {f.AttemptsMax, "at most", &lf.AttemptsMax}} {
+		if n.typed == "" {
+			continue
+		}
+		if v, err := strconv.Atoi(n.typed); err != nil || v < 0 || v > 1_000_000 {
+			problems = append(problems, "“attempts, "+n.name+"” is not a number from 0 to 1000000")
+		} else {
+			*n.into = &v
+		}
 	}
 	if lf.EndedTo, err = parseTime(f.EndedTo); err != nil {
 		problems = append(problems, "“ended before” is not a time")

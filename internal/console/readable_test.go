@@ -64,69 +64,72 @@ func TestReadableAtAGlance(t *testing.T) {
 	}
 
 	for _, width := range []int64{1280, 390} {
-		ctx := tab(t)
-		do(t, ctx, chromedp.EmulateViewport(width, 900))
-		signIn(t, ctx, s, tn.Admin)
+		t.Run(fmt.Sprintf("%dpx", width), func(t *testing.T) {
+			t.Parallel() // each width in a tab of its own, beside the other
+			ctx := tab(t)
+			do(t, ctx, chromedp.EmulateViewport(width, 900))
+			signIn(t, ctx, s, tn.Admin)
 
-		// The runs table: every header, Spent last, inside its scroll box and the screen.
-		if width == 1280 {
-			do(t, ctx, chromedp.Navigate(s.URL+"/ui/runs"), chromedp.WaitVisible(chromedp.CSS("#runs")))
-			if off := eval[[]string](t, ctx, offScreen(`#runs thead th`)); len(off) > 0 {
-				t.Errorf("%d px: runs headers off screen: %q", width, off)
+			// The runs table: every header, Spent last, inside its scroll box and the screen.
+			if width == 1280 {
+				do(t, ctx, chromedp.Navigate(s.URL+"/ui/runs"), chromedp.WaitVisible(chromedp.CSS("#runs")))
+				if off := eval[[]string](t, ctx, offScreen(`#runs thead th`)); len(off) > 0 {
+					t.Errorf("%d px: runs headers off screen: %q", width, off)
+				}
 			}
-		}
 
-		// The decisions inbox: Subject, Recommendation and Answer of each row on screen.
-		do(t, ctx, chromedp.Navigate(s.URL+"/ui/decisions?status=all"), chromedp.WaitVisible(chromedp.CSS("#decisions")))
-		if n := eval[int](t, ctx, `document.querySelectorAll("#decisions td.answer").length`); n != 4 {
-			t.Fatalf("%d px: the inbox lists %d decisions, want 4", width, n)
-		}
-		if off := eval[[]string](t, ctx, offScreen(`#decisions td.subject, #decisions td.recommendation, #decisions td.answer a`)); len(off) > 0 {
-			t.Errorf("%d px: decisions cells off screen: %q", width, off)
-		}
-		shot(t, ctx, fmt.Sprintf("readable-decisions-%d", width))
-
-		do(t, ctx, chromedp.Navigate(s.URL+"/ui/insights?group=agent"), chromedp.WaitVisible(chromedp.CSS("#t-decisions")))
-		shot(t, ctx, fmt.Sprintf("readable-insights-%d", width))
-		// Axis labels: the rendered size is the font size times the SVG's scale.
-		small := eval[[]string](t, ctx, `[...document.querySelectorAll("svg.chart text")].filter(t => t.getBBox().width > 0).map(t =>
-		    [t.textContent, parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a]).filter(([, px]) => px < 10).map(([s, px]) => s + " " + px.toFixed(1) + "px")`)
-		if n := eval[int](t, ctx, `document.querySelectorAll("svg.chart text").length`); n == 0 {
-			t.Fatalf("%d px: the insights page draws no chart text", width)
-		}
-		if len(small) > 0 {
-			t.Errorf("%d px: chart labels under 10 px: %q", width, small)
-		}
-		// A cut group name has its whole name in its cell's title, and the cell stays bounded.
-		cell := eval[[]any](t, ctx, `(() => { const th = document.querySelector('#t-runs-ended-groups tbody th');
-		    return [th.title, th.textContent.trim(), th.getBoundingClientRect().width <= th.closest("table").getBoundingClientRect().width / 2]; })()`)
-		if cell[0] != agent || cell[1] != agent || cell[2] != true {
-			t.Errorf("%d px: the group cell reads %q with title %q (bounded %v), want title %q", width, cell[1], cell[0], cell[2], agent)
-		}
-		// Claim latency: two series, each from zero, with a legend naming both.
-		lat := eval[[]string](t, ctx, `(() => { const svg = document.querySelector('#h-latency').closest('section').querySelector('svg');
-		    return [...svg.querySelectorAll('rect.c-p50, rect.c-p95')].map(r => r.getAttribute('class') + '@' + r.getAttribute('x')); })()`)
-		if len(lat) != 2 || lat[0] != "c-p50@130" || lat[1] != "c-p95@130" {
-			t.Errorf("%d px: claim latency bars %q, want p50 and p95 each from x=130", width, lat)
-		}
-		legend := eval[string](t, ctx, `document.querySelector('#h-latency').closest('section').querySelector('ul.legend').textContent`)
-		if legend != "p50p95" {
-			t.Errorf("%d px: claim latency legend %q", width, legend)
-		}
-		durs := eval[[]string](t, ctx, `[...document.querySelectorAll('#t-claim-latency tbody td')].map(td => td.textContent.trim())`)
-		if len(durs) != 3 || durs[0] != "2" || !strings.HasSuffix(durs[1], " s") || !strings.HasSuffix(durs[2], " s") {
-			t.Errorf("%d px: claim latency row %q, want a count and two durations in seconds", width, durs)
-		}
-		// The decisions table: every request is in exactly one column.
-		row := eval[map[string]string](t, ctx, `(() => { const heads = [...document.querySelectorAll('#t-decisions thead th')].map(th => th.textContent.trim());
-		    const tr = document.querySelector('#t-decisions tbody tr[data-group="approval"]');
-		    return Object.fromEntries([...tr.cells].map((c, i) => [heads[i], c.textContent.trim()])); })()`)
-		want := map[string]string{"Requested": "4", "Answered": "1", "Pending": "1", "Expired": "1", "Cancelled": "1"}
-		for k, v := range want {
-			if row[k] != v {
-				t.Errorf("%d px: decisions %s = %q, want %s (row %v)", width, k, row[k], v, row)
+			// The decisions inbox: Subject, Recommendation and Answer of each row on screen.
+			do(t, ctx, chromedp.Navigate(s.URL+"/ui/decisions?status=all"), chromedp.WaitVisible(chromedp.CSS("#decisions")))
+			if n := eval[int](t, ctx, `document.querySelectorAll("#decisions td.answer").length`); n != 4 {
+				t.Fatalf("%d px: the inbox lists %d decisions, want 4", width, n)
 			}
-		}
+			if off := eval[[]string](t, ctx, offScreen(`#decisions td.subject, #decisions td.recommendation, #decisions td.answer a`)); len(off) > 0 {
+				t.Errorf("%d px: decisions cells off screen: %q", width, off)
+			}
+			shot(t, ctx, fmt.Sprintf("readable-decisions-%d", width))
+
+			do(t, ctx, chromedp.Navigate(s.URL+"/ui/insights?group=agent"), chromedp.WaitVisible(chromedp.CSS("#t-decisions")))
+			shot(t, ctx, fmt.Sprintf("readable-insights-%d", width))
+			// Axis labels: the rendered size is the font size times the SVG's scale.
+			small := eval[[]string](t, ctx, `[...document.querySelectorAll("svg.chart text")].filter(t => t.getBBox().width > 0).map(t =>
+			    [t.textContent, parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a]).filter(([, px]) => px < 10).map(([s, px]) => s + " " + px.toFixed(1) + "px")`)
+			if n := eval[int](t, ctx, `document.querySelectorAll("svg.chart text").length`); n == 0 {
+				t.Fatalf("%d px: the insights page draws no chart text", width)
+			}
+			if len(small) > 0 {
+				t.Errorf("%d px: chart labels under 10 px: %q", width, small)
+			}
+			// A cut group name has its whole name in its cell's title, and the cell stays bounded.
+			cell := eval[[]any](t, ctx, `(() => { const th = document.querySelector('#t-runs-ended-groups tbody th');
+			    return [th.title, th.textContent.trim(), th.getBoundingClientRect().width <= th.closest("table").getBoundingClientRect().width / 2]; })()`)
+			if cell[0] != agent || cell[1] != agent || cell[2] != true {
+				t.Errorf("%d px: the group cell reads %q with title %q (bounded %v), want title %q", width, cell[1], cell[0], cell[2], agent)
+			}
+			// Claim latency: two series, each from zero, with a legend naming both.
+			lat := eval[[]string](t, ctx, `(() => { const svg = document.querySelector('#h-latency').closest('section').querySelector('svg');
+			    return [...svg.querySelectorAll('rect.c-p50, rect.c-p95')].map(r => r.getAttribute('class') + '@' + r.getAttribute('x')); })()`)
+			if len(lat) != 2 || lat[0] != "c-p50@130" || lat[1] != "c-p95@130" {
+				t.Errorf("%d px: claim latency bars %q, want p50 and p95 each from x=130", width, lat)
+			}
+			legend := eval[string](t, ctx, `document.querySelector('#h-latency').closest('section').querySelector('ul.legend').textContent`)
+			if legend != "p50p95" {
+				t.Errorf("%d px: claim latency legend %q", width, legend)
+			}
+			durs := eval[[]string](t, ctx, `[...document.querySelectorAll('#t-claim-latency tbody td')].map(td => td.textContent.trim())`)
+			if len(durs) != 3 || durs[0] != "2" || !strings.HasSuffix(durs[1], " s") || !strings.HasSuffix(durs[2], " s") {
+				t.Errorf("%d px: claim latency row %q, want a count and two durations in seconds", width, durs)
+			}
+			// The decisions table: every request is in exactly one column.
+			row := eval[map[string]string](t, ctx, `(() => { const heads = [...document.querySelectorAll('#t-decisions thead th')].map(th => th.textContent.trim());
+			    const tr = document.querySelector('#t-decisions tbody tr[data-group="approval"]');
+			    return Object.fromEntries([...tr.cells].map((c, i) => [heads[i], c.textContent.trim()])); })()`)
+			want := map[string]string{"Requested": "4", "Answered": "1", "Pending": "1", "Expired": "1", "Cancelled": "1"}
+			for k, v := range want {
+				if row[k] != v {
+					t.Errorf("%d px: decisions %s = %q, want %s (row %v)", width, k, row[k], v, row)
+				}
+			}
+		})
 	}
 }
 

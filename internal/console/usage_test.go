@@ -2,7 +2,9 @@ package console_test
 
 import (
 	"context"
+	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -35,9 +37,15 @@ func TestRunAndAttemptPagesShowUsage(t *testing.T) {
 	c, _, _ := httpSession(t, s, tn.Admin)
 	// The insights page's cost table: one row for the model, with its sums.
 	code, body := get(t, c, s, "/ui/insights?bucket=1h")
-	if code != http.StatusOK || !strings.Contains(body, `<tr data-group="m-1"><th scope="row" title="m-1">m-1</th><td>1</td><td>1200</td><td>340</td><td>5100</td></tr>`) {
+	costRow := regexp.MustCompile(`<tr data-group="m-1"><th scope="row" title="m-1"><a href="([^"]+)">m-1</a></th><td>1</td><td>1200</td><td>340</td><td>5100</td></tr>`)
+	m := costRow.FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
 		i := strings.Index(body, `id="t-cost"`)
 		t.Fatalf("insights: %d, cost table %q", code, body[max(i, 0):min(len(body), max(i, 0)+800)])
+	}
+	// The row links to the one call it counts.
+	if code, list := get(t, c, s, html.UnescapeString(m[1])); code != http.StatusOK || strings.Count(list, `<a href="/ui/attempts/`+cl.Attempt.AttemptID.String()) != 1 {
+		t.Fatalf("the cost row's link %s: %d, lists the call %d times", m[1], code, strings.Count(list, cl.Attempt.AttemptID.String()))
 	}
 	for _, path := range []string{"/ui/runs/" + cl.Run.RunID.String(), "/ui/attempts/" + cl.Attempt.AttemptID.String()} {
 		code, body := get(t, c, s, path)

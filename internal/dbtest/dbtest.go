@@ -65,8 +65,23 @@ func SQLite() Target {
 	}}
 }
 
+// SQLiteFile is the embedded target on one file at path, migrated at the first open: each
+// Open is another handle on the same database, as test processes sharing one would have.
+func SQLiteFile(path string) Target {
+	return Target{Name: "sqlite", Open: func(t testing.TB, o Options) *sqldb.DB {
+		t.Helper()
+		return open(t, sqldb.Config{DSN: path, Clock: o.Clock})
+	}}
+}
+
 func open(t testing.TB, cfg sqldb.Config) *sqldb.DB {
 	t.Helper()
+	if cfg.Clock != nil {
+		// A clock in a package's slot (PackageEpoch) floors the database's reaper there.
+		if k, ok := SlotOf(cfg.Clock()); ok {
+			cfg.ClockFloor = SlotStart(k)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db, err := sqldb.Open(ctx, cfg)

@@ -52,7 +52,8 @@ var (
 	minID   = uuid.Nil
 )
 
-// ListCursor is a position in a newest-first listing: the last attempt returned.
+// ListCursor is a position in a newest-first listing: the last attempt returned (in a
+// listing of ended attempts, StartedAt holds its EndedAt).
 type ListCursor struct {
 	StartedAt time.Time
 	AttemptID uuid.UUID
@@ -67,9 +68,62 @@ type Filter struct {
 	// StartedFrom is inclusive, StartedTo exclusive.
 	StartedFrom *time.Time
 	StartedTo   *time.Time
+	// ReleaseID, Kind (the run's) and ErrorCode narrow as the attempt insights group.
+	ReleaseID *string
+	Kind      *string
+	ErrorCode *string
 	// After continues a listing after this attempt.
 	After *ListCursor
 	Limit int
+}
+
+// EndedFilter narrows a listing of ended attempts (ListEnded). Nil fields do not filter.
+type EndedFilter struct {
+	// State nil lists the states the attempts-ended insight counts (succeeded, failed,
+	// cancelled, lost, released); a parked attempt is listed only when State asks for it.
+	State     *api.AttemptState
+	AgentID   *string
+	ProjectID *string
+	ReleaseID *string
+	Kind      *string
+	ErrorCode *string
+	// From is inclusive, To exclusive.
+	From, To *time.Time
+	// After continues a listing after this attempt (its EndedAt as At).
+	After *ListCursor
+	Limit int
+}
+
+// ListEnded returns up to f.Limit of the tenant's attempts that ended in f's window, newest
+// end first (EndedAt, then AttemptId, descending): the rows an attempts insight counts.
+func (s *Store) ListEnded(ctx context.Context, tenantID string, f EndedFilter) ([]AttemptItem, error) {
+	from := minTime
+	if f.From != nil {
+		from = ceilMillis(*f.From)
+	}
+	at, id := maxTime, maxID
+	if f.After != nil {
+		at, id = sqldb.Truncate(f.After.StartedAt), f.After.AttemptID
+	}
+	if f.To != nil {
+		if to := ceilMillis(*f.To); !to.After(at) {
+			at, id = to, minID
+		}
+	}
+	var state any
+	if f.State != nil {
+		state = int(*f.State)
+	}
+	var items []AttemptItem
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		d := tx.Dialect
+		return tx.SelectContext(ctx, &items, s.q.listByEnded, tenantID, state, f.AgentID, f.ProjectID,
+			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list ended attempts: %w", err)
+	}
+	return withETags(items), nil
 }
 
 // List returns up to f.Limit of the tenant's attempts, newest first (StartedAt, then
@@ -99,10 +153,10 @@ func (s *Store) List(ctx context.Context, tenantID string, f Filter) ([]AttemptI
 		d := tx.Dialect
 		if f.RunID != nil {
 			return tx.SelectContext(ctx, &items, s.q.listByRun, tenantID, *f.RunID, state, f.AgentID,
-				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit)
+				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode)
 		}
 		return tx.SelectContext(ctx, &items, s.q.listByTenant, tenantID, state, f.AgentID, f.ProjectID,
-			d.Time(from), d.Time(at), id, f.Limit)
+			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)

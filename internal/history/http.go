@@ -22,9 +22,12 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodGet, "/v1/attempts", web.Op{
 		ID: "listAttempts", Tag: "Attempts", Summary: "List attempts, or follow the change feed",
 		Description: "Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo " +
-			"exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change " +
-			"first (no other filter; resume with the last item's etag, or follow nextCursor). Purged attempts (retention) " +
-			"never appear in either.",
+			"exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the " +
+			"attempts ended in that window, newest end first, as the attempt insights count them (not with runId, " +
+			"startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with " +
+			"changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other " +
+			"filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts " +
+			"(retention) never appear.",
 		Status: http.StatusOK, Response: api.Page[api.AttemptItem]{}, Query: api.ListAttemptsParams{},
 	}, h.list)
 	s.Route(http.MethodGet, "/v1/attempts/:attemptId", web.Op{
@@ -45,14 +48,31 @@ func Routes(s *web.Server, store *Store) {
 type handlers struct{ store *Store }
 
 // listFilters are the query parameters that changedSince excludes.
-var listFilters = []string{"runId", "agentId", "projectId", "state", "startedFrom", "startedTo"}
+var listFilters = []string{"runId", "agentId", "projectId", "state", "startedFrom", "startedTo", "endedFrom", "endedTo",
+	"releaseId", "kind", "errorCode"}
 
-// listCursor is the keyset of either listing: StartedAt for newest first, Version for the
-// change feed (exactly one is set).
+// startedFilters are the query parameters of the started-time listing that a listing of
+// ended attempts refuses.
+var startedFilters = []string{"runId", "startedFrom", "startedTo"}
+
+// listCursor is the keyset of a listing: StartedAt for newest first, EndedAt for newest
+// end first, Version for the change feed (exactly one is set).
 type listCursor struct {
 	StartedAt *time.Time `json:"t,omitempty"`
+	EndedAt   *time.Time `json:"e,omitempty"`
 	Version   *uint64    `json:"v,omitempty"`
 	ID        uuid.UUID  `json:"i"`
+}
+
+// set counts the cursor's keys.
+func (c listCursor) set() int {
+	n := 0
+	for _, ok := range []bool{c.StartedAt != nil, c.EndedAt != nil, c.Version != nil} {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 func badCursor() error {
@@ -70,14 +90,21 @@ func (h handlers) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if hasCursor && (cur.StartedAt == nil) == (cur.Version == nil) {
+	if hasCursor && cur.set() != 1 {
 		return badCursor()
 	}
 	tenant := tenancy.MustPrincipal(c).TenantID
 	if q.ChangedSince != nil || (hasCursor && cur.Version != nil) {
 		return h.changes(c, tenant, q, hasCursor, cur, limit)
 	}
-	f := Filter{Limit: limit + 1, RunID: q.RunID, AgentID: q.AgentID, ProjectID: q.ProjectID, State: q.State}
+	if q.EndedFrom != nil || q.EndedTo != nil || (hasCursor && cur.EndedAt != nil) {
+		return h.ended(c, tenant, q, hasCursor, cur, limit)
+	}
+	if hasCursor && cur.StartedAt == nil {
+		return badCursor()
+	}
+	f := Filter{Limit: limit + 1, RunID: q.RunID, AgentID: q.AgentID, ProjectID: q.ProjectID, State: q.State,
+		ReleaseID: q.ReleaseID, Kind: q.Kind, ErrorCode: q.ErrorCode}
 	if q.StartedFrom != nil {
 		f.StartedFrom = &q.StartedFrom.Time
 	}
@@ -97,6 +124,47 @@ func (h handlers) list(c echo.Context) error {
 	return web.WritePage(c, items, limit, func(last AttemptItem) any {
 		at := last.StartedAt
 		return listCursor{StartedAt: &at, ID: last.AttemptID}
+	}, AttemptItem.Wire)
+}
+
+// ended lists the attempts ended in a window, newest end first.
+func (h handlers) ended(c echo.Context, tenant string, q api.ListAttemptsParams, hasCursor bool, cur listCursor, limit int) error {
+	var bad []api.FieldError
+	for _, name := range startedFilters {
+		if c.QueryParam(name) != "" {
+			bad = append(bad, api.FieldError{Field: name, Reason: "cannot be combined with endedFrom or endedTo"})
+		}
+	}
+	if len(bad) > 0 {
+		return apperr.FieldsInvalid(bad...)
+	}
+	if q.EndedFrom == nil && q.EndedTo == nil {
+		return apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "continues a listing with endedFrom or endedTo"})
+	}
+	if hasCursor && cur.EndedAt == nil {
+		return apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "continues a listing without endedFrom or endedTo"})
+	}
+	f := EndedFilter{Limit: limit + 1, State: q.State, AgentID: q.AgentID, ProjectID: q.ProjectID, ReleaseID: q.ReleaseID,
+		Kind: q.Kind, ErrorCode: q.ErrorCode}
+	if q.EndedFrom != nil {
+		f.From = &q.EndedFrom.Time
+	}
+	if q.EndedTo != nil {
+		f.To = &q.EndedTo.Time
+	}
+	if f.From != nil && f.To != nil && f.To.Before(*f.From) {
+		return apperr.FieldsInvalid(api.FieldError{Field: "endedTo", Reason: "must not be before endedFrom"})
+	}
+	if hasCursor {
+		f.After = &ListCursor{StartedAt: *cur.EndedAt, AttemptID: cur.ID}
+	}
+	items, err := h.store.ListEnded(c.Request().Context(), tenant, f)
+	if err != nil {
+		return err
+	}
+	return web.WritePage(c, items, limit, func(last AttemptItem) any {
+		at := *last.EndedAt
+		return listCursor{EndedAt: &at, ID: last.AttemptID}
 	}, AttemptItem.Wire)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/tenancy"
@@ -291,4 +292,63 @@ func TestHTTPGetAndTimeline(t *testing.T) {
 		t.Fatalf("delegation entry: %v", g)
 	}
 	wantInvalid(t, s.get(s.admin, "/v1/attempts/"+a.Attempt.AttemptID.String()+"/timeline?cursor=abc"), "cursor")
+}
+
+// TestHTTPListEnded: endedFrom/endedTo list the attempts ended in the window, newest end
+// first, with the insights' filters, paged by cursors that continue only such a listing.
+func TestHTTPListEnded(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	a1, a2, a3 := s.attempt(), s.attempt(agent("agent-2")), s.attempt()
+	for i, a := range []runs.Claimed{a1, a2} {
+		s.clock.Advance(time.Second)
+		if _, err := s.svc.Complete(s.ctx, s.tenant, a.Attempt.AttemptID, a.Lease.FencingToken,
+			runs.Completion{State: api.AttemptFailed, Error: &attempts.Failure{Code: []string{"tool_timeout", "bad_input"}[i]}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = a3 // still running: never listed by its end
+	window := "endedFrom=2026-03-01T09:00:00Z&endedTo=2026-03-01T10:00:00Z"
+	p := decodePage(t, s.get(s.admin, "/v1/attempts?limit=1&"+window))
+	if len(p.Items) != 1 || p.Items[0]["attemptId"] != a2.Attempt.AttemptID.String() || p.NextCursor == "" ||
+		p.Items[0]["etag"] == nil || p.Items[0]["etag"] == "" {
+		t.Fatalf("first page: %+v", p)
+	}
+	p = decodePage(t, s.get(s.admin, "/v1/attempts?limit=1&"+window+"&cursor="+p.NextCursor))
+	if len(p.Items) != 1 || p.Items[0]["attemptId"] != a1.Attempt.AttemptID.String() || p.NextCursor != "" {
+		t.Fatalf("second page: %+v", p)
+	}
+	for q, want := range map[string]string{"&errorCode=bad_input": a2.Attempt.AttemptID.String(),
+		"&agentId=agent-2&state=failed": a2.Attempt.AttemptID.String(), "&kind=review&errorCode=tool_timeout": a1.Attempt.AttemptID.String(),
+		"&releaseId=rel&errorCode=tool_timeout": a1.Attempt.AttemptID.String()} {
+		if p := decodePage(t, s.get(s.admin, "/v1/attempts?"+window+q)); len(p.Items) != 1 || p.Items[0]["attemptId"] != want {
+			t.Errorf("%s: %+v", q, p)
+		}
+	}
+	if p := decodePage(t, s.get(s.admin, "/v1/attempts?endedFrom=2026-03-01T09:00:02Z")); len(p.Items) != 1 {
+		t.Fatalf("endedFrom alone: %+v", p)
+	}
+	// The started listing takes the same release, kind and error filters.
+	if p := decodePage(t, s.get(s.admin, "/v1/attempts?errorCode=bad_input")); len(p.Items) != 1 || p.Items[0]["attemptId"] != a2.Attempt.AttemptID.String() {
+		t.Fatalf("errorCode on the started listing: %+v", p)
+	}
+	for _, c := range []struct{ query, field string }{
+		{window + "&runId=" + a1.Run.RunID.String(), "runId"},
+		{window + "&startedFrom=2026-03-01T09:00:00Z", "startedFrom"},
+		{"endedFrom=2026-03-02T00:00:00Z&endedTo=2026-03-01T00:00:00Z", "endedTo"},
+		{"endedTo=yesterday", "endedTo"},
+		{"errorCode=Not%20A%20Code", "errorCode"},
+		{"changedSince=0000000000000001&endedFrom=2026-03-01T00:00:00Z", "endedFrom"},
+	} {
+		wantInvalid(t, s.get(s.admin, "/v1/attempts?"+c.query), c.field)
+	}
+	// A cursor of the ended listing continues only an ended listing, and the other way round.
+	ended := decodePage(t, s.get(s.admin, "/v1/attempts?limit=1&"+window)).NextCursor
+	started := decodePage(t, s.get(s.admin, "/v1/attempts?limit=1")).NextCursor
+	wantInvalid(t, s.get(s.admin, "/v1/attempts?limit=1&cursor="+ended), "cursor")
+	wantInvalid(t, s.get(s.admin, "/v1/attempts?limit=1&"+window+"&cursor="+started), "cursor")
+	// Another tenant's window is empty.
+	if p := decodePage(t, s.get(s.key(s.newTenant(), tenancy.RoleAdmin), "/v1/attempts?"+window)); len(p.Items) != 0 {
+		t.Fatalf("other tenant: %+v", p)
+	}
 }

@@ -26,11 +26,18 @@ func TestSQLitePlans(t *testing.T) {
 		notWant []string
 	}{
 		{"listByTenant", sqliteQueries.listByTenant,
-			[]any{"t", nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50},
-			[]string{"IX_Attempts_Tenant_Started (TenantId=? AND StartedAt>? AND (StartedAt,AttemptId)<(?,?))"}, []string{"TEMP B-TREE"}},
+			[]any{"t", nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50, nil, "review", nil},
+			[]string{"IX_Attempts_Tenant_Started (TenantId=? AND StartedAt>? AND (StartedAt,AttemptId)<(?,?))",
+				"SEARCH r USING INDEX sqlite_autoindex_Runs_1 (RunId=?)"}, []string{"TEMP B-TREE"}},
 		{"listByRun", sqliteQueries.listByRun,
-			[]any{"t", id, nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50},
+			[]any{"t", id, nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50, nil, nil, nil},
 			[]string{"IX_Attempts_Run_Step (RunId=?)"}, nil},
+		// Each ended state's branch is a range of the index cut to a page (rows of one EndedAt
+		// sorted by id), and the six pages are merged: no branch reads past its page.
+		{"listByEnded", sqliteQueries.listByEnded,
+			[]any{"t", nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50, nil, nil, nil},
+			[]string{"IX_Attempts_Tenant_State_Ended (TenantId=? AND State=? AND EndedAt>? AND EndedAt<?)"},
+			[]string{"SCAN ExecutionAttempts"}},
 		{"changes", sqliteQueries.changes,
 			[]any{"t", int64(0), maxID, int64(1 << 40), 50},
 			[]string{"IX_Attempts_Tenant_Version (TenantId=? AND (Version,AttemptId)>(?,?) AND Version<?)"}, []string{"TEMP B-TREE"}},

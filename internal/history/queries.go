@@ -11,12 +11,21 @@ type queries struct {
 	// or maxTime and maxID; one bound gives the index one range to seek (SQLite would seek
 	// only one of two upper bounds and filter the other, so a deep page would read every
 	// row above it). 1 tenant, 2 state or NULL, 3 agent or NULL, 4 project or NULL, 5 started
-	// from, 6 bound time, 7 bound id, 8 limit.
+	// from, 6 bound time, 7 bound id, 8 limit, 9 release or NULL, 10 run kind or NULL, 11 error
+	// code or NULL.
 	listByTenant string
 	// listByRun: the same page of one run's attempts, seeking IX_Attempts_Run_Step. 1 tenant,
 	// 2 run, 3 state or NULL, 4 agent or NULL, 5 project or NULL, 6 from, 7 bound time,
-	// 8 bound id, 9 limit.
+	// 8 bound id, 9 limit, 10 release or NULL, 11 run kind or NULL, 12 error code or NULL.
 	listByRun string
+	// listByEnded: the attempts ended in a window, newest end first, (EndedAt, AttemptId)
+	// descending, from EndedAt >= 5 and strictly below the bound (6, 7): one branch per
+	// ended state, each a page of IX_Attempts_Tenant_State_Ended (TenantId, State, EndedAt)
+	// in index order, merged and cut to a page, so a page reads at most six pages whatever
+	// the window holds. State NULL takes the states the attempts-ended insight counts (1..5);
+	// parked (6) only when asked for. Arguments as listByTenant's (2 state, 3 agent,
+	// 4 project, 9 release, 10 run kind, 11 error code).
+	listByEnded string
 	// changesCap -> one RowVersion: rows with a Version below it are committed and visible
 	// to the statements after it (no arguments).
 	changesCap string

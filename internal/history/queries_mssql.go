@@ -1,11 +1,50 @@
 package history
 
+import (
+	"fmt"
+	"strings"
+)
+
 // The SQL Server query set of the history reads. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. Reads only, in db.Read's transaction,
 // without hints: no deadlock with a writer (a reader holds no lock a writer waits for
 // beyond one row). Keysets compare uniqueidentifier keys in SQL Server's order, which is
 // the index order (cursors are opaque, so SQLite's text order differs harmlessly); maxTime
 // and maxID stand in for "no cursor", minID makes a time an exclusive bound.
+
+// mssqlInsightFilters are the release, run kind and error code filters (parameter numbers
+// release, kind, code); the kind reads the attempt's run by PK_Runs seek only when asked.
+func mssqlInsightFilters(release, kind, code int) string {
+	return fmt.Sprintf(`(@p%[1]d IS NULL OR ReleaseId = @p%[1]d) AND (@p%[3]d IS NULL OR ErrorCode = @p%[3]d)
+    AND (@p%[2]d IS NULL OR EXISTS (SELECT 1 FROM dbo.Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND r.TenantId = @p1 AND r.Kind = @p%[2]d))`,
+		release, kind, code)
+}
+
+func mssqlListByEnded() string {
+	var b strings.Builder
+	for i, st := range []int{1, 2, 3, 4, 5, 6} {
+		if i > 0 {
+			b.WriteString("\n    UNION ALL\n")
+		}
+		which := fmt.Sprintf("(@p2 IS NULL OR @p2 = %d)", st)
+		if st == 6 {
+			which = "@p2 = 6" // parked: only when asked for, as the insight does not count it
+		}
+		fmt.Fprintf(&b, `    SELECT b%[1]d.* FROM (
+        SELECT TOP (@p8) `+attemptColumns+`
+        FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_State_Ended))
+        WHERE TenantId = @p1 AND State = %[1]d AND %[2]s AND EndedAt >= @p5 AND EndedAt <= @p6
+            AND (EndedAt < @p6 OR AttemptId < @p7)
+            AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4) AND `+mssqlInsightFilters(9, 10, 11)+`
+        ORDER BY EndedAt DESC, AttemptId DESC
+    ) AS b%[1]d`, st, which)
+	}
+	return `SELECT TOP (@p8) ` + attemptColumns + ` FROM (
+` + b.String() + `
+) AS u
+ORDER BY u.EndedAt DESC, u.AttemptId DESC
+OPTION (MAXDOP 1);`
+}
 
 var mssqlQueries = queries{
 	// listByTenant: IX_Attempts_Tenant_Started pinned (INDEX hint): a backward range seek from
@@ -16,6 +55,7 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_Started))
 WHERE TenantId = @p1 AND StartedAt >= @p5 AND StartedAt <= @p6
     AND (StartedAt < @p6 OR AttemptId < @p7)
     AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4)
+    AND ` + mssqlInsightFilters(9, 10, 11) + `
 ORDER BY StartedAt DESC, AttemptId DESC
 OPTION (MAXDOP 1);`,
 
@@ -26,8 +66,17 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Run_Step))
 WHERE RunId = @p2 AND TenantId = @p1 AND StartedAt >= @p6 AND StartedAt <= @p7
     AND (StartedAt < @p7 OR AttemptId < @p8)
     AND (@p3 IS NULL OR State = @p3) AND (@p4 IS NULL OR AgentId = @p4) AND (@p5 IS NULL OR ProjectId = @p5)
+    AND ` + mssqlInsightFilters(10, 11, 12) + `
 ORDER BY StartedAt DESC, AttemptId DESC
 OPTION (MAXDOP 1);`,
+
+	// listByEnded: a UNION ALL of one branch per ended state, each a backward range seek of
+	// IX_Attempts_Tenant_State_Ended (TenantId, State, EndedAt; the clustered key AttemptId
+	// follows, so (EndedAt, AttemptId) is index order) from the bound, TOP (@p8) in index
+	// order plus a key lookup per row for the columns; the outer TOP sorts at most six
+	// pages. A branch whose state is not asked for is a startup filter (no seek). The
+	// catch-all filters are residuals, one cached plan for every combination.
+	listByEnded: mssqlListByEnded(),
 
 	// changesCap: MIN_ACTIVE_ROWVERSION(), read in its own statement BEFORE the page, so under
 	// RCSI the page's snapshot has every transaction that committed a Version below the cap

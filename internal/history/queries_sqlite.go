@@ -1,22 +1,65 @@
 package history
 
+import (
+	"fmt"
+	"strings"
+)
+
 // SQLite pins the index of each page with INDEXED BY: the optional filters are catch-all
 // predicates ("?2 IS NULL OR State = ?2") the planner cannot weigh, and a page must walk
 // its index in order (no sort, cost independent of depth). Row values compare keysets as
 // one range bound of the index. Statements run on the reader pool inside one deferred
 // transaction, so the cap and the page see the same snapshot.
+// sqliteInsightFilters are the release, run kind and error code filters (argument numbers
+// release, kind, code); the kind reads the attempt's run by primary key only when asked.
+func sqliteInsightFilters(release, kind, code int) string {
+	return fmt.Sprintf(`(?%[1]d IS NULL OR ReleaseId = ?%[1]d) AND (?%[3]d IS NULL OR ErrorCode = ?%[3]d)
+    AND (?%[2]d IS NULL OR EXISTS (SELECT 1 FROM Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND +r.TenantId = ?1 AND r.Kind = ?%[2]d))`,
+		release, kind, code)
+}
+
+// sqliteListByEnded: per ended state a page of IX_Attempts_Tenant_State_Ended read
+// backwards from the bound (the row value compares (EndedAt, AttemptId), the index range is
+// on EndedAt; rows of one EndedAt are sorted by id, a few), then the merge of at most six
+// pages cut to one.
+func sqliteListByEnded() string {
+	var b strings.Builder
+	for i, st := range []int{1, 2, 3, 4, 5, 6} {
+		if i > 0 {
+			b.WriteString("\n    UNION ALL\n")
+		}
+		which := fmt.Sprintf("(?2 IS NULL OR ?2 = %d)", st)
+		if st == 6 {
+			which = "?2 = 6" // parked: only when asked for, as the insight does not count it
+		}
+		fmt.Fprintf(&b, `    SELECT * FROM (SELECT `+attemptColumns+`
+    FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_State_Ended
+    WHERE TenantId = ?1 AND State = %d AND %s AND EndedAt >= ?5 AND (EndedAt, AttemptId) < (?6, ?7)
+        AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4) AND `+sqliteInsightFilters(9, 10, 11)+`
+    ORDER BY EndedAt DESC, AttemptId DESC LIMIT ?8)`, st, which)
+	}
+	return `SELECT ` + attemptColumns + ` FROM (
+` + b.String() + `
+)
+ORDER BY EndedAt DESC, AttemptId DESC LIMIT ?8`
+}
+
 var sqliteQueries = queries{
 	listByTenant: `SELECT ` + attemptColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_Started
 WHERE TenantId = ?1 AND StartedAt >= ?5 AND (StartedAt, AttemptId) < (?6, ?7)
     AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4)
+    AND ` + sqliteInsightFilters(9, 10, 11) + `
 ORDER BY StartedAt DESC, AttemptId DESC LIMIT ?8`,
 
 	listByRun: `SELECT ` + attemptColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Run_Step
 WHERE RunId = ?2 AND TenantId = ?1 AND StartedAt >= ?6 AND (StartedAt, AttemptId) < (?7, ?8)
     AND (?3 IS NULL OR State = ?3) AND (?4 IS NULL OR AgentId = ?4) AND (?5 IS NULL OR ProjectId = ?5)
+    AND ` + sqliteInsightFilters(10, 11, 12) + `
 ORDER BY StartedAt DESC, AttemptId DESC LIMIT ?9`,
+
+	listByEnded: sqliteListByEnded(),
 
 	// Writers are serialised and a reader sees one snapshot, so every stamped row is
 	// committed: the cap is just past the counter.

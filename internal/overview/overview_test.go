@@ -12,7 +12,9 @@ import (
 	"github.com/ledger-dev/ledger/internal/runs"
 )
 
-var epoch = time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
+// epoch is in this package's own clock range (dbtest.PackageEpoch): on a shared database no
+// other package's reaper takes this package's leases, nor this one's theirs.
+var epoch = dbtest.PackageEpoch(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC))
 
 // TestOverviewCounts: the tenant's overview and the all-tenant read count queued and
 // leased runs by band, claim lag and lost leases, and see no other tenant's rows, on every

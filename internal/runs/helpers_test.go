@@ -15,7 +15,9 @@ import (
 	"github.com/ledger-dev/ledger/internal/tenancy"
 )
 
-var epoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+// epoch is in this package's own clock range (dbtest.PackageEpoch), so its reapers and
+// another package's never take each other's leases on a shared database.
+var epoch = dbtest.PackageEpoch(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 
 // env is one case's world: a database with an injected clock, a service and a tenant.
 type env struct {
@@ -30,7 +32,13 @@ type env struct {
 
 func newEnv(t *testing.T, tgt dbtest.Target, mut ...func(*runs.Config)) *env {
 	t.Helper()
-	clock := dbtest.NewClock(epoch)
+	return newEnvAt(t, tgt, epoch, mut...)
+}
+
+// newEnvAt is newEnv with its clock at start.
+func newEnvAt(t *testing.T, tgt dbtest.Target, start time.Time, mut ...func(*runs.Config)) *env {
+	t.Helper()
+	clock := dbtest.NewClock(start)
 	db := tgt.Open(t, dbtest.Options{Clock: clock.Now})
 	cfg := runs.DefaultConfig()
 	cfg.PollInterval = 20 * time.Millisecond

@@ -85,7 +85,9 @@ func Routes(s *web.Server, svc *Service) {
 		ID: "listRuns", Tag: "Runs", Summary: "List runs, newest first",
 		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band, " +
 			"queued time (queuedFrom inclusive, queuedTo exclusive), outcome, errorCode (the run's last error), releaseId " +
-			"(its latest attempt's release, as insights group runs), ended time (endedFrom inclusive, endedTo exclusive) and tag. Each " +
+			"(its latest attempt's release, as insights group runs), ended time (endedFrom inclusive, endedTo exclusive), tag and " +
+			"the number of its attempts (attemptsMin, attemptsMax, as the attempts-per-run insight counts them) and its first " +
+			"attempt's release (firstReleaseId, as claim latency groups runs). Each " +
 			"item carries its etag. A cursor continues the listing it was made by: presented with other filters it is " +
 			"refused (400 naming cursor).",
 		Status: http.StatusOK, Response: api.Page[api.RunItem]{}, Query: api.ListRunsParams{},
@@ -283,7 +285,11 @@ func (h handlers) list(c echo.Context) error {
 	limit := web.LimitOf(q.PageParams)
 	f := ListFilter{Limit: limit + 1, State: q.State, Subject: q.Subject, ProjectID: q.ProjectID, Kind: q.Kind,
 		AgentID: q.AgentID, Band: q.Band, Outcome: q.Outcome, ErrorCode: q.ErrorCode, ReleaseID: q.ReleaseID, Tag: q.Tag,
-		EndedFrom: timeOf(q.EndedFrom), EndedTo: timeOf(q.EndedTo)}
+		EndedFrom: timeOf(q.EndedFrom), EndedTo: timeOf(q.EndedTo), AttemptsMin: q.AttemptsMin, AttemptsMax: q.AttemptsMax,
+		FirstReleaseID: q.FirstReleaseID}
+	if q.AttemptsMin != nil && q.AttemptsMax != nil && *q.AttemptsMax < *q.AttemptsMin {
+		return apperr.FieldsInvalid(api.FieldError{Field: "attemptsMax", Reason: "must not be below attemptsMin"})
+	}
 	if q.EndedFrom != nil && q.EndedTo != nil && q.EndedTo.Before(q.EndedFrom.Time) {
 		return apperr.FieldsInvalid(api.FieldError{Field: "endedTo", Reason: "must not be before endedFrom"})
 	}

@@ -127,8 +127,19 @@ func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 			t.Fatalf("failed run in the list: %+v", it)
 		}
 	}
+	var queued map[string]any
+	if code, _ := e.do("POST", "/v1/runs", e.runtime, enqueueBody("f:3", ""), &queued); code != 201 {
+		t.Fatal(code)
+	}
+	queuedRun := fmt.Sprint(queued["runId"])
 	ts := func(t time.Time) string { return url.QueryEscape(t.Format("2006-01-02T15:04:05.000Z")) }
 	for q, want := range map[string][]string{
+		"attemptsMin=1":                {okRun, failedRun},
+		"attemptsMin=1&attemptsMax=1":  {okRun, failedRun},
+		"attemptsMin=2":                nil,
+		"attemptsMax=0":                {queuedRun},
+		"firstReleaseId=rel-a":         {failedRun},
+		"firstReleaseId=rel-c":         nil,
 		"outcome=failed":               {failedRun},
 		"outcome=succeeded":            {okRun},
 		"errorCode=tool_timeout":       {failedRun},
@@ -148,7 +159,8 @@ func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 		}
 	}
 	for q, field := range map[string]string{"errorCode=Bad": "errorCode", "outcome=lost": "outcome", "tag=%20x": "tag",
-		"endedFrom=" + ts(after) + "&endedTo=" + ts(before): "endedTo"} {
+		"endedFrom=" + ts(after) + "&endedTo=" + ts(before): "endedTo", "attemptsMin=2&attemptsMax=1": "attemptsMax",
+		"attemptsMin=-1": "attemptsMin"} {
 		if code, _ := e.do("GET", "/v1/runs?"+q, e.admin, ``, &p); code != 400 || len(p.Errors) == 0 || p.Errors[0].Field != field {
 			t.Fatalf("%s: %d %+v, want 400 naming %s", q, code, p, field)
 		}

@@ -61,7 +61,9 @@ type queries struct {
 	requestCancel string // 1 run, 2 now -> run
 	// list: 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor
 	// run, 8 limit, 9 agent, 10 queued from, 11 band, 12 outcome, 13 error code, 14 release
-	// (its latest attempt's, as insights group runs), 15 ended from, 16 ended before, 17 tag; NULL: any.
+	// (its latest attempt's, as insights group runs), 15 ended from, 16 ended before, 17 tag,
+	// 18 at least and 19 at most this many attempts (as the attempts-per-run insight counts),
+	// 20 first claim's release (its first attempt's, as claim latency groups runs); NULL: any.
 	list string
 	// costHeld: 1 tenant, 2 now, 3 project ids (a JSON array; [] means any) -> 1 when a due
 	// head waits in an active project whose cost counter of the day (now's UTC date) reached
@@ -90,8 +92,11 @@ type queries struct {
 	dropTargets       string
 	waitsOf           string
 
-	expiredLeases string // 1 now, 2 limit -> RunId, TenantId, Epoch
-	overdueQueued string // 1 now, 2 limit -> RunId, TenantId
+	// expiredLeases and overdueQueued read from 3, the database's clock floor (the year 1
+	// without one): a test process's reaper leaves alone the rows of another whose clock
+	// runs in an earlier range (sqldb.Config.ClockFloor).
+	expiredLeases string // 1 now, 2 limit, 3 floor -> RunId, TenantId, Epoch
+	overdueQueued string // 1 now, 2 limit, 3 floor -> RunId, TenantId
 }
 
 // Claim candidate arguments, the same for the three band groups: 1 tenant, 2 now, 3 aged

@@ -285,7 +285,8 @@ WHERE p.TenantId = @p1 AND p.ProjectId = @p2 AND c.CostMicros >= p.DailyCostBudg
 	// the catch-all filters so the cursor and a time window become seek bounds (agent, band,
 	// outcome, error code, ended time and tag are residuals after the lookup; a run's release is
 	// its latest attempt's, as insights group it: an IX_Attempts_Run_Step seek per run that
-	// passed the others, a run's few attempts sorted). The tag probe reads the
+	// passed the others, a run's few attempts sorted; its first claim's release and the
+	// attempt count, as claim latency and attempts per run count them, the same seek). The tag probe reads the
 	// run's own Tags (at most 16 items); [value] is pinned to BIN2 so tags match exactly.
 	list: `SELECT TOP (@p8) ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subject = @p3)
@@ -297,6 +298,10 @@ WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subjec
     AND (@p15 IS NULL OR EndedAt >= @p15) AND (@p16 IS NULL OR EndedAt < @p16)
     AND (@p17 IS NULL OR EXISTS (SELECT 1 FROM OPENJSON(Runs.Tags) AS j
         WHERE j.[value] COLLATE Latin1_General_100_BIN2 = @p17))
+    AND ((@p18 IS NULL AND @p19 IS NULL) OR (SELECT COUNT(*) FROM dbo.ExecutionAttempts AS a
+        WHERE a.RunId = Runs.RunId AND a.TenantId = @p1) BETWEEN COALESCE(@p18, 0) AND COALESCE(@p19, 2147483647))
+    AND (@p20 IS NULL OR (SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
+        WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt, a.AttemptId) = @p20)
     AND (@p6 IS NULL OR QueuedAt < @p6 OR (QueuedAt = @p6 AND RunId < @p7))
 ORDER BY QueuedAt DESC, RunId DESC
 OPTION (RECOMPILE, MAXDOP 1);`,
@@ -374,15 +379,16 @@ WHERE TenantId = @p1 AND RunId = @p2
 ORDER BY CreatedAt, TargetKind, TargetId
 OPTION (MAXDOP 1);`,
 
-	// expiredLeases, overdueQueued: across tenants, filtered-index range scans in index order;
-	// READPAST skips a run being renewed, claimed or cancelled (the next tick sees it).
+	// expiredLeases, overdueQueued: across tenants, filtered-index range scans in index order
+	// between the floor (@p3, the year 1 outside tests) and now; READPAST skips a run being
+	// renewed, claimed or cancelled (the next tick sees it).
 	expiredLeases: `SELECT TOP (@p2) RunId, TenantId, Epoch FROM dbo.Runs WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
-WHERE State = 1 AND LeasedUntil < @p1
+WHERE State = 1 AND LeasedUntil < @p1 AND LeasedUntil >= @p3
 ORDER BY LeasedUntil
 OPTION (MAXDOP 1);`,
 
 	overdueQueued: `SELECT TOP (@p2) RunId, TenantId FROM dbo.Runs WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
-WHERE State = 0 AND DeadlineAt IS NOT NULL AND DeadlineAt < @p1
+WHERE State = 0 AND DeadlineAt IS NOT NULL AND DeadlineAt < @p1 AND DeadlineAt >= @p3
 ORDER BY DeadlineAt
 OPTION (MAXDOP 1);`,
 }

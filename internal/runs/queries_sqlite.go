@@ -174,6 +174,10 @@ WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = 
         ORDER BY a.StartedAt DESC, a.AttemptId DESC LIMIT 1) = ?14)
     AND (?15 IS NULL OR EndedAt >= ?15) AND (?16 IS NULL OR EndedAt < ?16)
     AND (?17 IS NULL OR EXISTS (SELECT 1 FROM json_each(Runs.Tags) AS j WHERE j.value = ?17))
+    AND ((?18 IS NULL AND ?19 IS NULL) OR (SELECT COUNT(*) FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1)
+        BETWEEN COALESCE(?18, 0) AND COALESCE(?19, 2147483647))
+    AND (?20 IS NULL OR (SELECT a.ReleaseId FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1
+        ORDER BY a.StartedAt, a.AttemptId LIMIT 1) = ?20)
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
 	// parkDecisions: each named decision by primary key, its attempt by primary key.
@@ -210,7 +214,9 @@ WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.Exp
 	waitsOf: `SELECT TargetKind, TargetId, CreatedAt FROM RunWaits WHERE TenantId = ?1 AND RunId = ?2
 ORDER BY CreatedAt, TargetKind, TargetId LIMIT ?3`,
 
-	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 ORDER BY LeasedUntil LIMIT ?2`,
+	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 AND LeasedUntil >= ?3
+ORDER BY LeasedUntil LIMIT ?2`,
 	overdueQueued: `SELECT RunId, TenantId FROM Runs WHERE State = 0 AND DeadlineAt IS NOT NULL AND DeadlineAt < ?1
+    AND DeadlineAt >= ?3
 ORDER BY DeadlineAt LIMIT ?2`,
 }

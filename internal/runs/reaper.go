@@ -59,7 +59,7 @@ func (s *Service) Reap(ctx context.Context) (ReapResult, error) {
 		if err != nil {
 			return err
 		}
-		return tx.SelectContext(ctx, &expired, s.q.expiredLeases, tx.Dialect.Time(now), s.cfg.ReaperBatch)
+		return tx.SelectContext(ctx, &expired, s.q.expiredLeases, tx.Dialect.Time(now), s.cfg.ReaperBatch, s.floor(tx))
 	})
 	if err != nil {
 		return res, fmt.Errorf("find expired leases: %w", err)
@@ -84,7 +84,7 @@ func (s *Service) Reap(ctx context.Context) (ReapResult, error) {
 		if err != nil {
 			return err
 		}
-		return tx.SelectContext(ctx, &overdue, s.q.overdueQueued, tx.Dialect.Time(now), s.cfg.ReaperBatch)
+		return tx.SelectContext(ctx, &overdue, s.q.overdueQueued, tx.Dialect.Time(now), s.cfg.ReaperBatch, s.floor(tx))
 	})
 	if err != nil {
 		return res, fmt.Errorf("find overdue runs: %w", err)
@@ -100,6 +100,16 @@ func (s *Service) Reap(ctx context.Context) (ReapResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// floor is the earliest expiry the reaper reads: the database's clock floor, which only a
+// test's clock in a range of its own sets (sqldb.Config.ClockFloor), else the year 1.
+func (s *Service) floor(tx *sqldb.Tx) any {
+	f := s.db.ClockFloor()
+	if f.IsZero() {
+		f = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return tx.Dialect.Time(f)
 }
 
 // errLost rolls back a take-back that a renewal or another replica won.

@@ -430,6 +430,12 @@ type ListFilter struct {
 	EndedFrom *time.Time
 	EndedTo   *time.Time
 	Tag       *string
+	// AttemptsMin and AttemptsMax keep runs with at least and at most that many attempts
+	// (the attempts-per-run insight's bins; at least one: claimed, as claim latency counts).
+	AttemptsMin, AttemptsMax *int
+	// FirstReleaseID keeps runs whose first attempt ran this release (claim latency's
+	// grouping by release).
+	FirstReleaseID *string
 }
 
 // List lists the tenant's runs, newest first.
@@ -453,7 +459,8 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 		}
 		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
 			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom), band,
-			outcome, f.ErrorCode, f.ReleaseID, tx.Dialect.NullTime(f.EndedFrom), tx.Dialect.NullTime(f.EndedTo), f.Tag)
+			outcome, f.ErrorCode, f.ReleaseID, tx.Dialect.NullTime(f.EndedFrom), tx.Dialect.NullTime(f.EndedTo), f.Tag,
+			f.AttemptsMin, f.AttemptsMax, f.FirstReleaseID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

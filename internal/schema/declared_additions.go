@@ -234,6 +234,12 @@ var DeclaredAdditions = []Addition{
 			"duration; the seed indexes calls by attempt only",
 	},
 	{
+		Table: "CallRecords", Kind: AddIndex, Item: "IX_Calls_Tenant_Ended",
+		Definition: "INDEX (TenantId, EndedAt)",
+		Reason: "issue 29 item 2: the tenant's calls finished in a window (GET /v1/calls by end, the usage insight's rows " +
+			"link there), a page at a time; no other index bounds a call's end",
+	},
+	{
 		Table: "CallRecords", Kind: AddIndex, Item: "IX_Calls_Version",
 		Definition: "INDEX (Version) INCLUDE (TenantId, AttemptId, Target, Status, StartedAt, EndedAt, Model, InputTokens, OutputTokens, " +
 			"CacheReadInputTokens, CacheCreationInputTokens, ReasoningOutputTokens, CostMicros)",

@@ -129,6 +129,8 @@ type DB struct {
 	r       *sqlx.DB
 	clock   Clock
 	log     *slog.Logger
+	// clockFloor is Config.ClockFloor.
+	clockFloor time.Time
 	// migrations, when set, replaces the embedded migrations (Config.Migrations).
 	migrations fs.FS
 	// sqlitePath is the database file, used for the cross-process migration lock.
@@ -164,12 +166,20 @@ type Config struct {
 	BusyTimeout time.Duration
 	// Clock overrides the database clock (tests).
 	Clock Clock
+	// ClockFloor is where an injected clock's range starts (tests, dbtest.PackageEpoch): rows
+	// timed before it belong to another test process sharing the database, whose clock runs
+	// in an earlier range, and the reaper leaves their leases alone. Zero: no floor.
+	ClockFloor time.Time
 	// Logger receives retry and maintenance messages; nil means slog.Default().
 	Logger *slog.Logger
 	// Migrations replaces the embedded migrations of the dialect (tests: a binary built
 	// with fewer or more migrations than this one).
 	Migrations fs.FS
 }
+
+// ClockFloor is Config.ClockFloor: zero unless a test's injected clock runs in a range of
+// its own.
+func (db *DB) ClockFloor() time.Time { return db.clockFloor }
 
 // Open opens the database named by cfg.DSN. It does not migrate.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
@@ -194,6 +204,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, err
 	}
 	db.clock = cfg.Clock
+	db.clockFloor = cfg.ClockFloor
 	db.log = log
 	db.migrations = cfg.Migrations
 	if db.Dialect.Embedded() {

@@ -19,12 +19,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledger-dev/ledger/internal/apitest"
+	"github.com/ledger-dev/ledger/internal/dbtest"
 	"github.com/ledger-dev/ledger/internal/feed"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 	"github.com/ledger-dev/ledger/internal/traces"
 )
 
-var epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+// epoch is in this package's own clock range (dbtest.PackageEpoch).
+var epoch = dbtest.PackageEpoch(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 
 // collector is an OTLP/HTTP receiver on a local port: it decodes every request with the
 // OpenTelemetry proto module and keeps the spans by span id (a receiver keeps the last copy).

@@ -1106,6 +1106,21 @@ type ListAttemptsParams struct {
 	// StartedTo Attempts started before this time.
 	StartedTo *time.Time `form:"startedTo,omitempty" json:"startedTo,omitempty"`
 
+	// EndedFrom Attempts ended at or after this time, newest end first (with endedTo: as the attempts-ended insight counts them; without state, the succeeded, failed, cancelled, lost and released ones).
+	EndedFrom *time.Time `form:"endedFrom,omitempty" json:"endedFrom,omitempty"`
+
+	// EndedTo Attempts ended before this time, newest end first.
+	EndedTo *time.Time `form:"endedTo,omitempty" json:"endedTo,omitempty"`
+
+	// ReleaseId Attempts that ran this release.
+	ReleaseId *string `form:"releaseId,omitempty" json:"releaseId,omitempty"`
+
+	// Kind Attempts of runs of this kind.
+	Kind *string `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// ErrorCode Attempts that ended with an error of this code.
+	ErrorCode *string `form:"errorCode,omitempty" json:"errorCode,omitempty"`
+
 	// ChangedSince An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only.
 	ChangedSince *string `form:"changedSince,omitempty" json:"changedSince,omitempty"`
 
@@ -1436,7 +1451,7 @@ type ClientInterface interface {
 
 	// ListAttempts List attempts, or follow the change feed
 	//
-	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Purged attempts (retention) never appear in either.
+	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 	//
 	// Corresponds with GET /v1/attempts (the `ListAttempts` operationId).
 	ListAttempts(ctx context.Context, params *ListAttemptsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1716,7 +1731,7 @@ type ClientInterface interface {
 
 // ListAttempts List attempts, or follow the change feed
 //
-// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Purged attempts (retention) never appear in either.
+// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 //
 // Corresponds with GET /v1/attempts (the `ListAttempts` operationId).
 func (c *Client) ListAttempts(ctx context.Context, params *ListAttemptsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2354,6 +2369,66 @@ func NewListAttemptsRequest(server string, params *ListAttemptsParams) (*http.Re
 		if params.StartedTo != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "startedTo", *params.StartedTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EndedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "endedFrom", *params.EndedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EndedTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "endedTo", *params.EndedTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ReleaseId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "releaseId", *params.ReleaseId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ErrorCode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "errorCode", *params.ErrorCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3364,7 +3439,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListAttemptsWithResponse List attempts, or follow the change feed
 	//
-	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Purged attempts (retention) never appear in either.
+	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6685,7 +6760,7 @@ func (r GetRunResponse) ContentType() string {
 
 // ListAttemptsWithResponse List attempts, or follow the change feed
 //
-// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Purged attempts (retention) never appear in either.
+// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 //
 // Returns a wrapper object for the known response body format(s).
 //

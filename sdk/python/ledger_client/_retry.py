@@ -72,6 +72,7 @@ OPERATIONS: Dict[str, OpRule] = {
     "listAttempts": OpRule(IDEMPOTENT),
     "listCalls": OpRule(IDEMPOTENT),
     "listCheckpoints": OpRule(IDEMPOTENT),
+    "listTenantCalls": OpRule(IDEMPOTENT),
     "listDecisions": OpRule(IDEMPOTENT),
     "listDelegations": OpRule(IDEMPOTENT),
     "listProjects": OpRule(IDEMPOTENT),

@@ -21,7 +21,7 @@ from ._problem import (MAX_ERROR_BODY, ClaimHeld, LedgerProblem, TransportError,
 from .jcs import manifest_hash
 from .problem_codes import BY_CODE, NotFound, PreconditionFailed
 from .wire import (AnswerDecisionRequest, Attempt, AttemptItem, AttemptItemPage, Call,
-                   CallPage, CallRequest, Checkpoint, CheckpointPage, CheckpointRequest, Claim,
+                   CallItem, CallItemPage, CallPage, CallRequest, Checkpoint, CheckpointPage, CheckpointRequest, Claim,
                    ClaimRequest, CompleteAttemptRequest, ContinueRequest, Decision,
                    DecisionItemPage, DecisionRequest, DecisionStatus, Delegation, DelegationPage,
                    DelegationRequest, DelegationStatus, EnqueueRequest, FencedRequest,
@@ -168,7 +168,8 @@ def _json_object(v: Any) -> Dict[str, Any]:
 # The insight routes by path name, with their operation ids (api/retry.json).
 #: The run listing's filters beyond list_runs' named ones, by wire name.
 _RUN_FILTERS = frozenset({"agentId", "band", "queuedFrom", "queuedTo", "outcome", "errorCode", "releaseId",
-                          "endedFrom", "endedTo", "tag"})
+                          "endedFrom", "endedTo", "tag", "attemptsMin", "attemptsMax",
+                          "firstReleaseId"})
 
 _INSIGHT_OPS = {
     "runs": "insightRunsEnded", "attempts": "insightAttemptsEnded", "leases-lost": "insightLeasesLost",
@@ -377,7 +378,8 @@ class Client:
                   **filters: Optional[str]) -> RunItemPage:
         """One page of the tenant's runs, newest first (GET /v1/runs). filters are the
         listing's other query parameters by their wire names (agentId, band, queuedFrom,
-        queuedTo, outcome, errorCode, releaseId, endedFrom, endedTo, tag)."""
+        queuedTo, outcome, errorCode, releaseId, endedFrom, endedTo, tag, attemptsMin,
+        attemptsMax, firstReleaseId)."""
         unknown = set(filters) - _RUN_FILTERS
         if unknown:
             raise TypeError("list_runs: no filter " + ", ".join(sorted(unknown)))
@@ -430,22 +432,32 @@ class Client:
                       project_id: Optional[str] = None, state: Optional[str] = None,
                       started_from: Any = None, started_to: Any = None,
                       changed_since: Optional[str] = None, limit: Optional[int] = None,
-                      cursor: Optional[str] = None) -> AttemptItemPage:
-        """One page of attempts (GET /v1/attempts): newest first with the filters, or the
-        change feed with changed_since."""
+                      cursor: Optional[str] = None, ended_from: Any = None, ended_to: Any = None,
+                      release_id: Optional[str] = None, kind: Optional[str] = None,
+                      error_code: Optional[str] = None) -> AttemptItemPage:
+        """One page of attempts (GET /v1/attempts): newest first with the filters; with
+        ended_from or ended_to the attempts ended in that window, newest end first (as the
+        attempt insights count them); or the change feed with changed_since."""
         return self._call("listAttempts", "GET", "/v1/attempts", query={
             "runId": run_id, "agentId": agent_id, "projectId": project_id, "state": state,
             "startedFrom": started_from, "startedTo": started_to, "changedSince": changed_since,
-            "limit": limit, "cursor": cursor}, decode=AttemptItemPage.from_json).body
+            "limit": limit, "cursor": cursor, "endedFrom": ended_from, "endedTo": ended_to,
+            "releaseId": release_id, "kind": kind, "errorCode": error_code},
+            decode=AttemptItemPage.from_json).body
 
     def attempts(self, *, run_id: Optional[str] = None, agent_id: Optional[str] = None,
                  project_id: Optional[str] = None, state: Optional[str] = None,
                  started_from: Any = None, started_to: Any = None,
-                 limit: Optional[int] = None) -> Iterator[AttemptItem]:
-        """Every attempt matching the filters, newest first."""
+                 limit: Optional[int] = None, ended_from: Any = None, ended_to: Any = None,
+                 release_id: Optional[str] = None, kind: Optional[str] = None,
+                 error_code: Optional[str] = None) -> Iterator[AttemptItem]:
+        """Every attempt matching the filters, newest first (newest end first with
+        ended_from or ended_to)."""
         return _pages(lambda c: self.list_attempts(
             run_id=run_id, agent_id=agent_id, project_id=project_id, state=state,
-            started_from=started_from, started_to=started_to, limit=limit, cursor=c))
+            started_from=started_from, started_to=started_to, limit=limit, cursor=c,
+            ended_from=ended_from, ended_to=ended_to, release_id=release_id, kind=kind,
+            error_code=error_code))
 
     def changes(self, since: str = FEED_START) -> Iterator[AttemptItem]:
         """The change feed: attempts changed after since (an attempt's ETag; FEED_START for the
@@ -529,6 +541,27 @@ class Client:
                    cursor: Optional[str] = None) -> CallPage:
         return self._call("listCalls", "GET", _attempt(attempt_id, "/calls"),
                           query={"limit": limit, "cursor": cursor}, decode=CallPage.from_json).body
+
+    def list_tenant_calls(self, *, started_from: Any = None, started_to: Any = None,
+                          ended_from: Any = None, ended_to: Any = None,
+                          target: Optional[str] = None, model: Optional[str] = None,
+                          reported_usage: Optional[bool] = None, project_id: Optional[str] = None,
+                          agent_id: Optional[str] = None, release_id: Optional[str] = None,
+                          kind: Optional[str] = None, limit: Optional[int] = None,
+                          cursor: Optional[str] = None) -> CallItemPage:
+        """One page of the tenant's calls (GET /v1/calls): started in a window, newest start
+        first, or with ended_from/ended_to finished in one, newest end first (as the calls and
+        usage insights count them)."""
+        return self._call("listTenantCalls", "GET", "/v1/calls", query={
+            "startedFrom": started_from, "startedTo": started_to, "endedFrom": ended_from,
+            "endedTo": ended_to, "target": target, "model": model,
+            "reportedUsage": None if reported_usage is None else ("true" if reported_usage else "false"),
+            "projectId": project_id, "agentId": agent_id, "releaseId": release_id, "kind": kind,
+            "limit": limit, "cursor": cursor}, decode=CallItemPage.from_json).body
+
+    def tenant_calls(self, **filters: Any) -> Iterator[CallItem]:
+        """Every call of the tenant's listing (list_tenant_calls' filters), newest first."""
+        return _pages(lambda c: self.list_tenant_calls(cursor=c, **filters))
 
     def calls(self, attempt_id: str) -> Iterator[Call]:
         """An attempt's calls in sequence order."""

@@ -31,6 +31,8 @@ __all__ = [
     'Call',
     'CallFinishStatus',
     'CallInsights',
+    'CallItem',
+    'CallItemPage',
     'CallKind',
     'CallPage',
     'CallRequest',
@@ -822,6 +824,59 @@ class CallInsights:
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object of this CallInsights (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class CallItem:
+    """The wire object CallItem."""
+
+    attempt_id: str = _field(metadata={'json': 'attemptId'})
+    call_id: str = _field(metadata={'json': 'callId'})
+    etag: str = _field(metadata={'json': 'etag'})
+    """The call's strong entity tag (as in its ETag header)."""
+    kind: CallKind = _field(metadata={'json': 'kind'})
+    policy_decision_id: Optional[str] = _field(metadata={'json': 'policyDecisionId'})
+    """The policy decision that allowed the call, or null."""
+    request_hash: str = _field(metadata={'json': 'requestHash'})
+    sequence: int = _field(metadata={'json': 'sequence'})
+    started_at: datetime = _field(metadata={'json': 'startedAt'})
+    status: CallStatus = _field(metadata={'json': 'status'})
+    target: str = _field(metadata={'json': 'target'})
+    cost_micros: Optional[int] = _field(default=None, metadata={'json': 'costMicros'})
+    ended_at: Optional[datetime] = _field(default=None, metadata={'json': 'endedAt'})
+    finish_reasons: Optional[List[str]] = _field(default=None, metadata={'json': 'finishReasons'})
+    model: Optional[str] = _field(default=None, metadata={'json': 'model'})
+    operation: Optional[str] = _field(default=None, metadata={'json': 'operation'})
+    provider: Optional[str] = _field(default=None, metadata={'json': 'provider'})
+    receipt_ref: Optional[str] = _field(default=None, metadata={'json': 'receiptRef'})
+    response_model: Optional[str] = _field(default=None, metadata={'json': 'responseModel'})
+    usage: Optional[Usage] = _field(default=None, metadata={'json': 'usage'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> CallItem:
+        """Decodes the JSON object of a CallItem."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this CallItem (members that are None left out)."""
+        return to_json(self)
+
+
+@_dataclass
+class CallItemPage:
+    """The wire object CallItemPage."""
+
+    items: List[CallItem] = _field(metadata={'json': 'items'})
+    next_cursor: Optional[str] = _field(default=None, metadata={'json': 'nextCursor'})
+
+    @classmethod
+    def from_json(cls, obj: Any) -> CallItemPage:
+        """Decodes the JSON object of a CallItemPage."""
+        return from_json(cls, obj)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object of this CallItemPage (members that are None left out)."""
         return to_json(self)
 
 

@@ -79,6 +79,7 @@ CALLS: Dict[Tuple[str, str], Callable[[lc.Client], Any]] = {
     ("listAttemptDecisions", "base"): lambda c: c.list_attempt_decisions(ID),
     ("listAttempts", "base"): lambda c: c.list_attempts(),
     ("listCalls", "base"): lambda c: c.list_calls(ID),
+    ("listTenantCalls", "base"): lambda c: c.list_tenant_calls(),
     ("listCheckpoints", "base"): lambda c: c.list_checkpoints(ID),
     ("listDecisions", "base"): lambda c: c.list_decisions(),
     ("listDelegations", "base"): lambda c: c.list_delegations(ID),

@@ -55,6 +55,8 @@ import {
   type HeartbeatRequest,
   type LastCheckpoint,
   type ListAttemptsQuery,
+  type ListTenantCallsQuery,
+  type CallItem,
   type ListDecisionsQuery,
   type ListReleasesQuery,
   type ListRunsQuery,
@@ -545,6 +547,17 @@ export class Client {
 
   calls(attemptId: string, o: CallOptions = {}): AsyncGenerator<Call, void, undefined> {
     return this.pages({}, (p) => this.listCalls(attemptId, p, o));
+  }
+
+  /** One page of the tenant's calls (GET /v1/calls): started in a window, newest start first, or
+   * with endedFrom/endedTo finished in one, newest end first, as the calls and usage insights count them. */
+  listTenantCalls(q: ListTenantCallsQuery = {}, o: CallOptions = {}): Promise<Page<CallItem>> {
+    return this.body({ op: "listTenantCalls", query: q, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /** Every call of the tenant's listing, following nextCursor. */
+  tenantCalls(q: ListTenantCallsQuery = {}, o: CallOptions = {}): AsyncGenerator<CallItem, void, undefined> {
+    return this.pages(q, (p) => this.listTenantCalls({ ...q, ...p }, o));
   }
 
   // Decisions and delegations.

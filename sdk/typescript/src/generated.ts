@@ -197,6 +197,35 @@ export interface CallInsights {
   window: InsightWindow;
 }
 
+export interface CallItem {
+  attemptId: string;
+  callId: string;
+  costMicros?: number;
+  endedAt?: string;
+  /** The call's strong entity tag (as in its ETag header). */
+  etag: string;
+  finishReasons?: string[];
+  kind: CallKind;
+  model?: string;
+  operation?: string;
+  /** The policy decision that allowed the call, or null. */
+  policyDecisionId: string | null;
+  provider?: string;
+  receiptRef?: string;
+  requestHash: string;
+  responseModel?: string;
+  sequence: number;
+  startedAt: string;
+  status: CallStatus;
+  target: string;
+  usage?: Usage;
+}
+
+export interface CallItemPage {
+  items: CallItem[];
+  nextCursor?: string;
+}
+
 export type CallKind = "model" | "tool" | "http" | "other";
 export const callKindValues: readonly CallKind[] = ["model","tool","http","other"];
 
@@ -1232,6 +1261,16 @@ export interface ListAttemptsQuery {
   startedFrom?: string;
   /** Attempts started before this time. */
   startedTo?: string;
+  /** Attempts ended at or after this time, newest end first (with endedTo: as the attempts-ended insight counts them; without state, the succeeded, failed, cancelled, lost and released ones). */
+  endedFrom?: string;
+  /** Attempts ended before this time, newest end first. */
+  endedTo?: string;
+  /** Attempts that ran this release. */
+  releaseId?: string;
+  /** Attempts of runs of this kind. */
+  kind?: string;
+  /** Attempts that ended with an error of this code. */
+  errorCode?: string;
   /** An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only. */
   changedSince?: string;
   /** The page size. */
@@ -1324,6 +1363,12 @@ export interface ListRunsQuery {
   endedTo?: string;
   /** Runs enqueued with this tag. */
   tag?: string;
+  /** Runs with at least this many attempts (1: claimed at least once, as claim latency counts). */
+  attemptsMin?: number;
+  /** Runs with at most this many attempts. */
+  attemptsMax?: number;
+  /** Runs whose first attempt ran this release (as claim latency groups runs by release). */
+  firstReleaseId?: string;
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -1332,6 +1377,35 @@ export interface ListRunsQuery {
 
 /** The query parameters of listSchedules (GET /v1/schedules). */
 export interface ListSchedulesQuery {
+  /** The page size. */
+  limit?: number;
+  /** The nextCursor of the previous page (opaque, URL-safe). */
+  cursor?: string;
+}
+
+/** The query parameters of listTenantCalls (GET /v1/calls). */
+export interface ListTenantCallsQuery {
+  /** Calls started at or after this time (as the calls insight counts them). */
+  startedFrom?: string;
+  /** Calls started before this time. */
+  startedTo?: string;
+  /** Calls finished at or after this time, newest end first (as the usage insight counts them); not with startedFrom or startedTo. */
+  endedFrom?: string;
+  /** Calls finished before this time, newest end first. */
+  endedTo?: string;
+  target?: string;
+  /** Calls that named this model. */
+  model?: string;
+  /** true: only calls whose finish reported tokens or a cost above zero. */
+  reportedUsage?: boolean;
+  /** Calls of attempts in this project. */
+  projectId?: string;
+  /** Calls of attempts of this agent. */
+  agentId?: string;
+  /** Calls of attempts that ran this release. */
+  releaseId?: string;
+  /** Calls of runs of this kind. */
+  kind?: string;
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -1411,7 +1485,7 @@ export const operations = {
   insightRunsEnded: { method: "GET", path: "/v1/insights/runs", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   insightUsage: { method: "GET", path: "/v1/insights/usage", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   listAttemptDecisions: { method: "GET", path: "/v1/attempts/{attemptId}/decisions", query: ["limit","cursor"] },
-  listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","changedSince","limit","cursor"] },
+  listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","changedSince","limit","cursor"] },
   listCalls: { method: "GET", path: "/v1/attempts/{attemptId}/calls", query: ["limit","cursor"] },
   listCheckpoints: { method: "GET", path: "/v1/attempts/{attemptId}/checkpoints", query: ["limit","cursor"] },
   listDecisions: { method: "GET", path: "/v1/decisions", query: ["status","projectId","limit","cursor"] },
@@ -1419,8 +1493,9 @@ export const operations = {
   listProjects: { method: "GET", path: "/v1/projects", query: ["limit","cursor"] },
   listReleases: { method: "GET", path: "/v1/releases", query: ["state","limit","cursor"] },
   listRunDecisions: { method: "GET", path: "/v1/runs/{runId}/decisions", query: ["limit","cursor"] },
-  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","limit","cursor"] },
+  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","limit","cursor"] },
   listSchedules: { method: "GET", path: "/v1/schedules", query: ["limit","cursor"] },
+  listTenantCalls: { method: "GET", path: "/v1/calls", query: ["startedFrom","startedTo","endedFrom","endedTo","target","model","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"] },
   listWebhookDeliveries: { method: "GET", path: "/v1/webhook-deliveries", query: ["status","event","webhook","limit","cursor"] },
   listWebhooks: { method: "GET", path: "/v1/webhooks", query: ["limit","cursor"] },
   parkAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/park", query: [] },
@@ -1847,6 +1922,9 @@ export const retryTable = {
       "repeat": "idempotent"
     },
     "listSchedules": {
+      "repeat": "idempotent"
+    },
+    "listTenantCalls": {
       "repeat": "idempotent"
     },
     "listWebhookDeliveries": {

@@ -46,6 +46,7 @@ export const variants = {
   listAttemptDecisions: [{ name: "listAttemptDecisions", ok: page, call: (c) => c.listAttemptDecisions(id) }],
   listAttempts: [{ name: "listAttempts", ok: page, call: (c) => c.listAttempts() }],
   listCalls: [{ name: "listCalls", ok: page, call: (c) => c.listCalls(id) }],
+  listTenantCalls: [{ name: "listTenantCalls", ok: page, call: (c) => c.listTenantCalls() }],
   listCheckpoints: [{ name: "listCheckpoints", ok: page, call: (c) => c.listCheckpoints(id) }],
   insightAttemptsEnded: [{ name: "insightAttemptsEnded", call: (c) => c.insightAttemptsEnded() }],
   insightAttemptsPerRun: [{ name: "insightAttemptsPerRun", call: (c) => c.insightAttemptsPerRun() }],

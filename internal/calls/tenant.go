@@ -1,0 +1,162 @@
+package calls
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+	"github.com/ledger-dev/ledger/internal/tenancy"
+	"github.com/ledger-dev/ledger/internal/web"
+)
+
+// TenantFilter narrows a listing of the tenant's calls (ListTenant). Nil fields do not
+// filter.
+type TenantFilter struct {
+	// Ended lists the calls finished in [From, To), newest end first; otherwise the calls
+	// started in it, newest start first.
+	Ended    bool
+	From, To *time.Time
+	Target   *string
+	Model    *string
+	// ReportedUsage keeps the calls whose finish reported a count or a cost above zero.
+	ReportedUsage bool
+	// ProjectID, AgentID, ReleaseID (the attempt's) and Kind (its run's) filter as the
+	// insights filter calls.
+	ProjectID, AgentID, ReleaseID, Kind *string
+	// After continues a listing after this call.
+	After *TenantCursor
+	Limit int
+}
+
+// TenantCursor is a position in a listing of the tenant's calls: the last call returned
+// (its StartedAt, or its EndedAt in a listing by end).
+type TenantCursor struct {
+	At     time.Time
+	CallID uuid.UUID
+}
+
+// Item is a call in the tenant's listing, with its entity tag.
+func (c Call) Item() api.CallItem { return api.CallItem{Call: c.Wire(), ETag: c.Version.ETag()} }
+
+// Sentinels for "no bound": every stored time and id compares below them in both dialects.
+var (
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
+	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxID   = uuid.UUID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+)
+
+// ListTenant returns up to f.Limit of the tenant's calls started (or, f.Ended, finished) in
+// f's window, newest first: the rows the calls insight (by start) and the usage insight (by
+// end, with ReportedUsage) count.
+func (s *Store) ListTenant(ctx context.Context, tenantID string, f TenantFilter) ([]Call, error) {
+	from := minTime
+	if f.From != nil {
+		from = ceilMillis(*f.From)
+	}
+	// One exclusive upper bound (time, CallId): the lower of the cursor and To, which
+	// excludes its own millisecond since no id sorts below uuid.Nil.
+	at, id := maxTime, maxID
+	if f.After != nil {
+		at, id = sqldb.Truncate(f.After.At), f.After.CallID
+	}
+	if f.To != nil {
+		if to := ceilMillis(*f.To); !to.After(at) {
+			at, id = to, uuid.Nil
+		}
+	}
+	reported := 0
+	if f.ReportedUsage {
+		reported = 1
+	}
+	var out []Call
+	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
+		q := queriesFor(tx.Dialect)
+		stmt := q.listByStarted
+		if f.Ended {
+			stmt = q.listByEnded
+		}
+		d := tx.Dialect
+		return tx.SelectContext(ctx, &out, stmt, tenantID, d.Time(from), d.Time(at), id, f.Limit, f.Target, f.Model,
+			reported, f.ProjectID, f.AgentID, f.ReleaseID, f.Kind)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the tenant's calls: %w", err)
+	}
+	return out, nil
+}
+
+// ceilMillis rounds t up to the millisecond (in UTC): stored times have millisecond
+// precision, so a bound inside a millisecond moves to the first one it admits.
+func ceilMillis(t time.Time) time.Time {
+	t = t.UTC()
+	if tr := t.Truncate(time.Millisecond); tr.Before(t) {
+		return tr.Add(time.Millisecond)
+	}
+	return t
+}
+
+// tenantCursor is the keyset of a listing of the tenant's calls; Ended says which listing
+// made it, so a cursor continues only its own.
+type tenantCursor struct {
+	At    time.Time `json:"t"`
+	ID    uuid.UUID `json:"i"`
+	Ended bool      `json:"e,omitempty"`
+}
+
+func (h handlers) listTenant(c echo.Context) error {
+	var q api.ListTenantCallsParams
+	if err := web.BindQuery(c, &q); err != nil {
+		return err
+	}
+	limit := web.LimitOf(q.PageParams)
+	f := TenantFilter{Limit: limit + 1, Target: q.Target, Model: q.Model, ReportedUsage: q.ReportedUsage != nil && *q.ReportedUsage,
+		ProjectID: q.ProjectID, AgentID: q.AgentID, ReleaseID: q.ReleaseID, Kind: q.Kind}
+	from, to, fromName, toName := q.StartedFrom, q.StartedTo, "startedFrom", "startedTo"
+	if q.EndedFrom != nil || q.EndedTo != nil {
+		var bad []api.FieldError
+		for _, name := range []string{"startedFrom", "startedTo"} {
+			if c.QueryParam(name) != "" {
+				bad = append(bad, api.FieldError{Field: name, Reason: "cannot be combined with endedFrom or endedTo"})
+			}
+		}
+		if len(bad) > 0 {
+			return apperr.FieldsInvalid(bad...)
+		}
+		f.Ended, from, to, fromName, toName = true, q.EndedFrom, q.EndedTo, "endedFrom", "endedTo"
+	}
+	if from != nil {
+		f.From = &from.Time
+	}
+	if to != nil {
+		f.To = &to.Time
+	}
+	if f.From != nil && f.To != nil && f.To.Before(*f.From) {
+		return apperr.FieldsInvalid(api.FieldError{Field: toName, Reason: "must not be before " + fromName})
+	}
+	var cur tenantCursor
+	if ok, err := web.DecodeCursor(c, &cur); err != nil {
+		return err
+	} else if ok {
+		if cur.Ended != f.Ended {
+			return apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "continues a listing by the other time (startedFrom/startedTo or endedFrom/endedTo)"})
+		}
+		f.After = &TenantCursor{At: cur.At, CallID: cur.ID}
+	}
+	cs, err := h.store.ListTenant(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, f)
+	if err != nil {
+		return err
+	}
+	return web.WritePage(c, cs, limit, func(last Call) any {
+		at := last.StartedAt
+		if f.Ended {
+			at = *last.EndedAt
+		}
+		return tenantCursor{At: at, ID: last.CallID, Ended: f.Ended}
+	}, Call.Item)
+}

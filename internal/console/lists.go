@@ -1,0 +1,183 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/calls"
+	"github.com/ledger-dev/ledger/internal/history"
+)
+
+// attemptsFilter is the Attempts page's form, as typed: the attempts ended in a window,
+// as the attempt insights count them (their bars and rows link here).
+type attemptsFilter struct {
+	State, Agent, Project, Release, Kind, ErrorCode, EndedFrom, EndedTo string
+}
+
+type attemptsView struct {
+	Filter   attemptsFilter
+	Attempts []history.AttemptItem
+	First    string
+	Next     string
+	Later    bool
+	Problem  string
+	// States are the states the form offers ("" is the five the insight counts).
+	States []string
+}
+
+type attemptCursor struct {
+	EndedAt   time.Time `json:"e"`
+	AttemptID uuid.UUID `json:"i"`
+}
+
+// attemptsPage lists the attempts ended in a window, newest end first.
+func (c *console) attemptsPage(ctx echo.Context) error {
+	q := ctx.QueryParams()
+	f := attemptsFilter{State: q.Get("state"), Agent: strings.TrimSpace(q.Get("agent")), Project: strings.TrimSpace(q.Get("project")),
+		Release: strings.TrimSpace(q.Get("release")), Kind: strings.TrimSpace(q.Get("kind")),
+		ErrorCode: strings.TrimSpace(q.Get("errorCode")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo")}
+	v := attemptsView{Filter: f, States: api.AttemptState(0).EnumValues()[1:]}
+	lf := history.EndedFilter{Limit: pageSize + 1, AgentID: optional(f.Agent), ProjectID: optional(f.Project),
+		ReleaseID: optional(f.Release), Kind: optional(f.Kind), ErrorCode: optional(f.ErrorCode)}
+	var problems []string
+	var err error
+	if f.State != "" {
+		st, ok := parseEnum[api.AttemptState](f.State)
+		if !ok || st == api.AttemptRunning {
+			problems = append(problems, "state must be one of "+strings.Join(v.States, ", "))
+		}
+		lf.State = &st
+	}
+	if lf.From, err = parseTime(f.EndedFrom); err != nil {
+		problems = append(problems, "“ended from” is not a time")
+	}
+	if lf.To, err = parseTime(f.EndedTo); err != nil {
+		problems = append(problems, "“ended before” is not a time")
+	}
+	if cur := q.Get("cursor"); cur != "" {
+		v.Later = true
+		if ac, ok := decodeCursor[attemptCursor](cur); !ok {
+			problems = append(problems, "the page link is damaged; start again from the first page")
+		} else {
+			lf.After = &history.ListCursor{StartedAt: ac.EndedAt, AttemptID: ac.AttemptID}
+		}
+	}
+	if len(problems) > 0 {
+		v.Problem = strings.Join(problems, "; ")
+		return c.render(ctx, http.StatusBadRequest, "attempts", page{Title: "Attempts", Nav: "insights", Data: v})
+	}
+	items, err := c.History.ListEnded(ctx.Request().Context(), tenantOf(ctx), lf)
+	if err != nil {
+		return err
+	}
+	nq := url.Values{}
+	for k, vs := range q {
+		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
+			nq.Set(k, vs[0])
+		}
+	}
+	v.First = pageLink("/ui/attempts", nq)
+	if len(items) > pageSize {
+		items = items[:pageSize]
+		last := items[len(items)-1]
+		nq.Set("cursor", encodeCursor(attemptCursor{EndedAt: *last.EndedAt, AttemptID: last.AttemptID}))
+		v.Next = pageLink("/ui/attempts", nq)
+	}
+	v.Attempts = items
+	return c.render(ctx, http.StatusOK, "attempts", page{Title: "Attempts", Nav: "insights", Data: v})
+}
+
+// callsFilter is the Calls page's form, as typed: the tenant's calls started in a window
+// (the calls insight's rows link here) or finished in one (the usage insight's).
+type callsFilter struct {
+	StartedFrom, StartedTo, EndedFrom, EndedTo string
+	Target, Model, ReportedUsage               string
+	Project, Agent, Release, Kind              string
+}
+
+type callsView struct {
+	Filter  callsFilter
+	Calls   []calls.Call
+	ByEnd   bool
+	First   string
+	Next    string
+	Later   bool
+	Problem string
+}
+
+type callCursor struct {
+	At     time.Time `json:"t"`
+	CallID uuid.UUID `json:"i"`
+}
+
+// callsPage lists the tenant's calls, newest first by start or, with an ended range, by end.
+func (c *console) callsPage(ctx echo.Context) error {
+	q := ctx.QueryParams()
+	trim := func(name string) string { return strings.TrimSpace(q.Get(name)) }
+	f := callsFilter{StartedFrom: q.Get("startedFrom"), StartedTo: q.Get("startedTo"), EndedFrom: q.Get("endedFrom"),
+		EndedTo: q.Get("endedTo"), Target: trim("target"), Model: trim("model"), ReportedUsage: q.Get("reportedUsage"),
+		Project: trim("project"), Agent: trim("agent"), Release: trim("release"), Kind: trim("kind")}
+	v := callsView{Filter: f, ByEnd: f.EndedFrom != "" || f.EndedTo != ""}
+	lf := calls.TenantFilter{Limit: pageSize + 1, Ended: v.ByEnd, Target: optional(f.Target), Model: optional(f.Model),
+		ReportedUsage: f.ReportedUsage == "true", ProjectID: optional(f.Project), AgentID: optional(f.Agent),
+		ReleaseID: optional(f.Release), Kind: optional(f.Kind)}
+	var problems []string
+	from, to := f.StartedFrom, f.StartedTo
+	if v.ByEnd {
+		if f.StartedFrom != "" || f.StartedTo != "" {
+			problems = append(problems, "list by start or by end, not both")
+		}
+		from, to = f.EndedFrom, f.EndedTo
+	}
+	var err error
+	if lf.From, err = parseTime(from); err != nil {
+		problems = append(problems, "“from” is not a time")
+	}
+	if lf.To, err = parseTime(to); err != nil {
+		problems = append(problems, "“before” is not a time")
+	}
+	if f.ReportedUsage != "" && f.ReportedUsage != "true" && f.ReportedUsage != "false" {
+		problems = append(problems, "reportedUsage must be true or false")
+	}
+	if cur := q.Get("cursor"); cur != "" {
+		v.Later = true
+		if cc, ok := decodeCursor[callCursor](cur); !ok {
+			problems = append(problems, "the page link is damaged; start again from the first page")
+		} else {
+			lf.After = &calls.TenantCursor{At: cc.At, CallID: cc.CallID}
+		}
+	}
+	if len(problems) > 0 {
+		v.Problem = strings.Join(problems, "; ")
+		return c.render(ctx, http.StatusBadRequest, "calls", page{Title: "Calls", Nav: "insights", Data: v})
+	}
+	cs, err := c.Calls.ListTenant(ctx.Request().Context(), tenantOf(ctx), lf)
+	if err != nil {
+		return err
+	}
+	nq := url.Values{}
+	for k, vs := range q {
+		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
+			nq.Set(k, vs[0])
+		}
+	}
+	v.First = pageLink("/ui/calls", nq)
+	if len(cs) > pageSize {
+		cs = cs[:pageSize]
+		last := cs[len(cs)-1]
+		at := last.StartedAt
+		if v.ByEnd {
+			at = *last.EndedAt
+		}
+		nq.Set("cursor", encodeCursor(callCursor{At: at, CallID: last.CallID}))
+		v.Next = pageLink("/ui/calls", nq)
+	}
+	v.Calls = cs
+	return c.render(ctx, http.StatusOK, "calls", page{Title: "Calls", Nav: "insights", Data: v})
+}

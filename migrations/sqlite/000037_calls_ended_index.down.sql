@@ -1,0 +1,1 @@
+DROP INDEX IX_Calls_Tenant_Ended;
