@@ -46,7 +46,7 @@ func TestLayoutIsCurrent(t *testing.T) {
 		}
 		return
 	}
-	t.Fatalf("contributors.md's layout is not the packages' doc comments (LEDGER_WRITE_LAYOUT=1 go test ./docs/ rewrites it); want:\n%s", want)
+	t.Fatalf("contributors.md's layout is not the packages' doc comments (scripts/regenerate, or LEDGER_WRITE_LAYOUT=1 go test ./docs/, rewrites it); want:\n%s", want)
 }
 
 // layout is the fenced block listing every Go package under root with the first sentence

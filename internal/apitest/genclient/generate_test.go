@@ -31,6 +31,6 @@ func TestGeneratedClientIsFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(committed, code) {
-		t.Fatal("client.gen.go is stale: the OpenAPI document changed. Regenerate it with\n  go run ./internal/apitest/genclient/regen")
+		t.Fatal("client.gen.go is stale: the OpenAPI document changed. Regenerate it (and every other generated file) with\n  scripts/regenerate")
 	}
 }

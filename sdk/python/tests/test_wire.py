@@ -26,8 +26,8 @@ class Freshness(unittest.TestCase):
         for path, text in gen_wire.generate(s.openapi_document()).items():
             with self.subTest(file=path.name):
                 self.assertEqual(path.read_text(encoding="utf-8"), text,
-                                 "%s is stale: go run ./cmd/ledger openapi --out /tmp/o.json && "
-                                 "python3 sdk/python/tools/gen_wire.py /tmp/o.json" % path.name)
+                                 "%s is stale: run scripts/regenerate at the repository root"
+                                 % path.name)
 
 
 class Schemas(unittest.TestCase):

@@ -25,7 +25,7 @@ test("src/generated.ts is what the generator writes from the served document and
   const doc = JSON.parse(execFileSync(ledgerBin, ["openapi"], { encoding: "utf8", maxBuffer: 64 << 20 }));
   const table = JSON.parse(readFileSync(join(repoRoot, "api", "retry.json"), "utf8"));
   const committed = readFileSync(join(sdkDir, "src", "generated.ts"), "utf8");
-  assert.ok(generate(doc, table) === committed, "src/generated.ts is stale: run npm run generate");
+  assert.ok(generate(doc, table) === committed, "src/generated.ts is stale: run scripts/regenerate at the repository root");
 });
 
 test("canonicalJSON follows RFC 8785", () => {
