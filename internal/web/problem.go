@@ -64,10 +64,10 @@ func problemOf(err error) (*apperr.Error, bool) {
 	// or broke an invariant the database guards (a trigger, a CHECK, the tenant policy).
 	// Either way the request changed nothing: say so with a code, and log it (false).
 	if errors.Is(err, sqldb.ErrBadReference) {
-		return apperr.New(referenceGone, "a record this request refers to no longer exists"), false
+		return apperr.New(api.CodeNotFound, "a record this request refers to no longer exists"), false
 	}
 	if errors.Is(err, sqldb.ErrRefused) {
-		return apperr.New(writeRefused, "the database refused the change"), false
+		return apperr.New(api.CodeIllegalTransition, "the database refused the change"), false
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, ErrClientGone) {
 		return apperr.New(api.CodeInvalidRequest, "request canceled"), true
@@ -75,18 +75,14 @@ func problemOf(err error) (*apperr.Error, bool) {
 	return &apperr.Error{Code: api.CodeInternal, Detail: "internal error"}, false
 }
 
-// The codes of the database's refusals that reach problemOf. The document lists them
-// where they can occur (package openapi, through RefusedWrite): writeRefused on every route that inserts or
-// updates, since every tenant table is guarded on INSERT and UPDATE (CHECK constraints,
-// the run guard and rowversion triggers, SQL Server's tenant BLOCK predicates);
-// referenceGone only where a route lists not_found itself: the rows a write references
-// that can be deleted are runs and attempts (retention), and every route writing a
-// reference to one already answers not_found for it (projects and tenants are never
-// deleted, and nothing references a task lock, the one row a route deletes).
-const (
-	writeRefused  = api.CodeIllegalTransition
-	referenceGone = api.CodeNotFound
-)
+// A refusal by the database that reaches problemOf answers illegal_transition on every route
+// that inserts or updates (RefusedWrite: the document lists it there), since every tenant
+// table is guarded on INSERT and UPDATE (CHECK constraints, the run guard and rowversion
+// triggers, SQL Server's tenant BLOCK predicates); a reference that is gone answers not_found,
+// which only routes that list not_found themselves can meet: the rows a write references that
+// can be deleted are runs and attempts (retention), and every route writing a reference to
+// one already answers not_found for it (projects and tenants are never deleted, and nothing
+// references a task lock, the one row a route deletes).
 
 // insertsOrUpdates reports whether a route of this method writes rows the database can
 // refuse (every POST, PUT and PATCH does; DELETE only removes a task lock).
@@ -97,7 +93,7 @@ func insertsOrUpdates(method string) bool {
 // RefusedWrite is the code a route of this method answers when the database refuses its
 // write, and whether the route can answer it at all.
 func RefusedWrite(method string) (api.ProblemCode, bool) {
-	return writeRefused, insertsOrUpdates(method)
+	return api.CodeIllegalTransition, insertsOrUpdates(method)
 }
 
 // retryUnavailable is the Retry-After of a 503: Azure SQL's transient errors (a failover,
