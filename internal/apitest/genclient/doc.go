@@ -3,10 +3,11 @@
 // test that the document is one a generator accepts and that a client made from it drives a
 // run's whole life against the real server; programs use the SDK (package client) instead.
 //
-// Only the operations its tests call are generated (Operations), with the schemas they use;
-// TestGeneratedClientIsFresh still generates from the whole document, and fails when the
-// document changed and this code did not.
-// Regenerate with:
+// It is a module of its own, so that the module SDK users import does not require
+// oapi-codegen; .ci/run tests it beside the main module. Only the operations its tests call
+// are generated (generator.Operations), with the schemas they use, in files of at most 8,000
+// lines; TestGeneratedClientIsFresh still generates from the whole document, and fails when
+// the document changed and this code did not. Regenerate with scripts/regenerate, or here:
 //
-//	go run ./internal/apitest/genclient/regen
+//	go run ./regen
 package genclient

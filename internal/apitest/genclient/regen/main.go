@@ -1,7 +1,7 @@
-// Command regen rewrites the generated client (../client.gen.go) from the document the
+// Command regen rewrites the generated client (../models.gen.go, ../client.gen.go, ../responses.gen.go) from the document the
 // service serves:
 //
-//	go run ./internal/apitest/genclient/regen
+//	cd internal/apitest/genclient && go run ./regen
 package main
 
 import (
@@ -11,17 +11,21 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/ledger-dev/ledger/internal/apitest/genclient"
+	"github.com/ledger-dev/ledger/internal/apitest/genclient/generator"
 	"github.com/ledger-dev/ledger/internal/app"
 )
 
 func main() {
 	doc, err := app.Document(context.Background())
 	if err == nil {
-		var code []byte
-		if code, err = genclient.Generate(doc, genclient.Operations...); err == nil {
+		var files map[string][]byte
+		if files, err = generator.Generate(doc, generator.Operations...); err == nil {
 			_, self, _, _ := runtime.Caller(0)
-			err = os.WriteFile(filepath.Join(filepath.Dir(self), "..", "client.gen.go"), code, 0o644)
+			for _, name := range generator.Files {
+				if err = os.WriteFile(filepath.Join(filepath.Dir(self), "..", name), files[name], 0o644); err != nil {
+					break
+				}
+			}
 		}
 	}
 	if err != nil {
