@@ -490,6 +490,28 @@ func pageLink(path string, q url.Values) string {
 	return path + "?" + q.Encode()
 }
 
+// keysetPage cuts a listing read with one row beyond the page (the probe that says whether
+// a next page exists) to the page, and links its first and next pages under the request's
+// filters (its query without the cursor); the next page starts after the last row's cursor.
+func keysetPage[T, C any](path string, q url.Values, rows []T, cursorOf func(T) C) (page []T, first, next string, filters url.Values) {
+	filters = url.Values{}
+	for k, vs := range q {
+		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
+			filters.Set(k, vs[0])
+		}
+	}
+	first = pageLink(path, filters)
+	if len(rows) <= pageSize {
+		return rows, first, "", filters
+	}
+	rows = rows[:pageSize]
+	nq := url.Values{"cursor": {encodeCursor(cursorOf(rows[len(rows)-1]))}}
+	for k, vs := range filters {
+		nq[k] = vs
+	}
+	return rows, first, pageLink(path, nq), filters
+}
+
 // encodeCursor and decodeCursor carry a listing's keyset position in a page link, as the
 // API's cursors do; a damaged one reads as none.
 func encodeCursor(v any) string { return web.EncodeCursor(v) }

@@ -2,7 +2,6 @@ package console
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -76,20 +75,9 @@ func (c *console) attemptsPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nq := url.Values{}
-	for k, vs := range q {
-		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
-			nq.Set(k, vs[0])
-		}
-	}
-	v.First = pageLink("/ui/attempts", nq)
-	if len(items) > pageSize {
-		items = items[:pageSize]
-		last := items[len(items)-1]
-		nq.Set("cursor", encodeCursor(attemptCursor{EndedAt: *last.EndedAt, AttemptID: last.AttemptID}))
-		v.Next = pageLink("/ui/attempts", nq)
-	}
-	v.Attempts = items
+	v.Attempts, v.First, v.Next, _ = keysetPage("/ui/attempts", q, items, func(a history.AttemptItem) attemptCursor {
+		return attemptCursor{EndedAt: *a.EndedAt, AttemptID: a.AttemptID}
+	})
 	return c.render(ctx, http.StatusOK, "attempts", page{Title: "Attempts", Nav: "insights", Data: v})
 }
 
@@ -161,23 +149,12 @@ func (c *console) callsPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nq := url.Values{}
-	for k, vs := range q {
-		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
-			nq.Set(k, vs[0])
-		}
-	}
-	v.First = pageLink("/ui/calls", nq)
-	if len(cs) > pageSize {
-		cs = cs[:pageSize]
-		last := cs[len(cs)-1]
-		at := last.StartedAt
+	cs, v.First, v.Next, _ = keysetPage("/ui/calls", q, cs, func(c calls.Call) callCursor {
 		if v.ByEnd {
-			at = *last.EndedAt
+			return callCursor{At: *c.EndedAt, CallID: c.CallID}
 		}
-		nq.Set("cursor", encodeCursor(callCursor{At: at, CallID: last.CallID}))
-		v.Next = pageLink("/ui/calls", nq)
-	}
+		return callCursor{At: c.StartedAt, CallID: c.CallID}
+	})
 	v.Calls = cs
 	return c.render(ctx, http.StatusOK, "calls", page{Title: "Calls", Nav: "insights", Data: v})
 }

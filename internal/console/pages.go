@@ -284,20 +284,11 @@ func (c *console) runsPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nq := url.Values{}
-	for k, vs := range q {
-		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
-			nq.Set(k, vs[0])
-		}
-	}
-	v.First = pageLink("/ui/runs", nq)
-	v.Query = nq.Encode()
-	if len(rs) > pageSize {
-		rs = rs[:pageSize]
-		last := rs[len(rs)-1]
-		nq.Set("cursor", encodeCursor(runCursor{QueuedAt: last.QueuedAt, RunID: last.RunID}))
-		v.Next = pageLink("/ui/runs", nq)
-	}
+	var filters url.Values
+	rs, v.First, v.Next, filters = keysetPage("/ui/runs", q, rs, func(r runs.Run) runCursor {
+		return runCursor{QueuedAt: r.QueuedAt, RunID: r.RunID}
+	})
+	v.Query = filters.Encode()
 	v.Runs = rs
 	return c.render(ctx, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: v})
 }
