@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional
 from .wire import AttemptError
 
 # Bounds of what error_of sends, as the Go SDK's ErrorOf: the service refuses a longer
-# message (2,000 UTF-16 code units) or larger details (16 KiB compacted); tracebacks and
+# message (2,000 UTF-16 code units: api.MaxErrorMessage, the document's AttemptError message
+# maxLength, which tests/test_worker.py holds this to) or larger details (16 KiB compacted); tracebacks and
 # chains are cut well inside that.
 _MAX_MESSAGE = 2000
 _MAX_STACK_LINES = 64

@@ -466,6 +466,9 @@ class ErrorOf(unittest.TestCase):
                 self.assertEqual(e.code, code)
                 if message is not None:
                     self.assertEqual(e.message, message)
+        # The bound is the one the served document states (api.MaxErrorMessage in Go).
+        bound = s.openapi_document()["components"]["schemas"]["AttemptError"]["properties"]["message"]["maxLength"]
         long = lc.error_of(cases[-1][0]).message or ""
         self.assertTrue(long.startswith("a b") and long.endswith("\u2026"))
-        self.assertEqual(sum(2 if ord(c) > 0xFFFF else 1 for c in long), 2000)
+        self.assertEqual(sum(2 if ord(c) > 0xFFFF else 1 for c in long), bound)
+        self.assertEqual(lc.error_of(ValueError("x" * bound)).message, "x" * bound)

@@ -1,7 +1,8 @@
 import type { AttemptError } from "./generated.js";
 
 // Bounds of what errorOf sends, as the Go SDK's ErrorOf: the service refuses a longer
-// message (2,000 UTF-16 code units) or larger details (16 KiB compacted); stacks and chains
+// message (2,000 UTF-16 code units: api.MaxErrorMessage, the document's AttemptError
+// message maxLength, which a test holds this to) or larger details (16 KiB compacted); stacks and chains
 // are cut well inside that.
 const maxMessage = 2000;
 const maxStackLines = 64;

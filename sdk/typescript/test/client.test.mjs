@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import {
   LedgerProblem,
   canonicalJSON,
+  errorOf,
   isInvalidRequest,
   isManifestMismatch,
   isNotFound,
@@ -26,6 +27,17 @@ test("src/generated.ts is what the generator writes from the served document and
   const table = JSON.parse(readFileSync(join(repoRoot, "api", "retry.json"), "utf8"));
   const committed = readFileSync(join(sdkDir, "src", "generated.ts"), "utf8");
   assert.ok(generate(doc, table) === committed, "src/generated.ts is stale: run scripts/regenerate at the repository root");
+});
+
+test("errorOf cuts a message to the bound the served document states, and no shorter", () => {
+  buildServer();
+  const doc = JSON.parse(execFileSync(ledgerBin, ["openapi"], { encoding: "utf8", maxBuffer: 64 << 20 }));
+  const bound = doc.components.schemas.AttemptError.properties.message.maxLength;
+  assert.ok(Number.isInteger(bound) && bound > 0, "the document states the error message's maxLength");
+  const cut = errorOf(new Error("x".repeat(bound * 3))).message;
+  assert.equal(cut.length, bound);
+  assert.ok(cut.endsWith("\u2026"));
+  assert.equal(errorOf(new Error("x".repeat(bound))).message, "x".repeat(bound));
 });
 
 test("canonicalJSON follows RFC 8785", () => {
