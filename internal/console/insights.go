@@ -162,39 +162,15 @@ func (c *console) insightsPage(ctx echo.Context) error {
 // ended runs (state "ended") the range is of their end, as the runs-ended insight counts
 // them; otherwise of their enqueue. A run's release is its latest attempt's on both sides.
 func runsLink(state string, from, to time.Time, filter insights.Filter, group api.InsightGroup, key string) string {
-	q := url.Values{}
 	fromName, toName := "from", "to"
-	if state != "" {
-		q.Set("state", state)
-	}
 	if state == "ended" {
 		fromName, toName = "endedFrom", "endedTo"
 	}
-	q.Set(fromName, from.UTC().Format("2006-01-02T15:04:05.000"))
-	q.Set(toName, to.UTC().Format("2006-01-02T15:04:05.000"))
-	set := func(name string, v *string) {
-		if v != nil {
-			q.Set(name, *v)
-		}
+	q := windowQuery(fromName, toName, from, to, filter)
+	if state != "" {
+		q.Set("state", state)
 	}
-	set("project", filter.ProjectID)
-	set("agent", filter.AgentID)
-	set("kind", filter.Kind)
-	set("release", filter.ReleaseID)
-	if key != "" {
-		switch group {
-		case api.GroupProject:
-			q.Set("project", key)
-		case api.GroupAgent:
-			q.Set("agent", key)
-		case api.GroupKind:
-			q.Set("kind", key)
-		case api.GroupRelease:
-			q.Set("release", key)
-		case api.GroupErrorCode:
-			q.Set("errorCode", key)
-		}
-	}
+	setGroup(q, group, key)
 	return "/ui/runs?" + q.Encode()
 }
 
@@ -202,24 +178,11 @@ func runsLink(state string, from, to time.Time, filter insights.Filter, group ap
 // the attempts-ended insight counts) with the page's filters and a group: exactly the rows
 // an attempt insight's bar or row counts. An attempt's release is its own.
 func attemptsLink(state string, from, to time.Time, filter insights.Filter, group api.InsightGroup, key string) string {
-	q := url.Values{}
+	q := windowQuery("endedFrom", "endedTo", from, to, filter)
 	if state != "" {
 		q.Set("state", state)
 	}
-	q.Set("endedFrom", from.UTC().Format("2006-01-02T15:04:05.000"))
-	q.Set("endedTo", to.UTC().Format("2006-01-02T15:04:05.000"))
-	set := func(name string, v *string) {
-		if v != nil {
-			q.Set(name, *v)
-		}
-	}
-	set("project", filter.ProjectID)
-	set("agent", filter.AgentID)
-	set("kind", filter.Kind)
-	set("release", filter.ReleaseID)
-	if name := groupParam[group]; name != "" && key != "" {
-		q.Set(name, key)
-	}
+	setGroup(q, group, key)
 	return "/ui/attempts?" + q.Encode()
 }
 
@@ -227,27 +190,40 @@ func attemptsLink(state string, from, to time.Time, filter insights.Filter, grou
 // reported usage, as the usage insight counts them) with the page's filters and one more
 // filter (name, value) when name is not "".
 func callsLink(byEnd bool, from, to time.Time, filter insights.Filter, name, value string) string {
-	q := url.Values{}
 	fromName, toName := "startedFrom", "startedTo"
 	if byEnd {
 		fromName, toName = "endedFrom", "endedTo"
+	}
+	q := windowQuery(fromName, toName, from, to, filter)
+	if byEnd {
 		q.Set("reportedUsage", "true")
 	}
-	q.Set(fromName, from.UTC().Format("2006-01-02T15:04:05.000"))
-	q.Set(toName, to.UTC().Format("2006-01-02T15:04:05.000"))
-	set := func(name string, v *string) {
-		if v != nil {
-			q.Set(name, *v)
-		}
-	}
-	set("project", filter.ProjectID)
-	set("agent", filter.AgentID)
-	set("kind", filter.Kind)
-	set("release", filter.ReleaseID)
 	if name != "" {
 		q.Set(name, value)
 	}
 	return "/ui/calls?" + q.Encode()
+}
+
+// windowQuery is a list link's query for a time range (under the list's own names for its
+// bounds) and the insights page's filters, which every list takes under the same names.
+func windowQuery(fromName, toName string, from, to time.Time, filter insights.Filter) url.Values {
+	q := url.Values{}
+	q.Set(fromName, from.UTC().Format("2006-01-02T15:04:05.000"))
+	q.Set(toName, to.UTC().Format("2006-01-02T15:04:05.000"))
+	for name, v := range map[string]*string{"project": filter.ProjectID, "agent": filter.AgentID,
+		"kind": filter.Kind, "release": filter.ReleaseID} {
+		if v != nil {
+			q.Set(name, *v)
+		}
+	}
+	return q
+}
+
+// setGroup narrows a list link to one group's key (a group's filter replaces the page's).
+func setGroup(q url.Values, group api.InsightGroup, key string) {
+	if name := groupParam[group]; name != "" && key != "" {
+		q.Set(name, key)
+	}
 }
 
 // groupParam is the list filter of each grouping.

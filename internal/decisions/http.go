@@ -2,6 +2,7 @@ package decisions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -214,28 +215,18 @@ func (h handlers) list(c echo.Context) error {
 }
 
 func (h handlers) listByAttempt(c echo.Context) error {
-	attemptID, err := web.PathUUID(c, "attemptId")
-	if err != nil {
-		return err
-	}
-	var q api.PageParams
-	if err := web.BindQuery(c, &q); err != nil {
-		return err
-	}
-	limit := web.LimitOf(q)
-	pos, err := after(c)
-	if err != nil {
-		return err
-	}
-	ds, err := h.store.ListByAttempt(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, attemptID, pos, limit+1)
-	if err != nil {
-		return err
-	}
-	return page(c, limit, ds)
+	return h.listUnder(c, "attemptId", h.store.ListByAttempt)
 }
 
 func (h handlers) listByRun(c echo.Context) error {
-	runID, err := web.PathUUID(c, "runId")
+	return h.listUnder(c, "runId", h.store.ListByRun)
+}
+
+// listUnder answers a page of the decisions under the entity its path names (an attempt or
+// a run), through that entity's listing.
+func (h handlers) listUnder(c echo.Context, param string,
+	list func(ctx context.Context, tenantID string, id uuid.UUID, after *Position, limit int) ([]Decision, error)) error {
+	id, err := web.PathUUID(c, param)
 	if err != nil {
 		return err
 	}
@@ -248,7 +239,7 @@ func (h handlers) listByRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ds, err := h.store.ListByRun(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, runID, pos, limit+1)
+	ds, err := list(c.Request().Context(), tenancy.MustPrincipal(c).TenantID, id, pos, limit+1)
 	if err != nil {
 		return err
 	}

@@ -94,26 +94,38 @@ type EndedFilter struct {
 	Limit int
 }
 
+// keyRange is a listing's window as its statements take it: the inclusive lower time, and
+// one exclusive upper bound (time, AttemptId), the lower of the cursor and the window's end,
+// which excludes its own millisecond since no id sorts below minID.
+func keyRange(from, to *time.Time, after *ListCursor) (lower, at time.Time, id uuid.UUID) {
+	lower, at, id = minTime, maxTime, maxID
+	if from != nil {
+		lower = ceilMillis(*from)
+	}
+	if after != nil {
+		at, id = sqldb.Truncate(after.StartedAt), after.AttemptID
+	}
+	if to != nil {
+		if end := ceilMillis(*to); !end.After(at) {
+			at, id = end, minID
+		}
+	}
+	return lower, at, id
+}
+
+// stateArg is a state filter as a statement's argument: NULL for any state.
+func stateArg(st *api.AttemptState) any {
+	if st == nil {
+		return nil
+	}
+	return int(*st)
+}
+
 // ListEnded returns up to f.Limit of the tenant's attempts that ended in f's window, newest
 // end first (EndedAt, then AttemptId, descending): the rows an attempts insight counts.
 func (s *Store) ListEnded(ctx context.Context, tenantID string, f EndedFilter) ([]AttemptItem, error) {
-	from := minTime
-	if f.From != nil {
-		from = ceilMillis(*f.From)
-	}
-	at, id := maxTime, maxID
-	if f.After != nil {
-		at, id = sqldb.Truncate(f.After.StartedAt), f.After.AttemptID
-	}
-	if f.To != nil {
-		if to := ceilMillis(*f.To); !to.After(at) {
-			at, id = to, minID
-		}
-	}
-	var state any
-	if f.State != nil {
-		state = int(*f.State)
-	}
+	from, at, id := keyRange(f.From, f.To, f.After)
+	state := stateArg(f.State)
 	var items []AttemptItem
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		d := tx.Dialect
@@ -129,25 +141,8 @@ func (s *Store) ListEnded(ctx context.Context, tenantID string, f EndedFilter) (
 // List returns up to f.Limit of the tenant's attempts, newest first (StartedAt, then
 // AttemptId, descending).
 func (s *Store) List(ctx context.Context, tenantID string, f Filter) ([]AttemptItem, error) {
-	from := minTime
-	if f.StartedFrom != nil {
-		from = ceilMillis(*f.StartedFrom)
-	}
-	// One exclusive upper bound (StartedAt, AttemptId): the lower of the cursor and
-	// startedTo, which excludes its own millisecond since no id sorts below minID.
-	at, id := maxTime, maxID
-	if f.After != nil {
-		at, id = sqldb.Truncate(f.After.StartedAt), f.After.AttemptID
-	}
-	if f.StartedTo != nil {
-		if to := ceilMillis(*f.StartedTo); !to.After(at) {
-			at, id = to, minID
-		}
-	}
-	var state any
-	if f.State != nil {
-		state = int(*f.State)
-	}
+	from, at, id := keyRange(f.StartedFrom, f.StartedTo, f.After)
+	state := stateArg(f.State)
 	var items []AttemptItem
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		d := tx.Dialect
