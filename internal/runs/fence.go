@@ -271,12 +271,18 @@ func (s *Service) ObserveCancellation(ctx context.Context, tenantID string, atte
 			a, err := attempts.ObserveCancellation(ctx, tx, attemptID, f.Now)
 			return a, true, err
 		},
-		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
-			if f.Attempt.CancellationObservedAt != nil {
-				return attempts.Get(ctx, tx, tenantID, attemptID)
-			}
-			return attempts.Attempt{}, ErrNoRepeat
-		},
+		Repeat: repeatWhen(tenantID, attemptID, func(f Fenced) bool { return f.Attempt.CancellationObservedAt != nil }),
 	})
 	return a, err
+}
+
+// repeatWhen is a Repeat that answers with the stored attempt when done says the attempt
+// already shows what the first try did, and ErrNoRepeat otherwise.
+func repeatWhen(tenantID string, attemptID uuid.UUID, done func(Fenced) bool) func(context.Context, *sqldb.Tx, Fenced) (attempts.Attempt, error) {
+	return func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
+		if done(f) {
+			return attempts.Get(ctx, tx, tenantID, attemptID)
+		}
+		return attempts.Attempt{}, ErrNoRepeat
+	}
 }

@@ -133,12 +133,7 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 			err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil, r.Error)
 			return a, true, err
 		},
-		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
-			if f.Attempt.State == api.AttemptReleased {
-				return attempts.Get(ctx, tx, tenantID, attemptID)
-			}
-			return attempts.Attempt{}, ErrNoRepeat
-		},
+		Repeat: repeatWhen(tenantID, attemptID, func(f Fenced) bool { return f.Attempt.State == api.AttemptReleased }),
 	})
 	if err == nil && created {
 		// A run queued again at once is work for this replica's waiting claimers.

@@ -95,12 +95,7 @@ func (s *Service) Park(ctx context.Context, tenantID string, attemptID uuid.UUID
 				tx.Dialect.Time(p.due(open, f.Now)), f.Run.Attempt, nil, nil, nil)
 			return a, true, err
 		},
-		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
-			if f.Attempt.State == api.AttemptParked {
-				return attempts.Get(ctx, tx, tenantID, attemptID)
-			}
-			return attempts.Attempt{}, ErrNoRepeat
-		},
+		Repeat: repeatWhen(tenantID, attemptID, func(f Fenced) bool { return f.Attempt.State == api.AttemptParked }),
 	})
 	if err == nil && created {
 		// The run may be due at once (its conditions were met), and a parked head may have
