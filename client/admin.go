@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net/http"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/jcs"
@@ -16,8 +15,6 @@ import (
 // losing to concurrent writers.
 const maxUpdateTries = 8
 
-func projectPath(id string) string { return "/v1/projects/" + seg(id) }
-
 // PutProject creates a project (ifMatch empty) or updates it with the ETag it was read with
 // (admin; PUT /v1/projects/{projectId}), and returns it with its new ETag. A create of a
 // project that exists is ErrPreconditionRequired, so a create is not retried once it may
@@ -25,25 +22,20 @@ func projectPath(id string) string { return "/v1/projects/" + seg(id) }
 // see ErrMaybeApplied. UpdateProject does the read, change and write for you.
 func (c *Client) PutProject(ctx context.Context, projectID string, req api.PutProjectRequest, ifMatch string) (api.Project, string, error) {
 	var out api.Project
-	r := once
-	if ifMatch != "" {
-		r = conditional
-	}
-	res, err := c.do(ctx, call{method: http.MethodPut, path: projectPath(projectID), body: req, ifMatch: ifMatch,
-		repeat: r, ambiguous: []api.ProblemCode{api.CodePreconditionFailed}, out: &out})
+	res, err := c.do(ctx, call{op: "putProject", params: []string{projectID}, body: req, ifMatch: ifMatch, out: &out})
 	return out, res.etag(), err
 }
 
 // GetProject reads a project and its ETag.
 func (c *Client) GetProject(ctx context.Context, projectID string) (api.Project, string, error) {
 	var out api.Project
-	res, err := c.do(ctx, call{method: http.MethodGet, path: projectPath(projectID), repeat: idempotent, out: &out})
+	res, err := c.do(ctx, call{op: "getProject", params: []string{projectID}, out: &out})
 	return out, res.etag(), err
 }
 
 // ListProjects reads one page of the tenant's projects.
 func (c *Client) ListProjects(ctx context.Context, params api.PageParams) (api.Page[api.ProjectItem], error) {
-	return list[api.ProjectItem](ctx, c, "/v1/projects", params)
+	return list[api.ProjectItem](ctx, c, "listProjects", params)
 }
 
 // Projects iterates over the tenant's projects.
@@ -76,10 +68,6 @@ func (c *Client) UpdateProject(ctx context.Context, projectID string, change fun
 	return api.Project{}, fmt.Errorf("update project %q: %w: it kept changing under %d tries", projectID, ErrPreconditionFailed, maxUpdateTries)
 }
 
-func releasePath(releaseID, adapterVersion string) string {
-	return "/v1/releases/" + seg(releaseID) + "/adapters/" + seg(adapterVersion)
-}
-
 // PutRelease registers a verified release adapter (ifMatch empty) or moves its state or
 // in-flight policy with the ETag it was read with (PUT
 // /v1/releases/{releaseId}/adapters/{adapterVersion}), and returns it with its ETag. A
@@ -88,25 +76,20 @@ func releasePath(releaseID, adapterVersion string) string {
 // computes manifestHash; ManifestOf makes both of a list of string references.
 func (c *Client) PutRelease(ctx context.Context, releaseID, adapterVersion string, req api.PutReleaseRequest, ifMatch string) (api.Release, string, error) {
 	var out api.Release
-	r := idempotent
-	if ifMatch != "" {
-		r = conditional
-	}
-	res, err := c.do(ctx, call{method: http.MethodPut, path: releasePath(releaseID, adapterVersion), body: req, ifMatch: ifMatch,
-		repeat: r, ambiguous: []api.ProblemCode{api.CodePreconditionFailed}, out: &out})
+	res, err := c.do(ctx, call{op: "putRelease", params: []string{releaseID, adapterVersion}, body: req, ifMatch: ifMatch, out: &out})
 	return out, res.etag(), err
 }
 
 // GetRelease reads a release adapter and its ETag.
 func (c *Client) GetRelease(ctx context.Context, releaseID, adapterVersion string) (api.Release, string, error) {
 	var out api.Release
-	res, err := c.do(ctx, call{method: http.MethodGet, path: releasePath(releaseID, adapterVersion), repeat: idempotent, out: &out})
+	res, err := c.do(ctx, call{op: "getRelease", params: []string{releaseID, adapterVersion}, out: &out})
 	return out, res.etag(), err
 }
 
 // ListReleases reads one page of the tenant's releases.
 func (c *Client) ListReleases(ctx context.Context, params api.ListReleasesParams) (api.Page[api.ReleaseItem], error) {
-	return list[api.ReleaseItem](ctx, c, "/v1/releases", params)
+	return list[api.ReleaseItem](ctx, c, "listReleases", params)
 }
 
 // Releases iterates over the tenant's releases matching params.
@@ -176,20 +159,20 @@ func ManifestHash(contentRefs []json.RawMessage) (string, error) {
 
 // Healthz checks the process answers (GET /healthz; no key needed).
 func (c *Client) Healthz(ctx context.Context) error {
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/healthz", repeat: idempotent})
+	_, err := c.do(ctx, call{op: "getHealth"})
 	return err
 }
 
 // Readyz checks the service can serve: its database answers and its schema is current (GET
 // /readyz; ErrDatabaseUnavailable otherwise). It is not retried, so it reports the moment.
 func (c *Client) Readyz(ctx context.Context) error {
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/readyz", repeat: once})
+	_, err := c.do(ctx, call{op: "getReadiness"})
 	return err
 }
 
 // OpenAPI reads the service's OpenAPI 3.1 document (GET /openapi.json).
 func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
 	var out json.RawMessage
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/openapi.json", repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "getOpenAPI", out: &out})
 	return out, err
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -146,19 +147,100 @@ const (
 	conditional
 )
 
+// repeats are the repeat classes by their names in api/retry.json.
+var repeats = map[string]repeat{"once": once, "idempotent": idempotent, "conditional": conditional}
+
 // call is one API call.
 type call struct {
-	method string
-	path   string
+	// op is the operationId: its row of the operation table (api.Endpoints, generated from
+	// the routes and api/retry.json) gives the method, the path template that params fill
+	// in order, the repeat class and its rules.
+	op     string
+	params []string
 	query  url.Values
 	body   any
 	// ifMatch and ifNoneMatch are sent as headers when not empty.
 	ifMatch, ifNoneMatch string
-	repeat               repeat
-	// ambiguous lists, for a conditional call, the codes a repeat of an applied try gets.
-	ambiguous []api.ProblemCode
 	// out receives a 2xx body (nil: discarded).
 	out any
+
+	// Set by do from op's row.
+	method, path string
+	repeat       repeat
+	ambiguous    []api.ProblemCode
+}
+
+// resolve sets rq's method, path and repeat class from its operation's row of the table,
+// given the encoded body.
+func (rq *call) resolve(body []byte) error {
+	e, ok := api.EndpointOf(rq.op)
+	if !ok {
+		return fmt.Errorf("ledger: %s is no operation of the service", rq.op)
+	}
+	rq.method, rq.ambiguous = e.Method, e.Ambiguous
+	n := 0
+	var missing bool
+	rq.path = paramRE.ReplaceAllStringFunc(e.Path, func(string) string {
+		if n >= len(rq.params) || rq.params[n] == "" {
+			missing = true
+			return ""
+		}
+		n++
+		return seg(rq.params[n-1])
+	})
+	if missing || n != len(rq.params) {
+		return fmt.Errorf("ledger: %s (%s %s) takes %d path parameters, given %q", rq.op, e.Method, e.Path,
+			len(paramRE.FindAllString(e.Path, -1)), rq.params)
+	}
+	cls := e.Repeat
+	if len(e.WhenBody) > 0 && body != nil {
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			return fmt.Errorf("ledger: %s: %w", rq.op, err)
+		}
+		for member, c := range e.WhenBody {
+			if present(v, member) {
+				cls = c
+			}
+		}
+	}
+	if rq.ifMatch != "" && e.WhenIfMatch != "" {
+		cls = e.WhenIfMatch
+	}
+	r, ok := repeats[cls]
+	if !ok {
+		return fmt.Errorf("ledger: %s: unknown repeat class %q", rq.op, cls)
+	}
+	rq.repeat = r
+	return nil
+}
+
+// paramRE is a parameter of a path template.
+var paramRE = regexp.MustCompile(`\{\w+\}`)
+
+// present says whether the dotted member of a JSON value is there and not null, false or
+// empty (api/retry.json's whenBody rule).
+func present(v any, dotted string) bool {
+	for _, part := range strings.Split(dotted, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		v = m[part]
+	}
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
 }
 
 // result is what a call's answer says beyond its body.
@@ -177,9 +259,12 @@ func (c *Client) do(ctx context.Context, rq call) (result, error) {
 	if rq.body != nil {
 		b, err := json.Marshal(rq.body)
 		if err != nil {
-			return result{}, fmt.Errorf("ledger: encode %s %s: %w", rq.method, rq.path, err)
+			return result{}, fmt.Errorf("ledger: encode %s: %w", rq.op, err)
 		}
 		body = b
+	}
+	if err := rq.resolve(body); err != nil {
+		return result{}, err
 	}
 	// rq.path is already escaped (each segment through seg), so it is appended as text.
 	target := c.base.String() + rq.path

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"iter"
-	"net/http"
 
 	"github.com/google/uuid"
 
@@ -17,14 +16,14 @@ const FeedStart = "0000000000000000"
 // GetAttempt reads an attempt and its ETag (GET /v1/attempts/{attemptId}).
 func (c *Client) GetAttempt(ctx context.Context, attemptID uuid.UUID) (api.Attempt, string, error) {
 	var out api.Attempt
-	res, err := c.do(ctx, call{method: http.MethodGet, path: attemptPath(attemptID, ""), repeat: idempotent, out: &out})
+	res, err := c.do(ctx, call{op: "getAttempt", params: []string{attemptID.String()}, out: &out})
 	return out, res.etag(), err
 }
 
 // ListAttempts reads one page of attempts (GET /v1/attempts): newest first with the
 // filters, or the change feed when params.ChangedSince is set.
 func (c *Client) ListAttempts(ctx context.Context, params api.ListAttemptsParams) (api.Page[api.AttemptItem], error) {
-	return list[api.AttemptItem](ctx, c, "/v1/attempts", params)
+	return list[api.AttemptItem](ctx, c, "listAttempts", params)
 }
 
 // Attempts iterates over the attempts matching params, newest first.
@@ -56,7 +55,7 @@ func (c *Client) Changes(ctx context.Context, since string) iter.Seq2[api.Attemp
 // Timeline reads one page of an attempt's timeline: its checkpoints, calls, decisions and
 // delegations merged by time (GET /v1/attempts/{attemptId}/timeline).
 func (c *Client) Timeline(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.TimelineEntry], error) {
-	return list[api.TimelineEntry](ctx, c, attemptPath(attemptID, "/timeline"), params)
+	return list[api.TimelineEntry](ctx, c, "getAttemptTimeline", params, attemptID.String())
 }
 
 // TimelineEntries iterates over an attempt's whole timeline.
@@ -69,13 +68,13 @@ func (c *Client) TimelineEntries(ctx context.Context, attemptID uuid.UUID) iter.
 // AttemptUsage sums what the attempt's calls reported (GET /v1/attempts/{attemptId}/usage).
 func (c *Client) AttemptUsage(ctx context.Context, attemptID uuid.UUID) (api.UsageTotals, error) {
 	var out api.UsageTotals
-	_, err := c.do(ctx, call{method: http.MethodGet, path: attemptPath(attemptID, "/usage"), repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "getAttemptUsage", params: []string{attemptID.String()}, out: &out})
 	return out, err
 }
 
 // RunUsage sums what the calls of every attempt of the run reported (GET /v1/runs/{runId}/usage).
 func (c *Client) RunUsage(ctx context.Context, runID uuid.UUID) (api.UsageTotals, error) {
 	var out api.UsageTotals
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/runs/" + runID.String() + "/usage", repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "getRunUsage", params: []string{runID.String()}, out: &out})
 	return out, err
 }

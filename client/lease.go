@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -691,7 +690,7 @@ func (l *Lease) ReleaseWithError(ctx context.Context, charge bool, retryAfter *t
 // comes as the decision closes; a read the server answers early (its tenant's waiting
 // reads are at their cap) is followed by a pause as WithPolling sets.
 func (c *Client) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.Decision, error) {
-	return waitUntil(ctx, c, "/v1/decisions/"+decisionID.String(), func(d api.Decision) bool {
+	return waitUntil(ctx, c, "getDecision", decisionID.String(), func(d api.Decision) bool {
 		return d.Status != api.DecisionPending
 	})
 }
@@ -699,7 +698,7 @@ func (c *Client) WaitDecision(ctx context.Context, decisionID uuid.UUID) (api.De
 // WaitRun waits until a run has ended and returns it, until ctx ends (each read a GET with
 // waitSeconds, as WaitDecision's).
 func (c *Client) WaitRun(ctx context.Context, runID uuid.UUID) (api.Run, error) {
-	return waitUntil(ctx, c, "/v1/runs/"+runID.String(), func(r api.Run) bool { return r.State == api.RunEnded })
+	return waitUntil(ctx, c, "getRun", runID.String(), func(r api.Run) bool { return r.State == api.RunEnded })
 }
 
 // WaitDelegation waits until a delegation's child run has ended and returns the
@@ -707,16 +706,15 @@ func (c *Client) WaitRun(ctx context.Context, runID uuid.UUID) (api.Run, error) 
 // the delegation when the run has ended; a delegation that follows a continuation of its
 // child is read again after pauses as WithPolling sets.
 func (c *Client) WaitDelegation(ctx context.Context, delegationID uuid.UUID) (api.Delegation, error) {
-	path := "/v1/delegations/" + delegationID.String()
 	for n := 1; ; n++ {
 		var d api.Delegation
-		if _, err := c.do(ctx, call{method: http.MethodGet, path: path, repeat: idempotent, out: &d}); err != nil {
+		if _, err := c.do(ctx, call{op: "getDelegation", params: []string{delegationID.String()}, out: &d}); err != nil {
 			return d, err
 		}
 		if d.Status == api.DelegationSucceeded || d.Status == api.DelegationFailed || d.Status == api.DelegationCancelled {
 			return d, nil
 		}
-		ended, err := waitUntil(ctx, c, "/v1/runs/"+d.ChildRunID.String(), func(r api.Run) bool { return r.State == api.RunEnded })
+		ended, err := waitUntil(ctx, c, "getRun", d.ChildRunID.String(), func(r api.Run) bool { return r.State == api.RunEnded })
 		if err != nil {
 			return d, err
 		}
@@ -733,10 +731,11 @@ func (c *Client) WaitDelegation(ctx context.Context, delegationID uuid.UUID) (ap
 // waitSeconds is what each read of waitUntil asks the server to wait (its greatest).
 const waitSeconds = 30
 
-// waitUntil reads path with waitSeconds until done says so. A read answered early and
+// waitUntil reads the operation op (a GET taking waitSeconds) of the one id with
+// waitSeconds until done says so. A read answered early and
 // unfinished (the server's cap of waiting reads, or a deadline of ctx's) is followed by a
 // wait from the client's least poll interval doubling up to its greatest.
-func waitUntil[T any](ctx context.Context, c *Client, path string, done func(T) bool) (T, error) {
+func waitUntil[T any](ctx context.Context, c *Client, op, id string, done func(T) bool) (T, error) {
 	var cur T
 	for early := 0; ; {
 		wait := waitSeconds * time.Second
@@ -747,8 +746,7 @@ func waitUntil[T any](ctx context.Context, c *Client, path string, done func(T) 
 		secs := max(0, int(wait/time.Second))
 		start := time.Now()
 		var next T
-		_, err := c.do(ctx, call{method: http.MethodGet, path: path, query: url.Values{"waitSeconds": {strconv.Itoa(secs)}},
-			repeat: idempotent, out: &next})
+		_, err := c.do(ctx, call{op: op, params: []string{id}, query: url.Values{"waitSeconds": {strconv.Itoa(secs)}}, out: &next})
 		if err != nil {
 			return cur, err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"net/http"
 
 	"github.com/google/uuid"
 
@@ -16,13 +15,13 @@ import (
 // the stored checkpoint (so it is retried); another hash is ErrSequenceConflict.
 func (c *Client) AppendCheckpoint(ctx context.Context, attemptID uuid.UUID, req api.CheckpointRequest) (api.Checkpoint, error) {
 	var out api.Checkpoint
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/checkpoints"), body: req, repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "appendCheckpoint", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
 }
 
 // ListCheckpoints reads one page of an attempt's checkpoints in sequence order.
 func (c *Client) ListCheckpoints(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.Checkpoint], error) {
-	return list[api.Checkpoint](ctx, c, attemptPath(attemptID, "/checkpoints"), params)
+	return list[api.Checkpoint](ctx, c, "listCheckpoints", params, attemptID.String())
 }
 
 // Checkpoints iterates over an attempt's checkpoints in sequence order.
@@ -35,7 +34,7 @@ func (c *Client) Checkpoints(ctx context.Context, attemptID uuid.UUID) iter.Seq2
 // GetCheckpoint reads one checkpoint.
 func (c *Client) GetCheckpoint(ctx context.Context, attemptID, checkpointID uuid.UUID) (api.Checkpoint, error) {
 	var out api.Checkpoint
-	_, err := c.do(ctx, call{method: http.MethodGet, path: attemptPath(attemptID, "/checkpoints/"+checkpointID.String()), repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "getCheckpoint", params: []string{attemptID.String(), checkpointID.String()}, out: &out})
 	return out, err
 }
 
@@ -50,7 +49,7 @@ func (c *Client) LastCheckpoint(ctx context.Context, runID uuid.UUID) (*api.Last
 // checkpoint from no run (the service answers 404 to both).
 func (c *Client) lastCheckpoint(ctx context.Context, runID uuid.UUID, runExists bool) (*api.LastCheckpoint, error) {
 	var out api.LastCheckpoint
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/runs/" + runID.String() + "/checkpoints/last", repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "getLastCheckpoint", params: []string{runID.String()}, out: &out})
 	if errors.Is(err, ErrNotFound) {
 		if runExists {
 			return nil, nil
@@ -71,7 +70,7 @@ func (c *Client) lastCheckpoint(ctx context.Context, runID uuid.UUID, runExists 
 // retried); another requestHash is ErrSequenceConflict.
 func (c *Client) RecordCall(ctx context.Context, attemptID uuid.UUID, req api.CallRequest) (api.Call, string, error) {
 	var out api.Call
-	res, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/calls"), body: req, repeat: idempotent, out: &out})
+	res, err := c.do(ctx, call{op: "recordCall", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, res.etag(), err
 }
 
@@ -80,18 +79,14 @@ func (c *Client) RecordCall(ctx context.Context, attemptID uuid.UUID, req api.Ca
 // stored (so it is retried); another finish of a finished call is ErrIllegalTransition.
 func (c *Client) FinishCall(ctx context.Context, attemptID, callID uuid.UUID, req api.FinishCallRequest, ifMatch string) (api.Call, error) {
 	var out api.Call
-	r := idempotent
-	if ifMatch != "" {
-		r = conditional
-	}
-	_, err := c.do(ctx, call{method: http.MethodPatch, path: attemptPath(attemptID, "/calls/"+callID.String()), body: req,
-		ifMatch: ifMatch, repeat: r, ambiguous: []api.ProblemCode{api.CodePreconditionFailed}, out: &out})
+	_, err := c.do(ctx, call{op: "finishCall", params: []string{attemptID.String(), callID.String()}, body: req,
+		ifMatch: ifMatch, out: &out})
 	return out, err
 }
 
 // ListCalls reads one page of an attempt's calls in sequence order.
 func (c *Client) ListCalls(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.Call], error) {
-	return list[api.Call](ctx, c, attemptPath(attemptID, "/calls"), params)
+	return list[api.Call](ctx, c, "listCalls", params, attemptID.String())
 }
 
 // Calls iterates over an attempt's calls in sequence order.
@@ -105,7 +100,7 @@ func (c *Client) Calls(ctx context.Context, attemptID uuid.UUID) iter.Seq2[api.C
 // window, newest start first, or with EndedFrom/EndedTo finished in one, newest end first
 // (the rows the calls and usage insights count).
 func (c *Client) ListTenantCalls(ctx context.Context, params api.ListTenantCallsParams) (api.Page[api.CallItem], error) {
-	return list[api.CallItem](ctx, c, "/v1/calls", params)
+	return list[api.CallItem](ctx, c, "listTenantCalls", params)
 }
 
 // TenantCalls iterates over the tenant's calls matching params, newest first.
@@ -119,7 +114,7 @@ func (c *Client) TenantCalls(ctx context.Context, params api.ListTenantCallsPara
 // GetCall reads one call and its ETag.
 func (c *Client) GetCall(ctx context.Context, attemptID, callID uuid.UUID) (api.Call, string, error) {
 	var out api.Call
-	res, err := c.do(ctx, call{method: http.MethodGet, path: attemptPath(attemptID, "/calls/"+callID.String()), repeat: idempotent, out: &out})
+	res, err := c.do(ctx, call{op: "getCall", params: []string{attemptID.String(), callID.String()}, out: &out})
 	return out, res.etag(), err
 }
 
@@ -129,23 +124,19 @@ func (c *Client) GetCall(ctx context.Context, attemptID, callID uuid.UUID) (api.
 // answers the same decision, so it is retried.
 func (c *Client) RequestDecision(ctx context.Context, attemptID uuid.UUID, req api.DecisionRequest) (api.Decision, error) {
 	var out api.Decision
-	r := once
-	if req.IdempotencyKey != nil {
-		r = idempotent
-	}
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/decisions"), body: req, repeat: r, out: &out})
+	_, err := c.do(ctx, call{op: "requestDecision", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
 }
 
 // ListAttemptDecisions reads one page of an attempt's decisions, oldest first.
 func (c *Client) ListAttemptDecisions(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.DecisionItem], error) {
-	return list[api.DecisionItem](ctx, c, attemptPath(attemptID, "/decisions"), params)
+	return list[api.DecisionItem](ctx, c, "listAttemptDecisions", params, attemptID.String())
 }
 
 // ListDecisions reads one page of the decision inbox (admin; GET /v1/decisions), oldest
 // request first.
 func (c *Client) ListDecisions(ctx context.Context, params api.ListDecisionsParams) (api.Page[api.DecisionItem], error) {
-	return list[api.DecisionItem](ctx, c, "/v1/decisions", params)
+	return list[api.DecisionItem](ctx, c, "listDecisions", params)
 }
 
 // Decisions iterates over the decision inbox (admin), oldest request first.
@@ -159,7 +150,7 @@ func (c *Client) Decisions(ctx context.Context, params api.ListDecisionsParams) 
 // GetDecision reads a decision and its ETag (GET /v1/decisions/{decisionId}).
 func (c *Client) GetDecision(ctx context.Context, decisionID uuid.UUID) (api.Decision, string, error) {
 	var out api.Decision
-	res, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/decisions/" + decisionID.String(), repeat: idempotent, out: &out})
+	res, err := c.do(ctx, call{op: "getDecision", params: []string{decisionID.String()}, out: &out})
 	return out, res.etag(), err
 }
 
@@ -170,8 +161,8 @@ func (c *Client) GetDecision(ctx context.Context, decisionID uuid.UUID) (api.Dec
 // decision to see how it closed). AnswerPending reads the ETag for you.
 func (c *Client) AnswerDecision(ctx context.Context, decisionID uuid.UUID, etag string, req api.AnswerDecisionRequest) (api.Decision, error) {
 	var out api.Decision
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/decisions/" + decisionID.String() + "/answer", body: req,
-		ifMatch: etag, repeat: conditional, ambiguous: []api.ProblemCode{api.CodePreconditionFailed, api.CodeDecisionClosed}, out: &out})
+	_, err := c.do(ctx, call{op: "answerDecision", params: []string{decisionID.String()}, body: req,
+		ifMatch: etag, out: &out})
 	return out, err
 }
 
@@ -190,30 +181,26 @@ func (c *Client) AnswerPending(ctx context.Context, decisionID uuid.UUID, req ap
 // set.
 func (c *Client) Delegate(ctx context.Context, attemptID uuid.UUID, req api.DelegationRequest) (api.Delegation, error) {
 	var out api.Delegation
-	r := once
-	if req.Child.IdempotencyKey != nil {
-		r = idempotent
-	}
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/delegations"), body: req, repeat: r, out: &out})
+	_, err := c.do(ctx, call{op: "createDelegation", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
 }
 
 // ListDelegations reads one page of an attempt's delegations, oldest first.
 func (c *Client) ListDelegations(ctx context.Context, attemptID uuid.UUID, params api.PageParams) (api.Page[api.Delegation], error) {
-	return list[api.Delegation](ctx, c, attemptPath(attemptID, "/delegations"), params)
+	return list[api.Delegation](ctx, c, "listDelegations", params, attemptID.String())
 }
 
 // GetDelegation reads a delegation (its status follows the child run).
 func (c *Client) GetDelegation(ctx context.Context, delegationID uuid.UUID) (api.Delegation, error) {
 	var out api.Delegation
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/delegations/" + delegationID.String(), repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "getDelegation", params: []string{delegationID.String()}, out: &out})
 	return out, err
 }
 
 // ListRunDecisions reads one page of a run's decisions across its attempts and its
 // continuation chain, oldest first (GET /v1/runs/{runId}/decisions).
 func (c *Client) ListRunDecisions(ctx context.Context, runID uuid.UUID, params api.PageParams) (api.Page[api.DecisionItem], error) {
-	return list[api.DecisionItem](ctx, c, "/v1/runs/"+runID.String()+"/decisions", params)
+	return list[api.DecisionItem](ctx, c, "listRunDecisions", params, runID.String())
 }
 
 // ParkAttempt ends the attempt parked and queues its run waiting for the named decisions
@@ -221,6 +208,6 @@ func (c *Client) ListRunDecisions(ctx context.Context, runID uuid.UUID, params a
 // the parked attempt, so it is sent again after a failure.
 func (c *Client) ParkAttempt(ctx context.Context, attemptID uuid.UUID, req api.ParkAttemptRequest) (api.Attempt, error) {
 	var out api.Attempt
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/park"), body: req, repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "parkAttempt", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
 }

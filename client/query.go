@@ -5,7 +5,6 @@ import (
 	"encoding"
 	"fmt"
 	"iter"
-	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -80,9 +79,9 @@ func queryText(v reflect.Value) (string, bool) {
 }
 
 // list reads one page of a collection.
-func list[T any](ctx context.Context, cl *Client, path string, params any) (api.Page[T], error) {
+func list[T any](ctx context.Context, cl *Client, op string, params any, pathParams ...string) (api.Page[T], error) {
 	var page api.Page[T]
-	_, err := cl.do(ctx, call{method: http.MethodGet, path: path, query: queryOf(params), repeat: idempotent, out: &page})
+	_, err := cl.do(ctx, call{op: op, params: pathParams, query: queryOf(params), out: &page})
 	return page, err
 }
 

@@ -19,11 +19,7 @@ import (
 // one a lost answer could mean a run queued twice.
 func (c *Client) EnqueueRun(ctx context.Context, req api.EnqueueRequest) (api.Run, error) {
 	var out api.Run
-	r := once
-	if req.IdempotencyKey != nil {
-		r = idempotent
-	}
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs", body: req, repeat: r, out: &out})
+	_, err := c.do(ctx, call{op: "enqueueRun", body: req, out: &out})
 	return out, err
 }
 
@@ -50,7 +46,7 @@ func (e *HeldError) Is(target error) bool { return target == ErrClaimHeld }
 // then passes and is taken back by the reaper. Use a Worker rather than claiming by hand.
 func (c *Client) ClaimRun(ctx context.Context, req api.ClaimRequest) (*api.Claim, error) {
 	var out api.Claim
-	res, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/claim", body: req, repeat: once, out: &out})
+	res, err := c.do(ctx, call{op: "claimRun", body: req, out: &out})
 	if err != nil {
 		return nil, err
 	}
@@ -66,13 +62,13 @@ func (c *Client) ClaimRun(ctx context.Context, req api.ClaimRequest) (*api.Claim
 // GetRun reads a run (GET /v1/runs/{runId}).
 func (c *Client) GetRun(ctx context.Context, runID uuid.UUID) (api.Run, error) {
 	var out api.Run
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/runs/" + runID.String(), repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "getRun", params: []string{runID.String()}, out: &out})
 	return out, err
 }
 
 // ListRuns reads one page of the tenant's runs, newest first (GET /v1/runs).
 func (c *Client) ListRuns(ctx context.Context, params api.ListRunsParams) (api.Page[api.RunItem], error) {
-	return list[api.RunItem](ctx, c, "/v1/runs", params)
+	return list[api.RunItem](ctx, c, "listRuns", params)
 }
 
 // Runs iterates over the tenant's runs matching params, newest first, following the pages.
@@ -88,7 +84,7 @@ func (c *Client) Runs(ctx context.Context, params api.ListRunsParams) iter.Seq2[
 // next heartbeat). Idempotent, so retried.
 func (c *Client) CancelRun(ctx context.Context, runID uuid.UUID) (api.Run, error) {
 	var out api.Run
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/" + runID.String() + "/cancel", repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "cancelRun", params: []string{runID.String()}, out: &out})
 	return out, err
 }
 
@@ -96,7 +92,7 @@ func (c *Client) CancelRun(ctx context.Context, runID uuid.UUID) (api.Run, error
 // be nil). A repeat answers the existing continuation, so it is retried.
 func (c *Client) ContinueRun(ctx context.Context, runID uuid.UUID, req *api.ContinueRequest) (api.Run, error) {
 	var out api.Run
-	cl := call{method: http.MethodPost, path: "/v1/runs/" + runID.String() + "/continue", repeat: idempotent, out: &out}
+	cl := call{op: "continueRun", params: []string{runID.String()}, out: &out}
 	if req != nil {
 		cl.body = req
 	}
@@ -109,11 +105,7 @@ func (c *Client) ContinueRun(ctx context.Context, runID uuid.UUID, req *api.Cont
 // Retried only with an idempotency key, which makes a repeat answer the same fork.
 func (c *Client) ForkRun(ctx context.Context, runID uuid.UUID, req api.ForkRequest) (api.Run, error) {
 	var out api.Run
-	r := once
-	if req.IdempotencyKey != nil {
-		r = idempotent
-	}
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/" + runID.String() + "/fork", body: req, repeat: r, out: &out})
+	_, err := c.do(ctx, call{op: "forkRun", params: []string{runID.String()}, body: req, out: &out})
 	return out, err
 }
 
@@ -122,28 +114,22 @@ func (c *Client) ForkRun(ctx context.Context, runID uuid.UUID, req api.ForkReque
 // or with DryRun the number of runs matched. Retried only with an idempotency key.
 func (c *Client) BulkRuns(ctx context.Context, req api.BulkRunsRequest) (api.Operation, error) {
 	var out api.Operation
-	r := once
-	if req.IdempotencyKey != nil {
-		r = idempotent
-	}
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/bulk", body: req, repeat: r, out: &out})
+	_, err := c.do(ctx, call{op: "bulkRuns", body: req, out: &out})
 	return out, err
 }
 
 // GetOperation reads a bulk operation's progress (GET /v1/operations/{operationId}).
 func (c *Client) GetOperation(ctx context.Context, operationID uuid.UUID) (api.Operation, error) {
 	var out api.Operation
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/operations/" + operationID.String(), repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "getOperation", params: []string{operationID.String()}, out: &out})
 	return out, err
 }
-
-func attemptPath(id uuid.UUID, rest string) string { return "/v1/attempts/" + id.String() + rest }
 
 // Heartbeat renews a lease (POST /v1/attempts/{attemptId}/heartbeat) and says whether a
 // cancel is pending. A repeat only renews again, so it is retried.
 func (c *Client) Heartbeat(ctx context.Context, attemptID uuid.UUID, req api.HeartbeatRequest) (api.Heartbeat, error) {
 	var out api.Heartbeat
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/heartbeat"), body: req, repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "heartbeatAttempt", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
 }
 
@@ -151,7 +137,7 @@ func (c *Client) Heartbeat(ctx context.Context, attemptID uuid.UUID, req api.Hea
 // of a release that applied answers as the first did, so it is retried.
 func (c *Client) ReleaseAttempt(ctx context.Context, attemptID uuid.UUID, req api.ReleaseAttemptRequest) (api.Attempt, error) {
 	var out api.Attempt
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/release"), body: req, repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "releaseAttempt", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
 }
 
@@ -159,7 +145,7 @@ func (c *Client) ReleaseAttempt(ctx context.Context, attemptID uuid.UUID, req ap
 // exact repeat answers as the first did, so it is retried.
 func (c *Client) CompleteAttempt(ctx context.Context, attemptID uuid.UUID, req api.CompleteAttemptRequest) (api.Attempt, error) {
 	var out api.Attempt
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/complete"), body: req, repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "completeAttempt", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
 }
 
@@ -168,11 +154,7 @@ func (c *Client) CompleteAttempt(ctx context.Context, attemptID uuid.UUID, req a
 // repeat would count twice.
 func (c *Client) PatchAttempt(ctx context.Context, attemptID uuid.UUID, req api.PatchAttemptRequest) (api.Attempt, error) {
 	var out api.Attempt
-	r := idempotent
-	if req.Correction {
-		r = once
-	}
-	_, err := c.do(ctx, call{method: http.MethodPatch, path: attemptPath(attemptID, ""), body: req, repeat: r, out: &out})
+	_, err := c.do(ctx, call{op: "patchAttempt", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
 }
 
@@ -181,12 +163,8 @@ func (c *Client) PatchAttempt(ctx context.Context, attemptID uuid.UUID, req api.
 // recorded once, so it is retried.
 func (c *Client) ObserveCancellation(ctx context.Context, attemptID uuid.UUID, req api.FencedRequest) (api.Attempt, error) {
 	var out api.Attempt
-	_, err := c.do(ctx, call{method: http.MethodPost, path: attemptPath(attemptID, "/cancellation"), body: req, repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "acknowledgeCancellation", params: []string{attemptID.String()}, body: req, out: &out})
 	return out, err
-}
-
-func lockPath(agentID, taskID string) string {
-	return "/v1/locks/agents/" + seg(agentID) + "/tasks/" + seg(taskID)
 }
 
 // AcquireLock takes, or renews for the same holder, a task run lock (PUT
@@ -194,14 +172,14 @@ func lockPath(agentID, taskID string) string {
 // while another holder has it. Retried: a repeat renews.
 func (c *Client) AcquireLock(ctx context.Context, agentID, taskID string, req api.LockRequest) (api.TaskLock, error) {
 	var out api.TaskLock
-	_, err := c.do(ctx, call{method: http.MethodPut, path: lockPath(agentID, taskID), body: req, repeat: idempotent, out: &out})
+	_, err := c.do(ctx, call{op: "acquireTaskLock", params: []string{agentID, taskID}, body: req, out: &out})
 	return out, err
 }
 
 // ReleaseLock releases a task run lock held by holderID (DELETE …?holderId=); ErrLockHeld
 // when another holder has it. Retried: releasing a free lock answers as releasing it did.
 func (c *Client) ReleaseLock(ctx context.Context, agentID, taskID, holderID string) error {
-	_, err := c.do(ctx, call{method: http.MethodDelete, path: lockPath(agentID, taskID),
-		query: queryOf(api.ReleaseLockParams{HolderID: holderID}), repeat: idempotent})
+	_, err := c.do(ctx, call{op: "releaseTaskLock", params: []string{agentID, taskID},
+		query: queryOf(api.ReleaseLockParams{HolderID: holderID})})
 	return err
 }

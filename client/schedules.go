@@ -3,12 +3,9 @@ package client
 import (
 	"context"
 	"iter"
-	"net/http"
 
 	"github.com/ledger-dev/ledger/api"
 )
-
-func schedulePath(id string) string { return "/v1/schedules/" + seg(id) }
 
 // PutSchedule creates a schedule (ifMatch empty) or replaces it with the ETag it was read
 // with (admin; PUT /v1/schedules/{scheduleId}), and returns it with its new ETag. As with
@@ -16,12 +13,7 @@ func schedulePath(id string) string { return "/v1/schedules/" + seg(id) }
 // update that is refused may have applied (ErrMaybeApplied).
 func (c *Client) PutSchedule(ctx context.Context, scheduleID string, req api.PutScheduleRequest, ifMatch string) (api.Schedule, string, error) {
 	var out api.Schedule
-	r := once
-	if ifMatch != "" {
-		r = conditional
-	}
-	res, err := c.do(ctx, call{method: http.MethodPut, path: schedulePath(scheduleID), body: req, ifMatch: ifMatch,
-		repeat: r, ambiguous: []api.ProblemCode{api.CodePreconditionFailed}, out: &out})
+	res, err := c.do(ctx, call{op: "putSchedule", params: []string{scheduleID}, body: req, ifMatch: ifMatch, out: &out})
 	return out, res.etag(), err
 }
 
@@ -29,13 +21,13 @@ func (c *Client) PutSchedule(ctx context.Context, scheduleID string, req api.Put
 // counts) and its ETag.
 func (c *Client) GetSchedule(ctx context.Context, scheduleID string) (api.Schedule, string, error) {
 	var out api.Schedule
-	res, err := c.do(ctx, call{method: http.MethodGet, path: schedulePath(scheduleID), repeat: idempotent, out: &out})
+	res, err := c.do(ctx, call{op: "getSchedule", params: []string{scheduleID}, out: &out})
 	return out, res.etag(), err
 }
 
 // ListSchedules reads one page of the tenant's schedules, in id order.
 func (c *Client) ListSchedules(ctx context.Context, params api.PageParams) (api.Page[api.ScheduleItem], error) {
-	return list[api.ScheduleItem](ctx, c, "/v1/schedules", params)
+	return list[api.ScheduleItem](ctx, c, "listSchedules", params)
 }
 
 // Schedules iterates over the tenant's schedules.
@@ -48,8 +40,7 @@ func (c *Client) Schedules(ctx context.Context) iter.Seq2[api.ScheduleItem, erro
 // DeleteSchedule deletes a schedule (admin); the runs it fired stay. A retry whose earlier
 // try may have deleted it and that finds it gone is ErrMaybeApplied wrapping the 404.
 func (c *Client) DeleteSchedule(ctx context.Context, scheduleID string) error {
-	_, err := c.do(ctx, call{method: http.MethodDelete, path: schedulePath(scheduleID), repeat: conditional,
-		ambiguous: []api.ProblemCode{api.CodeNotFound}})
+	_, err := c.do(ctx, call{op: "deleteSchedule", params: []string{scheduleID}})
 	return err
 }
 
@@ -61,7 +52,6 @@ func (c *Client) DeleteSchedule(ctx context.Context, scheduleID string) error {
 // it, and gets the same runs back marked Existing.
 func (c *Client) EnqueueBatch(ctx context.Context, items []api.EnqueueRequest) ([]api.BatchItem, error) {
 	var out api.BatchEnqueueResponse
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/runs/batch", body: api.BatchEnqueueRequest{Items: items},
-		repeat: once, out: &out})
+	_, err := c.do(ctx, call{op: "enqueueRunBatch", body: api.BatchEnqueueRequest{Items: items}, out: &out})
 	return out.Items, err
 }

@@ -48,36 +48,29 @@ func VerifyWebhookAt(secret string, header http.Header, body []byte, now time.Ti
 	return nil
 }
 
-func webhookPath(name string) string { return "/v1/webhooks/" + seg(name) }
-
 // PutWebhook creates the endpoint (ifMatch empty: the answer carries its secret, shown
 // once) or updates it with the ETag it was read with, and returns it with its new ETag.
 func (c *Client) PutWebhook(ctx context.Context, name string, req api.PutWebhookRequest, ifMatch string) (api.Webhook, string, error) {
 	var out api.Webhook
-	r := once // a repeated create would answer 428, and the secret would be lost
-	if ifMatch != "" {
-		r = conditional
-	}
-	res, err := c.do(ctx, call{method: http.MethodPut, path: webhookPath(name), body: req, ifMatch: ifMatch,
-		repeat: r, ambiguous: []api.ProblemCode{api.CodePreconditionFailed}, out: &out})
+	res, err := c.do(ctx, call{op: "putWebhook", params: []string{name}, body: req, ifMatch: ifMatch, out: &out})
 	return out, res.etag(), err
 }
 
 // GetWebhook reads an endpoint (without its secret) and its ETag.
 func (c *Client) GetWebhook(ctx context.Context, name string) (api.Webhook, string, error) {
 	var out api.Webhook
-	res, err := c.do(ctx, call{method: http.MethodGet, path: webhookPath(name), repeat: idempotent, out: &out})
+	res, err := c.do(ctx, call{op: "getWebhook", params: []string{name}, out: &out})
 	return out, res.etag(), err
 }
 
 // ListWebhooks reads one page of the tenant's endpoints.
 func (c *Client) ListWebhooks(ctx context.Context, params api.PageParams) (api.Page[api.WebhookItem], error) {
-	return list[api.WebhookItem](ctx, c, "/v1/webhooks", params)
+	return list[api.WebhookItem](ctx, c, "listWebhooks", params)
 }
 
 // DeleteWebhook deletes an endpoint.
 func (c *Client) DeleteWebhook(ctx context.Context, name string) error {
-	_, err := c.do(ctx, call{method: http.MethodDelete, path: webhookPath(name), repeat: once})
+	_, err := c.do(ctx, call{op: "deleteWebhook", params: []string{name}})
 	return err
 }
 
@@ -85,18 +78,18 @@ func (c *Client) DeleteWebhook(ctx context.Context, name string) error {
 // one keeps signing for 24 hours. Not repeated: a repeat would rotate again.
 func (c *Client) RotateWebhookSecret(ctx context.Context, name string) (api.Webhook, error) {
 	var out api.Webhook
-	_, err := c.do(ctx, call{method: http.MethodPost, path: webhookPath(name) + "/rotate-secret", repeat: once, out: &out})
+	_, err := c.do(ctx, call{op: "rotateWebhookSecret", params: []string{name}, out: &out})
 	return out, err
 }
 
 // ListWebhookDeliveries reads one page of deliveries, newest first.
 func (c *Client) ListWebhookDeliveries(ctx context.Context, params api.ListWebhookDeliveriesParams) (api.Page[api.WebhookDelivery], error) {
-	return list[api.WebhookDelivery](ctx, c, "/v1/webhook-deliveries", params)
+	return list[api.WebhookDelivery](ctx, c, "listWebhookDeliveries", params)
 }
 
 // Redeliver sends a delivered or failed delivery again, with the same webhook-id.
 func (c *Client) Redeliver(ctx context.Context, id uuid.UUID) (api.WebhookDelivery, error) {
 	var out api.WebhookDelivery
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/webhook-deliveries/" + id.String() + "/redeliver", repeat: once, out: &out})
+	_, err := c.do(ctx, call{op: "redeliverWebhook", params: []string{id.String()}, out: &out})
 	return out, err
 }

@@ -1,6 +1,8 @@
 """Which call may be sent again after which failure: the Python side of api/retry.json, the
-one retry table of the three SDKs (tests/test_retry.py reads that file and checks that this
-module, and the Client's behaviour, agree with it for every operation and failure class)."""
+one retry table of the three SDKs. Its data (the policy, the failure classes, every
+operation's rule) is read from _tables, which scripts/regenerate writes from api/retry.json
+and api/operations.json; tests/test_retry.py reads api/retry.json itself and checks that this
+module, and the Client's behaviour, agree with it for every operation and failure class."""
 
 from __future__ import annotations
 
@@ -8,22 +10,17 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ._tables import OPERATIONS as OPERATIONS_TABLE
+from ._tables import RETRY_TABLE
+
 #: Repeat classes.
 ONCE = "once"  # never sent again once it may have reached the server
 IDEMPOTENT = "idempotent"  # an exact repeat answers as the first try did, or changes nothing more
 CONDITIONAL = "conditional"  # an If-Match update; a listed refusal after an applied try is maybe-applied
 
-#: Failure classes and when each is retried: always, unlessOnce or never.
-FAILURES: Dict[str, str] = {
-    "status429": "always",  # the limiters refuse before any handler runs: nothing was done
-    "status502": "unlessOnce",
-    "status503": "unlessOnce",
-    "status504": "unlessOnce",
-    "notSent": "always",  # no connection: nothing reached the server
-    "noAnswer": "unlessOnce",
-    "unreadableAnswer": "unlessOnce",
-    "otherStatus": "never",
-}
+#: Failure classes and when each is retried: always, unlessOnce or never (api/retry.json's).
+FAILURES: Dict[str, str] = dict(RETRY_TABLE["failures"])
+_POLICY: Dict[str, Any] = RETRY_TABLE["policy"]
 
 
 @dataclass(frozen=True)
@@ -40,79 +37,13 @@ class OpRule:
     ambiguous: Tuple[str, ...] = ()
 
 
-#: Every operation (by operationId) and its rule. HEAD operations take their GET's.
-OPERATIONS: Dict[str, OpRule] = {
-    "acknowledgeCancellation": OpRule(IDEMPOTENT),
-    "acquireTaskLock": OpRule(IDEMPOTENT),
-    "answerDecision": OpRule(CONDITIONAL, ambiguous=("precondition_failed", "decision_closed")),
-    "appendCheckpoint": OpRule(IDEMPOTENT),
-    "cancelRun": OpRule(IDEMPOTENT),
-    "claimRun": OpRule(ONCE),
-    "completeAttempt": OpRule(IDEMPOTENT),
-    "continueRun": OpRule(IDEMPOTENT),
-    "createDelegation": OpRule(ONCE, when_body={"child.idempotencyKey": IDEMPOTENT}),
-    "enqueueRun": OpRule(ONCE, when_body={"idempotencyKey": IDEMPOTENT}),
-    "finishCall": OpRule(IDEMPOTENT, when_if_match=CONDITIONAL, ambiguous=("precondition_failed",)),
-    "getAttempt": OpRule(IDEMPOTENT),
-    "getAttemptTimeline": OpRule(IDEMPOTENT),
-    "getCall": OpRule(IDEMPOTENT),
-    "getCheckpoint": OpRule(IDEMPOTENT),
-    "getDecision": OpRule(IDEMPOTENT),
-    "getDelegation": OpRule(IDEMPOTENT),
-    "getHealth": OpRule(IDEMPOTENT),
-    "getLastCheckpoint": OpRule(IDEMPOTENT),
-    "getMetrics": OpRule(IDEMPOTENT),
-    "getOpenAPI": OpRule(IDEMPOTENT),
-    "getProject": OpRule(IDEMPOTENT),
-    "getReadiness": OpRule(ONCE),  # it reports the moment
-    "getRelease": OpRule(IDEMPOTENT),
-    "getRun": OpRule(IDEMPOTENT),
-    "heartbeatAttempt": OpRule(IDEMPOTENT),
-    "listAttemptDecisions": OpRule(IDEMPOTENT),
-    "listAttempts": OpRule(IDEMPOTENT),
-    "listCalls": OpRule(IDEMPOTENT),
-    "listCheckpoints": OpRule(IDEMPOTENT),
-    "listTenantCalls": OpRule(IDEMPOTENT),
-    "listDecisions": OpRule(IDEMPOTENT),
-    "listDelegations": OpRule(IDEMPOTENT),
-    "listProjects": OpRule(IDEMPOTENT),
-    "listReleases": OpRule(IDEMPOTENT),
-    "insightAttemptsEnded": OpRule(IDEMPOTENT),
-    "insightAttemptsPerRun": OpRule(IDEMPOTENT),
-    "insightCalls": OpRule(IDEMPOTENT),
-    "insightClaimLatency": OpRule(IDEMPOTENT),
-    "insightDecisions": OpRule(IDEMPOTENT),
-    "insightLeasesLost": OpRule(IDEMPOTENT),
-    "insightRunsEnded": OpRule(IDEMPOTENT),
-    "listRuns": OpRule(IDEMPOTENT),
-    "patchAttempt": OpRule(IDEMPOTENT, when_body={"correction": ONCE}),
-    "putProject": OpRule(ONCE, when_if_match=CONDITIONAL, ambiguous=("precondition_failed",)),
-    "putRelease": OpRule(IDEMPOTENT, when_if_match=CONDITIONAL, ambiguous=("precondition_failed",)),
-    "recordCall": OpRule(IDEMPOTENT),
-    "releaseAttempt": OpRule(IDEMPOTENT),
-    "releaseTaskLock": OpRule(IDEMPOTENT),
-    "requestDecision": OpRule(ONCE, when_body={"idempotencyKey": IDEMPOTENT}),
-    "enqueueRunBatch": OpRule(ONCE),
-    "forkRun": OpRule(ONCE, when_body={"idempotencyKey": IDEMPOTENT}),
-    "parkAttempt": OpRule(IDEMPOTENT),
-    "listRunDecisions": OpRule(IDEMPOTENT),
-    "getAttemptUsage": OpRule(IDEMPOTENT),
-    "getRunUsage": OpRule(IDEMPOTENT),
-    "insightUsage": OpRule(IDEMPOTENT),
-    "putSchedule": OpRule(ONCE, when_if_match=CONDITIONAL, ambiguous=("precondition_failed",)),
-    "getSchedule": OpRule(IDEMPOTENT),
-    "deleteSchedule": OpRule(CONDITIONAL, ambiguous=("not_found",)),
-    "listSchedules": OpRule(IDEMPOTENT),
-    "putWebhook": OpRule(ONCE, when_if_match=CONDITIONAL, ambiguous=("precondition_failed",)),
-    "getWebhook": OpRule(IDEMPOTENT),
-    "deleteWebhook": OpRule(ONCE),
-    "listWebhooks": OpRule(IDEMPOTENT),
-    "rotateWebhookSecret": OpRule(ONCE),
-    "listWebhookDeliveries": OpRule(IDEMPOTENT),
-    "redeliverWebhook": OpRule(ONCE),
-    "bulkRuns": OpRule(ONCE, when_body={"idempotencyKey": IDEMPOTENT}),
-    "getOperation": OpRule(IDEMPOTENT),
-}
+def _rule(e: Mapping[str, Any]) -> OpRule:
+    return OpRule(e["repeat"], dict(e.get("whenBody", {})), e.get("whenIfMatch"), tuple(e.get("ambiguous", ())))
+
+
+#: Every operation (by operationId) and its rule, read from the generated operation table
+#: (api/operations.json, whose rules are api/retry.json's). HEAD operations take their GET's.
+OPERATIONS: Dict[str, OpRule] = {op: _rule(e) for op, e in OPERATIONS_TABLE.items()}
 
 
 def _present(body: Any, path: str) -> bool:
@@ -150,11 +81,11 @@ class RetryPolicy:
     with up to retry_after_jitter more so that clients told the same moment do not all come
     back at it; a Retry-After longer than max_retry_after fails the call instead."""
 
-    max_attempts: int = 6  #: sends at most (1: no retries)
-    base: float = 0.1  #: seconds
-    max: float = 10.0  #: seconds
-    max_retry_after: float = 60.0  #: seconds
-    retry_after_jitter: float = 0.25
+    max_attempts: int = int(_POLICY["maxAttempts"])  #: sends at most (1: no retries)
+    base: float = _POLICY["baseMs"] / 1000  #: seconds
+    max: float = _POLICY["maxMs"] / 1000  #: seconds
+    max_retry_after: float = _POLICY["maxRetryAfterMs"] / 1000  #: seconds
+    retry_after_jitter: float = float(_POLICY["retryAfterJitter"])
 
     def backoff(self, n: int, retry_after: Optional[float]) -> float:
         """The wait before try n+1 (n >= 1 tries failed), given the server's Retry-After."""

@@ -6,14 +6,16 @@ import http.client
 import io
 import json
 import math
+import re
 import socket
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, Tuple,
+from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, Sequence, Tuple,
                     TypeVar, Union, cast)
 
 from . import _retry
+from ._tables import OPERATIONS
 from ._codec import DecodeError, encode, from_json
 from ._deepjson import loads as _json_loads
 from ._problem import (MAX_ERROR_BODY, ClaimHeld, LedgerProblem, TransportError, parse_retry_after,
@@ -165,17 +167,15 @@ def _json_object(v: Any) -> Dict[str, Any]:
     return v
 
 
-# The insight routes by path name, with their operation ids (api/retry.json).
 #: The run listing's filters beyond list_runs' named ones, by wire name.
 _RUN_FILTERS = frozenset({"agentId", "band", "queuedFrom", "queuedTo", "outcome", "errorCode", "releaseId",
                           "endedFrom", "endedTo", "tag", "attemptsMin", "attemptsMax",
                           "firstReleaseId"})
 
-_INSIGHT_OPS = {
-    "runs": "insightRunsEnded", "attempts": "insightAttemptsEnded", "leases-lost": "insightLeasesLost",
-    "attempts-per-run": "insightAttemptsPerRun", "claim-latency": "insightClaimLatency",
-    "calls": "insightCalls", "decisions": "insightDecisions", "usage": "insightUsage",
-}
+#: The insight routes by their path's last segment (runs, leases-lost, …), with their
+#: operation ids, from the operation table.
+_INSIGHT_OPS = {e["path"].rsplit("/", 1)[1]: op for op, e in OPERATIONS.items()
+                if e["path"].startswith("/v1/insights/")}
 
 
 class Client:
@@ -274,11 +274,13 @@ class Client:
         finally:
             conn.close()
 
-    def _call(self, op: str, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None,
+    def _call(self, op: str, *params: str, query: Optional[Mapping[str, Any]] = None,
               body: Any = None, if_match: Optional[str] = None, decode: Callable[[Any], T], text: bool = False, wait: float = 0) -> Answer[T]:
-        """Sends one call, retrying as its repeat class and the policy allow; raises a
-        LedgerProblem or TransportError for the last failed try. decode makes the answer's
-        value of its JSON (text: of its UTF-8 text)."""
+        """Sends one call of operation op, its method and path template read from the
+        operation table, params filling the template's parameters in order, retrying as its
+        repeat class and the policy allow; raises a LedgerProblem or TransportError for the
+        last failed try. decode makes the answer's value of its JSON (text: of its UTF-8 text)."""
+        method, path = _route(op, params)
         def raw_decode(raw: bytes) -> T:
             text_value = raw.decode("utf-8")
             return decode(text_value if text else (_json_loads(text_value) if raw else None))
@@ -324,7 +326,7 @@ class Client:
         """Queues a run (POST /v1/runs). Retried only when the request carries an
         idempotency_key: a repeat under the same key answers the existing run, where without
         one a lost answer could mean a run queued twice."""
-        return self._call("enqueueRun", "POST", "/v1/runs", body=req, decode=Run.from_json).body
+        return self._call("enqueueRun", body=req, decode=Run.from_json).body
 
     def claim_run(self, req: ClaimRequest) -> Optional[Claim]:
         """Leases one due run and starts its attempt (POST /v1/runs/claim), waiting up to
@@ -332,7 +334,7 @@ class Client:
         back. Never sent again once it may have reached the service (a lost answer may hold a
         lease, which passes and the reaper takes back). Use a Worker rather than claiming by
         hand."""
-        a = self._call("claimRun", "POST", "/v1/runs/claim", body=req, decode=Claim.from_json,
+        a = self._call("claimRun", body=req, decode=Claim.from_json,
                        wait=req.wait_seconds or 0)
         if a.status == 204:
             ra = parse_retry_after(a.headers.get("Retry-After"))
@@ -344,7 +346,7 @@ class Client:
     def get_run(self, run_id: str, *, wait_seconds: Optional[int] = None) -> Run:
         """Reads a run (GET /v1/runs/{runId}); with wait_seconds (0..30) the service answers
         as soon as the run has ended, or at the timeout with its current state."""
-        return self._call("getRun", "GET", "/v1/runs/" + _seg(run_id), query={"waitSeconds": wait_seconds},
+        return self._call("getRun", run_id, query={"waitSeconds": wait_seconds},
                           decode=Run.from_json, wait=wait_seconds or 0).body
 
     def wait_run(self, run_id: str, timeout: Optional[float] = None, *,
@@ -368,7 +370,7 @@ class Client:
         runs, attempts, leases-lost, attempts-per-run, claim-latency (these take group_by),
         calls, decisions or usage (group_by model, agent, release or project). The answer is the insight's JSON object (see the OpenAPI document)."""
         op = _INSIGHT_OPS[name]
-        return self._call(op, "GET", "/v1/insights/" + name, query={
+        return self._call(op, query={
             "from": from_, "to": to, "bucket": bucket, "groupBy": group_by, "projectId": project_id,
             "agentId": agent_id, "releaseId": release_id, "kind": kind}, decode=_json_object).body
 
@@ -383,7 +385,7 @@ class Client:
         unknown = set(filters) - _RUN_FILTERS
         if unknown:
             raise TypeError("list_runs: no filter " + ", ".join(sorted(unknown)))
-        return self._call("listRuns", "GET", "/v1/runs", query={
+        return self._call("listRuns", query={
             "state": state, "subject": subject, "projectId": project_id, "kind": kind,
             "limit": limit, "cursor": cursor, **filters}, decode=RunItemPage.from_json).body
 
@@ -397,12 +399,12 @@ class Client:
     def cancel_run(self, run_id: str) -> Run:
         """Cancels a run (admin; POST /v1/runs/{runId}/cancel): a queued run ends cancelled at
         once, a leased one is asked to stop. Idempotent, so retried."""
-        return self._call("cancelRun", "POST", "/v1/runs/" + _seg(run_id) + "/cancel", decode=Run.from_json).body
+        return self._call("cancelRun", run_id, decode=Run.from_json).body
 
     def continue_run(self, run_id: str, req: Optional[ContinueRequest] = None) -> Run:
         """Continues an ended run on a new run (POST /v1/runs/{runId}/continue). A repeat
         answers the existing continuation, so it is retried."""
-        return self._call("continueRun", "POST", "/v1/runs/" + _seg(run_id) + "/continue", body=req,
+        return self._call("continueRun", run_id, body=req,
                           decode=Run.from_json).body
 
     def last_checkpoint(self, run_id: str) -> Optional[LastCheckpoint]:
@@ -413,7 +415,7 @@ class Client:
 
     def _last_checkpoint(self, run_id: str, run_exists: bool) -> Optional[LastCheckpoint]:
         try:
-            return self._call("getLastCheckpoint", "GET", "/v1/runs/" + _seg(run_id) + "/checkpoints/last",
+            return self._call("getLastCheckpoint", run_id,
                               decode=LastCheckpoint.from_json).body
         except NotFound:
             if run_exists:
@@ -425,7 +427,7 @@ class Client:
 
     def get_attempt(self, attempt_id: str) -> Tuple[Attempt, Optional[str]]:
         """Reads an attempt and its ETag."""
-        a = self._call("getAttempt", "GET", _attempt(attempt_id), decode=Attempt.from_json)
+        a = self._call("getAttempt", attempt_id, decode=Attempt.from_json)
         return a.body, a.etag
 
     def list_attempts(self, *, run_id: Optional[str] = None, agent_id: Optional[str] = None,
@@ -438,7 +440,7 @@ class Client:
         """One page of attempts (GET /v1/attempts): newest first with the filters; with
         ended_from or ended_to the attempts ended in that window, newest end first (as the
         attempt insights count them); or the change feed with changed_since."""
-        return self._call("listAttempts", "GET", "/v1/attempts", query={
+        return self._call("listAttempts", query={
             "runId": run_id, "agentId": agent_id, "projectId": project_id, "state": state,
             "startedFrom": started_from, "startedTo": started_to, "changedSince": changed_since,
             "limit": limit, "cursor": cursor, "endedFrom": ended_from, "endedTo": ended_to,
@@ -469,34 +471,34 @@ class Client:
     def patch_attempt(self, attempt_id: str, req: PatchAttemptRequest) -> Attempt:
         """Changes an attempt's phase, counts a correction or records its context snapshot
         (PATCH /v1/attempts/{attemptId}). Retried unless it counts a correction."""
-        return self._call("patchAttempt", "PATCH", _attempt(attempt_id), body=req, decode=Attempt.from_json).body
+        return self._call("patchAttempt", attempt_id, body=req, decode=Attempt.from_json).body
 
     def heartbeat(self, attempt_id: str, req: HeartbeatRequest) -> Heartbeat:
         """Renews a lease and says whether a cancel is pending. Retried."""
-        return self._call("heartbeatAttempt", "POST", _attempt(attempt_id, "/heartbeat"), body=req,
+        return self._call("heartbeatAttempt", attempt_id, body=req,
                           decode=Heartbeat.from_json).body
 
     def release_attempt(self, attempt_id: str, req: ReleaseAttemptRequest) -> Attempt:
         """Gives a leased run back. A repeat answers as the first did, so it is retried."""
-        return self._call("releaseAttempt", "POST", _attempt(attempt_id, "/release"), body=req,
+        return self._call("releaseAttempt", attempt_id, body=req,
                           decode=Attempt.from_json).body
 
     def complete_attempt(self, attempt_id: str, req: CompleteAttemptRequest) -> Attempt:
         """Ends an attempt and its run. An exact repeat answers as the first did: retried."""
-        return self._call("completeAttempt", "POST", _attempt(attempt_id, "/complete"), body=req,
+        return self._call("completeAttempt", attempt_id, body=req,
                           decode=Attempt.from_json).body
 
     def observe_cancellation(self, attempt_id: str, req: FencedRequest) -> Attempt:
         """Records that the holder saw its run's cancel request (NoCancelRequested when none
         is pending). Recorded once, so retried."""
-        return self._call("acknowledgeCancellation", "POST", _attempt(attempt_id, "/cancellation"), body=req,
+        return self._call("acknowledgeCancellation", attempt_id, body=req,
                           decode=Attempt.from_json).body
 
     def timeline(self, attempt_id: str, *, limit: Optional[int] = None,
                  cursor: Optional[str] = None) -> TimelineEntryPage:
         """One page of an attempt's timeline: checkpoints, calls, decisions and delegations
         merged by time."""
-        return self._call("getAttemptTimeline", "GET", _attempt(attempt_id, "/timeline"),
+        return self._call("getAttemptTimeline", attempt_id,
                           query={"limit": limit, "cursor": cursor}, decode=TimelineEntryPage.from_json).body
 
     def timeline_entries(self, attempt_id: str) -> Iterator[TimelineEntry]:
@@ -508,12 +510,12 @@ class Client:
     def append_checkpoint(self, attempt_id: str, req: CheckpointRequest) -> Checkpoint:
         """Appends a checkpoint under the lease. A repeat of a sequence with the same hash
         answers the stored checkpoint (so it is retried); another hash is SequenceConflict."""
-        return self._call("appendCheckpoint", "POST", _attempt(attempt_id, "/checkpoints"), body=req,
+        return self._call("appendCheckpoint", attempt_id, body=req,
                           decode=Checkpoint.from_json).body
 
     def list_checkpoints(self, attempt_id: str, *, limit: Optional[int] = None,
                          cursor: Optional[str] = None) -> CheckpointPage:
-        return self._call("listCheckpoints", "GET", _attempt(attempt_id, "/checkpoints"),
+        return self._call("listCheckpoints", attempt_id,
                           query={"limit": limit, "cursor": cursor}, decode=CheckpointPage.from_json).body
 
     def checkpoints(self, attempt_id: str) -> Iterator[Checkpoint]:
@@ -521,25 +523,25 @@ class Client:
         return _pages(lambda c: self.list_checkpoints(attempt_id, cursor=c))
 
     def get_checkpoint(self, attempt_id: str, checkpoint_id: str) -> Checkpoint:
-        return self._call("getCheckpoint", "GET", _attempt(attempt_id, "/checkpoints/" + _seg(checkpoint_id)),
+        return self._call("getCheckpoint", attempt_id, checkpoint_id,
                           decode=Checkpoint.from_json).body
 
     def record_call(self, attempt_id: str, req: CallRequest) -> Tuple[Call, Optional[str]]:
         """Records a started call under the lease and returns it with its ETag. A repeat of
         a sequence with the same request_hash answers the stored call (so it is retried)."""
-        a = self._call("recordCall", "POST", _attempt(attempt_id, "/calls"), body=req, decode=Call.from_json)
+        a = self._call("recordCall", attempt_id, body=req, decode=Call.from_json)
         return a.body, a.etag
 
     def finish_call(self, attempt_id: str, call_id: str, req: FinishCallRequest,
                     if_match: Optional[str] = None) -> Call:
         """Finishes a call under the lease; if_match, when given, is sent as If-Match (and the
         call is then retried as a conditional update: see LedgerProblem.maybe_applied)."""
-        return self._call("finishCall", "PATCH", _attempt(attempt_id, "/calls/" + _seg(call_id)), body=req,
+        return self._call("finishCall", attempt_id, call_id, body=req,
                           if_match=if_match, decode=Call.from_json).body
 
     def list_calls(self, attempt_id: str, *, limit: Optional[int] = None,
                    cursor: Optional[str] = None) -> CallPage:
-        return self._call("listCalls", "GET", _attempt(attempt_id, "/calls"),
+        return self._call("listCalls", attempt_id,
                           query={"limit": limit, "cursor": cursor}, decode=CallPage.from_json).body
 
     def list_tenant_calls(self, *, started_from: Any = None, started_to: Any = None,
@@ -552,7 +554,7 @@ class Client:
         """One page of the tenant's calls (GET /v1/calls): started in a window, newest start
         first, or with ended_from/ended_to finished in one, newest end first (as the calls and
         usage insights count them)."""
-        return self._call("listTenantCalls", "GET", "/v1/calls", query={
+        return self._call("listTenantCalls", query={
             "startedFrom": started_from, "startedTo": started_to, "endedFrom": ended_from,
             "endedTo": ended_to, "target": target, "model": model,
             "reportedUsage": None if reported_usage is None else ("true" if reported_usage else "false"),
@@ -569,7 +571,7 @@ class Client:
 
     def get_call(self, attempt_id: str, call_id: str) -> Tuple[Call, Optional[str]]:
         """Reads one call and its ETag."""
-        a = self._call("getCall", "GET", _attempt(attempt_id, "/calls/" + _seg(call_id)), decode=Call.from_json)
+        a = self._call("getCall", attempt_id, call_id, decode=Call.from_json)
         return a.body, a.etag
 
     # ---- decisions and delegations ----
@@ -577,18 +579,18 @@ class Client:
     def request_decision(self, attempt_id: str, req: DecisionRequest) -> Decision:
         """Asks a person to decide, under the lease. Never sent again once it may have
         reached the service: a repeat would ask twice."""
-        return self._call("requestDecision", "POST", _attempt(attempt_id, "/decisions"), body=req,
+        return self._call("requestDecision", attempt_id, body=req,
                           decode=Decision.from_json).body
 
     def list_attempt_decisions(self, attempt_id: str, *, limit: Optional[int] = None,
                                cursor: Optional[str] = None) -> DecisionItemPage:
-        return self._call("listAttemptDecisions", "GET", _attempt(attempt_id, "/decisions"),
+        return self._call("listAttemptDecisions", attempt_id,
                           query={"limit": limit, "cursor": cursor}, decode=DecisionItemPage.from_json).body
 
     def list_decisions(self, *, status: Optional[str] = None, project_id: Optional[str] = None,
                        limit: Optional[int] = None, cursor: Optional[str] = None) -> DecisionItemPage:
         """One page of the decision inbox (admin), oldest request first."""
-        return self._call("listDecisions", "GET", "/v1/decisions", query={
+        return self._call("listDecisions", query={
             "status": status, "projectId": project_id, "limit": limit, "cursor": cursor},
             decode=DecisionItemPage.from_json).body
 
@@ -599,7 +601,7 @@ class Client:
     def get_decision(self, decision_id: str, *, wait_seconds: Optional[int] = None) -> Tuple[Decision, Optional[str]]:
         """Reads a decision and its ETag; with wait_seconds (0..30) the service answers as
         soon as the decision is closed, or at the timeout with its current state."""
-        a = self._call("getDecision", "GET", "/v1/decisions/" + _seg(decision_id),
+        a = self._call("getDecision", decision_id,
                        query={"waitSeconds": wait_seconds}, decode=Decision.from_json, wait=wait_seconds or 0)
         return a.body, a.etag
 
@@ -621,7 +623,7 @@ class Client:
         when it changed since, DecisionClosed when it is no longer pending. Retried; a retry
         refused either way after an earlier try may have reached the service has
         maybe_applied set (read the decision to see how it closed)."""
-        return self._call("answerDecision", "POST", "/v1/decisions/" + _seg(decision_id) + "/answer", body=req,
+        return self._call("answerDecision", decision_id, body=req,
                           if_match=etag, decode=Decision.from_json).body
 
     def answer_pending(self, decision_id: str, req: AnswerDecisionRequest) -> Decision:
@@ -632,12 +634,12 @@ class Client:
     def delegate(self, attempt_id: str, req: DelegationRequest) -> Delegation:
         """Enqueues a child run and records the delegation under the lease. Retried only when
         req.child.idempotency_key is set (a repeat then answers the existing delegation)."""
-        return self._call("createDelegation", "POST", _attempt(attempt_id, "/delegations"), body=req,
+        return self._call("createDelegation", attempt_id, body=req,
                           decode=Delegation.from_json).body
 
     def list_delegations(self, attempt_id: str, *, limit: Optional[int] = None,
                          cursor: Optional[str] = None) -> DelegationPage:
-        return self._call("listDelegations", "GET", _attempt(attempt_id, "/delegations"),
+        return self._call("listDelegations", attempt_id,
                           query={"limit": limit, "cursor": cursor}, decode=DelegationPage.from_json).body
 
     def delegations(self, attempt_id: str) -> Iterator[Delegation]:
@@ -645,7 +647,7 @@ class Client:
 
     def get_delegation(self, delegation_id: str) -> Delegation:
         """Reads a delegation (its status follows the child run)."""
-        return self._call("getDelegation", "GET", "/v1/delegations/" + _seg(delegation_id),
+        return self._call("getDelegation", delegation_id,
                           decode=Delegation.from_json).body
 
     def wait_delegation(self, delegation_id: str, timeout: Optional[float] = None, *,
@@ -708,11 +710,11 @@ class Client:
     def acquire_lock(self, agent_id: str, task_id: str, req: LockRequest) -> TaskLock:
         """Takes, or renews for the same holder, a task run lock; LockHeld (with held_until)
         while another holder has it. Retried: a repeat renews."""
-        return self._call("acquireTaskLock", "PUT", _lock(agent_id, task_id), body=req, decode=TaskLock.from_json).body
+        return self._call("acquireTaskLock", agent_id, task_id, body=req, decode=TaskLock.from_json).body
 
     def release_lock(self, agent_id: str, task_id: str, holder_id: str) -> None:
         """Releases a task run lock held by holder_id; LockHeld when another holds it."""
-        self._call("releaseTaskLock", "DELETE", _lock(agent_id, task_id), query={"holderId": holder_id},
+        self._call("releaseTaskLock", agent_id, task_id, query={"holderId": holder_id},
                    decode=_nothing)
 
     # ---- projects ----
@@ -723,16 +725,16 @@ class Client:
         (admin), and returns it with its new ETag. A create is not retried once it may have
         reached the service; an update is (see maybe_applied). update_project does the read,
         change and write."""
-        a = self._call("putProject", "PUT", "/v1/projects/" + _seg(project_id), body=req, if_match=if_match,
+        a = self._call("putProject", project_id, body=req, if_match=if_match,
                        decode=Project.from_json)
         return a.body, a.etag
 
     def get_project(self, project_id: str) -> Tuple[Project, Optional[str]]:
-        a = self._call("getProject", "GET", "/v1/projects/" + _seg(project_id), decode=Project.from_json)
+        a = self._call("getProject", project_id, decode=Project.from_json)
         return a.body, a.etag
 
     def list_projects(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> ProjectItemPage:
-        return self._call("listProjects", "GET", "/v1/projects", query={"limit": limit, "cursor": cursor},
+        return self._call("listProjects", query={"limit": limit, "cursor": cursor},
                           decode=ProjectItemPage.from_json).body
 
     def projects(self) -> Iterator[Project]:
@@ -762,17 +764,17 @@ class Client:
         """Registers a verified release adapter (if_match None) or moves its state or in-flight
         policy with the ETag it was read with, and returns it with its ETag. manifest_hash
         computes the request's manifest_hash."""
-        a = self._call("putRelease", "PUT", _release(release_id, adapter_version), body=req, if_match=if_match,
+        a = self._call("putRelease", release_id, adapter_version, body=req, if_match=if_match,
                        decode=Release.from_json)
         return a.body, a.etag
 
     def get_release(self, release_id: str, adapter_version: str) -> Tuple[Release, Optional[str]]:
-        a = self._call("getRelease", "GET", _release(release_id, adapter_version), decode=Release.from_json)
+        a = self._call("getRelease", release_id, adapter_version, decode=Release.from_json)
         return a.body, a.etag
 
     def list_releases(self, *, state: Optional[str] = None, limit: Optional[int] = None,
                       cursor: Optional[str] = None) -> ReleaseItemPage:
-        return self._call("listReleases", "GET", "/v1/releases", query={"state": state, "limit": limit, "cursor": cursor},
+        return self._call("listReleases", query={"state": state, "limit": limit, "cursor": cursor},
                           decode=ReleaseItemPage.from_json).body
 
     def releases(self, *, state: Optional[str] = None) -> Iterator[Release]:
@@ -793,7 +795,7 @@ class Client:
             except PreconditionFailed:
                 continue
         raise PreconditionFailed(status=412, code="precondition_failed", method="PUT",
-                                 path=_release(release_id, adapter_version),
+                                 path=_route("putRelease", (release_id, adapter_version))[1],
                                  detail="it kept changing under %d tries" % MAX_UPDATE_TRIES)
 
     @staticmethod
@@ -806,36 +808,36 @@ class Client:
     def enqueue_run_batch(self, req: BatchEnqueueRequest) -> BatchEnqueueResponse:
         """Queues many runs in one request (POST /v1/runs/batch); each item answers on its
         own. Never sent again once it may have reached the service."""
-        return self._call("enqueueRunBatch", "POST", "/v1/runs/batch", body=req,
+        return self._call("enqueueRunBatch", body=req,
                           decode=BatchEnqueueResponse.from_json).body
 
     def bulk_runs(self, req: BulkRunsRequest) -> Operation:
         """Applies an action to runs named or matched by a filter as a background operation
         (admin; POST /v1/runs/bulk); retried only when req carries an idempotency_key.
         Follow it with get_operation."""
-        return self._call("bulkRuns", "POST", "/v1/runs/bulk", body=req, decode=Operation.from_json).body
+        return self._call("bulkRuns", body=req, decode=Operation.from_json).body
 
     def get_operation(self, operation_id: str) -> Operation:
         """A background operation's progress and result."""
-        return self._call("getOperation", "GET", "/v1/operations/" + _seg(operation_id),
+        return self._call("getOperation", operation_id,
                           decode=Operation.from_json).body
 
     def fork_run(self, run_id: str, req: ForkRequest) -> Run:
         """Starts a new run from one of a run's checkpoints (POST /v1/runs/{runId}/fork);
         retried only when req carries an idempotency_key."""
-        return self._call("forkRun", "POST", "/v1/runs/" + _seg(run_id) + "/fork", body=req,
+        return self._call("forkRun", run_id, body=req,
                           decode=Run.from_json).body
 
     def park_attempt(self, attempt_id: str, req: ParkAttemptRequest) -> Attempt:
         """Ends an attempt as parked under the lease: the run waits for its decisions,
         children or due time without holding a lease."""
-        return self._call("parkAttempt", "POST", _attempt(attempt_id, "/park"), body=req,
+        return self._call("parkAttempt", attempt_id, body=req,
                           decode=Attempt.from_json).body
 
     def list_run_decisions(self, run_id: str, *, limit: Optional[int] = None,
                            cursor: Optional[str] = None) -> DecisionItemPage:
         """One page of the decisions every attempt of a run asked for."""
-        return self._call("listRunDecisions", "GET", "/v1/runs/" + _seg(run_id) + "/decisions",
+        return self._call("listRunDecisions", run_id,
                           query={"limit": limit, "cursor": cursor}, decode=DecisionItemPage.from_json).body
 
     def run_decisions(self, run_id: str) -> Iterator[DecisionItem]:
@@ -843,12 +845,12 @@ class Client:
 
     def attempt_usage(self, attempt_id: str) -> UsageTotals:
         """The totals (tokens, cost) of the calls an attempt reported."""
-        return self._call("getAttemptUsage", "GET", _attempt(attempt_id, "/usage"),
+        return self._call("getAttemptUsage", attempt_id,
                           decode=UsageTotals.from_json).body
 
     def run_usage(self, run_id: str) -> UsageTotals:
         """The totals (tokens, cost) of the calls every attempt of a run reported."""
-        return self._call("getRunUsage", "GET", "/v1/runs/" + _seg(run_id) + "/usage",
+        return self._call("getRunUsage", run_id,
                           decode=UsageTotals.from_json).body
 
     # ---- schedules ----
@@ -857,21 +859,21 @@ class Client:
                      if_match: Optional[str] = None) -> Tuple[Schedule, Optional[str]]:
         """Creates a schedule (if_match None, not retried once it may have arrived) or
         replaces it with the ETag it was read with (admin); returns it with its new ETag."""
-        a = self._call("putSchedule", "PUT", "/v1/schedules/" + _seg(schedule_id), body=req,
+        a = self._call("putSchedule", schedule_id, body=req,
                        if_match=if_match, decode=Schedule.from_json)
         return a.body, a.etag
 
     def get_schedule(self, schedule_id: str) -> Tuple[Schedule, Optional[str]]:
-        a = self._call("getSchedule", "GET", "/v1/schedules/" + _seg(schedule_id), decode=Schedule.from_json)
+        a = self._call("getSchedule", schedule_id, decode=Schedule.from_json)
         return a.body, a.etag
 
     def delete_schedule(self, schedule_id: str) -> None:
         """Deletes a schedule; a NotFound after a retried try may mean the first try deleted it
         (LedgerProblem.maybe_applied)."""
-        self._call("deleteSchedule", "DELETE", "/v1/schedules/" + _seg(schedule_id), decode=_nothing)
+        self._call("deleteSchedule", schedule_id, decode=_nothing)
 
     def list_schedules(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> ScheduleItemPage:
-        return self._call("listSchedules", "GET", "/v1/schedules", query={"limit": limit, "cursor": cursor},
+        return self._call("listSchedules", query={"limit": limit, "cursor": cursor},
                           decode=ScheduleItemPage.from_json).body
 
     def schedules(self) -> Iterator[ScheduleItem]:
@@ -883,19 +885,19 @@ class Client:
                     if_match: Optional[str] = None) -> Tuple[Webhook, Optional[str]]:
         """Creates a webhook (if_match None; the answer carries its signing secret once) or
         updates it with the ETag it was read with (admin)."""
-        a = self._call("putWebhook", "PUT", "/v1/webhooks/" + _seg(name), body=req, if_match=if_match,
+        a = self._call("putWebhook", name, body=req, if_match=if_match,
                        decode=Webhook.from_json)
         return a.body, a.etag
 
     def get_webhook(self, name: str) -> Tuple[Webhook, Optional[str]]:
-        a = self._call("getWebhook", "GET", "/v1/webhooks/" + _seg(name), decode=Webhook.from_json)
+        a = self._call("getWebhook", name, decode=Webhook.from_json)
         return a.body, a.etag
 
     def delete_webhook(self, name: str) -> None:
-        self._call("deleteWebhook", "DELETE", "/v1/webhooks/" + _seg(name), decode=_nothing)
+        self._call("deleteWebhook", name, decode=_nothing)
 
     def list_webhooks(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> WebhookItemPage:
-        return self._call("listWebhooks", "GET", "/v1/webhooks", query={"limit": limit, "cursor": cursor},
+        return self._call("listWebhooks", query={"limit": limit, "cursor": cursor},
                           decode=WebhookItemPage.from_json).body
 
     def webhooks(self) -> Iterator[WebhookItem]:
@@ -903,13 +905,13 @@ class Client:
 
     def rotate_webhook_secret(self, name: str) -> Webhook:
         """Makes a new signing secret (the answer carries it once); not retried."""
-        return self._call("rotateWebhookSecret", "POST", "/v1/webhooks/" + _seg(name) + "/rotate-secret",
+        return self._call("rotateWebhookSecret", name,
                           decode=Webhook.from_json).body
 
     def list_webhook_deliveries(self, *, status: Optional[str] = None, event: Optional[str] = None,
                                 webhook: Optional[str] = None, limit: Optional[int] = None,
                                 cursor: Optional[str] = None) -> WebhookDeliveryPage:
-        return self._call("listWebhookDeliveries", "GET", "/v1/webhook-deliveries", query={
+        return self._call("listWebhookDeliveries", query={
             "status": status, "event": event, "webhook": webhook, "limit": limit, "cursor": cursor},
             decode=WebhookDeliveryPage.from_json).body
 
@@ -920,27 +922,27 @@ class Client:
 
     def redeliver_webhook(self, delivery_id: str) -> WebhookDelivery:
         """Sends a delivery again as a new delivery; not retried."""
-        return self._call("redeliverWebhook", "POST", "/v1/webhook-deliveries/" + _seg(delivery_id) + "/redeliver",
+        return self._call("redeliverWebhook", delivery_id,
                           decode=WebhookDelivery.from_json).body
 
     # ---- service ----
 
     def healthz(self) -> Health:
         """Checks the process answers (GET /healthz; no key needed)."""
-        return self._call("getHealth", "GET", "/healthz", decode=Health.from_json).body
+        return self._call("getHealth", decode=Health.from_json).body
 
     def readyz(self) -> Health:
         """Checks the service can serve (GET /readyz): DatabaseUnavailable otherwise. Not
         retried, so it reports the moment."""
-        return self._call("getReadiness", "GET", "/readyz", decode=Health.from_json).body
+        return self._call("getReadiness", decode=Health.from_json).body
 
     def openapi(self) -> Dict[str, Any]:
         """The service's OpenAPI 3.1 document."""
-        return self._call("getOpenAPI", "GET", "/openapi.json", decode=_object).body
+        return self._call("getOpenAPI", decode=_object).body
 
     def metrics(self) -> str:
         """The Prometheus metrics text (GET /metrics)."""
-        return self._call("getMetrics", "GET", "/metrics", decode=str, text=True).body
+        return self._call("getMetrics", decode=str, text=True).body
 
 
 class WaitTimeout(TimeoutError):
@@ -1000,16 +1002,19 @@ def _seg(s: str) -> str:
     return urllib.parse.quote(str(s), safe="")
 
 
-def _attempt(attempt_id: str, rest: str = "") -> str:
-    return "/v1/attempts/" + _seg(attempt_id) + rest
+_PARAM = re.compile(r"\{(\w+)\}")
 
 
-def _lock(agent_id: str, task_id: str) -> str:
-    return "/v1/locks/agents/" + _seg(agent_id) + "/tasks/" + _seg(task_id)
-
-
-def _release(release_id: str, adapter_version: str) -> str:
-    return "/v1/releases/" + _seg(release_id) + "/adapters/" + _seg(adapter_version)
+def _route(op: str, params: Sequence[str]) -> Tuple[str, str]:
+    """The method and path of a call of op: its row of the operation table, the path
+    template's parameters filled in order with params, each escaped as one segment."""
+    e = OPERATIONS[op]
+    names = _PARAM.findall(e["path"])
+    if len(names) != len(params):
+        raise TypeError("ledger: %s takes %d path parameters (%s), not %d"
+                        % (op, len(names), ", ".join(names), len(params)))
+    it = iter(params)
+    return e["method"], _PARAM.sub(lambda m: _seg(next(it)), e["path"])
 
 
 def _query_text(v: Any) -> str:

@@ -1,4 +1,4 @@
-import { retryTable, type OperationId } from "./generated.js";
+import { operations, retryTable, type OperationId } from "./generated.js";
 
 /** How a Client retries (api/retry.json's policy is the default). */
 export interface RetryPolicy {
@@ -30,10 +30,11 @@ interface OperationRule {
   ambiguous?: readonly string[];
 }
 
+/** ruleOf is op's repeat rule, read from its row of the operation table (api/operations.json). */
 function ruleOf(op: OperationId): OperationRule {
-  const ops = retryTable.operations as Record<string, OperationRule>;
+  const ops = operations as Record<string, OperationRule>;
   const r = ops[op.endsWith("Head") ? op.slice(0, -4) : op];
-  if (!r) throw new Error(`ledger: ${op} has no entry in the retry table`);
+  if (!r) throw new Error(`ledger: ${op} has no entry in the operation table`);
   return r;
 }
 

@@ -21,12 +21,13 @@ import {
 import { generate } from "../scripts/generate.mjs";
 import { buildServer, ledgerBin, repoRoot, sdkDir, spec, startServer } from "./server.mjs";
 
-test("src/generated.ts is what the generator writes from the served document and api/retry.json", () => {
+test("src/generated.ts is what the generator writes from the served document, api/operations.json and api/retry.json", () => {
   buildServer();
   const doc = JSON.parse(execFileSync(ledgerBin, ["openapi"], { encoding: "utf8", maxBuffer: 64 << 20 }));
   const table = JSON.parse(readFileSync(join(repoRoot, "api", "retry.json"), "utf8"));
+  const optable = JSON.parse(readFileSync(join(repoRoot, "api", "operations.json"), "utf8"));
   const committed = readFileSync(join(sdkDir, "src", "generated.ts"), "utf8");
-  assert.ok(generate(doc, table) === committed, "src/generated.ts is stale: run scripts/regenerate at the repository root");
+  assert.ok(generate(doc, table, optable) === committed, "src/generated.ts is stale: run scripts/regenerate at the repository root");
 });
 
 test("errorOf cuts a message to the bound the served document states, and no shorter", () => {
