@@ -541,7 +541,10 @@ RETRY_TABLE: Dict[str, Any] = {'$comment': 'The one retry table of the three SDK
              "Python in sdk/python); each SDK's tests read this file and check that the SDK "
              "decides exactly as it says. A failure class and an operation's repeat class together "
              'decide whether a call is sent again. HEAD operations (operationId ending in Head) '
-             "take their GET's entry.",
+             "take their GET's entry. This file is the one source of every operation's repeat rule "
+             '(no route declares what a repeat of it does): scripts/regenerate joins each rule '
+             "with the route's method, path and roles into api/operations.json, which the SDKs' "
+             'clients read, and refuses an operation this file lacks.',
  'failureClasses': {'noAnswer': 'the request may have been sent, but no answer came (connection '
                                 'reset, timeout)',
                     'notSent': 'the connection could not be made: nothing reached the server',

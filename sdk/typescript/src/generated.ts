@@ -1700,7 +1700,7 @@ export function isDatabaseUnavailable(err: unknown): err is LedgerProblem & { co
 
 /** api/retry.json: the one retry table of the three SDKs. */
 export const retryTable = {
-  "$comment": "The one retry table of the three SDKs (Go in client/, TypeScript in sdk/typescript, Python in sdk/python); each SDK's tests read this file and check that the SDK decides exactly as it says. A failure class and an operation's repeat class together decide whether a call is sent again. HEAD operations (operationId ending in Head) take their GET's entry.",
+  "$comment": "The one retry table of the three SDKs (Go in client/, TypeScript in sdk/typescript, Python in sdk/python); each SDK's tests read this file and check that the SDK decides exactly as it says. A failure class and an operation's repeat class together decide whether a call is sent again. HEAD operations (operationId ending in Head) take their GET's entry. This file is the one source of every operation's repeat rule (no route declares what a repeat of it does): scripts/regenerate joins each rule with the route's method, path and roles into api/operations.json, which the SDKs' clients read, and refuses an operation this file lacks.",
   "policy": {
     "maxAttempts": 6,
     "baseMs": 100,
