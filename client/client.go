@@ -178,20 +178,21 @@ func (rq *call) resolve(body []byte) error {
 		return fmt.Errorf("ledger: %s is no operation of the service", rq.op)
 	}
 	rq.method, rq.ambiguous = e.Method, e.Ambiguous
-	n := 0
-	var missing bool
-	rq.path = paramRE.ReplaceAllStringFunc(e.Path, func(string) string {
-		if n >= len(rq.params) || rq.params[n] == "" {
-			missing = true
-			return ""
+	names := paramRE.FindAllString(e.Path, -1)
+	if len(names) != len(rq.params) {
+		return fmt.Errorf("ledger: %s (%s %s) takes %d path parameters, given %d", rq.op, e.Method, e.Path, len(names), len(rq.params))
+	}
+	for i, v := range rq.params {
+		// As the other SDKs do: an empty segment would name another route, or none.
+		if v == "" {
+			return fmt.Errorf("ledger: %s: %s is required", rq.op, strings.Trim(names[i], "{}"))
 		}
+	}
+	n := 0
+	rq.path = paramRE.ReplaceAllStringFunc(e.Path, func(string) string {
 		n++
 		return seg(rq.params[n-1])
 	})
-	if missing || n != len(rq.params) {
-		return fmt.Errorf("ledger: %s (%s %s) takes %d path parameters, given %q", rq.op, e.Method, e.Path,
-			len(paramRE.FindAllString(e.Path, -1)), rq.params)
-	}
 	cls := e.Repeat
 	if len(e.WhenBody) > 0 && body != nil {
 		var v any

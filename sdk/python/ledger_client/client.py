@@ -1013,6 +1013,9 @@ def _route(op: str, params: Sequence[str]) -> Tuple[str, str]:
     if len(names) != len(params):
         raise TypeError("ledger: %s takes %d path parameters (%s), not %d"
                         % (op, len(names), ", ".join(names), len(params)))
+    for name, v in zip(names, params):
+        if v is None or str(v) == "":  # as the other SDKs do: an empty segment names another route
+            raise TypeError("ledger: %s: %s is required" % (op, name))
     it = iter(params)
     return e["method"], _PARAM.sub(lambda m: _seg(next(it)), e["path"])
 

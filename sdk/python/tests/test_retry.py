@@ -330,6 +330,19 @@ class TableAgreement(unittest.TestCase):
         self.assertEqual(sorted(called - ops), [], "CALLS names operations the table does not have")
         self.assertEqual(sorted(set(NOT_IN_SDK) & called), [], "NOT_IN_SDK names called operations")
 
+    def test_calls_take_their_route_from_the_table(self) -> None:
+        from ledger_client.client import _route
+        self.assertEqual(_route("getRelease", ("r/1", "v 2")), ("GET", "/v1/releases/r%2F1/adapters/v%202"))
+        self.assertEqual(_route("releaseTaskLock", ("a", "t")), ("DELETE", "/v1/locks/agents/a/tasks/t"))
+        with self.assertRaisesRegex(TypeError, "getProject: projectId is required"):
+            _route("getProject", ("",))
+        with self.assertRaisesRegex(TypeError, "takes 2 path parameters"):
+            _route("getRelease", ("r",))
+        # Refused before anything is sent: nothing listens on port 9.
+        c = lc.Client("http://127.0.0.1:9", key="k")
+        with self.assertRaisesRegex(TypeError, "projectId is required"):
+            c.get_project("")
+
     def test_the_table_is_the_served_documents(self) -> None:
         doc = s.openapi_document()
         ids = {o["operationId"] for p in doc["paths"].values() for o in p.values() if isinstance(o, dict)}

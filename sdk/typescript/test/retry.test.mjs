@@ -86,6 +86,16 @@ test("every operation of the operation table has a TypeScript SDK call", () => {
   for (const op of Object.keys(notInSdk)) assert.ok(operations[op] && !variants[op], `notInSdk names ${op}`);
 });
 
+test("a call takes its method and path from the operation table, and refuses an empty parameter unsent", async (t) => {
+  const srv = await scripted(t, [{ status: 200, body: "{}" }]);
+  const seen = [];
+  const c = new Client({ baseUrl: srv.url, key: "k", onAnswer: (status, method, path) => seen.push(`${method} ${path}`) });
+  await c.getRelease("r/1", "v 2");
+  assert.deepEqual(seen, ["GET /v1/releases/r%2F1/adapters/v%202"]);
+  await assert.rejects(c.getProject(""), /getProject: projectId is required/);
+  assert.equal(srv.tries(), 1);
+});
+
 test("every operation and failure class retries as the table says", { concurrency: 16 }, async (t) => {
   for (const [op, vs] of Object.entries(variants)) {
     for (const v of vs) {
