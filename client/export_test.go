@@ -14,3 +14,6 @@ var Sleep = sleepCtx
 
 // DefaultRetryPolicy is the policy of a Client made without WithRetry.
 func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }
+
+// Present is api/retry.json's whenBody test of a dotted member of a JSON value.
+var Present = present

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,5 +50,24 @@ func TestCallsTakeTheirRouteFromTheOperationTable(t *testing.T) {
 	}
 	if n.Load() != before {
 		t.Fatal("a call with an empty path parameter was sent")
+	}
+}
+
+// presentCases are api/retry.json's whenBody rule ("present and not null, false or empty"),
+// the same cases in the three SDKs' tests.
+const presentCases = `[[{"k": "x"}, "k", true], [{"k": ""}, "k", false], [{"k": 0}, "k", true], [{"k": false}, "k", false],
+ [{"k": true}, "k", true], [{"k": []}, "k", false], [{"k": {}}, "k", false], [{"k": {"a": 1}}, "k", true],
+ [{"k": null}, "k", false], [{}, "k", false], [{"a": {"k": "x"}}, "a.k", true], [{"a": "s"}, "a.k", false]]`
+
+func TestWhenBodyPresence(t *testing.T) {
+	t.Parallel()
+	var cases [][3]any
+	if err := json.Unmarshal([]byte(presentCases), &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if got := client.Present(c[0], c[1].(string)); got != c[2].(bool) {
+			t.Errorf("present(%v, %v) = %v, want %v", c[0], c[1], got, c[2])
+		}
 	}
 }

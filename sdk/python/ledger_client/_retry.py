@@ -53,7 +53,8 @@ def _present(body: Any, path: str) -> bool:
         if not isinstance(v, dict) or part not in v:
             return False
         v = v[part]
-    return v not in (None, False, "", [], {})
+    # Not `v not in (None, False, ...)`: 0 == False, and a 0 is present.
+    return not (v is None or v is False or (isinstance(v, (str, list, dict)) and len(v) == 0))
 
 
 def repeat_class(op: str, body: Any, if_match: Optional[str]) -> str:

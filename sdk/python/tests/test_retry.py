@@ -343,6 +343,15 @@ class TableAgreement(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "projectId is required"):
             c.get_project("")
 
+    def test_when_body_presence(self) -> None:
+        """api/retry.json's whenBody rule, the same cases in the three SDKs' tests."""
+        cases = json.loads('''[[{"k": "x"}, "k", true], [{"k": ""}, "k", false], [{"k": 0}, "k", true], [{"k": false}, "k", false],
+ [{"k": true}, "k", true], [{"k": []}, "k", false], [{"k": {}}, "k", false], [{"k": {"a": 1}}, "k", true],
+ [{"k": null}, "k", false], [{}, "k", false], [{"a": {"k": "x"}}, "a.k", true], [{"a": "s"}, "a.k", false]]''')
+        for body, member, want in cases:
+            with self.subTest(body=body, member=member):
+                self.assertEqual(_retry._present(body, member), want)
+
     def test_the_table_is_the_served_documents(self) -> None:
         doc = s.openapi_document()
         ids = {o["operationId"] for p in doc["paths"].values() for o in p.values() if isinstance(o, dict)}

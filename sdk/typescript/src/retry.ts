@@ -39,13 +39,14 @@ function ruleOf(op: OperationId): OperationRule {
 }
 
 /** present: the dotted member of body is there and not null, false or empty. */
-function present(body: unknown, dotted: string): boolean {
+export function present(body: unknown, dotted: string): boolean {
   let v: unknown = body;
   for (const part of dotted.split(".")) {
     if (v === null || typeof v !== "object") return false;
     v = (v as Record<string, unknown>)[part];
   }
-  return !(v === undefined || v === null || v === false || v === "" || (Array.isArray(v) && v.length === 0));
+  if (v !== null && typeof v === "object") return Object.keys(v).length > 0; // [] and {} are empty
+  return !(v === undefined || v === null || v === false || v === "");
 }
 
 /** repeatClassOf is the repeat class api/retry.json gives a call of op with body and If-Match. */

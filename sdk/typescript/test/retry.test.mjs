@@ -8,6 +8,7 @@ import { createServer } from "node:http";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client, LedgerProblem, MaybeAppliedError, TransportError, operations, retryTable } from "../dist/index.js";
+import { present } from "../dist/retry.js";
 import { variants } from "./calls.mjs";
 import { repoRoot, spec, startServer } from "./server.mjs";
 
@@ -94,6 +95,13 @@ test("a call takes its method and path from the operation table, and refuses an 
   assert.deepEqual(seen, ["GET /v1/releases/r%2F1/adapters/v%202"]);
   await assert.rejects(c.getProject(""), /getProject: projectId is required/);
   assert.equal(srv.tries(), 1);
+});
+
+// api/retry.json's whenBody rule ("present and not null, false or empty"), the same cases in
+// the three SDKs' tests.
+test("whenBody takes a member present and not null, false or empty", () => {
+  const cases = [[{"k": "x"}, "k", true], [{"k": ""}, "k", false], [{"k": 0}, "k", true], [{"k": false}, "k", false],  [{"k": true}, "k", true], [{"k": []}, "k", false], [{"k": {}}, "k", false], [{"k": {"a": 1}}, "k", true],  [{"k": null}, "k", false], [{}, "k", false], [{"a": {"k": "x"}}, "a.k", true], [{"a": "s"}, "a.k", false]];
+  for (const [body, member, want] of cases) assert.equal(present(body, member), want, `${JSON.stringify(body)} ${member}`);
 });
 
 test("every operation and failure class retries as the table says", { concurrency: 16 }, async (t) => {
