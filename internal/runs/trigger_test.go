@@ -206,3 +206,53 @@ FROM ExecutionAttempts WHERE RunId = ?1`},
 		t.Fatalf("stamped update of two attempts: versions %d and %d, counter %d; want all %d", a, b, counterNow(), counter+1)
 	}
 }
+
+// TestRunChecksWithoutLists pins the form migrations/sqlite 000040 gives the CHECK
+// constraints of Runs on Band, State and Outcome (equalities joined by OR: SQLite builds a
+// lookup table per statement for an IN list of three or more) and that they still refuse
+// what the IN lists refused and pass what they passed.
+func TestRunChecksWithoutLists(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, dbtest.SQLite())
+	var ddl string
+	if err := e.db.Raw().Get(&ddl, `SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'Runs'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"CHECK (Band = 0 OR Band = 1 OR Band = 2)",
+		"CHECK (State = 0 OR State = 1 OR State = 2)",
+		"CHECK (Outcome = 'succeeded' OR Outcome = 'failed' OR Outcome = 'cancelled' OR Outcome = 'exhausted' OR Outcome = 'deadline')",
+	} {
+		if !strings.Contains(ddl, want) {
+			t.Errorf("Runs lacks %s", want)
+		}
+	}
+	if strings.Contains(ddl, " IN (") {
+		t.Errorf("Runs still has an IN list in a constraint:\n%s", ddl)
+	}
+
+	leased := e.enqueue(spec("checked"))
+	e.claim()
+	exec := func(set string) error {
+		return e.db.Write(e.ctx, sqldb.MaintenanceScope(), func(tx *sqldb.Tx) error {
+			_, err := tx.ExecContext(e.ctx, `UPDATE Runs SET `+set+`, Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE RunId = ?1`, leased.RunID)
+			return err
+		})
+	}
+	for _, set := range []string{
+		"Band = 3", "Band = -1", "Band = 1.5", "Band = '1x'",
+		"State = 3",
+		"State = 2, EndedAt = LeasedUntil, LeasedUntil = NULL, Outcome = 'bogus'",
+		"State = 2, EndedAt = LeasedUntil, LeasedUntil = NULL, Outcome = 'Succeeded'",
+	} {
+		if err := exec(set); err == nil || !strings.Contains(err.Error(), "CHECK constraint failed") {
+			t.Errorf("%s: got %v, want a CHECK constraint failure", set, err)
+		}
+	}
+	for _, set := range []string{"Band = 2", "Band = 0", "State = 2, EndedAt = LeasedUntil, LeasedUntil = NULL, Outcome = 'deadline'"} {
+		if err := exec(set); err != nil {
+			t.Errorf("%s: refused: %v", set, err)
+		}
+	}
+}
