@@ -2,7 +2,9 @@
 -- Runs and ExecutionAttempts keep every check their triggers made, in fewer, cheaper
 -- triggers: each table gets one AFTER INSERT and one AFTER UPDATE trigger that checks the
 -- row's stamp and advances RowVersionCounter in one UPDATE, and the run guard of 000029
--- moves, unchanged, into the Runs AFTER UPDATE trigger.
+-- moves into the Runs AFTER UPDATE trigger, its one IN list written as equalities (SQLite
+-- builds a lookup table for a list of three constants each time the trigger runs; 000040
+-- says more).
 --
 -- Why: a BEFORE trigger makes SQLite load every column of the old row, run the trigger,
 -- then seek the row again and reload the columns the statement does not set; and the
@@ -47,7 +49,7 @@ BEGIN
     SELECT RAISE(ABORT, 'illegal run transition')
     WHERE NOT (
            (OLD.State = 0 AND NEW.State = 1 AND NEW.Epoch = OLD.Epoch + 1)
-        OR (OLD.State = 1 AND NEW.State IN (0, 1, 2) AND NEW.Epoch = OLD.Epoch)
+        OR (OLD.State = 1 AND (NEW.State = 0 OR NEW.State = 1 OR NEW.State = 2) AND NEW.Epoch = OLD.Epoch)
         OR (OLD.State = 0 AND NEW.State = 2 AND NEW.Epoch = OLD.Epoch)
         OR (OLD.State = 0 AND NEW.State = 0 AND NEW.Epoch = OLD.Epoch AND NEW.SubjectHead IS NOT OLD.SubjectHead
             AND NEW.EnvironmentId IS OLD.EnvironmentId AND NEW.AgentId IS OLD.AgentId AND NEW.StepId IS OLD.StepId
