@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -116,11 +117,11 @@ func mustEnqueue(t *testing.T, e *env, s runs.Spec) uuid.UUID {
 	return r.RunID
 }
 
-// TestRunAndAttemptStampTriggers pins SQLite's rowversion emulation on the two tables a cycle
-// writes (migrations/sqlite 000038, one AFTER trigger per write): a write not stamped above
-// the row's version and at least the counter is refused and changes nothing, a stamped one
-// advances the counter to its version, and a statement that stamps several rows gives them
-// one version and the counter that version once.
+// TestRunAndAttemptStampTriggers pins SQLite's rowversion emulation on the tables a cycle and
+// a call write (migrations/sqlite 000038 and 000041, one AFTER trigger per write): a write not
+// stamped above the row's version and at least the counter is refused and changes nothing, a
+// stamped one advances the counter to its version, and a statement that stamps several rows
+// gives them one version and the counter that version once.
 func TestRunAndAttemptStampTriggers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, dbtest.SQLite())
@@ -194,6 +195,30 @@ FROM ExecutionAttempts WHERE RunId = ?1`},
 	if err := exec(`UPDATE Runs SET LeasedUntil = LeasedUntil, Version = Version WHERE RunId = ?1`, r.RunID); err == nil ||
 		!strings.Contains(err.Error(), "rowversion not stamped") {
 		t.Errorf("update keeping the counter's version: got %v, want the refusal 'rowversion not stamped'", err)
+	}
+	// CallRecords (migrations/sqlite 000041): a call stamped below the counter is refused; a
+	// stamped one advances it; an update must stamp above the row's version.
+	const insertCall = `INSERT INTO CallRecords (CallId, AttemptId, TenantId, Sequence, Kind, Target, RequestHash, Status,
+    StartedAt, Version)
+SELECT ?2, AttemptId, TenantId, 0, 0, 'model://a', 'r', 'started', StartedAt, %s FROM ExecutionAttempts WHERE AttemptId = ?1`
+	callID := uuid.New()
+	counter = counterNow()
+	if err := exec(fmt.Sprintf(insertCall, "Version"), cl.Attempt.AttemptID, callID); err == nil ||
+		!strings.Contains(err.Error(), "rowversion not stamped") {
+		t.Errorf("call stamped below the counter: got %v, want the refusal 'rowversion not stamped'", err)
+	}
+	if err := exec(fmt.Sprintf(insertCall, stamp), cl.Attempt.AttemptID, callID); err != nil {
+		t.Fatalf("stamped call: %v", err)
+	}
+	if v := read(`SELECT Version FROM CallRecords WHERE CallId = ?`, callID); v != counter+1 || counterNow() != v {
+		t.Fatalf("stamped call: version %d, counter %d; want both %d", v, counterNow(), counter+1)
+	}
+	if err := exec(`UPDATE CallRecords SET Status = 'succeeded', Version = Version WHERE CallId = ?1`, callID); err == nil ||
+		!strings.Contains(err.Error(), "rowversion not stamped") {
+		t.Errorf("call update keeping its version: got %v, want the refusal 'rowversion not stamped'", err)
+	}
+	if err := exec(`UPDATE CallRecords SET Status = 'succeeded', Version = `+stamp+` WHERE CallId = ?1`, callID); err != nil {
+		t.Errorf("stamped call update: %v", err)
 	}
 	// Two attempts in one statement: one version, the counter advanced to it once.
 	counter = counterNow()
