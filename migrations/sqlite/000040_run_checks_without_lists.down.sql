@@ -5,7 +5,7 @@ UPDATE sqlite_schema SET sql = replace(replace(replace(sql,
     'CHECK (Outcome = ''succeeded'' OR Outcome = ''failed'' OR Outcome = ''cancelled'' OR Outcome = ''exhausted'' OR Outcome = ''deadline'')',
     'CHECK (Outcome IN (''succeeded'', ''failed'', ''cancelled'', ''exhausted'', ''deadline''))')
 WHERE type = 'table' AND name = 'Runs';
-PRAGMA writable_schema = OFF;
+PRAGMA writable_schema = RESET;
 DROP TRIGGER TR_Runs_Inserted;
 CREATE TRIGGER TR_Runs_Inserted AFTER INSERT ON Runs
 BEGIN

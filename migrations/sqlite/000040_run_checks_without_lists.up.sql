@@ -13,8 +13,9 @@
 -- that do not touch the stored content (https://www.sqlite.org/lang_altertable.html,
 -- "Making Other Kinds Of Table Schema Changes"), instead of copying every run into a new
 -- table. Each replace() matches its constraint's exact text in 000003 (nothing else in the
--- schema has it), and the recreated trigger changes the schema cookie, so every connection
--- reads the new text before its next statement. The transaction golang-migrate runs this in
+-- schema has it). `writable_schema = RESET` turns the flag off and makes this connection read
+-- the schema again; the recreated trigger changes the schema cookie, so every other open
+-- connection reads the new text before its next statement. The transaction golang-migrate runs this in
 -- (internal/sqldb/migrate, atomicSQLite) commits it with the version row or not at all.
 -- SQL Server keeps its IN lists (migrations/mssql 000040 changes nothing). Additive: an older
 -- binary writes the same values.
@@ -25,7 +26,7 @@ UPDATE sqlite_schema SET sql = replace(replace(replace(sql,
     'CHECK (Outcome IN (''succeeded'', ''failed'', ''cancelled'', ''exhausted'', ''deadline''))',
     'CHECK (Outcome = ''succeeded'' OR Outcome = ''failed'' OR Outcome = ''cancelled'' OR Outcome = ''exhausted'' OR Outcome = ''deadline'')')
 WHERE type = 'table' AND name = 'Runs';
-PRAGMA writable_schema = OFF;
+PRAGMA writable_schema = RESET;
 DROP TRIGGER TR_Runs_Inserted;
 CREATE TRIGGER TR_Runs_Inserted AFTER INSERT ON Runs
 BEGIN
