@@ -153,7 +153,11 @@ var faultCases = []struct {
 			t.Fatal(err)
 		}
 		winner := ids.New()
-		ran := e.before(e.svc.q.insert, func(args []any) bool { return args[21] == old.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+		insert := e.svc.q.insertKeyless // a continuation has no idempotency key
+		if insert == "" {
+			insert = e.svc.q.insert
+		}
+		ran := e.before(insert, func(args []any) bool { return args[21] == old.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
 			_, err := tx.ExecContext(ctx, e.svc.q.insert, insertArgs(tx.Dialect, Run{RunID: winner, TenantID: e.tenant,
 				ProjectID: old.ProjectID, Subject: old.Subject, Kind: old.Kind, AgentID: old.AgentID, StepID: old.StepID,

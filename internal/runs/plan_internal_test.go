@@ -55,6 +55,10 @@ func TestSQLitePlans(t *testing.T) {
 			DueAt: now, IdempotencyKey: api.Ptr("key"), CreatedBy: "k"}, api.Ptr("h")),
 			[]string{"IX_Runs_SubjectQueue (TenantId=? AND Subject=?)", "UX_Runs_LeasedSubject (TenantId=? AND Subject=?)",
 				"sqlite_autoindex_IdempotencyTombstones_1 (TenantId=? AND IdempotencyKey=?)"}},
+		{"insertKeyless", q.insertKeyless, insertArgs(d, Run{RunID: uuid.New(), TenantID: tenant, ProjectID: "p1", Subject: "s1",
+			Kind: "k", AgentID: "a", StepID: uuid.New(), SnapshotID: uuid.New(), Band: 1, MaxAttempts: 3, MaxCorrections: 3,
+			QueuedAt: now, DueAt: now, CreatedBy: "k"}, nil),
+			[]string{"IX_Runs_SubjectQueue (TenantId=? AND Subject=?)", "UX_Runs_LeasedSubject (TenantId=? AND Subject=?)"}},
 		{"syncHead", q.syncHead, []any{tenant, "s1"},
 			[]string{"IX_Runs_SubjectQueue (TenantId=? AND Subject=?)", "UX_Runs_LeasedSubject (TenantId=? AND Subject=?)",
 				"UX_Runs_SubjectHead (TenantId=? AND Subject=?)"}},
@@ -104,5 +108,44 @@ func TestSQLitePlansWithoutStatistics(t *testing.T) {
 				t.Errorf("%s: plan lacks %q:\n%s", c.name, w, plan)
 			}
 		}
+	}
+}
+
+// TestKeylessInsertWritesItsRow pins why insertKeyless exists: the enqueue of a run without
+// an idempotency key is a VALUES row, which SQLite writes as it is, where insert's
+// INSERT ... SELECT (reading Runs for the head marker) is first copied into a temporary
+// table. The only temporary table the keyless insert opens is RETURNING's.
+func TestKeylessInsertWritesItsRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.SQLite().Open(t, dbtest.Options{})
+	d := db.Dialect
+	args := insertArgs(d, Run{RunID: uuid.New(), TenantID: "t", ProjectID: "p1", Subject: "s1", Kind: "k", AgentID: "a",
+		StepID: uuid.New(), SnapshotID: uuid.New(), Band: 1, MaxAttempts: 3, MaxCorrections: 3, QueuedAt: time.Now(),
+		DueAt: time.Now(), CreatedBy: "k"}, nil)
+	ephemeral := func(query string) int {
+		t.Helper()
+		rows, err := db.Raw().QueryxContext(ctx, "EXPLAIN "+query, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			row, err := rows.SliceScan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op, _ := row[1].(string); op == "OpenEphemeral" {
+				n++
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if keyless, keyed := ephemeral(sqliteQueries.insertKeyless), ephemeral(sqliteQueries.insert); keyless != 1 || keyed != 2 {
+		t.Errorf("temporary tables opened: keyless insert %d, insert %d; want 1 (RETURNING's) and 2", keyless, keyed)
 	}
 }

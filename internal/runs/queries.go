@@ -12,7 +12,12 @@ type queries struct {
 	// marked the head at once when its subject has no other queued or leased run (then no
 	// marker elsewhere can need a change); otherwise syncHead decides. Inserts nothing (no
 	// row) when the idempotency key has a tombstone.
-	insert        string
+	insert string
+	// insertKeyless: insert for a run without an idempotency key, which no tombstone can
+	// match, so the same row without that test. Empty: insert serves (SQL Server). SQLite
+	// copies an INSERT ... SELECT whose select reads Runs into a temporary table before
+	// writing it; a VALUES row it writes as it is.
+	insertKeyless string
 	get           string // 1 tenant, 2 run
 	lock          string // 1 tenant, 2 run: get, holding the row until commit
 	byIdempotency string // 1 tenant, 2 key

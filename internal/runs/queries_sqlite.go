@@ -61,14 +61,24 @@ const sqliteFenceColumns = `NULL AS Now, ` + fenceAttemptColumns + `,
     r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId`
 
+// sqliteInsertRow is the row an enqueue inserts: its arguments, queued, the head marker when
+// its subject has no other queued or leased run, and the stamp.
+var sqliteInsertRow = insertValues("?") + `, 0,
+    NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 0)
+        AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 1),
+    ` + sqliteStamp
+
 var sqliteQueries = queries{
 	insert: `INSERT INTO Runs (` + runInsertColumns + `,
     State, SubjectHead, Version)
-SELECT ` + insertValues("?") + `, 0,
-    NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 0)
-        AND NOT EXISTS (SELECT 1 FROM Runs s WHERE s.TenantId = ?2 AND s.Subject = ?5 AND s.State = 1),
-    ` + sqliteStamp + `
+SELECT ` + sqliteInsertRow + `
 WHERE NOT EXISTS (SELECT 1 FROM IdempotencyTombstones WHERE TenantId = ?2 AND IdempotencyKey = ` + insertArg("?", "IdempotencyKey") + `)
+RETURNING Version, SubjectHead`,
+	// insertKeyless: VALUES, so SQLite writes the row as it is instead of first copying the
+	// select (which reads Runs) into a temporary table.
+	insertKeyless: `INSERT INTO Runs (` + runInsertColumns + `,
+    State, SubjectHead, Version)
+VALUES (` + sqliteInsertRow + `)
 RETURNING Version, SubjectHead`,
 	get:           `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
 	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,

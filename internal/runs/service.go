@@ -270,7 +270,11 @@ func (s *Service) insertRun(ctx context.Context, tx *sqldb.Tx, r Run, hash *stri
 		Version     sqldb.RowVersion `db:"Version"`
 		SubjectHead bool             `db:"SubjectHead"`
 	}
-	if err := tx.GetContext(ctx, &got, s.q.insert, insertArgs(tx.Dialect, r, hash)...); err != nil {
+	insert := s.q.insert
+	if r.IdempotencyKey == nil && s.q.insertKeyless != "" {
+		insert = s.q.insertKeyless
+	}
+	if err := tx.GetContext(ctx, &got, insert, insertArgs(tx.Dialect, r, hash)...); err != nil {
 		return Run{}, err
 	}
 	r.State, r.QueuedAt, r.DueAt = api.RunQueued, sqldb.Truncate(r.QueuedAt), sqldb.Truncate(r.DueAt)

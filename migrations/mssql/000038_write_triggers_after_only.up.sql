@@ -1,0 +1,5 @@
+-- migration: additive
+-- Nothing changes on SQL Server: migrations/sqlite 000038 folds SQLite's rowversion
+-- emulation and run guard on Runs and ExecutionAttempts into AFTER triggers. SQL Server
+-- keeps rowversion in the engine and its own TR_Runs_Guard. The number exists here so that
+-- both dialects carry the same versions (`ledger migrate` and `ledger check` compare them).

@@ -1,0 +1,6 @@
+-- migration: additive
+-- Nothing changes on SQL Server: migrations/sqlite 000039 filters IX_Attempts_Release to
+-- State = 0 and IX_Attempts_Tenant_State_Ended to EndedAt IS NOT NULL. SQL Server keeps
+-- both whole: its statements pin them by INDEX hints with parameterized ranges, and whether
+-- its optimiser matches a filtered index to those cannot be checked without a server (an
+-- unmatched hint fails the statement). The number exists here so that both dialects carry the same versions.

@@ -1,0 +1,5 @@
+-- migration: additive
+-- Nothing changes on SQL Server: migrations/sqlite 000041 folds SQLite's rowversion
+-- emulation on CallRecords into AFTER triggers, as 000038 did for Runs and
+-- ExecutionAttempts. SQL Server keeps rowversion in the engine. The number exists here so
+-- that both dialects carry the same versions.
