@@ -213,6 +213,8 @@ type ListTenantCallsParams struct {
 	EndedTo     *Time   `query:"endedTo" doc:"Calls finished before this time, newest end first."`
 	Target      *string `query:"target" validate:"omitempty,ident=256"`
 	Model       *string `query:"model" validate:"omitempty,ident=128" doc:"Calls that named this model."`
+	// HasModel names the calls without a model (false), which no model value can name.
+	HasModel *bool `query:"hasModel" doc:"true: calls that named a model; false: calls that named none (the usage insight's \"(no model)\" row); not false with model."`
 	// ReportedUsage keeps the calls whose finish reported a count or a cost above zero: the
 	// calls the usage insight counts.
 	ReportedUsage *bool   `query:"reportedUsage" doc:"true: only calls whose finish reported tokens or a cost above zero."`

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,6 +134,10 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		}
 		return n, pages
 	}
+	// Every bar is a link: a plain group (a bar no list can show exactly) fails the test.
+	const readUnlinked = `[...document.querySelectorAll("section.chart-box")].flatMap(sec => [...sec.querySelectorAll("svg g:has(> rect.hit)")].map(
+	    g => sec.getAttribute("aria-labelledby") + ": " + g.querySelector("title").textContent))`
+	none := map[string]bool{}
 	number := regexp.MustCompile(`(?:^|, )(\d+) `)
 	counted := map[string]int64{}
 	charts := map[string]int{}
@@ -141,7 +146,15 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	for _, group := range []string{"", "agent", "release", "errorCode"} {
 		do(t, ctx, chromedp.Navigate(s.URL+"/ui/insights?"+window+"&group="+group), chromedp.WaitVisible(chromedp.CSS("#t-runs-ended")))
 		bars := eval[[]barLink](t, ctx, readBars)
+		for _, u := range eval[[]string](t, ctx, readUnlinked) {
+			if !strings.HasPrefix(u, "h-decisions: ") {
+				t.Errorf("grouped by %q, bar %q links to no list", group, u)
+			}
+		}
 		for _, b := range bars {
+			if strings.HasPrefix(b.Title, "(none)") {
+				none[group+" "+b.Chart] = true
+			}
 			// A bar of counts says them in its tooltip: they sum to what its link lists.
 			if b.Chart != "h-latency" && b.Chart != "h-cost" {
 				title := b.Title[len(b.Title)-len(b.Title[indexColon(b.Title):]):]
@@ -168,6 +181,13 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	for _, c := range []string{"h-runs-ended", "h-attempts-ended", "h-lost-agent", "h-lost-release", "h-per-run", "h-latency", "h-calls", "h-cost"} {
 		if charts[c] == 0 {
 			t.Errorf("no linked bar in chart %s (charts seen: %v)", c, charts)
+		}
+	}
+	// The rows without a value are linked too: the runs and attempts without an error
+	// (hasError=false) and the calls that named no model (hasModel=false).
+	for _, want := range []string{"errorCode h-runs-ended", "errorCode h-attempts-ended", " h-cost"} {
+		if !none[want] {
+			t.Errorf("no linked \"(none)\" bar %q (seen: %v)", want, none)
 		}
 	}
 	if !paged {

@@ -89,7 +89,7 @@ type linked[T any] struct {
 type costRow struct {
 	api.InsightGroupKey
 	Calls, Input, Output, CostMicros int64
-	// Href lists the calls the row counts ("" for other and for the calls without a model).
+	// Href lists the calls the row counts ("" for other).
 	Href string
 }
 
@@ -220,8 +220,12 @@ func windowQuery(fromName, toName string, from, to time.Time, filter insights.Fi
 }
 
 // setGroup narrows a list link to one group's key (a group's filter replaces the page's).
+// The errorCode group "(none)" (key "") is the rows without an error: hasError=false.
 func setGroup(q url.Values, group api.InsightGroup, key string) {
-	if name := groupParam[group]; name != "" && key != "" {
+	switch name := groupParam[group]; {
+	case group == api.GroupErrorCode && key == "":
+		q.Set("hasError", "false")
+	case name != "" && key != "":
 		q.Set(name, key)
 	}
 }
@@ -272,9 +276,10 @@ func attemptCountLink(link string, n int, orMore bool) string {
 }
 
 // exactGroup says whether the runs list can show exactly a group's rows: not the "other"
-// group (every group past the largest 50) nor the runs without the grouped value.
+// group (every group past the largest 50) nor the runs without a release (never claimed);
+// the runs without an error are hasError=false (setGroup).
 func exactGroup(group api.InsightGroup, k api.InsightGroupKey) bool {
-	return group == "" || (!k.Other && (k.Key != "" || group == api.GroupProject || group == api.GroupAgent || group == api.GroupKind))
+	return group == "" || (!k.Other && (k.Key != "" || group != api.GroupRelease))
 }
 
 func (c *console) readInsights(ctx context.Context, tenant string, w insights.Window, f insights.Filter, v *insightsView) error {
@@ -397,9 +402,12 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 				r.CostMicros = se.Total
 			}
 		}
-		// The calls that reported usage, by their end; a call without a model has no
-		// filter that names it.
-		if !g.Other && g.Key != "" {
+		// The calls that reported usage, by their end; "(no model)" is hasModel=false.
+		switch {
+		case g.Other:
+		case g.Key == "":
+			r.Href = callsLink(true, w.From, w.To, f, "hasModel", "false")
+		default:
 			r.Href = callsLink(true, w.From, w.To, f, "model", g.Key)
 		}
 		v.CostRows = append(v.CostRows, r)
