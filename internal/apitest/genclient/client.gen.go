@@ -94,7 +94,7 @@ type ClientInterface interface {
 
 	// ListAttempts List attempts, or follow the change feed
 	//
-	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
+	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group)); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 	//
 	// Corresponds with GET /v1/attempts (the `ListAttempts` operationId).
 	ListAttempts(ctx context.Context, params *ListAttemptsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -374,7 +374,7 @@ type ClientInterface interface {
 
 // ListAttempts List attempts, or follow the change feed
 //
-// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
+// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group)); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 //
 // Corresponds with GET /v1/attempts (the `ListAttempts` operationId).
 func (c *Client) ListAttempts(ctx context.Context, params *ListAttemptsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1072,6 +1072,18 @@ func NewListAttemptsRequest(server string, params *ListAttemptsParams) (*http.Re
 		if params.ErrorCode != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "errorCode", *params.ErrorCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HasError != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hasError", *params.HasError, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

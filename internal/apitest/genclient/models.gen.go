@@ -1114,6 +1114,9 @@ type ListAttemptsParams struct {
 	// ErrorCode Attempts that ended with an error of this code.
 	ErrorCode *string `form:"errorCode,omitempty" json:"errorCode,omitempty"`
 
+	// HasError true: attempts that ended with an error; false: attempts without one (the errorCode insight's "(none)" group); not false with errorCode.
+	HasError *bool `form:"hasError,omitempty" json:"hasError,omitempty"`
+
 	// ChangedSince An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only.
 	ChangedSince *string `form:"changedSince,omitempty" json:"changedSince,omitempty"`
 

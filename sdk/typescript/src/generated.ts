@@ -138,6 +138,8 @@ export interface BulkFilter {
   endedTo?: string;
   /** Runs whose last error has this code. */
   errorCode?: string;
+  /** true: runs whose last error has a code; false: runs without an error; not false with errorCode. */
+  hasError?: boolean;
   kind?: string;
   /** Ended runs with this outcome. */
   outcome?: RunOutcome;
@@ -1271,6 +1273,8 @@ export interface ListAttemptsQuery {
   kind?: string;
   /** Attempts that ended with an error of this code. */
   errorCode?: string;
+  /** true: attempts that ended with an error; false: attempts without one (the errorCode insight's "(none)" group); not false with errorCode. */
+  hasError?: boolean;
   /** An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only. */
   changedSince?: string;
   /** The page size. */
@@ -1355,6 +1359,8 @@ export interface ListRunsQuery {
   outcome?: RunOutcome;
   /** Runs whose last error has this code. */
   errorCode?: string;
+  /** true: runs whose last error has a code; false: runs without an error (the errorCode insight's "(none)" group); not false with errorCode. */
+  hasError?: boolean;
   /** Runs whose latest attempt ran this release (as insights group runs by release). */
   releaseId?: string;
   /** Runs ended at or after this time. */
@@ -1396,6 +1402,8 @@ export interface ListTenantCallsQuery {
   target?: string;
   /** Calls that named this model. */
   model?: string;
+  /** true: calls that named a model; false: calls that named none (the usage insight's "(no model)" row); not false with model. */
+  hasModel?: boolean;
   /** true: only calls whose finish reported tokens or a cost above zero. */
   reportedUsage?: boolean;
   /** Calls of attempts in this project. */
@@ -1485,7 +1493,7 @@ export const operations = {
   insightRunsEnded: { method: "GET", path: "/v1/insights/runs", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   insightUsage: { method: "GET", path: "/v1/insights/usage", query: ["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"] },
   listAttemptDecisions: { method: "GET", path: "/v1/attempts/{attemptId}/decisions", query: ["limit","cursor"] },
-  listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","changedSince","limit","cursor"] },
+  listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","hasError","changedSince","limit","cursor"] },
   listCalls: { method: "GET", path: "/v1/attempts/{attemptId}/calls", query: ["limit","cursor"] },
   listCheckpoints: { method: "GET", path: "/v1/attempts/{attemptId}/checkpoints", query: ["limit","cursor"] },
   listDecisions: { method: "GET", path: "/v1/decisions", query: ["status","projectId","limit","cursor"] },
@@ -1493,9 +1501,9 @@ export const operations = {
   listProjects: { method: "GET", path: "/v1/projects", query: ["limit","cursor"] },
   listReleases: { method: "GET", path: "/v1/releases", query: ["state","limit","cursor"] },
   listRunDecisions: { method: "GET", path: "/v1/runs/{runId}/decisions", query: ["limit","cursor"] },
-  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","limit","cursor"] },
+  listRuns: { method: "GET", path: "/v1/runs", query: ["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","hasError","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","limit","cursor"] },
   listSchedules: { method: "GET", path: "/v1/schedules", query: ["limit","cursor"] },
-  listTenantCalls: { method: "GET", path: "/v1/calls", query: ["startedFrom","startedTo","endedFrom","endedTo","target","model","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"] },
+  listTenantCalls: { method: "GET", path: "/v1/calls", query: ["startedFrom","startedTo","endedFrom","endedTo","target","model","hasModel","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"] },
   listWebhookDeliveries: { method: "GET", path: "/v1/webhook-deliveries", query: ["status","event","webhook","limit","cursor"] },
   listWebhooks: { method: "GET", path: "/v1/webhooks", query: ["limit","cursor"] },
   parkAttempt: { method: "POST", path: "/v1/attempts/{attemptId}/park", query: [] },
