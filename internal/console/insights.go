@@ -72,7 +72,7 @@ type insightsView struct {
 	Calls                      barChart
 	CallRows                   []linked[api.CallTargetInsight]
 	Decisions                  barChart
-	DecisionRows               []api.DecisionKindInsight
+	DecisionRows               []linked[api.DecisionKindInsight]
 	// Cost is the cost per model; CostRows each model's calls, tokens and cost.
 	Cost     barChart
 	CostRows []costRow
@@ -202,6 +202,23 @@ func callsLink(byEnd bool, from, to time.Time, filter insights.Filter, name, val
 		q.Set(name, value)
 	}
 	return "/ui/calls?" + q.Encode()
+}
+
+// decisionsLink is the decisions list (every status) of the decisions requested in a time
+// range, of one kind ("" for every kind), with the page's filters: exactly what the
+// decisions insight counts. The page's kind is the run's, runKind on the decisions list.
+func decisionsLink(from, to time.Time, filter insights.Filter, kind string) string {
+	runKind := filter.Kind
+	filter.Kind = nil
+	q := windowQuery("requestedFrom", "requestedTo", from, to, filter)
+	q.Set("status", "all")
+	if runKind != nil {
+		q.Set("runKind", *runKind)
+	}
+	if kind != "" {
+		q.Set("kind", kind)
+	}
+	return "/ui/decisions?" + q.Encode()
 }
 
 // windowQuery is a list link's query for a time range (under the list's own names for its
@@ -421,15 +438,17 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 	if err != nil {
 		return err
 	}
-	v.DecisionRows, bars = ds.Kinds, nil
+	v.DecisionRows, bars = nil, nil
 	for _, k := range ds.Kinds {
+		href := decisionsLink(w.From, w.To, f, k.Kind.String())
+		v.DecisionRows = append(v.DecisionRows, linked[api.DecisionKindInsight]{Row: k, Href: href})
 		bars = append(bars, chartBar{Label: k.Kind.String(), Parts: []chartPart{{Name: "answered", Value: float64(k.Answered)},
 			{Name: "pending", Value: float64(k.Pending)}, {Name: "expired", Value: float64(k.Expired)},
 			{Name: "cancelled", Value: float64(k.Cancelled)}},
-			Href: "/ui/decisions?status=all"})
+			Href: href, Rows: k.Requested})
 	}
 	v.Decisions = barChart{ID: "decisions", Title: "Decisions, by kind", SVG: rows("Decisions requested by kind: answered, pending, expired, cancelled", bars),
-		Href: "/ui/decisions?status=all"}
+		Href: decisionsLink(w.From, w.To, f, "")}
 	return nil
 }
 

@@ -240,7 +240,7 @@ type ClientInterface interface {
 
 	// ListDecisions The decision inbox
 	//
-	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
+	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo (exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).
 	//
 	// Roles: admin.
 	//
@@ -660,7 +660,7 @@ func (c *Client) GetAttemptTimeline(ctx context.Context, attemptId openapi_types
 
 // ListDecisions The decision inbox
 //
-// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
+// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo (exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).
 //
 // Roles: admin.
 //
@@ -1563,6 +1563,78 @@ func NewListDecisionsRequest(server string, params *ListDecisionsParams) (*http.
 		if params.ProjectId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "projectId", *params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RequestedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "requestedFrom", *params.RequestedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RequestedTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "requestedTo", *params.RequestedTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AgentId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agentId", *params.AgentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ReleaseId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "releaseId", *params.ReleaseId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RunKind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "runKind", *params.RunKind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -185,7 +185,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListDecisionsWithResponse The decision inbox
 	//
-	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
+	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo (exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).
 	//
 	// Roles: admin.
 	//
@@ -3590,7 +3590,7 @@ func (c *ClientWithResponses) GetAttemptTimelineWithResponse(ctx context.Context
 
 // ListDecisionsWithResponse The decision inbox
 //
-// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
+// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo (exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).
 //
 // Roles: admin.
 //

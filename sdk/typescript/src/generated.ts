@@ -1304,6 +1304,18 @@ export interface ListDecisionsQuery {
   status?: DecisionStatus;
   /** Only the decisions of this project's attempts. */
   projectId?: string;
+  /** Only decisions of this kind. */
+  kind?: DecisionKind;
+  /** Decisions requested at or after this time (as the decisions insight counts them). */
+  requestedFrom?: string;
+  /** Decisions requested before this time. */
+  requestedTo?: string;
+  /** Only the decisions of this agent's attempts. */
+  agentId?: string;
+  /** Only the decisions of attempts that ran this release. */
+  releaseId?: string;
+  /** Only the decisions of runs of this kind. */
+  runKind?: string;
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -1496,7 +1508,7 @@ export const operations = {
   listAttempts: { method: "GET", path: "/v1/attempts", query: ["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","hasError","changedSince","limit","cursor"] },
   listCalls: { method: "GET", path: "/v1/attempts/{attemptId}/calls", query: ["limit","cursor"] },
   listCheckpoints: { method: "GET", path: "/v1/attempts/{attemptId}/checkpoints", query: ["limit","cursor"] },
-  listDecisions: { method: "GET", path: "/v1/decisions", query: ["status","projectId","limit","cursor"] },
+  listDecisions: { method: "GET", path: "/v1/decisions", query: ["status","projectId","kind","requestedFrom","requestedTo","agentId","releaseId","runKind","limit","cursor"] },
   listDelegations: { method: "GET", path: "/v1/attempts/{attemptId}/delegations", query: ["limit","cursor"] },
   listProjects: { method: "GET", path: "/v1/projects", query: ["limit","cursor"] },
   listReleases: { method: "GET", path: "/v1/releases", query: ["state","limit","cursor"] },
