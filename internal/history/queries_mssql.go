@@ -12,8 +12,9 @@ import (
 // the index order (cursors are opaque, so SQLite's text order differs harmlessly); maxTime
 // and maxID stand in for "no cursor", minID makes a time an exclusive bound.
 
-// mssqlInsightFilters are the release, run kind and error code filters (parameter numbers
-// release, kind, code); the kind reads the attempt's run by PK_Runs seek only when asked.
+// mssqlInsightFilters are the release, run kind, error code and error presence filters
+// (parameter numbers release, kind, code, hasError); the kind reads the attempt's run by
+// PK_Runs seek only when asked; hasError (NULL, 0 or 1) is a residual on ErrorCode's NULL.
 func mssqlInsightFilters(release, kind, code, hasError int) string {
 	return fmt.Sprintf(`(@p%[1]d IS NULL OR ReleaseId = @p%[1]d) AND (@p%[3]d IS NULL OR ErrorCode = @p%[3]d)
     AND (@p%[4]d IS NULL OR (@p%[4]d = 1 AND ErrorCode IS NOT NULL) OR (@p%[4]d = 0 AND ErrorCode IS NULL))

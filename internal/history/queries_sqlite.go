@@ -10,8 +10,9 @@ import (
 // its index in order (no sort, cost independent of depth). Row values compare keysets as
 // one range bound of the index. Statements run on the reader pool inside one deferred
 // transaction, so the cap and the page see the same snapshot.
-// sqliteInsightFilters are the release, run kind and error code filters (argument numbers
-// release, kind, code); the kind reads the attempt's run by primary key only when asked.
+// sqliteInsightFilters are the release, run kind, error code and error presence filters
+// (argument numbers release, kind, code, hasError); the kind reads the attempt's run by
+// primary key only when asked.
 func sqliteInsightFilters(release, kind, code, hasError int) string {
 	return fmt.Sprintf(`(?%[1]d IS NULL OR ReleaseId = ?%[1]d) AND (?%[3]d IS NULL OR ErrorCode = ?%[3]d)
     AND (?%[4]d IS NULL OR (?%[4]d = 1 AND ErrorCode IS NOT NULL) OR (?%[4]d = 0 AND ErrorCode IS NULL))
