@@ -23,6 +23,8 @@ type ListAttemptsParams struct {
 	ReleaseID *string `query:"releaseId" validate:"omitempty,segment=256" doc:"Attempts that ran this release."`
 	Kind      *string `query:"kind" validate:"omitempty,ident=64" doc:"Attempts of runs of this kind."`
 	ErrorCode *string `query:"errorCode" validate:"omitempty,errcode" doc:"Attempts that ended with an error of this code."`
+	// HasError names the attempts without an error (false), which no errorCode can name.
+	HasError *bool `query:"hasError" doc:"true: attempts that ended with an error; false: attempts without one (the errorCode insight's \"(none)\" group); not false with errorCode."`
 	// ChangedSince is an attempt's ETag, quoted or not: the change feed after it.
 	ChangedSince *string `query:"changedSince" validate:"omitempty,max=64" doc:"An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only."`
 	PageParams

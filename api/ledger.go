@@ -170,6 +170,14 @@ type Decision struct {
 type ListDecisionsParams struct {
 	Status    *DecisionStatus `query:"status"`
 	ProjectID *string         `query:"projectId" validate:"omitempty,ident=64" doc:"Only the decisions of this project's attempts."`
+	// Kind, the requested window and the attempt's agent, release and run kind narrow to
+	// what the decisions insight counts (its bars link with them).
+	Kind          *DecisionKind `query:"kind" doc:"Only decisions of this kind."`
+	RequestedFrom *Time         `query:"requestedFrom" doc:"Decisions requested at or after this time (as the decisions insight counts them)."`
+	RequestedTo   *Time         `query:"requestedTo" doc:"Decisions requested before this time."`
+	AgentID       *string       `query:"agentId" validate:"omitempty,segment=128" doc:"Only the decisions of this agent's attempts."`
+	ReleaseID     *string       `query:"releaseId" validate:"omitempty,segment=256" doc:"Only the decisions of attempts that ran this release."`
+	RunKind       *string       `query:"runKind" validate:"omitempty,ident=64" doc:"Only the decisions of runs of this kind."`
 	PageParams
 }
 
@@ -213,6 +221,8 @@ type ListTenantCallsParams struct {
 	EndedTo     *Time   `query:"endedTo" doc:"Calls finished before this time, newest end first."`
 	Target      *string `query:"target" validate:"omitempty,ident=256"`
 	Model       *string `query:"model" validate:"omitempty,ident=128" doc:"Calls that named this model."`
+	// HasModel names the calls without a model (false), which no model value can name.
+	HasModel *bool `query:"hasModel" doc:"true: calls that named a model; false: calls that named none (the usage insight's \"(no model)\" row); not false with model."`
 	// ReportedUsage keeps the calls whose finish reported a count or a cost above zero: the
 	// calls the usage insight counts.
 	ReportedUsage *bool   `query:"reportedUsage" doc:"true: only calls whose finish reported tokens or a cost above zero."`

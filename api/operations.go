@@ -36,6 +36,7 @@ type BulkFilter struct {
 	QueuedTo   *Time       `json:"queuedTo,omitempty" doc:"Runs queued before this time."`
 	Outcome    *RunOutcome `json:"outcome,omitempty" doc:"Ended runs with this outcome."`
 	ErrorCode  *string     `json:"errorCode,omitempty" validate:"omitempty,errcode" doc:"Runs whose last error has this code."`
+	HasError   *bool       `json:"hasError,omitempty" doc:"true: runs whose last error has a code; false: runs without an error; not false with errorCode."`
 	ReleaseID  *string     `json:"releaseId,omitempty" validate:"omitempty,segment=256" doc:"Runs whose latest attempt ran this release."`
 	EndedFrom  *Time       `json:"endedFrom,omitempty" doc:"Runs ended at or after this time."`
 	EndedTo    *Time       `json:"endedTo,omitempty" doc:"Runs ended before this time."`

@@ -323,10 +323,13 @@ type ListRunsParams struct {
 	QueuedTo   *Time       `query:"queuedTo" doc:"Runs queued before this time."`
 	Outcome    *RunOutcome `query:"outcome" doc:"Ended runs with this outcome."`
 	ErrorCode  *string     `query:"errorCode" validate:"omitempty,errcode" doc:"Runs whose last error has this code."`
-	ReleaseID  *string     `query:"releaseId" validate:"omitempty,segment=256" doc:"Runs whose latest attempt ran this release (as insights group runs by release)."`
-	EndedFrom  *Time       `query:"endedFrom" doc:"Runs ended at or after this time."`
-	EndedTo    *Time       `query:"endedTo" doc:"Runs ended before this time."`
-	Tag        *string     `query:"tag" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`
+	// HasError names the runs without an error (false), which no errorCode can name: the
+	// errorCode insight's "(none)" group.
+	HasError  *bool   `query:"hasError" doc:"true: runs whose last error has a code; false: runs without an error (the errorCode insight's \"(none)\" group); not false with errorCode."`
+	ReleaseID *string `query:"releaseId" validate:"omitempty,segment=256" doc:"Runs whose latest attempt ran this release (as insights group runs by release)."`
+	EndedFrom *Time   `query:"endedFrom" doc:"Runs ended at or after this time."`
+	EndedTo   *Time   `query:"endedTo" doc:"Runs ended before this time."`
+	Tag       *string `query:"tag" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`
 	// AttemptsMin and AttemptsMax narrow by the run's attempts as the attempts-per-run
 	// insight counts them (every claim's attempt, parked ones included).
 	AttemptsMin *int `query:"attemptsMin" validate:"omitempty,min=0,max=1000000" doc:"Runs with at least this many attempts (1: claimed at least once, as claim latency counts)."`

@@ -250,3 +250,21 @@ func TestManifestOfAgreesWithTheService(t *testing.T) {
 		t.Fatal("duplicate member names have no canonical form")
 	}
 }
+
+// The lists' filters for an absent value go over the wire as the server reads them: a
+// queued run has no error (hasError=false), and false beside errorCode is invalid_request.
+func TestListFiltersForAnAbsentValue(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	ctx := context.Background()
+	r := s.enqueue(t, "absent")
+	for has, want := range map[bool]int{false: 1, true: 0} {
+		page, err := s.Runtime.ListRuns(ctx, api.ListRunsParams{HasError: api.Ptr(has)})
+		if err != nil || len(page.Items) != want || (want == 1 && page.Items[0].RunID != r.RunID) {
+			t.Fatalf("hasError=%t: %v, %d runs, want %d", has, err, len(page.Items), want)
+		}
+	}
+	if _, err := s.Runtime.ListRuns(ctx, api.ListRunsParams{HasError: api.Ptr(false), ErrorCode: api.Ptr("boom")}); !errors.Is(err, client.ErrInvalidRequest) {
+		t.Fatalf("hasError=false with errorCode: %v", err)
+	}
+}

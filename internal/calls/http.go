@@ -39,7 +39,8 @@ func Routes(s *web.Server, store *Store) {
 		ID: "listTenantCalls", Tag: "Calls", Summary: "List the tenant's calls, newest first",
 		Description: "The tenant's calls started in a window (startedFrom inclusive, startedTo exclusive), newest start " +
 			"first, as the calls insight counts them; or, with endedFrom/endedTo, the calls finished in one, newest end " +
-			"first, as the usage insight counts them (with reportedUsage=true). Filters: target, model, reportedUsage, and " +
+			"first, as the usage insight counts them (with reportedUsage=true). Filters: target, model, hasModel (false: the " +
+			"calls that named no model), reportedUsage, and " +
 			"the attempt's projectId, agentId, releaseId and its run's kind. Each item carries its etag. A cursor " +
 			"continues only a listing by the same time.",
 		Status: http.StatusOK, Response: api.Page[api.CallItem]{}, Query: api.ListTenantCallsParams{},

@@ -47,7 +47,7 @@ func TestSQLitePlansOfTheTenantListings(t *testing.T) {
 		"listByEnded":   {sqliteQueries.listByEnded, "IX_Calls_Tenant_Ended (TenantId=? AND EndedAt>? AND EndedAt<?)"},
 	} {
 		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, "t", d.Time(minTime), d.Time(maxTime), maxID, 50,
-			nil, nil, 1, nil, "agent-1", nil, "review"), "\n")
+			nil, nil, 1, nil, "agent-1", nil, "review", 0), "\n")
 		t.Logf("%s:\n%s", name, plan)
 		if !strings.Contains(plan, c.want) || strings.Contains(plan, "SCAN CallRecords") {
 			t.Errorf("%s does not read a range of its index:\n%s", name, plan)

@@ -90,7 +90,9 @@ WHERE c.TenantId = @p1 AND c.ProjectId = @p2 AND c.Day = @p3;`,
 	// clustered key CallId follows the time, so (time, CallId) is index order): a backward
 	// range seek from the bound, TOP stops after a page, a key lookup per row for the
 	// columns; the catch-all filters are residuals (the attempt and its run by PK seek only
-	// when one of their filters is set), one cached plan for every combination.
+	// when one of their filters is set), one cached plan for every combination. hasModel
+	// (@p13, a bit) tests DATALENGTH, not = N'', which would take a model of spaces for none
+	// (trailing blanks compare equal) while the usage insight groups it by its text.
 	listByStarted: mssqlTenantList("StartedAt", "IX_Calls_Tenant_Started"),
 	listByEnded:   mssqlTenantList("EndedAt", "IX_Calls_Tenant_Ended"),
 }
@@ -99,6 +101,7 @@ func mssqlTenantList(at, index string) string {
 	return `SELECT TOP (@p5) ` + columns + ` FROM dbo.CallRecords WITH (INDEX (` + index + `))
 WHERE TenantId = @p1 AND ` + at + ` >= @p2 AND ` + at + ` <= @p3 AND (` + at + ` < @p3 OR CallId < @p4)
     AND (@p6 IS NULL OR Target = @p6) AND (@p7 IS NULL OR Model = @p7)
+    AND (@p13 IS NULL OR (@p13 = 1 AND DATALENGTH(Model) > 0) OR (@p13 = 0 AND COALESCE(DATALENGTH(Model), 0) = 0))
     AND (@p8 = 0 OR ` + reportedUsage + `)
     AND ((@p9 IS NULL AND @p10 IS NULL AND @p11 IS NULL AND @p12 IS NULL) OR EXISTS (SELECT 1 FROM dbo.ExecutionAttempts AS a
         WHERE a.AttemptId = CallRecords.AttemptId AND a.TenantId = @p1 AND (@p9 IS NULL OR a.ProjectId = @p9)

@@ -49,6 +49,7 @@ func sqliteTenantList(at, index string) string {
 	return `SELECT ` + columns + ` FROM CallRecords INDEXED BY ` + index + `
 WHERE TenantId = ?1 AND ` + at + ` >= ?2 AND (` + at + `, CallId) < (?3, ?4)
     AND (?6 IS NULL OR Target = ?6) AND (?7 IS NULL OR Model = ?7)
+    AND (?13 IS NULL OR (?13 = 1 AND length(Model) > 0) OR (?13 = 0 AND COALESCE(length(Model), 0) = 0))
     AND (?8 = 0 OR ` + reportedUsage + `)
     AND ((?9 IS NULL AND ?10 IS NULL AND ?11 IS NULL AND ?12 IS NULL) OR EXISTS (SELECT 1 FROM ExecutionAttempts AS a
         WHERE a.AttemptId = CallRecords.AttemptId AND +a.TenantId = ?1 AND (?9 IS NULL OR a.ProjectId = ?9)

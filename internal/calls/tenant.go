@@ -24,6 +24,9 @@ type TenantFilter struct {
 	From, To *time.Time
 	Target   *string
 	Model    *string
+	// HasModel true keeps the calls that named a model, false those that did not (the usage
+	// insight's "(no model)" row).
+	HasModel *bool
 	// ReportedUsage keeps the calls whose finish reported a count or a cost above zero.
 	ReportedUsage bool
 	// ProjectID, AgentID, ReleaseID (the attempt's) and Kind (its run's) filter as the
@@ -83,12 +86,23 @@ func (s *Store) ListTenant(ctx context.Context, tenantID string, f TenantFilter)
 		}
 		d := tx.Dialect
 		return tx.SelectContext(ctx, &out, stmt, tenantID, d.Time(from), d.Time(at), id, f.Limit, f.Target, f.Model,
-			reported, f.ProjectID, f.AgentID, f.ReleaseID, f.Kind)
+			reported, f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, bitOf(f.HasModel))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the tenant's calls: %w", err)
 	}
 	return out, nil
+}
+
+// bitOf is an optional flag as a statement's argument: NULL, 0 or 1 (a bit on SQL Server).
+func bitOf(b *bool) any {
+	switch {
+	case b == nil:
+		return nil
+	case *b:
+		return 1
+	}
+	return 0
 }
 
 // ceilMillis rounds t up to the millisecond (in UTC): stored times have millisecond
@@ -116,7 +130,10 @@ func (h handlers) listTenant(c echo.Context) error {
 	}
 	limit := web.LimitOf(q.PageParams)
 	f := TenantFilter{Limit: limit + 1, Target: q.Target, Model: q.Model, ReportedUsage: q.ReportedUsage != nil && *q.ReportedUsage,
-		ProjectID: q.ProjectID, AgentID: q.AgentID, ReleaseID: q.ReleaseID, Kind: q.Kind}
+		ProjectID: q.ProjectID, AgentID: q.AgentID, ReleaseID: q.ReleaseID, Kind: q.Kind, HasModel: q.HasModel}
+	if q.Model != nil && q.HasModel != nil && !*q.HasModel {
+		return apperr.FieldsInvalid(api.FieldError{Field: "hasModel", Reason: "must not be false with model"})
+	}
 	from, to, fromName, toName := q.StartedFrom, q.StartedTo, "startedFrom", "startedTo"
 	if q.EndedFrom != nil || q.EndedTo != nil {
 		var bad []api.FieldError

@@ -13,7 +13,7 @@ import (
 
 // TestListTenantCalls (issue 29 item 2): GET /v1/calls lists the tenant's calls started in
 // a window, newest start first, or finished in one, newest end first, with the filters the
-// calls and usage insights count by (target, model, reported usage, the attempt's agent and
+// calls and usage insights count by (target, model or none (hasModel=false), reported usage, the attempt's agent and
 // its run's kind); pages continue only their own listing; another tenant sees none.
 func TestListTenantCalls(t *testing.T) {
 	t.Parallel()
@@ -76,6 +76,9 @@ func TestListTenantCalls(t *testing.T) {
 		ended + "&reportedUsage=true":                  {a},
 		ended + "&reportedUsage=false":                 {c, b, a},
 		ended + "&model=claude-sonnet-4":               {c, a},
+		window + "&hasModel=false":                     {b},
+		window + "&hasModel=true":                      {c, a},
+		ended + "&hasModel=true&model=claude-sonnet-4": {c, a},
 		"endedFrom=" + at(4*time.Second):               {c},
 		"endedTo=" + at(3*time.Second) + "&target=x/y": nil,
 	} {
@@ -112,6 +115,8 @@ func TestListTenantCalls(t *testing.T) {
 		{"endedFrom=2026-01-02T00:00:00Z&endedTo=2026-01-01T00:00:00Z", "endedTo"},
 		{"reportedUsage=maybe", "reportedUsage"},
 		{"target=%20x", "target"},
+		{"hasModel=maybe", "hasModel"},
+		{"hasModel=false&model=claude-sonnet-4", "hasModel"},
 	} {
 		apitest.WantProblem(t, s.Do(t, http.MethodGet, "/v1/calls?"+bad.q, admin, "", nil), http.StatusBadRequest, "invalid_request")
 	}

@@ -45,7 +45,15 @@ type decisionsView struct {
 	Project   string
 	Decisions []decisions.Decision
 	Next      string
+	// Narrowed is the insight's filters a decisions bar links with (kind, requested window,
+	// agent, release, run kind), as typed, carried to the next page and shown above the list.
+	Narrowed url.Values
+	Problem  string
 }
+
+// decisionFilters are the decisions list's filters beside status and project, by their
+// query names: what the decisions insight counts by.
+var decisionFilters = []string{"kind", "requestedFrom", "requestedTo", "agent", "release", "runKind"}
 
 // decisionCursor is the inbox's keyset position: its group (pending first), then age.
 type decisionCursor struct {
@@ -60,7 +68,7 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 		status = string(api.DecisionPending)
 	}
 	project := strings.TrimSpace(ctx.QueryParam("project"))
-	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisionStatuses...), Project: project}
+	v := decisionsView{Status: status, Statuses: append([]string{"all"}, decisionStatuses...), Project: project, Narrowed: url.Values{}}
 	f := decisions.ListFilter{Limit: pageSize + 1, ProjectID: optional(project)}
 	if status != "all" {
 		st := api.DecisionStatus(status)
@@ -68,6 +76,31 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 			return c.notFound(ctx)
 		}
 		f.Status = &st
+	}
+	for _, name := range decisionFilters {
+		if s := strings.TrimSpace(ctx.QueryParam(name)); s != "" {
+			v.Narrowed.Set(name, s)
+		}
+	}
+	f.AgentID, f.ReleaseID, f.RunKind = optional(v.Narrowed.Get("agent")), optional(v.Narrowed.Get("release")), optional(v.Narrowed.Get("runKind"))
+	var problems []string
+	if k := v.Narrowed.Get("kind"); k != "" {
+		var kind api.DecisionKind
+		if kind.UnmarshalText([]byte(k)) != nil {
+			problems = append(problems, "kind must be one of "+strings.Join(kind.EnumValues(), ", "))
+		}
+		f.Kind = &kind
+	}
+	var err error
+	if f.RequestedFrom, err = parseTime(v.Narrowed.Get("requestedFrom")); err != nil {
+		problems = append(problems, "“requested from” is not a time")
+	}
+	if f.RequestedTo, err = parseTime(v.Narrowed.Get("requestedTo")); err != nil {
+		problems = append(problems, "“requested before” is not a time")
+	}
+	if len(problems) > 0 {
+		v.Problem = strings.Join(problems, "; ")
+		return c.render(ctx, http.StatusBadRequest, "decisions", page{Title: "Decisions", Nav: "decisions", Data: v})
 	}
 	if cur, ok := decodeCursor[decisionCursor](ctx.QueryParam("cursor")); ok {
 		if at, err := parseTime(cur.At); err == nil && at != nil {
@@ -85,6 +118,9 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 			At: last.RequestedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ID: last.DecisionID})}}
 		if project != "" {
 			next.Set("project", project)
+		}
+		for name, vs := range v.Narrowed {
+			next[name] = vs
 		}
 		v.Next = pageLink("/ui/decisions", next)
 	}

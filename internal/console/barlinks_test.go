@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,8 @@ type barLink struct {
 // ended, attempts ended (their own list, by end time and state), leases lost by agent and
 // by release (lost attempts), attempts per finished run (runs with that many attempts) and
 // time to first claim (the claimed runs queued in the window), calls per target (the calls
-// started in the window) and cost per model (the calls that reported usage, by their end).
+// started in the window), cost per model (the calls that reported usage, by their end, and
+// the calls that named no model) and decisions by kind (the decisions asked in the window).
 func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	t.Parallel()
 	s := apitest.New(t, apitest.Config{Serve: true})
@@ -94,6 +96,11 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 			}
 			tn.Must(http.StatusOK, "PATCH", cl.Path("/calls/"+call.CallID), tn.Runtime, finish)
 		}
+		// Each asks for two decisions, which its end cancels: the decisions chart counts them
+		// by kind and by when they were asked.
+		for _, kind := range []string{"approval", "input"} {
+			tn.Must(http.StatusCreated, "POST", cl.Path("/decisions"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "kind": kind})
+		}
 		complete(cl, "failed", "tool_timeout")
 	}
 	for range 2 {
@@ -133,6 +140,10 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		}
 		return n, pages
 	}
+	// Every bar is a link: a plain group (a bar no list can show exactly) fails the test.
+	const readUnlinked = `[...document.querySelectorAll("section.chart-box")].flatMap(sec => [...sec.querySelectorAll("svg g:has(> rect.hit)")].map(
+	    g => sec.getAttribute("aria-labelledby") + ": " + g.querySelector("title").textContent))`
+	none := map[string]bool{}
 	number := regexp.MustCompile(`(?:^|, )(\d+) `)
 	counted := map[string]int64{}
 	charts := map[string]int{}
@@ -141,7 +152,13 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	for _, group := range []string{"", "agent", "release", "errorCode"} {
 		do(t, ctx, chromedp.Navigate(s.URL+"/ui/insights?"+window+"&group="+group), chromedp.WaitVisible(chromedp.CSS("#t-runs-ended")))
 		bars := eval[[]barLink](t, ctx, readBars)
+		for _, u := range eval[[]string](t, ctx, readUnlinked) {
+			t.Errorf("grouped by %q, bar %q links to no list", group, u)
+		}
 		for _, b := range bars {
+			if strings.HasPrefix(b.Title, "(none)") {
+				none[group+" "+b.Chart] = true
+			}
 			// A bar of counts says them in its tooltip: they sum to what its link lists.
 			if b.Chart != "h-latency" && b.Chart != "h-cost" {
 				title := b.Title[len(b.Title)-len(b.Title[indexColon(b.Title):]):]
@@ -165,9 +182,16 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range []string{"h-runs-ended", "h-attempts-ended", "h-lost-agent", "h-lost-release", "h-per-run", "h-latency", "h-calls", "h-cost"} {
+	for _, c := range []string{"h-runs-ended", "h-attempts-ended", "h-lost-agent", "h-lost-release", "h-per-run", "h-latency", "h-calls", "h-cost", "h-decisions"} {
 		if charts[c] == 0 {
 			t.Errorf("no linked bar in chart %s (charts seen: %v)", c, charts)
+		}
+	}
+	// The rows without a value are linked too: the runs and attempts without an error
+	// (hasError=false) and the calls that named no model (hasModel=false).
+	for _, want := range []string{"errorCode h-runs-ended", "errorCode h-attempts-ended", " h-cost"} {
+		if !none[want] {
+			t.Errorf("no linked \"(none)\" bar %q (seen: %v)", want, none)
 		}
 	}
 	if !paged {

@@ -60,6 +60,14 @@ func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
 				f[member] = s
 			}
 		}
+		// hasError goes as the boolean the API takes; anything else is refused by its decoder.
+		switch s := strings.TrimSpace(q.Get("hasError")); s {
+		case "true", "false":
+			f["hasError"] = s == "true"
+		case "":
+		default:
+			f["hasError"] = s
+		}
 		for form, member := range map[string]string{"from": "queuedFrom", "to": "queuedTo", "endedFrom": "endedFrom", "endedTo": "endedTo"} {
 			t, err := parseTime(q.Get(form))
 			if err != nil {

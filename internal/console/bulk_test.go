@@ -75,4 +75,27 @@ func TestBulkActionFromTheRunsList(t *testing.T) {
 	if st, _, body := post(url.Values{"csrf": {csrf}, "action": {"cancel"}}); st != http.StatusBadRequest || !strings.Contains(body, "Tick the runs") {
 		t.Fatalf("nothing ticked: %d", st)
 	}
+	// hasError selects exactly as the list does: the cancelled runs carry "cancelled", a new
+	// queued run no error; a filter that contradicts itself or is not a flag is refused.
+	tn.Enqueue("bulk-3", "batch")
+	for filter, want := range map[string]string{"hasError=false": "1 run matches this filter", "hasError=true": "2 runs match this filter",
+		"hasError=true&errorCode=cancelled": "2 runs match this filter"} {
+		if st, _, body := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {filter}}); st != http.StatusOK ||
+			!strings.Contains(body, want) {
+			t.Errorf("review of %s: %d, want %q", filter, st, want)
+		}
+	}
+	for _, filter := range []string{"hasError=false&errorCode=cancelled", "hasError=nope"} {
+		if st, _, _ := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {filter}}); st == http.StatusOK {
+			t.Errorf("review of %s was not refused", filter)
+		}
+	}
+	tn.Must(http.StatusBadRequest, "POST", "/v1/runs/bulk", tn.Admin, map[string]any{"action": "cancel", "dryRun": true,
+		"filter": map[string]any{"hasError": false, "errorCode": "cancelled"}})
+	var op api.Operation
+	tn.Must(http.StatusOK, "POST", "/v1/runs/bulk", tn.Admin, map[string]any{"action": "cancel", "dryRun": true,
+		"filter": map[string]any{"hasError": false}}).Decode(t, &op)
+	if op.Matched != 1 {
+		t.Errorf("the API's dry run with hasError=false matched %d, want 1", op.Matched)
+	}
 }

@@ -72,7 +72,7 @@ type insightsView struct {
 	Calls                      barChart
 	CallRows                   []linked[api.CallTargetInsight]
 	Decisions                  barChart
-	DecisionRows               []api.DecisionKindInsight
+	DecisionRows               []linked[api.DecisionKindInsight]
 	// Cost is the cost per model; CostRows each model's calls, tokens and cost.
 	Cost     barChart
 	CostRows []costRow
@@ -89,7 +89,7 @@ type linked[T any] struct {
 type costRow struct {
 	api.InsightGroupKey
 	Calls, Input, Output, CostMicros int64
-	// Href lists the calls the row counts ("" for other and for the calls without a model).
+	// Href lists the calls the row counts ("" for other).
 	Href string
 }
 
@@ -204,6 +204,23 @@ func callsLink(byEnd bool, from, to time.Time, filter insights.Filter, name, val
 	return "/ui/calls?" + q.Encode()
 }
 
+// decisionsLink is the decisions list (every status) of the decisions requested in a time
+// range, of one kind ("" for every kind), with the page's filters: exactly what the
+// decisions insight counts. The page's kind is the run's, runKind on the decisions list.
+func decisionsLink(from, to time.Time, filter insights.Filter, kind string) string {
+	runKind := filter.Kind
+	filter.Kind = nil
+	q := windowQuery("requestedFrom", "requestedTo", from, to, filter)
+	q.Set("status", "all")
+	if runKind != nil {
+		q.Set("runKind", *runKind)
+	}
+	if kind != "" {
+		q.Set("kind", kind)
+	}
+	return "/ui/decisions?" + q.Encode()
+}
+
 // windowQuery is a list link's query for a time range (under the list's own names for its
 // bounds) and the insights page's filters, which every list takes under the same names.
 func windowQuery(fromName, toName string, from, to time.Time, filter insights.Filter) url.Values {
@@ -220,8 +237,12 @@ func windowQuery(fromName, toName string, from, to time.Time, filter insights.Fi
 }
 
 // setGroup narrows a list link to one group's key (a group's filter replaces the page's).
+// The errorCode group "(none)" (key "") is the rows without an error: hasError=false.
 func setGroup(q url.Values, group api.InsightGroup, key string) {
-	if name := groupParam[group]; name != "" && key != "" {
+	switch name := groupParam[group]; {
+	case group == api.GroupErrorCode && key == "":
+		q.Set("hasError", "false")
+	case name != "" && key != "":
 		q.Set(name, key)
 	}
 }
@@ -272,9 +293,10 @@ func attemptCountLink(link string, n int, orMore bool) string {
 }
 
 // exactGroup says whether the runs list can show exactly a group's rows: not the "other"
-// group (every group past the largest 50) nor the runs without the grouped value.
+// group (every group past the largest 50) nor the runs without a release (never claimed);
+// the runs without an error are hasError=false (setGroup).
 func exactGroup(group api.InsightGroup, k api.InsightGroupKey) bool {
-	return group == "" || (!k.Other && (k.Key != "" || group == api.GroupProject || group == api.GroupAgent || group == api.GroupKind))
+	return group == "" || (!k.Other && (k.Key != "" || group != api.GroupRelease))
 }
 
 func (c *console) readInsights(ctx context.Context, tenant string, w insights.Window, f insights.Filter, v *insightsView) error {
@@ -397,9 +419,12 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 				r.CostMicros = se.Total
 			}
 		}
-		// The calls that reported usage, by their end; a call without a model has no
-		// filter that names it.
-		if !g.Other && g.Key != "" {
+		// The calls that reported usage, by their end; "(no model)" is hasModel=false.
+		switch {
+		case g.Other:
+		case g.Key == "":
+			r.Href = callsLink(true, w.From, w.To, f, "hasModel", "false")
+		default:
 			r.Href = callsLink(true, w.From, w.To, f, "model", g.Key)
 		}
 		v.CostRows = append(v.CostRows, r)
@@ -413,15 +438,17 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 	if err != nil {
 		return err
 	}
-	v.DecisionRows, bars = ds.Kinds, nil
+	v.DecisionRows, bars = nil, nil
 	for _, k := range ds.Kinds {
+		href := decisionsLink(w.From, w.To, f, k.Kind.String())
+		v.DecisionRows = append(v.DecisionRows, linked[api.DecisionKindInsight]{Row: k, Href: href})
 		bars = append(bars, chartBar{Label: k.Kind.String(), Parts: []chartPart{{Name: "answered", Value: float64(k.Answered)},
 			{Name: "pending", Value: float64(k.Pending)}, {Name: "expired", Value: float64(k.Expired)},
 			{Name: "cancelled", Value: float64(k.Cancelled)}},
-			Href: "/ui/decisions?status=all"})
+			Href: href, Rows: k.Requested})
 	}
 	v.Decisions = barChart{ID: "decisions", Title: "Decisions, by kind", SVG: rows("Decisions requested by kind: answered, pending, expired, cancelled", bars),
-		Href: "/ui/decisions?status=all"}
+		Href: decisionsLink(w.From, w.To, f, "")}
 	return nil
 }
 

@@ -89,9 +89,6 @@ func TestInsightLinksListExactlyTheRowsTheyCount(t *testing.T) {
 					groups += total
 				}
 				if m[2] == "" {
-					if group == "errorCode" && m[1] == "" {
-						continue // the runs without an error: no list filter names them
-					}
 					t.Fatalf("grouped by %s, row %q of %s has no link", group, m[1], id)
 				}
 				linked++
@@ -109,6 +106,39 @@ func TestInsightLinksListExactlyTheRowsTheyCount(t *testing.T) {
 	for _, want := range []string{`data-group="tool_timeout"`, `data-group="stopped"`, `data-group="bad_input"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("insights by error code lack %s", want)
+		}
+	}
+}
+
+// TestDecisionsListNarrowsAsTheInsightLinks: the decisions list takes the decisions
+// insight's filters (kind, requested window, run kind) and refuses what it cannot read.
+func TestDecisionsListNarrowsAsTheInsightLinks(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	tn.Enqueue("narrow-1", "batch")
+	cl, ok, _ := tn.Claim(600, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	for _, kind := range []string{"approval", "input", "input"} {
+		tn.Must(http.StatusCreated, "POST", cl.Path("/decisions"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "kind": kind})
+	}
+	c, _, _ := httpSession(t, s, tn.Admin)
+	from := s.Clock.Now().Add(-time.Minute).UTC().Format("2006-01-02T15:04:05")
+	for q, want := range map[string]int{"kind=approval": 1, "kind=input": 2, "kind=input&requestedFrom=" + from: 2,
+		"requestedTo=" + from: 0, "runKind=review": 3, "runKind=other": 0, "agent=agent-1&kind=input": 2, "agent=agent-2": 0} {
+		code, body := get(t, c, s, "/ui/decisions?status=all&"+q)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d", q, code)
+		}
+		if n := strings.Count(body, "<tr data-decision="); n != want {
+			t.Errorf("%s: %d decisions listed, want %d", q, n, want)
+		}
+	}
+	for _, q := range []string{"kind=vote", "requestedFrom=yesterday"} {
+		if code, body := get(t, c, s, "/ui/decisions?status=all&"+q); code != http.StatusBadRequest || !strings.Contains(body, `role="alert"`) {
+			t.Errorf("%s: %d, want 400 with the problem", q, code)
 		}
 	}
 }

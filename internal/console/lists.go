@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -17,6 +18,8 @@ import (
 // as the attempt insights count them (their bars and rows link here).
 type attemptsFilter struct {
 	State, Agent, Project, Release, Kind, ErrorCode, EndedFrom, EndedTo string
+	// HasError "false" lists the attempts without an error (the errorCode insight's "(none)").
+	HasError string
 }
 
 type attemptsView struct {
@@ -40,12 +43,16 @@ func (c *console) attemptsPage(ctx echo.Context) error {
 	q := ctx.QueryParams()
 	f := attemptsFilter{State: q.Get("state"), Agent: strings.TrimSpace(q.Get("agent")), Project: strings.TrimSpace(q.Get("project")),
 		Release: strings.TrimSpace(q.Get("release")), Kind: strings.TrimSpace(q.Get("kind")),
-		ErrorCode: strings.TrimSpace(q.Get("errorCode")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo")}
+		ErrorCode: strings.TrimSpace(q.Get("errorCode")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo"),
+		HasError: q.Get("hasError")}
 	v := attemptsView{Filter: f, States: api.AttemptState(0).EnumValues()[1:]}
 	lf := history.EndedFilter{Limit: pageSize + 1, AgentID: optional(f.Agent), ProjectID: optional(f.Project),
 		ReleaseID: optional(f.Release), Kind: optional(f.Kind), ErrorCode: optional(f.ErrorCode)}
 	var problems []string
 	var err error
+	if lf.HasError, err = parseFlag(f.HasError, f.ErrorCode != ""); err != nil {
+		problems = append(problems, "hasError "+err.Error())
+	}
 	if f.State != "" {
 		st, ok := parseEnum[api.AttemptState](f.State)
 		if !ok || st == api.AttemptRunning {
@@ -87,6 +94,8 @@ type callsFilter struct {
 	StartedFrom, StartedTo, EndedFrom, EndedTo string
 	Target, Model, ReportedUsage               string
 	Project, Agent, Release, Kind              string
+	// HasModel "false" lists the calls that named no model (the usage insight's "(no model)").
+	HasModel string
 }
 
 type callsView struct {
@@ -110,7 +119,7 @@ func (c *console) callsPage(ctx echo.Context) error {
 	trim := func(name string) string { return strings.TrimSpace(q.Get(name)) }
 	f := callsFilter{StartedFrom: q.Get("startedFrom"), StartedTo: q.Get("startedTo"), EndedFrom: q.Get("endedFrom"),
 		EndedTo: q.Get("endedTo"), Target: trim("target"), Model: trim("model"), ReportedUsage: q.Get("reportedUsage"),
-		Project: trim("project"), Agent: trim("agent"), Release: trim("release"), Kind: trim("kind")}
+		Project: trim("project"), Agent: trim("agent"), Release: trim("release"), Kind: trim("kind"), HasModel: q.Get("hasModel")}
 	v := callsView{Filter: f, ByEnd: f.EndedFrom != "" || f.EndedTo != ""}
 	lf := calls.TenantFilter{Limit: pageSize + 1, Ended: v.ByEnd, Target: optional(f.Target), Model: optional(f.Model),
 		ReportedUsage: f.ReportedUsage == "true", ProjectID: optional(f.Project), AgentID: optional(f.Agent),
@@ -124,6 +133,9 @@ func (c *console) callsPage(ctx echo.Context) error {
 		from, to = f.EndedFrom, f.EndedTo
 	}
 	var err error
+	if lf.HasModel, err = parseFlag(f.HasModel, f.Model != ""); err != nil {
+		problems = append(problems, "hasModel "+err.Error())
+	}
 	if lf.From, err = parseTime(from); err != nil {
 		problems = append(problems, "“from” is not a time")
 	}
@@ -157,4 +169,21 @@ func (c *console) callsPage(ctx echo.Context) error {
 	})
 	v.Calls = cs
 	return c.render(ctx, http.StatusOK, "calls", page{Title: "Calls", Nav: "insights", Data: v})
+}
+
+// parseFlag reads an optional true/false filter; false is refused beside the value it
+// denies (named: "errorCode" with hasError=false would list nothing).
+func parseFlag(s string, named bool) (*bool, error) {
+	switch s {
+	case "":
+		return nil, nil
+	case "true":
+		return api.Ptr(true), nil
+	case "false":
+		if named {
+			return nil, errors.New("must not be false beside the value it says is absent")
+		}
+		return api.Ptr(false), nil
+	}
+	return nil, errors.New("must be true or false")
 }

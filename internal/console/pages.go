@@ -163,6 +163,8 @@ type runsFilter struct {
 	// FirstRelease is the release of the run's first claim (claim latency by release links
 	// with it).
 	FirstRelease string
+	// HasError "false" lists the runs without an error (the errorCode insight's "(none)").
+	HasError string
 }
 
 type runsView struct {
@@ -210,12 +212,15 @@ func (c *console) runsPage(ctx echo.Context) error {
 		Outcome: q.Get("outcome"), ErrorCode: strings.TrimSpace(q.Get("errorCode")), Release: strings.TrimSpace(q.Get("release")),
 		Tag: strings.TrimSpace(q.Get("tag")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo"),
 		AttemptsMin: strings.TrimSpace(q.Get("attemptsMin")), AttemptsMax: strings.TrimSpace(q.Get("attemptsMax")),
-		FirstRelease: strings.TrimSpace(q.Get("firstRelease"))}
+		FirstRelease: strings.TrimSpace(q.Get("firstRelease")), HasError: q.Get("hasError")}
 	v := runsView{Filter: f}
 	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
 		Kind: optional(f.Kind), AgentID: optional(f.Agent), ErrorCode: optional(f.ErrorCode), ReleaseID: optional(f.Release),
 		Tag: optional(f.Tag), FirstReleaseID: optional(f.FirstRelease)}
 	var problems []string
+	if lf.HasError, err = parseFlag(f.HasError, f.ErrorCode != ""); err != nil {
+		problems = append(problems, "hasError "+err.Error())
+	}
 	if f.Outcome != "" {
 		o := api.RunOutcome(f.Outcome)
 		if !o.Valid() {

@@ -189,6 +189,11 @@ type ListFilter struct {
 	Status *api.DecisionStatus
 	// ProjectID, when set, keeps the decisions of that project's attempts.
 	ProjectID *string
+	// Kind, RequestedFrom (inclusive), RequestedTo (exclusive), AgentID, ReleaseID (the
+	// attempt's) and RunKind (its run's) narrow to what the decisions insight counts.
+	Kind                        *api.DecisionKind
+	RequestedFrom, RequestedTo  *time.Time
+	AgentID, ReleaseID, RunKind *string
 	// After continues a listing after this position (nil: from the start).
 	After *Position
 	Limit int
@@ -569,16 +574,22 @@ func (s *Store) List(ctx context.Context, tenantID string, f ListFilter) ([]Deci
 		}
 		var rows []row
 		afterAt, afterID := position(tx, f.After)
+		var kind any
+		if f.Kind != nil {
+			kind = int(*f.Kind)
+		}
 		if f.Status != nil {
 			err = tx.SelectContext(ctx, &rows, s.q.list, tenantID, *f.Status, tx.Dialect.Time(now), f.ProjectID,
-				afterAt, afterID, f.Limit)
+				afterAt, afterID, f.Limit, kind, tx.Dialect.NullTime(f.RequestedFrom), tx.Dialect.NullTime(f.RequestedTo),
+				f.AgentID, f.ReleaseID, f.RunKind)
 		} else {
 			var rank any
 			if f.After != nil {
 				rank = f.After.Rank
 			}
 			err = tx.SelectContext(ctx, &rows, s.q.listPendingFirst, tenantID, tx.Dialect.Time(now), f.ProjectID,
-				rank, afterAt, afterID, f.Limit)
+				rank, afterAt, afterID, f.Limit, kind, tx.Dialect.NullTime(f.RequestedFrom), tx.Dialect.NullTime(f.RequestedTo),
+				f.AgentID, f.ReleaseID, f.RunKind)
 		}
 		if err != nil {
 			return err

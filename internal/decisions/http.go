@@ -56,7 +56,9 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodGet, "/v1/decisions", web.Op{
 		ID: "listDecisions", Tag: "Decisions", Summary: "The decision inbox",
 		Description: "The tenant's decisions: pending ones first, then the others, each oldest request first (a pending " +
-			"decision past its expiry is listed as expired); each item names its run, project, subject and agent.",
+			"decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: " +
+			"status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo " +
+			"(exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).",
 		Roles: []string{ad}, Status: http.StatusOK, Response: api.Page[api.DecisionItem]{},
 		Query: api.ListDecisionsParams{},
 	}, h.list)
@@ -203,6 +205,16 @@ func (h handlers) list(c echo.Context) error {
 	f := ListFilter{Limit: limit + 1}
 	f.Status = q.Status
 	f.ProjectID = q.ProjectID
+	f.Kind, f.AgentID, f.ReleaseID, f.RunKind = q.Kind, q.AgentID, q.ReleaseID, q.RunKind
+	if q.RequestedFrom != nil {
+		f.RequestedFrom = &q.RequestedFrom.Time
+	}
+	if q.RequestedTo != nil {
+		f.RequestedTo = &q.RequestedTo.Time
+	}
+	if f.RequestedFrom != nil && f.RequestedTo != nil && f.RequestedTo.Before(*f.RequestedFrom) {
+		return apperr.FieldsInvalid(api.FieldError{Field: "requestedTo", Reason: "must not be before requestedFrom"})
+	}
 	var err error
 	if f.After, err = after(c); err != nil {
 		return err

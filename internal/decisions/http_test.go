@@ -271,6 +271,39 @@ func TestHTTP(t *testing.T) {
 		}
 	})
 
+	// The decisions insight's bars link to the inbox narrowed by kind, requested window and
+	// the attempt's agent, release and run kind: each narrows to exactly its decisions.
+	t.Run("InboxNarrowsAsTheDecisionsInsightCounts", func(t *testing.T) {
+		t.Parallel()
+		c := s.client(t)
+		cl := s.claim(t, c, "review:insight")
+		path := "/v1/attempts/" + cl.Attempt.AttemptID + "/decisions"
+		ask := func(body string) {
+			t.Helper()
+			apitest.Want(t, s.Do(t, http.MethodPost, path, c.runtime, fmt.Sprintf(`{"fencingToken":%d,%s}`, cl.Lease.FencingToken, body), nil),
+				http.StatusCreated, "")
+		}
+		ask(`"kind":"approval"`)
+		ask(`"kind":"choice","options":[1]`)
+		ask(`"kind":"choice","options":[2]`)
+		s.Clock.Advance(10 * time.Second) // within the lease
+		mid := s.Clock.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+		ask(`"kind":"input"`)
+		for q, want := range map[string]int{
+			"": 4, "kind=approval": 1, "kind=choice": 2, "kind=input&status=pending": 1,
+			"requestedFrom=" + mid: 1, "requestedTo=" + mid: 3, "requestedTo=" + mid + "&kind=choice": 2, "requestedFrom=" + mid + "&kind=choice": 0,
+			"agentId=a": 4, "agentId=b": 0, "releaseId=" + c.release: 4, "releaseId=other": 0, "runKind=review": 4, "runKind=triage": 0,
+		} {
+			if p := apitest.DecodeAs[wirePage](t, s.Do(t, http.MethodGet, "/v1/decisions?"+q, c.admin, "", nil)); len(p.Items) != want {
+				t.Errorf("%s: %d decisions, want %d", q, len(p.Items), want)
+			}
+		}
+		for q, field := range map[string]string{"kind=vote": "kind", "requestedFrom=yesterday": "requestedFrom",
+			"requestedFrom=2026-03-02T00:00:00Z&requestedTo=2026-03-01T00:00:00Z": "requestedTo", "runKind=%20x": "runKind"} {
+			apitest.WantFields(t, s.Do(t, http.MethodGet, "/v1/decisions?"+q, c.admin, "", nil), field)
+		}
+	})
+
 	t.Run("ReadsAndInbox", func(t *testing.T) {
 		t.Parallel()
 		c := s.client(t)

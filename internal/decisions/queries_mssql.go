@@ -58,24 +58,30 @@ WHERE TenantId = @p1 AND DecisionId = @p2 AND Status = N'pending' AND Version = 
 
 	// list: the inbox with a status. RECOMPILE folds the catch-alls: one IX_Decisions_Tenant_Status
 	// seek whose order is the ORDER BY (no sort), or for expired two ranges and a TOP N sort.
-	// The project filter is a residual on the attempt. The N'expired' literal is pinned to BIN2.
+	// The project filter is a residual on the attempt, as are the decisions insight's filters
+	// (@p8 to @p13: the decision's kind and requested window, the attempt's agent and release,
+	// its run's kind through the LEFT JOIN already read). The N'expired' literal is pinned to BIN2.
 	list: mssqlReadTop + `
 WHERE d.TenantId = @p1
     AND (d.Status = @p2 OR (@p2 = N'expired' COLLATE Latin1_General_100_BIN2 AND d.Status = N'pending'))
     AND (CASE WHEN d.Status = N'pending' AND d.ExpiresAt <= @p3 THEN N'expired' ELSE d.Status END) = @p2
     AND (@p4 IS NULL OR a.ProjectId = @p4)
+    AND (@p8 IS NULL OR d.Kind = @p8) AND (@p9 IS NULL OR d.RequestedAt >= @p9) AND (@p10 IS NULL OR d.RequestedAt < @p10)
+    AND (@p11 IS NULL OR a.AgentId = @p11) AND (@p12 IS NULL OR a.ReleaseId = @p12) AND (@p13 IS NULL OR r.Kind = @p13)
     AND (@p5 IS NULL OR d.RequestedAt > @p5 OR (d.RequestedAt = @p5 AND d.DecisionId > @p6))
 ORDER BY d.RequestedAt, d.DecisionId
 OPTION (RECOMPILE, MAXDOP 1);`,
 
 	// listPendingFirst: two branches of at most a page each (pending not past ExpiresAt; the
 	// rest), merged by the outer TOP (@p7). The cursor: @p4 NULL starts; 0 continues the pending
-	// branch and starts the other; 1 continues the other.
+	// branch and starts the other; 1 continues the other. @p8 to @p13 are list's residuals.
 	listPendingFirst: `SELECT TOP (@p7) u.* FROM (
     SELECT b0.* FROM (
         SELECT TOP (@p7) 0 AS Rank, ` + columns + `, ` + sourceColumns + mssqlFrom + `
         WHERE d.TenantId = @p1 AND d.Status = N'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > @p2)
             AND (@p3 IS NULL OR a.ProjectId = @p3)
+            AND (@p8 IS NULL OR d.Kind = @p8) AND (@p9 IS NULL OR d.RequestedAt >= @p9) AND (@p10 IS NULL OR d.RequestedAt < @p10)
+            AND (@p11 IS NULL OR a.AgentId = @p11) AND (@p12 IS NULL OR a.ReleaseId = @p12) AND (@p13 IS NULL OR r.Kind = @p13)
             AND (@p4 IS NULL OR (@p4 = 0 AND (d.RequestedAt > @p5 OR (d.RequestedAt = @p5 AND d.DecisionId > @p6))))
         ORDER BY d.RequestedAt, d.DecisionId
     ) AS b0
@@ -84,6 +90,8 @@ OPTION (RECOMPILE, MAXDOP 1);`,
         SELECT TOP (@p7) 1 AS Rank, ` + columns + `, ` + sourceColumns + mssqlFrom + `
         WHERE d.TenantId = @p1 AND (d.Status <> N'pending' OR d.ExpiresAt <= @p2)
             AND (@p3 IS NULL OR a.ProjectId = @p3)
+            AND (@p8 IS NULL OR d.Kind = @p8) AND (@p9 IS NULL OR d.RequestedAt >= @p9) AND (@p10 IS NULL OR d.RequestedAt < @p10)
+            AND (@p11 IS NULL OR a.AgentId = @p11) AND (@p12 IS NULL OR a.ReleaseId = @p12) AND (@p13 IS NULL OR r.Kind = @p13)
             AND (@p4 IS NULL OR @p4 = 0 OR d.RequestedAt > @p5 OR (d.RequestedAt = @p5 AND d.DecisionId > @p6))
         ORDER BY d.RequestedAt, d.DecisionId
     ) AS b1

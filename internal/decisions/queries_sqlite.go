@@ -53,6 +53,8 @@ WHERE d.TenantId = ?1
     AND (d.Status = ?2 OR (?2 = 'expired' AND d.Status = 'pending'))
     AND (CASE WHEN d.Status = 'pending' AND d.ExpiresAt <= ?3 THEN 'expired' ELSE d.Status END) = ?2
     AND (?4 IS NULL OR a.ProjectId = ?4)
+    AND (?8 IS NULL OR d.Kind = ?8) AND (?9 IS NULL OR d.RequestedAt >= ?9) AND (?10 IS NULL OR d.RequestedAt < ?10)
+    AND (?11 IS NULL OR a.AgentId = ?11) AND (?12 IS NULL OR a.ReleaseId = ?12) AND (?13 IS NULL OR r.Kind = ?13)
     AND (?5 IS NULL OR d.RequestedAt > ?5 OR (d.RequestedAt = ?5 AND d.DecisionId > ?6))
 ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7`,
 	// Two branches, each at most a page in its own order, merged.
@@ -60,12 +62,16 @@ ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7`,
     SELECT * FROM (SELECT 0 AS Rank, ` + columns + `, ` + sourceColumns + sqliteFrom + `
         WHERE d.TenantId = ?1 AND d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?2)
             AND (?3 IS NULL OR a.ProjectId = ?3)
+            AND (?8 IS NULL OR d.Kind = ?8) AND (?9 IS NULL OR d.RequestedAt >= ?9) AND (?10 IS NULL OR d.RequestedAt < ?10)
+            AND (?11 IS NULL OR a.AgentId = ?11) AND (?12 IS NULL OR a.ReleaseId = ?12) AND (?13 IS NULL OR r.Kind = ?13)
             AND (?4 IS NULL OR (?4 = 0 AND (d.RequestedAt > ?5 OR (d.RequestedAt = ?5 AND d.DecisionId > ?6))))
         ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7)
     UNION ALL
     SELECT * FROM (SELECT 1 AS Rank, ` + columns + `, ` + sourceColumns + sqliteFrom + `
         WHERE d.TenantId = ?1 AND (d.Status <> 'pending' OR d.ExpiresAt <= ?2)
             AND (?3 IS NULL OR a.ProjectId = ?3)
+            AND (?8 IS NULL OR d.Kind = ?8) AND (?9 IS NULL OR d.RequestedAt >= ?9) AND (?10 IS NULL OR d.RequestedAt < ?10)
+            AND (?11 IS NULL OR a.AgentId = ?11) AND (?12 IS NULL OR a.ReleaseId = ?12) AND (?13 IS NULL OR r.Kind = ?13)
             AND (?4 IS NULL OR ?4 = 0 OR d.RequestedAt > ?5 OR (d.RequestedAt = ?5 AND d.DecisionId > ?6))
         ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7)
 )

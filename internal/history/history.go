@@ -72,6 +72,9 @@ type Filter struct {
 	ReleaseID *string
 	Kind      *string
 	ErrorCode *string
+	// HasError true keeps the attempts that ended with an error, false those without (the
+	// errorCode insight's "(none)" group).
+	HasError *bool
 	// After continues a listing after this attempt.
 	After *ListCursor
 	Limit int
@@ -87,6 +90,7 @@ type EndedFilter struct {
 	ReleaseID *string
 	Kind      *string
 	ErrorCode *string
+	HasError  *bool
 	// From is inclusive, To exclusive.
 	From, To *time.Time
 	// After continues a listing after this attempt (its EndedAt as At).
@@ -113,6 +117,17 @@ func keyRange(from, to *time.Time, after *ListCursor) (lower, at time.Time, id u
 	return lower, at, id
 }
 
+// bitOf is an optional flag as a statement's argument: NULL, 0 or 1 (a bit on SQL Server).
+func bitOf(b *bool) any {
+	switch {
+	case b == nil:
+		return nil
+	case *b:
+		return 1
+	}
+	return 0
+}
+
 // stateArg is a state filter as a statement's argument: NULL for any state.
 func stateArg(st *api.AttemptState) any {
 	if st == nil {
@@ -130,7 +145,7 @@ func (s *Store) ListEnded(ctx context.Context, tenantID string, f EndedFilter) (
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		d := tx.Dialect
 		return tx.SelectContext(ctx, &items, s.q.listByEnded, tenantID, state, f.AgentID, f.ProjectID,
-			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode)
+			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, bitOf(f.HasError))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list ended attempts: %w", err)
@@ -148,10 +163,10 @@ func (s *Store) List(ctx context.Context, tenantID string, f Filter) ([]AttemptI
 		d := tx.Dialect
 		if f.RunID != nil {
 			return tx.SelectContext(ctx, &items, s.q.listByRun, tenantID, *f.RunID, state, f.AgentID,
-				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode)
+				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, bitOf(f.HasError))
 		}
 		return tx.SelectContext(ctx, &items, s.q.listByTenant, tenantID, state, f.AgentID, f.ProjectID,
-			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode)
+			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, bitOf(f.HasError))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)

@@ -22,7 +22,8 @@ func Routes(s *web.Server, store *Store) {
 	s.Route(http.MethodGet, "/v1/attempts", web.Op{
 		ID: "listAttempts", Tag: "Attempts", Summary: "List attempts, or follow the change feed",
 		Description: "Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo " +
-			"exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the " +
+			"exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, " +
+			"the errorCode insight's \"(none)\" group)); with endedFrom and/or endedTo (inclusive, exclusive) the " +
 			"attempts ended in that window, newest end first, as the attempt insights count them (not with runId, " +
 			"startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with " +
 			"changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other " +
@@ -49,7 +50,7 @@ type handlers struct{ store *Store }
 
 // listFilters are the query parameters that changedSince excludes.
 var listFilters = []string{"runId", "agentId", "projectId", "state", "startedFrom", "startedTo", "endedFrom", "endedTo",
-	"releaseId", "kind", "errorCode"}
+	"releaseId", "kind", "errorCode", "hasError"}
 
 // startedFilters are the query parameters of the started-time listing that a listing of
 // ended attempts refuses.
@@ -93,6 +94,9 @@ func (h handlers) list(c echo.Context) error {
 	if hasCursor && cur.set() != 1 {
 		return badCursor()
 	}
+	if q.ErrorCode != nil && q.HasError != nil && !*q.HasError {
+		return apperr.FieldsInvalid(api.FieldError{Field: "hasError", Reason: "must not be false with errorCode"})
+	}
 	tenant := tenancy.MustPrincipal(c).TenantID
 	if q.ChangedSince != nil || (hasCursor && cur.Version != nil) {
 		return h.changes(c, tenant, q, hasCursor, cur, limit)
@@ -104,7 +108,7 @@ func (h handlers) list(c echo.Context) error {
 		return badCursor()
 	}
 	f := Filter{Limit: limit + 1, RunID: q.RunID, AgentID: q.AgentID, ProjectID: q.ProjectID, State: q.State,
-		ReleaseID: q.ReleaseID, Kind: q.Kind, ErrorCode: q.ErrorCode}
+		ReleaseID: q.ReleaseID, Kind: q.Kind, ErrorCode: q.ErrorCode, HasError: q.HasError}
 	if q.StartedFrom != nil {
 		f.StartedFrom = &q.StartedFrom.Time
 	}
@@ -145,7 +149,7 @@ func (h handlers) ended(c echo.Context, tenant string, q api.ListAttemptsParams,
 		return apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "continues a listing without endedFrom or endedTo"})
 	}
 	f := EndedFilter{Limit: limit + 1, State: q.State, AgentID: q.AgentID, ProjectID: q.ProjectID, ReleaseID: q.ReleaseID,
-		Kind: q.Kind, ErrorCode: q.ErrorCode}
+		Kind: q.Kind, ErrorCode: q.ErrorCode, HasError: q.HasError}
 	if q.EndedFrom != nil {
 		f.From = &q.EndedFrom.Time
 	}

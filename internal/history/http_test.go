@@ -307,7 +307,7 @@ func TestHTTPListEnded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_ = a3 // still running: never listed by its end
+	// a3 is still running: never listed by its end
 	window := "endedFrom=2026-03-01T09:00:00Z&endedTo=2026-03-01T10:00:00Z"
 	p := decodePage(t, s.get(s.admin, "/v1/attempts?limit=1&"+window))
 	if len(p.Items) != 1 || p.Items[0]["attemptId"] != a2.Attempt.AttemptID.String() || p.NextCursor == "" ||
@@ -332,12 +332,25 @@ func TestHTTPListEnded(t *testing.T) {
 	if p := decodePage(t, s.get(s.admin, "/v1/attempts?errorCode=bad_input")); len(p.Items) != 1 || p.Items[0]["attemptId"] != a2.Attempt.AttemptID.String() {
 		t.Fatalf("errorCode on the started listing: %+v", p)
 	}
+	// hasError=false names the attempts without an error (the errorCode insight's "(none)").
+	if p := decodePage(t, s.get(s.admin, "/v1/attempts?hasError=false")); len(p.Items) != 1 || p.Items[0]["attemptId"] != a3.Attempt.AttemptID.String() {
+		t.Fatalf("hasError=false on the started listing: %+v", p)
+	}
+	if p := decodePage(t, s.get(s.admin, "/v1/attempts?hasError=false&"+window)); len(p.Items) != 0 {
+		t.Fatalf("hasError=false on the ended listing: %+v", p)
+	}
+	if p := decodePage(t, s.get(s.admin, "/v1/attempts?hasError=true&"+window)); len(p.Items) != 2 {
+		t.Fatalf("hasError=true on the ended listing: %+v", p)
+	}
 	for _, c := range []struct{ query, field string }{
 		{window + "&runId=" + a1.Run.RunID.String(), "runId"},
 		{window + "&startedFrom=2026-03-01T09:00:00Z", "startedFrom"},
 		{"endedFrom=2026-03-02T00:00:00Z&endedTo=2026-03-01T00:00:00Z", "endedTo"},
 		{"endedTo=yesterday", "endedTo"},
 		{"errorCode=Not%20A%20Code", "errorCode"},
+		{"hasError=maybe", "hasError"},
+		{"hasError=false&errorCode=bad_input", "hasError"},
+		{"changedSince=0000000000000001&hasError=true", "hasError"},
 		{"changedSince=0000000000000001&endedFrom=2026-03-01T00:00:00Z", "endedFrom"},
 	} {
 		wantInvalid(t, s.get(s.admin, "/v1/attempts?"+c.query), c.field)

@@ -12,12 +12,14 @@ import (
 // the index order (cursors are opaque, so SQLite's text order differs harmlessly); maxTime
 // and maxID stand in for "no cursor", minID makes a time an exclusive bound.
 
-// mssqlInsightFilters are the release, run kind and error code filters (parameter numbers
-// release, kind, code); the kind reads the attempt's run by PK_Runs seek only when asked.
-func mssqlInsightFilters(release, kind, code int) string {
+// mssqlInsightFilters are the release, run kind, error code and error presence filters
+// (parameter numbers release, kind, code, hasError); the kind reads the attempt's run by
+// PK_Runs seek only when asked; hasError (NULL, 0 or 1) is a residual on ErrorCode's NULL.
+func mssqlInsightFilters(release, kind, code, hasError int) string {
 	return fmt.Sprintf(`(@p%[1]d IS NULL OR ReleaseId = @p%[1]d) AND (@p%[3]d IS NULL OR ErrorCode = @p%[3]d)
+    AND (@p%[4]d IS NULL OR (@p%[4]d = 1 AND ErrorCode IS NOT NULL) OR (@p%[4]d = 0 AND ErrorCode IS NULL))
     AND (@p%[2]d IS NULL OR EXISTS (SELECT 1 FROM dbo.Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND r.TenantId = @p1 AND r.Kind = @p%[2]d))`,
-		release, kind, code)
+		release, kind, code, hasError)
 }
 
 func mssqlListByEnded() string {
@@ -35,7 +37,7 @@ func mssqlListByEnded() string {
         FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_State_Ended))
         WHERE TenantId = @p1 AND State = %[1]d AND %[2]s AND EndedAt >= @p5 AND EndedAt <= @p6
             AND (EndedAt < @p6 OR AttemptId < @p7)
-            AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4) AND `+mssqlInsightFilters(9, 10, 11)+`
+            AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4) AND `+mssqlInsightFilters(9, 10, 11, 12)+`
         ORDER BY EndedAt DESC, AttemptId DESC
     ) AS b%[1]d`, st, which)
 	}
@@ -55,7 +57,7 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_Started))
 WHERE TenantId = @p1 AND StartedAt >= @p5 AND StartedAt <= @p6
     AND (StartedAt < @p6 OR AttemptId < @p7)
     AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4)
-    AND ` + mssqlInsightFilters(9, 10, 11) + `
+    AND ` + mssqlInsightFilters(9, 10, 11, 12) + `
 ORDER BY StartedAt DESC, AttemptId DESC
 OPTION (MAXDOP 1);`,
 
@@ -66,7 +68,7 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Run_Step))
 WHERE RunId = @p2 AND TenantId = @p1 AND StartedAt >= @p6 AND StartedAt <= @p7
     AND (StartedAt < @p7 OR AttemptId < @p8)
     AND (@p3 IS NULL OR State = @p3) AND (@p4 IS NULL OR AgentId = @p4) AND (@p5 IS NULL OR ProjectId = @p5)
-    AND ` + mssqlInsightFilters(10, 11, 12) + `
+    AND ` + mssqlInsightFilters(10, 11, 12, 13) + `
 ORDER BY StartedAt DESC, AttemptId DESC
 OPTION (MAXDOP 1);`,
 

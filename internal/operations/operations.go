@@ -107,6 +107,9 @@ func (s *Store) Create(ctx context.Context, c Caller, req api.BulkRunsRequest) (
 		if f.QueuedFrom != nil && f.QueuedTo != nil && f.QueuedTo.Before(f.QueuedFrom.Time) {
 			return api.Operation{}, false, apperr.FieldsInvalid(api.FieldError{Field: "filter.queuedTo", Reason: "must not be before queuedFrom"})
 		}
+		if f.ErrorCode != nil && f.HasError != nil && !*f.HasError {
+			return api.Operation{}, false, apperr.FieldsInvalid(api.FieldError{Field: "filter.hasError", Reason: "must not be false with errorCode"})
+		}
 	}
 	key, digest, err := requestKey(req)
 	if err != nil {
@@ -218,7 +221,7 @@ func (s *Store) match(ctx context.Context, tenantID string, req api.BulkRunsRequ
 	f := req.Filter
 	lf := runs.ListFilter{Limit: min(matchPage, s.maxMatched+1), State: f.State, Subject: f.Subject, ProjectID: f.ProjectID, Kind: f.Kind,
 		AgentID: f.AgentID, Band: f.Band, Outcome: f.Outcome, ErrorCode: f.ErrorCode, ReleaseID: f.ReleaseID, Tag: f.Tag,
-		EndedFrom: timeOf(f.EndedFrom), EndedTo: timeOf(f.EndedTo), QueuedFrom: timeOf(f.QueuedFrom)}
+		EndedFrom: timeOf(f.EndedFrom), EndedTo: timeOf(f.EndedTo), QueuedFrom: timeOf(f.QueuedFrom), HasError: f.HasError}
 	if f.QueuedTo != nil {
 		lf.AfterQueuedAt, lf.AfterRunID = &f.QueuedTo.Time, uuid.Nil
 	}

@@ -84,7 +84,8 @@ func Routes(s *web.Server, svc *Service) {
 	s.Route(http.MethodGet, "/v1/runs", web.Op{
 		ID: "listRuns", Tag: "Runs", Summary: "List runs, newest first",
 		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band, " +
-			"queued time (queuedFrom inclusive, queuedTo exclusive), outcome, errorCode (the run's last error), releaseId " +
+			"queued time (queuedFrom inclusive, queuedTo exclusive), outcome, errorCode (the run's last error) or hasError " +
+			"(false: the runs without an error, the errorCode insight's \"(none)\" group), releaseId " +
 			"(its latest attempt's release, as insights group runs), ended time (endedFrom inclusive, endedTo exclusive), tag and " +
 			"the number of its attempts (attemptsMin, attemptsMax, as the attempts-per-run insight counts them) and its first " +
 			"attempt's release (firstReleaseId, as claim latency groups runs). Each " +
@@ -286,7 +287,10 @@ func (h handlers) list(c echo.Context) error {
 	f := ListFilter{Limit: limit + 1, State: q.State, Subject: q.Subject, ProjectID: q.ProjectID, Kind: q.Kind,
 		AgentID: q.AgentID, Band: q.Band, Outcome: q.Outcome, ErrorCode: q.ErrorCode, ReleaseID: q.ReleaseID, Tag: q.Tag,
 		EndedFrom: timeOf(q.EndedFrom), EndedTo: timeOf(q.EndedTo), AttemptsMin: q.AttemptsMin, AttemptsMax: q.AttemptsMax,
-		FirstReleaseID: q.FirstReleaseID}
+		FirstReleaseID: q.FirstReleaseID, HasError: q.HasError}
+	if q.ErrorCode != nil && q.HasError != nil && !*q.HasError {
+		return apperr.FieldsInvalid(api.FieldError{Field: "hasError", Reason: "must not be false with errorCode"})
+	}
 	if q.AttemptsMin != nil && q.AttemptsMax != nil && *q.AttemptsMax < *q.AttemptsMin {
 		return apperr.FieldsInvalid(api.FieldError{Field: "attemptsMax", Reason: "must not be below attemptsMin"})
 	}

@@ -55,7 +55,7 @@ func (e *httpEnv) claimAs(releaseID string) (attempt, run string) {
 
 // TestHTTPWhyItFailedAndFilters (issue 29 items 1 and 2): complete and release take an
 // error that the run shows; the list filters by outcome, error code, release, ended time
-// and tag, and every item carries its etag; tags and metadata are part of the idempotent
+// and tag (hasError=false: the runs without an error), and every item carries its etag; tags and metadata are part of the idempotent
 // request.
 func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 	t.Parallel()
@@ -134,25 +134,29 @@ func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 	queuedRun := fmt.Sprint(queued["runId"])
 	ts := func(t time.Time) string { return url.QueryEscape(t.Format("2006-01-02T15:04:05.000Z")) }
 	for q, want := range map[string][]string{
-		"attemptsMin=1":                {okRun, failedRun},
-		"attemptsMin=1&attemptsMax=1":  {okRun, failedRun},
-		"attemptsMin=2":                nil,
-		"attemptsMax=0":                {queuedRun},
-		"firstReleaseId=rel-a":         {failedRun},
-		"firstReleaseId=rel-c":         nil,
-		"outcome=failed":               {failedRun},
-		"outcome=succeeded":            {okRun},
-		"errorCode=tool_timeout":       {failedRun},
-		"errorCode=other":              nil,
-		"releaseId=rel-b":              {okRun},
-		"releaseId=rel-c":              nil,
-		"tag=nightly":                  {failedRun},
-		"tag=Nightly":                  nil,
-		"endedFrom=" + ts(before):      {okRun, failedRun},
-		"endedFrom=" + ts(after):       nil,
-		"endedTo=" + ts(before):        nil,
-		"outcome=failed&tag=team-a":    {failedRun},
-		"outcome=succeeded&tag=team-a": nil,
+		"attemptsMin=1":                        {okRun, failedRun},
+		"attemptsMin=1&attemptsMax=1":          {okRun, failedRun},
+		"attemptsMin=2":                        nil,
+		"attemptsMax=0":                        {queuedRun},
+		"firstReleaseId=rel-a":                 {failedRun},
+		"firstReleaseId=rel-c":                 nil,
+		"outcome=failed":                       {failedRun},
+		"outcome=succeeded":                    {okRun},
+		"errorCode=tool_timeout":               {failedRun},
+		"errorCode=other":                      nil,
+		"hasError=false":                       {queuedRun, okRun},
+		"hasError=true":                        {failedRun},
+		"hasError=true&errorCode=tool_timeout": {failedRun},
+		"hasError=false&outcome=succeeded":     {okRun},
+		"releaseId=rel-b":                      {okRun},
+		"releaseId=rel-c":                      nil,
+		"tag=nightly":                          {failedRun},
+		"tag=Nightly":                          nil,
+		"endedFrom=" + ts(before):              {okRun, failedRun},
+		"endedFrom=" + ts(after):               nil,
+		"endedTo=" + ts(before):                nil,
+		"outcome=failed&tag=team-a":            {failedRun},
+		"outcome=succeeded&tag=team-a":         nil,
 	} {
 		if got := e.runIDs(q); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%s: %v, want %v", q, got, want)
@@ -160,7 +164,7 @@ func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 	}
 	for q, field := range map[string]string{"errorCode=Bad": "errorCode", "outcome=lost": "outcome", "tag=%20x": "tag",
 		"endedFrom=" + ts(after) + "&endedTo=" + ts(before): "endedTo", "attemptsMin=2&attemptsMax=1": "attemptsMax",
-		"attemptsMin=-1": "attemptsMin"} {
+		"attemptsMin=-1": "attemptsMin", "hasError=no": "hasError", "hasError=false&errorCode=tool_timeout": "hasError"} {
 		if code, _ := e.do("GET", "/v1/runs?"+q, e.admin, ``, &p); code != 400 || len(p.Errors) == 0 || p.Errors[0].Field != field {
 			t.Fatalf("%s: %d %+v, want 400 naming %s", q, code, p, field)
 		}

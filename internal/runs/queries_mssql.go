@@ -286,7 +286,8 @@ WHERE p.TenantId = @p1 AND p.ProjectId = @p2 AND c.CostMicros >= p.DailyCostBudg
 	// outcome, error code, ended time and tag are residuals after the lookup; a run's release is
 	// its latest attempt's, as insights group it: an IX_Attempts_Run_Step seek per run that
 	// passed the others, a run's few attempts sorted; its first claim's release and the
-	// attempt count, as claim latency and attempts per run count them, the same seek). The tag probe reads the
+	// attempt count, as claim latency and attempts per run count them, the same seek; hasError,
+	// a bit 0/1, tests ErrorCode's presence as a residual). The tag probe reads the
 	// run's own Tags (at most 16 items); [value] is pinned to BIN2 so tags match exactly.
 	list: `SELECT TOP (@p8) ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subject = @p3)
@@ -302,6 +303,7 @@ WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subjec
         WHERE a.RunId = Runs.RunId AND a.TenantId = @p1) BETWEEN COALESCE(@p18, 0) AND COALESCE(@p19, 2147483647))
     AND (@p20 IS NULL OR (SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
         WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt, a.AttemptId) = @p20)
+    AND (@p21 IS NULL OR (@p21 = 1 AND ErrorCode IS NOT NULL) OR (@p21 = 0 AND ErrorCode IS NULL))
     AND (@p6 IS NULL OR QueuedAt < @p6 OR (QueuedAt = @p6 AND RunId < @p7))
 ORDER BY QueuedAt DESC, RunId DESC
 OPTION (RECOMPILE, MAXDOP 1);`,

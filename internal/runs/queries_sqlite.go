@@ -188,6 +188,7 @@ WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = 
         BETWEEN COALESCE(?18, 0) AND COALESCE(?19, 2147483647))
     AND (?20 IS NULL OR (SELECT a.ReleaseId FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1
         ORDER BY a.StartedAt, a.AttemptId LIMIT 1) = ?20)
+    AND (?21 IS NULL OR (?21 = 1 AND ErrorCode IS NOT NULL) OR (?21 = 0 AND ErrorCode IS NULL))
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
 	// parkDecisions: each named decision by primary key, its attempt by primary key.

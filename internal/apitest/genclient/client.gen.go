@@ -94,7 +94,7 @@ type ClientInterface interface {
 
 	// ListAttempts List attempts, or follow the change feed
 	//
-	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
+	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group)); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 	//
 	// Corresponds with GET /v1/attempts (the `ListAttempts` operationId).
 	ListAttempts(ctx context.Context, params *ListAttemptsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -240,7 +240,7 @@ type ClientInterface interface {
 
 	// ListDecisions The decision inbox
 	//
-	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
+	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo (exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).
 	//
 	// Roles: admin.
 	//
@@ -374,7 +374,7 @@ type ClientInterface interface {
 
 // ListAttempts List attempts, or follow the change feed
 //
-// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
+// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group)); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 //
 // Corresponds with GET /v1/attempts (the `ListAttempts` operationId).
 func (c *Client) ListAttempts(ctx context.Context, params *ListAttemptsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -660,7 +660,7 @@ func (c *Client) GetAttemptTimeline(ctx context.Context, attemptId openapi_types
 
 // ListDecisions The decision inbox
 //
-// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
+// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo (exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).
 //
 // Roles: admin.
 //
@@ -1072,6 +1072,18 @@ func NewListAttemptsRequest(server string, params *ListAttemptsParams) (*http.Re
 		if params.ErrorCode != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "errorCode", *params.ErrorCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HasError != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hasError", *params.HasError, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1551,6 +1563,78 @@ func NewListDecisionsRequest(server string, params *ListDecisionsParams) (*http.
 		if params.ProjectId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "projectId", *params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RequestedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "requestedFrom", *params.RequestedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RequestedTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "requestedTo", *params.RequestedTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AgentId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agentId", *params.AgentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ReleaseId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "releaseId", *params.ReleaseId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RunKind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "runKind", *params.RunKind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

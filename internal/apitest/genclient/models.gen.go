@@ -1114,6 +1114,9 @@ type ListAttemptsParams struct {
 	// ErrorCode Attempts that ended with an error of this code.
 	ErrorCode *string `form:"errorCode,omitempty" json:"errorCode,omitempty"`
 
+	// HasError true: attempts that ended with an error; false: attempts without one (the errorCode insight's "(none)" group); not false with errorCode.
+	HasError *bool `form:"hasError,omitempty" json:"hasError,omitempty"`
+
 	// ChangedSince An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only.
 	ChangedSince *string `form:"changedSince,omitempty" json:"changedSince,omitempty"`
 
@@ -1145,6 +1148,24 @@ type ListDecisionsParams struct {
 
 	// ProjectId Only the decisions of this project's attempts.
 	ProjectId *string `form:"projectId,omitempty" json:"projectId,omitempty"`
+
+	// Kind Only decisions of this kind.
+	Kind *DecisionKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// RequestedFrom Decisions requested at or after this time (as the decisions insight counts them).
+	RequestedFrom *time.Time `form:"requestedFrom,omitempty" json:"requestedFrom,omitempty"`
+
+	// RequestedTo Decisions requested before this time.
+	RequestedTo *time.Time `form:"requestedTo,omitempty" json:"requestedTo,omitempty"`
+
+	// AgentId Only the decisions of this agent's attempts.
+	AgentId *string `form:"agentId,omitempty" json:"agentId,omitempty"`
+
+	// ReleaseId Only the decisions of attempts that ran this release.
+	ReleaseId *string `form:"releaseId,omitempty" json:"releaseId,omitempty"`
+
+	// RunKind Only the decisions of runs of this kind.
+	RunKind *string `form:"runKind,omitempty" json:"runKind,omitempty"`
 
 	// Limit The page size.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`

@@ -35,7 +35,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListAttemptsWithResponse List attempts, or follow the change feed
 	//
-	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
+	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group)); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -185,7 +185,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListDecisionsWithResponse The decision inbox
 	//
-	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
+	// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo (exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).
 	//
 	// Roles: admin.
 	//
@@ -3356,7 +3356,7 @@ func (r GetRunResponse) ContentType() string {
 
 // ListAttemptsWithResponse List attempts, or follow the change feed
 //
-// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
+// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group)); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3590,7 +3590,7 @@ func (c *ClientWithResponses) GetAttemptTimelineWithResponse(ctx context.Context
 
 // ListDecisionsWithResponse The decision inbox
 //
-// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent.
+// The tenant's decisions: pending ones first, then the others, each oldest request first (a pending decision past its expiry is listed as expired); each item names its run, project, subject and agent. Filters: status, projectId, and what the decisions insight counts by: kind, requestedFrom (inclusive) and requestedTo (exclusive), the attempt's agentId and releaseId, and its run's kind (runKind).
 //
 // Roles: admin.
 //

@@ -170,7 +170,7 @@ def _json_object(v: Any) -> Dict[str, Any]:
 #: The run listing's filters beyond list_runs' named ones, by wire name.
 _RUN_FILTERS = frozenset({"agentId", "band", "queuedFrom", "queuedTo", "outcome", "errorCode", "releaseId",
                           "endedFrom", "endedTo", "tag", "attemptsMin", "attemptsMax",
-                          "firstReleaseId"})
+                          "firstReleaseId", "hasError"})
 
 #: The insight routes by their path's last segment (runs, leases-lost, …), with their
 #: operation ids, from the operation table.
@@ -377,11 +377,11 @@ class Client:
     def list_runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
                   project_id: Optional[str] = None, kind: Optional[str] = None,
                   limit: Optional[int] = None, cursor: Optional[str] = None,
-                  **filters: Optional[str]) -> RunItemPage:
+                  **filters: Any) -> RunItemPage:
         """One page of the tenant's runs, newest first (GET /v1/runs). filters are the
         listing's other query parameters by their wire names (agentId, band, queuedFrom,
         queuedTo, outcome, errorCode, releaseId, endedFrom, endedTo, tag, attemptsMin,
-        attemptsMax, firstReleaseId)."""
+        attemptsMax, firstReleaseId, hasError: False for the runs without an error)."""
         unknown = set(filters) - _RUN_FILTERS
         if unknown:
             raise TypeError("list_runs: no filter " + ", ".join(sorted(unknown)))
@@ -391,7 +391,7 @@ class Client:
 
     def runs(self, *, state: Optional[str] = None, subject: Optional[str] = None,
              project_id: Optional[str] = None, kind: Optional[str] = None,
-             limit: Optional[int] = None, **filters: Optional[str]) -> Iterator[RunItem]:
+             limit: Optional[int] = None, **filters: Any) -> Iterator[RunItem]:
         """Every run matching the filters, newest first, following nextCursor."""
         return _pages(lambda c: self.list_runs(state=state, subject=subject, project_id=project_id,
                                                kind=kind, limit=limit, cursor=c, **filters))
@@ -436,7 +436,7 @@ class Client:
                       changed_since: Optional[str] = None, limit: Optional[int] = None,
                       cursor: Optional[str] = None, ended_from: Any = None, ended_to: Any = None,
                       release_id: Optional[str] = None, kind: Optional[str] = None,
-                      error_code: Optional[str] = None) -> AttemptItemPage:
+                      error_code: Optional[str] = None, has_error: Optional[bool] = None) -> AttemptItemPage:
         """One page of attempts (GET /v1/attempts): newest first with the filters; with
         ended_from or ended_to the attempts ended in that window, newest end first (as the
         attempt insights count them); or the change feed with changed_since."""
@@ -444,7 +444,7 @@ class Client:
             "runId": run_id, "agentId": agent_id, "projectId": project_id, "state": state,
             "startedFrom": started_from, "startedTo": started_to, "changedSince": changed_since,
             "limit": limit, "cursor": cursor, "endedFrom": ended_from, "endedTo": ended_to,
-            "releaseId": release_id, "kind": kind, "errorCode": error_code},
+            "releaseId": release_id, "kind": kind, "errorCode": error_code, "hasError": has_error},
             decode=AttemptItemPage.from_json).body
 
     def attempts(self, *, run_id: Optional[str] = None, agent_id: Optional[str] = None,
@@ -452,14 +452,14 @@ class Client:
                  started_from: Any = None, started_to: Any = None,
                  limit: Optional[int] = None, ended_from: Any = None, ended_to: Any = None,
                  release_id: Optional[str] = None, kind: Optional[str] = None,
-                 error_code: Optional[str] = None) -> Iterator[AttemptItem]:
+                 error_code: Optional[str] = None, has_error: Optional[bool] = None) -> Iterator[AttemptItem]:
         """Every attempt matching the filters, newest first (newest end first with
         ended_from or ended_to)."""
         return _pages(lambda c: self.list_attempts(
             run_id=run_id, agent_id=agent_id, project_id=project_id, state=state,
             started_from=started_from, started_to=started_to, limit=limit, cursor=c,
             ended_from=ended_from, ended_to=ended_to, release_id=release_id, kind=kind,
-            error_code=error_code))
+            error_code=error_code, has_error=has_error))
 
     def changes(self, since: str = FEED_START) -> Iterator[AttemptItem]:
         """The change feed: attempts changed after since (an attempt's ETag; FEED_START for the
@@ -550,13 +550,13 @@ class Client:
                           reported_usage: Optional[bool] = None, project_id: Optional[str] = None,
                           agent_id: Optional[str] = None, release_id: Optional[str] = None,
                           kind: Optional[str] = None, limit: Optional[int] = None,
-                          cursor: Optional[str] = None) -> CallItemPage:
+                          cursor: Optional[str] = None, has_model: Optional[bool] = None) -> CallItemPage:
         """One page of the tenant's calls (GET /v1/calls): started in a window, newest start
         first, or with ended_from/ended_to finished in one, newest end first (as the calls and
         usage insights count them)."""
         return self._call("listTenantCalls", query={
             "startedFrom": started_from, "startedTo": started_to, "endedFrom": ended_from,
-            "endedTo": ended_to, "target": target, "model": model,
+            "endedTo": ended_to, "target": target, "model": model, "hasModel": has_model,
             "reportedUsage": None if reported_usage is None else ("true" if reported_usage else "false"),
             "projectId": project_id, "agentId": agent_id, "releaseId": release_id, "kind": kind,
             "limit": limit, "cursor": cursor}, decode=CallItemPage.from_json).body
@@ -588,15 +588,26 @@ class Client:
                           query={"limit": limit, "cursor": cursor}, decode=DecisionItemPage.from_json).body
 
     def list_decisions(self, *, status: Optional[str] = None, project_id: Optional[str] = None,
-                       limit: Optional[int] = None, cursor: Optional[str] = None) -> DecisionItemPage:
-        """One page of the decision inbox (admin), oldest request first."""
+                       limit: Optional[int] = None, cursor: Optional[str] = None,
+                       kind: Optional[str] = None, requested_from: Any = None, requested_to: Any = None,
+                       agent_id: Optional[str] = None, release_id: Optional[str] = None,
+                       run_kind: Optional[str] = None) -> DecisionItemPage:
+        """One page of the decision inbox (admin), oldest request first; kind, the requested
+        window, agent, release and run kind narrow as the decisions insight counts."""
         return self._call("listDecisions", query={
-            "status": status, "projectId": project_id, "limit": limit, "cursor": cursor},
+            "status": status, "projectId": project_id, "limit": limit, "cursor": cursor,
+            "kind": kind, "requestedFrom": requested_from, "requestedTo": requested_to,
+            "agentId": agent_id, "releaseId": release_id, "runKind": run_kind},
             decode=DecisionItemPage.from_json).body
 
-    def decisions(self, *, status: Optional[str] = None, project_id: Optional[str] = None) -> Iterator[Decision]:
+    def decisions(self, *, status: Optional[str] = None, project_id: Optional[str] = None,
+                  kind: Optional[str] = None, requested_from: Any = None, requested_to: Any = None,
+                  agent_id: Optional[str] = None, release_id: Optional[str] = None,
+                  run_kind: Optional[str] = None) -> Iterator[Decision]:
         """The whole decision inbox (admin) matching the filters."""
-        return _pages(lambda c: self.list_decisions(status=status, project_id=project_id, cursor=c))
+        return _pages(lambda c: self.list_decisions(
+            status=status, project_id=project_id, cursor=c, kind=kind, requested_from=requested_from,
+            requested_to=requested_to, agent_id=agent_id, release_id=release_id, run_kind=run_kind))
 
     def get_decision(self, decision_id: str, *, wait_seconds: Optional[int] = None) -> Tuple[Decision, Optional[str]]:
         """Reads a decision and its ETag; with wait_seconds (0..30) the service answers as

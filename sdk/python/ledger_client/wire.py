@@ -726,6 +726,8 @@ class BulkFilter:
     """Runs ended before this time."""
     error_code: Optional[str] = _field(default=None, metadata={'json': 'errorCode'})
     """Runs whose last error has this code."""
+    has_error: Optional[bool] = _field(default=None, metadata={'json': 'hasError'})
+    """true: runs whose last error has a code; false: runs without an error; not false with errorCode."""
     kind: Optional[str] = _field(default=None, metadata={'json': 'kind'})
     outcome: Optional[RunOutcome] = _field(default=None, metadata={'json': 'outcome'})
     """Ended runs with this outcome."""

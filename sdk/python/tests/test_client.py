@@ -165,6 +165,18 @@ class WholeLife(unittest.TestCase):
         self.assertIn(s.PROJECT, [p.project_id for p in srv.client(admin=True).projects()])
         self.assertIn(s.RELEASE, [r.release_id for r in rt.releases(state="active")])
 
+    def test_filters_for_an_absent_value(self) -> None:
+        """hasError, hasModel and the inbox's insight filters reach the server as it reads them."""
+        srv = s.server()
+        rt, admin = srv.client(), srv.client(admin=True)
+        kind = s.unique("absent")
+        run = rt.enqueue_run(s.spec(kind))
+        self.assertEqual([r.run_id for r in rt.runs(kind=kind, hasError=False)], [run.run_id])
+        self.assertEqual(list(rt.runs(kind=kind, hasError=True)), [])
+        self.assertEqual(rt.list_attempts(has_error=True, kind=kind).items, [])
+        self.assertEqual(rt.list_tenant_calls(has_model=False, kind=kind).items, [])
+        self.assertEqual(admin.list_decisions(kind="approval", run_kind=kind).items, [])
+
     def test_run_wait_answers_when_the_run_ends(self) -> None:
         srv = s.server()
         rt, admin = srv.client(), srv.client(admin=True)

@@ -138,6 +138,8 @@ export interface BulkFilter {
   endedTo?: string;
   /** Runs whose last error has this code. */
   errorCode?: string;
+  /** true: runs whose last error has a code; false: runs without an error; not false with errorCode. */
+  hasError?: boolean;
   kind?: string;
   /** Ended runs with this outcome. */
   outcome?: RunOutcome;
@@ -1271,6 +1273,8 @@ export interface ListAttemptsQuery {
   kind?: string;
   /** Attempts that ended with an error of this code. */
   errorCode?: string;
+  /** true: attempts that ended with an error; false: attempts without one (the errorCode insight's "(none)" group); not false with errorCode. */
+  hasError?: boolean;
   /** An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only. */
   changedSince?: string;
   /** The page size. */
@@ -1300,6 +1304,18 @@ export interface ListDecisionsQuery {
   status?: DecisionStatus;
   /** Only the decisions of this project's attempts. */
   projectId?: string;
+  /** Only decisions of this kind. */
+  kind?: DecisionKind;
+  /** Decisions requested at or after this time (as the decisions insight counts them). */
+  requestedFrom?: string;
+  /** Decisions requested before this time. */
+  requestedTo?: string;
+  /** Only the decisions of this agent's attempts. */
+  agentId?: string;
+  /** Only the decisions of attempts that ran this release. */
+  releaseId?: string;
+  /** Only the decisions of runs of this kind. */
+  runKind?: string;
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -1355,6 +1371,8 @@ export interface ListRunsQuery {
   outcome?: RunOutcome;
   /** Runs whose last error has this code. */
   errorCode?: string;
+  /** true: runs whose last error has a code; false: runs without an error (the errorCode insight's "(none)" group); not false with errorCode. */
+  hasError?: boolean;
   /** Runs whose latest attempt ran this release (as insights group runs by release). */
   releaseId?: string;
   /** Runs ended at or after this time. */
@@ -1396,6 +1414,8 @@ export interface ListTenantCallsQuery {
   target?: string;
   /** Calls that named this model. */
   model?: string;
+  /** true: calls that named a model; false: calls that named none (the usage insight's "(no model)" row); not false with model. */
+  hasModel?: boolean;
   /** true: only calls whose finish reported tokens or a cost above zero. */
   reportedUsage?: boolean;
   /** Calls of attempts in this project. */
@@ -1488,17 +1508,17 @@ export const operations = {
   insightRunsEnded: {"method":"GET","path":"/v1/insights/runs","query":["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   insightUsage: {"method":"GET","path":"/v1/insights/usage","query":["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   listAttemptDecisions: {"method":"GET","path":"/v1/attempts/{attemptId}/decisions","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
-  listAttempts: {"method":"GET","path":"/v1/attempts","query":["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","changedSince","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
+  listAttempts: {"method":"GET","path":"/v1/attempts","query":["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","hasError","changedSince","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listCalls: {"method":"GET","path":"/v1/attempts/{attemptId}/calls","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listCheckpoints: {"method":"GET","path":"/v1/attempts/{attemptId}/checkpoints","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
-  listDecisions: {"method":"GET","path":"/v1/decisions","query":["status","projectId","limit","cursor"],"public":false,"roles":["admin"],"repeat":"idempotent"},
+  listDecisions: {"method":"GET","path":"/v1/decisions","query":["status","projectId","kind","requestedFrom","requestedTo","agentId","releaseId","runKind","limit","cursor"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   listDelegations: {"method":"GET","path":"/v1/attempts/{attemptId}/delegations","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listProjects: {"method":"GET","path":"/v1/projects","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listReleases: {"method":"GET","path":"/v1/releases","query":["state","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listRunDecisions: {"method":"GET","path":"/v1/runs/{runId}/decisions","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
-  listRuns: {"method":"GET","path":"/v1/runs","query":["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
+  listRuns: {"method":"GET","path":"/v1/runs","query":["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","hasError","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listSchedules: {"method":"GET","path":"/v1/schedules","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
-  listTenantCalls: {"method":"GET","path":"/v1/calls","query":["startedFrom","startedTo","endedFrom","endedTo","target","model","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
+  listTenantCalls: {"method":"GET","path":"/v1/calls","query":["startedFrom","startedTo","endedFrom","endedTo","target","model","hasModel","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listWebhookDeliveries: {"method":"GET","path":"/v1/webhook-deliveries","query":["status","event","webhook","limit","cursor"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   listWebhooks: {"method":"GET","path":"/v1/webhooks","query":["limit","cursor"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   parkAttempt: {"method":"POST","path":"/v1/attempts/{attemptId}/park","query":[],"public":false,"roles":["runtime"],"repeat":"idempotent"},
