@@ -670,6 +670,7 @@ func TestServeRefusesLimitsOneTenantCouldFill(t *testing.T) {
 		{"NoFailureWindow", []string{"--auth-failure-window", "0s"}, "--auth-failure-window"},
 		{"NegativeKeyCacheTTL", []string{"--key-cache-ttl", "-1s"}, "--key-cache-ttl"},
 		{"NegativeLogFlush", []string{"--log-flush", "-1s"}, "--log-flush"},
+		{"NegativeGCPercent", []string{"--gc-percent", "-1"}, "--gc-percent"},
 		{"BadTrustedProxy", []string{"--trusted-proxies", "10.0.0.0/8,not-an-address"}, "--trusted-proxies"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

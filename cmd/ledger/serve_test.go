@@ -352,3 +352,31 @@ func TestSIGTERMAnswersWaitingClaimsAtOnce(t *testing.T) {
 		t.Fatalf("exit: %v, want 0\nstderr:\n%s", p.err, strings.Join(p.lines(false), "\n"))
 	}
 }
+
+// TestGCPercentLeavesAnOperatorsGOGC: serve sets --gc-percent's GOGC unless the GOGC
+// variable is set (Go has applied that one already) or the flag is 0 (Go's default).
+func TestGCPercentLeavesAnOperatorsGOGC(t *testing.T) {
+	t.Parallel()
+	unset := func(string) (string, bool) { return "", false }
+	set := func(k string) (string, bool) { return "50", k == "GOGC" }
+	for _, c := range []struct {
+		name    string
+		flag    int
+		env     func(string) (string, bool)
+		want    int
+		wantSet bool
+	}{
+		{"Default", defaultGCPercent, unset, defaultGCPercent, true},
+		{"Flag", 150, unset, 150, true},
+		{"ZeroIsGosDefault", 0, unset, 0, false},
+		{"GOGCWins", defaultGCPercent, set, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := gcPercent(c.flag, c.env)
+			if got != c.want || ok != c.wantSet {
+				t.Fatalf("gcPercent(%d) = %d, %v; want %d, %v", c.flag, got, ok, c.want, c.wantSet)
+			}
+		})
+	}
+}

@@ -9,3 +9,11 @@ func NewReferenceStore(db *sqldb.DB) *Store {
 	s.direct = true
 	return s
 }
+
+// NewProjectorCells returns the projector with a cell budget per step other than
+// maxStepCells.
+func NewProjectorCells(db *sqldb.DB, batch, cells int) *Projector {
+	p := NewProjector(db, batch)
+	p.cells = cells
+	return p
+}

@@ -2,6 +2,7 @@ package insights
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -368,12 +369,35 @@ func (r sourceRow) facts() []fact {
 const ProjectorName = "insights"
 
 // DefaultBatch is how many changed rows of each source table one projector step reads.
-const DefaultBatch = 64
+// Live traffic's rows share their cells (one minute's calls of one target land in the same
+// 18), and a step's cost is mostly one upsert per cell it touched: under the HTTP append
+// workload, batches of 64 spent 14 % of the server's CPU in the projector, of 512 about
+// 7 % (docs/perf/issue-35.md). A backfill's rows each land in cells of their own, which
+// maxStepCells bounds.
+const DefaultBatch = 512
 
-// Projector maintains the roll-ups from the change feed; run it with feed.Runner.
+// maxStepCells bounds the cells one step writes (one upsert each), and so how long a
+// step holds the single writer: what a step of 64 rows, 18 cells each, wrote at most
+// before. A step applies whole versions in version order until it has this many, then
+// stops at the next version; it always applies one.
+const maxStepCells = 2048
+
+// minBatch is the least a step reads of each table once the cell budget has cut steps
+// short.
+const minBatch = 16
+
+// Projector maintains the roll-ups from the change feed; run it with feed.Runner, which
+// calls Project from one goroutine at a time.
 type Projector struct {
 	q     *rollupQueries
 	batch int
+	// cells is the step's cell budget (maxStepCells).
+	cells int
+	// limit is what the next step reads of each table: batch, or after a step the cell
+	// budget cut short (a backfill, whose rows each have cells of their own) about what
+	// that step applied, so that a step does not read rows only to leave them to the next
+	// one; it doubles back towards batch with each step the budget does not cut.
+	limit int
 }
 
 // NewProjector returns the insights projector for db's dialect, reading at most batch
@@ -382,7 +406,7 @@ func NewProjector(db *sqldb.DB, batch int) *Projector {
 	if batch <= 0 {
 		batch = DefaultBatch
 	}
-	return &Projector{q: sqldb.QueriesFor(db.Dialect, &mssqlRollups, &sqliteRollups), batch: batch}
+	return &Projector{q: sqldb.QueriesFor(db.Dialect, &mssqlRollups, &sqliteRollups), batch: batch, cells: maxStepCells, limit: batch}
 }
 
 // Name implements feed.Projector.
@@ -395,7 +419,7 @@ func (p *Projector) Name() string { return ProjectorName }
 func (p *Projector) Project(ctx context.Context, tx *sqldb.Tx, after, ceiling sqldb.RowVersion) (sqldb.RowVersion, error) {
 	sources := []string{p.q.runs, p.q.attempts, p.q.calls, p.q.decisions}
 	var rows []sourceRow
-	through, err := feed.ReadBatch(after, ceiling, p.batch, func(upTo sqldb.RowVersion, limit int) (sqldb.RowVersion, error) {
+	through, err := feed.ReadBatch(after, ceiling, p.limit, func(upTo sqldb.RowVersion, limit int) (sqldb.RowVersion, error) {
 		cut := upTo - 1
 		rows = nil
 		for _, q := range sources {
@@ -414,13 +438,29 @@ func (p *Projector) Project(ctx context.Context, tx *sqldb.Tx, after, ceiling sq
 	if err != nil {
 		return 0, err
 	}
+	// Whole versions in order, so that stopping at the cell budget leaves every row up to
+	// the answered version applied and none past it. Rows apply independently (each moves
+	// its own facts), so the order changes no cell.
+	slices.SortStableFunc(rows, func(a, b sourceRow) int { return cmp.Compare(a.Version, b.Version) })
 	deltas := map[cellKey]*cellDelta{}
-	for _, r := range rows {
-		if r.Version > through {
-			continue
+	p.limit = min(p.batch, 2*p.limit)
+	applied := map[int8]int{} // rows applied by source
+	for i := 0; i < len(rows) && rows[i].Version <= through; {
+		v := rows[i].Version
+		if i > 0 && len(deltas) >= p.cells {
+			through = v - 1
+			most := 0
+			for _, n := range applied {
+				most = max(most, n)
+			}
+			p.limit = max(minBatch, min(p.batch, most+most/4))
+			break
 		}
-		if err := p.apply(ctx, tx, r, deltas); err != nil {
-			return 0, err
+		for ; i < len(rows) && rows[i].Version == v; i++ {
+			applied[rows[i].Source]++
+			if err := p.apply(ctx, tx, rows[i], deltas); err != nil {
+				return 0, err
+			}
 		}
 	}
 	if err := p.write(ctx, tx, deltas); err != nil {

@@ -33,6 +33,10 @@ type history struct {
 	dec   *decisions.Store
 	// onStep, when set, runs before each step of the script moves the clock.
 	onStep func()
+	// projector, when set, is the projector project runs (else batches of 3 rows); steps
+	// and catchUps count project's steps and calls.
+	projector       func() *insights.Projector
+	steps, catchUps int
 }
 
 func newHistory(t *testing.T, tgt dbtest.Target) *history {
@@ -46,8 +50,21 @@ func newHistory(t *testing.T, tgt dbtest.Target) *history {
 // does in the background, in small batches so a script's rows span several steps.
 func (h *history) project() {
 	h.T.Helper()
-	if err := feed.NewRunner(h.DB, insights.NewProjector(h.DB, 3), feed.Options{Holder: "test"}).CatchUp(h.Ctx); err != nil {
-		h.T.Fatalf("project: %v", err)
+	p := insights.NewProjector(h.DB, 3)
+	if h.projector != nil {
+		p = h.projector()
+	}
+	r := feed.NewRunner(h.DB, p, feed.Options{Holder: "test"})
+	h.catchUps++
+	for {
+		st, err := r.Step(h.Ctx)
+		if err != nil {
+			h.T.Fatalf("project: %v", err)
+		}
+		h.steps++
+		if st.CaughtUp {
+			return
+		}
 	}
 }
 
@@ -479,80 +496,102 @@ func (anyVersion) Matches(sqldb.RowVersion) bool { return true }
 func TestRollupsEqualTheDirectAnswers(t *testing.T) {
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
 		t.Parallel()
-		h := newHistory(t, tgt)
-		h.onStep = h.project
-		h.script()
-		// More than InsightMaxGroups agents, so the fold into "other" is compared too.
-		for i := range api.InsightMaxGroups + 3 {
-			r := h.enqueue(fmt.Sprintf("ag-%02d", i), "bulk")
-			if _, err := h.Svc.Cancel(h.Ctx, h.Tenant, r.RunID); err != nil {
+		t.Run("SmallBatches", func(t *testing.T) {
+			t.Parallel()
+			rollupsEqualTheDirectAnswers(t, tgt, nil)
+		})
+		// A batch that reads every change at once and a budget of one cell: every step
+		// stops after its first version with facts, and the answers are the same.
+		t.Run("CellBudget", func(t *testing.T) {
+			t.Parallel()
+			h := rollupsEqualTheDirectAnswers(t, tgt, func(db *sqldb.DB) *insights.Projector {
+				return insights.NewProjectorCells(db, 100000, 1)
+			})
+			if h.steps <= 2*h.catchUps {
+				t.Fatalf("%d steps in %d catch-ups: the cell budget never cut a step short", h.steps, h.catchUps)
+			}
+		})
+	})
+}
+
+func rollupsEqualTheDirectAnswers(t *testing.T, tgt dbtest.Target, projector func(*sqldb.DB) *insights.Projector) *history {
+	h := newHistory(t, tgt)
+	if projector != nil {
+		h.projector = func() *insights.Projector { return projector(h.DB) }
+	}
+	h.onStep = h.project
+	h.script()
+	// More than InsightMaxGroups agents, so the fold into "other" is compared too.
+	for i := range api.InsightMaxGroups + 3 {
+		r := h.enqueue(fmt.Sprintf("ag-%02d", i), "bulk")
+		if _, err := h.Svc.Cancel(h.Ctx, h.Tenant, r.RunID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.project()
+	rolled, direct := insights.NewStore(h.DB), insights.NewReferenceStore(h.DB)
+	type read func(st *insights.Store, w insights.Window, f insights.Filter) (any, error)
+	reads := map[string]read{
+		"runs": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.RunsEnded(h.Ctx, h.Tenant, w, f)
+		},
+		"attempts": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.AttemptsEnded(h.Ctx, h.Tenant, w, f)
+		},
+		"leases-lost": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.LeasesLost(h.Ctx, h.Tenant, w, f)
+		},
+		"attempts-per-run": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.AttemptsPerRun(h.Ctx, h.Tenant, w, f)
+		},
+		"claim-latency": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.ClaimLatency(h.Ctx, h.Tenant, w, f)
+		},
+		"calls": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.Calls(h.Ctx, h.Tenant, w, f)
+		},
+		"decisions": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.Decisions(h.Ctx, h.Tenant, w, f)
+		},
+	}
+	p1, agentA, rel1, review := "p1", "agent-a", "rel-1", "review"
+	filters := map[string]insights.Filter{"none": {}, "project": {ProjectID: &p1}, "agent": {AgentID: &agentA},
+		"release": {ReleaseID: &rel1}, "kind": {Kind: &review}}
+	groups := []api.InsightGroup{"", api.GroupProject, api.GroupAgent, api.GroupRelease, api.GroupKind}
+	compared := 0
+	for _, bucket := range []api.InsightBucket{api.Bucket5m, api.Bucket1h, api.Bucket1d} {
+		from, to := api.NewTime(epoch.Add(-time.Hour)), api.NewTime(epoch.Add(3*time.Hour))
+		for _, g := range groups {
+			var gp *api.InsightGroup
+			if g != "" {
+				gp = &g
+			}
+			w, err := insights.Resolve(epoch.Add(4*time.Hour), api.InsightParams{From: &from, To: &to, Bucket: &bucket}, gp)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		h.project()
-		rolled, direct := insights.NewStore(h.DB), insights.NewReferenceStore(h.DB)
-		type read func(st *insights.Store, w insights.Window, f insights.Filter) (any, error)
-		reads := map[string]read{
-			"runs": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-				return st.RunsEnded(h.Ctx, h.Tenant, w, f)
-			},
-			"attempts": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-				return st.AttemptsEnded(h.Ctx, h.Tenant, w, f)
-			},
-			"leases-lost": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-				return st.LeasesLost(h.Ctx, h.Tenant, w, f)
-			},
-			"attempts-per-run": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-				return st.AttemptsPerRun(h.Ctx, h.Tenant, w, f)
-			},
-			"claim-latency": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-				return st.ClaimLatency(h.Ctx, h.Tenant, w, f)
-			},
-			"calls": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-				return st.Calls(h.Ctx, h.Tenant, w, f)
-			},
-			"decisions": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-				return st.Decisions(h.Ctx, h.Tenant, w, f)
-			},
-		}
-		p1, agentA, rel1, review := "p1", "agent-a", "rel-1", "review"
-		filters := map[string]insights.Filter{"none": {}, "project": {ProjectID: &p1}, "agent": {AgentID: &agentA},
-			"release": {ReleaseID: &rel1}, "kind": {Kind: &review}}
-		groups := []api.InsightGroup{"", api.GroupProject, api.GroupAgent, api.GroupRelease, api.GroupKind}
-		compared := 0
-		for _, bucket := range []api.InsightBucket{api.Bucket5m, api.Bucket1h, api.Bucket1d} {
-			from, to := api.NewTime(epoch.Add(-time.Hour)), api.NewTime(epoch.Add(3*time.Hour))
-			for _, g := range groups {
-				var gp *api.InsightGroup
-				if g != "" {
-					gp = &g
-				}
-				w, err := insights.Resolve(epoch.Add(4*time.Hour), api.InsightParams{From: &from, To: &to, Bucket: &bucket}, gp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for name, rd := range reads {
-					for fname, f := range filters {
-						got, err := rd(rolled, w, f)
-						if err != nil {
-							t.Fatal(err)
-						}
-						want, err := rd(direct, w, f)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if !reflect.DeepEqual(got, want) {
-							t.Errorf("%s by %q in %s buckets, filter %s:\nroll-ups %+v\ndirect   %+v", name, g, bucket, fname, got, want)
-						}
-						compared++
+			for name, rd := range reads {
+				for fname, f := range filters {
+					got, err := rd(rolled, w, f)
+					if err != nil {
+						t.Fatal(err)
 					}
+					want, err := rd(direct, w, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(got, want) {
+						t.Errorf("%s by %q in %s buckets, filter %s:\nroll-ups %+v\ndirect   %+v", name, g, bucket, fname, got, want)
+					}
+					compared++
 				}
 			}
 		}
-		if compared != 3*5*7*5 {
-			t.Fatalf("compared %d answers", compared)
-		}
-	})
+	}
+	if compared != 3*5*7*5 {
+		t.Fatalf("compared %d answers", compared)
+	}
+	return h
 }
 
 // TestPurgeKeepsPastAnswers: rows purged by retention never reach the change feed, so the

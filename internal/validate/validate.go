@@ -28,6 +28,48 @@ import (
 //     and "k " would be one key there and two on SQLite;
 //   - not "." or "..", which a path or a URL normaliser would resolve away.
 func IdentProblem(s string, max int, segment bool) string {
+	if p, ok := identProblemASCII(s, max, segment); ok {
+		return p
+	}
+	return identProblem(s, max, segment)
+}
+
+// identProblemASCII is IdentProblem for a string of ASCII bytes alone (ok false: s has
+// another byte), without decoding runes or looking up Unicode tables: every identifier of a
+// hot route (a checkpoint's state reference, hash and adapter version) is ASCII in practice,
+// and the tables cost about a microsecond a request. No ASCII character is invisible, the
+// controls are below 0x20 and 0x7f, and of the white space only ' ' is not a control.
+func identProblemASCII(s string, max int, segment bool) (string, bool) {
+	control, slash := false, false
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b >= utf8.RuneSelf:
+			return "", false
+		case b < 0x20 || b == 0x7f:
+			control = true
+		case b == '/':
+			slash = true
+		}
+	}
+	switch {
+	case s == "":
+		return "must not be empty", true
+	case len(s) > max:
+		return fmt.Sprintf("must be at most %d UTF-16 code units", max), true
+	case s == "." || s == "..":
+		return `must not be "." or ".."`, true
+	case control:
+		return "must not contain control characters", true
+	case s[0] == ' ' || s[len(s)-1] == ' ':
+		return "must not start or end with white space", true
+	case segment && slash:
+		return `must not contain "/"`, true
+	}
+	return "", true
+}
+
+// identProblem is IdentProblem rune by rune.
+func identProblem(s string, max int, segment bool) string {
 	switch {
 	case s == "":
 		return "must not be empty"

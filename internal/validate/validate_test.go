@@ -41,3 +41,62 @@ func TestValidIdent(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentProblemASCIIAgrees: the ASCII path answers exactly what the rune-by-rune path
+// answers (problem text included), for every string of up to two ASCII bytes and every
+// string of up to five of the bytes the rule treats specially, at limits below, at and
+// above the length, as an identifier and as a path segment; and it leaves other bytes to
+// the rune path.
+func TestIdentProblemASCIIAgrees(t *testing.T) {
+	t.Parallel()
+	check := func(s string) {
+		for _, segment := range []bool{false, true} {
+			for _, max := range []int{len(s) - 1, len(s), len(s) + 1} {
+				got, ok := identProblemASCII(s, max, segment)
+				if want := identProblem(s, max, segment); !ok || got != want {
+					t.Fatalf("identProblemASCII(%q, %d, %v) = %q, %v; the rune path says %q", s, max, segment, got, ok, want)
+				}
+			}
+		}
+	}
+	var all []string
+	for b := range 128 {
+		all = append(all, string(rune(b)))
+	}
+	check("")
+	for _, a := range all {
+		check(a)
+		for _, b := range all {
+			check(a + b)
+		}
+	}
+	special := []string{" ", ".", "/", "a", "\t", "\x7f", "\x1f", "\n"}
+	var grow func(s string, n int)
+	grow = func(s string, n int) {
+		check(s)
+		if n == 0 {
+			return
+		}
+		for _, c := range special {
+			grow(s+c, n-1)
+		}
+	}
+	grow("", 5)
+	for _, s := range []string{"é", "a\u200b", "a\u00a0", string([]byte{'a', 0xff})} {
+		if _, ok := identProblemASCII(s, 10, false); ok {
+			t.Fatalf("identProblemASCII(%q) answered; only ASCII is its", s)
+		}
+	}
+}
+
+// BenchmarkIdentProblem: a checkpoint's three identifiers, as its validation checks them.
+//
+//	go test -run '^$' -bench IdentProblem -benchmem ./internal/validate/
+func BenchmarkIdentProblem(b *testing.B) {
+	ref, hash, version := "bench://state/1/3", "000000000000000c0000000000000003", "1.0"
+	for b.Loop() {
+		if IdentProblem(ref, 512, false)+IdentProblem(hash, 128, false)+IdentProblem(version, 32, true) != "" {
+			b.Fatal("refused")
+		}
+	}
+}
