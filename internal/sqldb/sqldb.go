@@ -573,9 +573,9 @@ func (t *NullTime) Scan(src any) error {
 }
 
 func (t *NullTime) parse(s string) error {
-	p, err := time.Parse(TimeLayout, s)
+	p, err := ParseTimeText(s)
 	if err != nil {
-		return fmt.Errorf("stored time %q is not in the fixed-width layout", s)
+		return err
 	}
 	*t = NullTime{Time: p, Valid: true}
 	return nil
