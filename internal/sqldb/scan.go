@@ -42,11 +42,16 @@ const (
 	plainField fieldKind = iota
 	timeField
 	timePtrField
+	nullTimeField
 )
 
+// sqldb.Time and NullTime fields take the same scanners (their own Scan would parse alike,
+// but uncounted).
 var (
-	timeType    = reflect.TypeFor[time.Time]()
-	timePtrType = reflect.TypeFor[*time.Time]()
+	timeType     = reflect.TypeFor[time.Time]()
+	timePtrType  = reflect.TypeFor[*time.Time]()
+	ourTimeType  = reflect.TypeFor[Time]()
+	nullTimeType = reflect.TypeFor[NullTime]()
 )
 
 // counter is where the plans count driver-converted times (nil p: nowhere).
@@ -147,6 +152,10 @@ func (p *scanPlans) scalarTarget(ptr reflect.Value) any {
 	switch ptr.Type().Elem() {
 	case timeType:
 		return timeDest{ptr.Interface().(*time.Time), p.counter()}
+	case ourTimeType:
+		return timeDest{&ptr.Interface().(*Time).Time, p.counter()}
+	case nullTimeType:
+		return nullTimeDest{ptr.Interface().(*NullTime), p.counter()}
 	case timePtrType:
 		return timePtrDest{ptr.Interface().(**time.Time), p.counter()}
 	}
@@ -159,7 +168,13 @@ func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any) []any 
 		addr := reflectx.FieldByIndexes(s, f.idx).Addr().Interface()
 		switch f.kind {
 		case timeField:
-			out[i] = timeDest{addr.(*time.Time), p.counter()}
+			if t, ok := addr.(*Time); ok {
+				out[i] = timeDest{&t.Time, p.counter()}
+			} else {
+				out[i] = timeDest{addr.(*time.Time), p.counter()}
+			}
+		case nullTimeField:
+			out[i] = nullTimeDest{addr.(*NullTime), p.counter()}
 		case timePtrField:
 			out[i] = timePtrDest{addr.(**time.Time), p.counter()}
 		default:
@@ -189,10 +204,12 @@ func (p *scanPlans) plan(rows *sql.Rows, query string, t reflect.Type, m *reflec
 		}
 		plan[i].idx = idx
 		switch tm.GetByTraversal(idx).Field.Type {
-		case timeType:
+		case timeType, ourTimeType:
 			plan[i].kind = timeField
 		case timePtrType:
 			plan[i].kind = timePtrField
+		case nullTimeType:
+			plan[i].kind = nullTimeField
 		}
 	}
 	if p != nil {

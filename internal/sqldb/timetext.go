@@ -81,8 +81,9 @@ func timeFrom(src any, driverTimes *atomic.Uint64) (t time.Time, ok bool, err er
 	return t, err == nil, err
 }
 
-// timeDest fills a time.Time field; timePtrDest a *time.Time field (NULL: nil). The scan
-// plans put them in place of the field's address, so a row type keeps its time fields.
+// timeDest fills a time.Time (or Time) field; timePtrDest a *time.Time field (NULL: nil);
+// nullTimeDest a NullTime field. The scan plans put them in place of the field's address,
+// so a row type keeps its time fields.
 type timeDest struct {
 	p      *time.Time
 	driver *atomic.Uint64
@@ -122,3 +123,17 @@ func (d timePtrDest) Scan(src any) error {
 // converted, since the database was opened: on SQLite, zero for statements that answer
 // their times as text (tests hold the hot path to it); on SQL Server every time.
 func (db *DB) DriverTimes() uint64 { return db.plans.driverTimes.Load() }
+
+type nullTimeDest struct {
+	p      *NullTime
+	driver *atomic.Uint64
+}
+
+func (d nullTimeDest) Scan(src any) error {
+	t, ok, err := timeFrom(src, d.driver)
+	if err != nil {
+		return err
+	}
+	*d.p = NullTime{Time: t, Valid: ok}
+	return nil
+}

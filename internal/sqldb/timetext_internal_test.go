@@ -116,6 +116,28 @@ INSERT INTO T VALUES (1, ?1, NULL), (2, ?1, ?2)`, sqliteDialect{}.Time(at), sqli
 	if n := p.driverTimes.Load(); n != 3 {
 		t.Fatalf("plain: %d driver times counted, want 3 (two At, one Maybe)", n)
 	}
+	// Time and NullTime fields take the same scanners, and are counted alike.
+	type ours struct {
+		At    Time     `db:"At"`
+		Maybe NullTime `db:"Maybe"`
+	}
+	for _, c := range []struct {
+		q     string
+		count uint64
+	}{{`SELECT CAST(At AS TEXT) AS At, CAST(Maybe AS TEXT) AS Maybe FROM T ORDER BY Id`, 0}, {`SELECT At, Maybe FROM T ORDER BY Id`, 3}} {
+		var got []ours
+		before := p.driverTimes.Load()
+		rows, err := db.Query(c.q)
+		if err := p.selectRows(rows, err, c.q, &got, db.Mapper); err != nil || len(got) != 2 {
+			t.Fatalf("%s: %+v, %v", c.q, got, err)
+		}
+		if !got[0].At.Equal(at) || got[0].Maybe.Valid || !got[1].Maybe.Valid || !got[1].Maybe.Time.Equal(at.Add(time.Millisecond)) {
+			t.Fatalf("%s: %+v", c.q, got)
+		}
+		if n := p.driverTimes.Load() - before; n != c.count {
+			t.Fatalf("%s: %d driver times counted, want %d", c.q, n, c.count)
+		}
+	}
 	if _, err := db.Exec(`UPDATE T SET At = '2026-12-04 20:31:07' WHERE Id = 1`); err != nil {
 		t.Fatal(err)
 	}
