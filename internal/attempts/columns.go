@@ -50,10 +50,12 @@ const (
 )
 
 // columns is every column, as a statement that answers the attempt lists them,
-// insertedColumns the same as SQL Server's OUTPUT spells them, and insertColumns the columns
-// the insert takes from its arguments, in argument order.
+// insertedColumns the same as SQL Server's OUTPUT spells them, sqliteColumns as SQLite's
+// statements answer them (times as text: sqldb.SQLiteColumnList), and insertColumns the
+// columns the insert takes from its arguments, in argument order.
 var (
 	columns, insertedColumns = sqldb.ColumnList(table, "", nil), sqldb.ColumnList(table, "inserted.", nil)
+	sqliteColumns            = sqldb.SQLiteColumnList(table, "", nil)
 	insertColumns            = sqldb.InsertColumns(table)
 )
 

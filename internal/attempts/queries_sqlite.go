@@ -8,21 +8,21 @@ var sqliteQueries = queries{
     CorrectionCount, Version)
 VALUES (` + insertValues("?") + `, 0, (SELECT Value + 1 FROM RowVersionCounter))
 RETURNING Version`,
-	get:  `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
-	lock: `SELECT ` + columns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
+	get:  `SELECT ` + sqliteColumns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
+	lock: `SELECT ` + sqliteColumns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	end: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
     ErrorCode = ?5, ErrorMessage = ?6, ErrorDetails = ?7,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND State = 0
-RETURNING ` + columns,
+RETURNING ` + sqliteColumns,
 	observeCancel: `UPDATE ExecutionAttempts SET CancellationObservedAt = ?2,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND CancellationObservedAt IS NULL
-RETURNING ` + columns,
+RETURNING ` + sqliteColumns,
 	patch: `UPDATE ExecutionAttempts SET Phase = COALESCE(?2, Phase), CorrectionCount = CorrectionCount + ?3,
     ContextSnapshotRef = COALESCE(?4, ContextSnapshotRef), Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND State = 0
-RETURNING ` + columns,
+RETURNING ` + sqliteColumns,
 	checkpointed: `UPDATE ExecutionAttempts SET LastCheckpointId = ?2, Phase = ?4,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND State = 0

@@ -37,7 +37,7 @@ func TestSQLitePlansSeekTheAttempt(t *testing.T) {
 }
 
 // TestSQLitePlansOfTheTenantListings: a page of the tenant's calls is a range of its time
-// index read from the bound (no scan of the table), by start or by end.
+// index read from the bound (no scan of the table) in the index's order, by start or by end.
 func TestSQLitePlansOfTheTenantListings(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite().Open(t, dbtest.Options{})
@@ -49,8 +49,10 @@ func TestSQLitePlansOfTheTenantListings(t *testing.T) {
 		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, "t", d.Time(minTime), d.Time(maxTime), maxID, 50,
 			nil, nil, 1, nil, "agent-1", nil, "review", 0), "\n")
 		t.Logf("%s:\n%s", name, plan)
-		if !strings.Contains(plan, c.want) || strings.Contains(plan, "SCAN CallRecords") {
-			t.Errorf("%s does not read a range of its index:\n%s", name, plan)
+		// A whole sort would mean the order is the answered text's (the time's alias), not the index's
+		// (ties of one time are sorted by id, as before).
+		if !strings.Contains(plan, c.want) || strings.Contains(plan, "SCAN CallRecords") || strings.Contains(plan, "USE TEMP B-TREE FOR ORDER BY") {
+			t.Errorf("%s does not read a range of its index in its order:\n%s", name, plan)
 		}
 	}
 }

@@ -51,10 +51,14 @@ func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQue
 
 // columns, cColumns (the table aliased c) and insertedColumns (SQL Server's OUTPUT) list
 // table's columns, in the order every statement answers them.
+// sqliteColumns and sqliteCColumns are columns and cColumns as SQLite's statements answer
+// them, times as text (sqldb.SQLiteColumnList).
 var (
 	columns         = sqldb.ColumnList(table, "", nil)
 	cColumns        = sqldb.ColumnList(table, "c.", nil)
 	insertedColumns = sqldb.ColumnList(table, "inserted.", nil)
+	sqliteColumns   = sqldb.SQLiteColumnList(table, "", nil)
+	sqliteCColumns  = sqldb.SQLiteColumnList(table, "c.", nil)
 )
 
 // reportedUsage holds for a call whose finish reported a count or a cost above zero: the

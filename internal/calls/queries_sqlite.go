@@ -5,22 +5,22 @@ package calls
 // a Version column (a declared addition): every INSERT and UPDATE stamps it from the
 // database-wide counter, as the table's triggers demand (migrations/sqlite 000006).
 var sqliteQueries = queries{
-	bySequence: `SELECT ` + cColumns + `, a.FencingToken AS AttemptToken
+	bySequence: `SELECT ` + sqliteCColumns + `, a.FencingToken AS AttemptToken
 FROM CallRecords AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = ?1
 WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.Sequence = ?3`,
-	byID: `SELECT ` + cColumns + `, a.FencingToken AS AttemptToken
+	byID: `SELECT ` + sqliteCColumns + `, a.FencingToken AS AttemptToken
 FROM CallRecords AS c JOIN ExecutionAttempts AS a ON a.AttemptId = c.AttemptId AND a.TenantId = ?1
 WHERE c.TenantId = ?1 AND c.AttemptId = ?2 AND c.CallId = ?3`,
 	insert: `INSERT INTO CallRecords (` + insertColumns + `,
     Status, Version)
 VALUES (` + insertValues("?") + `, 'started', (SELECT Value + 1 FROM RowVersionCounter))
-RETURNING ` + columns,
+RETURNING ` + sqliteColumns,
 	finish: `UPDATE CallRecords SET Status = ?4, ReceiptRef = ?5, EndedAt = ?6, ResponseModel = ?8, FinishReasons = ?9,
     InputTokens = ?10, OutputTokens = ?11, CacheReadInputTokens = ?12, CacheCreationInputTokens = ?13,
     ReasoningOutputTokens = ?14, CostMicros = ?15, Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE TenantId = ?1 AND AttemptId = ?2 AND CallId = ?3 AND Status = 'started' AND (?7 IS NULL OR Version = ?7)
-RETURNING ` + columns,
-	list: `SELECT ` + columns + ` FROM CallRecords WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
+RETURNING ` + sqliteColumns,
+	list: `SELECT ` + sqliteColumns + ` FROM CallRecords WHERE TenantId = ?1 AND AttemptId = ?2 AND Sequence > ?3
 ORDER BY Sequence LIMIT ?4`,
 	abandon: `UPDATE CallRecords SET Status = 'abandoned', EndedAt = ?3, Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE +TenantId = ?1 AND AttemptId = ?2 AND Status = 'started'`,
@@ -45,8 +45,10 @@ RETURNING CostMicros,
 	listByEnded:   sqliteTenantList("EndedAt", "IX_Calls_Tenant_Ended"),
 }
 
+// sqliteTenantList orders by CallRecords.<at>: the bare name is the answered text's alias,
+// which the index does not order.
 func sqliteTenantList(at, index string) string {
-	return `SELECT ` + columns + ` FROM CallRecords INDEXED BY ` + index + `
+	return `SELECT ` + sqliteColumns + ` FROM CallRecords INDEXED BY ` + index + `
 WHERE TenantId = ?1 AND ` + at + ` >= ?2 AND (` + at + `, CallId) < (?3, ?4)
     AND (?6 IS NULL OR Target = ?6) AND (?7 IS NULL OR Model = ?7)
     AND (?13 IS NULL OR (?13 = 1 AND length(Model) > 0) OR (?13 = 0 AND COALESCE(length(Model), 0) = 0))
@@ -55,5 +57,5 @@ WHERE TenantId = ?1 AND ` + at + ` >= ?2 AND (` + at + `, CallId) < (?3, ?4)
         WHERE a.AttemptId = CallRecords.AttemptId AND +a.TenantId = ?1 AND (?9 IS NULL OR a.ProjectId = ?9)
         AND (?10 IS NULL OR a.AgentId = ?10) AND (?11 IS NULL OR a.ReleaseId = ?11)
         AND (?12 IS NULL OR EXISTS (SELECT 1 FROM Runs AS r WHERE r.RunId = a.RunId AND +r.TenantId = ?1 AND r.Kind = ?12))))
-ORDER BY ` + at + ` DESC, CallId DESC LIMIT ?5`
+ORDER BY CallRecords.` + at + ` DESC, CallId DESC LIMIT ?5`
 }

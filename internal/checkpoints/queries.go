@@ -35,6 +35,15 @@ func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQue
 const columns = `CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion, ContextSnapshotRef,
 Hash, CreatedAt`
 
+// sqliteColumns and sqliteCColumns are columns and cColumns as SQLite's statements answer
+// them: CreatedAt as text, which the scan parses (sqldb.ParseTimeText), not the driver.
+const (
+	sqliteColumns = `CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion, ContextSnapshotRef,
+Hash, CAST(CreatedAt AS TEXT) AS CreatedAt`
+	sqliteCColumns = `c.CheckpointId, c.AttemptId, c.TenantId, c.Sequence, c.Phase, c.AdapterStateRef, c.AdapterVersion,
+c.ContextSnapshotRef, c.Hash, CAST(c.CreatedAt AS TEXT) AS CreatedAt`
+)
+
 // cColumns are columns for a statement where the table is aliased c.
 const cColumns = `c.CheckpointId, c.AttemptId, c.TenantId, c.Sequence, c.Phase, c.AdapterStateRef, c.AdapterVersion,
 c.ContextSnapshotRef, c.Hash, c.CreatedAt`

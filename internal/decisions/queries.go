@@ -56,5 +56,12 @@ func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQue
 const columns = `d.DecisionId, d.AttemptId, d.TenantId, d.Kind, d.ApprovalId, d.ProposalHash, d.OptionsJson,
 d.Recommendation, d.Status, d.RequestedAt, d.AnsweredAt, d.AnswerJson, d.AnsweredBy, d.ExpiresAt, d.Version, d.PriorPhase`
 
+// sqliteColumns are columns as SQLite's statements answer them: the times as text, which the
+// scan parses (sqldb.ParseTimeText) instead of the driver. Their statements order by d.<time>,
+// the table's column, never by the bare name (the text's alias, which no index orders).
+const sqliteColumns = `d.DecisionId, d.AttemptId, d.TenantId, d.Kind, d.ApprovalId, d.ProposalHash, d.OptionsJson,
+d.Recommendation, d.Status, CAST(d.RequestedAt AS TEXT) AS RequestedAt, CAST(d.AnsweredAt AS TEXT) AS AnsweredAt,
+d.AnswerJson, d.AnsweredBy, CAST(d.ExpiresAt AS TEXT) AS ExpiresAt, d.Version, d.PriorPhase`
+
 // sourceColumns are where a decision comes from: its attempt (aliased a) and run (r).
 const sourceColumns = `a.RunId, a.ProjectId, a.AgentId, r.Subject`

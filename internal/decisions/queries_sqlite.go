@@ -21,7 +21,7 @@ CROSS JOIN ExecutionAttempts AS a ON a.AttemptId = d.AttemptId AND a.TenantId = 
 LEFT JOIN Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId`
 
 // sqliteRead is the select list and joins of every read that returns decisions.
-const sqliteRead = `SELECT ` + columns + `, ` + sourceColumns + sqliteFrom
+const sqliteRead = `SELECT ` + sqliteColumns + `, ` + sourceColumns + sqliteFrom
 
 var sqliteQueries = queries{
 	insert: `INSERT INTO DecisionRequests (DecisionId, AttemptId, TenantId, Kind, ApprovalId, ProposalHash, OptionsJson,
@@ -30,19 +30,19 @@ var sqliteQueries = queries{
 VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, 'pending', ?8, NULL, (SELECT Value + 1 FROM RowVersionCounter), NULL, NULL, ?9, ?10,
     ?11, ?12, ?13)`,
 	// byKey: UX_Decisions_Idempotency seek.
-	byKey: `SELECT ` + columns + `, ` + sourceColumns + `, d.RequestHash` + sqliteFrom + `
+	byKey: `SELECT ` + sqliteColumns + `, ` + sourceColumns + `, d.RequestHash` + sqliteFrom + `
 WHERE d.TenantId = ?1 AND d.RunId = ?2 AND d.IdempotencyKey = ?3`,
 	// listByRun: the runs' attempts first (IX_Attempts_Run_Step), then each attempt's
 	// decisions (IX_Decisions_Attempt); CROSS JOIN keeps that order. The sort reads the
 	// decisions of those runs, bounded by their attempts and each attempt's decisions.
-	listByRun: `SELECT ` + columns + `, ` + sourceColumns + ` FROM ExecutionAttempts AS a
+	listByRun: `SELECT ` + sqliteColumns + `, ` + sourceColumns + ` FROM ExecutionAttempts AS a
 CROSS JOIN DecisionRequests AS d ON d.AttemptId = a.AttemptId AND d.TenantId = a.TenantId
 LEFT JOIN Runs AS r ON r.RunId = a.RunId AND r.TenantId = a.TenantId
 WHERE a.RunId IN (SELECT value FROM json_each(?2)) AND +a.TenantId = ?1
     AND (?3 IS NULL OR d.RequestedAt > ?3 OR (d.RequestedAt = ?3 AND d.DecisionId > ?4))
 ORDER BY d.RequestedAt, d.DecisionId LIMIT ?5`,
 	get:  sqliteRead + ` WHERE d.TenantId = ?1 AND d.DecisionId = ?2`,
-	lock: `SELECT ` + columns + ` FROM DecisionRequests AS d WHERE d.TenantId = ?1 AND d.DecisionId = ?2`,
+	lock: `SELECT ` + sqliteColumns + ` FROM DecisionRequests AS d WHERE d.TenantId = ?1 AND d.DecisionId = ?2`,
 	byIDs: sqliteRead + `
 WHERE d.DecisionId IN (SELECT value FROM json_each(?2)) AND +d.TenantId = ?1`,
 	answer: `UPDATE DecisionRequests SET Status = ?3, AnswerJson = ?4, ApprovalId = ?5, AnsweredBy = ?6, AnsweredAt = ?7,
@@ -59,7 +59,7 @@ WHERE d.TenantId = ?1
 ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7`,
 	// Two branches, each at most a page in its own order, merged.
 	listPendingFirst: `SELECT * FROM (
-    SELECT * FROM (SELECT 0 AS Rank, ` + columns + `, ` + sourceColumns + sqliteFrom + `
+    SELECT * FROM (SELECT 0 AS Rank, ` + sqliteColumns + `, ` + sourceColumns + sqliteFrom + `
         WHERE d.TenantId = ?1 AND d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?2)
             AND (?3 IS NULL OR a.ProjectId = ?3)
             AND (?8 IS NULL OR d.Kind = ?8) AND (?9 IS NULL OR d.RequestedAt >= ?9) AND (?10 IS NULL OR d.RequestedAt < ?10)
@@ -67,7 +67,7 @@ ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7`,
             AND (?4 IS NULL OR (?4 = 0 AND (d.RequestedAt > ?5 OR (d.RequestedAt = ?5 AND d.DecisionId > ?6))))
         ORDER BY d.RequestedAt, d.DecisionId LIMIT ?7)
     UNION ALL
-    SELECT * FROM (SELECT 1 AS Rank, ` + columns + `, ` + sourceColumns + sqliteFrom + `
+    SELECT * FROM (SELECT 1 AS Rank, ` + sqliteColumns + `, ` + sourceColumns + sqliteFrom + `
         WHERE d.TenantId = ?1 AND (d.Status <> 'pending' OR d.ExpiresAt <= ?2)
             AND (?3 IS NULL OR a.ProjectId = ?3)
             AND (?8 IS NULL OR d.Kind = ?8) AND (?9 IS NULL OR d.RequestedAt >= ?9) AND (?10 IS NULL OR d.RequestedAt < ?10)

@@ -1,6 +1,10 @@
 package history
 
-import "github.com/ledger-dev/ledger/internal/sqldb"
+import (
+	"regexp"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
 
 // queries is the statement set of the history reads; each dialect fills every field with
 // complete statements taking the numbered arguments listed here.
@@ -61,3 +65,26 @@ Status, StartedAt, EndedAt, Version`
 
 const delegationColumns = `DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth, Status,
 CreatedAt, Version`
+
+// The same lists as SQLite's statements answer them: each time column as text, which the
+// scan parses (sqldb.ParseTimeText) instead of the driver. A statement that orders by one
+// of them names the column with its table: the bare name is the text's alias there, which
+// no index orders.
+var (
+	sqliteAttemptColumns    = sqliteTimes(attemptColumns, "CancellationObservedAt", "StartedAt", "EndedAt")
+	sqliteCheckpointColumns = sqliteTimes(checkpointColumns, "CreatedAt")
+	sqliteCallColumns       = sqliteTimes(callColumns, "StartedAt", "EndedAt")
+	sqliteDelegationColumns = sqliteTimes(delegationColumns, "CreatedAt")
+)
+
+// sqliteTimes is the column list cols with each of times answered as text.
+func sqliteTimes(cols string, times ...string) string {
+	for _, t := range times {
+		re := regexp.MustCompile(`\b` + t + `\b`)
+		if len(re.FindAllStringIndex(cols, -1)) != 1 {
+			panic("history: " + t + " is not once in " + cols)
+		}
+		cols = re.ReplaceAllString(cols, sqldb.SQLiteTimeText("DATETIME", t, t))
+	}
+	return cols
+}

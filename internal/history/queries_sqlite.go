@@ -34,11 +34,11 @@ func sqliteListByEnded() string {
 		if st == 6 {
 			which = "?2 = 6" // parked: only when asked for, as the insight does not count it
 		}
-		fmt.Fprintf(&b, `    SELECT * FROM (SELECT `+attemptColumns+`
+		fmt.Fprintf(&b, `    SELECT * FROM (SELECT `+sqliteAttemptColumns+`
     FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_State_Ended
     WHERE TenantId = ?1 AND State = %d AND %s AND EndedAt >= ?5 AND (EndedAt, AttemptId) < (?6, ?7)
         AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4) AND `+sqliteInsightFilters(9, 10, 11, 12)+`
-    ORDER BY EndedAt DESC, AttemptId DESC LIMIT ?8)`, st, which)
+    ORDER BY ExecutionAttempts.EndedAt DESC, AttemptId DESC LIMIT ?8)`, st, which)
 	}
 	return `SELECT ` + attemptColumns + ` FROM (
 ` + b.String() + `
@@ -47,19 +47,19 @@ ORDER BY EndedAt DESC, AttemptId DESC LIMIT ?8`
 }
 
 var sqliteQueries = queries{
-	listByTenant: `SELECT ` + attemptColumns + `
+	listByTenant: `SELECT ` + sqliteAttemptColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_Started
 WHERE TenantId = ?1 AND StartedAt >= ?5 AND (StartedAt, AttemptId) < (?6, ?7)
     AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND ` + sqliteInsightFilters(9, 10, 11, 12) + `
-ORDER BY StartedAt DESC, AttemptId DESC LIMIT ?8`,
+ORDER BY ExecutionAttempts.StartedAt DESC, AttemptId DESC LIMIT ?8`,
 
-	listByRun: `SELECT ` + attemptColumns + `
+	listByRun: `SELECT ` + sqliteAttemptColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Run_Step
 WHERE RunId = ?2 AND TenantId = ?1 AND StartedAt >= ?6 AND (StartedAt, AttemptId) < (?7, ?8)
     AND (?3 IS NULL OR State = ?3) AND (?4 IS NULL OR AgentId = ?4) AND (?5 IS NULL OR ProjectId = ?5)
     AND ` + sqliteInsightFilters(10, 11, 12, 13) + `
-ORDER BY StartedAt DESC, AttemptId DESC LIMIT ?9`,
+ORDER BY ExecutionAttempts.StartedAt DESC, AttemptId DESC LIMIT ?9`,
 
 	listByEnded: sqliteListByEnded(),
 
@@ -69,7 +69,7 @@ ORDER BY StartedAt DESC, AttemptId DESC LIMIT ?9`,
 
 	// One statement stamps one Version on every row it writes, so Version alone is not a
 	// key: the keyset is (Version, AttemptId).
-	changes: `SELECT ` + attemptColumns + `
+	changes: `SELECT ` + sqliteAttemptColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_Version
 WHERE TenantId = ?1 AND (Version, AttemptId) > (?2, ?3) AND Version < ?4
 ORDER BY Version, AttemptId LIMIT ?5`,
@@ -81,20 +81,22 @@ ORDER BY Version, AttemptId LIMIT ?5`,
 	// unique, so (time, Sequence) already orders those two branches totally; leaving the id
 	// out of their ORDER BY lets an (AttemptId, time, Sequence) index, if one is added, feed
 	// the branch in order and stop after a page.
+	// Every branch answers its time as text (a compound's column takes its declared type
+	// from one of them, the last in this SQLite), so the driver leaves every row's At alone.
 	timeline: `SELECT Kind, At, Seq, Id FROM (
-    SELECT * FROM (SELECT 0 AS Kind, CreatedAt AS At, Sequence AS Seq, CheckpointId AS Id FROM Checkpoints
+    SELECT * FROM (SELECT 0 AS Kind, CAST(CreatedAt AS TEXT) AS At, Sequence AS Seq, CheckpointId AS Id FROM Checkpoints
         WHERE AttemptId = ?2 AND +TenantId = ?1 AND CreatedAt >= ?3 AND (CreatedAt, 0, Sequence, CheckpointId) > (?3, ?4, ?5, ?6)
         ORDER BY CreatedAt, Sequence LIMIT ?7)
     UNION ALL
-    SELECT * FROM (SELECT 1, StartedAt, Sequence, CallId FROM CallRecords
+    SELECT * FROM (SELECT 1, CAST(StartedAt AS TEXT), Sequence, CallId FROM CallRecords
         WHERE AttemptId = ?2 AND +TenantId = ?1 AND StartedAt >= ?3 AND (StartedAt, 1, Sequence, CallId) > (?3, ?4, ?5, ?6)
         ORDER BY StartedAt, Sequence LIMIT ?7)
     UNION ALL
-    SELECT * FROM (SELECT 2, RequestedAt, 0, DecisionId FROM DecisionRequests
+    SELECT * FROM (SELECT 2, CAST(RequestedAt AS TEXT), 0, DecisionId FROM DecisionRequests
         WHERE AttemptId = ?2 AND +TenantId = ?1 AND RequestedAt >= ?3 AND (RequestedAt, 2, 0, DecisionId) > (?3, ?4, ?5, ?6)
         ORDER BY RequestedAt, DecisionId LIMIT ?7)
     UNION ALL
-    SELECT * FROM (SELECT 3, CreatedAt, 0, DelegationId FROM SubAgentDelegations
+    SELECT * FROM (SELECT 3, CAST(CreatedAt AS TEXT), 0, DelegationId FROM SubAgentDelegations
         WHERE AttemptId = ?2 AND +TenantId = ?1 AND CreatedAt >= ?3 AND (CreatedAt, 3, 0, DelegationId) > (?3, ?4, ?5, ?6)
         ORDER BY CreatedAt, DelegationId LIMIT ?7)
 )
@@ -103,10 +105,10 @@ ORDER BY At, Kind, Seq, Id LIMIT ?7`,
 	// Rows named by a JSON list of ids: "+TenantId" keeps the planner off TenantId indexes
 	// (IX_Decisions_Tenant_Status would otherwise be read whole), so the list drives
 	// primary-key seeks and TenantId is checked per row.
-	checkpoints: `SELECT ` + checkpointColumns + ` FROM Checkpoints
+	checkpoints: `SELECT ` + sqliteCheckpointColumns + ` FROM Checkpoints
 WHERE CheckpointId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
-	calls: `SELECT ` + callColumns + ` FROM CallRecords
+	calls: `SELECT ` + sqliteCallColumns + ` FROM CallRecords
 WHERE CallId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
-	delegations: `SELECT ` + delegationColumns + ` FROM SubAgentDelegations
+	delegations: `SELECT ` + sqliteDelegationColumns + ` FROM SubAgentDelegations
 WHERE DelegationId IN (SELECT value FROM json_each(?2)) AND +TenantId = ?1`,
 }

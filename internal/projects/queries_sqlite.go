@@ -11,8 +11,12 @@ func sqliteCostToday(dayArg string) string {
     WHERE c.TenantId = p.TenantId AND c.ProjectId = p.ProjectId AND c.Day = ` + dayArg + `), 0) AS CostTodayMicros`
 }
 
+// sqliteTimes are the project's times as text, which the scan parses (sqldb.ParseTimeText)
+// instead of the driver.
+const sqliteTimes = `CAST(p.CreatedAt AS TEXT) AS CreatedAt, CAST(p.UpdatedAt AS TEXT) AS UpdatedAt`
+
 var sqliteQueries = queries{
-	get: `SELECT p.TenantId, p.ProjectId, p.Active, p.RetentionDays, ` + sqliteLeasedCount + `, p.CreatedAt, p.UpdatedAt, p.Version,
+	get: `SELECT p.TenantId, p.ProjectId, p.Active, p.RetentionDays, ` + sqliteLeasedCount + `, ` + sqliteTimes + `, p.Version,
     ` + sqliteCostToday("?3") + `
 FROM Projects p WHERE p.TenantId = ?1 AND p.ProjectId = ?2`,
 	// Version is stamped from the database-wide counter (migrations/sqlite 000001).
@@ -21,7 +25,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?5, (SELECT Value + 1 FROM RowVersionCounter), ?6)`,
 	update: `UPDATE Projects SET Active = ?3, RetentionDays = ?4, UpdatedAt = ?5, DailyCostBudgetMicros = ?7,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE TenantId = ?1 AND ProjectId = ?2 AND Version = ?6`,
-	list: `SELECT p.TenantId, p.ProjectId, p.Active, p.RetentionDays, ` + sqliteLeasedCount + `, p.CreatedAt, p.UpdatedAt, p.Version,
+	list: `SELECT p.TenantId, p.ProjectId, p.Active, p.RetentionDays, ` + sqliteLeasedCount + `, ` + sqliteTimes + `, p.Version,
     ` + sqliteCostToday("?4") + `
 FROM Projects p WHERE p.TenantId = ?1 AND p.ProjectId > ?2 ORDER BY p.ProjectId LIMIT ?3`,
 }

@@ -89,14 +89,23 @@ const (
 // runColumns is the columns every read of a whole run answers (the answered ones, in order),
 // leftColumns those a run leaving its lease answers, and runInsertColumns the columns the
 // insert takes from its arguments, in argument order.
+// sqliteRunColumns and sqliteLeftColumns are the same for SQLite's statements, with each
+// time column answered as text (sqldb.SQLiteColumnList). A SQLite statement that answers
+// them and orders by a time column names it with its table (Runs.QueuedAt): the bare name
+// is the answered text's alias there, which no index orders.
 var (
-	runColumns, leftColumns = columnList(answered, ""), columnList(left, "")
-	runInsertColumns        = sqldb.InsertColumns(runTable)
+	runColumns, leftColumns             = columnList(answered, ""), columnList(left, "")
+	sqliteRunColumns, sqliteLeftColumns = sqliteColumnList(answered, ""), sqliteColumnList(left, "")
+	runInsertColumns                    = sqldb.InsertColumns(runTable)
 )
 
 // columnList joins the names of the columns used as in, each after prefix.
 func columnList(in uint8, prefix string) string {
 	return sqldb.ColumnList(runTable, prefix, func(c runColumn) bool { return c.Uses&in != 0 })
+}
+
+func sqliteColumnList(in uint8, prefix string) string {
+	return sqldb.SQLiteColumnList(runTable, prefix, func(c runColumn) bool { return c.Uses&in != 0 })
 }
 
 // insertValues is the insert's argument placeholders in order ("?1, ?2, ..." or "@p1, ..."),

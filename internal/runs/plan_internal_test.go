@@ -96,17 +96,26 @@ func TestSQLitePlansWithoutStatistics(t *testing.T) {
 		name, query string
 		args        []any
 		want        []string
+		sorts       int // USE TEMP B-TREE FOR ORDER BY lines
 	}{
 		{"fenceRunning", q.fenceRunning, []any{tenant, uuid.New(), 1},
-			[]string{"SEARCH a USING INDEX IX_Attempts_Run_Step (RunId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}},
+			[]string{"SEARCH a USING INDEX IX_Attempts_Run_Step (RunId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}, 0},
 		{"fence", q.fence, []any{tenant, uuid.New()},
-			[]string{"sqlite_autoindex_ExecutionAttempts_1 (AttemptId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}},
+			[]string{"sqlite_autoindex_ExecutionAttempts_1 (AttemptId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}, 0},
+		// The list answers QueuedAt as text under its own name and orders by Runs.QueuedAt:
+		// the bare name would order by the text, a sort of every match instead of the
+		// index's order (a third sort; the two are the release filters' subqueries').
+		{"list", q.list, append([]any{tenant}, append(make([]any, 6), append([]any{50}, make([]any, 12)...)...)...),
+			[]string{"IX_Runs_Tenant_Queued (TenantId=?)"}, 2},
 	} {
 		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, c.args...), "\n")
 		for _, w := range c.want {
 			if !strings.Contains(plan, w) {
 				t.Errorf("%s: plan lacks %q:\n%s", c.name, w, plan)
 			}
+		}
+		if n := strings.Count(plan, "USE TEMP B-TREE FOR ORDER BY"); n != c.sorts {
+			t.Errorf("%s: %d sorts, want %d:\n%s", c.name, n, c.sorts, plan)
 		}
 	}
 }

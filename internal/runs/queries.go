@@ -114,8 +114,11 @@ func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQue
 // fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
 // judges and what the writes under it use. Answers that return the whole attempt read it
 // again (a repeat), or get it from the statement that changed it.
-const fenceAttemptColumns = `a.AttemptId, a.RunId, a.TenantId, a.ProjectId, a.FencingToken, a.State, a.Phase,
-a.CorrectionCount, a.MaxCorrections, a.OutcomeHash, a.CancellationObservedAt`
+const fenceAttemptColumns = fenceAttemptKeys + `, a.CancellationObservedAt`
+
+// fenceAttemptKeys are fenceAttemptColumns but the time, which SQLite answers as text.
+const fenceAttemptKeys = `a.AttemptId, a.RunId, a.TenantId, a.ProjectId, a.FencingToken, a.State, a.Phase,
+a.CorrectionCount, a.MaxCorrections, a.OutcomeHash`
 
 // agreementQueries find attempts and runs that disagree (seed 003's review_job_run_agrees,
 // for attempts), head markers that are not their definition, and leased counts that are

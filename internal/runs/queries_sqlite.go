@@ -54,11 +54,12 @@ var sqliteClaim = `SELECT r.RunId, r.Subject FROM Runs r WHERE r.TenantId = ?1 A
 
 // sqliteFenceColumns is the fence's read, as mssqlFenceColumns: no clock (NULL: the fence
 // reads the transaction's), no lock hints (the immediate transaction holds the writer's lock).
-const sqliteFenceColumns = `NULL AS Now, ` + fenceAttemptColumns + `,
+// Its times are answered as text (sqldb.SQLiteColumnList).
+const sqliteFenceColumns = `NULL AS Now, ` + fenceAttemptKeys + `, CAST(a.CancellationObservedAt AS TEXT) AS CancellationObservedAt,
     r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
     r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
-    r.LeasedUntil AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
-    r.DeadlineAt AS "run.DeadlineAt", r.CancelRequestedAt AS "run.CancelRequestedAt"
+    CAST(r.LeasedUntil AS TEXT) AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
+    CAST(r.DeadlineAt AS TEXT) AS "run.DeadlineAt", CAST(r.CancelRequestedAt AS TEXT) AS "run.CancelRequestedAt"
 FROM ExecutionAttempts AS a JOIN Runs AS r ON r.RunId = a.RunId`
 
 // sqliteInsertRow is the row an enqueue inserts: its arguments, queued, the head marker when
@@ -80,10 +81,10 @@ RETURNING Version, SubjectHead`,
     State, SubjectHead, Version)
 VALUES (` + sqliteInsertRow + `)
 RETURNING Version, SubjectHead`,
-	get:           `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
-	lock:          `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
-	byIdempotency: `SELECT ` + runColumns + `, RequestHash FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
-	continuation:  `SELECT ` + runColumns + ` FROM Runs WHERE TenantId = ?1 AND ContinuedFromRunId = ?2`,
+	get:           `SELECT ` + sqliteRunColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
+	lock:          `SELECT ` + sqliteRunColumns + ` FROM Runs WHERE TenantId = ?1 AND RunId = ?2`,
+	byIdempotency: `SELECT ` + sqliteRunColumns + `, RequestHash FROM Runs WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
+	continuation:  `SELECT ` + sqliteRunColumns + ` FROM Runs WHERE TenantId = ?1 AND ContinuedFromRunId = ?2`,
 	// Back: a primary-key seek per hop; forward: an IX_Runs_ContinuedFromRunId seek per hop.
 	chain: `WITH RECURSIVE back(ChainRunId, PrevRunId, Pos) AS (
     SELECT RunId, ContinuedFromRunId, 0 FROM Runs WHERE RunId = ?2 AND TenantId = ?1
@@ -96,10 +97,10 @@ RETURNING Version, SubjectHead`,
     SELECT r.RunId, f.Pos + 1 FROM fwd f JOIN Runs r ON r.ContinuedFromRunId = f.ChainRunId
     WHERE f.Pos < ?3 AND r.TenantId = ?1
 )
-SELECT ` + runColumns + `, c.Pos AS Pos
+SELECT ` + sqliteRunColumns + `, c.Pos AS Pos
 FROM (SELECT ChainRunId, Pos FROM back UNION SELECT ChainRunId, Pos FROM fwd) AS c JOIN Runs ON Runs.RunId = c.ChainRunId
 ORDER BY c.Pos`,
-	tombstone: `SELECT RunId, PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
+	tombstone: `SELECT RunId, CAST(PurgedAt AS TEXT) AS PurgedAt FROM IdempotencyTombstones WHERE TenantId = ?1 AND IdempotencyKey = ?2`,
 	forkPoint: `SELECT k.CheckpointId FROM Checkpoints AS k JOIN ExecutionAttempts AS a ON a.AttemptId = k.AttemptId
 WHERE k.CheckpointId = ?3 AND k.TenantId = ?1 AND a.RunId = ?2 AND a.TenantId = ?1`,
 
@@ -128,7 +129,7 @@ FROM Tenants t WHERE t.TenantId = ?1`,
 	lease: `UPDATE Runs SET State = 1, Epoch = Epoch + 1, HolderId = ?3, LeaseSeconds = ?4, LeasedUntil = ?5,
     SubjectHead = 0, Version = ` + sqliteStamp + `
 WHERE TenantId = ?1 AND RunId = ?2 AND State = 0 AND SubjectHead = 1
-RETURNING ` + runColumns,
+RETURNING ` + sqliteRunColumns,
 	tenantLeased: `INSERT INTO TenantLeases (TenantId, LeasedCount) VALUES (?1, 1)
 ON CONFLICT (TenantId) DO UPDATE SET LeasedCount = LeasedCount + 1`,
 	projectLeased: `INSERT INTO ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (?1, ?2, 1)
@@ -149,21 +150,21 @@ WHERE RunId = ?1 AND Epoch = ?2 AND State = 1`,
 	requeue: `UPDATE Runs SET State = 0, DueAt = ?3, Attempt = ?4, LeasedUntil = NULL, ErrorCode = ?6, ErrorMessage = ?7,
     Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?5 IS NULL OR LeasedUntil < ?5)
-RETURNING ` + leftColumns + `, 1 AS SubjectQueued`,
+RETURNING ` + sqliteLeftColumns + `, 1 AS SubjectQueued`,
 	// SubjectQueued: an IX_Runs_SubjectQueue probe (the run itself is no longer leased, and
 	// is not queued), so that leaving the lease runs syncHead only when there is a head to mark.
 	endLeased: `UPDATE Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
     ErrorCode = ?7, ErrorMessage = ?8, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)
-RETURNING ` + leftColumns + `,
+RETURNING ` + sqliteLeftColumns + `,
     EXISTS (SELECT 1 FROM Runs AS q WHERE q.TenantId = Runs.TenantId AND q.Subject = Runs.Subject AND q.State = 0) AS SubjectQueued`,
 	endQueued: `UPDATE Runs SET State = 2, Outcome = ?2, EndedAt = ?3, SubjectHead = 0, ErrorCode = ?4, ErrorMessage = ?5,
     Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND State = 0
-RETURNING ` + runColumns,
+RETURNING ` + sqliteRunColumns,
 	requestCancel: `UPDATE Runs SET CancelRequestedAt = ?2, Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND State = 1 AND CancelRequestedAt IS NULL
-RETURNING ` + runColumns,
+RETURNING ` + sqliteRunColumns,
 	// costHeld: PK_ProjectDailyCosts range (TenantId, Day), each project by its key, then one
 	// IX_Runs_Claim probe per held project.
 	costHeld: `SELECT 1 FROM ProjectDailyCosts c
@@ -176,7 +177,7 @@ LIMIT 1`,
 	budgetHeld: `SELECT 1 FROM Projects p JOIN ProjectDailyCosts c
     ON c.TenantId = p.TenantId AND c.Day = ?3 AND c.ProjectId = p.ProjectId
 WHERE p.TenantId = ?1 AND p.ProjectId = ?2 AND c.CostMicros >= p.DailyCostBudgetMicros`,
-	list: `SELECT ` + runColumns + ` FROM Runs
+	list: `SELECT ` + sqliteRunColumns + ` FROM Runs
 WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND (?5 IS NULL OR Kind = ?5) AND (?9 IS NULL OR AgentId = ?9) AND (?10 IS NULL OR QueuedAt >= ?10)
     AND (?11 IS NULL OR Band = ?11) AND (?12 IS NULL OR Outcome = ?12) AND (?13 IS NULL OR ErrorCode = ?13)
@@ -190,7 +191,7 @@ WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = 
         ORDER BY a.StartedAt, a.AttemptId LIMIT 1) = ?20)
     AND (?21 IS NULL OR (?21 = 1 AND ErrorCode IS NOT NULL) OR (?21 = 0 AND ErrorCode IS NULL))
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
-ORDER BY QueuedAt DESC, RunId DESC LIMIT ?8`,
+ORDER BY Runs.QueuedAt DESC, RunId DESC LIMIT ?8`,
 	// parkDecisions: each named decision by primary key, its attempt by primary key.
 	parkDecisions: `SELECT COUNT(*) FROM DecisionRequests AS d
 CROSS JOIN ExecutionAttempts AS a ON a.AttemptId = d.AttemptId
@@ -222,8 +223,8 @@ RETURNING RunId`,
 	waitLostDecisions: `INSERT INTO RunWaits (TenantId, RunId, TargetKind, TargetId, CreatedAt)
 SELECT ?1, ?3, 0, d.DecisionId, ?4 FROM DecisionRequests AS d INDEXED BY IX_Decisions_Attempt
 WHERE d.AttemptId = ?2 AND +d.TenantId = ?1 AND +d.Status = 'pending' AND (d.ExpiresAt IS NULL OR d.ExpiresAt > ?4)`,
-	waitsOf: `SELECT TargetKind, TargetId, CreatedAt FROM RunWaits WHERE TenantId = ?1 AND RunId = ?2
-ORDER BY CreatedAt, TargetKind, TargetId LIMIT ?3`,
+	waitsOf: `SELECT TargetKind, TargetId, CAST(CreatedAt AS TEXT) AS CreatedAt FROM RunWaits WHERE TenantId = ?1 AND RunId = ?2
+ORDER BY RunWaits.CreatedAt, TargetKind, TargetId LIMIT ?3`,
 
 	expiredLeases: `SELECT RunId, TenantId, Epoch FROM Runs WHERE State = 1 AND LeasedUntil < ?1 AND LeasedUntil >= ?3
 ORDER BY LeasedUntil LIMIT ?2`,

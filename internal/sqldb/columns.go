@@ -36,6 +36,32 @@ func ColumnList[T any](cols []Column[T], prefix string, keep func(Column[T]) boo
 	return joinWrapped(names)
 }
 
+// SQLiteColumnList is ColumnList for a SQLite statement's answer: a column declared
+// DATETIME is answered as CAST(col AS TEXT) AS Name, so that the driver hands its text over
+// as is and the scan parses it (timetext.go), instead of the driver's slow parse.
+func SQLiteColumnList[T any](cols []Column[T], prefix string, keep func(Column[T]) bool) string {
+	var names []string
+	for _, c := range cols {
+		if keep == nil || keep(c) {
+			names = append(names, SQLiteTimeText(c.SQLite, prefix+c.Name, c.Name))
+		}
+	}
+	return joinWrapped(names)
+}
+
+// SQLiteTimeText is how a SQLite statement answers the column expr of declared type
+// sqliteType under the name as: a DATETIME column as text (CAST(expr AS TEXT) AS as),
+// anything else as expr itself (with AS as when the names differ).
+func SQLiteTimeText(sqliteType, expr, as string) string {
+	switch {
+	case sqliteType == "DATETIME":
+		return "CAST(" + expr + " AS TEXT) AS " + as
+	case expr != as && !strings.HasSuffix(expr, "."+as):
+		return expr + " AS " + as
+	}
+	return expr
+}
+
 // InsertColumns is the columns the insert takes from its arguments, in argument order.
 func InsertColumns[T any](cols []Column[T]) string {
 	return ColumnList(cols, "", func(c Column[T]) bool { return c.Arg != nil })

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx/reflectx"
 )
@@ -14,11 +16,50 @@ import (
 // and fieldsByTraversal were 3.4 % of the server's CPU in a profile of the cycle workload);
 // a statement's columns are fixed by its text, so the first scan decides.
 // A plan that no longer fits (another column count) fails the scan loudly, never silently.
-type scanPlans struct{ m sync.Map } // planKey -> [][]int
+type scanPlans struct {
+	m sync.Map // planKey -> []planField
+	// driverTimes counts the time fields the driver handed over as time values: on SQLite,
+	// columns a statement answered with their DATETIME declared type, which the driver
+	// parsed the slow way (timetext.go). Tests hold the cycle's statements to none.
+	driverTimes atomic.Uint64
+}
 
 type planKey struct {
 	query string
 	t     reflect.Type
+}
+
+// planField is where one column goes: the field's index path and, for a time.Time or
+// *time.Time field, which scanner takes the column in its place (timetext.go).
+type planField struct {
+	idx  []int
+	kind fieldKind
+}
+
+type fieldKind uint8
+
+const (
+	plainField fieldKind = iota
+	timeField
+	timePtrField
+	nullTimeField
+)
+
+// sqldb.Time and NullTime fields take the same scanners (their own Scan would parse alike,
+// but uncounted).
+var (
+	timeType     = reflect.TypeFor[time.Time]()
+	timePtrType  = reflect.TypeFor[*time.Time]()
+	ourTimeType  = reflect.TypeFor[Time]()
+	nullTimeType = reflect.TypeFor[NullTime]()
+)
+
+// counter is where the plans count driver-converted times (nil p: nowhere).
+func (p *scanPlans) counter() *atomic.Uint64 {
+	if p == nil {
+		return nil
+	}
+	return &p.driverTimes
 }
 
 // getRow scans the first row of rows into dest as sqlx's Get does: a scannable dest (a
@@ -42,17 +83,13 @@ func (p *scanPlans) getRow(rows *sql.Rows, err error, query string, dest any, m 
 	}
 	var targets []any
 	if scannable(v.Type().Elem(), m) {
-		targets = []any{dest}
+		targets = []any{p.scalarTarget(v)}
 	} else {
 		plan, err := p.plan(rows, query, v.Type(), m)
 		if err != nil {
 			return fmt.Errorf("%w in %T", err, dest)
 		}
-		s := v.Elem()
-		targets = make([]any, len(plan))
-		for i, idx := range plan {
-			targets[i] = reflectx.FieldByIndexes(s, idx).Addr().Interface()
-		}
+		targets = p.targets(plan, v.Elem(), make([]any, len(plan)))
 	}
 	if err := rows.Scan(targets...); err != nil {
 		return err
@@ -60,22 +97,119 @@ func (p *scanPlans) getRow(rows *sql.Rows, err error, query string, dest any, m 
 	return rows.Close()
 }
 
-// plan is the field path of each column of rows in the struct t points to.
-func (p *scanPlans) plan(rows *sql.Rows, query string, t reflect.Type, m *reflectx.Mapper) ([][]int, error) {
+// selectRows scans every row of rows into dest, a pointer to a slice of structs, of
+// pointers to structs, or of scannable values, as sqlx's Select does, with getRow's plans.
+func (p *scanPlans) selectRows(rows *sql.Rows, err error, query string, dest any, m *reflectx.Mapper) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	v := reflect.ValueOf(dest)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Slice {
+		return fmt.Errorf("select into %T: want a pointer to a slice", dest)
+	}
+	slice := v.Elem()
+	elem := slice.Type().Elem()
+	byPtr := elem.Kind() == reflect.Pointer
+	base := elem
+	if byPtr {
+		base = elem.Elem()
+	}
+	whole := scannable(base, m)
+	var plan []planField
+	if !whole {
+		if plan, err = p.plan(rows, query, reflect.PointerTo(base), m); err != nil {
+			return fmt.Errorf("%w in %T", err, dest)
+		}
+	}
+	targets := make([]any, max(len(plan), 1))
+	for rows.Next() {
+		row := reflect.New(base)
+		if whole {
+			targets[0] = p.scalarTarget(row)
+		} else {
+			p.targets(plan, row.Elem(), targets)
+		}
+		if err := rows.Scan(targets...); err != nil {
+			return err
+		}
+		if byPtr {
+			slice = reflect.Append(slice, row)
+		} else {
+			slice = reflect.Append(slice, row.Elem())
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	v.Elem().Set(slice)
+	return rows.Close()
+}
+
+// scalarTarget is what takes a scannable destination's one column: ptr itself, or a time
+// scanner when it points to a time.Time or a *time.Time.
+func (p *scanPlans) scalarTarget(ptr reflect.Value) any {
+	switch ptr.Type().Elem() {
+	case timeType:
+		return timeDest{ptr.Interface().(*time.Time), p.counter()}
+	case ourTimeType:
+		return timeDest{&ptr.Interface().(*Time).Time, p.counter()}
+	case nullTimeType:
+		return nullTimeDest{ptr.Interface().(*NullTime), p.counter()}
+	case timePtrType:
+		return timePtrDest{ptr.Interface().(**time.Time), p.counter()}
+	}
+	return ptr.Interface()
+}
+
+// targets fills out with the scan target of each column of plan in the struct s.
+func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any) []any {
+	for i, f := range plan {
+		addr := reflectx.FieldByIndexes(s, f.idx).Addr().Interface()
+		switch f.kind {
+		case timeField:
+			if t, ok := addr.(*Time); ok {
+				out[i] = timeDest{&t.Time, p.counter()}
+			} else {
+				out[i] = timeDest{addr.(*time.Time), p.counter()}
+			}
+		case nullTimeField:
+			out[i] = nullTimeDest{addr.(*NullTime), p.counter()}
+		case timePtrField:
+			out[i] = timePtrDest{addr.(**time.Time), p.counter()}
+		default:
+			out[i] = addr
+		}
+	}
+	return out
+}
+
+// plan is the field of each column of rows in the struct t points to.
+func (p *scanPlans) plan(rows *sql.Rows, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
 	key := planKey{query, t}
 	if p != nil {
 		if plan, ok := p.m.Load(key); ok {
-			return plan.([][]int), nil
+			return plan.([]planField), nil
 		}
 	}
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
 	}
-	plan := m.TraversalsByName(t, cols)
-	for i, idx := range plan {
+	tm := m.TypeMap(t)
+	plan := make([]planField, len(cols))
+	for i, idx := range m.TraversalsByName(t, cols) {
 		if len(idx) == 0 {
 			return nil, fmt.Errorf("missing destination name %s", cols[i])
+		}
+		plan[i].idx = idx
+		switch tm.GetByTraversal(idx).Field.Type {
+		case timeType, ourTimeType:
+			plan[i].kind = timeField
+		case timePtrType:
+			plan[i].kind = timePtrField
+		case nullTimeType:
+			plan[i].kind = nullTimeField
 		}
 	}
 	if p != nil {

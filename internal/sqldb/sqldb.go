@@ -531,9 +531,11 @@ func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope
 	return nil
 }
 
-// Time scans a time sent as a time value (SQL Server, and SQLite columns declared DATETIME)
-// or as TimeLayout text (SQLite expressions, such as a UNION's columns or strftime, which
-// carry no declared type for the driver to convert by). The time is in UTC.
+// Time scans a time sent as a time value (SQL Server, and SQLite columns answered with
+// their DATETIME declared type) or as TimeLayout text (SQLite expressions, such as CAST(col
+// AS TEXT) or strftime, which carry no declared type for the driver to convert by; a
+// compound's column takes one branch's). The time is in UTC. The scan plans take a Time or
+// NullTime field with the scanners of timetext.go, which parse alike and count.
 type Time struct{ time.Time }
 
 // Scan implements sql.Scanner; NULL is an error (use NullTime for nullable columns).
@@ -573,9 +575,9 @@ func (t *NullTime) Scan(src any) error {
 }
 
 func (t *NullTime) parse(s string) error {
-	p, err := time.Parse(TimeLayout, s)
+	p, err := ParseTimeText(s)
 	if err != nil {
-		return fmt.Errorf("stored time %q is not in the fixed-width layout", s)
+		return err
 	}
 	*t = NullTime{Time: p, Valid: true}
 	return nil

@@ -148,19 +148,23 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 			return err
 		}
 		if s == nil {
-			return tx.wc.conn.SelectContext(ctx, dest, query, args...)
+			rows, err := tx.wc.conn.QueryContext(ctx, query, args...)
+			return tx.plans.selectRows(rows, err, query, dest, tx.wc.conn.Mapper)
 		}
-		return s.SelectContext(ctx, dest, args...)
+		rows, err := s.QueryContext(ctx, args...)
+		return tx.plans.selectRows(rows, err, query, dest, s.Mapper)
 	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		return err
 	}
 	if s == nil {
-		return tx.tx.SelectContext(ctx, dest, query, args...)
+		rows, err := tx.tx.QueryContext(ctx, query, args...)
+		return tx.plans.selectRows(rows, err, query, dest, tx.tx.Mapper)
 	}
 	defer s.Close()
-	return s.SelectContext(ctx, dest, args...)
+	rows, err := s.QueryContext(ctx, args...)
+	return tx.plans.selectRows(rows, err, query, dest, tx.tx.Mapper)
 }
 
 // ExecContext is sqlx's, through the statement cache, with the error mapped.
