@@ -105,7 +105,7 @@ func TestSQLitePlansWithoutStatistics(t *testing.T) {
 		// The list answers QueuedAt as text under its own name and orders by Runs.QueuedAt:
 		// the bare name would order by the text, a sort of every match instead of the
 		// index's order (a third sort; the two are the release filters' subqueries').
-		{"list", q.list, append([]any{tenant}, append(make([]any, 6), append([]any{50}, make([]any, 12)...)...)...),
+		{"list", q.list, append([]any{tenant}, append(make([]any, 6), append([]any{50}, make([]any, 13)...)...)...),
 			[]string{"IX_Runs_Tenant_Queued (TenantId=?)"}, 2},
 	} {
 		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, c.args...), "\n")
