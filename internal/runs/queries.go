@@ -104,7 +104,11 @@ type queries struct {
 // arrays; [] means no filter), 8 runs to skip (a JSON array of ids, usually []) -> RunId,
 // Subject.
 
-func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
+// querySets holds the package's statement sets, one per dialect, each registered by its
+// queries_<dialect>.go: a new dialect adds a file and edits none here.
+var querySets sqldb.QuerySets[queries]
+
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }
 
 // fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
 // judges and what the writes under it use. Answers that return the whole attempt read it
