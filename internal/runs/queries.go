@@ -28,7 +28,7 @@ type queries struct {
 
 	// lockSubject: 1 lock resource -> the lock's result code (>= 0 granted). Empty where the
 	// dialect serialises writers already (SQLite): no statement is sent.
-	lockSubject string `sqllint:"optional=sqlite"`
+	lockSubject string `sqllint:"optional"`
 	// syncHead: 1 tenant, 2 subject: sets SubjectHead on the subject's head (its oldest queued
 	// run when it has no leased run) and clears it everywhere else.
 	syncHead string

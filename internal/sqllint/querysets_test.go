@@ -64,7 +64,7 @@ func TestCompareQuerySetsReadsEveryField(t *testing.T) {
 	type set struct {
 		get  string
 		list []string
-		only string `sqllint:"optional=sqlite"` // one dialect needs no statement
+		only string `sqllint:"optional"` // one dialect needs no statement
 	}
 	ms := set{get: "SELECT 1 FROM dbo.D WHERE Id = @p1;", list: []string{"SELECT TOP (@p2) Id FROM dbo.D WHERE TenantId = @p1 ORDER BY Id;"}, only: "EXEC x @p1;"}
 	lite := set{get: "SELECT 1 FROM D WHERE Id = ?1", list: []string{"SELECT Id FROM D WHERE TenantId = ?1 ORDER BY Id LIMIT ?2"}}
@@ -79,7 +79,7 @@ func TestCompareQuerySetsReadsEveryField(t *testing.T) {
 type thirdSet struct {
 	get  string
 	list []string
-	lock string `sqllint:"optional=sqlite,third"`
+	lock string `sqllint:"optional"`
 }
 
 var (
