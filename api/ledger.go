@@ -124,7 +124,7 @@ type DecisionRequest struct {
 	// Options are what a choice decision chooses from (any JSON; an answer to a choice must
 	// be one of them).
 	Options          json.RawMessage `json:"options,omitempty" doc:"Any JSON value; for a choice, the array of options."`
-	Recommendation   *string         `json:"recommendation,omitempty" validate:"omitempty,max=2000"`
+	Recommendation   *string         `json:"recommendation,omitempty" validate:"omitempty,recommendation"`
 	ExpiresInSeconds *int            `json:"expiresInSeconds,omitempty" validate:"omitempty,min=1,max=2592000" doc:"Closes the decision as expired that long after it is asked (default: never)."`
 	// IdempotencyKey names the decision once per run: asked again (by any attempt of the run)
 	// with the same request it answers the existing decision (200), pending or closed; with
@@ -185,7 +185,7 @@ type ListDecisionsParams struct {
 // agent is child.agentId.
 type DelegationRequest struct {
 	FencingToken int64  `json:"fencingToken" validate:"required,min=1"`
-	Purpose      string `json:"purpose" validate:"required,max=1024"`
+	Purpose      string `json:"purpose" validate:"required,purpose"`
 	// Child is the child run: an enqueue without parentRunId (its parent is the attempt's
 	// run). A repeat of its idempotencyKey answers 200 with the existing delegation.
 	Child RunSpec `json:"child" validate:"required"`

@@ -128,9 +128,9 @@ type RunItem struct {
 // take a copy when the attempt ends it.
 type AttemptError struct {
 	Code string `json:"code" validate:"required,errcode"`
-	// Message is for a person (at most 2,000 characters; no control characters other than
+	// Message is for a person (at most MaxErrorMessage characters; no control characters other than
 	// tab and line breaks).
-	Message string `json:"message,omitempty" validate:"omitempty,max=2000"`
+	Message string `json:"message,omitempty" validate:"omitempty,errormessage"`
 	// Details is any JSON (a stack, the failing input), at most 16 KiB compacted.
 	Details json.RawMessage `json:"details,omitempty" doc:"Any JSON value, at most 16384 bytes compacted (else 400 naming error.details)."`
 }

@@ -1,5 +1,9 @@
 package attempts
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of attempt rows. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. dbo.ExecutionAttempts has no trigger,
 // so OUTPUT needs no INTO. Lock order: the attempt row before its run; the writes below run

@@ -1,5 +1,9 @@
 package attempts
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // SQLite serialises writers (immediate transactions), so a plain read inside the write
 // transaction already holds the row as SQL Server's UPDLOCK does. Writes that answer with
 // the row return it (RETURNING sees the Version the statement itself stamps).

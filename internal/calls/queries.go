@@ -47,7 +47,11 @@ type queries struct {
 	listByEnded   string
 }
 
-func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
+// querySets holds the package's statement sets, one per dialect, each registered by its
+// queries_<dialect>.go: a new dialect adds a file and edits none here.
+var querySets sqldb.QuerySets[queries]
+
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }
 
 // columns, cColumns (the table aliased c) and insertedColumns (SQL Server's OUTPUT) list
 // table's columns, in the order every statement answers them.

@@ -10,7 +10,7 @@ import (
 // The two query sets agree statement by statement: placeholders, bounds, serial plans.
 func TestQuerySetsAgree(t *testing.T) {
 	t.Parallel()
-	sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)
+	sqllint.CompareQuerySets(t, querySets.All())
 }
 
 // table mirrors CallRecords in both dialects, column for column (the type and, on SQL Server,

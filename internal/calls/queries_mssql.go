@@ -1,5 +1,9 @@
 package calls
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the call store. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. dbo.CallRecords has no trigger, so
 // OUTPUT needs no INTO.

@@ -1,5 +1,9 @@
 package calls
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // SQLite serialises writers (one writer connection, immediate transactions), so every read
 // inside a write transaction already sees what SQL Server's locks give it. CallRecords has
 // a Version column (a declared addition): every INSERT and UPDATE stamps it from the

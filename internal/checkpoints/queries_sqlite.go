@@ -1,5 +1,9 @@
 package checkpoints
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // SQLite serialises writers (one writer connection, immediate transactions), so every read
 // inside a write transaction already sees what SQL Server's locks give it. Checkpoints has
 // no Version column, so nothing here stamps one; ExecutionAttempts is written only through

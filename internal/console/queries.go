@@ -11,4 +11,8 @@ type queries struct {
 	deleteExpired string // 1 tenant, 2 now: up to 100 expired sessions of the tenant
 }
 
-func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
+// querySets holds the package's statement sets, one per dialect, each registered by its
+// queries_<dialect>.go: a new dialect adds a file and edits none here.
+var querySets sqldb.QuerySets[queries]
+
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }

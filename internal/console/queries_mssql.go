@@ -1,5 +1,9 @@
 package console
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of console sessions. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. A duplicate SessionHash (32 random
 // bytes) would be 2627, answered as a failed sign-in.

@@ -1,5 +1,9 @@
 package console
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 var sqliteQueries = queries{
 	insert: `INSERT INTO ConsoleSessions (TenantId, SessionHash, KeyId, CreatedAt, ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5)`,
 	get: `SELECT s.KeyId, k.Role, s.ExpiresAt FROM ConsoleSessions s

@@ -1,5 +1,9 @@
 package decisions
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // SQLite serialises writers (immediate transactions), so lock is a plain read: inside the
 // write transaction it already holds the row as SQL Server's UPDLOCK does. Every write
 // stamps Version from the database-wide counter (migrations/sqlite 000001); a multi-row

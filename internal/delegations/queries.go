@@ -37,7 +37,11 @@ func prefixed(alias string) string {
 	return strings.Join(cols, ", ")
 }
 
-func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
+// querySets holds the package's statement sets, one per dialect, each registered by its
+// queries_<dialect>.go: a new dialect adds a file and edits none here.
+var querySets sqldb.QuerySets[queries]
+
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }
 
 // columns are read by every SELECT of a delegation, in the order of Delegation.
 const columns = `DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth, Status, CreatedAt, Version`

@@ -1,5 +1,9 @@
 package delegations
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the delegation store. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. dbo.SubAgentDelegations has no
 // trigger; the Runs statements here only read. PK_SubAgentDelegations is clustered on

@@ -1,5 +1,9 @@
 package delegations
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // SQLite serialises writers (immediate transactions); every write stamps Version from the
 // database-wide counter (migrations/sqlite 000001).
 var sqliteQueries = queries{

@@ -1,5 +1,9 @@
 package feed
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set. FeedProjectors holds no tenant data and is not in the security
 // policy; the runner reads and writes it in maintenance scope.
 var mssqlQueries = queries{

@@ -1,5 +1,9 @@
 package feed
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // The SQLite query set. Writers are serial (one write transaction at a time, BEGIN
 // IMMEDIATE), so the runner's transaction holds the projector's row alone and every version
 // the counter has handed out is committed or part of this very group commit, which commits

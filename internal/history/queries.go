@@ -49,7 +49,11 @@ type queries struct {
 	delegations string
 }
 
-func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
+// querySets holds the package's statement sets, one per dialect, each registered by its
+// queries_<dialect>.go: a new dialect adds a file and edits none here.
+var querySets sqldb.QuerySets[queries]
+
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }
 
 // attemptColumns are attempts.Attempt's columns (internal/attempts reads the same list).
 const attemptColumns = `AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId, FencingToken, SnapshotId,

@@ -3,7 +3,11 @@ package history
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
 
 // The SQL Server query set of the history reads. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. Reads only, in db.Read's transaction,

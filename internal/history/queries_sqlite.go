@@ -3,7 +3,11 @@ package history
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
 
 // SQLite pins the index of each page with INDEXED BY: the optional filters are catch-all
 // predicates ("?2 IS NULL OR State = ?2") the planner cannot weigh, and a page must walk

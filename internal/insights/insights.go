@@ -170,7 +170,7 @@ type Store struct {
 
 // NewStore returns the insights reader of db.
 func NewStore(db *sqldb.DB) *Store {
-	return &Store{db: db, q: queriesFor(db.Dialect), rq: sqldb.QueriesFor(db.Dialect, &mssqlRollups, &sqliteRollups)}
+	return &Store{db: db, q: queriesFor(db.Dialect), rq: sqldb.QueriesFor(db.Dialect, &rollupSets)}
 }
 
 // Watermark is the time before which every committed change is counted in the roll-ups

@@ -9,11 +9,11 @@ import (
 // TestQuerySetsAgree compares the two dialects' statements name by name.
 func TestQuerySetsAgree(t *testing.T) {
 	t.Parallel()
-	sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)
+	sqllint.CompareQuerySets(t, querySets.All())
 }
 
 // TestRollupQuerySetsAgree compares the two dialects' roll-up statements name by name.
 func TestRollupQuerySetsAgree(t *testing.T) {
 	t.Parallel()
-	sqllint.CompareQuerySets(t, mssqlRollups, sqliteRollups)
+	sqllint.CompareQuerySets(t, rollupSets.All())
 }

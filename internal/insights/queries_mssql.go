@@ -1,5 +1,9 @@
 package insights
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set. Every statement takes @p1..@p11 as queries.go lists them.
 //
 // Reading checks (TSQL.md, last section) shared by every statement below; each statement's

@@ -1,5 +1,9 @@
 package insights
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // The SQLite query set. Times are fixed-width text (2006-01-02T15:04:05.000Z): unixepoch()
 // reads their whole seconds, so with a bucket-aligned window start the integer division is
 // the bucket; durations are julianday differences rounded to the millisecond (a double

@@ -406,7 +406,7 @@ func NewProjector(db *sqldb.DB, batch int) *Projector {
 	if batch <= 0 {
 		batch = DefaultBatch
 	}
-	return &Projector{q: sqldb.QueriesFor(db.Dialect, &mssqlRollups, &sqliteRollups), batch: batch, cells: maxStepCells, limit: batch}
+	return &Projector{q: sqldb.QueriesFor(db.Dialect, &rollupSets), batch: batch, cells: maxStepCells, limit: batch}
 }
 
 // Name implements feed.Projector.

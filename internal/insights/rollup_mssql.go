@@ -1,5 +1,9 @@
 package insights
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { rollupSets.Register(sqldb.SQLServerName, &mssqlRollups) }
+
 // The SQL Server roll-up statements. The projector's run in maintenance scope (every
 // tenant's rows, feed.Runner's transaction, READ COMMITTED); the insights' read of cells in
 // the tenant's scope. Reading checks shared by the projector's four range reads:

@@ -1,5 +1,9 @@
 package insights
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { rollupSets.Register(sqldb.SQLiteName, &sqliteRollups) }
+
 // The SQLite roll-up statements. INDEXED BY pins the Version index of each source table
 // (the projector's range) and IX_Attempts_Run_Step for a run's attempts (a handful per run).
 

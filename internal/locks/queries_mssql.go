@@ -1,5 +1,9 @@
 package locks
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the task-run lock store. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it.
 

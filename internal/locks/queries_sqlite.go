@@ -1,5 +1,9 @@
 package locks
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // SQLite runs one writer at a time (immediate transactions), so nothing here takes a lock:
 // acquire's check-then-insert cannot interleave with another acquire's.
 

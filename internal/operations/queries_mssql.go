@@ -1,5 +1,9 @@
 package operations
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the bulk operations. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. Neither table has a trigger;
 // PK_Operations (TenantId, OperationId) and PK_OperationRuns (TenantId, OperationId, Seq)

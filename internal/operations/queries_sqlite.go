@@ -1,5 +1,9 @@
 package operations
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 const sqliteColumns = `TenantId, OperationId, RequestKey, BodyDigest, Action, Reason, State, Matched, Cursor, Cancelled,
     CancelRequested, Continued, SkippedEnded, SkippedNotEnded, SkippedExhausted, SkippedNotFound, SkippedContinued, Holder, LeaseUntil,
     CreatedAt, CreatedBy, FinishedAt`

@@ -1,5 +1,9 @@
 package overview
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the overview counts. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. Reads only; each counts a tenant's
 // (or, in maintenance scope, every tenant's) queue, so each but budget carries

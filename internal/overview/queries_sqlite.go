@@ -1,5 +1,9 @@
 package overview
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // Attempt state 4 is lost, run state 0 queued and 1 leased (DESIGN.md section 7a). The
 // literals match the partial indexes' filters, so SQLite uses them.
 var sqliteQueries = queries{

@@ -1,5 +1,9 @@
 package projects
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // leasedCount reads the project's leased count from its counter row (migrations 000011:
 // the count left Projects so a claim does not change the project's Version); no row is 0.
 const sqliteLeasedCount = `COALESCE((SELECT l.LeasedCount FROM ProjectLeases l

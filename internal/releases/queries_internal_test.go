@@ -9,5 +9,5 @@ import (
 // The two query sets agree statement by statement: placeholders, bounds, serial plans.
 func TestQuerySetsAgree(t *testing.T) {
 	t.Parallel()
-	sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)
+	sqllint.CompareQuerySets(t, querySets.All())
 }

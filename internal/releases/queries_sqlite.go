@@ -1,5 +1,9 @@
 package releases
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 var sqliteQueries = queries{
 	get: `SELECT ` + columns + ` FROM LoadedReleases WHERE TenantId = ?1 AND ReleaseId = ?2 AND AdapterVersion = ?3`,
 	// The same read: a write transaction here is IMMEDIATE, so it holds the database's write

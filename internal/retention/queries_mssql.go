@@ -1,5 +1,9 @@
 package retention
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the purge. Shared rules: docs/tsql-notes.md; a statement's
 // comment says what is particular to it. Every statement runs in MaintenanceScope (the
 // documented bypass) and still names the tenant it works on, so every one carries

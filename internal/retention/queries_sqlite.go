@@ -1,5 +1,9 @@
 package retention
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // Statements that name their rows by a JSON list of ids also check TenantId, written
 // "+x.TenantId": the unary plus keeps the planner from seeking a TenantId index (which,
 // without statistics, it would pick and then read every row of the tenant against the list)

@@ -33,7 +33,7 @@ type queries struct {
 
 	// lockSubject: 1 lock resource -> the lock's result code (>= 0 granted). Empty where the
 	// dialect serialises writers already (SQLite): no statement is sent.
-	lockSubject string
+	lockSubject string `sqllint:"optional"`
 	// syncHead: 1 tenant, 2 subject: sets SubjectHead on the subject's head (its oldest queued
 	// run when it has no leased run) and clears it everywhere else.
 	syncHead string
@@ -109,7 +109,11 @@ type queries struct {
 // arrays; [] means no filter), 8 runs to skip (a JSON array of ids, usually []) -> RunId,
 // Subject.
 
-func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &mssqlQueries, &sqliteQueries) }
+// querySets holds the package's statement sets, one per dialect, each registered by its
+// queries_<dialect>.go: a new dialect adds a file and edits none here.
+var querySets sqldb.QuerySets[queries]
+
+func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }
 
 // fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
 // judges and what the writes under it use. Answers that return the whole attempt read it

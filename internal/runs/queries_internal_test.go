@@ -11,7 +11,7 @@ import (
 // The two query sets agree statement by statement: placeholders, bounds, serial plans.
 func TestQuerySetsAgree(t *testing.T) {
 	t.Parallel()
-	sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)
+	sqllint.CompareQuerySets(t, querySets.All())
 }
 
 // runTable mirrors Runs in both dialects, column for column: on SQL Server the type, and

@@ -1,5 +1,9 @@
 package runs
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the run-lease core. The rules every statement shares
 // (arguments, READ COMMITTED with or without RCSI, row-level security, filtered-index
 // literals, serial plans, bounds, the error table) are in docs/tsql-notes.md; a statement's

@@ -1,6 +1,12 @@
 package runs
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
 
 // SQLite runs one writer at a time (immediate transactions), so nothing here takes a lock:
 // a write transaction's reads cannot interleave with another's writes. That is also why

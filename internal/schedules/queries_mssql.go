@@ -1,5 +1,9 @@
 package schedules
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the schedule store and its scheduler. Shared rules:
 // docs/tsql-notes.md; a statement's comment says what is particular to it. Neither table
 // has a trigger; PK_Schedules and PK_ScheduleStates (TenantId, ScheduleId) are clustered.

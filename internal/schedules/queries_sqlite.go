@@ -1,5 +1,9 @@
 package schedules
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 const sqliteColumns = `s.TenantId, s.ScheduleId, s.Cron, s.Timezone, s.RunSpec, s.Overlap, s.CatchupSeconds, s.Paused,
     s.Description, s.CreatedAt, s.UpdatedAt, s.UpdatedBy, s.Version, st.NextFireAt, st.LastFireAt, st.LastRunId, st.Fired,
     st.SkippedOverlap, st.SkippedCatchup`

@@ -17,7 +17,8 @@ import (
 // storedMembers are the request members a column keeps as given, with the columns that
 // keep them (Table.Column of the SQL Server migrations, whose nvarchar(n) is the width;
 // SQLite's TEXT has none). limit names api's constant where the member's text is checked
-// by a handler too (0: the validate tag is the only statement of the limit).
+// by a handler too, which the tag then names (api.LimitTags) rather than repeats (0: the
+// validate tag is the only statement of the limit).
 var storedMembers = []struct {
 	member  any    // the request type
 	field   string // its Go field
@@ -65,8 +66,8 @@ var storedMembers = []struct {
 var tagLimit = regexp.MustCompile(`(?:^|,)(?:max|ident|segment)=(\d+)(?:,|$)`)
 
 // A column that keeps a request member as given is exactly as wide as the member's limit:
-// the validate tag's (what the validator and the OpenAPI document read), and api's constant
-// where a handler checks the text too. Wider would accept what the API refuses, narrower
+// the validate tag's (what the validator and the OpenAPI document read, limit tags expanded),
+// and api's constant where a handler checks the text too, which the tag names. Wider would accept what the API refuses, narrower
 // would make an accepted request fail at the insert (SQL Server truncates with Msg 2628).
 func TestLimitsMatchColumns(t *testing.T) {
 	t.Parallel()
@@ -79,14 +80,19 @@ func TestLimitsMatchColumns(t *testing.T) {
 			t.Errorf("api.%s has no field %s", typ.Name(), m.field)
 			continue
 		}
-		got := tagLimit.FindStringSubmatch(f.Tag.Get("validate"))
+		tag := f.Tag.Get("validate")
+		got := tagLimit.FindStringSubmatch(api.ExpandLimitTags(tag))
 		if got == nil {
-			t.Errorf("api.%s.%s: its validate tag %q states no length", typ.Name(), m.field, f.Tag.Get("validate"))
+			t.Errorf("api.%s.%s: its validate tag %q states no length", typ.Name(), m.field, tag)
 			continue
 		}
 		limit, _ := strconv.Atoi(got[1])
 		if m.limit != 0 && m.limit != limit {
 			t.Errorf("api.%s.%s: validate tag says %d, api's constant %d", typ.Name(), m.field, limit, m.limit)
+		}
+		// A limit api states is named in the tag (api.LimitTags), not repeated as a number.
+		if m.limit != 0 && tagLimit.MatchString(tag) {
+			t.Errorf("api.%s.%s: validate tag %q repeats api's limit %d as a number; name it (api.LimitTags)", typ.Name(), m.field, tag, m.limit)
 		}
 		for _, col := range m.columns {
 			table, name, _ := strings.Cut(col, ".")

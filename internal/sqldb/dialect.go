@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,15 +68,70 @@ type Dialect interface {
 // TimeLayout is the fixed-width text form of a time in SQLite: it sorts as time.
 const TimeLayout = "2006-01-02T15:04:05.000Z"
 
-// QueriesFor picks a store's statement set for d: mssql on SQL Server, sqlite on SQLite.
+// QueriesFor picks a store's statement set for d from the sets its package registered.
 // Every store chooses its query set through it, so the choice is written once. A dialect
 // with no set is a defect found at the store's construction, never SQLite's statements
 // sent to another engine.
-func QueriesFor[Q any](d Dialect, mssql, sqlite *Q) *Q {
-	sets := map[string]*Q{mssqlDialect{}.Name(): mssql, sqliteDialect{}.Name(): sqlite}
-	q, ok := sets[d.Name()]
-	if !ok {
-		panic(fmt.Sprintf("sqldb: no %T statement set for the %q dialect", q, d.Name()))
+func QueriesFor[Q any](d Dialect, sets *QuerySets[Q]) *Q {
+	q := sets.lookup(d.Name())
+	if q == nil {
+		panic(fmt.Sprintf("sqldb: no %T statement set for the %q dialect (no queries_<dialect>.go registers one)", q, d.Name()))
 	}
 	return q
+}
+
+// QuerySets holds a store package's statement sets, one per dialect name, each registered
+// by the package's queries_<dialect>.go in an init function:
+//
+//	func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+//
+// so that adding a dialect adds a file to each package and edits none. A package-level
+// registry is global state, and it is acceptable only because it is write-once: every
+// Register runs during package initialisation (one goroutine, before main or any test),
+// the set of registrations is fixed by which files are compiled in, like a map literal's
+// entries, and the first read (QueriesFor, All) freezes it; a Register after that, or a
+// second set for one dialect, panics. Nothing changes it while the service runs.
+type QuerySets[Q any] struct {
+	mu     sync.Mutex
+	sets   map[string]*Q
+	frozen bool
+}
+
+// Register records q as the statement set for the dialect named dialect. It panics on a
+// second set for one dialect, a nil set, or a registry already read.
+func (s *QuerySets[Q]) Register(dialect string, q *Q) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.frozen:
+		panic(fmt.Sprintf("sqldb: %T set for %q registered after the sets were read (register in init)", q, dialect))
+	case q == nil:
+		panic(fmt.Sprintf("sqldb: nil %T set registered for %q", q, dialect))
+	case s.sets[dialect] != nil:
+		panic(fmt.Sprintf("sqldb: a second %T set registered for %q", q, dialect))
+	}
+	if s.sets == nil {
+		s.sets = map[string]*Q{}
+	}
+	s.sets[dialect] = q
+}
+
+// All returns every registered set by dialect name (a copy), for the tests that compare
+// them; it freezes the registry.
+func (s *QuerySets[Q]) All() map[string]*Q {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frozen = true
+	out := make(map[string]*Q, len(s.sets))
+	for name, q := range s.sets {
+		out[name] = q
+	}
+	return out
+}
+
+func (s *QuerySets[Q]) lookup(dialect string) *Q {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frozen = true
+	return s.sets[dialect]
 }

@@ -202,7 +202,11 @@ func (d mssqlDialect) newMigrationPool() (*sql.DB, error) {
 	return pool, nil
 }
 
-func (mssqlDialect) Name() string { return "sqlserver" }
+// SQLServerName is SQL Server's Dialect.Name, under which the stores register its
+// statement sets.
+const SQLServerName = "sqlserver"
+
+func (mssqlDialect) Name() string { return SQLServerName }
 
 func (mssqlDialect) Embedded() bool { return false }
 

@@ -141,7 +141,10 @@ func pingWriter(ctx context.Context, w *sqlx.DB, busyTimeout time.Duration) erro
 	}
 }
 
-func (sqliteDialect) Name() string { return "sqlite" }
+// SQLiteName is SQLite's Dialect.Name, under which the stores register its statement sets.
+const SQLiteName = "sqlite"
+
+func (sqliteDialect) Name() string { return SQLiteName }
 
 func (sqliteDialect) Embedded() bool { return true }
 

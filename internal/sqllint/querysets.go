@@ -9,31 +9,87 @@ import (
 	"testing"
 )
 
-// CompareQuerySets checks a store's two query sets statement by statement: mssql and
-// sqlite are values of the store's queries struct, whose string fields (and []string
-// fields, read as one text) hold each dialect's statement of one name. With SQL Server
-// absent from CI this is what catches a dialect drifting: each store's test calls it.
-// A field left empty in one dialect (SQLite's lockSubject: one writer needs no lock) is
-// skipped.
-func CompareQuerySets(t testing.TB, mssql, sqlite any) {
+// CompareQuerySets checks a store's query sets statement by statement, every registered
+// dialect's set against every other's: sets are the package's registered sets by dialect
+// name (sqldb.QuerySets.All), values of the store's queries struct, whose string fields
+// (and []string fields, read as one text) hold each dialect's statement of one name. With
+// SQL Server absent from CI this is what catches a dialect drifting: each store's test
+// calls it, and a dialect added to the package is compared with no edit to that test.
+//
+// Every statement field is filled in every set, unless its tag says a dialect may leave it
+// empty (`sqllint:"optional"`: runs' lockSubject, which SQLite's one writer does without);
+// such a field is compared among the sets that fill it. The tag names no dialect, so a
+// dialect added later that does without the statement too edits nothing.
+func CompareQuerySets[Q any](t testing.TB, sets map[string]*Q) {
 	t.Helper()
-	ms, lite := reflect.ValueOf(mssql), reflect.ValueOf(sqlite)
-	if ms.Kind() == reflect.Pointer {
-		ms, lite = ms.Elem(), lite.Elem()
+	if len(sets) < 2 {
+		t.Fatalf("CompareQuerySets got %d %T sets; every dialect registers one, so there are at least two to compare", len(sets), *new(Q))
 	}
-	if ms.Type() != lite.Type() || ms.Kind() != reflect.Struct {
-		t.Fatalf("CompareQuerySets wants two values of one struct type, got %s and %s", ms.Type(), lite.Type())
+	vals := make(map[string]reflect.Value, len(sets))
+	for name, q := range sets {
+		vals[name] = reflect.ValueOf(q).Elem()
 	}
-	for i := range ms.NumField() {
-		name := ms.Type().Field(i).Name
-		a, b := fieldText(ms.Field(i)), fieldText(lite.Field(i))
-		if a == "" || b == "" {
-			continue
+	for _, p := range compareSets(vals, syntaxes) {
+		t.Errorf("%s", p)
+	}
+}
+
+// syntax is what the comparison knows of one dialect's SQL: how its placeholders and row
+// bounds are written, and the findings that concern its statements alone.
+type syntax struct {
+	title          string // as findings name the dialect
+	nestedComments bool   // whether /* */ comments nest (Lex)
+	placeholders   func([]Token) map[string]bool
+	bounds         func([]Token) map[string]bool
+	boundWords     string // what bounds rows, for a finding that a text has none
+	own            func([]Token) []string
+}
+
+// syntaxes has one entry per dialect name (sqldb's Dialect.Name); a set registered under a
+// name it lacks is refused by name, so a new dialect that writes its SQL differently adds
+// its reading here.
+var syntaxes = map[string]syntax{
+	"sqlserver": {title: "SQL Server", nestedComments: true, placeholders: mssqlPlaceholders, bounds: mssqlBounds,
+		boundWords: "TOP or FETCH", own: tsqlFindings},
+	"sqlite": {title: "SQLite", placeholders: sqlitePlaceholders, bounds: sqliteBounds, boundWords: "LIMIT",
+		own: func([]Token) []string { return nil }},
+}
+
+// compareSets returns what is wrong with the sets (struct values of one type by dialect
+// name), each finding prefixed with the field's name.
+func compareSets(sets map[string]reflect.Value, syn map[string]syntax) []string {
+	names := make([]string, 0, len(sets))
+	for name := range sets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	typ := sets[names[0]].Type()
+	var out []string
+	for _, name := range names {
+		if v := sets[name]; v.Type() != typ || v.Kind() != reflect.Struct {
+			return []string{fmt.Sprintf("the sets are not values of one struct type: %s is %s, %s is %s", names[0], typ, name, v.Type())}
 		}
-		for _, p := range ComparePair(a, b) {
-			t.Errorf("%s: %s", name, p)
+	}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		texts := map[string]string{}
+		var empty []string
+		for _, name := range names {
+			if text := fieldText(sets[name].Field(i)); text != "" {
+				texts[name] = text
+			} else {
+				empty = append(empty, name)
+			}
+		}
+		if len(texts) > 0 && len(empty) > 0 && f.Tag.Get("sqllint") != "optional" {
+			out = append(out, fmt.Sprintf("%s: empty in %v, filled in %v (a statement some dialect does without says so in its field's tag, `sqllint:\"optional\"`)",
+				f.Name, empty, keys(setOf(texts))))
+		}
+		for _, p := range compareTexts(texts, syn) {
+			out = append(out, f.Name+": "+p)
 		}
 	}
+	return out
 }
 
 // fieldText is a string field's statement, or a []string field's statements joined.
@@ -51,46 +107,75 @@ func fieldText(v reflect.Value) string {
 	return ""
 }
 
-// ComparePair returns what is wrong with one statement's two texts:
-//   - the placeholders used differ (@pN on SQL Server, ?N on SQLite);
-//   - one text is bounded and the other is not, or their bounds are different arguments
+// ComparePair returns what is wrong with one statement's SQL Server and SQLite texts (see
+// compareTexts).
+func ComparePair(mssql, sqlite string) []string {
+	return compareTexts(map[string]string{"sqlserver": mssql, "sqlite": sqlite}, syntaxes)
+}
+
+// compareTexts returns what is wrong with one statement's texts by dialect name:
+//   - a dialect has no syntax entry;
+//   - the placeholders used differ between two texts (@pN on SQL Server, ?N on SQLite);
+//   - one text is bounded and another is not, or their bounds are different arguments
 //     (TOP (@pN) / OFFSET … FETCH NEXT @pN on SQL Server, LIMIT ?N on SQLite): a lost TOP
 //     leaves answers right (pages are trimmed in Go) and the cost unbounded;
-//   - a SQL Server statement that is not a bounded key seek lacks OPTION (MAXDOP 1)
-//     (see NeedsMaxdop);
-//   - a table variable's string column without COLLATE is compared with a table's column
-//     (see CollationFindings).
-func ComparePair(mssql, sqlite string) []string {
+//   - what a dialect finds in its own text: on SQL Server, a statement that is not a
+//     bounded key seek lacks OPTION (MAXDOP 1) (see NeedsMaxdop), or a table variable's
+//     string column without COLLATE is compared with a table's column (see
+//     CollationFindings).
+func compareTexts(texts map[string]string, syn map[string]syntax) []string {
+	type read struct {
+		syntax
+		placeholders, bounds map[string]bool
+	}
+	names := keys(setOf(texts))
 	var out []string
-	mt, err := Lex(mssql, true)
-	if err != nil {
-		return []string{"T-SQL: " + err.Error()}
+	reads := make([]read, 0, len(names))
+	for _, name := range names {
+		sx, ok := syn[name]
+		if !ok {
+			out = append(out, fmt.Sprintf("no reading of the %q dialect's SQL: sqllint's syntaxes need an entry for it", name))
+			continue
+		}
+		toks, err := Lex(texts[name], sx.nestedComments)
+		if err != nil {
+			out = append(out, sx.title+": "+err.Error())
+			continue
+		}
+		for _, f := range sx.own(toks) {
+			out = append(out, sx.title+": "+f)
+		}
+		reads = append(reads, read{sx, sx.placeholders(toks), sx.bounds(toks)})
 	}
-	st, err := Lex(sqlite, false)
-	if err != nil {
-		return []string{"SQLite: " + err.Error()}
+	for i, a := range reads {
+		for _, b := range reads[i+1:] {
+			if !sameSet(a.placeholders, b.placeholders) {
+				out = append(out, fmt.Sprintf("placeholders differ: %s uses %v, %s %v", a.title, keys(a.placeholders), b.title, keys(b.placeholders)))
+			}
+			switch {
+			case len(a.bounds) == 0 && len(b.bounds) > 0:
+				out = append(out, fmt.Sprintf("%s bounds the rows (%v), %s does not (no %s)", b.title, keys(b.bounds), a.title, a.boundWords))
+			case len(b.bounds) == 0 && len(a.bounds) > 0:
+				out = append(out, fmt.Sprintf("%s bounds the rows (%v), %s does not (no %s)", a.title, keys(a.bounds), b.title, b.boundWords))
+			case !sameSet(argBounds(a.bounds), argBounds(b.bounds)):
+				out = append(out, fmt.Sprintf("bounds differ: %s %v, %s %v", a.title, keys(a.bounds), b.title, keys(b.bounds)))
+			}
+		}
 	}
-	mp, sp := mssqlPlaceholders(mt), sqlitePlaceholders(st)
-	if !sameSet(mp, sp) {
-		out = append(out, fmt.Sprintf("placeholders differ: SQL Server uses %v, SQLite %v", keys(mp), keys(sp)))
+	return out
+}
+
+// tsqlFindings are what a T-SQL statement is judged for alone. Go sources are linted
+// constant by constant, so a statement built from pieces (a table variable declared in
+// one, compared in another) is judged whole only here.
+func tsqlFindings(toks []Token) []string {
+	var out []string
+	for _, f := range CollationFindings(toks) {
+		out = append(out, f.Msg)
 	}
-	mb, sb := mssqlBounds(mt), sqliteBounds(st)
-	switch {
-	case len(mb) == 0 && len(sb) > 0:
-		out = append(out, fmt.Sprintf("SQLite bounds the rows (LIMIT %v), SQL Server does not (no TOP or FETCH)", keys(sb)))
-	case len(sb) == 0 && len(mb) > 0:
-		out = append(out, fmt.Sprintf("SQL Server bounds the rows (%v), SQLite does not (no LIMIT)", keys(mb)))
-	case !sameSet(argBounds(mb), argBounds(sb)):
-		out = append(out, fmt.Sprintf("bounds differ: SQL Server %v, SQLite %v", keys(mb), keys(sb)))
-	}
-	// Go sources are linted constant by constant, so a statement built from pieces (a table
-	// variable declared in one, compared in another) is judged whole only here.
-	for _, f := range CollationFindings(mt) {
-		out = append(out, "SQL Server: "+f.Msg)
-	}
-	for _, stmt := range SplitStatements(mt) {
+	for _, stmt := range SplitStatements(toks) {
 		if why := NeedsMaxdop(stmt); why != "" && !hasMaxdop1(stmt) {
-			out = append(out, fmt.Sprintf("SQL Server statement %q lacks OPTION (MAXDOP 1): %s (SESSION_CONTEXT in a parallel plan, TSQL.md)",
+			out = append(out, fmt.Sprintf("statement %q lacks OPTION (MAXDOP 1): %s (SESSION_CONTEXT in a parallel plan, TSQL.md)",
 				head(stmt), why))
 		}
 	}
@@ -321,6 +406,14 @@ func sameSet(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+func setOf[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 func keys(m map[string]bool) []string {

@@ -2,6 +2,8 @@ package sqllint
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -62,20 +64,103 @@ func TestCompareQuerySetsReadsEveryField(t *testing.T) {
 	type set struct {
 		get  string
 		list []string
-		only string // one dialect needs no statement
+		only string `sqllint:"optional"` // one dialect needs no statement
 	}
 	ms := set{get: "SELECT 1 FROM dbo.D WHERE Id = @p1;", list: []string{"SELECT TOP (@p2) Id FROM dbo.D WHERE TenantId = @p1 ORDER BY Id;"}, only: "EXEC x @p1;"}
 	lite := set{get: "SELECT 1 FROM D WHERE Id = ?1", list: []string{"SELECT Id FROM D WHERE TenantId = ?1 ORDER BY Id LIMIT ?2"}}
 	rec := &recorder{TB: t}
-	CompareQuerySets(rec, ms, lite)
+	CompareQuerySets(rec, map[string]*set{"sqlserver": &ms, "sqlite": &lite})
 	if len(rec.errs) != 1 || !strings.HasPrefix(rec.errs[0], "list: ") || !strings.Contains(rec.errs[0], "MAXDOP") {
 		t.Errorf("CompareQuerySets reported %q; want one finding, on list's missing MAXDOP", rec.errs)
 	}
 }
 
+// thirdSet is a store's query set with a statement of each kind the comparison reads.
+type thirdSet struct {
+	get  string
+	list []string
+	lock string `sqllint:"optional"`
+}
+
+var (
+	mssqlThird = thirdSet{get: "SELECT Name FROM dbo.D WHERE TenantId = @p1 AND Id = @p2;",
+		list: []string{"SELECT TOP (@p3) Id FROM dbo.D WHERE TenantId = @p1 AND Id > @p2 ORDER BY Id OPTION (MAXDOP 1);"},
+		lock: "EXEC sp_getapplock @Resource = @p1, @LockMode = 'Exclusive';"}
+	sqliteThird = thirdSet{get: "SELECT Name FROM D WHERE TenantId = ?1 AND Id = ?2",
+		list: []string{"SELECT Id FROM D WHERE TenantId = ?1 AND Id > ?2 ORDER BY Id LIMIT ?3"}}
+)
+
+// TestCompareQuerySetsComparesEveryDialect: a third dialect's set (written like SQLite's,
+// read through a syntax of its own) is compared with each of the others with no edit to
+// the comparison's callers: a statement it leaves out, a parameter that drifts and a lost
+// bound each fail; a set that agrees passes; a dialect the linter cannot read is refused.
+func TestCompareQuerySetsComparesEveryDialect(t *testing.T) {
+	t.Parallel()
+	syn := map[string]syntax{"third": syntaxes["sqlite"]}
+	for name, sx := range syntaxes {
+		syn[name] = sx
+	}
+	third := syn["third"]
+	third.title = "Third"
+	syn["third"] = third
+	cases := []struct {
+		name  string
+		third thirdSet
+		want  []string // each a finding's start; none when empty
+	}{
+		{"agrees", sqliteThird, nil},
+		{"missing statement", thirdSet{list: sqliteThird.list}, []string{"get: empty in [third], filled in [sqlite sqlserver]"}},
+		{"drifting parameter", thirdSet{get: "SELECT Name FROM D WHERE TenantId = ?1 AND Id = ?3", list: sqliteThird.list},
+			[]string{"get: placeholders differ: SQLite uses [p1 p2], Third [p1 p3]", "get: placeholders differ: SQL Server uses [p1 p2], Third [p1 p3]"}},
+		{"lost bound", thirdSet{get: sqliteThird.get, list: []string{"SELECT Id FROM D WHERE TenantId = ?1 AND Id > ?2 AND ?3 > 0 ORDER BY Id"}},
+			[]string{"list: SQLite bounds the rows ([p3]), Third does not (no LIMIT)", "list: SQL Server bounds the rows ([p3]), Third does not (no LIMIT)"}},
+	}
+	for _, c := range cases {
+		sets := map[string]reflect.Value{"sqlserver": reflect.ValueOf(mssqlThird), "sqlite": reflect.ValueOf(sqliteThird), "third": reflect.ValueOf(c.third)}
+		got := compareSets(sets, syn)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: compareSets = %q; want %d findings %q", c.name, got, len(c.want), c.want)
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.HasPrefix(got[i], w) {
+				t.Errorf("%s: finding %d = %q; want it to start %q", c.name, i, got[i], w)
+			}
+		}
+	}
+	sets := map[string]reflect.Value{"sqlite": reflect.ValueOf(sqliteThird), "third": reflect.ValueOf(sqliteThird)}
+	if got := strings.Join(compareSets(sets, syntaxes), "\n"); !strings.Contains(got, `no reading of the "third" dialect's SQL`) {
+		t.Errorf("compareSets with a dialect sqllint cannot read = %q; want it refused by name", got)
+	}
+}
+
+// TestCompareQuerySetsWantsTwoSets: a package whose second dialect forgot to register has
+// nothing to compare, which must not pass as agreement.
+func TestCompareQuerySetsWantsTwoSets(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		CompareQuerySets(rec, map[string]*thirdSet{"sqlite": &sqliteThird})
+	}()
+	<-done
+	if !rec.fatal {
+		t.Error("CompareQuerySets with one set did not fail")
+	}
+}
+
 type recorder struct {
 	testing.TB
-	errs []string
+	errs  []string
+	fatal bool
+}
+
+// Fatalf records the failure and ends the calling goroutine, as testing's does.
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+	r.fatal = true
+	runtime.Goexit()
 }
 
 func (r *recorder) Errorf(format string, args ...any) {

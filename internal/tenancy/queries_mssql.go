@@ -1,5 +1,9 @@
 package tenancy
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of tenants and API keys. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. The CLI's listings run in
 // maintenance scope.

@@ -1,5 +1,9 @@
 package tenancy
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 var sqliteQueries = queries{
 	ensureTenant: `INSERT INTO Tenants (TenantId, MaxLeasedRuns, CreatedAt)
 VALUES (?1, ?2, ?3) ON CONFLICT (TenantId) DO NOTHING`,

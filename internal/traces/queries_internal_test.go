@@ -9,5 +9,5 @@ import (
 // TestQuerySetsAgree compares the two dialects' statements name by name.
 func TestQuerySetsAgree(t *testing.T) {
 	t.Parallel()
-	sqllint.CompareQuerySets(t, mssqlQueries, sqliteQueries)
+	sqllint.CompareQuerySets(t, querySets.All())
 }

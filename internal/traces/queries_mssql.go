@@ -1,5 +1,9 @@
 package traces
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set. Shared rules: docs/tsql-notes.md. Every statement runs in
 // maintenance scope (the security policy's bypass) in a read transaction; the range reads
 // seek their table's Version index (migration 26) from @p1, TOP (@p3), then look up the

@@ -1,5 +1,9 @@
 package traces
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 // The SQLite query set. Each range read walks its table's Version index (migration 26), so
 // a step reads at most the limit rows of each table past the position.
 var sqliteQueries = queries{

@@ -26,7 +26,8 @@ type Validator struct{ v *validator.Validate }
 
 // NewValidator returns the service's validator. Besides validator/v10's own tags it knows
 // ident=N (an identifier of 1..N UTF-16 code units, IdentProblem) and segment=N (an
-// identifier that also appears as a path segment, so without "/").
+// identifier that also appears as a path segment, so without "/"), and api's limit tags
+// (purpose: max=api.MaxPurpose).
 func NewValidator() *Validator {
 	v := validator.New(validator.WithRequiredStructEnabled())
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
@@ -49,6 +50,9 @@ func NewValidator() *Validator {
 		})
 	}
 	_ = v.RegisterValidation("errcode", func(fl validator.FieldLevel) bool { return validate.ErrorCode(fl.Field().String()) })
+	for alias, def := range api.LimitTags() {
+		v.RegisterAlias(alias, def)
+	}
 	return &Validator{v: v}
 }
 
@@ -113,8 +117,9 @@ func fieldByTagName(t reflect.Type, name string) (reflect.StructField, bool) {
 // reasonRequired is the reason of a required member that is missing.
 const reasonRequired = "is required"
 
+// reason reads the actual tag: a limit tag (purpose) fails as the max it stands for.
 func reason(fe validator.FieldError) string {
-	switch fe.Tag() {
+	switch fe.ActualTag() {
 	case "required":
 		return reasonRequired
 	case "len":
@@ -135,16 +140,16 @@ func reason(fe validator.FieldError) string {
 	case "ident", "segment":
 		n, _ := strconv.Atoi(fe.Param())
 		if s, ok := fe.Value().(string); ok {
-			if why := validate.IdentProblem(s, n, fe.Tag() == "segment"); why != "" {
+			if why := validate.IdentProblem(s, n, fe.ActualTag() == "segment"); why != "" {
 				return why
 			}
 		}
 		return "must be an identifier of 1 to " + fe.Param() + " characters"
 	}
 	if fe.Param() != "" {
-		return fmt.Sprintf("fails %s=%s", fe.Tag(), fe.Param())
+		return fmt.Sprintf("fails %s=%s", fe.ActualTag(), fe.Param())
 	}
-	return "fails " + fe.Tag()
+	return "fails " + fe.ActualTag()
 }
 
 // Bind decodes the JSON body into dst strictly and validates it. Member names match

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -119,6 +120,35 @@ func TestBindReasons(t *testing.T) {
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("Bind(%s) reasons %v, want %v", c.body, got, c.want)
 		}
+	}
+}
+
+// A limit tag (api.LimitTags) fails as the max it stands for: the same reason and code as
+// the number it replaced, and the number read from api's constant.
+func TestBindLimitTags(t *testing.T) {
+	t.Parallel()
+	type body struct {
+		Purpose string `json:"purpose" validate:"required,purpose"`
+		Message string `json:"message" validate:"omitempty,errormessage"`
+	}
+	long := func(n int) string { return strings.Repeat("a", n) }
+	var ok body
+	if err := Bind(ctxFor(http.MethodPost, "/", `{"purpose":"`+long(api.MaxPurpose)+`","message":"`+long(api.MaxErrorMessage)+`"}`, nil), &ok, false); err != nil {
+		t.Fatalf("texts at their limits refused: %v", err)
+	}
+	var dst body
+	err := Bind(ctxFor(http.MethodPost, "/", `{"purpose":"`+long(api.MaxPurpose+1)+`","message":"`+long(api.MaxErrorMessage+1)+`"}`, nil), &dst, false)
+	e, isApp := apperr.As(err)
+	if !isApp || e.Code != api.CodeInvalidRequest {
+		t.Fatalf("Bind over the limits = %v, want invalid_request", err)
+	}
+	got := map[string]string{}
+	for _, f := range e.Fields {
+		got[f.Field] = f.Reason
+	}
+	want := map[string]string{"purpose": fmt.Sprintf("must be at most %d", api.MaxPurpose), "message": fmt.Sprintf("must be at most %d", api.MaxErrorMessage)}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("reasons %v, want %v", got, want)
 	}
 }
 

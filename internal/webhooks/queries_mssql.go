@@ -1,5 +1,9 @@
 package webhooks
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
+
 // The SQL Server query set of the webhook store. Shared rules: docs/tsql-notes.md; a
 // statement's comment says what is particular to it. Neither table has a trigger.
 // PK_WebhookEndpoints (TenantId, Name) and PK_WebhookDeliveries (TenantId, DeliveryId) are

@@ -1,5 +1,9 @@
 package webhooks
 
+import "github.com/ledger-dev/ledger/internal/sqldb"
+
+func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
+
 const sqliteEndpointCols = `TenantId, Name, Url, Events, Active, Description, Secret, PreviousSecret, PreviousSecretUntil,
     DisabledAt, CreatedAt, UpdatedAt, Version`
 

@@ -371,7 +371,7 @@ func (b *docBuilder) queryParams(t reflect.Type) []any {
 		if name == "" {
 			continue
 		}
-		rules := parseRules(f.Tag.Get("validate"))
+		rules := parseRules(api.ExpandLimitTags(f.Tag.Get("validate")))
 		sch := b.valueSchema(f.Type, rules, f.Tag)
 		p := map[string]any{"name": name, "in": "query", "schema": sch, "required": rules.required}
 		if d := f.Tag.Get("doc"); d != "" {
@@ -499,7 +499,7 @@ func (b *docBuilder) members(t reflect.Type, props map[string]any, required *[]s
 			name = f.Name
 		}
 		omitempty := strings.Contains(","+opts+",", ",omitempty,")
-		rules := parseRules(f.Tag.Get("validate"))
+		rules := parseRules(api.ExpandLimitTags(f.Tag.Get("validate")))
 		sch := b.valueSchema(f.Type, rules, f.Tag)
 		if o, ok := reflect.Zero(t).Interface().(oneOfer); ok && o.OneOf()[name] != nil {
 			var refs []any

@@ -142,6 +142,32 @@ func TestOpenAPISchemas(t *testing.T) {
 	}
 }
 
+// A member whose tag names one of api's limits (api.LimitTags) is documented with the
+// limit's number as its maxLength.
+func TestOpenAPIStatesLimitTags(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	s.Route(http.MethodPost, "/v1/attempts/:attemptId/delegations", web.Op{ID: "delegate", Tag: "Delegations", Summary: "delegate",
+		Status: http.StatusCreated, Body: api.DelegationRequest{}, Response: api.Delegation{}}, nil)
+	s.Route(http.MethodPost, "/v1/attempts/:attemptId/decisions", web.Op{ID: "ask", Tag: "Decisions", Summary: "ask",
+		Status: http.StatusCreated, Body: api.DecisionRequest{}, Response: api.Decision{}}, nil)
+	s.Route(http.MethodPost, "/v1/attempts/:attemptId/release", web.Op{ID: "release", Tag: "Runs", Summary: "release",
+		Status: http.StatusOK, Body: api.ReleaseAttemptRequest{}, Response: api.Attempt{}}, nil)
+	schemas := dig(t, docJSON(t, s), "components", "schemas").(map[string]any)
+	for _, c := range []struct {
+		path []string
+		want int
+	}{
+		{[]string{"DelegationRequest", "properties", "purpose", "maxLength"}, api.MaxPurpose},
+		{[]string{"DecisionRequest", "properties", "recommendation", "maxLength"}, api.MaxRecommendation},
+		{[]string{"AttemptError", "properties", "message", "maxLength"}, api.MaxErrorMessage},
+	} {
+		if got := dig(t, schemas, c.path...); got != float64(c.want) {
+			t.Errorf("%v = %v, want %d", c.path, got, c.want)
+		}
+	}
+}
+
 func TestOpenAPIDocumentsOnlyTheWireTypes(t *testing.T) {
 	t.Parallel()
 	type local struct {
