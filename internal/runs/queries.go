@@ -17,7 +17,7 @@ type queries struct {
 	// match, so the same row without that test. Empty: insert serves (SQL Server). SQLite
 	// copies an INSERT ... SELECT whose select reads Runs into a temporary table before
 	// writing it; a VALUES row it writes as it is.
-	insertKeyless string
+	insertKeyless string `sqllint:"optional"`
 	get           string // 1 tenant, 2 run
 	lock          string // 1 tenant, 2 run: get, holding the row until commit
 	byIdempotency string // 1 tenant, 2 key
