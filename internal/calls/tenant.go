@@ -86,23 +86,12 @@ func (s *Store) ListTenant(ctx context.Context, tenantID string, f TenantFilter)
 		}
 		d := tx.Dialect
 		return tx.SelectContext(ctx, &out, stmt, tenantID, d.Time(from), d.Time(at), id, f.Limit, f.Target, f.Model,
-			reported, f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, bitOf(f.HasModel))
+			reported, f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, sqldb.OptionalBit(f.HasModel))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the tenant's calls: %w", err)
 	}
 	return out, nil
-}
-
-// bitOf is an optional flag as a statement's argument: NULL, 0 or 1 (a bit on SQL Server).
-func bitOf(b *bool) any {
-	switch {
-	case b == nil:
-		return nil
-	case *b:
-		return 1
-	}
-	return 0
 }
 
 // ceilMillis rounds t up to the millisecond (in UTC): stored times have millisecond

@@ -117,17 +117,6 @@ func keyRange(from, to *time.Time, after *ListCursor) (lower, at time.Time, id u
 	return lower, at, id
 }
 
-// bitOf is an optional flag as a statement's argument: NULL, 0 or 1 (a bit on SQL Server).
-func bitOf(b *bool) any {
-	switch {
-	case b == nil:
-		return nil
-	case *b:
-		return 1
-	}
-	return 0
-}
-
 // stateArg is a state filter as a statement's argument: NULL for any state.
 func stateArg(st *api.AttemptState) any {
 	if st == nil {
@@ -145,7 +134,7 @@ func (s *Store) ListEnded(ctx context.Context, tenantID string, f EndedFilter) (
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		d := tx.Dialect
 		return tx.SelectContext(ctx, &items, s.q.listByEnded, tenantID, state, f.AgentID, f.ProjectID,
-			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, bitOf(f.HasError))
+			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list ended attempts: %w", err)
@@ -163,10 +152,10 @@ func (s *Store) List(ctx context.Context, tenantID string, f Filter) ([]AttemptI
 		d := tx.Dialect
 		if f.RunID != nil {
 			return tx.SelectContext(ctx, &items, s.q.listByRun, tenantID, *f.RunID, state, f.AgentID,
-				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, bitOf(f.HasError))
+				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError))
 		}
 		return tx.SelectContext(ctx, &items, s.q.listByTenant, tenantID, state, f.AgentID, f.ProjectID,
-			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, bitOf(f.HasError))
+			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)

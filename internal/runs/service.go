@@ -467,23 +467,12 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
 			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom), band,
 			outcome, f.ErrorCode, f.ReleaseID, tx.Dialect.NullTime(f.EndedFrom), tx.Dialect.NullTime(f.EndedTo), f.Tag,
-			f.AttemptsMin, f.AttemptsMax, f.FirstReleaseID, bitOf(f.HasError))
+			f.AttemptsMin, f.AttemptsMax, f.FirstReleaseID, sqldb.OptionalBit(f.HasError))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return rs, nil
-}
-
-// bitOf is an optional flag as a statement's argument: NULL, 0 or 1 (a bit on SQL Server).
-func bitOf(b *bool) any {
-	switch {
-	case b == nil:
-		return nil
-	case *b:
-		return 1
-	}
-	return 0
 }
 
 // errStateMoved: a run changed state between the read that chose how to lock it and the
