@@ -559,26 +559,10 @@ type NullTime struct {
 
 // Scan implements sql.Scanner.
 func (t *NullTime) Scan(src any) error {
-	switch v := src.(type) {
-	case nil:
-		*t = NullTime{}
-	case time.Time:
-		*t = NullTime{Time: v.UTC(), Valid: true}
-	case string:
-		return t.parse(v)
-	case []byte:
-		return t.parse(string(v))
-	default:
-		return fmt.Errorf("cannot scan %T as a time", src)
-	}
-	return nil
-}
-
-func (t *NullTime) parse(s string) error {
-	p, err := ParseTimeText(s)
+	v, ok, err := timeFrom(src, nil)
 	if err != nil {
 		return err
 	}
-	*t = NullTime{Time: p, Valid: true}
+	*t = NullTime{Time: v, Valid: ok}
 	return nil
 }
