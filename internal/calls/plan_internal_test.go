@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // TestSQLitePlansSeekTheAttempt: the statements that take an attempt's calls seek
@@ -46,7 +47,7 @@ func TestSQLitePlansOfTheTenantListings(t *testing.T) {
 		"listByStarted": {sqliteQueries.listByStarted, "IX_Calls_Tenant_Started (TenantId=? AND StartedAt>? AND StartedAt<?)"},
 		"listByEnded":   {sqliteQueries.listByEnded, "IX_Calls_Tenant_Ended (TenantId=? AND EndedAt>? AND EndedAt<?)"},
 	} {
-		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, "t", d.Time(minTime), d.Time(maxTime), maxID, 50,
+		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, "t", d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50,
 			nil, nil, 1, nil, "agent-1", nil, "review", 0), "\n")
 		t.Logf("%s:\n%s", name, plan)
 		// A whole sort would mean the order is the answered text's (the time's alias), not the index's

@@ -47,32 +47,16 @@ type TenantCursor struct {
 // Item is a call in the tenant's listing, with its entity tag.
 func (c Call) Item() api.CallItem { return api.CallItem{Call: c.Wire(), ETag: c.Version.ETag()} }
 
-// Sentinels for "no bound": every stored time and id compares below them in both dialects.
-var (
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
-	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxID   = uuid.UUID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-)
-
 // ListTenant returns up to f.Limit of the tenant's calls started (or, f.Ended, finished) in
 // f's window, newest first: the rows the calls insight (by start) and the usage insight (by
 // end, with ReportedUsage) count.
 func (s *Store) ListTenant(ctx context.Context, tenantID string, f TenantFilter) ([]Call, error) {
-	from := minTime
-	if f.From != nil {
-		from = ceilMillis(*f.From)
-	}
-	// One exclusive upper bound (time, CallId): the lower of the cursor and To, which
-	// excludes its own millisecond since no id sorts below uuid.Nil.
-	at, id := maxTime, maxID
+	var after *time.Time
+	var afterID uuid.UUID
 	if f.After != nil {
-		at, id = sqldb.Truncate(f.After.At), f.After.CallID
+		after, afterID = &f.After.At, f.After.CallID
 	}
-	if f.To != nil {
-		if to := ceilMillis(*f.To); !to.After(at) {
-			at, id = to, uuid.Nil
-		}
-	}
+	from, at, id := sqldb.KeyRange(f.From, f.To, after, afterID)
 	reported := 0
 	if f.ReportedUsage {
 		reported = 1
@@ -92,16 +76,6 @@ func (s *Store) ListTenant(ctx context.Context, tenantID string, f TenantFilter)
 		return nil, fmt.Errorf("list the tenant's calls: %w", err)
 	}
 	return out, nil
-}
-
-// ceilMillis rounds t up to the millisecond (in UTC): stored times have millisecond
-// precision, so a bound inside a millisecond moves to the first one it admits.
-func ceilMillis(t time.Time) time.Time {
-	t = t.UTC()
-	if tr := t.Truncate(time.Millisecond); tr.Before(t) {
-		return tr.Add(time.Millisecond)
-	}
-	return t
 }
 
 // tenantCursor is the keyset of a listing of the tenant's calls; Ended says which listing

@@ -43,20 +43,19 @@ func (i AttemptItem) Wire() api.AttemptItem {
 	return api.AttemptItem{Attempt: i.Attempt.Wire(), ETag: i.ETag}
 }
 
-// Sentinels that stand in for "no bound": every stored time and id compares below them, in
-// both dialects (SQLite text order, SQL Server's datetimeoffset and uniqueidentifier order).
-var (
-	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
-	maxID   = uuid.UUID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	minID   = uuid.Nil
-)
-
 // ListCursor is a position in a newest-first listing: the last attempt returned (in a
 // listing of ended attempts, StartedAt holds its EndedAt).
 type ListCursor struct {
 	StartedAt time.Time
 	AttemptID uuid.UUID
+}
+
+// key is the cursor as sqldb.KeyRange takes it (nil: the first page).
+func (c *ListCursor) key() (*time.Time, uuid.UUID) {
+	if c == nil {
+		return nil, uuid.Nil
+	}
+	return &c.StartedAt, c.AttemptID
 }
 
 // Filter narrows an attempt listing. Nil fields do not filter.
@@ -98,25 +97,6 @@ type EndedFilter struct {
 	Limit int
 }
 
-// keyRange is a listing's window as its statements take it: the inclusive lower time, and
-// one exclusive upper bound (time, AttemptId), the lower of the cursor and the window's end,
-// which excludes its own millisecond since no id sorts below minID.
-func keyRange(from, to *time.Time, after *ListCursor) (lower, at time.Time, id uuid.UUID) {
-	lower, at, id = minTime, maxTime, maxID
-	if from != nil {
-		lower = ceilMillis(*from)
-	}
-	if after != nil {
-		at, id = sqldb.Truncate(after.StartedAt), after.AttemptID
-	}
-	if to != nil {
-		if end := ceilMillis(*to); !end.After(at) {
-			at, id = end, minID
-		}
-	}
-	return lower, at, id
-}
-
 // stateArg is a state filter as a statement's argument: NULL for any state.
 func stateArg(st *api.AttemptState) any {
 	if st == nil {
@@ -128,7 +108,8 @@ func stateArg(st *api.AttemptState) any {
 // ListEnded returns up to f.Limit of the tenant's attempts that ended in f's window, newest
 // end first (EndedAt, then AttemptId, descending): the rows an attempts insight counts.
 func (s *Store) ListEnded(ctx context.Context, tenantID string, f EndedFilter) ([]AttemptItem, error) {
-	from, at, id := keyRange(f.From, f.To, f.After)
+	after, afterID := f.After.key()
+	from, at, id := sqldb.KeyRange(f.From, f.To, after, afterID)
 	state := stateArg(f.State)
 	var items []AttemptItem
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
@@ -145,7 +126,8 @@ func (s *Store) ListEnded(ctx context.Context, tenantID string, f EndedFilter) (
 // List returns up to f.Limit of the tenant's attempts, newest first (StartedAt, then
 // AttemptId, descending).
 func (s *Store) List(ctx context.Context, tenantID string, f Filter) ([]AttemptItem, error) {
-	from, at, id := keyRange(f.StartedFrom, f.StartedTo, f.After)
+	after, afterID := f.After.key()
+	from, at, id := sqldb.KeyRange(f.StartedFrom, f.StartedTo, after, afterID)
 	state := stateArg(f.State)
 	var items []AttemptItem
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
@@ -175,7 +157,7 @@ type ChangesCursor struct {
 // are left for a later call (SQL Server: below MIN_ACTIVE_ROWVERSION), so a client that
 // follows the feed never skips a row. Purged attempts are gone and never appear.
 func (s *Store) Changes(ctx context.Context, tenantID string, after ChangesCursor, limit int) ([]AttemptItem, error) {
-	id := maxID // strictly after the version
+	id := sqldb.KeyMaxID // strictly after the version
 	if after.AttemptID != nil {
 		id = *after.AttemptID
 	}
@@ -265,7 +247,7 @@ type entryKey struct {
 // sequence (checkpoints, calls) or id. api.CodeNotFound when the attempt is missing or
 // another tenant's.
 func (s *Store) Timeline(ctx context.Context, tenantID string, attemptID uuid.UUID, after *TimelineCursor, limit int) ([]TimelineEntry, error) {
-	cur := TimelineCursor{At: minTime, Kind: -1}
+	cur := TimelineCursor{At: sqldb.KeyMinTime, Kind: -1}
 	if after != nil {
 		cur = *after
 	}
@@ -380,16 +362,6 @@ func fetch[T wireItem](ctx context.Context, tx *sqldb.Tx, query, tenantID string
 		out[key(r)] = r
 	}
 	return nil
-}
-
-// ceilMillis rounds t up to the millisecond (in UTC): stored times have millisecond
-// precision, so "StartedAt >= t" and "StartedAt < t" mean the same for t and its ceiling.
-func ceilMillis(t time.Time) time.Time {
-	tr := sqldb.Truncate(t)
-	if tr.Before(t) {
-		tr = tr.Add(time.Millisecond)
-	}
-	return tr
 }
 
 // Timeline rows: each marshals as the API sends it (WireJSON).

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // TestSQLitePlans pins how SQLite runs each page (SQL Server's plans are argued in
@@ -26,23 +27,23 @@ func TestSQLitePlans(t *testing.T) {
 		notWant []string
 	}{
 		{"listByTenant", sqliteQueries.listByTenant,
-			[]any{"t", nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50, nil, "review", nil, 0},
+			[]any{"t", nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, "review", nil, 0},
 			[]string{"IX_Attempts_Tenant_Started (TenantId=? AND StartedAt>? AND (StartedAt,AttemptId)<(?,?))",
 				"SEARCH r USING INDEX sqlite_autoindex_Runs_1 (RunId=?)"}, []string{"TEMP B-TREE"}},
 		{"listByRun", sqliteQueries.listByRun,
-			[]any{"t", id, nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50, nil, nil, nil, nil},
+			[]any{"t", id, nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, nil, nil, nil},
 			[]string{"IX_Attempts_Run_Step (RunId=?)"}, nil},
 		// Each ended state's branch is a range of the index cut to a page (rows of one EndedAt
 		// sorted by id), and the six pages are merged: no branch reads past its page.
 		{"listByEnded", sqliteQueries.listByEnded,
-			[]any{"t", nil, nil, nil, d.Time(minTime), d.Time(maxTime), maxID, 50, nil, nil, nil, 1},
+			[]any{"t", nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, nil, nil, 1},
 			[]string{"IX_Attempts_Tenant_State_Ended (TenantId=? AND State=? AND EndedAt>? AND EndedAt<?)"},
 			[]string{"SCAN ExecutionAttempts"}},
 		{"changes", sqliteQueries.changes,
-			[]any{"t", int64(0), maxID, int64(1 << 40), 50},
+			[]any{"t", int64(0), sqldb.KeyMaxID, int64(1 << 40), 50},
 			[]string{"IX_Attempts_Tenant_Version (TenantId=? AND (Version,AttemptId)>(?,?) AND Version<?)"}, []string{"TEMP B-TREE"}},
 		{"timeline", sqliteQueries.timeline,
-			[]any{"t", id, d.Time(minTime), -1, 0, uuid.Nil, 50},
+			[]any{"t", id, d.Time(sqldb.KeyMinTime), -1, 0, uuid.Nil, 50},
 			[]string{"UX_Checkpoints_Attempt_Sequence (AttemptId=?)", "UX_Calls_Attempt_Sequence (AttemptId=?)",
 				"IX_Decisions_Attempt (AttemptId=?", "IX_Delegations_Attempt (AttemptId=?"},
 			[]string{"SCAN Checkpoints", "SCAN CallRecords", "IX_Decisions_Tenant_Status"}},
