@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,9 +94,11 @@ func QueriesFor[Q any](d Dialect, sets *QuerySets[Q]) *Q {
 // entries, and the first read (QueriesFor, All) freezes it; a Register after that, or a
 // second set for one dialect, panics. Nothing changes it while the service runs.
 type QuerySets[Q any] struct {
-	mu     sync.Mutex
-	sets   map[string]*Q
-	frozen bool
+	mu   sync.Mutex
+	sets map[string]*Q
+	// frozen is sets as the first read left it; reads after that load it without the lock,
+	// since stores look their set up for every statement.
+	frozen atomic.Pointer[map[string]*Q]
 }
 
 // Register records q as the statement set for the dialect named dialect. It panics on a
@@ -103,7 +107,7 @@ func (s *QuerySets[Q]) Register(dialect string, q *Q) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.frozen:
+	case s.frozen.Load() != nil:
 		panic(fmt.Sprintf("sqldb: %T set for %q registered after the sets were read (register in init)", q, dialect))
 	case q == nil:
 		panic(fmt.Sprintf("sqldb: nil %T set registered for %q", q, dialect))
@@ -118,20 +122,24 @@ func (s *QuerySets[Q]) Register(dialect string, q *Q) {
 
 // All returns every registered set by dialect name (a copy), for the tests that compare
 // them; it freezes the registry.
-func (s *QuerySets[Q]) All() map[string]*Q {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.frozen = true
-	out := make(map[string]*Q, len(s.sets))
-	for name, q := range s.sets {
-		out[name] = q
-	}
-	return out
-}
+func (s *QuerySets[Q]) All() map[string]*Q { return maps.Clone(*s.freeze()) }
 
-func (s *QuerySets[Q]) lookup(dialect string) *Q {
+func (s *QuerySets[Q]) lookup(dialect string) *Q { return (*s.freeze())[dialect] }
+
+// freeze returns the registered sets, ending registration on the first call.
+func (s *QuerySets[Q]) freeze() *map[string]*Q {
+	if m := s.frozen.Load(); m != nil {
+		return m
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.frozen = true
-	return s.sets[dialect]
+	if m := s.frozen.Load(); m != nil {
+		return m
+	}
+	m := maps.Clone(s.sets)
+	if m == nil {
+		m = map[string]*Q{}
+	}
+	s.frozen.Store(&m)
+	return &m
 }
