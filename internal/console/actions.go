@@ -85,8 +85,8 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 	f.AgentID, f.ReleaseID, f.RunKind = optional(v.Narrowed.Get("agent")), optional(v.Narrowed.Get("release")), optional(v.Narrowed.Get("runKind"))
 	var problems []string
 	if k := v.Narrowed.Get("kind"); k != "" {
-		var kind api.DecisionKind
-		if kind.UnmarshalText([]byte(k)) != nil {
+		kind, ok := parseEnum[api.DecisionKind](k)
+		if !ok {
 			problems = append(problems, "kind must be one of "+strings.Join(kind.EnumValues(), ", "))
 		}
 		f.Kind = &kind
@@ -111,19 +111,13 @@ func (c *console) decisionsPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(ds) > pageSize {
-		ds = ds[:pageSize]
-		last := ds[len(ds)-1]
-		next := url.Values{"status": {status}, "cursor": {encodeCursor(decisionCursor{Rank: decisions.Rank(last),
-			At: last.RequestedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ID: last.DecisionID})}}
-		if project != "" {
-			next.Set("project", project)
-		}
-		for name, vs := range v.Narrowed {
-			next[name] = vs
-		}
-		v.Next = pageLink("/ui/decisions", next)
+	q := url.Values{"status": {status}, "project": {project}}
+	for name, vs := range v.Narrowed {
+		q[name] = vs
 	}
+	ds, _, v.Next, _ = keysetPage("/ui/decisions", q, ds, func(d decisions.Decision) decisionCursor {
+		return decisionCursor{Rank: decisions.Rank(d), At: d.RequestedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ID: d.DecisionID}
+	})
 	v.Decisions = ds
 	return c.render(ctx, http.StatusOK, "decisions", page{Title: "Decisions", Nav: "decisions", Data: v})
 }

@@ -122,7 +122,7 @@ func (c *console) callsPage(ctx echo.Context) error {
 		Project: trim("project"), Agent: trim("agent"), Release: trim("release"), Kind: trim("kind"), HasModel: q.Get("hasModel")}
 	v := callsView{Filter: f, ByEnd: f.EndedFrom != "" || f.EndedTo != ""}
 	lf := calls.TenantFilter{Limit: pageSize + 1, Ended: v.ByEnd, Target: optional(f.Target), Model: optional(f.Model),
-		ReportedUsage: f.ReportedUsage == "true", ProjectID: optional(f.Project), AgentID: optional(f.Agent),
+		ProjectID: optional(f.Project), AgentID: optional(f.Agent),
 		ReleaseID: optional(f.Release), Kind: optional(f.Kind)}
 	var problems []string
 	from, to := f.StartedFrom, f.StartedTo
@@ -142,8 +142,10 @@ func (c *console) callsPage(ctx echo.Context) error {
 	if lf.To, err = parseTime(to); err != nil {
 		problems = append(problems, "“before” is not a time")
 	}
-	if f.ReportedUsage != "" && f.ReportedUsage != "true" && f.ReportedUsage != "false" {
-		problems = append(problems, "reportedUsage must be true or false")
+	if reported, err := parseFlag(f.ReportedUsage, false); err != nil {
+		problems = append(problems, "reportedUsage "+err.Error())
+	} else {
+		lf.ReportedUsage = reported != nil && *reported
 	}
 	if cur := q.Get("cursor"); cur != "" {
 		v.Later = true
