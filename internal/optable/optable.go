@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -69,7 +70,7 @@ func Build(doc, retry []byte) ([]byte, error) {
 			if !ok {
 				problems = append(problems, "operation "+o.OperationID+" ("+strings.ToUpper(method)+" "+path+") has no entry in api/retry.json")
 			}
-			for _, cls := range append([]string{rule.Repeat, rule.WhenIfMatch}, values(rule.WhenBody)...) {
+			for _, cls := range append([]string{rule.Repeat, rule.WhenIfMatch}, slices.Collect(maps.Values(rule.WhenBody))...) {
 				if _, known := r.RepeatClasses[cls]; cls != "" && !known {
 					problems = append(problems, "api/retry.json gives "+o.OperationID+" the unknown repeat class "+cls)
 				}
@@ -111,12 +112,4 @@ func Build(doc, retry []byte) ([]byte, error) {
 	b.Write(out)
 	b.WriteByte('\n')
 	return b.Bytes(), nil
-}
-
-func values(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }

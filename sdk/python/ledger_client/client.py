@@ -557,7 +557,7 @@ class Client:
         return self._call("listTenantCalls", query={
             "startedFrom": started_from, "startedTo": started_to, "endedFrom": ended_from,
             "endedTo": ended_to, "target": target, "model": model, "hasModel": has_model,
-            "reportedUsage": None if reported_usage is None else ("true" if reported_usage else "false"),
+            "reportedUsage": reported_usage,
             "projectId": project_id, "agentId": agent_id, "releaseId": release_id, "kind": kind,
             "limit": limit, "cursor": cursor}, decode=CallItemPage.from_json).body
 
