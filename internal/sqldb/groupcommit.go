@@ -394,7 +394,7 @@ func (c *committer) run(batch []*job, g *groupState) {
 			j.err = err // the caller left before its turn: nothing was written
 			continue
 		}
-		if err := c.savepoint(ctx, wc, savepointSQL); err != nil {
+		if err := wc.exec(ctx, savepointSQL); err != nil {
 			c.abort(ctx, wc, batch, fmt.Errorf("savepoint: %w", d.MapError(err)))
 			g.ended = true
 			return
@@ -404,13 +404,13 @@ func (c *committer) run(batch []*job, g *groupState) {
 			j.err = d.MapError(j.err)
 			// A failed statement can have ended the whole transaction (an I/O error, say);
 			// then the savepoint is gone and the group must fail as one.
-			if err := c.savepoint(ctx, wc, rollbackToSQL); err != nil {
+			if err := wc.exec(ctx, rollbackToSQL); err != nil {
 				c.abort(ctx, wc, batch, fmt.Errorf("roll back to savepoint: %w", d.MapError(err)))
 				g.ended = true
 				return
 			}
 		}
-		if err := c.savepoint(ctx, wc, releaseSQL); err != nil {
+		if err := wc.exec(ctx, releaseSQL); err != nil {
 			c.abort(ctx, wc, batch, fmt.Errorf("release savepoint: %w", d.MapError(err)))
 			g.ended = true
 			return
@@ -437,11 +437,6 @@ const (
 	rollbackToSQL = "ROLLBACK TO job"
 	releaseSQL    = "RELEASE job"
 )
-
-// savepoint runs one of the savepoint statements on the group's transaction.
-func (c *committer) savepoint(ctx context.Context, wc *writerConn, query string) error {
-	return wc.exec(ctx, query)
-}
 
 // abort rolls the group back and fails every job that had not failed on its own.
 func (c *committer) abort(ctx context.Context, wc *writerConn, batch []*job, err error) {

@@ -198,8 +198,8 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // checksOf are each dialect's checks, by its name.
 var checksOf = map[string][]checker{
-	"sqlserver": mssqlChecks,
-	"sqlite":    sqliteChecks,
+	sqldb.SQLServerName: mssqlChecks,
+	sqldb.SQLiteName:    sqliteChecks,
 }
 
 // Run runs every check of the database's dialect for purpose p.
@@ -229,11 +229,11 @@ func Database(ctx context.Context, cfg sqldb.Config, p Purpose) (Report, error) 
 			// `migrate up` creates the embedded database: ready to migrate when it can.
 			res := newFileCheck(path)
 			res.Name, res.Required = "database-file", true
-			return Report{Dialect: "sqlite", Purpose: p.String(), Checks: []Result{res}}, nil
+			return Report{Dialect: sqldb.SQLiteName, Purpose: p.String(), Checks: []Result{res}}, nil
 		}
 		if res := sqliteFileCheck(st); res.Status == StatusFail {
 			res.Name, res.Required = "database-file", true
-			return Report{Dialect: "sqlite", Purpose: p.String(), Checks: []Result{res}}, nil
+			return Report{Dialect: sqldb.SQLiteName, Purpose: p.String(), Checks: []Result{res}}, nil
 		}
 	}
 	db, err := sqldb.Open(ctx, cfg)

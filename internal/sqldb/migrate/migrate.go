@@ -119,8 +119,8 @@ func newMigrate(db *sqldb.DB) (*gomigrate.Migrate, uint, func(), error) {
 
 // drivers open golang-migrate's driver on each dialect, by its name, with what closes it.
 var drivers = map[string]func(db *sqldb.DB) (database.Driver, func(), error){
-	"sqlserver": sqlserverDriver,
-	"sqlite":    sqliteDriver,
+	sqldb.SQLServerName: sqlserverDriver,
+	sqldb.SQLiteName:    sqliteDriver,
 }
 
 // sqlserverDriver runs on a pool of the migrator's own (sqldb.DB.OwnPool); the driver's
