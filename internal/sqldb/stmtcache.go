@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/jmoiron/sqlx/reflectx"
 )
 
 // stmtCache keeps one prepared statement per query text and pool. SQLite spends more time
@@ -97,36 +98,7 @@ func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...an
 }
 
 func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) error {
-	if err := tx.before(ctx, query, args); err != nil {
-		return err
-	}
-	query, args = tx.withScope(query, args)
-	if tx.grouped {
-		ctx = context.WithoutCancel(ctx)
-	}
-	if tx.wc != nil {
-		s, err := tx.wc.stmt(ctx, query)
-		if err != nil {
-			return err
-		}
-		if s == nil {
-			rows, err := tx.wc.conn.QueryContext(ctx, query, args...)
-			return tx.plans.getRow(rows, err, query, dest, tx.wc.conn.Mapper)
-		}
-		rows, err := s.QueryContext(ctx, args...)
-		return tx.plans.getRow(rows, err, query, dest, s.Mapper)
-	}
-	s, err := tx.stmt(ctx, query)
-	if err != nil {
-		return err
-	}
-	if s == nil {
-		rows, err := tx.tx.QueryContext(ctx, query, args...)
-		return tx.plans.getRow(rows, err, query, dest, tx.tx.Mapper)
-	}
-	defer s.Close()
-	rows, err := s.QueryContext(ctx, args...)
-	return tx.plans.getRow(rows, err, query, dest, tx.tx.Mapper)
+	return tx.query(ctx, (*scanPlans).getRow, dest, query, args)
 }
 
 // SelectContext is sqlx's, through the statement cache, with the error mapped.
@@ -135,6 +107,14 @@ func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ..
 }
 
 func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...any) error {
+	return tx.query(ctx, (*scanPlans).selectRows, dest, query, args)
+}
+
+// query runs a statement that answers rows, through the writer's connection or the
+// transaction's statement cache, and hands them to scan (getRow or selectRows) with the
+// mapper of what ran it.
+func (tx *Tx) query(ctx context.Context, scan func(*scanPlans, *sql.Rows, error, string, any, *reflectx.Mapper) error,
+	dest any, query string, args []any) error {
 	if err := tx.before(ctx, query, args); err != nil {
 		return err
 	}
@@ -149,10 +129,10 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 		}
 		if s == nil {
 			rows, err := tx.wc.conn.QueryContext(ctx, query, args...)
-			return tx.plans.selectRows(rows, err, query, dest, tx.wc.conn.Mapper)
+			return scan(tx.plans, rows, err, query, dest, tx.wc.conn.Mapper)
 		}
 		rows, err := s.QueryContext(ctx, args...)
-		return tx.plans.selectRows(rows, err, query, dest, s.Mapper)
+		return scan(tx.plans, rows, err, query, dest, s.Mapper)
 	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
@@ -160,11 +140,11 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 	}
 	if s == nil {
 		rows, err := tx.tx.QueryContext(ctx, query, args...)
-		return tx.plans.selectRows(rows, err, query, dest, tx.tx.Mapper)
+		return scan(tx.plans, rows, err, query, dest, tx.tx.Mapper)
 	}
 	defer s.Close()
 	rows, err := s.QueryContext(ctx, args...)
-	return tx.plans.selectRows(rows, err, query, dest, tx.tx.Mapper)
+	return scan(tx.plans, rows, err, query, dest, tx.tx.Mapper)
 }
 
 // ExecContext is sqlx's, through the statement cache, with the error mapped.
