@@ -2,12 +2,12 @@ package insights
 
 import "github.com/ledger-dev/ledger/internal/sqldb"
 
-// rollupQueries is the statement set of the roll-ups: the projector's reads of changed
-// source rows and its writes of facts and cells, and the insights' read of cells.
 // rollupSets holds the roll-up statement sets, one per dialect, each registered by its
 // rollup_<dialect>.go.
 var rollupSets sqldb.QuerySets[rollupQueries]
 
+// rollupQueries is the statement set of the roll-ups: the projector's reads of changed
+// source rows and its writes of facts and cells, and the insights' read of cells.
 type rollupQueries struct {
 	// runs, attempts, calls, decisions: the source table's rows with 1 < Version < 2, in
 	// Version order, at most 3, each as a sourceRow (the columns its table lacks NULL).
