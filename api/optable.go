@@ -3,6 +3,7 @@ package api
 import (
 	_ "embed"
 	"encoding/json"
+	"strings"
 	"sync"
 )
 
@@ -27,6 +28,42 @@ type Endpoint struct {
 	WhenBody    map[string]string `json:"whenBody,omitempty"`
 	WhenIfMatch string            `json:"whenIfMatch,omitempty"`
 	Ambiguous   []ProblemCode     `json:"ambiguous,omitempty"`
+
+	// params and literals are Path split once when the table is read: the parameters'
+	// names in order, and the text before, between and after them (len(params)+1 parts).
+	params, literals []string
+}
+
+// PathParams returns the names of the path template's parameters, in order (of a row that
+// Endpoints or EndpointOf returned).
+func (e Endpoint) PathParams() []string { return e.params }
+
+// ExpandPath returns the path with its i-th parameter replaced by value(i) (of a row that
+// Endpoints or EndpointOf returned).
+func (e Endpoint) ExpandPath(value func(i int) string) string {
+	var b strings.Builder
+	for i, lit := range e.literals {
+		if i > 0 {
+			b.WriteString(value(i - 1))
+		}
+		b.WriteString(lit)
+	}
+	return b.String()
+}
+
+// splitPath splits a path template at its {parameters}.
+func splitPath(path string) (params, literals []string) {
+	for {
+		open := strings.IndexByte(path, '{')
+		end := strings.IndexByte(path[max(open, 0):], '}')
+		if open < 0 || end < 0 {
+			return params, append(literals, path)
+		}
+		end += open
+		literals = append(literals, path[:open])
+		params = append(params, path[open+1:end])
+		path = path[end+1:]
+	}
 }
 
 // endpoints decodes the embedded table once; a table that does not decode is a build
@@ -37,6 +74,10 @@ var endpoints = sync.OnceValue(func() map[string]Endpoint {
 	}
 	if err := json.Unmarshal(operationsJSON, &t); err != nil {
 		panic("api: operations.json: " + err.Error())
+	}
+	for id, e := range t.Operations {
+		e.params, e.literals = splitPath(e.Path)
+		t.Operations[id] = e
 	}
 	return t.Operations
 })

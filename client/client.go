@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -178,21 +177,17 @@ func (rq *call) resolve(body []byte) error {
 		return fmt.Errorf("ledger: %s is no operation of the service", rq.op)
 	}
 	rq.method, rq.ambiguous = e.Method, e.Ambiguous
-	names := paramRE.FindAllString(e.Path, -1)
+	names := e.PathParams()
 	if len(names) != len(rq.params) {
 		return fmt.Errorf("ledger: %s (%s %s) takes %d path parameters, given %d", rq.op, e.Method, e.Path, len(names), len(rq.params))
 	}
 	for i, v := range rq.params {
 		// As the other SDKs do: an empty segment would name another route, or none.
 		if v == "" {
-			return fmt.Errorf("ledger: %s: %s is required", rq.op, strings.Trim(names[i], "{}"))
+			return fmt.Errorf("ledger: %s: %s is required", rq.op, names[i])
 		}
 	}
-	n := 0
-	rq.path = paramRE.ReplaceAllStringFunc(e.Path, func(string) string {
-		n++
-		return seg(rq.params[n-1])
-	})
+	rq.path = e.ExpandPath(func(i int) string { return seg(rq.params[i]) })
 	cls := e.Repeat
 	if len(e.WhenBody) > 0 && body != nil {
 		var v any
@@ -215,9 +210,6 @@ func (rq *call) resolve(body []byte) error {
 	rq.repeat = r
 	return nil
 }
-
-// paramRE is a parameter of a path template.
-var paramRE = regexp.MustCompile(`\{\w+\}`)
 
 // present says whether the dotted member of a JSON value is there and not null, false or
 // empty (api/retry.json's whenBody rule).
