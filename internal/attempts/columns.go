@@ -59,6 +59,11 @@ var (
 	insertColumns            = sqldb.InsertColumns(table)
 )
 
+// Columns and SQLiteColumns are columns and sqliteColumns for the packages that read the
+// attempt beside this one (history's listings and feed), so that a column added here is
+// answered there too.
+var Columns, SQLiteColumns = columns, sqliteColumns
+
 // insertValues is the insert's placeholders in order ("?1, ?2, ..." or "@p1, ...").
 func insertValues(placeholder string) string { return sqldb.InsertValues(table, placeholder) }
 

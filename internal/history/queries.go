@@ -55,12 +55,6 @@ var querySets sqldb.QuerySets[queries]
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }
 
-// attemptColumns are attempts.Attempt's columns (internal/attempts reads the same list).
-const attemptColumns = `AttemptId, RunId, StepId, TenantId, ProjectId, EnvironmentId, LeaseId, FencingToken, SnapshotId,
-ReleaseId, AdapterVersion, AgentId, ModelProfileId, State, Phase, CorrectionCount, MaxCorrections, LastCheckpointId,
-ContextSnapshotRef, OutcomeHash, CancellationObservedAt, StartedAt, EndedAt, Version, ErrorCode, ErrorMessage,
-ErrorDetails`
-
 const checkpointColumns = `CheckpointId, AttemptId, TenantId, Sequence, Phase, AdapterStateRef, AdapterVersion,
 ContextSnapshotRef, Hash, CreatedAt`
 
@@ -70,12 +64,11 @@ Status, StartedAt, EndedAt, Version`
 const delegationColumns = `DelegationId, AttemptId, TenantId, ChildRunId, ChildAgentId, Purpose, Depth, Status,
 CreatedAt, Version`
 
-// The same lists as SQLite's statements answer them: each time column as text, which the
+// The attempt's columns are attempts.Columns and attempts.SQLiteColumns. The same lists as SQLite's statements answer them: each time column as text, which the
 // scan parses (sqldb.ParseTimeText) instead of the driver. A statement that orders by one
 // of them names the column with its table: the bare name is the text's alias there, which
 // no index orders.
 var (
-	sqliteAttemptColumns    = sqliteTimes(attemptColumns, "CancellationObservedAt", "StartedAt", "EndedAt")
 	sqliteCheckpointColumns = sqliteTimes(checkpointColumns, "CreatedAt")
 	sqliteCallColumns       = sqliteTimes(callColumns, "StartedAt", "EndedAt")
 	sqliteDelegationColumns = sqliteTimes(delegationColumns, "CreatedAt")

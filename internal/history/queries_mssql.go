@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -37,7 +38,7 @@ func mssqlListByEnded() string {
 			which = "@p2 = 6" // parked: only when asked for, as the insight does not count it
 		}
 		fmt.Fprintf(&b, `    SELECT b%[1]d.* FROM (
-        SELECT TOP (@p8) `+attemptColumns+`
+        SELECT TOP (@p8) `+attempts.Columns+`
         FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_State_Ended))
         WHERE TenantId = @p1 AND State = %[1]d AND %[2]s AND EndedAt >= @p5 AND EndedAt <= @p6
             AND (EndedAt < @p6 OR AttemptId < @p7)
@@ -45,7 +46,7 @@ func mssqlListByEnded() string {
         ORDER BY EndedAt DESC, AttemptId DESC
     ) AS b%[1]d`, st, which)
 	}
-	return `SELECT TOP (@p8) ` + attemptColumns + ` FROM (
+	return `SELECT TOP (@p8) ` + attempts.Columns + ` FROM (
 ` + b.String() + `
 ) AS u
 ORDER BY u.EndedAt DESC, u.AttemptId DESC
@@ -56,7 +57,7 @@ var mssqlQueries = queries{
 	// listByTenant: IX_Attempts_Tenant_Started pinned (INDEX hint): a backward range seek from
 	// the bound in index order, TOP stops after a page whatever the cursor's depth; the
 	// catch-all filters are residuals, so one cached plan serves every combination.
-	listByTenant: `SELECT TOP (@p8) ` + attemptColumns + `
+	listByTenant: `SELECT TOP (@p8) ` + attempts.Columns + `
 FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_Started))
 WHERE TenantId = @p1 AND StartedAt >= @p5 AND StartedAt <= @p6
     AND (StartedAt < @p6 OR AttemptId < @p7)
@@ -67,7 +68,7 @@ OPTION (MAXDOP 1);`,
 
 	// listByRun: IX_Attempts_Run_Step seek on RunId, a sort of the run's attempts (one per
 	// claim), TOP. 0 rows: another tenant's run looks empty, as a missing one.
-	listByRun: `SELECT TOP (@p9) ` + attemptColumns + `
+	listByRun: `SELECT TOP (@p9) ` + attempts.Columns + `
 FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Run_Step))
 WHERE RunId = @p2 AND TenantId = @p1 AND StartedAt >= @p6 AND StartedAt <= @p7
     AND (StartedAt < @p7 OR AttemptId < @p8)
@@ -91,7 +92,7 @@ OPTION (MAXDOP 1);`,
 
 	// changes: IX_Attempts_Tenant_Version pinned, forward range @p2 <= Version < cap, TOP in
 	// index order. 0 rows: nothing changed (yet).
-	changes: `SELECT TOP (@p5) ` + attemptColumns + `
+	changes: `SELECT TOP (@p5) ` + attempts.Columns + `
 FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_Version))
 WHERE TenantId = @p1 AND Version >= CAST(@p2 AS binary(8))
     AND (Version > CAST(@p2 AS binary(8)) OR AttemptId > @p3)

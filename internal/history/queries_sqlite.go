@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -38,27 +39,27 @@ func sqliteListByEnded() string {
 		if st == 6 {
 			which = "?2 = 6" // parked: only when asked for, as the insight does not count it
 		}
-		fmt.Fprintf(&b, `    SELECT * FROM (SELECT `+sqliteAttemptColumns+`
+		fmt.Fprintf(&b, `    SELECT * FROM (SELECT `+attempts.SQLiteColumns+`
     FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_State_Ended
     WHERE TenantId = ?1 AND State = %d AND %s AND EndedAt >= ?5 AND (EndedAt, AttemptId) < (?6, ?7)
         AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4) AND `+sqliteInsightFilters(9, 10, 11, 12)+`
     ORDER BY ExecutionAttempts.EndedAt DESC, AttemptId DESC LIMIT ?8)`, st, which)
 	}
-	return `SELECT ` + attemptColumns + ` FROM (
+	return `SELECT ` + attempts.Columns + ` FROM (
 ` + b.String() + `
 )
 ORDER BY EndedAt DESC, AttemptId DESC LIMIT ?8`
 }
 
 var sqliteQueries = queries{
-	listByTenant: `SELECT ` + sqliteAttemptColumns + `
+	listByTenant: `SELECT ` + attempts.SQLiteColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_Started
 WHERE TenantId = ?1 AND StartedAt >= ?5 AND (StartedAt, AttemptId) < (?6, ?7)
     AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4)
     AND ` + sqliteInsightFilters(9, 10, 11, 12) + `
 ORDER BY ExecutionAttempts.StartedAt DESC, AttemptId DESC LIMIT ?8`,
 
-	listByRun: `SELECT ` + sqliteAttemptColumns + `
+	listByRun: `SELECT ` + attempts.SQLiteColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Run_Step
 WHERE RunId = ?2 AND TenantId = ?1 AND StartedAt >= ?6 AND (StartedAt, AttemptId) < (?7, ?8)
     AND (?3 IS NULL OR State = ?3) AND (?4 IS NULL OR AgentId = ?4) AND (?5 IS NULL OR ProjectId = ?5)
@@ -73,7 +74,7 @@ ORDER BY ExecutionAttempts.StartedAt DESC, AttemptId DESC LIMIT ?9`,
 
 	// One statement stamps one Version on every row it writes, so Version alone is not a
 	// key: the keyset is (Version, AttemptId).
-	changes: `SELECT ` + sqliteAttemptColumns + `
+	changes: `SELECT ` + attempts.SQLiteColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_Version
 WHERE TenantId = ?1 AND (Version, AttemptId) > (?2, ?3) AND Version < ?4
 ORDER BY Version, AttemptId LIMIT ?5`,
