@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -66,13 +67,10 @@ func (c *console) attemptsPage(ctx echo.Context) error {
 	if lf.To, err = parseTime(f.EndedTo); err != nil {
 		problems = append(problems, "“ended before” is not a time")
 	}
-	if cur := q.Get("cursor"); cur != "" {
-		v.Later = true
-		if ac, ok := decodeCursor[attemptCursor](cur); !ok {
-			problems = append(problems, "the page link is damaged; start again from the first page")
-		} else {
-			lf.After = &history.ListCursor{StartedAt: ac.EndedAt, AttemptID: ac.AttemptID}
-		}
+	ac, later, ok := pageCursor[attemptCursor](q, &problems)
+	v.Later = later
+	if ok {
+		lf.After = &history.ListCursor{StartedAt: ac.EndedAt, AttemptID: ac.AttemptID}
 	}
 	if len(problems) > 0 {
 		v.Problem = strings.Join(problems, "; ")
@@ -147,13 +145,10 @@ func (c *console) callsPage(ctx echo.Context) error {
 	} else {
 		lf.ReportedUsage = reported != nil && *reported
 	}
-	if cur := q.Get("cursor"); cur != "" {
-		v.Later = true
-		if cc, ok := decodeCursor[callCursor](cur); !ok {
-			problems = append(problems, "the page link is damaged; start again from the first page")
-		} else {
-			lf.After = &calls.TenantCursor{At: cc.At, CallID: cc.CallID}
-		}
+	cc, later, ok := pageCursor[callCursor](q, &problems)
+	v.Later = later
+	if ok {
+		lf.After = &calls.TenantCursor{At: cc.At, CallID: cc.CallID}
 	}
 	if len(problems) > 0 {
 		v.Problem = strings.Join(problems, "; ")
@@ -171,6 +166,19 @@ func (c *console) callsPage(ctx echo.Context) error {
 	})
 	v.Calls = cs
 	return c.render(ctx, http.StatusOK, "calls", page{Title: "Calls", Nav: "insights", Data: v})
+}
+
+// pageCursor reads a list page's cursor: ok with a readable one; later says one was given
+// (a damaged one adds the problem every list states, and lists from the first page).
+func pageCursor[C any](q url.Values, problems *[]string) (c C, later, ok bool) {
+	cur := q.Get("cursor")
+	if cur == "" {
+		return c, false, false
+	}
+	if c, ok = decodeCursor[C](cur); !ok {
+		*problems = append(*problems, "the page link is damaged; start again from the first page")
+	}
+	return c, true, ok
 }
 
 // parseFlag reads an optional true/false filter; false is refused beside the value it

@@ -273,13 +273,10 @@ func (c *console) runsPage(ctx echo.Context) error {
 	if to != nil {
 		lf.AfterQueuedAt, lf.AfterRunID = to, uuid.Nil // before "to", exclusive
 	}
-	if cur := q.Get("cursor"); cur != "" {
-		v.Later = true
-		if rc, ok := decodeCursor[runCursor](cur); !ok {
-			problems = append(problems, "the page link is damaged; start again from the first page")
-		} else if to == nil || rc.QueuedAt.Before(*to) {
-			lf.AfterQueuedAt, lf.AfterRunID = &rc.QueuedAt, rc.RunID
-		}
+	rc, later, ok := pageCursor[runCursor](q, &problems)
+	v.Later = later
+	if ok && (to == nil || rc.QueuedAt.Before(*to)) {
+		lf.AfterQueuedAt, lf.AfterRunID = &rc.QueuedAt, rc.RunID
 	}
 	if len(problems) > 0 {
 		v.Problem = strings.Join(problems, "; ")
