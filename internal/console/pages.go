@@ -312,6 +312,9 @@ type runView struct {
 	Confirm, Done, Message string
 	// ForkPoints are the checkpoints a fork may start from (none: no fork is offered).
 	ForkPoints []forkPoint
+	// ForkKey is the fork confirmation's idempotency key, new on each confirmation page,
+	// so the form sent twice (a double click, a resend) makes one fork.
+	ForkKey string
 	// Waiting lists what a parked run waits for (DESIGN.md section 5b): its open
 	// decisions and children.
 	Waiting []waitingRow
@@ -393,6 +396,13 @@ func (c *console) renderRun(ctx echo.Context, status int, message string) error 
 	v.ForkPoints = forkPoints(v.Attempts)
 	if v.Confirm == "fork" && len(v.ForkPoints) == 0 {
 		v.Confirm = ""
+	}
+	if v.Confirm == "fork" {
+		b := make([]byte, 18)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		v.ForkKey = forkKeyPrefix + base64.RawURLEncoding.EncodeToString(b)
 	}
 	// One read each, whatever the number of attempts or the length of the chain.
 	if v.Delegations, err = c.Delegations.ListByRun(rctx, tenant, id, childrenLimit+1); err != nil {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,8 +129,18 @@ func TestRunForkFromTheConsole(t *testing.T) {
 	}
 	tn.Must(http.StatusCreated, "POST", cl.Path("/checkpoints"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
 		"sequence": 0, "phase": "acting", "adapterStateRef": "s3://s/0", "adapterVersion": "1.0", "hash": "h0"}).Decode(t, &cp)
-	if _, page := get(t, c, s, path+"?confirm=fork"); !strings.Contains(page, `id="confirm-fork"`) || !strings.Contains(page, cp.CheckpointID) {
+	_, confirm := get(t, c, s, path+"?confirm=fork")
+	if !strings.Contains(confirm, `id="confirm-fork"`) || !strings.Contains(confirm, cp.CheckpointID) {
 		t.Fatal("the fork's confirmation does not offer the attempt's checkpoint")
+	}
+	// The confirmation names its fork once: a double click or a resent form makes one fork.
+	m := regexp.MustCompile(`name="forkKey" value="([^"]+)"`).FindStringSubmatch(confirm)
+	if m == nil {
+		t.Fatal("the fork's confirmation carries no key of its own")
+	}
+	forkKey := m[1]
+	if _, again := get(t, c, s, path+"?confirm=fork"); strings.Contains(again, forkKey) {
+		t.Fatal("two confirmations share one fork key")
 	}
 	post := func(form url.Values) (int, string) {
 		t.Helper()
@@ -148,9 +159,20 @@ func TestRunForkFromTheConsole(t *testing.T) {
 	if st, _ := post(url.Values{"csrf": {csrf}, "checkpointId": {"not-a-uuid"}}); st != http.StatusBadRequest {
 		t.Fatalf("fork from a malformed checkpoint: %d", st)
 	}
-	st, loc := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}})
+	if st, _ := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}, "forkKey": {"my-own-key"}}); st != http.StatusBadRequest {
+		t.Fatalf("fork under a key the console did not make: %d", st)
+	}
+	st, loc := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}, "forkKey": {forkKey}})
 	if st != http.StatusSeeOther || !strings.HasSuffix(loc, "?done=fork") {
 		t.Fatalf("fork: %d %s", st, loc)
+	}
+	if st, again := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}, "forkKey": {forkKey}}); st != http.StatusSeeOther || again != loc {
+		t.Fatalf("the same confirmation again: %d %s, want the first fork %s", st, again, loc)
+	}
+	var list struct{ Items []api.RunItem }
+	tn.Must(http.StatusOK, "GET", "/v1/runs?subject=fork-1", tn.Admin, nil).Decode(t, &list)
+	if len(list.Items) != 2 {
+		t.Fatalf("%d runs of the subject after one fork confirmed twice, want 2", len(list.Items))
 	}
 	forkID := strings.TrimSuffix(strings.TrimPrefix(loc, "/ui/runs/"), "?done=fork")
 	var last struct {
