@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 )
@@ -97,5 +99,31 @@ func TestBulkActionFromTheRunsList(t *testing.T) {
 		"filter": map[string]any{"hasError": false}}).Decode(t, &op)
 	if op.Matched != 1 {
 		t.Errorf("the API's dry run with hasError=false matched %d, want 1", op.Matched)
+	}
+}
+
+// TestOperationPageFollowsProgress: the page of a running operation follows its progress
+// by itself, and stops asking once the operation has finished.
+func TestOperationPageFollowsProgress(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	r := tn.Enqueue("bulk-live", "batch")
+	var op api.Operation
+	tn.Must(http.StatusAccepted, "POST", "/v1/runs/bulk", tn.Admin, map[string]any{"action": "cancel",
+		"runIds": []string{r.RunID.String()}}).Decode(t, &op)
+	ctx := tab(t)
+	signIn(t, ctx, s, tn.Admin)
+	do(t, ctx, chromedp.Navigate(s.URL+"/ui/operations/"+op.OperationID.String()), chromedp.WaitVisible(chromedp.CSS("#op-state")))
+	if got := text(t, ctx, "#op-state"); got != "running" {
+		t.Fatalf("a new operation's page says %q", got)
+	}
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`window.sameDocument = true`))
+	if _, err := s.App.Operations.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, `document.querySelector("#op-state").textContent === "succeeded" && document.querySelector("#op-done").textContent.startsWith("1 ")`)
+	if !eval[bool](t, ctx, `window.sameDocument === true && !document.querySelector("#operation [hx-trigger], [hx-trigger][hx-get*='/ui/operations/']")`) {
+		t.Fatal("the page was reloaded, or still polls a finished operation")
 	}
 }
