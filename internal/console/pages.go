@@ -1,10 +1,12 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -437,6 +439,10 @@ type attemptView struct {
 	Attempt  attempts.Attempt
 	Timeline []timelineRow
 	Next     string
+	// Failure is the error the attempt ended with; FailureDetails its details indented
+	// for reading (the stack an SDK Worker sends).
+	Failure        *attempts.Failure
+	FailureDetails string
 	// Usage is what the attempt's calls reported: tokens and cost.
 	Usage calls.Totals
 }
@@ -469,7 +475,15 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := attemptView{Attempt: a}
+	v := attemptView{Attempt: a, Failure: a.Failure()}
+	if v.Failure != nil && v.Failure.Details != "" {
+		var b bytes.Buffer
+		if json.Indent(&b, []byte(v.Failure.Details), "", "  ") == nil {
+			v.FailureDetails = b.String()
+		} else {
+			v.FailureDetails = v.Failure.Details
+		}
+	}
 	if v.Usage, err = c.Calls.AttemptUsage(rctx, tenant, id); err != nil {
 		return err
 	}

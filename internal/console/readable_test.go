@@ -68,7 +68,8 @@ func TestReadableAtAGlance(t *testing.T) {
 		t.Fatal("claim found nothing")
 	}
 	tn.Must(http.StatusOK, "POST", cRun.Path("/complete"), tn.Runtime, map[string]any{"fencingToken": cRun.Lease.FencingToken,
-		"state": "failed", "error": map[string]any{"code": errCode, "message": "the upstream did not answer"}})
+		"state": "failed", "error": map[string]any{"code": errCode, "message": "the upstream did not answer",
+			"details": map[string]any{"type": "UpstreamTimeout", "stack": []string{"at call (" + strings.Repeat("deep/", 40) + "tool.ts:12:3)", "at handler (worker.ts:40:9)"}}}})
 	// Insights read the roll-ups: bring them up to what has committed.
 	if err := s.App.CatchUpFeed(context.Background()); err != nil {
 		t.Fatal(err)
@@ -93,6 +94,20 @@ func TestReadableAtAGlance(t *testing.T) {
 			do(t, ctx, chromedp.Navigate(s.URL+"/ui/runs?outcome=failed"), chromedp.WaitVisible(chromedp.CSS("#runs")))
 			if title := eval[string](t, ctx, `document.querySelector("#runs .error-code").title`); title != errCode+": the upstream did not answer" {
 				t.Errorf("%d px: the failed run's error reads %q on hover, want its code and message", width, title)
+			}
+
+			// The attempt page says why the attempt failed: code, message and the details the
+			// SDK sent (its stack), on screen when opened.
+			do(t, ctx, chromedp.Navigate(s.URL+"/ui/attempts/"+cRun.Attempt.AttemptID.String()), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+			if got := eval[string](t, ctx, `(document.querySelector("#attempt-error") || {textContent: ""}).textContent.replace(/\s+/g, " ").trim()`); !strings.HasPrefix(got, errCode+": the upstream did not answer") ||
+				!strings.Contains(got, "UpstreamTimeout") || !strings.Contains(got, "worker.ts:40:9") {
+				t.Errorf("%d px: the attempt's error reads %q, want its code, message and details", width, got)
+			} else {
+				do(t, ctx, chromedp.Click(chromedp.CSS("#attempt-error summary")))
+				if off := eval[[]string](t, ctx, offScreen(`#attempt-error pre`)); len(off) > 0 {
+					t.Errorf("%d px: the error's details run off screen: %q", width, off)
+				}
+				shot(t, ctx, fmt.Sprintf("readable-attempt-error-%d", width))
 			}
 
 			// The decisions inbox: Subject, Recommendation and Answer of each row on screen.
