@@ -300,6 +300,8 @@ func (c *console) runsPage(ctx echo.Context) error {
 type runView struct {
 	Run      runs.Run
 	Attempts []attempts.Attempt
+	// Tags are the run's tags, each linked to the runs list of its tag.
+	Tags []string
 	// Delegations are every attempt's delegated children, oldest first.
 	Delegations []delegations.Delegation
 	// Chain is the continuation chain, oldest first, with this run in it.
@@ -385,6 +387,11 @@ func (c *console) renderRun(ctx echo.Context, status int, message string) error 
 		return c.orNotFound(ctx, err)
 	}
 	v := runView{Run: run, Message: message, CanCancel: run.State != api.RunEnded, CanContinue: run.State == api.RunEnded}
+	if len(run.Tags) > 0 {
+		if err := json.Unmarshal(run.Tags, &v.Tags); err != nil {
+			return fmt.Errorf("read run tags: %w", err)
+		}
+	}
 	if message == "" && ctx.Request().Method == http.MethodGet {
 		v.Confirm, v.Done = runConfirm(ctx, run), ctx.QueryParam("done")
 	}

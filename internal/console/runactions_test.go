@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
 )
@@ -181,5 +183,42 @@ func TestRunForkFromTheConsole(t *testing.T) {
 	tn.Must(http.StatusOK, "GET", "/v1/runs/"+forkID+"/checkpoints/last", tn.Admin, nil).Decode(t, &last)
 	if last.CheckpointID != cp.CheckpointID || forkID == run.RunID.String() {
 		t.Fatalf("the fork %s resumes from %s, want %s", forkID, last.CheckpointID, cp.CheckpointID)
+	}
+}
+
+// TestRunPageShowsTagsMetadataAndFork: what an enqueue labelled the run with (tags, each a
+// link to the runs with it, and metadata) and the checkpoint a fork started from are on
+// the run page, as the API answers them.
+func TestRunPageShowsTagsMetadataAndFork(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	c, _, _ := httpSession(t, s, tn.Admin)
+	var run api.Run
+	tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{"subject": "labelled", "kind": "review", "projectId": "p1",
+		"agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString(), "tags": []string{"urgent", "team a"},
+		"metadata": map[string]any{"pr": 42}}).Decode(t, &run)
+	_, page := get(t, c, s, "/ui/runs/"+run.RunID.String())
+	for _, want := range []string{`<a href="/ui/runs?tag=urgent">urgent</a>`, `<a href="/ui/runs?tag=team%20a">team a</a>`, `<pre id="metadata">{&#34;pr&#34;:42}</pre>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %s", want)
+		}
+	}
+	cl, ok, _ := tn.Claim(600, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	var cp struct {
+		CheckpointID string `json:"checkpointId"`
+	}
+	tn.Must(http.StatusCreated, "POST", cl.Path("/checkpoints"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+		"sequence": 0, "phase": "acting", "adapterStateRef": "s3://s/0", "adapterVersion": "1.0", "hash": "h0"}).Decode(t, &cp)
+	var fork api.Run
+	tn.Must(http.StatusCreated, "POST", "/v1/runs/"+run.RunID.String()+"/fork", tn.Admin, map[string]any{"checkpointId": cp.CheckpointID}).Decode(t, &fork)
+	if _, page := get(t, c, s, "/ui/runs/"+fork.RunID.String()); !strings.Contains(page, `id="forked-from"`) || !strings.Contains(page, cp.CheckpointID) {
+		t.Error("the fork's page does not say which checkpoint it was forked from")
+	}
+	if _, page := get(t, c, s, "/ui/runs/"+run.RunID.String()); strings.Contains(page, `id="forked-from"`) {
+		t.Error("a run that is no fork says it was forked")
 	}
 }
