@@ -6,9 +6,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"maps"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -40,8 +40,7 @@ var lenientEnums = map[string]bool{"ProblemCode": true}
 // database's CHECK constraint as 409 instead of 400 naming its field.
 func TestEveryEnumIsChecked(t *testing.T) {
 	t.Parallel()
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,15 @@ func TestEveryEnumIsChecked(t *testing.T) {
 	for _, e := range enums() {
 		checked[reflect.TypeOf(e).Elem().Name()] = true
 	}
-	for _, f := range pkgs["api"].Files {
+	fset := token.NewFileSet()
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Recv == nil || fn.Name.Name != "EnumValues" {
