@@ -386,7 +386,7 @@ func (c *console) renderRun(ctx echo.Context, status int, message string) error 
 	if err != nil {
 		return c.orNotFound(ctx, err)
 	}
-	v := runView{Run: run, Message: message, CanCancel: run.State != api.RunEnded, CanContinue: run.State == api.RunEnded}
+	v := runView{Run: run, Message: message, CanCancel: run.State != api.RunEnded, CanContinue: run.State == api.RunEnded && !run.NoAttemptLeft()}
 	if len(run.Tags) > 0 {
 		if err := json.Unmarshal(run.Tags, &v.Tags); err != nil {
 			return fmt.Errorf("read run tags: %w", err)

@@ -28,7 +28,7 @@ func runConfirm(ctx echo.Context, run runs.Run) string {
 			return "cancel"
 		}
 	case "continue":
-		if run.State == api.RunEnded {
+		if run.State == api.RunEnded && !run.NoAttemptLeft() {
 			return "continue"
 		}
 	case "fork":

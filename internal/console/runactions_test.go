@@ -222,3 +222,37 @@ func TestRunPageShowsTagsMetadataAndFork(t *testing.T) {
 		t.Error("a run that is no fork says it was forked")
 	}
 }
+
+// TestExhaustedRunOffersNoContinue: a run that spent its attempts cannot be continued
+// (409 attempts_exhausted), so its page offers no Continue button nor its confirmation,
+// while an ended run with attempts left does.
+func TestExhaustedRunOffersNoContinue(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	c, _, _ := httpSession(t, s, tn.Admin)
+	enqueue := func(subject string, maxAttempts int) api.Run {
+		var r api.Run
+		tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{"subject": subject, "kind": "review", "projectId": "p1",
+			"agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString(), "maxAttempts": maxAttempts}).Decode(t, &r)
+		cl, ok, _ := tn.Claim(600, nil)
+		if !ok || cl.Run.RunID != r.RunID {
+			t.Fatal("the claim did not lease the run")
+		}
+		tn.Must(http.StatusOK, "POST", cl.Path("/release"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "charge": true})
+		return r
+	}
+	spent, left := enqueue("spent", 1), enqueue("left", 2)
+	tn.Must(http.StatusOK, "POST", "/v1/runs/"+left.RunID.String()+"/cancel", tn.Admin, nil)
+	tn.Must(http.StatusConflict, "POST", "/v1/runs/"+spent.RunID.String()+"/continue", tn.Admin, nil)
+	path := "/ui/runs/" + spent.RunID.String()
+	if _, page := get(t, c, s, path); strings.Contains(page, `id="continue-run"`) {
+		t.Error("a run that spent its attempts offers Continue")
+	}
+	if _, page := get(t, c, s, path+"?confirm=continue"); strings.Contains(page, `id="confirm-continue"`) {
+		t.Error("a run that spent its attempts asks to confirm a continue")
+	}
+	if _, page := get(t, c, s, "/ui/runs/"+left.RunID.String()); !strings.Contains(page, `id="continue-run"`) {
+		t.Error("an ended run with an attempt left offers no Continue")
+	}
+}
