@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -125,5 +126,62 @@ func TestOperationPageFollowsProgress(t *testing.T) {
 	waitFor(t, ctx, `document.querySelector("#op-state").textContent === "succeeded" && document.querySelector("#op-done").textContent.startsWith("1 ")`)
 	if !eval[bool](t, ctx, `window.sameDocument === true && !document.querySelector("#operation [hx-trigger], [hx-trigger][hx-get*='/ui/operations/']")`) {
 		t.Fatal("the page was reloaded, or still polls a finished operation")
+	}
+}
+
+// TestBulkConfirmationIsOneOperation: a confirmation sent twice (a double click) is one
+// operation; the same action reviewed and confirmed again later is a new one, over the
+// runs that match then.
+func TestBulkConfirmationIsOneOperation(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	c, csrf, _ := httpSession(t, s, tn.Admin)
+	post := func(form url.Values) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", s.URL+"/ui/runs/bulk", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, r.Header.Get("Location"), string(b)
+	}
+	key := regexp.MustCompile(`name="opKey" value="([^"]+)"`)
+	review := func() url.Values {
+		t.Helper()
+		st, _, body := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {"state=queued"}})
+		m := key.FindStringSubmatch(body)
+		if st != http.StatusOK || m == nil {
+			t.Fatalf("review: %d, key %v", st, m)
+		}
+		return url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {"state=queued"}, "confirmed": {"1"}, "opKey": {m[1]}}
+	}
+	tn.Enqueue("once-1", "batch")
+	form := review()
+	_, first, _ := post(form)
+	if _, again, _ := post(form); again != first || !strings.HasPrefix(first, "/ui/operations/") {
+		t.Fatalf("one confirmation sent twice: %s then %s", first, again)
+	}
+	if _, err := s.App.Operations.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	late := tn.Enqueue("once-2", "batch")
+	_, second, _ := post(review())
+	if second == first || !strings.HasPrefix(second, "/ui/operations/") {
+		t.Fatalf("a second review and confirmation answered %s (the first was %s)", second, first)
+	}
+	if _, err := s.App.Operations.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got api.Run
+	tn.Must(http.StatusOK, "GET", "/v1/runs/"+late.RunID.String(), tn.Admin, nil).Decode(t, &got)
+	if got.State != api.RunEnded {
+		t.Fatalf("the run queued since the first is %v", got.State)
+	}
+	if st, _, _ := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "runId": {late.RunID.String()}, "confirmed": {"1"}, "opKey": {"mine"}}); st != http.StatusBadRequest {
+		t.Fatalf("a key the console did not make: %d", st)
 	}
 }
