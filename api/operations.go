@@ -16,6 +16,21 @@ var bulkActionNames = names{string(BulkCancel), string(BulkContinue)}
 func (v BulkAction) String() string     { return string(v) }
 func (v BulkAction) Valid() bool        { _, ok := bulkActionNames.index(string(v)); return ok }
 func (BulkAction) EnumValues() []string { return bulkActionNames.values() }
+func (v BulkAction) MarshalText() ([]byte, error) {
+	return bulkActionNames.marshalString(string(v), "bulk action")
+}
+func (v *BulkAction) UnmarshalText(b []byte) error {
+	s, err := bulkActionNames.unmarshalString(b)
+	*v = BulkAction(s)
+	return err
+}
+func (v *BulkAction) UnmarshalJSON(b []byte) error {
+	s, err := bulkActionNames.jsonString(b)
+	if err != nil {
+		return err
+	}
+	return v.UnmarshalText(s)
+}
 
 // MaxBulkRunIDs bounds runIds in a bulk request; MaxBulkMatched bounds what one operation
 // matches (more is bulk_too_large: narrow the filter).
@@ -68,6 +83,21 @@ var operationStateNames = names{string(OperationDryRun), string(OperationRunning
 func (v OperationState) String() string     { return string(v) }
 func (v OperationState) Valid() bool        { _, ok := operationStateNames.index(string(v)); return ok }
 func (OperationState) EnumValues() []string { return operationStateNames.values() }
+func (v OperationState) MarshalText() ([]byte, error) {
+	return operationStateNames.marshalString(string(v), "operation state")
+}
+func (v *OperationState) UnmarshalText(b []byte) error {
+	s, err := operationStateNames.unmarshalString(b)
+	*v = OperationState(s)
+	return err
+}
+func (v *OperationState) UnmarshalJSON(b []byte) error {
+	s, err := operationStateNames.jsonString(b)
+	if err != nil {
+		return err
+	}
+	return v.UnmarshalText(s)
+}
 
 // OperationSkips counts the matched runs an operation left as they were, by reason.
 type OperationSkips struct {

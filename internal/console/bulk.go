@@ -1,6 +1,8 @@
 package console
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -28,7 +30,13 @@ type bulkView struct {
 	Query   string // the runs list's filters, as its query string
 	Matched int64
 	Problem string
+	// OpKey is the confirmation's idempotency key, new on each review: the confirmation
+	// sent twice is one operation, the action reviewed again later a new one.
+	OpKey string
 }
+
+// opKeyPrefix starts the idempotency key of a bulk action confirmed in the console.
+const opKeyPrefix = "console-bulk:"
 
 // bulkRequest reads the form: action, the ticked runId values or all=1 with the list's
 // query (filter), decoded by the API's strict decoder.
@@ -102,9 +110,22 @@ func (c *console) bulkRuns(ctx echo.Context) error {
 	s := sessionOf(ctx)
 	caller := runs.Caller{TenantID: s.TenantID, KeyID: s.KeyID}
 	req.DryRun = formValue(ctx, "confirmed") != "1"
+	if req.DryRun {
+		b := make([]byte, 18)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		v.OpKey = opKeyPrefix + base64.RawURLEncoding.EncodeToString(b)
+	} else if k := formValue(ctx, "opKey"); k != "" {
+		if !strings.HasPrefix(k, opKeyPrefix) || len(k) > 64 {
+			v.Problem = "The confirmation is damaged; review the action again."
+			return c.render(ctx, http.StatusBadRequest, "bulk", page{Title: "Bulk action", Nav: "runs", Data: v})
+		}
+		req.IdempotencyKey = &k
+	}
 	op, _, err := c.Operations.Create(ctx.Request().Context(), caller, req)
 	switch {
-	case apperr.Is(err, api.CodeBulkTooLarge), apperr.Is(err, api.CodeInvalidRequest):
+	case apperr.Is(err, api.CodeBulkTooLarge), apperr.Is(err, api.CodeInvalidRequest), apperr.Is(err, api.CodeIdempotencyKeyReused):
 		v.Problem = refusal("The bulk action was refused", err)
 		return c.render(ctx, http.StatusUnprocessableEntity, "bulk", page{Title: "Bulk action", Nav: "runs", Data: v})
 	case err != nil:

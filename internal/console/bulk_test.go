@@ -5,8 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
@@ -97,5 +100,88 @@ func TestBulkActionFromTheRunsList(t *testing.T) {
 		"filter": map[string]any{"hasError": false}}).Decode(t, &op)
 	if op.Matched != 1 {
 		t.Errorf("the API's dry run with hasError=false matched %d, want 1", op.Matched)
+	}
+}
+
+// TestOperationPageFollowsProgress: the page of a running operation follows its progress
+// by itself, and stops asking once the operation has finished.
+func TestOperationPageFollowsProgress(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	r := tn.Enqueue("bulk-live", "batch")
+	var op api.Operation
+	tn.Must(http.StatusAccepted, "POST", "/v1/runs/bulk", tn.Admin, map[string]any{"action": "cancel",
+		"runIds": []string{r.RunID.String()}}).Decode(t, &op)
+	ctx := tab(t)
+	signIn(t, ctx, s, tn.Admin)
+	do(t, ctx, chromedp.Navigate(s.URL+"/ui/operations/"+op.OperationID.String()), chromedp.WaitVisible(chromedp.CSS("#op-state")))
+	if got := text(t, ctx, "#op-state"); got != "running" {
+		t.Fatalf("a new operation's page says %q", got)
+	}
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`window.sameDocument = true`))
+	if _, err := s.App.Operations.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, `document.querySelector("#op-state").textContent === "succeeded" && document.querySelector("#op-done").textContent.startsWith("1 ")`)
+	if !eval[bool](t, ctx, `window.sameDocument === true && !document.querySelector("#operation [hx-trigger], [hx-trigger][hx-get*='/ui/operations/']")`) {
+		t.Fatal("the page was reloaded, or still polls a finished operation")
+	}
+}
+
+// TestBulkConfirmationIsOneOperation: a confirmation sent twice (a double click) is one
+// operation; the same action reviewed and confirmed again later is a new one, over the
+// runs that match then.
+func TestBulkConfirmationIsOneOperation(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	c, csrf, _ := httpSession(t, s, tn.Admin)
+	post := func(form url.Values) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", s.URL+"/ui/runs/bulk", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, r.Header.Get("Location"), string(b)
+	}
+	key := regexp.MustCompile(`name="opKey" value="([^"]+)"`)
+	review := func() url.Values {
+		t.Helper()
+		st, _, body := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {"state=queued"}})
+		m := key.FindStringSubmatch(body)
+		if st != http.StatusOK || m == nil {
+			t.Fatalf("review: %d, key %v", st, m)
+		}
+		return url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {"state=queued"}, "confirmed": {"1"}, "opKey": {m[1]}}
+	}
+	tn.Enqueue("once-1", "batch")
+	form := review()
+	_, first, _ := post(form)
+	if _, again, _ := post(form); again != first || !strings.HasPrefix(first, "/ui/operations/") {
+		t.Fatalf("one confirmation sent twice: %s then %s", first, again)
+	}
+	if _, err := s.App.Operations.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	late := tn.Enqueue("once-2", "batch")
+	_, second, _ := post(review())
+	if second == first || !strings.HasPrefix(second, "/ui/operations/") {
+		t.Fatalf("a second review and confirmation answered %s (the first was %s)", second, first)
+	}
+	if _, err := s.App.Operations.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got api.Run
+	tn.Must(http.StatusOK, "GET", "/v1/runs/"+late.RunID.String(), tn.Admin, nil).Decode(t, &got)
+	if got.State != api.RunEnded {
+		t.Fatalf("the run queued since the first is %v", got.State)
+	}
+	if st, _, _ := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "runId": {late.RunID.String()}, "confirmed": {"1"}, "opKey": {"mine"}}); st != http.StatusBadRequest {
+		t.Fatalf("a key the console did not make: %d", st)
 	}
 }

@@ -1,10 +1,12 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -298,6 +300,8 @@ func (c *console) runsPage(ctx echo.Context) error {
 type runView struct {
 	Run      runs.Run
 	Attempts []attempts.Attempt
+	// Tags are the run's tags, each linked to the runs list of its tag.
+	Tags []string
 	// Delegations are every attempt's delegated children, oldest first.
 	Delegations []delegations.Delegation
 	// Chain is the continuation chain, oldest first, with this run in it.
@@ -312,6 +316,9 @@ type runView struct {
 	Confirm, Done, Message string
 	// ForkPoints are the checkpoints a fork may start from (none: no fork is offered).
 	ForkPoints []forkPoint
+	// ForkKey is the fork confirmation's idempotency key, new on each confirmation page,
+	// so the form sent twice (a double click, a resend) makes one fork.
+	ForkKey string
 	// Waiting lists what a parked run waits for (DESIGN.md section 5b): its open
 	// decisions and children.
 	Waiting []waitingRow
@@ -379,7 +386,12 @@ func (c *console) renderRun(ctx echo.Context, status int, message string) error 
 	if err != nil {
 		return c.orNotFound(ctx, err)
 	}
-	v := runView{Run: run, Message: message, CanCancel: run.State != api.RunEnded, CanContinue: run.State == api.RunEnded}
+	v := runView{Run: run, Message: message, CanCancel: run.State != api.RunEnded, CanContinue: run.State == api.RunEnded && !run.NoAttemptLeft()}
+	if len(run.Tags) > 0 {
+		if err := json.Unmarshal(run.Tags, &v.Tags); err != nil {
+			return fmt.Errorf("read run tags: %w", err)
+		}
+	}
 	if message == "" && ctx.Request().Method == http.MethodGet {
 		v.Confirm, v.Done = runConfirm(ctx, run), ctx.QueryParam("done")
 	}
@@ -393,6 +405,13 @@ func (c *console) renderRun(ctx echo.Context, status int, message string) error 
 	v.ForkPoints = forkPoints(v.Attempts)
 	if v.Confirm == "fork" && len(v.ForkPoints) == 0 {
 		v.Confirm = ""
+	}
+	if v.Confirm == "fork" {
+		b := make([]byte, 18)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		v.ForkKey = forkKeyPrefix + base64.RawURLEncoding.EncodeToString(b)
 	}
 	// One read each, whatever the number of attempts or the length of the chain.
 	if v.Delegations, err = c.Delegations.ListByRun(rctx, tenant, id, childrenLimit+1); err != nil {
@@ -427,6 +446,10 @@ type attemptView struct {
 	Attempt  attempts.Attempt
 	Timeline []timelineRow
 	Next     string
+	// Failure is the error the attempt ended with; FailureDetails its details indented
+	// for reading (the stack an SDK Worker sends).
+	Failure        *attempts.Failure
+	FailureDetails string
 	// Usage is what the attempt's calls reported: tokens and cost.
 	Usage calls.Totals
 }
@@ -459,7 +482,15 @@ func (c *console) attemptPage(ctx echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := attemptView{Attempt: a}
+	v := attemptView{Attempt: a, Failure: a.Failure()}
+	if v.Failure != nil && v.Failure.Details != "" {
+		var b bytes.Buffer
+		if json.Indent(&b, []byte(v.Failure.Details), "", "  ") == nil {
+			v.FailureDetails = b.String()
+		} else {
+			v.FailureDetails = v.Failure.Details
+		}
+	}
 	if v.Usage, err = c.Calls.AttemptUsage(rctx, tenant, id); err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ func TestReadableAtAGlance(t *testing.T) {
 	s := apitest.New(t, apitest.Config{Serve: true})
 	tn := s.NewTenant(t)
 	agent := "bench-agent-with-a-long-name-" + strings.Repeat("x", 30)
+	errCode := "upstream.timeout.of-the-" + strings.Repeat("x", 30)
 
 	// Run A asks three decisions: one answered, one that expires, one left pending until
 	// the attempt ends (cancelled). Run B asks one that stays pending.
@@ -58,6 +59,17 @@ func TestReadableAtAGlance(t *testing.T) {
 		t.Fatal("claim found nothing")
 	}
 	ask(b, map[string]any{"kind": "approval", "recommendation": strings.Repeat("ship it after the review ", 10)})
+	// Run C fails with a code longer than its cell.
+	tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{"subject": "c", "kind": "review", "projectId": "p1",
+		"agentId": agent, "stepId": uuid.NewString(), "snapshotId": uuid.NewString()})
+	s.Clock.Advance(12 * time.Second)
+	cRun, ok, _ := tn.Claim(600, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	tn.Must(http.StatusOK, "POST", cRun.Path("/complete"), tn.Runtime, map[string]any{"fencingToken": cRun.Lease.FencingToken,
+		"state": "failed", "error": map[string]any{"code": errCode, "message": "the upstream did not answer",
+			"details": map[string]any{"type": "UpstreamTimeout", "stack": []string{"at call (" + strings.Repeat("deep/", 40) + "tool.ts:12:3)", "at handler (worker.ts:40:9)"}}}})
 	// Insights read the roll-ups: bring them up to what has committed.
 	if err := s.App.CatchUpFeed(context.Background()); err != nil {
 		t.Fatal(err)
@@ -76,6 +88,26 @@ func TestReadableAtAGlance(t *testing.T) {
 				if off := eval[[]string](t, ctx, offScreen(`#runs thead th`)); len(off) > 0 {
 					t.Errorf("%d px: runs headers off screen: %q", width, off)
 				}
+			}
+			// A run's error code is cut with its state cell: the cell's title names it whole,
+			// with the message.
+			do(t, ctx, chromedp.Navigate(s.URL+"/ui/runs?outcome=failed"), chromedp.WaitVisible(chromedp.CSS("#runs")))
+			if title := eval[string](t, ctx, `document.querySelector("#runs .error-code").title`); title != errCode+": the upstream did not answer" {
+				t.Errorf("%d px: the failed run's error reads %q on hover, want its code and message", width, title)
+			}
+
+			// The attempt page says why the attempt failed: code, message and the details the
+			// SDK sent (its stack), on screen when opened.
+			do(t, ctx, chromedp.Navigate(s.URL+"/ui/attempts/"+cRun.Attempt.AttemptID.String()), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+			if got := eval[string](t, ctx, `(document.querySelector("#attempt-error") || {textContent: ""}).textContent.replace(/\s+/g, " ").trim()`); !strings.HasPrefix(got, errCode+": the upstream did not answer") ||
+				!strings.Contains(got, "UpstreamTimeout") || !strings.Contains(got, "worker.ts:40:9") {
+				t.Errorf("%d px: the attempt's error reads %q, want its code, message and details", width, got)
+			} else {
+				do(t, ctx, chromedp.Click(chromedp.CSS("#attempt-error summary")))
+				if off := eval[[]string](t, ctx, offScreen(`#attempt-error pre`)); len(off) > 0 {
+					t.Errorf("%d px: the error's details run off screen: %q", width, off)
+				}
+				shot(t, ctx, fmt.Sprintf("readable-attempt-error-%d", width))
 			}
 
 			// The decisions inbox: Subject, Recommendation and Answer of each row on screen.
@@ -99,6 +131,28 @@ func TestReadableAtAGlance(t *testing.T) {
 			if len(small) > 0 {
 				t.Errorf("%d px: chart labels under 10 px: %q", width, small)
 			}
+			// Each legend's series have colours of their own (one colour, one meaning), and
+			// every bar part is drawn in its series' colour, not the SVG default.
+			legends := eval[[]string](t, ctx, `[...document.querySelectorAll("ul.legend")].map(u => [...u.querySelectorAll("li")].map(li =>
+			    li.textContent.trim() + "=" + getComputedStyle(li.querySelector(".sw")).backgroundColor))`+
+				`.filter(l => l.some(x => x.endsWith("rgba(0, 0, 0, 0)")) || new Set(l.map(x => x.split("=")[1])).size < l.length).map(l => l.join(", "))`)
+			if len(legends) > 0 {
+				t.Errorf("%d px: legends with a colour missing or shared: %q", width, legends)
+			}
+			uncoloured := eval[[]string](t, ctx, `[...document.querySelectorAll("svg.chart rect[class^='c-']")].filter(r =>
+			    getComputedStyle(r).fill === "rgb(0, 0, 0)").map(r => r.getAttribute("class"))`)
+			if len(uncoloured) > 0 {
+				t.Errorf("%d px: bar parts without a colour: %q", width, uncoloured)
+			}
+			// The bucket labels of the series tables fit their column.
+			cut := eval[[]string](t, ctx, `[...document.querySelectorAll("tr[data-bucket] th")].filter(th => th.scrollWidth > th.clientWidth).map(th =>
+			    th.textContent.trim() + " " + th.scrollWidth + ">" + th.clientWidth)`)
+			if n := eval[int](t, ctx, `document.querySelectorAll("tr[data-bucket] th").length`); n == 0 {
+				t.Fatalf("%d px: the insights page lists no bucket", width)
+			}
+			if len(cut) > 0 {
+				t.Errorf("%d px: bucket labels cut: %q", width, cut)
+			}
 			// A cut group name has its whole name in its cell's title, and the cell stays bounded.
 			cell := eval[[]any](t, ctx, `(() => { const th = document.querySelector('#t-runs-ended-groups tbody th');
 			    return [th.title, th.textContent.trim(), th.getBoundingClientRect().width <= th.closest("table").getBoundingClientRect().width / 2]; })()`)
@@ -116,7 +170,7 @@ func TestReadableAtAGlance(t *testing.T) {
 				t.Errorf("%d px: claim latency legend %q", width, legend)
 			}
 			durs := eval[[]string](t, ctx, `[...document.querySelectorAll('#t-claim-latency tbody td')].map(td => td.textContent.trim())`)
-			if len(durs) != 3 || durs[0] != "2" || !strings.HasSuffix(durs[1], " s") || !strings.HasSuffix(durs[2], " s") {
+			if len(durs) != 3 || durs[0] != "3" || !strings.HasSuffix(durs[1], " s") || !strings.HasSuffix(durs[2], " s") {
 				t.Errorf("%d px: claim latency row %q, want a count and two durations in seconds", width, durs)
 			}
 			// The decisions table: every request is in exactly one column.

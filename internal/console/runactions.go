@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -27,7 +28,7 @@ func runConfirm(ctx echo.Context, run runs.Run) string {
 			return "cancel"
 		}
 	case "continue":
-		if run.State == api.RunEnded {
+		if run.State == api.RunEnded && !run.NoAttemptLeft() {
 			return "continue"
 		}
 	case "fork":
@@ -50,22 +51,35 @@ func forkPoints(as []attempts.Attempt) []forkPoint {
 
 type forkPoint struct{ ID, Label string }
 
+// forkKeyPrefix starts the idempotency key of a fork confirmed in the console, so the
+// tenant's own keys (enqueue's and the API's forks') never meet one by chance.
+const forkKeyPrefix = "console-fork:"
+
 func (c *console) forkRun(ctx echo.Context) error {
 	id, err := c.pathUUID(ctx, "runId")
 	if err != nil {
 		return c.notFound(ctx)
 	}
 	s := sessionOf(ctx)
-	raw, _ := json.Marshal(map[string]any{"checkpointId": formValue(ctx, "checkpointId")})
+	body := map[string]any{"checkpointId": formValue(ctx, "checkpointId")}
+	if key := formValue(ctx, "forkKey"); key != "" {
+		if !strings.HasPrefix(key, forkKeyPrefix) {
+			return c.runRefused(ctx, http.StatusBadRequest, "The fork's confirmation is damaged; open it again.")
+		}
+		body["idempotencyKey"] = key
+	}
+	raw, _ := json.Marshal(body)
 	var req api.ForkRequest
 	if err := web.BindJSON(ctx, raw, &req); err != nil {
 		return c.runRefused(ctx, http.StatusBadRequest, refusal("The fork was refused", err))
 	}
 	fork, _, err := c.Runs.Fork(ctx.Request().Context(), runs.Caller{TenantID: s.TenantID, KeyID: s.KeyID}, id,
-		runs.Fork{CheckpointID: req.CheckpointID})
+		runs.Fork{CheckpointID: req.CheckpointID, IdempotencyKey: req.IdempotencyKey})
 	switch {
 	case err == nil:
 		return ctx.Redirect(http.StatusSeeOther, "/ui/runs/"+fork.RunID.String()+"?done=fork")
+	case apperr.Is(err, api.CodeIdempotencyKeyReused):
+		return c.runRefused(ctx, http.StatusConflict, "This confirmation already forked the run from another checkpoint; open the fork again.")
 	case apperr.Is(err, api.CodeInvalidRequest):
 		return c.runRefused(ctx, http.StatusBadRequest, refusal("The fork was refused", err))
 	default:

@@ -4,9 +4,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/apitest"
@@ -128,8 +131,18 @@ func TestRunForkFromTheConsole(t *testing.T) {
 	}
 	tn.Must(http.StatusCreated, "POST", cl.Path("/checkpoints"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
 		"sequence": 0, "phase": "acting", "adapterStateRef": "s3://s/0", "adapterVersion": "1.0", "hash": "h0"}).Decode(t, &cp)
-	if _, page := get(t, c, s, path+"?confirm=fork"); !strings.Contains(page, `id="confirm-fork"`) || !strings.Contains(page, cp.CheckpointID) {
+	_, confirm := get(t, c, s, path+"?confirm=fork")
+	if !strings.Contains(confirm, `id="confirm-fork"`) || !strings.Contains(confirm, cp.CheckpointID) {
 		t.Fatal("the fork's confirmation does not offer the attempt's checkpoint")
+	}
+	// The confirmation names its fork once: a double click or a resent form makes one fork.
+	m := regexp.MustCompile(`name="forkKey" value="([^"]+)"`).FindStringSubmatch(confirm)
+	if m == nil {
+		t.Fatal("the fork's confirmation carries no key of its own")
+	}
+	forkKey := m[1]
+	if _, again := get(t, c, s, path+"?confirm=fork"); strings.Contains(again, forkKey) {
+		t.Fatal("two confirmations share one fork key")
 	}
 	post := func(form url.Values) (int, string) {
 		t.Helper()
@@ -148,9 +161,20 @@ func TestRunForkFromTheConsole(t *testing.T) {
 	if st, _ := post(url.Values{"csrf": {csrf}, "checkpointId": {"not-a-uuid"}}); st != http.StatusBadRequest {
 		t.Fatalf("fork from a malformed checkpoint: %d", st)
 	}
-	st, loc := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}})
+	if st, _ := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}, "forkKey": {"my-own-key"}}); st != http.StatusBadRequest {
+		t.Fatalf("fork under a key the console did not make: %d", st)
+	}
+	st, loc := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}, "forkKey": {forkKey}})
 	if st != http.StatusSeeOther || !strings.HasSuffix(loc, "?done=fork") {
 		t.Fatalf("fork: %d %s", st, loc)
+	}
+	if st, again := post(url.Values{"csrf": {csrf}, "checkpointId": {cp.CheckpointID}, "forkKey": {forkKey}}); st != http.StatusSeeOther || again != loc {
+		t.Fatalf("the same confirmation again: %d %s, want the first fork %s", st, again, loc)
+	}
+	var list struct{ Items []api.RunItem }
+	tn.Must(http.StatusOK, "GET", "/v1/runs?subject=fork-1", tn.Admin, nil).Decode(t, &list)
+	if len(list.Items) != 2 {
+		t.Fatalf("%d runs of the subject after one fork confirmed twice, want 2", len(list.Items))
 	}
 	forkID := strings.TrimSuffix(strings.TrimPrefix(loc, "/ui/runs/"), "?done=fork")
 	var last struct {
@@ -159,5 +183,76 @@ func TestRunForkFromTheConsole(t *testing.T) {
 	tn.Must(http.StatusOK, "GET", "/v1/runs/"+forkID+"/checkpoints/last", tn.Admin, nil).Decode(t, &last)
 	if last.CheckpointID != cp.CheckpointID || forkID == run.RunID.String() {
 		t.Fatalf("the fork %s resumes from %s, want %s", forkID, last.CheckpointID, cp.CheckpointID)
+	}
+}
+
+// TestRunPageShowsTagsMetadataAndFork: what an enqueue labelled the run with (tags, each a
+// link to the runs with it, and metadata) and the checkpoint a fork started from are on
+// the run page, as the API answers them.
+func TestRunPageShowsTagsMetadataAndFork(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	c, _, _ := httpSession(t, s, tn.Admin)
+	var run api.Run
+	tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{"subject": "labelled", "kind": "review", "projectId": "p1",
+		"agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString(), "tags": []string{"urgent", "team a"},
+		"metadata": map[string]any{"pr": 42}}).Decode(t, &run)
+	_, page := get(t, c, s, "/ui/runs/"+run.RunID.String())
+	for _, want := range []string{`<a href="/ui/runs?tag=urgent">urgent</a>`, `<a href="/ui/runs?tag=team%20a">team a</a>`, `<pre id="metadata">{&#34;pr&#34;:42}</pre>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %s", want)
+		}
+	}
+	cl, ok, _ := tn.Claim(600, nil)
+	if !ok {
+		t.Fatal("claim found nothing")
+	}
+	var cp struct {
+		CheckpointID string `json:"checkpointId"`
+	}
+	tn.Must(http.StatusCreated, "POST", cl.Path("/checkpoints"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
+		"sequence": 0, "phase": "acting", "adapterStateRef": "s3://s/0", "adapterVersion": "1.0", "hash": "h0"}).Decode(t, &cp)
+	var fork api.Run
+	tn.Must(http.StatusCreated, "POST", "/v1/runs/"+run.RunID.String()+"/fork", tn.Admin, map[string]any{"checkpointId": cp.CheckpointID}).Decode(t, &fork)
+	if _, page := get(t, c, s, "/ui/runs/"+fork.RunID.String()); !strings.Contains(page, `id="forked-from"`) || !strings.Contains(page, cp.CheckpointID) {
+		t.Error("the fork's page does not say which checkpoint it was forked from")
+	}
+	if _, page := get(t, c, s, "/ui/runs/"+run.RunID.String()); strings.Contains(page, `id="forked-from"`) {
+		t.Error("a run that is no fork says it was forked")
+	}
+}
+
+// TestExhaustedRunOffersNoContinue: a run that spent its attempts cannot be continued
+// (409 attempts_exhausted), so its page offers no Continue button nor its confirmation,
+// while an ended run with attempts left does.
+func TestExhaustedRunOffersNoContinue(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, apitest.Config{Serve: true})
+	tn := s.NewTenant(t)
+	c, _, _ := httpSession(t, s, tn.Admin)
+	enqueue := func(subject string, maxAttempts int) api.Run {
+		var r api.Run
+		tn.Must(http.StatusCreated, "POST", "/v1/runs", tn.Runtime, map[string]any{"subject": subject, "kind": "review", "projectId": "p1",
+			"agentId": "a1", "stepId": uuid.NewString(), "snapshotId": uuid.NewString(), "maxAttempts": maxAttempts}).Decode(t, &r)
+		cl, ok, _ := tn.Claim(600, nil)
+		if !ok || cl.Run.RunID != r.RunID {
+			t.Fatal("the claim did not lease the run")
+		}
+		tn.Must(http.StatusOK, "POST", cl.Path("/release"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken, "charge": true})
+		return r
+	}
+	spent, left := enqueue("spent", 1), enqueue("left", 2)
+	tn.Must(http.StatusOK, "POST", "/v1/runs/"+left.RunID.String()+"/cancel", tn.Admin, nil)
+	tn.Must(http.StatusConflict, "POST", "/v1/runs/"+spent.RunID.String()+"/continue", tn.Admin, nil)
+	path := "/ui/runs/" + spent.RunID.String()
+	if _, page := get(t, c, s, path); strings.Contains(page, `id="continue-run"`) {
+		t.Error("a run that spent its attempts offers Continue")
+	}
+	if _, page := get(t, c, s, path+"?confirm=continue"); strings.Contains(page, `id="confirm-continue"`) {
+		t.Error("a run that spent its attempts asks to confirm a continue")
+	}
+	if _, page := get(t, c, s, "/ui/runs/"+left.RunID.String()); !strings.Contains(page, `id="continue-run"`) {
+		t.Error("an ended run with an attempt left offers no Continue")
 	}
 }

@@ -21,7 +21,8 @@ func Routes(s *web.Server, store *Store) {
 			"GET /v1/operations/{operationId} shows its progress. cancel ends a queued run cancelled and asks a leased " +
 			"run's holder to stop (as POST /v1/runs/{runId}/cancel); continue continues an ended run (as POST " +
 			"/v1/runs/{runId}/continue). A run that cannot take the action is skipped and counted by reason. An exact " +
-			"repeat of the body (or of its idempotencyKey) answers 200 with the same operation. dryRun answers 200 " +
+			"repeat of its idempotencyKey, or of a body without one within 10 minutes (a retry), answers 200 with the " +
+			"same operation; the same body asked for later is a new operation. dryRun answers 200 " +
 			"with the count and stores nothing.",
 		Roles: []string{ad}, Body: api.BulkRunsRequest{},
 		Example: api.BulkRunsRequest{Action: api.BulkCancel, Filter: &api.BulkFilter{State: api.Ptr(api.RunQueued),

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -115,8 +116,9 @@ func (s *Store) Create(ctx context.Context, c Caller, req api.BulkRunsRequest) (
 	if err != nil {
 		return api.Operation{}, false, err
 	}
+	keyed := req.IdempotencyKey != nil
 	if !req.DryRun {
-		if op, found, err := s.byRequest(ctx, c.TenantID, key, digest); err != nil || found {
+		if op, found, err := s.byRequest(ctx, c.TenantID, key, keyed, digest); err != nil || found {
 			return op, false, err
 		}
 	}
@@ -138,6 +140,10 @@ func (s *Store) Create(ctx context.Context, c Caller, req api.BulkRunsRequest) (
 			return err
 		}
 		id := tx.Dialect.NewID()
+		key := key
+		if !keyed {
+			key = windowed(key, now)
+		}
 		_, err = tx.ExecContext(ctx, s.q.insert, c.TenantID, id, key, digest, string(req.Action), tx.Dialect.NullText(req.Reason),
 			len(ids), tx.Dialect.Time(now), c.KeyID)
 		if sqldb.IsConflict(err, "UX_Operations_Request", "Operations.TenantId, Operations.RequestKey") {
@@ -170,7 +176,8 @@ func (s *Store) Create(ctx context.Context, c Caller, req api.BulkRunsRequest) (
 }
 
 // requestKey names a request for its exact repeats: the idempotency key when there is one,
-// else the digest of the body (dryRun aside: a dry run stores nothing).
+// else the digest of the body (dryRun aside: a dry run stores nothing), which is windowed
+// (repeatWindow) where it is stored and looked up.
 func requestKey(req api.BulkRunsRequest) (key, digest string, err error) {
 	req.DryRun = false
 	body, err := json.Marshal(req)
@@ -185,10 +192,36 @@ func requestKey(req api.BulkRunsRequest) (key, digest string, err error) {
 	return "body:" + digest, digest, nil
 }
 
-func (s *Store) byRequest(ctx context.Context, tenantID, key, digest string) (api.Operation, bool, error) {
+// repeatWindow is how far apart two requests with the same body and no idempotencyKey are
+// still one request: a retry finds the operation the first made, while the same action asked
+// for again later (the filter matching runs that came since) is a new operation. An unkeyed
+// request's key names the window it came in; a repeat looks in its window and the one
+// before, so one within repeatWindow of the first always finds it, one past twice that never.
+const repeatWindow = 10 * time.Minute
+
+// windowed is an unkeyed request's key in the window of at.
+func windowed(key string, at time.Time) string {
+	return key + "@" + strconv.FormatInt(at.Unix()/int64(repeatWindow/time.Second), 10)
+}
+
+// byRequest finds the operation an exact repeat names: by its idempotency key (keyed), or by
+// its body within repeatWindow.
+func (s *Store) byRequest(ctx context.Context, tenantID, key string, keyed bool, digest string) (api.Operation, bool, error) {
 	var op Operation
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
-		return tx.GetContext(ctx, &op, s.q.byRequest, tenantID, key)
+		if keyed {
+			return tx.GetContext(ctx, &op, s.q.byRequest, tenantID, key)
+		}
+		now, err := tx.Now(ctx)
+		if err != nil {
+			return err
+		}
+		for _, at := range []time.Time{now, now.Add(-repeatWindow)} {
+			if err = tx.GetContext(ctx, &op, s.q.byRequest, tenantID, windowed(key, at)); !errors.Is(err, sqldb.ErrNotFound) {
+				return err
+			}
+		}
+		return err
 	})
 	switch {
 	case errors.Is(err, sqldb.ErrNotFound):

@@ -344,3 +344,45 @@ func TestTooManyMatchedIsRefused(t *testing.T) {
 		t.Fatalf("at the bound: %+v", op)
 	}
 }
+
+// The same request without an idempotencyKey is a repeat while it is a retry's distance
+// from the first (within repeatWindow it finds the first's operation); asked for again
+// later it is a new operation over what matches then. Before, a cancel of the same filter
+// a day later answered the old operation and cancelled nothing.
+func TestSameBodyLaterIsANewOperation(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.enqueue(w.tenant, 3, "nightly")
+	req := api.BulkRunsRequest{Action: api.BulkCancel, Filter: &api.BulkFilter{Tag: api.Ptr("nightly"), State: api.Ptr(api.RunQueued)}}
+	first := w.create(w.tenant, req)
+	for _, d := range []time.Duration{time.Second, 4 * time.Minute, 5 * time.Minute} {
+		w.clock.Advance(d)
+		again, created, err := w.store.Create(w.ctx, w.caller(w.tenant), req)
+		if err != nil || created || *again.OperationID != *first.OperationID {
+			t.Fatalf("a repeat %v after the first: %+v created=%v %v", d, again, created, err)
+		}
+	}
+	if _, err := w.runner("r1", 100).Tick(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	late := w.enqueue(w.tenant, 3, "nightly")
+	w.clock.Advance(25 * time.Minute)
+	next, created, err := w.store.Create(w.ctx, w.caller(w.tenant), req)
+	if err != nil || !created || *next.OperationID == *first.OperationID || next.Matched != 1 {
+		t.Fatalf("the same request 35 min later: %+v created=%v %v", next, created, err)
+	}
+	if _, err := w.runner("r1", 100).Tick(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.get(w.tenant, late.RunID); got.State != api.RunEnded {
+		t.Fatalf("the run queued since is %v", got.State)
+	}
+	// A keyed request is its key's, whenever it comes.
+	keyed := req
+	keyed.IdempotencyKey = api.Ptr("weekly-1")
+	k := w.create(w.tenant, keyed)
+	w.clock.Advance(48 * time.Hour)
+	if again, created, err := w.store.Create(w.ctx, w.caller(w.tenant), keyed); err != nil || created || *again.OperationID != *k.OperationID {
+		t.Fatalf("a keyed repeat two days later: %+v created=%v %v", again, created, err)
+	}
+}

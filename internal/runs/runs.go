@@ -133,6 +133,10 @@ type Run struct {
 	Purged bool `db:"-"`
 }
 
+// NoAttemptLeft reports whether the run has spent all its attempts: a continuation, which
+// starts one attempt past it, would be past MaxAttempts (attempts_exhausted).
+func (r Run) NoAttemptLeft() bool { return r.Attempt >= r.MaxAttempts }
+
 // Lease is what a claim hands the holder: every write it makes presents FencingToken.
 type Lease struct {
 	LeaseID      uuid.UUID

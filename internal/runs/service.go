@@ -617,7 +617,7 @@ func (s *Service) ContinueTx(ctx context.Context, tx *sqldb.Tx, c Caller, runID 
 		return Run{}, false, apperr.New(api.CodeIllegalTransition, "only an ended run can be continued; this one is %s", old.State)
 	}
 	spent := old.Attempt + 1
-	if spent > old.MaxAttempts {
+	if old.NoAttemptLeft() {
 		return Run{}, false, apperr.New(api.CodeAttemptsExhausted, "the run has spent %d of %d attempts", old.Attempt, old.MaxAttempts)
 	}
 	now, err := tx.Now(ctx)

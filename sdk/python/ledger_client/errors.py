@@ -27,42 +27,56 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 def error_of(exc: BaseException) -> AttemptError:
     """Describes a handler's exception for the ledger: the code is its own ``error_code``
     when that is a valid code (1 to 64 of a-z, 0-9, '_', '.', '-'), else its type's name
-    lowered ("ValueError" is "valueerror"; a type outside the builtins keeps its module:
-    "mypkg.upstreambusy"); the message is its own, cut to the service's bound; the details
-    hold the type, the traceback and the chain of causes. The Worker's own markers (Permanent
-    and RetryAfter raised ``from`` an error) are taken off first: they say how to settle, not
-    what went wrong."""
+    lowered ("ValueError" is "valueerror"; a type outside the builtins and the script being
+    run keeps its module: "mypkg.upstreambusy"); the message is its own, cut to the service's
+    bound; the details hold the type, the traceback and the chain of causes. The Worker's own
+    markers (Permanent and RetryAfter raised ``from`` an error, or while one is handled) are
+    taken off first: they say how to settle, not what went wrong; what they say themselves
+    leads the chain."""
     from .worker import Permanent, RetryAfter  # the markers live with the Worker
 
     e = exc
+    said: List[str] = []  # what the markers taken off said, outermost first
     for _ in range(4):
-        if isinstance(e, (Permanent, RetryAfter)) and e.__cause__ is not None:
-            e = e.__cause__
-        else:
+        cause = _cause_of(e) if isinstance(e, (Permanent, RetryAfter)) else None
+        if cause is None:
             break
+        if str(e) and not (isinstance(e, RetryAfter) and str(e) == RetryAfter(e.seconds).args[0]):
+            said.append(_clean(str(e), _MAX_CHAIN_ITEM))
+        e = cause
     own = getattr(e, "error_code", None)
     code = own if isinstance(own, str) and _CODE.match(own) else _code_of_type(type(e))
     details: Dict[str, Any] = {"type": _type_name(type(e))}
     tb = _stack_lines(e)
     if tb:
         details["stack"] = tb
-    chain: List[str] = []
+    chain: List[str] = said[:_MAX_CHAIN]
     cur: Optional[BaseException] = e
     while cur is not None and len(chain) < _MAX_CHAIN:
         chain.append(_clean(str(cur) or type(cur).__name__, _MAX_CHAIN_ITEM))
-        cur = cur.__cause__ or (None if cur.__suppress_context__ else cur.__context__)
+        cur = _cause_of(cur)
     if len(chain) > 1:
         details["chain"] = chain
     return AttemptError(code=code, message=_clean(str(e) or type(e).__name__, _MAX_MESSAGE),
                         details=_bounded(details))
 
 
+def _cause_of(e: BaseException) -> Optional[BaseException]:
+    """The exception e was raised from, or the one being handled when it was raised."""
+    return e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+
+
+# Modules a type's name is given without: the builtins, and the script being run (whose
+# module name, __main__, says nothing of the type).
+_BARE_MODULES = ("builtins", "__main__")
+
+
 def _type_name(t: type) -> str:
-    return t.__qualname__ if t.__module__ == "builtins" else t.__module__ + "." + t.__qualname__
+    return t.__qualname__ if t.__module__ in _BARE_MODULES else t.__module__ + "." + t.__qualname__
 
 
 def _code_of_type(t: type) -> str:
-    name = t.__name__ if t.__module__ == "builtins" else t.__module__ + "." + t.__name__
+    name = t.__name__ if t.__module__ in _BARE_MODULES else t.__module__ + "." + t.__name__
     code = re.sub(r"[^a-z0-9_.-]", "_", name.lower()).strip("_.")[:64]
     return code or "error"
 

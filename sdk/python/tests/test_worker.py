@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import unittest
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import ledger_client as lc
 
@@ -472,3 +472,41 @@ class ErrorOf(unittest.TestCase):
         self.assertTrue(long.startswith("a b") and long.endswith("\u2026"))
         self.assertEqual(sum(2 if ord(c) > 0xFFFF else 1 for c in long), bound)
         self.assertEqual(lc.error_of(ValueError("x" * bound)).message, "x" * bound)
+
+    def test_markers_keep_what_the_handler_said(self) -> None:
+        # raise Permanent("bad input") from e: the cause's type and message, and the
+        # handler's own words first in the chain (they were dropped).
+        try:
+            try:
+                int("x")
+            except ValueError as e:
+                raise lc.Permanent("bad input") from e
+        except lc.Permanent as marker:
+            got = lc.error_of(marker)
+        self.assertEqual((got.code, got.message), ("valueerror", "invalid literal for int() with base 10: 'x'"))
+        assert got.details is not None
+        self.assertEqual(got.details["chain"], ["bad input", "invalid literal for int() with base 10: 'x'"])
+        # raise Permanent("bad input") inside the except, without "from": the exception
+        # being handled is the cause all the same.
+        try:
+            try:
+                empty: Dict[str, int] = {}
+                empty["k"]
+            except KeyError:
+                raise lc.Permanent("no such key")
+        except lc.Permanent as marker:
+            got = lc.error_of(marker)
+        self.assertEqual((got.code, got.message), ("keyerror", "'k'"))
+        assert got.details is not None
+        self.assertEqual(got.details["chain"], ["no such key", "'k'"])
+
+    def test_a_script_s_own_exception_is_named_without_main(self) -> None:
+        class UpstreamBusy(Exception):
+            pass
+
+        UpstreamBusy.__module__ = "__main__"  # as a class of the script run is
+        UpstreamBusy.__qualname__ = "UpstreamBusy"
+        got = lc.error_of(UpstreamBusy("503"))
+        self.assertEqual((got.code, got.message), ("upstreambusy", "503"))
+        assert got.details is not None
+        self.assertEqual(got.details["type"], "UpstreamBusy")

@@ -12,12 +12,15 @@ const maxChainItem = 512;
 const maxDetailsChars = 12 << 10;
 
 const codeAlphabet = /^[a-z0-9_.-]{1,64}$/;
+// Node's own error codes ("ENOENT", "ERR_INVALID_ARG_TYPE"), which it sets on errors whose
+// class is only Error.
+const nodeCode = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 /**
  * errorOf describes what a handler threw for the ledger, as the Worker sends it with the
  * attempt's end: the code is the error's own `code` when it is a valid one (1 to 64 of a-z,
- * 0-9, '_', '.', '-'), else its class name lowered and cut to that alphabet ("TypeError" is
- * "typeerror"; a plain Error is "error"); the message is its own, cut to the service's bound;
+ * 0-9, '_', '.', '-') or one of Node's, lowered ("ENOENT" is "enoent"), else its class name
+ * lowered and cut to that alphabet ("TypeError" is "typeerror"; a plain Error is "error"); the message is its own, cut to the service's bound;
  * the details hold the type, the stack and the chain of causes. The Worker's own markers
  * (permanent, retryAfter) are taken off first: they say how to settle, not what went wrong.
  */
@@ -28,7 +31,12 @@ export function errorOf(thrown: unknown): AttemptError {
     return { code: "thrown", message: cleanText(printable(err), maxMessage), details: { type: typeof err } };
   }
   const own = (err as { code?: unknown }).code;
-  const code = typeof own === "string" && codeAlphabet.test(own) ? own : codeOfName(err.constructor?.name || err.name);
+  const code =
+    typeof own === "string" && codeAlphabet.test(own)
+      ? own
+      : typeof own === "string" && nodeCode.test(own)
+        ? own.toLowerCase()
+        : codeOfName(err.constructor?.name || err.name);
   const details: Record<string, unknown> = { type: err.constructor?.name || err.name };
   if (err.stack) details.stack = stackLines(err.stack);
   const chain: string[] = [];
