@@ -751,8 +751,9 @@ export class Client {
   }
 
   /**
-   * bulkRuns applies an action (cancel, retry, ...) to runs named or matched by a filter, as a
-   * background operation (admin); repeatable with an idempotencyKey. Follow it with getOperation.
+   * bulkRuns applies an action (cancel or continue) to runs named or matched by a filter, as a
+   * background operation (admin). The same body within ten minutes, or the same idempotencyKey
+   * at any time, is the same operation. Follow it with getOperation.
    */
   bulkRuns(req: BulkRunsRequest, o: CallOptions = {}): Promise<Operation> {
     return this.body({ op: "bulkRuns", body: req, signal: o.signal, timeoutMs: o.timeoutMs });
