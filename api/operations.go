@@ -38,6 +38,7 @@ type BulkFilter struct {
 	ErrorCode  *string     `json:"errorCode,omitempty" validate:"omitempty,errcode" doc:"Runs whose last error has this code."`
 	HasError   *bool       `json:"hasError,omitempty" doc:"true: runs whose last error has a code; false: runs without an error; not false with errorCode."`
 	ReleaseID  *string     `json:"releaseId,omitempty" validate:"omitempty,segment=256" doc:"Runs whose latest attempt ran this release."`
+	HasRelease *bool       `json:"hasRelease,omitempty" doc:"true: runs with an attempt (so a release); false: runs never claimed; not false with releaseId."`
 	EndedFrom  *Time       `json:"endedFrom,omitempty" doc:"Runs ended at or after this time."`
 	EndedTo    *Time       `json:"endedTo,omitempty" doc:"Runs ended before this time."`
 	Tag        *string     `json:"tag,omitempty" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`

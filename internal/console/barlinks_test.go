@@ -103,6 +103,18 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		}
 		complete(cl, "failed", "tool_timeout")
 	}
+	// A run never claimed, cancelled: runs ended by release count it as "(none)".
+	enqueue("never-claimed", "agent-3")
+	var unclaimed struct {
+		Items []struct {
+			RunID string `json:"runId"`
+		} `json:"items"`
+	}
+	tn.Must(http.StatusOK, "GET", "/v1/runs?subject=never-claimed", tn.Admin, nil).Decode(t, &unclaimed)
+	if len(unclaimed.Items) != 1 {
+		t.Fatalf("the never-claimed run: %+v", unclaimed)
+	}
+	tn.Must(http.StatusOK, "POST", "/v1/runs/"+unclaimed.Items[0].RunID+"/cancel", tn.Admin, nil)
 	for range 2 {
 		cl := claim("rel-b", 600)
 		tn.Must(http.StatusOK, "POST", cl.Path("/release"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
@@ -188,8 +200,9 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		}
 	}
 	// The rows without a value are linked too: the runs and attempts without an error
-	// (hasError=false) and the calls that named no model (hasModel=false).
-	for _, want := range []string{"errorCode h-runs-ended", "errorCode h-attempts-ended", " h-cost"} {
+	// (hasError=false), the calls that named no model (hasModel=false)
+	// and the runs never claimed (hasRelease=false).
+	for _, want := range []string{"errorCode h-runs-ended", "errorCode h-attempts-ended", " h-cost", "release h-runs-ended"} {
 		if !none[want] {
 			t.Errorf("no linked \"(none)\" bar %q (seen: %v)", want, none)
 		}

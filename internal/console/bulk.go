@@ -60,13 +60,16 @@ func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
 				f[member] = s
 			}
 		}
-		// hasError goes as the boolean the API takes; anything else is refused by its decoder.
-		switch s := strings.TrimSpace(q.Get("hasError")); s {
-		case "true", "false":
-			f["hasError"] = s == "true"
-		case "":
-		default:
-			f["hasError"] = s
+		// hasError and hasRelease go as the booleans the API takes; anything else is refused by
+		// its decoder.
+		for _, name := range []string{"hasError", "hasRelease"} {
+			switch s := strings.TrimSpace(q.Get(name)); s {
+			case "true", "false":
+				f[name] = s == "true"
+			case "":
+			default:
+				f[name] = s
+			}
 		}
 		for form, member := range map[string]string{"from": "queuedFrom", "to": "queuedTo", "endedFrom": "endedFrom", "endedTo": "endedTo"} {
 			t, err := parseTime(q.Get(form))

@@ -237,11 +237,15 @@ func windowQuery(fromName, toName string, from, to time.Time, filter insights.Fi
 }
 
 // setGroup narrows a list link to one group's key (a group's filter replaces the page's).
-// The errorCode group "(none)" (key "") is the rows without an error: hasError=false.
+// The errorCode group "(none)" (key "") is the rows without an error: hasError=false; the
+// release group "(none)" the runs never claimed: hasRelease=false.
 func setGroup(q url.Values, group api.InsightGroup, key string) {
 	switch name := groupParam[group]; {
 	case group == api.GroupErrorCode && key == "":
 		q.Set("hasError", "false")
+	case group == api.GroupRelease && key == "":
+		q.Del("release")
+		q.Set("hasRelease", "false")
 	case name != "" && key != "":
 		q.Set(name, key)
 	}
@@ -293,10 +297,10 @@ func attemptCountLink(link string, n int, orMore bool) string {
 }
 
 // exactGroup says whether the runs list can show exactly a group's rows: not the "other"
-// group (every group past the largest 50) nor the runs without a release (never claimed);
-// the runs without an error are hasError=false (setGroup).
+// group (every group past the largest 50); the runs without an error are hasError=false,
+// those without a release hasRelease=false (setGroup).
 func exactGroup(group api.InsightGroup, k api.InsightGroupKey) bool {
-	return group == "" || (!k.Other && (k.Key != "" || group != api.GroupRelease))
+	return group == "" || !k.Other
 }
 
 func (c *console) readInsights(ctx context.Context, tenant string, w insights.Window, f insights.Filter, v *insightsView) error {

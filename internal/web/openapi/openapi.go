@@ -374,6 +374,10 @@ func (b *docBuilder) queryParams(t reflect.Type) []any {
 		rules := parseRules(api.ExpandLimitTags(f.Tag.Get("validate")))
 		sch := b.valueSchema(f.Type, rules, f.Tag)
 		p := map[string]any{"name": name, "in": "query", "schema": sch, "required": rules.required}
+		if f.Type.Kind() == reflect.Slice {
+			// A list is the parameter repeated, one item each: notAgentId=a&notAgentId=b.
+			p["style"], p["explode"] = "form", true
+		}
 		if d := f.Tag.Get("doc"); d != "" {
 			p["description"] = d
 		}

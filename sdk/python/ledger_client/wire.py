@@ -728,6 +728,8 @@ class BulkFilter:
     """Runs whose last error has this code."""
     has_error: Optional[bool] = _field(default=None, metadata={'json': 'hasError'})
     """true: runs whose last error has a code; false: runs without an error; not false with errorCode."""
+    has_release: Optional[bool] = _field(default=None, metadata={'json': 'hasRelease'})
+    """true: runs with an attempt (so a release); false: runs never claimed; not false with releaseId."""
     kind: Optional[str] = _field(default=None, metadata={'json': 'kind'})
     outcome: Optional[RunOutcome] = _field(default=None, metadata={'json': 'outcome'})
     """Ended runs with this outcome."""

@@ -140,6 +140,8 @@ export interface BulkFilter {
   errorCode?: string;
   /** true: runs whose last error has a code; false: runs without an error; not false with errorCode. */
   hasError?: boolean;
+  /** true: runs with an attempt (so a release); false: runs never claimed; not false with releaseId. */
+  hasRelease?: boolean;
   kind?: string;
   /** Ended runs with this outcome. */
   outcome?: RunOutcome;
@@ -1375,6 +1377,8 @@ export interface ListRunsQuery {
   hasError?: boolean;
   /** Runs whose latest attempt ran this release (as insights group runs by release). */
   releaseId?: string;
+  /** true: runs with an attempt (so a release); false: runs never claimed, without a release (the release insight's "(none)" group); not false with releaseId. */
+  hasRelease?: boolean;
   /** Runs ended at or after this time. */
   endedFrom?: string;
   /** Runs ended before this time. */
@@ -1387,6 +1391,18 @@ export interface ListRunsQuery {
   attemptsMax?: number;
   /** Runs whose first attempt ran this release (as claim latency groups runs by release). */
   firstReleaseId?: string;
+  /** Runs of none of these projects (repeat the parameter, at most 64). */
+  notProjectId?: string[];
+  /** Runs of none of these agents (repeat the parameter, at most 64). */
+  notAgentId?: string[];
+  /** Runs of none of these kinds (repeat the parameter, at most 64). */
+  notKind?: string[];
+  /** Runs whose latest attempt ran none of these releases; runs never claimed are kept (repeat the parameter, at most 64). */
+  notReleaseId?: string[];
+  /** Runs whose last error has none of these codes; runs without an error are kept (repeat the parameter, at most 64). */
+  notErrorCode?: string[];
+  /** Runs whose first attempt ran none of these releases; runs never claimed are kept (repeat the parameter, at most 64). */
+  notFirstReleaseId?: string[];
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -1516,7 +1532,7 @@ export const operations = {
   listProjects: {"method":"GET","path":"/v1/projects","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listReleases: {"method":"GET","path":"/v1/releases","query":["state","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listRunDecisions: {"method":"GET","path":"/v1/runs/{runId}/decisions","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
-  listRuns: {"method":"GET","path":"/v1/runs","query":["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","hasError","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
+  listRuns: {"method":"GET","path":"/v1/runs","query":["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","hasError","releaseId","hasRelease","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","notProjectId","notAgentId","notKind","notReleaseId","notErrorCode","notFirstReleaseId","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listSchedules: {"method":"GET","path":"/v1/schedules","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listTenantCalls: {"method":"GET","path":"/v1/calls","query":["startedFrom","startedTo","endedFrom","endedTo","target","model","hasModel","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listWebhookDeliveries: {"method":"GET","path":"/v1/webhook-deliveries","query":["status","event","webhook","limit","cursor"],"public":false,"roles":["admin"],"repeat":"idempotent"},
