@@ -42,6 +42,12 @@ type BulkFilter struct {
 	EndedFrom  *Time       `json:"endedFrom,omitempty" doc:"Runs ended at or after this time."`
 	EndedTo    *Time       `json:"endedTo,omitempty" doc:"Runs ended before this time."`
 	Tag        *string     `json:"tag,omitempty" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`
+	// The not* lists are the runs list's (an insight's "other" group).
+	NotProjectID []string `json:"notProjectId,omitempty" validate:"omitempty,max=64,dive,segment=64" doc:"Runs of none of these projects (at most 64)."`
+	NotAgentID   []string `json:"notAgentId,omitempty" validate:"omitempty,max=64,dive,segment=128" doc:"Runs of none of these agents (at most 64)."`
+	NotKind      []string `json:"notKind,omitempty" validate:"omitempty,max=64,dive,ident=64" doc:"Runs of none of these kinds (at most 64)."`
+	NotReleaseID []string `json:"notReleaseId,omitempty" validate:"omitempty,max=64,dive,segment=256" doc:"Runs whose latest attempt ran none of these releases; runs never claimed are kept (at most 64)."`
+	NotErrorCode []string `json:"notErrorCode,omitempty" validate:"omitempty,max=64,dive,errcode" doc:"Runs whose last error has none of these codes; runs without an error are kept (at most 64)."`
 }
 
 // BulkRunsRequest is the body of POST /v1/runs/bulk: exactly one of runIds and filter.

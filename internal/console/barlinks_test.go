@@ -31,7 +31,8 @@ type barLink struct {
 // by release (lost attempts), attempts per finished run (runs with that many attempts) and
 // time to first claim (the claimed runs queued in the window), calls per target (the calls
 // started in the window), cost per model (the calls that reported usage, by their end, and
-// the calls that named no model) and decisions by kind (the decisions asked in the window).
+// the calls that named no model) and decisions by kind (the decisions asked in the window);
+// "(none)" and "other" (the groups past the named ones: more agents than insights name) too.
 func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	t.Parallel()
 	s := apitest.New(t, apitest.Config{Serve: true})
@@ -58,9 +59,10 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		}
 		tn.Must(http.StatusOK, "POST", cl.Path("/complete"), tn.Runtime, body)
 	}
-	// The first hour: 55 runs of one attempt each, more than a page of every list.
+	// The first hour: 55 runs of one attempt each, more than a page of every list, each of
+	// its own agent: grouped by agent, more groups than insights name (the rest are "other").
 	for i := range 55 {
-		enqueue(fmt.Sprintf("bulk-%d", i), "agent-1")
+		enqueue(fmt.Sprintf("bulk-%d", i), fmt.Sprintf("agent-1-%02d", i))
 	}
 	for range 55 {
 		complete(claim(tn.Release, 600), "succeeded", "")
@@ -155,7 +157,7 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	// Every bar is a link: a plain group (a bar no list can show exactly) fails the test.
 	const readUnlinked = `[...document.querySelectorAll("section.chart-box")].flatMap(sec => [...sec.querySelectorAll("svg g:has(> rect.hit)")].map(
 	    g => sec.getAttribute("aria-labelledby") + ": " + g.querySelector("title").textContent))`
-	none := map[string]bool{}
+	none, other := map[string]bool{}, map[string]bool{}
 	number := regexp.MustCompile(`(?:^|, )(\d+) `)
 	counted := map[string]int64{}
 	charts := map[string]int{}
@@ -170,6 +172,9 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		for _, b := range bars {
 			if strings.HasPrefix(b.Title, "(none)") {
 				none[group+" "+b.Chart] = true
+			}
+			if strings.HasPrefix(b.Title, "other") {
+				other[group+" "+b.Chart] = true
 			}
 			// A bar of counts says them in its tooltip: they sum to what its link lists.
 			if b.Chart != "h-latency" && b.Chart != "h-cost" {
@@ -205,6 +210,13 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	for _, want := range []string{"errorCode h-runs-ended", "errorCode h-attempts-ended", " h-cost", "release h-runs-ended"} {
 		if !none[want] {
 			t.Errorf("no linked \"(none)\" bar %q (seen: %v)", want, none)
+		}
+	}
+	// Grouped by agent there are more agents than insights name: the "other" group, linked
+	// to the rows of none of the named agents.
+	for _, want := range []string{"agent h-runs-ended", "agent h-attempts-ended", "agent h-latency"} {
+		if !other[want] {
+			t.Errorf("no linked \"other\" bar %q (seen: %v)", want, other)
 		}
 	}
 	if !paged {

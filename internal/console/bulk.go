@@ -46,7 +46,7 @@ func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
 		}
 		// The bulk filter has no attempt count: widening the action past the list shown
 		// would act on runs the admin did not see.
-		for _, name := range []string{"attemptsMin", "attemptsMax", "firstRelease"} {
+		for _, name := range []string{"attemptsMin", "attemptsMax", "firstRelease", "notFirstRelease"} {
 			if strings.TrimSpace(q.Get(name)) != "" {
 				return api.BulkRunsRequest{}, v, apperr.FieldsInvalid(api.FieldError{Field: "filter." + name,
 					Reason: "a bulk action cannot select by the run's attempts; tick the runs instead"})
@@ -58,6 +58,13 @@ func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
 			"release": "releaseId", "tag": "tag"} {
 			if s := strings.TrimSpace(q.Get(form)); s != "" {
 				f[member] = s
+			}
+		}
+		// The not* lists (an insight's "other" group) go as the arrays the API takes.
+		for form, member := range map[string]string{"notProject": "notProjectId", "notAgent": "notAgentId", "notKind": "notKind",
+			"notRelease": "notReleaseId", "notErrorCode": "notErrorCode"} {
+			if vs := q[form]; len(vs) > 0 {
+				f[member] = vs
 			}
 		}
 		// hasError and hasRelease go as the booleans the API takes; anything else is refused by

@@ -167,6 +167,9 @@ type runsFilter struct {
 	HasError string
 	// HasRelease "false" lists the runs never claimed (the release insight's "(none)").
 	HasRelease string
+	// Not are the not* lists (notProject, notAgent, notKind, notRelease, notErrorCode,
+	// notFirstRelease): an insight's "other" group.
+	Not []exclusion
 }
 
 type runsView struct {
@@ -221,6 +224,10 @@ func (c *console) runsPage(ctx echo.Context) error {
 		Kind: optional(f.Kind), AgentID: optional(f.Agent), ErrorCode: optional(f.ErrorCode), ReleaseID: optional(f.Release),
 		Tag: optional(f.Tag), FirstReleaseID: optional(f.FirstRelease)}
 	var problems []string
+	var not map[string][]string
+	not, v.Filter.Not = exclusions(q, &problems, "notProject", "notAgent", "notKind", "notRelease", "notErrorCode", "notFirstRelease")
+	lf.NotProjectIDs, lf.NotAgentIDs, lf.NotKinds = not["notProject"], not["notAgent"], not["notKind"]
+	lf.NotReleaseIDs, lf.NotErrorCodes, lf.NotFirstReleaseIDs = not["notRelease"], not["notErrorCode"], not["notFirstRelease"]
 	if lf.HasError, err = parseFlag(f.HasError, f.ErrorCode != ""); err != nil {
 		problems = append(problems, "hasError "+err.Error())
 	}

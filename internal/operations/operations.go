@@ -225,7 +225,8 @@ func (s *Store) match(ctx context.Context, tenantID string, req api.BulkRunsRequ
 	lf := runs.ListFilter{Limit: min(matchPage, s.maxMatched+1), State: f.State, Subject: f.Subject, ProjectID: f.ProjectID, Kind: f.Kind,
 		AgentID: f.AgentID, Band: f.Band, Outcome: f.Outcome, ErrorCode: f.ErrorCode, ReleaseID: f.ReleaseID, Tag: f.Tag,
 		EndedFrom: timeOf(f.EndedFrom), EndedTo: timeOf(f.EndedTo), QueuedFrom: timeOf(f.QueuedFrom), HasError: f.HasError,
-		HasRelease: f.HasRelease}
+		HasRelease: f.HasRelease, NotProjectIDs: f.NotProjectID, NotAgentIDs: f.NotAgentID, NotKinds: f.NotKind,
+		NotReleaseIDs: f.NotReleaseID, NotErrorCodes: f.NotErrorCode}
 	if f.QueuedTo != nil {
 		lf.AfterQueuedAt, lf.AfterRunID = &f.QueuedTo.Time, uuid.Nil
 	}

@@ -192,4 +192,24 @@ func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 			t.Fatalf("%s: %d %+v, want 400 naming %s", q, code, p, field)
 		}
 	}
+	// A cursor is made by its exclusion list, every item of it (web.FilterKey): another list
+	// refuses it, the same list continues it.
+	cursor := func(q string) string {
+		var page runPage
+		if code, _ := e.do("GET", "/v1/runs?limit=1&"+q, e.admin, ``, &page); code != 200 || page.NextCursor == "" {
+			t.Fatalf("%s: %d %+v", q, code, page)
+		}
+		return page.NextCursor
+	}
+	one, two := cursor("notErrorCode=busy"), cursor("notErrorCode=busy&notErrorCode=late")
+	if one == two {
+		t.Fatalf("two exclusion lists made one cursor %q", one)
+	}
+	for q, want := range map[string]int{"notErrorCode=busy&notErrorCode=late&cursor=" + one: 400,
+		"notErrorCode=busy&cursor=" + two: 400, "notErrorCode=late&notErrorCode=busy&cursor=" + two: 400,
+		"notErrorCode=busy&notErrorCode=late&cursor=" + two: 200} {
+		if code, _ := e.do("GET", "/v1/runs?limit=1&"+q, e.admin, ``, &p); code != want {
+			t.Errorf("%s: %d, want %d", q, code, want)
+		}
+	}
 }
