@@ -61,11 +61,17 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	}
 	// The first hour: 55 runs of one attempt each, more than a page of every list, each of
 	// its own agent: grouped by agent, more groups than insights name (the rest are "other").
+	// Most succeed; 52 fail each with its own error code: grouped by error code, "other"
+	// beside a named "(none)" (its link leaves out the runs without an error).
 	for i := range 55 {
 		enqueue(fmt.Sprintf("bulk-%d", i), fmt.Sprintf("agent-1-%02d", i))
 	}
-	for range 55 {
-		complete(claim(tn.Release, 600), "succeeded", "")
+	for i := range 55 {
+		if i < 52 {
+			complete(claim(tn.Release, 600), "failed", fmt.Sprintf("code_%02d", i))
+		} else {
+			complete(claim(tn.Release, 600), "succeeded", "")
+		}
 	}
 	// The second hour, agent-2 on rel-b: two fail, two are released and taken again, two
 	// lose their lease to the reaper and are taken again.
@@ -212,9 +218,10 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 			t.Errorf("no linked \"(none)\" bar %q (seen: %v)", want, none)
 		}
 	}
-	// Grouped by agent there are more agents than insights name: the "other" group, linked
-	// to the rows of none of the named agents.
-	for _, want := range []string{"agent h-runs-ended", "agent h-attempts-ended", "agent h-latency"} {
+	// Grouped by agent or error code there are more groups than insights name: the "other"
+	// group, linked to the rows of none of the named groups.
+	for _, want := range []string{"agent h-runs-ended", "agent h-attempts-ended", "agent h-latency",
+		"errorCode h-runs-ended", "errorCode h-attempts-ended", "errorCode h-latency"} {
 		if !other[want] {
 			t.Errorf("no linked \"other\" bar %q (seen: %v)", want, other)
 		}
