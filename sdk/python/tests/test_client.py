@@ -7,7 +7,7 @@ import threading
 import time
 import unittest
 import uuid
-from typing import List
+from typing import List, Sequence
 
 import ledger_client as lc
 
@@ -183,7 +183,10 @@ class WholeLife(unittest.TestCase):
         rt = srv.client()
         kind = s.unique("notlist")
         run = rt.enqueue_run(s.spec(kind))
-        listed = lambda agents: [r.run_id for r in rt.runs(kind=kind, notAgentId=agents)]
+
+        def listed(agents: Sequence[str]) -> List[str]:
+            return [r.run_id for r in rt.runs(kind=kind, notAgentId=agents)]
+
         self.assertEqual(listed(["nobody"]), [run.run_id])
         self.assertEqual(listed(["nobody", run.agent_id]), [])
         self.assertEqual(listed((run.agent_id, "nobody")), [])
