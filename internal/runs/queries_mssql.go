@@ -297,7 +297,9 @@ WHERE p.TenantId = @p1 AND p.ProjectId = @p2 AND c.CostMicros >= p.DailyCostBudg
 	// nvarchar(max) in the database's collation, so each comparison states BIN2, the
 	// identifier columns' (Msg 468 otherwise); a NULL error code or release (no error, never
 	// claimed) compares as N'', which no item is (items are identifiers), so such a run is
-	// kept as the insights keep it in "(none)"; items are strings, never NULL, so NOT IN
+	// kept as the insights keep it in "(none)" (ISNULL, not COALESCE, around the release
+	// subqueries: COALESCE is a CASE that runs its subquery twice, and the two reads may
+	// differ under a concurrent claim); items are strings, never NULL, so NOT IN
 	// cannot turn unknown. Reading check: no new seek or lock, 0 rows when all is excluded,
 	// no new error (a JSON that is not an array cannot reach it: the list is marshalled). The tag probe reads the
 	// run's own Tags (at most 16 items); [value] is pinned to BIN2 so tags match exactly.
@@ -321,11 +323,11 @@ WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subjec
     AND (@p23 = N'[]' OR ProjectId NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p23) AS j))
     AND (@p24 = N'[]' OR AgentId NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p24) AS j))
     AND (@p25 = N'[]' OR Kind NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p25) AS j))
-    AND (@p26 = N'[]' OR COALESCE((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
+    AND (@p26 = N'[]' OR ISNULL((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
         WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt DESC, a.AttemptId DESC), N'')
         NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p26) AS j))
     AND (@p27 = N'[]' OR COALESCE(ErrorCode, N'') NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p27) AS j))
-    AND (@p28 = N'[]' OR COALESCE((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
+    AND (@p28 = N'[]' OR ISNULL((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
         WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt, a.AttemptId), N'')
         NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p28) AS j))
     AND (@p6 IS NULL OR QueuedAt < @p6 OR (QueuedAt = @p6 AND RunId < @p7))
