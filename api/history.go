@@ -25,6 +25,13 @@ type ListAttemptsParams struct {
 	ErrorCode *string `query:"errorCode" validate:"omitempty,errcode" doc:"Attempts that ended with an error of this code."`
 	// HasError names the attempts without an error (false), which no errorCode can name.
 	HasError *bool `query:"hasError" doc:"true: attempts that ended with an error; false: attempts without one (the errorCode insight's \"(none)\" group); not false with errorCode."`
+	// The not* lists leave out the attempts of the groups an insight names, so that its
+	// "other" group links to exactly its attempts; an attempt without an error is kept.
+	NotProjectID []string `query:"notProjectId" validate:"omitempty,max=64,dive,segment=64" doc:"Attempts of none of these projects (repeat the parameter, at most 64)."`
+	NotAgentID   []string `query:"notAgentId" validate:"omitempty,max=64,dive,segment=128" doc:"Attempts of none of these agents (repeat the parameter, at most 64)."`
+	NotKind      []string `query:"notKind" validate:"omitempty,max=64,dive,ident=64" doc:"Attempts of runs of none of these kinds (repeat the parameter, at most 64)."`
+	NotReleaseID []string `query:"notReleaseId" validate:"omitempty,max=64,dive,segment=256" doc:"Attempts that ran none of these releases (repeat the parameter, at most 64)."`
+	NotErrorCode []string `query:"notErrorCode" validate:"omitempty,max=64,dive,errcode" doc:"Attempts that ended with an error of none of these codes; attempts without an error are kept (repeat the parameter, at most 64)."`
 	// ChangedSince is an attempt's ETag, quoted or not: the change feed after it.
 	ChangedSince *string `query:"changedSince" validate:"omitempty,max=64" doc:"An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only."`
 	PageParams

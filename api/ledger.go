@@ -223,6 +223,10 @@ type ListTenantCallsParams struct {
 	Model       *string `query:"model" validate:"omitempty,ident=128" doc:"Calls that named this model."`
 	// HasModel names the calls without a model (false), which no model value can name.
 	HasModel *bool `query:"hasModel" doc:"true: calls that named a model; false: calls that named none (the usage insight's \"(no model)\" row); not false with model."`
+	// NotTarget and NotModel leave out the calls of the targets or models an insight names,
+	// so that its "other" row links to exactly its calls; a call without a model is kept.
+	NotTarget []string `query:"notTarget" validate:"omitempty,max=64,dive,ident=256" doc:"Calls of none of these targets (repeat the parameter, at most 64)."`
+	NotModel  []string `query:"notModel" validate:"omitempty,max=64,dive,ident=128" doc:"Calls that named none of these models; calls without a model are kept (repeat the parameter, at most 64)."`
 	// ReportedUsage keeps the calls whose finish reported a count or a cost above zero: the
 	// calls the usage insight counts.
 	ReportedUsage *bool   `query:"reportedUsage" doc:"true: only calls whose finish reported tokens or a cost above zero."`

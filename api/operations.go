@@ -53,9 +53,16 @@ type BulkFilter struct {
 	ErrorCode  *string     `json:"errorCode,omitempty" validate:"omitempty,errcode" doc:"Runs whose last error has this code."`
 	HasError   *bool       `json:"hasError,omitempty" doc:"true: runs whose last error has a code; false: runs without an error; not false with errorCode."`
 	ReleaseID  *string     `json:"releaseId,omitempty" validate:"omitempty,segment=256" doc:"Runs whose latest attempt ran this release."`
+	HasRelease *bool       `json:"hasRelease,omitempty" doc:"true: runs with an attempt (so a release); false: runs never claimed; not false with releaseId."`
 	EndedFrom  *Time       `json:"endedFrom,omitempty" doc:"Runs ended at or after this time."`
 	EndedTo    *Time       `json:"endedTo,omitempty" doc:"Runs ended before this time."`
 	Tag        *string     `json:"tag,omitempty" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`
+	// The not* lists are the runs list's (an insight's "other" group).
+	NotProjectID []string `json:"notProjectId,omitempty" validate:"omitempty,max=64,dive,segment=64" doc:"Runs of none of these projects (at most 64)."`
+	NotAgentID   []string `json:"notAgentId,omitempty" validate:"omitempty,max=64,dive,segment=128" doc:"Runs of none of these agents (at most 64)."`
+	NotKind      []string `json:"notKind,omitempty" validate:"omitempty,max=64,dive,ident=64" doc:"Runs of none of these kinds (at most 64)."`
+	NotReleaseID []string `json:"notReleaseId,omitempty" validate:"omitempty,max=64,dive,segment=256" doc:"Runs whose latest attempt ran none of these releases; runs never claimed are kept (at most 64)."`
+	NotErrorCode []string `json:"notErrorCode,omitempty" validate:"omitempty,max=64,dive,errcode" doc:"Runs whose last error has none of these codes; runs without an error are kept (at most 64)."`
 }
 
 // BulkRunsRequest is the body of POST /v1/runs/bulk: exactly one of runIds and filter.

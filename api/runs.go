@@ -327,9 +327,12 @@ type ListRunsParams struct {
 	// errorCode insight's "(none)" group.
 	HasError  *bool   `query:"hasError" doc:"true: runs whose last error has a code; false: runs without an error (the errorCode insight's \"(none)\" group); not false with errorCode."`
 	ReleaseID *string `query:"releaseId" validate:"omitempty,segment=256" doc:"Runs whose latest attempt ran this release (as insights group runs by release)."`
-	EndedFrom *Time   `query:"endedFrom" doc:"Runs ended at or after this time."`
-	EndedTo   *Time   `query:"endedTo" doc:"Runs ended before this time."`
-	Tag       *string `query:"tag" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`
+	// HasRelease names the runs without a release (false: never claimed), which no releaseId
+	// can name: the release insight's "(none)" group.
+	HasRelease *bool   `query:"hasRelease" doc:"true: runs with an attempt (so a release); false: runs never claimed, without a release (the release insight's \"(none)\" group); not false with releaseId."`
+	EndedFrom  *Time   `query:"endedFrom" doc:"Runs ended at or after this time."`
+	EndedTo    *Time   `query:"endedTo" doc:"Runs ended before this time."`
+	Tag        *string `query:"tag" validate:"omitempty,ident=64" doc:"Runs enqueued with this tag."`
 	// AttemptsMin and AttemptsMax narrow by the run's attempts as the attempts-per-run
 	// insight counts them (every claim's attempt, parked ones included).
 	AttemptsMin *int `query:"attemptsMin" validate:"omitempty,min=0,max=1000000" doc:"Runs with at least this many attempts (1: claimed at least once, as claim latency counts)."`
@@ -337,6 +340,16 @@ type ListRunsParams struct {
 	// FirstReleaseID narrows to runs first claimed under a release, as claim latency groups
 	// runs by release.
 	FirstReleaseID *string `query:"firstReleaseId" validate:"omitempty,segment=256" doc:"Runs whose first attempt ran this release (as claim latency groups runs by release)."`
+	// The not* lists leave out the runs of the groups an insight names, so that its "other"
+	// group (every group past the largest InsightMaxGroups) links to exactly its runs. A run
+	// without the value (no error, never claimed) is kept: the insight counts it as "(none)",
+	// named or in "other"; hasError and hasRelease leave it out.
+	NotProjectID      []string `query:"notProjectId" validate:"omitempty,max=64,dive,segment=64" doc:"Runs of none of these projects (repeat the parameter, at most 64)."`
+	NotAgentID        []string `query:"notAgentId" validate:"omitempty,max=64,dive,segment=128" doc:"Runs of none of these agents (repeat the parameter, at most 64)."`
+	NotKind           []string `query:"notKind" validate:"omitempty,max=64,dive,ident=64" doc:"Runs of none of these kinds (repeat the parameter, at most 64)."`
+	NotReleaseID      []string `query:"notReleaseId" validate:"omitempty,max=64,dive,segment=256" doc:"Runs whose latest attempt ran none of these releases; runs never claimed are kept (repeat the parameter, at most 64)."`
+	NotErrorCode      []string `query:"notErrorCode" validate:"omitempty,max=64,dive,errcode" doc:"Runs whose last error has none of these codes; runs without an error are kept (repeat the parameter, at most 64)."`
+	NotFirstReleaseID []string `query:"notFirstReleaseId" validate:"omitempty,max=64,dive,segment=256" doc:"Runs whose first attempt ran none of these releases; runs never claimed are kept (repeat the parameter, at most 64)."`
 	PageParams
 }
 

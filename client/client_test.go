@@ -268,3 +268,24 @@ func TestListFiltersForAnAbsentValue(t *testing.T) {
 		t.Fatalf("hasError=false with errorCode: %v", err)
 	}
 }
+
+// TestListFiltersOfAList: a list parameter (the not* lists that link an insight's "other"
+// group) goes as the parameter repeated, every item of it reaching the server.
+func TestListFiltersOfAList(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, app.Config{})
+	ctx := context.Background()
+	r := s.enqueue(t, "listed")
+	for _, c := range []struct {
+		not  []string
+		want int
+	}{{nil, 1}, {[]string{"other-agent"}, 1}, {[]string{"other-agent", r.AgentID}, 0}, {[]string{r.AgentID, "other-agent"}, 0}} {
+		page, err := s.Runtime.ListRuns(ctx, api.ListRunsParams{NotAgentID: c.not, HasRelease: api.Ptr(false)})
+		if err != nil || len(page.Items) != c.want {
+			t.Fatalf("notAgentId=%v: %v, %d runs, want %d", c.not, err, len(page.Items), c.want)
+		}
+	}
+	if _, err := s.Runtime.ListRuns(ctx, api.ListRunsParams{HasRelease: api.Ptr(false), ReleaseID: api.Ptr("r1")}); !errors.Is(err, client.ErrInvalidRequest) {
+		t.Fatalf("hasRelease=false with releaseId: %v", err)
+	}
+}

@@ -13,8 +13,9 @@ import (
 )
 
 // queryOf encodes a parameters struct of package api (fields tagged `query:"name"`, pointers
-// for optional ones, embedded structs such as api.PageParams flattened) as URL values. Absent
-// (nil) members are left out, so the server applies its defaults.
+// for optional ones, slices for lists, embedded structs such as api.PageParams flattened) as
+// URL values. Absent (nil) members are left out, so the server applies its defaults; a list
+// is its parameter repeated.
 func queryOf(params any) url.Values {
 	q := url.Values{}
 	if params != nil {
@@ -48,6 +49,16 @@ func addQuery(q url.Values, v reflect.Value) {
 				continue
 			}
 			fv = fv.Elem()
+		}
+		if fv.Kind() == reflect.Slice {
+			// A list goes as the parameter repeated, one item each, in order (the server's
+			// form, explode): notAgentId=a&notAgentId=b.
+			for j := range fv.Len() {
+				if s, ok := queryText(fv.Index(j)); ok {
+					q.Add(name, s)
+				}
+			}
+			continue
 		}
 		if s, ok := queryText(fv); ok {
 			q.Set(name, s)

@@ -40,7 +40,8 @@ func Routes(s *web.Server, store *Store) {
 		Description: "The tenant's calls started in a window (startedFrom inclusive, startedTo exclusive), newest start " +
 			"first, as the calls insight counts them; or, with endedFrom/endedTo, the calls finished in one, newest end " +
 			"first, as the usage insight counts them (with reportedUsage=true). Filters: target, model, hasModel (false: the " +
-			"calls that named no model), reportedUsage, and " +
+			"calls that named no model), notTarget and notModel (each the parameter repeated: the calls of none of these, " +
+			"so an insight's \"other\" row lists as it counts; a call without a model is kept), reportedUsage, and " +
 			"the attempt's projectId, agentId, releaseId and its run's kind. Each item carries its etag. A cursor " +
 			"continues only a listing by the same time.",
 		Status: http.StatusOK, Response: api.Page[api.CallItem]{}, Query: api.ListTenantCallsParams{},

@@ -48,7 +48,7 @@ func TestSQLitePlansOfTheTenantListings(t *testing.T) {
 		"listByEnded":   {sqliteQueries.listByEnded, "IX_Calls_Tenant_Ended (TenantId=? AND EndedAt>? AND EndedAt<?)"},
 	} {
 		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, "t", d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50,
-			nil, nil, 1, nil, "agent-1", nil, "review", 0), "\n")
+			nil, nil, 1, nil, "agent-1", nil, "review", 0, "[]", `["x"]`), "\n")
 		t.Logf("%s:\n%s", name, plan)
 		// A whole sort would mean the order is the answered text's (the time's alias), not the index's
 		// (ties of one time are sorted by id, as before).

@@ -96,7 +96,13 @@ WHERE c.TenantId = @p1 AND c.ProjectId = @p2 AND c.Day = @p3;`,
 	// columns; the catch-all filters are residuals (the attempt and its run by PK seek only
 	// when one of their filters is set), one cached plan for every combination. hasModel
 	// (@p13, a bit) tests DATALENGTH, not = N'', which would take a model of spaces for none
-	// (trailing blanks compare equal) while the usage insight groups it by its text.
+	// (trailing blanks compare equal) while the usage insight groups it by its text. The
+	// not* lists (@p14 targets, @p15 models: JSON arrays as nvarchar(max), N'[]' for none)
+	// are residuals too. Reading check: OPENJSON's [value] is nvarchar(max) in the database's
+	// collation, so the comparison states BIN2, Target's and Model's (Msg 468 otherwise);
+	// items are strings, never NULL, so NOT IN cannot turn unknown; a NULL model compares as
+	// N'', which no item is (identifiers), so a call without a model is kept, as "(no model)"
+	// is a row of its own; no new seek, lock or error; 0 rows when all are left out.
 	listByStarted: mssqlTenantList("StartedAt", "IX_Calls_Tenant_Started"),
 	listByEnded:   mssqlTenantList("EndedAt", "IX_Calls_Tenant_Ended"),
 }
@@ -106,6 +112,8 @@ func mssqlTenantList(at, index string) string {
 WHERE TenantId = @p1 AND ` + at + ` >= @p2 AND ` + at + ` <= @p3 AND (` + at + ` < @p3 OR CallId < @p4)
     AND (@p6 IS NULL OR Target = @p6) AND (@p7 IS NULL OR Model = @p7)
     AND (@p13 IS NULL OR (@p13 = 1 AND DATALENGTH(Model) > 0) OR (@p13 = 0 AND COALESCE(DATALENGTH(Model), 0) = 0))
+    AND (@p14 = N'[]' OR Target NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p14) AS j))
+    AND (@p15 = N'[]' OR COALESCE(Model, N'') NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p15) AS j))
     AND (@p8 = 0 OR ` + reportedUsage + `)
     AND ((@p9 IS NULL AND @p10 IS NULL AND @p11 IS NULL AND @p12 IS NULL) OR EXISTS (SELECT 1 FROM dbo.ExecutionAttempts AS a
         WHERE a.AttemptId = CallRecords.AttemptId AND a.TenantId = @p1 AND (@p9 IS NULL OR a.ProjectId = @p9)

@@ -45,6 +45,7 @@ RETURNING CostMicros,
 	// listByStarted, listByEnded: the index's range read backwards from the bound (rows of
 	// one time sorted by id, a few); the filters are residuals, the attempt (and its run)
 	// read by primary key only when one of its filters is set, as the insights filter calls.
+	// The not* lists (?14 targets, ?15 models; '[]' for none) keep a call without a model.
 	listByStarted: sqliteTenantList("StartedAt", "IX_Calls_Tenant_Started"),
 	listByEnded:   sqliteTenantList("EndedAt", "IX_Calls_Tenant_Ended"),
 }
@@ -56,6 +57,8 @@ func sqliteTenantList(at, index string) string {
 WHERE TenantId = ?1 AND ` + at + ` >= ?2 AND (` + at + `, CallId) < (?3, ?4)
     AND (?6 IS NULL OR Target = ?6) AND (?7 IS NULL OR Model = ?7)
     AND (?13 IS NULL OR (?13 = 1 AND length(Model) > 0) OR (?13 = 0 AND COALESCE(length(Model), 0) = 0))
+    AND (?14 = '[]' OR Target NOT IN (SELECT value FROM json_each(?14)))
+    AND (?15 = '[]' OR COALESCE(Model, '') NOT IN (SELECT value FROM json_each(?15)))
     AND (?8 = 0 OR ` + reportedUsage + `)
     AND ((?9 IS NULL AND ?10 IS NULL AND ?11 IS NULL AND ?12 IS NULL) OR EXISTS (SELECT 1 FROM ExecutionAttempts AS a
         WHERE a.AttemptId = CallRecords.AttemptId AND +a.TenantId = ?1 AND (?9 IS NULL OR a.ProjectId = ?9)

@@ -27,6 +27,9 @@ type TenantFilter struct {
 	// HasModel true keeps the calls that named a model, false those that did not (the usage
 	// insight's "(no model)" row).
 	HasModel *bool
+	// NotTargets and NotModels leave out the calls of these targets and models (a call
+	// without a model is kept): the calls and usage insights' "other" rows.
+	NotTargets, NotModels []string
 	// ReportedUsage keeps the calls whose finish reported a count or a cost above zero.
 	ReportedUsage bool
 	// ProjectID, AgentID, ReleaseID (the attempt's) and Kind (its run's) filter as the
@@ -70,7 +73,8 @@ func (s *Store) ListTenant(ctx context.Context, tenantID string, f TenantFilter)
 		}
 		d := tx.Dialect
 		return tx.SelectContext(ctx, &out, stmt, tenantID, d.Time(from), d.Time(at), id, f.Limit, f.Target, f.Model,
-			reported, f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, sqldb.OptionalBit(f.HasModel))
+			reported, f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, sqldb.OptionalBit(f.HasModel),
+			sqldb.JSONList(d, f.NotTargets), sqldb.JSONList(d, f.NotModels))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the tenant's calls: %w", err)
@@ -93,7 +97,8 @@ func (h handlers) listTenant(c echo.Context) error {
 	}
 	limit := web.LimitOf(q.PageParams)
 	f := TenantFilter{Limit: limit + 1, Target: q.Target, Model: q.Model, ReportedUsage: q.ReportedUsage != nil && *q.ReportedUsage,
-		ProjectID: q.ProjectID, AgentID: q.AgentID, ReleaseID: q.ReleaseID, Kind: q.Kind, HasModel: q.HasModel}
+		ProjectID: q.ProjectID, AgentID: q.AgentID, ReleaseID: q.ReleaseID, Kind: q.Kind, HasModel: q.HasModel,
+		NotTargets: q.NotTarget, NotModels: q.NotModel}
 	if q.Model != nil && q.HasModel != nil && !*q.HasModel {
 		return apperr.FieldsInvalid(api.FieldError{Field: "hasModel", Reason: "must not be false with model"})
 	}

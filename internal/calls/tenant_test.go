@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,8 +80,16 @@ func TestListTenantCalls(t *testing.T) {
 		window + "&hasModel=false":                     {b},
 		window + "&hasModel=true":                      {c, a},
 		ended + "&hasModel=true&model=claude-sonnet-4": {c, a},
-		"endedFrom=" + at(4*time.Second):               {c},
-		"endedTo=" + at(3*time.Second) + "&target=x/y": nil,
+		// The not* lists (an insight's "other" row): a call without a model is kept.
+		window + "&notTarget=model%3A%2F%2Fclaude":                               {b},
+		window + "&notTarget=tool%3A%2F%2Fsearch&notTarget=model%3A%2F%2Fclaude": nil,
+		window + "&notTarget=x%2Fy":                                              {c, b, a},
+		window + "&notModel=claude-sonnet-4":                                     {b},
+		window + "&notModel=claude-sonnet-4&hasModel=true":                       nil,
+		ended + "&notModel=gpt-5&notModel=claude-sonnet-4&reportedUsage=true":    nil,
+		ended + "&notModel=gpt-5&reportedUsage=true":                             {a},
+		"endedFrom=" + at(4*time.Second):                                         {c},
+		"endedTo=" + at(3*time.Second) + "&target=x/y":                           nil,
 	} {
 		if got, _ := list(q); !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", q, got, want)
@@ -117,6 +126,8 @@ func TestListTenantCalls(t *testing.T) {
 		{"target=%20x", "target"},
 		{"hasModel=maybe", "hasModel"},
 		{"hasModel=false&model=claude-sonnet-4", "hasModel"},
+		{"notModel=gpt-5&notModel=%20x", "notModel[1]"},
+		{"notTarget=" + strings.Repeat("t&notTarget=", 64) + "t", "notTarget"},
 	} {
 		apitest.WantProblem(t, s.Do(t, http.MethodGet, "/v1/calls?"+bad.q, admin, "", nil), http.StatusBadRequest, "invalid_request")
 	}

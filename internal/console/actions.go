@@ -527,7 +527,8 @@ func keysetPage[T, C any](path string, q url.Values, rows []T, cursorOf func(T) 
 	filters = url.Values{}
 	for k, vs := range q {
 		if k != "cursor" && len(vs) > 0 && vs[0] != "" {
-			filters.Set(k, vs[0])
+			// Every value: a not* list's items are all part of the filter.
+			filters[k] = vs
 		}
 	}
 	first = pageLink(path, filters)

@@ -31,7 +31,8 @@ type barLink struct {
 // by release (lost attempts), attempts per finished run (runs with that many attempts) and
 // time to first claim (the claimed runs queued in the window), calls per target (the calls
 // started in the window), cost per model (the calls that reported usage, by their end, and
-// the calls that named no model) and decisions by kind (the decisions asked in the window).
+// the calls that named no model) and decisions by kind (the decisions asked in the window);
+// "(none)" and "other" (the groups past the named ones: more agents than insights name) too.
 func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	t.Parallel()
 	s := apitest.New(t, apitest.Config{Serve: true})
@@ -58,12 +59,19 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		}
 		tn.Must(http.StatusOK, "POST", cl.Path("/complete"), tn.Runtime, body)
 	}
-	// The first hour: 55 runs of one attempt each, more than a page of every list.
+	// The first hour: 55 runs of one attempt each, more than a page of every list, each of
+	// its own agent: grouped by agent, more groups than insights name (the rest are "other").
+	// Most succeed; 52 fail each with its own error code: grouped by error code, "other"
+	// beside a named "(none)" (its link leaves out the runs without an error).
 	for i := range 55 {
-		enqueue(fmt.Sprintf("bulk-%d", i), "agent-1")
+		enqueue(fmt.Sprintf("bulk-%d", i), fmt.Sprintf("agent-1-%02d", i))
 	}
-	for range 55 {
-		complete(claim(tn.Release, 600), "succeeded", "")
+	for i := range 55 {
+		if i < 52 {
+			complete(claim(tn.Release, 600), "failed", fmt.Sprintf("code_%02d", i))
+		} else {
+			complete(claim(tn.Release, 600), "succeeded", "")
+		}
 	}
 	// The second hour, agent-2 on rel-b: two fail, two are released and taken again, two
 	// lose their lease to the reaper and are taken again.
@@ -103,6 +111,18 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		}
 		complete(cl, "failed", "tool_timeout")
 	}
+	// A run never claimed, cancelled: runs ended by release count it as "(none)".
+	enqueue("never-claimed", "agent-3")
+	var unclaimed struct {
+		Items []struct {
+			RunID string `json:"runId"`
+		} `json:"items"`
+	}
+	tn.Must(http.StatusOK, "GET", "/v1/runs?subject=never-claimed", tn.Admin, nil).Decode(t, &unclaimed)
+	if len(unclaimed.Items) != 1 {
+		t.Fatalf("the never-claimed run: %+v", unclaimed)
+	}
+	tn.Must(http.StatusOK, "POST", "/v1/runs/"+unclaimed.Items[0].RunID+"/cancel", tn.Admin, nil)
 	for range 2 {
 		cl := claim("rel-b", 600)
 		tn.Must(http.StatusOK, "POST", cl.Path("/release"), tn.Runtime, map[string]any{"fencingToken": cl.Lease.FencingToken,
@@ -143,7 +163,7 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 	// Every bar is a link: a plain group (a bar no list can show exactly) fails the test.
 	const readUnlinked = `[...document.querySelectorAll("section.chart-box")].flatMap(sec => [...sec.querySelectorAll("svg g:has(> rect.hit)")].map(
 	    g => sec.getAttribute("aria-labelledby") + ": " + g.querySelector("title").textContent))`
-	none := map[string]bool{}
+	none, other := map[string]bool{}, map[string]bool{}
 	number := regexp.MustCompile(`(?:^|, )(\d+) `)
 	counted := map[string]int64{}
 	charts := map[string]int{}
@@ -158,6 +178,9 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		for _, b := range bars {
 			if strings.HasPrefix(b.Title, "(none)") {
 				none[group+" "+b.Chart] = true
+			}
+			if strings.HasPrefix(b.Title, "other") {
+				other[group+" "+b.Chart] = true
 			}
 			// A bar of counts says them in its tooltip: they sum to what its link lists.
 			if b.Chart != "h-latency" && b.Chart != "h-cost" {
@@ -188,10 +211,19 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		}
 	}
 	// The rows without a value are linked too: the runs and attempts without an error
-	// (hasError=false) and the calls that named no model (hasModel=false).
-	for _, want := range []string{"errorCode h-runs-ended", "errorCode h-attempts-ended", " h-cost"} {
+	// (hasError=false), the calls that named no model (hasModel=false)
+	// and the runs never claimed (hasRelease=false).
+	for _, want := range []string{"errorCode h-runs-ended", "errorCode h-attempts-ended", " h-cost", "release h-runs-ended"} {
 		if !none[want] {
 			t.Errorf("no linked \"(none)\" bar %q (seen: %v)", want, none)
+		}
+	}
+	// Grouped by agent or error code there are more groups than insights name: the "other"
+	// group, linked to the rows of none of the named groups.
+	for _, want := range []string{"agent h-runs-ended", "agent h-attempts-ended", "agent h-latency",
+		"errorCode h-runs-ended", "errorCode h-attempts-ended", "errorCode h-latency"} {
+		if !other[want] {
+			t.Errorf("no linked \"other\" bar %q (seen: %v)", want, other)
 		}
 	}
 	if !paged {

@@ -54,7 +54,7 @@ func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
 		}
 		// The bulk filter has no attempt count: widening the action past the list shown
 		// would act on runs the admin did not see.
-		for _, name := range []string{"attemptsMin", "attemptsMax", "firstRelease"} {
+		for _, name := range []string{"attemptsMin", "attemptsMax", "firstRelease", "notFirstRelease"} {
 			if strings.TrimSpace(q.Get(name)) != "" {
 				return api.BulkRunsRequest{}, v, apperr.FieldsInvalid(api.FieldError{Field: "filter." + name,
 					Reason: "a bulk action cannot select by the run's attempts; tick the runs instead"})
@@ -68,13 +68,23 @@ func bulkRequest(ctx echo.Context) (api.BulkRunsRequest, bulkView, error) {
 				f[member] = s
 			}
 		}
-		// hasError goes as the boolean the API takes; anything else is refused by its decoder.
-		switch s := strings.TrimSpace(q.Get("hasError")); s {
-		case "true", "false":
-			f["hasError"] = s == "true"
-		case "":
-		default:
-			f["hasError"] = s
+		// The not* lists (an insight's "other" group) go as the arrays the API takes.
+		for form, member := range map[string]string{"notProject": "notProjectId", "notAgent": "notAgentId", "notKind": "notKind",
+			"notRelease": "notReleaseId", "notErrorCode": "notErrorCode"} {
+			if vs := q[form]; len(vs) > 0 {
+				f[member] = vs
+			}
+		}
+		// hasError and hasRelease go as the booleans the API takes; anything else is refused by
+		// its decoder.
+		for _, name := range []string{"hasError", "hasRelease"} {
+			switch s := strings.TrimSpace(q.Get(name)); s {
+			case "true", "false":
+				f[name] = s == "true"
+			case "":
+			default:
+				f[name] = s
+			}
 		}
 		for form, member := range map[string]string{"from": "queuedFrom", "to": "queuedTo", "endedFrom": "endedFrom", "endedTo": "endedTo"} {
 			t, err := parseTime(q.Get(form))

@@ -82,13 +82,19 @@ func TestBulkActionFromTheRunsList(t *testing.T) {
 	// queued run no error; a filter that contradicts itself or is not a flag is refused.
 	tn.Enqueue("bulk-3", "batch")
 	for filter, want := range map[string]string{"hasError=false": "1 run matches this filter", "hasError=true": "2 runs match this filter",
-		"hasError=true&errorCode=cancelled": "2 runs match this filter"} {
+		"hasError=true&errorCode=cancelled": "2 runs match this filter",
+		// No run here was ever claimed: hasRelease=false is every run, true none.
+		"hasRelease=false": "3 runs match this filter", "hasRelease=true": "0 runs match this filter",
+		// The not* lists: the run without an error is kept by notErrorCode.
+		"notErrorCode=cancelled": "1 run matches this filter", "notErrorCode=busy&notErrorCode=cancelled&hasError=true": "0 runs match this filter",
+		"notErrorCode=busy": "3 runs match this filter"} {
 		if st, _, body := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {filter}}); st != http.StatusOK ||
 			!strings.Contains(body, want) {
 			t.Errorf("review of %s: %d, want %q", filter, st, want)
 		}
 	}
-	for _, filter := range []string{"hasError=false&errorCode=cancelled", "hasError=nope"} {
+	for _, filter := range []string{"hasError=false&errorCode=cancelled", "hasError=nope", "hasRelease=false&release=r1", "hasRelease=no",
+		"notErrorCode=Bad", "notFirstRelease=r1"} {
 		if st, _, _ := post(url.Values{"csrf": {csrf}, "action": {"cancel"}, "all": {"1"}, "filter": {filter}}); st == http.StatusOK {
 			t.Errorf("review of %s was not refused", filter)
 		}
@@ -100,6 +106,18 @@ func TestBulkActionFromTheRunsList(t *testing.T) {
 		"filter": map[string]any{"hasError": false}}).Decode(t, &op)
 	if op.Matched != 1 {
 		t.Errorf("the API's dry run with hasError=false matched %d, want 1", op.Matched)
+	}
+	tn.Must(http.StatusBadRequest, "POST", "/v1/runs/bulk", tn.Admin, map[string]any{"action": "cancel", "dryRun": true,
+		"filter": map[string]any{"hasRelease": false, "releaseId": "r1"}})
+	tn.Must(http.StatusOK, "POST", "/v1/runs/bulk", tn.Admin, map[string]any{"action": "cancel", "dryRun": true,
+		"filter": map[string]any{"hasRelease": false}}).Decode(t, &op)
+	if op.Matched != 3 {
+		t.Errorf("the API's dry run with hasRelease=false matched %d, want 3", op.Matched)
+	}
+	tn.Must(http.StatusOK, "POST", "/v1/runs/bulk", tn.Admin, map[string]any{"action": "cancel", "dryRun": true,
+		"filter": map[string]any{"notErrorCode": []string{"cancelled"}}}).Decode(t, &op)
+	if op.Matched != 1 {
+		t.Errorf("the API's dry run with notErrorCode=[cancelled] matched %d, want 1", op.Matched)
 	}
 }
 

@@ -78,8 +78,8 @@ type insightsView struct {
 	CostRows []costRow
 }
 
-// linked is a table row of an insight with the list of exactly the rows it counts ("" when
-// no list can show them: the "other" group, or a group no list filter names).
+// linked is a table row of an insight with the list of exactly the rows it counts (the
+// "other" group's leaves out the named groups: otherLink).
 type linked[T any] struct {
 	Row  T
 	Href string
@@ -89,7 +89,7 @@ type linked[T any] struct {
 type costRow struct {
 	api.InsightGroupKey
 	Calls, Input, Output, CostMicros int64
-	// Href lists the calls the row counts ("" for other).
+	// Href lists the calls the row counts.
 	Href string
 }
 
@@ -237,15 +237,55 @@ func windowQuery(fromName, toName string, from, to time.Time, filter insights.Fi
 }
 
 // setGroup narrows a list link to one group's key (a group's filter replaces the page's).
-// The errorCode group "(none)" (key "") is the rows without an error: hasError=false.
+// The errorCode group "(none)" (key "") is the rows without an error: hasError=false; the
+// release group "(none)" the runs never claimed: hasRelease=false.
 func setGroup(q url.Values, group api.InsightGroup, key string) {
 	switch name := groupParam[group]; {
 	case group == api.GroupErrorCode && key == "":
 		q.Set("hasError", "false")
+	case group == api.GroupRelease && key == "":
+		q.Del("release")
+		q.Set("hasRelease", "false")
 	case name != "" && key != "":
 		q.Set(name, key)
 	}
 }
+
+// otherLink narrows a list link of a whole chart (every group) to its "other" group: the rows
+// of none of the named groups. not is the list filter that leaves out a group's key (one
+// item per named group); a named "(none)" group (key "") is left out by flag=true (the rows
+// with a value), so a row without a value stays only when "(none)" is itself in "other".
+func otherLink(link, not, flag string, named []string) string {
+	path, raw, _ := strings.Cut(link, "?")
+	q, _ := url.ParseQuery(raw)
+	for _, key := range named {
+		if key == "" {
+			q.Set(flag, "true")
+		} else {
+			q.Add(not, key)
+		}
+	}
+	return path + "?" + q.Encode()
+}
+
+// namedKeys are the keys of the groups an insight names (all but "other").
+func namedKeys(keys []api.InsightGroupKey) []string {
+	var named []string
+	for _, k := range keys {
+		if !k.Other {
+			named = append(named, k.Key)
+		}
+	}
+	return named
+}
+
+// notParam is the list filter that leaves out the groups of each grouping, and hasParam the
+// one that leaves out the rows without a value (a named "(none)" group).
+var (
+	notParam = map[api.InsightGroup]string{api.GroupProject: "notProject", api.GroupAgent: "notAgent", api.GroupKind: "notKind",
+		api.GroupRelease: "notRelease", api.GroupErrorCode: "notErrorCode"}
+	hasParam = map[api.InsightGroup]string{api.GroupRelease: "hasRelease", api.GroupErrorCode: "hasError"}
+)
 
 // groupParam is the list filter of each grouping.
 var groupParam = map[api.InsightGroup]string{api.GroupProject: "project", api.GroupAgent: "agent", api.GroupKind: "kind",
@@ -292,13 +332,6 @@ func attemptCountLink(link string, n int, orMore bool) string {
 	return link
 }
 
-// exactGroup says whether the runs list can show exactly a group's rows: not the "other"
-// group (every group past the largest 50) nor the runs without a release (never claimed);
-// the runs without an error are hasError=false (setGroup).
-func exactGroup(group api.InsightGroup, k api.InsightGroupKey) bool {
-	return group == "" || (!k.Other && (k.Key != "" || group != api.GroupRelease))
-}
-
 func (c *console) readInsights(ctx context.Context, tenant string, w insights.Window, f insights.Filter, v *insightsView) error {
 	st := c.Insights
 	runsEnded, err := st.RunsEnded(ctx, tenant, w, f)
@@ -324,10 +357,15 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		var bars []chartBar
 		var table []linked[api.InsightSeriesGroup]
 		lostLink := attemptsLinker(api.AttemptLost.String(), f)
+		var keys []api.InsightGroupKey
 		for _, grp := range lost.Groups {
-			b := chartBar{Label: groupLabel(grp.InsightGroupKey), Parts: []chartPart{{Name: "lost", Value: float64(grp.Total)}}, Rows: grp.Total}
-			if exactGroup(g, grp.InsightGroupKey) {
-				b.Href = lostLink(w.From, w.To, g, grp.Key)
+			keys = append(keys, grp.InsightGroupKey)
+		}
+		for _, grp := range lost.Groups {
+			b := chartBar{Label: groupLabel(grp.InsightGroupKey), Parts: []chartPart{{Name: "lost", Value: float64(grp.Total)}}, Rows: grp.Total,
+				Href: lostLink(w.From, w.To, g, grp.Key)}
+			if grp.Other {
+				b.Href = otherLink(lostLink(w.From, w.To, "", ""), notParam[g], hasParam[g], namedKeys(keys))
 			}
 			bars = append(bars, b)
 			table = append(table, linked[api.InsightSeriesGroup]{Row: grp, Href: b.Href})
@@ -362,6 +400,16 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		return err
 	}
 	v.LatencyRows, bars = nil, nil
+	var latencyKeys []api.InsightGroupKey
+	for _, g := range lat.Groups {
+		latencyKeys = append(latencyKeys, g.InsightGroupKey)
+	}
+	// Claim latency's "other" by release leaves out the named first claims' releases (a
+	// claimed run always has one: no "(none)").
+	latencyNot := notParam[w.GroupBy]
+	if w.GroupBy == api.GroupRelease {
+		latencyNot = "notFirstRelease"
+	}
 	for _, g := range lat.Groups {
 		label := groupLabel(g.InsightGroupKey)
 		if w.GroupBy == "" {
@@ -370,9 +418,9 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		// The runs queued in the window that were claimed (at least one attempt). Grouped by
 		// release, claim latency counts a run under its first claim's release (the runs
 		// list's release is the latest attempt's, so the link names the first).
-		var href string
-		if exactGroup(w.GroupBy, g.InsightGroupKey) {
-			href = latencyLink(w.From, w.To, f, w.GroupBy, g.Key)
+		href := latencyLink(w.From, w.To, f, w.GroupBy, g.Key)
+		if w.GroupBy != "" && g.Other {
+			href = otherLink(latencyLink(w.From, w.To, f, "", ""), latencyNot, hasParam[w.GroupBy], namedKeys(latencyKeys))
 		}
 		v.LatencyRows = append(v.LatencyRows, linked[api.ClaimLatencyGroup]{Row: g, Href: href})
 		bars = append(bars, chartBar{Label: label, Parts: []chartPart{
@@ -387,10 +435,14 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		return err
 	}
 	v.CallRows, bars = nil, nil
+	var targets []api.InsightGroupKey
 	for _, t := range cs.Targets {
-		var href string
-		if !t.Other {
-			href = callsLink(false, w.From, w.To, f, "target", t.Key)
+		targets = append(targets, t.InsightGroupKey)
+	}
+	for _, t := range cs.Targets {
+		href := callsLink(false, w.From, w.To, f, "target", t.Key)
+		if t.Other {
+			href = otherLink(callsLink(false, w.From, w.To, f, "", ""), "notTarget", "", namedKeys(targets))
 		}
 		v.CallRows = append(v.CallRows, linked[api.CallTargetInsight]{Row: t, Href: href})
 		bars = append(bars, chartBar{Label: groupLabel(t.InsightGroupKey), Parts: []chartPart{
@@ -405,6 +457,10 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		return err
 	}
 	v.CostRows, bars = nil, nil
+	var models []api.InsightGroupKey
+	for _, g := range usage.Groups {
+		models = append(models, g.InsightGroupKey)
+	}
 	for _, g := range usage.Groups {
 		r := costRow{InsightGroupKey: g.InsightGroupKey}
 		for _, se := range g.Series {
@@ -419,9 +475,11 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 				r.CostMicros = se.Total
 			}
 		}
-		// The calls that reported usage, by their end; "(no model)" is hasModel=false.
+		// The calls that reported usage, by their end; "(no model)" is hasModel=false, "other"
+		// the calls of none of the named models.
 		switch {
 		case g.Other:
+			r.Href = otherLink(callsLink(true, w.From, w.To, f, "", ""), "notModel", "hasModel", namedKeys(models))
 		case g.Key == "":
 			r.Href = callsLink(true, w.From, w.To, f, "hasModel", "false")
 		default:
@@ -525,10 +583,15 @@ func seriesChartOf(id, title string, names []string, link linker, w insights.Win
 	ch.SVG = columns(title+" per "+string(w.Bucket)+" bucket", bars, first, last)
 	if w.GroupBy != "" {
 		var gbars []chartBar
+		var keys []api.InsightGroupKey
 		for _, g := range s.Groups {
-			row := seriesRow{Label: groupLabel(g.InsightGroupKey), Key: g.Key, Other: g.Other, Total: g.Total}
-			if exactGroup(w.GroupBy, g.InsightGroupKey) {
-				row.Href = link(w.From, w.To, w.GroupBy, g.Key)
+			keys = append(keys, g.InsightGroupKey)
+		}
+		for _, g := range s.Groups {
+			row := seriesRow{Label: groupLabel(g.InsightGroupKey), Key: g.Key, Other: g.Other, Total: g.Total,
+				Href: link(w.From, w.To, w.GroupBy, g.Key)}
+			if g.Other {
+				row.Href = otherLink(link(w.From, w.To, "", ""), notParam[w.GroupBy], hasParam[w.GroupBy], namedKeys(keys))
 			}
 			gb := chartBar{Label: row.Label, Href: row.Href, Rows: g.Total}
 			for _, sr := range g.Series {

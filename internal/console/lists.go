@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,6 +22,8 @@ type attemptsFilter struct {
 	State, Agent, Project, Release, Kind, ErrorCode, EndedFrom, EndedTo string
 	// HasError "false" lists the attempts without an error (the errorCode insight's "(none)").
 	HasError string
+	// Not are the not* lists (notProject, notAgent, notRelease, notKind, notErrorCode).
+	Not []exclusion
 }
 
 type attemptsView struct {
@@ -51,6 +54,10 @@ func (c *console) attemptsPage(ctx echo.Context) error {
 		ReleaseID: optional(f.Release), Kind: optional(f.Kind), ErrorCode: optional(f.ErrorCode)}
 	var problems []string
 	var err error
+	var not map[string][]string
+	not, v.Filter.Not = exclusions(q, &problems, "notProject", "notAgent", "notRelease", "notKind", "notErrorCode")
+	lf.Not = history.NotLists{ProjectIDs: not["notProject"], AgentIDs: not["notAgent"], ReleaseIDs: not["notRelease"],
+		Kinds: not["notKind"], ErrorCodes: not["notErrorCode"]}
 	if lf.HasError, err = parseFlag(f.HasError, f.ErrorCode != ""); err != nil {
 		problems = append(problems, "hasError "+err.Error())
 	}
@@ -94,6 +101,8 @@ type callsFilter struct {
 	Project, Agent, Release, Kind              string
 	// HasModel "false" lists the calls that named no model (the usage insight's "(no model)").
 	HasModel string
+	// Not are the not* lists (notTarget, notModel).
+	Not []exclusion
 }
 
 type callsView struct {
@@ -131,6 +140,9 @@ func (c *console) callsPage(ctx echo.Context) error {
 		from, to = f.EndedFrom, f.EndedTo
 	}
 	var err error
+	var not map[string][]string
+	not, v.Filter.Not = exclusions(q, &problems, "notTarget", "notModel")
+	lf.NotTargets, lf.NotModels = not["notTarget"], not["notModel"]
 	if lf.HasModel, err = parseFlag(f.HasModel, f.Model != ""); err != nil {
 		problems = append(problems, "hasModel "+err.Error())
 	}
@@ -179,6 +191,41 @@ func pageCursor[C any](q url.Values, problems *[]string) (c C, later, ok bool) {
 		*problems = append(*problems, "the page link is damaged; start again from the first page")
 	}
 	return c, true, ok
+}
+
+// exclusion is one not* list of a list page (an insight's "other" group leaves out the
+// groups it names), kept in the filter form as hidden inputs.
+type exclusion struct {
+	Name   string
+	Values []string
+}
+
+// maxExcluded bounds a not* list: the groups an insight names, and a little more (the
+// API's lists take as many).
+const maxExcluded = api.InsightMaxGroups + 14
+
+// exclusions reads a page's not* lists by their form names (each repeated, one item each;
+// blank items dropped), adding a problem for a list longer than maxExcluded.
+func exclusions(q url.Values, problems *[]string, names ...string) (map[string][]string, []exclusion) {
+	lists := map[string][]string{}
+	var shown []exclusion
+	for _, name := range names {
+		var items []string
+		for _, v := range q[name] {
+			if v = strings.TrimSpace(v); v != "" {
+				items = append(items, v)
+			}
+		}
+		if len(items) > maxExcluded {
+			*problems = append(*problems, fmt.Sprintf("%s lists more than %d values", name, maxExcluded))
+			continue
+		}
+		if len(items) > 0 {
+			lists[name] = items
+			shown = append(shown, exclusion{Name: name, Values: items})
+		}
+	}
+	return lists, shown
 }
 
 // parseFlag reads an optional true/false filter; false is refused beside the value it

@@ -167,6 +167,11 @@ type runsFilter struct {
 	FirstRelease string
 	// HasError "false" lists the runs without an error (the errorCode insight's "(none)").
 	HasError string
+	// HasRelease "false" lists the runs never claimed (the release insight's "(none)").
+	HasRelease string
+	// Not are the not* lists (notProject, notAgent, notKind, notRelease, notErrorCode,
+	// notFirstRelease): an insight's "other" group.
+	Not []exclusion
 }
 
 type runsView struct {
@@ -214,14 +219,22 @@ func (c *console) runsPage(ctx echo.Context) error {
 		Outcome: q.Get("outcome"), ErrorCode: strings.TrimSpace(q.Get("errorCode")), Release: strings.TrimSpace(q.Get("release")),
 		Tag: strings.TrimSpace(q.Get("tag")), EndedFrom: q.Get("endedFrom"), EndedTo: q.Get("endedTo"),
 		AttemptsMin: strings.TrimSpace(q.Get("attemptsMin")), AttemptsMax: strings.TrimSpace(q.Get("attemptsMax")),
-		FirstRelease: strings.TrimSpace(q.Get("firstRelease")), HasError: q.Get("hasError")}
+		FirstRelease: strings.TrimSpace(q.Get("firstRelease")), HasError: q.Get("hasError"),
+		HasRelease: q.Get("hasRelease")}
 	v := runsView{Filter: f}
 	lf := runs.ListFilter{Limit: pageSize + 1, Subject: optional(f.Subject), ProjectID: optional(f.Project),
 		Kind: optional(f.Kind), AgentID: optional(f.Agent), ErrorCode: optional(f.ErrorCode), ReleaseID: optional(f.Release),
 		Tag: optional(f.Tag), FirstReleaseID: optional(f.FirstRelease)}
 	var problems []string
+	var not map[string][]string
+	not, v.Filter.Not = exclusions(q, &problems, "notProject", "notAgent", "notKind", "notRelease", "notErrorCode", "notFirstRelease")
+	lf.NotProjectIDs, lf.NotAgentIDs, lf.NotKinds = not["notProject"], not["notAgent"], not["notKind"]
+	lf.NotReleaseIDs, lf.NotErrorCodes, lf.NotFirstReleaseIDs = not["notRelease"], not["notErrorCode"], not["notFirstRelease"]
 	if lf.HasError, err = parseFlag(f.HasError, f.ErrorCode != ""); err != nil {
 		problems = append(problems, "hasError "+err.Error())
+	}
+	if lf.HasRelease, err = parseFlag(f.HasRelease, f.Release != ""); err != nil {
+		problems = append(problems, "hasRelease "+err.Error())
 	}
 	if f.Outcome != "" {
 		o := api.RunOutcome(f.Outcome)

@@ -74,6 +74,8 @@ type Filter struct {
 	// HasError true keeps the attempts that ended with an error, false those without (the
 	// errorCode insight's "(none)" group).
 	HasError *bool
+	// Not leaves out the attempts of the groups an insight names (its "other" group).
+	Not NotLists
 	// After continues a listing after this attempt.
 	After *ListCursor
 	Limit int
@@ -90,11 +92,25 @@ type EndedFilter struct {
 	Kind      *string
 	ErrorCode *string
 	HasError  *bool
+	// Not leaves out the attempts of the groups an insight names (its "other" group).
+	Not NotLists
 	// From is inclusive, To exclusive.
 	From, To *time.Time
 	// After continues a listing after this attempt (its EndedAt as At).
 	After *ListCursor
 	Limit int
+}
+
+// NotLists leave out the attempts with one of their values: of these projects, agents,
+// run kinds, releases or error codes (an attempt without an error is kept).
+type NotLists struct {
+	ProjectIDs, AgentIDs, Kinds, ReleaseIDs, ErrorCodes []string
+}
+
+// args are the lists as the statements' five arguments.
+func (n NotLists) args(d sqldb.Dialect) []any {
+	return []any{sqldb.JSONList(d, n.ProjectIDs), sqldb.JSONList(d, n.AgentIDs), sqldb.JSONList(d, n.Kinds),
+		sqldb.JSONList(d, n.ReleaseIDs), sqldb.JSONList(d, n.ErrorCodes)}
 }
 
 // stateArg is a state filter as a statement's argument: NULL for any state.
@@ -114,8 +130,8 @@ func (s *Store) ListEnded(ctx context.Context, tenantID string, f EndedFilter) (
 	var items []AttemptItem
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		d := tx.Dialect
-		return tx.SelectContext(ctx, &items, s.q.listByEnded, tenantID, state, f.AgentID, f.ProjectID,
-			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError))
+		return tx.SelectContext(ctx, &items, s.q.listByEnded, append([]any{tenantID, state, f.AgentID, f.ProjectID,
+			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError)}, f.Not.args(d)...)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list ended attempts: %w", err)
@@ -133,11 +149,12 @@ func (s *Store) List(ctx context.Context, tenantID string, f Filter) ([]AttemptI
 	err := s.db.Read(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		d := tx.Dialect
 		if f.RunID != nil {
-			return tx.SelectContext(ctx, &items, s.q.listByRun, tenantID, *f.RunID, state, f.AgentID,
-				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError))
+			return tx.SelectContext(ctx, &items, s.q.listByRun, append([]any{tenantID, *f.RunID, state, f.AgentID,
+				f.ProjectID, d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError)},
+				f.Not.args(d)...)...)
 		}
-		return tx.SelectContext(ctx, &items, s.q.listByTenant, tenantID, state, f.AgentID, f.ProjectID,
-			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError))
+		return tx.SelectContext(ctx, &items, s.q.listByTenant, append([]any{tenantID, state, f.AgentID, f.ProjectID,
+			d.Time(from), d.Time(at), id, f.Limit, f.ReleaseID, f.Kind, f.ErrorCode, sqldb.OptionalBit(f.HasError)}, f.Not.args(d)...)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)

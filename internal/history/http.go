@@ -23,7 +23,9 @@ func Routes(s *web.Server, store *Store) {
 		ID: "listAttempts", Tag: "Attempts", Summary: "List attempts, or follow the change feed",
 		Description: "Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo " +
 			"exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, " +
-			"the errorCode insight's \"(none)\" group)); with endedFrom and/or endedTo (inclusive, exclusive) the " +
+			"the errorCode insight's \"(none)\" group), and the not* lists (notProjectId, notAgentId, notKind, notReleaseId, " +
+			"notErrorCode, each the parameter repeated) that leave out the attempts with one of their values, so an insight's " +
+			"\"other\" group lists as it counts); with endedFrom and/or endedTo (inclusive, exclusive) the " +
 			"attempts ended in that window, newest end first, as the attempt insights count them (not with runId, " +
 			"startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with " +
 			"changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other " +
@@ -50,7 +52,13 @@ type handlers struct{ store *Store }
 
 // listFilters are the query parameters that changedSince excludes.
 var listFilters = []string{"runId", "agentId", "projectId", "state", "startedFrom", "startedTo", "endedFrom", "endedTo",
-	"releaseId", "kind", "errorCode", "hasError"}
+	"releaseId", "kind", "errorCode", "hasError", "notProjectId", "notAgentId", "notKind", "notReleaseId", "notErrorCode"}
+
+// notLists are the query's not* lists.
+func notLists(q api.ListAttemptsParams) NotLists {
+	return NotLists{ProjectIDs: q.NotProjectID, AgentIDs: q.NotAgentID, Kinds: q.NotKind, ReleaseIDs: q.NotReleaseID,
+		ErrorCodes: q.NotErrorCode}
+}
 
 // startedFilters are the query parameters of the started-time listing that a listing of
 // ended attempts refuses.
@@ -108,7 +116,7 @@ func (h handlers) list(c echo.Context) error {
 		return badCursor()
 	}
 	f := Filter{Limit: limit + 1, RunID: q.RunID, AgentID: q.AgentID, ProjectID: q.ProjectID, State: q.State,
-		ReleaseID: q.ReleaseID, Kind: q.Kind, ErrorCode: q.ErrorCode, HasError: q.HasError}
+		ReleaseID: q.ReleaseID, Kind: q.Kind, ErrorCode: q.ErrorCode, HasError: q.HasError, Not: notLists(q)}
 	if q.StartedFrom != nil {
 		f.StartedFrom = &q.StartedFrom.Time
 	}
@@ -149,7 +157,7 @@ func (h handlers) ended(c echo.Context, tenant string, q api.ListAttemptsParams,
 		return apperr.FieldsInvalid(api.FieldError{Field: "cursor", Reason: "continues a listing without endedFrom or endedTo"})
 	}
 	f := EndedFilter{Limit: limit + 1, State: q.State, AgentID: q.AgentID, ProjectID: q.ProjectID, ReleaseID: q.ReleaseID,
-		Kind: q.Kind, ErrorCode: q.ErrorCode, HasError: q.HasError}
+		Kind: q.Kind, ErrorCode: q.ErrorCode, HasError: q.HasError, Not: notLists(q)}
 	if q.EndedFrom != nil {
 		f.From = &q.EndedFrom.Time
 	}

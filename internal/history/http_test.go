@@ -3,6 +3,7 @@ package history_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -342,7 +343,32 @@ func TestHTTPListEnded(t *testing.T) {
 	if p := decodePage(t, s.get(s.admin, "/v1/attempts?hasError=true&"+window)); len(p.Items) != 2 {
 		t.Fatalf("hasError=true on the ended listing: %+v", p)
 	}
+	// The not* lists leave out the attempts of the named groups (an insight's "other"); an
+	// attempt without an error is kept, as the errorCode insight counts it in "(none)".
+	a1ID, a2ID, a3ID := a1.Attempt.AttemptID.String(), a2.Attempt.AttemptID.String(), a3.Attempt.AttemptID.String()
+	for q, want := range map[string][]string{
+		window + "&notErrorCode=tool_timeout":                    {a2ID},
+		window + "&notAgentId=agent-2":                           {a1ID},
+		window + "&notAgentId=agent-2&notErrorCode=tool_timeout": nil,
+		window + "&notKind=review":                               nil,
+		window + "&notKind=deploy&notReleaseId=other":            {a2ID, a1ID},
+		window + "&notReleaseId=rel":                             nil,
+		window + "&notProjectId=nope&notErrorCode=bad_input":     {a1ID},
+		"notErrorCode=tool_timeout&notErrorCode=bad_input":       {a3ID},
+		"notErrorCode=tool_timeout&hasError=true":                {a2ID},
+	} {
+		var got []string
+		for _, it := range decodePage(t, s.get(s.admin, "/v1/attempts?"+q)).Items {
+			got = append(got, it["attemptId"].(string))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: %v, want %v", q, got, want)
+		}
+	}
 	for _, c := range []struct{ query, field string }{
+		{"notErrorCode=busy&notErrorCode=Not%20A%20Code", "notErrorCode[1]"},
+		{"notAgentId=a%2Fb", "notAgentId[0]"},
+		{"changedSince=0000000000000001&notKind=review", "notKind"},
 		{window + "&runId=" + a1.Run.RunID.String(), "runId"},
 		{window + "&startedFrom=2026-03-01T09:00:00Z", "startedFrom"},
 		{"endedFrom=2026-03-02T00:00:00Z&endedTo=2026-03-01T00:00:00Z", "endedTo"},

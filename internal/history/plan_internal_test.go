@@ -27,16 +27,19 @@ func TestSQLitePlans(t *testing.T) {
 		notWant []string
 	}{
 		{"listByTenant", sqliteQueries.listByTenant,
-			[]any{"t", nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, "review", nil, 0},
+			[]any{"t", nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, "review", nil, 0,
+				"[]", "[]", "[]", "[]", "[]"},
 			[]string{"IX_Attempts_Tenant_Started (TenantId=? AND StartedAt>? AND (StartedAt,AttemptId)<(?,?))",
 				"SEARCH r USING INDEX sqlite_autoindex_Runs_1 (RunId=?)"}, []string{"TEMP B-TREE"}},
 		{"listByRun", sqliteQueries.listByRun,
-			[]any{"t", id, nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, nil, nil, nil},
+			[]any{"t", id, nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, nil, nil, nil,
+				"[]", "[]", "[]", "[]", "[]"},
 			[]string{"IX_Attempts_Run_Step (RunId=?)"}, nil},
 		// Each ended state's branch is a range of the index cut to a page (rows of one EndedAt
 		// sorted by id), and the six pages are merged: no branch reads past its page.
 		{"listByEnded", sqliteQueries.listByEnded,
-			[]any{"t", nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, nil, nil, 1},
+			[]any{"t", nil, nil, nil, d.Time(sqldb.KeyMinTime), d.Time(sqldb.KeyMaxTime), sqldb.KeyMaxID, 50, nil, nil, nil, 1,
+				"[]", "[]", "[]", "[]", "[]"},
 			[]string{"IX_Attempts_Tenant_State_Ended (TenantId=? AND State=? AND EndedAt>? AND EndedAt<?)"},
 			[]string{"SCAN ExecutionAttempts"}},
 		{"changes", sqliteQueries.changes,

@@ -20,11 +20,25 @@ func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
 // mssqlInsightFilters are the release, run kind, error code and error presence filters
 // (parameter numbers release, kind, code, hasError); the kind reads the attempt's run by
 // PK_Runs seek only when asked; hasError (NULL, 0 or 1) is a residual on ErrorCode's NULL.
-func mssqlInsightFilters(release, kind, code, hasError int) string {
+// The five not* lists (from parameter number not: project, agent, run kind, release, error
+// code) are JSON arrays as nvarchar(max), N'[]' for none, residuals after the index read.
+// Reading check: OPENJSON's [value] is nvarchar(max) in the database's collation, so each
+// comparison states BIN2, the identifier columns' (Msg 468 otherwise); items are strings,
+// never NULL, so NOT IN cannot turn unknown; a NULL ErrorCode compares as N”, which no
+// item is (an error code has 1..64 characters), so an attempt without an error is kept as
+// the insight keeps it in "(none)"; the run kind's probe is the kind filter's PK_Runs seek;
+// no lock beyond the read's, 0 rows when every attempt is left out, no new error.
+func mssqlInsightFilters(release, kind, code, hasError, not int) string {
 	return fmt.Sprintf(`(@p%[1]d IS NULL OR ReleaseId = @p%[1]d) AND (@p%[3]d IS NULL OR ErrorCode = @p%[3]d)
     AND (@p%[4]d IS NULL OR (@p%[4]d = 1 AND ErrorCode IS NOT NULL) OR (@p%[4]d = 0 AND ErrorCode IS NULL))
-    AND (@p%[2]d IS NULL OR EXISTS (SELECT 1 FROM dbo.Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND r.TenantId = @p1 AND r.Kind = @p%[2]d))`,
-		release, kind, code, hasError)
+    AND (@p%[2]d IS NULL OR EXISTS (SELECT 1 FROM dbo.Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND r.TenantId = @p1 AND r.Kind = @p%[2]d))
+    AND (@p%[5]d = N'[]' OR ProjectId NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p%[5]d) AS j))
+    AND (@p%[6]d = N'[]' OR AgentId NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p%[6]d) AS j))
+    AND (@p%[7]d = N'[]' OR NOT EXISTS (SELECT 1 FROM dbo.Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND r.TenantId = @p1
+        AND r.Kind IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p%[7]d) AS j)))
+    AND (@p%[8]d = N'[]' OR ReleaseId NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p%[8]d) AS j))
+    AND (@p%[9]d = N'[]' OR COALESCE(ErrorCode, N'') NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p%[9]d) AS j))`,
+		release, kind, code, hasError, not, not+1, not+2, not+3, not+4)
 }
 
 func mssqlListByEnded() string {
@@ -42,7 +56,7 @@ func mssqlListByEnded() string {
         FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_State_Ended))
         WHERE TenantId = @p1 AND State = %[1]d AND %[2]s AND EndedAt >= @p5 AND EndedAt <= @p6
             AND (EndedAt < @p6 OR AttemptId < @p7)
-            AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4) AND `+mssqlInsightFilters(9, 10, 11, 12)+`
+            AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4) AND `+mssqlInsightFilters(9, 10, 11, 12, 13)+`
         ORDER BY EndedAt DESC, AttemptId DESC
     ) AS b%[1]d`, st, which)
 	}
@@ -62,7 +76,7 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Tenant_Started))
 WHERE TenantId = @p1 AND StartedAt >= @p5 AND StartedAt <= @p6
     AND (StartedAt < @p6 OR AttemptId < @p7)
     AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR AgentId = @p3) AND (@p4 IS NULL OR ProjectId = @p4)
-    AND ` + mssqlInsightFilters(9, 10, 11, 12) + `
+    AND ` + mssqlInsightFilters(9, 10, 11, 12, 13) + `
 ORDER BY StartedAt DESC, AttemptId DESC
 OPTION (MAXDOP 1);`,
 
@@ -73,7 +87,7 @@ FROM dbo.ExecutionAttempts WITH (INDEX (IX_Attempts_Run_Step))
 WHERE RunId = @p2 AND TenantId = @p1 AND StartedAt >= @p6 AND StartedAt <= @p7
     AND (StartedAt < @p7 OR AttemptId < @p8)
     AND (@p3 IS NULL OR State = @p3) AND (@p4 IS NULL OR AgentId = @p4) AND (@p5 IS NULL OR ProjectId = @p5)
-    AND ` + mssqlInsightFilters(10, 11, 12, 13) + `
+    AND ` + mssqlInsightFilters(10, 11, 12, 13, 14) + `
 ORDER BY StartedAt DESC, AttemptId DESC
 OPTION (MAXDOP 1);`,
 

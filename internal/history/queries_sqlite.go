@@ -16,13 +16,21 @@ func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
 // one range bound of the index. Statements run on the reader pool inside one deferred
 // transaction, so the cap and the page see the same snapshot.
 // sqliteInsightFilters are the release, run kind, error code and error presence filters
-// (argument numbers release, kind, code, hasError); the kind reads the attempt's run by
-// primary key only when asked.
-func sqliteInsightFilters(release, kind, code, hasError int) string {
+// (argument numbers release, kind, code, hasError) and the five not* lists (JSON arrays,
+// '[]' for none, from argument number not: project, agent, run kind, release, error code;
+// an attempt without an error is kept, as its "(none)" group is the insight's own); the
+// kind reads the attempt's run by primary key only when asked.
+func sqliteInsightFilters(release, kind, code, hasError, not int) string {
 	return fmt.Sprintf(`(?%[1]d IS NULL OR ReleaseId = ?%[1]d) AND (?%[3]d IS NULL OR ErrorCode = ?%[3]d)
     AND (?%[4]d IS NULL OR (?%[4]d = 1 AND ErrorCode IS NOT NULL) OR (?%[4]d = 0 AND ErrorCode IS NULL))
-    AND (?%[2]d IS NULL OR EXISTS (SELECT 1 FROM Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND +r.TenantId = ?1 AND r.Kind = ?%[2]d))`,
-		release, kind, code, hasError)
+    AND (?%[2]d IS NULL OR EXISTS (SELECT 1 FROM Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND +r.TenantId = ?1 AND r.Kind = ?%[2]d))
+    AND (?%[5]d = '[]' OR ProjectId NOT IN (SELECT value FROM json_each(?%[5]d)))
+    AND (?%[6]d = '[]' OR AgentId NOT IN (SELECT value FROM json_each(?%[6]d)))
+    AND (?%[7]d = '[]' OR NOT EXISTS (SELECT 1 FROM Runs AS r WHERE r.RunId = ExecutionAttempts.RunId AND +r.TenantId = ?1
+        AND r.Kind IN (SELECT value FROM json_each(?%[7]d))))
+    AND (?%[8]d = '[]' OR ReleaseId NOT IN (SELECT value FROM json_each(?%[8]d)))
+    AND (?%[9]d = '[]' OR COALESCE(ErrorCode, '') NOT IN (SELECT value FROM json_each(?%[9]d)))`,
+		release, kind, code, hasError, not, not+1, not+2, not+3, not+4)
 }
 
 // sqliteListByEnded: per ended state a page of IX_Attempts_Tenant_State_Ended read
@@ -42,7 +50,7 @@ func sqliteListByEnded() string {
 		fmt.Fprintf(&b, `    SELECT * FROM (SELECT `+attempts.SQLiteColumns+`
     FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_State_Ended
     WHERE TenantId = ?1 AND State = %d AND %s AND EndedAt >= ?5 AND (EndedAt, AttemptId) < (?6, ?7)
-        AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4) AND `+sqliteInsightFilters(9, 10, 11, 12)+`
+        AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4) AND `+sqliteInsightFilters(9, 10, 11, 12, 13)+`
     ORDER BY ExecutionAttempts.EndedAt DESC, AttemptId DESC LIMIT ?8)`, st, which)
 	}
 	return `SELECT ` + attempts.Columns + ` FROM (
@@ -56,14 +64,14 @@ var sqliteQueries = queries{
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Tenant_Started
 WHERE TenantId = ?1 AND StartedAt >= ?5 AND (StartedAt, AttemptId) < (?6, ?7)
     AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR AgentId = ?3) AND (?4 IS NULL OR ProjectId = ?4)
-    AND ` + sqliteInsightFilters(9, 10, 11, 12) + `
+    AND ` + sqliteInsightFilters(9, 10, 11, 12, 13) + `
 ORDER BY ExecutionAttempts.StartedAt DESC, AttemptId DESC LIMIT ?8`,
 
 	listByRun: `SELECT ` + attempts.SQLiteColumns + `
 FROM ExecutionAttempts INDEXED BY IX_Attempts_Run_Step
 WHERE RunId = ?2 AND TenantId = ?1 AND StartedAt >= ?6 AND (StartedAt, AttemptId) < (?7, ?8)
     AND (?3 IS NULL OR State = ?3) AND (?4 IS NULL OR AgentId = ?4) AND (?5 IS NULL OR ProjectId = ?5)
-    AND ` + sqliteInsightFilters(10, 11, 12, 13) + `
+    AND ` + sqliteInsightFilters(10, 11, 12, 13, 14) + `
 ORDER BY ExecutionAttempts.StartedAt DESC, AttemptId DESC LIMIT ?9`,
 
 	listByEnded: sqliteListByEnded(),

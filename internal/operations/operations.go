@@ -111,6 +111,9 @@ func (s *Store) Create(ctx context.Context, c Caller, req api.BulkRunsRequest) (
 		if f.ErrorCode != nil && f.HasError != nil && !*f.HasError {
 			return api.Operation{}, false, apperr.FieldsInvalid(api.FieldError{Field: "filter.hasError", Reason: "must not be false with errorCode"})
 		}
+		if f.ReleaseID != nil && f.HasRelease != nil && !*f.HasRelease {
+			return api.Operation{}, false, apperr.FieldsInvalid(api.FieldError{Field: "filter.hasRelease", Reason: "must not be false with releaseId"})
+		}
 	}
 	key, digest, err := requestKey(req)
 	if err != nil {
@@ -254,7 +257,9 @@ func (s *Store) match(ctx context.Context, tenantID string, req api.BulkRunsRequ
 	f := req.Filter
 	lf := runs.ListFilter{Limit: min(matchPage, s.maxMatched+1), State: f.State, Subject: f.Subject, ProjectID: f.ProjectID, Kind: f.Kind,
 		AgentID: f.AgentID, Band: f.Band, Outcome: f.Outcome, ErrorCode: f.ErrorCode, ReleaseID: f.ReleaseID, Tag: f.Tag,
-		EndedFrom: timeOf(f.EndedFrom), EndedTo: timeOf(f.EndedTo), QueuedFrom: timeOf(f.QueuedFrom), HasError: f.HasError}
+		EndedFrom: timeOf(f.EndedFrom), EndedTo: timeOf(f.EndedTo), QueuedFrom: timeOf(f.QueuedFrom), HasError: f.HasError,
+		HasRelease: f.HasRelease, NotProjectIDs: f.NotProjectID, NotAgentIDs: f.NotAgentID, NotKinds: f.NotKind,
+		NotReleaseIDs: f.NotReleaseID, NotErrorCodes: f.NotErrorCode}
 	if f.QueuedTo != nil {
 		lf.AfterQueuedAt, lf.AfterRunID = &f.QueuedTo.Time, uuid.Nil
 	}

@@ -142,3 +142,29 @@ func BenchmarkClaimDepth(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListNotProjects is a page of the runs list over 10,000 queued runs of 10
+// projects, without a not* list and leaving out 9 of the projects plus 41 absent ones (an
+// insight's "other" link names up to 50 groups): the price of the list, a residual per run
+// read, the page needing about ten times the rows.
+func BenchmarkListNotProjects(b *testing.B) {
+	svc, caller := benchEnv(b, 10_000)
+	ctx := context.Background()
+	var many []string
+	for p := range 50 {
+		many = append(many, fmt.Sprintf("p%d", p+1))
+	}
+	for _, c := range []struct {
+		name string
+		not  []string
+	}{{"none", nil}, {"50", many}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				rs, err := svc.List(ctx, caller.TenantID, runs.ListFilter{Limit: 51, NotProjectIDs: c.not})
+				if err != nil || len(rs) != 51 {
+					b.Fatalf("%v, %d runs", err, len(rs))
+				}
+			}
+		})
+	}
+}

@@ -86,9 +86,12 @@ func Routes(s *web.Server, svc *Service) {
 		Description: "The tenant's runs, newest queued first, filtered by state, subject, project, kind, agent, band, " +
 			"queued time (queuedFrom inclusive, queuedTo exclusive), outcome, errorCode (the run's last error) or hasError " +
 			"(false: the runs without an error, the errorCode insight's \"(none)\" group), releaseId " +
-			"(its latest attempt's release, as insights group runs), ended time (endedFrom inclusive, endedTo exclusive), tag and " +
+			"(its latest attempt's release, as insights group runs) or hasRelease (false: the runs never claimed, the release " +
+			"insight's \"(none)\" group), ended time (endedFrom inclusive, endedTo exclusive), tag and " +
 			"the number of its attempts (attemptsMin, attemptsMax, as the attempts-per-run insight counts them) and its first " +
-			"attempt's release (firstReleaseId, as claim latency groups runs). Each " +
+			"attempt's release (firstReleaseId, as claim latency groups runs). The not* lists (notProjectId, notAgentId, notKind, " +
+			"notReleaseId, notErrorCode, notFirstReleaseId, each the parameter repeated) leave out the runs with one of their " +
+			"values, so an insight's \"other\" group lists as it counts. Each " +
 			"item carries its etag. A cursor continues the listing it was made by: presented with other filters it is " +
 			"refused (400 naming cursor).",
 		Status: http.StatusOK, Response: api.Page[api.RunItem]{}, Query: api.ListRunsParams{},
@@ -287,9 +290,14 @@ func (h handlers) list(c echo.Context) error {
 	f := ListFilter{Limit: limit + 1, State: q.State, Subject: q.Subject, ProjectID: q.ProjectID, Kind: q.Kind,
 		AgentID: q.AgentID, Band: q.Band, Outcome: q.Outcome, ErrorCode: q.ErrorCode, ReleaseID: q.ReleaseID, Tag: q.Tag,
 		EndedFrom: timeOf(q.EndedFrom), EndedTo: timeOf(q.EndedTo), AttemptsMin: q.AttemptsMin, AttemptsMax: q.AttemptsMax,
-		FirstReleaseID: q.FirstReleaseID, HasError: q.HasError}
+		FirstReleaseID: q.FirstReleaseID, HasError: q.HasError, HasRelease: q.HasRelease,
+		NotProjectIDs: q.NotProjectID, NotAgentIDs: q.NotAgentID, NotKinds: q.NotKind, NotReleaseIDs: q.NotReleaseID,
+		NotErrorCodes: q.NotErrorCode, NotFirstReleaseIDs: q.NotFirstReleaseID}
 	if q.ErrorCode != nil && q.HasError != nil && !*q.HasError {
 		return apperr.FieldsInvalid(api.FieldError{Field: "hasError", Reason: "must not be false with errorCode"})
+	}
+	if q.ReleaseID != nil && q.HasRelease != nil && !*q.HasRelease {
+		return apperr.FieldsInvalid(api.FieldError{Field: "hasRelease", Reason: "must not be false with releaseId"})
 	}
 	if q.AttemptsMin != nil && q.AttemptsMax != nil && *q.AttemptsMax < *q.AttemptsMin {
 		return apperr.FieldsInvalid(api.FieldError{Field: "attemptsMax", Reason: "must not be below attemptsMin"})

@@ -25,7 +25,9 @@ func (e *httpEnv) runIDs(query string) []string {
 	e.t.Helper()
 	var page runPage
 	if code, _ := e.do("GET", "/v1/runs?"+query, e.admin, ``, &page); code != 200 {
-		e.t.Fatalf("list %s: %d", query, code)
+		var p problem
+		e.do("GET", "/v1/runs?"+query, e.admin, ``, &p)
+		e.t.Fatalf("list %s: %d %+v", query, code, p)
 	}
 	var ids []string
 	for _, it := range page.Items {
@@ -148,15 +150,33 @@ func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 		"hasError=true":                        {failedRun},
 		"hasError=true&errorCode=tool_timeout": {failedRun},
 		"hasError=false&outcome=succeeded":     {okRun},
-		"releaseId=rel-b":                      {okRun},
-		"releaseId=rel-c":                      nil,
-		"tag=nightly":                          {failedRun},
-		"tag=Nightly":                          nil,
-		"endedFrom=" + ts(before):              {okRun, failedRun},
-		"endedFrom=" + ts(after):               nil,
-		"endedTo=" + ts(before):                nil,
-		"outcome=failed&tag=team-a":            {failedRun},
-		"outcome=succeeded&tag=team-a":         nil,
+		"hasRelease=false":                     {queuedRun},
+		"hasRelease=true":                      {okRun, failedRun},
+		"hasRelease=true&releaseId=rel-a":      {failedRun},
+		"hasRelease=false&state=ended":         nil,
+		// The not* lists (an insight's "other" group): a run without the value is kept.
+		"notReleaseId=rel-a":                                        {queuedRun, okRun},
+		"notReleaseId=rel-a&notReleaseId=rel-b":                     {queuedRun},
+		"notReleaseId=rel-b&notReleaseId=rel-a&hasRelease=true":     nil,
+		"notFirstReleaseId=rel-b":                                   {queuedRun, failedRun},
+		"notErrorCode=tool_timeout":                                 {queuedRun, okRun},
+		"notErrorCode=tool_timeout&hasError=true":                   nil,
+		"notErrorCode=busy&notErrorCode=tool_timeout&hasError=true": nil,
+		"notErrorCode=busy":                                         {queuedRun, okRun, failedRun},
+		"notAgentId=a2&notAgentId=a1":                               nil,
+		"notAgentId=a2":                                             {queuedRun, okRun, failedRun},
+		"notProjectId=p1&outcome=failed":                            nil,
+		"notKind=deploy&outcome=failed":                             {failedRun},
+		"notKind=review":                                            nil,
+		"releaseId=rel-b":                                           {okRun},
+		"releaseId=rel-c":                                           nil,
+		"tag=nightly":                                               {failedRun},
+		"tag=Nightly":                                               nil,
+		"endedFrom=" + ts(before):                                   {okRun, failedRun},
+		"endedFrom=" + ts(after):                                    nil,
+		"endedTo=" + ts(before):                                     nil,
+		"outcome=failed&tag=team-a":                                 {failedRun},
+		"outcome=succeeded&tag=team-a":                              nil,
 	} {
 		if got := e.runIDs(q); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%s: %v, want %v", q, got, want)
@@ -164,9 +184,32 @@ func TestHTTPWhyItFailedAndFilters(t *testing.T) {
 	}
 	for q, field := range map[string]string{"errorCode=Bad": "errorCode", "outcome=lost": "outcome", "tag=%20x": "tag",
 		"endedFrom=" + ts(after) + "&endedTo=" + ts(before): "endedTo", "attemptsMin=2&attemptsMax=1": "attemptsMax",
-		"attemptsMin=-1": "attemptsMin", "hasError=no": "hasError", "hasError=false&errorCode=tool_timeout": "hasError"} {
+		"attemptsMin=-1": "attemptsMin", "hasError=no": "hasError", "hasError=false&errorCode=tool_timeout": "hasError",
+		"hasRelease=yes": "hasRelease", "hasRelease=false&releaseId=rel-a": "hasRelease",
+		"notErrorCode=busy&notErrorCode=Bad": "notErrorCode[1]", "notAgentId=a%2Fb": "notAgentId[0]",
+		"notKind=" + strings.Repeat("k&notKind=", 64) + "k": "notKind"} {
 		if code, _ := e.do("GET", "/v1/runs?"+q, e.admin, ``, &p); code != 400 || len(p.Errors) == 0 || p.Errors[0].Field != field {
 			t.Fatalf("%s: %d %+v, want 400 naming %s", q, code, p, field)
+		}
+	}
+	// A cursor is made by its exclusion list, every item of it (web.FilterKey): another list
+	// refuses it, the same list continues it.
+	cursor := func(q string) string {
+		var page runPage
+		if code, _ := e.do("GET", "/v1/runs?limit=1&"+q, e.admin, ``, &page); code != 200 || page.NextCursor == "" {
+			t.Fatalf("%s: %d %+v", q, code, page)
+		}
+		return page.NextCursor
+	}
+	one, two := cursor("notErrorCode=busy"), cursor("notErrorCode=busy&notErrorCode=late")
+	if one == two {
+		t.Fatalf("two exclusion lists made one cursor %q", one)
+	}
+	for q, want := range map[string]int{"notErrorCode=busy&notErrorCode=late&cursor=" + one: 400,
+		"notErrorCode=busy&cursor=" + two: 400, "notErrorCode=late&notErrorCode=busy&cursor=" + two: 400,
+		"notErrorCode=busy&notErrorCode=late&cursor=" + two: 200} {
+		if code, _ := e.do("GET", "/v1/runs?limit=1&"+q, e.admin, ``, &p); code != want {
+			t.Errorf("%s: %d, want %d", q, code, want)
 		}
 	}
 }

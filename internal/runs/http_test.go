@@ -82,7 +82,8 @@ type problem struct {
 	Code      string `json:"code"`
 	HeldUntil string `json:"heldUntil"`
 	Errors    []struct {
-		Field string `json:"field"`
+		Field  string `json:"field"`
+		Reason string `json:"reason"`
 	} `json:"errors"`
 }
 

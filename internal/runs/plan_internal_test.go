@@ -104,9 +104,11 @@ func TestSQLitePlansWithoutStatistics(t *testing.T) {
 			[]string{"sqlite_autoindex_ExecutionAttempts_1 (AttemptId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}, 0},
 		// The list answers QueuedAt as text under its own name and orders by Runs.QueuedAt:
 		// the bare name would order by the text, a sort of every match instead of the
-		// index's order (a third sort; the two are the release filters' subqueries').
-		{"list", q.list, append([]any{tenant}, append(make([]any, 6), append([]any{50}, make([]any, 13)...)...)...),
-			[]string{"IX_Runs_Tenant_Queued (TenantId=?)"}, 2},
+		// index's order (a fifth sort; the four are the release filters' subqueries', the
+		// releaseId and firstReleaseId ones and their not* lists').
+		{"list", q.list, append([]any{tenant}, append(make([]any, 6), append([]any{50}, append(make([]any, 14),
+			"[]", "[]", "[]", "[]", "[]", "[]")...)...)...),
+			[]string{"IX_Runs_Tenant_Queued (TenantId=?)"}, 4},
 	} {
 		plan := strings.Join(dbtest.SQLitePlan(t, db, c.query, c.args...), "\n")
 		for _, w := range c.want {

@@ -291,7 +291,17 @@ WHERE p.TenantId = @p1 AND p.ProjectId = @p2 AND c.CostMicros >= p.DailyCostBudg
 	// its latest attempt's, as insights group it: an IX_Attempts_Run_Step seek per run that
 	// passed the others, a run's few attempts sorted; its first claim's release and the
 	// attempt count, as claim latency and attempts per run count them, the same seek; hasError,
-	// a bit 0/1, tests ErrorCode's presence as a residual). The tag probe reads the
+	// a bit 0/1, tests ErrorCode's presence as a residual; hasRelease, a bit, probes the same
+	// seek for any attempt, since every claim names a release). The not* lists (@p23..@p28,
+	// JSON arrays as nvarchar(max), N'[]' for none) are residuals: OPENJSON's [value] is
+	// nvarchar(max) in the database's collation, so each comparison states BIN2, the
+	// identifier columns' (Msg 468 otherwise); a NULL error code or release (no error, never
+	// claimed) compares as N'', which no item is (items are identifiers), so such a run is
+	// kept as the insights keep it in "(none)" (ISNULL, not COALESCE, around the release
+	// subqueries: COALESCE is a CASE that runs its subquery twice, and the two reads may
+	// differ under a concurrent claim); items are strings, never NULL, so NOT IN
+	// cannot turn unknown. Reading check: no new seek or lock, 0 rows when all is excluded,
+	// no new error (a JSON that is not an array cannot reach it: the list is marshalled). The tag probe reads the
 	// run's own Tags (at most 16 items); [value] is pinned to BIN2 so tags match exactly.
 	list: `SELECT TOP (@p8) ` + runColumns + ` FROM dbo.Runs
 WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subject = @p3)
@@ -308,6 +318,18 @@ WHERE TenantId = @p1 AND (@p2 IS NULL OR State = @p2) AND (@p3 IS NULL OR Subjec
     AND (@p20 IS NULL OR (SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
         WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt, a.AttemptId) = @p20)
     AND (@p21 IS NULL OR (@p21 = 1 AND ErrorCode IS NOT NULL) OR (@p21 = 0 AND ErrorCode IS NULL))
+    AND (@p22 IS NULL OR (@p22 = 1 AND EXISTS (SELECT 1 FROM dbo.ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND a.TenantId = @p1))
+        OR (@p22 = 0 AND NOT EXISTS (SELECT 1 FROM dbo.ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND a.TenantId = @p1)))
+    AND (@p23 = N'[]' OR ProjectId NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p23) AS j))
+    AND (@p24 = N'[]' OR AgentId NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p24) AS j))
+    AND (@p25 = N'[]' OR Kind NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p25) AS j))
+    AND (@p26 = N'[]' OR ISNULL((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
+        WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt DESC, a.AttemptId DESC), N'')
+        NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p26) AS j))
+    AND (@p27 = N'[]' OR COALESCE(ErrorCode, N'') NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p27) AS j))
+    AND (@p28 = N'[]' OR ISNULL((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts AS a
+        WHERE a.RunId = Runs.RunId AND a.TenantId = @p1 ORDER BY a.StartedAt, a.AttemptId), N'')
+        NOT IN (SELECT j.[value] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@p28) AS j))
     AND (@p6 IS NULL OR QueuedAt < @p6 OR (QueuedAt = @p6 AND RunId < @p7))
 ORDER BY QueuedAt DESC, RunId DESC
 OPTION (RECOMPILE, MAXDOP 1);`,

@@ -196,6 +196,15 @@ WHERE TenantId = ?1 AND (?2 IS NULL OR State = ?2) AND (?3 IS NULL OR Subject = 
     AND (?20 IS NULL OR (SELECT a.ReleaseId FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1
         ORDER BY a.StartedAt, a.AttemptId LIMIT 1) = ?20)
     AND (?21 IS NULL OR (?21 = 1 AND ErrorCode IS NOT NULL) OR (?21 = 0 AND ErrorCode IS NULL))
+    AND (?22 IS NULL OR EXISTS (SELECT 1 FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1) = (?22 = 1))
+    AND (?23 = '[]' OR ProjectId NOT IN (SELECT value FROM json_each(?23)))
+    AND (?24 = '[]' OR AgentId NOT IN (SELECT value FROM json_each(?24)))
+    AND (?25 = '[]' OR Kind NOT IN (SELECT value FROM json_each(?25)))
+    AND (?26 = '[]' OR COALESCE((SELECT a.ReleaseId FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1
+        ORDER BY a.StartedAt DESC, a.AttemptId DESC LIMIT 1), '') NOT IN (SELECT value FROM json_each(?26)))
+    AND (?27 = '[]' OR COALESCE(ErrorCode, '') NOT IN (SELECT value FROM json_each(?27)))
+    AND (?28 = '[]' OR COALESCE((SELECT a.ReleaseId FROM ExecutionAttempts AS a WHERE a.RunId = Runs.RunId AND +a.TenantId = ?1
+        ORDER BY a.StartedAt, a.AttemptId LIMIT 1), '') NOT IN (SELECT value FROM json_each(?28)))
     AND (?6 IS NULL OR QueuedAt < ?6 OR (QueuedAt = ?6 AND RunId < ?7))
 ORDER BY Runs.QueuedAt DESC, RunId DESC LIMIT ?8`,
 	// parkDecisions: each named decision by primary key, its attempt by primary key.

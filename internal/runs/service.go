@@ -443,6 +443,13 @@ type ListFilter struct {
 	// HasError true keeps the runs with an error code, false those without (the runs the
 	// errorCode insight groups as "(none)").
 	HasError *bool
+	// HasRelease true keeps the runs with an attempt (every claim names a release), false the
+	// runs never claimed (the runs the release insight groups as "(none)").
+	HasRelease *bool
+	// The Not lists leave out the runs with one of their values (a run without the value
+	// is kept: "(none)" is a group of its own); an insight's "other" group is every group
+	// past the ones it names.
+	NotProjectIDs, NotAgentIDs, NotKinds, NotReleaseIDs, NotErrorCodes, NotFirstReleaseIDs []string
 }
 
 // List lists the tenant's runs, newest first.
@@ -467,7 +474,10 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) ([]Ru
 		return tx.SelectContext(ctx, &rs, s.q.list, tenantID, state, f.Subject, f.ProjectID, f.Kind,
 			tx.Dialect.NullTime(f.AfterQueuedAt), afterRun, f.Limit, f.AgentID, tx.Dialect.NullTime(f.QueuedFrom), band,
 			outcome, f.ErrorCode, f.ReleaseID, tx.Dialect.NullTime(f.EndedFrom), tx.Dialect.NullTime(f.EndedTo), f.Tag,
-			f.AttemptsMin, f.AttemptsMax, f.FirstReleaseID, sqldb.OptionalBit(f.HasError))
+			f.AttemptsMin, f.AttemptsMax, f.FirstReleaseID, sqldb.OptionalBit(f.HasError),
+			sqldb.OptionalBit(f.HasRelease), sqldb.JSONList(tx.Dialect, f.NotProjectIDs), sqldb.JSONList(tx.Dialect, f.NotAgentIDs),
+			sqldb.JSONList(tx.Dialect, f.NotKinds), sqldb.JSONList(tx.Dialect, f.NotReleaseIDs),
+			sqldb.JSONList(tx.Dialect, f.NotErrorCodes), sqldb.JSONList(tx.Dialect, f.NotFirstReleaseIDs))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

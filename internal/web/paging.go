@@ -46,7 +46,7 @@ func DecodeCursor(c echo.Context, dst any) (bool, error) {
 }
 
 // FilterKey is a short digest of the request's query parameters other than cursor and
-// limit, in a canonical order, or "" when there are none. A listing puts it in the cursors
+// limit (every value of a repeated one, in its order), in a canonical order of names, or "" when there are none. A listing puts it in the cursors
 // it makes, so a cursor presented with other filters is refused instead of silently
 // applied to them (DESIGN.md section 7).
 func FilterKey(c echo.Context) string {
@@ -62,8 +62,15 @@ func FilterKey(c echo.Context) string {
 	}
 	sort.Strings(names)
 	h := sha256.New()
+	// Every value of a name counts, in the order given: a list parameter's items are part of
+	// the filter (the same items in another order are another key, and start a new listing).
+	// A single value hashes as it always did, so cursors made before lists keep working.
 	for _, name := range names {
-		fmt.Fprintf(h, "%q=%q;", name, q[name][0])
+		if vs := q[name]; len(vs) == 1 {
+			fmt.Fprintf(h, "%q=%q;", name, vs[0])
+		} else {
+			fmt.Fprintf(h, "%q=%q;", name, vs)
+		}
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }

@@ -98,3 +98,22 @@ func TestWritePageCountsBytesAsSent(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterKeyHashesEveryValue: a repeated (list) parameter's every item makes the key, in
+// its order; a single value keys as it did before lists; cursor and limit never count.
+func TestFilterKeyHashesEveryValue(t *testing.T) {
+	t.Parallel()
+	key := func(query string) string {
+		return FilterKey(echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/?"+query, nil), httptest.NewRecorder()))
+	}
+	a, ab, ba := key("notAgentId=a"), key("notAgentId=a&notAgentId=b"), key("notAgentId=b&notAgentId=a")
+	if a == ab || ab == ba || a == "" {
+		t.Fatalf("keys of [a], [a b], [b a]: %q %q %q", a, ab, ba)
+	}
+	if ab != key("limit=2&notAgentId=a&cursor=x&notAgentId=b") {
+		t.Fatal("cursor or limit changed the key")
+	}
+	if key("") != "" || key("limit=5") != "" {
+		t.Fatal("no filter has a key")
+	}
+}

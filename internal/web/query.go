@@ -3,6 +3,7 @@ package web
 import (
 	"encoding"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 
@@ -18,8 +19,8 @@ var uuidType = reflect.TypeFor[uuid.UUID]()
 
 // BindQuery reads the query parameters into dst, a pointer to one of the api package's
 // parameter structs (fields tagged `query:"name"`, embedded structs included), and validates
-// them. One 400 lists every parameter that is unknown, repeated, malformed or out of bounds.
-// An empty value counts as absent.
+// them. One 400 lists every parameter that is unknown, repeated (a list field, a slice, takes
+// each repeat as an item), malformed or out of bounds. An empty value counts as absent.
 func BindQuery(c echo.Context, dst any) error {
 	rv := reflect.ValueOf(dst).Elem()
 	fields := map[string]reflect.Value{}
@@ -31,6 +32,13 @@ func BindQuery(c echo.Context, dst any) error {
 		switch {
 		case !ok:
 			bad = append(bad, api.FieldError{Field: name, Reason: "is not a known parameter"})
+			continue
+		case f.Kind() == reflect.Slice:
+			// A list parameter is repeated, one item each (name=a&name=b); an empty item is
+			// left to the items' validation.
+			if setQueryList(f, name, values, &bad) {
+				failed[name] = true
+			}
 			continue
 		case len(values) > 1:
 			bad = append(bad, api.FieldError{Field: name, Reason: "must be given once"})
@@ -74,6 +82,22 @@ func queryFields(v reflect.Value, out map[string]reflect.Value) {
 			out[name] = v.Field(i)
 		}
 	}
+}
+
+// setQueryList parses each of a repeated parameter's values into the list field's items,
+// appending a problem per item that does not parse (named name[i]); it says whether any
+// failed.
+func setQueryList(f reflect.Value, name string, values []string, bad *[]api.FieldError) bool {
+	list := reflect.MakeSlice(f.Type(), len(values), len(values))
+	failed := false
+	for i, raw := range values {
+		if reason := setQueryValue(list.Index(i), raw); reason != "" {
+			*bad = append(*bad, api.FieldError{Field: fmt.Sprintf("%s[%d]", name, i), Reason: reason})
+			failed = true
+		}
+	}
+	f.Set(list)
+	return failed
 }
 
 // setQueryValue parses raw into the field (a value or a pointer) and returns why it cannot,

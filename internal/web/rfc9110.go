@@ -23,13 +23,14 @@ import (
 // add registers h for method and path behind mw and the route's strict checks; a GET is
 // also registered for HEAD.
 func (s *Server) add(method, path string, op Op, h echo.HandlerFunc, mw []echo.MiddlewareFunc) {
+	// known maps the parameters the document lists for the route (those of its query struct)
+	// to whether each is a list, which alone may be repeated.
 	known := map[string]bool{}
 	if op.Query != nil {
-		// The parameters the document lists for the route: those of its query struct.
 		fields := map[string]reflect.Value{}
 		queryFields(reflect.New(reflect.TypeOf(op.Query)).Elem(), fields)
-		for name := range fields {
-			known[name] = true
+		for name, f := range fields {
+			known[name] = f.Kind() == reflect.Slice
 		}
 	}
 	body := op.Body != nil
@@ -144,7 +145,8 @@ func (s *Server) methodNotAllowed(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // checkQuery refuses query parameters the route does not declare, and declared ones given
-// more than once: a misspelt filter (projectid) must not silently widen a listing. A query
+// more than once unless they are lists: a misspelt filter (projectid) must not silently
+// widen a listing. A query
 // string Go cannot parse whole (a bad escape, past its limit on the number of parameters)
 // is refused too: Echo's QueryParams drops what it cannot parse, filters included.
 func checkQuery(c echo.Context, known map[string]bool) error {
@@ -159,10 +161,11 @@ func checkQuery(c echo.Context, known map[string]bool) error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		list, ok := known[name]
 		switch {
-		case !known[name]:
+		case !ok:
 			bad = append(bad, api.FieldError{Field: name, Reason: "is not a query parameter of this route"})
-		case len(q[name]) > 1:
+		case len(q[name]) > 1 && !list:
 			bad = append(bad, api.FieldError{Field: name, Reason: "is given more than once"})
 		}
 	}

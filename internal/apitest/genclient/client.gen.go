@@ -94,7 +94,7 @@ type ClientInterface interface {
 
 	// ListAttempts List attempts, or follow the change feed
 	//
-	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group)); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
+	// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group), and the not* lists (notProjectId, notAgentId, notKind, notReleaseId, notErrorCode, each the parameter repeated) that leave out the attempts with one of their values, so an insight's "other" group lists as it counts); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 	//
 	// Corresponds with GET /v1/attempts (the `ListAttempts` operationId).
 	ListAttempts(ctx context.Context, params *ListAttemptsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -374,7 +374,7 @@ type ClientInterface interface {
 
 // ListAttempts List attempts, or follow the change feed
 //
-// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group)); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
+// Attempts newest first (filters: runId, agentId, projectId, state, startedFrom inclusive, startedTo exclusive, releaseId, kind (the run's), errorCode, hasError (false: the attempts that ended without an error, the errorCode insight's "(none)" group), and the not* lists (notProjectId, notAgentId, notKind, notReleaseId, notErrorCode, each the parameter repeated) that leave out the attempts with one of their values, so an insight's "other" group lists as it counts); with endedFrom and/or endedTo (inclusive, exclusive) the attempts ended in that window, newest end first, as the attempt insights count them (not with runId, startedFrom or startedTo; without state the succeeded, failed, cancelled, lost and released ones); or, with changedSince=<etag>, the attempts whose version is newer than that ETag, oldest change first (no other filter; resume with the last item's etag, or follow nextCursor). Each item carries its etag. Purged attempts (retention) never appear.
 //
 // Corresponds with GET /v1/attempts (the `ListAttempts` operationId).
 func (c *Client) ListAttempts(ctx context.Context, params *ListAttemptsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1084,6 +1084,66 @@ func NewListAttemptsRequest(server string, params *ListAttemptsParams) (*http.Re
 		if params.HasError != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hasError", *params.HasError, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NotProjectId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "notProjectId", *params.NotProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NotAgentId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "notAgentId", *params.NotAgentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NotKind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "notKind", *params.NotKind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NotReleaseId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "notReleaseId", *params.NotReleaseId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NotErrorCode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "notErrorCode", *params.NotErrorCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

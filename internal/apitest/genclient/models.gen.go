@@ -1117,6 +1117,21 @@ type ListAttemptsParams struct {
 	// HasError true: attempts that ended with an error; false: attempts without one (the errorCode insight's "(none)" group); not false with errorCode.
 	HasError *bool `form:"hasError,omitempty" json:"hasError,omitempty"`
 
+	// NotProjectId Attempts of none of these projects (repeat the parameter, at most 64).
+	NotProjectId *[]string `form:"notProjectId,omitempty" json:"notProjectId,omitempty"`
+
+	// NotAgentId Attempts of none of these agents (repeat the parameter, at most 64).
+	NotAgentId *[]string `form:"notAgentId,omitempty" json:"notAgentId,omitempty"`
+
+	// NotKind Attempts of runs of none of these kinds (repeat the parameter, at most 64).
+	NotKind *[]string `form:"notKind,omitempty" json:"notKind,omitempty"`
+
+	// NotReleaseId Attempts that ran none of these releases (repeat the parameter, at most 64).
+	NotReleaseId *[]string `form:"notReleaseId,omitempty" json:"notReleaseId,omitempty"`
+
+	// NotErrorCode Attempts that ended with an error of none of these codes; attempts without an error are kept (repeat the parameter, at most 64).
+	NotErrorCode *[]string `form:"notErrorCode,omitempty" json:"notErrorCode,omitempty"`
+
 	// ChangedSince An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only.
 	ChangedSince *string `form:"changedSince,omitempty" json:"changedSince,omitempty"`
 

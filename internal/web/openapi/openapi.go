@@ -49,7 +49,7 @@ Conventions:
 - Subjects serialise runs across all projects of a tenant: at most one run of a subject is leased at a time.
 - Release ids are one namespace across tenants: the first tenant to register an id owns it (use a tenant prefix or a content hash).
 - Mutable resources carry a strong ETag; admin updates need If-Match (428 without, 412 when stale); a GET with If-None-Match naming the current ETag answers 304. HEAD answers wherever GET does, without the body.
-- A path asked with a method none of its operations has answers 405 method_not_allowed (a problem) with Allow listing the methods it has. Request bodies must be application/json (or a +json type), else 415 unsupported_media_type; unknown query parameters are 400. A body nests at most 64 levels (the arrays and objects open at once, the body's own object counting as the first); a deeper one is 400 invalid_request.
+- A path asked with a method none of its operations has answers 405 method_not_allowed (a problem) with Allow listing the methods it has. Request bodies must be application/json (or a +json type), else 415 unsupported_media_type; unknown query parameters are 400, and so is one given twice unless it is a list (an array parameter: repeat it, one item each, as notAgentId=a&notAgentId=b). A body nests at most 64 levels (the arrays and objects open at once, the body's own object counting as the first); a deeper one is 400 invalid_request.
 - Collections are {"items": [...], "nextCursor": "..."}: pass nextCursor as ?cursor= for the next page; it is absent on the last one.
 - Rows purged by retention no longer appear anywhere, the changedSince feed included.`
 
@@ -374,6 +374,10 @@ func (b *docBuilder) queryParams(t reflect.Type) []any {
 		rules := parseRules(api.ExpandLimitTags(f.Tag.Get("validate")))
 		sch := b.valueSchema(f.Type, rules, f.Tag)
 		p := map[string]any{"name": name, "in": "query", "schema": sch, "required": rules.required}
+		if f.Type.Kind() == reflect.Slice {
+			// A list is the parameter repeated, one item each: notAgentId=a&notAgentId=b.
+			p["style"], p["explode"] = "form", true
+		}
 		if d := f.Tag.Get("doc"); d != "" {
 			p["description"] = d
 		}

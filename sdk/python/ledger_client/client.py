@@ -170,7 +170,8 @@ def _json_object(v: Any) -> Dict[str, Any]:
 #: The run listing's filters beyond list_runs' named ones, by wire name.
 _RUN_FILTERS = frozenset({"agentId", "band", "queuedFrom", "queuedTo", "outcome", "errorCode", "releaseId",
                           "endedFrom", "endedTo", "tag", "attemptsMin", "attemptsMax",
-                          "firstReleaseId", "hasError"})
+                          "firstReleaseId", "hasError", "hasRelease", "notProjectId", "notAgentId",
+                          "notKind", "notReleaseId", "notErrorCode", "notFirstReleaseId"})
 
 #: The insight routes by their path's last segment (runs, leases-lost, …), with their
 #: operation ids, from the operation table.
@@ -288,9 +289,12 @@ class Client:
         data = None if payload is None else json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         repeat = _retry.repeat_class(op, payload, if_match)
         target = self._prefix + path
-        q = {k: _query_text(v) for k, v in (query or {}).items() if v is not None}
+        # A list (the not* filters) goes as the parameter repeated, one item each, in order;
+        # an empty one is left out.
+        q = {k: [_query_text(x) for x in v] if isinstance(v, (list, tuple)) else _query_text(v)
+             for k, v in (query or {}).items() if v is not None and v != [] and v != ()}
         if q:
-            target += "?" + urllib.parse.urlencode(q)
+            target += "?" + urllib.parse.urlencode(q, doseq=True)
         headers = {"Accept": "application/json, application/problem+json", "User-Agent": self.user_agent}
         if data is not None:
             headers["Content-Type"] = "application/json"
@@ -381,7 +385,9 @@ class Client:
         """One page of the tenant's runs, newest first (GET /v1/runs). filters are the
         listing's other query parameters by their wire names (agentId, band, queuedFrom,
         queuedTo, outcome, errorCode, releaseId, endedFrom, endedTo, tag, attemptsMin,
-        attemptsMax, firstReleaseId, hasError: False for the runs without an error)."""
+        attemptsMax, firstReleaseId, hasError: False for the runs without an error, hasRelease:
+        False for the runs never claimed; and the lists notProjectId, notAgentId, notKind,
+        notReleaseId, notErrorCode, notFirstReleaseId, each a list of values to leave out)."""
         unknown = set(filters) - _RUN_FILTERS
         if unknown:
             raise TypeError("list_runs: no filter " + ", ".join(sorted(unknown)))
@@ -436,15 +442,21 @@ class Client:
                       changed_since: Optional[str] = None, limit: Optional[int] = None,
                       cursor: Optional[str] = None, ended_from: Any = None, ended_to: Any = None,
                       release_id: Optional[str] = None, kind: Optional[str] = None,
-                      error_code: Optional[str] = None, has_error: Optional[bool] = None) -> AttemptItemPage:
+                      error_code: Optional[str] = None, has_error: Optional[bool] = None,
+                      not_project_id: Optional[Sequence[str]] = None, not_agent_id: Optional[Sequence[str]] = None,
+                      not_kind: Optional[Sequence[str]] = None, not_release_id: Optional[Sequence[str]] = None,
+                      not_error_code: Optional[Sequence[str]] = None) -> AttemptItemPage:
         """One page of attempts (GET /v1/attempts): newest first with the filters; with
         ended_from or ended_to the attempts ended in that window, newest end first (as the
-        attempt insights count them); or the change feed with changed_since."""
+        attempt insights count them); or the change feed with changed_since. The not_* lists
+        leave out the attempts with one of their values."""
         return self._call("listAttempts", query={
             "runId": run_id, "agentId": agent_id, "projectId": project_id, "state": state,
             "startedFrom": started_from, "startedTo": started_to, "changedSince": changed_since,
             "limit": limit, "cursor": cursor, "endedFrom": ended_from, "endedTo": ended_to,
-            "releaseId": release_id, "kind": kind, "errorCode": error_code, "hasError": has_error},
+            "releaseId": release_id, "kind": kind, "errorCode": error_code, "hasError": has_error,
+            "notProjectId": not_project_id, "notAgentId": not_agent_id, "notKind": not_kind,
+            "notReleaseId": not_release_id, "notErrorCode": not_error_code},
             decode=AttemptItemPage.from_json).body
 
     def attempts(self, *, run_id: Optional[str] = None, agent_id: Optional[str] = None,
@@ -452,14 +464,19 @@ class Client:
                  started_from: Any = None, started_to: Any = None,
                  limit: Optional[int] = None, ended_from: Any = None, ended_to: Any = None,
                  release_id: Optional[str] = None, kind: Optional[str] = None,
-                 error_code: Optional[str] = None, has_error: Optional[bool] = None) -> Iterator[AttemptItem]:
+                 error_code: Optional[str] = None, has_error: Optional[bool] = None,
+                 not_project_id: Optional[Sequence[str]] = None, not_agent_id: Optional[Sequence[str]] = None,
+                 not_kind: Optional[Sequence[str]] = None, not_release_id: Optional[Sequence[str]] = None,
+                 not_error_code: Optional[Sequence[str]] = None) -> Iterator[AttemptItem]:
         """Every attempt matching the filters, newest first (newest end first with
         ended_from or ended_to)."""
         return _pages(lambda c: self.list_attempts(
             run_id=run_id, agent_id=agent_id, project_id=project_id, state=state,
             started_from=started_from, started_to=started_to, limit=limit, cursor=c,
             ended_from=ended_from, ended_to=ended_to, release_id=release_id, kind=kind,
-            error_code=error_code, has_error=has_error))
+            error_code=error_code, has_error=has_error, not_project_id=not_project_id,
+            not_agent_id=not_agent_id, not_kind=not_kind, not_release_id=not_release_id,
+            not_error_code=not_error_code))
 
     def changes(self, since: str = FEED_START) -> Iterator[AttemptItem]:
         """The change feed: attempts changed after since (an attempt's ETag; FEED_START for the
@@ -550,13 +567,17 @@ class Client:
                           reported_usage: Optional[bool] = None, project_id: Optional[str] = None,
                           agent_id: Optional[str] = None, release_id: Optional[str] = None,
                           kind: Optional[str] = None, limit: Optional[int] = None,
-                          cursor: Optional[str] = None, has_model: Optional[bool] = None) -> CallItemPage:
+                          cursor: Optional[str] = None, has_model: Optional[bool] = None,
+                          not_target: Optional[Sequence[str]] = None,
+                          not_model: Optional[Sequence[str]] = None) -> CallItemPage:
         """One page of the tenant's calls (GET /v1/calls): started in a window, newest start
         first, or with ended_from/ended_to finished in one, newest end first (as the calls and
-        usage insights count them)."""
+        usage insights count them). not_target and not_model leave out the calls with one of
+        their values (a call without a model is kept)."""
         return self._call("listTenantCalls", query={
             "startedFrom": started_from, "startedTo": started_to, "endedFrom": ended_from,
             "endedTo": ended_to, "target": target, "model": model, "hasModel": has_model,
+            "notTarget": not_target, "notModel": not_model,
             "reportedUsage": reported_usage,
             "projectId": project_id, "agentId": agent_id, "releaseId": release_id, "kind": kind,
             "limit": limit, "cursor": cursor}, decode=CallItemPage.from_json).body

@@ -728,7 +728,19 @@ class BulkFilter:
     """Runs whose last error has this code."""
     has_error: Optional[bool] = _field(default=None, metadata={'json': 'hasError'})
     """true: runs whose last error has a code; false: runs without an error; not false with errorCode."""
+    has_release: Optional[bool] = _field(default=None, metadata={'json': 'hasRelease'})
+    """true: runs with an attempt (so a release); false: runs never claimed; not false with releaseId."""
     kind: Optional[str] = _field(default=None, metadata={'json': 'kind'})
+    not_agent_id: Optional[List[str]] = _field(default=None, metadata={'json': 'notAgentId'})
+    """Runs of none of these agents (at most 64)."""
+    not_error_code: Optional[List[str]] = _field(default=None, metadata={'json': 'notErrorCode'})
+    """Runs whose last error has none of these codes; runs without an error are kept (at most 64)."""
+    not_kind: Optional[List[str]] = _field(default=None, metadata={'json': 'notKind'})
+    """Runs of none of these kinds (at most 64)."""
+    not_project_id: Optional[List[str]] = _field(default=None, metadata={'json': 'notProjectId'})
+    """Runs of none of these projects (at most 64)."""
+    not_release_id: Optional[List[str]] = _field(default=None, metadata={'json': 'notReleaseId'})
+    """Runs whose latest attempt ran none of these releases; runs never claimed are kept (at most 64)."""
     outcome: Optional[RunOutcome] = _field(default=None, metadata={'json': 'outcome'})
     """Ended runs with this outcome."""
     project_id: Optional[str] = _field(default=None, metadata={'json': 'projectId'})

@@ -7,7 +7,7 @@ import threading
 import time
 import unittest
 import uuid
-from typing import List
+from typing import List, Sequence
 
 import ledger_client as lc
 
@@ -176,6 +176,24 @@ class WholeLife(unittest.TestCase):
         self.assertEqual(rt.list_attempts(has_error=True, kind=kind).items, [])
         self.assertEqual(rt.list_tenant_calls(has_model=False, kind=kind).items, [])
         self.assertEqual(admin.list_decisions(kind="approval", run_kind=kind).items, [])
+
+    def test_list_filters_go_as_repeated_parameters(self) -> None:
+        """A not* list reaches the server as the parameter repeated, every item of it."""
+        srv = s.server()
+        rt = srv.client()
+        kind = s.unique("notlist")
+        run = rt.enqueue_run(s.spec(kind))
+
+        def listed(agents: Sequence[str]) -> List[str]:
+            return [r.run_id for r in rt.runs(kind=kind, notAgentId=agents)]
+
+        self.assertEqual(listed(["nobody"]), [run.run_id])
+        self.assertEqual(listed(["nobody", run.agent_id]), [])
+        self.assertEqual(listed((run.agent_id, "nobody")), [])
+        self.assertEqual(listed([]), [run.run_id])
+        self.assertEqual([r.run_id for r in rt.runs(kind=kind, hasRelease=False)], [run.run_id])
+        self.assertEqual(rt.list_attempts(kind=kind, not_error_code=["busy", "late"]).items, [])
+        self.assertEqual(rt.list_tenant_calls(kind=kind, not_target=["tool://x", "model://y"]).items, [])
 
     def test_run_wait_answers_when_the_run_ends(self) -> None:
         srv = s.server()

@@ -253,7 +253,9 @@ export class Client {
     const qs = new URLSearchParams();
     for (const name of def.query as readonly string[]) {
       const v = (r.query as Record<string, unknown> | undefined)?.[name];
-      if (v !== undefined && v !== null) qs.append(name, String(v));
+      // A list (the not* filters) goes as the parameter repeated, one item each, in order.
+      if (Array.isArray(v)) for (const item of v) qs.append(name, String(item));
+      else if (v !== undefined && v !== null) qs.append(name, String(v));
     }
     const url = this.#prefix + path + (qs.size > 0 ? `?${qs}` : "");
     const body = r.body === undefined ? undefined : JSON.stringify(r.body);

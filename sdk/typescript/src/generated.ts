@@ -140,7 +140,19 @@ export interface BulkFilter {
   errorCode?: string;
   /** true: runs whose last error has a code; false: runs without an error; not false with errorCode. */
   hasError?: boolean;
+  /** true: runs with an attempt (so a release); false: runs never claimed; not false with releaseId. */
+  hasRelease?: boolean;
   kind?: string;
+  /** Runs of none of these agents (at most 64). */
+  notAgentId?: string[];
+  /** Runs whose last error has none of these codes; runs without an error are kept (at most 64). */
+  notErrorCode?: string[];
+  /** Runs of none of these kinds (at most 64). */
+  notKind?: string[];
+  /** Runs of none of these projects (at most 64). */
+  notProjectId?: string[];
+  /** Runs whose latest attempt ran none of these releases; runs never claimed are kept (at most 64). */
+  notReleaseId?: string[];
   /** Ended runs with this outcome. */
   outcome?: RunOutcome;
   projectId?: string;
@@ -1275,6 +1287,16 @@ export interface ListAttemptsQuery {
   errorCode?: string;
   /** true: attempts that ended with an error; false: attempts without one (the errorCode insight's "(none)" group); not false with errorCode. */
   hasError?: boolean;
+  /** Attempts of none of these projects (repeat the parameter, at most 64). */
+  notProjectId?: string[];
+  /** Attempts of none of these agents (repeat the parameter, at most 64). */
+  notAgentId?: string[];
+  /** Attempts of runs of none of these kinds (repeat the parameter, at most 64). */
+  notKind?: string[];
+  /** Attempts that ran none of these releases (repeat the parameter, at most 64). */
+  notReleaseId?: string[];
+  /** Attempts that ended with an error of none of these codes; attempts without an error are kept (repeat the parameter, at most 64). */
+  notErrorCode?: string[];
   /** An attempt's ETag (quoted or not): the attempts changed after it, oldest change first; combines with limit and cursor only. */
   changedSince?: string;
   /** The page size. */
@@ -1375,6 +1397,8 @@ export interface ListRunsQuery {
   hasError?: boolean;
   /** Runs whose latest attempt ran this release (as insights group runs by release). */
   releaseId?: string;
+  /** true: runs with an attempt (so a release); false: runs never claimed, without a release (the release insight's "(none)" group); not false with releaseId. */
+  hasRelease?: boolean;
   /** Runs ended at or after this time. */
   endedFrom?: string;
   /** Runs ended before this time. */
@@ -1387,6 +1411,18 @@ export interface ListRunsQuery {
   attemptsMax?: number;
   /** Runs whose first attempt ran this release (as claim latency groups runs by release). */
   firstReleaseId?: string;
+  /** Runs of none of these projects (repeat the parameter, at most 64). */
+  notProjectId?: string[];
+  /** Runs of none of these agents (repeat the parameter, at most 64). */
+  notAgentId?: string[];
+  /** Runs of none of these kinds (repeat the parameter, at most 64). */
+  notKind?: string[];
+  /** Runs whose latest attempt ran none of these releases; runs never claimed are kept (repeat the parameter, at most 64). */
+  notReleaseId?: string[];
+  /** Runs whose last error has none of these codes; runs without an error are kept (repeat the parameter, at most 64). */
+  notErrorCode?: string[];
+  /** Runs whose first attempt ran none of these releases; runs never claimed are kept (repeat the parameter, at most 64). */
+  notFirstReleaseId?: string[];
   /** The page size. */
   limit?: number;
   /** The nextCursor of the previous page (opaque, URL-safe). */
@@ -1416,6 +1452,10 @@ export interface ListTenantCallsQuery {
   model?: string;
   /** true: calls that named a model; false: calls that named none (the usage insight's "(no model)" row); not false with model. */
   hasModel?: boolean;
+  /** Calls of none of these targets (repeat the parameter, at most 64). */
+  notTarget?: string[];
+  /** Calls that named none of these models; calls without a model are kept (repeat the parameter, at most 64). */
+  notModel?: string[];
   /** true: only calls whose finish reported tokens or a cost above zero. */
   reportedUsage?: boolean;
   /** Calls of attempts in this project. */
@@ -1508,7 +1548,7 @@ export const operations = {
   insightRunsEnded: {"method":"GET","path":"/v1/insights/runs","query":["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   insightUsage: {"method":"GET","path":"/v1/insights/usage","query":["from","to","bucket","projectId","agentId","releaseId","kind","groupBy"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   listAttemptDecisions: {"method":"GET","path":"/v1/attempts/{attemptId}/decisions","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
-  listAttempts: {"method":"GET","path":"/v1/attempts","query":["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","hasError","changedSince","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
+  listAttempts: {"method":"GET","path":"/v1/attempts","query":["runId","agentId","projectId","state","startedFrom","startedTo","endedFrom","endedTo","releaseId","kind","errorCode","hasError","notProjectId","notAgentId","notKind","notReleaseId","notErrorCode","changedSince","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listCalls: {"method":"GET","path":"/v1/attempts/{attemptId}/calls","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listCheckpoints: {"method":"GET","path":"/v1/attempts/{attemptId}/checkpoints","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listDecisions: {"method":"GET","path":"/v1/decisions","query":["status","projectId","kind","requestedFrom","requestedTo","agentId","releaseId","runKind","limit","cursor"],"public":false,"roles":["admin"],"repeat":"idempotent"},
@@ -1516,9 +1556,9 @@ export const operations = {
   listProjects: {"method":"GET","path":"/v1/projects","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listReleases: {"method":"GET","path":"/v1/releases","query":["state","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listRunDecisions: {"method":"GET","path":"/v1/runs/{runId}/decisions","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
-  listRuns: {"method":"GET","path":"/v1/runs","query":["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","hasError","releaseId","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
+  listRuns: {"method":"GET","path":"/v1/runs","query":["state","subject","projectId","kind","agentId","band","queuedFrom","queuedTo","outcome","errorCode","hasError","releaseId","hasRelease","endedFrom","endedTo","tag","attemptsMin","attemptsMax","firstReleaseId","notProjectId","notAgentId","notKind","notReleaseId","notErrorCode","notFirstReleaseId","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listSchedules: {"method":"GET","path":"/v1/schedules","query":["limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
-  listTenantCalls: {"method":"GET","path":"/v1/calls","query":["startedFrom","startedTo","endedFrom","endedTo","target","model","hasModel","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
+  listTenantCalls: {"method":"GET","path":"/v1/calls","query":["startedFrom","startedTo","endedFrom","endedTo","target","model","hasModel","notTarget","notModel","reportedUsage","projectId","agentId","releaseId","kind","limit","cursor"],"public":false,"roles":[],"repeat":"idempotent"},
   listWebhookDeliveries: {"method":"GET","path":"/v1/webhook-deliveries","query":["status","event","webhook","limit","cursor"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   listWebhooks: {"method":"GET","path":"/v1/webhooks","query":["limit","cursor"],"public":false,"roles":["admin"],"repeat":"idempotent"},
   parkAttempt: {"method":"POST","path":"/v1/attempts/{attemptId}/park","query":[],"public":false,"roles":["runtime"],"repeat":"idempotent"},

@@ -99,6 +99,19 @@ test("the Client against the server", { concurrency: true }, async (t) => {
     assert.equal(pages, 3);
   });
 
+  await t.test("a list filter goes as the parameter repeated, every item reaching the server", async () => {
+    const subject = `not-${randomUUID()}`;
+    const run = await s.runtime.enqueueRun({ ...spec("notlist"), subject, dueAt: undefined });
+    const urls = [];
+    const c = s.client(s.runtimeKey, { fetch: (url, init) => (urls.push(String(url)), fetch(url, init)) });
+    const listed = async (notAgentId) => (await c.listRuns({ subject, notAgentId })).items.map((r) => r.runId);
+    assert.deepEqual(await listed(["nobody"]), [run.runId]);
+    assert.deepEqual(await listed(["nobody", run.agentId]), []);
+    assert.ok(urls.at(-1).includes(`notAgentId=nobody&notAgentId=${encodeURIComponent(run.agentId)}`), urls.at(-1));
+    assert.deepEqual(await listed([]), [run.runId]);
+    assert.ok(!urls.at(-1).includes("notAgentId"), urls.at(-1));
+  });
+
   await t.test("ETag helpers: read, change, re-apply after 412", async () => {
     const id = `proj-${randomUUID().slice(0, 8)}`;
     await s.admin.putProject(id, { retentionDays: 30 });
