@@ -66,7 +66,7 @@ func (p *scanPlans) counter() *atomic.Uint64 {
 // sql.Scanner, a non-struct, or a struct without mapped fields such as time.Time) takes
 // the one column; a struct takes each column in the field its db tag names, and a column
 // no field names is an error. No row: sql.ErrNoRows. p may be nil (nothing remembered).
-func (p *scanPlans) getRow(rows *sql.Rows, err error, query string, dest any, m *reflectx.Mapper) error {
+func (p *scanPlans) getRow(rows rowSource, err error, query string, dest any, m *reflectx.Mapper) error {
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (p *scanPlans) getRow(rows *sql.Rows, err error, query string, dest any, m 
 
 // selectRows scans every row of rows into dest, a pointer to a slice of structs, of
 // pointers to structs, or of scannable values, as sqlx's Select does, with getRow's plans.
-func (p *scanPlans) selectRows(rows *sql.Rows, err error, query string, dest any, m *reflectx.Mapper) error {
+func (p *scanPlans) selectRows(rows rowSource, err error, query string, dest any, m *reflectx.Mapper) error {
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any) []any 
 }
 
 // plan is the field of each column of rows in the struct t points to.
-func (p *scanPlans) plan(rows *sql.Rows, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
+func (p *scanPlans) plan(rows rowSource, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
 	key := planKey{query, t}
 	if p != nil {
 		if plan, ok := p.m.Load(key); ok {
