@@ -190,10 +190,31 @@ func assign(dest any, src driver.Value) error {
 	case *any:
 		*d = src
 		return nil
+	case **string:
+		return assignPtr(d, src)
+	case **int:
+		return assignPtr(d, src)
+	case **int64:
+		return assignPtr(d, src)
 	case sql.Scanner:
 		return d.Scan(src)
 	}
 	return assignReflect(dest, src)
+}
+
+// assignPtr is a nullable column's assignment: NULL is a nil pointer, anything else a new
+// value assigned as its type's.
+func assignPtr[T any](d **T, src driver.Value) error {
+	if src == nil {
+		*d = nil
+		return nil
+	}
+	v := new(T)
+	if err := assign(v, src); err != nil {
+		return err
+	}
+	*d = v
+	return nil
 }
 
 var errNilPtr = errors.New("destination pointer is nil")
@@ -228,6 +249,12 @@ func assignReflect(dest any, src driver.Value) error {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if src == nil {
 			return fmt.Errorf("converting NULL to %s is unsupported", dv.Kind())
+		}
+		// A named integer kind (an enum) from an integer: what database/sql's detour
+		// through text gives, without the text.
+		if i, ok := src.(int64); ok && !dv.OverflowInt(i) {
+			dv.SetInt(i)
+			return nil
 		}
 		s := asString(src)
 		i, err := strconv.ParseInt(s, 10, dv.Type().Bits())

@@ -165,7 +165,13 @@ func (p *scanPlans) scalarTarget(ptr reflect.Value) any {
 // targets fills out with the scan target of each column of plan in the struct s.
 func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any) []any {
 	for i, f := range plan {
-		addr := reflectx.FieldByIndexes(s, f.idx).Addr().Interface()
+		var field reflect.Value
+		if len(f.idx) == 1 {
+			field = s.Field(f.idx[0]) // a field of the row type itself, not of an embedded one
+		} else {
+			field = reflectx.FieldByIndexes(s, f.idx)
+		}
+		addr := field.Addr().Interface()
 		switch f.kind {
 		case timeField:
 			if t, ok := addr.(*Time); ok {
