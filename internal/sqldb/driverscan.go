@@ -72,16 +72,27 @@ type driverRows struct {
 	closed bool
 	// stmt, when set, is a statement prepared for this query alone, closed with the rows.
 	stmt driver.Stmt
-	// owner, when set, takes the row buffer back once the rows are closed.
+	// ws, when set, is the kept statement the rows are of (its scan plans).
+	ws *writerStmt
+	// owner, when set, is the writer's connection whose reused rows these are: closing
+	// them frees them for its next statement.
 	owner *writerConn
 }
 
-func newDriverRows(rows driver.Rows, vals []driver.Value, stmt driver.Stmt, owner *writerConn) *driverRows {
+func newDriverRows(rows driver.Rows, vals []driver.Value, stmt driver.Stmt, ws *writerStmt, owner *writerConn) *driverRows {
+	r := &driverRows{vals: vals}
+	r.reset(rows, stmt, ws, owner)
+	return r
+}
+
+// reset makes r the rows of another statement, keeping its row buffer.
+func (r *driverRows) reset(rows driver.Rows, stmt driver.Stmt, ws *writerStmt, owner *writerConn) {
 	n := len(rows.Columns())
+	vals := r.vals
 	if cap(vals) < n {
 		vals = make([]driver.Value, n)
 	}
-	return &driverRows{rows: rows, vals: vals[:n], stmt: stmt, owner: owner}
+	*r = driverRows{rows: rows, vals: vals[:n], stmt: stmt, ws: ws, owner: owner}
 }
 
 func (r *driverRows) Next() bool {
@@ -122,9 +133,10 @@ func (r *driverRows) Close() error {
 	if r.stmt != nil {
 		err = errors.Join(err, r.stmt.Close())
 	}
+	clear(r.vals) // let go of the row's values
+	r.rows = nil
 	if r.owner != nil {
-		clear(r.vals)
-		r.owner.vals = r.vals
+		r.owner.rowsBusy = false
 	}
 	return err
 }

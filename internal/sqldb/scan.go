@@ -192,6 +192,24 @@ func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any) []any 
 
 // plan is the field of each column of rows in the struct t points to.
 func (p *scanPlans) plan(rows rowSource, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
+	// A writer's statement keeps its plans itself: no lookup by its text.
+	var ws *writerStmt
+	if dr, ok := rows.(*driverRows); ok && dr.ws != nil {
+		ws = dr.ws
+		for _, tp := range ws.plans {
+			if tp.t == t {
+				return tp.plan, nil
+			}
+		}
+	}
+	plan, err := p.planByText(rows, query, t, m)
+	if err == nil && ws != nil {
+		ws.plans = append(ws.plans, typePlan{t, plan})
+	}
+	return plan, err
+}
+
+func (p *scanPlans) planByText(rows rowSource, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
 	key := planKey{query, t}
 	if p != nil {
 		if plan, ok := p.m.Load(key); ok {

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -30,10 +31,12 @@ type writerConn struct {
 	// close, which gives dc back through Raw first).
 	dc    driver.ConnPrepareContext
 	stmts map[string]*writerStmt
-	// args and vals are the argument and row buffers, reused from statement to statement
-	// (vals is nil while a statement's rows hold it).
+	// args is the argument buffer, reused from statement to statement.
 	args []driver.NamedValue
-	vals []driver.Value
+	// rowsBuf is the rows of the statement being read, reused from statement to statement
+	// while rowsBusy is false (its vals buffer with it).
+	rowsBuf  driverRows
+	rowsBusy bool
 	// inTx: BEGIN succeeded and neither COMMIT nor ROLLBACK has run since.
 	inTx bool
 	// bad: the driver declared the connection unusable; close discards it.
@@ -46,6 +49,15 @@ type writerStmt struct {
 	stmt  driver.Stmt
 	exec  driver.StmtExecContext
 	query driver.StmtQueryContext
+	// plans are the scan plans of the statement's answers by destination type (a
+	// statement scans into one or two types), so that the scan does not look its plan up
+	// by the statement's text (scanPlans).
+	plans []typePlan
+}
+
+type typePlan struct {
+	t    reflect.Type
+	plan []planField
 }
 
 // maxWriterStmts bounds the statements kept prepared on the writer's connection; a
@@ -149,12 +161,20 @@ func (w *writerConn) rows(ctx context.Context, query string, args []any) (rowSou
 		return nil, err
 	}
 	var own driver.Stmt
-	if !kept {
+	var ws *writerStmt
+	if kept {
+		ws = s
+	} else {
 		own = s.stmt
 	}
-	vals := w.vals
-	w.vals = nil
-	return newDriverRows(rows, vals, own, w), nil
+	if w.rowsBusy {
+		// Rows of another statement are still open (never on the stores' paths, which read
+		// a statement's rows before sending the next): this one gets buffers of its own.
+		return newDriverRows(rows, nil, own, ws, nil), nil
+	}
+	w.rowsBusy = true
+	w.rowsBuf.reset(rows, own, ws, w)
+	return &w.rowsBuf, nil
 }
 
 // exec runs a statement that takes no arguments (BEGIN, COMMIT, the savepoints).
