@@ -102,6 +102,9 @@ func (r *driverRows) Next() bool {
 	if err := r.rows.Next(r.vals); err != nil {
 		if !errors.Is(err, io.EOF) {
 			r.err = err
+			if r.owner != nil {
+				r.owner.noteBad(err)
+			}
 		}
 		return false
 	}

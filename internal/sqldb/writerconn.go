@@ -39,7 +39,8 @@ type writerConn struct {
 	rowsBusy bool
 	// inTx: BEGIN succeeded and neither COMMIT nor ROLLBACK has run since.
 	inTx bool
-	// bad: the driver declared the connection unusable; close discards it.
+	// bad: the driver declared the connection unusable; the next group takes a new one, and
+	// close discards this one.
 	bad bool
 }
 
@@ -136,6 +137,7 @@ func (w *writerConn) run(ctx context.Context, query string, args []any) (driver.
 	}
 	res, err := s.exec.ExecContext(ctx, w.args)
 	clear(w.args) // let go of the arguments' values
+	w.noteBad(err)
 	return res, err
 }
 
@@ -156,6 +158,7 @@ func (w *writerConn) rows(ctx context.Context, query string, args []any) (rowSou
 	}
 	rows, err := s.query.QueryContext(ctx, w.args)
 	clear(w.args)
+	w.noteBad(err)
 	if err != nil {
 		closeStmt()
 		return nil, err
@@ -212,6 +215,14 @@ func (w *writerConn) rollback(ctx context.Context) {
 		_ = w.exec(ctx, rollbackSQL)
 	}
 	w.inTx = false
+}
+
+// noteBad marks the connection bad when the driver said so (database/sql would have closed
+// it): the next group takes a new one.
+func (w *writerConn) noteBad(err error) {
+	if err != nil && !usable(err) {
+		w.bad = true
+	}
 }
 
 // usable reports whether the connection can take the next group: a connection the driver

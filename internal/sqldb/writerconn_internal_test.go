@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -169,5 +170,50 @@ func TestNewFilesTakeThePageSize(t *testing.T) {
 	}
 	if size, mode := pageAndMode(db); size != 4096 || mode != "wal" {
 		t.Fatalf("a file made with 4096-byte pages: page size %d, journal mode %q; want 4096, wal", size, mode)
+	}
+}
+
+// TestWriterReplacesABadConnection: a connection the driver declared bad during a group
+// (database/sql would have closed it under the statement) is not used for the next group:
+// that group takes a new connection, and the bad one is handed back to the pool as bad,
+// so the pool keeps no second connection open.
+func TestWriterReplacesABadConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(x int) error {
+		return db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
+			return err
+		})
+	}
+	if err := insert(1); err != nil {
+		t.Fatal(err)
+	}
+	// Between groups (Write has returned), as a statement's driver.ErrBadConn leaves it.
+	old := db.group.wc
+	old.noteBad(driver.ErrBadConn)
+	if !old.bad {
+		t.Fatal("driver.ErrBadConn did not mark the connection bad")
+	}
+	if err := insert(2); err != nil {
+		t.Fatalf("the group after a bad connection: %v", err)
+	}
+	if db.group.wc == old || db.group.wc.bad || db.group.wc.dc == old.dc {
+		t.Fatal("the next group ran on the connection declared bad")
+	}
+	if s := db.gw.Stats(); s.OpenConnections != 1 {
+		t.Fatalf("the committer's pool has %d connections open, want the new one alone", s.OpenConnections)
+	}
+	var n int
+	if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil || n != 2 {
+		t.Fatalf("%d rows (%v), want 2", n, err)
 	}
 }
