@@ -37,6 +37,8 @@ type writerConn struct {
 	// while rowsBusy is false (its vals buffer with it).
 	rowsBuf  driverRows
 	rowsBusy bool
+	// scratch is the scan's reusable memory for the rows of this connection (scan.go).
+	scratch scanScratch
 	// inTx: BEGIN succeeded and neither COMMIT nor ROLLBACK has run since.
 	inTx bool
 	// bad: the driver declared the connection unusable; the next group takes a new one, and
