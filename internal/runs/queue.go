@@ -108,8 +108,7 @@ func (spec Spec) requestHash() string {
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, f.name)
-		b = append(b, ':')
+		b = append(b, f.key...)
 		m, err := json.Marshal(hashValue(fv))
 		if err != nil {
 			// Only a type json cannot encode gets here, and the plan refuses those.
@@ -133,6 +132,8 @@ type hashedField struct {
 	index     []int
 	name      string
 	omitEmpty bool
+	// key is the name quoted with its colon, as the hash writes it (quoted once, here).
+	key []byte
 }
 
 // specHashPlan is the hashed fields of Spec, in order, worked out once.
@@ -154,7 +155,8 @@ var specHashPlan = func() []hashedField {
 			if name == "" || name == "-" {
 				panic("runs.Spec." + f.Name + " has no json name: give it one, or list it in unhashed with the reason")
 			}
-			plan = append(plan, hashedField{index: idx, name: name, omitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty")})
+			plan = append(plan, hashedField{index: idx, name: name, omitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty"),
+				key: append(strconv.AppendQuote(nil, name), ':')})
 		}
 	}
 	walk(reflect.TypeFor[Spec](), nil)
@@ -169,7 +171,7 @@ func hashValue(v reflect.Value) any {
 		if x == nil {
 			return nil
 		}
-		return sqldb.Truncate(*x).Format(sqldb.TimeLayout)
+		return sqldb.FormatTimeText(*x)
 	case api.Band:
 		return int(x)
 	case JSONText:

@@ -155,7 +155,7 @@ func (sqliteDialect) QualifyTable(name string) string { return name }
 
 func (sqliteDialect) Migrations() fs.FS { return sqlitemigrations.FS }
 
-func (sqliteDialect) Time(t time.Time) any { return Truncate(t).Format(TimeLayout) }
+func (sqliteDialect) Time(t time.Time) any { return FormatTimeText(t) }
 
 func (d sqliteDialect) NullTime(t *time.Time) any {
 	if t == nil {

@@ -106,6 +106,11 @@ func (c *committer) close() {
 // transaction on it. A connection that failed as unusable is given up, so the next group
 // takes a new one.
 func (c *committer) beginGroup(ctx context.Context) (*writerConn, error) {
+	if c.wc != nil && c.wc.bad {
+		// A statement of an earlier group found the connection bad.
+		c.wc.close()
+		c.wc = nil
+	}
 	if c.wc == nil {
 		wc, err := openWriterConn(ctx, c.db.gw)
 		if err != nil {
@@ -115,6 +120,7 @@ func (c *committer) beginGroup(ctx context.Context) (*writerConn, error) {
 	}
 	if err := c.wc.begin(ctx); err != nil {
 		if !usable(err) {
+			c.wc.bad = true
 			c.wc.close()
 			c.wc = nil
 		}

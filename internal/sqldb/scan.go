@@ -66,7 +66,7 @@ func (p *scanPlans) counter() *atomic.Uint64 {
 // sql.Scanner, a non-struct, or a struct without mapped fields such as time.Time) takes
 // the one column; a struct takes each column in the field its db tag names, and a column
 // no field names is an error. No row: sql.ErrNoRows. p may be nil (nothing remembered).
-func (p *scanPlans) getRow(rows *sql.Rows, err error, query string, dest any, m *reflectx.Mapper) error {
+func (p *scanPlans) getRow(rows rowSource, err error, query string, dest any, m *reflectx.Mapper) error {
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,9 @@ func (p *scanPlans) getRow(rows *sql.Rows, err error, query string, dest any, m 
 		if err != nil {
 			return fmt.Errorf("%w in %T", err, dest)
 		}
-		targets = p.targets(plan, v.Elem(), make([]any, len(plan)))
+		sc := scratchOf(rows)
+		targets = p.targets(plan, v.Elem(), sc.targetsFor(len(plan)), sc)
+		defer sc.release()
 	}
 	if err := rows.Scan(targets...); err != nil {
 		return err
@@ -99,7 +101,7 @@ func (p *scanPlans) getRow(rows *sql.Rows, err error, query string, dest any, m 
 
 // selectRows scans every row of rows into dest, a pointer to a slice of structs, of
 // pointers to structs, or of scannable values, as sqlx's Select does, with getRow's plans.
-func (p *scanPlans) selectRows(rows *sql.Rows, err error, query string, dest any, m *reflectx.Mapper) error {
+func (p *scanPlans) selectRows(rows rowSource, err error, query string, dest any, m *reflectx.Mapper) error {
 	if err != nil {
 		return err
 	}
@@ -122,13 +124,15 @@ func (p *scanPlans) selectRows(rows *sql.Rows, err error, query string, dest any
 			return fmt.Errorf("%w in %T", err, dest)
 		}
 	}
-	targets := make([]any, max(len(plan), 1))
+	sc := scratchOf(rows)
+	defer sc.release()
+	targets := sc.targetsFor(max(len(plan), 1))
 	for rows.Next() {
 		row := reflect.New(base)
 		if whole {
 			targets[0] = p.scalarTarget(row)
 		} else {
-			p.targets(plan, row.Elem(), targets)
+			p.targets(plan, row.Elem(), targets, sc)
 		}
 		if err := rows.Scan(targets...); err != nil {
 			return err
@@ -162,21 +166,31 @@ func (p *scanPlans) scalarTarget(ptr reflect.Value) any {
 	return ptr.Interface()
 }
 
-// targets fills out with the scan target of each column of plan in the struct s.
-func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any) []any {
+// targets fills out with the scan target of each column of plan in the struct s. The time
+// scanners are taken from sc (nil: each its own allocation).
+func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any, sc *scanScratch) []any {
+	sc.reserve(plan)
 	for i, f := range plan {
-		addr := reflectx.FieldByIndexes(s, f.idx).Addr().Interface()
+		var field reflect.Value
+		if len(f.idx) == 1 {
+			field = s.Field(f.idx[0]) // a field of the row type itself, not of an embedded one
+		} else {
+			field = reflectx.FieldByIndexes(s, f.idx)
+		}
+		addr := field.Addr().Interface()
 		switch f.kind {
 		case timeField:
+			d := timeDest{driver: p.counter()}
 			if t, ok := addr.(*Time); ok {
-				out[i] = timeDest{&t.Time, p.counter()}
+				d.p = &t.Time
 			} else {
-				out[i] = timeDest{addr.(*time.Time), p.counter()}
+				d.p = addr.(*time.Time)
 			}
+			out[i] = sc.time(d)
 		case nullTimeField:
-			out[i] = nullTimeDest{addr.(*NullTime), p.counter()}
+			out[i] = sc.nullTime(nullTimeDest{addr.(*NullTime), p.counter()})
 		case timePtrField:
-			out[i] = timePtrDest{addr.(**time.Time), p.counter()}
+			out[i] = sc.timePtr(timePtrDest{addr.(**time.Time), p.counter()})
 		default:
 			out[i] = addr
 		}
@@ -184,8 +198,121 @@ func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any) []any 
 	return out
 }
 
+// scanScratch is the writer's reusable scan memory: the targets slice and the time
+// scanners a row's targets point to, so that a statement's scan allocates neither (the
+// writer reads one statement's rows at a time; readers pass nil and allocate).
+type scanScratch struct {
+	busy      bool
+	targets   []any
+	times     []timeDest
+	nullTimes []nullTimeDest
+	timePtrs  []timePtrDest
+}
+
+// scratchOf is the scratch of the writer's rows, or nil (rows of a reader, SQL Server, or
+// a second statement read while another's rows are open).
+func scratchOf(rows rowSource) *scanScratch {
+	dr, ok := rows.(*driverRows)
+	if !ok || dr.owner == nil || dr.owner.scratch.busy {
+		return nil
+	}
+	dr.owner.scratch.busy = true
+	return &dr.owner.scratch
+}
+
+func (sc *scanScratch) release() {
+	if sc != nil {
+		clear(sc.targets)
+		clear(sc.times)
+		clear(sc.nullTimes)
+		clear(sc.timePtrs)
+		sc.busy = false
+	}
+}
+
+func (sc *scanScratch) targetsFor(n int) []any {
+	if sc == nil {
+		return make([]any, n)
+	}
+	if cap(sc.targets) < n {
+		sc.targets = make([]any, n)
+	}
+	return sc.targets[:n]
+}
+
+// reserve sizes the scanner slices for plan's time fields, before any pointer into them
+// is taken.
+func (sc *scanScratch) reserve(plan []planField) {
+	if sc == nil {
+		return
+	}
+	var times, nulls, ptrs int
+	for _, f := range plan {
+		switch f.kind {
+		case timeField:
+			times++
+		case nullTimeField:
+			nulls++
+		case timePtrField:
+			ptrs++
+		}
+	}
+	sc.times = grown(sc.times, times)
+	sc.nullTimes = grown(sc.nullTimes, nulls)
+	sc.timePtrs = grown(sc.timePtrs, ptrs)
+}
+
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+func (sc *scanScratch) time(d timeDest) any {
+	if sc == nil {
+		return d
+	}
+	sc.times = append(sc.times, d)
+	return &sc.times[len(sc.times)-1]
+}
+
+func (sc *scanScratch) nullTime(d nullTimeDest) any {
+	if sc == nil {
+		return d
+	}
+	sc.nullTimes = append(sc.nullTimes, d)
+	return &sc.nullTimes[len(sc.nullTimes)-1]
+}
+
+func (sc *scanScratch) timePtr(d timePtrDest) any {
+	if sc == nil {
+		return d
+	}
+	sc.timePtrs = append(sc.timePtrs, d)
+	return &sc.timePtrs[len(sc.timePtrs)-1]
+}
+
 // plan is the field of each column of rows in the struct t points to.
-func (p *scanPlans) plan(rows *sql.Rows, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
+func (p *scanPlans) plan(rows rowSource, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
+	// A writer's statement keeps its plans itself: no lookup by its text.
+	var ws *writerStmt
+	if dr, ok := rows.(*driverRows); ok && dr.ws != nil {
+		ws = dr.ws
+		for _, tp := range ws.plans {
+			if tp.t == t {
+				return tp.plan, nil
+			}
+		}
+	}
+	plan, err := p.planByText(rows, query, t, m)
+	if err == nil && ws != nil {
+		ws.plans = append(ws.plans, typePlan{t, plan})
+	}
+	return plan, err
+}
+
+func (p *scanPlans) planByText(rows rowSource, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
 	key := planKey{query, t}
 	if p != nil {
 		if plan, ok := p.m.Load(key); ok {

@@ -71,11 +71,18 @@ func (e *StatementError) Unwrap() error { return e.Err }
 // nameStatement wraps a mapped error with the statement it came from when the error is
 // a defect of the statement.
 func nameStatement(err error, query string) error {
-	var se *StatementError
-	if err == nil || !errors.Is(err, ErrCollationConflict) || errors.As(err, &se) {
+	if err == nil || !errors.Is(err, ErrCollationConflict) || namesStatement(err) {
 		return err
 	}
 	return &StatementError{Statement: statementName(query), Err: err}
+}
+
+// namesStatement reports whether err already names its statement. It is apart from
+// nameStatement so that the target errors.As needs is allocated only for an error that
+// gets this far, not for every statement.
+func namesStatement(err error) bool {
+	var se *StatementError
+	return errors.As(err, &se)
 }
 
 // statementName is the statement's first line that does the work: table-variable

@@ -113,26 +113,20 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 // query runs a statement that answers rows, through the writer's connection or the
 // transaction's statement cache, and hands them to scan (getRow or selectRows) with the
 // mapper of what ran it.
-func (tx *Tx) query(ctx context.Context, scan func(*scanPlans, *sql.Rows, error, string, any, *reflectx.Mapper) error,
+func (tx *Tx) query(ctx context.Context, scan func(*scanPlans, rowSource, error, string, any, *reflectx.Mapper) error,
 	dest any, query string, args []any) error {
 	if err := tx.before(ctx, query, args); err != nil {
 		return err
 	}
 	query, args = tx.withScope(query, args)
+	if tx.wc != nil {
+		// The group's statements are never interrupted (see grouped): the driver is given a
+		// context that cannot end, which also spares it a watcher per statement.
+		rows, err := tx.wc.rows(context.Background(), query, args)
+		return scan(tx.plans, rows, err, query, dest, tx.wc.conn.Mapper)
+	}
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
-	}
-	if tx.wc != nil {
-		s, err := tx.wc.stmt(ctx, query)
-		if err != nil {
-			return err
-		}
-		if s == nil {
-			rows, err := tx.wc.conn.QueryContext(ctx, query, args...)
-			return scan(tx.plans, rows, err, query, dest, tx.wc.conn.Mapper)
-		}
-		rows, err := s.QueryContext(ctx, args...)
-		return scan(tx.plans, rows, err, query, dest, s.Mapper)
 	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
@@ -140,11 +134,19 @@ func (tx *Tx) query(ctx context.Context, scan func(*scanPlans, *sql.Rows, error,
 	}
 	if s == nil {
 		rows, err := tx.tx.QueryContext(ctx, query, args...)
-		return scan(tx.plans, rows, err, query, dest, tx.tx.Mapper)
+		return scan(tx.plans, sqlRows(rows), err, query, dest, tx.tx.Mapper)
 	}
 	defer s.Close()
 	rows, err := s.QueryContext(ctx, args...)
-	return scan(tx.plans, rows, err, query, dest, tx.tx.Mapper)
+	return scan(tx.plans, sqlRows(rows), err, query, dest, tx.tx.Mapper)
+}
+
+// sqlRows is rows as a rowSource: nil stays nil (a failed query's rows are never read).
+func sqlRows(rows *sql.Rows) rowSource {
+	if rows == nil {
+		return nil
+	}
+	return rows
 }
 
 // ExecContext is sqlx's, through the statement cache, with the error mapped.
@@ -158,18 +160,11 @@ func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 		return nil, err
 	}
 	query, args = tx.withScope(query, args)
+	if tx.wc != nil {
+		return tx.wc.run(context.Background(), query, args)
+	}
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)
-	}
-	if tx.wc != nil {
-		s, err := tx.wc.stmt(ctx, query)
-		if err != nil {
-			return nil, err
-		}
-		if s == nil {
-			return tx.wc.conn.ExecContext(ctx, query, args...)
-		}
-		return s.ExecContext(ctx, args...)
 	}
 	s, err := tx.stmt(ctx, query)
 	if err != nil {

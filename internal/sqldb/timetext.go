@@ -42,6 +42,45 @@ func ParseTimeText(s string) (time.Time, error) {
 	return t, nil
 }
 
+// FormatTimeText is t in UTC, truncated to milliseconds, in TimeLayout: what
+// t.Format(TimeLayout) gives, written at fixed positions instead of through time.Format's
+// layout machinery (every time a statement of the cycle sends is formatted so). Years
+// outside 0..9999, which the layout does not fit, take time.Format.
+func FormatTimeText(t time.Time) string {
+	t = Truncate(t)
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(TimeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	milli := t.Nanosecond() / int(time.Millisecond)
+	var b [len(TimeLayout)]byte
+	put := func(at, n, width int) { putDigits(b[at:at+width], n) }
+	put(0, year, 4)
+	b[4] = '-'
+	put(5, int(month), 2)
+	b[7] = '-'
+	put(8, day, 2)
+	b[10] = 'T'
+	put(11, hour, 2)
+	b[13] = ':'
+	put(14, minute, 2)
+	b[16] = ':'
+	put(17, sec, 2)
+	b[19] = '.'
+	put(20, milli, 3)
+	b[23] = 'Z'
+	return string(b[:])
+}
+
+// putDigits writes n's last len(b) decimal digits into b.
+func putDigits(b []byte, n int) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+}
+
 func digits(s string) (int, bool) {
 	n := 0
 	for i := 0; i < len(s); i++ {

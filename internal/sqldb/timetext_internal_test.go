@@ -9,6 +9,27 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
+// TestFormatTimeTextIsTimeFormat: the fixed-position formatter gives what
+// Truncate(t).Format(TimeLayout) gives, for times in and out of the layout's years.
+func TestFormatTimeTextIsTimeFormat(t *testing.T) {
+	t.Parallel()
+	times := []time.Time{
+		{}, time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 6, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 4, 23, 59, 59, 999_500_000, time.FixedZone("x", -3600)),
+		time.Date(2024, 2, 29, 1, 2, 3, 4_000_000, time.FixedZone("y", 5*3600+1800)),
+	}
+	at := time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 2000 {
+		times = append(times, at.Add(time.Duration(i)*7_919_999_999_937))
+	}
+	for _, at := range times {
+		if got, want := FormatTimeText(at), Truncate(at).Format(TimeLayout); got != want {
+			t.Errorf("%v: FormatTimeText %q, time.Format %q", at, got, want)
+		}
+	}
+}
+
 // TestParseTimeTextTakesOnlyTheLayoutWeWrite: what Dialect.Time writes parses back to the
 // same instant; every other form is an error naming the text.
 func TestParseTimeTextTakesOnlyTheLayoutWeWrite(t *testing.T) {

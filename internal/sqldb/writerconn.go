@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
+	"reflect"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -22,14 +24,48 @@ import (
 // timeout, as another process would, instead of waiting for a connection the committer
 // never gives back.
 type writerConn struct {
-	conn  *sqlx.Conn
-	stmts map[string]*sqlx.Stmt
+	conn *sqlx.Conn
+	// dc is conn's driver connection. It is used outside conn.Raw's callback: the committer
+	// holds conn, and with it dc, from openWriterConn to close, so database/sql never hands
+	// dc to anyone else nor touches it in between (nothing else is called on conn until
+	// close, which gives dc back through Raw first).
+	dc    driver.ConnPrepareContext
+	stmts map[string]*writerStmt
+	// args is the argument buffer, reused from statement to statement.
+	args []driver.NamedValue
+	// rowsBuf is the rows of the statement being read, reused from statement to statement
+	// while rowsBusy is false (its vals buffer with it).
+	rowsBuf  driverRows
+	rowsBusy bool
+	// scratch is the scan's reusable memory for the rows of this connection (scan.go).
+	scratch scanScratch
 	// inTx: BEGIN succeeded and neither COMMIT nor ROLLBACK has run since.
 	inTx bool
+	// bad: the driver declared the connection unusable; the next group takes a new one, and
+	// close discards this one.
+	bad bool
+}
+
+// writerStmt is a statement prepared on the writer's connection, run through the driver's
+// own interfaces (driverscan.go says why).
+type writerStmt struct {
+	stmt  driver.Stmt
+	exec  driver.StmtExecContext
+	query driver.StmtQueryContext
+	// plans are the scan plans of the statement's answers by destination type (a
+	// statement scans into one or two types), so that the scan does not look its plan up
+	// by the statement's text (scanPlans).
+	plans []typePlan
+}
+
+type typePlan struct {
+	t    reflect.Type
+	plan []planField
 }
 
 // maxWriterStmts bounds the statements kept prepared on the writer's connection; a
-// statement past it runs unprepared. The statements are the stores' fixed texts, far fewer.
+// statement past it is prepared for its one run. The statements are the stores' fixed
+// texts, far fewer.
 const maxWriterStmts = 1024
 
 const (
@@ -43,36 +79,112 @@ func openWriterConn(ctx context.Context, pool *sqlx.DB) (*writerConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writerConn{conn: conn, stmts: map[string]*sqlx.Stmt{}}, nil
+	var dc driver.ConnPrepareContext
+	if err := conn.Raw(func(c any) error {
+		var ok bool
+		if dc, ok = c.(driver.ConnPrepareContext); !ok {
+			return fmt.Errorf("the SQLite driver's connection %T cannot prepare with a context", c)
+		}
+		return nil
+	}); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return &writerConn{conn: conn, dc: dc, stmts: map[string]*writerStmt{}}, nil
 }
 
-// stmt returns query prepared on the connection, or nil when the cache is full.
-func (w *writerConn) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
-	if s, ok := w.stmts[query]; ok {
-		return s, nil
-	}
-	if len(w.stmts) >= maxWriterStmts {
-		return nil, nil
-	}
-	s, err := w.conn.PreparexContext(ctx, query)
+// prepare prepares query on the connection.
+func (w *writerConn) prepare(ctx context.Context, query string) (*writerStmt, error) {
+	s, err := w.dc.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
+	ex, ok1 := s.(driver.StmtExecContext)
+	q, ok2 := s.(driver.StmtQueryContext)
+	if !ok1 || !ok2 {
+		_ = s.Close()
+		return nil, fmt.Errorf("the SQLite driver's statement %T does not run with a context", s)
+	}
+	return &writerStmt{stmt: s, exec: ex, query: q}, nil
+}
+
+// stmt returns query prepared on the connection, and whether it is kept (false: the cache
+// is full, and the caller closes it after its run).
+func (w *writerConn) stmt(ctx context.Context, query string) (*writerStmt, bool, error) {
+	if s, ok := w.stmts[query]; ok {
+		return s, true, nil
+	}
+	s, err := w.prepare(ctx, query)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(w.stmts) >= maxWriterStmts {
+		return s, false, nil
+	}
 	w.stmts[query] = s
-	return s, nil
+	return s, true, nil
+}
+
+// run executes a statement that answers no rows.
+func (w *writerConn) run(ctx context.Context, query string, args []any) (driver.Result, error) {
+	s, kept, err := w.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if !kept {
+		defer s.stmt.Close()
+	}
+	if w.args, err = namedArgs(w.args, args); err != nil {
+		return nil, err
+	}
+	res, err := s.exec.ExecContext(ctx, w.args)
+	clear(w.args) // let go of the arguments' values
+	w.noteBad(err)
+	return res, err
+}
+
+// rows runs a statement that answers rows.
+func (w *writerConn) rows(ctx context.Context, query string, args []any) (rowSource, error) {
+	s, kept, err := w.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	closeStmt := func() {
+		if !kept {
+			_ = s.stmt.Close()
+		}
+	}
+	if w.args, err = namedArgs(w.args, args); err != nil {
+		closeStmt()
+		return nil, err
+	}
+	rows, err := s.query.QueryContext(ctx, w.args)
+	clear(w.args)
+	w.noteBad(err)
+	if err != nil {
+		closeStmt()
+		return nil, err
+	}
+	var own driver.Stmt
+	var ws *writerStmt
+	if kept {
+		ws = s
+	} else {
+		own = s.stmt
+	}
+	if w.rowsBusy {
+		// Rows of another statement are still open (never on the stores' paths, which read
+		// a statement's rows before sending the next): this one gets buffers of its own.
+		return newDriverRows(rows, nil, own, ws, nil), nil
+	}
+	w.rowsBusy = true
+	w.rowsBuf.reset(rows, own, ws, w)
+	return &w.rowsBuf, nil
 }
 
 // exec runs a statement that takes no arguments (BEGIN, COMMIT, the savepoints).
 func (w *writerConn) exec(ctx context.Context, query string) error {
-	s, err := w.stmt(ctx, query)
-	if err != nil {
-		return err
-	}
-	if s == nil {
-		_, err = w.conn.ExecContext(ctx, query)
-		return err
-	}
-	_, err = s.ExecContext(ctx)
+	_, err := w.run(ctx, query, nil)
 	return err
 }
 
@@ -107,16 +219,30 @@ func (w *writerConn) rollback(ctx context.Context) {
 	w.inTx = false
 }
 
+// noteBad marks the connection bad when the driver said so (database/sql would have closed
+// it): the next group takes a new one.
+func (w *writerConn) noteBad(err error) {
+	if err != nil && !usable(err) {
+		w.bad = true
+	}
+}
+
 // usable reports whether the connection can take the next group: a connection the driver
 // or database/sql declared bad is dropped and a new one taken.
 func usable(err error) bool {
 	return !errors.Is(err, sql.ErrConnDone) && !errors.Is(err, driver.ErrBadConn)
 }
 
+// close finalizes the statements and gives the connection back to its pool; a connection
+// declared bad is handed back as bad (through Raw), so the pool closes it instead of
+// keeping it.
 func (w *writerConn) close() {
 	for _, s := range w.stmts {
-		_ = s.Close()
+		_ = s.stmt.Close()
 	}
 	clear(w.stmts)
+	if w.bad {
+		_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
 	_ = w.conn.Close()
 }

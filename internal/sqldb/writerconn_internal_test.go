@@ -3,11 +3,14 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestCommitterOwnsTheWriterConnection is issue 35 item 2: every group runs on the one
@@ -169,5 +172,104 @@ func TestNewFilesTakeThePageSize(t *testing.T) {
 	}
 	if size, mode := pageAndMode(db); size != 4096 || mode != "wal" {
 		t.Fatalf("a file made with 4096-byte pages: page size %d, journal mode %q; want 4096, wal", size, mode)
+	}
+}
+
+// TestWriterReplacesABadConnection: a connection the driver declared bad during a group
+// (database/sql would have closed it under the statement) is not used for the next group:
+// that group takes a new connection, and the bad one is handed back to the pool as bad,
+// so the pool keeps no second connection open.
+func TestWriterReplacesABadConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(x int) error {
+		return db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
+			return err
+		})
+	}
+	if err := insert(1); err != nil {
+		t.Fatal(err)
+	}
+	// Between groups (Write has returned), as a statement's driver.ErrBadConn leaves it.
+	old := db.group.wc
+	old.noteBad(driver.ErrBadConn)
+	if !old.bad {
+		t.Fatal("driver.ErrBadConn did not mark the connection bad")
+	}
+	if err := insert(2); err != nil {
+		t.Fatalf("the group after a bad connection: %v", err)
+	}
+	if db.group.wc == old || db.group.wc.bad || db.group.wc.dc == old.dc {
+		t.Fatal("the next group ran on the connection declared bad")
+	}
+	if s := db.gw.Stats(); s.OpenConnections != 1 {
+		t.Fatalf("the committer's pool has %d connections open, want the new one alone", s.OpenConnections)
+	}
+	var n int
+	if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil || n != 2 {
+		t.Fatalf("%d rows (%v), want 2", n, err)
+	}
+}
+
+// TestWriterRunsStatementsPastItsCache: once maxWriterStmts statements are kept, a new one
+// is prepared for its one run and closed after it (its rows first), and the group works as
+// before; the kept statements stay as they were.
+func TestWriterRunsStatementsPastItsCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER, at TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, MaintenanceScope(), func(*Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// Between groups: fill the cache with one statement under many texts (closing it again
+	// at the end is harmless).
+	wc := db.group.wc
+	filler, err := wc.prepare(ctx, "SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(wc.stmts); i < maxWriterStmts; i++ {
+		wc.stmts[fmt.Sprintf("-- filler %d", i)] = filler
+	}
+	at := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)
+	var got []struct {
+		X  int       `db:"x"`
+		At time.Time `db:"at"`
+	}
+	var n int
+	if err := db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+		for x := range 3 {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO t (x, at) VALUES (?1, ?2)", x, tx.Dialect.Time(at)); err != nil {
+				return err
+			}
+		}
+		if err := tx.SelectContext(ctx, &got, "SELECT x, at FROM t ORDER BY x"); err != nil {
+			return err
+		}
+		return tx.GetContext(ctx, &n, "SELECT COUNT(*) FROM t WHERE x >= ?1", 1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[2].X != 2 || !got[2].At.Equal(at) || n != 2 {
+		t.Fatalf("rows %+v and count %d, want x 0..2 at %v and 2", got, n, at)
+	}
+	if len(wc.stmts) != maxWriterStmts {
+		t.Fatalf("%d statements kept, want the cache's %d", len(wc.stmts), maxWriterStmts)
 	}
 }
