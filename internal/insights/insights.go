@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/ledger-dev/ledger/api"
@@ -166,6 +167,9 @@ type Store struct {
 	// direct: read the source tables with the direct statements (queries.go) instead of
 	// the roll-ups: the reference the roll-ups are tested against.
 	direct bool
+	// cellsRead counts the roll-up cells the store's answers have read (what an answer
+	// costs; the tests and benchmarks compare it).
+	cellsRead atomic.Int64
 }
 
 // NewStore returns the insights reader of db.

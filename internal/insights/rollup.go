@@ -60,6 +60,50 @@ const (
 // its own buckets' cells only (a 500-day answer by day reads 500 buckets, not 144,000).
 var grains = []time.Duration{5 * time.Minute, time.Hour, 24 * time.Hour}
 
+// coarseGrain is a further grain of the binned metrics only (binned): their answers are
+// the window's totals per bin, not a series, so a window reads the widest cells that tile
+// it and the finer ones only at its ends (spans). On the 502k-run set a day fills every
+// (target, status, duration bin) cell of the calls, 84 cells a day: a 500-day calls
+// request read 42,000 cells (139 ms of CPU); with 16-day cells it reads at most 31 of them
+// and 2 x 15 days at the ends, 4,200 cells (10 ms; docs/perf/issue-35.md). Each grain
+// divides the next; 16 days, about sqrt(500 days / 2), balances the middle's cells against
+// the ends'. Epoch-aligned as the other grains are.
+const coarseGrain = 16 * 24 * time.Hour
+
+// binned are the metrics answered as totals per bin over the window (byBin), which are
+// also counted in coarseGrain.
+var binned = map[metric]bool{metricAttemptsPerRun: true, metricClaimLatency: true, metricCalls: true, metricDecisions: true}
+
+// grainsOf are the grains a metric's facts are counted in.
+func grainsOf(m metric, coarse bool) []time.Duration {
+	if coarse && binned[m] {
+		return allGrains
+	}
+	return grains
+}
+
+var allGrains = append(slices.Clone(grains), coarseGrain)
+
+// span is one grain's bucket range [lo, hi) of a window.
+type span struct{ grain, lo, hi int64 }
+
+// spans tiles [lo, hi) (aligned to chain[0]) with the widest buckets of chain (ascending
+// widths, each dividing the next) that fit, and the narrower ones only at the ends: at
+// most one range per grain on each side of the widest.
+func spans(lo, hi int64, chain []int64) []span {
+	if lo >= hi {
+		return nil
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		g := chain[i]
+		a, b := lo+mod(-lo, g), hi-mod(hi, g)
+		if a < b {
+			return append(append(spans(lo, a, chain[:i]), span{g, a, b}), spans(b, hi, chain[:i])...)
+		}
+	}
+	return nil // unreachable: lo and hi are aligned to chain[0]
+}
+
 // dims are the dimensions every cell carries: what an insight groups by and filters on.
 // dimensions below is the one list of them; a new grouping adds a field, a column of
 // InsightCells and an entry there.
@@ -398,6 +442,9 @@ type Projector struct {
 	// that step applied, so that a step does not read rows only to leave them to the next
 	// one; it doubles back towards batch with each step the budget does not cut.
 	limit int
+	// coarse: count the coarse cells and keep them complete (false only in the tests, as a
+	// binary before migration 000042 projected).
+	coarse bool
 }
 
 // NewProjector returns the insights projector for db's dialect, reading at most batch
@@ -406,7 +453,7 @@ func NewProjector(db *sqldb.DB, batch int) *Projector {
 	if batch <= 0 {
 		batch = DefaultBatch
 	}
-	return &Projector{q: sqldb.QueriesFor(db.Dialect, &rollupSets), batch: batch, cells: maxStepCells, limit: batch}
+	return &Projector{q: sqldb.QueriesFor(db.Dialect, &rollupSets), batch: batch, cells: maxStepCells, limit: batch, coarse: true}
 }
 
 // Name implements feed.Projector.
@@ -417,6 +464,11 @@ func (p *Projector) Name() string { return ProjectorName }
 // a table whose batch was full (past it that table may have more rows not yet read), and
 // returns that version.
 func (p *Projector) Project(ctx context.Context, tx *sqldb.Tx, after, ceiling sqldb.RowVersion) (sqldb.RowVersion, error) {
+	if p.coarse {
+		if err := p.coarseCells(ctx, tx); err != nil {
+			return 0, err
+		}
+	}
 	sources := []string{p.q.runs, p.q.attempts, p.q.calls, p.q.decisions}
 	var rows []sourceRow
 	through, err := feed.ReadBatch(after, ceiling, p.limit, func(upTo sqldb.RowVersion, limit int) (sqldb.RowVersion, error) {
@@ -466,7 +518,36 @@ func (p *Projector) Project(ctx context.Context, tx *sqldb.Tx, after, ceiling sq
 	if err := p.write(ctx, tx, deltas); err != nil {
 		return 0, err
 	}
+	// The runner moves Position to through in this transaction: the coarse cells are
+	// complete through it.
+	if p.coarse {
+		if _, err := tx.ExecContext(ctx, p.q.markCoarse, ProjectorName, tx.Dialect.Version(through)); err != nil {
+			return 0, fmt.Errorf("mark the coarse cells: %w", err)
+		}
+	}
 	return through, nil
+}
+
+// coarseCells makes the coarse cells complete through the position the step starts from
+// when they are not (CoarseThrough is not Position: the first step after migration 000042,
+// or an older binary's projector moved Position without counting them): it derives them
+// again from the daily cells, which every binary keeps, in the step's transaction, so a
+// crash leaves them as they were and the next step does it again.
+func (p *Projector) coarseCells(ctx context.Context, tx *sqldb.Tx) error {
+	var current int
+	if err := tx.GetContext(ctx, &current, p.q.coarseCurrent, ProjectorName); err != nil {
+		return fmt.Errorf("read the coarse cells' position: %w", err)
+	}
+	if current == 1 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, p.q.clearCoarse, int64(coarseGrain/time.Second)); err != nil {
+		return fmt.Errorf("clear the coarse cells: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, p.q.buildCoarse, int64(coarseGrain/time.Second), int64(24*time.Hour/time.Second)); err != nil {
+		return fmt.Errorf("derive the coarse cells: %w", err)
+	}
+	return nil
 }
 
 type cellDelta struct {
@@ -499,10 +580,10 @@ func (p *Projector) apply(ctx context.Context, tx *sqldb.Tx, r sourceRow, deltas
 		}
 	}
 	for _, f := range old {
-		count(deltas, r.TenantID, f, -1)
+		count(deltas, r.TenantID, f, -1, p.coarse)
 	}
 	for _, f := range now {
-		count(deltas, r.TenantID, f, 1)
+		count(deltas, r.TenantID, f, 1, p.coarse)
 	}
 	if len(stored) == 1 {
 		_, err = tx.ExecContext(ctx, p.q.updateFacts, r.TenantID, r.Source, r.ID, string(enc))
@@ -515,8 +596,9 @@ func (p *Projector) apply(ctx context.Context, tx *sqldb.Tx, r sourceRow, deltas
 	return nil
 }
 
-func count(deltas map[cellKey]*cellDelta, tenant string, f fact, n int64) {
-	for _, g := range grains {
+// count adds n of f to its cells, the coarse ones too when coarse.
+func count(deltas map[cellKey]*cellDelta, tenant string, f fact, n int64, coarse bool) {
+	for _, g := range grainsOf(f.Metric, coarse) {
 		width := int64(g / time.Second)
 		for _, set := range dimSets {
 			k := cellKey{tenant: tenant, metric: f.Metric, set: set, grain: width, bucket: f.At - mod(f.At, width),
@@ -605,6 +687,30 @@ type cellRow struct {
 	Peak        int64  `db:"Peak"`
 }
 
+// chain is the grains a binned insight's window of bucket width can be tiled with, finest
+// first: the window's own and the wider ones, the coarse grain only while its cells are
+// complete (the projector's CoarseThrough is its Position).
+func (s *Store) chain(ctx context.Context, tx *sqldb.Tx, width int64, w Window) ([]int64, error) {
+	var chain []int64
+	for _, g := range grains {
+		if d := int64(g / time.Second); d >= width {
+			chain = append(chain, d)
+		}
+	}
+	coarse := int64(coarseGrain / time.Second)
+	if w.To.Unix()-w.From.Unix() < coarse {
+		return chain, nil // no coarse bucket fits: spare the read of the position
+	}
+	var current int
+	if err := tx.GetContext(ctx, &current, s.rq.coarseCurrent, ProjectorName); err != nil {
+		return nil, fmt.Errorf("read the coarse cells' position: %w", err)
+	}
+	if current == 1 {
+		chain = append(chain, coarse)
+	}
+	return chain, nil
+}
+
 // insight says how one insight reads: its direct statement (the reference) and its cells.
 type insight struct {
 	name   string
@@ -632,10 +738,24 @@ func (s *Store) readCells(ctx context.Context, tx *sqldb.Tx, tenantID string, in
 	if in.subkeyGroups {
 		group = ""
 	}
-	if err := tx.SelectContext(ctx, &cells, s.rq.cells, tenantID, int(in.metric), width, w.From.Unix(), w.To.Unix(),
-		f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, series, int(setFor(group, f))); err != nil {
-		return nil, err
+	ranges := []span{{width, w.From.Unix(), w.To.Unix()}}
+	if in.byBin {
+		// Totals per bin: any grain's cells that tile the window answer it.
+		chain, err := s.chain(ctx, tx, width, w)
+		if err != nil {
+			return nil, err
+		}
+		ranges = spans(w.From.Unix(), w.To.Unix(), chain)
 	}
+	for _, r := range ranges {
+		var got []cellRow
+		if err := tx.SelectContext(ctx, &got, s.rq.cells, tenantID, int(in.metric), r.grain, r.lo, r.hi,
+			f.ProjectID, f.AgentID, f.ReleaseID, f.Kind, series, int(setFor(group, f))); err != nil {
+			return nil, err
+		}
+		cells = append(cells, got...)
+	}
+	s.cellsRead.Add(int64(len(cells)))
 	type key struct {
 		group  string
 		bucket int64

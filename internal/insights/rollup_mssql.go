@@ -121,4 +121,37 @@ WHERE TenantId = @p1 AND Metric = @p2 AND DimSet = @p11 AND Grain = @p3 AND Buck
     AND (@p6 IS NULL OR ProjectId = @p6) AND (@p7 IS NULL OR AgentId = @p7) AND (@p8 IS NULL OR ReleaseId = @p8)
     AND (@p9 IS NULL OR Kind = @p9) AND (@p10 IS NULL OR Series = @p10)
 OPTION (MAXDOP 1);`,
+
+	// Reading check: a PK seek of FeedProjectors (no tenant data: a tenant's read sees it).
+	// Under READ COMMITTED an insight reads this and then its cells in separate statements:
+	// a step committed in between shows in the later statements only, as any change
+	// committed during a request may; the answer is off by no more than that step.
+	coarseCurrent: `SELECT COUNT(*) FROM dbo.FeedProjectors WHERE Name = @p1 AND CoarseThrough = Position OPTION (MAXDOP 1);`,
+
+	// Reading check: a PK seek of the projector's row, which feed.Runner's lease UPDATE
+	// holds locked until the step commits.
+	markCoarse: `UPDATE dbo.FeedProjectors SET CoarseThrough = @p2 WHERE Name = @p1;`,
+
+	// Reading check: Grain is not a leading key column, so this scans PK_InsightCells across
+	// tenants (maintenance scope): it runs only when the coarse cells are stale (once after
+	// migration 000042, or after an older binary stepped), in the step's transaction, whose
+	// exclusive locks keep the insights' reads of the cells waiting until it commits.
+	clearCoarse: `DELETE FROM dbo.InsightCells WHERE Grain = @p1 OPTION (MAXDOP 1);`,
+
+	// Reading check: a scan of the daily cells (as clearCoarse, once per rebuild); the
+	// GROUP BY's hash or sort aggregate is spooled before the insert (Halloween protection:
+	// the table is read and written in one statement). Every cell of a CellHash in a
+	// dimension set has the same dimensions, so MIN of each is that value; the BIN2 columns
+	// compare by code point. BucketStart is positive (Unix seconds), so % floors it; the derived
+	// table names the bucket once for the GROUP BY.
+	buildCoarse: `INSERT INTO dbo.InsightCells (TenantId, Metric, DimSet, Grain, BucketStart, CellHash, ProjectId, AgentId, ReleaseId,
+    Kind, Subkey, Series, Bin, N, Peak, ErrorCode)
+SELECT TenantId, Metric, DimSet, @p1, Coarse, CellHash, MIN(ProjectId), MIN(AgentId), MIN(ReleaseId),
+    MIN(Kind), MIN(Subkey), MIN(Series), MIN(Bin), SUM(N), MAX(Peak), MIN(ErrorCode)
+FROM (SELECT TenantId, Metric, DimSet, BucketStart - BucketStart % @p1 AS Coarse, CellHash, ProjectId, AgentId, ReleaseId, Kind,
+        Subkey, Series, Bin, N, Peak, ErrorCode
+    FROM dbo.InsightCells
+    WHERE Grain = @p2 AND Metric IN (` + binnedList() + `)) AS d
+GROUP BY TenantId, Metric, DimSet, Coarse, CellHash
+OPTION (MAXDOP 1);`,
 }

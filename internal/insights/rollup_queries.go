@@ -1,6 +1,11 @@
 package insights
 
-import "github.com/ledger-dev/ledger/internal/sqldb"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
 
 // rollupSets holds the roll-up statement sets, one per dialect, each registered by its
 // rollup_<dialect>.go.
@@ -28,4 +33,25 @@ type rollupQueries struct {
 	// < 5 whose N is not zero, filtered by 6 project, 7 agent, 8 release, 9 kind, 10 series
 	// (each NULL for any).
 	cells string
+	// coarseCurrent is 1 when projector 1's coarse cells are complete through its Position
+	// (CoarseThrough = Position), else 0.
+	coarseCurrent string
+	// markCoarse sets projector 1's CoarseThrough to 2.
+	markCoarse string
+	// clearCoarse deletes every tenant's cells of grain 1; buildCoarse derives the cells of
+	// grain 1 from those of grain 2 (each a divisor of 1) of the binned metrics: N summed,
+	// the largest Peak, per (tenant, metric, dimension set, bucket of 1, CellHash).
+	clearCoarse string
+	buildCoarse string
+}
+
+// binnedList is the binned metrics as an SQL list, in metric order.
+func binnedList() string {
+	var out []string
+	for m := metricRunsEnded; m <= metricUsage; m++ {
+		if binned[m] {
+			out = append(out, fmt.Sprint(int(m)))
+		}
+	}
+	return strings.Join(out, ", ")
 }

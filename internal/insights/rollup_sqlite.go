@@ -74,4 +74,21 @@ FROM InsightCells
 WHERE TenantId = ?1 AND Metric = ?2 AND DimSet = ?11 AND Grain = ?3 AND BucketStart >= ?4 AND BucketStart < ?5 AND N <> 0
     AND (?6 IS NULL OR ProjectId = ?6) AND (?7 IS NULL OR AgentId = ?7) AND (?8 IS NULL OR ReleaseId = ?8)
     AND (?9 IS NULL OR Kind = ?9) AND (?10 IS NULL OR Series = ?10)`,
+
+	coarseCurrent: `SELECT COUNT(*) FROM FeedProjectors WHERE Name = ?1 AND CoarseThrough = Position`,
+
+	markCoarse: `UPDATE FeedProjectors SET CoarseThrough = ?2 WHERE Name = ?1`,
+
+	clearCoarse: `DELETE FROM InsightCells WHERE Grain = ?1`,
+
+	// Every cell of a CellHash in a dimension set has the same dimensions (the hash is of
+	// them), so MIN of each is that value. SQLite reads the source rows whole before it
+	// inserts (the table is read and written in one statement).
+	buildCoarse: `INSERT INTO InsightCells (TenantId, Metric, DimSet, Grain, BucketStart, CellHash, ProjectId, AgentId, ReleaseId, Kind,
+    Subkey, Series, Bin, N, Peak, ErrorCode)
+SELECT TenantId, Metric, DimSet, ?1, BucketStart - BucketStart % ?1, CellHash, MIN(ProjectId), MIN(AgentId), MIN(ReleaseId),
+    MIN(Kind), MIN(Subkey), MIN(Series), MIN(Bin), SUM(N), MAX(Peak), MIN(ErrorCode)
+FROM InsightCells
+WHERE Grain = ?2 AND Metric IN (` + binnedList() + `)
+GROUP BY TenantId, Metric, DimSet, BucketStart - BucketStart % ?1, CellHash`,
 }

@@ -1,0 +1,5 @@
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+DELETE FROM [dbo].[InsightCells] WHERE [Grain] = 1382400;
+ALTER TABLE [dbo].[FeedProjectors] DROP COLUMN [CoarseThrough];
+COMMIT TRANSACTION;
