@@ -54,17 +54,30 @@ GROUP BY GroupKey, Bucket, Series
 OPTION (MAXDOP 1);`
 }
 
+// mssqlReleaseOf is a run's release: its latest attempt's (order DESC, as the ended runs
+// and the runs list read it) or its first claim's (ASC, as claim latency reads it):
+// IX_Attempts_Run_Step seek on RunId, a key lookup per attempt (TenantId, StartedAt),
+// TOP (1) of a run's few attempts.
+func mssqlReleaseOf(order string) string {
+	return `COALESCE((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts a
+    WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId ORDER BY a.StartedAt ` + order + `, a.AttemptId ` + order + `), N'')`
+}
+
+// mssqlRunGroup is a run's group key, its release being release (mssqlReleaseOf).
+// errorCode: the run's last error (migration 000021), a row lookup past the window's index
+// like the release's seek ("" for a run without one).
+func mssqlRunGroup(release string) string {
+	return `CASE @p5 WHEN N'project' THEN r.ProjectId WHEN N'agent' THEN r.AgentId WHEN N'kind' THEN r.Kind
+    WHEN N'release' THEN ` + release + ` WHEN N'errorCode' THEN COALESCE(r.ErrorCode, N'') ELSE N'' END`
+}
+
+// mssqlRunFilters are the page's filters on a run, its release being release.
+func mssqlRunFilters(release string) string {
+	return `(@p6 IS NULL OR r.ProjectId = @p6) AND (@p7 IS NULL OR r.AgentId = @p7) AND (@p9 IS NULL OR r.Kind = @p9)
+    AND (@p8 IS NULL OR ` + release + ` = @p8)`
+}
+
 const (
-	// A run's release is its latest attempt's: IX_Attempts_Run_Step seek on RunId, a key
-	// lookup per attempt (TenantId, StartedAt), TOP (1) of a run's few attempts.
-	mssqlRunRelease = `COALESCE((SELECT TOP (1) a.ReleaseId FROM dbo.ExecutionAttempts a
-    WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId ORDER BY a.StartedAt DESC, a.AttemptId DESC), N'')`
-	// errorCode: the run's last error (migration 000021), a row lookup past the window's
-	// index like the release's seek ("" for a run without one).
-	mssqlRunGroup = `CASE @p5 WHEN N'project' THEN r.ProjectId WHEN N'agent' THEN r.AgentId WHEN N'kind' THEN r.Kind
-    WHEN N'release' THEN ` + mssqlRunRelease + ` WHEN N'errorCode' THEN COALESCE(r.ErrorCode, N'') ELSE N'' END`
-	mssqlRunFilters = `(@p6 IS NULL OR r.ProjectId = @p6) AND (@p7 IS NULL OR r.AgentId = @p7) AND (@p9 IS NULL OR r.Kind = @p9)
-    AND (@p8 IS NULL OR ` + mssqlRunRelease + ` = @p8)`
 	// An attempt's kind is its run's (PK_Runs seek when asked for).
 	mssqlAttemptGroup = `CASE @p5 WHEN N'project' THEN a.ProjectId WHEN N'agent' THEN a.AgentId WHEN N'release' THEN a.ReleaseId
     WHEN N'kind' THEN (SELECT r.Kind FROM dbo.Runs r WHERE r.RunId = a.RunId) WHEN N'errorCode' THEN COALESCE(a.ErrorCode, N'')
@@ -89,27 +102,27 @@ var mssqlQueries = queries{
 	// IX_Runs_Tenant_Ended (TenantId, EndedAt) INCLUDE (Outcome, ProjectId, AgentId, Kind)
 	// WHERE State = 2: the literal matches the filter, so the hint is valid; covered, no
 	// lookups unless the release is asked for.
-	runsEnded: mssqlRanked(`SELECT ` + mssqlRunGroup + ` AS GroupKey,
+	runsEnded: mssqlRanked(`SELECT ` + mssqlRunGroup(mssqlReleaseOf("DESC")) + ` AS GroupKey,
     DATEDIFF(second, @p2, r.EndedAt) / @p4 AS Bucket, r.Outcome AS Series, 0 AS Value
 FROM dbo.Runs r WITH (INDEX (IX_Runs_Tenant_Ended))
-WHERE r.TenantId = @p1 AND r.State = 2 AND r.EndedAt >= @p2 AND r.EndedAt < @p3 AND ` + mssqlRunFilters),
+WHERE r.TenantId = @p1 AND r.State = 2 AND r.EndedAt >= @p2 AND r.EndedAt < @p3 AND ` + mssqlRunFilters(mssqlReleaseOf("DESC"))),
 
 	// The same range, and per run an IX_Attempts_Run_Step seek counting its attempts.
-	attemptsPerRun: mssqlRanked(`SELECT ` + mssqlRunGroup + ` AS GroupKey,
+	attemptsPerRun: mssqlRanked(`SELECT ` + mssqlRunGroup(mssqlReleaseOf("DESC")) + ` AS GroupKey,
     CASE WHEN n.Attempts >= 20 THEN 20 ELSE n.Attempts END AS Bucket, N'' AS Series, 0 AS Value
 FROM dbo.Runs r WITH (INDEX (IX_Runs_Tenant_Ended))
 CROSS APPLY (SELECT COUNT_BIG(*) AS Attempts FROM dbo.ExecutionAttempts a WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId) AS n
-WHERE r.TenantId = @p1 AND r.State = 2 AND r.EndedAt >= @p2 AND r.EndedAt < @p3 AND ` + mssqlRunFilters),
+WHERE r.TenantId = @p1 AND r.State = 2 AND r.EndedAt >= @p2 AND r.EndedAt < @p3 AND ` + mssqlRunFilters(mssqlReleaseOf("DESC"))),
 
 	// IX_Runs_Tenant_Queued (TenantId, QueuedAt, RunId), the seed's history index: the
 	// window's enqueued runs, a PK_Runs lookup each (ProjectId, AgentId, Kind); per run an
 	// IX_Attempts_Run_Step seek for its first claim (none: never claimed, left out).
 	claimLatency: mssqlRanked(`SELECT d.GroupKey, b.Bin AS Bucket, N'' AS Series, d.Ms AS Value FROM (
-    SELECT ` + mssqlRunGroup + ` AS GroupKey, DATEDIFF_BIG(millisecond, r.QueuedAt, fc.FirstClaim) AS Ms
+    SELECT ` + mssqlRunGroup(mssqlReleaseOf("ASC")) + ` AS GroupKey, DATEDIFF_BIG(millisecond, r.QueuedAt, fc.FirstClaim) AS Ms
     FROM dbo.Runs r WITH (INDEX (IX_Runs_Tenant_Queued))
     CROSS APPLY (SELECT MIN(a.StartedAt) AS FirstClaim FROM dbo.ExecutionAttempts a
         WHERE a.RunId = r.RunId AND a.TenantId = r.TenantId) AS fc
-    WHERE r.TenantId = @p1 AND r.QueuedAt >= @p2 AND r.QueuedAt < @p3 AND fc.FirstClaim IS NOT NULL AND ` + mssqlRunFilters + `
+    WHERE r.TenantId = @p1 AND r.QueuedAt >= @p2 AND r.QueuedAt < @p3 AND fc.FirstClaim IS NOT NULL AND ` + mssqlRunFilters(mssqlReleaseOf("ASC")) + `
 ) AS d
 ` + mssqlBin),
 

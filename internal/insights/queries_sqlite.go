@@ -29,16 +29,29 @@ func sqliteRanked(inner string) string {
 GROUP BY GroupKey, Bucket, Series`
 }
 
+// sqliteReleaseOf is a run's release: its latest attempt's (order DESC, as the ended runs
+// and the runs list read it) or its first claim's (ASC, as claim latency reads it): an
+// IX_Attempts_Run_Step seek, a run's few attempts. "+a.TenantId" here and below: without
+// statistics the planner otherwise took IX_Attempts_Tenant_Started and read every attempt
+// of the tenant for each run.
+func sqliteReleaseOf(order string) string {
+	return `COALESCE((SELECT a.ReleaseId FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND +a.TenantId = r.TenantId
+    ORDER BY a.StartedAt ` + order + `, a.AttemptId ` + order + ` LIMIT 1), '')`
+}
+
+// sqliteRunGroup is a run's group key, its release being release (sqliteReleaseOf).
+func sqliteRunGroup(release string) string {
+	return `CASE ?5 WHEN 'project' THEN r.ProjectId WHEN 'agent' THEN r.AgentId WHEN 'kind' THEN r.Kind
+    WHEN 'release' THEN ` + release + ` WHEN 'errorCode' THEN COALESCE(r.ErrorCode, '') ELSE '' END`
+}
+
+// sqliteRunFilters are the page's filters on a run, its release being release.
+func sqliteRunFilters(release string) string {
+	return `(?6 IS NULL OR r.ProjectId = ?6) AND (?7 IS NULL OR r.AgentId = ?7) AND (?9 IS NULL OR r.Kind = ?9)
+    AND (?8 IS NULL OR ` + release + ` = ?8)`
+}
+
 const (
-	// A run's release is its latest attempt's (IX_Attempts_Run_Step seek, a run's few
-	// attempts). "+a.TenantId" here and below: without statistics the planner otherwise took
-	// IX_Attempts_Tenant_Started and read every attempt of the tenant for each run.
-	sqliteRunRelease = `COALESCE((SELECT a.ReleaseId FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND +a.TenantId = r.TenantId
-    ORDER BY a.StartedAt DESC, a.AttemptId DESC LIMIT 1), '')`
-	sqliteRunGroup = `CASE ?5 WHEN 'project' THEN r.ProjectId WHEN 'agent' THEN r.AgentId WHEN 'kind' THEN r.Kind
-    WHEN 'release' THEN ` + sqliteRunRelease + ` WHEN 'errorCode' THEN COALESCE(r.ErrorCode, '') ELSE '' END`
-	sqliteRunFilters = `(?6 IS NULL OR r.ProjectId = ?6) AND (?7 IS NULL OR r.AgentId = ?7) AND (?9 IS NULL OR r.Kind = ?9)
-    AND (?8 IS NULL OR ` + sqliteRunRelease + ` = ?8)`
 	// An attempt's kind is its run's (a PK_Runs seek when asked for).
 	sqliteAttemptGroup = `CASE ?5 WHEN 'project' THEN a.ProjectId WHEN 'agent' THEN a.AgentId WHEN 'release' THEN a.ReleaseId
     WHEN 'kind' THEN (SELECT r.Kind FROM Runs r WHERE r.RunId = a.RunId) WHEN 'errorCode' THEN COALESCE(a.ErrorCode, '')
@@ -67,25 +80,25 @@ func sqliteChild(alias string) string {
 
 var sqliteQueries = queries{
 	// IX_Runs_Tenant_Ended (TenantId, EndedAt) WHERE State = 2: the window's ended runs.
-	runsEnded: sqliteRanked(`SELECT ` + sqliteRunGroup + ` AS GroupKey,
+	runsEnded: sqliteRanked(`SELECT ` + sqliteRunGroup(sqliteReleaseOf("DESC")) + ` AS GroupKey,
     (unixepoch(r.EndedAt) - unixepoch(?2)) / ?4 AS Bucket, r.Outcome AS Series, 0 AS Value
 FROM Runs r INDEXED BY IX_Runs_Tenant_Ended
-WHERE r.TenantId = ?1 AND r.State = 2 AND r.EndedAt >= ?2 AND r.EndedAt < ?3 AND ` + sqliteRunFilters),
+WHERE r.TenantId = ?1 AND r.State = 2 AND r.EndedAt >= ?2 AND r.EndedAt < ?3 AND ` + sqliteRunFilters(sqliteReleaseOf("DESC"))),
 
 	// The same range, and per run an IX_Attempts_Run_Step seek counting its attempts.
-	attemptsPerRun: sqliteRanked(`SELECT ` + sqliteRunGroup + ` AS GroupKey,
+	attemptsPerRun: sqliteRanked(`SELECT ` + sqliteRunGroup(sqliteReleaseOf("DESC")) + ` AS GroupKey,
     min((SELECT COUNT(*) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND +a.TenantId = r.TenantId), 20) AS Bucket,
     '' AS Series, 0 AS Value
 FROM Runs r INDEXED BY IX_Runs_Tenant_Ended
-WHERE r.TenantId = ?1 AND r.State = 2 AND r.EndedAt >= ?2 AND r.EndedAt < ?3 AND ` + sqliteRunFilters),
+WHERE r.TenantId = ?1 AND r.State = 2 AND r.EndedAt >= ?2 AND r.EndedAt < ?3 AND ` + sqliteRunFilters(sqliteReleaseOf("DESC"))),
 
 	// IX_Runs_Tenant_Queued (TenantId, QueuedAt, RunId): the window's enqueued runs; per run
 	// an IX_Attempts_Run_Step seek for its first claim (none: never claimed, left out).
 	claimLatency: sqliteRanked(`SELECT GroupKey, ` + sqliteBin("Ms") + ` AS Bucket, '' AS Series, Ms AS Value FROM (
-    SELECT ` + sqliteRunGroup + ` AS GroupKey,
+    SELECT ` + sqliteRunGroup(sqliteReleaseOf("ASC")) + ` AS GroupKey,
         ` + sqliteMs("r.QueuedAt", "(SELECT MIN(a.StartedAt) FROM ExecutionAttempts a WHERE a.RunId = r.RunId AND +a.TenantId = r.TenantId)") + ` AS Ms
     FROM Runs r INDEXED BY IX_Runs_Tenant_Queued
-    WHERE r.TenantId = ?1 AND r.QueuedAt >= ?2 AND r.QueuedAt < ?3 AND ` + sqliteRunFilters + `
+    WHERE r.TenantId = ?1 AND r.QueuedAt >= ?2 AND r.QueuedAt < ?3 AND ` + sqliteRunFilters(sqliteReleaseOf("ASC")) + `
 ) AS m WHERE Ms IS NOT NULL`),
 
 	// IX_Attempts_Tenant_State_Ended (TenantId, State, EndedAt): one range per ended state.

@@ -521,6 +521,18 @@ func rollupsEqualTheDirectAnswers(t *testing.T, tgt dbtest.Target, projector fun
 	}
 	h.onStep = h.project
 	h.script()
+	// E: claimed with rel-1, released, claimed again with rel-2 and completed. Its first
+	// claim's release (claim latency's) and its latest attempt's (the ended runs') differ.
+	h.at(2*time.Hour + 10*time.Minute)
+	e := h.enqueue("agent-b", "build")
+	h.at(2*time.Hour + 10*time.Minute + 5*time.Second)
+	e1 := h.claim("rel-1", 600, e)
+	zero := time.Duration(0)
+	if _, err := h.Svc.Release(h.Ctx, h.Tenant, e1.Attempt.AttemptID, e1.Lease.FencingToken, runs.Release{RetryAfter: &zero}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	h.at(2*time.Hour + 10*time.Minute + 7*time.Second)
+	h.complete(h.claim("rel-2", 600, e), api.AttemptSucceeded)
 	// More than InsightMaxGroups agents, so the fold into "other" is compared too.
 	for i := range api.InsightMaxGroups + 3 {
 		r := h.enqueue(fmt.Sprintf("ag-%02d", i), "bulk")
