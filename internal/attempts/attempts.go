@@ -197,6 +197,41 @@ func EndFailed(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state api.Attemp
 	return a, nil
 }
 
+// EndFenced is EndFailed for the caller that read the attempt under a holder's fence in
+// this transaction (fenced holds FenceColumns' fields as read; its other fields are not
+// read): the statement answers only the columns the fence did not read, and the attempt
+// is fenced's columns with what the end wrote. Nothing else writes the attempt between
+// the fence and its end: the fence holds the attempt's lock (SQL Server's U lock, SQLite's
+// one writer) until commit.
+func EndFenced(ctx context.Context, tx *sqldb.Tx, fenced Attempt, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, error) {
+	a, endedAt := fenced, sqldb.Truncate(now)
+	a.State, a.EndedAt = state, &endedAt
+	if outcomeHash != nil {
+		hash := *outcomeHash
+		a.OutcomeHash = &hash
+	}
+	a.ErrorCode, a.ErrorMessage, a.ErrorDetails = nil, nil, nil
+	var code, message, details any
+	if f != nil {
+		e := *f
+		code, message = tx.Dialect.Text(e.Code), tx.Dialect.Text(e.Message)
+		a.ErrorCode, a.ErrorMessage = &e.Code, &e.Message
+		if e.Details != "" {
+			details = tx.Dialect.JSON(e.Details)
+			a.ErrorDetails = &e.Details
+		}
+	}
+	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).endFenced, fenced.AttemptID, int(state), tx.Dialect.Time(now),
+		outcomeHash, code, message, details)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", fenced.AttemptID)
+	}
+	if err != nil {
+		return Attempt{}, fmt.Errorf("end attempt: %w", err)
+	}
+	return a, nil
+}
+
 // ObserveCancellation records that the holder saw the cancel request and returns the
 // attempt as stored. The caller checks first that it is not recorded yet (the fence read
 // the attempt under its lock); sqldb.ErrNotFound when it was.

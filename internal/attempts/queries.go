@@ -8,6 +8,7 @@ type queries struct {
 	get           string // 1 tenant, 2 attempt
 	lock          string // 1 tenant, 2 attempt
 	end           string // 1 attempt, 2 state, 3 now, 4 outcome hash, 5 error code, 6 error message, 7 error details (5-7 NULL: none) -> the attempt's columns; no row when not running
+	endFenced     string // as end -> restColumns (EndFenced); no row when not running
 	observeCancel string // 1 attempt, 2 now -> the attempt's columns
 	patch         string // 1 attempt, 2 phase or NULL, 3 corrections to add (0 or 1), 4 context snapshot ref or NULL -> the attempt's columns; no row when not running
 	checkpointed  string // 1 attempt, 2 checkpoint, 3 its sequence, 4 its phase

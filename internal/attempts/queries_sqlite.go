@@ -19,6 +19,12 @@ RETURNING Version`,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND State = 0
 RETURNING ` + sqliteColumns,
+	// endFenced: end, answering only what its caller's fence did not read.
+	endFenced: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
+    ErrorCode = ?5, ErrorMessage = ?6, ErrorDetails = ?7,
+    Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE AttemptId = ?1 AND State = 0
+RETURNING ` + sqliteRestColumns,
 	observeCancel: `UPDATE ExecutionAttempts SET CancellationObservedAt = ?2,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND CancellationObservedAt IS NULL

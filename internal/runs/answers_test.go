@@ -80,3 +80,76 @@ func asRead(r runs.Run) runs.Run {
 	r.SubjectHead, r.RequestHash = false, nil
 	return r
 }
+
+// TestEndsAnswerTheAttemptAsStored: an attempt's end answers only the columns its fence did
+// not read (attempts.EndFenced) and builds the rest from the fence's row and its own
+// arguments, so the attempt a complete, a release, a park or the reaper's take-back answers
+// must be exactly the row a later read returns, on every dialect: after a patch (phase,
+// correction, context snapshot), an observed cancel, with and without an outcome hash and an
+// error with and without details. The clock sits between milliseconds.
+func TestEndsAnswerTheAttemptAsStored(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		e := newEnv(t, tgt)
+		e.clock.Advance(1234567 * time.Nanosecond)
+		hash, ref, phase := "sha256:abc", "ctx-7", api.PhaseActing
+		for _, c := range []struct {
+			name string
+			// prepare runs on the claimed attempt before its end.
+			prepare func(t *testing.T, cl runs.Claimed)
+			end     func(cl runs.Claimed) (attempts.Attempt, error)
+		}{
+			{"complete", nil, func(cl runs.Claimed) (attempts.Attempt, error) {
+				return e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+					runs.Completion{State: api.AttemptSucceeded})
+			}},
+			{"complete patched, hashed, failed with details", func(t *testing.T, cl runs.Claimed) {
+				if _, err := e.svc.PatchAttempt(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+					runs.AttemptPatch{Phase: &phase, Correction: true, ContextSnapshotRef: &ref}); err != nil {
+					t.Fatal(err)
+				}
+			}, func(cl runs.Claimed) (attempts.Attempt, error) {
+				return e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Completion{
+					State: api.AttemptFailed, OutcomeHash: &hash,
+					Error: &attempts.Failure{Code: "tool_timeout", Message: "no answer", Details: `{"stack":["a.go:1"]}`}})
+			}},
+			{"release after an observed cancel, error without details", func(t *testing.T, cl runs.Claimed) {
+				if _, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.svc.ObserveCancellation(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken); err != nil {
+					t.Fatal(err)
+				}
+			}, func(cl runs.Claimed) (attempts.Attempt, error) {
+				return e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+					runs.Release{Error: &attempts.Failure{Code: "stopping", Message: ""}})
+			}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e.enqueue(spec("ends-" + c.name))
+				cl := e.claim()
+				if c.prepare != nil {
+					c.prepare(t, cl)
+				}
+				e.clock.Advance(time.Second + 3*time.Microsecond)
+				got, err := c.end(cl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var stored attempts.Attempt
+				err = e.db.Read(e.ctx, sqldb.TenantScope(e.tenant), func(tx *sqldb.Tx) error {
+					var err error
+					stored, err = attempts.Get(e.ctx, tx, e.tenant, cl.Attempt.AttemptID)
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(stored, got) {
+					t.Fatalf("the end answered\n%+v\nthe row is\n%+v", got, stored)
+				}
+				e.agree()
+			})
+		}
+	})
+}

@@ -19,9 +19,9 @@ import (
 // read under the same locks), for the exact-repeat check.
 type Fenced struct {
 	// Attempt holds the attempt's columns the fence judges and the writes use, and only
-	// those: AttemptID, RunID, TenantID, ProjectID, FencingToken, State, Phase,
-	// CorrectionCount, MaxCorrections, OutcomeHash and CancellationObservedAt (attempts.Get
-	// reads the rest).
+	// those (attempts.FenceColumns): AttemptID, RunID, TenantID, ProjectID, FencingToken,
+	// State, Phase, CorrectionCount, MaxCorrections, OutcomeHash and CancellationObservedAt
+	// (attempts.Get reads the rest; attempts.EndFenced the rest an end answers).
 	Attempt attempts.Attempt
 	// Run holds the columns of the run that a lease's writes use, and only those:
 	// RunID, TenantID, ProjectID, Subject, State, Epoch, LeaseSeconds, LeasedUntil,

@@ -92,7 +92,7 @@ func equalPtr(a, b *string) bool {
 // endAttempt ends the fenced attempt with its error (nil: none) and tells the hooks (its
 // pending decisions and open calls close in the same transaction).
 func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state api.AttemptState, outcomeHash *string, failure *attempts.Failure) (attempts.Attempt, error) {
-	a, err := attempts.EndFailed(ctx, tx, f.Attempt.AttemptID, state, f.Now, outcomeHash, failure)
+	a, err := attempts.EndFenced(ctx, tx, f.Attempt, state, f.Now, outcomeHash, failure)
 	if err != nil {
 		return attempts.Attempt{}, err
 	}

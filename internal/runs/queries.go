@@ -115,15 +115,6 @@ var querySets sqldb.QuerySets[queries]
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }
 
-// fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
-// judges and what the writes under it use. Answers that return the whole attempt read it
-// again (a repeat), or get it from the statement that changed it.
-const fenceAttemptColumns = fenceAttemptKeys + `, a.CancellationObservedAt`
-
-// fenceAttemptKeys are fenceAttemptColumns but the time, which SQLite answers as text.
-const fenceAttemptKeys = `a.AttemptId, a.RunId, a.TenantId, a.ProjectId, a.FencingToken, a.State, a.Phase,
-a.CorrectionCount, a.MaxCorrections, a.OutcomeHash`
-
 // agreementQueries find attempts and runs that disagree (seed 003's review_job_run_agrees,
 // for attempts), head markers that are not their definition, and leased counts that are
 // not the count of leased runs. Plain SQL that both dialects accept once rebound (sqlx

@@ -1,6 +1,9 @@
 package runs
 
-import "github.com/ledger-dev/ledger/internal/sqldb"
+import (
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
 
 func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
 
@@ -93,12 +96,14 @@ const mssqlClaimBackground = `WITH w AS (
     ` + mssqlSeekBand + `2 AND r.DueAt <= @p2` + mssqlEligible + mssqlSeekOrder + `
 )` + mssqlPick
 
-// mssqlFenceColumns is the fence's read: the clock, then the attempt, then its run, both
+// mssqlFenceColumns is the fence's read: the clock, then the attempt (attempts.FenceColumns:
+// what the fence judges, what the writes under it use, and what EndFenced does not read
+// again), then its run, both
 // U-locked to commit in that order (INNER LOOP JOIN keeps the written order; one outer row,
 // so nothing is prefetched). SYSUTCDATETIME() is evaluated when the statement starts, before
 // its locks: a write that waited is judged at its arrival, which no other holder can
 // overtake (the reaper needs the same locks).
-const mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + fenceAttemptColumns + `,
+var mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + attempts.FenceColumns + `,
     r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId], r.Subject AS [run.Subject],
     r.State AS [run.State], r.Epoch AS [run.Epoch], r.LeaseSeconds AS [run.LeaseSeconds],
     r.LeasedUntil AS [run.LeasedUntil], r.Attempt AS [run.Attempt], r.MaxAttempts AS [run.MaxAttempts],

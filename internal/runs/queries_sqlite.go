@@ -3,6 +3,7 @@ package runs
 import (
 	"strings"
 
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -60,8 +61,8 @@ var sqliteClaim = `SELECT r.RunId, r.Subject FROM Runs r WHERE r.TenantId = ?1 A
 
 // sqliteFenceColumns is the fence's read, as mssqlFenceColumns: no clock (NULL: the fence
 // reads the transaction's), no lock hints (the immediate transaction holds the writer's lock).
-// Its times are answered as text (sqldb.SQLiteColumnList).
-const sqliteFenceColumns = `NULL AS Now, ` + fenceAttemptKeys + `, CAST(a.CancellationObservedAt AS TEXT) AS CancellationObservedAt,
+// Its times are answered as text (attempts.SQLiteFenceColumns, sqldb.SQLiteColumnList).
+var sqliteFenceColumns = `NULL AS Now, ` + attempts.SQLiteFenceColumns + `,
     r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
     r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
     CAST(r.LeasedUntil AS TEXT) AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
