@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"context"
 	"reflect"
 	"testing"
 	"time"
@@ -149,6 +150,78 @@ func TestEndsAnswerTheAttemptAsStored(t *testing.T) {
 					t.Fatalf("the end answered\n%+v\nthe row is\n%+v", got, stored)
 				}
 				e.agree()
+			})
+		}
+	})
+}
+
+// TestLeavingRunIsTheRowAsStored: a run leaving its lease answers only the four columns its
+// fence did not read (leaveLease builds the rest from the fence's row and what it wrote), so
+// the run the hooks get must hold, in every column Hooks.RunChanged names, exactly what a
+// later read returns: ended by a complete (with an error), queued again by a release, ended
+// by a release after a cancel, with a parent and a continuation source set.
+func TestLeavingRunIsTheRowAsStored(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		e := newEnv(t, tgt)
+		e.clock.Advance(1234567 * time.Nanosecond)
+		var changed []runs.Run
+		e.svc.AddHooks(runs.Hooks{RunChanged: func(_ context.Context, _ *sqldb.Tx, r runs.Run) error {
+			changed = append(changed, r)
+			return nil
+		}})
+		// The hooks' columns of a run leaving its lease.
+		read := func(r runs.Run) runs.Run {
+			return runs.Run{RunID: r.RunID, TenantID: r.TenantID, ProjectID: r.ProjectID, Subject: r.Subject, Kind: r.Kind,
+				AgentID: r.AgentID, State: r.State, Attempt: r.Attempt, EndedAt: r.EndedAt, Outcome: r.Outcome,
+				ErrorCode: r.ErrorCode, ParentRunID: r.ParentRunID, ContinuedFromRunID: r.ContinuedFromRunID}
+		}
+		parent := e.enqueue(spec("leaving-parent"))
+		first := e.claim()
+		if _, err := e.svc.Complete(e.ctx, e.tenant, first.Attempt.AttemptID, first.Lease.FencingToken,
+			runs.Completion{State: api.AttemptFailed, Error: &attempts.Failure{Code: "broke", Message: "it broke"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.Continue(e.ctx, e.caller, first.Run.RunID, runs.Continuation{}); err != nil {
+			t.Fatal(err)
+		}
+		e.enqueue(spec("leaving-child", func(s *runs.Spec) { s.ParentRunID = &parent.RunID }))
+		for _, c := range []struct {
+			name string
+			end  func(cl runs.Claimed) error
+		}{
+			{"release queues again", func(cl runs.Claimed) error {
+				_, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+					runs.Release{Error: &attempts.Failure{Code: "later", Message: "back soon"}})
+				return err
+			}},
+			{"release after a cancel ends", func(cl runs.Claimed) error {
+				if _, err := e.svc.Cancel(e.ctx, e.tenant, cl.Run.RunID); err != nil {
+					return err
+				}
+				_, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, runs.Release{})
+				return err
+			}},
+			{"complete ends", func(cl runs.Claimed) error {
+				_, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+					runs.Completion{State: api.AttemptSucceeded})
+				return err
+			}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				cl := e.claim()
+				e.clock.Advance(time.Second + 3*time.Microsecond)
+				changed = nil
+				if err := c.end(cl); err != nil {
+					t.Fatal(err)
+				}
+				if len(changed) == 0 {
+					t.Fatal("no RunChanged")
+				}
+				got := changed[len(changed)-1]
+				if want := read(e.get(cl.Run.RunID)); !reflect.DeepEqual(read(got), want) {
+					t.Fatalf("the hooks got\n%+v\nthe row is\n%+v", read(got), want)
+				}
 			})
 		}
 	})

@@ -257,8 +257,7 @@ var faultCases = []struct {
 			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash, nil); err != nil {
 				return err
 			}
-			_, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
-				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil)
+			_, err = e.svc.leaveLease(ctx, tx, f.Run, leaving{Outcome: api.OutcomeSucceeded, At: f.Now, Spent: f.Run.Attempt})
 			return err
 		})
 		got, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done)
@@ -309,6 +308,7 @@ var faultCases = []struct {
 				Run
 				SubjectQueued bool `db:"SubjectQueued"`
 			}
+			out.Run = f.Run // the statement answers only what the fence did not read (leaveLease)
 			if err := tx.GetContext(ctx, &out, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
 				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil); err != nil {
 				return err

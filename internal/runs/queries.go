@@ -59,7 +59,8 @@ type queries struct {
 
 	heartbeat string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
 	// requeue, endLeased and endQueued also write the run's error (code, message; NULL: none).
-	// requeue and endLeased answer leftColumns (not the whole run) and SubjectQueued.
+	// requeue and endLeased answer leftColumns (Kind, AgentId, ParentRunId, ContinuedFromRunId:
+	// what leaveLease neither has from the fence nor wrote) and SubjectQueued.
 	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any), 6 error code, 7 error message
 	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any), 7 error code, 8 error message
 	endQueued     string // 1 run, 2 outcome, 3 ended at, 4 error code, 5 error message -> run

@@ -249,7 +249,8 @@ OPTION (MAXDOP 1);`,
 	// IX_Runs_SubjectQueue after the update (OUTPUT may not hold a subquery), under the
 	// subject lock the caller holds, so no enqueue of the subject can slip in between.
 	// The error (@p6/@p7, @p7/@p8, @p4/@p5) is written as given: NULL clears an older one.
-	// Both answer only leftColumns (@t declared for them alone), what their callers read.
+	// Both answer only leftColumns, the run's columns their callers neither read under the
+	// fence nor wrote (@t declared for them and the probe's TenantId and Subject).
 	requeue: mssqlLeftTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL,
     ErrorCode = @p6, ErrorMessage = @p7` + mssqlLeftOutput + `
 WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p5 IS NULL OR LeasedUntil < @p5);
