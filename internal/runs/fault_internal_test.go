@@ -9,6 +9,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,7 +184,7 @@ var faultCases = []struct {
 		// A concurrent claim leased the subject's second run (only possible if a marker were
 		// wrong; the leased-subject index is the backstop): the lease of the head meets
 		// UX_Runs_LeasedSubject, and the claim takes the next candidate.
-		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+		ran := e.before(e.svc.leaseStatement(), func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
 			r, err := e.svc.getBy(ctx, tx, e.svc.q.get, e.tenant, second.RunID)
 			if err != nil {
@@ -216,13 +217,50 @@ var faultCases = []struct {
 		}
 		e.agree() // the claim re-marked the subject: its head is gone while the rival holds it
 	}},
+	{"ClaimNeverAnswersAStaleVersion", func(t *testing.T, e *faultEnv) {
+		head := e.enqueue(e.spec("s"))
+		other := e.enqueue(e.spec("t"))
+		// Another run is written between the claim's pick and its lease, leaving the pick
+		// leasable. Where the candidate answered the run and the stamp (leaseUnanswered), that
+		// stamp is no longer the next: the claim must fail and change nothing rather than
+		// answer a version the row does not have; where the lease answers the row, it answers
+		// the row as stored.
+		ran := e.before(e.svc.leaseStatement(), func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+			stamp := ""
+			if tx.Dialect.Name() == "sqlite" {
+				stamp = ", Version = " + sqliteStamp
+			}
+			// Made due earlier: a write the run guard allows of a queued run.
+			_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE Runs SET DueAt = ?`+stamp+` WHERE RunId = ?`),
+				tx.Dialect.Time(other.DueAt.Add(-time.Minute)), other.RunID)
+			return err
+		})
+		cl, err := e.svc.Claim(e.ctx, e.caller, ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m"})
+		wantRan(t, ran)
+		if e.svc.q.lease == "" {
+			if !errors.Is(err, sqldb.ErrRefused) {
+				t.Fatalf("claim after a write under its pick: version %d, %v; want the triggers' refusal", cl.Run.Version, err)
+			}
+			if got := e.get(t, head.RunID); got.State != api.RunQueued || got.Version != head.Version {
+				t.Fatalf("the refused claim changed its pick: %+v", got)
+			}
+		} else {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.get(t, head.RunID); got.Version != cl.Run.Version {
+				t.Fatalf("claim answered version %d, the row has %d", cl.Run.Version, got.Version)
+			}
+		}
+		e.agree()
+	}},
 	{"ClaimSkipsAHeadEndedWhileItWaited", func(t *testing.T, e *faultEnv) {
 		head := e.enqueue(e.spec("s"))
 		second := e.enqueue(e.spec("s"))
 		// A cancel ended the pick while the claim waited for the subject lock (SQL Server):
 		// the lease finds no queued head and the claim seeks again; the subject's next run
 		// is its head by then.
-		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+		ran := e.before(e.svc.leaseStatement(), func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
 			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, api.OutcomeCancelled, tx.Dialect.Time(now), nil, nil); err != nil {
 				return err
@@ -331,4 +369,13 @@ func (e *faultEnv) get(t *testing.T, id uuid.UUID) Run {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// leaseStatement is the claim's lease on the dialect under test (queries.lease, or
+// leaseUnanswered where the candidate answers the run).
+func (s *Service) leaseStatement() string {
+	if s.q.lease != "" {
+		return s.q.lease
+	}
+	return s.q.leaseUnanswered
 }

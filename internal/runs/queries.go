@@ -43,9 +43,18 @@ type queries struct {
 	claimStart string
 	// claimCandidates are the claim's seeks in band order (DESIGN.md section 4): the claim
 	// tries them in turn and takes the first pick. A dialect may fold the bands into one
-	// statement that answers the first band's pick.
+	// statement that answers the first band's pick. Each answers the pick's RunId and
+	// Subject; where the dialect fills leaseUnanswered instead of lease, the pick's whole row
+	// with Version the stamp the lease will write.
 	claimCandidates []string
-	lease           string // 1 tenant, 2 run, 3 holder, 4 lease seconds, 5 leased until -> run; no row unless a queued head
+	// lease: 1 tenant, 2 run, 3 holder, 4 lease seconds, 5 leased until -> run; no row unless
+	// a queued head. leaseUnanswered is the same write answering nothing (its count: 0
+	// unless a queued head), 6 the stamp its candidate answered, which it writes (an error
+	// when that is no longer the next stamp), for a dialect whose candidate answered the run
+	// and its stamp: nothing writes between the two there, and the claim sets what the lease
+	// wrote itself. Each dialect fills one of the two.
+	lease           string `sqllint:"optional"`
+	leaseUnanswered string `sqllint:"optional"`
 	tenantLeased    string // 1 tenant: +1, the row made when missing (only a claim can find it missing)
 	projectLeased   string // 1 tenant, 2 project: +1, likewise
 	tenantUnleased  string // 1 tenant: -1
