@@ -204,7 +204,48 @@ func EndFailed(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state api.Attemp
 // the fence and its end: the fence holds the attempt's lock (SQL Server's U lock, SQLite's
 // one writer) until commit.
 func EndFenced(ctx context.Context, tx *sqldb.Tx, fenced Attempt, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, error) {
-	a, endedAt := fenced, sqldb.Truncate(now)
+	a, args := endedAs(tx, fenced, state, now, outcomeHash, f)
+	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).endFenced, args...)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", fenced.AttemptID)
+	}
+	if err != nil {
+		return Attempt{}, fmt.Errorf("end attempt: %w", err)
+	}
+	return a, nil
+}
+
+// EndWhole is EndFenced for the caller whose fence read every column of the attempt and,
+// where the dialect has endUnanswered (SQLite), the stamp (nonzero) the transaction's first
+// write takes: this end must be that write. The statement then answers nothing (RETURNING
+// fills an ephemeral table per statement), and the attempt is whole's with what the end
+// wrote and that stamp; the statement refuses (sqldb.ErrRefused) rather than write
+// another. Elsewhere, or with no stamp, it is EndFenced.
+func EndWhole(ctx context.Context, tx *sqldb.Tx, whole Attempt, stamp sqldb.RowVersion, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, error) {
+	q := queriesFor(tx.Dialect)
+	if q.endUnanswered == "" || stamp == 0 {
+		return EndFenced(ctx, tx, whole, state, now, outcomeHash, f)
+	}
+	a, args := endedAs(tx, whole, state, now, outcomeHash, f)
+	a.Version = stamp
+	res, err := tx.ExecContext(ctx, q.endUnanswered, append(args, stamp)...)
+	if err != nil {
+		return Attempt{}, fmt.Errorf("end attempt: %w", err)
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return Attempt{}, fmt.Errorf("end attempt: %w", err)
+	case n == 0:
+		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", whole.AttemptID)
+	case n != 1:
+		return Attempt{}, fmt.Errorf("end attempt %s: changed %d rows, want 1", whole.AttemptID, n)
+	}
+	return a, nil
+}
+
+// endedAs is the attempt known as it was, with what an end writes, and the end's arguments.
+func endedAs(tx *sqldb.Tx, known Attempt, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, []any) {
+	a, endedAt := known, sqldb.Truncate(now)
 	a.State, a.EndedAt = state, &endedAt
 	if outcomeHash != nil {
 		hash := *outcomeHash
@@ -221,15 +262,7 @@ func EndFenced(ctx context.Context, tx *sqldb.Tx, fenced Attempt, state api.Atte
 			a.ErrorDetails = &e.Details
 		}
 	}
-	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).endFenced, fenced.AttemptID, int(state), tx.Dialect.Time(now),
-		outcomeHash, code, message, details)
-	if errors.Is(err, sqldb.ErrNotFound) {
-		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", fenced.AttemptID)
-	}
-	if err != nil {
-		return Attempt{}, fmt.Errorf("end attempt: %w", err)
-	}
-	return a, nil
+	return a, []any{known.AttemptID, int(state), tx.Dialect.Time(now), outcomeHash, code, message, details}
 }
 
 // ObserveCancellation records that the holder saw the cancel request and returns the

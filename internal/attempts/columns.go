@@ -73,6 +73,10 @@ var (
 // answered there too.
 var Columns, SQLiteColumns = columns, sqliteColumns
 
+// SQLiteWholeColumns is every column of the attempt (alias a) as SQLite's statements answer
+// them: what a fence reads for EndWhole.
+var SQLiteWholeColumns = sqldb.SQLiteColumnList(table, "a.", nil)
+
 // FenceColumns and SQLiteFenceColumns are the columns a holder's fence reads of the attempt
 // (alias a), as SQL Server's and SQLite's statements answer them: what EndFenced takes from
 // the caller. restColumns and sqliteRestColumns are the columns EndFenced reads back: those

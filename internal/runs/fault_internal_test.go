@@ -10,6 +10,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -254,6 +255,58 @@ var faultCases = []struct {
 		}
 		e.agree()
 	}},
+	{"EndNeverAnswersAStaleVersion", func(t *testing.T, e *faultEnv) {
+		e.enqueue(e.spec("s"))
+		other := e.enqueue(e.spec("t"))
+		cl := e.claim()
+		// Another run is written between a complete's fence and its end. Where the fence read
+		// the stamp (fenceWhole, attempts.EndWhole), that stamp is no longer the next: the
+		// complete must fail and change nothing rather than answer a version the attempt
+		// does not have; elsewhere the end answers the row as stored.
+		var ran atomic.Bool
+		e.db.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+			if !strings.HasPrefix(st.Query, "UPDATE ExecutionAttempts SET State = ?2") && !strings.HasPrefix(st.Query, "UPDATE dbo.ExecutionAttempts SET State = @p2") {
+				return nil
+			}
+			if ran.Swap(true) {
+				return nil
+			}
+			stamp := ""
+			if tx.Dialect.Name() == "sqlite" {
+				stamp = ", Version = " + sqliteStamp
+			}
+			_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE Runs SET DueAt = ?`+stamp+` WHERE RunId = ?`),
+				tx.Dialect.Time(other.DueAt.Add(-time.Minute)), other.RunID)
+			return err
+		})
+		t.Cleanup(func() { e.db.SetStatementHook(nil) })
+		a, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Completion{State: api.AttemptSucceeded})
+		wantRan(t, &ran)
+		var stored attempts.Attempt
+		if rerr := e.db.Read(e.ctx, sqldb.TenantScope(e.tenant), func(tx *sqldb.Tx) error {
+			var err error
+			stored, err = attempts.Get(e.ctx, tx, e.tenant, cl.Attempt.AttemptID)
+			return err
+		}); rerr != nil {
+			t.Fatal(rerr)
+		}
+		if tx := e.db.Dialect; tx.Name() == "sqlite" {
+			if !errors.Is(err, sqldb.ErrRefused) {
+				t.Fatalf("complete after a write under its fence: version %d, %v; want the triggers' refusal", a.Version, err)
+			}
+			if stored.State != api.AttemptRunning || stored.Version != cl.Attempt.Version {
+				t.Fatalf("the refused complete changed the attempt: %+v", stored)
+			}
+		} else {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.Version != a.Version {
+				t.Fatalf("complete answered version %d, the row has %d", a.Version, stored.Version)
+			}
+		}
+		e.agree()
+	}},
 	{"ClaimSkipsAHeadEndedWhileItWaited", func(t *testing.T, e *faultEnv) {
 		head := e.enqueue(e.spec("s"))
 		second := e.enqueue(e.spec("s"))
@@ -287,7 +340,7 @@ var faultCases = []struct {
 		// The first completion commits while the repeat waits on the fence's locks: the
 		// repeat's fence then finds the attempt ended, and the exact-repeat rule answers.
 		var first attempts.Attempt
-		ran := e.before(e.svc.q.fence, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+		ran := e.before(e.svc.q.fenceWhole, nil, func(ctx context.Context, tx *sqldb.Tx) error {
 			f, err := e.svc.Fence(ctx, tx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken)
 			if err != nil {
 				return err
@@ -306,7 +359,7 @@ var faultCases = []struct {
 		e.agree()
 		// The same for a release repeat, and a different write is refused.
 		cl = e.claim()
-		ran = e.before(e.svc.q.fence, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+		ran = e.before(e.svc.q.fenceWhole, nil, func(ctx context.Context, tx *sqldb.Tx) error {
 			f, err := e.svc.Fence(ctx, tx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken)
 			if err != nil {
 				return err

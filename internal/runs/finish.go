@@ -46,7 +46,7 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 	// promoted: the subject's next queued run became its head (work for waiting claimers).
 	promoted := false
 	a, created, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
-		What: "complete attempt",
+		What: "complete attempt", EndsFirst: true,
 		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
 			promoted = false
 			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
@@ -91,7 +91,7 @@ func equalPtr(a, b *string) bool {
 // endAttempt ends the fenced attempt with its error (nil: none) and tells the hooks (its
 // pending decisions and open calls close in the same transaction).
 func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state api.AttemptState, outcomeHash *string, failure *attempts.Failure) (attempts.Attempt, error) {
-	a, err := attempts.EndFenced(ctx, tx, f.Attempt, state, f.Now, outcomeHash, failure)
+	a, err := attempts.EndWhole(ctx, tx, f.Attempt, f.Stamp, state, f.Now, outcomeHash, failure)
 	if err != nil {
 		return attempts.Attempt{}, err
 	}
@@ -116,7 +116,7 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 		return attempts.Attempt{}, err
 	}
 	a, created, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
-		What: "release attempt",
+		What: "release attempt", EndsFirst: true,
 		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
 			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
 				return attempts.Attempt{}, false, err

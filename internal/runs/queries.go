@@ -65,6 +65,11 @@ type queries struct {
 	// the same for the running attempt of a run at a token (the reaper).
 	fence        string
 	fenceRunning string
+	// fenceWhole: as fence, for the writes whose first write ends the attempt (a complete, a
+	// release): where the dialect can read the stamp that write takes, every column of the
+	// attempt and the stamp as Stamp (attempts.EndWhole then answers nothing); elsewhere
+	// the fence's columns.
+	fenceWhole string
 
 	heartbeat string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
 	// requeue, endLeased and endQueued also write the run's error (code, message; NULL: none).

@@ -232,6 +232,12 @@ IF @@ROWCOUNT = 0
 	fence: `SELECT ` + mssqlFenceColumns + `
 WHERE a.TenantId = @p1 AND a.AttemptId = @p2 AND r.TenantId = @p1;`,
 
+	// fenceWhole: the fence itself. SQL Server's rowversion cannot be read before the write
+	// that takes it, so its end answers what the fence did not read (attempts.EndWhole falls
+	// back to EndFenced when the fence read no stamp).
+	fenceWhole: `SELECT ` + mssqlFenceColumns + `
+WHERE a.TenantId = @p1 AND a.AttemptId = @p2 AND r.TenantId = @p1;`,
+
 	// fenceRunning: the reaper's fence across tenants: IX_Attempts_Run_Step seek on RunId (at
 	// most MaxAttempts rows), then the run. 0 rows: completed or taken back meanwhile.
 	fenceRunning: `SELECT ` + mssqlFenceColumns + `

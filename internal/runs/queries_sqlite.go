@@ -68,7 +68,14 @@ var sqliteClaim = `SELECT ` + sqldb.SQLiteColumnList(runTable, "r.", func(c runC
 // sqliteFenceColumns is the fence's read, as mssqlFenceColumns: no clock (NULL: the fence
 // reads the transaction's), no lock hints (the immediate transaction holds the writer's lock).
 // Its times are answered as text (attempts.SQLiteFenceColumns, sqldb.SQLiteColumnList).
-var sqliteFenceColumns = `NULL AS Now, ` + attempts.SQLiteFenceColumns + `,
+var sqliteFenceColumns = `NULL AS Now, ` + attempts.SQLiteFenceColumns + `,` + sqliteFenceRun
+
+// sqliteFenceWholeColumns is fenceWhole's read: the fence's, with every column of the attempt
+// and the stamp the transaction's first write will take (attempts.EndWhole).
+var sqliteFenceWholeColumns = `NULL AS Now, ` + sqliteStamp + ` AS Stamp, ` + attempts.SQLiteWholeColumns + `,` + sqliteFenceRun
+
+// sqliteFenceRun is the run's part of the fence's read, and its tables.
+const sqliteFenceRun = `
     r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
     r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
     CAST(r.LeasedUntil AS TEXT) AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
@@ -160,6 +167,8 @@ WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
 	// fenceRunning seeks IX_Attempts_Run_Step by the run (at most MaxAttempts rows): without
 	// statistics (nothing runs ANALYZE) the planner otherwise took IX_Attempts_Tenant_State_Ended
 	// for "TenantId = ? AND State = 0" and read every running attempt of the tenant.
+	fenceWhole: `SELECT ` + sqliteFenceWholeColumns + `
+WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
 	fenceRunning: `SELECT ` + sqliteFenceColumns + `
 WHERE a.RunId = ?2 AND +a.TenantId = ?1 AND a.FencingToken = ?3 AND +a.State = 0 AND r.TenantId = ?1`,
 
