@@ -197,6 +197,74 @@ func EndFailed(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state api.Attemp
 	return a, nil
 }
 
+// EndFenced is EndFailed for the caller that read the attempt under a holder's fence in
+// this transaction (fenced holds FenceColumns' fields as read; its other fields are not
+// read): the statement answers only the columns the fence did not read, and the attempt
+// is fenced's columns with what the end wrote. Nothing else writes the attempt between
+// the fence and its end: the fence holds the attempt's lock (SQL Server's U lock, SQLite's
+// one writer) until commit.
+func EndFenced(ctx context.Context, tx *sqldb.Tx, fenced Attempt, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, error) {
+	a, args := endedAs(tx, fenced, state, now, outcomeHash, f)
+	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).endFenced, args...)
+	if errors.Is(err, sqldb.ErrNotFound) {
+		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", fenced.AttemptID)
+	}
+	if err != nil {
+		return Attempt{}, fmt.Errorf("end attempt: %w", err)
+	}
+	return a, nil
+}
+
+// EndWhole is EndFenced for the caller whose fence read every column of the attempt and,
+// where the dialect has endUnanswered (SQLite), the stamp (nonzero) the transaction's first
+// write takes: this end must be that write. The statement then answers nothing (RETURNING
+// fills an ephemeral table per statement), and the attempt is whole's with what the end
+// wrote and that stamp; the statement refuses (sqldb.ErrRefused) rather than write
+// another. Elsewhere, or with no stamp, it is EndFenced.
+func EndWhole(ctx context.Context, tx *sqldb.Tx, whole Attempt, stamp sqldb.RowVersion, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, error) {
+	q := queriesFor(tx.Dialect)
+	if q.endUnanswered == "" || stamp == 0 {
+		return EndFenced(ctx, tx, whole, state, now, outcomeHash, f)
+	}
+	a, args := endedAs(tx, whole, state, now, outcomeHash, f)
+	a.Version = stamp
+	res, err := tx.ExecContext(ctx, q.endUnanswered, append(args, stamp)...)
+	if err != nil {
+		return Attempt{}, fmt.Errorf("end attempt: %w", err)
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return Attempt{}, fmt.Errorf("end attempt: %w", err)
+	case n == 0:
+		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", whole.AttemptID)
+	case n != 1:
+		return Attempt{}, fmt.Errorf("end attempt %s: changed %d rows, want 1", whole.AttemptID, n)
+	}
+	return a, nil
+}
+
+// endedAs is the attempt known as it was, with what an end writes, and the end's arguments.
+func endedAs(tx *sqldb.Tx, known Attempt, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, []any) {
+	a, endedAt := known, sqldb.Truncate(now)
+	a.State, a.EndedAt = state, &endedAt
+	if outcomeHash != nil {
+		hash := *outcomeHash
+		a.OutcomeHash = &hash
+	}
+	a.ErrorCode, a.ErrorMessage, a.ErrorDetails = nil, nil, nil
+	var code, message, details any
+	if f != nil {
+		e := *f
+		code, message = tx.Dialect.Text(e.Code), tx.Dialect.Text(e.Message)
+		a.ErrorCode, a.ErrorMessage = &e.Code, &e.Message
+		if e.Details != "" {
+			details = tx.Dialect.JSON(e.Details)
+			a.ErrorDetails = &e.Details
+		}
+	}
+	return a, []any{known.AttemptID, int(state), tx.Dialect.Time(now), outcomeHash, code, message, details}
+}
+
 // ObserveCancellation records that the holder saw the cancel request and returns the
 // attempt as stored. The caller checks first that it is not recorded yet (the fence read
 // the attempt under its lock); sqldb.ErrNotFound when it was.

@@ -4,10 +4,14 @@ import "github.com/ledger-dev/ledger/internal/sqldb"
 
 // queries is the statement set of attempt rows; each dialect fills every field.
 type queries struct {
-	insert        string // the columns of table that have an insert argument, in order (insertArgs) -> Version
-	get           string // 1 tenant, 2 attempt
-	lock          string // 1 tenant, 2 attempt
-	end           string // 1 attempt, 2 state, 3 now, 4 outcome hash, 5 error code, 6 error message, 7 error details (5-7 NULL: none) -> the attempt's columns; no row when not running
+	insert    string // the columns of table that have an insert argument, in order (insertArgs) -> Version
+	get       string // 1 tenant, 2 attempt
+	lock      string // 1 tenant, 2 attempt
+	end       string // 1 attempt, 2 state, 3 now, 4 outcome hash, 5 error code, 6 error message, 7 error details (5-7 NULL: none) -> the attempt's columns; no row when not running
+	endFenced string // as end -> restColumns (EndFenced); no row when not running
+	// endUnanswered: as end, 8 the stamp the caller read (EndWhole), answering nothing;
+	// filled where the dialect's stamp can be read before the write (SQLite).
+	endUnanswered string `sqllint:"optional"`
 	observeCancel string // 1 attempt, 2 now -> the attempt's columns
 	patch         string // 1 attempt, 2 phase or NULL, 3 corrections to add (0 or 1), 4 context snapshot ref or NULL -> the attempt's columns; no row when not running
 	checkpointed  string // 1 attempt, 2 checkpoint, 3 its sequence, 4 its phase

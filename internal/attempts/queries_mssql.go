@@ -31,6 +31,16 @@ WHERE TenantId = @p1 AND AttemptId = @p2;`,
 OUTPUT ` + insertedColumns + `
 WHERE AttemptId = @p1 AND State = 0;`,
 
+	// endFenced: end, its OUTPUT only the columns the caller's fence did not read (restColumns;
+	// the rowversion among them: inserted.Version is the new one). Reading check: PK seek of
+	// the attempt the fence U-locked in this transaction (no other lock, none in another
+	// order); RCSI does not apply to an UPDATE's own read of a locked row; 0 rows: ended
+	// (AttemptEnded); no trigger on the table, so OUTPUT without INTO; errors as end.
+	endFenced: `UPDATE dbo.ExecutionAttempts SET State = @p2, EndedAt = @p3, OutcomeHash = COALESCE(@p4, OutcomeHash),
+    ErrorCode = @p5, ErrorMessage = @p6, ErrorDetails = @p7
+OUTPUT ` + restColumns + `
+WHERE AttemptId = @p1 AND State = 0;`,
+
 	// observeCancel, patch: as end, under the fence. 0 rows: the attempt ended.
 	observeCancel: `UPDATE dbo.ExecutionAttempts SET CancellationObservedAt = @p2
 OUTPUT ` + insertedColumns + `

@@ -19,6 +19,20 @@ RETURNING Version`,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND State = 0
 RETURNING ` + sqliteColumns,
+	// endFenced: end, answering only what its caller's fence did not read.
+	endFenced: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
+    ErrorCode = ?5, ErrorMessage = ?6, ErrorDetails = ?7,
+    Version = (SELECT Value + 1 FROM RowVersionCounter)
+WHERE AttemptId = ?1 AND State = 0
+RETURNING ` + sqliteRestColumns,
+	// endUnanswered: endFenced answering nothing, its Version ?8, the stamp its caller read in
+	// this transaction before anything wrote (EndWhole). Should anything have advanced the
+	// counter since, it writes -1, which the attempt's AFTER UPDATE trigger refuses: an end
+	// fails rather than answer a version the row does not have.
+	endUnanswered: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
+    ErrorCode = ?5, ErrorMessage = ?6, ErrorDetails = ?7,
+    Version = CASE WHEN ?8 = (SELECT Value + 1 FROM RowVersionCounter) THEN ?8 ELSE -1 END
+WHERE AttemptId = ?1 AND State = 0`,
 	observeCancel: `UPDATE ExecutionAttempts SET CancellationObservedAt = ?2,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
 WHERE AttemptId = ?1 AND CancellationObservedAt IS NULL

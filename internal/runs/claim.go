@@ -129,12 +129,6 @@ type budget struct {
 	LeasedCount   int            `db:"LeasedCount"`
 }
 
-// candidate is a claim's pick: a subject's head.
-type candidate struct {
-	RunID   uuid.UUID `db:"RunId"`
-	Subject string    `db:"Subject"`
-}
-
 // maxSkips bounds the candidates one band's seek may pass over when they turn out not to
 // be leasable any more (ended, or no longer the head, while the claim waited for the
 // subject lock; or a leased-subject violation): each costs a seek.
@@ -177,7 +171,8 @@ func (s *Service) claimOnce(ctx context.Context, c Caller, req ClaimRequest) (Cl
 		var skipped []string
 		for _, query := range s.q.claimCandidates {
 			for try := 0; try <= maxSkips; try++ {
-				var cand candidate
+				// The pick's RunId and Subject, or (leaseUnanswered) its whole row.
+				var cand Run
 				err := tx.GetContext(ctx, &cand, query, c.TenantID, tx.Dialect.Time(now), tx.Dialect.Time(aged),
 					s.cfg.FairnessWindow, kinds, agents, projects, s.jsonList(skipped))
 				if errors.Is(err, sqldb.ErrNotFound) {
@@ -236,13 +231,20 @@ func leaseArgs(d sqldb.Dialect, tenantID string, runID uuid.UUID, holderID strin
 // errNotLeasable: the pick is no longer a queued head.
 var errNotLeasable = errors.New("the run is no longer a queued head")
 
-func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRequest, cand candidate, leaseSeconds int, now time.Time) (Claimed, error) {
+// lease leases the claim's pick cand (queries.lease, or leaseUnanswered and cand).
+func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRequest, cand Run, leaseSeconds int, now time.Time) (Claimed, error) {
 	if err := s.lockSubject(ctx, tx, c.TenantID, cand.Subject); err != nil {
 		return Claimed{}, err
 	}
 	until := now.Add(time.Duration(leaseSeconds) * time.Second)
+	args := leaseArgs(tx.Dialect, c.TenantID, cand.RunID, req.HolderID, leaseSeconds, until)
 	var run Run
-	err := tx.GetContext(ctx, &run, s.q.lease, leaseArgs(tx.Dialect, c.TenantID, cand.RunID, req.HolderID, leaseSeconds, until)...)
+	var err error
+	if s.q.lease != "" {
+		err = tx.GetContext(ctx, &run, s.q.lease, args...)
+	} else {
+		run, err = leaseUnanswered(ctx, tx, s.q.leaseUnanswered, append(args, cand.Version), cand, req.HolderID, leaseSeconds, until)
+	}
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Claimed{}, errNotLeasable
 	}
@@ -279,6 +281,28 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 		return Claimed{}, err
 	}
 	return Claimed{Run: run, Attempt: a, Lease: Lease{LeaseID: a.LeaseID, FencingToken: run.Epoch, LeasedUntil: until}}, nil
+}
+
+// leaseUnanswered runs query (queries.leaseUnanswered) and answers the run it leased: cand,
+// the row as the claim's candidate read it with the stamp the lease wrote, with the columns
+// the lease set as it set them. sqldb.ErrNotFound when it leased nothing.
+func leaseUnanswered(ctx context.Context, tx *sqldb.Tx, query string, args []any, cand Run, holderID string, leaseSeconds int, until time.Time) (Run, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return Run{}, err
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return Run{}, err
+	case n == 0:
+		return Run{}, sqldb.ErrNotFound
+	case n != 1:
+		return Run{}, fmt.Errorf("lease run %s: changed %d rows, want 1", cand.RunID, n)
+	}
+	run, leasedUntil := cand, sqldb.Truncate(until)
+	run.State, run.Epoch = api.RunLeased, cand.Epoch+1
+	run.HolderID, run.LeaseSeconds, run.LeasedUntil = &holderID, &leaseSeconds, &leasedUntil
+	return run, nil
 }
 
 // jsonList is a JSON array of xs ([] for none: no filter) as the dialect takes it.

@@ -25,10 +25,14 @@ func col(name, mssql, sqlite string, uses uint8, arg func(sqldb.Dialect, *Run) a
 const (
 	answered = 1 << iota // in runColumns
 	mirrored             // in @t
-	// left: in what requeue and endLeased answer, which is all that leaveLease, the run's
-	// end (runEnded) and the hooks' RunChanged read of a run leaving its lease (Hooks says
-	// so). A complete answered its 37 columns before; these cost about a third.
+	// left: in what requeue and endLeased answer. leaveLease, the run's end (runEnded) and
+	// the hooks' RunChanged read 13 columns of a run leaving its lease (Hooks says which):
+	// the fence read 4 of them and the statement wrote 5 from its arguments, so these
+	// answer the other 4. A complete answered its 37 columns before, then those 13.
 	left
+	// leftKey: in SQL Server's @t of requeue and endLeased besides the left columns, for
+	// endLeased's probe of the subject's queue (OUTPUT may not hold a subquery).
+	leftKey
 )
 
 // runTable is the columns of Runs in the order every column list is built in: runColumns,
@@ -37,31 +41,31 @@ const (
 // api.RunExtras, and the migrations); new columns go last, so that the insert's argument
 // numbers stay as they were.
 var runTable = []runColumn{
-	col("RunId", "uniqueidentifier", "TEXT", answered|mirrored|left, func(_ sqldb.Dialect, r *Run) any { return r.RunID }),
-	col("TenantId", id64, "TEXT", answered|mirrored|left, func(_ sqldb.Dialect, r *Run) any { return r.TenantID }),
-	col("ProjectId", id64, "TEXT", answered|mirrored|left, func(d sqldb.Dialect, r *Run) any { return d.Text(r.ProjectID) }),
+	col("RunId", "uniqueidentifier", "TEXT", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return r.RunID }),
+	col("TenantId", id64, "TEXT", answered|mirrored|leftKey, func(_ sqldb.Dialect, r *Run) any { return r.TenantID }),
+	col("ProjectId", id64, "TEXT", answered|mirrored, func(d sqldb.Dialect, r *Run) any { return d.Text(r.ProjectID) }),
 	col("EnvironmentId", id64, "TEXT", answered|mirrored, func(d sqldb.Dialect, r *Run) any { return d.NullText(r.EnvironmentID) }),
-	col("Subject", "nvarchar(256)"+bin2, "TEXT", answered|mirrored|left, func(_ sqldb.Dialect, r *Run) any { return r.Subject }),
+	col("Subject", "nvarchar(256)"+bin2, "TEXT", answered|mirrored|leftKey, func(_ sqldb.Dialect, r *Run) any { return r.Subject }),
 	col("Kind", id64, "TEXT", answered|mirrored|left, func(d sqldb.Dialect, r *Run) any { return d.Text(r.Kind) }),
 	col("AgentId", "nvarchar(128)"+bin2, "TEXT", answered|mirrored|left, func(d sqldb.Dialect, r *Run) any { return d.Text(r.AgentID) }),
 	col("StepId", "uniqueidentifier", "TEXT", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return r.StepID }),
 	col("SnapshotId", "uniqueidentifier", "TEXT", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return r.SnapshotID }),
 	col("Input", "nvarchar(max)", "TEXT", answered|mirrored, func(d sqldb.Dialect, r *Run) any { return r.Input.Arg(d) }),
 	col("Band", "int", "INTEGER", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return int(r.Band) }),
-	col("State", "int", "INTEGER", answered|mirrored|left, nil), // the insert's literal 0: queued
+	col("State", "int", "INTEGER", answered|mirrored, nil), // the insert's literal 0: queued
 	col("Epoch", "bigint", "INTEGER", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return r.Epoch }),
 	col("HolderId", "nvarchar(128)"+bin2, "TEXT", answered|mirrored, nil),
 	col("LeaseSeconds", "int", "INTEGER", answered|mirrored, nil),
 	col("LeasedUntil", "datetimeoffset(3)", "DATETIME", answered|mirrored, nil),
-	col("Attempt", "int", "INTEGER", answered|mirrored|left, func(_ sqldb.Dialect, r *Run) any { return r.Attempt }),
+	col("Attempt", "int", "INTEGER", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return r.Attempt }),
 	col("MaxAttempts", "int", "INTEGER", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return r.MaxAttempts }),
 	col("MaxCorrections", "int", "INTEGER", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return r.MaxCorrections }),
 	col("QueuedAt", "datetimeoffset(3)", "DATETIME", answered|mirrored, func(d sqldb.Dialect, r *Run) any { return d.Time(r.QueuedAt) }),
 	col("DueAt", "datetimeoffset(3)", "DATETIME", answered|mirrored, func(d sqldb.Dialect, r *Run) any { return d.Time(r.DueAt) }),
 	col("DeadlineAt", "datetimeoffset(3)", "DATETIME", answered|mirrored, func(d sqldb.Dialect, r *Run) any { return d.NullTime(r.DeadlineAt) }),
-	col("EndedAt", "datetimeoffset(3)", "DATETIME", answered|mirrored|left, nil),
-	col("Outcome", "nvarchar(16)"+bin2, "TEXT", answered|mirrored|left, nil),
-	col("ErrorCode", id64, "TEXT", answered|mirrored|left, nil),
+	col("EndedAt", "datetimeoffset(3)", "DATETIME", answered|mirrored, nil),
+	col("Outcome", "nvarchar(16)"+bin2, "TEXT", answered|mirrored, nil),
+	col("ErrorCode", id64, "TEXT", answered|mirrored, nil),
 	col("ErrorMessage", "nvarchar(2000)", "TEXT", answered|mirrored, nil),
 	col("CancelRequestedAt", "datetimeoffset(3)", "DATETIME", answered|mirrored, nil),
 	col("IdempotencyKey", "nvarchar(256)"+bin2, "TEXT", answered|mirrored, func(_ sqldb.Dialect, r *Run) any { return r.IdempotencyKey }),
@@ -125,10 +129,10 @@ func insertArgs(d sqldb.Dialect, r Run, hash *string) []any {
 // mssqlRunTable is the table variable OUTPUT ... INTO fills, and mssqlRunOutput the OUTPUT
 // list that fills it, column for column: both built from runTable, so they cannot drift.
 // mssqlLeftTable and mssqlLeftOutput are the same for the columns a run leaving its lease
-// answers.
+// answers and the two keys endLeased's probe reads.
 var (
 	mssqlRunTable, mssqlRunOutput   = mssqlTableOf(mirrored)
-	mssqlLeftTable, mssqlLeftOutput = mssqlTableOf(left)
+	mssqlLeftTable, mssqlLeftOutput = mssqlTableOf(left | leftKey)
 )
 
 func mssqlTableOf(in uint8) (decl, output string) {

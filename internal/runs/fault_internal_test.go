@@ -9,6 +9,8 @@ package runs
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,7 +185,7 @@ var faultCases = []struct {
 		// A concurrent claim leased the subject's second run (only possible if a marker were
 		// wrong; the leased-subject index is the backstop): the lease of the head meets
 		// UX_Runs_LeasedSubject, and the claim takes the next candidate.
-		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+		ran := e.before(e.svc.leaseStatement(), func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
 			r, err := e.svc.getBy(ctx, tx, e.svc.q.get, e.tenant, second.RunID)
 			if err != nil {
@@ -216,13 +218,102 @@ var faultCases = []struct {
 		}
 		e.agree() // the claim re-marked the subject: its head is gone while the rival holds it
 	}},
+	{"ClaimNeverAnswersAStaleVersion", func(t *testing.T, e *faultEnv) {
+		head := e.enqueue(e.spec("s"))
+		other := e.enqueue(e.spec("t"))
+		// Another run is written between the claim's pick and its lease, leaving the pick
+		// leasable. Where the candidate answered the run and the stamp (leaseUnanswered), that
+		// stamp is no longer the next: the claim must fail and change nothing rather than
+		// answer a version the row does not have; where the lease answers the row, it answers
+		// the row as stored.
+		ran := e.before(e.svc.leaseStatement(), func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+			stamp := ""
+			if tx.Dialect.Name() == "sqlite" {
+				stamp = ", Version = " + sqliteStamp
+			}
+			// Made due earlier: a write the run guard allows of a queued run.
+			_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE Runs SET DueAt = ?`+stamp+` WHERE RunId = ?`),
+				tx.Dialect.Time(other.DueAt.Add(-time.Minute)), other.RunID)
+			return err
+		})
+		cl, err := e.svc.Claim(e.ctx, e.caller, ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m"})
+		wantRan(t, ran)
+		if e.svc.q.lease == "" {
+			if !errors.Is(err, sqldb.ErrRefused) {
+				t.Fatalf("claim after a write under its pick: version %d, %v; want the triggers' refusal", cl.Run.Version, err)
+			}
+			if got := e.get(t, head.RunID); got.State != api.RunQueued || got.Version != head.Version {
+				t.Fatalf("the refused claim changed its pick: %+v", got)
+			}
+		} else {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.get(t, head.RunID); got.Version != cl.Run.Version {
+				t.Fatalf("claim answered version %d, the row has %d", cl.Run.Version, got.Version)
+			}
+		}
+		e.agree()
+	}},
+	{"EndNeverAnswersAStaleVersion", func(t *testing.T, e *faultEnv) {
+		e.enqueue(e.spec("s"))
+		other := e.enqueue(e.spec("t"))
+		cl := e.claim()
+		// Another run is written between a complete's fence and its end. Where the fence read
+		// the stamp (fenceWhole, attempts.EndWhole), that stamp is no longer the next: the
+		// complete must fail and change nothing rather than answer a version the attempt
+		// does not have; elsewhere the end answers the row as stored.
+		var ran atomic.Bool
+		e.db.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+			if !strings.HasPrefix(st.Query, "UPDATE ExecutionAttempts SET State = ?2") && !strings.HasPrefix(st.Query, "UPDATE dbo.ExecutionAttempts SET State = @p2") {
+				return nil
+			}
+			if ran.Swap(true) {
+				return nil
+			}
+			stamp := ""
+			if tx.Dialect.Name() == "sqlite" {
+				stamp = ", Version = " + sqliteStamp
+			}
+			_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE Runs SET DueAt = ?`+stamp+` WHERE RunId = ?`),
+				tx.Dialect.Time(other.DueAt.Add(-time.Minute)), other.RunID)
+			return err
+		})
+		t.Cleanup(func() { e.db.SetStatementHook(nil) })
+		a, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Completion{State: api.AttemptSucceeded})
+		wantRan(t, &ran)
+		var stored attempts.Attempt
+		if rerr := e.db.Read(e.ctx, sqldb.TenantScope(e.tenant), func(tx *sqldb.Tx) error {
+			var err error
+			stored, err = attempts.Get(e.ctx, tx, e.tenant, cl.Attempt.AttemptID)
+			return err
+		}); rerr != nil {
+			t.Fatal(rerr)
+		}
+		if tx := e.db.Dialect; tx.Name() == "sqlite" {
+			if !errors.Is(err, sqldb.ErrRefused) {
+				t.Fatalf("complete after a write under its fence: version %d, %v; want the triggers' refusal", a.Version, err)
+			}
+			if stored.State != api.AttemptRunning || stored.Version != cl.Attempt.Version {
+				t.Fatalf("the refused complete changed the attempt: %+v", stored)
+			}
+		} else {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.Version != a.Version {
+				t.Fatalf("complete answered version %d, the row has %d", a.Version, stored.Version)
+			}
+		}
+		e.agree()
+	}},
 	{"ClaimSkipsAHeadEndedWhileItWaited", func(t *testing.T, e *faultEnv) {
 		head := e.enqueue(e.spec("s"))
 		second := e.enqueue(e.spec("s"))
 		// A cancel ended the pick while the claim waited for the subject lock (SQL Server):
 		// the lease finds no queued head and the claim seeks again; the subject's next run
 		// is its head by then.
-		ran := e.before(e.svc.q.lease, func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
+		ran := e.before(e.svc.leaseStatement(), func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
 			now, _ := tx.Now(ctx)
 			if _, err := e.svc.getBy(ctx, tx, e.svc.q.endQueued, head.RunID, api.OutcomeCancelled, tx.Dialect.Time(now), nil, nil); err != nil {
 				return err
@@ -249,7 +340,7 @@ var faultCases = []struct {
 		// The first completion commits while the repeat waits on the fence's locks: the
 		// repeat's fence then finds the attempt ended, and the exact-repeat rule answers.
 		var first attempts.Attempt
-		ran := e.before(e.svc.q.fence, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+		ran := e.before(e.svc.q.fenceWhole, nil, func(ctx context.Context, tx *sqldb.Tx) error {
 			f, err := e.svc.Fence(ctx, tx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken)
 			if err != nil {
 				return err
@@ -257,8 +348,7 @@ var faultCases = []struct {
 			if first, err = e.svc.endAttempt(ctx, tx, f, done.State, done.OutcomeHash, nil); err != nil {
 				return err
 			}
-			_, err = e.svc.leaveLease(ctx, tx, f.Run, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
-				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil)
+			_, err = e.svc.leaveLease(ctx, tx, f.Run, leaving{Outcome: api.OutcomeSucceeded, At: f.Now, Spent: f.Run.Attempt})
 			return err
 		})
 		got, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, done)
@@ -269,7 +359,7 @@ var faultCases = []struct {
 		e.agree()
 		// The same for a release repeat, and a different write is refused.
 		cl = e.claim()
-		ran = e.before(e.svc.q.fence, nil, func(ctx context.Context, tx *sqldb.Tx) error {
+		ran = e.before(e.svc.q.fenceWhole, nil, func(ctx context.Context, tx *sqldb.Tx) error {
 			f, err := e.svc.Fence(ctx, tx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken)
 			if err != nil {
 				return err
@@ -309,6 +399,7 @@ var faultCases = []struct {
 				Run
 				SubjectQueued bool `db:"SubjectQueued"`
 			}
+			out.Run = f.Run // the statement answers only what the fence did not read (leaveLease)
 			if err := tx.GetContext(ctx, &out, e.svc.q.endLeased, f.Run.RunID, f.Run.Epoch, api.OutcomeSucceeded,
 				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, nil, nil); err != nil {
 				return err
@@ -331,4 +422,13 @@ func (e *faultEnv) get(t *testing.T, id uuid.UUID) Run {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// leaseStatement is the claim's lease on the dialect under test (queries.lease, or
+// leaseUnanswered where the candidate answers the run).
+func (s *Service) leaseStatement() string {
+	if s.q.lease != "" {
+		return s.q.lease
+	}
+	return s.q.leaseUnanswered
 }

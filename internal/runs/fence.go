@@ -19,9 +19,9 @@ import (
 // read under the same locks), for the exact-repeat check.
 type Fenced struct {
 	// Attempt holds the attempt's columns the fence judges and the writes use, and only
-	// those: AttemptID, RunID, TenantID, ProjectID, FencingToken, State, Phase,
-	// CorrectionCount, MaxCorrections, OutcomeHash and CancellationObservedAt (attempts.Get
-	// reads the rest).
+	// those (attempts.FenceColumns): AttemptID, RunID, TenantID, ProjectID, FencingToken,
+	// State, Phase, CorrectionCount, MaxCorrections, OutcomeHash and CancellationObservedAt
+	// (attempts.Get reads the rest; attempts.EndFenced the rest an end answers).
 	Attempt attempts.Attempt
 	// Run holds the columns of the run that a lease's writes use, and only those:
 	// RunID, TenantID, ProjectID, Subject, State, Epoch, LeaseSeconds, LeasedUntil,
@@ -29,6 +29,9 @@ type Fenced struct {
 	// of the fence's cost: the statement itself is two key seeks.)
 	Run Run
 	Now time.Time
+	// Stamp is the stamp the transaction's first write takes, read by a fenceWhole where the
+	// dialect can (0: not read); Attempt then holds every column (attempts.EndWhole).
+	Stamp sqldb.RowVersion
 }
 
 // fenceRow is what the fence statement reads: the attempt's columns and the run's, the
@@ -39,6 +42,8 @@ type fenceRow struct {
 	// Now is the database clock read by the same statement (NULL where the dialect reads
 	// none), so the fence needs no statement of its own for the time.
 	Now sqldb.NullTime `db:"Now"`
+	// Stamp: see Fenced.
+	Stamp sqldb.RowVersion `db:"Stamp"`
 }
 
 // Fence admits a holder's write inside tx, or refuses it. In one statement it reads the
@@ -53,8 +58,13 @@ type fenceRow struct {
 // Errors: NotFound (no such attempt for this tenant), and the refusals above, which come
 // with the Fenced rows as read.
 func (s *Service) Fence(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, token int64) (Fenced, error) {
+	return s.fence(ctx, tx, s.q.fence, tenantID, attemptID, token)
+}
+
+// fence is Fence with its statement: queries.fence or fenceWhole.
+func (s *Service) fence(ctx context.Context, tx *sqldb.Tx, query, tenantID string, attemptID uuid.UUID, token int64) (Fenced, error) {
 	var row fenceRow
-	err := tx.GetContext(ctx, &row, s.q.fence, tenantID, attemptID)
+	err := tx.GetContext(ctx, &row, query, tenantID, attemptID)
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Fenced{}, apperr.New(api.CodeNotFound, "no attempt %s", attemptID)
 	}
@@ -68,7 +78,7 @@ func (s *Service) Fence(ctx context.Context, tx *sqldb.Tx, tenantID string, atte
 	if err != nil {
 		return Fenced{}, err
 	}
-	f := Fenced{Attempt: row.Attempt, Run: row.Run, Now: now}
+	f := Fenced{Attempt: row.Attempt, Run: row.Run, Now: now, Stamp: row.Stamp}
 	return f, judge(f, token)
 }
 
@@ -109,6 +119,10 @@ var ErrTaken = errors.New("the write's place is taken")
 type FencedWrite[T any] struct {
 	// What names the write in errors ("append checkpoint").
 	What string
+	// EndsFirst: Do's first write is the attempt's end (endAttempt), so the fence may read
+	// the whole attempt and the stamp that write takes (fenceWhole). Nothing may write
+	// between the fence and that end.
+	EndsFirst bool
 	// Do makes the write, under the admitted fence, and reports whether it wrote (false
 	// when it found the write made already and answered it itself, as a delegation does when
 	// its child's idempotency key names the child). It answers ErrTaken (wrapped or not) when
@@ -142,7 +156,11 @@ func WriteFenced[T any](ctx context.Context, s *Service, tenantID string, attemp
 	err := s.db.Write(ctx, sqldb.TenantScope(tenantID), func(tx *sqldb.Tx) error {
 		var zero T
 		out, created = zero, false
-		f, err := s.Fence(ctx, tx, tenantID, attemptID, token)
+		query := s.q.fence
+		if w.EndsFirst {
+			query = s.q.fenceWhole
+		}
+		f, err := s.fence(ctx, tx, query, tenantID, attemptID, token)
 		if err != nil {
 			if !refused(err) || w.Repeat == nil || f.Attempt.FencingToken != token {
 				return err

@@ -46,7 +46,7 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 	// promoted: the subject's next queued run became its head (work for waiting claimers).
 	promoted := false
 	a, created, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
-		What: "complete attempt",
+		What: "complete attempt", EndsFirst: true,
 		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
 			promoted = false
 			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
@@ -56,9 +56,8 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 			if err != nil {
 				return attempts.Attempt{}, false, err
 			}
-			code, message := runError(tx, outcome, c.Error, f.Run, f.Now)
-			promoted, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome,
-				tx.Dialect.Time(f.Now), f.Run.Attempt, nil, code, message)
+			promoted, err = s.leaveLease(ctx, tx, f.Run, leaving{Outcome: outcome, At: f.Now, Spent: f.Run.Attempt,
+				Failure: runFailure(outcome, c.Error, f.Run, f.Now)})
 			return a, true, err
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
@@ -92,7 +91,7 @@ func equalPtr(a, b *string) bool {
 // endAttempt ends the fenced attempt with its error (nil: none) and tells the hooks (its
 // pending decisions and open calls close in the same transaction).
 func (s *Service) endAttempt(ctx context.Context, tx *sqldb.Tx, f Fenced, state api.AttemptState, outcomeHash *string, failure *attempts.Failure) (attempts.Attempt, error) {
-	a, err := attempts.EndFailed(ctx, tx, f.Attempt.AttemptID, state, f.Now, outcomeHash, failure)
+	a, err := attempts.EndWhole(ctx, tx, f.Attempt, f.Stamp, state, f.Now, outcomeHash, failure)
 	if err != nil {
 		return attempts.Attempt{}, err
 	}
@@ -117,7 +116,7 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 		return attempts.Attempt{}, err
 	}
 	a, created, err := WriteFenced(ctx, s, tenantID, attemptID, token, FencedWrite[attempts.Attempt]{
-		What: "release attempt",
+		What: "release attempt", EndsFirst: true,
 		Do: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, bool, error) {
 			if err := s.lockSubject(ctx, tx, f.Run.TenantID, f.Run.Subject); err != nil {
 				return attempts.Attempt{}, false, err
@@ -150,18 +149,16 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time, failure *attempts.Failure) error {
 	// Its callers wake claimers whenever it took a lease back, whatever became the head.
 	if outcome := endOutcome(run, spent, now); outcome != "" {
-		code, message := runError(tx, outcome, failure, run, now)
-		_, err := s.leaveLease(ctx, tx, run, s.q.endLeased, run.RunID, run.Epoch, outcome, tx.Dialect.Time(now), spent,
-			tx.Dialect.NullTime(expiredBefore), code, message)
+		_, err := s.leaveLease(ctx, tx, run, leaving{Outcome: outcome, At: now, Spent: spent, ExpiredBefore: expiredBefore,
+			Failure: runFailure(outcome, failure, run, now)})
 		return err
 	}
 	delay := Backoff(spent, s.jitter())
 	if retryAfter != nil {
 		delay = *retryAfter
 	}
-	code, message := runError(tx, "", failure, run, now)
-	_, err := s.leaveLease(ctx, tx, run, s.q.requeue, run.RunID, run.Epoch, tx.Dialect.Time(now.Add(delay)), spent,
-		tx.Dialect.NullTime(expiredBefore), code, message)
+	_, err := s.leaveLease(ctx, tx, run, leaving{At: now.Add(delay), Spent: spent, ExpiredBefore: expiredBefore,
+		Failure: runFailure("", failure, run, now)})
 	return err
 }
 
@@ -177,16 +174,26 @@ const (
 // passed deadline `deadline`, whatever the attempt said; otherwise (an exhausted run, a
 // failure, a requeue) the attempt's own error, nil clearing an older one.
 func runError(tx *sqldb.Tx, outcome api.RunOutcome, failure *attempts.Failure, run Run, now time.Time) (code, message any) {
+	return failureArgs(tx, runFailure(outcome, failure, run, now))
+}
+
+// runFailure is runError's error itself (nil: none).
+func runFailure(outcome api.RunOutcome, failure *attempts.Failure, run Run, now time.Time) *attempts.Failure {
 	switch {
 	case outcome == api.OutcomeCancelled && (failure == nil || run.CancelRequestedAt != nil):
-		failure = cancelledFailure(run)
+		return cancelledFailure(run)
 	case outcome == api.OutcomeDeadline:
-		failure = deadlineFailure(run, now)
+		return deadlineFailure(run, now)
 	}
-	if failure == nil {
+	return failure
+}
+
+// failureArgs is a run's error as statement arguments (code, message; NULL when none).
+func failureArgs(tx *sqldb.Tx, f *attempts.Failure) (code, message any) {
+	if f == nil {
 		return nil, nil
 	}
-	return tx.Dialect.Text(failure.Code), tx.Dialect.Text(failure.Message)
+	return tx.Dialect.Text(f.Code), tx.Dialect.Text(f.Message)
 }
 
 func cancelledFailure(run Run) *attempts.Failure {
@@ -248,15 +255,34 @@ func FailureOf(e *api.AttemptError) *attempts.Failure {
 	return f
 }
 
-// leaveLease runs query (requeue or endLeased), which takes a leased run out of its lease
-// and answers the run's leftColumns (all that is read of it here and by the hooks), then keeps in step what depends on a lease, in the same
+// leaving is how a leased run leaves its lease (leaveLease): ended with Outcome at At, or,
+// when Outcome is "", queued again and due at At. Spent is the attempts it has spent,
+// Failure the error it keeps (runFailure's; nil clears an older one), and ExpiredBefore,
+// when set, makes the write conditional on the lease having passed it (the reaper's
+// take-back).
+type leaving struct {
+	Outcome       api.RunOutcome
+	At            time.Time
+	Spent         int
+	ExpiredBefore *time.Time
+	Failure       *attempts.Failure
+}
+
+// leaveLease takes run, a leased run as its fence read it, out of its lease (requeue, or
+// endLeased when l has an outcome), then keeps in step what depends on a lease, in the same
 // transaction: the subject's head (promoted or given back), the hooks, and last the
 // tenant's and the project's leased counts (queries_mssql.go, lock order: a hook may wait
 // on another run's attempt, whose transaction may be waiting for the counters). The
-// caller holds the subject lock. sqldb.ErrNotFound when query changed nothing (the reaper
-// lost a race). headMoved says the subject's head marker moved (syncHead): a queued run
-// became claimable, which the caller tells waiting claimers after commit.
-func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query string, args ...any) (headMoved bool, err error) {
+// caller holds the subject lock. sqldb.ErrNotFound when the statement changed nothing (the
+// reaper lost a race). headMoved says the subject's head marker moved (syncHead): a queued
+// run became claimable, which the caller tells waiting claimers after commit.
+//
+// The run the hooks and the counters read (runTable's left columns, Hooks.RunChanged) is
+// run with what the statement wrote, which it knows from l, and the four columns the
+// fence does not read (Kind, AgentId, ParentRunId, ContinuedFromRunId), which the
+// statement answers: reading back what the fence read or the statement wrote cost a
+// complete about 40 thousand instructions (docs/perf/issue-35.md).
+func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, l leaving) (headMoved bool, err error) {
 	var row struct {
 		Run
 		// SubjectQueued: the subject has a queued run (this one, requeued, or another), so
@@ -264,6 +290,25 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, query s
 		// leased run has no head, so no marker is left to clear.
 		SubjectQueued bool `db:"SubjectQueued"`
 	}
+	row.Run = run
+	at := sqldb.Truncate(l.At)
+	row.Attempt, row.LeasedUntil, row.ErrorCode, row.ErrorMessage = l.Spent, nil, nil, nil
+	if l.Failure != nil {
+		e := *l.Failure
+		row.ErrorCode, row.ErrorMessage = &e.Code, &e.Message
+	}
+	code, message := failureArgs(tx, l.Failure)
+	query, args := s.q.requeue, []any{run.RunID, run.Epoch, tx.Dialect.Time(l.At), l.Spent,
+		tx.Dialect.NullTime(l.ExpiredBefore), code, message}
+	if l.Outcome == "" {
+		row.State, row.DueAt = api.RunQueued, at
+	} else {
+		outcome := l.Outcome
+		row.State, row.Outcome, row.EndedAt = api.RunEnded, &outcome, &at
+		query, args = s.q.endLeased, []any{run.RunID, run.Epoch, outcome, tx.Dialect.Time(l.At), l.Spent,
+			tx.Dialect.NullTime(l.ExpiredBefore), code, message}
+	}
+	// The answer is scanned over row: it replaces the columns it answers only.
 	if err := tx.GetContext(ctx, &row, query, args...); err != nil {
 		return false, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
 	}

@@ -22,9 +22,10 @@ type Hooks struct {
 	AttemptEnded func(ctx context.Context, tx *sqldb.Tx, tenantID string, attemptID uuid.UUID, now time.Time) error
 	// RunChanged runs after a run is created or changes state (enqueue, claim, requeue,
 	// end, continuation), with the run as it now is. When the run leaves a lease (requeued,
-	// or ended by its holder or the reaper) only the columns runTable marks left are read
-	// (RunId, TenantId, ProjectId, Subject, Kind, AgentId, State, Attempt, EndedAt, Outcome,
-	// ErrorCode, ParentRunId, ContinuedFromRunId): a hook reads no other field of the run.
+	// or ended by its holder or the reaper) only these are read (leaveLease has them from the
+	// fence, from what it wrote, and from runTable's left columns): RunId, TenantId,
+	// ProjectId, Subject, Kind, AgentId, State, Attempt, EndedAt, Outcome, ErrorCode,
+	// ParentRunId, ContinuedFromRunId. A hook reads no other field of the run.
 	RunChanged func(ctx context.Context, tx *sqldb.Tx, run Run) error
 }
 

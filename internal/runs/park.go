@@ -81,9 +81,8 @@ func (s *Service) Park(ctx context.Context, tenantID string, attemptID uuid.UUID
 				return attempts.Attempt{}, false, err
 			}
 			if outcome := parkOutcome(f.Run, f.Now); outcome != "" {
-				code, message := runError(tx, outcome, nil, f.Run, f.Now)
-				_, err = s.leaveLease(ctx, tx, f.Run, s.q.endLeased, f.Run.RunID, f.Run.Epoch, outcome,
-					tx.Dialect.Time(f.Now), f.Run.Attempt, nil, code, message)
+				_, err = s.leaveLease(ctx, tx, f.Run, leaving{Outcome: outcome, At: f.Now, Spent: f.Run.Attempt,
+					Failure: runFailure(outcome, nil, f.Run, f.Now)})
 				return a, true, err
 			}
 			open, err := s.insertWaits(ctx, tx, f, decisions, children)
@@ -91,8 +90,7 @@ func (s *Service) Park(ctx context.Context, tenantID string, attemptID uuid.UUID
 				return attempts.Attempt{}, false, err
 			}
 			// A parked run has no error of its own: waiting is no failure (nil clears an older one).
-			_, err = s.leaveLease(ctx, tx, f.Run, s.q.requeue, f.Run.RunID, f.Run.Epoch,
-				tx.Dialect.Time(p.due(open, f.Now)), f.Run.Attempt, nil, nil, nil)
+			_, err = s.leaveLease(ctx, tx, f.Run, leaving{At: p.due(open, f.Now), Spent: f.Run.Attempt})
 			return a, true, err
 		},
 		Repeat: repeatWhen(tenantID, attemptID, func(f Fenced) bool { return f.Attempt.State == api.AttemptParked }),
@@ -316,8 +314,8 @@ func (s *Service) parkLost(ctx context.Context, tx *sqldb.Tx, f Fenced) (bool, e
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, err
 	}
-	_, err = s.leaveLease(ctx, tx, f.Run, s.q.requeue, f.Run.RunID, f.Run.Epoch, tx.Dialect.Time(WaitForever), f.Run.Attempt,
-		tx.Dialect.Time(f.Now), nil, nil)
+	now := f.Now
+	_, err = s.leaveLease(ctx, tx, f.Run, leaving{At: WaitForever, Spent: f.Run.Attempt, ExpiredBefore: &now})
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return false, errLost
 	}

@@ -45,7 +45,7 @@ func BenchmarkClaimPick(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		err := db.Read(ctx, sqldb.TenantScope(tenant), func(tx *sqldb.Tx) error {
-			var cand candidate
+			var cand Run
 			return tx.GetContext(ctx, &cand, svc.q.claimCandidates[0], tenant, tx.Dialect.Time(now), tx.Dialect.Time(now),
 				64, "[]", "[]", "[]", "[]")
 		})

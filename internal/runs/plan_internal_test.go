@@ -63,6 +63,7 @@ func TestSQLitePlans(t *testing.T) {
 			[]string{"IX_Runs_SubjectQueue (TenantId=? AND Subject=?)", "UX_Runs_LeasedSubject (TenantId=? AND Subject=?)",
 				"UX_Runs_SubjectHead (TenantId=? AND Subject=?)"}},
 		{"fence", q.fence, []any{tenant, uuid.New()}, []string{"sqlite_autoindex_ExecutionAttempts_1", "sqlite_autoindex_Runs_1"}},
+		{"fenceWhole", q.fenceWhole, []any{tenant, uuid.New()}, []string{"sqlite_autoindex_ExecutionAttempts_1", "sqlite_autoindex_Runs_1"}},
 	}
 	for _, c := range cases {
 		plan := dbtest.SQLitePlan(t, db, c.query, c.args...)
@@ -101,6 +102,8 @@ func TestSQLitePlansWithoutStatistics(t *testing.T) {
 		{"fenceRunning", q.fenceRunning, []any{tenant, uuid.New(), 1},
 			[]string{"SEARCH a USING INDEX IX_Attempts_Run_Step (RunId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}, 0},
 		{"fence", q.fence, []any{tenant, uuid.New()},
+			[]string{"sqlite_autoindex_ExecutionAttempts_1 (AttemptId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}, 0},
+		{"fenceWhole", q.fenceWhole, []any{tenant, uuid.New()},
 			[]string{"sqlite_autoindex_ExecutionAttempts_1 (AttemptId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}, 0},
 		// The list answers QueuedAt as text under its own name and orders by Runs.QueuedAt:
 		// the bare name would order by the text, a sort of every match instead of the

@@ -43,9 +43,18 @@ type queries struct {
 	claimStart string
 	// claimCandidates are the claim's seeks in band order (DESIGN.md section 4): the claim
 	// tries them in turn and takes the first pick. A dialect may fold the bands into one
-	// statement that answers the first band's pick.
+	// statement that answers the first band's pick. Each answers the pick's RunId and
+	// Subject; where the dialect fills leaseUnanswered instead of lease, the pick's whole row
+	// with Version the stamp the lease will write.
 	claimCandidates []string
-	lease           string // 1 tenant, 2 run, 3 holder, 4 lease seconds, 5 leased until -> run; no row unless a queued head
+	// lease: 1 tenant, 2 run, 3 holder, 4 lease seconds, 5 leased until -> run; no row unless
+	// a queued head. leaseUnanswered is the same write answering nothing (its count: 0
+	// unless a queued head), 6 the stamp its candidate answered, which it writes (an error
+	// when that is no longer the next stamp), for a dialect whose candidate answered the run
+	// and its stamp: nothing writes between the two there, and the claim sets what the lease
+	// wrote itself. Each dialect fills one of the two.
+	lease           string `sqllint:"optional"`
+	leaseUnanswered string `sqllint:"optional"`
 	tenantLeased    string // 1 tenant: +1, the row made when missing (only a claim can find it missing)
 	projectLeased   string // 1 tenant, 2 project: +1, likewise
 	tenantUnleased  string // 1 tenant: -1
@@ -56,10 +65,16 @@ type queries struct {
 	// the same for the running attempt of a run at a token (the reaper).
 	fence        string
 	fenceRunning string
+	// fenceWhole: as fence, for the writes whose first write ends the attempt (a complete, a
+	// release): where the dialect can read the stamp that write takes, every column of the
+	// attempt and the stamp as Stamp (attempts.EndWhole then answers nothing); elsewhere
+	// the fence's columns.
+	fenceWhole string
 
 	heartbeat string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
 	// requeue, endLeased and endQueued also write the run's error (code, message; NULL: none).
-	// requeue and endLeased answer leftColumns (not the whole run) and SubjectQueued.
+	// requeue and endLeased answer leftColumns (Kind, AgentId, ParentRunId, ContinuedFromRunId:
+	// what leaveLease neither has from the fence nor wrote) and SubjectQueued.
 	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any), 6 error code, 7 error message
 	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any), 7 error code, 8 error message
 	endQueued     string // 1 run, 2 outcome, 3 ended at, 4 error code, 5 error message -> run
@@ -114,15 +129,6 @@ type queries struct {
 var querySets sqldb.QuerySets[queries]
 
 func queriesFor(d sqldb.Dialect) *queries { return sqldb.QueriesFor(d, &querySets) }
-
-// fenceAttemptColumns are the attempt's columns the fence reads (alias a): what the fence
-// judges and what the writes under it use. Answers that return the whole attempt read it
-// again (a repeat), or get it from the statement that changed it.
-const fenceAttemptColumns = fenceAttemptKeys + `, a.CancellationObservedAt`
-
-// fenceAttemptKeys are fenceAttemptColumns but the time, which SQLite answers as text.
-const fenceAttemptKeys = `a.AttemptId, a.RunId, a.TenantId, a.ProjectId, a.FencingToken, a.State, a.Phase,
-a.CorrectionCount, a.MaxCorrections, a.OutcomeHash`
 
 // agreementQueries find attempts and runs that disagree (seed 003's review_job_run_agrees,
 // for attempts), head markers that are not their definition, and leased counts that are

@@ -1,6 +1,9 @@
 package runs
 
-import "github.com/ledger-dev/ledger/internal/sqldb"
+import (
+	"github.com/ledger-dev/ledger/internal/attempts"
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
 
 func init() { querySets.Register(sqldb.SQLServerName, &mssqlQueries) }
 
@@ -93,12 +96,14 @@ const mssqlClaimBackground = `WITH w AS (
     ` + mssqlSeekBand + `2 AND r.DueAt <= @p2` + mssqlEligible + mssqlSeekOrder + `
 )` + mssqlPick
 
-// mssqlFenceColumns is the fence's read: the clock, then the attempt, then its run, both
+// mssqlFenceColumns is the fence's read: the clock, then the attempt (attempts.FenceColumns:
+// what the fence judges, what the writes under it use, and what EndFenced does not read
+// again), then its run, both
 // U-locked to commit in that order (INNER LOOP JOIN keeps the written order; one outer row,
 // so nothing is prefetched). SYSUTCDATETIME() is evaluated when the statement starts, before
 // its locks: a write that waited is judged at its arrival, which no other holder can
 // overtake (the reaper needs the same locks).
-const mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + fenceAttemptColumns + `,
+var mssqlFenceColumns = `CAST(SYSUTCDATETIME() AS datetimeoffset(3)) AS Now, ` + attempts.FenceColumns + `,
     r.RunId AS [run.RunId], r.TenantId AS [run.TenantId], r.ProjectId AS [run.ProjectId], r.Subject AS [run.Subject],
     r.State AS [run.State], r.Epoch AS [run.Epoch], r.LeaseSeconds AS [run.LeaseSeconds],
     r.LeasedUntil AS [run.LeasedUntil], r.Attempt AS [run.Attempt], r.MaxAttempts AS [run.MaxAttempts],
@@ -227,6 +232,12 @@ IF @@ROWCOUNT = 0
 	fence: `SELECT ` + mssqlFenceColumns + `
 WHERE a.TenantId = @p1 AND a.AttemptId = @p2 AND r.TenantId = @p1;`,
 
+	// fenceWhole: the fence itself. SQL Server's rowversion cannot be read before the write
+	// that takes it, so its end answers what the fence did not read (attempts.EndWhole falls
+	// back to EndFenced when the fence read no stamp).
+	fenceWhole: `SELECT ` + mssqlFenceColumns + `
+WHERE a.TenantId = @p1 AND a.AttemptId = @p2 AND r.TenantId = @p1;`,
+
 	// fenceRunning: the reaper's fence across tenants: IX_Attempts_Run_Step seek on RunId (at
 	// most MaxAttempts rows), then the run. 0 rows: completed or taken back meanwhile.
 	fenceRunning: `SELECT ` + mssqlFenceColumns + `
@@ -244,7 +255,8 @@ OPTION (MAXDOP 1);`,
 	// IX_Runs_SubjectQueue after the update (OUTPUT may not hold a subquery), under the
 	// subject lock the caller holds, so no enqueue of the subject can slip in between.
 	// The error (@p6/@p7, @p7/@p8, @p4/@p5) is written as given: NULL clears an older one.
-	// Both answer only leftColumns (@t declared for them alone), what their callers read.
+	// Both answer only leftColumns, the run's columns their callers neither read under the
+	// fence nor wrote (@t declared for them and the probe's TenantId and Subject).
 	requeue: mssqlLeftTable + `UPDATE dbo.Runs SET State = 0, DueAt = @p3, Attempt = @p4, LeasedUntil = NULL,
     ErrorCode = @p6, ErrorMessage = @p7` + mssqlLeftOutput + `
 WHERE RunId = @p1 AND Epoch = @p2 AND State = 1 AND (@p5 IS NULL OR LeasedUntil < @p5);

@@ -3,6 +3,7 @@ package runs
 import (
 	"strings"
 
+	"github.com/ledger-dev/ledger/internal/attempts"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
@@ -52,16 +53,29 @@ ORDER BY COALESCE(pl.LeasedCount, 0), c.DueAt, c.RunId LIMIT 1`
 
 // sqliteClaim is the claim's one statement: the band groups' picks in band order, as
 // scalar subqueries of one COALESCE, which SQLite evaluates lazily (a group's seek runs only
-// when every group before it had nothing), so one statement does what three would.
-var sqliteClaim = `SELECT r.RunId, r.Subject FROM Runs r WHERE r.TenantId = ?1 AND r.RunId = COALESCE(
+// when every group before it had nothing), so one statement does what three would. It
+// answers the pick's whole row, its Version the stamp the lease will write
+// (leaseUnanswered): the claim's immediate transaction writes nothing between the two, so
+// the lease needs no RETURNING, whose ephemeral table cost a cycle more than reading the
+// row here (docs/perf/issue-35.md).
+var sqliteClaim = `SELECT ` + sqldb.SQLiteColumnList(runTable, "r.", func(c runColumn) bool {
+	return c.Uses&answered != 0 && c.Name != "Version"
+}) + `, ` + sqliteStamp + ` AS Version FROM Runs r WHERE r.TenantId = ?1 AND r.RunId = COALESCE(
     (` + sqlitePick(sqliteSeek("0", "?2")) + `),
     (` + sqlitePick(sqliteSeek("1", "?2"), sqliteSeek("2", "?3")) + `),
     (` + sqlitePick(sqliteSeek("2", "?2")) + `))`
 
 // sqliteFenceColumns is the fence's read, as mssqlFenceColumns: no clock (NULL: the fence
 // reads the transaction's), no lock hints (the immediate transaction holds the writer's lock).
-// Its times are answered as text (sqldb.SQLiteColumnList).
-const sqliteFenceColumns = `NULL AS Now, ` + fenceAttemptKeys + `, CAST(a.CancellationObservedAt AS TEXT) AS CancellationObservedAt,
+// Its times are answered as text (attempts.SQLiteFenceColumns, sqldb.SQLiteColumnList).
+var sqliteFenceColumns = `NULL AS Now, ` + attempts.SQLiteFenceColumns + `,` + sqliteFenceRun
+
+// sqliteFenceWholeColumns is fenceWhole's read: the fence's, with every column of the attempt
+// and the stamp the transaction's first write will take (attempts.EndWhole).
+var sqliteFenceWholeColumns = `NULL AS Now, ` + sqliteStamp + ` AS Stamp, ` + attempts.SQLiteWholeColumns + `,` + sqliteFenceRun
+
+// sqliteFenceRun is the run's part of the fence's read, and its tables.
+const sqliteFenceRun = `
     r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
     r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
     CAST(r.LeasedUntil AS TEXT) AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
@@ -132,10 +146,15 @@ WHERE RunId IN (
     COALESCE((SELECT l.LeasedCount FROM TenantLeases l WHERE l.TenantId = ?1), 0) AS LeasedCount
 FROM Tenants t WHERE t.TenantId = ?1`,
 	claimCandidates: []string{sqliteClaim},
-	lease: `UPDATE Runs SET State = 1, Epoch = Epoch + 1, HolderId = ?3, LeaseSeconds = ?4, LeasedUntil = ?5,
-    SubjectHead = 0, Version = ` + sqliteStamp + `
-WHERE TenantId = ?1 AND RunId = ?2 AND State = 0 AND SubjectHead = 1
-RETURNING ` + sqliteRunColumns,
+	// leaseUnanswered: ?6 is the stamp the candidate answered, which the claim answers as the
+	// run's Version. Nothing writes between the two on SQLite; should anything (a fault
+	// injection) have advanced the counter, the lease writes -1, which the run's AFTER UPDATE
+	// trigger refuses (a version that went down): the claim fails (sqldb.ErrRefused) rather
+	// than answer a stale version. The refusal comes after the row's unique checks, so a
+	// leased-subject conflict is still reported as one.
+	leaseUnanswered: `UPDATE Runs SET State = 1, Epoch = Epoch + 1, HolderId = ?3, LeaseSeconds = ?4, LeasedUntil = ?5,
+    SubjectHead = 0, Version = CASE WHEN ?6 = ` + sqliteStamp + ` THEN ?6 ELSE -1 END
+WHERE TenantId = ?1 AND RunId = ?2 AND State = 0 AND SubjectHead = 1`,
 	tenantLeased: `INSERT INTO TenantLeases (TenantId, LeasedCount) VALUES (?1, 1)
 ON CONFLICT (TenantId) DO UPDATE SET LeasedCount = LeasedCount + 1`,
 	projectLeased: `INSERT INTO ProjectLeases (TenantId, ProjectId, LeasedCount) VALUES (?1, ?2, 1)
@@ -148,6 +167,8 @@ WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
 	// fenceRunning seeks IX_Attempts_Run_Step by the run (at most MaxAttempts rows): without
 	// statistics (nothing runs ANALYZE) the planner otherwise took IX_Attempts_Tenant_State_Ended
 	// for "TenantId = ? AND State = 0" and read every running attempt of the tenant.
+	fenceWhole: `SELECT ` + sqliteFenceWholeColumns + `
+WHERE a.TenantId = ?1 AND a.AttemptId = ?2 AND r.TenantId = ?1`,
 	fenceRunning: `SELECT ` + sqliteFenceColumns + `
 WHERE a.RunId = ?2 AND +a.TenantId = ?1 AND a.FencingToken = ?3 AND +a.State = 0 AND r.TenantId = ?1`,
 
