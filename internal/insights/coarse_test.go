@@ -70,19 +70,9 @@ func TestCoarseCellsEqualTheDirectAnswers(t *testing.T) {
 		{c.Add(-2*24*time.Hour + 5*time.Hour), c.Add(18*24*time.Hour + 5*time.Hour), api.Bucket1h},
 	}
 	now := base.Add(110 * 24 * time.Hour)
-	reads := map[string]func(st *insights.Store, w insights.Window, f insights.Filter) (any, error){
-		"calls": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.Calls(h.Ctx, h.Tenant, w, f)
-		},
-		"claim-latency": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.ClaimLatency(h.Ctx, h.Tenant, w, f)
-		},
-		"attempts-per-run": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.AttemptsPerRun(h.Ctx, h.Tenant, w, f)
-		},
-		"decisions": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.Decisions(h.Ctx, h.Tenant, w, f)
-		},
+	all, reads := insightReads(h), map[string]insightRead{}
+	for _, name := range []string{"calls", "claim-latency", "attempts-per-run", "decisions"} {
+		reads[name] = all[name]
 	}
 	agentA := "agent-a"
 	filters := map[string]insights.Filter{"none": {}, "agent": {AgentID: &agentA}}

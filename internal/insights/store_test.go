@@ -514,6 +514,36 @@ func TestRollupsEqualTheDirectAnswers(t *testing.T) {
 	})
 }
 
+// insightRead reads one insight of the history's tenant from a store.
+type insightRead func(st *insights.Store, w insights.Window, f insights.Filter) (any, error)
+
+// insightReads are the insights a roll-up test compares with the direct statements, by name.
+func insightReads(h *history) map[string]insightRead {
+	return map[string]insightRead{
+		"runs": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.RunsEnded(h.Ctx, h.Tenant, w, f)
+		},
+		"attempts": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.AttemptsEnded(h.Ctx, h.Tenant, w, f)
+		},
+		"leases-lost": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.LeasesLost(h.Ctx, h.Tenant, w, f)
+		},
+		"attempts-per-run": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.AttemptsPerRun(h.Ctx, h.Tenant, w, f)
+		},
+		"claim-latency": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.ClaimLatency(h.Ctx, h.Tenant, w, f)
+		},
+		"calls": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.Calls(h.Ctx, h.Tenant, w, f)
+		},
+		"decisions": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
+			return st.Decisions(h.Ctx, h.Tenant, w, f)
+		},
+	}
+}
+
 func rollupsEqualTheDirectAnswers(t *testing.T, tgt dbtest.Target, projector func(*sqldb.DB) *insights.Projector) *history {
 	h := newHistory(t, tgt)
 	if projector != nil {
@@ -542,30 +572,7 @@ func rollupsEqualTheDirectAnswers(t *testing.T, tgt dbtest.Target, projector fun
 	}
 	h.project()
 	rolled, direct := insights.NewStore(h.DB), insights.NewReferenceStore(h.DB)
-	type read func(st *insights.Store, w insights.Window, f insights.Filter) (any, error)
-	reads := map[string]read{
-		"runs": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.RunsEnded(h.Ctx, h.Tenant, w, f)
-		},
-		"attempts": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.AttemptsEnded(h.Ctx, h.Tenant, w, f)
-		},
-		"leases-lost": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.LeasesLost(h.Ctx, h.Tenant, w, f)
-		},
-		"attempts-per-run": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.AttemptsPerRun(h.Ctx, h.Tenant, w, f)
-		},
-		"claim-latency": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.ClaimLatency(h.Ctx, h.Tenant, w, f)
-		},
-		"calls": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.Calls(h.Ctx, h.Tenant, w, f)
-		},
-		"decisions": func(st *insights.Store, w insights.Window, f insights.Filter) (any, error) {
-			return st.Decisions(h.Ctx, h.Tenant, w, f)
-		},
-	}
+	reads := insightReads(h)
 	p1, agentA, rel1, review := "p1", "agent-a", "rel-1", "review"
 	filters := map[string]insights.Filter{"none": {}, "project": {ProjectID: &p1}, "agent": {AgentID: &agentA},
 		"release": {ReleaseID: &rel1}, "kind": {Kind: &review}}
