@@ -26,7 +26,7 @@ require (
 	go.opentelemetry.io/proto/otlp v1.10.0
 	golang.org/x/time v0.15.0
 	google.golang.org/protobuf v1.36.12
-	modernc.org/sqlite v1.62.0
+	modernc.org/sqlite v1.63.0
 )
 
 require (
