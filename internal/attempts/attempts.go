@@ -170,35 +170,9 @@ func get(ctx context.Context, tx *sqldb.Tx, query, tenantID string, id uuid.UUID
 	return a, nil
 }
 
-// End ends a running attempt in state at now, with an optional outcome hash, and returns
-// it as stored. api.CodeAttemptEnded when it was no longer running.
-func End(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state api.AttemptState, now time.Time, outcomeHash *string) (Attempt, error) {
-	return EndFailed(ctx, tx, id, state, now, outcomeHash, nil)
-}
-
-// EndFailed is End recording the error the attempt ended with (nil: none).
-func EndFailed(ctx context.Context, tx *sqldb.Tx, id uuid.UUID, state api.AttemptState, now time.Time, outcomeHash *string, f *Failure) (Attempt, error) {
-	var code, message, details any
-	if f != nil {
-		code, message = tx.Dialect.Text(f.Code), tx.Dialect.Text(f.Message)
-		if f.Details != "" {
-			details = tx.Dialect.JSON(f.Details)
-		}
-	}
-	var a Attempt
-	err := tx.GetContext(ctx, &a, queriesFor(tx.Dialect).end, id, int(state), tx.Dialect.Time(now), outcomeHash,
-		code, message, details)
-	if errors.Is(err, sqldb.ErrNotFound) {
-		return Attempt{}, apperr.New(api.CodeAttemptEnded, "attempt %s has ended", id)
-	}
-	if err != nil {
-		return Attempt{}, fmt.Errorf("end attempt: %w", err)
-	}
-	return a, nil
-}
-
-// EndFenced is EndFailed for the caller that read the attempt under a holder's fence in
-// this transaction (fenced holds FenceColumns' fields as read; its other fields are not
+// EndFenced ends a running attempt in state at now, with an optional outcome hash and the
+// error it ended with (nil: none), for the caller that read the attempt under a holder's
+// fence in this transaction (fenced holds FenceColumns' fields as read; its other fields are not
 // read): the statement answers only the columns the fence did not read, and the attempt
 // is fenced's columns with what the end wrote. Nothing else writes the attempt between
 // the fence and its end: the fence holds the attempt's lock (SQL Server's U lock, SQLite's

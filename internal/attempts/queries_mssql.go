@@ -23,25 +23,19 @@ VALUES (` + insertValues("@p") + `, 0);`,
 	lock: `SELECT ` + columns + ` FROM dbo.ExecutionAttempts WITH (UPDLOCK, ROWLOCK)
 WHERE TenantId = @p1 AND AttemptId = @p2;`,
 
-	// end: PK seek of a row the fence or the reaper U-locked; "State = 0" makes a second end
-	// find nothing (AttemptEnded). OutcomeHash keeps a stored hash when none is given; the
-	// error is written as given (a running attempt has none).
-	end: `UPDATE dbo.ExecutionAttempts SET State = @p2, EndedAt = @p3, OutcomeHash = COALESCE(@p4, OutcomeHash),
-    ErrorCode = @p5, ErrorMessage = @p6, ErrorDetails = @p7
-OUTPUT ` + insertedColumns + `
-WHERE AttemptId = @p1 AND State = 0;`,
-
-	// endFenced: end, its OUTPUT only the columns the caller's fence did not read (restColumns;
+	// endFenced: its OUTPUT only the columns the caller's fence did not read (restColumns;
 	// the rowversion among them: inserted.Version is the new one). Reading check: PK seek of
-	// the attempt the fence U-locked in this transaction (no other lock, none in another
-	// order); RCSI does not apply to an UPDATE's own read of a locked row; 0 rows: ended
-	// (AttemptEnded); no trigger on the table, so OUTPUT without INTO; errors as end.
+	// the attempt the fence or the reaper U-locked in this transaction (no other lock, none
+	// in another order); RCSI does not apply to an UPDATE's own read of a locked row; "State
+	// = 0" makes a second end find nothing (AttemptEnded); OutcomeHash keeps a stored hash
+	// when none is given; the error is written as given (a running attempt has none); no
+	// trigger on the table, so OUTPUT without INTO.
 	endFenced: `UPDATE dbo.ExecutionAttempts SET State = @p2, EndedAt = @p3, OutcomeHash = COALESCE(@p4, OutcomeHash),
     ErrorCode = @p5, ErrorMessage = @p6, ErrorDetails = @p7
 OUTPUT ` + restColumns + `
 WHERE AttemptId = @p1 AND State = 0;`,
 
-	// observeCancel, patch: as end, under the fence. 0 rows: the attempt ended.
+	// observeCancel, patch: as endFenced, under the fence. 0 rows: the attempt ended.
 	observeCancel: `UPDATE dbo.ExecutionAttempts SET CancellationObservedAt = @p2
 OUTPUT ` + insertedColumns + `
 WHERE AttemptId = @p1 AND CancellationObservedAt IS NULL;`,

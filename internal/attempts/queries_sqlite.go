@@ -14,12 +14,7 @@ VALUES (` + insertValues("?") + `, 0, (SELECT Value + 1 FROM RowVersionCounter))
 RETURNING Version`,
 	get:  `SELECT ` + sqliteColumns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	lock: `SELECT ` + sqliteColumns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
-	end: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
-    ErrorCode = ?5, ErrorMessage = ?6, ErrorDetails = ?7,
-    Version = (SELECT Value + 1 FROM RowVersionCounter)
-WHERE AttemptId = ?1 AND State = 0
-RETURNING ` + sqliteColumns,
-	// endFenced: end, answering only what its caller's fence did not read.
+	// endFenced: answers only what its caller's fence did not read.
 	endFenced: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
     ErrorCode = ?5, ErrorMessage = ?6, ErrorDetails = ?7,
     Version = (SELECT Value + 1 FROM RowVersionCounter)
