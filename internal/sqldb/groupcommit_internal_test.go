@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -200,20 +198,8 @@ func (p *panicky) GroupCommitted(int) {
 func TestWriterSurvivesAPanicOutsideItsJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
-		t.Fatal(err)
-	}
-	insert := func(x int) error {
-		return db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
-			return err
-		})
-	}
+	db, _ := openLogged(t, filepath.Join(t.TempDir(), "ledger.db"))
+	insert := func(x int) error { return insertRow(db, x) }
 	count := func() int {
 		var n int
 		if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil {

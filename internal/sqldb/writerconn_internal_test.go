@@ -21,20 +21,8 @@ import (
 func TestCommitterOwnsTheWriterConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
-		t.Fatal(err)
-	}
-	insert := func(x int) error {
-		return db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
-			return err
-		})
-	}
+	db, _ := openLogged(t, filepath.Join(t.TempDir(), "ledger.db"))
+	insert := func(x int) error { return insertRow(db, x) }
 	if err := insert(1); err != nil {
 		t.Fatal(err)
 	}
@@ -90,15 +78,8 @@ func TestCommitterOwnsTheWriterConnection(t *testing.T) {
 func TestWriterConnectionNeverKeepsATransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
-		t.Fatal(err)
-	}
-	err = db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
+	db, _ := openLogged(t, filepath.Join(t.TempDir(), "ledger.db"))
+	err := db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (1)"); err != nil {
 			return err
 		}
@@ -182,20 +163,8 @@ func TestNewFilesTakeThePageSize(t *testing.T) {
 func TestWriterReplacesABadConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
-		t.Fatal(err)
-	}
-	insert := func(x int) error {
-		return db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
-			return err
-		})
-	}
+	db, _ := openLogged(t, filepath.Join(t.TempDir(), "ledger.db"))
+	insert := func(x int) error { return insertRow(db, x) }
 	if err := insert(1); err != nil {
 		t.Fatal(err)
 	}
