@@ -227,14 +227,7 @@ var faultCases = []struct {
 		// answer a version the row does not have; where the lease answers the row, it answers
 		// the row as stored.
 		ran := e.before(e.svc.leaseStatement(), func(args []any) bool { return args[1] == head.RunID }, func(ctx context.Context, tx *sqldb.Tx) error {
-			stamp := ""
-			if tx.Dialect.Name() == "sqlite" {
-				stamp = ", Version = " + sqliteStamp
-			}
-			// Made due earlier: a write the run guard allows of a queued run.
-			_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE Runs SET DueAt = ?`+stamp+` WHERE RunId = ?`),
-				tx.Dialect.Time(other.DueAt.Add(-time.Minute)), other.RunID)
-			return err
+			return dueEarlier(ctx, tx, other)
 		})
 		cl, err := e.svc.Claim(e.ctx, e.caller, ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m"})
 		wantRan(t, ran)
@@ -271,13 +264,7 @@ var faultCases = []struct {
 			if ran.Swap(true) {
 				return nil
 			}
-			stamp := ""
-			if tx.Dialect.Name() == "sqlite" {
-				stamp = ", Version = " + sqliteStamp
-			}
-			_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE Runs SET DueAt = ?`+stamp+` WHERE RunId = ?`),
-				tx.Dialect.Time(other.DueAt.Add(-time.Minute)), other.RunID)
-			return err
+			return dueEarlier(ctx, tx, other)
 		})
 		t.Cleanup(func() { e.db.SetStatementHook(nil) })
 		a, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Completion{State: api.AttemptSucceeded})
@@ -431,4 +418,17 @@ func (s *Service) leaseStatement() string {
 		return s.q.lease
 	}
 	return s.q.leaseUnanswered
+}
+
+// dueEarlier makes a queued run due a minute earlier, a write the run guard allows, which
+// takes the next version stamp (SQLite's stamp by the statement, SQL Server's rowversion by
+// itself): a write between a statement's read of the stamp and its own.
+func dueEarlier(ctx context.Context, tx *sqldb.Tx, run Run) error {
+	stamp := ""
+	if tx.Dialect.Name() == "sqlite" {
+		stamp = ", Version = " + sqliteStamp
+	}
+	_, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE Runs SET DueAt = ?`+stamp+` WHERE RunId = ?`),
+		tx.Dialect.Time(run.DueAt.Add(-time.Minute)), run.RunID)
+	return err
 }
