@@ -122,6 +122,10 @@ type InsightGroupKey struct {
 	Other bool   `json:"other,omitempty"`
 }
 
+// GroupKey is k: every insight's group type embeds InsightGroupKey, and this method lets
+// code read the key of any of them.
+func (k InsightGroupKey) GroupKey() InsightGroupKey { return k }
+
 // InsightSeriesGroup is one group's counts, largest group first.
 type InsightSeriesGroup struct {
 	InsightGroupKey

@@ -269,10 +269,10 @@ func otherLink(link, not, flag string, named []string) string {
 }
 
 // namedKeys are the keys of the groups an insight names (all but "other").
-func namedKeys(keys []api.InsightGroupKey) []string {
+func namedKeys[G interface{ GroupKey() api.InsightGroupKey }](groups []G) []string {
 	var named []string
-	for _, k := range keys {
-		if !k.Other {
+	for _, g := range groups {
+		if k := g.GroupKey(); !k.Other {
 			named = append(named, k.Key)
 		}
 	}
@@ -357,15 +357,11 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		var bars []chartBar
 		var table []linked[api.InsightSeriesGroup]
 		lostLink := attemptsLinker(api.AttemptLost.String(), f)
-		var keys []api.InsightGroupKey
-		for _, grp := range lost.Groups {
-			keys = append(keys, grp.InsightGroupKey)
-		}
 		for _, grp := range lost.Groups {
 			b := chartBar{Label: groupLabel(grp.InsightGroupKey), Parts: []chartPart{{Name: "lost", Value: float64(grp.Total)}}, Rows: grp.Total,
 				Href: lostLink(w.From, w.To, g, grp.Key)}
 			if grp.Other {
-				b.Href = otherLink(lostLink(w.From, w.To, "", ""), notParam[g], hasParam[g], namedKeys(keys))
+				b.Href = otherLink(lostLink(w.From, w.To, "", ""), notParam[g], hasParam[g], namedKeys(lost.Groups))
 			}
 			bars = append(bars, b)
 			table = append(table, linked[api.InsightSeriesGroup]{Row: grp, Href: b.Href})
@@ -400,10 +396,6 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		return err
 	}
 	v.LatencyRows, bars = nil, nil
-	var latencyKeys []api.InsightGroupKey
-	for _, g := range lat.Groups {
-		latencyKeys = append(latencyKeys, g.InsightGroupKey)
-	}
 	// Claim latency's "other" by release leaves out the named first claims' releases (a
 	// claimed run always has one: no "(none)").
 	latencyNot := notParam[w.GroupBy]
@@ -420,7 +412,7 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		// list's release is the latest attempt's, so the link names the first).
 		href := latencyLink(w.From, w.To, f, w.GroupBy, g.Key)
 		if w.GroupBy != "" && g.Other {
-			href = otherLink(latencyLink(w.From, w.To, f, "", ""), latencyNot, hasParam[w.GroupBy], namedKeys(latencyKeys))
+			href = otherLink(latencyLink(w.From, w.To, f, "", ""), latencyNot, hasParam[w.GroupBy], namedKeys(lat.Groups))
 		}
 		v.LatencyRows = append(v.LatencyRows, linked[api.ClaimLatencyGroup]{Row: g, Href: href})
 		bars = append(bars, chartBar{Label: label, Parts: []chartPart{
@@ -435,14 +427,10 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		return err
 	}
 	v.CallRows, bars = nil, nil
-	var targets []api.InsightGroupKey
-	for _, t := range cs.Targets {
-		targets = append(targets, t.InsightGroupKey)
-	}
 	for _, t := range cs.Targets {
 		href := callsLink(false, w.From, w.To, f, "target", t.Key)
 		if t.Other {
-			href = otherLink(callsLink(false, w.From, w.To, f, "", ""), "notTarget", "", namedKeys(targets))
+			href = otherLink(callsLink(false, w.From, w.To, f, "", ""), "notTarget", "", namedKeys(cs.Targets))
 		}
 		v.CallRows = append(v.CallRows, linked[api.CallTargetInsight]{Row: t, Href: href})
 		bars = append(bars, chartBar{Label: groupLabel(t.InsightGroupKey), Parts: []chartPart{
@@ -457,10 +445,6 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		return err
 	}
 	v.CostRows, bars = nil, nil
-	var models []api.InsightGroupKey
-	for _, g := range usage.Groups {
-		models = append(models, g.InsightGroupKey)
-	}
 	for _, g := range usage.Groups {
 		r := costRow{InsightGroupKey: g.InsightGroupKey}
 		for _, se := range g.Series {
@@ -479,7 +463,7 @@ func (c *console) readInsights(ctx context.Context, tenant string, w insights.Wi
 		// the calls of none of the named models.
 		switch {
 		case g.Other:
-			r.Href = otherLink(callsLink(true, w.From, w.To, f, "", ""), "notModel", "hasModel", namedKeys(models))
+			r.Href = otherLink(callsLink(true, w.From, w.To, f, "", ""), "notModel", "hasModel", namedKeys(usage.Groups))
 		case g.Key == "":
 			r.Href = callsLink(true, w.From, w.To, f, "hasModel", "false")
 		default:
@@ -583,15 +567,11 @@ func seriesChartOf(id, title string, names []string, link linker, w insights.Win
 	ch.SVG = columns(title+" per "+string(w.Bucket)+" bucket", bars, first, last)
 	if w.GroupBy != "" {
 		var gbars []chartBar
-		var keys []api.InsightGroupKey
-		for _, g := range s.Groups {
-			keys = append(keys, g.InsightGroupKey)
-		}
 		for _, g := range s.Groups {
 			row := seriesRow{Label: groupLabel(g.InsightGroupKey), Key: g.Key, Other: g.Other, Total: g.Total,
 				Href: link(w.From, w.To, w.GroupBy, g.Key)}
 			if g.Other {
-				row.Href = otherLink(link(w.From, w.To, "", ""), notParam[w.GroupBy], hasParam[w.GroupBy], namedKeys(keys))
+				row.Href = otherLink(link(w.From, w.To, "", ""), notParam[w.GroupBy], hasParam[w.GroupBy], namedKeys(s.Groups))
 			}
 			gb := chartBar{Label: row.Label, Href: row.Href, Rows: g.Total}
 			for _, sr := range g.Series {
