@@ -277,8 +277,7 @@ func (s *Store) LeasesLost(ctx context.Context, tenantID string, w Window, f Fil
 
 // AttemptsPerRun is the distribution of attempts per run ended in the window.
 func (s *Store) AttemptsPerRun(ctx context.Context, tenantID string, w Window, f Filter) (api.AttemptsPerRun, error) {
-	rows, err := s.read(ctx, tenantID, insight{name: "attempts per run", direct: s.q.attemptsPerRun, metric: metricAttemptsPerRun,
-		byBin: true}, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "attempts per run", direct: s.q.attemptsPerRun, metric: metricAttemptsPerRun}, w, f)
 	out := api.AttemptsPerRun{Window: w.Wire(), Groups: []api.AttemptsPerRunGroup{}}
 	for _, g := range groupRows(rows) {
 		grp := api.AttemptsPerRunGroup{InsightGroupKey: g.key, Counts: []api.AttemptsPerRunBin{}}
@@ -295,8 +294,7 @@ func (s *Store) AttemptsPerRun(ctx context.Context, tenantID string, w Window, f
 // ClaimLatency summarises the time from enqueue to first claim of the runs queued in the
 // window that have been claimed.
 func (s *Store) ClaimLatency(ctx context.Context, tenantID string, w Window, f Filter) (api.ClaimLatency, error) {
-	rows, err := s.read(ctx, tenantID, insight{name: "claim latency", direct: s.q.claimLatency, metric: metricClaimLatency,
-		byBin: true}, w, f)
+	rows, err := s.read(ctx, tenantID, insight{name: "claim latency", direct: s.q.claimLatency, metric: metricClaimLatency}, w, f)
 	out := api.ClaimLatency{Window: w.Wire(), Groups: []api.ClaimLatencyGroup{}}
 	for _, g := range groupRows(rows) {
 		var h histogram
@@ -316,7 +314,7 @@ var failedCall = map[string]bool{
 // Calls summarises the calls started in the window per target.
 func (s *Store) Calls(ctx context.Context, tenantID string, w Window, f Filter) (api.CallInsights, error) {
 	w.GroupBy = ""
-	rows, err := s.read(ctx, tenantID, insight{name: "calls", direct: s.q.calls, metric: metricCalls, byBin: true,
+	rows, err := s.read(ctx, tenantID, insight{name: "calls", direct: s.q.calls, metric: metricCalls,
 		subkeyGroups: true}, w, f)
 	out := api.CallInsights{Window: w.Wire(), Targets: []api.CallTargetInsight{}}
 	for _, g := range groupRows(rows) {
@@ -352,7 +350,7 @@ func (s *Store) Usage(ctx context.Context, tenantID string, w Window, f Filter, 
 // Decisions summarises the decisions requested in the window per decision kind.
 func (s *Store) Decisions(ctx context.Context, tenantID string, w Window, f Filter) (api.DecisionInsights, error) {
 	w.GroupBy = ""
-	rows, err := s.read(ctx, tenantID, insight{name: "decisions", direct: s.q.decisions, metric: metricDecisions, byBin: true,
+	rows, err := s.read(ctx, tenantID, insight{name: "decisions", direct: s.q.decisions, metric: metricDecisions,
 		subkeyGroups: true}, w, f)
 	out := api.DecisionInsights{Window: w.Wire(), Kinds: []api.DecisionKindInsight{}}
 	byKind := map[string]*api.DecisionKindInsight{}

@@ -70,8 +70,9 @@ var grains = []time.Duration{5 * time.Minute, time.Hour, 24 * time.Hour}
 // the ends'. Epoch-aligned as the other grains are.
 const coarseGrain = 16 * 24 * time.Hour
 
-// binned are the metrics answered as totals per bin over the window (byBin), which are
-// also counted in coarseGrain.
+// binned are the metrics answered as totals per bin over the window (a row's Bucket is the
+// cell's histogram or attempts bin, not its time bucket), which are also counted in
+// coarseGrain.
 var binned = map[metric]bool{metricAttemptsPerRun: true, metricClaimLatency: true, metricCalls: true, metricDecisions: true}
 
 // grainsOf are the grains a metric's facts are counted in.
@@ -718,8 +719,6 @@ type insight struct {
 	metric metric
 	// series keeps only that series of the metric ("": all).
 	series string
-	// byBin: the row's Bucket is the cell's histogram or attempts bin, not its time bucket.
-	byBin bool
 	// subkeyGroups: the group is the cell's Subkey (a call's target, a decision's kind).
 	subkeyGroups bool
 }
@@ -739,7 +738,7 @@ func (s *Store) readCells(ctx context.Context, tx *sqldb.Tx, tenantID string, in
 		group = ""
 	}
 	ranges := []span{{width, w.From.Unix(), w.To.Unix()}}
-	if in.byBin {
+	if binned[in.metric] {
 		// Totals per bin: any grain's cells that tile the window answer it.
 		chain, err := s.chain(ctx, tx, width, w)
 		if err != nil {
@@ -770,7 +769,7 @@ func (s *Store) readCells(ctx context.Context, tx *sqldb.Tx, tenantID string, in
 		if in.subkeyGroups {
 			k.group = c.Subkey
 		}
-		if in.byBin {
+		if binned[in.metric] {
 			k.bucket = c.Bin
 		} else {
 			k.bucket = (c.BucketStart - w.From.Unix()) / width
