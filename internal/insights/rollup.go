@@ -535,12 +535,8 @@ func (p *Projector) Project(ctx context.Context, tx *sqldb.Tx, after, ceiling sq
 // again from the daily cells, which every binary keeps, in the step's transaction, so a
 // crash leaves them as they were and the next step does it again.
 func (p *Projector) coarseCells(ctx context.Context, tx *sqldb.Tx) error {
-	var current int
-	if err := tx.GetContext(ctx, &current, p.q.coarseCurrent, ProjectorName); err != nil {
-		return fmt.Errorf("read the coarse cells' position: %w", err)
-	}
-	if current == 1 {
-		return nil
+	if complete, err := coarseComplete(ctx, tx, p.q); complete || err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, p.q.clearCoarse, int64(coarseGrain/time.Second)); err != nil {
 		return fmt.Errorf("clear the coarse cells: %w", err)
@@ -688,6 +684,16 @@ type cellRow struct {
 	Peak        int64  `db:"Peak"`
 }
 
+// coarseComplete says whether the coarse cells are complete through the projector's
+// position (its CoarseThrough is its Position).
+func coarseComplete(ctx context.Context, tx *sqldb.Tx, q *rollupQueries) (bool, error) {
+	var current int
+	if err := tx.GetContext(ctx, &current, q.coarseCurrent, ProjectorName); err != nil {
+		return false, fmt.Errorf("read the coarse cells' position: %w", err)
+	}
+	return current == 1, nil
+}
+
 // chain is the grains a binned insight's window of bucket width can be tiled with, finest
 // first: the window's own and the wider ones, the coarse grain only while its cells are
 // complete (the projector's CoarseThrough is its Position).
@@ -702,11 +708,11 @@ func (s *Store) chain(ctx context.Context, tx *sqldb.Tx, width int64, w Window) 
 	if w.To.Unix()-w.From.Unix() < coarse {
 		return chain, nil // no coarse bucket fits: spare the read of the position
 	}
-	var current int
-	if err := tx.GetContext(ctx, &current, s.rq.coarseCurrent, ProjectorName); err != nil {
-		return nil, fmt.Errorf("read the coarse cells' position: %w", err)
+	complete, err := coarseComplete(ctx, tx, s.rq)
+	if err != nil {
+		return nil, err
 	}
-	if current == 1 {
+	if complete {
 		chain = append(chain, coarse)
 	}
 	return chain, nil
