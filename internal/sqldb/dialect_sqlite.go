@@ -100,18 +100,21 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	ck.SetMaxOpenConns(1)
-	// The committer's own connection (writerconn.go), opened at its first group: the file
-	// is in WAL mode by then (pingWriter).
-	gw, err := sqlx.Open("sqlite", writerDSN)
-	if err != nil {
-		w.Close()
-		r.Close()
-		ck.Close()
-		return nil, fmt.Errorf("open sqlite: %w", err)
+	// The committer's own connection (writerconn.go, libconn.go), opened at its first group
+	// on the file with the writer's pragmas, in the order the driver applies the DSN's (its
+	// _pragma list sorted, then _journal_mode): the file is in WAL mode by then (pingWriter).
+	writerPragmas := []string{
+		"busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")",
+		"cache_size(-32768)",
+		"foreign_keys(1)",
+		"journal_size_limit(" + fmt.Sprint(walSizeLimit) + ")",
+		"page_size(" + fmt.Sprint(pageSize) + ")",
+		"synchronous(" + sync + ")",
+		"temp_store(memory)",
+		"wal_autocheckpoint(" + fmt.Sprint(walRestartPages) + ")",
+		"journal_mode=WAL",
 	}
-	gw.SetMaxOpenConns(1)
-	gw.SetConnMaxIdleTime(0)
-	return &DB{Dialect: sqliteDialect{}, w: w, gw: gw, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
+	return &DB{Dialect: sqliteDialect{}, w: w, writerPragmas: writerPragmas, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
 }
 
 // pageSize is a new file's page size. 2048 bytes rather than SQLite's 4096: a cycle

@@ -112,7 +112,7 @@ func (c *committer) beginGroup(ctx context.Context) (*writerConn, error) {
 		c.wc = nil
 	}
 	if c.wc == nil {
-		wc, err := openWriterConn(ctx, c.db.gw)
+		wc, err := openWriterConn(c.db)
 		if err != nil {
 			return nil, err
 		}

@@ -144,9 +144,10 @@ type DB struct {
 	sqlitePath string
 	// file is the SQLite file as opened, checked by readiness and the writer (fileid.go).
 	file *sqliteFile
-	// gw is the pool of the SQLite writer's own connection, which the committer holds
-	// (writerconn.go); w stays for maintenance and tests (Raw).
-	gw *sqlx.DB
+	// writerPragmas are the pragmas the committer's own connection is opened with
+	// (writerconn.go, libconn.go): the writer pool's DSN's; w stays for maintenance and
+	// tests (Raw).
+	writerPragmas []string
 	// rcache holds the SQLite readers' prepared statements (the writer's are prepared on
 	// its connection, writerConn).
 	rcache *stmtCache
@@ -234,9 +235,6 @@ func (db *DB) Close() error {
 		db.rcache.close()
 	}
 	err := db.w.Close()
-	if db.gw != nil {
-		err = errors.Join(err, db.gw.Close())
-	}
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
 	}

@@ -123,7 +123,7 @@ func (tx *Tx) query(ctx context.Context, scan func(*scanPlans, rowSource, error,
 		// The group's statements are never interrupted (see grouped): the driver is given a
 		// context that cannot end, which also spares it a watcher per statement.
 		rows, err := tx.wc.rows(context.Background(), query, args)
-		return scan(tx.plans, rows, err, query, dest, tx.wc.conn.Mapper)
+		return scan(tx.plans, rows, err, query, dest, tx.wc.mapper)
 	}
 	if tx.grouped {
 		ctx = context.WithoutCancel(ctx)

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"reflect"
 
-	"github.com/jmoiron/sqlx"
+	"github.com/jmoiron/sqlx/reflectx"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // writerConn is the SQLite writer's one connection, owned by the committer for as long as
@@ -24,34 +24,30 @@ import (
 // timeout, as another process would, instead of waiting for a connection the committer
 // never gives back.
 type writerConn struct {
-	conn *sqlx.Conn
-	// dc is conn's driver connection. It is used outside conn.Raw's callback: the committer
-	// holds conn, and with it dc, from openWriterConn to close, so database/sql never hands
-	// dc to anyone else nor touches it in between (nothing else is called on conn until
-	// close, which gives dc back through Raw first).
-	dc    driver.ConnPrepareContext
-	stmts map[string]*writerStmt
+	// lc is the connection, opened on the transpiled SQLite itself (libconn.go).
+	lc *libConn
+	// mapper is the writer pool's field mapper, for the scan plans.
+	mapper *reflectx.Mapper
+	stmts  map[string]*writerStmt
 	// args is the argument buffer, reused from statement to statement.
 	args []driver.NamedValue
 	// rowsBuf is the rows of the statement being read, reused from statement to statement
-	// while rowsBusy is false (its vals buffer with it).
+	// while rowsBusy is false (its vals buffer with it), and lrows its libRows.
 	rowsBuf  driverRows
+	lrows    libRows
 	rowsBusy bool
 	// scratch is the scan's reusable memory for the rows of this connection (scan.go).
 	scratch scanScratch
 	// inTx: BEGIN succeeded and neither COMMIT nor ROLLBACK has run since.
 	inTx bool
-	// bad: the driver declared the connection unusable; the next group takes a new one, and
-	// close discards this one.
+	// bad: the connection was found unusable; the next group opens a new one, and close
+	// closes this one.
 	bad bool
 }
 
-// writerStmt is a statement prepared on the writer's connection, run through the driver's
-// own interfaces (driverscan.go says why).
+// writerStmt is a statement prepared on the writer's connection.
 type writerStmt struct {
-	stmt  driver.Stmt
-	exec  driver.StmtExecContext
-	query driver.StmtQueryContext
+	ls *libStmt
 	// plans are the scan plans of the statement's answers by destination type (a
 	// statement scans into one or two types), so that the scan does not look its plan up
 	// by the statement's text (scanPlans).
@@ -74,38 +70,21 @@ const (
 	rollbackSQL = "ROLLBACK"
 )
 
-func openWriterConn(ctx context.Context, pool *sqlx.DB) (*writerConn, error) {
-	conn, err := pool.Connx(ctx)
+func openWriterConn(db *DB) (*writerConn, error) {
+	lc, err := openLibConn(db.sqlitePath, db.writerPragmas)
 	if err != nil {
 		return nil, err
 	}
-	var dc driver.ConnPrepareContext
-	if err := conn.Raw(func(c any) error {
-		var ok bool
-		if dc, ok = c.(driver.ConnPrepareContext); !ok {
-			return fmt.Errorf("the SQLite driver's connection %T cannot prepare with a context", c)
-		}
-		return nil
-	}); err != nil {
-		_ = conn.Close()
-		return nil, err
-	}
-	return &writerConn{conn: conn, dc: dc, stmts: map[string]*writerStmt{}}, nil
+	return &writerConn{lc: lc, mapper: db.w.Mapper, stmts: map[string]*writerStmt{}}, nil
 }
 
 // prepare prepares query on the connection.
-func (w *writerConn) prepare(ctx context.Context, query string) (*writerStmt, error) {
-	s, err := w.dc.PrepareContext(ctx, query)
+func (w *writerConn) prepare(_ context.Context, query string) (*writerStmt, error) {
+	ls, err := w.lc.prepare(query, sqlite3.SQLITE_PREPARE_PERSISTENT)
 	if err != nil {
 		return nil, err
 	}
-	ex, ok1 := s.(driver.StmtExecContext)
-	q, ok2 := s.(driver.StmtQueryContext)
-	if !ok1 || !ok2 {
-		_ = s.Close()
-		return nil, fmt.Errorf("the SQLite driver's statement %T does not run with a context", s)
-	}
-	return &writerStmt{stmt: s, exec: ex, query: q}, nil
+	return &writerStmt{ls: ls}, nil
 }
 
 // stmt returns query prepared on the connection, and whether it is kept (false: the cache
@@ -132,12 +111,12 @@ func (w *writerConn) run(ctx context.Context, query string, args []any) (driver.
 		return nil, err
 	}
 	if !kept {
-		defer s.stmt.Close()
+		defer s.ls.finalize()
 	}
 	if w.args, err = namedArgs(w.args, args); err != nil {
 		return nil, err
 	}
-	res, err := s.exec.ExecContext(ctx, w.args)
+	res, err := s.ls.exec(ctx, w.args)
 	clear(w.args) // let go of the arguments' values
 	w.noteBad(err)
 	return res, err
@@ -151,34 +130,40 @@ func (w *writerConn) rows(ctx context.Context, query string, args []any) (rowSou
 	}
 	closeStmt := func() {
 		if !kept {
-			_ = s.stmt.Close()
+			s.ls.finalize()
 		}
 	}
 	if w.args, err = namedArgs(w.args, args); err != nil {
 		closeStmt()
 		return nil, err
 	}
-	rows, err := s.query.QueryContext(ctx, w.args)
+	if w.rowsBusy {
+		// Rows of another statement are still open (never on the stores' paths, which read
+		// a statement's rows before sending the next): this one gets buffers of its own.
+		rows, err := s.ls.query(ctx, w.args, !kept)
+		clear(w.args)
+		if err != nil {
+			closeStmt()
+			return nil, err
+		}
+		var ws *writerStmt
+		if kept {
+			ws = s
+		}
+		return newDriverRows(rows, nil, nil, ws, nil), nil
+	}
+	err = s.ls.start(ctx, w.args, !kept, &w.lrows)
 	clear(w.args)
-	w.noteBad(err)
 	if err != nil {
 		closeStmt()
 		return nil, err
 	}
-	var own driver.Stmt
 	var ws *writerStmt
 	if kept {
 		ws = s
-	} else {
-		own = s.stmt
-	}
-	if w.rowsBusy {
-		// Rows of another statement are still open (never on the stores' paths, which read
-		// a statement's rows before sending the next): this one gets buffers of its own.
-		return newDriverRows(rows, nil, own, ws, nil), nil
 	}
 	w.rowsBusy = true
-	w.rowsBuf.reset(rows, own, ws, w)
+	w.rowsBuf.reset(&w.lrows, nil, ws, w)
 	return &w.rowsBuf, nil
 }
 
@@ -233,16 +218,11 @@ func usable(err error) bool {
 	return !errors.Is(err, sql.ErrConnDone) && !errors.Is(err, driver.ErrBadConn)
 }
 
-// close finalizes the statements and gives the connection back to its pool; a connection
-// declared bad is handed back as bad (through Raw), so the pool closes it instead of
-// keeping it.
+// close finalizes the statements and closes the connection, freeing its C memory.
 func (w *writerConn) close() {
 	for _, s := range w.stmts {
-		_ = s.stmt.Close()
+		s.ls.finalize()
 	}
 	clear(w.stmts)
-	if w.bad {
-		_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
-	}
-	_ = w.conn.Close()
+	w.lc.close()
 }

@@ -8,9 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // TestCommitterOwnsTheWriterConnection is issue 35 item 2: every group runs on the one
@@ -55,8 +58,8 @@ func TestCommitterOwnsTheWriterConnection(t *testing.T) {
 	if db.group.wc != wc || wc.stmts[beginSQL] != begin || wc.stmts[commitSQL] != commit {
 		t.Fatal("the writer's connection or its BEGIN and COMMIT were prepared again")
 	}
-	if n := db.gw.Stats().OpenConnections; n != 1 {
-		t.Fatalf("the committer's pool has %d connections open, want its one", n)
+	if wc.lc.db == 0 {
+		t.Fatal("the committer's connection is closed")
 	}
 	// Maintenance through the writer pool does not wait for the committer's connection.
 	if _, err := db.Raw().ExecContext(ctx, "INSERT INTO t (x) VALUES (2)"); err != nil {
@@ -158,8 +161,7 @@ func TestNewFilesTakeThePageSize(t *testing.T) {
 
 // TestWriterReplacesABadConnection: a connection the driver declared bad during a group
 // (database/sql would have closed it under the statement) is not used for the next group:
-// that group takes a new connection, and the bad one is handed back to the pool as bad,
-// so the pool keeps no second connection open.
+// that group takes a new connection, and the bad one is closed with its C memory.
 func TestWriterReplacesABadConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -177,11 +179,11 @@ func TestWriterReplacesABadConnection(t *testing.T) {
 	if err := insert(2); err != nil {
 		t.Fatalf("the group after a bad connection: %v", err)
 	}
-	if db.group.wc == old || db.group.wc.bad || db.group.wc.dc == old.dc {
+	if db.group.wc == old || db.group.wc.bad || db.group.wc.lc == old.lc {
 		t.Fatal("the next group ran on the connection declared bad")
 	}
-	if s := db.gw.Stats(); s.OpenConnections != 1 {
-		t.Fatalf("the committer's pool has %d connections open, want the new one alone", s.OpenConnections)
+	if old.lc.db != 0 || old.lc.buf != 0 {
+		t.Fatal("the bad connection was not closed, nor its memory freed")
 	}
 	var n int
 	if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil || n != 2 {
@@ -240,5 +242,27 @@ func TestWriterRunsStatementsPastItsCache(t *testing.T) {
 	}
 	if len(wc.stmts) != maxWriterStmts {
 		t.Fatalf("%d statements kept, want the cache's %d", len(wc.stmts), maxWriterStmts)
+	}
+}
+
+// TestSQLiteErrorLayout: the writer's errors are the driver's *sqlite.Error, made through
+// a mirror of its unexported fields (libconn.go); the mirror must match the type field for
+// field, or a driver upgrade would make them unreadable.
+func TestSQLiteErrorLayout(t *testing.T) {
+	t.Parallel()
+	want := reflect.TypeOf(sqlite.Error{})
+	got := reflect.TypeOf(sqliteErrorLayout{})
+	if want.NumField() != got.NumField() || want.Size() != got.Size() {
+		t.Fatalf("sqlite.Error has %d fields (%d bytes), the mirror %d (%d bytes)", want.NumField(), want.Size(), got.NumField(), got.Size())
+	}
+	for i := range want.NumField() {
+		w, g := want.Field(i), got.Field(i)
+		if w.Name != g.Name || w.Type != g.Type || w.Offset != g.Offset {
+			t.Fatalf("field %d: sqlite.Error's %s %v at %d, the mirror's %s %v at %d", i, w.Name, w.Type, w.Offset, g.Name, g.Type, g.Offset)
+		}
+	}
+	e := newSQLiteError("constraint failed: x", 2067)
+	if e.Code() != 2067 || e.Error() != "constraint failed: x" {
+		t.Fatalf("code %d text %q", e.Code(), e.Error())
 	}
 }
