@@ -33,8 +33,9 @@ type libConn struct {
 	tls *libc.TLS
 	db  uintptr
 	// buf is a C buffer for a text or blob argument (SQLite copies it at bind:
-	// SQLITE_TRANSIENT), and bufCap its size; pp is a pointer-sized C cell for the out
-	// parameters of open and prepare.
+	// SQLITE_TRANSIENT), and bufCap its size; pp is two pointer-sized C cells for the out
+	// parameters of open and prepare. Both are SQLite's allocations (sqlite3_malloc64), so
+	// sqlite3_memory_used counts them with the connection's own (TestWriterConnFreesItsMemory).
 	buf    uintptr
 	bufCap int
 	pp     uintptr
@@ -47,7 +48,7 @@ const sqliteTransient = ^uintptr(0)
 // openLibConn opens path with the writer's pragmas, in the order the driver applies them.
 func openLibConn(path string, pragmas []string) (*libConn, error) {
 	c := &libConn{tls: libc.NewTLS()}
-	c.pp = libc.Xmalloc(c.tls, 16)
+	c.pp = sqlite3.Xsqlite3_malloc64(c.tls, 16)
 	if c.pp == 0 {
 		c.tls.Close()
 		return nil, errors.New("open sqlite: out of memory")
@@ -137,7 +138,7 @@ func (c *libConn) grow(n int) error {
 		return nil
 	}
 	size := max(n, 2*c.bufCap, 256)
-	p := libc.Xrealloc(c.tls, c.buf, libc.Tsize_t(size))
+	p := sqlite3.Xsqlite3_realloc64(c.tls, c.buf, uint64(size))
 	if p == 0 {
 		return errors.New("sqlite: out of memory for an argument")
 	}
@@ -153,11 +154,11 @@ func (c *libConn) close() {
 		c.db = 0
 	}
 	if c.buf != 0 {
-		libc.Xfree(c.tls, c.buf)
+		sqlite3.Xsqlite3_free(c.tls, c.buf)
 		c.buf, c.bufCap = 0, 0
 	}
 	if c.pp != 0 {
-		libc.Xfree(c.tls, c.pp)
+		sqlite3.Xsqlite3_free(c.tls, c.pp)
 		c.pp = 0
 	}
 	c.tls.Close()
@@ -177,6 +178,8 @@ type libStmt struct {
 	// argument is the first of that name (the driver's argFinder).
 	params []libParam
 }
+
+func (s *libStmt) paramCount() int { return len(s.params) }
 
 type libParam struct {
 	ord  int
