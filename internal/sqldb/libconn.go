@@ -345,10 +345,12 @@ func (s *libStmt) step(ctx context.Context) (int32, error) {
 	return rc, s.c.errstr(rc)
 }
 
-// end resets s and clears its bindings, so no argument stays bound past its run.
+// end resets s. Its bindings stay: they are SQLite's own copies (SQLITE_TRANSIENT), and
+// sqlite3_clear_bindings would expire every statement whose plan read a bound value
+// (STAT4 is compiled in), so that its next step prepared it again: measured at 3.7 times
+// the cycle's instructions (docs/perf/issue-35.md).
 func (s *libStmt) end() {
 	sqlite3.Xsqlite3_reset(s.c.tls, s.p)
-	sqlite3.Xsqlite3_clear_bindings(s.c.tls, s.p)
 }
 
 // libResult is a statement's result, as the driver's.
