@@ -246,12 +246,17 @@ func (s *libStmt) finalize() {
 // binds them.
 func (s *libStmt) bind(args []driver.NamedValue) error {
 	c := s.c
+	// A name is looked for only among named arguments (sql.NamedArg, seldom passed).
+	named := false
+	for k := range args {
+		named = named || args[k].Name != ""
+	}
 	for i, prm := range s.params {
 		j := -1
 		if prm.ord >= 1 && prm.ord <= len(args) {
 			j = prm.ord - 1
 		}
-		if prm.name != "" {
+		if prm.name != "" && named {
 			for k := range args {
 				if args[k].Name == prm.name {
 					if j < 0 || k < j {

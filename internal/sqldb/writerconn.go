@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/jmoiron/sqlx/reflectx"
+	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -212,10 +213,23 @@ func (w *writerConn) noteBad(err error) {
 	}
 }
 
-// usable reports whether the connection can take the next group: a connection the driver
-// or database/sql declared bad is dropped and a new one taken.
+// usable reports whether the connection can take the next group. Not after database/sql's
+// or a driver's word that it is bad, nor after an error that leaves a SQLite connection's
+// view of the file in doubt (an I/O error, a file that cannot be opened or is not a
+// database, corruption, memory exhausted): the next group opens a new connection, which
+// reads the file from the start.
 func usable(err error) bool {
-	return !errors.Is(err, sql.ErrConnDone) && !errors.Is(err, driver.ErrBadConn)
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOMEM:
+			return false
+		}
+	}
+	return true
 }
 
 // close finalizes the statements and closes the connection, freeing its C memory.

@@ -164,30 +164,39 @@ func TestNewFilesTakeThePageSize(t *testing.T) {
 // that group takes a new connection, and the bad one is closed with its C memory.
 func TestWriterReplacesABadConnection(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db, _ := openLogged(t, filepath.Join(t.TempDir(), "ledger.db"))
-	insert := func(x int) error { return insertRow(db, x) }
-	if err := insert(1); err != nil {
-		t.Fatal(err)
-	}
-	// Between groups (Write has returned), as a statement's driver.ErrBadConn leaves it.
-	old := db.group.wc
-	old.noteBad(driver.ErrBadConn)
-	if !old.bad {
-		t.Fatal("driver.ErrBadConn did not mark the connection bad")
-	}
-	if err := insert(2); err != nil {
-		t.Fatalf("the group after a bad connection: %v", err)
-	}
-	if db.group.wc == old || db.group.wc.bad || db.group.wc.lc == old.lc {
-		t.Fatal("the next group ran on the connection declared bad")
-	}
-	if old.lc.db != 0 || old.lc.buf != 0 {
-		t.Fatal("the bad connection was not closed, nor its memory freed")
-	}
-	var n int
-	if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil || n != 2 {
-		t.Fatalf("%d rows (%v), want 2", n, err)
+	for _, bad := range []error{driver.ErrBadConn, newSQLiteError("disk I/O error (778)", 778), newSQLiteError("file is not a database (26)", 26)} {
+		t.Run(bad.Error(), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, _ := openLogged(t, filepath.Join(t.TempDir(), "ledger.db"))
+			insert := func(x int) error { return insertRow(db, x) }
+			if err := insert(1); err != nil {
+				t.Fatal(err)
+			}
+			// Between groups (Write has returned), as a statement's error leaves it.
+			old := db.group.wc
+			old.noteBad(newSQLiteError("UNIQUE constraint failed: t.x (2067)", 2067))
+			if old.bad {
+				t.Fatal("a constraint's error marked the connection bad")
+			}
+			old.noteBad(bad)
+			if !old.bad {
+				t.Fatalf("%v did not mark the connection bad", bad)
+			}
+			if err := insert(2); err != nil {
+				t.Fatalf("the group after a bad connection: %v", err)
+			}
+			if db.group.wc == old || db.group.wc.bad || db.group.wc.lc == old.lc {
+				t.Fatal("the next group ran on the connection declared bad")
+			}
+			if old.lc.db != 0 || old.lc.buf != 0 {
+				t.Fatal("the bad connection was not closed, nor its memory freed")
+			}
+			var n int
+			if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil || n != 2 {
+				t.Fatalf("%d rows (%v), want 2", n, err)
+			}
+		})
 	}
 }
 
