@@ -11,12 +11,13 @@ import (
 	"time"
 )
 
-// The SQLite writer's statements run on the driver's own prepared statements (writerconn.go),
+// The SQLite writer's statements run on its own connection (writerconn.go, libconn.go),
 // not through database/sql: its argument conversion (driverArgsConnLocked), its Rows and
 // its convertAssign were about 60k instructions of a cycle, with their allocations
 // (docs/perf/issue-35.md). This file is what the writer keeps of them: the arguments
-// converted as database/sql converts them, and the row values assigned as its Scan assigns
-// them. Readers and SQL Server stay on database/sql.
+// converted as database/sql converts them (then bound as the driver binds them), and the
+// row values (the driver's, libRows) assigned as its Scan assigns them. Readers and SQL
+// Server stay on database/sql.
 
 // rowSource is what the scan plans read rows from: *sql.Rows, or the writer's driverRows.
 type rowSource interface {
@@ -62,9 +63,10 @@ func describeArg(nv driver.NamedValue) string {
 	return "$" + strconv.Itoa(nv.Ordinal)
 }
 
-// driverRows is a driver.Rows read as rowSource. vals is the row buffer, reused from row
-// to row (the driver hands over fresh strings and byte slices for each row, so a value
-// assigned from it is never overwritten by the next row).
+// driverRows is a driver.Rows (the writer's libRows) read as rowSource. vals is the row
+// buffer, reused from row to row (libRows hands over fresh strings and byte slices for
+// each row, as the driver does, so a value assigned from it is never overwritten by the
+// next row).
 type driverRows struct {
 	rows   driver.Rows
 	vals   []driver.Value

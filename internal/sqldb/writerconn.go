@@ -20,10 +20,10 @@ import (
 // again for every group (the driver prepares and finalizes both each time). It is
 // measured in docs/perf/issue-35.md.
 //
-// The connection comes from a pool of its own (DB.gw), so maintenance code that uses the
-// writer pool directly (Raw, backups, migrations) waits for SQLite's write lock on the busy
-// timeout, as another process would, instead of waiting for a connection the committer
-// never gives back.
+// The connection is the committer's own, opened on the file outside database/sql
+// (libconn.go), so maintenance code that uses the writer pool directly (Raw, backups,
+// migrations) waits for SQLite's write lock on the busy timeout, as another process would,
+// instead of waiting for a connection the committer never gives back.
 type writerConn struct {
 	// lc is the connection, opened on the transpiled SQLite itself (libconn.go).
 	lc *libConn
