@@ -79,6 +79,9 @@ type driverRows struct {
 	// owner, when set, is the writer's connection whose reused rows these are: closing
 	// them frees them for its next statement.
 	owner *writerConn
+	// lr, when set, is rows as the writer's libRows: Next only steps and Scan reads each
+	// column straight into its destination (libRows.scanCol), vals unused.
+	lr *libRows
 }
 
 func newDriverRows(rows driver.Rows, vals []driver.Value, stmt driver.Stmt, ws *writerStmt, owner *writerConn) *driverRows {
@@ -94,14 +97,21 @@ func (r *driverRows) reset(rows driver.Rows, stmt driver.Stmt, ws *writerStmt, o
 	if cap(vals) < n {
 		vals = make([]driver.Value, n)
 	}
-	*r = driverRows{rows: rows, vals: vals[:n], stmt: stmt, ws: ws, owner: owner}
+	lr, _ := rows.(*libRows)
+	*r = driverRows{rows: rows, vals: vals[:n], stmt: stmt, ws: ws, owner: owner, lr: lr}
 }
 
 func (r *driverRows) Next() bool {
 	if r.closed || r.err != nil {
 		return false
 	}
-	if err := r.rows.Next(r.vals); err != nil {
+	var err error
+	if r.lr != nil {
+		err = r.lr.advance()
+	} else {
+		err = r.rows.Next(r.vals)
+	}
+	if err != nil {
 		if !errors.Is(err, io.EOF) {
 			r.err = err
 			if r.owner != nil {
@@ -118,7 +128,13 @@ func (r *driverRows) Scan(dest ...any) error {
 		return fmt.Errorf("sql: expected %d destination arguments in Scan, not %d", len(r.vals), len(dest))
 	}
 	for i, d := range dest {
-		if err := assign(d, r.vals[i]); err != nil {
+		var err error
+		if r.lr != nil {
+			err = r.lr.scanCol(i, d)
+		} else {
+			err = assign(d, r.vals[i])
+		}
+		if err != nil {
 			return fmt.Errorf("sql: Scan error on column index %d, name %q: %w", i, r.rows.Columns()[i], err)
 		}
 	}

@@ -439,46 +439,111 @@ func (r *libRows) Close() error {
 // Next reads a row into dest as the driver's rows.Next does for ledger's DSN (no
 // _inttotime, _texttotime nor _loc).
 func (r *libRows) Next(dest []driver.Value) error {
-	s := r.s
-	rc, err := s.step(r.ctx)
+	if err := r.advance(); err != nil {
+		return err
+	}
+	for i := range dest {
+		dest[i] = r.value(i)
+	}
+	return nil
+}
+
+// advance steps to the next row; io.EOF after the last.
+func (r *libRows) advance() error {
+	rc, err := r.s.step(r.ctx)
 	if err != nil {
 		return err
 	}
 	if rc == sqlite3.SQLITE_DONE {
 		return io.EOF
 	}
+	return nil
+}
+
+// value is column i of the current row as the driver hands it over.
+func (r *libRows) value(i int) driver.Value {
+	s := r.s
 	tls, p := s.c.tls, s.p
-	for i := range dest {
-		switch sqlite3.Xsqlite3_column_type(tls, p, int32(i)) {
-		case sqlite3.SQLITE_INTEGER:
-			dest[i] = sqlite3.Xsqlite3_column_int64(tls, p, int32(i))
-		case sqlite3.SQLITE_FLOAT:
-			dest[i] = sqlite3.Xsqlite3_column_double(tls, p, int32(i))
-		case sqlite3.SQLITE_TEXT:
-			t := sqlite3.Xsqlite3_column_text(tls, p, int32(i))
-			n := int(sqlite3.Xsqlite3_column_bytes(tls, p, int32(i)))
-			var v string
-			if t != 0 && n > 0 {
-				v = string(unsafe.Slice((*byte)(cmem(t)), n))
-			}
-			if s.timeCol[i] {
-				dest[i] = parseDriverTime(v)
-			} else {
-				dest[i] = v
-			}
-		case sqlite3.SQLITE_BLOB:
-			b := sqlite3.Xsqlite3_column_blob(tls, p, int32(i))
-			n := int(sqlite3.Xsqlite3_column_bytes(tls, p, int32(i)))
-			v := make([]byte, n) // a zero-length blob is empty, not nil (NULL), as the driver's
-			if b != 0 && n > 0 {
-				copy(v, unsafe.Slice((*byte)(cmem(b)), n))
-			}
-			dest[i] = v
-		default:
-			dest[i] = nil
+	switch sqlite3.Xsqlite3_column_type(tls, p, int32(i)) {
+	case sqlite3.SQLITE_INTEGER:
+		return sqlite3.Xsqlite3_column_int64(tls, p, int32(i))
+	case sqlite3.SQLITE_FLOAT:
+		return sqlite3.Xsqlite3_column_double(tls, p, int32(i))
+	case sqlite3.SQLITE_TEXT:
+		v := r.text(i)
+		if s.timeCol[i] {
+			return parseDriverTime(v)
 		}
+		return v
+	case sqlite3.SQLITE_BLOB:
+		b := sqlite3.Xsqlite3_column_blob(tls, p, int32(i))
+		n := int(sqlite3.Xsqlite3_column_bytes(tls, p, int32(i)))
+		v := make([]byte, n) // a zero-length blob is empty, not nil (NULL), as the driver's
+		if b != 0 && n > 0 {
+			copy(v, unsafe.Slice((*byte)(cmem(b)), n))
+		}
+		return v
 	}
 	return nil
+}
+
+// text is column i's text, copied into Go memory.
+func (r *libRows) text(i int) string {
+	tls, p := r.s.c.tls, r.s.p
+	t := sqlite3.Xsqlite3_column_text(tls, p, int32(i))
+	n := int(sqlite3.Xsqlite3_column_bytes(tls, p, int32(i)))
+	if t == 0 || n <= 0 {
+		return ""
+	}
+	return string(unsafe.Slice((*byte)(cmem(t)), n))
+}
+
+// scanCol stores column i of the current row in dest as assign(dest, r.value(i)) would,
+// without boxing the value: the destinations the stores scan most (a string from text, an
+// integer from an integer, a nullable of either) are taken straight from the column; any
+// other pairing goes through value and assign (TestWriterScansColumnsAsAssign).
+func (r *libRows) scanCol(i int, dest any) error {
+	s := r.s
+	tls, p := s.c.tls, s.p
+	ct := sqlite3.Xsqlite3_column_type(tls, p, int32(i))
+	switch d := dest.(type) {
+	case *string:
+		if ct == sqlite3.SQLITE_TEXT && !s.timeCol[i] {
+			*d = r.text(i)
+			return nil
+		}
+	case *int64:
+		if ct == sqlite3.SQLITE_INTEGER {
+			*d = sqlite3.Xsqlite3_column_int64(tls, p, int32(i))
+			return nil
+		}
+	case *int:
+		if ct == sqlite3.SQLITE_INTEGER {
+			*d = int(sqlite3.Xsqlite3_column_int64(tls, p, int32(i)))
+			return nil
+		}
+	case **string:
+		switch {
+		case ct == sqlite3.SQLITE_NULL:
+			*d = nil
+			return nil
+		case ct == sqlite3.SQLITE_TEXT && !s.timeCol[i]:
+			v := r.text(i)
+			*d = &v
+			return nil
+		}
+	case **int64:
+		switch ct {
+		case sqlite3.SQLITE_NULL:
+			*d = nil
+			return nil
+		case sqlite3.SQLITE_INTEGER:
+			v := sqlite3.Xsqlite3_column_int64(tls, p, int32(i))
+			*d = &v
+			return nil
+		}
+	}
+	return assign(dest, r.value(i))
 }
 
 // driverTimeFormats is the driver's parseTimeFormats (modernc.org/sqlite, sqlite.go).

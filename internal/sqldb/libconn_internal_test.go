@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"reflect"
@@ -237,5 +238,72 @@ func TestWriterConnFreesItsMemory(t *testing.T) {
 	if after := libc.MemStat(); after.Allocs > before.Allocs || after.Bytes > before.Bytes {
 		t.Fatalf("libc holds %d allocations (%d bytes) after 50 connections, %d (%d bytes) before",
 			after.Allocs, after.Bytes, before.Allocs, before.Bytes)
+	}
+}
+
+// TestWriterScansColumnsAsAssign: the writer's rows read a column straight into the
+// destinations the stores scan most (libRows.scanCol); every pairing of a value with a
+// destination gives what assign gives for the driver's value, the same value or an error
+// alike, in a plain column and in a DATETIME one.
+func TestWriterScansColumnsAsAssign(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	lc, err := openLibConn(filepath.Join(t.TempDir(), "cols.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.close()
+	if err := lc.execOnce(`CREATE TABLE c (plain, at DATETIME)`); err != nil {
+		t.Fatal(err)
+	}
+	sources := []string{"42", "-7", "300", "0", "1.5", "'text'", "'17'", "''", "x'00ff'", "x''", "NULL",
+		"9223372036854775807", "'2026-12-04T20:31:07.123Z'", "'2026-12-04 20:31'"}
+	dests := []func() any{
+		func() any { return new(string) }, func() any { return new(int) }, func() any { return new(int64) },
+		func() any { return new(bool) }, func() any { return new(float64) }, func() any { return new([]byte) },
+		func() any { return new(any) }, func() any { return new(*string) }, func() any { return new(*int) },
+		func() any { return new(*int64) }, func() any { return new(enumInt) }, func() any { return new(sql.NullString) },
+		func() any { return new(time.Time) },
+	}
+	ins, err := lc.prepare(`INSERT INTO c VALUES (?1, ?1)`, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ins.finalize()
+	sel, err := lc.prepare(`SELECT plain, at FROM c`, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sel.finalize()
+	for _, src := range sources {
+		if err := lc.execOnce(`DELETE FROM c`); err != nil {
+			t.Fatal(err)
+		}
+		if err := lc.execOnce(`INSERT INTO c VALUES (` + src + `, ` + src + `)`); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := sel.query(ctx, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rows.advance(); err != nil {
+			t.Fatal(err)
+		}
+		for col := range 2 {
+			for _, newDest := range dests {
+				want, got := newDest(), newDest()
+				wantErr := assign(want, rows.value(col))
+				gotErr := rows.scanCol(col, got)
+				name := fmt.Sprintf("%s in %s into %T", src, rows.Columns()[col], want)
+				if (wantErr == nil) != (gotErr == nil) {
+					t.Errorf("%s: assign's error %v, scanCol's %v", name, wantErr, gotErr)
+					continue
+				}
+				if wantErr == nil && !reflect.DeepEqual(want, got) {
+					t.Errorf("%s: assign stores %#v, scanCol %#v", name, reflect.ValueOf(want).Elem(), reflect.ValueOf(got).Elem())
+				}
+			}
+		}
+		rows.Close()
 	}
 }
