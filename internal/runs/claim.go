@@ -240,10 +240,15 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	args := leaseArgs(tx.Dialect, c.TenantID, cand.RunID, req.HolderID, leaseSeconds, until)
 	var run Run
 	var err error
+	// attemptStamp: the stamp the attempt's insert takes, known where the lease wrote the
+	// stamp its pick read (leaseUnanswered: the lease is the claim's first write, and the
+	// insert its next stamped one, clearWaits writing no stamp); 0 where the insert answers it.
+	var attemptStamp sqldb.RowVersion
 	if s.q.lease != "" {
 		err = tx.GetContext(ctx, &run, s.q.lease, args...)
 	} else {
 		run, err = leaseUnanswered(ctx, tx, s.q.leaseUnanswered, append(args, cand.Version), cand, req.HolderID, leaseSeconds, until)
+		attemptStamp = cand.Version + 1
 	}
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Claimed{}, errNotLeasable
@@ -262,13 +267,13 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	if _, err := tx.ExecContext(ctx, s.q.clearWaits, c.TenantID, run.RunID); err != nil {
 		return Claimed{}, fmt.Errorf("clear the waits of a run woken by time: %w", err)
 	}
-	a, err := attempts.Insert(ctx, tx, attempts.Attempt{
+	a, err := attempts.InsertStamped(ctx, tx, attempts.Attempt{
 		AttemptID: tx.Dialect.NewID(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
 		EnvironmentID: run.EnvironmentID, LeaseID: tx.Dialect.NewID(), FencingToken: run.Epoch, SnapshotID: run.SnapshotID,
 		ReleaseID: req.ReleaseID, AdapterVersion: req.AdapterVersion, AgentID: run.AgentID,
 		ModelProfileID: req.ModelProfileID, State: api.AttemptRunning, Phase: api.PhaseStarting,
 		MaxCorrections: run.MaxCorrections, StartedAt: now,
-	})
+	}, attemptStamp)
 	if err != nil {
 		return Claimed{}, err
 	}

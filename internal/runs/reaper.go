@@ -148,7 +148,7 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 			return err
 		}
 		// A lost lease spends an attempt (seed 003).
-		err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now, lost)
+		err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now, lost, nil)
 		if errors.Is(err, sqldb.ErrNotFound) {
 			return errLost
 		}
