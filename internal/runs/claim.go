@@ -263,9 +263,13 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	// no longer its, and rows left behind would count it waiting when it is queued again, make
 	// a later answer move its retry's due time, and outlive its end. One PK_RunWaits range
 	// of this run, empty for a run never parked, under the run's lock (run, then its waits:
-	// the order closeWaits takes).
-	if _, err := tx.ExecContext(ctx, s.q.clearWaits, c.TenantID, run.RunID); err != nil {
-		return Claimed{}, fmt.Errorf("clear the waits of a run woken by time: %w", err)
+	// the order closeWaits takes). A run at epoch 0 before this lease was never leased (a
+	// lease is what moves the epoch, and only up), so never parked: waits are written only
+	// under a lease (a holder's park, the reaper's): no statement then.
+	if run.Epoch > 1 {
+		if _, err := tx.ExecContext(ctx, s.q.clearWaits, c.TenantID, run.RunID); err != nil {
+			return Claimed{}, fmt.Errorf("clear the waits of a run woken by time: %w", err)
+		}
 	}
 	a, err := attempts.InsertStamped(ctx, tx, attempts.Attempt{
 		AttemptID: tx.Dialect.NewID(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
