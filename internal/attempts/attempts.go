@@ -253,7 +253,9 @@ func endedAs(tx *sqldb.Tx, known Attempt, state api.AttemptState, now time.Time,
 			a.ErrorDetails = &e.Details
 		}
 	}
-	return a, []any{known.AttemptID, int(state), tx.Dialect.Time(now), outcomeHash, code, message, details}
+	// Room for endUnanswered's stamp.
+	args := make([]any, 0, 8)
+	return a, append(args, known.AttemptID, int(state), tx.Dialect.Time(now), outcomeHash, code, message, details)
 }
 
 // ObserveCancellation records that the holder saw the cancel request and returns the

@@ -225,7 +225,9 @@ func (s *Service) nothingOrCostHeld(ctx context.Context, tx *sqldb.Tx, tenantID 
 // leaseArgs is the lease's arguments. HolderId is only stored, so it goes as Dialect.Text:
 // one declaration list (SQL Server's plan-cache key) whatever the holder's length.
 func leaseArgs(d sqldb.Dialect, tenantID string, runID uuid.UUID, holderID string, leaseSeconds int, until time.Time) []any {
-	return []any{tenantID, runID, d.Text(holderID), leaseSeconds, d.Time(until)}
+	// Room for leaseUnanswered's stamp.
+	args := make([]any, 0, 6)
+	return append(args, tenantID, runID, d.Text(holderID), leaseSeconds, d.Time(until))
 }
 
 // errNotLeasable: the pick is no longer a queued head.

@@ -302,15 +302,19 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, l leavi
 		row.ErrorCode, row.ErrorMessage = &e.Code, &e.Message
 	}
 	code, message := failureArgs(tx, l.Failure)
-	query, args := s.q.requeue, []any{run.RunID, run.Epoch, tx.Dialect.Time(l.At), l.Spent,
-		tx.Dialect.NullTime(l.ExpiredBefore), code, message}
+	var query string
+	var args []any
 	if l.Outcome == "" {
 		row.State, row.DueAt = api.RunQueued, at
+		query, args = s.q.requeue, []any{run.RunID, run.Epoch, tx.Dialect.Time(l.At), l.Spent,
+			tx.Dialect.NullTime(l.ExpiredBefore), code, message}
 	} else {
 		outcome := l.Outcome
 		row.State, row.Outcome, row.EndedAt = api.RunEnded, &outcome, &at
-		query, args = s.q.endLeased, []any{run.RunID, run.Epoch, outcome, tx.Dialect.Time(l.At), l.Spent,
-			tx.Dialect.NullTime(l.ExpiredBefore), code, message}
+		// Room for endLeasedUnanswered's SubjectQueued.
+		args = make([]any, 0, 9)
+		query, args = s.q.endLeased, append(args, run.RunID, run.Epoch, outcome, tx.Dialect.Time(l.At), l.Spent,
+			tx.Dialect.NullTime(l.ExpiredBefore), code, message)
 	}
 	if l.SubjectQueued != nil && s.q.endLeasedUnanswered != "" {
 		// The fence read what the statement would answer (fenceWhole): the left columns are
