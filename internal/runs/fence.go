@@ -51,6 +51,15 @@ type fenceRow struct {
 	SubjectQueued *bool            `db:"SubjectQueued"`
 }
 
+// fillRun sets the run's RunId, TenantId and ProjectId where the statement did not read them
+// (SQLite's fences): the attempt's, which the fence's join and WHERE make the run's, and
+// ProjectId the claim's copy of the run's (immutable on both).
+func (row *fenceRow) fillRun() {
+	if row.Run.RunID == uuid.Nil {
+		row.Run.RunID, row.Run.TenantID, row.Run.ProjectID = row.Attempt.RunID, row.Attempt.TenantID, row.Attempt.ProjectID
+	}
+}
+
 // Fence admits a holder's write inside tx, or refuses it. In one statement it reads the
 // attempt and its run and locks both until the transaction ends, the attempt first (the
 // lock order of every writer of both). It then checks, in this order:
@@ -83,6 +92,7 @@ func (s *Service) fence(ctx context.Context, tx *sqldb.Tx, query, tenantID strin
 	if err != nil {
 		return Fenced{}, err
 	}
+	row.fillRun()
 	f := Fenced{Attempt: row.Attempt, Run: row.Run, Now: now, Stamp: row.Stamp, SubjectQueued: row.SubjectQueued}
 	return f, judge(f, token)
 }

@@ -90,9 +90,11 @@ func sqliteFenceLeft() string {
 	return strings.Join(cols, ", ")
 }
 
-// sqliteFenceRun is the run's part of the fence's read, and its tables.
+// sqliteFenceRun is the run's part of the fence's read, and its tables. The run's RunId,
+// TenantId and ProjectId are the attempt's (the join's, the WHERE's, the claim's copy of an
+// immutable column), which the fence takes instead of reading them twice (Service.fence).
 const sqliteFenceRun = `
-    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
+    r.Subject AS "run.Subject",
     r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
     CAST(r.LeasedUntil AS TEXT) AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
     CAST(r.DeadlineAt AS TEXT) AS "run.DeadlineAt", CAST(r.CancelRequestedAt AS TEXT) AS "run.CancelRequestedAt"

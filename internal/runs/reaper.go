@@ -132,6 +132,7 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 		if err != nil {
 			return fmt.Errorf("lock running attempt: %w", err)
 		}
+		row.fillRun()
 		run := row.Run
 		if run.State != api.RunLeased || run.Epoch != e.Epoch || run.LeasedUntil == nil || !run.LeasedUntil.Before(now) {
 			return errLost
