@@ -115,6 +115,15 @@ func (a *Attempt) Ended() bool { return a.State != api.AttemptRunning }
 // Dialect.Time stores it, no correction yet, the columns it does not set NULL): reading the
 // whole row back cost a claim about 80 thousand instructions (docs/perf/issue-22.md).
 func Insert(ctx context.Context, tx *sqldb.Tx, a Attempt) (Attempt, error) {
+	return InsertStamped(ctx, tx, a, 0)
+}
+
+// InsertStamped is Insert for the caller that knows the stamp (nonzero) the insert takes,
+// where the dialect has insertUnanswered (SQLite): the claim, whose lease wrote the stamp its
+// pick read, and nothing since. The statement then answers nothing (RETURNING fills an
+// ephemeral table per statement), the attempt's Version is stamp, and the statement refuses
+// (sqldb.ErrRefused) rather than write another. Elsewhere, or with no stamp, it is Insert.
+func InsertStamped(ctx context.Context, tx *sqldb.Tx, a Attempt, stamp sqldb.RowVersion) (Attempt, error) {
 	q := queriesFor(tx.Dialect)
 	out := Attempt{
 		AttemptID: a.AttemptID, RunID: a.RunID, StepID: a.StepID, TenantID: a.TenantID, ProjectID: a.ProjectID,
@@ -122,7 +131,15 @@ func Insert(ctx context.Context, tx *sqldb.Tx, a Attempt) (Attempt, error) {
 		ReleaseID: a.ReleaseID, AdapterVersion: a.AdapterVersion, AgentID: a.AgentID, ModelProfileID: a.ModelProfileID,
 		State: a.State, Phase: a.Phase, MaxCorrections: a.MaxCorrections, StartedAt: sqldb.Truncate(a.StartedAt),
 	}
-	if err := tx.GetContext(ctx, &out.Version, q.insert, insertArgs(tx.Dialect, a)...); err != nil {
+	args := insertArgs(tx.Dialect, a)
+	if q.insertUnanswered != "" && stamp != 0 {
+		out.Version = stamp
+		if _, err := tx.ExecContext(ctx, q.insertUnanswered, append(args, stamp)...); err != nil {
+			return Attempt{}, fmt.Errorf("insert attempt: %w", err)
+		}
+		return out, nil
+	}
+	if err := tx.GetContext(ctx, &out.Version, q.insert, args...); err != nil {
 		return Attempt{}, fmt.Errorf("insert attempt: %w", err)
 	}
 	return out, nil
@@ -236,7 +253,9 @@ func endedAs(tx *sqldb.Tx, known Attempt, state api.AttemptState, now time.Time,
 			a.ErrorDetails = &e.Details
 		}
 	}
-	return a, []any{known.AttemptID, int(state), tx.Dialect.Time(now), outcomeHash, code, message, details}
+	// Room for endUnanswered's stamp.
+	args := make([]any, 0, 8)
+	return a, append(args, known.AttemptID, int(state), tx.Dialect.Time(now), outcomeHash, code, message, details)
 }
 
 // ObserveCancellation records that the holder saw the cancel request and returns the

@@ -5,8 +5,12 @@ import "github.com/ledger-dev/ledger/internal/sqldb"
 // queries is the statement set of attempt rows; each dialect fills every field.
 type queries struct {
 	insert string // the columns of table that have an insert argument, in order (insertArgs) -> Version
-	get    string // 1 tenant, 2 attempt
-	lock   string // 1 tenant, 2 attempt
+	// insertUnanswered: insert answering nothing, its Version the argument after insertArgs',
+	// the stamp its caller read in this transaction (InsertStamped); filled where the
+	// dialect's stamp can be read before the write (SQLite).
+	insertUnanswered string `sqllint:"optional"`
+	get              string // 1 tenant, 2 attempt
+	lock             string // 1 tenant, 2 attempt
 	// endFenced: 1 attempt, 2 state, 3 now, 4 outcome hash, 5 error code, 6 error message, 7
 	// error details (5-7 NULL: none) -> restColumns (EndFenced); no row when not running.
 	endFenced string

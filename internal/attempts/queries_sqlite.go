@@ -1,6 +1,10 @@
 package attempts
 
-import "github.com/ledger-dev/ledger/internal/sqldb"
+import (
+	"strconv"
+
+	"github.com/ledger-dev/ledger/internal/sqldb"
+)
 
 func init() { querySets.Register(sqldb.SQLiteName, &sqliteQueries) }
 
@@ -12,6 +16,13 @@ var sqliteQueries = queries{
     CorrectionCount, Version)
 VALUES (` + insertValues("?") + `, 0, (SELECT Value + 1 FROM RowVersionCounter))
 RETURNING Version`,
+	// insertUnanswered: insert answering nothing, its Version the stamp the caller read
+	// (InsertStamped). Should anything have advanced the counter since, it writes -1, which
+	// the attempt's AFTER INSERT trigger refuses (a version below the counter): the claim
+	// fails rather than answer a version the row does not have.
+	insertUnanswered: `INSERT INTO ExecutionAttempts (` + insertColumns + `,
+    CorrectionCount, Version)
+VALUES (` + insertValues("?") + `, 0, CASE WHEN ` + stampArg + ` = (SELECT Value + 1 FROM RowVersionCounter) THEN ` + stampArg + ` ELSE -1 END)`,
 	get:  `SELECT ` + sqliteColumns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	lock: `SELECT ` + sqliteColumns + ` FROM ExecutionAttempts WHERE TenantId = ?1 AND AttemptId = ?2`,
 	// endFenced: answers only what its caller's fence did not read.
@@ -41,3 +52,14 @@ RETURNING ` + sqliteColumns,
 WHERE AttemptId = ?1 AND State = 0
     AND NOT EXISTS (SELECT 1 FROM Checkpoints AS k WHERE k.AttemptId = ?1 AND k.Sequence > ?3)`,
 }
+
+// stampArg is insertUnanswered's stamp: the argument after the insert's.
+var stampArg = func() string {
+	n := 1
+	for _, c := range table {
+		if c.Arg != nil {
+			n++
+		}
+	}
+	return "?" + strconv.Itoa(n)
+}()

@@ -159,7 +159,8 @@ func TestEndsAnswerTheAttemptAsStored(t *testing.T) {
 // fence did not read (leaveLease builds the rest from the fence's row and what it wrote), so
 // the run the hooks get must hold, in every column Hooks.RunChanged names, exactly what a
 // later read returns: ended by a complete (with an error), queued again by a release, ended
-// by a release after a cancel, with a parent and a continuation source set.
+// by a release after a cancel, with a parent and a continuation source set, and ended with
+// another run of its subject queued (whose head marker must then be set).
 func TestLeavingRunIsTheRowAsStored(t *testing.T) {
 	t.Parallel()
 	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
@@ -186,6 +187,7 @@ func TestLeavingRunIsTheRowAsStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.enqueue(spec("leaving-child", func(s *runs.Spec) { s.ParentRunID = &parent.RunID }))
+		e.enqueue(spec("leaving-next"))
 		for _, c := range []struct {
 			name string
 			end  func(cl runs.Claimed) error
@@ -207,6 +209,14 @@ func TestLeavingRunIsTheRowAsStored(t *testing.T) {
 					runs.Completion{State: api.AttemptSucceeded})
 				return err
 			}},
+			// The fence reads whether the subject has another queued run (SQLite's fenceWhole):
+			// with one, the end marks it the head.
+			{"complete ends, the subject's next run queued", func(cl runs.Claimed) error {
+				e.enqueue(spec(cl.Run.Subject))
+				_, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken,
+					runs.Completion{State: api.AttemptSucceeded})
+				return err
+			}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				cl := e.claim()
@@ -222,6 +232,7 @@ func TestLeavingRunIsTheRowAsStored(t *testing.T) {
 				if want := read(e.get(cl.Run.RunID)); !reflect.DeepEqual(read(got), want) {
 					t.Fatalf("the hooks got\n%+v\nthe row is\n%+v", read(got), want)
 				}
+				e.agree()
 			})
 		}
 	})

@@ -225,7 +225,9 @@ func (s *Service) nothingOrCostHeld(ctx context.Context, tx *sqldb.Tx, tenantID 
 // leaseArgs is the lease's arguments. HolderId is only stored, so it goes as Dialect.Text:
 // one declaration list (SQL Server's plan-cache key) whatever the holder's length.
 func leaseArgs(d sqldb.Dialect, tenantID string, runID uuid.UUID, holderID string, leaseSeconds int, until time.Time) []any {
-	return []any{tenantID, runID, d.Text(holderID), leaseSeconds, d.Time(until)}
+	// Room for leaseUnanswered's stamp.
+	args := make([]any, 0, 6)
+	return append(args, tenantID, runID, d.Text(holderID), leaseSeconds, d.Time(until))
 }
 
 // errNotLeasable: the pick is no longer a queued head.
@@ -240,10 +242,15 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	args := leaseArgs(tx.Dialect, c.TenantID, cand.RunID, req.HolderID, leaseSeconds, until)
 	var run Run
 	var err error
+	// attemptStamp: the stamp the attempt's insert takes, known where the lease wrote the
+	// stamp its pick read (leaseUnanswered: the lease is the claim's first write, and the
+	// insert its next stamped one, clearWaits writing no stamp); 0 where the insert answers it.
+	var attemptStamp sqldb.RowVersion
 	if s.q.lease != "" {
 		err = tx.GetContext(ctx, &run, s.q.lease, args...)
 	} else {
 		run, err = leaseUnanswered(ctx, tx, s.q.leaseUnanswered, append(args, cand.Version), cand, req.HolderID, leaseSeconds, until)
+		attemptStamp = cand.Version + 1
 	}
 	if errors.Is(err, sqldb.ErrNotFound) {
 		return Claimed{}, errNotLeasable
@@ -258,17 +265,21 @@ func (s *Service) lease(ctx context.Context, tx *sqldb.Tx, c Caller, req ClaimRe
 	// no longer its, and rows left behind would count it waiting when it is queued again, make
 	// a later answer move its retry's due time, and outlive its end. One PK_RunWaits range
 	// of this run, empty for a run never parked, under the run's lock (run, then its waits:
-	// the order closeWaits takes).
-	if _, err := tx.ExecContext(ctx, s.q.clearWaits, c.TenantID, run.RunID); err != nil {
-		return Claimed{}, fmt.Errorf("clear the waits of a run woken by time: %w", err)
+	// the order closeWaits takes). A run at epoch 0 before this lease was never leased (a
+	// lease is what moves the epoch, and only up), so never parked: waits are written only
+	// under a lease (a holder's park, the reaper's): no statement then.
+	if run.Epoch > 1 {
+		if _, err := tx.ExecContext(ctx, s.q.clearWaits, c.TenantID, run.RunID); err != nil {
+			return Claimed{}, fmt.Errorf("clear the waits of a run woken by time: %w", err)
+		}
 	}
-	a, err := attempts.Insert(ctx, tx, attempts.Attempt{
+	a, err := attempts.InsertStamped(ctx, tx, attempts.Attempt{
 		AttemptID: tx.Dialect.NewID(), RunID: run.RunID, StepID: run.StepID, TenantID: c.TenantID, ProjectID: run.ProjectID,
 		EnvironmentID: run.EnvironmentID, LeaseID: tx.Dialect.NewID(), FencingToken: run.Epoch, SnapshotID: run.SnapshotID,
 		ReleaseID: req.ReleaseID, AdapterVersion: req.AdapterVersion, AgentID: run.AgentID,
 		ModelProfileID: req.ModelProfileID, State: api.AttemptRunning, Phase: api.PhaseStarting,
 		MaxCorrections: run.MaxCorrections, StartedAt: now,
-	})
+	}, attemptStamp)
 	if err != nil {
 		return Claimed{}, err
 	}

@@ -294,6 +294,84 @@ var faultCases = []struct {
 		}
 		e.agree()
 	}},
+	{"ClaimAttemptNeverAnswersAStaleVersion", func(t *testing.T, e *faultEnv) {
+		head := e.enqueue(e.spec("s"))
+		other := e.enqueue(e.spec("t"))
+		// Another run is written between the claim's lease and its attempt's insert. Where
+		// the insert takes the stamp after the lease's (attempts.InsertStamped), that stamp
+		// is no longer the next: the claim must fail and change nothing rather than answer a
+		// version the attempt does not have; where the insert answers its version, it answers
+		// the row as stored.
+		var ran atomic.Bool
+		e.db.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
+			if !strings.HasPrefix(st.Query, "INSERT INTO ExecutionAttempts") && !strings.HasPrefix(st.Query, "INSERT INTO dbo.ExecutionAttempts") {
+				return nil
+			}
+			if ran.Swap(true) {
+				return nil
+			}
+			return dueEarlier(ctx, tx, other)
+		})
+		t.Cleanup(func() { e.db.SetStatementHook(nil) })
+		cl, err := e.svc.Claim(e.ctx, e.caller, ClaimRequest{HolderID: "h", ReleaseID: "r", AdapterVersion: "1", ModelProfileID: "m"})
+		wantRan(t, &ran)
+		if e.svc.q.lease == "" {
+			if !errors.Is(err, sqldb.ErrRefused) {
+				t.Fatalf("claim after a write under its lease: attempt version %d, %v; want the triggers' refusal", cl.Attempt.Version, err)
+			}
+			if got := e.get(t, head.RunID); got.State != api.RunQueued || got.Version != head.Version {
+				t.Fatalf("the refused claim changed its pick: %+v", got)
+			}
+		} else {
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored attempts.Attempt
+			if rerr := e.db.Read(e.ctx, sqldb.TenantScope(e.tenant), func(tx *sqldb.Tx) error {
+				var err error
+				stored, err = attempts.Get(e.ctx, tx, e.tenant, cl.Attempt.AttemptID)
+				return err
+			}); rerr != nil {
+				t.Fatal(rerr)
+			}
+			if stored.Version != cl.Attempt.Version {
+				t.Fatalf("claim answered attempt version %d, the row has %d", cl.Attempt.Version, stored.Version)
+			}
+		}
+		e.agree()
+	}},
+	{"EndNeverMissesARunQueuedUnderIt", func(t *testing.T, e *faultEnv) {
+		e.enqueue(e.spec("s"))
+		cl := e.claim()
+		// A run of the subject is queued between a complete's fence and the run's end. Where
+		// the fence read whether one was (fenceWhole, endLeasedUnanswered), that answer is
+		// stale: the complete must fail and change nothing rather than leave the new run's
+		// head unmarked; where the end probes for itself, the new run becomes the head.
+		var queued Run
+		ran := e.before(e.svc.leaveStatement(), nil, func(ctx context.Context, tx *sqldb.Tx) error {
+			var err error
+			queued, _, err = e.svc.EnqueueTx(ctx, tx, e.caller, e.spec("s"))
+			return err
+		})
+		_, err := e.svc.Complete(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Completion{State: api.AttemptSucceeded})
+		wantRan(t, ran)
+		if e.svc.q.endLeasedUnanswered != "" {
+			if !errors.Is(err, sqldb.ErrRefused) {
+				t.Fatalf("complete after a run of its subject was queued under it: %v; want the triggers' refusal", err)
+			}
+			if got := e.get(t, cl.Run.RunID); got.State != api.RunLeased {
+				t.Fatalf("the refused complete changed the run: %+v", got)
+			}
+		} else {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.get(t, queued.RunID); got.State != api.RunQueued {
+				t.Fatalf("the run queued under the complete: %+v", got)
+			}
+		}
+		e.agree() // the head markers among them
+	}},
 	{"ClaimSkipsAHeadEndedWhileItWaited", func(t *testing.T, e *faultEnv) {
 		head := e.enqueue(e.spec("s"))
 		second := e.enqueue(e.spec("s"))
@@ -354,7 +432,7 @@ var faultCases = []struct {
 			if _, err = e.svc.endAttempt(ctx, tx, f, api.AttemptReleased, nil, nil); err != nil {
 				return err
 			}
-			err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil, nil)
+			err = e.svc.giveBack(ctx, tx, f.Run, f.Run.Attempt, f.Now, nil, nil, nil, nil)
 			return err
 		})
 		a, err := e.svc.Release(e.ctx, e.tenant, cl.Attempt.AttemptID, cl.Lease.FencingToken, Release{})
@@ -418,6 +496,15 @@ func (s *Service) leaseStatement() string {
 		return s.q.lease
 	}
 	return s.q.leaseUnanswered
+}
+
+// leaveStatement is a complete's end of its run on the dialect under test (queries.endLeased,
+// or endLeasedUnanswered where the fence reads what it answered).
+func (s *Service) leaveStatement() string {
+	if s.q.endLeasedUnanswered != "" {
+		return s.q.endLeasedUnanswered
+	}
+	return s.q.endLeased
 }
 
 // dueEarlier makes a queued run due a minute earlier, a write the run guard allows, which

@@ -32,6 +32,10 @@ type Fenced struct {
 	// Stamp is the stamp the transaction's first write takes, read by a fenceWhole where the
 	// dialect can (0: not read); Attempt then holds every column (attempts.EndWhole).
 	Stamp sqldb.RowVersion
+	// SubjectQueued, read by a fenceWhole where the dialect can (nil: not read), says another
+	// run of the subject is queued; Run then also holds its left columns (Kind, AgentID,
+	// ParentRunID, ContinuedFromRunID), so the run's leaving answers nothing (leaveLease).
+	SubjectQueued *bool
 }
 
 // fenceRow is what the fence statement reads: the attempt's columns and the run's, the
@@ -42,8 +46,18 @@ type fenceRow struct {
 	// Now is the database clock read by the same statement (NULL where the dialect reads
 	// none), so the fence needs no statement of its own for the time.
 	Now sqldb.NullTime `db:"Now"`
-	// Stamp: see Fenced.
-	Stamp sqldb.RowVersion `db:"Stamp"`
+	// Stamp and SubjectQueued: see Fenced.
+	Stamp         sqldb.RowVersion `db:"Stamp"`
+	SubjectQueued *bool            `db:"SubjectQueued"`
+}
+
+// fillRun sets the run's RunId, TenantId and ProjectId where the statement did not read them
+// (SQLite's fences): the attempt's, which the fence's join and WHERE make the run's, and
+// ProjectId the claim's copy of the run's (immutable on both).
+func (row *fenceRow) fillRun() {
+	if row.Run.RunID == uuid.Nil {
+		row.Run.RunID, row.Run.TenantID, row.Run.ProjectID = row.Attempt.RunID, row.Attempt.TenantID, row.Attempt.ProjectID
+	}
 }
 
 // Fence admits a holder's write inside tx, or refuses it. In one statement it reads the
@@ -78,7 +92,8 @@ func (s *Service) fence(ctx context.Context, tx *sqldb.Tx, query, tenantID strin
 	if err != nil {
 		return Fenced{}, err
 	}
-	f := Fenced{Attempt: row.Attempt, Run: row.Run, Now: now, Stamp: row.Stamp}
+	row.fillRun()
+	f := Fenced{Attempt: row.Attempt, Run: row.Run, Now: now, Stamp: row.Stamp, SubjectQueued: row.SubjectQueued}
 	return f, judge(f, token)
 }
 

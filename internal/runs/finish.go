@@ -57,7 +57,7 @@ func (s *Service) Complete(ctx context.Context, tenantID string, attemptID uuid.
 				return attempts.Attempt{}, false, err
 			}
 			promoted, err = s.leaveLease(ctx, tx, f.Run, leaving{Outcome: outcome, At: f.Now, Spent: f.Run.Attempt,
-				Failure: runFailure(outcome, c.Error, f.Run, f.Now)})
+				Failure: runFailure(outcome, c.Error, f.Run, f.Now), SubjectQueued: f.SubjectQueued})
 			return a, true, err
 		},
 		Repeat: func(ctx context.Context, tx *sqldb.Tx, f Fenced) (attempts.Attempt, error) {
@@ -129,7 +129,7 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 			if r.Charge {
 				spent++
 			}
-			err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil, r.Error)
+			err = s.giveBack(ctx, tx, f.Run, spent, f.Now, r.RetryAfter, nil, r.Error, f.SubjectQueued)
 			return a, true, err
 		},
 		Repeat: repeatWhen(tenantID, attemptID, func(f Fenced) bool { return f.Attempt.State == api.AttemptReleased }),
@@ -145,12 +145,13 @@ func (s *Service) Release(ctx context.Context, tenantID string, attemptID uuid.U
 // spent reached MaxAttempts or past the deadline, else queued again. expiredBefore makes
 // the write conditional on the lease having passed (the reaper's take-back); it reports
 // sqldb.ErrNotFound when that condition no longer holds. failure is the error the attempt
-// ended with, which the run keeps (see runError). The caller holds the subject lock.
-func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time, failure *attempts.Failure) error {
+// ended with, which the run keeps (see runError). subjectQueued is Fenced.SubjectQueued
+// (nil: not read). The caller holds the subject lock.
+func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int, now time.Time, retryAfter *time.Duration, expiredBefore *time.Time, failure *attempts.Failure, subjectQueued *bool) error {
 	// Its callers wake claimers whenever it took a lease back, whatever became the head.
 	if outcome := endOutcome(run, spent, now); outcome != "" {
 		_, err := s.leaveLease(ctx, tx, run, leaving{Outcome: outcome, At: now, Spent: spent, ExpiredBefore: expiredBefore,
-			Failure: runFailure(outcome, failure, run, now)})
+			Failure: runFailure(outcome, failure, run, now), SubjectQueued: subjectQueued})
 		return err
 	}
 	delay := Backoff(spent, s.jitter())
@@ -158,7 +159,7 @@ func (s *Service) giveBack(ctx context.Context, tx *sqldb.Tx, run Run, spent int
 		delay = *retryAfter
 	}
 	_, err := s.leaveLease(ctx, tx, run, leaving{At: now.Add(delay), Spent: spent, ExpiredBefore: expiredBefore,
-		Failure: runFailure("", failure, run, now)})
+		Failure: runFailure("", failure, run, now), SubjectQueued: subjectQueued})
 	return err
 }
 
@@ -266,6 +267,9 @@ type leaving struct {
 	Spent         int
 	ExpiredBefore *time.Time
 	Failure       *attempts.Failure
+	// SubjectQueued is Fenced.SubjectQueued: when set, run holds its left columns as well and
+	// the statement (requeueUnanswered, endLeasedUnanswered) answers nothing.
+	SubjectQueued *bool
 }
 
 // leaveLease takes run, a leased run as its fence read it, out of its lease (requeue, or
@@ -298,18 +302,33 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, l leavi
 		row.ErrorCode, row.ErrorMessage = &e.Code, &e.Message
 	}
 	code, message := failureArgs(tx, l.Failure)
-	query, args := s.q.requeue, []any{run.RunID, run.Epoch, tx.Dialect.Time(l.At), l.Spent,
-		tx.Dialect.NullTime(l.ExpiredBefore), code, message}
+	var query string
+	var args []any
 	if l.Outcome == "" {
 		row.State, row.DueAt = api.RunQueued, at
+		query, args = s.q.requeue, []any{run.RunID, run.Epoch, tx.Dialect.Time(l.At), l.Spent,
+			tx.Dialect.NullTime(l.ExpiredBefore), code, message}
 	} else {
 		outcome := l.Outcome
 		row.State, row.Outcome, row.EndedAt = api.RunEnded, &outcome, &at
-		query, args = s.q.endLeased, []any{run.RunID, run.Epoch, outcome, tx.Dialect.Time(l.At), l.Spent,
-			tx.Dialect.NullTime(l.ExpiredBefore), code, message}
+		// Room for endLeasedUnanswered's SubjectQueued.
+		args = make([]any, 0, 9)
+		query, args = s.q.endLeased, append(args, run.RunID, run.Epoch, outcome, tx.Dialect.Time(l.At), l.Spent,
+			tx.Dialect.NullTime(l.ExpiredBefore), code, message)
 	}
-	// The answer is scanned over row: it replaces the columns it answers only.
-	if err := tx.GetContext(ctx, &row, query, args...); err != nil {
+	if l.SubjectQueued != nil && s.q.endLeasedUnanswered != "" {
+		// The fence read what the statement would answer (fenceWhole): the left columns are
+		// in run already, and a requeued run is its subject's queued run itself.
+		query = s.q.requeueUnanswered
+		if l.Outcome != "" {
+			query, args = s.q.endLeasedUnanswered, append(args, *l.SubjectQueued)
+		}
+		row.SubjectQueued = l.Outcome == "" || *l.SubjectQueued
+		if err := leave1(ctx, tx, query, args); err != nil {
+			return false, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
+		}
+	} else if err := tx.GetContext(ctx, &row, query, args...); err != nil {
+		// The answer is scanned over row: it replaces the columns it answers only.
 		return false, fmt.Errorf("take run %s out of its lease: %w", run.RunID, err)
 	}
 	out := row.Run
@@ -322,6 +341,24 @@ func (s *Service) leaveLease(ctx context.Context, tx *sqldb.Tx, run Run, l leavi
 		return false, err
 	}
 	return headMoved, s.countLease(ctx, tx, out, -1)
+}
+
+// leave1 runs a run's leaving that answers nothing: sqldb.ErrNotFound when it changed no row,
+// as the answering statement reports.
+func leave1(ctx context.Context, tx *sqldb.Tx, query string, args []any) error {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return err
+	case n == 0:
+		return sqldb.ErrNotFound
+	case n != 1:
+		return fmt.Errorf("changed %d rows, want 1", n)
+	}
+	return nil
 }
 
 // endQueued ends a queued run with outcome (a cancel, or the reaper at its deadline), then,

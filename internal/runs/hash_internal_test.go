@@ -6,6 +6,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/ledger-dev/ledger/api"
+	"github.com/ledger-dev/ledger/internal/apperr"
+	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/sqldb"
 )
 
 // The request hash is computed from Spec itself: every field changes it when set (each in
@@ -124,4 +129,45 @@ func structFields(t reflect.Type) func(func(reflect.StructField) bool) {
 			}
 		}
 	}
+}
+
+// TestOnlyKeyedRunsKeepARequestHash: the hash is compared only under an idempotency key,
+// so an enqueue without one computes none and stores NULL; one with a key stores it, and
+// a repeat with the same request answers the run while another request is refused.
+func TestOnlyKeyedRunsKeepARequestHash(t *testing.T) {
+	t.Parallel()
+	dbtest.Run(t, func(t *testing.T, tgt dbtest.Target) {
+		e := newFaultEnv(t, tgt)
+		stored := func(id uuid.UUID) *string {
+			t.Helper()
+			var h *string
+			err := e.db.Read(e.ctx, sqldb.TenantScope(e.tenant), func(tx *sqldb.Tx) error {
+				return tx.GetContext(e.ctx, &h, tx.Rebind(`SELECT RequestHash FROM Runs WHERE RunId = ?`), id)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		keyless := e.enqueue(e.spec("s"))
+		if h := stored(keyless.RunID); h != nil {
+			t.Fatalf("a run without an idempotency key keeps request hash %q", *h)
+		}
+		key := "k-1"
+		s := e.spec("s")
+		s.IdempotencyKey = &key
+		keyed := e.enqueue(s)
+		if h := stored(keyed.RunID); h == nil || *h != s.requestHash() {
+			t.Fatalf("a keyed run keeps request hash %v, want %s", h, s.requestHash())
+		}
+		again, created, err := e.svc.Enqueue(e.ctx, e.caller, s)
+		if err != nil || created || again.RunID != keyed.RunID {
+			t.Fatalf("repeat: created=%v err=%v run %v, want %v", created, err, again.RunID, keyed.RunID)
+		}
+		other := s
+		other.Kind = "other"
+		if _, _, err := e.svc.Enqueue(e.ctx, e.caller, other); apperr.CodeOf(err) != api.CodeIdempotencyKeyReused {
+			t.Fatalf("another request under the key: %v, want %s", err, api.CodeIdempotencyKeyReused)
+		}
+	})
 }

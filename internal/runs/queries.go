@@ -68,17 +68,26 @@ type queries struct {
 	// fenceWhole: as fence, for the writes whose first write ends the attempt (a complete, a
 	// release): where the dialect can read the stamp that write takes, every column of the
 	// attempt and the stamp as Stamp (attempts.EndWhole then answers nothing); elsewhere
-	// the fence's columns.
+	// the fence's columns. Where it reads the stamp, it also reads the run's leftColumns (as
+	// run.<column>) and SubjectQueued, endLeased's probe (another run of the subject is
+	// queued): requeueUnanswered and endLeasedUnanswered then answer nothing.
 	fenceWhole string
 
 	heartbeat string // 1 run, 2 epoch, 3 leased until, 4 lease seconds
 	// requeue, endLeased and endQueued also write the run's error (code, message; NULL: none).
 	// requeue and endLeased answer leftColumns (Kind, AgentId, ParentRunId, ContinuedFromRunId:
 	// what leaveLease neither has from the fence nor wrote) and SubjectQueued.
-	requeue       string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any), 6 error code, 7 error message
-	endLeased     string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any), 7 error code, 8 error message
-	endQueued     string // 1 run, 2 outcome, 3 ended at, 4 error code, 5 error message -> run
-	requestCancel string // 1 run, 2 now -> run
+	requeue   string // 1 run, 2 epoch, 3 due, 4 attempt, 5 expired before (NULL: any), 6 error code, 7 error message
+	endLeased string // 1 run, 2 epoch, 3 outcome, 4 ended at, 5 attempt, 6 expired before (NULL: any), 7 error code, 8 error message
+	// requeueUnanswered and endLeasedUnanswered: requeue and endLeased answering nothing
+	// (their count), for the caller whose fence read the left columns and SubjectQueued
+	// (fenceWhole); endLeasedUnanswered's 9 is that SubjectQueued, and it refuses
+	// (sqldb.ErrRefused) when another run of the subject is queued and 9 said none. Filled
+	// where fenceWhole reads them (SQLite).
+	requeueUnanswered   string `sqllint:"optional"`
+	endLeasedUnanswered string `sqllint:"optional"`
+	endQueued           string // 1 run, 2 outcome, 3 ended at, 4 error code, 5 error message -> run
+	requestCancel       string // 1 run, 2 now -> run
 	// list: 1 tenant, 2 state, 3 subject, 4 project, 5 kind, 6 cursor queued at, 7 cursor
 	// run, 8 limit, 9 agent, 10 queued from, 11 band, 12 outcome, 13 error code, 14 release
 	// (its latest attempt's, as insights group runs), 15 ended from, 16 ended before, 17 tag,

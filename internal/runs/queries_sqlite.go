@@ -71,12 +71,30 @@ var sqliteClaim = `SELECT ` + sqldb.SQLiteColumnList(runTable, "r.", func(c runC
 var sqliteFenceColumns = `NULL AS Now, ` + attempts.SQLiteFenceColumns + `,` + sqliteFenceRun
 
 // sqliteFenceWholeColumns is fenceWhole's read: the fence's, with every column of the attempt
-// and the stamp the transaction's first write will take (attempts.EndWhole).
-var sqliteFenceWholeColumns = `NULL AS Now, ` + sqliteStamp + ` AS Stamp, ` + attempts.SQLiteWholeColumns + `,` + sqliteFenceRun
+// and the stamp the transaction's first write will take (attempts.EndWhole), and what a run
+// leaving its lease answered (its left columns, immutable, and SubjectQueued: the subject's
+// other runs, which nothing in a complete or a release changes between the fence and the
+// run's end), so that requeueUnanswered and endLeasedUnanswered answer nothing.
+var sqliteFenceWholeColumns = `NULL AS Now, ` + sqliteStamp + ` AS Stamp, ` + attempts.SQLiteWholeColumns + `,
+    ` + sqliteFenceLeft() + `,
+    EXISTS (SELECT 1 FROM Runs AS q WHERE q.TenantId = r.TenantId AND q.Subject = r.Subject AND q.State = 0) AS SubjectQueued,` + sqliteFenceRun
 
-// sqliteFenceRun is the run's part of the fence's read, and its tables.
+// sqliteFenceLeft is the run's left columns as run.<column> (none is a time).
+func sqliteFenceLeft() string {
+	var cols []string
+	for _, c := range runTable {
+		if c.Uses&left != 0 {
+			cols = append(cols, `r.`+c.Name+` AS "run.`+c.Name+`"`)
+		}
+	}
+	return strings.Join(cols, ", ")
+}
+
+// sqliteFenceRun is the run's part of the fence's read, and its tables. The run's RunId,
+// TenantId and ProjectId are the attempt's (the join's, the WHERE's, the claim's copy of an
+// immutable column), which the fence takes instead of reading them twice (Service.fence).
 const sqliteFenceRun = `
-    r.RunId AS "run.RunId", r.TenantId AS "run.TenantId", r.ProjectId AS "run.ProjectId", r.Subject AS "run.Subject",
+    r.Subject AS "run.Subject",
     r.State AS "run.State", r.Epoch AS "run.Epoch", r.LeaseSeconds AS "run.LeaseSeconds",
     CAST(r.LeasedUntil AS TEXT) AS "run.LeasedUntil", r.Attempt AS "run.Attempt", r.MaxAttempts AS "run.MaxAttempts",
     CAST(r.DeadlineAt AS TEXT) AS "run.DeadlineAt", CAST(r.CancelRequestedAt AS TEXT) AS "run.CancelRequestedAt"
@@ -178,6 +196,9 @@ WHERE RunId = ?1 AND Epoch = ?2 AND State = 1`,
     Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?5 IS NULL OR LeasedUntil < ?5)
 RETURNING ` + sqliteLeftColumns + `, 1 AS SubjectQueued`,
+	requeueUnanswered: `UPDATE Runs SET State = 0, DueAt = ?3, Attempt = ?4, LeasedUntil = NULL, ErrorCode = ?6, ErrorMessage = ?7,
+    Version = ` + sqliteStamp + `
+WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?5 IS NULL OR LeasedUntil < ?5)`,
 	// SubjectQueued: an IX_Runs_SubjectQueue probe (the run itself is no longer leased, and
 	// is not queued), so that leaving the lease runs syncHead only when there is a head to mark.
 	endLeased: `UPDATE Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
@@ -185,6 +206,14 @@ RETURNING ` + sqliteLeftColumns + `, 1 AS SubjectQueued`,
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)
 RETURNING ` + sqliteLeftColumns + `,
     EXISTS (SELECT 1 FROM Runs AS q WHERE q.TenantId = Runs.TenantId AND q.Subject = Runs.Subject AND q.State = 0) AS SubjectQueued`,
+	// endLeasedUnanswered: ?9 is the SubjectQueued its fence read. Nothing in a complete or a
+	// release queues a run of the subject between the two; should anything have (a fault
+	// injection), the end writes -1, which the run's AFTER UPDATE trigger refuses, rather than
+	// leave the new run's head unmarked. The probe runs only when ?9 said none.
+	endLeasedUnanswered: `UPDATE Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
+    ErrorCode = ?7, ErrorMessage = ?8, Version = CASE WHEN ?9 OR NOT EXISTS (SELECT 1 FROM Runs AS q
+        WHERE q.TenantId = Runs.TenantId AND q.Subject = Runs.Subject AND q.State = 0) THEN ` + sqliteStamp + ` ELSE -1 END
+WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)`,
 	endQueued: `UPDATE Runs SET State = 2, Outcome = ?2, EndedAt = ?3, SubjectHead = 0, ErrorCode = ?4, ErrorMessage = ?5,
     Version = ` + sqliteStamp + `
 WHERE RunId = ?1 AND State = 0

@@ -132,6 +132,7 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 		if err != nil {
 			return fmt.Errorf("lock running attempt: %w", err)
 		}
+		row.fillRun()
 		run := row.Run
 		if run.State != api.RunLeased || run.Epoch != e.Epoch || run.LeasedUntil == nil || !run.LeasedUntil.Before(now) {
 			return errLost
@@ -148,7 +149,7 @@ func (s *Service) takeBack(ctx context.Context, e expiredLease) (bool, error) {
 			return err
 		}
 		// A lost lease spends an attempt (seed 003).
-		err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now, lost)
+		err = s.giveBack(ctx, tx, run, run.Attempt+1, now, nil, &now, lost, nil)
 		if errors.Is(err, sqldb.ErrNotFound) {
 			return errLost
 		}

@@ -124,7 +124,8 @@ type Run struct {
 	// RunExtras are what the enqueue gave that the run keeps as given (continuations keep them).
 	api.RunExtras
 	// RequestHash is the hash of the enqueue request's defining fields (read only where an
-	// idempotency key is compared; see Spec.requestHash).
+	// idempotency key is compared; see Spec.requestHash), nil for a continuation and for a
+	// run enqueued without a key (EnqueueTx computes none).
 	RequestHash *string `db:"RequestHash"`
 	// SubjectHead is the head marker (read only by the insert: see queries.insert).
 	SubjectHead bool `db:"SubjectHead"`

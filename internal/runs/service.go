@@ -185,7 +185,14 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 	if err != nil {
 		return Run{}, false, err
 	}
-	hash := spec.requestHash()
+	// The request hash is compared only under an idempotency key (sameRequest): a run
+	// without one is never looked up by it and keeps none (computing it cost an enqueue
+	// about 33 thousand instructions: docs/perf/issue-35.md).
+	var hash *string
+	if spec.IdempotencyKey != nil {
+		h := spec.requestHash()
+		hash = &h
+	}
 	if err := spec.check(); err != nil {
 		return Run{}, false, err
 	}
@@ -193,7 +200,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		// A repeat of a request accepted before its deadline came close still answers as the
 		// first did.
 		if spec.IdempotencyKey != nil {
-			if r, rerr := s.getBy(ctx, tx, s.q.byIdempotency, c.TenantID, *spec.IdempotencyKey); rerr == nil && sameRequest(r, hash) {
+			if r, rerr := s.getBy(ctx, tx, s.q.byIdempotency, c.TenantID, *spec.IdempotencyKey); rerr == nil && sameRequest(r, *hash) {
 				return r, false, nil
 			}
 		}
@@ -228,7 +235,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		Input: spec.Input, Band: spec.Band, MaxAttempts: spec.MaxAttempts, MaxCorrections: spec.MaxCorrections,
 		QueuedAt: now, DueAt: due, DeadlineAt: spec.DeadlineAt, IdempotencyKey: spec.IdempotencyKey, ParentRunID: parent,
 		Depth: depth, CreatedBy: c.KeyID, Tags: tagsJSON(spec.Tags), Metadata: spec.Metadata, RunExtras: spec.RunExtras,
-	}, &hash)
+	}, hash)
 	switch {
 	case spec.IdempotencyKey != nil && sqldb.IsConflict(err, s.idempotencyMarkers()...):
 		// The key names a run already (on SQL Server possibly one a concurrent enqueue just
@@ -238,7 +245,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *sqldb.Tx, c Caller, spec Sp
 		if err != nil {
 			return Run{}, false, err
 		}
-		if !sameRequest(r, hash) {
+		if !sameRequest(r, *hash) {
 			return Run{}, false, apperr.New(api.CodeIdempotencyKeyReused,
 				"idempotencyKey %q already names a run made by a different request", *spec.IdempotencyKey)
 		}

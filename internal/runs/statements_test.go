@@ -41,7 +41,23 @@ func TestStatementsPerRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		claimShallow = count("claim", 0, func() { must(e.svc.Claim(e.ctx, e.caller, claimReq("h")))(t) })
+		var first runs.Claimed
+		claimShallow = count("claim", 0, func() {
+			var err error
+			if first, err = e.svc.Claim(e.ctx, e.caller, claimReq("h")); err != nil {
+				t.Fatal(err)
+			}
+		})
+		// A run leased for the first time was never parked: its claim clears no waits. Once
+		// leased before, a claim clears them (a parked run woken by time).
+		if slices.ContainsFunc(claimShallow, touchesWaits) {
+			t.Errorf("a run's first claim cleared its waits: %q", claimShallow)
+		}
+		zero := time.Duration(0)
+		must(e.svc.Release(e.ctx, e.tenant, first.Attempt.AttemptID, first.Lease.FencingToken, runs.Release{RetryAfter: &zero}))(t)
+		if again := count("claim", 0, func() { must(e.svc.Claim(e.ctx, e.caller, claimReq("h")))(t) }); !slices.ContainsFunc(again, touchesWaits) {
+			t.Errorf("the claim of a run leased before did not clear its waits: %q", again)
+		}
 		// A deep queue: 200 runs behind one subject's head, and 100 other heads.
 		for i := range 200 {
 			e.enqueue(spec("deep", func(s *runs.Spec) { s.Input = runs.JSONText(fmt.Sprintf(`{"i":%d}`, i)) }))
@@ -119,3 +135,6 @@ func TestLeasedCountersComeLast(t *testing.T) {
 		e.agree()
 	})
 }
+
+// touchesWaits reports whether a statement reads or writes RunWaits.
+func touchesWaits(q string) bool { return strings.Contains(q, "RunWaits") }
