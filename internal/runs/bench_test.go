@@ -168,3 +168,22 @@ func BenchmarkListNotProjects(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGet is one run read by id through the service (a reader transaction of its own),
+// as GET /v1/runs/{id} reads it and BenchmarkCycle's read-back does once per completed run.
+func BenchmarkGet(b *testing.B) {
+	svc, caller := cycleEnv(b, "normal")
+	ctx := context.Background()
+	r, _, err := svc.Enqueue(ctx, caller, spec("get"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		got, err := svc.Get(ctx, caller.TenantID, r.RunID)
+		if err != nil || got.RunID != r.RunID {
+			b.Fatalf("get: %v, %v", got.RunID, err)
+		}
+	}
+}

@@ -88,11 +88,22 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	r, err := sqlx.Open("sqlite", base+"&_pragma=query_only(1)&_txlock=deferred")
+	// The readers' own connections get the reader pool's pragmas, sorted by name as the
+	// driver applies them.
+	readerPragmas := []string{
+		"busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")",
+		"foreign_keys(1)",
+		"query_only(1)",
+		"synchronous(" + sync + ")",
+		"temp_store(memory)",
+	}
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	r.SetMaxOpenConns(4)
+	// The pool serves maintenance and readiness alone (RawReader, Ping): Read runs on the
+	// readers' own connections (readerpool.go), opened with the same pragmas.
+	r.SetMaxOpenConns(2)
 	ck, err := sqlx.Open("sqlite", base)
 	if err != nil {
 		w.Close()
@@ -100,7 +111,7 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	ck.SetMaxOpenConns(1)
-	// The committer's own connection (writerconn.go, libconn.go), opened at its first group
+	// The committer's own connection (ownconn.go, libconn.go), opened at its first group
 	// on the file with the writer's pragmas, in the order the driver applies the DSN's (its
 	// _pragma list sorted, then _journal_mode): the file is in WAL mode by then (pingWriter).
 	writerPragmas := []string{
@@ -114,7 +125,7 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		"wal_autocheckpoint(" + fmt.Sprint(walRestartPages) + ")",
 		"journal_mode=WAL",
 	}
-	return &DB{Dialect: sqliteDialect{}, w: w, writerPragmas: writerPragmas, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
+	return &DB{Dialect: sqliteDialect{}, w: w, writerPragmas: writerPragmas, readerPragmas: readerPragmas, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
 }
 
 // pageSize is a new file's page size. 2048 bytes rather than SQLite's 4096: a cycle

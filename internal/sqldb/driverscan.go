@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The SQLite writer's statements run on its own connection (writerconn.go, libconn.go),
+// The SQLite writer's statements run on its own connection (ownconn.go, libconn.go),
 // not through database/sql: its argument conversion (driverArgsConnLocked), its Rows and
 // its convertAssign were about 60k instructions of a cycle, with their allocations
 // (docs/perf/issue-35.md). This file is what the writer keeps of them: the arguments
@@ -75,23 +75,23 @@ type driverRows struct {
 	// stmt, when set, is a statement prepared for this query alone, closed with the rows.
 	stmt driver.Stmt
 	// ws, when set, is the kept statement the rows are of (its scan plans).
-	ws *writerStmt
+	ws *ownStmt
 	// owner, when set, is the writer's connection whose reused rows these are: closing
 	// them frees them for its next statement.
-	owner *writerConn
+	owner *ownConn
 	// lr, when set, is rows as the writer's libRows: Next only steps and Scan reads each
 	// column straight into its destination (libRows.scanCol), vals unused.
 	lr *libRows
 }
 
-func newDriverRows(rows driver.Rows, vals []driver.Value, stmt driver.Stmt, ws *writerStmt, owner *writerConn) *driverRows {
+func newDriverRows(rows driver.Rows, vals []driver.Value, stmt driver.Stmt, ws *ownStmt, owner *ownConn) *driverRows {
 	r := &driverRows{vals: vals}
 	r.reset(rows, stmt, ws, owner)
 	return r
 }
 
 // reset makes r the rows of another statement, keeping its row buffer.
-func (r *driverRows) reset(rows driver.Rows, stmt driver.Stmt, ws *writerStmt, owner *writerConn) {
+func (r *driverRows) reset(rows driver.Rows, stmt driver.Stmt, ws *ownStmt, owner *ownConn) {
 	n := len(rows.Columns())
 	vals := r.vals
 	if cap(vals) < n {

@@ -40,10 +40,10 @@ type committer struct {
 
 	// begin starts a group's transaction on the writer's connection, taking the connection
 	// first if the committer holds none (tests inject faults).
-	begin func(context.Context) (*writerConn, error)
-	// wc is the writer's connection (writerconn.go), owned by the loop's goroutine; nil
+	begin func(context.Context) (*ownConn, error)
+	// wc is the writer's connection (ownconn.go), owned by the loop's goroutine; nil
 	// until the first group, and again after the connection went bad.
-	wc *writerConn
+	wc *ownConn
 	// panics counts the groups in a row that panicked outside their jobs.
 	panics int
 	// fatal is closed when the writer gave up.
@@ -105,7 +105,7 @@ func (c *committer) close() {
 // beginGroup takes the writer's connection if the committer holds none, and begins a
 // transaction on it. A connection that failed as unusable is given up, so the next group
 // takes a new one.
-func (c *committer) beginGroup(ctx context.Context) (*writerConn, error) {
+func (c *committer) beginGroup(ctx context.Context) (*ownConn, error) {
 	if c.wc != nil && c.wc.bad {
 		// A statement of an earlier group found the connection bad.
 		c.wc.close()
@@ -296,7 +296,7 @@ func (c *committer) group(batch []*job) (broken bool) {
 // groupState is how far a group got: its transaction once begun, and whether it ended
 // (committed or rolled back: the jobs' outcomes are decided).
 type groupState struct {
-	wc    *writerConn
+	wc    *ownConn
 	ended bool
 }
 
@@ -445,7 +445,7 @@ const (
 )
 
 // abort rolls the group back and fails every job that had not failed on its own.
-func (c *committer) abort(ctx context.Context, wc *writerConn, batch []*job, err error) {
+func (c *committer) abort(ctx context.Context, wc *ownConn, batch []*job, err error) {
 	wc.rollback(ctx)
 	for _, j := range batch {
 		if j.err == nil && j.panic == nil {

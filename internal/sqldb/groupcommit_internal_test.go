@@ -210,7 +210,7 @@ func TestWriterSurvivesAPanicOutsideItsJobs(t *testing.T) {
 	c := db.group
 	begin := c.begin
 	var failBegins atomic.Int32
-	c.begin = func(ctx context.Context) (*writerConn, error) {
+	c.begin = func(ctx context.Context) (*ownConn, error) {
 		if failBegins.Add(-1) >= 0 {
 			panic("injected: begin")
 		}

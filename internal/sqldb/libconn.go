@@ -16,15 +16,15 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// libConn is the SQLite writer's connection opened on the transpiled SQLite itself
+// libConn is a SQLite connection opened on the transpiled SQLite itself
 // (modernc.org/sqlite/lib), not through the driver: the driver fetched every result
 // column's name and declared type and every parameter's name again for each statement it
 // ran, copied them into Go strings and malloc'ed every text argument into C memory
 // (docs/perf/issue-35.md, "The writer's own connection"). Here a statement reads its
 // columns and maps its parameters once, at prepare, and binds text and blobs from one
-// C buffer the connection keeps. It opens the same file with the writer pool's settings
-// (writerPragmas) in the same process, through the same lib and so the same unix VFS and
-// inode lock table as the pools beside it.
+// C buffer the connection keeps. It opens the same file with a pool's settings (the
+// writer's writerPragmas, the readers' readerPragmas) in the same process, through the same
+// lib and so the same unix VFS and inode lock table as the pools beside it.
 //
 // unsafe is used in this file for C memory alone: the connection's handles and buffers
 // are libc allocations addressed as uintptr, read and written through unsafe.Slice
@@ -45,7 +45,7 @@ type libConn struct {
 // value before bind returns, so the connection's one buffer serves every argument.
 const sqliteTransient = ^uintptr(0)
 
-// openLibConn opens path with the writer's pragmas, in the order the driver applies them.
+// openLibConn opens path with a pool's pragmas, in the order the driver applies them.
 func openLibConn(path string, pragmas []string) (*libConn, error) {
 	c := &libConn{tls: libc.NewTLS()}
 	c.pp = sqlite3.Xsqlite3_malloc64(c.tls, 16)
@@ -328,13 +328,25 @@ func (c *libConn) watch(ctx context.Context) (stop func() bool) {
 		return nil
 	}
 	db := c.db
-	return context.AfterFunc(ctx, func() {
+	done := make(chan struct{})
+	after := context.AfterFunc(ctx, func() {
+		defer close(done)
 		// sqlite3_interrupt is one atomic store on the connection; it is safe from
 		// another goroutine, on another TLS (the driver's interrupt does the same).
 		tls := libc.NewTLS()
 		sqlite3.Xsqlite3_interrupt(tls, db)
 		tls.Close()
 	})
+	// An interrupt already under way is waited for, so that it cannot land on a later
+	// statement of the connection (a reader's is another Read's next): once it has landed,
+	// the next statement to start clears it, no statement being active between two.
+	return func() bool {
+		if after() {
+			return true
+		}
+		<-done
+		return false
+	}
 }
 
 // step runs one step of s; an error after ctx ended is ctx's error.

@@ -296,7 +296,7 @@ func (sc *scanScratch) timePtr(d timePtrDest) any {
 // plan is the field of each column of rows in the struct t points to.
 func (p *scanPlans) plan(rows rowSource, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
 	// A writer's statement keeps its plans itself: no lookup by its text.
-	var ws *writerStmt
+	var ws *ownStmt
 	if dr, ok := rows.(*driverRows); ok && dr.ws != nil {
 		ws = dr.ws
 		for _, tp := range ws.plans {

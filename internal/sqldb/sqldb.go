@@ -145,12 +145,14 @@ type DB struct {
 	// file is the SQLite file as opened, checked by readiness and the writer (fileid.go).
 	file *sqliteFile
 	// writerPragmas are the pragmas the committer's own connection is opened with
-	// (writerconn.go, libconn.go): the writer pool's DSN's; w stays for maintenance and
+	// (ownconn.go, libconn.go): the writer pool's DSN's; w stays for maintenance and
 	// tests (Raw).
 	writerPragmas []string
-	// rcache holds the SQLite readers' prepared statements (the writer's are prepared on
-	// its connection, writerConn).
-	rcache *stmtCache
+	// readerPragmas are the pragmas SQLite's readers are opened with (the reader pool's
+	// DSN's), and readers those readers (readerpool.go); r stays for maintenance and
+	// readiness (RawReader, Ping).
+	readerPragmas []string
+	readers       *readerPool
 	// plans are the scan plans of every statement's answers (scan.go).
 	plans scanPlans
 	// group runs SQLite write transactions in groups (see committer).
@@ -216,7 +218,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db.log = log
 	db.migrations = cfg.Migrations
 	if db.Dialect.Embedded() {
-		db.rcache = newStmtCache(db.r)
+		db.readers = newReaderPool(maxReaders, func() (*ownConn, error) {
+			return openOwnConn(db, db.readerPragmas, beginReadSQL, maxReaderStmts)
+		})
 		db.ckpt = newCheckpointer(db.ck, log)
 		db.group = newCommitter(db)
 	}
@@ -231,8 +235,8 @@ func (db *DB) Close() error {
 	if db.ckpt != nil {
 		db.ckpt.close()
 	}
-	if db.rcache != nil {
-		db.rcache.close()
+	if db.readers != nil {
+		db.readers.close()
 	}
 	err := db.w.Close()
 	if db.r != db.w {
@@ -297,11 +301,10 @@ type Tx struct {
 	tx *sqlx.Tx
 	// wc, when set, is the SQLite writer's connection, on which the committer's group runs
 	// (tx is nil then).
-	wc      *writerConn
+	wc      *ownConn
 	Dialect Dialect
 	clock   Clock
 	now     time.Time
-	cache   *stmtCache
 	plans   *scanPlans
 	// grouped: the transaction is shared by a group of writes (SQLite), so a caller's
 	// cancellation must not interrupt a statement: SQLite would roll back the whole group.
@@ -456,16 +459,19 @@ func (db *DB) write(ctx context.Context, s Scope, fn func(*Tx) error) error {
 		// SQLite has no row-level security to scope, and one writer: group the commit.
 		return db.retry(ctx, func() error { return db.group.submit(ctx, s.tenant, fn) })
 	}
-	return db.run(ctx, db.w, nil, s, fn)
+	return db.run(ctx, db.w, s, fn)
 }
 
 // Read runs fn in a read-only transaction in scope.
 func (db *DB) Read(ctx context.Context, s Scope, fn func(*Tx) error) error {
-	return db.run(ctx, db.r, db.rcache, s, fn)
+	if db.readers != nil {
+		return db.retry(ctx, func() error { return db.readOwn(ctx, fn) })
+	}
+	return db.run(ctx, db.r, s, fn)
 }
 
-func (db *DB) run(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope, fn func(*Tx) error) error {
-	return db.retry(ctx, func() error { return db.once(ctx, pool, cache, s, fn) })
+func (db *DB) run(ctx context.Context, pool *sqlx.DB, s Scope, fn func(*Tx) error) error {
+	return db.retry(ctx, func() error { return db.once(ctx, pool, s, fn) })
 }
 
 // retry runs a whole transaction again while it fails as retryable, with backoff.
@@ -493,17 +499,14 @@ func (db *DB) retry(ctx context.Context, once func() error) error {
 	return err
 }
 
-func (db *DB) once(ctx context.Context, pool *sqlx.DB, cache *stmtCache, s Scope, fn func(*Tx) error) (err error) {
-	if cache != nil {
-		cache.preparePending(ctx)
-	}
+func (db *DB) once(ctx context.Context, pool *sqlx.DB, s Scope, fn func(*Tx) error) (err error) {
 	// SQL Server: explicit READ COMMITTED, since a pooled connection can keep an old level.
 	// SQLite: the reader pool opens deferred transactions, the writer pool immediate ones.
 	sqlTx, err := pool.BeginTxx(ctx, &sql.TxOptions{Isolation: db.Dialect.Isolation()})
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", db.Dialect.MapError(err))
 	}
-	tx := &Tx{tx: sqlTx, Dialect: db.Dialect, clock: db.clock, cache: cache, plans: &db.plans, hook: db.statementHook()}
+	tx := &Tx{tx: sqlTx, Dialect: db.Dialect, clock: db.clock, plans: &db.plans, hook: db.statementHook()}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()

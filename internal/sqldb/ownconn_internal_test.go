@@ -34,7 +34,7 @@ func TestCommitterOwnsTheWriterConnection(t *testing.T) {
 	if wc == nil {
 		t.Fatal("the committer holds no connection after a group")
 	}
-	begin, commit := wc.stmts[beginSQL], wc.stmts[commitSQL]
+	begin, commit := wc.stmts[beginWriteSQL], wc.stmts[commitSQL]
 	if begin == nil || commit == nil {
 		t.Fatalf("BEGIN prepared: %v, COMMIT prepared: %v; want both", begin != nil, commit != nil)
 	}
@@ -55,7 +55,7 @@ func TestCommitterOwnsTheWriterConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if db.group.wc != wc || wc.stmts[beginSQL] != begin || wc.stmts[commitSQL] != commit {
+	if db.group.wc != wc || wc.stmts[beginWriteSQL] != begin || wc.stmts[commitSQL] != commit {
 		t.Fatal("the writer's connection or its BEGIN and COMMIT were prepared again")
 	}
 	if wc.lc.db == 0 {

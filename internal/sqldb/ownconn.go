@@ -12,24 +12,31 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// writerConn is the SQLite writer's one connection, owned by the committer for as long as
-// it runs. Owning it, the committer sends BEGIN IMMEDIATE, COMMIT, ROLLBACK and the
-// savepoint statements itself, each prepared once on the connection, and runs every
-// statement of a group through a statement prepared on the connection: no database/sql
-// transaction, so no per-statement Tx.StmtContext wrapper and no BEGIN and COMMIT parsed
-// again for every group (the driver prepares and finalizes both each time). It is
-// measured in docs/perf/issue-35.md.
+// ownConn is a SQLite connection of this process's own, opened on the file outside
+// database/sql (libconn.go): the writer's one, owned by the committer for as long as it
+// runs, and each of the readers' (readerpool.go), owned by one Read at a time. Owning it,
+// its user sends BEGIN, COMMIT, ROLLBACK and the savepoint statements itself, each prepared
+// once on the connection, and runs every statement through a statement prepared on the
+// connection and kept there: no database/sql transaction, so no per-statement
+// Tx.StmtContext wrapper, no BEGIN and COMMIT parsed again for every transaction (the
+// driver prepares and finalizes both each time) and no goroutine per transaction watching
+// its context. It is measured in docs/perf/issue-35.md.
 //
-// The connection is the committer's own, opened on the file outside database/sql
-// (libconn.go), so maintenance code that uses the writer pool directly (Raw, backups,
-// migrations) waits for SQLite's write lock on the busy timeout, as another process would,
-// instead of waiting for a connection the committer never gives back.
-type writerConn struct {
+// The writer's connection being the committer's own, maintenance code that uses the writer
+// pool directly (Raw, backups, migrations) waits for SQLite's write lock on the busy
+// timeout, as another process would, instead of waiting for a connection the committer
+// never gives back.
+type ownConn struct {
 	// lc is the connection, opened on the transpiled SQLite itself (libconn.go).
 	lc *libConn
 	// mapper is the writer pool's field mapper, for the scan plans.
 	mapper *reflectx.Mapper
-	stmts  map[string]*writerStmt
+	// beginSQL is the statement that begins a transaction: BEGIN IMMEDIATE for the writer
+	// (it takes the write lock at once), BEGIN for a reader (a deferred read transaction).
+	beginSQL string
+	stmts    map[string]*ownStmt
+	// maxStmts bounds stmts; a statement past it is prepared for its one run.
+	maxStmts int
 	// args is the argument buffer, reused from statement to statement.
 	args []driver.NamedValue
 	// rowsBuf is the rows of the statement being read, reused from statement to statement
@@ -41,13 +48,13 @@ type writerConn struct {
 	scratch scanScratch
 	// inTx: BEGIN succeeded and neither COMMIT nor ROLLBACK has run since.
 	inTx bool
-	// bad: the connection was found unusable; the next group opens a new one, and close
-	// closes this one.
+	// bad: the connection was found unusable; its user opens a new one, and close closes
+	// this one.
 	bad bool
 }
 
-// writerStmt is a statement prepared on the writer's connection.
-type writerStmt struct {
+// ownStmt is a statement prepared on an own connection.
+type ownStmt struct {
 	ls *libStmt
 	// plans are the scan plans of the statement's answers by destination type (a
 	// statement scans into one or two types), so that the scan does not look its plan up
@@ -60,37 +67,46 @@ type typePlan struct {
 	plan []planField
 }
 
-// maxWriterStmts bounds the statements kept prepared on the writer's connection; a
-// statement past it is prepared for its one run. The statements are the stores' fixed
-// texts, far fewer.
-const maxWriterStmts = 1024
-
+// maxWriterStmts bounds the statements kept prepared on the writer's connection. The
+// statements are the stores' fixed texts, far fewer. maxReaderStmts bounds each reader's:
+// the reads' texts are fixed too, but listings put their filters together, so there are
+// more of them, and there are several readers.
 const (
-	beginSQL    = "BEGIN IMMEDIATE"
-	commitSQL   = "COMMIT"
-	rollbackSQL = "ROLLBACK"
+	maxWriterStmts = 1024
+	maxReaderStmts = 256
 )
 
-func openWriterConn(db *DB) (*writerConn, error) {
-	lc, err := openLibConn(db.sqlitePath, db.writerPragmas)
+const (
+	beginWriteSQL = "BEGIN IMMEDIATE"
+	beginReadSQL  = "BEGIN"
+	commitSQL     = "COMMIT"
+	rollbackSQL   = "ROLLBACK"
+)
+
+func openWriterConn(db *DB) (*ownConn, error) {
+	return openOwnConn(db, db.writerPragmas, beginWriteSQL, maxWriterStmts)
+}
+
+func openOwnConn(db *DB, pragmas []string, begin string, maxStmts int) (*ownConn, error) {
+	lc, err := openLibConn(db.sqlitePath, pragmas)
 	if err != nil {
 		return nil, err
 	}
-	return &writerConn{lc: lc, mapper: db.w.Mapper, stmts: map[string]*writerStmt{}}, nil
+	return &ownConn{lc: lc, mapper: db.w.Mapper, beginSQL: begin, stmts: map[string]*ownStmt{}, maxStmts: maxStmts}, nil
 }
 
 // prepare prepares query on the connection.
-func (w *writerConn) prepare(_ context.Context, query string) (*writerStmt, error) {
+func (w *ownConn) prepare(_ context.Context, query string) (*ownStmt, error) {
 	ls, err := w.lc.prepare(query, sqlite3.SQLITE_PREPARE_PERSISTENT)
 	if err != nil {
 		return nil, err
 	}
-	return &writerStmt{ls: ls}, nil
+	return &ownStmt{ls: ls}, nil
 }
 
 // stmt returns query prepared on the connection, and whether it is kept (false: the cache
 // is full, and the caller closes it after its run).
-func (w *writerConn) stmt(ctx context.Context, query string) (*writerStmt, bool, error) {
+func (w *ownConn) stmt(ctx context.Context, query string) (*ownStmt, bool, error) {
 	if s, ok := w.stmts[query]; ok {
 		return s, true, nil
 	}
@@ -98,7 +114,7 @@ func (w *writerConn) stmt(ctx context.Context, query string) (*writerStmt, bool,
 	if err != nil {
 		return nil, false, err
 	}
-	if len(w.stmts) >= maxWriterStmts {
+	if len(w.stmts) >= w.maxStmts {
 		return s, false, nil
 	}
 	w.stmts[query] = s
@@ -106,7 +122,7 @@ func (w *writerConn) stmt(ctx context.Context, query string) (*writerStmt, bool,
 }
 
 // run executes a statement that answers no rows.
-func (w *writerConn) run(ctx context.Context, query string, args []any) (driver.Result, error) {
+func (w *ownConn) run(ctx context.Context, query string, args []any) (driver.Result, error) {
 	s, kept, err := w.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -124,7 +140,7 @@ func (w *writerConn) run(ctx context.Context, query string, args []any) (driver.
 }
 
 // rows runs a statement that answers rows.
-func (w *writerConn) rows(ctx context.Context, query string, args []any) (rowSource, error) {
+func (w *ownConn) rows(ctx context.Context, query string, args []any) (rowSource, error) {
 	s, kept, err := w.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -147,7 +163,7 @@ func (w *writerConn) rows(ctx context.Context, query string, args []any) (rowSou
 			closeStmt()
 			return nil, err
 		}
-		var ws *writerStmt
+		var ws *ownStmt
 		if kept {
 			ws = s
 		}
@@ -159,7 +175,7 @@ func (w *writerConn) rows(ctx context.Context, query string, args []any) (rowSou
 		closeStmt()
 		return nil, err
 	}
-	var ws *writerStmt
+	var ws *ownStmt
 	if kept {
 		ws = s
 	}
@@ -169,13 +185,13 @@ func (w *writerConn) rows(ctx context.Context, query string, args []any) (rowSou
 }
 
 // exec runs a statement that takes no arguments (BEGIN, COMMIT, the savepoints).
-func (w *writerConn) exec(ctx context.Context, query string) error {
+func (w *ownConn) exec(ctx context.Context, query string) error {
 	_, err := w.run(ctx, query, nil)
 	return err
 }
 
-func (w *writerConn) begin(ctx context.Context) error {
-	if err := w.exec(ctx, beginSQL); err != nil {
+func (w *ownConn) begin(ctx context.Context) error {
+	if err := w.exec(ctx, w.beginSQL); err != nil {
 		return err
 	}
 	w.inTx = true
@@ -185,7 +201,7 @@ func (w *writerConn) begin(ctx context.Context) error {
 // commit commits the transaction. If COMMIT fails and the transaction is still open (SQLite
 // leaves it open after a busy COMMIT), it is rolled back, so the connection never carries a
 // transaction into the next group.
-func (w *writerConn) commit(ctx context.Context) error {
+func (w *ownConn) commit(ctx context.Context) error {
 	err := w.exec(ctx, commitSQL)
 	if err != nil {
 		w.rollback(ctx)
@@ -198,7 +214,7 @@ func (w *writerConn) commit(ctx context.Context) error {
 // rollback ends the transaction. Its error is dropped: after an error that ended the
 // transaction on its own (an I/O error, say) SQLite answers "no transaction is active",
 // and either way no transaction is left open.
-func (w *writerConn) rollback(ctx context.Context) {
+func (w *ownConn) rollback(ctx context.Context) {
 	if w.inTx {
 		_ = w.exec(ctx, rollbackSQL)
 	}
@@ -207,7 +223,7 @@ func (w *writerConn) rollback(ctx context.Context) {
 
 // noteBad marks the connection bad when the driver said so (database/sql would have closed
 // it): the next group takes a new one.
-func (w *writerConn) noteBad(err error) {
+func (w *ownConn) noteBad(err error) {
 	if err != nil && !usable(err) {
 		w.bad = true
 	}
@@ -233,7 +249,7 @@ func usable(err error) bool {
 }
 
 // close finalizes the statements and closes the connection, freeing its C memory.
-func (w *writerConn) close() {
+func (w *ownConn) close() {
 	for _, s := range w.stmts {
 		s.ls.finalize()
 	}
