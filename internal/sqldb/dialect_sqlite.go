@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,20 +62,26 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 			return nil, fmt.Errorf("open sqlite: create directory: %w", err)
 		}
 	}
-	base := "file:" + path + "?_pragma=busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")" +
-		"&_pragma=foreign_keys(1)&_pragma=synchronous(" + sync + ")&_pragma=temp_store(memory)"
-	// Immediate transactions take the write lock at BEGIN, so a writer waits on the busy
-	// timeout instead of failing when it upgrades from a read.
+	// Each pool's pragmas, and the own connections' (ownconn.go), in the order the driver
+	// applies a DSN's: its _pragma list sorted by name, then _journal_mode.
+	common := []string{
+		"busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")",
+		"foreign_keys(1)",
+		"synchronous(" + sync + ")",
+		"temp_store(memory)",
+	}
 	// A larger page cache for the one writer keeps the hot index pages of a deep queue in
 	// memory (the default is 2 MiB); readers share the OS page cache and keep the default.
-	// page_size takes effect only on a file that has no pages yet: the driver applies the
-	// _pragma list (sorted by name) before _journal_mode, so a new file gets its page size
-	// before WAL fixes it. An existing file keeps the page size it was made with (a VACUUM
-	// after leaving WAL mode would change it); the pragma is then a no-op.
-	writerDSN := base + "&_pragma=page_size(" + fmt.Sprint(pageSize) + ")&_journal_mode=WAL" +
-		"&_pragma=cache_size(-32768)&_txlock=immediate" +
-		"&_pragma=wal_autocheckpoint(" + fmt.Sprint(walRestartPages) + ")" +
-		"&_pragma=journal_size_limit(" + fmt.Sprint(walSizeLimit) + ")"
+	// page_size takes effect only on a file that has no pages yet: it is applied before
+	// journal_mode, so a new file gets its page size before WAL fixes it. An existing file
+	// keeps the page size it was made with (a VACUUM after leaving WAL mode would change
+	// it); the pragma is then a no-op.
+	writerPragmas := sortedPragmas(common, "cache_size(-32768)", "journal_size_limit("+fmt.Sprint(walSizeLimit)+")",
+		"page_size("+fmt.Sprint(pageSize)+")", "wal_autocheckpoint("+fmt.Sprint(walRestartPages)+")")
+	readerPragmas := sortedPragmas(common, "query_only(1)")
+	// Immediate transactions take the write lock at BEGIN, so a writer waits on the busy
+	// timeout instead of failing when it upgrades from a read.
+	writerDSN := pragmaDSN(path, writerPragmas) + "&_journal_mode=WAL&_txlock=immediate"
 	w, err := sqlx.Open("sqlite", writerDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -87,16 +94,7 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	r, err := sqlx.Open("sqlite", base+"&_pragma=query_only(1)&_txlock=deferred")
-	// The readers' own connections get the reader pool's pragmas, sorted by name as the
-	// driver applies them.
-	readerPragmas := []string{
-		"busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")",
-		"foreign_keys(1)",
-		"query_only(1)",
-		"synchronous(" + sync + ")",
-		"temp_store(memory)",
-	}
+	r, err := sqlx.Open("sqlite", pragmaDSN(path, readerPragmas)+"&_txlock=deferred")
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -104,28 +102,29 @@ func openSQLite(ctx context.Context, path, sync string, busyTimeout time.Duratio
 	// The pool serves maintenance and readiness alone (RawReader, Ping): Read runs on the
 	// readers' own connections (readerpool.go), opened with the same pragmas.
 	r.SetMaxOpenConns(2)
-	ck, err := sqlx.Open("sqlite", base)
+	ck, err := sqlx.Open("sqlite", pragmaDSN(path, common))
 	if err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	ck.SetMaxOpenConns(1)
-	// The committer's own connection (ownconn.go, libconn.go), opened at its first group
-	// on the file with the writer's pragmas, in the order the driver applies the DSN's (its
-	// _pragma list sorted, then _journal_mode): the file is in WAL mode by then (pingWriter).
-	writerPragmas := []string{
-		"busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")",
-		"cache_size(-32768)",
-		"foreign_keys(1)",
-		"journal_size_limit(" + fmt.Sprint(walSizeLimit) + ")",
-		"page_size(" + fmt.Sprint(pageSize) + ")",
-		"synchronous(" + sync + ")",
-		"temp_store(memory)",
-		"wal_autocheckpoint(" + fmt.Sprint(walRestartPages) + ")",
-		"journal_mode=WAL",
-	}
+	// The committer's own connection opens at its first group, when the file is in WAL
+	// mode (pingWriter); the readers' own connections (readerpool.go) at a Read's need.
+	writerPragmas = append(writerPragmas, "journal_mode=WAL")
 	return &DB{Dialect: sqliteDialect{}, w: w, writerPragmas: writerPragmas, readerPragmas: readerPragmas, r: r, ck: ck, sqlitePath: path, file: newSQLiteFile(path)}, nil
+}
+
+// sortedPragmas is common and more, sorted by name as the driver applies a DSN's _pragma list.
+func sortedPragmas(common []string, more ...string) []string {
+	out := slices.Concat(common, more)
+	slices.Sort(out)
+	return out
+}
+
+// pragmaDSN is the driver's DSN of path with pragmas.
+func pragmaDSN(path string, pragmas []string) string {
+	return "file:" + path + "?_pragma=" + strings.Join(pragmas, "&_pragma=")
 }
 
 // pageSize is a new file's page size. 2048 bytes rather than SQLite's 4096: a cycle
