@@ -299,8 +299,8 @@ func (db *DB) Logger() *slog.Logger { return db.log }
 // transaction itself would skip. Commit and rollback belong to Write and Read.
 type Tx struct {
 	tx *sqlx.Tx
-	// wc, when set, is the SQLite writer's connection, on which the committer's group runs
-	// (tx is nil then).
+	// wc, when set, is the SQLite connection the transaction runs on (tx is nil then): the
+	// writer's, on which the committer's group runs, or a reader's (readerpool.go).
 	wc      *ownConn
 	Dialect Dialect
 	clock   Clock
