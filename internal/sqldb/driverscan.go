@@ -11,15 +11,15 @@ import (
 	"time"
 )
 
-// The SQLite writer's statements run on its own connection (ownconn.go, libconn.go),
+// SQLite's statements run on the process's own connections (ownconn.go, libconn.go),
 // not through database/sql: its argument conversion (driverArgsConnLocked), its Rows and
 // its convertAssign were about 60k instructions of a cycle, with their allocations
-// (docs/perf/issue-35.md). This file is what the writer keeps of them: the arguments
+// (docs/perf/issue-35.md). This file is what those connections keep of them: the arguments
 // converted as database/sql converts them (then bound as the driver binds them), and the
-// row values (the driver's, libRows) assigned as its Scan assigns them. Readers and SQL
-// Server stay on database/sql.
+// row values (the driver's, libRows) assigned as its Scan assigns them. SQL Server stays
+// on database/sql.
 
-// rowSource is what the scan plans read rows from: *sql.Rows, or the writer's driverRows.
+// rowSource is what the scan plans read rows from: *sql.Rows, or an own connection's ownRows.
 type rowSource interface {
 	Next() bool
 	Scan(dest ...any) error
@@ -63,55 +63,34 @@ func describeArg(nv driver.NamedValue) string {
 	return "$" + strconv.Itoa(nv.Ordinal)
 }
 
-// driverRows is a driver.Rows (the writer's libRows) read as rowSource. vals is the row
-// buffer, reused from row to row (libRows hands over fresh strings and byte slices for
-// each row, as the driver does, so a value assigned from it is never overwritten by the
-// next row).
-type driverRows struct {
-	rows   driver.Rows
-	vals   []driver.Value
+// ownRows is the rows of a statement run on an own connection (libRows) read as
+// rowSource: Next only steps, and Scan reads each column straight into its destination
+// (libRows.scanCol, which assigns as database/sql's Scan does).
+type ownRows struct {
+	lr     *libRows
 	err    error
 	closed bool
-	// stmt, when set, is a statement prepared for this query alone, closed with the rows.
-	stmt driver.Stmt
 	// ws, when set, is the kept statement the rows are of (its scan plans).
 	ws *ownStmt
-	// owner, when set, is the writer's connection whose reused rows these are: closing
-	// them frees them for its next statement.
+	// owner, when set, is the connection whose reused rows these are: closing them frees
+	// them for its next statement.
 	owner *ownConn
-	// lr, when set, is rows as the writer's libRows: Next only steps and Scan reads each
-	// column straight into its destination (libRows.scanCol), vals unused.
-	lr *libRows
 }
 
-func newDriverRows(rows driver.Rows, vals []driver.Value, stmt driver.Stmt, ws *ownStmt, owner *ownConn) *driverRows {
-	r := &driverRows{vals: vals}
-	r.reset(rows, stmt, ws, owner)
-	return r
+func newOwnRows(lr *libRows, ws *ownStmt, owner *ownConn) *ownRows {
+	return &ownRows{lr: lr, ws: ws, owner: owner}
 }
 
-// reset makes r the rows of another statement, keeping its row buffer.
-func (r *driverRows) reset(rows driver.Rows, stmt driver.Stmt, ws *ownStmt, owner *ownConn) {
-	n := len(rows.Columns())
-	vals := r.vals
-	if cap(vals) < n {
-		vals = make([]driver.Value, n)
-	}
-	lr, _ := rows.(*libRows)
-	*r = driverRows{rows: rows, vals: vals[:n], stmt: stmt, ws: ws, owner: owner, lr: lr}
+// reset makes r the rows of another statement.
+func (r *ownRows) reset(lr *libRows, ws *ownStmt, owner *ownConn) {
+	*r = ownRows{lr: lr, ws: ws, owner: owner}
 }
 
-func (r *driverRows) Next() bool {
+func (r *ownRows) Next() bool {
 	if r.closed || r.err != nil {
 		return false
 	}
-	var err error
-	if r.lr != nil {
-		err = r.lr.advance()
-	} else {
-		err = r.rows.Next(r.vals)
-	}
-	if err != nil {
+	if err := r.lr.advance(); err != nil {
 		if !errors.Is(err, io.EOF) {
 			r.err = err
 			if r.owner != nil {
@@ -123,39 +102,30 @@ func (r *driverRows) Next() bool {
 	return true
 }
 
-func (r *driverRows) Scan(dest ...any) error {
-	if len(dest) != len(r.vals) {
-		return fmt.Errorf("sql: expected %d destination arguments in Scan, not %d", len(r.vals), len(dest))
+func (r *ownRows) Scan(dest ...any) error {
+	cols := r.lr.Columns()
+	if len(dest) != len(cols) {
+		return fmt.Errorf("sql: expected %d destination arguments in Scan, not %d", len(cols), len(dest))
 	}
 	for i, d := range dest {
-		var err error
-		if r.lr != nil {
-			err = r.lr.scanCol(i, d)
-		} else {
-			err = assign(d, r.vals[i])
-		}
-		if err != nil {
-			return fmt.Errorf("sql: Scan error on column index %d, name %q: %w", i, r.rows.Columns()[i], err)
+		if err := r.lr.scanCol(i, d); err != nil {
+			return fmt.Errorf("sql: Scan error on column index %d, name %q: %w", i, cols[i], err)
 		}
 	}
 	return nil
 }
 
-func (r *driverRows) Columns() ([]string, error) { return r.rows.Columns(), nil }
+func (r *ownRows) Columns() ([]string, error) { return r.lr.Columns(), nil }
 
-func (r *driverRows) Err() error { return r.err }
+func (r *ownRows) Err() error { return r.err }
 
-func (r *driverRows) Close() error {
+func (r *ownRows) Close() error {
 	if r.closed {
 		return nil
 	}
 	r.closed = true
-	err := r.rows.Close()
-	if r.stmt != nil {
-		err = errors.Join(err, r.stmt.Close())
-	}
-	clear(r.vals) // let go of the row's values
-	r.rows = nil
+	err := r.lr.Close()
+	r.lr = nil
 	if r.owner != nil {
 		r.owner.rowsBusy = false
 	}

@@ -403,7 +403,7 @@ func (s *libStmt) exec(ctx context.Context, args []driver.NamedValue) (driver.Re
 	}, nil
 }
 
-// libRows is a statement's rows as driver.Rows, for driverRows: the column names are the
+// libRows is a statement's rows as driver.Rows, for ownRows: the column names are the
 // statement's, read at prepare.
 type libRows struct {
 	s    *libStmt

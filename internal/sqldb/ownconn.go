@@ -41,7 +41,7 @@ type ownConn struct {
 	args []driver.NamedValue
 	// rowsBuf is the rows of the statement being read, reused from statement to statement
 	// while rowsBusy is false (its vals buffer with it), and lrows its libRows.
-	rowsBuf  driverRows
+	rowsBuf  ownRows
 	lrows    libRows
 	rowsBusy bool
 	// scratch is the scan's reusable memory for the rows of this connection (scan.go).
@@ -154,6 +154,10 @@ func (w *ownConn) rows(ctx context.Context, query string, args []any) (rowSource
 		closeStmt()
 		return nil, err
 	}
+	var ws *ownStmt // the rows' kept statement, for its scan plans
+	if kept {
+		ws = s
+	}
 	if w.rowsBusy {
 		// Rows of another statement are still open (never on the stores' paths, which read
 		// a statement's rows before sending the next): this one gets buffers of its own.
@@ -163,11 +167,7 @@ func (w *ownConn) rows(ctx context.Context, query string, args []any) (rowSource
 			closeStmt()
 			return nil, err
 		}
-		var ws *ownStmt
-		if kept {
-			ws = s
-		}
-		return newDriverRows(rows, nil, nil, ws, nil), nil
+		return newOwnRows(rows, ws, nil), nil
 	}
 	err = s.ls.start(ctx, w.args, !kept, &w.lrows)
 	clear(w.args)
@@ -175,12 +175,8 @@ func (w *ownConn) rows(ctx context.Context, query string, args []any) (rowSource
 		closeStmt()
 		return nil, err
 	}
-	var ws *ownStmt
-	if kept {
-		ws = s
-	}
 	w.rowsBusy = true
-	w.rowsBuf.reset(&w.lrows, nil, ws, w)
+	w.rowsBuf.reset(&w.lrows, ws, w)
 	return &w.rowsBuf, nil
 }
 

@@ -198,9 +198,9 @@ func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any, sc *sc
 	return out
 }
 
-// scanScratch is the writer's reusable scan memory: the targets slice and the time
+// scanScratch is an own connection's reusable scan memory: the targets slice and the time
 // scanners a row's targets point to, so that a statement's scan allocates neither (the
-// writer reads one statement's rows at a time; readers pass nil and allocate).
+// connection reads one statement's rows at a time; SQL Server's rows pass nil and allocate).
 type scanScratch struct {
 	busy      bool
 	targets   []any
@@ -209,10 +209,10 @@ type scanScratch struct {
 	timePtrs  []timePtrDest
 }
 
-// scratchOf is the scratch of the writer's rows, or nil (rows of a reader, SQL Server, or
-// a second statement read while another's rows are open).
+// scratchOf is the scratch of an own connection's rows, or nil (rows of SQL Server, or a
+// second statement read while another's rows are open).
 func scratchOf(rows rowSource) *scanScratch {
-	dr, ok := rows.(*driverRows)
+	dr, ok := rows.(*ownRows)
 	if !ok || dr.owner == nil || dr.owner.scratch.busy {
 		return nil
 	}
@@ -295,9 +295,9 @@ func (sc *scanScratch) timePtr(d timePtrDest) any {
 
 // plan is the field of each column of rows in the struct t points to.
 func (p *scanPlans) plan(rows rowSource, query string, t reflect.Type, m *reflectx.Mapper) ([]planField, error) {
-	// A writer's statement keeps its plans itself: no lookup by its text.
+	// A statement kept on an own connection keeps its plans itself: no lookup by its text.
 	var ws *ownStmt
-	if dr, ok := rows.(*driverRows); ok && dr.ws != nil {
+	if dr, ok := rows.(*ownRows); ok && dr.ws != nil {
 		ws = dr.ws
 		for _, tp := range ws.plans {
 			if tp.t == t {

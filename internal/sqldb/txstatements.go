@@ -25,8 +25,8 @@ func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...an
 	return tx.query(ctx, (*scanPlans).selectRows, dest, query, args)
 }
 
-// query runs a statement that answers rows, through the writer's connection or the
-// transaction's statement cache, and hands them to scan (getRow or selectRows) with the
+// query runs a statement that answers rows, on the transaction's own connection or its
+// database/sql transaction (SQL Server), and hands them to scan (getRow or selectRows) with the
 // mapper of what ran it.
 func (tx *Tx) query(ctx context.Context, scan func(*scanPlans, rowSource, error, string, any, *reflectx.Mapper) error,
 	dest any, query string, args []any) error {
