@@ -26,6 +26,15 @@ func openLogged(t *testing.T, path string) (*DB, *syncbuf.Buffer) {
 	return db, logs
 }
 
+// wantRows fails t unless t holds want rows, read through the writer pool.
+func wantRows(t *testing.T, db *DB, want int) {
+	t.Helper()
+	var n int
+	if err := db.Raw().GetContext(context.Background(), &n, "SELECT COUNT(*) FROM t"); err != nil || n != want {
+		t.Fatalf("%d rows (%v), want %d", n, err, want)
+	}
+}
+
 func insertRow(db *DB, x int) error {
 	ctx := context.Background()
 	return db.Write(ctx, MaintenanceScope(), func(tx *Tx) error {

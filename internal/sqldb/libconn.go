@@ -105,17 +105,16 @@ func (c *libConn) errstr(rc int32) error {
 	if rc == sqlite3.SQLITE_BUSY {
 		s = " (SQLITE_BUSY)"
 	}
-	if c.db == 0 {
-		return newSQLiteError(fmt.Sprintf("%s (%v)%s", str, rc, s), int(rc))
-	}
-	if msg := libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db)); msg != str {
-		return newSQLiteError(fmt.Sprintf("%s: %s (%v)%s", str, msg, rc, s), int(rc))
+	if c.db != 0 {
+		if msg := libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db)); msg != str {
+			str += ": " + msg
+		}
 	}
 	return newSQLiteError(fmt.Sprintf("%s (%v)%s", str, rc, s), int(rc))
 }
 
-// sqliteErrorLayout mirrors sqlite.Error's fields, which are unexported: the writer's
-// errors must be the driver's type so that every errors.As(*sqlite.Error) in and outside
+// sqliteErrorLayout mirrors sqlite.Error's fields, which are unexported: the own
+// connections' errors must be the driver's type so that every errors.As(*sqlite.Error) in and outside
 // this package reads them as before. TestSQLiteErrorLayout checks the mirror against the
 // type by reflection, so an upgrade of the driver that changes it fails a test.
 type sqliteErrorLayout struct {
@@ -204,7 +203,7 @@ func (c *libConn) prepare(query string, flags uint32) (*libStmt, error) {
 	if tail := libc.GoString(*(*uintptr)(cmem(c.pp + 8))); strings.TrimSpace(tail) != "" {
 		// The stores send one statement a text; a second would be silently dropped.
 		sqlite3.Xsqlite3_finalize(c.tls, p)
-		return nil, fmt.Errorf("sqlite: the writer runs one statement a text, not %q", query)
+		return nil, fmt.Errorf("sqlite: an own connection runs one statement a text, not %q", query)
 	}
 	s := &libStmt{c: c, p: p}
 	n := int(sqlite3.Xsqlite3_column_count(c.tls, p))

@@ -68,10 +68,7 @@ func TestCommitterOwnsTheWriterConnection(t *testing.T) {
 	if err := insert(3); err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil || n != 67 {
-		t.Fatalf("%d rows (%v), want 67", n, err)
-	}
+	wantRows(t, db, 67)
 }
 
 // TestWriterConnectionNeverKeepsATransaction: a job that ends the group's transaction
@@ -167,7 +164,6 @@ func TestWriterReplacesABadConnection(t *testing.T) {
 	for _, bad := range []error{driver.ErrBadConn, newSQLiteError("disk I/O error (778)", 778), newSQLiteError("file is not a database (26)", 26)} {
 		t.Run(bad.Error(), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			db, _ := openLogged(t, filepath.Join(t.TempDir(), "ledger.db"))
 			insert := func(x int) error { return insertRow(db, x) }
 			if err := insert(1); err != nil {
@@ -192,10 +188,7 @@ func TestWriterReplacesABadConnection(t *testing.T) {
 			if old.lc.db != 0 || old.lc.buf != 0 {
 				t.Fatal("the bad connection was not closed, nor its memory freed")
 			}
-			var n int
-			if err := db.Raw().GetContext(ctx, &n, "SELECT COUNT(*) FROM t"); err != nil || n != 2 {
-				t.Fatalf("%d rows (%v), want 2", n, err)
-			}
+			wantRows(t, db, 2)
 		})
 	}
 }
