@@ -6,8 +6,6 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -52,17 +50,7 @@ func TestWriterScansAsDatabaseSQL(t *testing.T) {
 		query := "SELECT " + src
 		// The driver's value for the source, as the writer reads it.
 		var value driver.Value
-		if err := conn.Raw(func(c any) error {
-			s, err := c.(driver.ConnPrepareContext).PrepareContext(ctx, query)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rows, err := s.(driver.StmtQueryContext).QueryContext(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
+		if err := driverRowsOf(ctx, conn, query, func(rows driver.Rows) error {
 			vals := make([]driver.Value, 1)
 			if err := rows.Next(vals); err != nil {
 				return err
@@ -94,11 +82,7 @@ func TestWriterScansAsDatabaseSQL(t *testing.T) {
 func TestWriterBindsAsDatabaseSQL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openQuiet(t)
 	text := "a text"
 	var noText *string
 	at := time.Date(2026, 12, 4, 20, 31, 7, 123e6, time.UTC)
@@ -133,4 +117,22 @@ func TestWriterBindsAsDatabaseSQL(t *testing.T) {
 	if wantErr == nil || gotErr == nil {
 		t.Fatalf("a channel as an argument: database/sql %v, the writer %v; want both refused", wantErr, gotErr)
 	}
+}
+
+// driverRowsOf runs query on the driver's own statement on conn (below database/sql) and
+// hands its rows to read: what the driver itself hands over, to compare with.
+func driverRowsOf(ctx context.Context, conn *sql.Conn, query string, read func(driver.Rows) error) error {
+	return conn.Raw(func(c any) error {
+		s, err := c.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		rows, err := s.(driver.StmtQueryContext).QueryContext(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		return read(rows)
+	})
 }

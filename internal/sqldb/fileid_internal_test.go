@@ -3,13 +3,15 @@ package sqldb
 import (
 	"context"
 	"errors"
-	"github.com/ledger-dev/ledger/internal/syncbuf"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledger-dev/ledger/internal/syncbuf"
 )
 
 func openLogged(t *testing.T, path string) (*DB, *syncbuf.Buffer) {
@@ -24,6 +26,17 @@ func openLogged(t *testing.T, path string) (*DB, *syncbuf.Buffer) {
 		t.Fatal(err)
 	}
 	return db, logs
+}
+
+// openQuiet opens a new database file whose log goes nowhere, closed when t ends.
+func openQuiet(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // wantRows fails t unless t holds want rows, read through the writer pool.

@@ -66,17 +66,7 @@ func TestWriterConnHandsValuesAsTheDriver(t *testing.T) {
 	defer conn.Close()
 	var wantCols []string
 	var want [][]driver.Value
-	if err := conn.Raw(func(c any) error {
-		s, err := c.(driver.ConnPrepareContext).PrepareContext(ctx, query)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		rows, err := s.(driver.StmtQueryContext).QueryContext(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
+	if err := driverRowsOf(ctx, conn, query, func(rows driver.Rows) error {
 		wantCols, want = read(rows)
 		return nil
 	}); err != nil {

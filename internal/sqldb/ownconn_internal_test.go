@@ -199,11 +199,7 @@ func TestWriterReplacesABadConnection(t *testing.T) {
 func TestWriterRunsStatementsPastItsCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, Config{DSN: filepath.Join(t.TempDir(), "ledger.db"), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openQuiet(t)
 	if _, err := db.Raw().ExecContext(ctx, "CREATE TABLE t (x INTEGER, at TEXT)"); err != nil {
 		t.Fatal(err)
 	}
