@@ -99,6 +99,12 @@ func TestSQLitePlansWithoutStatistics(t *testing.T) {
 		want        []string
 		sorts       int // USE TEMP B-TREE FOR ORDER BY lines
 	}{
+		// The claim sorts once per band group, for the pick: its window is the group's
+		// seeks merged in IX_Runs_Claim's order (MERGE (UNION ALL) for BATCH with aged
+		// BACKGROUND), where a temporary B-tree per seek of that merge made 5.
+		{"claim", q.claimCandidates[0], []any{tenant, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z", 64,
+			"[]", "[]", "[]", "[]"},
+			[]string{"IX_Runs_Claim (TenantId=? AND Band=? AND DueAt<?)", "MERGE (UNION ALL)"}, 3},
 		{"fenceRunning", q.fenceRunning, []any{tenant, uuid.New(), 1},
 			[]string{"SEARCH a USING INDEX IX_Attempts_Run_Step (RunId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}, 0},
 		{"fence", q.fence, []any{tenant, uuid.New()},
