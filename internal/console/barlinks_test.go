@@ -142,7 +142,7 @@ func TestEveryBarLinksToExactlyItsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx := tab(t)
+	ctx := tabWithin(t, 4*time.Minute)
 	signIn(t, ctx, s, tn.Admin)
 	const readBars = `[...document.querySelectorAll("section.chart-box")].flatMap(sec => [...sec.querySelectorAll("svg a[data-rows]")].map(
 	    a => ({chart: sec.getAttribute("aria-labelledby"), href: a.getAttribute("href"), rows: +a.dataset.rows,
