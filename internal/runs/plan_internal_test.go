@@ -104,7 +104,8 @@ func TestSQLitePlansWithoutStatistics(t *testing.T) {
 		// BACKGROUND), where a temporary B-tree per seek of that merge made 5.
 		{"claim", q.claimCandidates[0], []any{tenant, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z", 64,
 			"[]", "[]", "[]", "[]"},
-			[]string{"IX_Runs_Claim (TenantId=? AND Band=? AND DueAt<?)", "MERGE (UNION ALL)"}, 3},
+			[]string{"IX_Runs_Claim (TenantId=? AND Band=? AND DueAt<?)", "MERGE (UNION ALL)",
+				"IX_Projects_Inactive (TenantId=?)", "IX_Projects_Budgeted (TenantId=?)"}, 3},
 		{"fenceRunning", q.fenceRunning, []any{tenant, uuid.New(), 1},
 			[]string{"SEARCH a USING INDEX IX_Attempts_Run_Step (RunId=?)", "sqlite_autoindex_Runs_1 (RunId=?)"}, 0},
 		{"fence", q.fence, []any{tenant, uuid.New()},

@@ -19,12 +19,18 @@ const sqliteStamp = `(SELECT Value + 1 FROM RowVersionCounter)`
 
 // sqliteEligible is what makes a head claimable besides its band and due time: its project
 // is active, no cancel is pending, and it passes the claim's filters. The subject's order
-// (no older queued run, no leased run) is the head marker itself.
+// (no older queued run, no leased run) is the head marker itself. A run's project exists
+// (Runs' foreign key), so when the tenant has no inactive and no budgeted project every
+// head's project passes: two empty seeks of IX_Projects_Inactive and IX_Projects_Budgeted
+// (uncorrelated, so SQLite runs each once a statement) say so, and the project probe per
+// head is skipped (migration 43; docs/perf/issue-35.md).
 const sqliteEligible = `r.CancelRequestedAt IS NULL
-    AND EXISTS (SELECT 1 FROM Projects p WHERE p.TenantId = r.TenantId AND p.ProjectId = r.ProjectId AND p.Active = 1
-        AND (p.DailyCostBudgetMicros IS NULL OR NOT EXISTS (SELECT 1 FROM ProjectDailyCosts c
-            WHERE c.TenantId = p.TenantId AND c.Day = substr(?2, 1, 10) AND c.ProjectId = p.ProjectId
-            AND c.CostMicros >= p.DailyCostBudgetMicros)))
+    AND ((NOT EXISTS (SELECT 1 FROM Projects h WHERE h.TenantId = ?1 AND h.Active = 0)
+            AND NOT EXISTS (SELECT 1 FROM Projects h WHERE h.TenantId = ?1 AND h.DailyCostBudgetMicros IS NOT NULL))
+        OR EXISTS (SELECT 1 FROM Projects p WHERE p.TenantId = r.TenantId AND p.ProjectId = r.ProjectId AND p.Active = 1
+            AND (p.DailyCostBudgetMicros IS NULL OR NOT EXISTS (SELECT 1 FROM ProjectDailyCosts c
+                WHERE c.TenantId = p.TenantId AND c.Day = substr(?2, 1, 10) AND c.ProjectId = p.ProjectId
+                AND c.CostMicros >= p.DailyCostBudgetMicros))))
     AND (?5 = '[]' OR r.Kind IN (SELECT value FROM json_each(?5)))
     AND (?6 = '[]' OR r.AgentId IN (SELECT value FROM json_each(?6)))
     AND (?7 = '[]' OR r.ProjectId IN (SELECT value FROM json_each(?7)))

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS IX_Projects_Budgeted;
+DROP INDEX IF EXISTS IX_Projects_Inactive;
