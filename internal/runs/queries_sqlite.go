@@ -22,8 +22,8 @@ const sqliteStamp = `(SELECT Value + 1 FROM RowVersionCounter)`
 // (no older queued run, no leased run) is the head marker itself. A run's project exists
 // (Runs' foreign key), so when the tenant has no inactive and no budgeted project every
 // head's project passes: two empty seeks of IX_Projects_Inactive and IX_Projects_Budgeted
-// (uncorrelated, so SQLite runs each once a statement) say so, and the project probe per
-// head is skipped (migration 43; docs/perf/issue-35.md).
+// (uncorrelated, so SQLite runs each once per seek the claim reaches, not per head) say
+// so, and the project probe per head is skipped (migration 43; docs/perf/issue-35.md).
 const sqliteEligible = `r.CancelRequestedAt IS NULL
     AND ((NOT EXISTS (SELECT 1 FROM Projects h WHERE h.TenantId = ?1 AND h.Active = 0)
             AND NOT EXISTS (SELECT 1 FROM Projects h WHERE h.TenantId = ?1 AND h.DailyCostBudgetMicros IS NOT NULL))
