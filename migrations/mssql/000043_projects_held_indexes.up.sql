@@ -2,8 +2,8 @@
 -- The tenant's inactive and budgeted projects (see migrations/sqlite 000043, where the
 -- claim's eligibility reads them to skip its per-head project probe). SQL Server's claim
 -- does not read them yet; they are here so that both dialects declare one schema
--- (internal/schema TestDialectsDeclareSameSchema), and they cost a write only when a
--- project's Active or DailyCostBudgetMicros moves into or out of their filters.
+-- (internal/schema TestDialectsDeclareSameSchema), and they cost a write only for a
+-- project inside their filters (inactive, or with a budget) or moving into or out of them.
 --
 -- Reading check, both statements: each is its own autocommit transaction, and the existence
 -- check on sys.indexes makes an index made by hand first, or a second run after `migrate
