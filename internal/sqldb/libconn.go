@@ -45,8 +45,9 @@ type libConn struct {
 // value before bind returns, so the connection's one buffer serves every argument.
 const sqliteTransient = ^uintptr(0)
 
-// openLibConn opens path with a pool's pragmas, in the order the driver applies them.
-func openLibConn(path string, pragmas []string) (*libConn, error) {
+// openLibConn opens path with a pool's pragmas, in the order the driver applies them,
+// through the VFS named vfs ("": SQLite's default, unix).
+func openLibConn(path string, pragmas []string, vfs string) (*libConn, error) {
 	c := &libConn{tls: libc.NewTLS()}
 	c.pp = sqlite3.Xsqlite3_malloc64(c.tls, 16)
 	if c.pp == 0 {
@@ -58,9 +59,18 @@ func openLibConn(path string, pragmas []string) (*libConn, error) {
 		c.close()
 		return nil, err
 	}
+	var zVfs uintptr
+	if vfs != "" {
+		if zVfs, err = libc.CString(vfs); err != nil {
+			libc.Xfree(c.tls, name)
+			c.close()
+			return nil, err
+		}
+	}
 	rc := sqlite3.Xsqlite3_open_v2(c.tls, name, c.pp,
-		sqlite3.SQLITE_OPEN_READWRITE|sqlite3.SQLITE_OPEN_CREATE|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
+		sqlite3.SQLITE_OPEN_READWRITE|sqlite3.SQLITE_OPEN_CREATE|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, zVfs)
 	libc.Xfree(c.tls, name)
+	libc.Xfree(c.tls, zVfs)
 	c.db = *(*uintptr)(cmem(c.pp))
 	if rc != sqlite3.SQLITE_OK {
 		err := c.errstr(rc)

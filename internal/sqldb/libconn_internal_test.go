@@ -72,7 +72,7 @@ func TestWriterConnHandsValuesAsTheDriver(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	lc, err := openLibConn(path, nil)
+	lc, err := openLibConn(path, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestWriterConnErrorsAsTheDriver(t *testing.T) {
 // runs the next statement; a context ended before the statement runs it not at all.
 func TestWriterConnInterruptsOnContext(t *testing.T) {
 	t.Parallel()
-	lc, err := openLibConn(filepath.Join(t.TempDir(), "i.db"), []string{"journal_mode=WAL"})
+	lc, err := openLibConn(filepath.Join(t.TempDir(), "i.db"), []string{"journal_mode=WAL"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestWriterConnFreesItsMemory(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	cycle := func() {
-		lc, err := openLibConn(path, []string{"journal_mode=WAL", "cache_size(-32768)"})
+		lc, err := openLibConn(path, []string{"journal_mode=WAL", "cache_size(-32768)"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestWriterConnFreesItsMemory(t *testing.T) {
 func TestWriterScansColumnsAsAssign(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	lc, err := openLibConn(filepath.Join(t.TempDir(), "cols.db"), nil)
+	lc, err := openLibConn(filepath.Join(t.TempDir(), "cols.db"), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

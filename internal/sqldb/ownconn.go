@@ -83,12 +83,17 @@ const (
 	rollbackSQL   = "ROLLBACK"
 )
 
+// openWriterConn opens the committer's connection, through the VFS that writes a commit's
+// log frames in one system call (walbatch.go).
 func openWriterConn(db *DB) (*ownConn, error) {
-	return openOwnConn(db, db.writerPragmas, beginWriteSQL, maxWriterStmts)
+	if _, err := walBatchOnce(); err != nil {
+		return nil, err
+	}
+	return openOwnConn(db, db.writerPragmas, beginWriteSQL, maxWriterStmts, walBatchVFSName)
 }
 
-func openOwnConn(db *DB, pragmas []string, begin string, maxStmts int) (*ownConn, error) {
-	lc, err := openLibConn(db.sqlitePath, pragmas)
+func openOwnConn(db *DB, pragmas []string, begin string, maxStmts int, vfs string) (*ownConn, error) {
+	lc, err := openLibConn(db.sqlitePath, pragmas, vfs)
 	if err != nil {
 		return nil, err
 	}

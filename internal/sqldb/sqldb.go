@@ -219,7 +219,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db.migrations = cfg.Migrations
 	if db.Dialect.Embedded() {
 		db.readers = newReaderPool(maxReaders, func() (*ownConn, error) {
-			return openOwnConn(db, db.readerPragmas, beginReadSQL, maxReaderStmts)
+			return openOwnConn(db, db.readerPragmas, beginReadSQL, maxReaderStmts, "")
 		})
 		db.ckpt = newCheckpointer(db.ck, log)
 		db.group = newCommitter(db)
