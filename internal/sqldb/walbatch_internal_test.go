@@ -50,14 +50,23 @@ func openWalBatchWriter(t *testing.T, path string, pragmas ...string) *libConn {
 // and one whose pages spilled to the log before it and were written there again (SQLite
 // then rewrites the frames' checksums at commit), with synchronous NORMAL and FULL. The
 // log's writes are gathered (far fewer system calls than SQLite's writes), and no barrier
-// ever found bytes left behind: each commit went out with its last frame.
+// ever found bytes left behind: each commit went out with its last frame. The third case
+// checkpoints every 20 pages and cuts the log back to 64 KiB, so the log starts over from
+// its beginning (a new header at offset 0) and is truncated after a commit, many times.
 func TestWalBatch(t *testing.T) {
 	t.Parallel()
-	for _, sync := range []string{"NORMAL", "FULL"} {
-		t.Run(sync, func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pragmas []string
+	}{
+		{"NORMAL", []string{"synchronous=NORMAL"}},
+		{"FULL", []string{"synchronous=FULL"}},
+		{"restarts", []string{"synchronous=NORMAL", "wal_autocheckpoint=20", "journal_size_limit=65536"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "w.db")
-			w := openWalBatchWriter(t, path, "synchronous="+sync)
+			w := openWalBatchWriter(t, path, tc.pragmas...)
 			defer w.close()
 			exec := func(q string) {
 				t.Helper()
