@@ -34,11 +34,19 @@ import (
 //   - A commit frame's header written with nothing before it in the buffer (the rewrite
 //     of checksums, walRewriteChecksums, or a commit of one page) is written at once, and
 //     the page after it too.
+//   - After a commit frame's page, every write until the next frame header goes to the
+//     file at once: the padding frames and the pieces of a frame split around a sync
+//     (synchronous=FULL without powersafe overwrite) are published with the commit.
+//   - Before the write lock (wal-index lock 0) is let go, the database file's xShmLock
+//     writes out whatever its log still holds: frames of a transaction that spilled and
+//     was rolled back (SQLite's undo writes nothing to the log). Written later, without
+//     the lock, they could land on frames another writer committed since
+//     (TestWalBatchRollbackThenOtherWriter).
 //   - As a last guard, the database file's xShmBarrier, which walIndexWriteHdr calls
 //     between its two copies of the header, writes out whatever a log of the same
-//     database still holds (TestWalBatch counts those: none, by the rules above).
-//   - A kill -9 loses only what no commit returned for: the buffer holds the frames of a
-//     commit in progress, never one that was acknowledged.
+//     database still holds (the tests count those: none, by the rules above).
+//   - A kill -9 loses only what no commit returned for: the buffer holds frames no commit
+//     has published, never one that was acknowledged.
 //
 // SQLite's VFS registry is process-wide, so this one is too: it is registered once, on
 // first use, and its table of open files is the only state, guarded by mu.
@@ -79,6 +87,10 @@ type walBatch struct {
 	// commitPage is the offset of the page whose header said it ends a commit: written out
 	// as soon as it is appended. -1: none expected.
 	commitPage int64
+	// committed: a commit frame's header was seen and no frame header since. Every write
+	// until the next frame header (the commit frame's page, padding frames, the pieces of a
+	// frame split around a sync, the rewrite of checksums) goes to the file at once.
+	committed bool
 	// writes counts SQLite's writes to the log, issued unix's, and late the barriers that
 	// found bytes not yet written out (none, by the rules above): TestWalBatch reads them.
 	writes, issued, late int64
@@ -100,6 +112,7 @@ type (
 	xPtrFunc     = func(*libc.TLS, uintptr, uintptr) int32
 	xControlFunc = func(*libc.TLS, uintptr, int32, uintptr) int32
 	xBarrierFunc = func(*libc.TLS, uintptr)
+	xShmLockFunc = func(*libc.TLS, uintptr, int32, int32, int32) int32
 	xFetchFunc   = func(*libc.TLS, uintptr, int64, int32, uintptr) int32
 	xUnfetchFunc = func(*libc.TLS, uintptr, int64, uintptr) int32
 )
@@ -174,6 +187,9 @@ func (v *walBatchVFS) tableLocked(tls *libc.TLS, m uintptr, wal bool) uintptr {
 		setcfunc[xFileFunc](&c.FxClose, walBatchDBClose)
 		if c.FiVersion >= 2 && c.FxShmBarrier != 0 {
 			setcfunc[xBarrierFunc](&c.FxShmBarrier, walBatchDBBarrier)
+		}
+		if c.FiVersion >= 2 && c.FxShmLock != 0 {
+			setcfunc[xShmLockFunc](&c.FxShmLock, walBatchDBShmLock)
 		}
 	}
 	tables[m] = t
@@ -251,6 +267,16 @@ func walBatchWrite(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int
 	n := int64(amt)
 	src := unsafe.Slice((*byte)(cmem(pBuf)), n)
 	commitHeader := n == walFrameHeader && binary.BigEndian.Uint32(src[4:8]) != 0
+	if n == walFrameHeader {
+		b.committed = false
+	}
+	if b.committed {
+		if rc := v.flushLocked(tls, pFile, b); rc != sqlite3.SQLITE_OK {
+			return rc
+		}
+		b.issued++
+		return write(tls, pFile, pBuf, amt, off)
+	}
 	if b.n > 0 && off != b.off+b.n {
 		if rc := v.flushLocked(tls, pFile, b); rc != sqlite3.SQLITE_OK {
 			return rc
@@ -268,6 +294,8 @@ func walBatchWrite(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int
 			rc := write(tls, pFile, pBuf, amt, off)
 			if commitHeader {
 				b.commitPage = off + n
+			} else if off == expected {
+				b.committed = true
 			}
 			return rc
 		}
@@ -281,6 +309,7 @@ func walBatchWrite(tls *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int
 	case commitHeader:
 		b.commitPage = off + n
 	case off == b.commitPage:
+		b.committed = true
 		return v.flushLocked(tls, pFile, b)
 	}
 	return sqlite3.SQLITE_OK
@@ -372,8 +401,9 @@ func walBatchDBClose(tls *libc.TLS, pFile uintptr) int32 {
 
 // walBatchDBBarrier is the last guard: a log of this database that still holds bytes
 // when its header is about to be published writes them out (b.late counts it). It
-// cannot report a failure (xShmBarrier returns nothing); a reader would then find the
-// frames missing and get SQLite's short-read error, not wrong rows.
+// cannot report a failure (xShmBarrier returns nothing), and a reader could then read an
+// older log's bytes at those offsets; the rules above leave it nothing to write, which
+// the tests check.
 func walBatchDBBarrier(tls *libc.TLS, pFile uintptr) {
 	v := walBatchRegistered.Load()
 	v.mu.Lock()
@@ -386,4 +416,22 @@ func walBatchDBBarrier(tls *libc.TLS, pFile uintptr) {
 	}
 	v.mu.Unlock()
 	cfunc[xBarrierFunc](methods(d.real).FxShmBarrier)(tls, pFile)
+}
+
+// walBatchDBShmLock: before the write lock (wal-index lock 0) is let go, whatever a log of
+// this database still holds (frames of a transaction rolled back after it spilled) is
+// written out, while no other connection can be writing the log.
+func walBatchDBShmLock(tls *libc.TLS, pFile uintptr, ofst, n, flags int32) int32 {
+	v := walBatchRegistered.Load()
+	v.mu.Lock()
+	d := v.db[pFile]
+	if ofst == 0 && flags&sqlite3.SQLITE_SHM_UNLOCK != 0 {
+		for f, b := range v.wal {
+			if b.db == d.name && b.n > 0 {
+				v.flushLocked(tls, f, b)
+			}
+		}
+	}
+	v.mu.Unlock()
+	return cfunc[xShmLockFunc](methods(d.real).FxShmLock)(tls, pFile, ofst, n, flags)
 }
