@@ -60,7 +60,6 @@ const walBatchSize = 124 << 10
 
 type walBatchVFS struct {
 	unix uintptr // SQLite's unix VFS, which does the work
-	vfs  uintptr // this VFS: a copy of unix's with xOpen replaced
 
 	mu sync.Mutex
 	// walTables and dbTables map an io methods table unix gives its files (the main
@@ -144,7 +143,7 @@ func registerWalBatchVFS() (*walBatchVFS, error) {
 	v.FzName = name
 	v.FpNext = 0
 	setcfunc[xOpenFunc](&v.FxOpen, walBatchOpen)
-	w := &walBatchVFS{unix: unix, vfs: vfs, walTables: map[uintptr]uintptr{}, dbTables: map[uintptr]uintptr{},
+	w := &walBatchVFS{unix: unix, walTables: map[uintptr]uintptr{}, dbTables: map[uintptr]uintptr{},
 		wal: map[uintptr]*walBatch{}, db: map[uintptr]walDB{}}
 	walBatchRegistered.Store(w)
 	if rc := sqlite3.Xsqlite3_vfs_register(tls, vfs, 0); rc != sqlite3.SQLITE_OK {
@@ -408,12 +407,7 @@ func walBatchDBBarrier(tls *libc.TLS, pFile uintptr) {
 	v := walBatchRegistered.Load()
 	v.mu.Lock()
 	d := v.db[pFile]
-	for f, b := range v.wal {
-		if b.db == d.name && b.n > 0 {
-			b.late++
-			v.flushLocked(tls, f, b)
-		}
-	}
+	v.flushLogsLocked(tls, d.name, true)
 	v.mu.Unlock()
 	cfunc[xBarrierFunc](methods(d.real).FxShmBarrier)(tls, pFile)
 }
@@ -426,12 +420,21 @@ func walBatchDBShmLock(tls *libc.TLS, pFile uintptr, ofst, n, flags int32) int32
 	v.mu.Lock()
 	d := v.db[pFile]
 	if ofst == 0 && flags&sqlite3.SQLITE_SHM_UNLOCK != 0 {
-		for f, b := range v.wal {
-			if b.db == d.name && b.n > 0 {
-				v.flushLocked(tls, f, b)
-			}
-		}
+		v.flushLogsLocked(tls, d.name, false)
 	}
 	v.mu.Unlock()
 	return cfunc[xShmLockFunc](methods(d.real).FxShmLock)(tls, pFile, ofst, n, flags)
+}
+
+// flushLogsLocked writes out what the logs of the database named db still hold, counting
+// each as late when a barrier found it (a failure cannot be reported by either caller).
+func (v *walBatchVFS) flushLogsLocked(tls *libc.TLS, db string, late bool) {
+	for f, b := range v.wal {
+		if b.db == db && b.n > 0 {
+			if late {
+				b.late++
+			}
+			v.flushLocked(tls, f, b)
+		}
+	}
 }

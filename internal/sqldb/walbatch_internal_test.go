@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// walBatchOf returns the counters of the log of the database at path open through the
-// batching VFS.
-func walBatchOf(t *testing.T, path string) (writes, issued, late int64) {
+// walBatchOf returns a copy of the buffer of the log of the database at path open through
+// the batching VFS: its counters, and n, the bytes it still holds.
+func walBatchOf(t *testing.T, path string) walBatch {
 	t.Helper()
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
@@ -26,11 +26,21 @@ func walBatchOf(t *testing.T, path string) (writes, issued, late int64) {
 	defer v.mu.Unlock()
 	for _, b := range v.wal {
 		if b.db == real {
-			return b.writes, b.issued, b.late
+			return *b
 		}
 	}
 	t.Fatalf("no log of %s is open through %s", real, walBatchVFSName)
-	return 0, 0, 0
+	return walBatch{}
+}
+
+// walBatchExec runs statements on w, failing the test on an error.
+func walBatchExec(t *testing.T, w *libConn) func(q string) {
+	return func(q string) {
+		t.Helper()
+		if err := w.execOnce(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 }
 
 func openWalBatchWriter(t *testing.T, path string, pragmas ...string) *libConn {
@@ -68,12 +78,7 @@ func TestWalBatch(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "w.db")
 			w := openWalBatchWriter(t, path, tc.pragmas...)
 			defer w.close()
-			exec := func(q string) {
-				t.Helper()
-				if err := w.execOnce(q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
+			exec := walBatchExec(t, w)
 			exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)")
 			r, err := sql.Open("sqlite", "file:"+path+"?_pragma=query_only(1)")
 			if err != nil {
@@ -99,7 +104,8 @@ func TestWalBatch(t *testing.T) {
 				rows, bytes = rows+1, bytes+size
 				seen(fmt.Sprintf("commit %d (%d bytes)", i, size))
 			}
-			writes, issued, _ := walBatchOf(t, path)
+			b := walBatchOf(t, path)
+			writes, issued := b.writes, b.issued
 			if issued*4 > writes {
 				t.Errorf("SQLite's %d writes to the log took %d system calls: not gathered", writes, issued)
 			}
@@ -121,7 +127,7 @@ func TestWalBatch(t *testing.T) {
 			if err := r.QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
 				t.Fatalf("integrity_check: %q, %v", ok, err)
 			}
-			if _, _, late := walBatchOf(t, path); late != 0 {
+			if late := walBatchOf(t, path).late; late != 0 {
 				t.Errorf("%d barriers found log bytes not yet written", late)
 			}
 		})

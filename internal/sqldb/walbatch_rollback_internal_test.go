@@ -6,25 +6,6 @@ import (
 	"testing"
 )
 
-// walBatchPending is how many bytes the batching VFS still holds for the log of path.
-func walBatchPending(t *testing.T, path string) int64 {
-	t.Helper()
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := walBatchRegistered.Load()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, b := range v.wal {
-		if b.db == real {
-			return b.n
-		}
-	}
-	t.Fatalf("no log of %s is open through %s", real, walBatchVFSName)
-	return 0
-}
-
 // TestWalBatchRollbackThenOtherWriter: a transaction of the batching connection spills
 // pages to the log and is rolled back. The frames still in the buffer must not reach the
 // file after the write lock is let go: by then another connection may have committed
@@ -34,19 +15,14 @@ func TestWalBatchRollbackThenOtherWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.db")
 	w := openWalBatchWriter(t, path, "synchronous=NORMAL", "cache_size=10")
 	defer w.close()
-	exec := func(q string) {
-		t.Helper()
-		if err := w.execOnce(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec := walBatchExec(t, w)
 	exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)")
 	// Everything in the database file, so that the rollback reads no page back from the
 	// log (a read would write the buffer out while the write lock is still held).
 	exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	exec("BEGIN IMMEDIATE")
 	exec("INSERT INTO t (v) VALUES (randomblob(300000))") // spills: a cache of ten pages
-	if walBatchPending(t, path) == 0 {
+	if walBatchOf(t, path).n == 0 {
 		t.Fatal("the spill left nothing in the buffer: the case is not exercised")
 	}
 	exec("ROLLBACK")
@@ -86,7 +62,7 @@ func TestWalBatchRollbackThenOtherWriter(t *testing.T) {
 	// Its next statement begins a read, whose xShmBarrier writes out what was left.
 	exec("SELECT count(*) FROM t")
 	check("after the batching connection ran again")
-	if _, _, late := walBatchOf(t, path); late != 0 {
+	if late := walBatchOf(t, path).late; late != 0 {
 		t.Errorf("%d barriers found log bytes not yet written", late)
 	}
 }
@@ -101,13 +77,12 @@ func TestWalBatchNoPowersafeOverwrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.db")
 	w := openWalBatchWriter(t, path+"?psow=0", "synchronous=FULL")
 	defer w.close()
+	exec := walBatchExec(t, w)
 	for _, q := range []string{"CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)",
 		"INSERT INTO t (v) VALUES (randomblob(3000))", "INSERT INTO t (v) VALUES (randomblob(10))"} {
-		if err := w.execOnce(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+		exec(q)
 	}
-	if _, _, late := walBatchOf(t, path); late != 0 {
+	if late := walBatchOf(t, path).late; late != 0 {
 		t.Errorf("%d barriers found log bytes not yet written", late)
 	}
 }
