@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // SQLite's statements run on the process's own connections (ownconn.go, libconn.go),
@@ -31,7 +33,8 @@ type rowSource interface {
 // namedArgs converts a statement's arguments into buf (reused by the caller) as database/sql
 // does for a driver with neither a NamedValueChecker nor a ColumnConverter (modernc has
 // neither): a driver.Value as it is, anything else through driver.DefaultParameterConverter
-// (Valuers, pointers, named kinds), a sql.NamedArg by its name.
+// (Valuers, pointers, named kinds), a sql.NamedArg by its name. A uuid.UUID is kept as it
+// is: libStmt.bind binds the text its Value would give, without the string.
 func namedArgs(buf []driver.NamedValue, args []any) ([]driver.NamedValue, error) {
 	buf = buf[:0]
 	for i, a := range args {
@@ -40,7 +43,7 @@ func namedArgs(buf []driver.NamedValue, args []any) ([]driver.NamedValue, error)
 			nv.Name, a = na.Name, na.Value
 		}
 		switch v := a.(type) {
-		case nil, int64, float64, bool, []byte, string, time.Time:
+		case nil, int64, float64, bool, []byte, string, time.Time, uuid.UUID:
 			nv.Value = v
 		case int:
 			nv.Value = int64(v)

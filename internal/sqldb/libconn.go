@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/google/uuid"
 	"modernc.org/libc"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -309,6 +311,8 @@ func (s *libStmt) bind(args []driver.NamedValue) error {
 		case time.Time:
 			// The driver's default write format (no _time_format in ledger's DSN).
 			rc = s.bindText(idx, x.String())
+		case uuid.UUID:
+			rc = s.bindUUID(idx, x)
 		case nil:
 			rc = sqlite3.Xsqlite3_bind_null(c.tls, s.p, idx)
 		default:
@@ -319,6 +323,27 @@ func (s *libStmt) bind(args []driver.NamedValue) error {
 		}
 	}
 	return nil
+}
+
+// bindUUID binds u as the text its Value gives (String's), encoded straight into the
+// connection's C buffer: through its Value, each id argument cost a string, its boxing and
+// the driver's conversion (13 ids a cycle, docs/perf/issue-35.md).
+func (s *libStmt) bindUUID(idx int32, u uuid.UUID) int32 {
+	c := s.c
+	if err := c.grow(36); err != nil {
+		return sqlite3.SQLITE_NOMEM
+	}
+	b := unsafe.Slice((*byte)(cmem(c.buf)), 36)
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:36], u[10:16])
+	return sqlite3.Xsqlite3_bind_text(c.tls, s.p, idx, c.buf, 36, sqliteTransient)
 }
 
 func (s *libStmt) bindText(idx int32, x string) int32 {
@@ -563,8 +588,39 @@ func (r *libRows) scanCol(i int, dest any) error {
 			*d = &v
 			return nil
 		}
+	case *uuid.UUID:
+		if u, ok := r.uuidText(i, ct); ok {
+			*d = u
+			return nil
+		}
+	case *uuid.NullUUID:
+		if ct == sqlite3.SQLITE_NULL {
+			*d = uuid.NullUUID{}
+			return nil
+		}
+		if u, ok := r.uuidText(i, ct); ok {
+			*d = uuid.NullUUID{UUID: u, Valid: true}
+			return nil
+		}
 	}
 	return assign(dest, r.value(i))
+}
+
+// uuidText is column i's text parsed as uuid.UUID's Scan parses a string, read in place;
+// not ok when the column is not text, is empty (Scan leaves its UUID as it was) or does
+// not parse (assign then reports it as Scan does).
+func (r *libRows) uuidText(i int, ct int32) (uuid.UUID, bool) {
+	if ct != sqlite3.SQLITE_TEXT || r.s.timeCol[i] {
+		return uuid.UUID{}, false
+	}
+	tls, p := r.s.c.tls, r.s.p
+	t := sqlite3.Xsqlite3_column_text(tls, p, int32(i))
+	n := int(sqlite3.Xsqlite3_column_bytes(tls, p, int32(i)))
+	if t == 0 || n <= 0 {
+		return uuid.UUID{}, false
+	}
+	u, err := uuid.ParseBytes(unsafe.Slice((*byte)(cmem(t)), n))
+	return u, err == nil
 }
 
 // driverTimeFormats is the driver's parseTimeFormats (modernc.org/sqlite, sqlite.go).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"modernc.org/libc"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -247,13 +248,17 @@ func TestWriterScansColumnsAsAssign(t *testing.T) {
 		t.Fatal(err)
 	}
 	sources := []string{"42", "-7", "300", "0", "1.5", "'text'", "'17'", "''", "x'00ff'", "x''", "NULL",
-		"9223372036854775807", "'2026-12-04T20:31:07.123Z'", "'2026-12-04 20:31'"}
+		"9223372036854775807", "'2026-12-04T20:31:07.123Z'", "'2026-12-04 20:31'",
+		"'0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'", "'0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B'",
+		"'{0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b}'", "'urn:uuid:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'",
+		"'0190a1b2c3d47e5f8a9b0c1d2e3f4a5b'", "'0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5'", "x'0190a1b2c3d47e5f8a9b0c1d2e3f4a5b'"}
 	dests := []func() any{
 		func() any { return new(string) }, func() any { return new(int) }, func() any { return new(int64) },
 		func() any { return new(bool) }, func() any { return new(float64) }, func() any { return new([]byte) },
 		func() any { return new(any) }, func() any { return new(*string) }, func() any { return new(*int) },
 		func() any { return new(*int64) }, func() any { return new(enumInt) }, func() any { return new(sql.NullString) },
-		func() any { return new(time.Time) },
+		func() any { return new(time.Time) }, func() any { return new(uuid.UUID) },
+		func() any { return new(uuid.NullUUID) },
 	}
 	ins, err := lc.prepare(`INSERT INTO c VALUES (?1, ?1)`, 0)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jmoiron/sqlx/reflectx"
 )
@@ -30,10 +31,53 @@ type planKey struct {
 }
 
 // planField is where one column goes: the field's index path and, for a time.Time or
-// *time.Time field, which scanner takes the column in its place (timetext.go).
+// *time.Time field, which scanner takes the column in its place (timetext.go). A field
+// reached from the row without passing through a pointer (any field but one of an embedded
+// *T, which the scan must allocate first) is direct: its target is made from its offset in
+// the row and the type word of a pointer to it. reflect's Field, Addr and Interface cost
+// about 200 instructions a column, 22k of the in-process cycle (docs/perf/issue-35.md,
+// "The scan's targets without reflection"); this costs a few.
 type planField struct {
-	idx  []int
-	kind fieldKind
+	idx     []int
+	kind    fieldKind
+	direct  bool
+	off     uintptr
+	ptrType unsafe.Pointer
+}
+
+// eface is the layout of a value of type any: its type word, then its data word (for a
+// pointer type, the pointer itself). TestPointerAtIsReflects holds pointerAt to reflect.
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+// pointerAt is the value of type *T, ptrType being that type's word, pointing at p.
+func pointerAt(ptrType, p unsafe.Pointer) any {
+	var a any
+	e := (*eface)(unsafe.Pointer(&a))
+	e.typ, e.data = ptrType, p
+	return a
+}
+
+// pointerType is the type word of *t.
+func pointerType(t reflect.Type) unsafe.Pointer {
+	proto := reflect.New(t).Interface()
+	return (*eface)(unsafe.Pointer(&proto)).typ
+}
+
+// directField is the offset in a row of type t of the field at idx, and the field's type;
+// not ok when the path passes through a pointer (an embedded *T).
+func directField(t reflect.Type, idx []int) (off uintptr, ft reflect.Type, ok bool) {
+	ft = t
+	for _, k := range idx {
+		if ft.Kind() != reflect.Struct {
+			return 0, nil, false
+		}
+		sf := ft.Field(k)
+		off += sf.Offset
+		ft = sf.Type
+	}
+	return off, ft, true
 }
 
 type fieldKind uint8
@@ -170,14 +214,15 @@ func (p *scanPlans) scalarTarget(ptr reflect.Value) any {
 // scanners are taken from sc (nil: each its own allocation).
 func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any, sc *scanScratch) []any {
 	sc.reserve(plan)
+	base := unsafe.Pointer(s.UnsafeAddr()) // s is the row a pointer points at: addressable
 	for i, f := range plan {
-		var field reflect.Value
-		if len(f.idx) == 1 {
-			field = s.Field(f.idx[0]) // a field of the row type itself, not of an embedded one
+		var addr any
+		if f.direct {
+			addr = pointerAt(f.ptrType, unsafe.Add(base, f.off))
 		} else {
-			field = reflectx.FieldByIndexes(s, f.idx)
+			// FieldByIndexes allocates an embedded *T left nil, as sqlx's scan does.
+			addr = reflectx.FieldByIndexes(s, f.idx).Addr().Interface()
 		}
-		addr := field.Addr().Interface()
 		switch f.kind {
 		case timeField:
 			d := timeDest{driver: p.counter()}
@@ -330,6 +375,9 @@ func (p *scanPlans) planByText(rows rowSource, query string, t reflect.Type, m *
 			return nil, fmt.Errorf("missing destination name %s", cols[i])
 		}
 		plan[i].idx = idx
+		if off, ft, ok := directField(reflectx.Deref(t), idx); ok {
+			plan[i].direct, plan[i].off, plan[i].ptrType = true, off, pointerType(ft)
+		}
 		switch tm.GetByTraversal(idx).Field.Type {
 		case timeType, ourTimeType:
 			plan[i].kind = timeField

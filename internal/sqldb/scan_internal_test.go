@@ -4,10 +4,13 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -24,6 +27,9 @@ func TestGetRowScansAsSqlxDoes(t *testing.T) {
 	type inner struct {
 		B string `db:"B"`
 	}
+	type Behind struct {
+		D int64 `db:"D"`
+	}
 	type row struct {
 		A     int        `db:"A"`
 		When  time.Time  `db:"When"`
@@ -33,12 +39,15 @@ func TestGetRowScansAsSqlxDoes(t *testing.T) {
 		Nested struct {
 			C int `db:"C"`
 		} `db:"n"`
+		*Behind           // reached through a pointer: the scan allocates it, as sqlx's does
+		ID      uuid.UUID `db:"ID"`
 	}
-	if _, err := db.Exec(`CREATE TABLE T (A INTEGER, "When" DATETIME, Maybe TEXT, Ver INTEGER, B TEXT, C INTEGER);
-INSERT INTO T VALUES (7, '2026-01-02T03:04:05.678Z', NULL, 9, 'b', 3)`); err != nil {
+	if _, err := db.Exec(`CREATE TABLE T (A INTEGER, "When" DATETIME, Maybe TEXT, Ver INTEGER, B TEXT, C INTEGER,
+    D INTEGER, ID TEXT);
+INSERT INTO T VALUES (7, '2026-01-02T03:04:05.678Z', NULL, 9, 'b', 3, 11, '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b')`); err != nil {
 		t.Fatal(err)
 	}
-	const q = `SELECT A, "When", Maybe, Ver, B, C AS "n.C" FROM T`
+	const q = `SELECT A, "When", Maybe, Ver, B, C AS "n.C", D, ID FROM T`
 	var p scanPlans
 	for round := range 2 {
 		var got, want row
@@ -49,7 +58,12 @@ INSERT INTO T VALUES (7, '2026-01-02T03:04:05.678Z', NULL, 9, 'b', 3)`); err != 
 		if err := db.Get(&want, q); err != nil {
 			t.Fatal(err)
 		}
-		if got != want || got.A != 7 || got.B != "b" || got.Nested.C != 3 || got.Ver != 9 {
+		if got.Behind == nil || want.Behind == nil || *got.Behind != *want.Behind || got.D != 11 {
+			t.Fatalf("round %d: the embedded pointer's field: got %+v, sqlx got %+v", round, got.Behind, want.Behind)
+		}
+		got.Behind, want.Behind = nil, nil
+		if got != want || got.A != 7 || got.B != "b" || got.Nested.C != 3 || got.Ver != 9 ||
+			got.ID != uuid.MustParse("0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b") {
 			t.Fatalf("round %d: got %+v, sqlx got %+v", round, got, want)
 		}
 	}
@@ -71,5 +85,64 @@ INSERT INTO T VALUES (7, '2026-01-02T03:04:05.678Z', NULL, 9, 'b', 3)`); err != 
 	rows, err = db.Query(`SELECT 7 AS A`)
 	if err := p.getRow(rows, err, q, &r, db.Mapper); err == nil {
 		t.Fatal("a plan of six columns scanned a row of one")
+	}
+}
+
+// TestPointerAtIsReflects: the targets a plan makes from a field's offset are the pointers
+// reflect makes, type and address, for every kind of field a row can have; and a field
+// reached through an embedded pointer is left to reflect.
+func TestPointerAtIsReflects(t *testing.T) {
+	t.Parallel()
+	type named string
+	type embedded struct {
+		E [3]byte
+		F *time.Time
+	}
+	type PtrEmbedded struct{ G int }
+	type row struct {
+		A string
+		B named
+		C int64
+		D any
+		embedded
+		H []int
+		I map[string]int
+		J struct{ K bool }
+		L uuid.NullUUID
+		*PtrEmbedded
+	}
+	rt := reflect.TypeFor[row]()
+	v := reflect.New(rt).Elem()
+	base := v.Addr().UnsafePointer()
+	var paths [][]int
+	for i := range rt.NumField() {
+		paths = append(paths, []int{i})
+		if f := rt.Field(i); f.Type.Kind() == reflect.Struct {
+			for j := range f.Type.NumField() {
+				paths = append(paths, []int{i, j})
+			}
+		}
+	}
+	paths = append(paths, []int{rt.NumField() - 1, 0}) // PtrEmbedded.G, behind a pointer
+	for _, idx := range paths {
+		off, ft, ok := directField(rt, idx)
+		if name := rt.FieldByIndex(idx[:1]).Name; name == "PtrEmbedded" && len(idx) == 2 {
+			if ok {
+				t.Errorf("%v (%s.G) is behind a pointer, but directField says direct", idx, name)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("%v: directField says indirect", idx)
+			continue
+		}
+		got := pointerAt(pointerType(ft), unsafe.Add(base, off))
+		want := v.FieldByIndex(idx).Addr()
+		if reflect.TypeOf(got) != want.Type() || reflect.ValueOf(got).UnsafePointer() != want.UnsafePointer() {
+			t.Errorf("%v: pointerAt made %T %p, reflect %v %p", idx, got, got, want.Type(), want.UnsafePointer())
+		}
+		if want.CanInterface() && got != want.Interface() {
+			t.Errorf("%v: pointerAt made %T %p, not equal to reflect's", idx, got, got)
+		}
 	}
 }
