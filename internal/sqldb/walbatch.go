@@ -48,8 +48,10 @@ import (
 //   - A kill -9 loses only what no commit returned for: the buffer holds frames no commit
 //     has published, never one that was acknowledged.
 //
+// The VFS also keeps the connection's unnamed temporary files in memory (walbatch_temp.go).
+//
 // SQLite's VFS registry is process-wide, so this one is too: it is registered once, on
-// first use, and its table of open files is the only state, guarded by mu.
+// first use, and its tables of open files are the only state, guarded by mu.
 const walBatchVFSName = "ledger-walbatch"
 
 // walBatchSize is one log's buffer: 60 frames of 2 KiB pages (a commit of the cycle
@@ -68,6 +70,11 @@ type walBatchVFS struct {
 	walTables, dbTables map[uintptr]uintptr
 	wal                 map[uintptr]*walBatch // a log's sqlite3_file → its buffer
 	db                  map[uintptr]walDB     // a main database's sqlite3_file → what it is
+	// temps: an unnamed temporary file's sqlite3_file → its bytes (walbatch_temp.go);
+	// tempTable their methods, tempOpens how many were opened (the tests read it).
+	temps     map[uintptr]*memTempFile
+	tempTable uintptr
+	tempOpens int64
 }
 
 // walDB is a main database file open through the VFS: its name, and unix's methods.
@@ -144,7 +151,7 @@ func registerWalBatchVFS() (*walBatchVFS, error) {
 	v.FpNext = 0
 	setcfunc[xOpenFunc](&v.FxOpen, walBatchOpen)
 	w := &walBatchVFS{unix: unix, walTables: map[uintptr]uintptr{}, dbTables: map[uintptr]uintptr{},
-		wal: map[uintptr]*walBatch{}, db: map[uintptr]walDB{}}
+		wal: map[uintptr]*walBatch{}, db: map[uintptr]walDB{}, temps: map[uintptr]*memTempFile{}}
 	walBatchRegistered.Store(w)
 	if rc := sqlite3.Xsqlite3_vfs_register(tls, vfs, 0); rc != sqlite3.SQLITE_OK {
 		return nil, errors.New("sqlite: registering " + walBatchVFSName + " failed")
@@ -201,6 +208,9 @@ func methods(m uintptr) *sqlite3.Tsqlite3_io_methods {
 
 func walBatchOpen(tls *libc.TLS, _, zName, pFile uintptr, flags int32, pOutFlags uintptr) int32 {
 	v := walBatchRegistered.Load()
+	if zName == 0 {
+		return v.openMemTemp(tls, pFile, flags, pOutFlags)
+	}
 	u := (*sqlite3.Tsqlite3_vfs)(cmem(v.unix))
 	rc := cfunc[xOpenFunc](u.FxOpen)(tls, v.unix, zName, pFile, flags, pOutFlags)
 	kind := flags & (sqlite3.SQLITE_OPEN_WAL | sqlite3.SQLITE_OPEN_MAIN_DB)
