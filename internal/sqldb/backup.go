@@ -103,9 +103,10 @@ func removeCopy(tmp string) []string {
 	return removed
 }
 
-// verifyCopy runs SQLite's integrity check on a copy, read only.
+// verifyCopy runs SQLite's integrity check on a copy, read only, its temporary files (if
+// the check needs any) in memory as every other connection's (docs/operators.md).
 func verifyCopy(ctx context.Context, path string) error {
-	c, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	c, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=temp_store(memory)")
 	if err != nil {
 		return fmt.Errorf("backup: open the copy: %w", err)
 	}

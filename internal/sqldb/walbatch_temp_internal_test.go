@@ -67,8 +67,8 @@ INSERT INTO t SELECT k, printf('%06d-', k) || hex(randomblob(100)) FROM n`)
 	before := walBatchAll(t, w, `SELECT k, v FROM t ORDER BY k`)
 	opens := walBatchTempOpens()
 
-	// A job's savepoint: every page of t changes (about 800 KiB of page images), then the
-	// job is rolled back; a write before the savepoint stays.
+	// A job's savepoint: every page of t and its index changes (far past the sub-journal's
+	// 64 KiB in memory), then the job is rolled back; a write before the savepoint stays.
 	exec(`BEGIN IMMEDIATE`)
 	exec(`UPDATE t SET v = 'kept ' || v WHERE k = 1`)
 	exec(`SAVEPOINT job`)
