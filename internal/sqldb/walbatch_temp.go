@@ -24,7 +24,9 @@ import (
 //
 // A temporary file is private to the connection that opened it (SQLite opens them
 // DELETEONCLOSE and never shares them), so it needs no locks; its bytes are kept in Go
-// memory under the VFS's mutex, keyed by the sqlite3_file SQLite allocated.
+// memory under the VFS's mutex, keyed by the sqlite3_file SQLite allocated. A sort larger
+// than the cache now spills its runs here, where under MEMORY SQLite kept them in its own
+// heap: the same bytes, held while the statement runs.
 
 // memTempFile is one temporary file's bytes.
 type memTempFile struct {
@@ -78,67 +80,73 @@ func (v *walBatchVFS) openMemTemp(tls *libc.TLS, pFile uintptr, flags int32, pOu
 	return sqlite3.SQLITE_OK
 }
 
-// memTemp is the file at pFile, under the VFS's mutex, which the caller lets go.
-func memTemp(pFile uintptr) (*walBatchVFS, *memTempFile) {
+// withMemTemp runs fn on the file at pFile under the VFS's mutex. A file the VFS does not
+// know (SQLite never calls one) is an I/O error rather than a panic inside SQLite.
+func withMemTemp(pFile uintptr, fn func(*walBatchVFS, *memTempFile) int32) int32 {
 	v := walBatchRegistered.Load()
 	v.mu.Lock()
-	return v, v.temps[pFile]
+	defer v.mu.Unlock()
+	f := v.temps[pFile]
+	if f == nil {
+		return sqlite3.SQLITE_IOERR
+	}
+	return fn(v, f)
 }
 
 func memTempClose(_ *libc.TLS, pFile uintptr) int32 {
-	v, _ := memTemp(pFile)
-	delete(v.temps, pFile)
-	v.mu.Unlock()
-	return sqlite3.SQLITE_OK
+	return withMemTemp(pFile, func(v *walBatchVFS, _ *memTempFile) int32 {
+		delete(v.temps, pFile)
+		return sqlite3.SQLITE_OK
+	})
 }
 
 // memTempRead reads as unix's xRead does: past the end, the rest of the buffer is zeroed
 // and the read is short.
 func memTempRead(_ *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int32 {
-	v, f := memTemp(pFile)
-	defer v.mu.Unlock()
-	dst := unsafe.Slice((*byte)(cmem(pBuf)), int(amt))
-	n := 0
-	if off < int64(len(f.data)) {
-		n = copy(dst, f.data[off:])
-	}
-	if n < len(dst) {
-		clear(dst[n:])
-		return sqlite3.SQLITE_IOERR_SHORT_READ
-	}
-	return sqlite3.SQLITE_OK
+	return withMemTemp(pFile, func(_ *walBatchVFS, f *memTempFile) int32 {
+		dst := unsafe.Slice((*byte)(cmem(pBuf)), int(amt))
+		n := 0
+		if off < int64(len(f.data)) {
+			n = copy(dst, f.data[off:])
+		}
+		if n < len(dst) {
+			clear(dst[n:])
+			return sqlite3.SQLITE_IOERR_SHORT_READ
+		}
+		return sqlite3.SQLITE_OK
+	})
 }
 
 func memTempWrite(_ *libc.TLS, pFile, pBuf uintptr, amt int32, off int64) int32 {
-	v, f := memTemp(pFile)
-	defer v.mu.Unlock()
-	if end := int(off) + int(amt); end > len(f.data) {
-		// Bytes between the old end and off were never written: zero, as a file's hole.
-		if old := len(f.data); end > cap(f.data) {
-			f.data = append(f.data, make([]byte, end-old)...)
-		} else {
-			f.data = f.data[:end]
-			clear(f.data[old:])
+	return withMemTemp(pFile, func(_ *walBatchVFS, f *memTempFile) int32 {
+		if end := int(off) + int(amt); end > len(f.data) {
+			// Bytes between the old end and off were never written: zero, as a file's hole.
+			if old := len(f.data); end > cap(f.data) {
+				f.data = append(f.data, make([]byte, end-old)...)
+			} else {
+				f.data = f.data[:end]
+				clear(f.data[old:])
+			}
 		}
-	}
-	copy(f.data[off:], unsafe.Slice((*byte)(cmem(pBuf)), int(amt)))
-	return sqlite3.SQLITE_OK
+		copy(f.data[off:], unsafe.Slice((*byte)(cmem(pBuf)), int(amt)))
+		return sqlite3.SQLITE_OK
+	})
 }
 
 func memTempTruncate(_ *libc.TLS, pFile uintptr, size int64) int32 {
-	v, f := memTemp(pFile)
-	defer v.mu.Unlock()
-	if size < int64(len(f.data)) {
-		f.data = f.data[:size]
-	}
-	return sqlite3.SQLITE_OK
+	return withMemTemp(pFile, func(_ *walBatchVFS, f *memTempFile) int32 {
+		if size < int64(len(f.data)) {
+			f.data = f.data[:size]
+		}
+		return sqlite3.SQLITE_OK
+	})
 }
 
 func memTempFileSize(_ *libc.TLS, pFile, pSize uintptr) int32 {
-	v, f := memTemp(pFile)
-	defer v.mu.Unlock()
-	*(*int64)(cmem(pSize)) = int64(len(f.data))
-	return sqlite3.SQLITE_OK
+	return withMemTemp(pFile, func(_ *walBatchVFS, f *memTempFile) int32 {
+		*(*int64)(cmem(pSize)) = int64(len(f.data))
+		return sqlite3.SQLITE_OK
+	})
 }
 
 // A temporary file is never shared and never outlives a crash: nothing to sync or lock.
