@@ -534,14 +534,18 @@ func (r *libRows) value(i int) driver.Value {
 }
 
 // text is column i's text, copied into Go memory.
-func (r *libRows) text(i int) string {
+func (r *libRows) text(i int) string { return string(r.textInPlace(i)) }
+
+// textInPlace is column i's text where SQLite keeps it (nil when empty): valid until the
+// statement steps, resets or reads the column as another type.
+func (r *libRows) textInPlace(i int) []byte {
 	tls, p := r.s.c.tls, r.s.p
 	t := sqlite3.Xsqlite3_column_text(tls, p, int32(i))
 	n := int(sqlite3.Xsqlite3_column_bytes(tls, p, int32(i)))
 	if t == 0 || n <= 0 {
-		return ""
+		return nil
 	}
-	return string(unsafe.Slice((*byte)(cmem(t)), n))
+	return unsafe.Slice((*byte)(cmem(t)), n)
 }
 
 // scanCol stores column i of the current row in dest as assign(dest, r.value(i)) would,
@@ -613,13 +617,11 @@ func (r *libRows) uuidText(i int, ct int32) (uuid.UUID, bool) {
 	if ct != sqlite3.SQLITE_TEXT || r.s.timeCol[i] {
 		return uuid.UUID{}, false
 	}
-	tls, p := r.s.c.tls, r.s.p
-	t := sqlite3.Xsqlite3_column_text(tls, p, int32(i))
-	n := int(sqlite3.Xsqlite3_column_bytes(tls, p, int32(i)))
-	if t == 0 || n <= 0 {
+	b := r.textInPlace(i)
+	if len(b) == 0 {
 		return uuid.UUID{}, false
 	}
-	u, err := uuid.ParseBytes(unsafe.Slice((*byte)(cmem(t)), n))
+	u, err := uuid.ParseBytes(b)
 	return u, err == nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"reflect"
-	"slices"
 
 	"github.com/jmoiron/sqlx/reflectx"
 	"modernc.org/sqlite"
@@ -90,10 +89,7 @@ func openWriterConn(db *DB) (*ownConn, error) {
 	if _, err := walBatchOnce(); err != nil {
 		return nil, err
 	}
-	// temp_store=FILE after the pool's MEMORY: its temporary files are memory all the same,
-	// the VFS's (walbatch_temp.go), and a sub-journal is kept in 64 KiB chunks, not 1 KiB.
-	pragmas := append(slices.Clip(db.writerPragmas), "temp_store(file)")
-	return openOwnConn(db, pragmas, beginWriteSQL, maxWriterStmts, walBatchVFSName)
+	return openOwnConn(db, db.writerPragmas, beginWriteSQL, maxWriterStmts, walBatchVFSName)
 }
 
 func openOwnConn(db *DB, pragmas []string, begin string, maxStmts int, vfs string) (*ownConn, error) {

@@ -33,16 +33,15 @@ type planKey struct {
 // planField is where one column goes: the field's index path and, for a time.Time or
 // *time.Time field, which scanner takes the column in its place (timetext.go). A field
 // reached from the row without passing through a pointer (any field but one of an embedded
-// *T, which the scan must allocate first) is direct: its target is made from its offset in
-// the row and the type word of a pointer to it. reflect's Field, Addr and Interface cost
+// *T, which the scan must allocate first) has ptrType set: its target is made from its
+// offset in the row and that type word of a pointer to it. reflect's Field, Addr and Interface cost
 // about 200 instructions a column, 22k of the in-process cycle (docs/perf/issue-35.md,
 // "The scan's targets without reflection"); this costs a few.
 type planField struct {
 	idx     []int
 	kind    fieldKind
-	direct  bool
 	off     uintptr
-	ptrType unsafe.Pointer
+	ptrType unsafe.Pointer // nil: the field is reached through a pointer
 }
 
 // eface is the layout of a value of type any: its type word, then its data word (for a
@@ -217,7 +216,7 @@ func (p *scanPlans) targets(plan []planField, s reflect.Value, out []any, sc *sc
 	base := unsafe.Pointer(s.UnsafeAddr()) // s is the row a pointer points at: addressable
 	for i, f := range plan {
 		var addr any
-		if f.direct {
+		if f.ptrType != nil {
 			addr = pointerAt(f.ptrType, unsafe.Add(base, f.off))
 		} else {
 			// FieldByIndexes allocates an embedded *T left nil, as sqlx's scan does.
@@ -376,7 +375,7 @@ func (p *scanPlans) planByText(rows rowSource, query string, t reflect.Type, m *
 		}
 		plan[i].idx = idx
 		if off, ft, ok := directField(reflectx.Deref(t), idx); ok {
-			plan[i].direct, plan[i].off, plan[i].ptrType = true, off, pointerType(ft)
+			plan[i].off, plan[i].ptrType = off, pointerType(ft)
 		}
 		switch tm.GetByTraversal(idx).Field.Type {
 		case timeType, ourTimeType:

@@ -145,8 +145,8 @@ type DB struct {
 	// file is the SQLite file as opened, checked by readiness and the writer (fileid.go).
 	file *sqliteFile
 	// writerPragmas are the pragmas the committer's own connection is opened with
-	// (ownconn.go, libconn.go): the writer pool's DSN's; w stays for maintenance and
-	// tests (Raw).
+	// (ownconn.go, libconn.go): the writer pool's DSN's, but temp_store=FILE
+	// (walbatch_temp.go); w stays for maintenance and tests (Raw).
 	writerPragmas []string
 	// readerPragmas are the pragmas SQLite's readers are opened with (the reader pool's
 	// DSN's), and readers those readers (readerpool.go); r stays for maintenance and
