@@ -46,6 +46,7 @@ type Metrics struct {
 	leasesLost     *prometheus.CounterVec
 	takeBacks      *prometheus.CounterVec
 	groupSize      prometheus.Histogram
+	groupReruns    prometheus.Counter
 	writeLatency   prometheus.Histogram
 	connsOpened    prometheus.Counter
 	live           *liveCollector
@@ -102,6 +103,10 @@ func New(store *overview.Store, o Options) *Metrics {
 		Help:    "Write transactions committed together by one SQLite commit.",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 	})
+	m.groupReruns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ledger_sqlite_group_reruns_total",
+		Help: "SQLite commit groups run a second time, each write in its own savepoint, because one write failed after changing rows.",
+	})
 	m.writeLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "ledger_db_write_duration_seconds",
 		Help:    "Duration of a write transaction as its caller sees it (retries and the SQLite group's commit included).",
@@ -132,7 +137,7 @@ func New(store *overview.Store, o Options) *Metrics {
 		m.leasesLost.WithLabelValues()
 	}
 	m.collectorsList = []prometheus.Collector{m.claims, m.claimLatency, m.fenceRefusals, m.leasesLost, m.takeBacks,
-		m.groupSize, m.writeLatency, m.connsOpened, m.readErrors, m.live}
+		m.groupSize, m.groupReruns, m.writeLatency, m.connsOpened, m.readErrors, m.live}
 	return m
 }
 
@@ -170,6 +175,9 @@ func (m *Metrics) WriteDone(d time.Duration) { m.writeLatency.Observe(d.Seconds(
 
 // GroupCommitted records the size of a SQLite commit group.
 func (m *Metrics) GroupCommitted(size int) { m.groupSize.Observe(float64(size)) }
+
+// GroupRerun counts a SQLite commit group run a second time in savepoints.
+func (m *Metrics) GroupRerun() { m.groupReruns.Inc() }
 
 // ConnectionOpened counts a connection SQL Server's pool opened.
 func (m *Metrics) ConnectionOpened() { m.connsOpened.Inc() }

@@ -12,12 +12,27 @@ import (
 
 // committer runs SQLite write transactions in groups: one goroutine owns the single writer
 // connection, takes the transactions waiting to run (up to maxGroup), and runs them one
-// after another inside one database transaction, each in its own savepoint (a group of
-// one runs without: its transaction is its own). A function
-// that fails rolls back to its savepoint and gets its error; the others commit together,
-// and only then does any caller hear of success. The result is the same as running them
-// one by one in that order, with one commit (one WAL write, and under synchronous=FULL one
-// fsync) for the group instead of one each.
+// after another inside one database transaction. A function that fails gets its error and
+// leaves nothing; the others commit together, and only then does any caller hear of
+// success. The result is the same as running them one by one in that order, with one
+// commit (one WAL write, and under synchronous=FULL one fsync) for the group instead of one
+// each.
+//
+// How a failure leaves nothing. A group first runs its jobs with nothing between them
+// (runTogether). A job that fails having changed no row (a claim that found nothing, a
+// fenced write refused by its first statement, a request that reads and refuses) has
+// nothing to undo: it gets its error and the group goes on. A job that fails after it
+// changed rows cannot be undone alone there, so the transaction is rolled back and the
+// group runs again from its first job, each job in its own savepoint (runInSavepoints),
+// where such a job rolls back to its savepoint alone. Running a job twice is allowed:
+// Write's functions have no effects outside their transaction, as a retry after a busy
+// database runs them again too, and nothing of the first run was committed or answered.
+// After a failure with rows to undo, the next carefulGroups groups go straight to
+// savepoints, so a stream of such failures (a tenant's conflicting writes, say) makes other
+// tenants' groups run twice at most once in that many. The savepoints are not free: each
+// copies every page its job first changes into the sub-journal (docs/perf/issue-35.md),
+// which is why they wait for a failure that needs them. A group of one needs neither: its
+// transaction is its own, and a failure rolls it back.
 //
 // The writer is the embedded database's one bottleneck, so it is shared between tenants
 // here, where the work is: waiting transactions queue per tenant, and a group takes them in
@@ -47,6 +62,9 @@ type committer struct {
 	wc *ownConn
 	// panics counts the groups in a row that panicked outside their jobs.
 	panics int
+	// careful is how many more groups run each job in a savepoint from the start, since a
+	// job failed with rows to undo (carefulGroups).
+	careful int
 	// fatal is closed when the writer gave up.
 	fatal chan struct{}
 }
@@ -55,6 +73,11 @@ type committer struct {
 // gives up: a panic in a group is failed and forgotten, but a writer that panics every time
 // cannot be trusted with the next write.
 const maxGroupPanics = 3
+
+// carefulGroups is how many groups after a job failed with rows to undo run their jobs in
+// savepoints from the start instead of together first: such a failure costs its group a
+// second run, and while they keep coming, that second run is what every group would pay.
+const carefulGroups = 32
 
 // ErrWriterBroken says the embedded database's writer gave up after panicking group after group;
 // readiness fails and the process must restart.
@@ -371,8 +394,9 @@ func (c *committer) run(batch []*job, g *groupState) {
 		}
 		return
 	}
+	hook := c.db.statementHook()
 	newTx := func() *Tx {
-		return &Tx{wc: wc, Dialect: d, clock: c.db.clock, plans: &c.db.plans, grouped: true, hook: c.db.statementHook()}
+		return &Tx{wc: wc, Dialect: d, clock: c.db.clock, plans: &c.db.plans, grouped: true, hook: hook}
 	}
 	if len(batch) == 1 {
 		// A group of one needs no savepoint: the transaction is the job's alone, so a
@@ -399,7 +423,72 @@ func (c *committer) run(batch []*job, g *groupState) {
 		c.db.ckpt.committed()
 		return
 	}
-	var ran []*job
+	// A test's statement hook writes rows the job itself does not (a concurrent winner's,
+	// once): run twice, the job would not meet them again, so a hook's groups take the
+	// savepoints from the start.
+	careful := c.careful > 0 || hook != nil
+	if c.careful > 0 {
+		c.careful--
+	}
+	if !careful {
+		if c.runTogether(ctx, wc, batch, newTx) {
+			g.ended = true
+			c.db.ckpt.committed()
+			return
+		}
+		// A job failed with rows to undo beside the others' writes, and the transaction is
+		// rolled back: run the group again, each job in its own savepoint.
+		c.careful = carefulGroups
+		c.db.observeGroupRerun()
+		if wc, err = c.begin(ctx); err != nil {
+			g.wc, g.ended = nil, true
+			err = fmt.Errorf("begin transaction: %w", d.MapError(err))
+			for _, j := range batch {
+				j.err = err
+			}
+			return
+		}
+		g.wc = wc
+	}
+	c.runInSavepoints(ctx, wc, batch, newTx)
+	g.ended = true
+	c.db.ckpt.committed()
+}
+
+// runTogether runs batch's jobs one after another with nothing between them and commits,
+// reporting true. A job that fails having changed no row, with the transaction still open,
+// gets its error and the others go on. At the first job that fails otherwise it rolls the
+// transaction back, forgets what every job ran into, and reports false: nothing of the
+// group was written, and the group must run again in savepoints.
+func (c *committer) runTogether(ctx context.Context, wc *ownConn, batch []*job, newTx func() *Tx) bool {
+	for _, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			j.err = err // the caller left before its turn: nothing was written
+			continue
+		}
+		before := wc.lc.totalChanges()
+		j.panic, j.err = runGuarded(j.fn, newTx())
+		if j.err == nil && j.panic == nil {
+			continue
+		}
+		if wc.lc.totalChanges() == before && wc.lc.inTransaction() {
+			j.err = c.db.Dialect.MapError(j.err)
+			continue
+		}
+		wc.rollback(ctx)
+		for _, j := range batch {
+			j.err, j.panic = nil, nil
+		}
+		return false
+	}
+	c.commitGroup(ctx, wc, batch)
+	return true
+}
+
+// runInSavepoints runs batch's jobs one after another, each in its own savepoint, and
+// commits what did not fail.
+func (c *committer) runInSavepoints(ctx context.Context, wc *ownConn, batch []*job, newTx func() *Tx) {
+	d := c.db.Dialect
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			j.err = err // the caller left before its turn: nothing was written
@@ -407,38 +496,41 @@ func (c *committer) run(batch []*job, g *groupState) {
 		}
 		if err := wc.exec(ctx, savepointSQL); err != nil {
 			c.abort(ctx, wc, batch, fmt.Errorf("savepoint: %w", d.MapError(err)))
-			g.ended = true
 			return
 		}
+		before := wc.lc.totalChanges()
 		j.panic, j.err = runGuarded(j.fn, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
+			if wc.lc.totalChanges() != before {
+				c.careful = carefulGroups
+			}
 			// A failed statement can have ended the whole transaction (an I/O error, say);
 			// then the savepoint is gone and the group must fail as one.
 			if err := wc.exec(ctx, rollbackToSQL); err != nil {
 				c.abort(ctx, wc, batch, fmt.Errorf("roll back to savepoint: %w", d.MapError(err)))
-				g.ended = true
 				return
 			}
 		}
 		if err := wc.exec(ctx, releaseSQL); err != nil {
 			c.abort(ctx, wc, batch, fmt.Errorf("release savepoint: %w", d.MapError(err)))
-			g.ended = true
 			return
 		}
-		ran = append(ran, j)
 	}
-	err = wc.commit(ctx)
-	g.ended = true
-	if err != nil {
-		err = fmt.Errorf("commit: %w", d.MapError(err))
-		for _, j := range ran {
+	c.commitGroup(ctx, wc, batch)
+}
+
+// commitGroup commits the group's transaction; if that fails, so does every job of batch
+// that had not failed on its own (or been left by its caller).
+func (c *committer) commitGroup(ctx context.Context, wc *ownConn, batch []*job) {
+	if err := wc.commit(ctx); err != nil {
+		err = fmt.Errorf("commit: %w", c.db.Dialect.MapError(err))
+		for _, j := range batch {
 			if j.err == nil && j.panic == nil {
 				j.err = err
 			}
 		}
 	}
-	c.db.ckpt.committed()
 }
 
 // The savepoint statements of a group, prepared once on the writer's connection (parsing

@@ -184,6 +184,7 @@ type panicky struct{ armed atomic.Bool }
 
 func (*panicky) WriteDone(time.Duration) {}
 func (*panicky) ConnectionOpened()       {}
+func (*panicky) GroupRerun()             {}
 func (p *panicky) GroupCommitted(int) {
 	if p.armed.Swap(false) {
 		panic("injected: observer")

@@ -157,6 +157,17 @@ func (c *libConn) grow(n int) error {
 	return nil
 }
 
+// totalChanges is sqlite3_total_changes64: the rows the connection's INSERT, UPDATE and
+// DELETE statements changed, added as each statement completes. A statement its own
+// journal rolled back adds nothing; a trigger's statements add theirs as they complete,
+// even when the statement that fired them is then rolled back, so the count can only
+// overstate what is left changed, never miss it.
+func (c *libConn) totalChanges() int64 { return sqlite3.Xsqlite3_total_changes64(c.tls, c.db) }
+
+// inTransaction reports whether a transaction is open (sqlite3_get_autocommit is 0): an
+// I/O error, a full disk or exhausted memory can end one with no ROLLBACK sent.
+func (c *libConn) inTransaction() bool { return sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) == 0 }
+
 // close finalizes nothing (the caller finalizes its statements first) and closes the
 // connection, freeing the connection's C memory.
 func (c *libConn) close() {

@@ -10,6 +10,9 @@ type Observer interface {
 	WriteDone(d time.Duration)
 	// GroupCommitted: SQLite committed a group of size write transactions with one commit.
 	GroupCommitted(size int)
+	// GroupRerun: a SQLite group ran again, each write in its own savepoint, because one of
+	// its writes failed after changing rows (groupcommit.go).
+	GroupRerun()
 	// ConnectionOpened: SQL Server's pool opened a connection (a login and the session
 	// init). A steady pool opens few; a rising count means connections are being thrown
 	// away (a context cancelled during the session reset closes the connection).
@@ -28,6 +31,12 @@ func (db *DB) observeWrite(start time.Time) {
 func (db *DB) observeGroup(size int) {
 	if o := db.obs.Load(); o != nil {
 		(*o).GroupCommitted(size)
+	}
+}
+
+func (db *DB) observeGroupRerun() {
+	if o := db.obs.Load(); o != nil {
+		(*o).GroupRerun()
 	}
 }
 

@@ -431,7 +431,9 @@ func OnWriteWait(ctx context.Context, f func()) context.Context {
 }
 
 // Write runs fn in a read-write transaction in scope and commits it. A deadlock or busy
-// database rolls back and runs fn again, so fn must have no effects outside tx.
+// database rolls back and runs fn again, and so does SQLite's group commit when another
+// write of fn's group fails after changing rows (groupcommit.go), so fn must have no effects
+// outside tx (AfterCommit's functions run once, after the commit that counted).
 func (db *DB) Write(ctx context.Context, s Scope, fn func(*Tx) error) error {
 	defer db.observeWrite(time.Now())
 	var after []func()

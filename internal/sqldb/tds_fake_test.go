@@ -194,4 +194,5 @@ type countingObserver struct{ opened atomic.Int64 }
 
 func (*countingObserver) WriteDone(time.Duration) {}
 func (*countingObserver) GroupCommitted(int)      {}
+func (*countingObserver) GroupRerun()             {}
 func (o *countingObserver) ConnectionOpened()     { o.opened.Add(1) }
