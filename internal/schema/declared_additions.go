@@ -115,13 +115,6 @@ var RunsAdditions = []Addition{
 			"of every child run, so a claim of one continuation could deadlock with the complete of another subject's sibling",
 	},
 	{
-		Table: "Runs", Kind: AddIndex, Item: "IX_Runs_Tenant_Ended",
-		Definition: "INDEX (TenantId, EndedAt) INCLUDE (Outcome, ProjectId, AgentId, Kind) WHERE State = 2",
-		Reason: "DESIGN.md section 5a (insights, issue 21): runs ended in a window by outcome, project, agent and kind, and " +
-			"the attempts of each finished run, seek the window's ended runs instead of the tenant's whole history " +
-			"(migration 000018); SQLite has no INCLUDE",
-	},
-	{
 		Table: "Runs", Kind: AddColumn, Item: "Tags",
 		Definition: "nvarchar(max) NULL",
 		Reason: "DESIGN.md section 5b (Admins act, issue 29): the tags an enqueue gives (a JSON array of at most 16 " +

@@ -258,9 +258,13 @@ func (s *ddlSchema) statement(st []sqllint.Token) error {
 	return nil
 }
 
-// dropIndex reads DROP INDEX name (SQLite) or DROP INDEX name ON table (T-SQL).
+// dropIndex reads DROP INDEX [IF EXISTS] name (SQLite) or DROP INDEX name ON table (T-SQL).
 func (s *ddlSchema) dropIndex(st []sqllint.Token) error {
-	name, _, err := dottedName(st, 2)
+	at := 2
+	if sqllint.IsWord(sqllint.TokAt(st, 2), "IF") && sqllint.IsWord(sqllint.TokAt(st, 3), "EXISTS") {
+		at = 4
+	}
+	name, _, err := dottedName(st, at)
 	if err != nil {
 		return err
 	}
@@ -992,15 +996,21 @@ func applyLaterAdditions(mig *ddlSchema, files [][2]string) error {
 	return nil
 }
 
-// unguarded returns the statement an IF NOT EXISTS (...) guard runs (a migration that
-// checks sys.indexes before building an index someone may have built by hand), or st.
+// unguarded returns the statement an IF [NOT] EXISTS (...) guard runs (a migration that
+// checks sys.indexes before building an index someone may have built by hand, or before
+// dropping one someone may have dropped), or st.
 func unguarded(st []sqllint.Token) []sqllint.Token {
-	if !sqllint.IsWord(sqllint.TokAt(st, 0), "IF") || !sqllint.IsWord(sqllint.TokAt(st, 1), "NOT") ||
-		!sqllint.IsWord(sqllint.TokAt(st, 2), "EXISTS") || !sqllint.IsSym(sqllint.TokAt(st, 3), "(") {
+	open := 3
+	if sqllint.IsWord(sqllint.TokAt(st, 1), "EXISTS") {
+		open = 2
+	} else if !sqllint.IsWord(sqllint.TokAt(st, 1), "NOT") || !sqllint.IsWord(sqllint.TokAt(st, 2), "EXISTS") {
+		return st
+	}
+	if !sqllint.IsWord(sqllint.TokAt(st, 0), "IF") || !sqllint.IsSym(sqllint.TokAt(st, open), "(") {
 		return st
 	}
 	depth := 0
-	for i := 3; i < len(st); i++ {
+	for i := open; i < len(st); i++ {
 		switch {
 		case sqllint.IsSym(st[i], "("):
 			depth++
