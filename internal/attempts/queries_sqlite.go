@@ -34,8 +34,10 @@ RETURNING ` + sqliteRestColumns,
 	// endUnanswered: endFenced answering nothing, its Version ?8, the stamp its caller read in
 	// this transaction before anything wrote (EndWhole). Should anything have advanced the
 	// counter since, it writes -1, which the attempt's AFTER UPDATE trigger refuses: an end
-	// fails rather than answer a version the row does not have.
-	endUnanswered: `UPDATE ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
+	// fails rather than answer a version the row does not have. OR FAIL: one row, so every
+	// constraint is checked before it is written, and no statement journal
+	// (migrations/sqlite 000045).
+	endUnanswered: `UPDATE OR FAIL ExecutionAttempts SET State = ?2, EndedAt = ?3, OutcomeHash = COALESCE(?4, OutcomeHash),
     ErrorCode = ?5, ErrorMessage = ?6, ErrorDetails = ?7,
     Version = CASE WHEN ?8 = (SELECT Value + 1 FROM RowVersionCounter) THEN ?8 ELSE -1 END
 WHERE AttemptId = ?1 AND State = 0`,

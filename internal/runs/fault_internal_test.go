@@ -258,7 +258,8 @@ var faultCases = []struct {
 		// does not have; elsewhere the end answers the row as stored.
 		var ran atomic.Bool
 		e.db.SetStatementHook(func(ctx context.Context, tx *sqldb.Tx, st sqldb.Statement) error {
-			if !strings.HasPrefix(st.Query, "UPDATE ExecutionAttempts SET State = ?2") && !strings.HasPrefix(st.Query, "UPDATE dbo.ExecutionAttempts SET State = @p2") {
+			if !strings.HasPrefix(st.Query, "UPDATE ExecutionAttempts SET State = ?2") && !strings.HasPrefix(st.Query, "UPDATE OR FAIL ExecutionAttempts SET State = ?2") &&
+				!strings.HasPrefix(st.Query, "UPDATE dbo.ExecutionAttempts SET State = @p2") {
 				return nil
 			}
 			if ran.Swap(true) {

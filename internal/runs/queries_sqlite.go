@@ -178,8 +178,11 @@ FROM Tenants t WHERE t.TenantId = ?1`,
 	// injection) have advanced the counter, the lease writes -1, which the run's AFTER UPDATE
 	// trigger refuses (a version that went down): the claim fails (sqldb.ErrRefused) rather
 	// than answer a stale version. The refusal comes after the row's unique checks, so a
-	// leased-subject conflict is still reported as one.
-	leaseUnanswered: `UPDATE Runs SET State = 1, Epoch = Epoch + 1, HolderId = ?3, LeaseSeconds = ?4, LeasedUntil = ?5,
+	// leased-subject conflict is still reported as one. OR FAIL, as the complete's end: a
+	// statement that cannot abort needs no statement journal (migrations/sqlite 000045), and
+	// a one-row update checks every constraint before it writes, so a conflict the claim
+	// goes on from (the leased subject's) leaves nothing written.
+	leaseUnanswered: `UPDATE OR FAIL Runs SET State = 1, Epoch = Epoch + 1, HolderId = ?3, LeaseSeconds = ?4, LeasedUntil = ?5,
     SubjectHead = 0, Version = CASE WHEN ?6 = ` + sqliteStamp + ` THEN ?6 ELSE -1 END
 WHERE TenantId = ?1 AND RunId = ?2 AND State = 0 AND SubjectHead = 1`,
 	tenantLeased: `INSERT INTO TenantLeases (TenantId, LeasedCount) VALUES (?1, 1)
@@ -218,8 +221,9 @@ RETURNING ` + sqliteLeftColumns + `,
 	// endLeasedUnanswered: ?9 is the SubjectQueued its fence read. Nothing in a complete or a
 	// release queues a run of the subject between the two; should anything have (a fault
 	// injection), the end writes -1, which the run's AFTER UPDATE trigger refuses, rather than
-	// leave the new run's head unmarked. The probe runs only when ?9 said none.
-	endLeasedUnanswered: `UPDATE Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
+	// leave the new run's head unmarked. The probe runs only when ?9 said none. OR FAIL: see
+	// leaseUnanswered.
+	endLeasedUnanswered: `UPDATE OR FAIL Runs SET State = 2, Outcome = ?3, EndedAt = ?4, Attempt = ?5, LeasedUntil = NULL,
     ErrorCode = ?7, ErrorMessage = ?8, Version = CASE WHEN ?9 OR NOT EXISTS (SELECT 1 FROM Runs AS q
         WHERE q.TenantId = Runs.TenantId AND q.Subject = Runs.Subject AND q.State = 0) THEN ` + sqliteStamp + ` ELSE -1 END
 WHERE RunId = ?1 AND Epoch = ?2 AND State = 1 AND (?6 IS NULL OR LeasedUntil < ?6)`,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledger-dev/ledger/api"
 	"github.com/ledger-dev/ledger/internal/dbtest"
+	"github.com/ledger-dev/ledger/internal/projects"
 	"github.com/ledger-dev/ledger/internal/runs"
 	"github.com/ledger-dev/ledger/internal/sqldb"
 )
@@ -51,6 +52,14 @@ func TestRunGuardTrigger(t *testing.T) {
 			t.Fatal("setup: the first run is not leased")
 		}
 
+		// The identity changes name parents that exist, so that the guard refuses them and
+		// not the foreign keys, which SQLite checks at the statement's end after a trigger's
+		// RAISE(FAIL) (migrations/sqlite 000045) and which would report first.
+		elsewhere := dbtest.NewTenant(t, e.db)
+		if _, _, err := projects.NewStore(e.db).Put(e.ctx, elsewhere, "p1", projects.Change{}); err != nil {
+			t.Fatal(err)
+		}
+		e.project("p2")
 		refused := []struct {
 			name, set string
 			run       runs.Run
@@ -60,7 +69,7 @@ func TestRunGuardTrigger(t *testing.T) {
 			{"LeasedEpochChange", "Epoch = Epoch + 1", leased},
 			{"LeasedEpochBack", "Epoch = Epoch - 1", leased},
 			{"SubjectChange", "Subject = 'other'", leased},
-			{"TenantChange", "TenantId = 'someone-else'", leased},
+			{"TenantChange", "TenantId = '" + elsewhere + "'", leased},
 			{"KindChange", "Kind = 'other'", ended},
 			{"ProjectChange", "ProjectId = 'p2'", ended},
 			{"IdempotencyKeyChange", "IdempotencyKey = 'k'", leased},

@@ -34,6 +34,8 @@ const (
 	sqliteConstraintForeignKey = 787
 	sqliteConstraintPrimaryKey = 1555
 	sqliteConstraintUnique     = 2067
+	// sqliteConstraintTrigger is a trigger's RAISE (SQLITE_CONSTRAINT_TRIGGER).
+	sqliteConstraintTrigger = 1811
 )
 
 // DefaultBusyTimeout is how long a SQLite writer waits for another process's write lock

@@ -408,7 +408,7 @@ func (c *committer) run(batch []*job, g *groupState) {
 			g.ended = true
 			return
 		}
-		j.panic, j.err = runGuarded(j.fn, newTx())
+		runJob(j, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
 			wc.rollback(ctx)
@@ -467,7 +467,7 @@ func (c *committer) runTogether(ctx context.Context, wc *ownConn, batch []*job, 
 			continue
 		}
 		before := wc.lc.totalChanges()
-		j.panic, j.err = runGuarded(j.fn, newTx())
+		runJob(j, newTx())
 		if j.err == nil && j.panic == nil {
 			continue
 		}
@@ -499,7 +499,7 @@ func (c *committer) runInSavepoints(ctx context.Context, wc *ownConn, batch []*j
 			return
 		}
 		before := wc.lc.totalChanges()
-		j.panic, j.err = runGuarded(j.fn, newTx())
+		runJob(j, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
 			if wc.lc.totalChanges() != before {
@@ -548,6 +548,16 @@ func (c *committer) abort(ctx context.Context, wc *ownConn, batch []*job, err er
 		if j.err == nil && j.panic == nil {
 			j.err = err
 		}
+	}
+}
+
+// runJob runs j's function on tx. A trigger's refusal fails the job even when the function
+// went on past it: under RAISE(FAIL) the refused statement's rows stay written, and only
+// failing the job undoes them (Tx.refused).
+func runJob(j *job, tx *Tx) {
+	j.panic, j.err = runGuarded(j.fn, tx)
+	if j.err == nil && j.panic == nil && tx.refusal != nil {
+		j.err = tx.refusal
 	}
 }
 

@@ -321,3 +321,60 @@ func TestGroupRunsTogetherUntilAFailureWithRowsToUndo(t *testing.T) {
 		}
 	})
 }
+
+// TestASwallowedTriggerRefusalFailsItsWrite: a trigger refusing with RAISE(FAIL) keeps the
+// row it refused; a write whose function swallows that error and returns nil still fails
+// with the refusal (ErrRefused), and nothing it wrote stays: alone, in a group run together
+// (which then runs again) and in a group run in savepoints.
+func TestASwallowedTriggerRefusalFailsItsWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	open := func(t *testing.T) *DB {
+		db := openQuiet(t)
+		if _, err := db.Raw().Exec(`CREATE TABLE t (x INTEGER UNIQUE);
+CREATE TRIGGER t_refuse AFTER INSERT ON t WHEN NEW.x < 0 BEGIN SELECT RAISE(FAIL, 'negative'); END;`); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	insert := func(x int) func(*Tx) error {
+		return func(tx *Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
+			return err
+		}
+	}
+	swallows := func(tx *Tx) error {
+		if err := insert(1)(tx); err != nil {
+			return err
+		}
+		if err := insert(-1)(tx); !errors.Is(err, ErrRefused) {
+			return fmt.Errorf("the trigger did not refuse: %v", err)
+		}
+		return nil // goes on as if nothing happened
+	}
+	for _, mode := range []string{"Alone", "Together", "InSavepoints"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			var err error
+			switch mode {
+			case "Alone":
+				err = db.Write(ctx, MaintenanceScope(), swallows)
+				wantValues(t, db)
+			default:
+				if mode == "InSavepoints" {
+					db.SetStatementHook(func(context.Context, *Tx, Statement) error { return nil })
+				}
+				errs := inOneGroup(t, db, insert(2), swallows, insert(3))
+				if errs[0] != nil || errs[2] != nil {
+					t.Fatalf("the others: %v", errs)
+				}
+				err = errs[1]
+				wantValues(t, db, 2, 3)
+			}
+			if !errors.Is(err, ErrRefused) {
+				t.Fatalf("the write that swallowed a refusal: %v, want ErrRefused", err)
+			}
+		})
+	}
+}

@@ -318,6 +318,9 @@ type Tx struct {
 	scope func(nargs int) (string, []any)
 	// after collects what AfterCommit was given (nil in a read).
 	after *[]func()
+	// refusal is the first refusal a trigger raised in the transaction (SQLite): the write
+	// fails with it even if its function went on (refused).
+	refusal error
 }
 
 // AfterCommit has f called once the write transaction tx belongs to has committed, on the

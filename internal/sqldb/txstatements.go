@@ -3,13 +3,15 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/jmoiron/sqlx/reflectx"
+	"modernc.org/sqlite"
 )
 
 // GetContext is sqlx's, with the error mapped.
 func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
-	return nameStatement(tx.Dialect.MapError(tx.get(ctx, dest, query, args...)), query)
+	return nameStatement(tx.Dialect.MapError(tx.refused(tx.get(ctx, dest, query, args...))), query)
 }
 
 func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) error {
@@ -18,7 +20,7 @@ func (tx *Tx) get(ctx context.Context, dest any, query string, args ...any) erro
 
 // SelectContext is sqlx's, with the error mapped.
 func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
-	return nameStatement(tx.Dialect.MapError(tx.selectRows(ctx, dest, query, args...)), query)
+	return nameStatement(tx.Dialect.MapError(tx.refused(tx.selectRows(ctx, dest, query, args...))), query)
 }
 
 func (tx *Tx) selectRows(ctx context.Context, dest any, query string, args ...any) error {
@@ -63,7 +65,7 @@ func sqlRows(rows *sql.Rows) rowSource {
 // ExecContext is sqlx's, with the error mapped.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	res, err := tx.exec(ctx, query, args...)
-	return res, nameStatement(tx.Dialect.MapError(err), query)
+	return res, nameStatement(tx.Dialect.MapError(tx.refused(err)), query)
 }
 
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -75,4 +77,20 @@ func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 		return tx.wc.run(tx.stmtContext(ctx), query, args)
 	}
 	return tx.tx.ExecContext(ctx, query, args...)
+}
+
+// refused notes err in tx when it is a SQLite trigger's refusal, and returns it. The
+// triggers of Runs and ExecutionAttempts refuse with RAISE(FAIL) (migration 45), which keeps
+// what the statement wrote before the refusal, so that the cycle's updates need no
+// statement journal: the write must then fail as a whole, and the committer fails it with
+// the refusal even if its function swallowed the error and went on (runJob).
+func (tx *Tx) refused(err error) error {
+	if err == nil || tx.refusal != nil {
+		return err
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqliteConstraintTrigger {
+		tx.refusal = err
+	}
+	return err
 }

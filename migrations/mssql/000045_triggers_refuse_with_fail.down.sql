@@ -1,0 +1,1 @@
+-- Nothing to undo on SQL Server (see the up migration).

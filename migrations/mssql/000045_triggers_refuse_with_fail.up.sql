@@ -1,0 +1,5 @@
+-- migration: additive
+-- Nothing changes on SQL Server: migrations/sqlite 000045 makes SQLite's AFTER triggers on
+-- Runs and ExecutionAttempts refuse with RAISE(FAIL), so that the cycle's updates need no
+-- statement journal. SQL Server keeps rowversion in the engine and its own TR_Runs_Guard. The
+-- number exists here so that both dialects carry the same versions.
