@@ -66,6 +66,19 @@ func inOneGroup(t *testing.T, db *DB, fns ...func(*Tx) error) []error {
 	return errs
 }
 
+// openObserved opens a database with a table t (x INTEGER UNIQUE) and an observer counting
+// its groups' reruns.
+func openObserved(t *testing.T) (*DB, *reruns) {
+	t.Helper()
+	db := openQuiet(t)
+	if _, err := db.Raw().Exec("CREATE TABLE t (x INTEGER UNIQUE)"); err != nil {
+		t.Fatal(err)
+	}
+	obs := &reruns{}
+	db.SetObserver(obs)
+	return db, obs
+}
+
 // wantValues fails t unless t's values are want, in order.
 func wantValues(t *testing.T, db *DB, want ...int) {
 	t.Helper()
@@ -205,15 +218,10 @@ func TestGroupRunsTogetherUntilAFailureWithRowsToUndo(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db := openQuiet(t)
-			if _, err := db.Raw().Exec("CREATE TABLE t (x INTEGER UNIQUE)"); err != nil {
-				t.Fatal(err)
-			}
+			db, obs := openObserved(t)
 			if err := insertRow(db, 7); err != nil {
 				t.Fatal(err)
 			}
-			obs := &reruns{}
-			db.SetObserver(obs)
 			runs := make([]atomic.Int32, len(tc.want))
 			errs := inOneGroup(t, db, tc.fns(runs)...)
 			for i, w := range tc.want {
@@ -247,12 +255,7 @@ func TestGroupRunsTogetherUntilAFailureWithRowsToUndo(t *testing.T) {
 
 	t.Run("CarefulGroupsCountDown", func(t *testing.T) {
 		t.Parallel()
-		db := openQuiet(t)
-		if _, err := db.Raw().Exec("CREATE TABLE t (x INTEGER UNIQUE)"); err != nil {
-			t.Fatal(err)
-		}
-		obs := &reruns{}
-		db.SetObserver(obs)
+		db, obs := openObserved(t)
 		fail := then(insert(-1), refused)
 		inOneGroup(t, db, insert(1), fail)
 		if obs.n.Load() != 1 || db.group.careful != carefulGroups {
@@ -281,12 +284,7 @@ func TestGroupRunsTogetherUntilAFailureWithRowsToUndo(t *testing.T) {
 
 	t.Run("AfterCommitRunsOnceThroughARerun", func(t *testing.T) {
 		t.Parallel()
-		db := openQuiet(t)
-		if _, err := db.Raw().Exec("CREATE TABLE t (x INTEGER UNIQUE)"); err != nil {
-			t.Fatal(err)
-		}
-		obs := &reruns{}
-		db.SetObserver(obs)
+		db, obs := openObserved(t)
 		var ran, after atomic.Int32
 		counted := func(tx *Tx) error {
 			ran.Add(1)
@@ -304,12 +302,7 @@ func TestGroupRunsTogetherUntilAFailureWithRowsToUndo(t *testing.T) {
 
 	t.Run("AHookStartsInSavepoints", func(t *testing.T) {
 		t.Parallel()
-		db := openQuiet(t)
-		if _, err := db.Raw().Exec("CREATE TABLE t (x INTEGER UNIQUE)"); err != nil {
-			t.Fatal(err)
-		}
-		obs := &reruns{}
-		db.SetObserver(obs)
+		db, obs := openObserved(t)
 		db.SetStatementHook(func(context.Context, *Tx, Statement) error { return nil })
 		errs := inOneGroup(t, db, insert(1), then(insert(2), refused), insert(3))
 		if errs[0] != nil || !errors.Is(errs[1], refused) || errs[2] != nil {
@@ -330,9 +323,8 @@ func TestASwallowedTriggerRefusalFailsItsWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	open := func(t *testing.T) *DB {
-		db := openQuiet(t)
-		if _, err := db.Raw().Exec(`CREATE TABLE t (x INTEGER UNIQUE);
-CREATE TRIGGER t_refuse AFTER INSERT ON t WHEN NEW.x < 0 BEGIN SELECT RAISE(FAIL, 'negative'); END;`); err != nil {
+		db, _ := openObserved(t)
+		if _, err := db.Raw().Exec(`CREATE TRIGGER t_refuse AFTER INSERT ON t WHEN NEW.x < 0 BEGIN SELECT RAISE(FAIL, 'negative'); END;`); err != nil {
 			t.Fatal(err)
 		}
 		return db
