@@ -456,8 +456,8 @@ func (c *committer) run(batch []*job, g *groupState) {
 }
 
 // runTogether runs batch's jobs one after another with nothing between them and commits,
-// reporting true. A job that fails having changed no row, with the transaction still open,
-// gets its error and the others go on. At the first job that fails otherwise it rolls the
+// reporting true. A job that fails having changed no row, with the transaction still open
+// and the connection still usable, gets its error and the others go on. At the first job that fails otherwise it rolls the
 // transaction back, forgets what every job ran into, and reports false: nothing of the
 // group was written, and the group must run again in savepoints.
 func (c *committer) runTogether(ctx context.Context, wc *ownConn, batch []*job, newTx func() *Tx) bool {
@@ -471,7 +471,9 @@ func (c *committer) runTogether(ctx context.Context, wc *ownConn, batch []*job, 
 		if j.err == nil && j.panic == nil {
 			continue
 		}
-		if wc.lc.totalChanges() == before && wc.lc.inTransaction() {
+		// A connection found unusable is not trusted with the count either: a corrupt index
+		// fails a one-row statement after it removed an entry, with no row counted.
+		if wc.lc.totalChanges() == before && wc.lc.inTransaction() && !wc.bad {
 			j.err = c.db.Dialect.MapError(j.err)
 			continue
 		}

@@ -207,6 +207,19 @@ func TestGroupRunsTogetherUntilAFailureWithRowsToUndo(t *testing.T) {
 			reruns: 1,
 		},
 		{
+			// A corrupt index, say: the statement may have removed an entry and counted no row.
+			name: "AFailureThatBreaksTheConnection",
+			fns: func([]atomic.Int32) []func(*Tx) error {
+				return []func(*Tx) error{insert(1), func(tx *Tx) error {
+					tx.wc.bad = true
+					return refused
+				}, insert(3)}
+			},
+			want:   []want{{}, {err: refused}, {}},
+			rows:   []int{1, 3},
+			reruns: 1,
+		},
+		{
 			name: "APanicWithNothingChanged",
 			fns: func([]atomic.Int32) []func(*Tx) error {
 				return []func(*Tx) error{insert(1), func(*Tx) error { panic("injected") }, insert(3)}
