@@ -384,14 +384,8 @@ func (c *committer) run(batch []*job, g *groupState) {
 		}
 		return
 	}
-	wc, err := c.begin(ctx)
-	g.wc = wc
-	if err != nil {
-		g.ended = true
-		err = fmt.Errorf("begin transaction: %w", d.MapError(err))
-		for _, j := range batch {
-			j.err = err
-		}
+	wc, ok := c.beginOrFail(ctx, batch, g)
+	if !ok {
 		return
 	}
 	hook := c.db.statementHook()
@@ -440,26 +434,36 @@ func (c *committer) run(batch []*job, g *groupState) {
 		// rolled back: run the group again, each job in its own savepoint.
 		c.careful = carefulGroups
 		c.db.observeGroupRerun()
-		if wc, err = c.begin(ctx); err != nil {
-			g.wc, g.ended = nil, true
-			err = fmt.Errorf("begin transaction: %w", d.MapError(err))
-			for _, j := range batch {
-				j.err = err
-			}
+		if wc, ok = c.beginOrFail(ctx, batch, g); !ok {
 			return
 		}
-		g.wc = wc
 	}
 	c.runInSavepoints(ctx, wc, batch, newTx)
 	g.ended = true
 	c.db.ckpt.committed()
 }
 
+// beginOrFail begins the group's transaction and records it in g; if it cannot, every job
+// of batch fails with the reason and the group has ended.
+func (c *committer) beginOrFail(ctx context.Context, batch []*job, g *groupState) (*ownConn, bool) {
+	wc, err := c.begin(ctx)
+	g.wc = wc
+	if err != nil {
+		g.ended = true
+		err = fmt.Errorf("begin transaction: %w", c.db.Dialect.MapError(err))
+		for _, j := range batch {
+			j.err = err
+		}
+		return nil, false
+	}
+	return wc, true
+}
+
 // runTogether runs batch's jobs one after another with nothing between them and commits,
-// reporting true. A job that fails having changed no row, with the transaction still open
-// and the connection still usable, gets its error and the others go on. At the first job that fails otherwise it rolls the
-// transaction back, forgets what every job ran into, and reports false: nothing of the
-// group was written, and the group must run again in savepoints.
+// reporting true. A job that fails having left nothing (leftNothing) gets its error and the
+// others go on. At the first job that fails otherwise it rolls the transaction back, forgets
+// what every job ran into, and reports false: nothing of the group was written, and the
+// group must run again in savepoints.
 func (c *committer) runTogether(ctx context.Context, wc *ownConn, batch []*job, newTx func() *Tx) bool {
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
@@ -471,9 +475,7 @@ func (c *committer) runTogether(ctx context.Context, wc *ownConn, batch []*job, 
 		if j.err == nil && j.panic == nil {
 			continue
 		}
-		// A connection found unusable is not trusted with the count either: a corrupt index
-		// fails a one-row statement after it removed an entry, with no row counted.
-		if wc.lc.totalChanges() == before && wc.lc.inTransaction() && !wc.bad {
+		if wc.leftNothing(before) {
 			j.err = c.db.Dialect.MapError(j.err)
 			continue
 		}
@@ -504,7 +506,7 @@ func (c *committer) runInSavepoints(ctx context.Context, wc *ownConn, batch []*j
 		runJob(j, newTx())
 		if j.err != nil || j.panic != nil {
 			j.err = d.MapError(j.err)
-			if wc.lc.totalChanges() != before {
+			if !wc.leftNothing(before) {
 				c.careful = carefulGroups
 			}
 			// A failed statement can have ended the whole transaction (an I/O error, say);

@@ -66,6 +66,14 @@ func inOneGroup(t *testing.T, db *DB, fns ...func(*Tx) error) []error {
 	return errs
 }
 
+// insert is a write's function that inserts x into t.
+func insert(x int) func(*Tx) error {
+	return func(tx *Tx) error {
+		_, err := tx.ExecContext(context.Background(), "INSERT INTO t (x) VALUES (?)", x)
+		return err
+	}
+}
+
 // openObserved opens a database with a table t (x INTEGER UNIQUE) and an observer counting
 // its groups' reruns.
 func openObserved(t *testing.T) (*DB, *reruns) {
@@ -99,12 +107,6 @@ func wantValues(t *testing.T, db *DB, want ...int) {
 func TestGroupRunsTogetherUntilAFailureWithRowsToUndo(t *testing.T) {
 	t.Parallel()
 	refused := errors.New("refused")
-	insert := func(x int) func(*Tx) error {
-		return func(tx *Tx) error {
-			_, err := tx.ExecContext(context.Background(), "INSERT INTO t (x) VALUES (?)", x)
-			return err
-		}
-	}
 	then := func(first func(*Tx) error, err error) func(*Tx) error {
 		return func(tx *Tx) error {
 			if e := first(tx); e != nil {
@@ -341,12 +343,6 @@ func TestASwallowedTriggerRefusalFailsItsWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		return db
-	}
-	insert := func(x int) func(*Tx) error {
-		return func(tx *Tx) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", x)
-			return err
-		}
 	}
 	swallows := func(tx *Tx) error {
 		if err := insert(1)(tx); err != nil {

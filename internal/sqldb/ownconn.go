@@ -222,6 +222,14 @@ func (w *ownConn) rollback(ctx context.Context) {
 	w.inTx = false
 }
 
+// leftNothing reports whether a write that failed since totalChanges was before left the
+// transaction as it found it: no row counted as changed, the transaction still open, and
+// the connection still usable. A connection found unusable is not trusted with the count:
+// a corrupt index fails a one-row statement after it removed an entry, with no row counted.
+func (w *ownConn) leftNothing(before int64) bool {
+	return w.lc.totalChanges() == before && w.lc.inTransaction() && !w.bad
+}
+
 // noteBad marks the connection bad when the driver said so (database/sql would have closed
 // it): the next group takes a new one.
 func (w *ownConn) noteBad(err error) {
